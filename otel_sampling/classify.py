@@ -1,0 +1,104 @@
+"""How a sampling request ended: pure functions over what the callback returned or raised.
+
+The ending vocabulary is ``names.ENDINGS``. Rules for error frames, first match wins
+(``docs/telemetry.md`` "Ending rules"):
+
+1. ``ErrorData.data.reason`` is itself an ending in the vocabulary: that ending.
+2. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
+   "User rejected sampling request").
+3. code ``-32003``: ``policy.denied`` (the otel-sampling convention for policy refusals; its
+   ``data.reason`` refines it by rule 1, e.g. ``policy.budget_exhausted``).
+4. code ``-32001``: ``timeout`` (mcp SDK ``REQUEST_TIMEOUT``).
+5. anything else: ``error``.
+
+A callback that raises ``MCPError`` is classified by its error frame (the SDK sends that frame on
+the wire); any other exception is ``error``. Cancellation is ``timeout`` when the peer's
+``notifications/cancelled`` reason says the request timed out, else ``cancelled``.
+A result is ``completed``, or ``refused`` when its stopReason says the model refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from otel_sampling import names
+
+USER_REJECTED_CODE = -1  # MCP spec: user rejected the sampling request
+POLICY_REFUSAL_CODE = -32003  # otel-sampling convention (implementation-defined band)
+REQUEST_TIMEOUT_CODE = -32001  # mcp_types.REQUEST_TIMEOUT
+
+_ENDING_SET = frozenset(names.ENDINGS)
+_CODE_ENDINGS: Mapping[int, str] = {
+    USER_REJECTED_CODE: names.ENDING_USER_DENIED,
+    POLICY_REFUSAL_CODE: names.ENDING_POLICY_DENIED,
+    REQUEST_TIMEOUT_CODE: names.ENDING_TIMEOUT,
+}
+# stopReason values that mean the model declined (MCP stopReason is an open string; anthropic
+# says "refusal", openai finish_reason says "content_filter").
+_REFUSAL_STOP_REASONS = frozenset({"refusal", "content_filter"})
+_TIMEOUT_MARKERS = ("timed out", "timeout")
+
+
+class Ending(NamedTuple):
+    """One classified ending: ``ending`` from ``names.ENDINGS``; ``error_type`` for ``error.type``
+    (None when the request succeeded); ``resets_at`` from ``data.resetsAt`` when sent."""
+
+    ending: str
+    error_type: str | None = None
+    resets_at: str | None = None
+
+
+COMPLETED = Ending(names.ENDING_COMPLETED)
+
+
+def from_error_frame(code: object, data: object) -> Ending:
+    """Classify a JSON-RPC error frame (``ErrorData`` returned, or ``MCPError`` raised).
+
+    ``error.type`` is the code as a string (MCP semantic conventions).
+    """
+    reason = resets_at = None
+    if isinstance(data, Mapping):
+        reason = data.get("reason")
+        raw_resets = data.get("resetsAt")
+        if isinstance(raw_resets, str):
+            resets_at = raw_resets
+    if isinstance(reason, str) and reason in _ENDING_SET:
+        ending = reason
+    else:
+        ending = _CODE_ENDINGS.get(code, names.ENDING_ERROR) if isinstance(code, int) else names.ENDING_ERROR
+    return Ending(ending, str(code), resets_at)
+
+
+def from_result(stop_reason: object) -> Ending:
+    """Classify a ``CreateMessageResult`` by its ``stopReason``."""
+    if isinstance(stop_reason, str) and stop_reason in _REFUSAL_STOP_REASONS:
+        return Ending(names.ENDING_REFUSED)
+    return COMPLETED
+
+
+def from_cancellation(peer_reason: str | None) -> Ending:
+    """Classify a cancelled callback by the reason in the peer's ``notifications/cancelled``."""
+    if peer_reason and any(marker in peer_reason.lower() for marker in _TIMEOUT_MARKERS):
+        return Ending(names.ENDING_TIMEOUT, names.ENDING_TIMEOUT)
+    return Ending(names.ENDING_CANCELLED, names.ENDING_CANCELLED)
+
+
+def from_exception(exc: BaseException) -> Ending:
+    """Classify an exception the callback raised (not a cancellation)."""
+    error = getattr(exc, "error", None)
+    code = getattr(error, "code", None)
+    if isinstance(code, int):  # mcp.MCPError carries its ErrorData
+        return from_error_frame(code, getattr(error, "data", None))
+    return Ending(names.ENDING_ERROR, qualified_name(type(exc)))
+
+
+def qualified_name(cls: type) -> str:
+    """``module.QualName`` of an exception class, the general OTel ``error.type`` form."""
+    module = cls.__module__
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def finish_reasons(stop_reason: Any) -> tuple[str, ...]:
+    """``gen_ai.response.finish_reasons`` from one stop reason (empty when absent)."""
+    return (stop_reason,) if isinstance(stop_reason, str) and stop_reason else ()

@@ -1,0 +1,221 @@
+"""anthropic SDK instrumentation (entry point ``otel_sampling_anthropic``).
+
+Wraps ``Messages.create`` and ``AsyncMessages.create`` (non-stream and ``stream=True``): one GenAI
+inference span ``chat {model}`` (kind CLIENT) per call, ``gen_ai.client.operation.duration`` and
+``gen_ai.client.token.usage``. Our span is current while the SDK sends the request, so the span
+anthropic 2.x emits itself (``anthropic.messages.create``, on by default) is its child, never a
+sibling; anthropic records no metrics, so nothing is counted twice.
+
+Usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is anthropic's
+``input_tokens`` plus ``cache_read_input_tokens`` plus ``cache_creation_input_tokens`` (anthropic's
+``input_tokens`` excludes cache tokens). A stream's final usage is the ``message_start`` usage
+overwritten field by field by the ``message_delta`` usage, never their sum.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+
+from otel_sampling import names
+from otel_sampling.instruments import Instruments
+from otel_sampling.instrumentation._targets import Target, unwrap_targets, wrap_targets
+from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
+from otel_sampling.provider_call import ProviderCall, Response, Usage, error_type_of
+from otel_sampling.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def to_usage(fields: dict[str, int | None]) -> Usage:
+    """Semantic-convention usage from anthropic usage fields (cache tokens added to input)."""
+    base = fields.get("input_tokens")
+    cache_read = fields.get("cache_read_input_tokens")
+    cache_creation = fields.get("cache_creation_input_tokens")
+    total_input = None if base is None else base + (cache_read or 0) + (cache_creation or 0)
+    return Usage(total_input, fields.get("output_tokens"), cache_read, cache_creation)
+
+
+def _usage_fields(usage: Any, into: dict[str, int | None]) -> None:
+    """Copy the int usage fields present on ``usage`` into ``into`` (later values overwrite)."""
+    if usage is None:
+        return
+    for field in _USAGE_FIELDS:
+        value = getattr(usage, field, None)
+        if isinstance(value, int):
+            into[field] = value
+
+
+def response_of(message: Any) -> Response:
+    """What a non-streamed ``anthropic.types.Message`` reports."""
+    fields: dict[str, int | None] = {}
+    _usage_fields(getattr(message, "usage", None), fields)
+    model = getattr(message, "model", None)
+    response_id = getattr(message, "id", None)
+    stop_reason = getattr(message, "stop_reason", None)
+    return Response(
+        model if isinstance(model, str) and model else None,
+        response_id if isinstance(response_id, str) else None,
+        (stop_reason,) if isinstance(stop_reason, str) else (),
+        to_usage(fields),
+    )
+
+
+class StreamAccumulator:
+    """Reads ``RawMessageStreamEvent``s: model and usage from ``message_start``, stop reason and
+    final usage from ``message_delta``, completion from ``message_stop``."""
+
+    __slots__ = ("complete", "_model", "_id", "_stop_reason", "_usage")
+
+    def __init__(self) -> None:
+        self.complete = False
+        self._model: str | None = None
+        self._id: str | None = None
+        self._stop_reason: str | None = None
+        self._usage: dict[str, int | None] = {}
+
+    def observe(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            message = event.message
+            self._model = getattr(message, "model", None) or None
+            self._id = getattr(message, "id", None)
+            _usage_fields(getattr(message, "usage", None), self._usage)
+        elif kind == "message_delta":
+            self._stop_reason = getattr(event.delta, "stop_reason", None) or self._stop_reason
+            _usage_fields(getattr(event, "usage", None), self._usage)
+        elif kind == "message_stop":
+            self.complete = True
+
+    def response(self) -> Response:
+        reasons = (self._stop_reason,) if isinstance(self._stop_reason, str) else ()
+        model = self._model if isinstance(self._model, str) else None
+        response_id = self._id if isinstance(self._id, str) else None
+        return Response(model, response_id, reasons, to_usage(self._usage))
+
+
+class _State:
+    __slots__ = ("instruments", "error_type", "message_type", "stream_type", "async_stream_type")
+
+    def __init__(self, instruments: Instruments) -> None:
+        import anthropic
+        import httpx2
+
+        self.instruments = instruments
+        timeout_types = (anthropic.APITimeoutError, httpx2.TimeoutException)
+        connection_types = (anthropic.APIConnectionError, httpx2.TransportError)
+        self.error_type = lambda exc: error_type_of(exc, timeout_types, connection_types)
+        self.message_type = anthropic.types.Message
+        self.stream_type = anthropic.Stream
+        self.async_stream_type = anthropic.AsyncStream
+
+
+def _server_of(resource: Any) -> tuple[str, int | None] | None:
+    url = getattr(getattr(resource, "_client", None), "base_url", None)
+    host = getattr(url, "host", None)
+    if not host:
+        return None
+    port = getattr(url, "port", None)
+    if port is None:
+        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""), None)
+    return host, port
+
+
+def _start(state: _State, resource: Any, kwargs: dict[str, Any]) -> ProviderCall | None:
+    try:
+        call = ProviderCall(
+            state.instruments, PROVIDER, kwargs.get("model"), kwargs.get("max_tokens"),
+            kwargs.get("stream") is True, _server_of(resource),
+        )
+        call.activate()
+        return call
+    except Exception:
+        logger.debug("otel-sampling: could not start the anthropic call", exc_info=True)
+        return None
+
+
+def _fail(state: _State, call: ProviderCall, exc: BaseException) -> None:
+    try:
+        call.deactivate()
+        error_type = state.error_type(exc) if isinstance(exc, Exception) else names.ERROR_TYPE_CANCELLED
+        call.end(None, error_type)
+    except Exception:
+        logger.debug("otel-sampling: could not end the anthropic call", exc_info=True)
+
+
+def _succeed(state: _State, call: ProviderCall, result: Any) -> Any:
+    """End the call (or hand it to a stream proxy); return what the caller gets."""
+    try:
+        call.deactivate()
+        if isinstance(result, state.stream_type):
+            return StreamProxy(result, call, StreamAccumulator(), state.error_type)
+        if isinstance(result, state.async_stream_type):
+            return AsyncStreamProxy(result, call, StreamAccumulator(), state.error_type)
+        # A raw response (with_raw_response) is ended without reading its body.
+        call.end(response_of(result) if isinstance(result, state.message_type) else None)
+    except Exception:
+        logger.debug("otel-sampling: could not end the anthropic call", exc_info=True)
+    return result
+
+
+def _create_wrapper(state: _State):
+    def wrapper(wrapped, instance, args, kwargs):
+        call = _start(state, instance, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _fail(state, call, exc)
+            raise
+        return _succeed(state, call, result)
+
+    return wrapper
+
+
+def _async_create_wrapper(state: _State):
+    async def wrapper(wrapped, instance, args, kwargs):
+        call = _start(state, instance, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _fail(state, call, exc)
+            raise
+        return _succeed(state, call, result)
+
+    return wrapper
+
+
+_TARGETS = (
+    Target("anthropic.resources.messages.messages", "Messages.create", _create_wrapper),
+    Target("anthropic.resources.messages.messages", "AsyncMessages.create", _async_create_wrapper),
+)
+
+
+class AnthropicInstrumentor(BaseInstrumentor):
+    """Instruments the anthropic SDK's ``messages.create`` (sync and async, plain and ``stream=True``).
+
+    ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
+
+    Raises:
+        otel_sampling.policy.PolicyError: from ``instrument()`` when ``OTEL_SAMPLING_POLICY``
+            names a missing or malformed file.
+    """
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ("anthropic >= 2.14, < 3",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        instruments = Instruments(Settings.from_env(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+        wrap_targets(_TARGETS, _State(instruments))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        unwrap_targets(_TARGETS)

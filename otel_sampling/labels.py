@@ -1,0 +1,66 @@
+"""Bounded metric label values and capped span attribute strings.
+
+Label values that come from outside (server names, model names, hints) are attacker-controlled
+from the host's point of view: a hostile MCP server can send a new model hint per request. Each
+such label gets a :class:`BoundedLabel` that admits the first ``limit`` distinct values and maps
+every later one to ``_other`` (``names.OVERFLOW_LABEL``), so metric cardinality has a fixed ceiling.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from otel_sampling.names import OVERFLOW_LABEL, UNKNOWN_LABEL
+
+# Longest label value kept; longer ones are cut (a 1 MB server name must not reach a metric).
+LABEL_MAX_LENGTH = 128
+_CONTROL = {i: None for i in range(0x20)} | {0x7F: None}
+
+
+def clean(value: object, max_length: int) -> str:
+    """Return ``value`` as a printable string of at most ``max_length`` characters.
+
+    Control characters are dropped and lone surrogates (invalid UTF-8 on the wire) replaced,
+    so the value exports cleanly; nothing else is changed.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > max_length:
+        text = text[:max_length]
+    if not text.isprintable():
+        text = text.translate(_CONTROL)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+class BoundedLabel:
+    """The set of values one metric label may take: the first ``limit`` seen, then ``_other``.
+
+    Args:
+        limit: how many distinct values are admitted (>= 1); default from
+            ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` via :class:`otel_sampling.settings.Settings`.
+
+    ``value(None)`` and ``value("")`` give ``_unknown``. Thread-safe; memory is bounded by
+    ``limit`` values of at most ``LABEL_MAX_LENGTH`` characters.
+    """
+
+    __slots__ = ("_limit", "_seen", "_lock")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = max(1, limit)
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def value(self, raw: object) -> str:
+        if raw is None or raw == "":
+            return UNKNOWN_LABEL
+        text = clean(raw, LABEL_MAX_LENGTH)
+        if text in self._seen:
+            return text
+        with self._lock:
+            if len(self._seen) < self._limit:
+                self._seen.add(text)
+                return text
+        return OVERFLOW_LABEL

@@ -1,0 +1,146 @@
+"""Every telemetry name otel-sampling emits, in one place.
+
+Attribute names, metric names, units, histogram bucket boundaries and the closed value sets
+(endings, substitution judgements, modes). Dashboards, alert rules, docs and tests import these;
+``docs/telemetry.md`` is checked against this module by ``tests/test_names.py``.
+
+Sources, per name:
+
+* ``gen_ai.*``: OpenTelemetry GenAI semantic conventions (semantic-conventions-genai; values as in
+  opentelemetry-semantic-conventions 0.66b2 ``gen_ai_attributes``).
+* ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id``, ``jsonrpc.request.id``: the
+  OpenTelemetry MCP semantic conventions (``docs/gen-ai/mcp.md``).
+* ``error.type``, ``server.address``, ``server.port``: OpenTelemetry general conventions.
+* ``mcp.sampling.*``, ``mcp.server.name``, ``degradation.*``: ours; the semantic conventions have
+  no attribute for model hints, includeContext, denial endings or degraded mode. Changing any of
+  them is a breaking change (``CHANGELOG.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# ---------------------------------------------------------------- instrumentation scope
+SCOPE_NAME: Final = "otel_sampling"
+
+# ---------------------------------------------------------------- span names
+SPAN_SAMPLING: Final = "sampling/createMessage"  # MCP semconv: {mcp.method.name}, no target
+METHOD_SAMPLING: Final = "sampling/createMessage"
+OPERATION_CHAT: Final = "chat"  # gen_ai.operation.name; inference span name is "chat {model}"
+
+# ---------------------------------------------------------------- MCP / JSON-RPC semconv attributes
+MCP_METHOD_NAME: Final = "mcp.method.name"
+MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+MCP_SESSION_ID: Final = "mcp.session.id"
+JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+
+# ---------------------------------------------------------------- GenAI semconv attributes
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+
+# ---------------------------------------------------------------- our sampling attributes
+MCP_SERVER_NAME: Final = "mcp.server.name"  # serverInfo.name the client saw at initialize/discover
+SAMPLING_PATH: Final = "mcp.sampling.path"  # PATH_* below
+SAMPLING_MODEL_HINTS: Final = "mcp.sampling.model_hints"  # modelPreferences.hints[].name
+SAMPLING_INCLUDE_CONTEXT_REQUESTED: Final = "mcp.sampling.include_context.requested"
+SAMPLING_ENDING: Final = "mcp.sampling.ending"  # ENDINGS
+SAMPLING_SUBSTITUTION: Final = "mcp.sampling.substitution"  # SUBSTITUTIONS
+SAMPLING_BUDGET_RESETS_AT: Final = "mcp.sampling.budget.resets_at"  # ErrorData.data.resetsAt, as sent
+SAMPLING_CANCEL_REASON: Final = "mcp.sampling.cancel.reason"  # notifications/cancelled reason
+SAMPLING_PROVIDER_CALLS: Final = "mcp.sampling.provider.calls"  # provider calls made inside the callback
+SAMPLING_PROVIDER_MODEL: Final = "mcp.sampling.provider.response_model"  # last model a provider served
+DEGRADATION_MODE: Final = "degradation.mode"  # MODES
+
+# ---------------------------------------------------------------- closed value sets
+PATH_RPC: Final = "rpc"  # legacy server-to-client JSON-RPC request (protocol <= 2025-11-25)
+PATH_MRTR: Final = "mrtr"  # 2026-07-28 InputRequiredResult.input_requests (multi-round-trip)
+
+ENDING_COMPLETED: Final = "completed"
+ENDING_REFUSED: Final = "refused"
+ENDING_POLICY_DENIED: Final = "policy.denied"
+ENDING_USER_DENIED: Final = "user.denied"
+ENDING_BUDGET_EXHAUSTED: Final = "policy.budget_exhausted"
+ENDING_MODEL_UNAVAILABLE: Final = "model.unavailable"
+ENDING_TIMEOUT: Final = "timeout"
+ENDING_CANCELLED: Final = "cancelled"
+ENDING_ERROR: Final = "error"
+ENDINGS: Final = (
+    ENDING_COMPLETED,
+    ENDING_REFUSED,
+    ENDING_POLICY_DENIED,
+    ENDING_USER_DENIED,
+    ENDING_BUDGET_EXHAUSTED,
+    ENDING_MODEL_UNAVAILABLE,
+    ENDING_TIMEOUT,
+    ENDING_CANCELLED,
+    ENDING_ERROR,
+)
+
+SUBSTITUTION_NONE: Final = "none"
+SUBSTITUTION_WITHIN_POLICY: Final = "within_policy"
+SUBSTITUTION_OUTSIDE_POLICY: Final = "outside_policy"
+SUBSTITUTION_UNJUDGED: Final = "unjudged"
+SUBSTITUTIONS: Final = (
+    SUBSTITUTION_NONE,
+    SUBSTITUTION_WITHIN_POLICY,
+    SUBSTITUTION_OUTSIDE_POLICY,
+    SUBSTITUTION_UNJUDGED,
+)
+
+MODE_PRIMARY: Final = "primary"
+MODE_DEGRADED: Final = "degraded"
+MODES: Final = (MODE_PRIMARY, MODE_DEGRADED)
+
+INCLUDE_CONTEXT_VALUES: Final = ("none", "thisServer", "allServers")  # MCP spec, widening order
+
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
+
+ERROR_TYPE_TIMEOUT: Final = "timeout"  # a provider call or stream that timed out (OTel error.type example value)
+ERROR_TYPE_CONNECTION: Final = "connection_error"  # the provider could not be reached or dropped the connection
+ERROR_TYPE_INCOMPLETE_STREAM: Final = "incomplete_stream"  # a stream that ended without its terminal event
+ERROR_TYPE_CANCELLED: Final = "cancelled"  # the caller cancelled the call (asyncio.CancelledError)
+
+OVERFLOW_LABEL: Final = "_other"  # a label value past its cap
+UNKNOWN_LABEL: Final = "_unknown"  # a label value that was not observable
+
+# ---------------------------------------------------------------- metrics
+METRIC_SAMPLING_REQUESTS: Final = "mcp.sampling.requests"
+METRIC_SAMPLING_DURATION: Final = "mcp.sampling.duration"
+METRIC_SAMPLING_IN_FLIGHT: Final = "mcp.sampling.in_flight"
+METRIC_GEN_AI_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_GEN_AI_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+
+UNIT_REQUEST: Final = "{request}"
+UNIT_SECONDS: Final = "s"
+UNIT_TOKEN: Final = "{token}"
+
+# MCP semconv operation-duration buckets (mcp.client.operation.duration), seconds.
+MCP_DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+# GenAI semconv advice for gen_ai.client.operation.duration, seconds.
+GEN_AI_DURATION_BUCKETS: Final = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)
+# GenAI semconv advice for gen_ai.client.token.usage, tokens.
+GEN_AI_TOKEN_BUCKETS: Final = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)
+
+# ---------------------------------------------------------------- environment variables
+ENV_POLICY: Final = "OTEL_SAMPLING_POLICY"
+ENV_LABEL_VALUE_LIMIT: Final = "OTEL_SAMPLING_LABEL_VALUE_LIMIT"
+ENV_ATTRIBUTE_MAX_LENGTH: Final = "OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH"

@@ -1,0 +1,234 @@
+"""One sampling request, from arrival at the host to its ending: owns its span and metric points.
+
+The MCP wrapper creates a :class:`SamplingRecord`, makes it current while the host's sampling
+callback runs (so provider calls made inside report what they saw through
+:func:`current_sampling`), then ends it exactly once with the result, the error frame or the
+exception. Every method here is called from a wrapper that already guards against our own
+failures; the record itself never raises into the host.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextvars import ContextVar
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_sampling import classify, names, substitution
+from otel_sampling.instruments import Instruments
+from otel_sampling.labels import clean
+
+_current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
+MAX_HINTS = 16  # model hints kept on the span; a hostile server may send thousands
+
+
+def current_sampling() -> SamplingRecord | None:
+    """The sampling request whose callback is running in this context, if any."""
+    return _current.get()
+
+
+class SamplingRecord:
+    """Span + metrics of one ``sampling/createMessage`` handled by the host.
+
+    Args:
+        instruments: the instrumentor's tracer, meter and label sets.
+        server_name: ``serverInfo.name`` of the requesting server, or None when unknown.
+        path: ``names.PATH_RPC`` or ``names.PATH_MRTR``.
+        request_id: the JSON-RPC id (rpc path only), or None.
+        protocol_version: the negotiated MCP protocol version, or None.
+        params: the ``CreateMessageRequestParams``.
+        parent: the context extracted from ``params._meta`` (None: the ambient context).
+    """
+
+    __slots__ = (
+        "_instruments", "_span", "_start", "_server_label", "_server_name", "_hints",
+        "_include_context", "_path", "_ended", "_attached", "_provider_calls",
+        "_first_requested_model", "_last_requested_model", "_provider_model",
+        "_input_tokens", "_output_tokens",
+    )
+
+    def __init__(
+        self,
+        instruments: Instruments,
+        *,
+        server_name: str | None,
+        path: str,
+        request_id: object,
+        protocol_version: str | None,
+        params: Any,
+        parent: otel_context.Context | None,
+    ) -> None:
+        self._instruments = instruments
+        self._start = time.perf_counter()
+        self._ended = False
+        self._attached: tuple[object, object] | None = None
+        self._provider_calls = 0
+        self._first_requested_model: str | None = None
+        self._last_requested_model: str | None = None
+        self._provider_model: str | None = None
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._server_name = server_name
+        self._server_label = instruments.server_label.value(server_name)
+        self._path = path
+        self._hints = _hint_names(params)
+        self._include_context = getattr(params, "include_context", None) or "none"
+
+        span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER)
+        self._span = span
+        if span.is_recording():
+            max_length = instruments.settings.attribute_max_length
+            attributes: dict[str, Any] = {
+                names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
+                names.SAMPLING_PATH: path,
+                names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(self._include_context, max_length),
+            }
+            if request_id is not None and path == names.PATH_RPC:
+                attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
+            if protocol_version:
+                attributes[names.MCP_PROTOCOL_VERSION] = clean(protocol_version, max_length)
+            if server_name is not None:
+                attributes[names.MCP_SERVER_NAME] = clean(server_name, max_length)
+            if self._hints:
+                attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints]
+            max_tokens = getattr(params, "max_tokens", None)
+            if isinstance(max_tokens, int):
+                attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+            span.set_attributes(attributes)
+        instruments.sampling_in_flight.add(1, {names.MCP_SERVER_NAME: self._server_label})
+
+    # ------------------------------------------------------------------ while the callback runs
+    def activate(self) -> None:
+        """Make this record and its span current (call :meth:`deactivate` in the same task)."""
+        ctx = trace.set_span_in_context(self._span)
+        self._attached = (otel_context.attach(ctx), _current.set(self))
+
+    def deactivate(self) -> None:
+        if self._attached is not None:
+            otel_token, record_token = self._attached
+            self._attached = None
+            _current.reset(record_token)  # type: ignore[arg-type]
+            otel_context.detach(otel_token)  # type: ignore[arg-type]
+
+    def observe_provider_call(
+        self, requested_model: str | None, response_model: str | None,
+        input_tokens: int | None, output_tokens: int | None,
+    ) -> None:
+        """A provider call made inside the callback ended (successfully or not)."""
+        self._provider_calls += 1
+        if requested_model:
+            if self._first_requested_model is None:
+                self._first_requested_model = requested_model
+            self._last_requested_model = requested_model
+        if response_model:
+            self._provider_model = response_model
+        self._input_tokens += input_tokens or 0
+        self._output_tokens += output_tokens or 0
+
+    def failed_over(self) -> bool:
+        """True once the callback moved on to another model than the one it asked first."""
+        first, last = self._first_requested_model, self._last_requested_model
+        return first is not None and last is not None and first != last
+
+    # ------------------------------------------------------------------ endings
+    def end_with_result(self, result: Any) -> None:
+        """The callback returned a ``CreateMessageResult`` (or ``...WithTools``) or ``ErrorData``."""
+        code = getattr(result, "code", None)
+        if isinstance(code, int) and not hasattr(result, "model"):  # ErrorData
+            self._end(classify.from_error_frame(code, getattr(result, "data", None)), None, None)
+            return
+        stop_reason = getattr(result, "stop_reason", None)
+        served = getattr(result, "model", None)
+        self._end(classify.from_result(stop_reason), served if isinstance(served, str) else None, stop_reason)
+
+    def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
+        """The callback raised ``exc``; ``cancel_reason`` is the peer's cancel reason, if any."""
+        if isinstance(exc, Exception):
+            ending = classify.from_exception(exc)
+        else:  # CancelledError and other BaseExceptions: the task was cancelled
+            ending = classify.from_cancellation(cancel_reason)
+        self._end(ending, None, None, cancel_reason)
+
+    def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any, cancel_reason: str | None = None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        instruments = self._instruments
+        policy = instruments.settings.policy.server(self._server_name) if self._server_name else None
+        permitted = policy.permitted_models if policy is not None else None
+        if served:
+            judged = substitution.judge(self._hints, served, permitted)
+        else:  # nothing served: a result without a model is unjudged, a failure substituted nothing
+            judged = names.SUBSTITUTION_UNJUDGED if ending.error_type is None else names.SUBSTITUTION_NONE
+        mode = self._mode(served, policy.primary_model if policy is not None else None)
+
+        span = self._span
+        if span.is_recording():
+            max_length = instruments.settings.attribute_max_length
+            attributes: dict[str, Any] = {
+                names.SAMPLING_ENDING: ending.ending,
+                names.SAMPLING_SUBSTITUTION: judged,
+                names.DEGRADATION_MODE: mode,
+            }
+            if served:
+                attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
+            reasons = classify.finish_reasons(stop_reason)
+            if reasons:
+                attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
+            if ending.resets_at:
+                attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
+            if cancel_reason:
+                attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
+            if self._provider_calls:
+                attributes[names.SAMPLING_PROVIDER_CALLS] = self._provider_calls
+                attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = self._input_tokens
+                attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = self._output_tokens
+            if self._provider_model:
+                attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
+            if ending.error_type is not None:
+                attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
+                span.set_status(Status(StatusCode.ERROR))
+            span.set_attributes(attributes)
+        span.end()
+
+        server = {names.MCP_SERVER_NAME: self._server_label}
+        instruments.sampling_in_flight.add(-1, server)
+        instruments.sampling_duration.record(
+            time.perf_counter() - self._start,
+            {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending.ending},
+        )
+        instruments.sampling_requests.add(1, {
+            names.MCP_SERVER_NAME: self._server_label,
+            names.SAMPLING_PATH: self._path,
+            names.SAMPLING_ENDING: ending.ending,
+            names.SAMPLING_SUBSTITUTION: judged,
+            names.DEGRADATION_MODE: mode,
+            names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
+            names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
+        })
+
+    def _mode(self, served: str | None, primary: str | None) -> str:
+        if self.failed_over():
+            return names.MODE_DEGRADED
+        if served and primary and not substitution.same_model(primary, served):
+            return names.MODE_DEGRADED
+        return names.MODE_PRIMARY
+
+
+def _hint_names(params: Any) -> tuple[str, ...]:
+    preferences = getattr(params, "model_preferences", None)
+    hints: Sequence[Any] = getattr(preferences, "hints", None) or ()
+    names_: list[str] = []
+    for hint in hints[:MAX_HINTS]:
+        name = getattr(hint, "name", None)
+        if isinstance(name, str) and name:
+            names_.append(name)
+    return tuple(names_)
+
+
+def _context_label(value: str) -> str:
+    return value if value in names.INCLUDE_CONTEXT_VALUES else names.OVERFLOW_LABEL

@@ -1,0 +1,72 @@
+"""Settings read once at ``instrument()`` time from ``OTEL_SAMPLING_*`` environment variables.
+
+| variable | meaning | default |
+|---|---|---|
+| ``OTEL_SAMPLING_POLICY`` | path of the policy file (TOML, ``docs/configuration.md``) | none |
+| ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` | distinct values admitted per external metric label | 100 |
+| ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` | longest string kept in a span attribute, characters | 256 |
+
+A number that does not parse, or is below 1, is logged once at WARNING and the default is used
+(telemetry settings must not stop a host). A policy file that is missing or malformed raises
+:class:`otel_sampling.policy.PolicyError` from ``instrument()``: under ``opentelemetry-instrument``
+that error is logged with the file, key and line, and the host runs on uninstrumented.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from otel_sampling import names
+from otel_sampling.policy import EMPTY_POLICY, Policy, load_policy
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LABEL_VALUE_LIMIT = 100
+DEFAULT_ATTRIBUTE_MAX_LENGTH = 256
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Frozen configuration shared by the instrumentors.
+
+    Attributes:
+        policy: the loaded policy (``EMPTY_POLICY`` when no file is configured).
+        label_value_limit: distinct values per external metric label before ``_other``.
+        attribute_max_length: longest span attribute string, characters.
+    """
+
+    policy: Policy = EMPTY_POLICY
+    label_value_limit: int = DEFAULT_LABEL_VALUE_LIMIT
+    attribute_max_length: int = DEFAULT_ATTRIBUTE_MAX_LENGTH
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``environ`` (default ``os.environ``).
+
+        Raises:
+            otel_sampling.policy.PolicyError: the policy file is missing or malformed.
+        """
+        env = os.environ if environ is None else environ
+        path = env.get(names.ENV_POLICY, "").strip()
+        return cls(
+            policy=load_policy(path) if path else EMPTY_POLICY,
+            label_value_limit=_positive_int(env, names.ENV_LABEL_VALUE_LIMIT, DEFAULT_LABEL_VALUE_LIMIT),
+            attribute_max_length=_positive_int(env, names.ENV_ATTRIBUTE_MAX_LENGTH, DEFAULT_ATTRIBUTE_MAX_LENGTH),
+        )
+
+
+def _positive_int(env: Mapping[str, str], key: str, default: int) -> int:
+    raw = env.get(key)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        logger.warning("%s=%r is not a positive integer; using %d", key, raw, default)
+        return default
+    return value

@@ -1,0 +1,66 @@
+"""Was the served model the one asked for? Pure judgement functions.
+
+Judgement (``names.SUBSTITUTIONS``):
+
+* ``none``: the served model matches a model hint as a substring (MCP spec 2025-11-25,
+  client/sampling, Model Preferences: "hints are treated as substrings that can match model
+  names flexibly"), or no hint was given: nothing else was asked for. (Whether the policy
+  permits a model the server asked for is a policy question, not a substitution.)
+* ``within_policy``: it matches no hint, but the policy's ``permitted_models`` for the server
+  admits it.
+* ``outside_policy``: the policy names permitted models for the server and this is not one.
+* ``unjudged``: no hint matched and no policy covers the server, or no served model is known.
+
+A permitted-model entry admits the same name or that name followed by a dated or ``latest``
+suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``), which is how providers name
+snapshots of one model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from otel_sampling import names
+
+_SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)\Z")
+
+
+def same_model(entry: str, served: str) -> bool:
+    """True when ``served`` is ``entry`` or ``entry`` plus a snapshot suffix."""
+    if served == entry:
+        return True
+    return served.startswith(entry) and _SNAPSHOT_SUFFIX.fullmatch(served, len(entry)) is not None
+
+
+def matches_hint(hints: Sequence[str], served: str) -> bool:
+    """True when a hint is a substring of the served model (case-insensitive)."""
+    served_lower = served.lower()
+    return any(hint and hint.lower() in served_lower for hint in hints)
+
+
+def is_permitted(permitted: Iterable[str], served: str) -> bool:
+    """True when an entry of ``permitted`` names the served model (see :func:`same_model`)."""
+    return any(same_model(entry, served) for entry in permitted)
+
+
+def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | None) -> str:
+    """Judge one served model against the hints and the permitted models.
+
+    Args:
+        hints: ``modelPreferences.hints[].name`` in order (may be empty).
+        served: the model that served the request (``CreateMessageResult.model``), or None.
+        permitted: the policy's permitted models for the server, or None when no policy covers it.
+
+    Returns:
+        one of ``names.SUBSTITUTIONS``.
+    """
+    if not served:
+        return names.SUBSTITUTION_UNJUDGED
+    if not hints or matches_hint(hints, served):
+        return names.SUBSTITUTION_NONE
+    if permitted is None:
+        return names.SUBSTITUTION_UNJUDGED
+    if is_permitted(permitted, served):
+        return names.SUBSTITUTION_WITHIN_POLICY
+    return names.SUBSTITUTION_OUTSIDE_POLICY
