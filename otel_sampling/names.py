@@ -8,7 +8,7 @@ Sources, per name:
 
 * ``gen_ai.*``: OpenTelemetry GenAI semantic conventions (semantic-conventions-genai; values as in
   opentelemetry-semantic-conventions 0.66b2 ``gen_ai_attributes``).
-* ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id``, ``jsonrpc.request.id``: the
+* ``mcp.method.name``, ``mcp.protocol.version``, ``jsonrpc.request.id``: the
   OpenTelemetry MCP semantic conventions (``docs/gen-ai/mcp.md``).
 * ``error.type``, ``server.address``, ``server.port``: OpenTelemetry general conventions.
 * ``mcp.sampling.*``, ``mcp.server.name``, ``degradation.*``: ours; the semantic conventions have
@@ -31,7 +31,6 @@ OPERATION_CHAT: Final = "chat"  # gen_ai.operation.name; inference span name is 
 # ---------------------------------------------------------------- MCP / JSON-RPC semconv attributes
 MCP_METHOD_NAME: Final = "mcp.method.name"
 MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
-MCP_SESSION_ID: Final = "mcp.session.id"
 JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"

@@ -1,0 +1,228 @@
+"""`make demo`: the triage host under `opentelemetry-instrument`, and a report from its real telemetry.
+
+1. Starts the fake provider (anthropic API on 127.0.0.1) and an OTLP/HTTP trace receiver.
+2. Runs `opentelemetry-instrument python host.py --hold` with the Prometheus metrics exporter on a
+   free 127.0.0.1 port, spans exported over OTLP, and OTEL_SAMPLING_POLICY=policy.toml. The host
+   (which knows nothing of otel-sampling) drives its scripted scenario over a real stdio MCP server.
+3. Scrapes /metrics while the host holds, lets it exit (spans flush), stops everything.
+4. Prints the report built from the scraped metrics and the received spans, writes them under
+   .demo/, and exits 1 when the telemetry does not show what the scenario drove.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from otel_sampling import names
+from otel_sampling.prometheus_names import label_name, metric_name
+from otel_sampling.testing.fake_provider import FakeProvider
+from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+OUT = ROOT / ".demo"
+HOST_TIMEOUT_S = 120
+REQUIRED_ENDINGS = (
+    names.ENDING_COMPLETED, names.ENDING_POLICY_DENIED, names.ENDING_USER_DENIED,
+    names.ENDING_BUDGET_EXHAUSTED, names.ENDING_MODEL_UNAVAILABLE, names.ENDING_TIMEOUT,
+)
+REQUESTS_SERIES = metric_name(names.METRIC_SAMPLING_REQUESTS, names.UNIT_REQUEST, counter=True)
+SERVER, ENDING, SUBSTITUTION, MODE, PATH = (
+    label_name(a) for a in (names.MCP_SERVER_NAME, names.SAMPLING_ENDING, names.SAMPLING_SUBSTITUTION,
+                            names.DEGRADATION_MODE, names.SAMPLING_PATH)
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def host_env(provider_url: str, traces_endpoint: str, metrics_port: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "OTEL_SERVICE_NAME": "triage-host",
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+        "OTEL_METRICS_EXPORTER": "prometheus",
+        "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
+        "OTEL_EXPORTER_PROMETHEUS_PORT": str(metrics_port),
+        "OTEL_LOGS_EXPORTER": "none",
+        names.ENV_POLICY: str(HERE / "policy.toml"),
+        "ANTHROPIC_BASE_URL": provider_url,
+    })
+    return env
+
+
+def run_host(env: dict[str, str], metrics_url: str, log: Path) -> tuple[dict, str]:
+    """Run the host until it reports the scenario done; scrape metrics; release it; wait for exit."""
+    instrument = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+    if instrument is None:
+        raise SystemExit("opentelemetry-instrument is not installed next to this Python (run `make demo`)")
+    command = [instrument, sys.executable, str(HERE / "host.py"), "--hold"]
+    with log.open("w") as log_file:
+        host = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=log_file, text=True, start_new_session=True)
+        try:
+            lines: queue.Queue[str | None] = queue.Queue()
+            threading.Thread(target=pump, args=(host.stdout, lines), daemon=True).start()
+            done = wait_for_done(lines, time.monotonic() + HOST_TIMEOUT_S)
+            with urllib.request.urlopen(metrics_url, timeout=10) as response:
+                metrics_text = response.read().decode()
+            host.stdin.write("\n")
+            host.stdin.close()
+            if host.wait(timeout=30) != 0:
+                raise SystemExit(f"host exited with {host.returncode}; see {log}")
+            return done, metrics_text
+        finally:
+            if host.poll() is None:
+                os.killpg(host.pid, signal.SIGKILL)
+                host.wait()
+
+
+def pump(stream, lines: queue.Queue[str | None]) -> None:
+    """Hand the host's stdout lines to the main thread; None marks its end."""
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def wait_for_done(lines: queue.Queue[str | None], deadline: float) -> dict:
+    while True:
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            raise SystemExit(f"the host did not finish its scenario within {HOST_TIMEOUT_S} s") from None
+        if line is None:
+            raise SystemExit("the host exited before finishing its scenario")
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "scenario-done":
+            return event
+
+
+def request_samples(metrics_text: str) -> list[tuple[dict[str, str], float]]:
+    for family in text_string_to_metric_families(metrics_text):
+        for sample in family.samples:
+            if sample.name == REQUESTS_SERIES:
+                yield sample.labels, sample.value
+
+
+def table(title: str, rows: list[tuple[str, list]], columns: list[str]) -> str:
+    width = max([len(title)] + [len(r[0]) + 2 for r in rows]) + 1
+    widths = [max([len(c)] + [len(str(r[1][i])) for r in rows]) + 2 for i, c in enumerate(columns)]
+    out = [title.ljust(width) + "".join(c.rjust(w) for c, w in zip(columns, widths))]
+    for label, values in rows:
+        out.append(("  " + label).ljust(width) + "".join(str(v).rjust(w) for v, w in zip(values, widths)))
+    return "\n".join(out)
+
+
+def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str) -> tuple[str, list[str]]:
+    samples = list(request_samples(metrics_text))
+    by_server: dict[str, Counter] = {}
+    by_path: dict[str, Counter] = {}
+    endings, modes, substitutions = Counter(), Counter(), Counter()
+    for labels, value in samples:
+        n = int(value)
+        by_server.setdefault(labels[SERVER], Counter())[labels[ENDING]] += n
+        by_path.setdefault(labels[PATH], Counter())[labels[ENDING]] += n
+        endings[labels[ENDING]] += n
+        modes[labels[MODE]] += n
+        substitutions[labels[SUBSTITUTION]] += n
+    total = sum(endings.values())
+    sampling_spans = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["scope"] == names.SCOPE_NAME]
+    provider_spans = [s for s in spans if s["name"].startswith(names.OPERATION_CHAT) and s["scope"] == names.SCOPE_NAME]
+    served = Counter()
+    for span in sampling_spans:
+        attrs = span["attributes"]
+        model = attrs.get(names.GEN_AI_RESPONSE_MODEL)
+        if model:
+            hints = ",".join(attrs.get(names.SAMPLING_MODEL_HINTS, [])) or "(no hint)"
+            served[(hints, model, attrs.get(names.SAMPLING_SUBSTITUTION), attrs.get(names.DEGRADATION_MODE))] += 1
+    provider_errors = Counter(s["attributes"].get(names.ERROR_TYPE) for s in provider_spans if s["status_code"] == "ERROR")
+
+    columns = [e for e in names.ENDINGS if endings[e]]
+    steps = done.get("steps", [])
+    lines = [
+        "otel-sampling demo: host 'triage-host' <-> MCP server over stdio (a real subprocess), "
+        "provider: anthropic SDK -> local fake provider",
+        f"scenario: {len(steps)} steps over two sessions (legacy JSON-RPC and 2026-07-28 multi-round-trip); "
+        f"{total} sampling requests counted",
+        "",
+        table("Endings by server", [(k, [v[e] for e in columns]) for k, v in sorted(by_server.items())], columns),
+        "",
+        table("Endings by protocol path", [(k, [v[e] for e in columns]) for k, v in sorted(by_path.items())], columns),
+        "",
+        table("Served models (hinted -> served)",
+              [(f"{h} -> {m}", [n, sub, mode]) for (h, m, sub, mode), n in sorted(served.items())],
+              ["requests", "substitution", "mode"]),
+        "",
+        f"Substitutions: {dict(sorted((k, v) for k, v in substitutions.items() if k != names.SUBSTITUTION_NONE))}",
+        f"Degraded share: {modes[names.MODE_DEGRADED]}/{total} sampling requests "
+        f"({100 * modes[names.MODE_DEGRADED] / max(total, 1):.1f}%) served in degraded mode",
+        f"Provider calls: {len(provider_spans)} spans, errors by type {dict(sorted(provider_errors.items()))}",
+        f"Spans: {OUT.name}/spans.jsonl ({len(sampling_spans)} sampling spans, {len(provider_spans)} provider spans, "
+        f"{len(spans)} in all)   Metrics: {OUT.name}/metrics.txt (scraped from {metrics_url}, now stopped)",
+    ]
+
+    problems = []
+    expected = Counter(step["expected_ending"] for step in steps)
+    if expected != endings:
+        problems.append(f"endings counted {dict(endings)} differ from the endings the scenario drove {dict(expected)}")
+    problems += [f"no '{e}' ending was recorded" for e in REQUIRED_ENDINGS if not endings[e]]
+    if not sum(v for k, v in substitutions.items() if k != names.SUBSTITUTION_NONE):
+        problems.append("no substitution was recorded")
+    if not modes[names.MODE_DEGRADED]:
+        problems.append("the degraded share is zero")
+    if len(sampling_spans) != total:
+        problems.append(f"{len(sampling_spans)} sampling spans for {total} counted requests")
+    expected_models = Counter(s["expected_model"] for s in steps if s.get("expected_model"))
+    served_models = Counter(s["attributes"].get(names.GEN_AI_RESPONSE_MODEL) for s in sampling_spans)
+    if expected_models - served_models:
+        problems.append(f"served models {dict(served_models)} lack {dict(expected_models - served_models)}")
+    return "\n".join(lines), problems
+
+
+def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    metrics_port = free_port()
+    metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+    with FakeProvider() as provider, OTLPTraceReceiver() as receiver:
+        env = host_env(provider.url, receiver.endpoint, metrics_port)
+        done, metrics_text = run_host(env, metrics_url, OUT / "host.log")
+        spans = list(receiver.spans)
+    (OUT / "metrics.txt").write_text(metrics_text)
+    with (OUT / "spans.jsonl").open("w") as f:
+        for span in spans:
+            f.write(json.dumps(span) + "\n")
+    text, problems = report(done, metrics_text, spans, metrics_url)
+    print(text)
+    print(f"Host log: {OUT.name}/host.log")
+    if problems:
+        print("\nDEMO FAILED:\n  " + "\n  ".join(problems))
+        return 1
+    print("\nAll checks passed: every ending the scenario drove is in the metrics, with substitutions and a degraded share.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

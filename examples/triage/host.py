@@ -1,0 +1,348 @@
+"""Triage host: an agent host that connects to ticket-server and answers its sampling requests.
+
+The host launches ``server.py`` as a stdio subprocess and runs the scripted steps of
+``scenario.py`` twice: once on a ``mode="legacy"`` connection (protocol 2025-11-25, sampling is a
+server-to-client JSON-RPC request) and once on a ``mode="auto"`` connection (protocol 2026-07-28,
+sampling rides ``InputRequiredResult`` round trips).
+
+Its sampling callback is a small host policy, in plain code:
+
+1. only servers the operator allowed may sample, and tickets marked ``[confidential]`` never leave
+   the host: ``ErrorData(-32003, "Sampling denied by policy", {"reason": "policy.denied"})``;
+2. a daily budget in USD: ``ErrorData(-32003, "Daily sampling budget exhausted",
+   {"reason": "policy.budget_exhausted", "resetsAt": <next midnight UTC>})``;
+3. the user approves each request (simulated): a rejection is the MCP spec's
+   ``ErrorData(-1, "User rejected sampling request")``;
+4. the completion runs on the primary model (claude-sonnet-5-5) whatever the server hinted; if the
+   provider is overloaded, rate-limited, failing or unreachable it retries once on the fallback
+   (claude-haiku-5-5); if that fails too: ``ErrorData(-32603, "No permitted model available",
+   {"reason": "model.unavailable"})``.
+
+The result names the model the provider actually served (``response.model``). The server's
+``temperature`` is advisory and dropped: this provider API (anthropic 2.x) takes none.
+
+Usage::
+
+    ANTHROPIC_BASE_URL=http://127.0.0.1:PORT python host.py [--hold]
+
+stderr: one line per step (session, step, what came back, elapsed ms). stdout: one JSON line
+``{"event": "scenario-done", "steps": [...]}`` with the expected ending of every step run. With
+``--hold`` the host then waits for a line on stdin before it exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import datetime as dt
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import anyio
+from mcp import Client, MCPError, StdioServerParameters, types
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from scenario import (  # noqa: E402
+    CONFIDENTIAL_MARKER,
+    FALLBACK_MODEL,
+    PRIMARY_MODEL,
+    STEPS,
+    STEPS_BY_TICKET,
+    Step,
+)
+
+# The host uses MCP sampling on purpose (deprecated in 2026-07-28); that is not news to the operator.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+
+SERVER_NAME = "ticket-server"
+SESSIONS = ("legacy", "auto")
+
+# Host policy: which servers may sample, on which models (first = primary).
+PERMITTED_MODELS: dict[str, tuple[str, ...]] = {SERVER_NAME: (PRIMARY_MODEL, FALLBACK_MODEL)}
+# USD per million tokens (input, output).
+PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
+    "claude-sonnet-5-5": (3.0, 15.0),
+    "claude-haiku-5-5": (1.0, 5.0),
+    "claude-opus-5-5": (15.0, 75.0),
+}
+DAILY_BUDGET_USD = 1.00
+
+POLICY_REFUSAL = -32003  # implementation-defined JSON-RPC band; data.reason says which rule
+USER_REJECTED = -1  # MCP spec, client/sampling "Error Handling"
+NO_MODEL = types.INTERNAL_ERROR  # -32603: the host could not produce a completion
+RETRY_ON_FALLBACK = (
+    anthropic.OverloadedError,  # 529
+    anthropic.RateLimitError,  # 429
+    anthropic.InternalServerError,  # 5xx
+    anthropic.APIConnectionError,  # incl. APITimeoutError
+)
+STOP_REASONS = {
+    "end_turn": "endTurn",
+    "max_tokens": "maxTokens",
+    "stop_sequence": "stopSequence",
+    "tool_use": "toolUse",
+    "refusal": "refusal",
+}
+SCENARIO_HEADER = "x-fake-scenario"
+DRAIN_TIMEOUT_S = 3.0
+
+
+def log(message: str) -> None:
+    print(f"[host] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class StepRun:
+    """One step in one session, and what the sampling callback saw while it ran."""
+
+    session: str
+    step: Step
+    notes: list[str] = field(default_factory=list)
+
+
+CURRENT_STEP: contextvars.ContextVar[StepRun | None] = contextvars.ContextVar("triage_current_step", default=None)
+
+
+def _text_of(message: types.SamplingMessage) -> str:
+    blocks = message.content if isinstance(message.content, list) else [message.content]
+    return "\n".join(b.text if isinstance(b, types.TextContent) else f"<{b.type}>" for b in blocks)
+
+
+def _next_midnight_utc(now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{(now.date() + dt.timedelta(days=1)).isoformat()}T00:00:00Z"
+
+
+def _cost_usd(model: str, input_tokens: int, output_tokens: int) -> float:
+    price_in, price_out = PRICES_USD_PER_MTOK.get(model, PRICES_USD_PER_MTOK[PRIMARY_MODEL])
+    return (input_tokens * price_in + output_tokens * price_out) / 1e6
+
+
+class Host:
+    """The host's sampling policy and its provider client, shared by every session."""
+
+    def __init__(self, llm: anthropic.AsyncAnthropic) -> None:
+        self.llm = llm
+        self.spent_usd = 0.0
+        self.in_flight = 0
+        self.runs: dict[tuple[str, str], StepRun] = {}  # (session, ticket) -> run, for the fallback lookup
+        self.session = ""
+
+    # ------------------------------------------------------------------ which step is this?
+    def _find_run(self, params: types.CreateMessageRequestParams) -> StepRun:
+        run = CURRENT_STEP.get()
+        if run is not None:
+            run.notes.append("step via contextvar")
+            return run
+        # The contextvar did not travel with the request: find the step by its ticket text.
+        prompt = "\n".join(_text_of(m) for m in params.messages)
+        for ticket, step in STEPS_BY_TICKET.items():
+            if ticket in prompt:
+                run = self.runs.setdefault((self.session, ticket), StepRun(self.session, step))
+                run.notes.append("step via ticket text")
+                return run
+        raise LookupError("sampling request for no known step")
+
+    # ------------------------------------------------------------------ the callback
+    def sampling_callback(
+        self, server: str
+    ) -> Callable[[ClientRequestContext, types.CreateMessageRequestParams], Awaitable[Any]]:
+        """The sampling callback for one configured server connection."""
+
+        async def callback(
+            context: ClientRequestContext, params: types.CreateMessageRequestParams
+        ) -> types.CreateMessageResult | types.ErrorData:
+            run = self._find_run(params)
+            prefs = params.model_preferences
+            hints = [h.name for h in (prefs.hints or [])] if prefs else []
+            run.notes.append(f"request id={context.request_id!r} hints={hints} includeContext={params.include_context}")
+            t0 = time.monotonic()
+            self.in_flight += 1
+            try:
+                outcome = await self._decide(server, params, run)
+                if isinstance(outcome, types.ErrorData):
+                    run.notes.append(f"cb -> ErrorData({outcome.code})")
+                else:
+                    run.notes.append(f"cb -> result model={outcome.model} stop={outcome.stop_reason}")
+                return outcome
+            except BaseException as e:  # noted for the step line; cancellation included
+                run.notes.append(f"cb raised {type(e).__name__} after {(time.monotonic() - t0) * 1000:.0f} ms")
+                raise
+            finally:
+                self.in_flight -= 1
+
+        return callback
+
+    async def _decide(
+        self, server: str, params: types.CreateMessageRequestParams, run: StepRun
+    ) -> types.CreateMessageResult | types.ErrorData:
+        step = run.step
+        if step.host.crash:
+            raise RuntimeError("host bug: sampling policy table is missing the approval column")
+        prompt = "\n".join(_text_of(m) for m in params.messages)
+
+        # 1. who may sample, and what may leave the host
+        models = PERMITTED_MODELS.get(server, ())
+        if not models or not step.host.server_allowed or CONFIDENTIAL_MARKER in prompt:
+            return types.ErrorData(code=POLICY_REFUSAL, message="Sampling denied by policy",
+                                   data={"reason": "policy.denied"})
+
+        # 2. daily budget: the worst case of this request must fit in what is left
+        primary, fallback = models[0], (models[1] if len(models) > 1 else None)
+        worst_case = _cost_usd(primary, len(prompt) // 4 + 100, params.max_tokens)
+        if step.host.budget_exhausted or self.spent_usd + worst_case > DAILY_BUDGET_USD:
+            return types.ErrorData(code=POLICY_REFUSAL, message="Daily sampling budget exhausted",
+                                   data={"reason": "policy.budget_exhausted", "resetsAt": _next_midnight_utc()})
+
+        # 3. the user approves (simulated, decided per step)
+        if not step.host.user_approves:
+            return types.ErrorData(code=USER_REJECTED, message="User rejected sampling request")
+
+        # 4. the provider: primary, then the fallback once
+        try:
+            response = await self._complete(primary, params, step.provider.primary)
+        except RETRY_ON_FALLBACK as e:
+            run.notes.append(f"{primary}: {type(e).__name__}")
+            if fallback is None:
+                return self._no_model()
+            try:
+                response = await self._complete(fallback, params, step.provider.fallback)
+            except RETRY_ON_FALLBACK as e2:
+                run.notes.append(f"{fallback}: {type(e2).__name__}")
+                return self._no_model()
+
+        self.spent_usd += _cost_usd(response.model, response.usage.input_tokens, response.usage.output_tokens)
+        text = "".join(block.text for block in response.content if block.type == "text")
+        stop_reason = STOP_REASONS.get(response.stop_reason or "", response.stop_reason)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=text),
+                                         model=response.model, stop_reason=stop_reason)
+
+    @staticmethod
+    def _no_model() -> types.ErrorData:
+        return types.ErrorData(code=NO_MODEL, message="No permitted model available",
+                               data={"reason": "model.unavailable"})
+
+    async def _complete(
+        self, model: str, params: types.CreateMessageRequestParams, scenario: str | None
+    ) -> anthropic.types.Message:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "max_tokens": params.max_tokens,
+            "messages": [{"role": m.role, "content": _text_of(m)} for m in params.messages],
+        }
+        if params.system_prompt:
+            kwargs["system"] = params.system_prompt
+        if params.stop_sequences:
+            kwargs["stop_sequences"] = params.stop_sequences
+        if scenario is not None:
+            kwargs["extra_headers"] = {SCENARIO_HEADER: scenario}
+        return await self.llm.messages.create(**kwargs)
+
+    async def drain(self) -> bool:
+        """Wait for callbacks still running (e.g. cancelled ones unwinding); False if they don't end."""
+        with anyio.move_on_after(DRAIN_TIMEOUT_S):
+            while self.in_flight:
+                await anyio.sleep(0.01)
+        return self.in_flight == 0
+
+
+def _describe_exception(e: BaseException) -> str:
+    if isinstance(e, MCPError):
+        return f"call_tool raised MCPError code={e.code} message={e.message!r} data={e.data!r}"
+    if isinstance(e, BaseExceptionGroup):
+        inner = ", ".join(f"{type(x).__name__}({x})" for x in e.exceptions)
+        return f"call_tool raised {type(e).__name__}[{inner}]"
+    return f"call_tool raised {type(e).__name__}: {e}"
+
+
+async def run_step(client: Client, host: Host, session: str, step: Step) -> None:
+    run = StepRun(session, step)
+    host.runs[(session, step.ticket)] = run
+    token = CURRENT_STEP.set(run)
+    t0 = time.monotonic()
+    try:
+        give_up = step.host.give_up_after_s
+        with anyio.move_on_after(give_up if give_up is not None else float("inf")) as scope:
+            result = await client.call_tool(step.tool, step.arguments)
+        if scope.cancelled_caught:
+            got = f"host gave up: call_tool cancelled after {give_up}s"
+        else:
+            text = " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
+            got = f"tool {'error' if result.is_error else 'result'}: {text}"
+    except Exception as e:  # the host survives every step
+        got = _describe_exception(e)
+    finally:
+        CURRENT_STEP.reset(token)
+    elapsed_ms = (time.monotonic() - t0) * 1000
+    drained = await host.drain()
+    if not drained:
+        run.notes.append("callback still running after the step")
+    log(f"{session:<6} {step.name:<22} {elapsed_ms:6.0f} ms  {got}  [{'; '.join(run.notes)}]")
+
+
+async def run_session(host: Host, session: str) -> list[dict[str, Any]]:
+    server = StdioServerParameters(command=sys.executable, args=[str(HERE / "server.py")])
+    done: list[dict[str, Any]] = []
+    host.session = session
+    async with Client(
+        server,
+        mode=session,
+        sampling_callback=host.sampling_callback(SERVER_NAME),
+        client_info=types.Implementation(name="triage-host", version="1.0.0"),
+    ) as client:
+        info = client.server_info
+        log(f"{session}: connected to {info.name if info else '?'} {info.version if info else ''} "
+            f"protocol {client.protocol_version}")
+        for step in STEPS:
+            if step.legacy_only and session != "legacy":
+                continue
+            await run_step(client, host, session, step)
+            done.append({"session": session, "step": step.name, "expected_ending": step.expected_ending,
+                         "expected_model": step.expected_model})
+    return done
+
+
+async def main_async() -> int:
+    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+    if not base_url:
+        log("ANTHROPIC_BASE_URL is not set (start the fake provider: python -m otel_sampling.testing.fake_provider)")
+        return 2
+    steps: list[dict[str, Any]] = []
+    failed = False
+    t0 = time.monotonic()
+    async with anthropic.AsyncAnthropic(base_url=base_url, api_key="sk-fake-demo", max_retries=0) as llm:
+        host = Host(llm)
+        for session in SESSIONS:
+            try:
+                steps.extend(await run_session(host, session))
+            except Exception as e:  # could not connect, or the server died
+                failed = True
+                log(f"{session}: session failed: {_describe_exception(e)}")
+    log(f"done: {len(steps)} steps in {time.monotonic() - t0:.1f} s, spent ${host.spent_usd:.6f}")
+    print(json.dumps({"event": "scenario-done", "steps": steps}), flush=True)
+    return 1 if failed else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hold", action="store_true", help="after the scenario, wait for a line on stdin")
+    args = parser.parse_args()
+    code = anyio.run(main_async)
+    if args.hold and code != 2:
+        sys.stdin.readline()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

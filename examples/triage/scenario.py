@@ -1,0 +1,147 @@
+"""The scripted triage scenario: what each step calls, how the provider and the host behave, and
+how the sampling request is expected to end.
+
+Pure data. ``host.py`` runs ``STEPS`` once per session (``legacy`` and ``auto``), skipping
+``legacy_only`` steps in the ``auto`` session, and prints the expectations as JSON when it is done.
+
+Provider behaviour is the fake provider's ``x-fake-scenario`` header value (see
+``otel_sampling.testing.fake_provider``), one for the call on the primary model and one for the
+call on the fallback model (made only when the primary fails); ``None`` sends no header (a plain
+200 reply that echoes the requested model).
+
+Expected endings come from this closed vocabulary: ``completed``, ``refused``, ``policy.denied``,
+``user.denied``, ``policy.budget_exhausted``, ``model.unavailable``, ``timeout``, ``cancelled``,
+``error``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+ENDINGS: Final = (
+    "completed",
+    "refused",
+    "policy.denied",
+    "user.denied",
+    "policy.budget_exhausted",
+    "model.unavailable",
+    "timeout",
+    "cancelled",
+    "error",
+)
+
+PRIMARY_MODEL: Final = "claude-sonnet-5-5"
+FALLBACK_MODEL: Final = "claude-haiku-5-5"
+CONFIDENTIAL_MARKER: Final = "[confidential]"  # the host never sends such a ticket to a provider
+
+
+@dataclass(frozen=True)
+class ProviderScenario:
+    """``x-fake-scenario`` for the primary call and for the fallback call (None: no header)."""
+
+    primary: str | None = None
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class HostDecisions:
+    """What the host's policy and its (simulated) user decide for this step."""
+
+    server_allowed: bool = True  # False: the operator has not allowed this server to sample
+    user_approves: bool = True  # False: the user rejects the sampling request
+    budget_exhausted: bool = False  # True: today's sampling budget is already spent
+    crash: bool = False  # True: the callback hits a host bug and raises
+    give_up_after_s: float | None = None  # the host cancels call_tool after this many seconds
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    tool: str
+    arguments: dict[str, Any]
+    expected_ending: str
+    expected_model: str | None = None  # CreateMessageResult.model the server should receive
+    provider: ProviderScenario = field(default_factory=ProviderScenario)
+    host: HostDecisions = field(default_factory=HostDecisions)
+    legacy_only: bool = False  # needs a server-to-client request (protocol <= 2025-11-25)
+
+    @property
+    def ticket(self) -> str:
+        return str(self.arguments["ticket"])
+
+    def __post_init__(self) -> None:
+        if self.expected_ending not in ENDINGS:
+            raise ValueError(f"{self.name}: unknown ending {self.expected_ending!r}")
+
+
+def _ticket(name: str, ticket: str, **kwargs: Any) -> Step:
+    extra = kwargs.pop("arguments", {})
+    return Step(name=name, tool=kwargs.pop("tool", "summarize_ticket"), arguments={"ticket": ticket, **extra},
+                **kwargs)
+
+
+STEPS: Final[tuple[Step, ...]] = (
+    # --- plain completions on the primary model
+    _ticket("printer-fire", "TCK-101: the 3rd-floor printer is on fire; smoke in the hallway.",
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    _ticket("vpn-drops", "TCK-102: VPN drops every 20 minutes since the client update.",
+            arguments={"include_context": "none"},
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    _ticket("invoice-duplicate", "TCK-103: customer was invoiced twice for March.",
+            arguments={"include_context": "allServers"},
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    # --- silent substitutions
+    # the server hints an OpenAI model; the host serves it on its own primary (within policy)
+    _ticket("hint-gpt-4o", "TCK-104: export to CSV truncates rows over 65k.",
+            arguments={"hint": "gpt-4o"},
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    # the host asks for the primary, the provider quietly serves another model (outside policy)
+    _ticket("provider-serves-opus", "TCK-105: SSO login loops back to the start page.",
+            provider=ProviderScenario(primary="served_model=claude-opus-5-5"),
+            expected_ending="completed", expected_model="claude-opus-5-5"),
+    # --- degraded mode: the primary fails, the fallback serves
+    _ticket("primary-overloaded", "TCK-106: dashboard charts are blank in Safari.",
+            provider=ProviderScenario(primary="status=529"),
+            expected_ending="completed", expected_model=FALLBACK_MODEL),
+    _ticket("primary-rate-limited", "TCK-107: password reset e-mails arrive an hour late.",
+            provider=ProviderScenario(primary="status=429"),
+            expected_ending="completed", expected_model=FALLBACK_MODEL),
+    # --- no permitted model left
+    _ticket("all-models-down", "TCK-108: mobile app crashes on launch (Android 15).",
+            provider=ProviderScenario(primary="status=529", fallback="status=503"),
+            expected_ending="model.unavailable"),
+    # --- host policy and the user say no
+    _ticket("server-not-allowed", "TCK-109: add dark mode to the admin console.",
+            host=HostDecisions(server_allowed=False),
+            expected_ending="policy.denied"),
+    _ticket("confidential-ticket", f"TCK-110: {CONFIDENTIAL_MARKER} payroll file shared with a vendor.",
+            expected_ending="policy.denied"),
+    _ticket("budget-exhausted", "TCK-111: search returns stale results after reindex.",
+            host=HostDecisions(budget_exhausted=True),
+            expected_ending="policy.budget_exhausted"),
+    _ticket("user-rejects", "TCK-112: please summarize the attached customer chat log.",
+            host=HostDecisions(user_approves=False),
+            expected_ending="user.denied"),
+    # --- the model declines
+    _ticket("model-refuses", "TCK-113: how do I bypass the license check on the build server?",
+            provider=ProviderScenario(primary="refusal"),
+            expected_ending="refused", expected_model=PRIMARY_MODEL),
+    # --- stalls: the server's deadline passes; the host gives up on a slow call
+    _ticket("deadline-stall", "TCK-114: nightly backup job hangs at 99%.",
+            tool="summarize_with_deadline", arguments={"deadline_s": 0.5},
+            provider=ProviderScenario(primary="delay=2"), legacy_only=True,
+            expected_ending="timeout"),
+    _ticket("host-gives-up", "TCK-115: latency spikes on the EU cluster every hour.",
+            provider=ProviderScenario(primary="delay=2"),
+            host=HostDecisions(give_up_after_s=0.5),
+            expected_ending="cancelled"),
+    # --- a host bug: the callback raises
+    _ticket("host-bug", "TCK-116: webhook retries flood the queue.",
+            host=HostDecisions(crash=True),
+            expected_ending="error"),
+)
+
+STEPS_BY_TICKET: Final = {step.ticket: step for step in STEPS}
+if len(STEPS_BY_TICKET) != len(STEPS) or len({s.name for s in STEPS}) != len(STEPS):
+    raise ValueError("step names and tickets must be unique (the host finds a step by its ticket)")

@@ -1,0 +1,20 @@
+"""otel-sampling: OpenTelemetry instrumentation for MCP sampling and the provider SDKs that answer it.
+
+"Sampling" here is MCP sampling (``sampling/createMessage``: an MCP server asking the host for a
+model completion), not OpenTelemetry trace sampling.
+
+Use it without code changes: ``opentelemetry-instrument python host.py`` loads the instrumentors
+through the ``opentelemetry_instrumentor`` entry points ``otel_sampling_mcp`` and
+``otel_sampling_anthropic``. In code::
+
+    from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+    from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+    MCPSamplingInstrumentor().instrument()
+    AnthropicInstrumentor().instrument()
+
+Names of everything emitted: :mod:`otel_sampling.names` and ``docs/telemetry.md``.
+"""
+
+from otel_sampling.version import __version__
+
+__all__ = ["__version__"]

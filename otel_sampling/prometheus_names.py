@@ -1,0 +1,36 @@
+"""How an OTel metric or attribute name reads in Prometheus (the Python Prometheus exporter's rules).
+
+Dashboards, alert rules and the demo report write PromQL; they take names from here so one
+function owns the translation (OpenTelemetry "Prometheus and OpenMetrics compatibility":
+invalid characters become ``_``, the unit is appended as a word, counters get ``_total``,
+and units in curly braces, which are annotations, are dropped).
+"""
+
+from __future__ import annotations
+
+import re
+
+_INVALID = re.compile(r"[^a-zA-Z0-9_:]")
+_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": "ratio"}
+
+
+def label_name(attribute: str) -> str:
+    """``mcp.server.name`` -> ``mcp_server_name``."""
+    return _INVALID.sub("_", attribute)
+
+
+def metric_name(otel_name: str, unit: str = "", *, counter: bool = False) -> str:
+    """The Prometheus series name of an OTel instrument.
+
+    Args:
+        otel_name: the instrument name, e.g. ``mcp.sampling.duration``.
+        unit: its UCUM unit; ``{...}`` annotations add nothing, ``s`` adds ``_seconds``.
+        counter: True for a monotonic Counter (adds ``_total``).
+
+    A histogram's series add ``_bucket``, ``_sum`` and ``_count`` to the returned name.
+    """
+    name = label_name(otel_name)
+    word = "" if unit.startswith("{") else _UNIT_WORDS.get(unit, label_name(unit))
+    if word and not name.endswith("_" + word):
+        name = f"{name}_{word}"
+    return f"{name}_total" if counter else name

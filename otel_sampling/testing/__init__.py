@@ -1,0 +1,1 @@
+"""Test helpers for otel-sampling: a fake LLM provider (``otel_sampling.testing.fake_provider``)."""

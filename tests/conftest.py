@@ -1,0 +1,116 @@
+"""Shared fixtures: the real OTel SDK with in-memory exporters, instrumentors, the fake provider."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.testing.fake_provider import FakeProvider
+
+sys.path.insert(0, str(Path(__file__).parent))  # the test MCP server module
+
+# One global tracer provider for the session: the mcp and anthropic SDKs trace through the global
+# provider, and it can be set only once per process.
+SPANS = InMemorySpanExporter()
+TRACER_PROVIDER = TracerProvider()
+TRACER_PROVIDER.add_span_processor(SimpleSpanProcessor(SPANS))
+trace.set_tracer_provider(TRACER_PROVIDER)
+
+
+class Telemetry:
+    """What one test exported: finished spans and metric points."""
+
+    def __init__(self) -> None:
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+
+    def spans(self, name: str | None = None, scope: str | None = "otel_sampling") -> list:
+        return [s for s in SPANS.get_finished_spans()
+                if (name is None or s.name == name) and (scope is None or s.instrumentation_scope.name == scope)]
+
+    def points(self, metric: str) -> list:
+        data = self.reader.get_metrics_data()
+        found = []
+        for rm in (data.resource_metrics if data else ()):
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name == metric:
+                        found.extend(m.data.data_points)
+        return found
+
+    def counts(self, metric: str, *keys: str) -> dict:
+        """Sum of a counter (or count of a histogram) grouped by the given attribute keys."""
+        out: dict = {}
+        for p in self.points(metric):
+            key = tuple(p.attributes.get(k) for k in keys)
+            out[key] = out.get(key, 0) + (p.value if hasattr(p, "value") else p.count)
+        return out
+
+
+@pytest.fixture
+def telemetry() -> Iterator[Telemetry]:
+    SPANS.clear()
+    t = Telemetry()
+    yield t
+    t.meter_provider.shutdown()
+
+
+@pytest.fixture
+def mcp_instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    yield telemetry
+    instrumentor.uninstrument()
+
+
+@pytest.fixture
+def anthropic_instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    yield telemetry
+    instrumentor.uninstrument()
+
+
+@pytest.fixture
+def instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
+    """Both instrumentors, sharing one meter provider."""
+    mcp, anthropic = MCPSamplingInstrumentor(), AnthropicInstrumentor()
+    for instrumentor in (mcp, anthropic):
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    yield telemetry
+    for instrumentor in (mcp, anthropic):
+        instrumentor.uninstrument()
+
+
+@pytest.fixture(scope="session")
+def fake_provider() -> Iterator[FakeProvider]:
+    with FakeProvider() as fp:
+        yield fp
+
+
+POLICY_TOML = """
+[servers."sampling-test-server"]
+primary_model = "claude-sonnet-5-5"
+permitted_models = ["claude-sonnet-5-5", "claude-haiku-5-5"]
+context_ceiling = "thisServer"
+"""
+
+
+@pytest.fixture
+def policy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A policy file for the test server, named by OTEL_SAMPLING_POLICY (set before instrument())."""
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY_TOML)
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
+    return path

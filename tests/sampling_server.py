@@ -1,0 +1,62 @@
+"""The MCP server the tests talk to (in-process, or over stdio when run as a script).
+
+Tools:
+* ``sample(hint, include_context)``: sampling through a ``Sample`` resolver, so it works on both
+  protocol paths; returns ``"<model>|<stopReason>"``. A client error frame propagates to the caller.
+* ``sample_with_deadline(deadline_s)``: legacy path only; the server sets a read deadline.
+"""
+
+from typing import Annotated
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
+from mcp.shared.message import ServerMessageMetadata
+
+SERVER_NAME = "sampling-test-server"
+
+
+def _params(hint: str, include_context: str | None) -> dict:
+    hints = [types.ModelHint(name=h) for h in hint.split(",") if h]
+    return dict(
+        max_tokens=64,
+        system_prompt="You summarise tickets.",
+        include_context=include_context or None,
+        model_preferences=types.ModelPreferences(hints=hints) if hints else None,
+    )
+
+
+def _messages() -> list:
+    return [types.SamplingMessage(role="user", content=types.TextContent(text="Printer on fire"))]
+
+
+def ask(hint: str, include_context: str) -> Sample:
+    return Sample(_messages(), **_params(hint, include_context))
+
+
+def build_server() -> MCPServer:
+    # No `from __future__ import annotations` here: MCPServer evaluates the tool annotations.
+    server = MCPServer(SERVER_NAME, version="1.0.0")
+
+    @server.tool()
+    async def sample(
+        result: Annotated[types.CreateMessageResult, Resolve(ask)],
+        hint: str = "claude-sonnet",
+        include_context: str = "thisServer",
+    ) -> str:
+        return f"{result.model}|{result.stop_reason}"
+
+    @server.tool()
+    async def sample_with_deadline(deadline_s: float, ctx: Context) -> str:
+        request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+            messages=_messages(), **_params("claude-sonnet", None)))
+        result = await ctx.session.send_request(
+            request, types.CreateMessageResult, request_read_timeout_seconds=deadline_s,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id),
+        )
+        return result.model
+
+    return server
+
+
+if __name__ == "__main__":
+    build_server().run()

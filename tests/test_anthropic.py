@@ -1,0 +1,192 @@
+"""anthropic ``messages.create`` (sync/async, plain/stream) against the fake provider over real HTTP.
+
+Expected usage numbers come from the fake provider's fixed bodies: 25 input and 5 output tokens;
+with ``cache``, 400 cache-read and 100 cache-creation tokens on top (anthropic's Usage docstring:
+total input = input_tokens + cache_creation_input_tokens + cache_read_input_tokens).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+import anthropic
+import httpx2
+import pytest
+from opentelemetry.trace import SpanKind, StatusCode
+
+from otel_sampling import names
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+
+MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
+
+
+def client(fp, **kw) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0, **kw)
+
+
+def scenario(value: str) -> dict:
+    return {"extra_headers": {"x-fake-scenario": value}}
+
+
+def chat_spans(telemetry):
+    return telemetry.spans(f"chat claude-req")
+
+
+def test_create_span_attributes_and_metrics(anthropic_instrumented, fake_provider):
+    message = client(fake_provider).messages.create(
+        model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("cache,served_model=claude-served"))
+    assert isinstance(message, anthropic.types.Message)
+    (span,) = chat_spans(anthropic_instrumented)
+    assert span.kind is SpanKind.CLIENT
+    a = span.attributes
+    assert a[names.GEN_AI_OPERATION_NAME] == "chat"
+    assert a[names.GEN_AI_PROVIDER_NAME] == "anthropic"
+    assert a[names.GEN_AI_REQUEST_MODEL] == "claude-req"
+    assert a[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
+    assert a[names.GEN_AI_RESPONSE_MODEL] == "claude-served"
+    assert a[names.GEN_AI_RESPONSE_ID] == message.id
+    assert a[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
+    assert a[names.GEN_AI_USAGE_INPUT_TOKENS] == 25 + 400 + 100
+    assert a[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
+    assert a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 400
+    assert a[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] == 100
+    assert a[names.SERVER_ADDRESS] == "127.0.0.1"
+    assert a[names.SERVER_PORT] == int(fake_provider.url.rsplit(":", 1)[1])
+    tokens = anthropic_instrumented.counts(names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_TOKEN_TYPE)
+    assert tokens == {("input",): 1, ("output",): 1}
+    (input_point,) = [p for p in anthropic_instrumented.points(names.METRIC_GEN_AI_TOKEN_USAGE)
+                      if p.attributes[names.GEN_AI_TOKEN_TYPE] == "input"]
+    assert input_point.sum == 525
+    assert input_point.attributes[names.GEN_AI_RESPONSE_MODEL] == "claude-served"
+    assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {(None,): 1}
+
+
+def test_anthropic_own_span_is_a_child_never_a_sibling(anthropic_instrumented, fake_provider):
+    client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES)
+    (ours,) = chat_spans(anthropic_instrumented)
+    native = [s for s in anthropic_instrumented.spans(scope=None) if s.name == "anthropic.messages.create"]
+    assert len(native) == 1  # anthropic 2.x traces itself by default
+    assert native[0].parent.span_id == ours.context.span_id
+
+
+def test_error_passes_through_unchanged(anthropic_instrumented, fake_provider):
+    with pytest.raises(anthropic.OverloadedError) as info:
+        client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES,
+                                              **scenario("status=529"))
+    (span,) = chat_spans(anthropic_instrumented)
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes[names.ERROR_TYPE] == "overloaded_error"  # the provider's error envelope type
+    assert info.value.status_code == 529
+    assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {
+        ("overloaded_error",): 1}
+
+
+def test_timeout_error_type(anthropic_instrumented, fake_provider):
+    with pytest.raises(anthropic.APITimeoutError):
+        client(fake_provider, timeout=0.2).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES,
+                                                           **scenario("delay=1"))
+    assert chat_spans(anthropic_instrumented)[0].attributes[names.ERROR_TYPE] == "timeout"
+
+
+def test_stream_passes_every_event_and_ends_once(anthropic_instrumented, fake_provider):
+    stream = client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, stream=True)
+    assert isinstance(stream, anthropic.Stream)
+    events = [event.type for event in stream]
+    assert events[0] == "message_start" and events[-1] == "message_stop"
+    (span,) = chat_spans(anthropic_instrumented)
+    assert span.attributes[names.GEN_AI_REQUEST_STREAM] is True
+    assert span.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
+    # message_start says output_tokens=1 (placeholder); message_delta's 5 overwrites it, not adds.
+    assert span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
+    assert span.status.status_code is StatusCode.UNSET
+    stream.close()
+    assert len(chat_spans(anthropic_instrumented)) == 1
+    assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {(None,): 1}
+
+
+def test_stream_without_message_stop_is_an_error(anthropic_instrumented, fake_provider):
+    with client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, stream=True,
+                                               **scenario("truncate")) as stream:
+        list(stream)
+    (span,) = chat_spans(anthropic_instrumented)
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes[names.ERROR_TYPE] == "incomplete_stream"
+
+
+def test_stream_dropped_midway_raises_the_same_error(anthropic_instrumented, fake_provider):
+    stream = client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, stream=True,
+                                                   **scenario("drop"))
+    with pytest.raises(httpx2.TransportError):
+        list(stream)
+    (span,) = chat_spans(anthropic_instrumented)
+    assert span.attributes[names.ERROR_TYPE] == "connection_error"
+
+
+@pytest.mark.parametrize("leave", ["break_with", "close", "gc"])
+def test_stream_left_early_ends_once(anthropic_instrumented, fake_provider, leave):
+    c = client(fake_provider)
+    stream = c.messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, stream=True)
+    if leave == "break_with":
+        with stream as s:
+            for _ in s:
+                break
+    elif leave == "close":
+        next(iter(stream))
+        stream.close()
+    else:
+        next(iter(stream))
+        del stream
+        gc.collect()
+    (span,) = chat_spans(anthropic_instrumented)
+    assert span.status.status_code is StatusCode.UNSET
+    assert span.attributes[names.GEN_AI_RESPONSE_MODEL] == "claude-req"  # message_start was seen
+    assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {(None,): 1}
+
+
+def test_async_create_and_stream(anthropic_instrumented, fake_provider):
+    async def main():
+        c = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+        message = await c.messages.create(model="claude-req", max_tokens=64, messages=MESSAGES)
+        stream = await c.messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, stream=True)
+        assert isinstance(stream, anthropic.AsyncStream)
+        events = [e.type async for e in stream]
+        await c.close()
+        return message, events
+
+    message, events = asyncio.run(main())
+    assert message.model == "claude-req" and events[-1] == "message_stop"
+    spans = chat_spans(anthropic_instrumented)
+    assert len(spans) == 2
+    assert all(s.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 5 for s in spans)
+
+
+def test_async_error_passes_through(anthropic_instrumented, fake_provider):
+    async def main():
+        c = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+        try:
+            await c.messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("status=429"))
+        finally:
+            await c.close()
+
+    with pytest.raises(anthropic.RateLimitError):
+        asyncio.run(main())
+    assert chat_spans(anthropic_instrumented)[0].attributes[names.ERROR_TYPE] == "rate_limit_error"
+
+
+def test_raw_response_is_returned_untouched(anthropic_instrumented, fake_provider):
+    raw = client(fake_provider).messages.with_raw_response.create(model="claude-req", max_tokens=64, messages=MESSAGES)
+    assert raw.status_code == 200
+    assert raw.parse().model == "claude-req"  # the body was not consumed by telemetry
+    assert len(chat_spans(anthropic_instrumented)) == 1
+
+
+def test_uninstrument_restores_create(telemetry):
+    from anthropic.resources.messages.messages import AsyncMessages, Messages
+
+    original = Messages.__dict__["create"], AsyncMessages.__dict__["create"]
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    assert Messages.__dict__["create"] is not original[0]
+    instrumentor.uninstrument()
+    assert (Messages.__dict__["create"], AsyncMessages.__dict__["create"]) == original

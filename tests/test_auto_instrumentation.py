@@ -1,0 +1,99 @@
+"""Loading through `opentelemetry-instrument` and the `opentelemetry_instrumentor` entry points."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+INSTRUMENT = str(Path(sys.executable).parent / "opentelemetry-instrument")
+HERE = Path(__file__).parent
+
+# A host script: one legacy in-memory sampling round trip, then a report of what is wrapped.
+HOST = f"""
+import json, sys, anyio, wrapt
+sys.path.insert(0, {str(HERE)!r})
+import mcp_types as types
+from mcp import Client
+from mcp.client.session import ClientSession
+from anthropic.resources.messages.messages import Messages
+from sampling_server import build_server
+
+async def ok(ctx, params):
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model="m")
+
+async def main():
+    async with Client(build_server(), mode="legacy", sampling_callback=ok) as c:
+        await c.call_tool("sample", {{"hint": "m", "include_context": "none"}})
+
+anyio.run(main)
+print(json.dumps({{
+    "mcp": isinstance(ClientSession.__dict__["dispatch_input_request"], wrapt.FunctionWrapper),
+    "anthropic": isinstance(Messages.__dict__["create"], wrapt.FunctionWrapper),
+}}), file=sys.stderr)
+"""
+
+
+def run_host(**env: str) -> subprocess.CompletedProcess:
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    environment.update({"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
+                        "OTEL_LOGS_EXPORTER": "none", "OTEL_SERVICE_NAME": "auto-test", **env})
+    return subprocess.run([INSTRUMENT, sys.executable, "-c", HOST], env=environment, capture_output=True,
+                          text=True, timeout=60)
+
+
+def wrapped(proc: subprocess.CompletedProcess) -> dict:
+    return json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+def test_entry_points_are_ours_and_distinct_from_peers():
+    ours = {ep.name: ep.value for ep in entry_points(group="opentelemetry_instrumentor") if ep.name.startswith("otel_sampling")}
+    assert ours == {
+        "otel_sampling_mcp": "otel_sampling.instrumentation.mcp:MCPSamplingInstrumentor",
+        "otel_sampling_anthropic": "otel_sampling.instrumentation.anthropic:AnthropicInstrumentor",
+    }
+
+
+def test_opentelemetry_instrument_loads_both_and_exports_the_sampling_span():
+    proc = run_host()
+    assert proc.returncode == 0, proc.stderr
+    assert wrapped(proc) == {"mcp": True, "anthropic": True}
+    assert '"name": "sampling/createMessage"' in proc.stdout  # ConsoleSpanExporter output
+    assert '"mcp.sampling.ending": "completed"' in proc.stdout
+
+
+def test_disabled_instrumentations_names_ours():
+    proc = run_host(OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="otel_sampling_anthropic")
+    assert proc.returncode == 0, proc.stderr
+    assert wrapped(proc) == {"mcp": True, "anthropic": False}
+
+
+def test_malformed_policy_names_the_key_and_the_host_runs_on(tmp_path):
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[servers."ticket-server"]\npermitted_models = ["a"]\ncontext_ceiling = "conversation"\n')
+    proc = run_host(OTEL_SAMPLING_POLICY=str(policy))
+    assert proc.returncode == 0, proc.stderr
+    assert wrapped(proc) == {"mcp": False, "anthropic": False}
+    assert f"{policy}:3: " in proc.stderr
+    assert "context_ceiling" in proc.stderr and "'conversation'" in proc.stderr
+
+
+@pytest.mark.parametrize("instrumentor", ["mcp", "anthropic"])
+def test_instrument_raises_policy_error_in_process(tmp_path, monkeypatch, instrumentor):
+    from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+    from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+    from otel_sampling.policy import PolicyError
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[servers."s"]\nprimary_model = 42\n')
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(policy))
+    cls = {"mcp": MCPSamplingInstrumentor, "anthropic": AnthropicInstrumentor}[instrumentor]
+    with pytest.raises(PolicyError) as info:
+        cls().instrument()
+    assert info.value.key is not None and "primary_model" in info.value.key and info.value.line == 2
+    assert not cls().is_instrumented_by_opentelemetry

@@ -1,0 +1,159 @@
+"""The fake provider against the real anthropic SDK (sync and async), plus its lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+import anthropic
+
+from otel_sampling.testing.fake_provider import FakeProvider, parse_scenario
+
+MODEL = "claude-sonnet-5-5"
+MESSAGES = [{"role": "user", "content": "Summarize: printer on fire"}]
+
+
+def _scenario(value: str) -> dict[str, dict[str, str]]:
+    return {"extra_headers": {"x-fake-scenario": value}}
+
+
+@pytest.fixture
+def fp():
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def client(fp):
+    c = anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
+    yield c
+    c.close()
+
+
+def test_parse_scenario():
+    assert parse_scenario(None) == {}
+    assert parse_scenario("") == {}
+    assert parse_scenario("status=529, fail_first=1,refusal") == {"status": "529", "fail_first": "1", "refusal": "1"}
+
+
+def test_create_without_scenario_header_echoes_model_and_usage(fp, client):
+    msg = client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES)
+    assert isinstance(msg, anthropic.types.Message)
+    assert msg.model == MODEL
+    assert msg.stop_reason == "end_turn"
+    assert msg.content[0].text == "Hello from the fake provider"
+    assert msg.usage.input_tokens == 25
+    assert msg.usage.output_tokens == 5
+    assert fp.requests[-1]["scenario"] == {}
+    assert fp.requests[-1]["model"] == MODEL
+
+
+def test_stream_yields_message_start_to_message_stop(client):
+    with client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, stream=True,
+                                **_scenario("text=one+two+three")) as stream:
+        types = [event.type for event in stream]
+    assert types[0] == "message_start"
+    assert types[-1] == "message_stop"
+    assert types.count("content_block_delta") == 3
+    assert "message_delta" in types
+
+
+def test_served_model_overrides_reported_model(client):
+    msg = client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES,
+                                 **_scenario("served_model=claude-opus-4-1"))
+    assert msg.model == "claude-opus-4-1"
+
+
+@pytest.mark.parametrize(
+    ("status", "exc"),
+    [("529", "OverloadedError"), ("429", "RateLimitError"), ("500", "InternalServerError")],
+)
+def test_status_raises_the_sdk_error(client, status, exc):
+    with pytest.raises(getattr(anthropic, exc)) as info:
+        client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, **_scenario(f"status={status}"))
+    assert info.value.status_code == int(status)
+
+
+def test_refusal_stop_reason(client):
+    msg = client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, **_scenario("refusal"))
+    assert msg.stop_reason == "refusal"
+
+
+def test_delay_past_client_timeout_raises_api_timeout(fp, client):
+    t0 = time.monotonic()
+    with pytest.raises(anthropic.APITimeoutError):
+        client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, timeout=0.2, **_scenario("delay=1"))
+    assert time.monotonic() - t0 < 0.9
+
+
+def test_request_log_records_scenario_header(fp, client):
+    traceparent = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+    client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES,
+                           extra_headers={"x-fake-scenario": "cache,text=a+b", "traceparent": traceparent})
+    entry = fp.requests[-1]
+    assert entry["path"].startswith("/v1/messages")
+    assert entry["scenario"] == {"cache": "1", "text": "a+b"}
+    assert entry["headers"]["x-fake-scenario"] == "cache,text=a+b"
+    assert entry["headers"]["traceparent"].startswith("00-")
+    assert "x-api-key" not in entry["headers"]
+    with urllib.request.urlopen(fp.url + "/_fake/requests") as r:
+        assert json.load(r)[-1]["scenario"] == {"cache": "1", "text": "a+b"}
+
+
+def test_async_client(fp):
+    async def run() -> tuple[str, str]:
+        async with anthropic.AsyncAnthropic(base_url=fp.url, api_key="sk-fake", max_retries=0) as c:
+            ok = await c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES)
+            try:
+                await c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, **_scenario("status=529"))
+            except anthropic.OverloadedError as e:
+                return ok.model, type(e).__name__
+            return ok.model, "no error"
+
+    assert asyncio.run(run()) == (MODEL, "OverloadedError")
+
+
+def test_exit_leaves_no_threads_even_with_open_and_stalled_connections():
+    before = set(threading.enumerate())
+    with FakeProvider() as provider:
+        c = anthropic.Anthropic(base_url=provider.url, api_key="sk-fake", max_retries=0)
+        c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES)  # leaves a keep-alive connection
+        stalled = threading.Thread(  # a request the server is still sleeping on when we leave
+            target=lambda: pytest.raises(Exception, c.messages.create, model=MODEL, max_tokens=50,
+                                         messages=MESSAGES, timeout=3, **_scenario("delay=10")))
+        stalled.start()
+        while len(provider.requests) < 2:
+            time.sleep(0.01)
+    t0 = time.monotonic()
+    stalled.join(5)
+    assert time.monotonic() - t0 < 2
+    c.close()
+    leftover = [t for t in set(threading.enumerate()) - before if t.is_alive()]
+    assert leftover == []
+
+
+def test_cli_prints_url_and_exits_cleanly_on_sigterm():
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "otel_sampling.testing.fake_provider"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url + "/_fake/health", timeout=2) as r:
+            assert json.load(r) == {"ok": True}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(5) == 0
+        assert proc.stderr.read() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

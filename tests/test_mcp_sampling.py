@@ -1,0 +1,296 @@
+"""Host-side MCP sampling spans and metrics, over real mcp 2.x sessions on both protocol paths.
+
+``mode="legacy"`` runs the in-memory JSON-RPC transport (server-to-client request, protocol
+2025-11-25); ``mode="auto"`` negotiates 2026-07-28, where sampling rides InputRequiredResult.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters
+from opentelemetry.trace import SpanKind, StatusCode
+from sampling_server import SERVER_NAME, build_server
+
+from otel_sampling import names
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+
+PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
+ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
+
+
+def result(model: str = "claude-sonnet-5-5-20261001", stop_reason: str = "endTurn") -> types.CreateMessageResult:
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=model,
+                                     stop_reason=stop_reason)
+
+
+def callback_returning(value):
+    async def callback(ctx, params):
+        return value
+    return callback
+
+
+async def call(mode: str, callback, tool: str = "sample", args: dict | None = None):
+    """Call a tool once; return the tool's text or the exception the host got."""
+    async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
+        try:
+            out = await client.call_tool(tool, ARGS if args is None else args)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects what the host saw
+            return exc
+        return out.content[0].text if not out.is_error else ("tool_error", out.content[0].text)
+
+
+def only_sampling_span(telemetry):
+    spans = telemetry.spans(names.SPAN_SAMPLING)
+    assert len(spans) == 1, [s.name for s in spans]
+    return spans[0]
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_completed_request_on_each_path(mcp_instrumented, mode):
+    out = anyio.run(call, mode, callback_returning(result()))
+    assert out == "claude-sonnet-5-5-20261001|endTurn"
+    span = only_sampling_span(mcp_instrumented)
+    assert span.kind is SpanKind.SERVER
+    attrs = span.attributes
+    assert attrs[names.MCP_METHOD_NAME] == "sampling/createMessage"
+    assert attrs[names.SAMPLING_PATH] == PATHS[mode]
+    assert attrs[names.MCP_SERVER_NAME] == SERVER_NAME
+    assert attrs[names.SAMPLING_ENDING] == "completed"
+    assert attrs[names.GEN_AI_RESPONSE_MODEL] == "claude-sonnet-5-5-20261001"
+    assert attrs[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("endTurn",)
+    assert attrs[names.SAMPLING_MODEL_HINTS] == ("claude-sonnet",)
+    assert attrs[names.SAMPLING_INCLUDE_CONTEXT_REQUESTED] == "thisServer"
+    assert attrs[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
+    assert attrs[names.SAMPLING_SUBSTITUTION] == "none"  # hint is a substring of the served model
+    assert span.status.status_code is StatusCode.UNSET
+    counts = mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME, names.SAMPLING_ENDING)
+    assert counts == {(SERVER_NAME, "completed"): 1}
+    assert mcp_instrumented.counts(names.METRIC_SAMPLING_DURATION, names.SAMPLING_ENDING) == {("completed",): 1}
+    assert mcp_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
+
+
+def test_same_request_same_telemetry_on_both_paths(mcp_instrumented):
+    """The Done-when check: both paths yield the same ending and attributes, path aside."""
+    seen = []
+    for mode in PATHS:
+        anyio.run(call, mode, callback_returning(ErrorDataBudget))
+        anyio.run(call, mode, callback_returning(result(model="claude-haiku-5-5")))
+        seen.append([
+            {k: v for k, v in s.attributes.items()
+             if k not in (names.SAMPLING_PATH, names.JSONRPC_REQUEST_ID, names.MCP_PROTOCOL_VERSION)}
+            for s in mcp_instrumented.spans(names.SPAN_SAMPLING)[-2:]
+        ])
+    assert seen[0] == seen[1]
+    assert seen[0][0][names.SAMPLING_ENDING] == "policy.budget_exhausted"
+    assert seen[0][1][names.SAMPLING_ENDING] == "completed"
+
+
+ErrorDataBudget = types.ErrorData(code=-32003, message="Daily sampling budget exhausted",
+                                  data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+
+DENIALS = [
+    # (ErrorData the host returns, expected ending, expected error.type) -- rules from the MCP spec
+    # (-1 = user rejection) and the otel-sampling -32003 convention.
+    (types.ErrorData(code=-1, message="User rejected sampling request"), "user.denied", "-1"),
+    (types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}), "policy.denied", "-32003"),
+    (types.ErrorData(code=-32003, message="Denied"), "policy.denied", "-32003"),
+    (ErrorDataBudget, "policy.budget_exhausted", "-32003"),
+    (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}), "model.unavailable", "-32603"),
+    (types.ErrorData(code=-32600, message="Sampling not supported"), "error", "-32600"),
+]
+
+
+@pytest.mark.parametrize("mode", PATHS)
+@pytest.mark.parametrize(("error", "ending", "error_type"), DENIALS)
+def test_error_frames_are_classified(mcp_instrumented, mode, error, ending, error_type):
+    out = anyio.run(call, mode, callback_returning(error))
+    # The host sees the frame it returned, unchanged: as the tool call's JSON-RPC error.
+    assert isinstance(out, MCPError)
+    assert (out.code, out.message) == (error.code, error.message)
+    span = only_sampling_span(mcp_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == ending
+    assert span.attributes[names.ERROR_TYPE] == error_type
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes[names.SAMPLING_SUBSTITUTION] == "none"
+    assert names.GEN_AI_RESPONSE_MODEL not in span.attributes
+    if error is ErrorDataBudget:
+        assert span.attributes[names.SAMPLING_BUDGET_RESETS_AT] == "2026-12-01T00:00:00Z"
+
+
+def test_callback_that_raises_keeps_the_exception_and_records_error(mcp_instrumented):
+    raised = RuntimeError("host bug")
+
+    async def callback(ctx, params):
+        raise raised
+
+    # On the 2026-07-28 path the exception stays in the host: call_tool raises it (in a group).
+    out = anyio.run(call, "auto", callback)
+    assert isinstance(out, BaseExceptionGroup)
+    assert out.exceptions[0] is raised
+    span = only_sampling_span(mcp_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "error"
+    assert span.attributes[names.ERROR_TYPE] == "RuntimeError"
+    assert span.status.status_code is StatusCode.ERROR
+
+
+def test_callback_that_raises_on_legacy_path_reaches_the_server_as_code_0(mcp_instrumented):
+    async def callback(ctx, params):
+        raise RuntimeError("provider 503")
+
+    out = anyio.run(call, "legacy", callback)
+    # mcp 2.x turns a raising handler into a JSON-RPC error with code 0 and the message.
+    assert isinstance(out, MCPError) and out.code == 0 and "provider 503" in out.message
+    assert only_sampling_span(mcp_instrumented).attributes[names.SAMPLING_ENDING] == "error"
+
+
+def test_mcp_error_raised_by_callback_is_classified_by_its_frame(mcp_instrumented):
+    async def callback(ctx, params):
+        raise MCPError(-32003, "Daily limit", data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01"})
+
+    out = anyio.run(call, "legacy", callback)
+    assert isinstance(out, MCPError) and out.code == -32003
+    span = only_sampling_span(mcp_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "policy.budget_exhausted"
+    assert span.attributes[names.SAMPLING_BUDGET_RESETS_AT] == "2026-12-01"
+
+
+def test_server_deadline_is_a_timeout(mcp_instrumented):
+    async def callback(ctx, params):
+        await anyio.sleep(5)
+        return result()
+
+    out = anyio.run(call, "legacy", callback, "sample_with_deadline", {"deadline_s": 0.3})
+    # The server's own call failed with the SDK's REQUEST_TIMEOUT (-32001).
+    assert isinstance(out, MCPError) and out.code == -32001
+    span = only_sampling_span(mcp_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "timeout"
+    assert span.attributes[names.SAMPLING_CANCEL_REASON] == "timed out after 0.3s"
+    assert mcp_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_host_giving_up_is_a_cancellation(mcp_instrumented, mode):
+    started = anyio.Event()
+
+    async def callback(ctx, params):
+        started.set()
+        await anyio.sleep(5)
+        return result()
+
+    async def main():
+        async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
+            with anyio.move_on_after(0.3):
+                await client.call_tool("sample", ARGS)
+            await anyio.sleep(0.1)
+
+    anyio.run(main)
+    assert started.is_set()
+    span = only_sampling_span(mcp_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "cancelled"
+    assert mcp_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
+
+
+SUBSTITUTIONS = [
+    # (hint, served model, expected judgement, expected mode) under POLICY_TOML (conftest)
+    ("claude-sonnet", "claude-sonnet-5-5-20261001", "none", "primary"),
+    ("gpt-4o", "claude-haiku-5-5", "within_policy", "degraded"),
+    ("gpt-4o", "claude-opus-5-5", "outside_policy", "degraded"),
+    ("claude-sonnet", "claude-sonnet-5-5", "none", "primary"),
+]
+
+
+@pytest.mark.parametrize(("hint", "served", "judgement", "mode"), SUBSTITUTIONS)
+def test_substitution_and_mode_follow_hints_and_policy(policy_env, mcp_instrumented, hint, served, judgement, mode):
+    anyio.run(call, "legacy", callback_returning(result(model=served)), "sample",
+              {"hint": hint, "include_context": "none"})
+    span = only_sampling_span(mcp_instrumented)
+    assert span.attributes[names.SAMPLING_SUBSTITUTION] == judgement
+    assert span.attributes[names.DEGRADATION_MODE] == mode
+    counts = mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_SUBSTITUTION, names.DEGRADATION_MODE)
+    assert counts == {(judgement, mode): 1}
+
+
+def test_without_policy_an_unhinted_model_is_unjudged(mcp_instrumented):
+    anyio.run(call, "legacy", callback_returning(result(model="claude-haiku-5-5")), "sample",
+              {"hint": "gpt-4o", "include_context": "none"})
+    assert only_sampling_span(mcp_instrumented).attributes[names.SAMPLING_SUBSTITUTION] == "unjudged"
+
+
+def test_refusal_stop_reason_is_refused(mcp_instrumented):
+    anyio.run(call, "legacy", callback_returning(result(stop_reason="refusal")))
+    assert only_sampling_span(mcp_instrumented).attributes[names.SAMPLING_ENDING] == "refused"
+
+
+def test_span_is_parented_from_params_meta_traceparent(mcp_instrumented):
+    """Legacy in-memory: the server's SDK span injects traceparent into params._meta."""
+    anyio.run(call, "legacy", callback_returning(result()))
+    ours = only_sampling_span(mcp_instrumented)
+    sdk_send = [s for s in mcp_instrumented.spans(scope=None) if s.name == "MCP send sampling/createMessage"]
+    assert len(sdk_send) == 1
+    assert ours.parent is not None and ours.parent.span_id == sdk_send[0].context.span_id
+    assert ours.context.trace_id == sdk_send[0].context.trace_id
+    # mcp 2.x emits no client-side span for the inbound request: ours is the only SERVER span for it.
+    server_spans = [s for s in mcp_instrumented.spans(scope=None)
+                    if s.kind is SpanKind.SERVER and "sampling/createMessage" in s.name]
+    assert server_spans == [ours]
+
+
+def test_stdio_subprocess_server(mcp_instrumented):
+    params = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).parent / "sampling_server.py")])
+
+    async def main():
+        async with Client(params, mode="legacy", sampling_callback=callback_returning(result())) as client:
+            return (await client.call_tool("sample", ARGS)).content[0].text
+
+    assert anyio.run(main) == "claude-sonnet-5-5-20261001|endTurn"
+    span = only_sampling_span(mcp_instrumented)
+    assert span.attributes[names.MCP_SERVER_NAME] == SERVER_NAME
+    assert span.attributes[names.SAMPLING_PATH] == "rpc"
+    # The traceparent crossed the process boundary: our span joins the client's tools/call trace.
+    tools_call = [s for s in mcp_instrumented.spans(scope=None) if s.name == "MCP send tools/call sample"]
+    assert len(tools_call) == 1 and span.context.trace_id == tools_call[0].context.trace_id
+
+
+def test_other_input_requests_pass_through_untouched(mcp_instrumented):
+    roots = types.ListRootsResult(roots=[])
+
+    async def list_roots(ctx):
+        return roots
+
+    async def main():
+        async with Client(build_server(), mode="legacy", sampling_callback=callback_returning(result()),
+                          list_roots_callback=list_roots) as client:
+            ctx = type("Ctx", (), {"request_id": 7, "meta": None})()
+            return await client.session.dispatch_input_request(ctx, types.ListRootsRequest())
+
+    assert anyio.run(main) is roots
+    assert mcp_instrumented.spans(names.SPAN_SAMPLING) == []
+
+
+def test_uninstrument_restores_the_original_functions(telemetry):
+    original = ClientSession.__dict__["dispatch_input_request"], ClientSession.__dict__["_intercept_notification"]
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    assert ClientSession.__dict__["dispatch_input_request"] is not original[0]
+    instrumentor.uninstrument()
+    assert (ClientSession.__dict__["dispatch_input_request"], ClientSession.__dict__["_intercept_notification"]) == original
+    anyio.run(call, "legacy", callback_returning(result()))
+    assert telemetry.spans(names.SPAN_SAMPLING) == []
+
+
+def test_hostile_server_cannot_blow_up_labels_or_attributes(mcp_instrumented):
+    many_hints = ",".join(f"model-{i}" for i in range(10_000))
+    anyio.run(call, "legacy", callback_returning(result(model="x" * 100_000)), "sample",
+              {"hint": many_hints, "include_context": "thisServer"})
+    span = only_sampling_span(mcp_instrumented)
+    assert len(span.attributes[names.SAMPLING_MODEL_HINTS]) == 16
+    assert len(span.attributes[names.GEN_AI_RESPONSE_MODEL]) == 256
+    (labels,) = [p.attributes for p in mcp_instrumented.points(names.METRIC_SAMPLING_REQUESTS)]
+    assert len(labels[names.GEN_AI_RESPONSE_MODEL]) == 128

@@ -1,0 +1,697 @@
+"""otel_sampling.policy: the TOML policy file.
+
+Expected values are written out here or computed from the text each test writes (the line of a
+bad key is the line carrying a ``# BAD`` marker), never taken from the loader's own output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import pickle
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_sampling.policy import (
+    ALLOWED_CONTEXT_CEILINGS,
+    EMPTY_POLICY,
+    Policy,
+    PolicyError,
+    Price,
+    ServerPolicy,
+    load_policy,
+)
+
+FULL = """\
+# Per MCP server (keyed by the server's serverInfo.name)
+[servers."ticket-server"]
+primary_model = "claude-sonnet-5-5"
+permitted_models = ["claude-sonnet-5-5", "claude-haiku-5-5"]
+context_ceiling = "thisServer"
+
+[servers."wiki"]
+permitted_models = ["claude-haiku-5-5"]
+context_ceiling = "none"
+
+[servers.everything]
+context_ceiling = "allServers"
+
+# Price table, USD per million tokens, per model; dated
+[prices."claude-sonnet-5-5"]
+input_usd_per_mtok = 3.0
+output_usd_per_mtok = 15.0
+cache_read_usd_per_mtok = 0.3
+cache_creation_usd_per_mtok = 3.75
+as_of = 2026-11-01
+
+[prices."claude-haiku-5-5"]
+input_usd_per_mtok = 1
+output_usd_per_mtok = 5
+as_of = "2026-10-15"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "policy.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def marked_line(path: Path, marker: str = "# BAD") -> int:
+    """1-based number of the only line of the file carrying *marker*."""
+    lines = [n for n, line in enumerate(path.read_text("utf-8").split("\n"), 1) if marker in line]
+    assert len(lines) == 1, f"test file must mark exactly one line with {marker!r}"
+    return lines[0]
+
+
+def load_error(path: Path) -> PolicyError:
+    with pytest.raises(PolicyError) as info:
+        load_policy(path)
+    return info.value
+
+
+# ---------------------------------------------------------------- valid files
+
+
+def test_full_file_round_trips(tmp_path: Path) -> None:
+    path = write(tmp_path, FULL)
+
+    policy = load_policy(path)
+
+    assert policy == Policy(
+        servers={
+            "ticket-server": ServerPolicy(
+                primary_model="claude-sonnet-5-5",
+                permitted_models=("claude-sonnet-5-5", "claude-haiku-5-5"),
+                context_ceiling="thisServer",
+            ),
+            "wiki": ServerPolicy(
+                primary_model=None,
+                permitted_models=("claude-haiku-5-5",),
+                context_ceiling="none",
+            ),
+            "everything": ServerPolicy(
+                primary_model=None, permitted_models=None, context_ceiling="allServers"
+            ),
+        },
+        prices={
+            "claude-sonnet-5-5": Price(
+                input_usd_per_mtok=3.0,
+                output_usd_per_mtok=15.0,
+                cache_read_usd_per_mtok=0.3,
+                cache_creation_usd_per_mtok=3.75,
+                as_of=datetime.date(2026, 11, 1),
+            ),
+            "claude-haiku-5-5": Price(
+                input_usd_per_mtok=1.0,
+                output_usd_per_mtok=5.0,
+                cache_read_usd_per_mtok=None,
+                cache_creation_usd_per_mtok=None,
+                as_of=datetime.date(2026, 10, 15),
+            ),
+        },
+        source=str(path),
+    )
+
+
+def test_values_have_the_documented_python_types(tmp_path: Path) -> None:
+    policy = load_policy(write(tmp_path, FULL))
+
+    haiku = policy.prices["claude-haiku-5-5"]
+    assert type(haiku.input_usd_per_mtok) is float  # written as the integer 1
+    assert type(haiku.output_usd_per_mtok) is float
+    assert type(haiku.as_of) is datetime.date  # written as a string
+    assert isinstance(policy.servers["wiki"].permitted_models, tuple)
+
+
+def test_str_path_and_pathlike_both_load(tmp_path: Path) -> None:
+    path = write(tmp_path, FULL)
+
+    assert load_policy(str(path)) == load_policy(path)
+    assert load_policy(str(path)).source == str(path)
+
+
+def test_equivalent_toml_spellings_load_the_same(tmp_path: Path) -> None:
+    dotted = write(
+        tmp_path,
+        """\
+        servers.wiki.permitted_models = ["claude-haiku-5-5"]
+        servers.wiki.context_ceiling = "none"
+        """,
+        "dotted.toml",
+    )
+    inline = write(
+        tmp_path,
+        """\
+        [servers]
+        'wiki' = { permitted_models = ["claude-haiku-5-5"], context_ceiling = "none" }
+        """,
+        "inline.toml",
+    )
+    expected = ServerPolicy(None, ("claude-haiku-5-5",), "none")
+
+    assert load_policy(dotted).servers == {"wiki": expected}
+    assert load_policy(inline).servers == {"wiki": expected}
+
+
+def test_empty_permitted_models_is_an_empty_tuple(tmp_path: Path) -> None:
+    path = write(tmp_path, '[servers.locked]\npermitted_models = []\n')
+
+    assert load_policy(path).server("locked") == ServerPolicy(None, (), None)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "\n\n", "# nothing configured yet\n", "[servers]\n[prices]\n"]
+)
+def test_empty_file_gives_no_servers_and_no_prices(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+
+    policy = load_policy(path)
+
+    assert dict(policy.servers) == {}
+    assert dict(policy.prices) == {}
+    assert policy.source == str(path)
+
+
+def test_server_lookup(tmp_path: Path) -> None:
+    policy = load_policy(write(tmp_path, FULL))
+
+    assert policy.server("unknown") is None
+    assert policy.server("wiki") == ServerPolicy(None, ("claude-haiku-5-5",), "none")
+    assert EMPTY_POLICY.server("wiki") is None
+
+
+def test_empty_policy_constant() -> None:
+    assert dict(EMPTY_POLICY.servers) == {}
+    assert dict(EMPTY_POLICY.prices) == {}
+    assert EMPTY_POLICY.source is None
+
+
+def test_allowed_context_ceilings_are_the_mcp_include_context_values() -> None:
+    assert ALLOWED_CONTEXT_CEILINGS == ("none", "thisServer", "allServers")
+
+
+# ---------------------------------------------------------------- immutability
+
+
+def test_mappings_are_read_only(tmp_path: Path) -> None:
+    policy = load_policy(write(tmp_path, FULL))
+
+    with pytest.raises(TypeError):
+        policy.servers["new"] = ServerPolicy()  # type: ignore[index]
+    with pytest.raises(TypeError):
+        del policy.servers["wiki"]  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        policy.prices["new"] = Price(1.0, 2.0)  # type: ignore[index]
+    assert set(policy.servers) == {"ticket-server", "wiki", "everything"}
+
+
+def test_dataclasses_are_frozen(tmp_path: Path) -> None:
+    policy = load_policy(write(tmp_path, FULL))
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.servers["wiki"].context_ceiling = "allServers"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.prices["claude-haiku-5-5"].input_usd_per_mtok = 0.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.servers = {}  # type: ignore[misc]
+
+
+def test_policy_built_in_code_copies_its_dicts() -> None:
+    servers = {"wiki": ServerPolicy(context_ceiling="none")}
+    policy = Policy(servers=servers, prices={})
+
+    servers["other"] = ServerPolicy()
+
+    assert set(policy.servers) == {"wiki"}
+    with pytest.raises(TypeError):
+        policy.servers["other"] = ServerPolicy()  # type: ignore[index]
+
+
+# ---------------------------------------------------------------- file-level errors
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere" / "policy.toml"
+
+    err = load_error(path)
+
+    assert str(path) in str(err)
+    assert "policy file not found" in str(err)
+    assert err.path == str(path)
+    assert err.key is None
+    assert err.line is None
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    err = load_error(tmp_path)  # a directory cannot be read as a file
+
+    assert str(tmp_path) in str(err)
+    assert "cannot read" in str(err)
+    assert err.key is None
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b"[servers.wiki]\n# caf\xe9\ncontext_ceiling = 'none'\n")
+
+    err = load_error(path)
+
+    assert str(path) in str(err)
+    assert "UTF-8" in str(err)
+    assert err.line == 2
+    assert f"{path}:2:" in str(err)
+
+
+def test_toml_syntax_error_reports_line_and_column(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        [servers."wiki"]
+        permitted_models = ["claude-haiku-5-5"]
+        context_ceiling = = "none"  # BAD
+        """,
+    )
+    line = marked_line(path)
+
+    err = load_error(path)
+
+    assert err.line == line
+    assert err.column is not None and err.column > 1
+    assert err.key is None
+    assert str(err).startswith(f"{path}:{line}:{err.column}: ")
+    assert "TOML syntax error" in str(err)
+
+
+def test_duplicate_key_is_a_syntax_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        [servers.wiki]
+        context_ceiling = "none"
+        context_ceiling = "none"  # BAD
+        """,
+    )
+
+    err = load_error(path)
+
+    assert err.line == marked_line(path)
+
+
+# ---------------------------------------------------------------- schema errors
+#
+# Each case: (file text with the offending line marked "# BAD", expected dotted key, a fragment of
+# the problem). The expected line is the marked line of the file as written.
+
+SCHEMA_ERRORS = {
+    "unknown top-level table": (
+        """\
+        [servers.wiki]
+        context_ceiling = "none"
+
+        [serverz."ticket-server"]  # BAD
+        context_ceiling = "none"
+        """,
+        "serverz",
+        "allowed: servers, prices",
+    ),
+    "unknown top-level key": (
+        """\
+        # comment
+        primary_model = "claude-sonnet-5-5"  # BAD
+        """,
+        "primary_model",
+        "unknown top-level key",
+    ),
+    "unknown server key (typo)": (
+        """\
+        [servers."ticket-server"]
+        primary_model = "claude-sonnet-5-5"
+
+        [servers."wiki"]
+        context_ceiling = "none"
+        permited_models = ["claude-haiku-5-5"]  # BAD
+        """,
+        'servers."wiki".permited_models',
+        "did you mean 'permitted_models'",
+    ),
+    "unknown price key": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = 3.0
+        output_usd_per_mtok = 15.0
+        cache_write_usd_per_mtok = 3.75  # BAD
+        """,
+        'prices."claude-sonnet-5-5".cache_write_usd_per_mtok',
+        "unknown key",
+    ),
+    "permitted_models is a string": (
+        """\
+        [servers.wiki]
+        context_ceiling = "none"
+        permitted_models = "claude-haiku-5-5"  # BAD
+        """,
+        'servers."wiki".permitted_models',
+        "expected an array of strings, got string: 'claude-haiku-5-5'",
+    ),
+    "permitted_models item is a number": (
+        """\
+        [servers.wiki]
+        permitted_models = ["claude-haiku-5-5", 4]  # BAD
+        """,
+        'servers."wiki".permitted_models[1]',
+        "expected a string, got integer: 4",
+    ),
+    "primary_model is a number": (
+        """\
+        [servers."ticket-server"]
+
+        primary_model = 45  # BAD
+        """,
+        'servers."ticket-server".primary_model',
+        "expected a string, got integer: 45",
+    ),
+    "empty primary_model": (
+        """\
+        [servers.wiki]
+        primary_model = ""  # BAD
+        """,
+        'servers."wiki".primary_model',
+        "empty model name",
+    ),
+    "empty model in permitted_models": (
+        """\
+        [servers.wiki]
+        permitted_models = ["claude-haiku-5-5", " "]  # BAD
+        """,
+        'servers."wiki".permitted_models[1]',
+        "empty model name",
+    ),
+    "empty model name in prices": (
+        """\
+        [prices."claude-haiku-5-5"]
+        input_usd_per_mtok = 1
+        output_usd_per_mtok = 5
+        [prices.""]  # BAD
+        input_usd_per_mtok = 1
+        output_usd_per_mtok = 5
+        """,
+        'prices.""',
+        "empty model name",
+    ),
+    "empty server name": (
+        """\
+        [servers.""]  # BAD
+        context_ceiling = "none"
+        """,
+        'servers.""',
+        "empty server name",
+    ),
+    "unknown context ceiling": (
+        """\
+        [servers.wiki]
+        permitted_models = ["claude-haiku-5-5"]
+        context_ceiling = "conversation"  # BAD
+        """,
+        'servers."wiki".context_ceiling',
+        "must be one of \"none\", \"thisServer\", \"allServers\"; got 'conversation'",
+    ),
+    "context ceiling is case-sensitive": (
+        """\
+        [servers.wiki]
+        context_ceiling = "ThisServer"  # BAD
+        """,
+        'servers."wiki".context_ceiling',
+        "must be one of",
+    ),
+    "context ceiling is not a string": (
+        """\
+        [servers.wiki]
+        context_ceiling = ["none"]  # BAD
+        """,
+        'servers."wiki".context_ceiling',
+        "expected a string, got array",
+    ),
+    "primary model not permitted": (
+        """\
+        [servers."ticket-server"]
+        permitted_models = ["claude-haiku-5-5"]
+        primary_model = "claude-sonnet-5-5"  # BAD
+        """,
+        'servers."ticket-server".primary_model',
+        "not in permitted_models",
+    ),
+    "bool where a float is expected": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = true  # BAD
+        output_usd_per_mtok = 15.0
+        """,
+        'prices."claude-sonnet-5-5".input_usd_per_mtok',
+        "got boolean",
+    ),
+    "string where a float is expected": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = 3.0
+        output_usd_per_mtok = "15"  # BAD
+        """,
+        'prices."claude-sonnet-5-5".output_usd_per_mtok',
+        "got string: '15'",
+    ),
+    "negative price": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = 3.0
+        output_usd_per_mtok = 15.0
+        cache_read_usd_per_mtok = -0.3  # BAD
+        """,
+        'prices."claude-sonnet-5-5".cache_read_usd_per_mtok',
+        "must not be negative",
+    ),
+    "non-finite price": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = 3.0
+        output_usd_per_mtok = 15.0
+        cache_creation_usd_per_mtok = inf  # BAD
+        """,
+        'prices."claude-sonnet-5-5".cache_creation_usd_per_mtok',
+        "finite",
+    ),
+    "missing required price is reported at the table header": (
+        """\
+        [prices."claude-haiku-5-5"]
+        input_usd_per_mtok = 1
+        output_usd_per_mtok = 5
+
+        [prices."claude-sonnet-5-5"]  # BAD
+        input_usd_per_mtok = 3.0
+        """,
+        'prices."claude-sonnet-5-5".output_usd_per_mtok',
+        "missing required key",
+    ),
+    "as_of is a date-time": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = 3.0
+        output_usd_per_mtok = 15.0
+        as_of = 2026-11-01T09:00:00Z  # BAD
+        """,
+        'prices."claude-sonnet-5-5".as_of',
+        "expected a date",
+    ),
+    "as_of string is not a date": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = 3.0
+        output_usd_per_mtok = 15.0
+        as_of = "Nov 1 2026"  # BAD
+        """,
+        'prices."claude-sonnet-5-5".as_of',
+        "expected a date",
+    ),
+    "as_of string is an impossible date": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = 3.0
+        output_usd_per_mtok = 15.0
+        as_of = "2026-02-30"  # BAD
+        """,
+        'prices."claude-sonnet-5-5".as_of',
+        "not a valid date",
+    ),
+    "servers is not a table": (
+        """\
+        # comment
+        servers = ["wiki"]  # BAD
+        """,
+        "servers",
+        "expected a table, got array",
+    ),
+    "server entry is not a table": (
+        """\
+        [servers]
+        wiki = "none"  # BAD
+        """,
+        'servers."wiki"',
+        "expected a table, got string",
+    ),
+    "inline table is reported at its line": (
+        """\
+        [servers]
+        ticket-server = { context_ceiling = "none" }
+        wiki = { context_ceiling = "conversation" }  # BAD
+        """,
+        'servers."wiki".context_ceiling',
+        "must be one of",
+    ),
+    "dotted keys at top level": (
+        """\
+        servers.wiki.context_ceiling = "none"
+        servers.wiki.primary_model = 7  # BAD
+        """,
+        'servers."wiki".primary_model',
+        "expected a string",
+    ),
+    "header written with spaces and a literal-string name": (
+        """\
+        [ servers . 'ticket-server' ]  # a comment
+        context_ceiling = "none"
+        [ servers . 'wiki' ]
+        context_ceiling = "everything"  # BAD
+        """,
+        'servers."wiki".context_ceiling',
+        "must be one of",
+    ),
+    "same key name in an earlier table is not taken": (
+        """\
+        [servers.a]
+        context_ceiling = "none"
+        [servers.b]
+        primary_model = "claude-haiku-5-5"
+        context_ceiling = "conversation"  # BAD
+        """,
+        'servers."b".context_ceiling',
+        "must be one of",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "key", "problem"), SCHEMA_ERRORS.values(), ids=SCHEMA_ERRORS)
+def test_schema_error_names_file_key_and_line(
+    tmp_path: Path, text: str, key: str, problem: str
+) -> None:
+    path = write(tmp_path, text)
+    line = marked_line(path)
+
+    err = load_error(path)
+
+    message = str(err)
+    assert message.startswith(f"{path}:{line}: {key}: "), message
+    assert problem in message
+    assert err.path == str(path)
+    assert err.key == key
+    assert err.line == line
+    assert err.problem in message
+
+
+def test_unknown_context_ceiling_lists_every_allowed_value(tmp_path: Path) -> None:
+    path = write(tmp_path, '[servers.wiki]\ncontext_ceiling = "conversation"\n')
+
+    message = str(load_error(path))
+
+    for value in ("none", "thisServer", "allServers"):
+        assert f'"{value}"' in message
+
+
+def test_long_values_are_truncated_in_the_message(tmp_path: Path) -> None:
+    long_value = "m" * 500
+    path = write(tmp_path, f'[servers.wiki]\npermitted_models = "{long_value}"\n')
+
+    err = load_error(path)
+
+    assert long_value not in str(err)
+    shown = str(err).split("got string: ", 1)[1]
+    assert len(shown) == 60
+    assert shown.startswith("'mmm") and shown.endswith("...")
+
+
+def test_policy_error_is_a_value_error_and_pickles(tmp_path: Path) -> None:
+    path = write(tmp_path, '[servers.wiki]\ncontext_ceiling = "conversation"\n')
+    err = load_error(path)
+
+    copy = pickle.loads(pickle.dumps(err))
+
+    assert isinstance(err, ValueError)
+    assert (str(copy), copy.path, copy.key, copy.line) == (str(err), err.path, err.key, 2)
+
+
+# ---------------------------------------------------------------- properties
+
+# Names an operator might give servers: anything printable, including quotes, dots and spaces.
+server_names = st.text(
+    st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20
+).filter(lambda name: name.strip() != "")
+
+
+def toml_quote(name: str) -> str:
+    """A TOML basic string, every non-ASCII character escaped (exercises escape handling)."""
+    out = []
+    for char in name:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x80:
+            out.append(char)
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(f"\\U{ord(char):08X}")
+    return '"' + "".join(out) + '"'
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    names=st.lists(server_names, min_size=1, max_size=4, unique=True),
+    bad_index=st.integers(min_value=0, max_value=3),
+    padding=st.lists(st.sampled_from(["", "# note", "   "]), max_size=3),
+)
+def test_bad_key_line_is_found_for_any_server_name(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str], bad_index: int, padding: list[str]
+) -> None:
+    bad_name = names[bad_index % len(names)]
+    lines: list[str] = []
+    for name in names:
+        lines.append(f"[servers.{toml_quote(name)}]")
+        lines.extend(padding)
+        ceiling = '"conversation"' if name == bad_name else '"none"'
+        lines.append(f"context_ceiling = {ceiling}")
+    expected_line = lines.index('context_ceiling = "conversation"') + 1
+    path = tmp_path_factory.mktemp("prop") / "policy.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    err = load_error(path)
+
+    assert err.line == expected_line
+    # Keys are shown with the name double-quoted; only '"' and '\\' are escaped.
+    assert err.key == f"servers.{json.dumps(bad_name, ensure_ascii=False)}.context_ceiling"
+    assert f"{path}:{expected_line}: " in str(err)
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(server_names, max_size=4, unique=True))
+def test_any_server_names_round_trip(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str]
+) -> None:
+    text = "".join(f'[servers.{toml_quote(name)}]\ncontext_ceiling = "none"\n' for name in names)
+    path = tmp_path_factory.mktemp("prop") / "policy.toml"
+    path.write_text(text, encoding="utf-8")
+
+    policy = load_policy(path)
+
+    assert dict(policy.servers) == {name: ServerPolicy(context_ceiling="none") for name in names}

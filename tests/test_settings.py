@@ -1,0 +1,40 @@
+"""Settings from OTEL_SAMPLING_* variables."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from otel_sampling.policy import EMPTY_POLICY, PolicyError
+from otel_sampling.settings import Settings
+
+
+def test_defaults():
+    s = Settings.from_env({})
+    assert (s.policy, s.label_value_limit, s.attribute_max_length) == (EMPTY_POLICY, 100, 256)
+
+
+def test_values_are_read():
+    s = Settings.from_env({"OTEL_SAMPLING_LABEL_VALUE_LIMIT": "7", "OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH": "32"})
+    assert (s.label_value_limit, s.attribute_max_length) == (7, 32)
+
+
+@pytest.mark.parametrize("raw", ["lots", "0", "-3", "1.5"])
+def test_bad_numbers_warn_and_fall_back(raw, caplog):
+    with caplog.at_level(logging.WARNING):
+        s = Settings.from_env({"OTEL_SAMPLING_LABEL_VALUE_LIMIT": raw})
+    assert s.label_value_limit == 100
+    assert "OTEL_SAMPLING_LABEL_VALUE_LIMIT" in caplog.text
+
+
+def test_missing_policy_file_is_a_clear_error(tmp_path):
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(PolicyError, match="nope.toml"):
+        Settings.from_env({"OTEL_SAMPLING_POLICY": str(missing)})
+
+
+def test_policy_is_loaded(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text('[servers."s"]\nprimary_model = "m"\n')
+    assert Settings.from_env({"OTEL_SAMPLING_POLICY": str(path)}).policy.server("s").primary_model == "m"
