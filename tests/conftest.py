@@ -66,31 +66,29 @@ def telemetry() -> Iterator[Telemetry]:
     t.meter_provider.shutdown()
 
 
+def _instrumented(telemetry: Telemetry, *classes) -> Iterator[Telemetry]:
+    instrumentors = [cls() for cls in classes]
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    yield telemetry
+    for instrumentor in instrumentors:
+        instrumentor.uninstrument()
+
+
 @pytest.fixture
 def mcp_instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
-    instrumentor = MCPSamplingInstrumentor()
-    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    instrumentor.uninstrument()
+    yield from _instrumented(telemetry, MCPSamplingInstrumentor)
 
 
 @pytest.fixture
 def anthropic_instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
-    instrumentor = AnthropicInstrumentor()
-    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    instrumentor.uninstrument()
+    yield from _instrumented(telemetry, AnthropicInstrumentor)
 
 
 @pytest.fixture
 def instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
     """Both instrumentors, sharing one meter provider."""
-    mcp, anthropic = MCPSamplingInstrumentor(), AnthropicInstrumentor()
-    for instrumentor in (mcp, anthropic):
-        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    for instrumentor in (mcp, anthropic):
-        instrumentor.uninstrument()
+    yield from _instrumented(telemetry, MCPSamplingInstrumentor, AnthropicInstrumentor)
 
 
 @pytest.fixture(scope="session")

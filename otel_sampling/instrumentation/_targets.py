@@ -12,7 +12,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
+
+from otel_sampling.instruments import Instruments
+from otel_sampling.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -55,3 +59,25 @@ def unwrap_targets(targets: Iterable[Target]) -> None:
         owner = _owner(target)
         if owner is not None:
             unwrap(*owner)
+
+
+class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """An instrumentor that wraps one target table; subclasses set ``targets`` and ``make_state``.
+
+    ``instrument(tracer_provider=None, meter_provider=None)``: providers default to the global ones;
+    settings come from ``OTEL_SAMPLING_*``. Raises ``otel_sampling.policy.PolicyError`` when
+    ``OTEL_SAMPLING_POLICY`` names a missing or malformed file (nothing is wrapped then).
+    """
+
+    targets: tuple[Target, ...] = ()
+
+    def make_state(self, instruments: Instruments) -> Any:
+        """The object each wrapper factory receives."""
+        raise NotImplementedError
+
+    def _instrument(self, **kwargs: Any) -> None:
+        instruments = Instruments(Settings.from_env(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+        wrap_targets(self.targets, self.make_state(instruments))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        unwrap_targets(self.targets)

@@ -18,14 +18,11 @@ import logging
 from collections.abc import Collection
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-
 from otel_sampling import names
 from otel_sampling.instruments import Instruments
-from otel_sampling.instrumentation._targets import Target, unwrap_targets, wrap_targets
+from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
 from otel_sampling.provider_call import ProviderCall, Response, Usage, error_type_of
-from otel_sampling.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +197,7 @@ _TARGETS = (
 )
 
 
-class AnthropicInstrumentor(BaseInstrumentor):
+class AnthropicInstrumentor(TargetTableInstrumentor):
     """Instruments the anthropic SDK's ``messages.create`` (sync and async, plain and ``stream=True``).
 
     ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
@@ -210,12 +207,10 @@ class AnthropicInstrumentor(BaseInstrumentor):
             names a missing or malformed file.
     """
 
+    targets = _TARGETS
+
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("anthropic >= 2.14, < 3",)
 
-    def _instrument(self, **kwargs: Any) -> None:
-        instruments = Instruments(Settings.from_env(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
-        wrap_targets(_TARGETS, _State(instruments))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        unwrap_targets(_TARGETS)
+    def make_state(self, instruments: Instruments) -> _State:
+        return _State(instruments)

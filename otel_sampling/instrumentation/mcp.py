@@ -21,14 +21,12 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.propagate import extract
 
 from otel_sampling import names
 from otel_sampling.instruments import Instruments
-from otel_sampling.instrumentation._targets import Target, unwrap_targets, wrap_targets
+from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.sampling_record import SamplingRecord
-from otel_sampling.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -139,23 +137,20 @@ _TARGETS = (
 )
 
 
-class MCPSamplingInstrumentor(BaseInstrumentor):
-    """Instruments the host side of MCP sampling in mcp 2.x.
+class MCPSamplingInstrumentor(TargetTableInstrumentor):
+    """Instruments the host side of MCP sampling in mcp 2.x (see the module docstring).
 
-    ``instrument(tracer_provider=None, meter_provider=None)``: wraps the targets above; providers
-    default to the global ones. Settings come from ``OTEL_SAMPLING_*`` (:mod:`otel_sampling.settings`).
+    ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
 
     Raises:
         otel_sampling.policy.PolicyError: from ``instrument()`` when ``OTEL_SAMPLING_POLICY``
             names a missing or malformed file (nothing is wrapped then).
     """
 
+    targets = _TARGETS
+
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("mcp >= 2.3, < 3",)
 
-    def _instrument(self, **kwargs: Any) -> None:
-        instruments = Instruments(Settings.from_env(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
-        wrap_targets(_TARGETS, _State(instruments))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        unwrap_targets(_TARGETS)
+    def make_state(self, instruments: Instruments) -> _State:
+        return _State(instruments)
