@@ -122,7 +122,7 @@ class ProviderCall:
                     attributes[names.GEN_AI_RESPONSE_ID] = clean(response.response_id, max_length)
                 if response.finish_reasons:
                     attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in response.finish_reasons]
-            for key, value in zip(_USAGE_ATTRIBUTES, usage):
+            for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
                 if value is not None:
                     attributes[key] = value
             if error_type is not None:

@@ -30,7 +30,7 @@ def scenario(value: str) -> dict:
 
 
 def chat_spans(telemetry):
-    return telemetry.spans(f"chat claude-req")
+    return telemetry.spans("chat claude-req")
 
 
 def test_create_span_attributes_and_metrics(anthropic_instrumented, fake_provider):

@@ -12,9 +12,8 @@ import threading
 import time
 import urllib.request
 
-import pytest
-
 import anthropic
+import pytest
 
 from otel_sampling.testing.fake_provider import FakeProvider, parse_scenario
 

@@ -21,6 +21,9 @@ from sampling_server import SERVER_NAME, build_server
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
+if sys.version_info < (3, 11):  # anyio brings the backport there
+    from exceptiongroup import BaseExceptionGroup
+
 PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 

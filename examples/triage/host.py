@@ -62,6 +62,9 @@ from scenario import (  # noqa: E402
     Step,
 )
 
+if sys.version_info < (3, 11):  # anyio brings the backport there
+    from exceptiongroup import BaseExceptionGroup
+
 # The host uses MCP sampling on purpose (deprecated in 2026-07-28); that is not news to the operator.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 

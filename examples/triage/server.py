@@ -27,8 +27,7 @@ import sys
 import warnings
 from typing import Annotated, Any
 
-from mcp import MCPError
-from mcp import types
+from mcp import MCPError, types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
 from mcp.shared.exceptions import MCPDeprecationWarning

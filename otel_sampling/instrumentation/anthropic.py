@@ -19,9 +19,9 @@ from collections.abc import Collection
 from typing import Any
 
 from otel_sampling import names
-from otel_sampling.instruments import Instruments
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
+from otel_sampling.instruments import Instruments
 from otel_sampling.provider_call import ProviderCall, Response, Usage, error_type_of
 
 logger = logging.getLogger(__name__)

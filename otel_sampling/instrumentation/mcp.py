@@ -24,8 +24,8 @@ from typing import Any
 from opentelemetry.propagate import extract
 
 from otel_sampling import names
-from otel_sampling.instruments import Instruments
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instruments import Instruments
 from otel_sampling.sampling_record import SamplingRecord
 
 logger = logging.getLogger(__name__)
