@@ -527,3 +527,32 @@ def _find_line(found: list[tuple[tuple[str, ...], int]], key: tuple[str, ...]) -
         if len(path) > enclosing_depth and key[: len(path)] == path:
             enclosing, enclosing_depth = number, len(path)
     return enclosing
+
+
+# ---------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m otel_sampling.policy FILE...``: check policy files before deploying them.
+
+    Prints ``FILE: ok (N servers, M prices)`` per valid file and the :class:`PolicyError` message per
+    invalid one, on stderr. Exit status: 0 when every file is valid, 1 otherwise, 2 without files.
+    """
+    paths = sys.argv[1:] if argv is None else argv
+    if not paths:
+        print("usage: python -m otel_sampling.policy FILE...", file=sys.stderr)
+        return 2
+    status = 0
+    for path in paths:
+        try:
+            policy = load_policy(path)
+        except PolicyError as exc:
+            print(exc, file=sys.stderr)
+            status = 1
+        else:
+            print(f"{path}: ok ({len(policy.servers)} servers, {len(policy.prices)} prices)")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,10 +6,13 @@
 | ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` | distinct values admitted per external metric label | 100 |
 | ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` | longest string kept in a span attribute, characters | 256 |
 
-A number that does not parse, or is below 1, is logged once at WARNING and the default is used
-(telemetry settings must not stop a host). A policy file that is missing or malformed raises
-:class:`otel_sampling.policy.PolicyError` from ``instrument()``: under ``opentelemetry-instrument``
-that error is logged with the file, key and line, and the host runs on uninstrumented.
+A number that does not parse, or is below 1, is logged at WARNING and the default is used
+(telemetry settings must not stop a host). A policy file that is missing or malformed is logged
+at ERROR, once, with the file, key, line and problem, and instrumentation goes on without a
+policy (substitutions are then ``unjudged``): raising from ``instrument()`` would make
+``opentelemetry-instrument`` abandon every instrumentation after ours. Check a policy file
+before deploying it with ``python -m otel_sampling.policy FILE`` (exit 1 and the message when
+it is malformed).
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from otel_sampling import names
-from otel_sampling.policy import EMPTY_POLICY, Policy, load_policy
+from otel_sampling.policy import EMPTY_POLICY, Policy, PolicyError, load_policy
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LABEL_VALUE_LIMIT = 100
 DEFAULT_ATTRIBUTE_MAX_LENGTH = 256
+_reported_policy_errors: set[str] = set()  # each instrumentor loads settings; say a problem once
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,20 @@ class Settings:
             label_value_limit=_positive_int(env, names.ENV_LABEL_VALUE_LIMIT, DEFAULT_LABEL_VALUE_LIMIT),
             attribute_max_length=_positive_int(env, names.ENV_ATTRIBUTE_MAX_LENGTH, DEFAULT_ATTRIBUTE_MAX_LENGTH),
         )
+
+
+def settings_for_instrument(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings for ``instrument()``: never raises; a bad policy file is logged and left out."""
+    try:
+        return Settings.from_env(environ)
+    except PolicyError as exc:
+        message = str(exc)
+        if message not in _reported_policy_errors:
+            _reported_policy_errors.add(message)
+            logger.error("otel-sampling: policy file ignored, substitutions stay unjudged until it is fixed: %s",
+                         message)
+        env = os.environ if environ is None else environ
+        return Settings.from_env({k: v for k, v in env.items() if k != names.ENV_POLICY})
 
 
 def _positive_int(env: Mapping[str, str], key: str, default: int) -> int:

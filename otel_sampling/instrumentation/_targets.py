@@ -16,7 +16,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 
 from otel_sampling.instruments import Instruments
-from otel_sampling.settings import Settings
+from otel_sampling.settings import settings_for_instrument
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +65,8 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """An instrumentor that wraps one target table; subclasses set ``targets`` and ``make_state``.
 
     ``instrument(tracer_provider=None, meter_provider=None)``: providers default to the global ones;
-    settings come from ``OTEL_SAMPLING_*``. Raises ``otel_sampling.policy.PolicyError`` when
-    ``OTEL_SAMPLING_POLICY`` names a missing or malformed file (nothing is wrapped then).
+    settings come from ``OTEL_SAMPLING_*`` (:func:`otel_sampling.settings.settings_for_instrument`:
+    a malformed policy file is logged at ERROR and left out, never raised into the host).
     """
 
     targets: tuple[Target, ...] = ()
@@ -76,7 +76,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         raise NotImplementedError
 
     def _instrument(self, **kwargs: Any) -> None:
-        instruments = Instruments(Settings.from_env(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+        instruments = Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
         wrap_targets(self.targets, self.make_state(instruments))
 
     def _uninstrument(self, **kwargs: Any) -> None:

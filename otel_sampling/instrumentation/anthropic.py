@@ -201,10 +201,6 @@ class AnthropicInstrumentor(TargetTableInstrumentor):
     """Instruments the anthropic SDK's ``messages.create`` (sync and async, plain and ``stream=True``).
 
     ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
-
-    Raises:
-        otel_sampling.policy.PolicyError: from ``instrument()`` when ``OTEL_SAMPLING_POLICY``
-            names a missing or malformed file.
     """
 
     targets = _TARGETS

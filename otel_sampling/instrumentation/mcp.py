@@ -141,10 +141,6 @@ class MCPSamplingInstrumentor(TargetTableInstrumentor):
     """Instruments the host side of MCP sampling in mcp 2.x (see the module docstring).
 
     ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
-
-    Raises:
-        otel_sampling.policy.PolicyError: from ``instrument()`` when ``OTEL_SAMPLING_POLICY``
-            names a missing or malformed file (nothing is wrapped then).
     """
 
     targets = _TARGETS
