@@ -19,6 +19,7 @@ A result is ``completed``, or ``refused`` when its stopReason says the model ref
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -84,8 +85,15 @@ def from_cancellation(peer_reason: str | None) -> Ending:
     return Ending(names.ENDING_CANCELLED, names.ENDING_CANCELLED)
 
 
+def is_cancellation(exc: BaseException) -> bool:
+    """True for the task-cancellation exceptions of asyncio (which anyio uses there) and trio."""
+    cls = type(exc)
+    return isinstance(exc, asyncio.CancelledError) or (cls.__name__ == "Cancelled" and cls.__module__.startswith("trio"))
+
+
 def from_exception(exc: BaseException) -> Ending:
-    """Classify an exception the callback raised (not a cancellation)."""
+    """Classify an exception the callback raised that is not a cancellation (``KeyboardInterrupt``
+    and ``SystemExit`` included: they are ``error``)."""
     error = getattr(exc, "error", None)
     code = getattr(error, "code", None)
     if isinstance(code, int):  # mcp.MCPError carries its ErrorData

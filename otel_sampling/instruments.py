@@ -30,6 +30,7 @@ class Instruments:
         limit = settings.label_value_limit
         self.server_label = BoundedLabel(limit)
         self.model_label = BoundedLabel(limit)
+        self.error_type_label = BoundedLabel(limit)  # provider error bodies choose their own type names
 
         self.sampling_requests = meter.create_counter(
             names.METRIC_SAMPLING_REQUESTS,

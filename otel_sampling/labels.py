@@ -14,24 +14,20 @@ from otel_sampling.names import OVERFLOW_LABEL, UNKNOWN_LABEL
 
 # Longest label value kept; longer ones are cut (a 1 MB server name must not reach a metric).
 LABEL_MAX_LENGTH = 128
-_CONTROL = {i: None for i in range(0x20)} | {0x7F: None}
 
 
 def clean(value: object, max_length: int) -> str:
     """Return ``value`` as a printable string of at most ``max_length`` characters.
 
-    Control characters are dropped and lone surrogates (invalid UTF-8 on the wire) replaced,
-    so the value exports cleanly; nothing else is changed.
+    Every character Python does not consider printable is dropped: C0 and C1 controls, format
+    characters such as bidirectional overrides, line and paragraph separators, and lone
+    surrogates (invalid UTF-8 on the wire). Nothing else is changed, so the value exports cleanly.
     """
     text = value if isinstance(value, str) else str(value)
     if len(text) > max_length:
         text = text[:max_length]
-    if not text.isprintable():
-        text = text.translate(_CONTROL)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
+    if not text.isprintable():  # the common case is printable: one C-level scan, no copy
+        text = "".join(ch for ch in text if ch.isprintable())
     return text
 
 

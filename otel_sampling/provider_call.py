@@ -64,17 +64,19 @@ class ProviderCall:
         self._ended = False
         self._attached: object | None = None
         self._server_address = server[0] if server else None
-        name = f"{names.OPERATION_CHAT} {self._request_model}" if self._request_model else names.OPERATION_CHAT
-        span = instruments.tracer.start_span(name, kind=SpanKind.CLIENT)
+        max_length = instruments.settings.attribute_max_length
+        model = clean(self._request_model, max_length) if self._request_model else None
+        # The request model may come from a server's hint: cleaned and cut like any attribute.
+        span = instruments.tracer.start_span(f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT,
+                                             kind=SpanKind.CLIENT)
         self._span = span
         if span.is_recording():
-            max_length = instruments.settings.attribute_max_length
             attributes: dict[str, Any] = {
                 names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
                 names.GEN_AI_PROVIDER_NAME: provider,
             }
-            if self._request_model:
-                attributes[names.GEN_AI_REQUEST_MODEL] = clean(self._request_model, max_length)
+            if model:
+                attributes[names.GEN_AI_REQUEST_MODEL] = model
             if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
                 attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
             if stream:
@@ -103,34 +105,46 @@ class ProviderCall:
         response_model = response.model if response else None
         usage = response.usage if response else Usage()
 
-        record = current_sampling()
         mode = names.MODE_PRIMARY
-        if record is not None:
-            record.observe_provider_call(self._request_model, response_model, usage.input_tokens, usage.output_tokens)
-            if record.failed_over():
-                mode = names.MODE_DEGRADED
+        try:
+            record = current_sampling()
+            if record is not None:
+                record.observe_provider_call(self._request_model, response_model, usage.input_tokens,
+                                             usage.output_tokens)
+                if record.failed_over():
+                    mode = names.MODE_DEGRADED
+            self._record_metrics(duration, response_model, usage, mode, error_type)
+        finally:  # the span ends even when a metric call fails
+            self._end_span(response, usage, mode, error_type)
 
+    def _end_span(self, response: Response | None, usage: Usage, mode: str, error_type: str | None) -> None:
         instruments = self._instruments
         span = self._span
-        if span.is_recording():
-            max_length = instruments.settings.attribute_max_length
-            attributes: dict[str, Any] = {names.DEGRADATION_MODE: mode}
-            if response is not None:
-                if response.model:
-                    attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)
-                if response.response_id:
-                    attributes[names.GEN_AI_RESPONSE_ID] = clean(response.response_id, max_length)
-                if response.finish_reasons:
-                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in response.finish_reasons]
-            for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
-                if value is not None:
-                    attributes[key] = value
-            if error_type is not None:
-                attributes[names.ERROR_TYPE] = clean(error_type, max_length)
-                span.set_status(Status(StatusCode.ERROR))
-            span.set_attributes(attributes)
-        span.end()
+        try:
+            if span.is_recording():
+                max_length = instruments.settings.attribute_max_length
+                attributes: dict[str, Any] = {names.DEGRADATION_MODE: mode}
+                if response is not None:
+                    if response.model:
+                        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)
+                    if response.response_id:
+                        attributes[names.GEN_AI_RESPONSE_ID] = clean(response.response_id, max_length)
+                    if response.finish_reasons:
+                        reasons = [clean(r, max_length) for r in response.finish_reasons]
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+                for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
+                    if value is not None:
+                        attributes[key] = value
+                if error_type is not None:
+                    attributes[names.ERROR_TYPE] = clean(error_type, max_length)
+                    span.set_status(Status(StatusCode.ERROR))
+                span.set_attributes(attributes)
+        finally:
+            span.end()
 
+    def _record_metrics(self, duration: float, response_model: str | None, usage: Usage, mode: str,
+                        error_type: str | None) -> None:
+        instruments = self._instruments
         metric_attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: self._provider,
@@ -141,12 +155,12 @@ class ProviderCall:
         if self._server_address:
             metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
         if error_type is not None:
-            metric_attributes[names.ERROR_TYPE] = error_type
+            metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
         instruments.operation_duration.record(duration, metric_attributes)
-        if usage.input_tokens is not None:
-            instruments.token_usage.record(usage.input_tokens, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT})
-        if usage.output_tokens is not None:
-            instruments.token_usage.record(usage.output_tokens, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT})
+        for count, token_type in ((usage.input_tokens, names.TOKEN_TYPE_INPUT),
+                                  (usage.output_tokens, names.TOKEN_TYPE_OUTPUT)):
+            if count is not None:
+                instruments.token_usage.record(count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type})
 
 
 _USAGE_ATTRIBUTES = (
@@ -160,10 +174,13 @@ _USAGE_ATTRIBUTES = (
 def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...]) -> str:
     """Low-cardinality ``error.type`` for a provider SDK exception.
 
-    The provider's error envelope type when it sent one (``overloaded_error``), else the HTTP status
-    code, else ``timeout`` / ``connection_error`` for transport failures (including raw ``httpx2``
-    errors raised mid-stream), else the exception's qualified class name.
+    ``cancelled`` for a cancellation; the provider's error envelope type when it sent one
+    (``overloaded_error``); else the HTTP status code; else ``timeout`` / ``connection_error`` for
+    transport failures (including raw ``httpx2`` errors raised mid-stream); else the exception's
+    qualified class name. Metric labels pass it through a bounded label set.
     """
+    if not isinstance(exc, Exception):  # asyncio.CancelledError and other BaseExceptions
+        return names.ERROR_TYPE_CANCELLED
     envelope_type = getattr(exc, "type", None)
     if isinstance(envelope_type, str) and envelope_type:
         return envelope_type

@@ -23,7 +23,7 @@ from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
 
 _current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
-MAX_HINTS = 16  # model hints kept on the span; a hostile server may send thousands
+MAX_HINTS = 16  # model hints kept on the span (all are used to judge substitution)
 
 
 def current_sampling() -> SamplingRecord | None:
@@ -80,6 +80,17 @@ class SamplingRecord:
 
         span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER)
         self._span = span
+        try:
+            self._describe(span, request_id, protocol_version, params)
+            # Last, so that a record whose start failed was never counted in flight.
+            instruments.sampling_in_flight.add(1, {names.MCP_SERVER_NAME: self._server_label})
+        except BaseException:
+            span.end()
+            raise
+
+    def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any) -> None:
+        instruments = self._instruments
+        path, server_name = self._path, self._server_name
         if span.is_recording():
             max_length = instruments.settings.attribute_max_length
             attributes: dict[str, Any] = {
@@ -94,12 +105,11 @@ class SamplingRecord:
             if server_name is not None:
                 attributes[names.MCP_SERVER_NAME] = clean(server_name, max_length)
             if self._hints:
-                attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints]
+                attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints[:MAX_HINTS]]
             max_tokens = getattr(params, "max_tokens", None)
             if isinstance(max_tokens, int):
                 attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
             span.set_attributes(attributes)
-        instruments.sampling_in_flight.add(1, {names.MCP_SERVER_NAME: self._server_label})
 
     # ------------------------------------------------------------------ while the callback runs
     def activate(self) -> None:
@@ -135,22 +145,20 @@ class SamplingRecord:
         return first is not None and last is not None and first != last
 
     # ------------------------------------------------------------------ endings
-    def end_with_result(self, result: Any) -> None:
-        """The callback returned a ``CreateMessageResult`` (or ``...WithTools``) or ``ErrorData``."""
-        code = getattr(result, "code", None)
-        if isinstance(code, int) and not hasattr(result, "model"):  # ErrorData
-            self._end(classify.from_error_frame(code, getattr(result, "data", None)), None, None)
-            return
-        stop_reason = getattr(result, "stop_reason", None)
-        served = getattr(result, "model", None)
-        self._end(classify.from_result(stop_reason), served if isinstance(served, str) else None, stop_reason)
+    def end_with_result(self, model: object, stop_reason: object) -> None:
+        """The callback returned a ``CreateMessageResult`` (or ``...WithTools``)."""
+        self._end(classify.from_result(stop_reason), model if isinstance(model, str) else None, stop_reason)
+
+    def end_with_error_frame(self, code: object, data: object) -> None:
+        """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
+        self._end(classify.from_error_frame(code, data), None, None)
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
         """The callback raised ``exc``; ``cancel_reason`` is the peer's cancel reason, if any."""
-        if isinstance(exc, Exception):
-            ending = classify.from_exception(exc)
-        else:  # CancelledError and other BaseExceptions: the task was cancelled
+        if classify.is_cancellation(exc):
             ending = classify.from_cancellation(cancel_reason)
+        else:
+            ending = classify.from_exception(exc)
         self._end(ending, None, None, cancel_reason)
 
     def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any, cancel_reason: str | None = None) -> None:
@@ -166,50 +174,62 @@ class SamplingRecord:
             judged = names.SUBSTITUTION_UNJUDGED if ending.error_type is None else names.SUBSTITUTION_NONE
         mode = self._mode(served, policy.primary_model if policy is not None else None)
 
-        span = self._span
-        if span.is_recording():
-            max_length = instruments.settings.attribute_max_length
-            attributes: dict[str, Any] = {
-                names.SAMPLING_ENDING: ending.ending,
-                names.SAMPLING_SUBSTITUTION: judged,
-                names.DEGRADATION_MODE: mode,
-            }
-            if served:
-                attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
-            reasons = classify.finish_reasons(stop_reason)
-            if reasons:
-                attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
-            if ending.resets_at:
-                attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
-            if cancel_reason:
-                attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
-            if self._provider_calls:
-                attributes[names.SAMPLING_PROVIDER_CALLS] = self._provider_calls
-                attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = self._input_tokens
-                attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = self._output_tokens
-            if self._provider_model:
-                attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
-            if ending.error_type is not None:
-                attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
-                span.set_status(Status(StatusCode.ERROR))
-            span.set_attributes(attributes)
-        span.end()
+        try:
+            self._record_metrics(ending.ending, judged, mode, served)
+        finally:  # the span ends even when a metric call fails
+            self._end_span(ending, judged, mode, served, stop_reason, cancel_reason)
 
+    def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None) -> None:
+        instruments = self._instruments
         server = {names.MCP_SERVER_NAME: self._server_label}
         instruments.sampling_in_flight.add(-1, server)
         instruments.sampling_duration.record(
             time.perf_counter() - self._start,
-            {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending.ending},
+            {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending},
         )
         instruments.sampling_requests.add(1, {
             names.MCP_SERVER_NAME: self._server_label,
             names.SAMPLING_PATH: self._path,
-            names.SAMPLING_ENDING: ending.ending,
+            names.SAMPLING_ENDING: ending,
             names.SAMPLING_SUBSTITUTION: judged,
             names.DEGRADATION_MODE: mode,
             names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
             names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
         })
+
+    def _end_span(self, ending: classify.Ending, judged: str, mode: str, served: str | None,
+                  stop_reason: Any, cancel_reason: str | None) -> None:
+        instruments = self._instruments
+        span = self._span
+        try:
+            if span.is_recording():
+                max_length = instruments.settings.attribute_max_length
+                attributes: dict[str, Any] = {
+                    names.SAMPLING_ENDING: ending.ending,
+                    names.SAMPLING_SUBSTITUTION: judged,
+                    names.DEGRADATION_MODE: mode,
+                }
+                if served:
+                    attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
+                reasons = classify.finish_reasons(stop_reason)
+                if reasons:
+                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
+                if ending.resets_at:
+                    attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
+                if cancel_reason:
+                    attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
+                if self._provider_calls:
+                    attributes[names.SAMPLING_PROVIDER_CALLS] = self._provider_calls
+                    attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = self._input_tokens
+                    attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = self._output_tokens
+                if self._provider_model:
+                    attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
+                if ending.error_type is not None:
+                    attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
+                    span.set_status(Status(StatusCode.ERROR))
+                span.set_attributes(attributes)
+        finally:
+            span.end()
 
     def _mode(self, served: str | None, primary: str | None) -> str:
         if self.failed_over():
@@ -223,7 +243,7 @@ def _hint_names(params: Any) -> tuple[str, ...]:
     preferences = getattr(params, "model_preferences", None)
     hints: Sequence[Any] = getattr(preferences, "hints", None) or ()
     names_: list[str] = []
-    for hint in hints[:MAX_HINTS]:
+    for hint in hints:
         name = getattr(hint, "name", None)
         if isinstance(name, str) and name:
             names_.append(name)

@@ -36,6 +36,8 @@ def test_cap_holds_under_threads():
 def test_clean_cuts_length_control_characters_and_surrogates():
     assert clean("a" * 1_000_000, 128) == "a" * 128
     assert clean("bad\x00name\x1b[31m", 64) == "badname[31m"
-    assert clean("x\ud800y", 64) == "x?y"
+    assert clean("x\ud800y", 64) == "xy"
+    assert clean("a\x85b\x9bc\u2028d\u202ee", 64) == "abcde"  # C1 controls, separators, bidi override
+    assert clean("caf\u00e9 \u6a21\u578b", 64) == "caf\u00e9 \u6a21\u578b"  # printable text is kept
     assert clean(12, 8) == "12"
     assert len(BoundedLabel(5).value("s" * 10_000)) == LABEL_MAX_LENGTH

@@ -278,12 +278,19 @@ def test_other_input_requests_pass_through_untouched(mcp_instrumented):
 
 
 def test_uninstrument_restores_the_original_functions(telemetry):
-    original = ClientSession.__dict__["dispatch_input_request"], ClientSession.__dict__["_intercept_notification"]
+    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+
+    def current():
+        return (ClientSession.__dict__["dispatch_input_request"],
+                JSONRPCDispatcher.__dict__["_dispatch_notification"])
+
+    original = current()
     instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(meter_provider=telemetry.meter_provider)
-    assert ClientSession.__dict__["dispatch_input_request"] is not original[0]
+    assert all(now is not before for now, before in zip(current(), original))
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)  # a second call changes nothing
     instrumentor.uninstrument()
-    assert (ClientSession.__dict__["dispatch_input_request"], ClientSession.__dict__["_intercept_notification"]) == original
+    assert all(now is before for now, before in zip(current(), original))
     anyio.run(call, "legacy", callback_returning(result()))
     assert telemetry.spans(names.SPAN_SAMPLING) == []
 

@@ -1,19 +1,21 @@
 """Target tables: what an instrumentor wraps, read by both wrap and unwrap.
 
 A target is ``(module, "Class.method", wrapper factory)``. Wrapping and unwrapping walk the same
-table, so ``uninstrument()`` restores exactly what ``instrument()`` replaced.
+table, so ``uninstrument()`` restores exactly what ``instrument()`` replaced. Our wrappers are
+marked, so that a target already wrapped by us is not wrapped twice, and so that unwrapping
+removes our layer even when another library has wrapped the same function on top of it (a
+plain ``unwrap`` would strip theirs and leave ours).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-from opentelemetry.instrumentation.utils import unwrap
 
 from otel_sampling.instruments import Instruments
 from otel_sampling.settings import settings_for_instrument
@@ -21,6 +23,7 @@ from otel_sampling.settings import settings_for_instrument
 logger = logging.getLogger(__name__)
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+_MARK = "_otel_sampling_wrapper"
 
 
 class Target(NamedTuple):
@@ -44,21 +47,47 @@ def _owner(target: Target) -> tuple[Any, str] | None:
     return (obj, name) if hasattr(obj, name) else None
 
 
+def _layers(function: Any) -> Iterator[Any]:
+    """The function and every wrapper layer below it, outermost first."""
+    while function is not None:
+        yield function
+        function = getattr(function, "__wrapped__", None)
+
+
+def _is_ours(layer: Any) -> bool:
+    return isinstance(layer, wrapt.FunctionWrapper) and getattr(layer._self_wrapper, _MARK, False)
+
+
 def wrap_targets(targets: Iterable[Target], state: Any) -> None:
     """Wrap every target that exists; a missing one is reported at WARNING (the SDK changed)."""
     for target in targets:
-        if _owner(target) is None:
+        owner = _owner(target)
+        if owner is None:
             logger.warning("otel-sampling: %s.%s not found; it is not instrumented", target.module, target.attribute)
             continue
-        wrapt.wrap_function_wrapper(target.module, target.attribute, target.factory(state))
+        if any(_is_ours(layer) for layer in _layers(vars(owner[0]).get(owner[1]))):
+            continue
+        wrapper = target.factory(state)
+        setattr(wrapper, _MARK, True)
+        wrapt.wrap_function_wrapper(owner[0], owner[1], wrapper)
 
 
 def unwrap_targets(targets: Iterable[Target]) -> None:
-    """Restore every wrapped target to its original function."""
+    """Remove our wrapper layer from every target, wherever it sits in the wrapper chain."""
     for target in targets:
         owner = _owner(target)
-        if owner is not None:
-            unwrap(*owner)
+        if owner is None:
+            continue
+        obj, name = owner
+        outer = vars(obj).get(name)
+        if _is_ours(outer):
+            setattr(obj, name, outer.__wrapped__)
+            continue
+        for layer in _layers(outer):
+            inner = getattr(layer, "__wrapped__", None)
+            if _is_ours(inner):
+                layer.__wrapped__ = inner.__wrapped__  # splice ours out under someone else's wrapper
+                break
 
 
 class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -66,7 +95,8 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     ``instrument(tracer_provider=None, meter_provider=None)``: providers default to the global ones;
     settings come from ``OTEL_SAMPLING_*`` (:func:`otel_sampling.settings.settings_for_instrument`:
-    a malformed policy file is logged at ERROR and left out, never raised into the host).
+    a malformed policy file is logged at ERROR and left out). Never raises into the host: if the
+    providers themselves fail, that is logged at WARNING and nothing is wrapped.
     """
 
     targets: tuple[Target, ...] = ()
@@ -76,8 +106,15 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         raise NotImplementedError
 
     def _instrument(self, **kwargs: Any) -> None:
-        instruments = Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
-        wrap_targets(self.targets, self.make_state(instruments))
+        try:
+            state = self.make_state(
+                Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+            )
+        except Exception:
+            logger.warning("otel-sampling: %s could not set up its telemetry; nothing is instrumented",
+                           type(self).__name__, exc_info=True)
+            return
+        wrap_targets(self.targets, state)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         unwrap_targets(self.targets)

@@ -140,8 +140,7 @@ def _start(state: _State, resource: Any, kwargs: dict[str, Any]) -> ProviderCall
 def _fail(state: _State, call: ProviderCall, exc: BaseException) -> None:
     try:
         call.deactivate()
-        error_type = state.error_type(exc) if isinstance(exc, Exception) else names.ERROR_TYPE_CANCELLED
-        call.end(None, error_type)
+        call.end(None, state.error_type(exc))
     except Exception:
         logger.debug("otel-sampling: could not end the anthropic call", exc_info=True)
 

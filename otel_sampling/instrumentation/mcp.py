@@ -6,11 +6,12 @@ the 2026-07-28 multi-round-trip path (``InputRequiredResult.input_requests``, di
 client's input-required driver). Each ``CreateMessageRequest`` gets one SERVER-kind
 ``sampling/createMessage`` span (MCP semantic conventions: the client reports the server span
 for a server-initiated request), parented from the ``traceparent`` in ``params._meta`` when the
-server sent one. The SDK emits no span of its own for an inbound request, so there is no duplicate.
+server sent a valid one. The SDK emits no span of its own for an inbound request: no duplicate.
 
-Also wraps ``ClientSession._intercept_notification`` (private, synchronous; runs before a
-cancelled callback resumes) to learn why a request was cancelled: the peer's
-``notifications/cancelled`` reason ("timed out after 0.5s" means the server's deadline expired).
+Also wraps ``mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher._dispatch_notification`` (private;
+looked up on every notification, so sessions opened before ``instrument()`` are covered) to learn
+why a request was cancelled: the peer's ``notifications/cancelled`` reason ("timed out after
+0.5s" means the server's deadline expired). It runs before the cancelled callback resumes.
 """
 
 from __future__ import annotations
@@ -21,58 +22,80 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.propagate import extract
 
 from otel_sampling import names
-from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instruments import Instruments
+from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.labels import clean
 from otel_sampling.sampling_record import SamplingRecord
 
 logger = logging.getLogger(__name__)
 
 _MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)  # mcp_types.version.MODERN_PROTOCOL_VERSIONS
-CANCEL_REASONS_PER_SESSION = 64  # cancel notifications remembered per session until consumed
+CANCEL_REASONS_PER_DISPATCHER = 64  # cancel notifications remembered per connection until consumed
+CANCEL_REASON_MAX_LENGTH = 256
+INVALID_RESULT_CODE = -32603  # what mcp answers for a callback result it cannot validate
 
 
 class _CancelReasons:
-    """Recent ``notifications/cancelled`` reasons per session, bounded, consumed once."""
+    """Recent ``notifications/cancelled`` reasons per connection (dispatcher), bounded, read once."""
 
     def __init__(self) -> None:
-        self._by_session: weakref.WeakKeyDictionary[Any, OrderedDict[Any, str]] = weakref.WeakKeyDictionary()
+        self._by_dispatcher: weakref.WeakKeyDictionary[Any, OrderedDict[Any, str]] = weakref.WeakKeyDictionary()
 
-    def note(self, session: Any, params: Mapping[str, Any] | None) -> None:
+    def note(self, dispatcher: Any, params: Any) -> None:
         if not isinstance(params, Mapping):
             return
         request_id, reason = params.get("requestId"), params.get("reason")
-        if request_id is None or not isinstance(reason, str):
+        if not isinstance(request_id, (str, int)) or not isinstance(reason, str):
             return
-        reasons = self._by_session.setdefault(session, OrderedDict())
-        reasons[request_id] = reason
-        while len(reasons) > CANCEL_REASONS_PER_SESSION:
+        reasons = self._by_dispatcher.setdefault(dispatcher, OrderedDict())
+        reasons[request_id] = clean(reason, CANCEL_REASON_MAX_LENGTH)
+        while len(reasons) > CANCEL_REASONS_PER_DISPATCHER:
             reasons.popitem(last=False)
 
-    def pop(self, session: Any, request_id: Any) -> str | None:
-        reasons = self._by_session.get(session)
+    def pop(self, dispatcher: Any, request_id: Any) -> str | None:
+        if dispatcher is None or not isinstance(request_id, (str, int)):
+            return None
+        reasons = self._by_dispatcher.get(dispatcher)
         return reasons.pop(request_id, None) if reasons else None
 
 
 class _State:
-    __slots__ = ("instruments", "cancel_reasons", "request_type")
+    __slots__ = ("instruments", "cancel_reasons", "request_type", "error_type", "result_types", "client_response")
 
     def __init__(self, instruments: Instruments) -> None:
-        from mcp_types import CreateMessageRequest  # imported here: mcp is an optional extra
+        # Imported here: mcp is an optional extra.
+        import mcp_types
+        from mcp.client.session import ClientResponse
 
         self.instruments = instruments
         self.cancel_reasons = _CancelReasons()
-        self.request_type = CreateMessageRequest
+        self.request_type = mcp_types.CreateMessageRequest
+        self.error_type = mcp_types.ErrorData
+        self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
+        self.client_response = ClientResponse  # how mcp reads whatever the callback returned
+
+
+def _parent_of(meta: Any) -> otel_context.Context | None:
+    """The context in ``params._meta``, or None (the ambient context) when there is no valid one."""
+    if not isinstance(meta, Mapping) or "traceparent" not in meta:
+        return None
+    try:
+        parent = extract(meta)
+    except Exception:  # a hostile peer can put anything in _meta
+        logger.debug("otel-sampling: unreadable trace context in params._meta", exc_info=True)
+        return None
+    return parent if trace.get_current_span(parent).get_span_context().is_valid else None
 
 
 def _start_record(state: _State, session: Any, ctx: Any, request: Any) -> SamplingRecord | None:
     try:
         server_info = session.server_info
         protocol_version = session.protocol_version
-        meta = getattr(ctx, "meta", None)
-        parent = extract(meta) if isinstance(meta, Mapping) and "traceparent" in meta else None
         record = SamplingRecord(
             state.instruments,
             server_name=getattr(server_info, "name", None),
@@ -80,13 +103,29 @@ def _start_record(state: _State, session: Any, ctx: Any, request: Any) -> Sampli
             request_id=getattr(ctx, "request_id", None),
             protocol_version=protocol_version,
             params=request.params,
-            parent=parent,
+            parent=_parent_of(getattr(ctx, "meta", None)),
         )
         record.activate()
         return record
     except Exception:
         logger.debug("otel-sampling: could not start the sampling record", exc_info=True)
         return None
+
+
+def _end_with_return(state: _State, record: SamplingRecord, result: Any) -> None:
+    """Classify what the callback returned the way mcp will read it."""
+    if not isinstance(result, (state.error_type, *state.result_types)):
+        try:  # a dict or another shape: mcp validates it into a result or an error frame
+            result = state.client_response.validate_python(result)
+        except Exception:
+            record.end_with_error_frame(INVALID_RESULT_CODE, None)
+            return
+    if isinstance(result, state.error_type):
+        record.end_with_error_frame(result.code, result.data)
+    elif isinstance(result, state.result_types):
+        record.end_with_result(result.model, result.stop_reason)
+    else:  # a valid client result of another kind: not an answer to sampling
+        record.end_with_error_frame(INVALID_RESULT_CODE, None)
 
 
 def _dispatch_wrapper(state: _State):
@@ -103,14 +142,14 @@ def _dispatch_wrapper(state: _State):
         except BaseException as exc:
             try:
                 record.deactivate()
-                reason = state.cancel_reasons.pop(instance, getattr(ctx, "request_id", None))
-                record.end_with_exception(exc, reason)
+                dispatcher = getattr(instance, "_dispatcher", None)
+                record.end_with_exception(exc, state.cancel_reasons.pop(dispatcher, getattr(ctx, "request_id", None)))
             except Exception:
                 logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
             raise
         try:
             record.deactivate()
-            record.end_with_result(result)
+            _end_with_return(state, record, result)
         except Exception:
             logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
         return result
@@ -118,12 +157,12 @@ def _dispatch_wrapper(state: _State):
     return wrapper
 
 
-def _intercept_wrapper(state: _State):
+def _notification_wrapper(state: _State):
     def wrapper(wrapped, instance, args, kwargs):
         try:
-            method = args[0] if args else kwargs.get("method")
-            if method == "notifications/cancelled":
-                state.cancel_reasons.note(instance, args[1] if len(args) > 1 else kwargs.get("params"))
+            message = args[0] if args else kwargs.get("msg")
+            if getattr(message, "method", None) == "notifications/cancelled":
+                state.cancel_reasons.note(instance, getattr(message, "params", None))
         except Exception:
             logger.debug("otel-sampling: could not read a cancel notification", exc_info=True)
         return wrapped(*args, **kwargs)
@@ -133,7 +172,7 @@ def _intercept_wrapper(state: _State):
 
 _TARGETS = (
     Target("mcp.client.session", "ClientSession.dispatch_input_request", _dispatch_wrapper),
-    Target("mcp.client.session", "ClientSession._intercept_notification", _intercept_wrapper),
+    Target("mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher._dispatch_notification", _notification_wrapper),
 )
 
 

@@ -11,6 +11,7 @@ each event to a provider-specific accumulator and ends the call:
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -63,6 +64,10 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
 
     def __del__(self) -> None:
         self._self_end(None, exhausted=False)
+
+    def __copy__(self) -> Any:
+        # A copy reads the same response but is not this call: hand back an uninstrumented copy.
+        return copy.copy(self.__wrapped__)
 
 
 class StreamProxy(_StreamProxyBase):
