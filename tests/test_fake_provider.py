@@ -127,7 +127,7 @@ def test_exit_leaves_no_threads_even_with_open_and_stalled_connections():
         c = anthropic.Anthropic(base_url=provider.url, api_key="sk-fake", max_retries=0)
         c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES)  # leaves a keep-alive connection
         stalled = threading.Thread(  # a request the server is still sleeping on when we leave
-            target=lambda: pytest.raises(Exception, c.messages.create, model=MODEL, max_tokens=50,
+            target=lambda: pytest.raises(anthropic.APIConnectionError, c.messages.create, model=MODEL, max_tokens=50,
                                          messages=MESSAGES, timeout=3, **_scenario("delay=10")))
         stalled.start()
         while len(provider.requests) < 2:

@@ -287,10 +287,10 @@ def test_uninstrument_restores_the_original_functions(telemetry):
     original = current()
     instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(meter_provider=telemetry.meter_provider)
-    assert all(now is not before for now, before in zip(current(), original))
+    assert all(now is not before for now, before in zip(current(), original, strict=True))
     instrumentor.instrument(meter_provider=telemetry.meter_provider)  # a second call changes nothing
     instrumentor.uninstrument()
-    assert all(now is before for now, before in zip(current(), original))
+    assert all(now is before for now, before in zip(current(), original, strict=True))
     anyio.run(call, "legacy", callback_returning(result()))
     assert telemetry.spans(names.SPAN_SAMPLING) == []
 

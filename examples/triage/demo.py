@@ -130,9 +130,9 @@ def request_samples(metrics_text: str) -> list[tuple[dict[str, str], float]]:
 def table(title: str, rows: list[tuple[str, list]], columns: list[str]) -> str:
     width = max([len(title)] + [len(r[0]) + 2 for r in rows]) + 1
     widths = [max([len(c)] + [len(str(r[1][i])) for r in rows]) + 2 for i, c in enumerate(columns)]
-    out = [title.ljust(width) + "".join(c.rjust(w) for c, w in zip(columns, widths))]
+    out = [title.ljust(width) + "".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
     for label, values in rows:
-        out.append(("  " + label).ljust(width) + "".join(str(v).rjust(w) for v, w in zip(values, widths)))
+        out.append(("  " + label).ljust(width) + "".join(str(v).rjust(w) for v, w in zip(values, widths, strict=True)))
     return "\n".join(out)
 
 

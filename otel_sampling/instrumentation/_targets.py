@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import wrapt
@@ -91,7 +91,11 @@ def unwrap_targets(targets: Iterable[Target]) -> None:
 
 
 class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """An instrumentor that wraps one target table; subclasses set ``targets`` and ``make_state``.
+    """An instrumentor that wraps one target table.
+
+    Subclasses set ``targets``, ``dependencies`` (the supported library range, checked by
+    ``opentelemetry-instrument`` before loading) and ``state_class`` (built from the
+    :class:`~otel_sampling.instruments.Instruments`, handed to every wrapper factory).
 
     ``instrument(tracer_provider=None, meter_provider=None)``: providers default to the global ones;
     settings come from ``OTEL_SAMPLING_*`` (:func:`otel_sampling.settings.settings_for_instrument`:
@@ -100,14 +104,15 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """
 
     targets: tuple[Target, ...] = ()
+    dependencies: tuple[str, ...] = ()
+    state_class: Callable[[Instruments], Any]
 
-    def make_state(self, instruments: Instruments) -> Any:
-        """The object each wrapper factory receives."""
-        raise NotImplementedError
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return self.dependencies
 
     def _instrument(self, **kwargs: Any) -> None:
         try:
-            state = self.make_state(
+            state = self.state_class(
                 Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
             )
         except Exception:

@@ -15,10 +15,8 @@ overwritten field by field by the ``message_delta`` usage, never their sum.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
 from typing import Any
 
-from otel_sampling import names
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
@@ -203,9 +201,5 @@ class AnthropicInstrumentor(TargetTableInstrumentor):
     """
 
     targets = _TARGETS
-
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return ("anthropic >= 2.14, < 3",)
-
-    def make_state(self, instruments: Instruments) -> _State:
-        return _State(instruments)
+    dependencies = ("anthropic >= 2.14, < 3",)
+    state_class = _State

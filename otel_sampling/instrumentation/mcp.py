@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import OrderedDict
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -27,8 +27,8 @@ from opentelemetry import trace
 from opentelemetry.propagate import extract
 
 from otel_sampling import names
-from otel_sampling.instruments import Instruments
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
 from otel_sampling.sampling_record import SamplingRecord
 
@@ -183,9 +183,5 @@ class MCPSamplingInstrumentor(TargetTableInstrumentor):
     """
 
     targets = _TARGETS
-
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return ("mcp >= 2.3, < 3",)
-
-    def make_state(self, instruments: Instruments) -> _State:
-        return _State(instruments)
+    dependencies = ("mcp >= 2.3, < 3",)
+    state_class = _State
