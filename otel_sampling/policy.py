@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import json
 import math
 import os
 import re
@@ -198,10 +199,15 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     text = _read_text(source)
     try:
         document = tomllib.loads(text)
+        return _parse_document(_File(source, text), document)
     except tomllib.TOMLDecodeError as exc:
         raise _syntax_error(source, exc) from None
-    file = _File(source, text)
-    return _parse_document(file, document)
+    except (RecursionError, OverflowError, ValueError) as exc:
+        if isinstance(exc, PolicyError):
+            raise
+        # Values no policy needs (arrays nested hundreds deep, integers of hundreds of digits)
+        # break the parser or the checks themselves: still a malformed file, never a traceback.
+        raise PolicyError(source, f"cannot be checked: {type(exc).__name__}: {_short_repr(str(exc))}") from None
 
 
 # ---------------------------------------------------------------- reading
@@ -216,7 +222,8 @@ def _read_text(path: str) -> str:
     except OSError as exc:
         raise PolicyError(path, f"cannot read policy file: {exc.strerror or exc}") from None
     try:
-        return data.decode("utf-8")
+        # A byte-order mark is not TOML, but editors write one; it carries no meaning, so drop it.
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise PolicyError(
@@ -428,7 +435,11 @@ def _format_key(key: KeyPath) -> str:
 
 
 def _quote(name: str) -> str:
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A name as a JSON string, with anything still unprintable escaped: one readable line."""
+    quoted = json.dumps(name, ensure_ascii=False)
+    if quoted.isprintable():
+        return quoted
+    return "".join(ch if ch.isprintable() else json.dumps(ch)[1:-1] for ch in quoted)
 
 
 def _format_error(

@@ -51,7 +51,8 @@ class ProviderCall:
         server: ``(server.address, server.port)`` of the API endpoint, or None.
     """
 
-    __slots__ = ("_instruments", "_provider", "_request_model", "_span", "_start", "_ended", "_attached", "_server_address")
+    __slots__ = ("_instruments", "_provider", "_request_model", "_span", "_start", "_ended", "_attached",
+                 "_server_address", "_sampling")
 
     def __init__(
         self, instruments: Instruments, provider: str, request_model: str | None,
@@ -64,6 +65,9 @@ class ProviderCall:
         self._ended = False
         self._attached: object | None = None
         self._server_address = server[0] if server else None
+        # The sampling request this call serves is the one current when it starts (a stream may
+        # end inside another request's callback).
+        self._sampling = current_sampling()
         max_length = instruments.settings.attribute_max_length
         model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
@@ -107,10 +111,10 @@ class ProviderCall:
 
         mode = names.MODE_PRIMARY
         try:
-            record = current_sampling()
+            record = self._sampling
             if record is not None:
                 record.observe_provider_call(self._request_model, response_model, usage.input_tokens,
-                                             usage.output_tokens)
+                                             usage.output_tokens, failed=error_type is not None)
                 if record.failed_over():
                     mode = names.MODE_DEGRADED
             self._record_metrics(duration, response_model, usage, mode, error_type)

@@ -24,6 +24,7 @@ from otel_sampling.labels import clean
 
 _current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
 MAX_HINTS = 16  # model hints kept on the span (all are used to judge substitution)
+MAX_FAILED_MODELS = 16  # distinct failed models remembered per request (a host looping on models)
 
 
 def current_sampling() -> SamplingRecord | None:
@@ -47,7 +48,7 @@ class SamplingRecord:
     __slots__ = (
         "_instruments", "_span", "_start", "_server_label", "_server_name", "_hints",
         "_include_context", "_path", "_ended", "_attached", "_provider_calls",
-        "_first_requested_model", "_last_requested_model", "_provider_model",
+        "_failed_models", "_failed_over", "_provider_model",
         "_input_tokens", "_output_tokens",
     )
 
@@ -67,8 +68,8 @@ class SamplingRecord:
         self._ended = False
         self._attached: tuple[object, object] | None = None
         self._provider_calls = 0
-        self._first_requested_model: str | None = None
-        self._last_requested_model: str | None = None
+        self._failed_models: set[str] = set()
+        self._failed_over = False
         self._provider_model: str | None = None
         self._input_tokens = 0
         self._output_tokens = 0
@@ -126,23 +127,27 @@ class SamplingRecord:
 
     def observe_provider_call(
         self, requested_model: str | None, response_model: str | None,
-        input_tokens: int | None, output_tokens: int | None,
+        input_tokens: int | None, output_tokens: int | None, failed: bool,
     ) -> None:
-        """A provider call made inside the callback ended (successfully or not)."""
+        """A provider call started inside the callback ended; ignored once the request has ended."""
+        if self._ended:
+            return
         self._provider_calls += 1
-        if requested_model:
-            if self._first_requested_model is None:
-                self._first_requested_model = requested_model
-            self._last_requested_model = requested_model
         if response_model:
             self._provider_model = response_model
         self._input_tokens += input_tokens or 0
         self._output_tokens += output_tokens or 0
+        if not requested_model:
+            return
+        if failed:
+            if len(self._failed_models) < MAX_FAILED_MODELS:
+                self._failed_models.add(requested_model)
+        elif self._failed_models - {requested_model}:
+            self._failed_over = True
 
     def failed_over(self) -> bool:
-        """True once the callback moved on to another model than the one it asked first."""
-        first, last = self._first_requested_model, self._last_requested_model
-        return first is not None and last is not None and first != last
+        """True once a call succeeded on another model after a call on some model had failed."""
+        return self._failed_over
 
     # ------------------------------------------------------------------ endings
     def end_with_result(self, model: object, stop_reason: object) -> None:
@@ -156,10 +161,13 @@ class SamplingRecord:
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
         """The callback raised ``exc``; ``cancel_reason`` is the peer's cancel reason, if any."""
         if classify.is_cancellation(exc):
-            ending = classify.from_cancellation(cancel_reason)
+            self.end_with_cancellation(cancel_reason)
         else:
-            ending = classify.from_exception(exc)
-        self._end(ending, None, None, cancel_reason)
+            self._end(classify.from_exception(exc), None, None, cancel_reason)
+
+    def end_with_cancellation(self, cancel_reason: str | None) -> None:
+        """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
+        self._end(classify.from_cancellation(cancel_reason), None, None, cancel_reason)
 
     def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any, cancel_reason: str | None = None) -> None:
         if self._ended:

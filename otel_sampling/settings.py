@@ -6,7 +6,7 @@
 | ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` | distinct values admitted per external metric label | 100 |
 | ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` | longest string kept in a span attribute, characters | 256 |
 
-A number that does not parse, or is below 1, is logged at WARNING and the default is used
+A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host). A policy file that is missing or malformed is logged
 at ERROR, once, with the file, key, line and problem, and instrumentation goes on without a
 policy (substitutions are then ``unjudged``): raising from ``instrument()`` would make
@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from otel_sampling import names
-from otel_sampling.policy import EMPTY_POLICY, Policy, PolicyError, load_policy
+from otel_sampling.policy import EMPTY_POLICY, Policy, load_policy
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LABEL_VALUE_LIMIT = 100
 DEFAULT_ATTRIBUTE_MAX_LENGTH = 256
-_reported_policy_errors: set[str] = set()  # each instrumentor loads settings; say a problem once
+_reported: set[str] = set()  # configuration problems already logged
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,19 @@ def settings_for_instrument(environ: Mapping[str, str] | None = None) -> Setting
     """Settings for ``instrument()``: never raises; a bad policy file is logged and left out."""
     try:
         return Settings.from_env(environ)
-    except PolicyError as exc:
-        message = str(exc)
-        if message not in _reported_policy_errors:
-            _reported_policy_errors.add(message)
-            logger.error("otel-sampling: policy file ignored, substitutions stay unjudged until it is fixed: %s",
-                         message)
+    except Exception as exc:  # PolicyError, or anything else the file provokes: never the host's problem
+        _report_once(logging.ERROR, "otel-sampling: policy file ignored, substitutions stay unjudged until it "
+                     "is fixed: %s", str(exc))
         env = os.environ if environ is None else environ
         return Settings.from_env({k: v for k, v in env.items() if k != names.ENV_POLICY})
+
+
+def _report_once(level: int, message: str, *args: object) -> None:
+    """Log a configuration problem once per process (each instrumentor reads the settings)."""
+    key = message % args
+    if key not in _reported:
+        _reported.add(key)
+        logger.log(level, message, *args)
 
 
 def _positive_int(env: Mapping[str, str], key: str, default: int) -> int:
@@ -85,6 +90,6 @@ def _positive_int(env: Mapping[str, str], key: str, default: int) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        logger.warning("%s=%r is not a positive integer; using %d", key, raw, default)
+        _report_once(logging.WARNING, "%s=%r is not a positive integer; using %d", key, raw, default)
         return default
     return value

@@ -197,3 +197,31 @@ def test_instrument_sequences_never_double_wrap(telemetry):
     finally:
         instrumentor.uninstrument()
     assert not isinstance(ClientSession.__dict__["dispatch_input_request"], wrapt.FunctionWrapper)
+
+
+def test_an_answer_after_the_peer_cancelled_is_not_completed(mcp_instrumented):
+    """mcp never sends an answer to a request the peer cancelled: the ending is the cancel's."""
+
+    async def shielded(ctx, params):
+        with anyio.CancelScope(shield=True):  # e.g. not to waste a paid completion
+            await anyio.sleep(0.6)
+        return result()
+
+    out = anyio.run(call, "legacy", shielded, "sample_with_deadline", {"deadline_s": 0.3})
+    assert isinstance(out, MCPError) and out.code == -32001
+    span = only_sampling_span(mcp_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "timeout"
+    assert names.GEN_AI_RESPONSE_MODEL not in span.attributes
+
+
+def test_cancel_reasons_correlate_ids_the_way_mcp_does():
+    from mcp.shared.dispatcher import coerce_request_id
+
+    from otel_sampling.instrumentation.mcp import _CancelReasons
+
+    reasons, connection = _CancelReasons(coerce_request_id), object.__new__(type("Conn", (), {}))
+    reasons.note(connection, {"requestId": "7", "reason": "timed out after 1s"})
+    assert reasons.pop(connection, 7) == "timed out after 1s"  # mcp: "7" and 7 are one id
+    reasons.note(connection, {"requestId": 8, "reason": "caller cancelled"})
+    assert reasons.pop(connection, "8") == "caller cancelled"
+    assert reasons.pop(connection, 8) is None  # read once

@@ -678,8 +678,10 @@ def test_bad_key_line_is_found_for_any_server_name(
     err = load_error(path)
 
     assert err.line == expected_line
-    # Keys are shown with the name double-quoted; only '"' and '\\' are escaped.
-    assert err.key == f"servers.{json.dumps(bad_name, ensure_ascii=False)}.context_ceiling"
+    # Keys show the name as a JSON string, with characters that are not printable escaped too.
+    quoted = "".join(ch if ch.isprintable() else json.dumps(ch)[1:-1]
+                     for ch in json.dumps(bad_name, ensure_ascii=False))
+    assert err.key == f"servers.{quoted}.context_ceiling"
     assert f"{path}:{expected_line}: " in str(err)
 
 
@@ -695,3 +697,32 @@ def test_any_server_names_round_trip(
     policy = load_policy(path)
 
     assert dict(policy.servers) == {name: ServerPolicy(context_ceiling="none") for name in names}
+
+
+@pytest.mark.parametrize("text", [
+    '[prices."m"]\ninput_usd_per_mtok = ' + "9" * 400 + "\noutput_usd_per_mtok = 1\n",
+    '[prices."m"]\ninput_usd_per_mtok = ' + "9" * 5000 + "\noutput_usd_per_mtok = 1\n",
+    "deep = " + "[" * 2000 + "]" * 2000 + "\n",
+])
+def test_pathological_values_are_policy_errors_not_tracebacks(tmp_path, text):
+    path = tmp_path / "policy.toml"
+    path.write_text(text)
+    with pytest.raises(PolicyError) as info:
+        load_policy(path)
+    assert str(info.value).startswith(str(path))
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "policy.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + b'[servers."s"]\nprimary_model = "m"\n')
+    assert load_policy(path).server("s").primary_model == "m"
+
+
+def test_control_characters_in_names_stay_escaped_in_the_message(tmp_path):
+    path = tmp_path / "policy.toml"
+    path.write_text('[servers."a\\nb\\u001b"]\nprimary_model = 1\n')
+    with pytest.raises(PolicyError) as info:
+        load_policy(path)
+    message = str(info.value)
+    assert "\n" not in message and "\x1b" not in message
+    assert 'servers."a\\nb\\u001b".primary_model' in message  # JSON string escapes

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import anthropic
 import anyio
 import mcp_types as types
+import pytest
 from mcp import Client
 from sampling_server import build_server
 
@@ -81,3 +84,58 @@ def test_outage_without_fallback_is_model_unavailable(instrumented, fake_provide
     (sampling,) = instrumented.spans(names.SPAN_SAMPLING)
     assert sampling.attributes[names.SAMPLING_ENDING] == "model.unavailable"
     assert sampling.attributes[names.SAMPLING_PROVIDER_CALLS] == 1
+
+
+def two_model_callback(fake_provider, first: str, second: str, *, hedge: bool = False):
+    """Calls two models without any error: a router then an answer, or a hedged pair."""
+
+    async def callback(ctx, params):
+        client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+        msgs = [{"role": "user", "content": "hi"}]
+        try:
+            if hedge:  # ask the first, then a backup that answers sooner; keep whichever ends first
+                slow = client.messages.create(model=first, max_tokens=8, messages=msgs,
+                                              extra_headers={"x-fake-scenario": "delay=0.3"})
+                fast = client.messages.create(model=second, max_tokens=8, messages=msgs)
+                results = await asyncio.gather(slow, fast)
+                message = results[1]
+            else:
+                await client.messages.create(model=first, max_tokens=8, messages=msgs)
+                message = await client.messages.create(model=second, max_tokens=8, messages=msgs)
+        finally:
+            await client.close()
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model=message.model)
+
+    return callback
+
+
+@pytest.mark.parametrize("hedge", [False, True])
+def test_two_models_without_an_error_are_not_a_failover(instrumented, fake_provider, hedge):
+    anyio.run(call, "auto", two_model_callback(fake_provider, "claude-haiku-5-5", "claude-sonnet-5-5", hedge=hedge))
+    (sampling,) = instrumented.spans(names.SPAN_SAMPLING)
+    assert sampling.attributes[names.DEGRADATION_MODE] == "primary"
+    assert sampling.attributes[names.SAMPLING_PROVIDER_CALLS] == 2
+    modes = instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE)
+    assert modes == {("primary",): 2}
+
+
+def test_a_stream_ending_in_another_request_stays_with_its_own(instrumented, fake_provider):
+    kept = []
+
+    async def opens(ctx, params):
+        client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+        kept.append(await client.messages.create(model="claude-sonnet-5-5", max_tokens=8,
+                                                 messages=[{"role": "user", "content": "hi"}], stream=True))
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model="claude-sonnet-5-5")
+
+    async def closes(ctx, params):
+        async for _ in kept.pop():
+            pass
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model="claude-sonnet-5-5")
+
+    anyio.run(call, "legacy", opens)
+    anyio.run(call, "legacy", closes)
+    first, second = instrumented.spans(names.SPAN_SAMPLING)
+    # The stream ended after its own request had ended: counted there by no one, never in the other.
+    assert names.SAMPLING_PROVIDER_CALLS not in second.attributes
+    assert instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE) == {("primary",): 1}

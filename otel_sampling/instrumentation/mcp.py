@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -37,14 +37,18 @@ logger = logging.getLogger(__name__)
 _MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)  # mcp_types.version.MODERN_PROTOCOL_VERSIONS
 CANCEL_REASONS_PER_DISPATCHER = 64  # cancel notifications remembered per connection until consumed
 CANCEL_REASON_MAX_LENGTH = 256
-INVALID_RESULT_CODE = -32603  # what mcp answers for a callback result it cannot validate
+INVALID_RESULT_CODE = -32602  # mcp answers INVALID_PARAMS for a callback return it cannot validate
 
 
 class _CancelReasons:
-    """Recent ``notifications/cancelled`` reasons per connection (dispatcher), bounded, read once."""
+    """Recent ``notifications/cancelled`` reasons per connection (dispatcher), bounded, read once.
 
-    def __init__(self) -> None:
+    Request ids are normalised the way mcp correlates them (``"7"`` and ``7`` are one id).
+    """
+
+    def __init__(self, normalise: Callable[[Any], Any]) -> None:
         self._by_dispatcher: weakref.WeakKeyDictionary[Any, OrderedDict[Any, str]] = weakref.WeakKeyDictionary()
+        self._normalise = normalise
 
     def note(self, dispatcher: Any, params: Any) -> None:
         if not isinstance(params, Mapping):
@@ -53,7 +57,7 @@ class _CancelReasons:
         if not isinstance(request_id, (str, int)) or not isinstance(reason, str):
             return
         reasons = self._by_dispatcher.setdefault(dispatcher, OrderedDict())
-        reasons[request_id] = clean(reason, CANCEL_REASON_MAX_LENGTH)
+        reasons[self._normalise(request_id)] = clean(reason, CANCEL_REASON_MAX_LENGTH)
         while len(reasons) > CANCEL_REASONS_PER_DISPATCHER:
             reasons.popitem(last=False)
 
@@ -61,7 +65,7 @@ class _CancelReasons:
         if dispatcher is None or not isinstance(request_id, (str, int)):
             return None
         reasons = self._by_dispatcher.get(dispatcher)
-        return reasons.pop(request_id, None) if reasons else None
+        return reasons.pop(self._normalise(request_id), None) if reasons else None
 
 
 class _State:
@@ -71,9 +75,10 @@ class _State:
         # Imported here: mcp is an optional extra.
         import mcp_types
         from mcp.client.session import ClientResponse
+        from mcp.shared.dispatcher import coerce_request_id
 
         self.instruments = instruments
-        self.cancel_reasons = _CancelReasons()
+        self.cancel_reasons = _CancelReasons(coerce_request_id)
         self.request_type = mcp_types.CreateMessageRequest
         self.error_type = mcp_types.ErrorData
         self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
@@ -149,7 +154,11 @@ def _dispatch_wrapper(state: _State):
             raise
         try:
             record.deactivate()
-            _end_with_return(state, record, result)
+            reason = state.cancel_reasons.pop(getattr(instance, "_dispatcher", None), getattr(ctx, "request_id", None))
+            if reason is None:
+                _end_with_return(state, record, result)
+            else:  # the peer cancelled it and mcp will not send this answer: it ended by the cancel
+                record.end_with_cancellation(reason)
         except Exception:
             logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
         return result
