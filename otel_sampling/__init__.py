@@ -4,8 +4,8 @@
 model completion), not OpenTelemetry trace sampling.
 
 Use it without code changes: ``opentelemetry-instrument python host.py`` loads the instrumentors
-through the ``opentelemetry_instrumentor`` entry points ``otel_sampling_mcp`` and
-``otel_sampling_anthropic``. In code::
+through the ``opentelemetry_instrumentor`` entry points ``otel_sampling_mcp``,
+``otel_sampling_anthropic`` and ``otel_sampling_openai``. In code::
 
     from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
     from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor

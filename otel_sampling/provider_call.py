@@ -175,19 +175,21 @@ _USAGE_ATTRIBUTES = (
 )
 
 
-def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...]) -> str:
+def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
+                  envelope_fields: tuple[str, ...] = ("type",)) -> str:
     """Low-cardinality ``error.type`` for a provider SDK exception.
 
-    ``cancelled`` for a cancellation; the provider's error envelope type when it sent one
-    (``overloaded_error``); else the HTTP status code; else ``timeout`` / ``connection_error`` for
+    ``cancelled`` for a cancellation; the first of ``envelope_fields`` the provider's error body
+    set (anthropic ``type``: ``overloaded_error``; openai ``code``, then ``type``); else the HTTP status code; else ``timeout`` / ``connection_error`` for
     transport failures (including raw ``httpx2`` errors raised mid-stream); else the exception's
     qualified class name. Metric labels pass it through a bounded label set.
     """
     if not isinstance(exc, Exception):  # asyncio.CancelledError and other BaseExceptions
         return names.ERROR_TYPE_CANCELLED
-    envelope_type = getattr(exc, "type", None)
-    if isinstance(envelope_type, str) and envelope_type:
-        return envelope_type
+    for field in envelope_fields:
+        value = getattr(exc, field, None)
+        if isinstance(value, str) and value:
+            return value
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         return str(status)

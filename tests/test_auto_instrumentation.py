@@ -20,6 +20,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientSession
 from anthropic.resources.messages.messages import Messages
+from openai.resources.chat.completions.completions import Completions
 from sampling_server import build_server
 
 async def ok(ctx, params):
@@ -33,6 +34,7 @@ anyio.run(main)
 print(json.dumps({{
     "mcp": isinstance(ClientSession.__dict__["dispatch_input_request"], wrapt.FunctionWrapper),
     "anthropic": isinstance(Messages.__dict__["create"], wrapt.FunctionWrapper),
+    "openai": isinstance(Completions.__dict__["create"], wrapt.FunctionWrapper),
 }}), file=sys.stderr)
 """
 
@@ -54,13 +56,14 @@ def test_entry_points_are_ours_and_distinct_from_peers():
     assert ours == {
         "otel_sampling_mcp": "otel_sampling.instrumentation.mcp:MCPSamplingInstrumentor",
         "otel_sampling_anthropic": "otel_sampling.instrumentation.anthropic:AnthropicInstrumentor",
+        "otel_sampling_openai": "otel_sampling.instrumentation.openai:OpenAIInstrumentor",
     }
 
 
 def test_opentelemetry_instrument_loads_both_and_exports_the_sampling_span():
     proc = run_host()
     assert proc.returncode == 0, proc.stderr
-    assert wrapped(proc) == {"mcp": True, "anthropic": True}
+    assert wrapped(proc) == {"mcp": True, "anthropic": True, "openai": True}
     assert '"name": "sampling/createMessage"' in proc.stdout  # ConsoleSpanExporter output
     assert '"mcp.sampling.ending": "completed"' in proc.stdout
 
@@ -68,7 +71,7 @@ def test_opentelemetry_instrument_loads_both_and_exports_the_sampling_span():
 def test_disabled_instrumentations_names_ours():
     proc = run_host(OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="otel_sampling_anthropic")
     assert proc.returncode == 0, proc.stderr
-    assert wrapped(proc) == {"mcp": True, "anthropic": False}
+    assert wrapped(proc) == {"mcp": True, "anthropic": False, "openai": True}
 
 
 def test_malformed_policy_is_reported_once_and_nothing_is_lost(tmp_path):
@@ -77,7 +80,7 @@ def test_malformed_policy_is_reported_once_and_nothing_is_lost(tmp_path):
     policy.write_text('[servers."ticket-server"]\npermitted_models = ["a"]\ncontext_ceiling = "conversation"\n')
     proc = run_host(OTEL_SAMPLING_POLICY=str(policy))
     assert proc.returncode == 0, proc.stderr
-    assert wrapped(proc) == {"mcp": True, "anthropic": True}
+    assert wrapped(proc) == {"mcp": True, "anthropic": True, "openai": True}
     message = f"{policy}:3: servers.\"ticket-server\".context_ceiling"
     assert proc.stderr.count(message) == 1, proc.stderr
     assert "'conversation'" in proc.stderr

@@ -14,15 +14,12 @@ overwritten field by field by the ``message_delta`` usage, never their sum.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
+from otel_sampling.instrumentation._provider import ProviderState, async_create_wrapper, create_wrapper
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
-from otel_sampling.provider_call import ProviderCall, Response, Usage, error_type_of
-
-logger = logging.getLogger(__name__)
+from otel_sampling.provider_call import Response, Usage, error_type_of
 
 PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -95,102 +92,27 @@ class StreamAccumulator:
         return Response(model, response_id, reasons, to_usage(self._usage))
 
 
-class _State:
-    __slots__ = ("instruments", "error_type", "message_type", "stream_type", "async_stream_type")
+class _State(ProviderState):
+    provider = PROVIDER
+    max_tokens_keys = ("max_tokens",)
+    accumulator = StreamAccumulator
 
     def __init__(self, instruments: Instruments) -> None:
+        super().__init__(instruments)
         import anthropic
         import httpx2
 
-        self.instruments = instruments
         timeout_types = (anthropic.APITimeoutError, httpx2.TimeoutException)
         connection_types = (anthropic.APIConnectionError, httpx2.TransportError)
         self.error_type = lambda exc: error_type_of(exc, timeout_types, connection_types)
-        self.message_type = anthropic.types.Message
-        self.stream_type = anthropic.Stream
-        self.async_stream_type = anthropic.AsyncStream
-
-
-def _server_of(resource: Any) -> tuple[str, int | None] | None:
-    url = getattr(getattr(resource, "_client", None), "base_url", None)
-    host = getattr(url, "host", None)
-    if not host:
-        return None
-    port = getattr(url, "port", None)
-    if port is None:
-        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""), None)
-    return host, port
-
-
-def _start(state: _State, resource: Any, kwargs: dict[str, Any]) -> ProviderCall | None:
-    try:
-        call = ProviderCall(
-            state.instruments, PROVIDER, kwargs.get("model"), kwargs.get("max_tokens"),
-            kwargs.get("stream") is True, _server_of(resource),
-        )
-        call.activate()
-        return call
-    except Exception:
-        logger.debug("otel-sampling: could not start the anthropic call", exc_info=True)
-        return None
-
-
-def _fail(state: _State, call: ProviderCall, exc: BaseException) -> None:
-    try:
-        call.deactivate()
-        call.end(None, state.error_type(exc))
-    except Exception:
-        logger.debug("otel-sampling: could not end the anthropic call", exc_info=True)
-
-
-def _succeed(state: _State, call: ProviderCall, result: Any) -> Any:
-    """End the call (or hand it to a stream proxy); return what the caller gets."""
-    try:
-        call.deactivate()
-        if isinstance(result, state.stream_type):
-            return StreamProxy(result, call, StreamAccumulator(), state.error_type)
-        if isinstance(result, state.async_stream_type):
-            return AsyncStreamProxy(result, call, StreamAccumulator(), state.error_type)
-        # A raw response (with_raw_response) is ended without reading its body.
-        call.end(response_of(result) if isinstance(result, state.message_type) else None)
-    except Exception:
-        logger.debug("otel-sampling: could not end the anthropic call", exc_info=True)
-    return result
-
-
-def _create_wrapper(state: _State):
-    def wrapper(wrapped, instance, args, kwargs):
-        call = _start(state, instance, kwargs)
-        if call is None:
-            return wrapped(*args, **kwargs)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _fail(state, call, exc)
-            raise
-        return _succeed(state, call, result)
-
-    return wrapper
-
-
-def _async_create_wrapper(state: _State):
-    async def wrapper(wrapped, instance, args, kwargs):
-        call = _start(state, instance, kwargs)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _fail(state, call, exc)
-            raise
-        return _succeed(state, call, result)
-
-    return wrapper
+        self.response_type = anthropic.types.Message
+        self.response_of = response_of
+        self.stream_types = (anthropic.Stream, anthropic.AsyncStream)
 
 
 _TARGETS = (
-    Target("anthropic.resources.messages.messages", "Messages.create", _create_wrapper),
-    Target("anthropic.resources.messages.messages", "AsyncMessages.create", _async_create_wrapper),
+    Target("anthropic.resources.messages.messages", "Messages.create", create_wrapper),
+    Target("anthropic.resources.messages.messages", "AsyncMessages.create", async_create_wrapper),
 )
 
 
