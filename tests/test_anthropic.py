@@ -179,14 +179,3 @@ def test_raw_response_is_returned_untouched(anthropic_instrumented, fake_provide
     assert raw.status_code == 200
     assert raw.parse().model == "claude-req"  # the body was not consumed by telemetry
     assert len(chat_spans(anthropic_instrumented)) == 1
-
-
-def test_uninstrument_restores_create(telemetry):
-    from anthropic.resources.messages.messages import AsyncMessages, Messages
-
-    original = Messages.__dict__["create"], AsyncMessages.__dict__["create"]
-    instrumentor = AnthropicInstrumentor()
-    instrumentor.instrument(meter_provider=telemetry.meter_provider)
-    assert Messages.__dict__["create"] is not original[0]
-    instrumentor.uninstrument()
-    assert (Messages.__dict__["create"], AsyncMessages.__dict__["create"]) == original

@@ -1,0 +1,40 @@
+"""instrument() / uninstrument(): every function the SDKs expose for us is replaced, then restored.
+
+The functions are listed here from the SDKs' own structure (not read from our target tables), so a
+target that is dropped or mistyped in a table fails this test.
+"""
+
+from __future__ import annotations
+
+import pytest
+import wrapt
+from anthropic.resources.messages.messages import AsyncMessages, Messages
+from mcp.client.session import ClientSession
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from openai.resources.chat.completions.completions import AsyncCompletions, Completions
+
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+
+WRAPPED = {
+    MCPSamplingInstrumentor: [(ClientSession, "dispatch_input_request"), (JSONRPCDispatcher, "_dispatch_notification")],
+    AnthropicInstrumentor: [(Messages, "create"), (AsyncMessages, "create")],
+    OpenAIInstrumentor: [(Completions, "create"), (AsyncCompletions, "create")],
+}
+
+
+@pytest.mark.parametrize("cls", list(WRAPPED))
+def test_instrument_wraps_once_and_uninstrument_restores_identity(cls, telemetry):
+    original = [vars(owner)[name] for owner, name in WRAPPED[cls]]
+    instrumentor = cls()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)  # a second call changes nothing
+    try:
+        for (owner, name), before in zip(WRAPPED[cls], original, strict=True):
+            now = vars(owner)[name]
+            assert isinstance(now, wrapt.FunctionWrapper) and now.__wrapped__ is before
+    finally:
+        instrumentor.uninstrument()
+    assert [vars(owner)[name] for owner, name in WRAPPED[cls]] == original
+    assert all(now is before for now, before in zip([vars(o)[n] for o, n in WRAPPED[cls]], original, strict=True))
