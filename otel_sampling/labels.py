@@ -52,6 +52,8 @@ class BoundedLabel:
     def value(self, raw: object) -> str:
         if raw is None or raw == "":
             return UNKNOWN_LABEL
+        if isinstance(raw, str) and raw in self._seen:  # the hot path: an admitted value is already clean
+            return raw
         text = clean(raw, LABEL_MAX_LENGTH)
         if text in self._seen:
             return text

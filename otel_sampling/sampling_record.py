@@ -46,7 +46,7 @@ class SamplingRecord:
     """
 
     __slots__ = (
-        "_instruments", "_span", "_start", "_server_label", "_server_name", "_hints",
+        "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_hints",
         "_include_context", "_path", "_ended", "_attached", "_provider_calls",
         "_failed_models", "_failed_over", "_provider_model",
         "_input_tokens", "_output_tokens",
@@ -75,6 +75,7 @@ class SamplingRecord:
         self._output_tokens = 0
         self._server_name = server_name
         self._server_label = instruments.server_label.value(server_name)
+        self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
         self._hints = _hint_names(params)
         self._include_context = getattr(params, "include_context", None) or "none"
@@ -84,7 +85,7 @@ class SamplingRecord:
         try:
             self._describe(span, request_id, protocol_version, params)
             # Last, so that a record whose start failed was never counted in flight.
-            instruments.sampling_in_flight.add(1, {names.MCP_SERVER_NAME: self._server_label})
+            instruments.sampling_in_flight.add(1, self._server_attributes)
         except BaseException:
             span.end()
             raise
@@ -189,8 +190,7 @@ class SamplingRecord:
 
     def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None) -> None:
         instruments = self._instruments
-        server = {names.MCP_SERVER_NAME: self._server_label}
-        instruments.sampling_in_flight.add(-1, server)
+        instruments.sampling_in_flight.add(-1, self._server_attributes)
         instruments.sampling_duration.record(
             time.perf_counter() - self._start,
             {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending},

@@ -16,7 +16,6 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_sampling import names
-from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 
 MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
 

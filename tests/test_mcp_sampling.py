@@ -13,7 +13,6 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
-from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry.trace import SpanKind, StatusCode
 from sampling_server import SERVER_NAME, build_server

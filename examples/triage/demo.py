@@ -23,6 +23,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -120,7 +121,8 @@ def wait_for_done(lines: queue.Queue[str | None], deadline: float) -> dict:
             return event
 
 
-def request_samples(metrics_text: str) -> list[tuple[dict[str, str], float]]:
+def request_samples(metrics_text: str) -> Iterator[tuple[dict[str, str], float]]:
+    """Labels and value of every ``mcp_sampling_requests_total`` series in a scrape."""
     for family in text_string_to_metric_families(metrics_text):
         for sample in family.samples:
             if sample.name == REQUESTS_SERIES:

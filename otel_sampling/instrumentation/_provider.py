@@ -7,40 +7,51 @@ it with the error. The result or exception reaches the caller unchanged.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import operator
 from collections.abc import Callable
 from typing import Any
 
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
-from otel_sampling.provider_call import ProviderCall, Response
+from otel_sampling.provider_call import ProviderCall, Response, error_type_of
 
 logger = logging.getLogger(__name__)
 
 
 class ProviderState:
-    """What the shared wrappers need to know about one SDK.
+    """What the shared wrappers need to know about one SDK; subclasses set the class attributes.
 
     Attributes:
-        provider: ``gen_ai.provider.name``.
+        provider: ``gen_ai.provider.name``, also the SDK's import name (``anthropic``, ``openai``).
         max_tokens_keys: request keywords holding the token limit, first found wins.
-        error_type: exception -> ``error.type``.
-        response_type: the SDK's parsed non-streamed response class.
+        envelope_fields: error-body fields that name the error, first set wins (``error.type``).
+        response_type: dotted path, inside the SDK, of its parsed non-streamed response class.
         response_of: parsed response -> :class:`~otel_sampling.provider_call.Response`.
-        stream_types: ``(sync stream class, async stream class)``.
         accumulator: a new stream :class:`~otel_sampling.instrumentation.streams.Accumulator`.
     """
 
     provider: str
     max_tokens_keys: tuple[str, ...]
-    error_type: Callable[[BaseException], str]
-    response_type: type
+    envelope_fields: tuple[str, ...] = ("type",)
+    response_type: str
     response_of: Callable[[Any], Response]
-    stream_types: tuple[type, type]
     accumulator: Callable[[], Accumulator]
 
     def __init__(self, instruments: Instruments) -> None:
+        import httpx2  # both SDKs' HTTP library; raw httpx2 errors can escape mid-stream
+
+        sdk = importlib.import_module(self.provider)
         self.instruments = instruments
+        self.response_class: type = operator.attrgetter(self.response_type)(sdk)
+        self.stream_types: tuple[type, type] = (sdk.Stream, sdk.AsyncStream)
+        self._timeout_types = (sdk.APITimeoutError, httpx2.TimeoutException)
+        self._connection_types = (sdk.APIConnectionError, httpx2.TransportError)
+
+    def error_type(self, exc: BaseException) -> str:
+        """``error.type`` of an exception raised by this SDK (:func:`~otel_sampling.provider_call.error_type_of`)."""
+        return error_type_of(exc, self._timeout_types, self._connection_types, self.envelope_fields)
 
 
 def server_of(resource: Any) -> tuple[str, int | None] | None:
@@ -85,7 +96,7 @@ def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
         if isinstance(result, async_stream):
             return AsyncStreamProxy(result, call, state.accumulator(), state.error_type)
         # A raw response (with_raw_response) is ended without reading its body.
-        call.end(state.response_of(result) if isinstance(result, state.response_type) else None)
+        call.end(state.response_of(result) if isinstance(result, state.response_class) else None)
     except Exception:
         logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
     return result

@@ -18,8 +18,7 @@ from typing import Any
 
 from otel_sampling.instrumentation._provider import ProviderState, async_create_wrapper, create_wrapper
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.instruments import Instruments
-from otel_sampling.provider_call import Response, Usage, error_type_of
+from otel_sampling.provider_call import Response, Usage
 
 PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -96,18 +95,8 @@ class _State(ProviderState):
     provider = PROVIDER
     max_tokens_keys = ("max_tokens",)
     accumulator = StreamAccumulator
-
-    def __init__(self, instruments: Instruments) -> None:
-        super().__init__(instruments)
-        import anthropic
-        import httpx2
-
-        timeout_types = (anthropic.APITimeoutError, httpx2.TimeoutException)
-        connection_types = (anthropic.APIConnectionError, httpx2.TransportError)
-        self.error_type = lambda exc: error_type_of(exc, timeout_types, connection_types)
-        self.response_type = anthropic.types.Message
-        self.response_of = response_of
-        self.stream_types = (anthropic.Stream, anthropic.AsyncStream)
+    response_of = staticmethod(response_of)
+    response_type = "types.Message"
 
 
 _TARGETS = (

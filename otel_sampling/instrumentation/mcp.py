@@ -133,6 +133,22 @@ def _end_with_return(state: _State, record: SamplingRecord, result: Any) -> None
         record.end_with_error_frame(INVALID_RESULT_CODE, None)
 
 
+def _finish(state: _State, record: SamplingRecord, session: Any, ctx: Any,
+            result: Any = None, exc: BaseException | None = None) -> None:
+    """End the record with what the callback returned or raised; never raises."""
+    try:
+        record.deactivate()
+        reason = state.cancel_reasons.pop(getattr(session, "_dispatcher", None), getattr(ctx, "request_id", None))
+        if exc is not None:
+            record.end_with_exception(exc, reason)
+        elif reason is not None:  # the peer cancelled it and mcp will not send this answer
+            record.end_with_cancellation(reason)
+        else:
+            _end_with_return(state, record, result)
+    except Exception:
+        logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
+
+
 def _dispatch_wrapper(state: _State):
     async def wrapper(wrapped, instance, args, kwargs):
         request = args[1] if len(args) > 1 else kwargs.get("request")
@@ -145,22 +161,9 @@ def _dispatch_wrapper(state: _State):
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
-            try:
-                record.deactivate()
-                dispatcher = getattr(instance, "_dispatcher", None)
-                record.end_with_exception(exc, state.cancel_reasons.pop(dispatcher, getattr(ctx, "request_id", None)))
-            except Exception:
-                logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
+            _finish(state, record, instance, ctx, exc=exc)
             raise
-        try:
-            record.deactivate()
-            reason = state.cancel_reasons.pop(getattr(instance, "_dispatcher", None), getattr(ctx, "request_id", None))
-            if reason is None:
-                _end_with_return(state, record, result)
-            else:  # the peer cancelled it and mcp will not send this answer: it ended by the cancel
-                record.end_with_cancellation(reason)
-        except Exception:
-            logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
+        _finish(state, record, instance, ctx, result=result)
         return result
 
     return wrapper

@@ -19,8 +19,7 @@ from typing import Any
 
 from otel_sampling.instrumentation._provider import ProviderState, async_create_wrapper, create_wrapper
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.instruments import Instruments
-from otel_sampling.provider_call import Response, Usage, error_type_of
+from otel_sampling.provider_call import Response, Usage
 
 PROVIDER = "openai"  # gen_ai.provider.name well-known value
 
@@ -94,18 +93,9 @@ class _State(ProviderState):
     provider = PROVIDER
     max_tokens_keys = ("max_completion_tokens", "max_tokens")
     accumulator = StreamAccumulator
-
-    def __init__(self, instruments: Instruments) -> None:
-        super().__init__(instruments)
-        import httpx2
-        import openai
-
-        timeout_types = (openai.APITimeoutError, httpx2.TimeoutException)
-        connection_types = (openai.APIConnectionError, httpx2.TransportError)
-        self.error_type = lambda exc: error_type_of(exc, timeout_types, connection_types, ("code", "type"))
-        self.response_type = openai.types.chat.ChatCompletion
-        self.response_of = response_of
-        self.stream_types = (openai.Stream, openai.AsyncStream)
+    response_of = staticmethod(response_of)
+    response_type = "types.chat.ChatCompletion"
+    envelope_fields = ("code", "type")
 
 
 _TARGETS = (
