@@ -139,6 +139,101 @@ GEN_AI_TOKEN_BUCKETS: Final = (
     1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
 )
 
+# ---------------------------------------------------------------- contract for the coming features
+# Fixed here first so that instrumentation, dashboards and alert rules agree on one set of names.
+# Sources: ``network.transport`` and ``mcp.session.id`` are OTel general / MCP semconv;
+# ``gen_ai.evaluation.name`` and ``gen_ai.tool.name`` are GenAI semconv; the rest are ours.
+MCP_SESSION_ID: Final = "mcp.session.id"  # MCP semconv; streamable HTTP session id
+NETWORK_TRANSPORT: Final = "network.transport"  # OTel general: "pipe" (stdio) or "tcp" (HTTP)
+MCP_SERVER_VERSION: Final = "mcp.server.version"  # ours; serverInfo.version
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # GenAI semconv; the tool call that triggered a request
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"  # GenAI semconv evaluation event attribute
+
+SAMPLING_INCLUDE_CONTEXT_GRANTED: Final = "mcp.sampling.include_context.granted"  # INCLUDE_CONTEXT_VALUES + unreported
+INCLUDE_CONTEXT_UNREPORTED: Final = "unreported"  # the host did not call grant_context()
+SAMPLING_VIOLATION_KIND: Final = "mcp.sampling.violation.kind"  # VIOLATIONS
+VIOLATION_SCOPE_WIDENED: Final = "scope_widened"
+VIOLATION_DECISION_FLIPPED: Final = "decision_flipped"
+VIOLATION_REROUTED_AFTER_DENIAL: Final = "rerouted_after_denial"
+VIOLATION_MODEL_OUTSIDE_POLICY: Final = "model_outside_policy"
+VIOLATION_CONTEXT_ABOVE_CEILING: Final = "context_above_ceiling"
+VIOLATION_BOUNDARY_CROSSED: Final = "boundary_crossed"
+VIOLATION_GRANT_WITHOUT_EXHAUSTION: Final = "grant_without_exhaustion"  # a grant offered for anything but a budget exhaustion
+VIOLATIONS: Final = (
+    VIOLATION_SCOPE_WIDENED,
+    VIOLATION_DECISION_FLIPPED,
+    VIOLATION_REROUTED_AFTER_DENIAL,
+    VIOLATION_MODEL_OUTSIDE_POLICY,
+    VIOLATION_CONTEXT_ABOVE_CEILING,
+    VIOLATION_BOUNDARY_CROSSED,
+    VIOLATION_GRANT_WITHOUT_EXHAUSTION,
+)
+ENDING_UNANSWERED: Final = "unanswered"  # server side only: a 2026-07-28 request the client never answered
+
+DEGRADATION_REASON: Final = "degradation.reason"  # DEGRADATION_REASONS, or a named degradation's reason
+DEGRADATION_COMPONENT: Final = "degradation.component"  # the component a named degradation covers
+DEGRADATION_OWNER: Final = "degradation.owner"  # span attribute only, never a metric label
+DEGRADATION_EXPIRES_AT: Final = "degradation.expires_at"  # span attribute only, ISO 8601
+DEGRADATION_DIRECTION: Final = "degradation.direction"  # DIRECTIONS
+DIRECTION_ENTER: Final = "enter"
+DIRECTION_EXIT: Final = "exit"
+DIRECTIONS: Final = (DIRECTION_ENTER, DIRECTION_EXIT)
+REASON_FALLBACK: Final = "fallback"  # served by a permitted model that is not the primary
+REASON_PROVIDER_FALLBACK: Final = "provider_fallback"  # the provider served another model server-side
+REASON_FAILOVER: Final = "failover"  # an error on one model, then a success on another
+REASON_SUBSTITUTION: Final = "substitution"  # served by a model outside policy
+REASON_CANARY: Final = "canary"  # deliberate traffic through the fallback
+DEGRADATION_REASONS: Final = (
+    REASON_FALLBACK,
+    REASON_PROVIDER_FALLBACK,
+    REASON_FAILOVER,
+    REASON_SUBSTITUTION,
+    REASON_CANARY,
+)
+
+AGENT_RUN_NAME: Final = "agent.run.name"
+AGENT_RUN_OUTCOME: Final = "agent.run.outcome"  # OUTCOMES, or a value the host sets
+AGENT_RUN_DISCLOSED: Final = "agent.run.disclosed"  # "true" | "false"
+OUTCOME_COMPLETED: Final = "completed"
+OUTCOME_FAILED: Final = "failed"
+OUTCOMES: Final = (OUTCOME_COMPLETED, OUTCOME_FAILED)
+DISCLOSURE_KIND: Final = "degradation.disclosure.kind"  # DISCLOSURE_KINDS
+DISCLOSURE_KINDS: Final = ("inline", "activity_log")
+
+CACHE_LOOKUP_RESULT: Final = "cache.lookup.result"  # "hit" | "miss"
+CACHE_PROVENANCE_MODE: Final = "cache.provenance.mode"  # MODES, or "unstamped"
+CACHE_PROVENANCE_MATCH: Final = "cache.provenance.match"  # "match" | "mismatch" | "unstamped"
+CACHE_UNSTAMPED: Final = "unstamped"
+
+ENDING: Final = "otel_sampling.ending"  # ENDINGS, on provider call spans and gen_ai.client.operation.duration
+TOKEN_TYPE_CACHE_READ: Final = "cache_read"  # gen_ai.token.type for cache reads (part of input)
+TOKEN_TYPE_CACHE_CREATION: Final = "cache_creation"  # gen_ai.token.type for cache writes (part of input)
+
+METRIC_SAMPLING_STALLS: Final = "mcp.sampling.stalls"
+METRIC_SAMPLING_VIOLATIONS: Final = "mcp.sampling.violations"
+METRIC_SAMPLING_GRANTS: Final = "mcp.sampling.grants"
+METRIC_SAMPLING_GRANTED_USD: Final = "mcp.sampling.granted.usd"
+METRIC_SAMPLING_SERVER_REQUESTS: Final = "mcp.sampling.server.requests"
+METRIC_GEN_AI_COST: Final = "gen_ai.client.cost.usd"
+METRIC_DEGRADATION_ACTIVE: Final = "degradation.active"
+METRIC_DEGRADATION_EXPIRED: Final = "degradation.expired"
+METRIC_DEGRADATION_TRANSITIONS: Final = "degradation.transitions"
+METRIC_SILENT_INCIDENTS: Final = "degradation.silent_incidents"
+METRIC_AGENT_RUNS: Final = "agent.runs"
+METRIC_AGENT_RUN_COST: Final = "agent.run.cost.usd"
+METRIC_AGENT_RUN_DURATION: Final = "agent.run.duration"
+METRIC_EVALUATION_SCORE: Final = "gen_ai.evaluation.score"
+METRIC_CACHE_LOOKUPS: Final = "gen_ai.cache.lookups"
+
+UNIT_USD: Final = "{USD}"  # an annotation: the Prometheus exporter adds no unit suffix
+UNIT_ONE: Final = "1"
+UNIT_VIOLATION: Final = "{violation}"
+UNIT_GRANT: Final = "{grant}"
+UNIT_RUN: Final = "{run}"
+UNIT_INCIDENT: Final = "{incident}"
+UNIT_LOOKUP: Final = "{lookup}"
+UNIT_TRANSITION: Final = "{transition}"
+
 # ---------------------------------------------------------------- environment variables
 ENV_POLICY: Final = "OTEL_SAMPLING_POLICY"
 ENV_LABEL_VALUE_LIMIT: Final = "OTEL_SAMPLING_LABEL_VALUE_LIMIT"
