@@ -7,6 +7,7 @@ Each instrumentor builds one of these from the ``tracer_provider`` / ``meter_pro
 from __future__ import annotations
 
 from opentelemetry import metrics, trace
+from opentelemetry._logs import get_logger
 
 from otel_sampling import names
 from otel_sampling.labels import BoundedLabel
@@ -23,9 +24,11 @@ class Instruments:
         meter_provider: defaults to the global meter provider.
     """
 
-    def __init__(self, settings: Settings, tracer_provider=None, meter_provider=None) -> None:
+    def __init__(self, settings: Settings, tracer_provider=None, meter_provider=None, logger_provider=None) -> None:
         self.settings = settings
         self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider)
+        # Events (GenAI content capture) are log records; the global logger provider by default.
+        self.event_logger = get_logger(names.SCOPE_NAME, __version__, logger_provider)
         meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider)
         limit = settings.label_value_limit
         self.server_label = BoundedLabel(limit)
@@ -59,4 +62,15 @@ class Instruments:
             unit=names.UNIT_TOKEN,
             description="Number of input and output tokens used.",
             explicit_bucket_boundaries_advisory=list(names.GEN_AI_TOKEN_BUCKETS),
+        )
+        self.time_to_first_chunk = meter.create_histogram(
+            names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+            unit=names.UNIT_SECONDS,
+            description="Time to receive the first chunk of a streamed response, from the request.",
+            explicit_bucket_boundaries_advisory=list(names.GEN_AI_DURATION_BUCKETS),
+        )
+        self.cost = meter.create_counter(
+            names.METRIC_GEN_AI_COST,
+            unit=names.UNIT_USD,
+            description="Cost of provider calls in USD, from the policy file's price table.",
         )

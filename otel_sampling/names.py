@@ -50,6 +50,11 @@ GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"  # seconds, streams only
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # opt-in content (JSON string)
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"  # opt-in content (JSON string)
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"  # opt-in content (JSON string)
+EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"  # GenAI semconv event (log record)
 
 # ---------------------------------------------------------------- our sampling attributes
 MCP_SERVER_NAME: Final = "mcp.server.name"  # serverInfo.name the client saw at initialize/discover
@@ -123,6 +128,7 @@ METRIC_SAMPLING_DURATION: Final = "mcp.sampling.duration"
 METRIC_SAMPLING_IN_FLIGHT: Final = "mcp.sampling.in_flight"
 METRIC_GEN_AI_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_GEN_AI_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"  # GenAI semconv, streams
 
 UNIT_REQUEST: Final = "{request}"
 UNIT_SECONDS: Final = "s"
@@ -205,6 +211,7 @@ CACHE_PROVENANCE_MODE: Final = "cache.provenance.mode"  # MODES, or "unstamped"
 CACHE_PROVENANCE_MATCH: Final = "cache.provenance.match"  # "match" | "mismatch" | "unstamped"
 CACHE_UNSTAMPED: Final = "unstamped"
 
+COST_USD: Final = "otel_sampling.cost.usd"  # ours; a provider call's cost from the policy price table, USD
 ENDING: Final = "otel_sampling.ending"  # ENDINGS, on provider call spans and gen_ai.client.operation.duration
 TOKEN_TYPE_CACHE_READ: Final = "cache_read"  # gen_ai.token.type for cache reads (part of input)
 TOKEN_TYPE_CACHE_CREATION: Final = "cache_creation"  # gen_ai.token.type for cache writes (part of input)
@@ -238,3 +245,9 @@ UNIT_TRANSITION: Final = "{transition}"
 ENV_POLICY: Final = "OTEL_SAMPLING_POLICY"
 ENV_LABEL_VALUE_LIMIT: Final = "OTEL_SAMPLING_LABEL_VALUE_LIMIT"
 ENV_ATTRIBUTE_MAX_LENGTH: Final = "OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH"
+ENV_CAPTURE_MESSAGE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"  # GenAI util convention
+CAPTURE_NO_CONTENT: Final = "NO_CONTENT"
+CAPTURE_SPAN_ONLY: Final = "SPAN_ONLY"
+CAPTURE_EVENT_ONLY: Final = "EVENT_ONLY"
+CAPTURE_SPAN_AND_EVENT: Final = "SPAN_AND_EVENT"
+CAPTURE_MODES: Final = (CAPTURE_NO_CONTENT, CAPTURE_SPAN_ONLY, CAPTURE_EVENT_ONLY, CAPTURE_SPAN_AND_EVENT)

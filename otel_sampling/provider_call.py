@@ -1,21 +1,30 @@
 """One provider SDK call: owns its GenAI inference span and metric points.
 
 Span: ``chat {gen_ai.request.model}``, kind CLIENT (GenAI semantic conventions, inference span).
-Metrics: ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``. When the call runs
-inside a host's sampling callback, the sampling record is told the models and usage it saw.
-Every method is called from guarded wrapper code and ends the span at most once.
+Metrics: ``gen_ai.client.operation.duration`` (with the call's ``otel_sampling.ending``),
+``gen_ai.client.token.usage`` (input, output, cache_read, cache_creation),
+``gen_ai.client.operation.time_to_first_chunk`` (streams) and ``gen_ai.client.cost.usd`` (when
+the policy prices the served model). When the call runs inside a host's sampling callback, the
+sampling record is told the models, usage and cost it saw. Every method is called from guarded
+wrapper code and ends the span at most once.
+
+Everything here is provider-independent: an SDK module only turns its responses into
+:class:`Response` and its exceptions into :class:`Failure`.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import classify, names
+from otel_sampling import classify, cost, names, substitution
+from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
 from otel_sampling.sampling_record import current_sampling
@@ -31,12 +40,64 @@ class Usage(NamedTuple):
 
 
 class Response(NamedTuple):
-    """What a finished call reported: served model, response id, finish reasons, usage."""
+    """What a finished call reported: served model, response id, finish reasons, usage.
+
+    ``provider_fallback``: the provider served the request with another model server-side
+    (anthropic's ``fallback`` content block / ``fallback_message`` iteration). ``output``: the
+    output messages in the GenAI semconv shape, only filled when content capture is on.
+    """
 
     model: str | None
     response_id: str | None
     finish_reasons: tuple[str, ...]
     usage: Usage
+    provider_fallback: bool = False
+    output: list[Any] | None = None
+
+
+class Failure(NamedTuple):
+    """A failed call: low-cardinality ``error.type`` and its ending (``names.ENDINGS``)."""
+
+    error_type: str
+    ending: str
+
+
+# Endings of failed provider calls (docs/telemetry.md "Provider call endings").
+_UNAVAILABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error",
+                                      "rate_limit_exceeded", "insufficient_quota"})
+_TIMEOUT_ERROR_TYPES = frozenset({"timeout_error"})
+_REFUSAL_FINISH_REASONS = frozenset({"refusal", "content_filter"})
+MAX_FAILOVER_PARENTS = 1024  # parent spans whose failed models are remembered (oldest forgotten first)
+MAX_FAILED_MODELS = 16  # failed models remembered per parent span
+_unpriced = cost.UnpricedModels()
+
+
+class FailoverTracker:
+    """Which models failed under which parent span, to spot a failover (an error on one model,
+    then a success on another, under the same parent). Bounded: at most ``MAX_FAILOVER_PARENTS``
+    parents (least recently used forgotten first), ``MAX_FAILED_MODELS`` models each."""
+
+    def __init__(self) -> None:
+        self._failed: OrderedDict[tuple[int, int], set[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def observe(self, parent: tuple[int, int] | None, model: str | None, failed: bool) -> bool:
+        """Record one ended call; True when it succeeded after another model failed under ``parent``."""
+        if parent is None or not model:
+            return False
+        with self._lock:
+            models = self._failed.get(parent)
+            if failed:
+                if models is None:
+                    models = self._failed[parent] = set()
+                    if len(self._failed) > MAX_FAILOVER_PARENTS:
+                        self._failed.popitem(last=False)
+                else:
+                    self._failed.move_to_end(parent)
+                if len(models) < MAX_FAILED_MODELS:
+                    models.add(model)
+                return False
+            return bool(models and models - {model})
 
 
 class ProviderCall:
@@ -49,22 +110,36 @@ class ProviderCall:
         max_tokens: ``gen_ai.request.max_tokens`` when an int.
         stream: whether the response is streamed.
         server: ``(server.address, server.port)`` of the API endpoint, or None.
+        capture: where content goes (:mod:`otel_sampling.content`); off by default.
+        input_content: system instructions and input messages, only built when capture is on.
+        failovers: the instrumentor's :class:`FailoverTracker` (None: failover outside a sampling
+            callback is not detected).
     """
 
     __slots__ = ("_instruments", "_provider", "_request_model", "_span", "_start", "_ended", "_attached",
-                 "_server_address", "_sampling")
+                 "_server_address", "_sampling", "_first_chunk", "_stream", "_capture", "_input_content",
+                 "_failovers", "_parent")
 
     def __init__(
         self, instruments: Instruments, provider: str, request_model: str | None,
-        max_tokens: Any, stream: bool, server: tuple[str, int | None] | None,
+        max_tokens: Any, stream: bool, server: tuple[str, int | None] | None, *,
+        capture: CaptureMode = NO_CAPTURE, input_content: Content | None = None,
+        failovers: FailoverTracker | None = None,
     ) -> None:
         self._instruments = instruments
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
         self._start = time.perf_counter()
+        self._first_chunk: float | None = None
+        self._stream = stream
         self._ended = False
         self._attached: object | None = None
         self._server_address = server[0] if server else None
+        self._capture = capture
+        self._input_content = input_content
+        self._failovers = failovers
+        parent = trace.get_current_span().get_span_context()
+        self._parent = (parent.trace_id, parent.span_id) if parent.is_valid else None
         # The sampling request this call serves is the one current when it starts (a stream may
         # end inside another request's callback).
         self._sampling = current_sampling()
@@ -100,34 +175,88 @@ class ProviderCall:
             token, self._attached = self._attached, None
             otel_context.detach(token)  # type: ignore[arg-type]
 
-    def end(self, response: Response | None, error_type: str | None = None) -> None:
-        """End the call once: ``response`` is what was seen (may be partial); ``error_type`` when it failed."""
+    def first_chunk(self) -> None:
+        """A stream delivered an event: the first call fixes the time to first chunk."""
+        if self._first_chunk is None:
+            self._first_chunk = time.perf_counter()
+
+    def end(self, response: Response | None, error_type: str | None = None, ending: str | None = None) -> None:
+        """End the call once.
+
+        Args:
+            response: what was seen (may be partial, None when nothing was).
+            error_type: ``error.type`` when the call failed.
+            ending: the ending (``names.ENDINGS``); by default ``error`` for a failure,
+                ``refused`` for a refusal finish reason, else ``completed``.
+        """
         if self._ended:
             return
         self._ended = True
         duration = time.perf_counter() - self._start
         response_model = response.model if response else None
         usage = response.usage if response else Usage()
+        if ending is None:
+            ending = ending_of(response, error_type)
 
-        mode = names.MODE_PRIMARY
+        failed = error_type is not None
+        reason = None
+        usd = None
         try:
+            failed_over = self._failovers is not None and self._failovers.observe(
+                self._parent, self._request_model, failed)
             record = self._sampling
             if record is not None:
                 record.observe_provider_call(self._request_model, response_model, usage.input_tokens,
-                                             usage.output_tokens, failed=error_type is not None)
-                if record.failed_over():
-                    mode = names.MODE_DEGRADED
-            self._record_metrics(duration, response_model, usage, mode, error_type)
+                                             usage.output_tokens, failed=failed)
+                failed_over = failed_over or record.failed_over()
+            reason = self._degradation_reason(response, failed, failed_over)
+            mode = names.MODE_DEGRADED if reason else names.MODE_PRIMARY
+            usd = self._cost(response_model, usage)
+            if record is not None and usd is not None:
+                record.add_cost(usd)
+            self._record_metrics(duration, response_model, usage, mode, error_type, ending, usd)
         finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, mode, error_type)
+            self._end_span(response, usage, reason, error_type, ending, usd)
 
-    def _end_span(self, response: Response | None, usage: Usage, mode: str, error_type: str | None) -> None:
+    def _degradation_reason(self, response: Response | None, failed: bool, failed_over: bool) -> str | None:
+        """``names.DEGRADATION_REASONS`` value when this call ran degraded, else None."""
+        if response is not None and response.provider_fallback:
+            return names.REASON_PROVIDER_FALLBACK
+        if failed_over and not failed:
+            return names.REASON_FAILOVER
+        served, requested = response.model if response else None, self._request_model
+        if failed or not served or not requested or substitution.same_family(requested, served):
+            return None
+        # The provider served another model than asked for: permitted by the sampling server's
+        # policy is a fallback, anything else a substitution.
+        record = self._sampling
+        permitted = record.permitted_models() if record is not None else None
+        if permitted is not None and substitution.is_permitted(permitted, served):
+            return names.REASON_FALLBACK
+        return names.REASON_SUBSTITUTION
+
+    def _cost(self, response_model: str | None, usage: Usage) -> float | None:
+        if usage.input_tokens is None and usage.output_tokens is None:
+            return None
+        price = cost.price_for(self._instruments.settings.policy.prices, response_model)
+        if price is None:
+            _unpriced.report(response_model)
+            return None
+        return cost.cost_usd(price, usage)
+
+    def _end_span(self, response: Response | None, usage: Usage, reason: str | None, error_type: str | None,
+                  ending: str, usd: float | None) -> None:
         instruments = self._instruments
         span = self._span
         try:
             if span.is_recording():
                 max_length = instruments.settings.attribute_max_length
-                attributes: dict[str, Any] = {names.DEGRADATION_MODE: mode}
+                attributes: dict[str, Any] = {
+                    names.DEGRADATION_MODE: names.MODE_DEGRADED if reason else names.MODE_PRIMARY,
+                    names.ENDING: ending,
+                }
+                if reason:
+                    attributes[names.DEGRADATION_REASON] = reason
                 if response is not None:
                     if response.model:
                         attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)
@@ -139,32 +268,58 @@ class ProviderCall:
                 for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
                     if value is not None:
                         attributes[key] = value
+                if self._stream and self._first_chunk is not None:
+                    attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self._first_chunk - self._start
+                if usd is not None:
+                    attributes[names.COST_USD] = usd
                 if error_type is not None:
                     attributes[names.ERROR_TYPE] = clean(error_type, max_length)
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
+            if self._capture.enabled:
+                self._capture_content(span, response)
         finally:
             span.end()
 
+    def _capture_content(self, span: trace.Span, response: Response | None) -> None:
+        given = self._input_content or Content()
+        content = given._replace(output_messages=response.output if response is not None else None)
+        attributes = content.attributes(self._instruments.settings.attribute_max_length)
+        if not attributes:
+            return
+        if self._capture.span and span.is_recording():
+            span.set_attributes(attributes)
+        if self._capture.event:
+            self._instruments.event_logger.emit(event_name=names.EVENT_INFERENCE_DETAILS, attributes=attributes,
+                                                context=trace.set_span_in_context(span))
+
     def _record_metrics(self, duration: float, response_model: str | None, usage: Usage, mode: str,
-                        error_type: str | None) -> None:
+                        error_type: str | None, ending: str, usd: float | None) -> None:
         instruments = self._instruments
+        model_label = instruments.model_label.value(response_model)
         metric_attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: self._provider,
             names.GEN_AI_REQUEST_MODEL: instruments.model_label.value(self._request_model),
-            names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(response_model),
+            names.GEN_AI_RESPONSE_MODEL: model_label,
             names.DEGRADATION_MODE: mode,
         }
         if self._server_address:
             metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
         if error_type is not None:
             metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
-        instruments.operation_duration.record(duration, metric_attributes)
-        for count, token_type in ((usage.input_tokens, names.TOKEN_TYPE_INPUT),
-                                  (usage.output_tokens, names.TOKEN_TYPE_OUTPUT)):
-            if count is not None:
+        instruments.operation_duration.record(duration, {**metric_attributes, names.ENDING: ending})
+        if self._stream and self._first_chunk is not None:
+            instruments.time_to_first_chunk.record(self._first_chunk - self._start, metric_attributes)
+        for count, token_type in zip(usage, _TOKEN_TYPES, strict=True):
+            if count is not None and (count or token_type in _ALWAYS_RECORDED):
                 instruments.token_usage.record(count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type})
+        if usd is not None:
+            instruments.cost.add(usd, {
+                names.GEN_AI_PROVIDER_NAME: self._provider,
+                names.GEN_AI_RESPONSE_MODEL: model_label,
+                names.DEGRADATION_MODE: mode,
+            })
 
 
 _USAGE_ATTRIBUTES = (
@@ -173,6 +328,43 @@ _USAGE_ATTRIBUTES = (
     names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
 )
+_TOKEN_TYPES = (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT, names.TOKEN_TYPE_CACHE_READ,
+                names.TOKEN_TYPE_CACHE_CREATION)
+# Input and output are recorded even when zero; cache parts only when the call used the cache.
+_ALWAYS_RECORDED = frozenset({names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT})
+
+
+def ending_of(response: Response | None, error_type: str | None) -> str:
+    """The ending of a call that raised nothing (``error_type`` None) or failed without an
+    exception (an incomplete stream: ``error``)."""
+    if error_type is not None:
+        return names.ENDING_ERROR
+    if response is not None and any(r in _REFUSAL_FINISH_REASONS for r in response.finish_reasons):
+        return names.ENDING_REFUSED
+    return names.ENDING_COMPLETED
+
+
+def failure_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
+               envelope_fields: tuple[str, ...] = ("type",)) -> Failure:
+    """``error.type`` and ending of a provider SDK exception.
+
+    Endings: ``cancelled`` for a cancellation (``asyncio.CancelledError``); ``timeout`` for a
+    client timeout, HTTP 408 or 504, or an envelope ``timeout_error``; ``model.unavailable`` for
+    a connection failure (including a raw ``httpx2`` transport error mid-stream), HTTP 429 or
+    any 5xx (529 overloaded included), or an envelope that says overloaded / rate limited /
+    server error (anthropic's mid-stream ``event: error`` arrives with status 200); else ``error``.
+    """
+    error_type = error_type_of(exc, timeout_types, connection_types, envelope_fields)
+    if not isinstance(exc, Exception):
+        return Failure(error_type, names.ENDING_CANCELLED)
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    if (isinstance(exc, timeout_types) or status in (408, 504) or error_type in _TIMEOUT_ERROR_TYPES):
+        return Failure(error_type, names.ENDING_TIMEOUT)
+    if (isinstance(exc, connection_types) or status == 429 or (status is not None and status >= 500)
+            or error_type in _UNAVAILABLE_ERROR_TYPES):
+        return Failure(error_type, names.ENDING_MODEL_UNAVAILABLE)
+    return Failure(error_type, names.ENDING_ERROR)
 
 
 def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],

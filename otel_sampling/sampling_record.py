@@ -49,7 +49,7 @@ class SamplingRecord:
         "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_hints",
         "_include_context", "_path", "_ended", "_attached", "_provider_calls",
         "_failed_models", "_failed_over", "_provider_model",
-        "_input_tokens", "_output_tokens",
+        "_input_tokens", "_output_tokens", "_cost_usd",
     )
 
     def __init__(
@@ -73,6 +73,7 @@ class SamplingRecord:
         self._provider_model: str | None = None
         self._input_tokens = 0
         self._output_tokens = 0
+        self._cost_usd = 0.0
         self._server_name = server_name
         self._server_label = instruments.server_label.value(server_name)
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
@@ -145,6 +146,22 @@ class SamplingRecord:
                 self._failed_models.add(requested_model)
         elif self._failed_models - {requested_model}:
             self._failed_over = True
+
+    def add_cost(self, usd: float) -> None:
+        """A provider call inside the callback cost ``usd`` (policy price table); summed per request."""
+        if not self._ended:
+            self._cost_usd += usd
+
+    @property
+    def cost_usd(self) -> float:
+        """USD summed over the priced provider calls made inside the callback so far."""
+        return self._cost_usd
+
+    def permitted_models(self) -> tuple[str, ...] | None:
+        """The policy's permitted models for the requesting server (None: no policy covers it)."""
+        name = self._server_name
+        policy = self._instruments.settings.policy.server(name) if name else None
+        return policy.permitted_models if policy is not None else None
 
     def failed_over(self) -> bool:
         """True once a call succeeded on another model after a call on some model had failed."""
@@ -230,6 +247,8 @@ class SamplingRecord:
                     attributes[names.SAMPLING_PROVIDER_CALLS] = self._provider_calls
                     attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = self._input_tokens
                     attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = self._output_tokens
+                if self._cost_usd:
+                    attributes[names.COST_USD] = self._cost_usd
                 if self._provider_model:
                     attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
                 if ending.error_type is not None:

@@ -64,3 +64,10 @@ def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | N
     if is_permitted(permitted, served):
         return names.SUBSTITUTION_WITHIN_POLICY
     return names.SUBSTITUTION_OUTSIDE_POLICY
+
+
+def same_family(requested: str, served: str) -> bool:
+    """True when ``served`` is ``requested`` up to a snapshot suffix on either side
+    (``claude-3-5-sonnet-latest`` and ``claude-3-5-sonnet-20241022`` are one model)."""
+    base = _SNAPSHOT_SUFFIX.sub("", requested)
+    return same_model(base, served) or same_model(served, requested)

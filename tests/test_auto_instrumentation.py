@@ -19,7 +19,7 @@ sys.path.insert(0, {str(HERE)!r})
 import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientSession
-from anthropic.resources.messages.messages import Messages
+from anthropic._base_client import SyncAPIClient
 from openai.resources.chat.completions.completions import Completions
 from sampling_server import build_server
 
@@ -33,7 +33,7 @@ async def main():
 anyio.run(main)
 print(json.dumps({{
     "mcp": isinstance(ClientSession.__dict__["dispatch_input_request"], wrapt.FunctionWrapper),
-    "anthropic": isinstance(Messages.__dict__["create"], wrapt.FunctionWrapper),
+    "anthropic": isinstance(SyncAPIClient.__dict__["request"], wrapt.FunctionWrapper),
     "openai": isinstance(Completions.__dict__["create"], wrapt.FunctionWrapper),
 }}), file=sys.stderr)
 """

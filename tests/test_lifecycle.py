@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 import wrapt
-from anthropic.resources.messages.messages import AsyncMessages, Messages
+from anthropic._base_client import AsyncAPIClient, SyncAPIClient
+from anthropic._response import BaseAPIResponse
 from mcp.client.session import ClientSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from openai.resources.chat.completions.completions import AsyncCompletions, Completions
@@ -19,7 +20,8 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
 WRAPPED = {
     MCPSamplingInstrumentor: [(ClientSession, "dispatch_input_request"), (JSONRPCDispatcher, "_dispatch_notification")],
-    AnthropicInstrumentor: [(Messages, "create"), (AsyncMessages, "create")],
+    # Every anthropic Messages call shape goes through the client's request (see anthropic.py).
+    AnthropicInstrumentor: [(SyncAPIClient, "request"), (AsyncAPIClient, "request"), (BaseAPIResponse, "_parse")],
     OpenAIInstrumentor: [(Completions, "create"), (AsyncCompletions, "create")],
 }
 

@@ -53,7 +53,7 @@ def test_create_span_attributes_and_metrics(openai_instrumented, fake_provider):
     assert a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 400
     assert a[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
     assert openai_instrumented.counts(names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_TOKEN_TYPE) == {
-        ("input",): 1, ("output",): 1}
+        ("input",): 1, ("output",): 1, ("cache_read",): 1}
 
 
 @pytest.mark.parametrize(("include_usage", "usage"), [(True, (25, 5)), (False, None)])

@@ -1,23 +1,43 @@
-"""The create-call wrappers every provider SDK shares; each SDK module supplies a :class:`ProviderState`.
+"""The call wrappers every provider SDK shares; each SDK module supplies a :class:`ProviderState`.
 
-A wrapped ``create`` starts a :class:`~otel_sampling.provider_call.ProviderCall` (current while the
-SDK sends the request), then ends it with the parsed response, hands it to a stream proxy, or ends
-it with the error. The result or exception reaches the caller unchanged.
+A wrapped call starts a :class:`~otel_sampling.provider_call.ProviderCall` (current while the SDK
+sends the request), then ends it with the parsed response, hands it to a stream proxy, or ends
+it with the error. The result or exception reaches the caller unchanged (same object).
+
+Raw responses (``with_raw_response`` / ``with_streaming_response``) reach the caller untouched:
+a body the SDK already read is decoded by us from its bytes (the caller's ``.parse()`` cache is
+not filled); a body not read yet (a streaming response, or SSE) is left alone and the call ends
+when the caller parses it (the SDK's ``_parse``, wrapped through :func:`parse_wrapper`: a parsed
+stream is proxied like any stream), or, if never parsed, when the response object is collected.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import operator
+import os
+import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
+from otel_sampling.content import Content, capture_mode
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
-from otel_sampling.provider_call import ProviderCall, Response, error_type_of
+from otel_sampling.provider_call import Failure, FailoverTracker, ProviderCall, Response, error_type_of, failure_of
 
 logger = logging.getLogger(__name__)
+
+
+class Request(NamedTuple):
+    """What a call asked for: model, token limit, whether streamed, and the request body
+    (the keyword arguments, or the JSON body) that content capture reads."""
+
+    model: Any
+    max_tokens: Any
+    stream: bool
+    body: Any
 
 
 class ProviderState:
@@ -30,6 +50,13 @@ class ProviderState:
         response_type: dotted path, inside the SDK, of its parsed non-streamed response class.
         response_of: parsed response -> :class:`~otel_sampling.provider_call.Response`.
         accumulator: a new stream :class:`~otel_sampling.instrumentation.streams.Accumulator`.
+        accumulator_captures: the accumulator takes ``capture=True`` (content capture is on) and
+            then fills ``Response.output``.
+        extra_response_types: further parsed response classes (anthropic's beta ``BetaMessage``).
+        raw_response_type: dotted path of the SDK's raw response base class (``with_raw_response``).
+
+    Overridable: :meth:`request_of` (what a wrapped call asked for; None: not a call we trace),
+    :meth:`input_content` (content capture of the request), :meth:`output_content`.
     """
 
     provider: str
@@ -37,26 +64,65 @@ class ProviderState:
     envelope_fields: tuple[str, ...] = ("type",)
     response_type: str
     response_of: Callable[[Any], Response]
-    accumulator: Callable[[], Accumulator]
+    accumulator: Callable[..., Accumulator]
+    accumulator_captures: bool = False
+    extra_response_types: tuple[str, ...] = ()
+    raw_response_type: str = "_response.BaseAPIResponse"
 
     def __init__(self, instruments: Instruments) -> None:
         import httpx2  # both SDKs' HTTP library; raw httpx2 errors can escape mid-stream
 
         sdk = importlib.import_module(self.provider)
         self.instruments = instruments
-        self.response_class: type = operator.attrgetter(self.response_type)(sdk)
+        self.response_class: tuple[type, ...] = tuple(
+            operator.attrgetter(path)(sdk) for path in (self.response_type, *self.extra_response_types))
         self.stream_types: tuple[type, type] = (sdk.Stream, sdk.AsyncStream)
+        raw_module, _, raw_name = self.raw_response_type.rpartition(".")
+        self.raw_response_class: type | None = getattr(
+            importlib.import_module(f"{self.provider}.{raw_module}"), raw_name, None)
+        self._construct = importlib.import_module(f"{self.provider}._models").construct_type
         self._timeout_types = (sdk.APITimeoutError, httpx2.TimeoutException)
         self._connection_types = (sdk.APIConnectionError, httpx2.TransportError)
+        self.capture = capture_mode(os.environ)
+        self.failovers = FailoverTracker()
+        # Raw responses whose body is not read yet -> their call (ended at parse or collection).
+        self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
 
     def error_type(self, exc: BaseException) -> str:
         """``error.type`` of an exception raised by this SDK (:func:`~otel_sampling.provider_call.error_type_of`)."""
         return error_type_of(exc, self._timeout_types, self._connection_types, self.envelope_fields)
 
+    def failure(self, exc: BaseException) -> Failure:
+        """``error.type`` and ending of an exception (:func:`~otel_sampling.provider_call.failure_of`)."""
+        return failure_of(exc, self._timeout_types, self._connection_types, self.envelope_fields)
+
+    def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
+        """A ``create``-style call: everything is a keyword argument."""
+        max_tokens = next((kwargs[k] for k in self.max_tokens_keys if k in kwargs), None)
+        return Request(kwargs.get("model"), max_tokens, kwargs.get("stream") is True, kwargs)
+
+    def input_content(self, body: Any) -> Content | None:
+        """System instructions and input messages of a request body (only called when capture is on)."""
+        return None
+
+    def server_of(self, instance: Any) -> tuple[str, int | None] | None:
+        return server_of(instance)
+
+    def new_accumulator(self) -> Accumulator:
+        if self.capture.enabled and self.accumulator_captures:
+            return self.accumulator(capture=True)
+        return self.accumulator()
+
+    def decode_raw(self, raw: Any) -> Response | None:
+        """The response in a raw response whose body the SDK already read (None: not decodable)."""
+        data = json.loads(raw.http_response.content)
+        return self.response_of(self._construct(type_=raw._cast_to, value=data))
+
 
 def server_of(resource: Any) -> tuple[str, int | None] | None:
-    """``(server.address, server.port)`` from the SDK client's ``base_url``."""
-    url = getattr(getattr(resource, "_client", None), "base_url", None)
+    """``(server.address, server.port)`` from the SDK client's ``base_url`` (a resource or the client)."""
+    client = getattr(resource, "_client", resource)
+    url = getattr(client, "base_url", None)
     host = getattr(url, "host", None)
     if not host:
         return None
@@ -66,11 +132,15 @@ def server_of(resource: Any) -> tuple[str, int | None] | None:
     return host, port
 
 
-def _start(state: ProviderState, resource: Any, kwargs: dict[str, Any]) -> ProviderCall | None:
+def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProviderCall | None:
     try:
-        max_tokens = next((kwargs[k] for k in state.max_tokens_keys if k in kwargs), None)
-        call = ProviderCall(state.instruments, state.provider, kwargs.get("model"), max_tokens,
-                            kwargs.get("stream") is True, server_of(resource))
+        request = state.request_of(instance, args, kwargs)
+        if request is None:
+            return None
+        content = state.input_content(request.body) if state.capture.enabled else None
+        call = ProviderCall(state.instruments, state.provider, request.model, request.max_tokens,
+                            request.stream, state.server_of(instance), capture=state.capture,
+                            input_content=content, failovers=state.failovers)
         call.activate()
         return call
     except Exception:
@@ -81,32 +151,51 @@ def _start(state: ProviderState, resource: Any, kwargs: dict[str, Any]) -> Provi
 def _fail(state: ProviderState, call: ProviderCall, exc: BaseException) -> None:
     try:
         call.deactivate()
-        call.end(None, state.error_type(exc))
+        call.end(None, *state.failure(exc))
     except Exception:
         logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
 
 
-def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
-    """End the call (or hand it to a stream proxy); return what the caller gets."""
-    try:
-        call.deactivate()
-        sync_stream, async_stream = state.stream_types
-        if isinstance(result, sync_stream):
-            return StreamProxy(result, call, state.accumulator(), state.error_type)
-        if isinstance(result, async_stream):
-            return AsyncStreamProxy(result, call, state.accumulator(), state.error_type)
-        # A raw response (with_raw_response) is ended without reading its body.
-        call.end(state.response_of(result) if isinstance(result, state.response_class) else None)
-    except Exception:
-        logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
+def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any) -> Any:
+    """A stream gets a proxy that ends the call; a parsed response ends it now."""
+    sync_stream, async_stream = state.stream_types
+    if isinstance(result, sync_stream):
+        return StreamProxy(result, call, state.new_accumulator(), state.failure)
+    if isinstance(result, async_stream):
+        return AsyncStreamProxy(result, call, state.new_accumulator(), state.failure)
+    call.end(state.response_of(result) if isinstance(result, state.response_class) else None)
     return result
 
 
+def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
+    """End the call (or hand it to a stream proxy or a raw response); return what the caller gets."""
+    try:
+        call.deactivate()
+        raw_class = state.raw_response_class
+        if raw_class is not None and isinstance(result, raw_class):
+            _raw(state, call, result)
+            return result
+        return _proxy_or_end(state, call, result)
+    except Exception:
+        logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
+        call.end(None)
+    return result
+
+
+def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
+    http = raw.http_response
+    if not getattr(raw, "_is_sse_stream", False) and http.is_stream_consumed:
+        call.end(state.decode_raw(raw))
+        return
+    state.pending[raw] = call
+    weakref.finalize(raw, call.end, None)  # never parsed: ended when collected (a no-op once ended)
+
+
 def create_wrapper(state: ProviderState):
-    """wrapt wrapper for a synchronous ``create``."""
+    """wrapt wrapper for a synchronous call (``create``, or the SDK's ``request``)."""
 
     def wrapper(wrapped, instance, args, kwargs):
-        call = _start(state, instance, kwargs)
+        call = _start(state, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
         try:
@@ -120,10 +209,10 @@ def create_wrapper(state: ProviderState):
 
 
 def async_create_wrapper(state: ProviderState):
-    """wrapt wrapper for an ``async def create``."""
+    """wrapt wrapper for an ``async def`` call (``create``, or the SDK's ``request``)."""
 
     async def wrapper(wrapped, instance, args, kwargs):
-        call = _start(state, instance, kwargs)
+        call = _start(state, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
         try:
@@ -134,3 +223,28 @@ def async_create_wrapper(state: ProviderState):
         return _succeed(state, call, result)
 
     return wrapper
+
+
+def parse_wrapper(state: ProviderState):
+    """wrapt wrapper for a raw response's ``_parse`` (sync in both SDKs, also behind ``async parse``):
+    ends the call of a raw response whose body was not read when the call returned."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        call = state.pending.pop(instance, None) if state.pending else None
+        if call is None:
+            return wrapped(*args, **kwargs)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _fail(state, call, exc)
+            raise
+        try:
+            return _proxy_or_end(state, call, result)
+        except Exception:
+            logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
+            call.end(None)
+        return result
+
+    return wrapper
+
+

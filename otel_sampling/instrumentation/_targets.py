@@ -113,7 +113,8 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         try:
             state = self.state_class(
-                Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+                Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"),
+                            kwargs.get("logger_provider"))
             )
         except Exception:
             logger.warning("otel-sampling: %s could not set up its telemetry; nothing is instrumented",

@@ -1,26 +1,47 @@
 """anthropic SDK instrumentation (entry point ``otel_sampling_anthropic``).
 
-Wraps ``Messages.create`` and ``AsyncMessages.create`` (non-stream and ``stream=True``): one GenAI
-inference span ``chat {model}`` (kind CLIENT) per call, ``gen_ai.client.operation.duration`` and
-``gen_ai.client.token.usage``. Our span is current while the SDK sends the request, so the span
-anthropic 2.x emits itself (``anthropic.messages.create``, on by default) is its child, never a
-sibling; anthropic records no metrics, so nothing is counted twice.
+One GenAI inference span ``chat {model}`` (kind CLIENT) per Messages API call, whatever the call
+shape, sync and async: ``messages.create`` (plain and ``stream=True``), the ``messages.stream()``
+managers, ``messages.parse``, the beta ``messages.*`` (``fallbacks`` included), the Bedrock and
+Vertex beta classes (which copy ``create`` at import), ``with_raw_response`` (also when it was
+first touched before ``instrument()``) and ``with_streaming_response``.
+
+Why the wrap point is the client's ``request``: every one of those shapes reaches
+``SyncAPIClient.request`` / ``AsyncAPIClient.request`` exactly once per API call (retries
+inside), with ``options.span_name == "anthropic.messages.create"``; wrapping the resource
+methods instead misses the platform copies and a ``with_raw_response`` cached before
+instrumenting. ``instrumentation_dependencies`` pins the SDK range this private hook was read
+from. Our span is current while ``request`` runs, so the span anthropic 2.x emits itself
+(``anthropic.messages.create``, on by default) is its child, never a sibling; anthropic records
+no metrics, so nothing is counted twice.
 
 Usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is anthropic's
 ``input_tokens`` plus ``cache_read_input_tokens`` plus ``cache_creation_input_tokens`` (anthropic's
 ``input_tokens`` excludes cache tokens). A stream's final usage is the ``message_start`` usage
-overwritten field by field by the ``message_delta`` usage, never their sum.
+overwritten field by field by the ``message_delta`` usage, never their sum. A server-side fallback
+(a ``fallback`` content block, or a ``fallback_message`` entry in beta ``usage.iterations``) makes
+the call ``degradation.mode=degraded`` with ``degradation.reason=provider_fallback``; the served
+model is the response's ``model``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from otel_sampling.instrumentation._provider import ProviderState, async_create_wrapper, create_wrapper
+from otel_sampling.content import Content, text_part
+from otel_sampling.instrumentation._provider import (
+    ProviderState,
+    Request,
+    async_create_wrapper,
+    create_wrapper,
+    parse_wrapper,
+)
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.provider_call import Response, Usage
 
 PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
+MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_name of every Messages call
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -39,78 +60,187 @@ def _usage_fields(usage: Any, into: dict[str, int | None]) -> None:
         return
     for field in _USAGE_FIELDS:
         value = getattr(usage, field, None)
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             into[field] = value
 
 
+def _is_fallback_usage(usage: Any) -> bool:
+    """beta ``usage.iterations`` has a ``fallback_message`` entry."""
+    return any(getattr(i, "type", None) == "fallback_message" for i in getattr(usage, "iterations", None) or ())
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def response_of(message: Any) -> Response:
-    """What a non-streamed ``anthropic.types.Message`` reports."""
+    """What a non-streamed ``Message`` / ``BetaMessage`` reports (output content not read)."""
     fields: dict[str, int | None] = {}
-    _usage_fields(getattr(message, "usage", None), fields)
-    model = getattr(message, "model", None)
-    response_id = getattr(message, "id", None)
-    stop_reason = getattr(message, "stop_reason", None)
-    return Response(
-        model if isinstance(model, str) and model else None,
-        response_id if isinstance(response_id, str) else None,
-        (stop_reason,) if isinstance(stop_reason, str) else (),
-        to_usage(fields),
-    )
+    usage = getattr(message, "usage", None)
+    _usage_fields(usage, fields)
+    stop_reason = _str(getattr(message, "stop_reason", None))
+    content = getattr(message, "content", None) or ()
+    fallback = _is_fallback_usage(usage) or any(getattr(b, "type", None) == "fallback" for b in content)
+    return Response(_str(getattr(message, "model", None)), _str(getattr(message, "id", None)),
+                    (stop_reason,) if stop_reason else (), to_usage(fields), fallback)
+
+
+def _block_part(block: Any) -> dict[str, Any]:
+    """A GenAI semconv message part from an anthropic content block (object or dict)."""
+    get = block.get if isinstance(block, Mapping) else (lambda key, default=None: getattr(block, key, default))
+    kind = get("type")
+    if kind == "text":
+        return text_part(get("text", ""))
+    if kind in ("tool_use", "server_tool_use"):
+        return {"type": "tool_call", "id": get("id"), "name": get("name"), "arguments": get("input")}
+    if kind == "tool_result":
+        result = get("content")
+        if not isinstance(result, str):
+            result = [_block_part(b) for b in result or ()]
+        return {"type": "tool_call_response", "id": get("tool_use_id"), "response": result}
+    if kind == "thinking":
+        return {"type": "reasoning", "content": get("thinking", "")}
+    return {"type": kind if isinstance(kind, str) else "unknown"}  # images, documents...: the kind only
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [text_part(content)]
+    return [_block_part(b) for b in content or ()]
+
+
+def output_messages(stop_reason: str | None, blocks: Any) -> list[Any]:
+    message: dict[str, Any] = {"role": "assistant", "parts": _parts(blocks)}
+    if stop_reason:
+        message["finish_reason"] = stop_reason
+    return [message]
 
 
 class StreamAccumulator:
     """Reads ``RawMessageStreamEvent``s: model and usage from ``message_start``, stop reason and
-    final usage from ``message_delta``, completion from ``message_stop``."""
+    final usage from ``message_delta``, completion from ``message_stop``; with ``capture``, the
+    content blocks too."""
 
-    __slots__ = ("complete", "_model", "_id", "_stop_reason", "_usage")
+    __slots__ = ("complete", "_model", "_id", "_stop_reason", "_usage", "_fallback", "_blocks")
 
-    def __init__(self) -> None:
+    def __init__(self, capture: bool = False) -> None:
         self.complete = False
         self._model: str | None = None
         self._id: str | None = None
         self._stop_reason: str | None = None
         self._usage: dict[str, int | None] = {}
+        self._fallback = False
+        self._blocks: dict[int, dict[str, Any]] | None = {} if capture else None
 
     def observe(self, event: Any) -> None:
         kind = getattr(event, "type", None)
         if kind == "message_start":
             message = event.message
-            self._model = getattr(message, "model", None) or None
-            self._id = getattr(message, "id", None)
+            self._model = _str(getattr(message, "model", None))
+            self._id = _str(getattr(message, "id", None))
             _usage_fields(getattr(message, "usage", None), self._usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            if getattr(block, "type", None) == "fallback":
+                self._fallback = True
+            if self._blocks is not None:
+                self._blocks[event.index] = block.to_dict() if hasattr(block, "to_dict") else {"type": block.type}
+        elif kind == "content_block_delta" and self._blocks is not None:
+            self._add_delta(self._blocks.setdefault(event.index, {"type": "text", "text": ""}), event.delta)
         elif kind == "message_delta":
-            self._stop_reason = getattr(event.delta, "stop_reason", None) or self._stop_reason
-            _usage_fields(getattr(event, "usage", None), self._usage)
+            self._stop_reason = _str(getattr(event.delta, "stop_reason", None)) or self._stop_reason
+            usage = getattr(event, "usage", None)
+            _usage_fields(usage, self._usage)
+            self._fallback = self._fallback or _is_fallback_usage(usage)
         elif kind == "message_stop":
             self.complete = True
 
+    @staticmethod
+    def _add_delta(block: dict[str, Any], delta: Any) -> None:
+        kind = getattr(delta, "type", None)
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta.text
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.thinking
+        elif kind == "input_json_delta":
+            block["input"] = (block.get("input") if isinstance(block.get("input"), str) else "") + delta.partial_json
+
     def response(self) -> Response:
-        reasons = (self._stop_reason,) if isinstance(self._stop_reason, str) else ()
-        model = self._model if isinstance(self._model, str) else None
-        response_id = self._id if isinstance(self._id, str) else None
-        return Response(model, response_id, reasons, to_usage(self._usage))
+        reasons = (self._stop_reason,) if self._stop_reason else ()
+        output = None
+        if self._blocks is not None:
+            output = output_messages(self._stop_reason, [self._blocks[i] for i in sorted(self._blocks)])
+        return Response(self._model, self._id, reasons, to_usage(self._usage), self._fallback, output)
 
 
 class _State(ProviderState):
     provider = PROVIDER
     max_tokens_keys = ("max_tokens",)
     accumulator = StreamAccumulator
+    accumulator_captures = True
     response_of = staticmethod(response_of)
     response_type = "types.Message"
+    extra_response_types = ("types.beta.BetaMessage",)
+
+    def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
+        """``request(cast_to, options, *, stream=False, stream_cls=None)``: a Messages call or None."""
+        options = args[1] if len(args) > 1 else kwargs.get("options")
+        if getattr(options, "span_name", None) != MESSAGES_SPAN_NAME:
+            return None
+        body = getattr(options, "json_data", None)
+        if not isinstance(body, Mapping):
+            body = {}
+        return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body)
+
+    def input_content(self, body: Any) -> Content:
+        system = body.get("system")
+        messages = body.get("messages")
+        return Content(
+            _parts(system) if system else None,
+            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in messages or () if isinstance(m, Mapping)],
+        )
+
+    def decode_raw(self, raw: Any) -> Response | None:
+        response = super().decode_raw(raw)
+        if response is not None and self.capture.enabled:
+            message = self._construct(type_=raw._cast_to, value=raw.http_response.json())
+            response = response._replace(output=output_messages(response.finish_reasons[0] if response.finish_reasons
+                                                                else None, message.content))
+        return response
+
+
+def _with_output():
+    """``response_of`` that also fills the output messages (content capture on)."""
+
+    def response_with_output(message: Any) -> Response:
+        response = response_of(message)
+        reason = response.finish_reasons[0] if response.finish_reasons else None
+        return response._replace(output=output_messages(reason, getattr(message, "content", None)))
+
+    return response_with_output
+
+
+def _state(instruments):
+    state = _State(instruments)
+    if state.capture.enabled:
+        state.response_of = _with_output()  # type: ignore[method-assign]
+    return state
 
 
 _TARGETS = (
-    Target("anthropic.resources.messages.messages", "Messages.create", create_wrapper),
-    Target("anthropic.resources.messages.messages", "AsyncMessages.create", async_create_wrapper),
+    Target("anthropic._base_client", "SyncAPIClient.request", create_wrapper),
+    Target("anthropic._base_client", "AsyncAPIClient.request", async_create_wrapper),
+    Target("anthropic._response", "BaseAPIResponse._parse", parse_wrapper),
 )
 
 
 class AnthropicInstrumentor(TargetTableInstrumentor):
-    """Instruments the anthropic SDK's ``messages.create`` (sync and async, plain and ``stream=True``).
+    """Instruments every anthropic Messages API call shape (see the module docstring).
 
-    ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
+    ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None)``; providers
+    default to the global ones (the logger provider carries the opt-in content events).
     """
 
     targets = _TARGETS
     dependencies = ("anthropic >= 2.14, < 3",)
-    state_class = _State
+    state_class = staticmethod(_state)

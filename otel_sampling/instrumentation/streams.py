@@ -3,10 +3,15 @@
 A proxy (``wrapt.ObjectProxy``, so every attribute and ``isinstance`` check passes through) feeds
 each event to a provider-specific accumulator and ends the call:
 
-* on exhaustion: success if the accumulator saw the terminal event, else ``incomplete_stream``;
-* on an error while reading: ERROR with the error's ``error.type``; the same exception propagates;
-* on ``close()`` / ``__exit__`` / ``__aexit__`` / garbage collection before the end:
-  the partial response seen so far, no error (the caller chose to stop).
+* on exhaustion: success if the accumulator saw the terminal event, else ``incomplete_stream``
+  (ending ``error``);
+* on an error while reading: ERROR with the error's ``error.type`` and ending; the same exception
+  object propagates;
+* on ``close()`` / ``aclose()`` / ``__exit__`` / ``__aexit__`` / garbage collection before the end:
+  the partial response seen so far, no error, ending ``cancelled`` (the caller chose to stop);
+  ``completed`` when the terminal event had already arrived.
+
+The first event fixes the call's time to first chunk.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any, Protocol
 import wrapt
 
 from otel_sampling import names
-from otel_sampling.provider_call import ProviderCall, Response
+from otel_sampling.provider_call import Failure, ProviderCall, Response, ending_of
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +39,17 @@ class Accumulator(Protocol):
 
 class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
-                 error_type: Callable[[BaseException], str]) -> None:
+                 failure: Callable[[BaseException], Failure | str]) -> None:
         super().__init__(stream)
         self._self_call: ProviderCall | None = call
         self._self_accumulator = accumulator
-        self._self_error_type = error_type
+        self._self_failure = failure
 
     def _self_observe(self, event: Any) -> None:
         try:
+            call = self._self_call
+            if call is not None:
+                call.first_chunk()
             self._self_accumulator.observe(event)
         except Exception:
             logger.debug("otel-sampling: could not read a stream event", exc_info=True)
@@ -52,13 +60,20 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
             return
         try:
             accumulator = self._self_accumulator
+            response = accumulator.response()
+            error_type: str | None = None
             if exc is not None:
-                error_type: str | None = self._self_error_type(exc)
-            elif exhausted and not accumulator.complete:
-                error_type = names.ERROR_TYPE_INCOMPLETE_STREAM
+                failure = self._self_failure(exc)
+                if isinstance(failure, str):  # a plain error.type callable
+                    failure = Failure(failure, names.ENDING_ERROR)
+                error_type, ending = failure
+            elif accumulator.complete:
+                ending = ending_of(response, None)
+            elif exhausted:
+                error_type, ending = names.ERROR_TYPE_INCOMPLETE_STREAM, names.ENDING_ERROR
             else:
-                error_type = None
-            call.end(accumulator.response(), error_type)
+                ending = names.ENDING_CANCELLED
+            call.end(response, error_type, ending)
         except Exception:
             logger.debug("otel-sampling: could not end a stream's span", exc_info=True)
 
@@ -136,5 +151,12 @@ class AsyncStreamProxy(_StreamProxyBase):
     async def close(self) -> Any:
         try:
             return await self.__wrapped__.close()
+        finally:
+            self._self_end(None, exhausted=False)
+
+    async def aclose(self) -> Any:
+        aclose = self.__wrapped__.aclose  # openai's AsyncStream has it; anthropic's raises AttributeError, as bare
+        try:
+            return await aclose()
         finally:
             self._self_end(None, exhausted=False)

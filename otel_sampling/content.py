@@ -1,0 +1,85 @@
+"""Opt-in capture of prompt and completion content on provider call spans and events.
+
+Off by default (GenAI semantic conventions: instrumentations "SHOULD NOT capture them by default").
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (the OpenTelemetry GenAI utilities' variable,
+read once at ``instrument()``) turns it on:
+
+* ``NO_CONTENT`` (default; also any unknown value, reported once at WARNING): nothing;
+* ``SPAN_ONLY``: ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
+  ``gen_ai.output.messages`` on the inference span;
+* ``EVENT_ONLY``: the same attributes on one ``gen_ai.client.inference.operation.details`` log
+  record (event) per call, emitted in the span's context;
+* ``SPAN_AND_EVENT``: both.
+
+Values are case-insensitive. Each value is a JSON string in the GenAI semconv message shape
+(``[{"role": ..., "parts": [{"type": "text", "content": ...}]}]``), cut to
+``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` characters (a cut value is no longer valid JSON: the
+limit wins over the shape). Nothing is converted or serialised unless capture is on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from otel_sampling import names
+
+logger = logging.getLogger(__name__)
+
+
+class CaptureMode(NamedTuple):
+    """Where content goes: ``span`` attributes, an ``event`` (log record), both or neither."""
+
+    span: bool = False
+    event: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.span or self.event
+
+
+NO_CAPTURE = CaptureMode()
+_MODES = {
+    names.CAPTURE_NO_CONTENT: NO_CAPTURE,
+    names.CAPTURE_SPAN_ONLY: CaptureMode(span=True),
+    names.CAPTURE_EVENT_ONLY: CaptureMode(event=True),
+    names.CAPTURE_SPAN_AND_EVENT: CaptureMode(span=True, event=True),
+}
+
+
+def capture_mode(environ: Mapping[str, str]) -> CaptureMode:
+    """The capture mode named by ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` in ``environ``."""
+    raw = environ.get(names.ENV_CAPTURE_MESSAGE_CONTENT, "").strip()
+    if not raw:
+        return NO_CAPTURE
+    mode = _MODES.get(raw.upper())
+    if mode is None:
+        logger.warning("%s=%r is not one of %s; content is not captured", names.ENV_CAPTURE_MESSAGE_CONTENT,
+                       raw, ", ".join(names.CAPTURE_MODES))
+        return NO_CAPTURE
+    return mode
+
+
+class Content(NamedTuple):
+    """Content of one call, already in the GenAI semconv message shape (plain JSON-able values)."""
+
+    system_instructions: list[Any] | None = None
+    input_messages: list[Any] | None = None
+    output_messages: list[Any] | None = None
+
+    def attributes(self, max_length: int) -> dict[str, str]:
+        """The semconv content attributes, each a JSON string of at most ``max_length`` characters."""
+        out = {}
+        for key, value in ((names.GEN_AI_SYSTEM_INSTRUCTIONS, self.system_instructions),
+                           (names.GEN_AI_INPUT_MESSAGES, self.input_messages),
+                           (names.GEN_AI_OUTPUT_MESSAGES, self.output_messages)):
+            if value:
+                out[key] = json.dumps(value, ensure_ascii=False, default=str)[:max_length]
+        return out
+
+
+def text_part(text: Any) -> dict[str, Any]:
+    """A semconv ``TextPart``."""
+    return {"type": "text", "content": text if isinstance(text, str) else str(text)}

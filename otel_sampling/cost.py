@@ -1,0 +1,80 @@
+"""What a provider call cost, from the policy file's price table. Pure functions plus one bounded set.
+
+Prices are USD per million tokens (``[prices."<model>"]``, :class:`otel_sampling.policy.Price`).
+The price of a served model is the entry of the same name, else an entry it is a snapshot of
+(``claude-haiku-5-5`` prices ``claude-haiku-5-5-20261001``, :func:`otel_sampling.substitution.same_model`).
+
+Cost = uncached input x input price + cache reads x cache-read price + cache writes x cache-write
+price + output x output price. Usage is in semantic-convention terms (``input_tokens`` includes
+cache reads and writes), so uncached input = input - cache reads - cache writes. A cache price the
+table leaves out is charged at the input price (the table is then read as "no discount").
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from otel_sampling.policy import Price
+from otel_sampling.substitution import same_model
+
+if TYPE_CHECKING:
+    from otel_sampling.provider_call import Usage
+
+logger = logging.getLogger(__name__)
+
+_MTOK = 1_000_000
+MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later ones are not logged
+
+
+def price_for(prices: Mapping[str, Price], model: str | None) -> Price | None:
+    """The price of ``model``: an exact entry, else the entry it is a dated snapshot of; None if unknown."""
+    if not model:
+        return None
+    price = prices.get(model)
+    if price is not None:
+        return price
+    for entry, candidate in prices.items():
+        if same_model(entry, model):
+            return candidate
+    return None
+
+
+def cost_usd(price: Price, usage: Usage) -> float | None:
+    """USD cost of ``usage`` at ``price``; None when the usage has no token counts at all."""
+    if usage.input_tokens is None and usage.output_tokens is None:
+        return None
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_creation = usage.cache_creation_input_tokens or 0
+    uncached = max((usage.input_tokens or 0) - cache_read - cache_creation, 0)
+    read_price = price.cache_read_usd_per_mtok
+    write_price = price.cache_creation_usd_per_mtok
+    total = (
+        uncached * price.input_usd_per_mtok
+        + cache_read * (price.input_usd_per_mtok if read_price is None else read_price)
+        + cache_creation * (price.input_usd_per_mtok if write_price is None else write_price)
+        + (usage.output_tokens or 0) * price.output_usd_per_mtok
+    )
+    return total / _MTOK
+
+
+class UnpricedModels:
+    """Reports each model without a price once, at DEBUG (a bounded set: a hostile provider
+    cannot grow it past ``MAX_REPORTED_UNPRICED``)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def report(self, model: str | None) -> None:
+        key = model or ""
+        if key in self._seen:
+            return
+        with self._lock:
+            if key in self._seen or len(self._seen) >= MAX_REPORTED_UNPRICED:
+                return
+            self._seen.add(key)
+        logger.debug("otel-sampling: no price for model %r in the policy's price table; its cost is not recorded",
+                     model)
