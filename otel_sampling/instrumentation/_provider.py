@@ -121,8 +121,9 @@ class ProviderState:
 
 def server_of(resource: Any) -> tuple[str, int | None] | None:
     """``(server.address, server.port)`` from the SDK client's ``base_url`` (a resource or the client)."""
-    client = getattr(resource, "_client", resource)
-    url = getattr(client, "base_url", None)
+    url = getattr(resource, "base_url", None)  # the client itself
+    if url is None:  # a resource: its client's
+        url = getattr(getattr(resource, "_client", None), "base_url", None)
     host = getattr(url, "host", None)
     if not host:
         return None
