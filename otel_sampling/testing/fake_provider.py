@@ -3,7 +3,8 @@
 It speaks enough of these APIs for the real SDKs (anthropic 2.x and openai 3.x, both on httpx2)
 to parse every answer, in JSON and in streamed (chunked ``text/event-stream``) form:
 
-* Anthropic Messages       ``POST /v1/messages`` (also ``?beta=true``), ``POST /v1/messages/count_tokens``
+* Anthropic Messages       ``POST /v1/messages`` (also ``?beta=true``), ``POST /v1/messages/count_tokens``;
+  on Vertex AI ``POST .../models/<model>:rawPredict`` and ``:streamRawPredict`` (``AnthropicVertex``)
 * OpenAI Chat Completions  ``POST /v1/chat/completions`` (``stream_options.include_usage`` honoured)
 * OpenAI Responses         ``POST /v1/responses``
 
@@ -253,6 +254,9 @@ class _Handler(BaseHTTPRequestHandler):
             if path.endswith("/messages/count_tokens"):
                 return self._send_json(200, {"input_tokens": 25}, {"request-id": _id("req_")})
             if path.endswith("/messages"):
+                return self._anthropic(body, sc, retry_count)
+            if path.endswith((":rawPredict", ":streamRawPredict")):  # anthropic on Vertex AI: model in the path
+                body.setdefault("model", path.rpartition("/models/")[2].partition(":")[0])
                 return self._anthropic(body, sc, retry_count)
             if path.endswith("/chat/completions"):
                 return self._openai_chat(body, sc, retry_count)
