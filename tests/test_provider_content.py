@@ -1,0 +1,126 @@
+"""Content capture: off by default, opt-in through OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT.
+
+Attribute and event names are the GenAI semantic conventions' (opentelemetry-semantic-conventions
+``gen_ai_attributes``: ``gen_ai.input.messages``, ``gen_ai.output.messages``,
+``gen_ai.system_instructions``; event ``gen_ai.client.inference.operation.details``); the message
+shape is the conventions' JSON schema (role, parts of type text / tool_call).
+"""
+
+from __future__ import annotations
+
+import json
+
+import anthropic
+import pytest
+from conftest import TRACER_PROVIDER
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
+
+from otel_sampling import names
+from otel_sampling.content import capture_mode
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.testing.fake_provider import DEFAULT_TEXT
+
+SENTINEL = "SENTINEL-7f3a"
+KW = {"model": "claude-req", "max_tokens": 64, "system": f"You are {SENTINEL}-system",
+      "messages": [{"role": "user", "content": f"Tell me about {SENTINEL}-user"}]}
+
+
+class Events(LogRecordProcessor):
+    def __init__(self) -> None:
+        self.records = []
+
+    def on_emit(self, log_record) -> None:
+        self.records.append(log_record.log_record)
+
+    def shutdown(self) -> None: ...
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+@pytest.fixture
+def capture(telemetry, monkeypatch):
+    """Instrument with a capture mode (and attribute limit) set in the environment first."""
+    events = Events()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(events)
+    instrumentors = []
+
+    def instrument(mode: str | None, max_length: int | None = None):
+        if mode is not None:
+            monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, mode)
+        if max_length is not None:
+            monkeypatch.setenv(names.ENV_ATTRIBUTE_MAX_LENGTH, str(max_length))
+        instrumentor = AnthropicInstrumentor()
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider,
+                                logger_provider=logger_provider)
+        instrumentors.append(instrumentor)
+        return telemetry, events.records
+
+    yield instrument
+    for instrumentor in instrumentors:
+        instrumentor.uninstrument()
+
+
+def client(fp) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0, open_telemetry=False)
+
+
+def everything_exported(telemetry, records) -> str:
+    spans = [(s.name, dict(s.attributes), [dict(e.attributes) for e in s.events]) for s in telemetry.spans()]
+    points = [dict(p.attributes) for m in (names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TOKEN_USAGE)
+              for p in telemetry.points(m)]
+    return repr((spans, points, [(r.body, dict(r.attributes or {})) for r in records]))
+
+
+@pytest.mark.parametrize("mode", [None, "NO_CONTENT", "bogus"])
+def test_content_is_off_by_default(capture, fake_provider, mode):
+    telemetry, records = capture(mode)
+    client(fake_provider).messages.create(**KW, metadata={"user_id": SENTINEL})
+    with pytest.raises(anthropic.RateLimitError):
+        client(fake_provider).messages.create(**KW, extra_headers={"x-fake-scenario": "status=429"})
+    assert len(telemetry.spans()) == 2
+    assert SENTINEL not in everything_exported(telemetry, records)
+    assert records == []
+
+
+def test_span_only(capture, fake_provider):
+    telemetry, records = capture("span_only")  # case-insensitive
+    client(fake_provider).messages.create(**KW)
+    (span,) = telemetry.spans()
+    a = span.attributes
+    assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [{"type": "text", "content": f"You are {SENTINEL}-system"}]
+    assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == [
+        {"role": "user", "parts": [{"type": "text", "content": f"Tell me about {SENTINEL}-user"}]}]
+    assert json.loads(a[names.GEN_AI_OUTPUT_MESSAGES]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": DEFAULT_TEXT}], "finish_reason": "end_turn"}]
+    assert records == []
+
+
+def test_event_only_with_a_stream_and_a_tool_call(capture, fake_provider):
+    telemetry, records = capture("EVENT_ONLY")
+    list(client(fake_provider).messages.create(**KW, stream=True, extra_headers={"x-fake-scenario": "tool"}))
+    (span,) = telemetry.spans()
+    assert names.GEN_AI_INPUT_MESSAGES not in span.attributes
+    (record,) = records
+    assert record.event_name == names.EVENT_INFERENCE_DETAILS
+    assert record.trace_id == span.context.trace_id and record.span_id == span.context.span_id
+    (output,) = json.loads(record.attributes[names.GEN_AI_OUTPUT_MESSAGES])
+    text, tool = output["parts"]
+    assert text == {"type": "text", "content": DEFAULT_TEXT}
+    assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == ("tool_call", "get_weather", {"city": "Paris"})
+    assert output["finish_reason"] == "tool_use"
+
+
+def test_content_is_cut_at_the_attribute_limit(capture, fake_provider):
+    telemetry, _ = capture("SPAN_AND_EVENT", max_length=40)
+    client(fake_provider).messages.create(**KW)
+    (span,) = telemetry.spans()
+    assert len(span.attributes[names.GEN_AI_INPUT_MESSAGES]) == 40
+
+
+def test_capture_mode_values():
+    assert not capture_mode({}).enabled
+    assert capture_mode({names.ENV_CAPTURE_MESSAGE_CONTENT: "SPAN_AND_EVENT"}) == (True, True)
+    assert capture_mode({names.ENV_CAPTURE_MESSAGE_CONTENT: "event_only"}) == (False, True)
+    assert not capture_mode({names.ENV_CAPTURE_MESSAGE_CONTENT: "true"}).enabled  # legacy value: not ours
