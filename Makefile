@@ -4,9 +4,25 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv test demo clean
+# A separate venv with the peer anthropic instrumentations installed beside ours (tests/test_peers.py).
+PEERS_VENV  := .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
+PEERS       := "opentelemetry-instrumentation-anthropic>=0.62,<0.63" "openinference-instrumentation-anthropic>=3.1,<4"
+
+.PHONY: venv venv-peers test test-peers demo clean
 
 venv: $(STAMP)
+
+venv-peers: $(PEERS_STAMP)
+
+$(PEERS_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install --quiet -e ".[anthropic]" $(PEERS)
+	touch $(PEERS_STAMP)
+
+test-peers: $(STAMP) $(PEERS_STAMP)
+	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest tests/test_peers.py
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,11 +30,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-test: $(STAMP)
-	$(PY) -m pytest
+test: $(STAMP) $(PEERS_STAMP)
+	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest
 
 demo: $(STAMP)
 	$(PY) examples/triage/demo.py
 
 clean:
-	rm -rf $(VENV) .demo .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) $(PEERS_VENV) .demo .pytest_cache build dist *.egg-info
