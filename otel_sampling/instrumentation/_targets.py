@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import wrapt
+from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from otel_sampling.instruments import Instruments
@@ -111,6 +112,12 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return self.dependencies
 
     def _instrument(self, **kwargs: Any) -> None:
+        # opentelemetry-instrument loads us with skip_dep_check=True (the dist declares no
+        # `instruments` extra: one package, three SDKs), so a missing SDK is skipped here, quietly.
+        conflict = get_dependency_conflicts(self.dependencies)
+        if conflict is not None:
+            logger.debug("otel-sampling: %s skipped: %s", type(self).__name__, conflict)
+            return
         try:
             state = self.state_class(
                 Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"),
