@@ -248,6 +248,26 @@ def test_vertex_beta_messages_copy_is_instrumented(anthropic_instrumented, fake_
     check_one_call(anthropic_instrumented, native=False, stream=False)
 
 
+def test_bedrock_beta_messages_copy_is_instrumented(anthropic_instrumented, fake_provider):
+    """anthropic.lib.bedrock's beta Messages copies ``create`` at import; it still reaches ``request``."""
+    bedrock = anthropic.AnthropicBedrock(api_key="k", aws_region="us-east-1", base_url=fake_provider.url,
+                                         max_retries=0, open_telemetry=False)
+    message = bedrock.beta.messages.create(**KW)
+    assert message.model == MODEL
+    assert fake_provider.requests[-1]["path"] == f"/model/{MODEL}/invoke"
+    check_one_call(anthropic_instrumented, native=False, stream=False)
+
+
+def test_stream_proxy_keeps_the_sdk_surface(anthropic_instrumented, fake_provider):
+    """What ``__enter__`` returns is still instrumented, ``isinstance`` holds, attributes pass through."""
+    with client(fake_provider, native=False).messages.create(**KW, stream=True) as stream:
+        assert isinstance(stream, anthropic.Stream)
+        assert stream.response.status_code == 200 and stream.response.headers["request-id"].startswith("req_")
+        events = [e.type for e in stream]
+    assert events[-1] == "message_stop"
+    check_one_call(anthropic_instrumented, native=False, stream=True)
+
+
 def test_count_tokens_and_other_endpoints_are_not_inference(anthropic_instrumented, fake_provider):
     assert client(fake_provider, native=False).messages.count_tokens(model=MODEL, messages=MESSAGES).input_tokens == 25
     assert anthropic_instrumented.spans() == []

@@ -4,7 +4,8 @@ It speaks enough of these APIs for the real SDKs (anthropic 2.x and openai 3.x, 
 to parse every answer, in JSON and in streamed (chunked ``text/event-stream``) form:
 
 * Anthropic Messages       ``POST /v1/messages`` (also ``?beta=true``), ``POST /v1/messages/count_tokens``;
-  on Vertex AI ``POST .../models/<model>:rawPredict`` and ``:streamRawPredict`` (``AnthropicVertex``)
+  on Vertex AI ``POST .../models/<model>:rawPredict`` and ``:streamRawPredict`` (``AnthropicVertex``);
+  on Bedrock ``POST /model/<model>/invoke`` (``AnthropicBedrock``, non-streamed: no AWS event stream)
 * OpenAI Chat Completions  ``POST /v1/chat/completions`` (``stream_options.include_usage`` honoured)
 * OpenAI Responses         ``POST /v1/responses``
 
@@ -257,6 +258,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._anthropic(body, sc, retry_count)
             if path.endswith((":rawPredict", ":streamRawPredict")):  # anthropic on Vertex AI: model in the path
                 body.setdefault("model", path.rpartition("/models/")[2].partition(":")[0])
+                return self._anthropic(body, sc, retry_count)
+            if path.startswith("/model/") and path.endswith("/invoke"):  # anthropic on Bedrock (JSON only)
+                body.setdefault("model", path[len("/model/"):-len("/invoke")])
                 return self._anthropic(body, sc, retry_count)
             if path.endswith("/chat/completions"):
                 return self._openai_chat(body, sc, retry_count)
