@@ -367,6 +367,13 @@ def failure_of(exc: BaseException, timeout_types: tuple[type, ...], connection_t
     return Failure(error_type, names.ENDING_ERROR)
 
 
+def fallback_failure(exc: BaseException) -> Failure:
+    """What a call ends with when classifying its error failed (our bug, not the host's)."""
+    if not isinstance(exc, Exception):
+        return Failure(names.ERROR_TYPE_CANCELLED, names.ENDING_CANCELLED)
+    return Failure(classify.qualified_name(type(exc)), names.ENDING_ERROR)
+
+
 def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
                   envelope_fields: tuple[str, ...] = ("type",)) -> str:
     """Low-cardinality ``error.type`` for a provider SDK exception.

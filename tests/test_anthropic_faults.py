@@ -290,3 +290,35 @@ def test_refusal(anthropic_instrumented, fake_provider):
     assert span.attributes[names.ENDING] == "refused"
     assert span.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("refusal",)
     assert span.status.status_code is StatusCode.UNSET
+
+
+# ---------------------------------------------------------------- our own failures stay ours
+@pytest.mark.parametrize("broken", ["response_of", "accumulator", "stream_response", "failure"])
+def test_an_internal_failure_changes_nothing_for_the_caller(fake_provider, telemetry, monkeypatch, broken):
+    from otel_sampling.instrumentation import anthropic as ours
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("extractor bug")
+
+    owner, name, value = {"response_of": (ours._State, "response_of", staticmethod(boom)),
+                          "accumulator": (ours.StreamAccumulator, "observe", boom),
+                          "stream_response": (ours.StreamAccumulator, "response", boom),
+                          "failure": (ours._State, "failure", boom)}[broken]
+    monkeypatch.setattr(owner, name, value)
+    instrumentor = ours.AnthropicInstrumentor()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    try:
+        c = client(fake_provider)
+        assert c.messages.create(**KW).model == MODEL
+        assert [e.type for e in c.messages.create(**KW, stream=True)][-1] == "message_stop"
+        with pytest.raises(anthropic.OverloadedError) as info:
+            c.messages.create(**KW, **scenario("status=529"))
+        assert info.value.status_code == 529
+        with pytest.raises(anthropic.APIStatusError) as info:
+            list(c.messages.create(**KW, stream=True, **scenario("midstream_error")))
+        assert info.value.type == "overloaded_error"
+    finally:
+        instrumentor.uninstrument()
+    spans = telemetry.spans()
+    assert len(spans) == 4  # every span still ended
+    assert [s.status.status_code for s in spans] == [StatusCode.UNSET] * 2 + [StatusCode.ERROR] * 2

@@ -25,7 +25,15 @@ from typing import Any, NamedTuple
 from otel_sampling.content import Content, capture_mode
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
-from otel_sampling.provider_call import Failure, FailoverTracker, ProviderCall, Response, error_type_of, failure_of
+from otel_sampling.provider_call import (
+    Failure,
+    FailoverTracker,
+    ProviderCall,
+    Response,
+    error_type_of,
+    failure_of,
+    fallback_failure,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +160,12 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
 def _fail(state: ProviderState, call: ProviderCall, exc: BaseException) -> None:
     try:
         call.deactivate()
-        call.end(None, *state.failure(exc))
+        failure = state.failure(exc)
+    except Exception:
+        logger.debug("otel-sampling: could not classify a %s error", state.provider, exc_info=True)
+        failure = fallback_failure(exc)
+    try:
+        call.end(None, *failure)
     except Exception:
         logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
 

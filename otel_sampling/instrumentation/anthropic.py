@@ -200,14 +200,6 @@ class _State(ProviderState):
             [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in messages or () if isinstance(m, Mapping)],
         )
 
-    def decode_raw(self, raw: Any) -> Response | None:
-        response = super().decode_raw(raw)
-        if response is not None and self.capture.enabled:
-            message = self._construct(type_=raw._cast_to, value=raw.http_response.json())
-            response = response._replace(output=output_messages(response.finish_reasons[0] if response.finish_reasons
-                                                                else None, message.content))
-        return response
-
 
 def _with_output():
     """``response_of`` that also fills the output messages (content capture on)."""

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import wrapt
 
 from otel_sampling import names
-from otel_sampling.provider_call import Failure, ProviderCall, Response, ending_of
+from otel_sampling.provider_call import Failure, ProviderCall, Response, ending_of, fallback_failure
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         self._self_call: ProviderCall | None = call
         self._self_accumulator = accumulator
         self._self_failure = failure
+        self._self_blind = False  # an event could not be read: "no terminal event" would be our guess
 
     def _self_observe(self, event: Any) -> None:
         try:
@@ -52,6 +53,7 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
                 call.first_chunk()
             self._self_accumulator.observe(event)
         except Exception:
+            self._self_blind = True
             logger.debug("otel-sampling: could not read a stream event", exc_info=True)
 
     def _self_end(self, exc: BaseException | None, exhausted: bool) -> None:
@@ -59,23 +61,33 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         if call is None:
             return
         try:
-            accumulator = self._self_accumulator
-            response = accumulator.response()
-            error_type: str | None = None
+            response, error_type, ending = self._self_outcome(exc, exhausted)
+        except Exception:
+            logger.debug("otel-sampling: could not read how a stream ended", exc_info=True)
+            response = None
             if exc is not None:
-                failure = self._self_failure(exc)
-                if isinstance(failure, str):  # a plain error.type callable
-                    failure = Failure(failure, names.ENDING_ERROR)
-                error_type, ending = failure
-            elif accumulator.complete:
-                ending = ending_of(response, None)
-            elif exhausted:
-                error_type, ending = names.ERROR_TYPE_INCOMPLETE_STREAM, names.ENDING_ERROR
-            else:
-                ending = names.ENDING_CANCELLED
+                error_type, ending = fallback_failure(exc)
+            else:  # the SDK raised nothing: no error of the host's to report
+                error_type, ending = None, names.ENDING_COMPLETED if exhausted else names.ENDING_CANCELLED
+        try:
             call.end(response, error_type, ending)
         except Exception:
             logger.debug("otel-sampling: could not end a stream's span", exc_info=True)
+
+    def _self_outcome(self, exc: BaseException | None, exhausted: bool) -> tuple[Response, str | None, str]:
+        """What was seen, ``error.type`` (None: no error) and the ending."""
+        accumulator = self._self_accumulator
+        response = accumulator.response()
+        if exc is not None:
+            failure = self._self_failure(exc)
+            if isinstance(failure, str):  # a plain error.type callable
+                failure = Failure(failure, names.ENDING_ERROR)
+            return response, failure.error_type, failure.ending
+        if accumulator.complete or (exhausted and self._self_blind):
+            return response, None, ending_of(response, None)
+        if exhausted:
+            return response, names.ERROR_TYPE_INCOMPLETE_STREAM, names.ENDING_ERROR
+        return response, None, names.ENDING_CANCELLED
 
     def __del__(self) -> None:
         self._self_end(None, exhausted=False)
