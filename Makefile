@@ -7,7 +7,6 @@ STAMP  := $(VENV)/.installed-stamp
 # A separate venv with the peer anthropic instrumentations installed beside ours (tests/test_peers.py).
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
-PEERS       := "opentelemetry-instrumentation-anthropic>=0.62,<0.63" "openinference-instrumentation-anthropic>=3.1,<4"
 
 .PHONY: venv venv-peers test test-peers demo clean
 
@@ -18,7 +17,7 @@ venv-peers: $(PEERS_STAMP)
 $(PEERS_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(PEERS_VENV)/bin/python -m pip install --quiet -e ".[anthropic]" $(PEERS)
+	$(PEERS_VENV)/bin/python -m pip install --quiet -e ".[anthropic,peers]"
 	touch $(PEERS_STAMP)
 
 test-peers: $(STAMP) $(PEERS_STAMP)
