@@ -246,6 +246,7 @@ def test_vertex_beta_messages_copy_is_instrumented(anthropic_instrumented, fake_
     assert message.model == MODEL
     assert fake_provider.requests[-1]["path"].endswith(f"/models/{MODEL}:rawPredict")
     check_one_call(anthropic_instrumented, native=False, stream=False)
+    assert anthropic_instrumented.spans()[0].attributes[names.GEN_AI_PROVIDER_NAME] == "gcp.vertex_ai"
 
 
 def test_bedrock_beta_messages_copy_is_instrumented(anthropic_instrumented, fake_provider):
@@ -256,6 +257,7 @@ def test_bedrock_beta_messages_copy_is_instrumented(anthropic_instrumented, fake
     assert message.model == MODEL
     assert fake_provider.requests[-1]["path"] == f"/model/{MODEL}/invoke"
     check_one_call(anthropic_instrumented, native=False, stream=False)
+    assert anthropic_instrumented.spans()[0].attributes[names.GEN_AI_PROVIDER_NAME] == "aws.bedrock"
 
 
 def test_stream_proxy_keeps_the_sdk_surface(anthropic_instrumented, fake_provider):

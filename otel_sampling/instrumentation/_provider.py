@@ -39,13 +39,15 @@ logger = logging.getLogger(__name__)
 
 
 class Request(NamedTuple):
-    """What a call asked for: model, token limit, whether streamed, and the request body
-    (the keyword arguments, or the JSON body) that content capture reads."""
+    """What a call asked for: model, token limit, whether streamed, the request body (the keyword
+    arguments, or the JSON body) that content capture reads, and the ``gen_ai.provider.name`` when
+    it is not the SDK's own (anthropic's SDK talking to Bedrock: ``aws.bedrock``)."""
 
     model: Any
     max_tokens: Any
     stream: bool
     body: Any
+    provider: str | None = None
 
 
 class ProviderState:
@@ -147,7 +149,7 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         if request is None:
             return None
         content = state.input_content(request.body) if state.capture.enabled else None
-        call = ProviderCall(state.instruments, state.provider, request.model, request.max_tokens,
+        call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
                             request.stream, state.server_of(instance), capture=state.capture,
                             input_content=content, failovers=state.failovers)
         call.activate()

@@ -21,7 +21,8 @@ Usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is anthrop
 overwritten field by field by the ``message_delta`` usage, never their sum. A server-side fallback
 (a ``fallback`` content block, or a ``fallback_message`` entry in beta ``usage.iterations``) makes
 the call ``degradation.mode=degraded`` with ``degradation.reason=provider_fallback``; the served
-model is the response's ``model``.
+model is the response's ``model``. ``gen_ai.provider.name`` is ``anthropic``, or ``aws.bedrock`` /
+``gcp.vertex_ai`` for the SDK's Bedrock and Vertex AI clients (GenAI semconv well-known values).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from otel_sampling.provider_call import Response, Usage
 
 PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_name of every Messages call
+# gen_ai.provider.name well-known values of the cloud platforms the SDK has clients for, by client module.
+_PLATFORMS = (("anthropic.lib.bedrock.", "aws.bedrock"), ("anthropic.lib.vertex.", "gcp.vertex_ai"))
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -190,7 +193,9 @@ class _State(ProviderState):
         body = getattr(options, "json_data", None)
         if not isinstance(body, Mapping):
             body = {}
-        return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body)
+        module = type(instance).__module__
+        provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
+        return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body, provider)
 
     def input_content(self, body: Any) -> Content:
         system = body.get("system")
