@@ -8,6 +8,8 @@ input tokens in semantic-convention terms (anthropic's input plus cache reads an
 from __future__ import annotations
 
 import asyncio
+import functools
+from types import SimpleNamespace
 
 import anthropic
 import httpx2
@@ -50,16 +52,9 @@ async def _ainvoke(messages, cassette):
 
 
 def _resource(client, cassette):
-    if cassette["sdk_call"].startswith("beta."):
+    if cassette["sdk_call"].startswith("beta."):  # the beta call with the recorded anthropic-beta header
         beta = cassette["request"]["headers"]["anthropic-beta"]
-        create = client.beta.messages.create
-
-        class Beta:  # the beta call with the recorded anthropic-beta header
-            @staticmethod
-            def create(**kwargs):
-                return create(betas=[beta], **kwargs)
-        Beta.create.__signature__ = __import__("inspect").signature(create)
-        return Beta
+        return SimpleNamespace(create=functools.partial(client.beta.messages.create, betas=[beta]))
     return client.messages
 
 
