@@ -66,7 +66,9 @@ class ProviderState:
         raw_response_type: dotted path of the SDK's raw response base class (``with_raw_response``).
 
     Overridable: :meth:`request_of` (what a wrapped call asked for; None: not a call we trace),
-    :meth:`input_content` (content capture of the request), :meth:`output_content`.
+    :meth:`input_content` (content capture of the request), :meth:`server_of`, :meth:`decode_raw`.
+    Set per ``instrument()``: ``capture`` (the content capture mode, from the environment),
+    ``failovers`` (the failover memory), ``pending`` (raw responses not parsed yet).
     """
 
     provider: str
