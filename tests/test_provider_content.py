@@ -124,3 +124,26 @@ def test_capture_mode_values():
     assert capture_mode({names.ENV_CAPTURE_MESSAGE_CONTENT: "SPAN_AND_EVENT"}) == (True, True)
     assert capture_mode({names.ENV_CAPTURE_MESSAGE_CONTENT: "event_only"}) == (False, True)
     assert not capture_mode({names.ENV_CAPTURE_MESSAGE_CONTENT: "true"}).enabled  # legacy value: not ours
+
+
+def _manager(c):
+    with c.messages.stream(**KW) as stream:
+        stream.get_final_message()
+
+
+def _raw(c):
+    c.messages.with_raw_response.create(**KW)
+
+
+def _streaming_response(c):
+    with c.messages.with_streaming_response.create(**KW) as response:
+        response.parse()
+
+
+@pytest.mark.parametrize("shape", [_manager, _raw, _streaming_response], ids=lambda f: f.__name__.strip("_"))
+def test_output_is_captured_on_every_call_shape(capture, fake_provider, shape):
+    telemetry, _ = capture("SPAN_ONLY")
+    shape(client(fake_provider))
+    (span,) = telemetry.spans()
+    (output,) = json.loads(span.attributes[names.GEN_AI_OUTPUT_MESSAGES])
+    assert output["parts"] == [{"type": "text", "content": DEFAULT_TEXT}]
