@@ -225,16 +225,24 @@ def test_raw_response_touched_before_instrument(telemetry, fake_provider):
     check_one_call(telemetry, native=False, stream=False)
 
 
+def test_unparsed_streaming_response_ends_when_closed(anthropic_instrumented, fake_provider):
+    with client(fake_provider, native=False).messages.with_streaming_response.create(**KW) as response:
+        assert b"message" in response.read()  # the caller reads the bytes itself, no parse
+        assert anthropic_instrumented.spans() == []  # still open: it may parse yet
+    (span,) = anthropic_instrumented.spans()
+    assert names.GEN_AI_RESPONSE_MODEL not in span.attributes  # nothing was read
+    assert span.status.status_code is StatusCode.UNSET
+
+
 def test_unparsed_streaming_response_ends_when_dropped(anthropic_instrumented, fake_provider):
     import gc
 
-    with client(fake_provider, native=False).messages.with_streaming_response.create(**KW) as response:
-        assert response.http_response.status_code == 200  # the caller reads nothing
-    assert anthropic_instrumented.spans() == []  # still waiting for a parse
+    response = client(fake_provider, native=False).messages.with_raw_response.create(**KW, stream=True)
+    assert response.http_response.status_code == 200  # neither parsed nor closed
+    assert anthropic_instrumented.spans() == []
     del response
     gc.collect()
     (span,) = anthropic_instrumented.spans()
-    assert names.GEN_AI_RESPONSE_MODEL not in span.attributes  # nothing was read
     assert span.status.status_code is StatusCode.UNSET
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import wrapt
 from anthropic._base_client import AsyncAPIClient, SyncAPIClient
-from anthropic._response import BaseAPIResponse
+from anthropic._response import APIResponse, AsyncAPIResponse, BaseAPIResponse
 from mcp.client.session import ClientSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from openai.resources.chat.completions.completions import AsyncCompletions, Completions
@@ -21,7 +21,8 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 WRAPPED = {
     MCPSamplingInstrumentor: [(ClientSession, "dispatch_input_request"), (JSONRPCDispatcher, "_dispatch_notification")],
     # Every anthropic Messages call shape goes through the client's request (see anthropic.py).
-    AnthropicInstrumentor: [(SyncAPIClient, "request"), (AsyncAPIClient, "request"), (BaseAPIResponse, "_parse")],
+    AnthropicInstrumentor: [(SyncAPIClient, "request"), (AsyncAPIClient, "request"), (BaseAPIResponse, "_parse"),
+                            (APIResponse, "close"), (AsyncAPIResponse, "close")],
     OpenAIInstrumentor: [(Completions, "create"), (AsyncCompletions, "create")],
 }
 

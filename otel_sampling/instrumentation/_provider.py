@@ -8,7 +8,8 @@ Raw responses (``with_raw_response`` / ``with_streaming_response``) reach the ca
 a body the SDK already read is decoded by us from its bytes (the caller's ``.parse()`` cache is
 not filled); a body not read yet (a streaming response, or SSE) is left alone and the call ends
 when the caller parses it (the SDK's ``_parse``, wrapped through :func:`parse_wrapper`: a parsed
-stream is proxied like any stream), or, if never parsed, when the response object is collected.
+stream is proxied like any stream), or, if never parsed, when the caller closes the response
+(:func:`close_wrapper`; leaving a ``with_streaming_response`` block does) or it is collected.
 """
 
 from __future__ import annotations
@@ -239,6 +240,37 @@ def async_create_wrapper(state: ProviderState):
             _fail(state, call, exc)
             raise
         return _succeed(state, call, result)
+
+    return wrapper
+
+
+def _end_unparsed(state: ProviderState, raw: Any) -> None:
+    call = state.pending.pop(raw, None) if state.pending else None
+    if call is not None:
+        call.end(None)  # closed without being parsed: whatever the caller read, we did not see it
+
+
+def close_wrapper(state: ProviderState):
+    """wrapt wrapper for a raw response's ``close`` (``with_streaming_response`` leaving its
+    ``with`` block): a call whose body was never parsed ends here, without response details."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            _end_unparsed(state, instance)
+
+    return wrapper
+
+
+def async_close_wrapper(state: ProviderState):
+    """:func:`close_wrapper` for an ``async def close``."""
+
+    async def wrapper(wrapped, instance, args, kwargs):
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            _end_unparsed(state, instance)
 
     return wrapper
 

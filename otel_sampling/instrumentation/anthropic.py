@@ -34,7 +34,9 @@ from otel_sampling.content import Content, text_part
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
+    async_close_wrapper,
     async_create_wrapper,
+    close_wrapper,
     create_wrapper,
     parse_wrapper,
 )
@@ -228,6 +230,8 @@ _TARGETS = (
     Target("anthropic._base_client", "SyncAPIClient.request", create_wrapper),
     Target("anthropic._base_client", "AsyncAPIClient.request", async_create_wrapper),
     Target("anthropic._response", "BaseAPIResponse._parse", parse_wrapper),
+    Target("anthropic._response", "APIResponse.close", close_wrapper),
+    Target("anthropic._response", "AsyncAPIResponse.close", async_close_wrapper),
 )
 
 
