@@ -15,7 +15,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import classify, names
+from otel_sampling import automatic, classify, names
 from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
 from otel_sampling.sampling_record import current_sampling
@@ -109,9 +109,11 @@ class ProviderCall:
         response_model = response.model if response else None
         usage = response.usage if response else Usage()
 
-        mode = names.MODE_PRIMARY
+        mode = automatic.call_mode()  # named degradations and canary blocks
         try:
             record = self._sampling
+            automatic.observe_call(record, self._provider, self._server_address, self._request_model,
+                                   response_model, error_type is not None)
             if record is not None:
                 record.observe_provider_call(self._request_model, response_model, usage.input_tokens,
                                              usage.output_tokens, failed=error_type is not None)
