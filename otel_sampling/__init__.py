@@ -12,9 +12,25 @@ through the ``opentelemetry_instrumentor`` entry points ``otel_sampling_mcp``,
     MCPSamplingInstrumentor().instrument()
     AnthropicInstrumentor().instrument()
 
+For what no wrapper can see, a small API (``docs/telemetry.md``, "Degraded mode, runs and the
+five numbers")::
+
+    import otel_sampling as osm
+    with osm.run("ticket-triage"):
+        with osm.degraded("search", reason="sources unavailable", owner="oncall-search",
+                          expires_at="2026-12-01T00:00:00Z"):
+            ...
+        osm.disclose("Running in reduced mode: sources unavailable", kind="inline")
+    osm.record_evaluation("triage-suite", 0.82)
+    meta = osm.provenance.stamp(); osm.provenance.lookup(hit=True, stamp=meta)
+
 Names of everything emitted: :mod:`otel_sampling.names` and ``docs/telemetry.md``.
 """
 
+from otel_sampling import provenance
+from otel_sampling.degradation import canary, degraded
+from otel_sampling.evaluation import record_evaluation
+from otel_sampling.runs import disclose, run
 from otel_sampling.version import __version__
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "canary", "degraded", "disclose", "provenance", "record_evaluation", "run"]
