@@ -27,10 +27,28 @@ five numbers")::
 Names of everything emitted: :mod:`otel_sampling.names` and ``docs/telemetry.md``.
 """
 
-from otel_sampling import provenance
-from otel_sampling.degradation import canary, degraded
-from otel_sampling.evaluation import record_evaluation
-from otel_sampling.runs import disclose, run
+import importlib
+from typing import Any
+
 from otel_sampling.version import __version__
 
-__all__ = ["__version__", "canary", "degraded", "disclose", "provenance", "record_evaluation", "run"]
+# The API is imported on first use (PEP 562): ``import otel_sampling`` stays light, and
+# ``python -m otel_sampling.policy`` does not find its module already imported by the package.
+_API = {
+    "canary": ("otel_sampling.degradation", "canary"),
+    "degraded": ("otel_sampling.degradation", "degraded"),
+    "disclose": ("otel_sampling.runs", "disclose"),
+    "provenance": ("otel_sampling.provenance", None),
+    "record_evaluation": ("otel_sampling.evaluation", "record_evaluation"),
+    "run": ("otel_sampling.runs", "run"),
+}
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'otel_sampling' has no attribute {name!r}")
+    module_name, attribute = _API[name]
+    module = importlib.import_module(module_name)
+    return module if attribute is None else getattr(module, attribute)

@@ -47,7 +47,6 @@ class ApiInstruments:
         self.outcome_label = BoundedLabel(limit)
         self.evaluation_name_label = BoundedLabel(limit)
         self.server_label = BoundedLabel(limit)
-        self._seen_degradations: set[tuple[str, str]] = set()
 
         meter.create_observable_gauge(
             names.METRIC_DEGRADATION_ACTIVE, callbacks=[self._observe_active], unit=names.UNIT_ONE,
@@ -100,12 +99,8 @@ class ApiInstruments:
         for (component, reason), count in counts.items():
             key = (self.component_label.value(component), self.reason_label.value(reason))
             labelled[key] = labelled.get(key, 0) + count
-        self._seen_degradations.update(labelled)
-        # A degradation that has exited reads 0 rather than vanishing: dashboards see the exit.
-        for component, reason in sorted(self._seen_degradations):
-            yield Observation(labelled.get((component, reason), 0), {
-                names.DEGRADATION_COMPONENT: component, names.DEGRADATION_REASON: reason,
-            })
+        for (component, reason), count in sorted(labelled.items()):
+            yield Observation(count, {names.DEGRADATION_COMPONENT: component, names.DEGRADATION_REASON: reason})
 
     def _observe_active(self, options: CallbackOptions) -> Iterable[Observation]:
         return list(self._observe(expired=False))

@@ -42,6 +42,10 @@ _lock = threading.Lock()
 _active: tuple[Degradation, ...] = ()  # replaced whole under the lock: readers need no lock
 _enter_listeners: list[Callable[[Degradation], None]] = []  # runs.py marks the runs open at entry
 _canary: ContextVar[bool] = ContextVar("otel_sampling_canary", default=False)
+# (component, reason) of every degradation entered so far: the gauges read 0 for those that have
+# exited, also when one entered and exited between two collections. Bounded like a label set.
+MAX_KNOWN = 1000
+_known: dict[tuple[str, str], None] = {}
 
 
 class Degradation:
@@ -84,6 +88,8 @@ class Degradation:
             if self in _active:
                 return self
             _active = (*_active, self)
+            if len(_known) < MAX_KNOWN:
+                _known.setdefault((self.component, self.reason), None)
         _count_transition(self, names.DIRECTION_ENTER)
         for listener in tuple(_enter_listeners):
             try:
@@ -169,10 +175,11 @@ def on_enter(listener: Callable[[Degradation], None]) -> None:
 
 
 def observe(now: dt.datetime | None = None) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
-    """Raw (component, reason) -> count of active and of expired degradations, for the gauges."""
+    """(component, reason) -> how many are active, and how many of those are expired, for the
+    gauges; every pair ever entered is present (0 once it has exited)."""
     now = now or _utcnow()
-    active: dict[tuple[str, str], int] = {}
-    expired: dict[tuple[str, str], int] = {}
+    active: dict[tuple[str, str], int] = dict.fromkeys(_known, 0)
+    expired: dict[tuple[str, str], int] = dict.fromkeys(_known, 0)
     for degradation in _active:
         key = (degradation.component, degradation.reason)
         active[key] = active.get(key, 0) + 1

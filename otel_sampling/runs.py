@@ -3,7 +3,8 @@
 A run is explicit (``with otel_sampling.run("ticket-triage"):``, sync or ``async with``; a
 :class:`contextvars.ContextVar` carries it into tasks) or, by default, the local root span: the
 span processor the instrumentors install treats every span started with no local parent, outside
-an explicit run, as the root of a run that ends when that span ends. Spans belong to the run
+an explicit run, as the root of a run that ends when that span ends (except CLIENT and PRODUCER
+spans: an outgoing call with nothing around it, such as a connection handshake, is not a task). Spans belong to the run
 current when they start, or else to the run that owns their trace (so a sampling span whose
 parent came from the server through ``params._meta`` still lands in the host's run).
 
@@ -38,6 +39,9 @@ logger = logging.getLogger(__name__)
 MAX_OPEN_RUNS = 4096  # runs tracked at once (a root span that never ends must not grow memory)
 MAX_REASONS = 16  # distinct degradation reasons remembered per run
 _TRUE = ("1", "true", "yes", "on")
+# An outgoing call with nothing around it (a connection handshake, a notification, a bare
+# provider call) is not a task: only INTERNAL, SERVER and CONSUMER local roots start runs.
+_NOT_A_TASK = (SpanKind.CLIENT, SpanKind.PRODUCER)
 
 _current: ContextVar[Run | None] = ContextVar("otel_sampling_current_run", default=None)
 _lock = threading.Lock()
@@ -290,6 +294,8 @@ def span_started(span: Any, parent_context: otel_context.Context | None) -> None
     parent = trace.get_current_span(parent_context).get_span_context()
     if parent.is_valid and not parent.is_remote:
         return  # a local child of a span that belongs to no run (started before instrumentation)
+    if getattr(span, "kind", None) in _NOT_A_TASK:
+        return
     implicit = Run(getattr(span, "name", "") or names.UNKNOWN_LABEL, root_span_id=span_context.span_id)
     active = degradation.active_reasons()
     if active:
