@@ -61,9 +61,21 @@ def note_canary() -> None:
         _calls_of(record).canary = True
 
 
-def call_mode() -> str:
-    """Mode of a provider call from the state around it (named degradations, a canary block)."""
-    return names.MODE_DEGRADED if degradation.active_reasons() else names.MODE_PRIMARY
+def call_mode(span: Any = None) -> str:
+    """Mode of a provider call from the state around it as it ends (named degradations, a canary
+    block), or ``degraded`` when the span processor stamped its ``span`` so as it started."""
+    if degradation.active_reasons() or _stamped_reasons(span):
+        return names.MODE_DEGRADED
+    return names.MODE_PRIMARY
+
+
+def _stamped_reasons(span: Any) -> tuple[str, ...]:
+    """The reasons the span processor put on ``span`` when it started (an SDK span), else ()."""
+    attributes = getattr(span, "attributes", None) or {}
+    if attributes.get(names.DEGRADATION_MODE) != names.MODE_DEGRADED:
+        return ()
+    reasons = attributes.get(names.DEGRADATION_REASON) or ()
+    return (reasons,) if isinstance(reasons, str) else tuple(reasons)
 
 
 def observe_call(record: Any, provider: str, address: str | None, requested: str | None,
@@ -108,7 +120,10 @@ def resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[st
             reasons.append(names.REASON_PROVIDER_FALLBACK)
         else:
             reasons.append(names.REASON_FALLBACK)
-    reasons.extend(r for r in degradation.active_reasons() if r not in reasons)
+    # named degradations active now, or when the request started (stamped on its span)
+    for reason in (*degradation.active_reasons(), *_stamped_reasons(getattr(record, "_span", None))):
+        if reason not in reasons:
+            reasons.append(reason)
     try:
         policy = record._instruments.settings.policy
         server_policy = policy.server(record._server_name) if record._server_name else None

@@ -140,7 +140,10 @@ def active_degradations() -> tuple[Degradation, ...]:
 def active_reasons() -> tuple[str, ...]:
     """``degradation.reason`` values of the current state: every active degradation's reason,
     plus ``canary`` inside :func:`canary`; empty when nothing is degraded."""
-    reasons = tuple(dict.fromkeys(d.reason for d in _active))
+    active = _active
+    if not active:  # the common case, on every span start and log record
+        return (names.REASON_CANARY,) if _canary.get() else ()
+    reasons = tuple(dict.fromkeys(d.reason for d in active))
     return (*reasons, names.REASON_CANARY) if _canary.get() else reasons
 
 

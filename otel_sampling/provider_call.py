@@ -109,7 +109,7 @@ class ProviderCall:
         response_model = response.model if response else None
         usage = response.usage if response else Usage()
 
-        mode = automatic.call_mode()  # named degradations and canary blocks
+        mode = automatic.call_mode(self._span)  # named degradations and canary blocks
         try:
             record = self._sampling
             automatic.observe_call(record, self._provider, self._server_address, self._request_model,

@@ -172,3 +172,20 @@ def test_a_host_run_around_call_tool_owns_the_sampling_request(with_policy, inst
     # (the in-process test server's own "notifications/initialized" SERVER span is a run of its own)
     assert {k: v for k, v in runs.items() if k[0] == "triage"} == {("triage", "degraded", "true" if disclose else "false"): 1}
     assert t.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == ({} if disclose else {("triage",): 1})
+
+
+def test_a_request_that_started_during_a_degradation_stays_degraded(with_policy, instrumented, fake_provider):
+    outage = osm.degraded("search", reason="sources unavailable", owner="oncall", expires_at="2099-01-01T00:00:00Z")
+    answer = callback(fake_provider, ("claude-sonnet-5-5", ""))
+
+    async def host(ctx, params):
+        outage.exit()  # recovery while the request is being answered
+        return await answer(ctx, params)
+
+    outage.enter()
+    anyio.run(call, "auto", host)
+    a = _sampling(instrumented)
+    assert (a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == ("degraded", ("sources unavailable",))
+    assert _requests(instrumented) == {("degraded", "sources unavailable"): 1}
+    (chat,) = instrumented.spans("chat claude-sonnet-5-5")  # started after the exit
+    assert chat.attributes[names.DEGRADATION_MODE] == "primary"
