@@ -52,12 +52,13 @@ _open: OrderedDict[int, Run] = OrderedDict()  # id(run) -> run, oldest first
 class Run:
     """State of one run. Hosts get it from ``with otel_sampling.run(...) as run`` to set the outcome."""
 
-    __slots__ = ("name", "_lock", "_reasons", "_outside_policy", "_disclosed", "_cost", "_outcome", "_ended",
+    __slots__ = ("name", "_lock", "_degraded", "_reasons", "_outside_policy", "_disclosed", "_cost", "_outcome", "_ended",
                  "_trace_ids", "_root_span_id", "last_served", "__weakref__")
 
     def __init__(self, name: str, root_span_id: int | None = None) -> None:
         self.name = name
         self._lock = threading.Lock()
+        self._degraded = False
         self._reasons: dict[str, None] = {}
         self._outside_policy = False
         self._disclosed = False
@@ -71,12 +72,13 @@ class Run:
 
     @property
     def degraded(self) -> bool:
-        return bool(self._reasons)
+        return self._degraded
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        """``degradation.reason`` values seen inside the run so far, first seen first."""
-        return tuple(self._reasons)
+        """``degradation.reason`` values seen inside the run so far, first seen first (``_unknown``
+        when only spans that gave no reason were degraded)."""
+        return tuple(self._reasons) or ((names.UNKNOWN_LABEL,) if self._degraded else ())
 
     @property
     def disclosed(self) -> bool:
@@ -103,7 +105,8 @@ class Run:
 
     def mark_degraded(self, reasons: tuple[str, ...] | list[str]) -> None:
         with self._lock:
-            for reason in reasons or (names.UNKNOWN_LABEL,):
+            self._degraded = True
+            for reason in reasons:
                 if len(self._reasons) < MAX_REASONS:
                     self._reasons.setdefault(str(reason), None)
 

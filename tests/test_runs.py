@@ -210,3 +210,16 @@ def test_bad_arguments_are_clear_errors(call, error):
 def test_cost_outside_any_run_is_dropped(mcp_instrumented):
     runs.add_cost(1.0)  # no run, no span: nothing to add to, and no error
     assert mcp_instrumented.points(names.METRIC_AGENT_RUN_COST) == []
+
+
+def test_a_degraded_span_without_a_reason_adds_unknown_only_when_nothing_explains_it(mcp_instrumented):
+    unexplained = {names.DEGRADATION_MODE: "degraded"}
+    with osm.run("unexplained") as alone:
+        with OTHER.start_as_current_span("x", attributes=unexplained):
+            pass
+    with osm.run("explained") as explained:
+        with OTHER.start_as_current_span("x", attributes=unexplained):
+            pass
+        with OTHER.start_as_current_span("y", attributes={**unexplained, names.DEGRADATION_REASON: ["failover"]}):
+            pass
+    assert (alone.reasons, explained.reasons) == (("_unknown",), ("failover",))
