@@ -63,9 +63,12 @@ def note_canary() -> None:
 
 def call_mode(span: Any = None) -> str:
     """Mode of a provider call from the state around it as it ends (named degradations, a canary
-    block), or ``degraded`` when the span processor stamped its ``span`` so as it started."""
-    if degradation.active_reasons() or _stamped_reasons(span):
-        return names.MODE_DEGRADED
+    block), or ``degraded`` when the span processor stamped its ``span`` so as it started. Never raises."""
+    try:
+        if degradation.active_reasons() or _stamped_reasons(span):
+            return names.MODE_DEGRADED
+    except Exception:
+        logger.debug("otel-sampling: could not read the call's mode", exc_info=True)
     return names.MODE_PRIMARY
 
 
@@ -80,7 +83,15 @@ def _stamped_reasons(span: Any) -> tuple[str, ...]:
 
 def observe_call(record: Any, provider: str, address: str | None, requested: str | None,
                  served: str | None, failed: bool) -> None:
-    """A provider call ended: remember who served it (for the request and for the current run)."""
+    """A provider call ended: remember who served it (for the request and for the current run). Never raises."""
+    try:
+        _observe_call(record, provider, address, requested, served, failed)
+    except Exception:
+        logger.debug("otel-sampling: could not note the provider call", exc_info=True)
+
+
+def _observe_call(record: Any, provider: str, address: str | None, requested: str | None,
+                  served: str | None, failed: bool) -> None:
     if failed:
         return
     current = runs.current_run()
@@ -105,7 +116,17 @@ def resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[st
         mode: the mode the record computed (non-primary model, or failover: degraded).
         served: the model the result names, or None.
         judged: the substitution judgement.
+
+    Never raises: on our own failure the record's mode stands, without a reason.
     """
+    try:
+        return _resolve(record, mode, served, judged)
+    except Exception:
+        logger.debug("otel-sampling: could not resolve the degradation reason", exc_info=True)
+        return mode, ()
+
+
+def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[str, tuple[str, ...]]:
     with _lock:
         calls = _seen.pop(id(record), None) or _Calls()
     reasons: list[str] = []
