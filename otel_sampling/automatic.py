@@ -157,7 +157,11 @@ def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[s
 
 def reason_label(reasons: tuple[str, ...]) -> str:
     """The one ``degradation.reason`` metric label of a request: the most specific reason."""
-    return api_instruments.current().reason_label.value(reasons[0]) if reasons else names.UNKNOWN_LABEL
+    try:
+        return api_instruments.current().reason_label.value(reasons[0]) if reasons else names.UNKNOWN_LABEL
+    except Exception:
+        logger.debug("otel-sampling: could not label the degradation reason", exc_info=True)
+        return names.UNKNOWN_LABEL
 
 
 def _crossed_boundary(policy: Any, server_policy: Any, served: list[tuple[str, str | None]]) -> bool:

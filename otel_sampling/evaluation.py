@@ -7,9 +7,12 @@ harness) reports each score; the mode comes from the state the score was produce
 
 from __future__ import annotations
 
+import logging
 import math
 
 from otel_sampling import api_instruments, names, runs
+
+logger = logging.getLogger(__name__)
 
 
 def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> None:
@@ -39,8 +42,11 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
         mode = names.MODE_DEGRADED if run.degraded else names.MODE_PRIMARY
     else:
         mode = runs.current_mode()
-    telemetry = api_instruments.current()
-    telemetry.evaluation_score.record(float(score), {
-        names.GEN_AI_EVALUATION_NAME: telemetry.evaluation_name_label.value(name),
-        names.DEGRADATION_MODE: mode,
-    })
+    try:
+        telemetry = api_instruments.current()
+        telemetry.evaluation_score.record(float(score), {
+            names.GEN_AI_EVALUATION_NAME: telemetry.evaluation_name_label.value(name),
+            names.DEGRADATION_MODE: mode,
+        })
+    except Exception:  # our failure is not the host's
+        logger.debug("otel-sampling: could not record an evaluation", exc_info=True)

@@ -223,3 +223,22 @@ def test_a_degraded_span_without_a_reason_adds_unknown_only_when_nothing_explain
         with OTHER.start_as_current_span("y", attributes={**unexplained, names.DEGRADATION_REASON: ["failover"]}):
             pass
     assert (alone.reasons, explained.reasons) == (("_unknown",), ("failover",))
+
+
+def test_our_own_failures_never_reach_the_host(mcp_instrumented, monkeypatch):
+    from otel_sampling import api_instruments
+
+    def broken():
+        raise RuntimeError("our telemetry is broken")
+
+    monkeypatch.setattr(api_instruments, "current", broken)
+    with osm.run("r") as run:  # every API call still works for the host
+        with _outage():
+            with OTHER.start_as_current_span("their work"):
+                pass
+        osm.disclose("reduced mode")
+        osm.record_evaluation("suite", 0.5)
+        stamp = osm.provenance.stamp()
+        assert osm.provenance.lookup(hit=True, stamp=stamp) == "match"
+        runs.add_cost(0.1)
+    assert run.degraded and run.disclosed and stamp["config_id"] is None
