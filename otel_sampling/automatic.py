@@ -98,7 +98,7 @@ def _observe_call(record: Any, provider: str, address: str | None, requested: st
     if current is not None:
         current.last_served = (served or requested, provider,
                                _region(api_instruments.current().settings.policy, address))
-    if record is None:
+    if record is None or getattr(record, "_ended", False):  # a stream that outlived its request
         return
     calls = _calls_of(record)
     if degradation.in_canary():

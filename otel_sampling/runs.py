@@ -47,16 +47,19 @@ _current: ContextVar[Run | None] = ContextVar("otel_sampling_current_run", defau
 _lock = threading.Lock()
 _by_trace: OrderedDict[int, Run] = OrderedDict()  # trace id -> run owning it, oldest first
 _open: OrderedDict[int, Run] = OrderedDict()  # id(run) -> run, oldest first
+# span id -> run, for spans of an explicit run whose trace another run owns (a run nested in a run)
+_by_span: OrderedDict[int, Run] = OrderedDict()
 
 
 class Run:
     """State of one run. Hosts get it from ``with otel_sampling.run(...) as run`` to set the outcome."""
 
     __slots__ = ("name", "_lock", "_degraded", "_reasons", "_outside_policy", "_disclosed", "_cost", "_outcome", "_ended",
-                 "_trace_ids", "_root_span_id", "last_served", "__weakref__")
+                 "_trace_ids", "_root_span_id", "last_served", "_parent", "__weakref__")
 
-    def __init__(self, name: str, root_span_id: int | None = None) -> None:
+    def __init__(self, name: str, root_span_id: int | None = None, parent: Run | None = None) -> None:
         self.name = name
+        self._parent = parent  # the run this one is nested in: what happens inside counts there too
         self._lock = threading.Lock()
         self._degraded = False
         self._reasons: dict[str, None] = {}
@@ -109,14 +112,20 @@ class Run:
             for reason in reasons:
                 if len(self._reasons) < MAX_REASONS:
                     self._reasons.setdefault(str(reason), None)
+        if self._parent is not None:
+            self._parent.mark_degraded(reasons)
 
     def _note_outside_policy(self) -> None:
         self._outside_policy = True
+        if self._parent is not None:
+            self._parent._note_outside_policy()
 
     def _note_disclosure(self) -> None:
         self._disclosed = True
+        if self._parent is not None:
+            self._parent._note_disclosure()
 
-    def _add_cost(self, usd: float) -> None:
+    def _add_cost(self, usd: float) -> None:  # counted once, in the innermost run
         with self._lock:
             self._cost += usd
 
@@ -134,7 +143,7 @@ class RunScope:
             raise TypeError(f"run name must be a string, got {type(name).__name__}")
         if not name.strip():
             raise ValueError("run name must not be empty")
-        self._run = Run(name)
+        self._run = Run(name, parent=_current.get())
         self._span: trace.Span | None = None
         self._start = 0.0
         self._tokens: tuple[Token[Run | None], object] | None = None
@@ -291,6 +300,11 @@ def span_started(span: Any, parent_context: otel_context.Context | None) -> None
     explicit = _current.get()
     if explicit is not None:
         _own_trace(explicit, span_context)
+        if _by_trace.get(trace_id) is not explicit:
+            with _lock:
+                _by_span[span_context.span_id] = explicit
+                while len(_by_span) > MAX_OPEN_RUNS:
+                    _by_span.popitem(last=False)
         return
     if trace_id in _by_trace:
         return
@@ -310,7 +324,8 @@ def span_started(span: Any, parent_context: otel_context.Context | None) -> None
 def span_ended(span: Any) -> None:
     """Fold an ended span into its run; the end of an implicit run's root ends the run."""
     span_context = span.get_span_context() if hasattr(span, "get_span_context") else span.context
-    owner = _by_trace.get(span_context.trace_id)
+    owner = _by_span.pop(span_context.span_id, None) if _by_span else None
+    owner = owner or _by_trace.get(span_context.trace_id)
     if owner is None or owner._ended:
         return
     attributes = span.attributes or {}

@@ -242,3 +242,17 @@ def test_our_own_failures_never_reach_the_host(mcp_instrumented, monkeypatch):
         assert osm.provenance.lookup(hit=True, stamp=stamp) == "match"
         runs.add_cost(0.1)
     assert run.degraded and run.disclosed and stamp["config_id"] is None
+
+
+def test_a_run_nested_in_a_run_keeps_its_own_spans_and_counts_in_the_outer_one(mcp_instrumented):
+    with osm.run("outer"):
+        with osm.run("sibling"):
+            pass
+        with osm.run("inner"):
+            with OTHER.start_as_current_span("fallback", attributes={names.DEGRADATION_MODE: "degraded"}):
+                pass
+            osm.disclose("reduced mode")
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE,
+                                   names.AGENT_RUN_DISCLOSED) == {("inner", "degraded", "true"): 1,
+                                                                  ("outer", "degraded", "true"): 1,
+                                                                  ("sibling", "primary", "false"): 1}
