@@ -181,9 +181,11 @@ def observe(now: dt.datetime | None = None) -> tuple[dict[tuple[str, str], int],
     """(component, reason) -> how many are active, and how many of those are expired, for the
     gauges; every pair ever entered is present (0 once it has exited)."""
     now = now or _utcnow()
-    active: dict[tuple[str, str], int] = dict.fromkeys(_known, 0)
-    expired: dict[tuple[str, str], int] = dict.fromkeys(_known, 0)
-    for degradation in _active:
+    with _lock:  # enter() may add to _known from another thread
+        known, current = tuple(_known), _active
+    active: dict[tuple[str, str], int] = dict.fromkeys(known, 0)
+    expired: dict[tuple[str, str], int] = dict.fromkeys(known, 0)
+    for degradation in current:
         key = (degradation.component, degradation.reason)
         active[key] = active.get(key, 0) + 1
         if degradation.expired(now):
