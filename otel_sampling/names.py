@@ -241,6 +241,25 @@ UNIT_INCIDENT: Final = "{incident}"
 UNIT_LOOKUP: Final = "{lookup}"
 UNIT_TRANSITION: Final = "{transition}"
 
+# ---------------------------------------------------------------- runs, disclosure, evaluation, cache provenance
+# Names these features add beyond the contract above. ``invoke_agent`` is the GenAI semconv
+# operation for an agent invocation (span ``invoke_agent {name}``); the rest are ours.
+OPERATION_INVOKE_AGENT: Final = "invoke_agent"  # gen_ai.operation.name of an explicit run's span
+EVENT_DISCLOSURE: Final = "degradation.disclosure"  # span event: the person was told
+DISCLOSURE_MESSAGE_LENGTH: Final = "degradation.disclosure.message.length"  # characters; the text is not kept
+DISCLOSURE_MESSAGE: Final = "degradation.disclosure.message"  # only with content capture on
+EVENT_SILENT_INCIDENT: Final = "degradation.silent_incident"  # span event (and span, for an implicit run)
+SILENT_INCIDENT_CAUSE: Final = "degradation.silent_incident.cause"  # SILENT_INCIDENT_CAUSES
+SILENT_INCIDENT_CAUSES: Final = (MODE_DEGRADED, SUBSTITUTION_OUTSIDE_POLICY)
+CACHE_HIT: Final = "hit"
+CACHE_MISS: Final = "miss"
+CACHE_MATCH: Final = "match"
+CACHE_MISMATCH: Final = "mismatch"
+# agent.run.duration buckets, seconds: an agent task runs from a fraction of a second to an hour.
+RUN_DURATION_BUCKETS: Final = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+# gen_ai.evaluation.score buckets: scores in [0, 1], one bucket per tenth.
+EVALUATION_SCORE_BUCKETS: Final = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
 # ---------------------------------------------------------------- environment variables
 ENV_POLICY: Final = "OTEL_SAMPLING_POLICY"
 ENV_LABEL_VALUE_LIMIT: Final = "OTEL_SAMPLING_LABEL_VALUE_LIMIT"

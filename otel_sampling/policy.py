@@ -6,6 +6,11 @@ The file is named by ``OTEL_SAMPLING_POLICY`` and has two optional top-level tab
     primary_model = "claude-sonnet-5-5"
     permitted_models = ["claude-sonnet-5-5", "claude-haiku-5-5"]
     context_ceiling = "thisServer"       # "none" | "thisServer" | "allServers"
+    permitted_providers = ["anthropic"]  # gen_ai.provider.name values it may fail over to
+    permitted_regions = ["eu"]           # regions (from [endpoints]) it may be served from
+
+    [endpoints."api.eu.example.com"]     # a provider endpoint host (server.address)
+    region = "eu"
 
     [prices."claude-sonnet-5-5"]         # USD per million tokens
     input_usd_per_mtok = 3.0
@@ -19,12 +24,13 @@ the dotted key and its line, so that a typo fails at start-up instead of silentl
 rule. ``docs/configuration.md`` documents every key.
 
 Keys in error messages are written ``servers."<server name>".<key>`` and
-``prices."<model>".<key>``: names chosen by the operator are always double-quoted, schema keys
+``prices."<model>".<key>`` (and ``endpoints."<host>".<key>``): names chosen by the operator are always double-quoted, schema keys
 never are; array items add ``[index]``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import difflib
 import json
@@ -48,6 +54,7 @@ __all__ = [
     "EMPTY_POLICY",
     "Policy",
     "PolicyError",
+    "Endpoint",
     "Price",
     "ServerPolicy",
     "load_policy",
@@ -56,7 +63,8 @@ __all__ = [
 #: The MCP ``includeContext`` values, narrowest first; a ``context_ceiling`` must be one of them.
 ALLOWED_CONTEXT_CEILINGS: Final = INCLUDE_CONTEXT_VALUES
 
-_SERVER_KEYS: Final = ("primary_model", "permitted_models", "context_ceiling")
+_SERVER_KEYS: Final = ("primary_model", "permitted_models", "context_ceiling", "permitted_providers", "permitted_regions")
+_ENDPOINT_KEYS: Final = ("region",)
 _PRICE_KEYS: Final = (
     "input_usd_per_mtok",
     "output_usd_per_mtok",
@@ -64,7 +72,7 @@ _PRICE_KEYS: Final = (
     "cache_creation_usd_per_mtok",
     "as_of",
 )
-_TOP_LEVEL_KEYS: Final = ("servers", "prices")
+_TOP_LEVEL_KEYS: Final = ("servers", "prices", "endpoints")
 _REPR_LIMIT: Final = 60
 
 KeyPath = tuple[Any, ...]  # str parts, plus int parts for array indexes
@@ -122,11 +130,29 @@ class ServerPolicy:
             (the default) permits any model, an empty tuple permits none.
         context_ceiling: the widest ``includeContext`` honoured for this server, one of
             :data:`ALLOWED_CONTEXT_CEILINGS`; ``None`` (the default) sets no ceiling.
+        permitted_providers: the compliance boundary by vendor: ``gen_ai.provider.name`` values
+            (``anthropic``, ``openai``) that may serve this server's requests, failovers
+            included; ``None`` (the default) sets no boundary.
+        permitted_regions: the boundary by region: regions (named in ``[endpoints]``) whose
+            endpoints may serve them; an endpoint with no region is outside. ``None``: no boundary.
     """
 
     primary_model: str | None = None
     permitted_models: tuple[str, ...] | None = None
     context_ceiling: str | None = None
+    permitted_providers: tuple[str, ...] | None = None
+    permitted_regions: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A provider endpoint, from ``[endpoints."<host>"]`` (the ``server.address`` calls go to).
+
+    Attributes:
+        region: the region the endpoint serves from (the operator's own names: ``"eu"``).
+    """
+
+    region: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +183,7 @@ class Policy:
     Attributes:
         servers: read-only mapping of server name (``serverInfo.name``) to :class:`ServerPolicy`.
         prices: read-only mapping of model name to :class:`Price`.
+        endpoints: read-only mapping of endpoint host to :class:`Endpoint` (default: none).
         source: the file the policy was loaded from; ``None`` for :data:`EMPTY_POLICY` or a policy
             built in code.
 
@@ -166,10 +193,12 @@ class Policy:
     servers: Mapping[str, ServerPolicy]
     prices: Mapping[str, Price]
     source: str | None = None
+    endpoints: Mapping[str, Endpoint] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "servers", types.MappingProxyType(dict(self.servers)))
         object.__setattr__(self, "prices", types.MappingProxyType(dict(self.prices)))
+        object.__setattr__(self, "endpoints", types.MappingProxyType(dict(self.endpoints)))
 
     def server(self, name: str) -> ServerPolicy | None:
         """The policy for the server whose ``serverInfo.name`` is *name*, or ``None``."""
@@ -192,8 +221,9 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
             or price table, has a value of the wrong type (a boolean is not a number; an integer
             is accepted where a float is expected), a negative or non-finite price, a missing
             required price, an empty model or server name, a ``context_ceiling`` outside
-            :data:`ALLOWED_CONTEXT_CEILINGS`, an ``as_of`` that is not a date, or a
-            ``primary_model`` missing from that server's ``permitted_models``.
+            :data:`ALLOWED_CONTEXT_CEILINGS`, an ``as_of`` that is not a date, a
+            ``primary_model`` missing from that server's ``permitted_models``, an empty provider,
+            region or endpoint name, or a ``permitted_regions`` entry no ``[endpoints]`` table names.
     """
     source = os.fsdecode(path)
     text = _read_text(source)
@@ -263,13 +293,35 @@ def _parse_document(file: _File, document: dict[str, Any]) -> Policy:
     _check_keys(file, (), document, _TOP_LEVEL_KEYS)
     servers = _table(file, ("servers",), document.get("servers", {}))
     prices = _table(file, ("prices",), document.get("prices", {}))
-    return Policy(
+    endpoints = _table(file, ("endpoints",), document.get("endpoints", {}))
+    policy = Policy(
         servers={
             name: _parse_server(file, ("servers", name), raw) for name, raw in servers.items()
         },
         prices={model: _parse_price(file, ("prices", model), raw) for model, raw in prices.items()},
         source=file.path,
+        endpoints={host: _parse_endpoint(file, ("endpoints", host), raw) for host, raw in endpoints.items()},
     )
+    _check_regions(file, policy)
+    return policy
+
+
+def _parse_endpoint(file: _File, key: KeyPath, raw: Any) -> Endpoint:
+    _name(file, key, key[-1], what="endpoint host")
+    table = _table(file, key, raw)
+    _check_keys(file, key, table, _ENDPOINT_KEYS)
+    return Endpoint(region=_required(file, key, table, "region", _region_name))
+
+
+def _check_regions(file: _File, policy: Policy) -> None:
+    """A permitted region no endpoint is in is a typo: no call could ever be served from it."""
+    known = {endpoint.region for endpoint in policy.endpoints.values()}
+    for name, server in policy.servers.items():
+        for index, region in enumerate(server.permitted_regions or ()):
+            if region not in known:
+                raise file.error(("servers", name, "permitted_regions", index),
+                                 f"region {region!r} is not the region of any [endpoints] table"
+                                 f" (known: {', '.join(sorted(known)) or 'none'})")
 
 
 def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
@@ -279,12 +331,15 @@ def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
     primary = _optional(file, key, table, "primary_model", _model_name)
     permitted = _optional(file, key, table, "permitted_models", _model_list)
     ceiling = _optional(file, key, table, "context_ceiling", _context_ceiling)
+    providers = _optional(file, key, table, "permitted_providers", _provider_list)
+    regions = _optional(file, key, table, "permitted_regions", _region_list)
     if primary is not None and permitted is not None and primary not in permitted:
         raise file.error(
             key + ("primary_model",),
             f"{primary!r} is not in permitted_models {list(permitted)!r}",
         )
-    return ServerPolicy(primary_model=primary, permitted_models=permitted, context_ceiling=ceiling)
+    return ServerPolicy(primary_model=primary, permitted_models=permitted, context_ceiling=ceiling,
+                        permitted_providers=providers, permitted_regions=regions)
 
 
 def _parse_price(file: _File, key: KeyPath, raw: Any) -> Price:
@@ -357,6 +412,31 @@ def _model_list(file: _File, key: KeyPath, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise file.error(key, _wrong_type("an array of strings", value))
     return tuple(_model_name(file, key + (index,), item) for index, item in enumerate(value))
+
+
+def _provider_list(file: _File, key: KeyPath, value: Any) -> tuple[str, ...]:
+    return _string_list(file, key, value, "provider name")
+
+
+def _region_list(file: _File, key: KeyPath, value: Any) -> tuple[str, ...]:
+    return _string_list(file, key, value, "region")
+
+
+def _region_name(file: _File, key: KeyPath, value: Any) -> str:
+    if not isinstance(value, str):
+        raise file.error(key, _wrong_type("a string", value))
+    return _name(file, key, value, what="region")
+
+
+def _string_list(file: _File, key: KeyPath, value: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise file.error(key, _wrong_type("an array of strings", value))
+    items = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise file.error(key + (index,), _wrong_type("a string", item))
+        items.append(_name(file, key + (index,), item, what=what))
+    return tuple(items)
 
 
 def _context_ceiling(file: _File, key: KeyPath, value: Any) -> str:

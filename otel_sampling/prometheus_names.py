@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_:]")
-_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": "ratio"}
+# "1" adds nothing: opentelemetry-exporter-prometheus 0.66b2 maps it to "" (the specification's
+# "_ratio" is under discussion there, open-telemetry/opentelemetry-specification#4058).
+_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": ""}
 
 
 def label_name(attribute: str) -> str:

@@ -23,7 +23,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import classify, cost, names, substitution
+from otel_sampling import automatic, classify, cost, names, runs, substitution
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
@@ -201,19 +201,24 @@ class ProviderCall:
         failed = error_type is not None
         reason = None
         usd = None
+        named = automatic.call_mode(self._span)  # named degradations and canary blocks
         try:
             failed_over = self._failovers is not None and self._failovers.observe(
                 self._parent, self._request_model, failed)
             record = self._sampling
+            automatic.observe_call(record, self._provider, self._server_address, self._request_model,
+                                   response_model, failed)
             if record is not None:
                 record.observe_provider_call(self._request_model, response_model, usage.input_tokens,
                                              usage.output_tokens, failed=failed)
                 failed_over = failed_over or record.failed_over()
             reason = self._degradation_reason(response, failed, failed_over)
-            mode = names.MODE_DEGRADED if reason else names.MODE_PRIMARY
+            mode = names.MODE_DEGRADED if reason else named
             usd = self._cost(response_model, usage)
-            if record is not None and usd is not None:
-                record.add_cost(usd)
+            if usd is not None:
+                if record is not None:
+                    record.add_cost(usd)
+                runs.add_cost(usd, span=self._span)
             self._record_metrics(duration, response_model, usage, mode, error_type, ending, usd)
         finally:  # the span ends even when a metric call fails
             self._end_span(response, usage, reason, error_type, ending, usd)
@@ -251,12 +256,13 @@ class ProviderCall:
         try:
             if span.is_recording():
                 max_length = instruments.settings.attribute_max_length
-                attributes: dict[str, Any] = {
-                    names.DEGRADATION_MODE: names.MODE_DEGRADED if reason else names.MODE_PRIMARY,
-                    names.ENDING: ending,
-                }
+                attributes: dict[str, Any] = {names.ENDING: ending}
+                stamped = automatic.stamped_reasons(span)  # a named degradation, stamped at start
                 if reason:
-                    attributes[names.DEGRADATION_REASON] = reason
+                    attributes[names.DEGRADATION_MODE] = names.MODE_DEGRADED
+                    attributes[names.DEGRADATION_REASON] = [reason, *(r for r in stamped if r != reason)]
+                elif not stamped:
+                    attributes[names.DEGRADATION_MODE] = names.MODE_PRIMARY
                 if response is not None:
                     if response.model:
                         attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)

@@ -18,7 +18,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import classify, names, substitution
+from otel_sampling import automatic, classify, names, substitution
 from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
 
@@ -199,13 +199,15 @@ class SamplingRecord:
         else:  # nothing served: a result without a model is unjudged, a failure substituted nothing
             judged = names.SUBSTITUTION_UNJUDGED if ending.error_type is None else names.SUBSTITUTION_NONE
         mode = self._mode(served, policy.primary_model if policy is not None else None)
+        mode, degradation_reasons = automatic.resolve(self, mode, served, judged)  # never raises
 
         try:
-            self._record_metrics(ending.ending, judged, mode, served)
+            self._record_metrics(ending.ending, judged, mode, served, degradation_reasons)
         finally:  # the span ends even when a metric call fails
-            self._end_span(ending, judged, mode, served, stop_reason, cancel_reason)
+            self._end_span(ending, judged, mode, served, stop_reason, cancel_reason, degradation_reasons)
 
-    def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None) -> None:
+    def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None,
+                        degradation_reasons: tuple[str, ...] = ()) -> None:
         instruments = self._instruments
         instruments.sampling_in_flight.add(-1, self._server_attributes)
         instruments.sampling_duration.record(
@@ -220,10 +222,11 @@ class SamplingRecord:
             names.DEGRADATION_MODE: mode,
             names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
             names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
+            **({names.DEGRADATION_REASON: automatic.reason_label(degradation_reasons)} if degradation_reasons else {}),
         })
 
     def _end_span(self, ending: classify.Ending, judged: str, mode: str, served: str | None,
-                  stop_reason: Any, cancel_reason: str | None) -> None:
+                  stop_reason: Any, cancel_reason: str | None, degradation_reasons: tuple[str, ...] = ()) -> None:
         instruments = self._instruments
         span = self._span
         try:
@@ -234,6 +237,8 @@ class SamplingRecord:
                     names.SAMPLING_SUBSTITUTION: judged,
                     names.DEGRADATION_MODE: mode,
                 }
+                if degradation_reasons:
+                    attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in degradation_reasons]
                 if served:
                     attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
                 reasons = classify.finish_reasons(stop_reason)

@@ -252,7 +252,7 @@ def test_stream_time_to_first_chunk(anthropic_instrumented, fake_provider):
 
 # ---------------------------------------------------------------- served model, fallback, refusal
 @pytest.mark.parametrize(("served", "mode", "reason"), [
-    ("claude-other", "degraded", "substitution"),
+    ("claude-other", "degraded", ("substitution",)),
     (f"{MODEL}-20261001", "primary", None),  # a dated snapshot of the requested model is no substitution
 ])
 def test_served_model_change(anthropic_instrumented, fake_provider, served, mode, reason):
@@ -277,7 +277,7 @@ def test_server_side_fallback(anthropic_instrumented, fake_provider, stream):
     span = only_span(anthropic_instrumented)
     a = span.attributes
     assert (a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (MODEL, "claude-fb")
-    assert (a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == ("degraded", "provider_fallback")
+    assert (a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == ("degraded", ("provider_fallback",))
     tokens = anthropic_instrumented.counts(names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_RESPONSE_MODEL,
                                            names.DEGRADATION_MODE)
     assert tokens == {("claude-fb", "degraded"): 2}  # input and output, on the model that served

@@ -3,10 +3,13 @@
 1. Starts the fake provider (anthropic API on 127.0.0.1) and an OTLP/HTTP trace receiver.
 2. Runs `opentelemetry-instrument python host.py --hold` with the Prometheus metrics exporter on a
    free 127.0.0.1 port, spans exported over OTLP, and OTEL_SAMPLING_POLICY=policy.toml. The host
-   (which knows nothing of otel-sampling) drives its scripted scenario over a real stdio MCP server.
+   (which knows nothing of otel-sampling's wrappers; it uses only the small API for what no wrapper
+   can see: runs, declared degradations, disclosures, evaluations, cache provenance, canary traffic)
+   drives its scripted scenario over a real stdio MCP server.
 3. Scrapes /metrics while the host holds, lets it exit (spans flush), stops everything.
-4. Prints the report built from the scraped metrics and the received spans, writes them under
-   .demo/, and exits 1 when the telemetry does not show what the scenario drove.
+4. Prints the report built from the scraped metrics and the received spans (with the five numbers
+   of degraded mode, otel_sampling.five_numbers), writes them under .demo/, and exits 1 when the
+   telemetry does not show what the scenario drove.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from otel_sampling import names
+from otel_sampling import five_numbers, names
 from otel_sampling.prometheus_names import label_name, metric_name
 from otel_sampling.testing.fake_provider import FakeProvider
 from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
@@ -204,6 +207,51 @@ def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str) -
     return "\n".join(lines), problems
 
 
+def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
+    """The five numbers (from the scraped metrics) and checks against what the scenario's runs imply."""
+    sys.path.insert(0, str(HERE))
+    import scenario
+
+    steps = {step.name: step for step in scenario.STEPS}
+    ran = [steps[s["step"]] for s in done.get("steps", [])]
+    expected_degraded = sum(scenario.expected_run(step)[0] == names.MODE_DEGRADED for step in ran)
+    expected_incidents = sum(scenario.expected_run(step)[1] for step in ran)
+    numbers = five_numbers.from_scrape(metrics_text)
+    runs_series = metric_name(names.METRIC_AGENT_RUNS, names.UNIT_RUN, counter=True)
+    lookups_series = metric_name(names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, counter=True)
+    runs_by_mode, canary, stale_hits = Counter(), 0, 0
+    for family in text_string_to_metric_families(metrics_text):
+        for sample in family.samples:
+            labels = sample.labels
+            if sample.name == runs_series and labels.get(label_name(names.AGENT_RUN_NAME)) == scenario.RUN_NAME:
+                runs_by_mode[labels[MODE]] += int(sample.value)
+            elif sample.name == REQUESTS_SERIES and labels.get(label_name(names.DEGRADATION_REASON)) == names.REASON_CANARY:
+                canary += int(sample.value)
+            elif sample.name == lookups_series and labels.get(label_name(names.CACHE_PROVENANCE_MATCH)) == names.CACHE_MISMATCH:
+                stale_hits += int(sample.value)
+    lines = [
+        f"Runs ({scenario.RUN_NAME!r}, one per step): {sum(runs_by_mode.values())}, degraded "
+        f"{runs_by_mode[names.MODE_DEGRADED]}; canary requests {canary}; cache hits from another configuration "
+        f"{stale_hits}",
+        "Five numbers     " + numbers.summary().replace("\n", "\n                 "),
+    ]
+    problems = []
+    if sum(runs_by_mode.values()) != len(ran):
+        problems.append(f"{sum(runs_by_mode.values())} runs counted for {len(ran)} steps")
+    if runs_by_mode[names.MODE_DEGRADED] != expected_degraded:
+        problems.append(f"{runs_by_mode[names.MODE_DEGRADED]} degraded runs counted, the scenario drove {expected_degraded}")
+    if numbers.silent_incidents != expected_incidents:
+        problems.append(f"{numbers.silent_incidents:.0f} silent incidents counted, the scenario drove {expected_incidents}")
+    if not numbers.quality_delta():
+        problems.append("no evaluation scores in both modes")
+    expected_canary = sum(step.host.canary for step in ran)
+    if canary != expected_canary:
+        problems.append(f"{canary} canary requests counted, the scenario drove {expected_canary}")
+    if not stale_hits:
+        problems.append("no cache hit on an entry from another configuration was recorded")
+    return "\n".join(lines), problems
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     metrics_port = free_port()
@@ -217,6 +265,8 @@ def main() -> int:
         for span in spans:
             f.write(json.dumps(span) + "\n")
     text, problems = report(done, metrics_text, spans, metrics_url)
+    degradation_text, degradation_problems = degradation_report(done, metrics_text)
+    text, problems = f"{text}\n{degradation_text}", problems + degradation_problems
     print(text)
     print(f"Host log: {OUT.name}/host.log")
     if problems:

@@ -33,6 +33,7 @@ stderr: one line per step (session, step, what came back, elapsed ms). stdout: o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
 import datetime as dt
 import json
@@ -55,12 +56,17 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from scenario import (  # noqa: E402
     CONFIDENTIAL_MARKER,
+    EVALUATION_NAME,
     FALLBACK_MODEL,
     PRIMARY_MODEL,
+    QUALITY_BY_MODEL,
+    RUN_NAME,
     STEPS,
     STEPS_BY_TICKET,
     Step,
 )
+
+import otel_sampling as osm  # noqa: E402  # the small API for what no wrapper can see
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import BaseExceptionGroup
@@ -112,6 +118,9 @@ class StepRun:
     session: str
     step: Step
     notes: list[str] = field(default_factory=list)
+    fell_back: bool = False  # the primary failed and the fallback answered
+    got: str = ""  # what the step came back with, as logged
+    from_cache: bool = False  # the answer came from the host's answer cache
 
 
 CURRENT_STEP: contextvars.ContextVar[StepRun | None] = contextvars.ContextVar("triage_current_step", default=None)
@@ -141,6 +150,8 @@ class Host:
         self.in_flight = 0
         self.runs: dict[tuple[str, str], StepRun] = {}  # (session, ticket) -> run, for the fallback lookup
         self.session = ""
+        # answer cache: key -> (result, provenance stamp of the configuration that produced it)
+        self.cache: dict[str, tuple[types.CreateMessageResult, dict[str, Any]]] = {}
 
     # ------------------------------------------------------------------ which step is this?
     def _find_run(self, params: types.CreateMessageRequestParams) -> StepRun:
@@ -212,9 +223,22 @@ class Host:
         if not step.host.user_approves:
             return types.ErrorData(code=USER_REJECTED, message="User rejected sampling request")
 
+        # the host's answer cache: the entry's provenance says which configuration produced it
+        if step.host.cache_read:
+            entry = self.cache.get(step.host.cache_read)
+            match = osm.provenance.lookup(hit=entry is not None, stamp=entry[1] if entry else None)
+            if entry is not None:
+                run.from_cache = True
+                run.notes.append(f"answered from cache (provenance {entry[1]['mode']}, {match})")
+                return entry[0]
+
+        if step.host.canary and fallback is not None:  # canary traffic: the fallback on purpose
+            primary = fallback
+            run.notes.append("canary: answered on the fallback")
+
         # 4. the provider: primary, then the fallback once
         try:
-            response = await self._complete(primary, params, step.provider.primary)
+            response = await self._complete(primary, params, step.provider.primary, canary=step.host.canary)
         except RETRY_ON_FALLBACK as e:
             run.notes.append(f"{primary}: {type(e).__name__}")
             if fallback is None:
@@ -224,12 +248,16 @@ class Host:
             except RETRY_ON_FALLBACK as e2:
                 run.notes.append(f"{fallback}: {type(e2).__name__}")
                 return self._no_model()
+            run.fell_back = True
 
         self.spent_usd += _cost_usd(response.model, response.usage.input_tokens, response.usage.output_tokens)
         text = "".join(block.text for block in response.content if block.type == "text")
         stop_reason = STOP_REASONS.get(response.stop_reason or "", response.stop_reason)
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=text),
-                                         model=response.model, stop_reason=stop_reason)
+        result = types.CreateMessageResult(role="assistant", content=types.TextContent(text=text),
+                                           model=response.model, stop_reason=stop_reason)
+        if step.host.cache_store:
+            self.cache[step.host.cache_store] = (result, osm.provenance.stamp())
+        return result
 
     @staticmethod
     def _no_model() -> types.ErrorData:
@@ -237,7 +265,7 @@ class Host:
                                data={"reason": "model.unavailable"})
 
     async def _complete(
-        self, model: str, params: types.CreateMessageRequestParams, scenario: str | None
+        self, model: str, params: types.CreateMessageRequestParams, scenario: str | None, canary: bool = False
     ) -> anthropic.types.Message:
         kwargs: dict[str, Any] = {
             "model": model,
@@ -250,7 +278,8 @@ class Host:
             kwargs["stop_sequences"] = params.stop_sequences
         if scenario is not None:
             kwargs["extra_headers"] = {SCENARIO_HEADER: scenario}
-        return await self.llm.messages.create(**kwargs)
+        with osm.canary() if canary else contextlib.nullcontext():  # tells otel-sampling it is canary traffic
+            return await self.llm.messages.create(**kwargs)
 
     async def drain(self) -> bool:
         """Wait for callbacks still running (e.g. cancelled ones unwinding); False if they don't end."""
@@ -291,7 +320,41 @@ async def run_step(client: Client, host: Host, session: str, step: Step) -> None
     drained = await host.drain()
     if not drained:
         run.notes.append("callback still running after the step")
+    run.got = got
     log(f"{session:<6} {step.name:<22} {elapsed_ms:6.0f} ms  {got}  [{'; '.join(run.notes)}]")
+
+
+async def run_step_as_run(client: Client, host: Host, session: str, step: Step) -> None:
+    """One step as one run of the task (otel-sampling API): a declared outage is a named degradation
+    while it runs; the host tells the person when it knows the answer is degraded; the (simulated)
+    eval suite scores every usable answer."""
+    with osm.run(RUN_NAME) as agent_run:
+        outage = osm.degraded(step.host.degradation, reason="sources unavailable", owner="oncall-search",
+                              expires_at=_next_midnight_utc()) if step.host.degradation else None
+        try:
+            if outage is not None:
+                outage.enter()
+            await run_step(client, host, session, step)
+        finally:
+            if outage is not None:
+                outage.exit()
+        run = host.runs[(session, step.ticket)]
+        served = _summary_model(run.got)
+        if served is None:
+            agent_run.set_outcome("failed")  # no usable summary: the task did not complete
+        if step.host.disclose and (run.fell_back or run.from_cache or step.host.degradation or step.host.canary):
+            osm.disclose(f"Reduced mode: {f'summary by {served}' if served else 'no summary'}",
+                         kind="activity_log" if step.host.canary else "inline")
+    if served is not None:
+        osm.record_evaluation(EVALUATION_NAME, QUALITY_BY_MODEL.get(served, 0.5), run=agent_run)
+
+
+def _summary_model(got: str) -> str | None:
+    """The model of a usable summary in a step's outcome ("tool result: summary by <model> (stop: ...)")."""
+    prefix = "tool result: summary by "
+    if not got.startswith(prefix) or "(stop: refusal)" in got:
+        return None
+    return got[len(prefix):].split(" ", 1)[0]
 
 
 async def run_session(host: Host, session: str) -> list[dict[str, Any]]:
@@ -310,7 +373,7 @@ async def run_session(host: Host, session: str) -> list[dict[str, Any]]:
         for step in STEPS:
             if step.legacy_only and session != "legacy":
                 continue
-            await run_step(client, host, session, step)
+            await run_step_as_run(client, host, session, step)
             done.append({"session": session, "step": step.name, "expected_ending": step.expected_ending,
                          "expected_model": step.expected_model})
     return done

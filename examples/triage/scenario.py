@@ -53,6 +53,12 @@ class HostDecisions:
     budget_exhausted: bool = False  # True: today's sampling budget is already spent
     crash: bool = False  # True: the callback hits a host bug and raises
     give_up_after_s: float | None = None  # the host cancels call_tool after this many seconds
+    # degraded mode, told to otel-sampling through its small API (the host's own knowledge)
+    degradation: str | None = None  # a named degradation (component) is active while the step runs
+    disclose: bool = True  # the host tells the person when it knows the answer is degraded
+    canary: bool = False  # deliberate canary traffic: the host answers on the fallback model
+    cache_store: str | None = None  # the host stores the answer in its answer cache under this key
+    cache_read: str | None = None  # the host answers from its answer cache (no provider call)
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,50 @@ STEPS: Final[tuple[Step, ...]] = (
     _ticket("host-bug", "TCK-116: webhook retries flood the queue.",
             host=HostDecisions(crash=True),
             expected_ending="error"),
+    # --- degraded mode as a named state: the search backend is down during these steps
+    _ticket("search-outage-disclosed", "TCK-117: knowledge-base search returns nothing.",
+            host=HostDecisions(degradation="search"),
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    _ticket("search-outage-silent", "TCK-118: knowledge-base links 404 after the migration.",
+            host=HostDecisions(degradation="search", disclose=False),
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    # --- an outage answer goes into the host's answer cache, and is served again after recovery
+    _ticket("outage-answer-cached", "TCK-119: the status page is stuck on 'degraded'.",
+            provider=ProviderScenario(primary="status=529"), host=HostDecisions(cache_store="status-page"),
+            expected_ending="completed", expected_model=FALLBACK_MODEL),
+    _ticket("cached-answer-after-recovery", "TCK-120: status page still says 'degraded' (customer follow-up).",
+            host=HostDecisions(cache_read="status-page", disclose=False),
+            expected_ending="completed", expected_model=FALLBACK_MODEL),
+    # --- the fallback's refusal profile differs: degraded, and the task does not complete
+    _ticket("fallback-refuses", "TCK-122: how do I read another user's mailbox as admin?",
+            provider=ProviderScenario(primary="status=529", fallback="refusal"),
+            expected_ending="refused", expected_model=FALLBACK_MODEL),
+    # --- canary: a small share of real traffic goes through the fallback on purpose
+    _ticket("canary-on-fallback", "TCK-121: CSV import rejects UTF-16 files.",
+            host=HostDecisions(canary=True),
+            expected_ending="completed", expected_model=FALLBACK_MODEL),
 )
+
+RUN_NAME: Final = "ticket-triage"  # every step is one run of this task
+# The host's (simulated) eval suite: the score an answer gets, by the model that wrote it.
+EVALUATION_NAME: Final = "triage-summary-quality"
+QUALITY_BY_MODEL: Final = {PRIMARY_MODEL: 0.875, FALLBACK_MODEL: 0.625, "claude-opus-5-5": 0.75}
+
+
+def host_notices_degradation(step: Step) -> bool:
+    """The host knows this step's answer is degraded: it fell back, declared it, chose it or cached it."""
+    fell_back = step.provider.primary is not None and step.expected_model == FALLBACK_MODEL
+    return fell_back or bool(step.host.degradation or step.host.canary or step.host.cache_read)
+
+
+def expected_run(step: Step) -> tuple[str, bool]:
+    """(mode, silent incident) the step's run should end with: degraded when the answer came from
+    another model than the primary or a named degradation was active; an incident when degraded and
+    the host did not tell the person (it did not notice, or chose not to)."""
+    served_elsewhere = step.expected_model not in (None, PRIMARY_MODEL)
+    degraded = served_elsewhere or bool(step.host.degradation or step.host.canary)
+    disclosed = host_notices_degradation(step) and step.host.disclose
+    return ("degraded" if degraded else "primary"), degraded and not disclosed
 
 STEPS_BY_TICKET: Final = {step.ticket: step for step in STEPS}
 if len(STEPS_BY_TICKET) != len(STEPS) or len({s.name for s in STEPS}) != len(STEPS):

@@ -15,9 +15,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import wrapt
+from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
+from otel_sampling import api_instruments, span_processor
 from otel_sampling.instruments import Instruments
 from otel_sampling.settings import settings_for_instrument
 
@@ -118,16 +120,30 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         if conflict is not None:
             logger.debug("otel-sampling: %s skipped: %s", type(self).__name__, conflict)
             return
+        tracer_provider, meter_provider = kwargs.get("tracer_provider"), kwargs.get("meter_provider")
         try:
-            state = self.state_class(
-                Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"),
-                            kwargs.get("logger_provider"))
-            )
+            settings = settings_for_instrument()
+            state = self.state_class(Instruments(settings, tracer_provider, meter_provider,
+                                                 kwargs.get("logger_provider")))
         except Exception:
             logger.warning("otel-sampling: %s could not set up its telemetry; nothing is instrumented",
                            type(self).__name__, exc_info=True)
             return
         wrap_targets(self.targets, state)
+        _install_degradation_state(self, settings, tracer_provider, meter_provider)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         unwrap_targets(self.targets)
+        if vars(self).pop("_otel_sampling_processor", False):
+            span_processor.uninstall()
+
+
+def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider: Any, meter_provider: Any) -> None:
+    """Every instrumentor binds the public API's telemetry and installs the degradation span
+    processor (once per tracer provider): whichever of them a host loads, degraded mode is stamped."""
+    try:
+        api_instruments.bind(settings, tracer_provider, meter_provider)
+        span_processor.install(tracer_provider if tracer_provider is not None else trace.get_tracer_provider())
+        instrumentor._otel_sampling_processor = True
+    except Exception:
+        logger.warning("otel-sampling: could not install the degradation span processor", exc_info=True)

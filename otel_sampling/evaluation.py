@@ -1,0 +1,52 @@
+"""Evaluation scores by mode: the quality delta between primary and degraded is one PromQL expression.
+
+Seed essay "Graceful Degradation & Fallback": the quality delta, primary versus degraded, on the
+same eval suite, is the number that turns degradation into a decision. The host (or its eval
+harness) reports each score; the mode comes from the state the score was produced in.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from otel_sampling import api_instruments, names, runs
+
+logger = logging.getLogger(__name__)
+
+
+def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> None:
+    """Record one evaluation score in ``gen_ai.evaluation.score`` (histogram, unit ``1``).
+
+    Args:
+        name: the evaluation (suite) name, ``gen_ai.evaluation.name`` (GenAI semantic
+            conventions); a non-empty string, capped like every host-named label.
+        score: the score, a finite number; the buckets assume scores in [0, 1].
+        run: the run whose output was scored, when the score arrives after the run has ended;
+            its mode is used. Default: the current state (degraded inside a degraded run, a named
+            degradation or a canary block, else primary).
+
+    Raises:
+        TypeError: ``name`` is not a string or ``score`` is not a number (a bool is not one).
+        ValueError: ``name`` is empty or ``score`` is not finite.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"evaluation name must be a string, got {type(name).__name__}")
+    if not name.strip():
+        raise ValueError("evaluation name must not be empty")
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise TypeError(f"evaluation score must be a number, got {type(score).__name__}")
+    if not math.isfinite(score):
+        raise ValueError(f"evaluation score must be finite, got {score!r}")
+    if run is not None:
+        mode = names.MODE_DEGRADED if run.degraded else names.MODE_PRIMARY
+    else:
+        mode = runs.current_mode()
+    try:
+        telemetry = api_instruments.current()
+        telemetry.evaluation_score.record(float(score), {
+            names.GEN_AI_EVALUATION_NAME: telemetry.evaluation_name_label.value(name),
+            names.DEGRADATION_MODE: mode,
+        })
+    except Exception:  # our failure is not the host's
+        logger.debug("otel-sampling: could not record an evaluation", exc_info=True)

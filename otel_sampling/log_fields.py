@@ -1,0 +1,53 @@
+"""Degraded mode on log records: ``degradation.mode`` and ``degradation.reason`` while degraded.
+
+Seed essay: ``mode=degraded`` on the run, on every span and on every log line. A log record
+factory (:func:`logging.setLogRecordFactory`) wraps the current one, so every record from every
+logger gets the fields, whatever handler formats or exports it: the OpenTelemetry
+``LoggingHandler`` turns them into log record attributes, and a formatter can print
+``%(degradation.mode)s``. The fields are the span processor's: set while a named degradation is
+active or inside ``otel_sampling.canary()`` (reasons comma-separated); otherwise nothing is added.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from otel_sampling import degradation, names
+
+_previous: Any = None
+_factory: Any = None
+_enabled = False
+
+
+def install() -> None:
+    """Wrap the current log record factory (once) and turn the fields on."""
+    global _previous, _factory, _enabled
+    _enabled = True
+    if _factory is not None:
+        return
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if _enabled:
+            try:
+                reasons = degradation.active_reasons()
+                if reasons:
+                    record.__dict__[names.DEGRADATION_MODE] = names.MODE_DEGRADED
+                    record.__dict__[names.DEGRADATION_REASON] = ",".join(reasons)
+            except Exception:  # never lose a log record to our own failure
+                pass
+        return record
+
+    _previous, _factory = previous, factory
+    logging.setLogRecordFactory(factory)
+
+
+def uninstall() -> None:
+    """Turn the fields off; put the previous factory back unless someone wrapped ours since."""
+    global _previous, _factory, _enabled
+    _enabled = False
+    if _factory is not None and logging.getLogRecordFactory() is _factory:
+        logging.setLogRecordFactory(_previous)
+        _previous, _factory = None, None

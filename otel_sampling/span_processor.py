@@ -1,0 +1,82 @@
+"""The span processor that puts degraded mode on every span, and feeds runs.
+
+Installed by every otel-sampling instrumentor's ``instrument()`` on the SDK ``TracerProvider`` it
+uses (one with ``add_span_processor``), once per provider however many instrumentors ask; the last
+``uninstrument()`` turns it off (the SDK has no way to remove a processor, so it stays registered
+and does nothing). It sees spans from every instrumentation on that provider, not only ours.
+
+* ``on_start``: while a named degradation is active (or inside ``otel_sampling.canary()``), the
+  span gets ``degradation.mode=degraded`` and ``degradation.reason`` (every active reason). With
+  nothing active it adds nothing and removes nothing.
+* Runs: ``on_start`` attributes the span to a run (a local root outside any run starts one),
+  ``on_end`` folds its mode and substitution into the run and ends an implicit run with its root.
+
+The same install also adds the degradation fields to log records (:mod:`otel_sampling.log_fields`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_sampling import degradation, log_fields, names, runs
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_installed: weakref.WeakKeyDictionary[Any, DegradationSpanProcessor] = weakref.WeakKeyDictionary()
+_users = 0  # instrumentors currently instrumented: the processors and log fields run while > 0
+
+
+class DegradationSpanProcessor(SpanProcessor):  # type: ignore[misc]
+    """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.runs` about every span."""
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        if not _users:
+            return
+        try:
+            reasons = degradation.active_reasons()
+            if reasons:
+                span.set_attributes({names.DEGRADATION_MODE: names.MODE_DEGRADED,
+                                     names.DEGRADATION_REASON: list(reasons)})
+            runs.span_started(span, parent_context)
+        except Exception:
+            logger.debug("otel-sampling: span processor on_start failed", exc_info=True)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if not _users:
+            return
+        try:
+            runs.span_ended(span)
+        except Exception:
+            logger.debug("otel-sampling: span processor on_end failed", exc_info=True)
+
+
+def install(tracer_provider: Any) -> None:
+    """Called by ``instrument()``: add the processor to ``tracer_provider`` once, turn it on."""
+    global _users
+    with _lock:
+        _users += 1
+        if _users == 1:
+            log_fields.install()
+        add = getattr(tracer_provider, "add_span_processor", None)
+        if add is None or tracer_provider in _installed:
+            return  # a no-op or proxy provider: no SDK spans to stamp
+        processor = DegradationSpanProcessor()
+        add(processor)
+        _installed[tracer_provider] = processor
+
+
+def uninstall() -> None:
+    """Called by ``uninstrument()``: the last one turns the processors and log fields off."""
+    global _users
+    with _lock:
+        if _users == 0:
+            return
+        _users -= 1
+        if _users == 0:
+            log_fields.uninstall()

@@ -1,0 +1,191 @@
+"""Named degradations: spans from any instrumentation, log records, gauges, transitions, thread and task safety."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import threading
+
+import pytest
+from conftest import TRACER_PROVIDER
+from opentelemetry import trace
+
+import otel_sampling as osm
+from otel_sampling import degradation, names
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.span_processor import DegradationSpanProcessor
+
+LATER = "2099-01-01T00:00:00Z"
+EARLIER = "2001-01-01T00:00:00Z"
+OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
+
+
+@pytest.fixture(autouse=True)
+def no_degradation_left():
+    yield
+    for leftover in degradation.active_degradations():
+        leftover.exit()
+
+
+def _search_down(expires_at: str = LATER) -> degradation.Degradation:
+    return osm.degraded("search", reason="sources unavailable", owner="oncall-search", expires_at=expires_at)
+
+
+def test_foreign_span_inside_a_degradation_is_stamped(mcp_instrumented):
+    with _search_down():
+        with OTHER.start_as_current_span("their work") as span:
+            span.set_attribute("their.key", "kept")
+    (theirs,) = mcp_instrumented.spans("their work", scope=None)
+    assert theirs.instrumentation_scope.name == "someone-elses-instrumentation"
+    assert dict(theirs.attributes) == {
+        "their.key": "kept", names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: ("sources unavailable",),
+    }
+
+
+def test_nothing_added_or_removed_when_nothing_is_degraded(mcp_instrumented):
+    with OTHER.start_as_current_span("their work", attributes={"a": 1, names.DEGRADATION_MODE: "theirs"}):
+        pass
+    (theirs,) = mcp_instrumented.spans("their work", scope=None)
+    assert dict(theirs.attributes) == {"a": 1, names.DEGRADATION_MODE: "theirs"}
+
+
+def test_every_active_reason_is_on_the_span(mcp_instrumented):
+    with _search_down(), osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=LATER):
+        with OTHER.start_as_current_span("both"):
+            pass
+    (span,) = mcp_instrumented.spans("both", scope=None)
+    assert span.attributes[names.DEGRADATION_REASON] == ("sources unavailable", "verification pass off")
+
+
+def test_process_wide_state_entered_in_one_thread_is_seen_in_another(mcp_instrumented):
+    outage = _search_down()
+    entered, checked = threading.Event(), threading.Event()
+
+    def other_thread():
+        entered.wait(5)
+        with OTHER.start_as_current_span("in the other thread"):
+            pass
+        checked.set()
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    outage.enter()
+    entered.set()
+    checked.wait(5)
+    worker.join(5)
+    outage.exit()
+    with OTHER.start_as_current_span("after the exit"):
+        pass
+    (inside,) = mcp_instrumented.spans("in the other thread", scope=None)
+    (after,) = mcp_instrumented.spans("after the exit", scope=None)
+    assert inside.attributes[names.DEGRADATION_MODE] == "degraded"
+    assert names.DEGRADATION_MODE not in after.attributes
+
+
+def test_async_with_is_process_wide_across_tasks(mcp_instrumented):
+    async def main():
+        started = asyncio.Event()
+
+        async def other_task():
+            await started.wait()
+            with OTHER.start_as_current_span("other task"):
+                pass
+
+        task = asyncio.create_task(other_task())
+        async with _search_down():
+            started.set()
+            await task
+
+    asyncio.run(main())
+    (span,) = mcp_instrumented.spans("other task", scope=None)
+    assert span.attributes[names.DEGRADATION_MODE] == "degraded"
+
+
+def test_gauges_and_transitions(mcp_instrumented):
+    key = (names.DEGRADATION_COMPONENT, names.DEGRADATION_REASON)
+    mine = {("search", "sources unavailable"), ("verify", "verification pass off")}
+
+    class Gauges:  # only this test's degradations (earlier tests' exited ones read 0)
+        @staticmethod
+        def counts(metric, *keys):
+            return {k: v for k, v in mcp_instrumented.counts(metric, *keys).items() if k in mine}
+
+    t = Gauges
+    fresh = _search_down().enter()
+    stale = osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=EARLIER).enter()
+    fresh.enter()  # entering an active one again is not a transition
+    assert t.counts(names.METRIC_DEGRADATION_ACTIVE, *key) == {("search", "sources unavailable"): 1,
+                                                              ("verify", "verification pass off"): 1}
+    assert t.counts(names.METRIC_DEGRADATION_EXPIRED, *key) == {("search", "sources unavailable"): 0,
+                                                               ("verify", "verification pass off"): 1}
+    fresh.exit()
+    stale.exit()
+    stale.exit()
+    assert t.counts(names.METRIC_DEGRADATION_ACTIVE, *key) == {("search", "sources unavailable"): 0,
+                                                              ("verify", "verification pass off"): 0}
+    assert mcp_instrumented.counts(names.METRIC_DEGRADATION_TRANSITIONS, names.DEGRADATION_COMPONENT, names.DEGRADATION_DIRECTION) == {
+        ("search", "enter"): 1, ("search", "exit"): 1, ("verify", "enter"): 1, ("verify", "exit"): 1}
+
+
+def test_log_records_carry_the_mode_only_while_degraded(mcp_instrumented):
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("a.host.module")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        with _search_down():
+            log.info("inside")
+        log.info("outside")
+    finally:
+        log.removeHandler(handler)
+    inside, outside = records
+    assert logging.Formatter("%(degradation.mode)s %(degradation.reason)s %(message)s").format(inside) == \
+        "degraded sources unavailable inside"
+    assert names.DEGRADATION_MODE not in vars(outside)
+
+
+def test_one_processor_per_provider_and_off_after_the_last_uninstrument(telemetry):
+    instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor(), OpenAIInstrumentor()]
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    processors = [p for p in TRACER_PROVIDER._active_span_processor._span_processors
+                  if isinstance(p, DegradationSpanProcessor)]
+    assert len(processors) == 1
+    for instrumentor in instrumentors[:2]:
+        instrumentor.uninstrument()
+    with _search_down():
+        with OTHER.start_as_current_span("one instrumentor left"):
+            pass
+        instrumentors[2].uninstrument()
+        with OTHER.start_as_current_span("none left"):
+            pass
+    assert names.DEGRADATION_MODE in telemetry.spans("one instrumentor left", scope=None)[0].attributes
+    assert names.DEGRADATION_MODE not in telemetry.spans("none left", scope=None)[0].attributes
+
+
+@pytest.mark.parametrize(("kwargs", "error"), [
+    ({"component": ""}, ValueError),
+    ({"reason": "  "}, ValueError),
+    ({"owner": None}, TypeError),
+    ({"expires_at": "2026-12-01T00:00:00"}, ValueError),  # no offset: ambiguous
+    ({"expires_at": "next tuesday"}, ValueError),
+    ({"expires_at": dt.datetime(2026, 12, 1)}, ValueError),
+    ({"expires_at": 1764547200}, TypeError),
+])
+def test_bad_arguments_are_clear_errors(kwargs, error):
+    arguments = {"component": "search", "reason": "down", "owner": "me", "expires_at": LATER, **kwargs}
+    with pytest.raises(error):
+        osm.degraded(**arguments)
+
+
+def test_expiry_accepts_offsets_and_datetimes():
+    plus_two = osm.degraded("c", reason="r", owner="o", expires_at="2026-12-01T02:00:00+02:00")
+    aware = osm.degraded("c", reason="r", owner="o", expires_at=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    assert plus_two.expires_at == aware.expires_at
+    assert aware.expired(dt.datetime(2026, 12, 1, 0, 0, 1, tzinfo=dt.timezone.utc))
+    assert not aware.expired(dt.datetime(2026, 11, 30, 23, 59, 59, tzinfo=dt.timezone.utc))

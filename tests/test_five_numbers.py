@@ -1,0 +1,151 @@
+"""The five numbers from a real workload, scraped through the real Prometheus exporter.
+
+The workload (four runs of one task) fixes every number by construction:
+
+| run | mode | disclosed | outcome | cost USD | eval score |
+|---|---|---|---|---|---|
+| 1 | primary | - | completed | 0.25 | 1.0 |
+| 2 | primary | - | completed | 0.25 | 0.75 |
+| 3 | degraded (named degradation) | yes | completed | 0.5 | 0.5 |
+| 4 | degraded (a fallback span) | no | failed | 0.25 | 0.25 |
+
+so: degraded share 2/4; quality delta 0.875 - 0.375 = 0.5; completion 100% primary, 50% degraded;
+one silent incident (run 4); cost per completed task 0.5 / 2 = 0.25 primary, 0.75 / 1 degraded.
+(Scores and costs are binary fractions: the sums are exact.) The PromQL is then evaluated by
+``promtool test rules`` over series built from the scrape.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TRACER_PROVIDER
+from opentelemetry import trace
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+import otel_sampling as osm
+from otel_sampling import degradation, five_numbers, names, runs
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.prometheus_names import metric_name
+
+OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
+EVAL = "triage-suite"
+
+
+@pytest.fixture
+def scrape():
+    """Instrument with a real PrometheusMetricReader; return a function that scrapes it."""
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=provider)
+    yield lambda: generate_latest(registry).decode()
+    instrumentor.uninstrument()
+    for leftover in degradation.active_degradations():
+        leftover.exit()
+    provider.shutdown()
+
+
+def workload() -> float:
+    """The four runs of the table above; returns their wall time in seconds (an upper bound)."""
+    start = time.perf_counter()
+    for score in (1.0, 0.75):
+        with osm.run("triage"):
+            runs.add_cost(0.25)
+            osm.record_evaluation(EVAL, score)
+    with osm.run("triage"):
+        with osm.degraded("search", reason="sources unavailable", owner="oncall", expires_at="2099-01-01T00:00:00Z"):
+            runs.add_cost(0.5)
+        osm.disclose("Answered without sources", kind="inline")
+        osm.record_evaluation(EVAL, 0.5)
+    with pytest.raises(RuntimeError):
+        with osm.run("triage") as failed:
+            with OTHER.start_as_current_span("fallback call", attributes={
+                    names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}):
+                runs.add_cost(0.25)
+            raise RuntimeError("the fallback's answer did not parse")
+    osm.record_evaluation(EVAL, 0.25, run=failed)
+    return time.perf_counter() - start
+
+
+def test_series_names_match_the_real_exporter(scrape):
+    workload()
+    exported = {s.name for f in text_string_to_metric_families(scrape()) for s in f.samples}
+    expected = {
+        five_numbers.RUNS, five_numbers.RUN_COST, five_numbers.RUN_DURATION_SUM, five_numbers.SCORE_SUM,
+        five_numbers.SCORE_COUNT, five_numbers.INCIDENTS,
+        metric_name(names.METRIC_DEGRADATION_ACTIVE, names.UNIT_ONE),
+        metric_name(names.METRIC_DEGRADATION_TRANSITIONS, names.UNIT_TRANSITION, counter=True),
+    }
+    assert expected <= exported
+    assert expected == {"agent_runs_total", "agent_run_cost_usd_total", "agent_run_duration_seconds_sum",
+                        "gen_ai_evaluation_score_sum", "gen_ai_evaluation_score_count",
+                        "degradation_silent_incidents_total", "degradation_active", "degradation_transitions_total"}
+
+
+def test_the_five_numbers_from_the_scrape(scrape):
+    wall = workload()
+    numbers = five_numbers.from_scrape(scrape())
+    assert numbers.degraded_run_share == 0.5
+    assert numbers.quality_delta() == {EVAL: 0.5}
+    assert numbers.completion_rate("primary") == 1.0
+    assert numbers.completion_rate("degraded") == 0.5
+    assert numbers.silent_incidents == 1
+    assert numbers.cost_per_completed_task("primary") == 0.25
+    assert numbers.cost_per_completed_task("degraded") == 0.75
+    assert 0 < numbers.degraded_run_seconds < wall
+
+
+def _series(metrics_text: str) -> list[dict]:
+    """Every sample of the scrape as a promtool input series that starts at 0 one minute earlier."""
+    out = []
+    for family in text_string_to_metric_families(metrics_text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(sample.labels.items()))
+            out.append({"series": f"{sample.name}{{{labels}}}", "values": f"0 {sample.value!r}"})
+    return out
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None,
+                    reason="promtool (Debian package prometheus) is not installed")
+def test_the_promql_evaluates_to_the_same_numbers(scrape, tmp_path: Path):
+    wall = workload()
+    text = scrape()
+    window = "5m"
+    promql = five_numbers.expressions(window)
+    expected = {
+        "degraded_run_share": [({}, 0.5)],
+        "quality_delta": [({"gen_ai_evaluation_name": EVAL}, 0.5)],
+        "completion_rate_by_mode": [({"degradation_mode": "primary"}, 1.0), ({"degradation_mode": "degraded"}, 0.5)],
+        "silent_incidents": [({}, 1.0)],
+        "cost_per_completed_task_by_mode": [({"degradation_mode": "primary"}, 0.25),
+                                            ({"degradation_mode": "degraded"}, 0.75)],
+        # the histogram's own sum: the PromQL must read exactly the degraded runs' time
+        "degraded_run_seconds": [({}, five_numbers.from_scrape(text).degraded_run_seconds)],
+    }
+    assert 0 < expected["degraded_run_seconds"][0][1] < wall
+    tests = [{
+        "expr": promql[key], "eval_time": "1m",
+        "exp_samples": [{"labels": "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}",
+                         "value": value} for labels, value in samples],
+    } for key, samples in expected.items()]
+    rules = tmp_path / "five_numbers.rules.json"  # JSON is YAML
+    rules.write_text(json.dumps({"groups": [{"name": "otel-sampling-five-numbers",
+                                             "rules": five_numbers.recording_rules(window)}]}))
+    spec = tmp_path / "five_numbers.test.json"
+    spec.write_text(json.dumps({
+        "rule_files": [rules.name], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}],
+    }))
+    checked = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

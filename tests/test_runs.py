@@ -1,0 +1,258 @@
+"""Runs: explicit and implicit (local root span), mode, outcome, cost, duration, disclosure, incidents, evaluations."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from conftest import TRACER_PROVIDER
+from opentelemetry import trace
+
+import otel_sampling as osm
+from otel_sampling import degradation, names, runs
+
+LATER = "2099-01-01T00:00:00Z"
+OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
+RUN_KEYS = (names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOME, names.AGENT_RUN_DISCLOSED)
+
+
+@pytest.fixture(autouse=True)
+def no_degradation_left():
+    yield
+    for leftover in degradation.active_degradations():
+        leftover.exit()
+
+
+def _outage() -> degradation.Degradation:
+    return osm.degraded("search", reason="sources unavailable", owner="oncall-search", expires_at=LATER)
+
+
+def test_a_primary_run_counts_once_with_its_cost_and_duration(mcp_instrumented):
+    t = mcp_instrumented
+    with osm.run("ticket-triage") as run:
+        runs.add_cost(0.25)
+        runs.add_cost(0.5)
+    assert run.cost_usd == 0.75
+    assert t.counts(names.METRIC_AGENT_RUNS, *RUN_KEYS) == {("ticket-triage", "primary", "completed", "false"): 1}
+    assert t.counts(names.METRIC_AGENT_RUN_COST, *RUN_KEYS[:3]) == {("ticket-triage", "primary", "completed"): 0.75}
+    assert t.counts(names.METRIC_AGENT_RUN_DURATION, *RUN_KEYS[:3]) == {("ticket-triage", "primary", "completed"): 1}
+    assert t.points(names.METRIC_SILENT_INCIDENTS) == []
+    (span,) = t.spans("invoke_agent ticket-triage")
+    assert span.kind == trace.SpanKind.INTERNAL
+    assert span.attributes[names.GEN_AI_OPERATION_NAME] == "invoke_agent"
+    assert span.attributes[names.DEGRADATION_MODE] == "primary"
+    assert span.events == ()
+
+
+def test_degraded_run_with_a_disclosure_is_not_an_incident(mcp_instrumented):
+    t = mcp_instrumented
+    with osm.run("ticket-triage"):
+        with _outage():
+            pass
+        osm.disclose("Running in reduced mode: sources unavailable", kind="inline")
+    assert t.counts(names.METRIC_AGENT_RUNS, *RUN_KEYS) == {("ticket-triage", "degraded", "completed", "true"): 1}
+    assert t.points(names.METRIC_SILENT_INCIDENTS) == []
+    (span,) = t.spans("invoke_agent ticket-triage")
+    (event,) = span.events
+    assert event.name == names.EVENT_DISCLOSURE
+    # The text is not recorded without content capture: only its length.
+    assert dict(event.attributes) == {names.DISCLOSURE_KIND: "inline", names.DISCLOSURE_MESSAGE_LENGTH: 44}
+
+
+def test_the_same_run_without_a_disclosure_is_exactly_one_incident(mcp_instrumented):
+    t = mcp_instrumented
+    with osm.run("ticket-triage"):
+        with _outage():
+            pass
+    assert t.counts(names.METRIC_AGENT_RUNS, *RUN_KEYS) == {("ticket-triage", "degraded", "completed", "false"): 1}
+    assert t.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("ticket-triage",): 1}
+    (span,) = t.spans("invoke_agent ticket-triage")
+    (event,) = span.events
+    assert event.name == names.EVENT_SILENT_INCIDENT
+    assert event.attributes[names.SILENT_INCIDENT_CAUSE] == ("degraded",)
+    assert event.attributes[names.DEGRADATION_REASON] == ("sources unavailable",)
+    assert span.attributes[names.DEGRADATION_REASON] == ("sources unavailable",)
+
+
+def test_disclosure_text_is_kept_with_content_capture_on(mcp_instrumented, monkeypatch):
+    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "true")
+    with osm.run("r"):
+        osm.disclose("Answer produced without sources", kind="activity_log")
+    (event,) = mcp_instrumented.spans("invoke_agent r")[0].events
+    assert event.attributes[names.DISCLOSURE_MESSAGE] == "Answer produced without sources"
+    assert event.attributes[names.DISCLOSURE_KIND] == "activity_log"
+
+
+def test_a_degraded_span_from_another_instrumentation_degrades_the_run(mcp_instrumented):
+    with osm.run("r"):
+        with OTHER.start_as_current_span("their call", attributes={
+                names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: "fallback"}):
+            pass
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE) == {("degraded",): 1}
+
+
+def test_a_degradation_entered_elsewhere_while_the_run_is_open_degrades_it(mcp_instrumented):
+    outage = _outage()
+    with osm.run("r"):
+        worker = threading.Thread(target=lambda: (outage.enter(), outage.exit()))
+        worker.start()
+        worker.join(5)
+    with osm.run("later"):
+        pass
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
+        ("r", "degraded"): 1, ("later", "primary"): 1}
+
+
+def test_an_exception_fails_the_run_and_passes_through(mcp_instrumented):
+    boom = ValueError("boom")
+    with pytest.raises(ValueError) as caught:
+        with osm.run("r"):
+            raise boom
+    assert caught.value is boom
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("failed",): 1}
+    (span,) = mcp_instrumented.spans("invoke_agent r")
+    assert span.status.status_code is trace.StatusCode.ERROR
+    assert span.attributes[names.ERROR_TYPE] == "ValueError"
+
+
+def test_the_host_sets_the_outcome(mcp_instrumented):
+    with osm.run("r") as run:
+        run.set_outcome("abandoned")
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("abandoned",): 1}
+    with pytest.raises(ValueError):
+        run.set_outcome("")
+
+
+def test_async_runs_are_separate_per_task(mcp_instrumented):
+    async def task(name: str, degrade: bool):
+        async with osm.run(name):
+            await asyncio.sleep(0)
+            if degrade:
+                with OTHER.start_as_current_span("x", attributes={names.DEGRADATION_MODE: "degraded"}):
+                    pass
+            await asyncio.sleep(0)
+            runs.add_cost(1.0)
+
+    async def main():
+        await asyncio.gather(task("a", True), task("b", False))
+
+    asyncio.run(main())
+    t = mcp_instrumented
+    assert t.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
+        ("a", "degraded"): 1, ("b", "primary"): 1}
+    assert t.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {("a",): 1.0, ("b",): 1.0}
+
+
+def test_a_local_root_span_is_a_run_by_default(mcp_instrumented):
+    t = mcp_instrumented
+    with OTHER.start_as_current_span("handle ticket") as root:
+        runs.add_cost(0.1)
+        with OTHER.start_as_current_span("fallback call", attributes={names.DEGRADATION_MODE: "degraded",
+                                                                      names.DEGRADATION_REASON: ["fallback"]}):
+            pass
+    assert t.counts(names.METRIC_AGENT_RUNS, *RUN_KEYS) == {("handle ticket", "degraded", "completed", "false"): 1}
+    assert t.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {("handle ticket",): 0.1}
+    assert t.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("handle ticket",): 1}
+    (incident,) = t.spans(names.EVENT_SILENT_INCIDENT)
+    assert incident.parent.span_id == root.get_span_context().span_id
+    assert incident.events[0].attributes[names.DEGRADATION_REASON] == ("fallback",)
+
+
+def test_a_local_root_that_fails_is_a_failed_run(mcp_instrumented):
+    with pytest.raises(RuntimeError):
+        with OTHER.start_as_current_span("handle ticket"):
+            raise RuntimeError("x")
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("failed",): 1}
+
+
+def test_a_disclosure_in_an_implicit_run_prevents_the_incident(mcp_instrumented):
+    with OTHER.start_as_current_span("handle ticket"):
+        with _outage():
+            pass
+        osm.disclose("reduced mode", kind="inline")
+    t = mcp_instrumented
+    assert t.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED) == {("degraded", "true"): 1}
+    assert t.points(names.METRIC_SILENT_INCIDENTS) == []
+
+
+def test_evaluations_take_the_mode_of_the_state(mcp_instrumented):
+    with osm.run("primary run") as primary:
+        osm.record_evaluation("triage-suite", 0.9)
+    with osm.run("degraded run") as degraded:
+        with _outage():
+            osm.record_evaluation("triage-suite", 0.5)
+        osm.record_evaluation("triage-suite", 0.6)  # after the outage, still inside a degraded run
+    osm.record_evaluation("triage-suite", 0.7, run=degraded)  # scored after the run ended
+    osm.record_evaluation("triage-suite", 0.8, run=primary)
+    points = {p.attributes[names.DEGRADATION_MODE]: p for p in mcp_instrumented.points(names.METRIC_EVALUATION_SCORE)}
+    assert {m: (p.count, round(p.sum, 6)) for m, p in points.items()} == {"primary": (2, 1.7), "degraded": (3, 1.8)}
+    assert points["primary"].attributes[names.GEN_AI_EVALUATION_NAME] == "triage-suite"
+
+
+@pytest.mark.parametrize(("call", "error"), [
+    (lambda: runs.add_cost(-1), ValueError),
+    (lambda: runs.add_cost(float("nan")), ValueError),
+    (lambda: runs.add_cost(True), TypeError),
+    (lambda: osm.disclose("x", kind="toast"), ValueError),
+    (lambda: osm.disclose(None), TypeError),
+    (lambda: osm.run(""), ValueError),
+    (lambda: osm.run(3), TypeError),
+    (lambda: osm.record_evaluation("", 0.5), ValueError),
+    (lambda: osm.record_evaluation("s", float("inf")), ValueError),
+    (lambda: osm.record_evaluation("s", "0.5"), TypeError),
+])
+def test_bad_arguments_are_clear_errors(call, error):
+    with pytest.raises(error):
+        call()
+
+
+def test_cost_outside_any_run_is_dropped(mcp_instrumented):
+    runs.add_cost(1.0)  # no run, no span: nothing to add to, and no error
+    assert mcp_instrumented.points(names.METRIC_AGENT_RUN_COST) == []
+
+
+def test_a_degraded_span_without_a_reason_adds_unknown_only_when_nothing_explains_it(mcp_instrumented):
+    unexplained = {names.DEGRADATION_MODE: "degraded"}
+    with osm.run("unexplained") as alone:
+        with OTHER.start_as_current_span("x", attributes=unexplained):
+            pass
+    with osm.run("explained") as explained:
+        with OTHER.start_as_current_span("x", attributes=unexplained):
+            pass
+        with OTHER.start_as_current_span("y", attributes={**unexplained, names.DEGRADATION_REASON: ["failover"]}):
+            pass
+    assert (alone.reasons, explained.reasons) == (("_unknown",), ("failover",))
+
+
+def test_our_own_failures_never_reach_the_host(mcp_instrumented, monkeypatch):
+    from otel_sampling import api_instruments
+
+    def broken():
+        raise RuntimeError("our telemetry is broken")
+
+    monkeypatch.setattr(api_instruments, "current", broken)
+    with osm.run("r") as run:  # every API call still works for the host
+        with _outage():
+            with OTHER.start_as_current_span("their work"):
+                pass
+        osm.disclose("reduced mode")
+        osm.record_evaluation("suite", 0.5)
+        stamp = osm.provenance.stamp()
+        assert osm.provenance.lookup(hit=True, stamp=stamp) == "match"
+        runs.add_cost(0.1)
+    assert run.degraded and run.disclosed and stamp["config_id"] is None
+
+
+def test_a_run_nested_in_a_run_keeps_its_own_spans_and_counts_in_the_outer_one(mcp_instrumented):
+    with osm.run("outer"):
+        with osm.run("sibling"):
+            pass
+        with osm.run("inner"):
+            with OTHER.start_as_current_span("fallback", attributes={names.DEGRADATION_MODE: "degraded"}):
+                pass
+            osm.disclose("reduced mode")
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE,
+                                   names.AGENT_RUN_DISCLOSED) == {("inner", "degraded", "true"): 1,
+                                                                  ("outer", "degraded", "true"): 1,
+                                                                  ("sibling", "primary", "false"): 1}
