@@ -13,8 +13,13 @@ through the ``opentelemetry_instrumentor`` entry points ``otel_sampling_mcp``,
     AnthropicInstrumentor().instrument()
 
 Names of everything emitted: :mod:`otel_sampling.names` and ``docs/telemetry.md``.
+
+For what no wrapper can see (:mod:`otel_sampling.sampling_api`): :func:`grant_context` (the
+``includeContext`` scope the host granted), :func:`sampling_error` (a well-formed denial
+``ErrorData``) and :func:`record_grant` (USD added to a server's sampling budget).
 """
 
+from otel_sampling.sampling_api import grant_context, record_grant, sampling_error
 from otel_sampling.version import __version__
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "grant_context", "record_grant", "sampling_error"]
