@@ -67,6 +67,11 @@ class ServerSamplingRecord:
                     attributes[key] = clean(value, max_length)
             span.set_attributes(attributes)
 
+    @property
+    def span(self):
+        """The request's span (the wrapper makes it current while the SDK sends)."""
+        return self._span
+
     def end_with_result(self, model: object, stop_reason: object) -> None:
         """The client's ``CreateMessageResult`` reached the server."""
         self._end(classify.from_result(stop_reason), model if isinstance(model, str) else None, stop_reason)

@@ -32,6 +32,9 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
 from otel_sampling import names
 from otel_sampling.bounded import EvictingTTLCache
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
@@ -69,9 +72,10 @@ class _Pending:
         with self._lock:
             return self._by_state.pop(request_state, None) or {}
 
-    def sweep(self) -> None:
+    def sweep(self, now: float | None = None) -> None:
+        """End every request whose answer did not come in time (``now``: the clock's time)."""
         with self._lock:
-            self._by_state.expire()
+            self._by_state.expire(now)
 
     def __len__(self) -> int:
         with self._lock:
@@ -104,11 +108,15 @@ def _send_request_wrapper(state: _State):
         record = _start_rpc(state, instance, request)
         if record is None:
             return await wrapped(*args, **kwargs)
+        # Current while the SDK sends, so its "MCP send sampling/createMessage" span is our child.
+        token = otel_context.attach(trace.set_span_in_context(record.span))
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             _guarded(record.end_with_exception, exc)
             raise
+        finally:
+            otel_context.detach(token)
         if isinstance(result, state.result_types):
             _guarded(record.end_with_result, result.model, result.stop_reason)
         else:
