@@ -189,3 +189,24 @@ def test_grant_after_exhaustion_is_fine_and_otherwise_a_violation(mcp_instrument
         names.SAMPLING_GRANT_EXPIRES_AT: "2026-12-01T00:00:00Z", names.SAMPLING_GRANT_GRANTED_BY: "u-123"}
     for point in mcp_instrumented.points(names.METRIC_SAMPLING_GRANTS):
         assert names.SAMPLING_GRANT_GRANTED_BY not in point.attributes
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_host_ending_rules_from_the_policy_file(tmp_path, monkeypatch, telemetry, mode):
+    """A host whose denials use their own code: the policy file's [[ending_rules]] classify them."""
+    from conftest import _instrumented
+
+    from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[ending_rules]]\ncode = -32099\nending = "policy.budget_exhausted"\n')
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(policy))
+    instrumented = _instrumented(telemetry, MCPSamplingInstrumentor)
+    next(instrumented)
+    try:
+        anyio.run(lambda: call(mode, answering(types.ErrorData(code=-32099, message="Out of credit"))))
+    finally:
+        next(instrumented, None)
+    (span,) = sampling_spans(telemetry)
+    assert span.attributes[names.SAMPLING_ENDING] == "policy.budget_exhausted"
+    assert span.attributes[names.ERROR_TYPE] == "-32099"
