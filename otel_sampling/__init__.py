@@ -19,7 +19,19 @@ For what no wrapper can see (:mod:`otel_sampling.sampling_api`): :func:`grant_co
 ``ErrorData``) and :func:`record_grant` (USD added to a server's sampling budget).
 """
 
-from otel_sampling.sampling_api import grant_context, record_grant, sampling_error
+from typing import Any
+
 from otel_sampling.version import __version__
 
 __all__ = ["__version__", "grant_context", "record_grant", "sampling_error"]
+_API = frozenset({"grant_context", "record_grant", "sampling_error"})
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: ``import otel_sampling`` stays light, and ``python -m
+    # otel_sampling.policy`` does not find its own module already imported by the package.
+    if name in _API:
+        from otel_sampling import sampling_api
+
+        return getattr(sampling_api, name)
+    raise AttributeError(f"module 'otel_sampling' has no attribute {name!r}")
