@@ -244,6 +244,7 @@ ENV_ATTRIBUTE_MAX_LENGTH: Final = "OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH"
 EVENT_SAMPLING_VIOLATION: Final = "mcp.sampling.violation"  # one per violation, on the request's span
 EVENT_SAMPLING_STALL: Final = "mcp.sampling.stall"  # the request passed the stall threshold
 EVENT_SAMPLING_GRANT: Final = "mcp.sampling.grant"  # record_grant(), on the current span
+SPAN_SAMPLING_GRANT: Final = "mcp.sampling.grant"  # INTERNAL span for a grant recorded outside any span
 SAMPLING_FINGERPRINT: Final = "mcp.sampling.request.fingerprint"  # hash of the request, no content
 SAMPLING_EARLIER_TRACE_ID: Final = "mcp.sampling.earlier.trace_id"  # the earlier request a violation refers to
 SAMPLING_EARLIER_SPAN_ID: Final = "mcp.sampling.earlier.span_id"

@@ -119,7 +119,8 @@ def sampling_error(reason: str, message: str,
 def record_grant(server: str, add_usd: float, expires_at: datetime.datetime | str, granted_by: str) -> None:
     """Record a grant: ``add_usd`` more USD of sampling for ``server`` until ``expires_at``.
 
-    Emits an ``mcp.sampling.grant`` event on the current span with every field (who granted is an
+    Emits an ``mcp.sampling.grant`` event on the current span (outside any recording span, on an
+    INTERNAL span ``mcp.sampling.grant`` of its own) with every field (who granted is an
     event attribute only, never a metric label), ``mcp.sampling.grants{mcp.server.name}`` +1 and
     ``mcp.sampling.granted.usd{mcp.server.name}`` + ``add_usd``. A grant for a server whose
     last ended sampling request (within ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``) did not end
@@ -160,17 +161,23 @@ def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_b
     attributes = {names.MCP_SERVER_NAME: label}
     instruments.sampling_grants.add(1, attributes)
     instruments.sampling_granted_usd.add(add_usd, attributes)
-    span = trace.get_current_span()
-    max_length = instruments.settings.attribute_max_length
-    if span.is_recording():
+    current = trace.get_current_span()
+    # Outside any span (a host with no tracing of its own) the grant gets a short span of its own.
+    own = None if current.is_recording() else instruments.tracer.start_span(names.SPAN_SAMPLING_GRANT)
+    span = own or current
+    try:
+        max_length = instruments.settings.attribute_max_length
         span.add_event(names.EVENT_SAMPLING_GRANT, {
             names.MCP_SERVER_NAME: clean(server, max_length),
             names.SAMPLING_GRANT_ADD_USD: add_usd,
             names.SAMPLING_GRANT_EXPIRES_AT: expires,
             names.SAMPLING_GRANT_GRANTED_BY: clean(granted_by, _GRANTED_BY_MAX_LENGTH),
         })
-    if ledger.last_ending(server) != names.ENDING_BUDGET_EXHAUSTED:
-        ledger.violation(span, names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, label)
+        if ledger.last_ending(server) != names.ENDING_BUDGET_EXHAUSTED:
+            ledger.violation(span, names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, label)
+    finally:
+        if own is not None:
+            own.end()
 
 
 def iso_instant(value: datetime.datetime | str, what: str) -> str:

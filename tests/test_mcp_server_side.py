@@ -239,3 +239,14 @@ def test_violation_over_streamable_http(both, mode):
     anyio.run(_serve_http, body)
     assert telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
         ("decision_flipped",): 1}
+
+
+def test_uninstrument_ends_pending_requests_unanswered(telemetry):
+    """No retry can come once the server stops: its pending 2026-07-28 requests end unanswered."""
+    server = MCPServerSamplingInstrumentor()
+    server.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    anyio.run(call, build_server(), "auto", returning(types.ErrorData(code=-1, message="no")))
+    assert server_spans(telemetry) == []
+    server.uninstrument()
+    (span,) = server_spans(telemetry)
+    assert span.attributes[names.SAMPLING_ENDING] == "unanswered"

@@ -210,3 +210,9 @@ def test_host_ending_rules_from_the_policy_file(tmp_path, monkeypatch, telemetry
     (span,) = sampling_spans(telemetry)
     assert span.attributes[names.SAMPLING_ENDING] == "policy.budget_exhausted"
     assert span.attributes[names.ERROR_TYPE] == "-32099"
+
+
+def test_grant_outside_any_span_gets_a_span_of_its_own(mcp_instrumented):
+    otel_sampling.record_grant(SERVER_NAME, 1, "2026-12-01T00:00:00Z", granted_by="u-9")
+    (span,) = mcp_instrumented.spans(names.SPAN_SAMPLING_GRANT)
+    assert [e.name for e in span.events] == [names.EVENT_SAMPLING_GRANT, names.EVENT_SAMPLING_VIOLATION]

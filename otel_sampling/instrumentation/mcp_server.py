@@ -16,7 +16,8 @@ reports the client span for a request it initiates) and ``mcp.sampling.server.re
   retried call whose ``requestState`` matches carries the answer in ``inputResponses[key]`` and
   ends it. A client denial never reaches the server on this path: a request whose retry never
   comes, or comes without its answer, ends ``unanswered`` (after
-  ``OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS``, default 300, or at once when the retry lacks it).
+  ``OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS``, default 300, or at once when the retry lacks it,
+  or when the process exits or ``uninstrument()`` is called).
   Pending requests are bounded (``OTEL_SAMPLING_MAX_PENDING``; past it the oldest ends
   ``unanswered``) and swept by the shared watchdog thread.
 
@@ -26,6 +27,7 @@ either side off with ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS``.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from collections.abc import Mapping
@@ -77,6 +79,14 @@ class _Pending:
         with self._lock:
             self._by_state.expire(now)
 
+    def close(self) -> None:
+        """End every pending request ``unanswered`` (the process is going away: no retry can come)."""
+        with self._lock:
+            dropped = list(self._by_state.items())
+            self._by_state.clear()
+        for state, records in dropped:
+            self._dropped(state, records)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._by_state)
@@ -95,9 +105,13 @@ class _State:
 
     def start(self) -> None:
         WATCHDOG.register(self.pending.sweep)
+        # Before the SDK's own exit hook (registered earlier, so run later) flushes the spans.
+        atexit.register(self.pending.close)
 
     def stop(self) -> None:
         WATCHDOG.unregister(self.pending.sweep)
+        atexit.unregister(self.pending.close)
+        self.pending.close()
 
 
 def _send_request_wrapper(state: _State):
