@@ -23,6 +23,7 @@ Run as a stdio server: ``python server.py``. It logs to stderr only (stdout is t
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from typing import Annotated, Any
@@ -89,7 +90,9 @@ class SamplingErrorsAsText:
             return types.CallToolResult(content=[types.TextContent(text=_describe_error(e))])
 
 
-server = MCPServer("ticket-server", version="1.0.0", middleware=[SamplingErrorsAsText()])
+# TRIAGE_SERVER_NAME lets the host run a second copy under another name (the reroute step).
+server = MCPServer(os.environ.get("TRIAGE_SERVER_NAME", "ticket-server"), version="1.0.0",
+                   middleware=[SamplingErrorsAsText()])
 
 
 def ask_for_summary(ticket: str, hint: str, include_context: str) -> Sample:
