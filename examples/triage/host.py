@@ -1,7 +1,7 @@
 """Triage host: an agent host that connects to ticket-server and answers its sampling requests.
 
 The host launches ``server.py`` as a stdio subprocess and runs the scripted steps of
-``scenario.py`` twice: once on a ``mode="legacy"`` connection (protocol 2025-11-25, sampling is a
+``scenario.py`` twice (then two of them once more over streamable HTTP on 127.0.0.1): once on a ``mode="legacy"`` connection (protocol 2025-11-25, sampling is a
 server-to-client JSON-RPC request) and once on a ``mode="auto"`` connection (protocol 2026-07-28,
 sampling rides ``InputRequiredResult`` round trips).
 
@@ -41,6 +41,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
+import signal
+import socket
+import subprocess
 import datetime as dt
 import json
 import os
@@ -56,6 +59,7 @@ import anthropic
 import anyio
 from mcp import Client, MCPError, StdioServerParameters, types
 from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import get_default_environment
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 HERE = Path(__file__).resolve().parent
@@ -82,6 +86,10 @@ warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 SERVER_NAME = "ticket-server"
 SESSIONS = ("legacy", "auto")
+# A short third session over streamable HTTP (legacy protocol): the transport with a session id.
+HTTP_SESSION = "http"
+HTTP_STEPS = ("printer-fire", "wide-context-granted")
+HTTP_START_TIMEOUT_S = 15.0
 
 # Host policy: which servers may sample, on which models (first = primary).
 PERMITTED_MODELS: dict[str, tuple[str, ...]] = {SERVER_NAME: (PRIMARY_MODEL, FALLBACK_MODEL)}
@@ -373,6 +381,43 @@ async def run_session(host: Host, session: str) -> list[dict[str, Any]]:
     return done
 
 
+async def run_http_session(host: Host) -> list[dict[str, Any]]:
+    """Start server.py over streamable HTTP on 127.0.0.1 and run ``HTTP_STEPS`` through it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    params = server_parameters()
+    process = await anyio.open_process([params.command, *params.args, "--http", str(port)],
+                                       env={**get_default_environment(), **(params.env or {})},
+                                       stdout=subprocess.DEVNULL, stderr=None)
+    done: list[dict[str, Any]] = []
+    try:
+        with anyio.fail_after(HTTP_START_TIMEOUT_S):
+            while True:
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await anyio.sleep(0.1)
+        host.session = HTTP_SESSION
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy",
+                          sampling_callback=host.sampling_callback(SERVER_NAME),
+                          client_info=types.Implementation(name="triage-host", version="1.0.0")) as client:
+            log(f"{HTTP_SESSION}: connected over streamable HTTP, protocol {client.protocol_version}")
+            for step in STEPS:
+                if step.name in HTTP_STEPS:
+                    await run_step(client, host, HTTP_SESSION, step)
+                    done.append({"session": HTTP_SESSION, "step": step.name,
+                                 "expected_ending": step.expected_ending, "expected_model": step.expected_model})
+    finally:
+        # SIGINT, not SIGTERM: uvicorn re-raises the signal after its graceful shutdown, and only
+        # SIGINT (KeyboardInterrupt) lets the server's exit hooks flush its telemetry.
+        process.send_signal(signal.SIGINT)
+        with anyio.move_on_after(10):
+            await process.wait()
+    return done
+
+
 async def main_async() -> int:
     base_url = os.environ.get("ANTHROPIC_BASE_URL")
     if not base_url:
@@ -389,6 +434,11 @@ async def main_async() -> int:
             except Exception as e:  # could not connect, or the server died
                 failed = True
                 log(f"{session}: session failed: {_describe_exception(e)}")
+        try:
+            steps.extend(await run_http_session(host))
+        except Exception as e:
+            failed = True
+            log(f"{HTTP_SESSION}: session failed: {_describe_exception(e)}")
     log(f"done: {len(steps)} steps in {time.monotonic() - t0:.1f} s, spent ${host.spent_usd:.6f}")
     print(json.dumps({"event": "scenario-done", "steps": steps}), flush=True)
     return 1 if failed else 0
