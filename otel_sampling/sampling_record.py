@@ -9,6 +9,7 @@ failures; the record itself never raises into the host.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from contextvars import ContextVar
@@ -25,6 +26,7 @@ from otel_sampling.labels import clean
 if TYPE_CHECKING:
     from otel_sampling.ledger import Ledger
 
+logger = logging.getLogger(__name__)
 _current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
 MAX_HINTS = 16  # model hints kept on the span (all are used to judge substitution)
 MAX_FAILED_MODELS = 16  # distinct failed models remembered per request (a host looping on models)
@@ -101,7 +103,7 @@ class SamplingRecord:
         self._granted: str | None = None
         self._violations: set[str] = set()
         self._tool_name = tool_name
-        self._fingerprint = identity.fingerprint(params) if ledger is not None else None
+        self._fingerprint = _fingerprint(params) if ledger is not None else None
         self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
         links = [Link(SpanContext(self._earlier.trace_id, self._earlier.span_id, is_remote=False,
                                   trace_flags=TraceFlags(TraceFlags.SAMPLED)))] if self._earlier else None
@@ -350,6 +352,14 @@ class SamplingRecord:
 
 _IDENTITY_VIOLATIONS = frozenset({names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED,
                                   names.VIOLATION_REROUTED_AFTER_DENIAL})
+
+
+def _fingerprint(params: Any) -> str | None:
+    try:
+        return identity.fingerprint(params)
+    except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
+        logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
+        return None
 
 
 def _hint_names(params: Any) -> tuple[str, ...]:

@@ -90,3 +90,21 @@ def test_server_pending_requests_stay_at_their_bound_and_end_unanswered():
     unanswered = ended.count(names.ENDING_UNANSWERED)
     assert unanswered == (REQUESTS + 2) // 3 - BOUND  # the overflow ended as it left
     print(f"server pending: {len(pending)} held, {unanswered} ended unanswered on overflow")
+
+
+def test_server_pending_requests_sharing_a_state_are_never_lost():
+    """A low-level server may send no requestState: entries merge; a re-asked key ends unanswered."""
+    instruments = Instruments(Settings(), TracerProvider(), MeterProvider())
+    from otel_sampling.server_sampling_record import ServerSamplingRecord
+
+    def record():
+        return ServerSamplingRecord(instruments, path=names.PATH_MRTR, params=None, protocol_version=None,
+                                    server_name=None, session_id=None, tool_name=None)
+
+    pending = _Pending(10, ttl_seconds=300)
+    first, second, again = record(), record(), record()
+    pending.add(None, {"a": first})
+    pending.add(None, {"b": second})
+    pending.add(None, {"a": again})
+    assert first._ended and not second._ended and not again._ended
+    assert set(pending.take(None)) == {"a", "b"}

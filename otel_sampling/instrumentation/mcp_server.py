@@ -67,8 +67,14 @@ class _Pending:
             record.end_unanswered()
 
     def add(self, request_state: str | None, records: dict[str, ServerSamplingRecord]) -> None:
+        """Wait for the retry carrying ``request_state``. A server that sends no state (None), or
+        the same state twice, shares one entry: answers are then matched by input key only, and a
+        request whose key is asked again is given up (unanswered)."""
         with self._lock:
-            self._by_state[request_state] = records
+            earlier = self._by_state.pop(request_state, None) or {}
+            replaced = {key: earlier.pop(key) for key in records if key in earlier}
+            self._by_state[request_state] = {**earlier, **records}
+        self._dropped(request_state, replaced)
 
     def take(self, request_state: str | None) -> dict[str, ServerSamplingRecord]:
         with self._lock:
