@@ -119,10 +119,13 @@ class SamplingRecord:
             span.end()
             raise
         if ledger is not None:
-            ledger.pending.add(self)
-            if self._earlier is not None:
-                for kind in identity.violations_at_start(self._earlier, server_name, self._include_context):
-                    self._violate(kind)
+            try:  # the record is live now: our bookkeeping must not lose it
+                ledger.pending.add(self)
+                if self._earlier is not None:
+                    for kind in identity.violations_at_start(self._earlier, server_name, self._include_context):
+                        self._violate(kind)
+            except Exception:
+                logger.debug("otel-sampling: could not track a sampling request", exc_info=True)
 
     def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any) -> None:
         instruments = self._instruments
@@ -267,7 +270,10 @@ class SamplingRecord:
         mode = self._mode(served, policy.primary_model if policy is not None else None)
 
         try:
-            self._track(ending.ending, judged)
+            try:
+                self._track(ending.ending, judged)
+            except Exception:  # identity and violations are extras: the ending is still recorded
+                logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             self._record_metrics(ending.ending, judged, mode, served)
         finally:  # the span ends even when a metric call fails
             self._end_span(ending, judged, mode, served, stop_reason, cancel_reason)
