@@ -222,10 +222,11 @@ class SamplingRecord:
             return
         self._instruments.sampling_stalls.add(1, self._server_attributes)
         if self._span.is_recording():
+            max_length = self._instruments.settings.attribute_max_length
             attributes: dict[str, Any] = {names.MCP_SERVER_NAME: self._server_label,
                                           names.SAMPLING_PENDING_SECONDS: round(pending_seconds, 3)}
             if self._tool_name:
-                attributes[names.GEN_AI_TOOL_NAME] = clean(self._tool_name, self._instruments.settings.attribute_max_length)
+                attributes[names.GEN_AI_TOOL_NAME] = clean(self._tool_name, max_length)
             self._span.add_event(names.EVENT_SAMPLING_STALL, attributes)
 
     def failed_over(self) -> bool:

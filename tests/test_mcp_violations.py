@@ -131,17 +131,20 @@ def test_a_different_request_to_another_server_is_fine(mcp_instrumented, mode):
     assert violations(mcp_instrumented) == {}
 
 
-def test_identity_violations_over_stdio(mcp_instrumented):
-    """A real subprocess server (legacy path): flip, then reroute is not claimed for the same server."""
+@pytest.mark.parametrize("mode", PATHS)
+def test_identity_violations_over_stdio(mcp_instrumented, mode):
+    """A real subprocess server: a flip and a widened scope; no reroute claimed for the same server."""
     callback = answering(result(), DENIED)
-    anyio.run(lambda: call("legacy", callback, STDIO))
-    anyio.run(lambda: call("legacy", callback, STDIO, include_context="thisServer"))
+    anyio.run(lambda: call(mode, callback, STDIO))
+    anyio.run(lambda: call(mode, callback, STDIO, include_context="thisServer"))
     assert violations(mcp_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1,
                                             (names.VIOLATION_SCOPE_WIDENED, SERVER_NAME): 1}
     for span in sampling_spans(mcp_instrumented):
         assert span.attributes[names.NETWORK_TRANSPORT] == "pipe"
         assert span.attributes[names.MCP_SERVER_VERSION] == "1.0.0"
         assert names.MCP_SESSION_ID not in span.attributes  # stdio has no session id
+        # rpc: the one call_tool in flight on the session; mrtr: Client.call_tool's context
+        assert span.attributes[names.GEN_AI_TOOL_NAME] == "sample"
 
 
 @pytest.mark.parametrize("mode", PATHS)
