@@ -36,9 +36,11 @@ _DECISIONS = {
     names.ENDING_REFUSED: ALLOW,  # the host let it through; the model declined
     names.ENDING_POLICY_DENIED: DENY,
     names.ENDING_USER_DENIED: DENY,
+    # A budget exhaustion is a denial too: a request re-evaluated into a completion because the
+    # window rolled or a limiter refilled is a flip. Only a grant (record_grant) in between makes
+    # the new answer legitimate: a budget is a quantity a user may decide to spend more of.
+    names.ENDING_BUDGET_EXHAUSTED: DENY,
 }
-# A budget exhaustion is a denial for this server (a reroute to dodge it is a violation), but not
-# a decision that can flip: the budget resets and grants add to it, by design.
 DENIALS = frozenset({names.ENDING_POLICY_DENIED, names.ENDING_USER_DENIED, names.ENDING_BUDGET_EXHAUSTED})
 _SCOPE_RANK = {scope: rank for rank, scope in enumerate(names.INCLUDE_CONTEXT_VALUES)}
 
@@ -78,6 +80,8 @@ class Seen:
         requested: the last ``includeContext`` requested.
         granted: the last scope granted (``grant_context``), None when the host never reported one.
         trace_id, span_id: the span of that last request (for links and event attributes).
+        budget_denied: the last decision was a budget exhaustion.
+        decided_at: when the last decision was taken (the ledger's clock, seconds).
     """
 
     server: str | None
@@ -88,16 +92,13 @@ class Seen:
     granted: str | None
     trace_id: int
     span_id: int
-
-    def after(self, *, server: str | None, ending: str, requested: str, granted: str | None,
-              trace_id: int, span_id: int) -> Seen:
-        """This entry updated by a later request with the same fingerprint."""
-        return Seen.first(server=server, ending=ending, requested=requested, granted=granted,
-                          trace_id=trace_id, span_id=span_id, earlier=self)
+    budget_denied: bool = False
+    decided_at: float = 0.0
 
     @staticmethod
     def first(*, server: str | None, ending: str, requested: str, granted: str | None,
-              trace_id: int, span_id: int, earlier: Seen | None = None) -> Seen:
+              trace_id: int, span_id: int, earlier: Seen | None = None, now: float = 0.0) -> Seen:
+        """The entry for a request that just ended, carrying over what ``earlier`` knew."""
         taken = decision(ending)
         return Seen(
             server=server,
@@ -108,6 +109,8 @@ class Seen:
             granted=granted if granted is not None else (earlier.granted if earlier else None),
             trace_id=trace_id,
             span_id=span_id,
+            budget_denied=ending == names.ENDING_BUDGET_EXHAUSTED if taken else bool(earlier and earlier.budget_denied),
+            decided_at=now if taken else (earlier.decided_at if earlier else now),
         )
 
 
@@ -122,12 +125,15 @@ def violations_at_start(earlier: Seen, server: str | None, requested: str) -> li
     return found
 
 
-def violations_at_end(earlier: Seen, server: str | None, ending: str, granted: str | None) -> list[str]:
-    """Violations visible when a repeated request ends: a flipped decision for the same server,
-    a wider granted scope."""
+def violations_at_end(earlier: Seen, server: str | None, ending: str, granted: str | None,
+                      granted_budget_since: bool = False) -> list[str]:
+    """Violations visible when a repeated request ends: a flipped decision for the same server
+    (a budget exhaustion followed by a grant for that server, then a completion, is not one), a
+    wider granted scope."""
     found = []
     taken = decision(ending)
-    if taken and earlier.decision and taken != earlier.decision and earlier.decision_server == server:
+    if taken and earlier.decision and taken != earlier.decision and earlier.decision_server == server \
+            and not (earlier.budget_denied and taken == ALLOW and granted_budget_since):
         found.append(names.VIOLATION_DECISION_FLIPPED)
     if granted is not None and wider(granted, earlier.granted):
         found.append(names.VIOLATION_SCOPE_WIDENED)

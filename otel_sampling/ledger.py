@@ -3,13 +3,15 @@
 * the request identity store (``identity.IdentityStore``: decision flips, widened scopes,
   reroutes after a denial);
 * the stall watch (``stalls.PendingWatch``), swept by the shared watchdog thread;
-* the last ending per server (is a grant answering a budget exhaustion?);
+* the last ending and the last grant per server (is a grant answering a budget exhaustion? did
+  one come between an exhaustion and a completion of the same request?);
 * emitting a violation: a span event and ``mcp.sampling.violations{kind, server}``.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from cachetools import TTLCache
@@ -31,7 +33,13 @@ class Ledger:
         self.pending = PendingWatch(settings.max_pending, settings.policy.stall_threshold_seconds,
                                     lambda record, seconds: record.mark_stalled(seconds))
         self._last_endings: TTLCache = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
+        self._last_grants: TTLCache = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
         self._lock = threading.Lock()
+
+    @staticmethod
+    def now() -> float:
+        """The ledger's clock (monotonic seconds), for ordering decisions and grants."""
+        return time.monotonic()
 
     def start(self) -> None:
         WATCHDOG.register(self.pending.sweep)
@@ -47,6 +55,16 @@ class Ledger:
     def last_ending(self, server: str) -> str | None:
         with self._lock:
             return self._last_endings.get(server)
+
+    def note_grant(self, server: str) -> None:
+        with self._lock:
+            self._last_grants[server] = self.now()
+
+    def granted_since(self, server: str | None, since: float) -> bool:
+        """True when a grant for ``server`` was recorded at or after ``since``."""
+        with self._lock:
+            last = self._last_grants.get(server) if server is not None else None
+        return last is not None and last >= since
 
     def violation(self, span: trace.Span, kind: str, server_label: str, earlier: Seen | None = None) -> None:
         """Record one violation on ``span`` (event) and the violations counter."""

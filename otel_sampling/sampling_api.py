@@ -159,6 +159,7 @@ def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_b
     instruments = ledger.instruments
     label = instruments.server_label.value(server)
     attributes = {names.MCP_SERVER_NAME: label}
+    ledger.note_grant(server)
     instruments.sampling_grants.add(1, attributes)
     instruments.sampling_granted_usd.add(add_usd, attributes)
     current = trace.get_current_span()

@@ -286,15 +286,17 @@ class SamplingRecord:
             return
         if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
-        if self._earlier is not None:
-            for kind in identity.violations_at_end(self._earlier, self._server_name, ending, self._granted):
+        earlier = self._earlier
+        if earlier is not None:
+            granted_since = earlier.budget_denied and ledger.granted_since(self._server_name, earlier.decided_at)
+            for kind in identity.violations_at_end(earlier, self._server_name, ending, self._granted, granted_since):
                 self._violate(kind)
         ledger.note_ending(self._server_name, ending)
         if self._fingerprint:
             span_context = self._span.get_span_context()
             ledger.identity.put(self._fingerprint, identity.Seen.first(
                 server=self._server_name, ending=ending, requested=self._include_context, granted=self._granted,
-                trace_id=span_context.trace_id, span_id=span_context.span_id, earlier=self._earlier))
+                trace_id=span_context.trace_id, span_id=span_context.span_id, earlier=earlier, now=ledger.now()))
 
     def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None) -> None:
         instruments = self._instruments

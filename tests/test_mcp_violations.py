@@ -219,3 +219,25 @@ def test_grant_outside_any_span_gets_a_span_of_its_own(mcp_instrumented):
     otel_sampling.record_grant(SERVER_NAME, 1, "2026-12-01T00:00:00Z", granted_by="u-9")
     (span,) = mcp_instrumented.spans(names.SPAN_SAMPLING_GRANT)
     assert [e.name for e in span.events] == [names.EVENT_SAMPLING_GRANT, names.EVENT_SAMPLING_VIOLATION]
+
+
+BUDGET = types.ErrorData(code=-32003, message="Daily limit",
+                         data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_exhausted_request_completed_later_without_a_grant_is_decision_flipped(mcp_instrumented, mode):
+    """A budget window that rolled (or a limiter that refilled) re-evaluates the same request."""
+    callback = answering(BUDGET, result())
+    anyio.run(lambda: call(mode, callback))
+    anyio.run(lambda: call(mode, callback))
+    assert violations(mcp_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_exhausted_request_completed_after_a_grant_is_fine(mcp_instrumented, mode):
+    callback = answering(BUDGET, result())
+    anyio.run(lambda: call(mode, callback))
+    otel_sampling.record_grant(SERVER_NAME, 5, "2026-12-01T00:00:00Z", granted_by="u-123")
+    anyio.run(lambda: call(mode, callback))
+    assert violations(mcp_instrumented) == {}
