@@ -25,6 +25,10 @@ five numbers")::
     meta = osm.provenance.stamp(); osm.provenance.lookup(hit=True, stamp=meta)
 
 Names of everything emitted: :mod:`otel_sampling.names` and ``docs/telemetry.md``.
+
+For what no wrapper can see (:mod:`otel_sampling.sampling_api`): :func:`grant_context` (the
+``includeContext`` scope the host granted), :func:`sampling_error` (a well-formed denial
+``ErrorData``) and :func:`record_grant` (USD added to a server's sampling budget).
 """
 
 import importlib
@@ -36,6 +40,9 @@ from otel_sampling.version import __version__
 # ``python -m otel_sampling.policy`` does not find its module already imported by the package.
 _API = {
     "canary": ("otel_sampling.degradation", "canary"),
+    "grant_context": ("otel_sampling.sampling_api", "grant_context"),
+    "record_grant": ("otel_sampling.sampling_api", "record_grant"),
+    "sampling_error": ("otel_sampling.sampling_api", "sampling_error"),
     "degraded": ("otel_sampling.degradation", "degraded"),
     "disclose": ("otel_sampling.runs", "disclose"),
     "provenance": ("otel_sampling.provenance", None),

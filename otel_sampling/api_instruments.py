@@ -88,7 +88,7 @@ class ApiInstruments:
         )
         self.violations = meter.create_counter(
             names.METRIC_SAMPLING_VIOLATIONS, unit=names.UNIT_VIOLATION,
-            description="MCP sampling policy violations, by kind.",
+            description="Sampling policy violations, by kind.",
         )
 
     def _observe(self, expired: bool) -> Iterable[Observation]:

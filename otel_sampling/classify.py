@@ -4,6 +4,7 @@ The ending vocabulary is ``names.ENDINGS``. Rules for error frames, first match 
 (``docs/telemetry.md`` "Ending rules"):
 
 1. ``ErrorData.data.reason`` is itself an ending in the vocabulary: that ending.
+   Then the host's own rules from the policy file (``[[ending_rules]]``), in file order.
 2. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
    "User rejected sampling request").
 3. code ``-32003``: ``policy.denied`` (the otel-sampling convention for policy refusals; its
@@ -20,13 +21,24 @@ A result is ``completed``, or ``refused`` when its stopReason says the model ref
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from otel_sampling import names
 
-USER_REJECTED_CODE = -1  # MCP spec: user rejected the sampling request
-POLICY_REFUSAL_CODE = -32003  # otel-sampling convention (implementation-defined band)
+if TYPE_CHECKING:
+    from otel_sampling.policy import EndingRule
+
+if sys.version_info >= (3, 11):
+    _GROUP: type = BaseExceptionGroup
+else:  # pragma: no cover - anyio brings the backport on 3.10
+    from exceptiongroup import BaseExceptionGroup as _GROUP
+
+NO_RULES: tuple[EndingRule, ...] = ()
+
+USER_REJECTED_CODE = names.ERROR_CODE_USER_REJECTED  # MCP spec: user rejected the sampling request
+POLICY_REFUSAL_CODE = names.ERROR_CODE_POLICY_REFUSAL  # otel-sampling convention (implementation-defined band)
 REQUEST_TIMEOUT_CODE = -32001  # mcp_types.REQUEST_TIMEOUT
 
 _ENDING_SET = frozenset(names.ENDINGS)
@@ -53,9 +65,12 @@ class Ending(NamedTuple):
 COMPLETED = Ending(names.ENDING_COMPLETED)
 
 
-def from_error_frame(code: object, data: object) -> Ending:
+def from_error_frame(code: object, data: object, message: object = None,
+                     rules: Sequence[EndingRule] = NO_RULES) -> Ending:
     """Classify a JSON-RPC error frame (``ErrorData`` returned, or ``MCPError`` raised).
 
+    ``rules`` are the policy file's ``[[ending_rules]]`` (tried after ``data.reason``, before the
+    built-in codes); ``message`` is the frame's message, which only those rules read.
     ``error.type`` is the code as a string (MCP semantic conventions).
     """
     reason = resets_at = None
@@ -64,8 +79,12 @@ def from_error_frame(code: object, data: object) -> Ending:
         raw_resets = data.get("resetsAt")
         if isinstance(raw_resets, str):
             resets_at = raw_resets
+    matched = None if isinstance(reason, str) and reason in _ENDING_SET else next(
+        (rule for rule in rules if rule.matches(code, message)), None)
     if isinstance(reason, str) and reason in _ENDING_SET:
         ending = reason
+    elif matched is not None:
+        ending = matched.ending
     else:
         ending = _CODE_ENDINGS.get(code, names.ENDING_ERROR) if isinstance(code, int) else names.ENDING_ERROR
     return Ending(ending, str(code), resets_at)
@@ -91,14 +110,27 @@ def is_cancellation(exc: BaseException) -> bool:
     return isinstance(exc, asyncio.CancelledError) or (cls.__name__ == "Cancelled" and cls.__module__.startswith("trio"))
 
 
-def from_exception(exc: BaseException) -> Ending:
+def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES) -> Ending:
     """Classify an exception the callback raised that is not a cancellation (``KeyboardInterrupt``
-    and ``SystemExit`` included: they are ``error``)."""
+    and ``SystemExit`` included: they are ``error``).
+
+    An exception group holding exactly one exception (what anyio task groups raise, e.g. the
+    mcp 2026-07-28 input-required driver) is classified by that exception.
+    """
+    exc = _single_leaf(exc)
     error = getattr(exc, "error", None)
     code = getattr(error, "code", None)
     if isinstance(code, int):  # mcp.MCPError carries its ErrorData
-        return from_error_frame(code, getattr(error, "data", None))
+        return from_error_frame(code, getattr(error, "data", None), getattr(error, "message", None), rules)
     return Ending(names.ENDING_ERROR, qualified_name(type(exc)))
+
+
+def _single_leaf(exc: BaseException) -> BaseException:
+    for _ in range(32):  # groups nest; a hostile chain cannot loop us
+        if not isinstance(exc, _GROUP) or len(exc.exceptions) != 1:
+            break
+        exc = exc.exceptions[0]
+    return exc
 
 
 def qualified_name(cls: type) -> str:

@@ -74,3 +74,28 @@ class Instruments:
             unit=names.UNIT_USD,
             description="Cost of provider calls in USD, from the policy file's price table.",
         )
+        self.sampling_stalls = meter.create_counter(
+            names.METRIC_SAMPLING_STALLS,
+            unit=names.UNIT_REQUEST,
+            description="Sampling requests pending longer than the stall threshold.",
+        )
+        self.sampling_violations = meter.create_counter(
+            names.METRIC_SAMPLING_VIOLATIONS,
+            unit=names.UNIT_VIOLATION,
+            description="Sampling policy violations, by kind.",
+        )
+        self.sampling_grants = meter.create_counter(
+            names.METRIC_SAMPLING_GRANTS,
+            unit=names.UNIT_GRANT,
+            description="Budget grants recorded by the host (otel_sampling.record_grant).",
+        )
+        self.sampling_granted_usd = meter.create_counter(
+            names.METRIC_SAMPLING_GRANTED_USD,
+            unit=names.UNIT_USD,
+            description="USD added to sampling budgets by grants.",
+        )
+        self.sampling_server_requests = meter.create_counter(
+            names.METRIC_SAMPLING_SERVER_REQUESTS,
+            unit=names.UNIT_REQUEST,
+            description="Sampling requests an MCP server sent, by the ending the server saw.",
+        )

@@ -270,3 +270,26 @@ CAPTURE_SPAN_ONLY: Final = "SPAN_ONLY"
 CAPTURE_EVENT_ONLY: Final = "EVENT_ONLY"
 CAPTURE_SPAN_AND_EVENT: Final = "SPAN_AND_EVENT"
 CAPTURE_MODES: Final = (CAPTURE_NO_CONTENT, CAPTURE_SPAN_ONLY, CAPTURE_EVENT_ONLY, CAPTURE_SPAN_AND_EVENT)
+
+# ---------------------------------------------------------------- MCP sampling in depth (issue 4)
+# Span events and their attributes (ours): violations, stalls, grants; request identity.
+EVENT_SAMPLING_VIOLATION: Final = "mcp.sampling.violation"  # one per violation, on the request's span
+EVENT_SAMPLING_STALL: Final = "mcp.sampling.stall"  # the request passed the stall threshold
+EVENT_SAMPLING_GRANT: Final = "mcp.sampling.grant"  # record_grant(), on the current span
+SPAN_SAMPLING_GRANT: Final = "mcp.sampling.grant"  # INTERNAL span for a grant recorded outside any span
+SAMPLING_FINGERPRINT: Final = "mcp.sampling.request.fingerprint"  # hash of the request, no content
+SAMPLING_EARLIER_TRACE_ID: Final = "mcp.sampling.earlier.trace_id"  # the earlier request a violation refers to
+SAMPLING_EARLIER_SPAN_ID: Final = "mcp.sampling.earlier.span_id"
+SAMPLING_PENDING_SECONDS: Final = "mcp.sampling.pending.seconds"  # on a stall event, seconds pending
+SAMPLING_GRANT_ADD_USD: Final = "mcp.sampling.grant.add_usd"
+SAMPLING_GRANT_EXPIRES_AT: Final = "mcp.sampling.grant.expires_at"  # ISO 8601
+SAMPLING_GRANT_GRANTED_BY: Final = "mcp.sampling.grant.granted_by"  # span event only, never a label
+TRANSPORT_PIPE: Final = "pipe"  # network.transport for stdio
+TRANSPORT_TCP: Final = "tcp"  # network.transport for streamable HTTP / SSE
+ERROR_CODE_USER_REJECTED: Final = -1  # MCP spec 2025-11-25 client/sampling: user rejected
+ERROR_CODE_POLICY_REFUSAL: Final = -32003  # otel-sampling convention, implementation-defined band
+
+ENV_IDENTITY_MAX_ENTRIES: Final = "OTEL_SAMPLING_IDENTITY_MAX_ENTRIES"
+ENV_IDENTITY_TTL_SECONDS: Final = "OTEL_SAMPLING_IDENTITY_TTL_SECONDS"
+ENV_MAX_PENDING: Final = "OTEL_SAMPLING_MAX_PENDING"
+ENV_UNANSWERED_AFTER_SECONDS: Final = "OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS"

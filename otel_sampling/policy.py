@@ -42,7 +42,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Mapping, TypeVar
 
-from otel_sampling.names import INCLUDE_CONTEXT_VALUES
+from otel_sampling.names import ENDINGS, INCLUDE_CONTEXT_VALUES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,7 +51,9 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 __all__ = [
     "ALLOWED_CONTEXT_CEILINGS",
+    "DEFAULT_STALL_THRESHOLD_SECONDS",
     "EMPTY_POLICY",
+    "EndingRule",
     "Policy",
     "PolicyError",
     "Endpoint",
@@ -72,7 +74,10 @@ _PRICE_KEYS: Final = (
     "cache_creation_usd_per_mtok",
     "as_of",
 )
-_TOP_LEVEL_KEYS: Final = ("servers", "prices", "endpoints")
+_TOP_LEVEL_KEYS: Final = ("servers", "prices", "endpoints", "stall_threshold_seconds", "ending_rules")
+_ENDING_RULE_KEYS: Final = ("code", "message_contains", "ending")
+#: Seconds a sampling request may stay pending before it is reported as a stall.
+DEFAULT_STALL_THRESHOLD_SECONDS: Final = 30.0
 _REPR_LIMIT: Final = 60
 
 KeyPath = tuple[Any, ...]  # str parts, plus int parts for array indexes
@@ -177,6 +182,32 @@ class Price:
 
 
 @dataclass(frozen=True, slots=True)
+class EndingRule:
+    """One ``[[ending_rules]]`` entry: an error frame the host's denials use, mapped to an ending.
+
+    A rule matches an error frame when every condition it sets holds; at least one is set.
+
+    Attributes:
+        ending: the ending recorded on a match, one of ``names.ENDINGS``.
+        code: the JSON-RPC error code to match exactly; ``None`` matches any code.
+        message_contains: a substring of the error message to match (case-insensitive);
+            ``None`` matches any message.
+    """
+
+    ending: str
+    code: int | None = None
+    message_contains: str | None = None
+
+    def matches(self, code: object, message: object) -> bool:
+        """True when the frame ``(code, message)`` meets every condition of this rule."""
+        if self.code is not None and code != self.code:
+            return False
+        if self.message_contains is not None:
+            return isinstance(message, str) and self.message_contains.lower() in message.lower()
+        return True
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     """A whole policy file.
 
@@ -186,6 +217,10 @@ class Policy:
         endpoints: read-only mapping of endpoint host to :class:`Endpoint` (default: none).
         source: the file the policy was loaded from; ``None`` for :data:`EMPTY_POLICY` or a policy
             built in code.
+        stall_threshold_seconds: seconds a sampling request may stay pending before it is
+            reported as a stall (``stall_threshold_seconds``; default 30).
+        ending_rules: the host's own error-frame rules (``[[ending_rules]]``), tried in file order
+            after ``data.reason`` and before the built-in rules.
 
     Plain dicts passed to the constructor are copied into read-only mappings.
     """
@@ -194,6 +229,8 @@ class Policy:
     prices: Mapping[str, Price]
     source: str | None = None
     endpoints: Mapping[str, Endpoint] = dataclasses.field(default_factory=dict)
+    stall_threshold_seconds: float = DEFAULT_STALL_THRESHOLD_SECONDS
+    ending_rules: tuple[EndingRule, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "servers", types.MappingProxyType(dict(self.servers)))
@@ -301,6 +338,9 @@ def _parse_document(file: _File, document: dict[str, Any]) -> Policy:
         prices={model: _parse_price(file, ("prices", model), raw) for model, raw in prices.items()},
         source=file.path,
         endpoints={host: _parse_endpoint(file, ("endpoints", host), raw) for host, raw in endpoints.items()},
+        stall_threshold_seconds=_optional(file, (), document, "stall_threshold_seconds", _seconds)
+        or DEFAULT_STALL_THRESHOLD_SECONDS,
+        ending_rules=_optional(file, (), document, "ending_rules", _ending_rules) or (),
     )
     _check_regions(file, policy)
     return policy
@@ -322,6 +362,50 @@ def _check_regions(file: _File, policy: Policy) -> None:
                 raise file.error(("servers", name, "permitted_regions", index),
                                  f"region {region!r} is not the region of any [endpoints] table"
                                  f" (known: {', '.join(sorted(known)) or 'none'})")
+
+
+def _ending_rules(file: _File, key: KeyPath, value: Any) -> tuple[EndingRule, ...]:
+    if not isinstance(value, list):
+        raise file.error(key, _wrong_type("an array of tables ([[ending_rules]])", value))
+    return tuple(_ending_rule(file, key + (index,), item) for index, item in enumerate(value))
+
+
+def _ending_rule(file: _File, key: KeyPath, raw: Any) -> EndingRule:
+    table = _table(file, key, raw)
+    _check_keys(file, key, table, _ENDING_RULE_KEYS)
+    ending = _required(file, key, table, "ending", _ending)
+    code = _optional(file, key, table, "code", _code)
+    contains = _optional(file, key, table, "message_contains", _substring)
+    if code is None and contains is None:
+        raise file.error(key, "a rule needs code, message_contains or both")
+    return EndingRule(ending=ending, code=code, message_contains=contains)
+
+
+def _ending(file: _File, key: KeyPath, value: Any) -> str:
+    if not isinstance(value, str) or value not in ENDINGS:
+        allowed = ", ".join(f'"{v}"' for v in ENDINGS)
+        raise file.error(key, f"must be one of {allowed}; got {_short_repr(value)}")
+    return value
+
+
+def _code(file: _File, key: KeyPath, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise file.error(key, _wrong_type("an integer (JSON-RPC error code)", value))
+    return value
+
+
+def _substring(file: _File, key: KeyPath, value: Any) -> str:
+    if not isinstance(value, str):
+        raise file.error(key, _wrong_type("a string", value))
+    return _name(file, key, value, what="message substring")
+
+
+def _seconds(file: _File, key: KeyPath, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise file.error(key, _wrong_type("a number of seconds", value))
+    if not math.isfinite(value) or value <= 0:
+        raise file.error(key, f"must be a finite number of seconds above 0; got {_short_repr(value)}")
+    return float(value)
 
 
 def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:

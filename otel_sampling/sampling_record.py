@@ -9,19 +9,24 @@ failures; the record itself never raises into the host.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from otel_sampling import automatic, classify, names, substitution
+from otel_sampling import automatic, classify, identity, names, substitution
 from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
 
+if TYPE_CHECKING:
+    from otel_sampling.ledger import Ledger
+
+logger = logging.getLogger(__name__)
 _current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
 MAX_HINTS = 16  # model hints kept on the span (all are used to judge substitution)
 MAX_FAILED_MODELS = 16  # distinct failed models remembered per request (a host looping on models)
@@ -43,6 +48,15 @@ class SamplingRecord:
         protocol_version: the negotiated MCP protocol version, or None.
         params: the ``CreateMessageRequestParams``.
         parent: the context extracted from ``params._meta`` (None: the ambient context).
+        ledger: the instrumentor's identity store, stall watch and violation recorder (None:
+            no identity, stall or violation tracking).
+        server_version: ``serverInfo.version``, when known.
+        session_id: the transport's MCP session id (streamable HTTP), when there is one.
+        transport: ``network.transport`` (``pipe`` for stdio, ``tcp`` for HTTP), when known.
+        tool_name: the tool call that triggered the request, when known.
+
+    When the ledger has seen the request's fingerprint before, the span starts with a link to the
+    span of that earlier request (span links can only be added at start).
     """
 
     __slots__ = (
@@ -50,6 +64,7 @@ class SamplingRecord:
         "_include_context", "_path", "_ended", "_attached", "_provider_calls",
         "_failed_models", "_failed_over", "_provider_model",
         "_input_tokens", "_output_tokens", "_cost_usd",
+        "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name",
     )
 
     def __init__(
@@ -62,6 +77,11 @@ class SamplingRecord:
         protocol_version: str | None,
         params: Any,
         parent: otel_context.Context | None,
+        ledger: Ledger | None = None,
+        server_version: str | None = None,
+        session_id: str | None = None,
+        transport: str | None = None,
+        tool_name: str | None = None,
     ) -> None:
         self._instruments = instruments
         self._start = time.perf_counter()
@@ -80,16 +100,33 @@ class SamplingRecord:
         self._path = path
         self._hints = _hint_names(params)
         self._include_context = getattr(params, "include_context", None) or "none"
+        self._ledger = ledger
+        self._granted: str | None = None
+        self._violations: set[str] = set()
+        self._tool_name = tool_name
+        self._fingerprint = _fingerprint(params) if ledger is not None else None
+        self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
+        links = [Link(SpanContext(self._earlier.trace_id, self._earlier.span_id, is_remote=False,
+                                  trace_flags=TraceFlags(TraceFlags.SAMPLED)))] if self._earlier else None
 
-        span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER)
+        span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER, links=links)
         self._span = span
         try:
             self._describe(span, request_id, protocol_version, params)
+            self._describe_connection(span, server_version, session_id, transport)
             # Last, so that a record whose start failed was never counted in flight.
             instruments.sampling_in_flight.add(1, self._server_attributes)
         except BaseException:
             span.end()
             raise
+        if ledger is not None:
+            try:  # the record is live now: our bookkeeping must not lose it
+                ledger.pending.add(self)
+                if self._earlier is not None:
+                    for kind in identity.violations_at_start(self._earlier, server_name, self._include_context):
+                        self._violate(kind)
+            except Exception:
+                logger.debug("otel-sampling: could not track a sampling request", exc_info=True)
 
     def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any) -> None:
         instruments = self._instruments
@@ -113,6 +150,27 @@ class SamplingRecord:
             if isinstance(max_tokens, int):
                 attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
             span.set_attributes(attributes)
+
+    def _describe_connection(self, span: trace.Span, server_version: str | None, session_id: str | None,
+                             transport: str | None) -> None:
+        if not span.is_recording():
+            return
+        max_length = self._instruments.settings.attribute_max_length
+        attributes: dict[str, Any] = {}
+        for key, value in ((names.MCP_SERVER_VERSION, server_version), (names.MCP_SESSION_ID, session_id),
+                           (names.NETWORK_TRANSPORT, transport), (names.GEN_AI_TOOL_NAME, self._tool_name),
+                           (names.SAMPLING_FINGERPRINT, self._fingerprint)):
+            if isinstance(value, str) and value:
+                attributes[key] = clean(value, max_length)
+        span.set_attributes(attributes)
+
+    def _violate(self, kind: str) -> None:
+        """Record violation ``kind`` once for this request."""
+        if kind in self._violations or self._ledger is None:
+            return
+        self._violations.add(kind)
+        earlier = self._earlier if kind in _IDENTITY_VIOLATIONS else None
+        self._ledger.violation(self._span, kind, self._server_label, earlier)
 
     # ------------------------------------------------------------------ while the callback runs
     def activate(self) -> None:
@@ -163,6 +221,31 @@ class SamplingRecord:
         policy = self._instruments.settings.policy.server(name) if name else None
         return policy.permitted_models if policy is not None else None
 
+    def grant_context(self, scope: str) -> None:
+        """The host granted ``includeContext`` ``scope`` (one of ``names.INCLUDE_CONTEXT_VALUES``);
+        a scope above the server's policy ``context_ceiling`` is a ``context_above_ceiling``
+        violation. The last grant before the request ends is the one recorded."""
+        if self._ended:
+            return
+        self._granted = scope
+        policy = self._instruments.settings.policy.server(self._server_name) if self._server_name else None
+        ceiling = policy.context_ceiling if policy is not None else None
+        if ceiling is not None and identity.wider(scope, ceiling):
+            self._violate(names.VIOLATION_CONTEXT_ABOVE_CEILING)
+
+    def mark_stalled(self, pending_seconds: float) -> None:
+        """Called by the stall watchdog (another thread) once the request passed the threshold."""
+        if self._ended:
+            return
+        self._instruments.sampling_stalls.add(1, self._server_attributes)
+        if self._span.is_recording():
+            max_length = self._instruments.settings.attribute_max_length
+            attributes: dict[str, Any] = {names.MCP_SERVER_NAME: self._server_label,
+                                          names.SAMPLING_PENDING_SECONDS: round(pending_seconds, 3)}
+            if self._tool_name:
+                attributes[names.GEN_AI_TOOL_NAME] = clean(self._tool_name, max_length)
+            self._span.add_event(names.EVENT_SAMPLING_STALL, attributes)
+
     def failed_over(self) -> bool:
         """True once a call succeeded on another model after a call on some model had failed."""
         return self._failed_over
@@ -172,16 +255,18 @@ class SamplingRecord:
         """The callback returned a ``CreateMessageResult`` (or ``...WithTools``)."""
         self._end(classify.from_result(stop_reason), model if isinstance(model, str) else None, stop_reason)
 
-    def end_with_error_frame(self, code: object, data: object) -> None:
+    def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
-        self._end(classify.from_error_frame(code, data), None, None)
+        self._end(classify.from_error_frame(code, data, message, self._instruments.settings.policy.ending_rules),
+                  None, None)
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
         """The callback raised ``exc``; ``cancel_reason`` is the peer's cancel reason, if any."""
         if classify.is_cancellation(exc):
             self.end_with_cancellation(cancel_reason)
         else:
-            self._end(classify.from_exception(exc), None, None, cancel_reason)
+            self._end(classify.from_exception(exc, self._instruments.settings.policy.ending_rules),
+                      None, None, cancel_reason)
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
@@ -190,6 +275,8 @@ class SamplingRecord:
     def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any, cancel_reason: str | None = None) -> None:
         if self._ended:
             return
+        if self._ledger is not None:
+            self._ledger.pending.remove(self)  # first: no stall report once the request has ended
         self._ended = True
         instruments = self._instruments
         policy = instruments.settings.policy.server(self._server_name) if self._server_name else None
@@ -202,9 +289,32 @@ class SamplingRecord:
         mode, degradation_reasons = automatic.resolve(self, mode, served, judged)  # never raises
 
         try:
+            try:
+                self._track(ending.ending, judged)
+            except Exception:  # identity and violations are extras: the ending is still recorded
+                logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             self._record_metrics(ending.ending, judged, mode, served, degradation_reasons)
         finally:  # the span ends even when a metric call fails
             self._end_span(ending, judged, mode, served, stop_reason, cancel_reason, degradation_reasons)
+
+    def _track(self, ending: str, judged: str) -> None:
+        """Violations visible at the end, then remember this request for the ones after it."""
+        ledger = self._ledger
+        if ledger is None:
+            return
+        if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
+            self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
+        earlier = self._earlier
+        if earlier is not None:
+            granted_since = earlier.budget_denied and ledger.granted_since(self._server_name, earlier.decided_at)
+            for kind in identity.violations_at_end(earlier, self._server_name, ending, self._granted, granted_since):
+                self._violate(kind)
+        ledger.note_ending(self._server_name, ending)
+        if self._fingerprint:
+            span_context = self._span.get_span_context()
+            ledger.identity.put(self._fingerprint, identity.Seen.first(
+                server=self._server_name, ending=ending, requested=self._include_context, granted=self._granted,
+                trace_id=span_context.trace_id, span_id=span_context.span_id, earlier=earlier, now=ledger.now()))
 
     def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None,
                         degradation_reasons: tuple[str, ...] = ()) -> None:
@@ -221,6 +331,7 @@ class SamplingRecord:
             names.SAMPLING_SUBSTITUTION: judged,
             names.DEGRADATION_MODE: mode,
             names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
+            names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
             names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
             **({names.DEGRADATION_REASON: automatic.reason_label(degradation_reasons)} if degradation_reasons else {}),
         })
@@ -236,6 +347,7 @@ class SamplingRecord:
                     names.SAMPLING_ENDING: ending.ending,
                     names.SAMPLING_SUBSTITUTION: judged,
                     names.DEGRADATION_MODE: mode,
+                    names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
                 }
                 if degradation_reasons:
                     attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in degradation_reasons]
@@ -269,6 +381,18 @@ class SamplingRecord:
         if served and primary and not substitution.same_model(primary, served):
             return names.MODE_DEGRADED
         return names.MODE_PRIMARY
+
+
+_IDENTITY_VIOLATIONS = frozenset({names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED,
+                                  names.VIOLATION_REROUTED_AFTER_DENIAL})
+
+
+def _fingerprint(params: Any) -> str | None:
+    try:
+        return identity.fingerprint(params)
+    except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
+        logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
+        return None
 
 
 def _hint_names(params: Any) -> tuple[str, ...]:

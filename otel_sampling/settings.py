@@ -5,6 +5,10 @@
 | ``OTEL_SAMPLING_POLICY`` | path of the policy file (TOML, ``docs/configuration.md``) | none |
 | ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` | distinct values admitted per external metric label | 100 |
 | ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` | longest string kept in a span attribute, characters | 256 |
+| ``OTEL_SAMPLING_IDENTITY_MAX_ENTRIES`` | request fingerprints remembered (LRU) | 10000 |
+| ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS`` | how long a fingerprint is remembered, seconds | 3600 |
+| ``OTEL_SAMPLING_MAX_PENDING`` | pending requests watched for stalls / awaiting a 2026-07-28 retry | 10000 |
+| ``OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS`` | server side: a 2026-07-28 request not answered by a retry within this is ``unanswered`` | 300 |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host). A policy file that is missing or malformed is logged
@@ -29,6 +33,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LABEL_VALUE_LIMIT = 100
 DEFAULT_ATTRIBUTE_MAX_LENGTH = 256
+DEFAULT_IDENTITY_MAX_ENTRIES = 10_000
+DEFAULT_IDENTITY_TTL_SECONDS = 3600
+DEFAULT_MAX_PENDING = 10_000
+DEFAULT_UNANSWERED_AFTER_SECONDS = 300
 _reported: set[str] = set()  # configuration problems already logged
 
 
@@ -40,11 +48,20 @@ class Settings:
         policy: the loaded policy (``EMPTY_POLICY`` when no file is configured).
         label_value_limit: distinct values per external metric label before ``_other``.
         attribute_max_length: longest span attribute string, characters.
+        identity_max_entries: request fingerprints remembered, most recently used kept.
+        identity_ttl_seconds: seconds a fingerprint is remembered after its request ended.
+        max_pending: pending requests watched at once (stall watch, server-side retries).
+        unanswered_after_seconds: seconds a server waits for the retry that answers a
+            2026-07-28 request before the request is recorded ``unanswered``.
     """
 
     policy: Policy = EMPTY_POLICY
     label_value_limit: int = DEFAULT_LABEL_VALUE_LIMIT
     attribute_max_length: int = DEFAULT_ATTRIBUTE_MAX_LENGTH
+    identity_max_entries: int = DEFAULT_IDENTITY_MAX_ENTRIES
+    identity_ttl_seconds: int = DEFAULT_IDENTITY_TTL_SECONDS
+    max_pending: int = DEFAULT_MAX_PENDING
+    unanswered_after_seconds: int = DEFAULT_UNANSWERED_AFTER_SECONDS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -59,6 +76,11 @@ class Settings:
             policy=load_policy(path) if path else EMPTY_POLICY,
             label_value_limit=_positive_int(env, names.ENV_LABEL_VALUE_LIMIT, DEFAULT_LABEL_VALUE_LIMIT),
             attribute_max_length=_positive_int(env, names.ENV_ATTRIBUTE_MAX_LENGTH, DEFAULT_ATTRIBUTE_MAX_LENGTH),
+            identity_max_entries=_positive_int(env, names.ENV_IDENTITY_MAX_ENTRIES, DEFAULT_IDENTITY_MAX_ENTRIES),
+            identity_ttl_seconds=_positive_int(env, names.ENV_IDENTITY_TTL_SECONDS, DEFAULT_IDENTITY_TTL_SECONDS),
+            max_pending=_positive_int(env, names.ENV_MAX_PENDING, DEFAULT_MAX_PENDING),
+            unanswered_after_seconds=_positive_int(
+                env, names.ENV_UNANSWERED_AFTER_SECONDS, DEFAULT_UNANSWERED_AFTER_SECONDS),
         )
 
 

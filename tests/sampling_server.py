@@ -1,7 +1,7 @@
 """The MCP server the tests talk to (in-process, or over stdio when run as a script).
 
 Tools:
-* ``sample(hint, include_context)``: sampling through a ``Sample`` resolver, so it works on both
+* ``sample(hint, include_context, text)``: sampling through a ``Sample`` resolver, so it works on both
   protocol paths; returns ``"<model>|<stopReason>"``. A client error frame propagates to the caller.
 * ``sample_with_deadline(deadline_s)``: legacy path only; the server sets a read deadline.
 """
@@ -25,23 +25,24 @@ def _params(hint: str, include_context: str | None) -> dict:
     )
 
 
-def _messages() -> list:
-    return [types.SamplingMessage(role="user", content=types.TextContent(text="Printer on fire"))]
+def _messages(text: str = "Printer on fire") -> list:
+    return [types.SamplingMessage(role="user", content=types.TextContent(text=text))]
 
 
-def ask(hint: str, include_context: str) -> Sample:
-    return Sample(_messages(), **_params(hint, include_context))
+def ask(hint: str, include_context: str, text: str) -> Sample:
+    return Sample(_messages(text), **_params(hint, include_context))
 
 
-def build_server() -> MCPServer:
+def build_server(name: str = SERVER_NAME) -> MCPServer:
     # No `from __future__ import annotations` here: MCPServer evaluates the tool annotations.
-    server = MCPServer(SERVER_NAME, version="1.0.0")
+    server = MCPServer(name, version="1.0.0")
 
     @server.tool()
     async def sample(
         result: Annotated[types.CreateMessageResult, Resolve(ask)],
         hint: str = "claude-sonnet",
         include_context: str = "thisServer",
+        text: str = "Printer on fire",
     ) -> str:
         return f"{result.model}|{result.stop_reason}"
 

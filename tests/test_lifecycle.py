@@ -10,16 +10,28 @@ import pytest
 import wrapt
 from anthropic._base_client import AsyncAPIClient, SyncAPIClient
 from anthropic._response import APIResponse, AsyncAPIResponse, BaseAPIResponse
+import mcp.client.stdio as mcp_stdio
+from mcp.client.client import Client
 from mcp.client.session import ClientSession
+from mcp.client.streamable_http import StreamableHTTPTransport
+from mcp.server.runner import ServerRunner
+from mcp.server.session import ServerSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from openai.resources.chat.completions.completions import AsyncCompletions, Completions
 
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+from otel_sampling.stalls import WATCHDOG
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
 WRAPPED = {
-    MCPSamplingInstrumentor: [(ClientSession, "dispatch_input_request"), (JSONRPCDispatcher, "_dispatch_notification")],
+    MCPSamplingInstrumentor: [
+        (ClientSession, "dispatch_input_request"), (JSONRPCDispatcher, "_dispatch_notification"),
+        (mcp_stdio, "_create_platform_compatible_process"), (StreamableHTTPTransport, "__init__"),
+        (ClientSession, "__init__"), (ClientSession, "call_tool"), (Client, "call_tool"),
+    ],
+    MCPServerSamplingInstrumentor: [(ServerSession, "send_request"), (ServerRunner, "_on_request")],
     # Every anthropic Messages call shape goes through the client's request (see anthropic.py).
     AnthropicInstrumentor: [(SyncAPIClient, "request"), (AsyncAPIClient, "request"), (BaseAPIResponse, "_parse"),
                             (APIResponse, "close"), (AsyncAPIResponse, "close")],
@@ -37,6 +49,8 @@ def test_instrument_wraps_once_and_uninstrument_restores_identity(cls, telemetry
         for (owner, name), before in zip(WRAPPED[cls], original, strict=True):
             now = vars(owner)[name]
             assert isinstance(now, wrapt.FunctionWrapper) and now.__wrapped__ is before
+        assert WATCHDOG.running() == (cls in (MCPSamplingInstrumentor, MCPServerSamplingInstrumentor))
     finally:
         instrumentor.uninstrument()
+    assert not WATCHDOG.running()  # the shared thread stops with the last instrumentor
     assert all(now is before for now, before in zip([vars(o)[n] for o, n in WRAPPED[cls]], original, strict=True))

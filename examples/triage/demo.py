@@ -29,7 +29,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import depth_report
 from prometheus_client.parser import text_string_to_metric_families
+from server_telemetry import ServerMetricsReceiver, server_env
 
 from otel_sampling import five_numbers, names
 from otel_sampling.prometheus_names import label_name, metric_name
@@ -141,7 +143,8 @@ def table(title: str, rows: list[tuple[str, list]], columns: list[str]) -> str:
     return "\n".join(out)
 
 
-def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str) -> tuple[str, list[str]]:
+def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str,
+           server_requests: Counter | None = None) -> tuple[str, list[str]]:
     samples = list(request_samples(metrics_text))
     by_server: dict[str, Counter] = {}
     by_path: dict[str, Counter] = {}
@@ -154,7 +157,8 @@ def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str) -
         modes[labels[MODE]] += n
         substitutions[labels[SUBSTITUTION]] += n
     total = sum(endings.values())
-    sampling_spans = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["scope"] == names.SCOPE_NAME]
+    sampling_spans = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["scope"] == names.SCOPE_NAME
+                      and s["kind"] == "SERVER"]  # the host's; the server's own are CLIENT spans
     provider_spans = [s for s in spans if s["name"].startswith(names.OPERATION_CHAT) and s["scope"] == names.SCOPE_NAME]
     served = Counter()
     for span in sampling_spans:
@@ -200,6 +204,9 @@ def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str) -
         problems.append("the degraded share is zero")
     if len(sampling_spans) != total:
         problems.append(f"{len(sampling_spans)} sampling spans for {total} counted requests")
+    depth, depth_problems = depth_report.lines(metrics_text, spans, server_requests or Counter())
+    lines += depth
+    problems += depth_problems
     expected_models = Counter(s["expected_model"] for s in steps if s.get("expected_model"))
     served_models = Counter(s["attributes"].get(names.GEN_AI_RESPONSE_MODEL) for s in sampling_spans)
     if expected_models - served_models:
@@ -256,15 +263,17 @@ def main() -> int:
     OUT.mkdir(exist_ok=True)
     metrics_port = free_port()
     metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-    with FakeProvider() as provider, OTLPTraceReceiver() as receiver:
+    with FakeProvider() as provider, OTLPTraceReceiver() as receiver, ServerMetricsReceiver() as server_metrics:
         env = host_env(provider.url, receiver.endpoint, metrics_port)
+        env.update(server_env(receiver.endpoint, server_metrics.endpoint))
         done, metrics_text = run_host(env, metrics_url, OUT / "host.log")
         spans = list(receiver.spans)
+        server_requests = server_metrics.requests()
     (OUT / "metrics.txt").write_text(metrics_text)
     with (OUT / "spans.jsonl").open("w") as f:
         for span in spans:
             f.write(json.dumps(span) + "\n")
-    text, problems = report(done, metrics_text, spans, metrics_url)
+    text, problems = report(done, metrics_text, spans, metrics_url, server_requests)
     degradation_text, degradation_problems = degradation_report(done, metrics_text)
     text, problems = f"{text}\n{degradation_text}", problems + degradation_problems
     print(text)

@@ -1,7 +1,7 @@
 """Triage host: an agent host that connects to ticket-server and answers its sampling requests.
 
 The host launches ``server.py`` as a stdio subprocess and runs the scripted steps of
-``scenario.py`` twice: once on a ``mode="legacy"`` connection (protocol 2025-11-25, sampling is a
+``scenario.py`` twice (then two of them once more over streamable HTTP on 127.0.0.1): once on a ``mode="legacy"`` connection (protocol 2025-11-25, sampling is a
 server-to-client JSON-RPC request) and once on a ``mode="auto"`` connection (protocol 2026-07-28,
 sampling rides ``InputRequiredResult`` round trips).
 
@@ -17,6 +17,12 @@ Its sampling callback is a small host policy, in plain code:
    provider is overloaded, rate-limited, failing or unreachable it retries once on the fallback
    (claude-haiku-5-5); if that fails too: ``ErrorData(-32603, "No permitted model available",
    {"reason": "model.unavailable"})``.
+
+It reports to otel-sampling, when that is installed, what no wrapper can see: the
+``includeContext`` scope it grants (``otel_sampling.grant_context``; the request's scope capped at
+``thisServer`` unless a step says otherwise) and budget an approver adds
+(``otel_sampling.record_grant``). Its model gateway answers "out of quota" with its own code
+(``-32099``), which the demo's policy file maps to ``policy.budget_exhausted``.
 
 The result names the model the provider actually served (``response.model``). The server's
 ``temperature`` is advisory and dropped: this provider API (anthropic 2.x) takes none.
@@ -35,6 +41,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
+import signal
+import socket
+import subprocess
 import datetime as dt
 import json
 import os
@@ -50,6 +59,7 @@ import anthropic
 import anyio
 from mcp import Client, MCPError, StdioServerParameters, types
 from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import get_default_environment
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 HERE = Path(__file__).resolve().parent
@@ -71,11 +81,20 @@ import otel_sampling as osm  # noqa: E402  # the small API for what no wrapper c
 if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import BaseExceptionGroup
 
+try:  # optional: reports the facts no wrapper can see (granted scope, budget grants)
+    import otel_sampling
+except ImportError:  # pragma: no cover - the host runs without it too
+    otel_sampling = None
+
 # The host uses MCP sampling on purpose (deprecated in 2026-07-28); that is not news to the operator.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 SERVER_NAME = "ticket-server"
 SESSIONS = ("legacy", "auto")
+# A short third session over streamable HTTP (legacy protocol): the transport with a session id.
+HTTP_SESSION = "http"
+HTTP_STEPS = ("printer-fire", "wide-context-granted")
+HTTP_START_TIMEOUT_S = 15.0
 
 # Host policy: which servers may sample, on which models (first = primary).
 PERMITTED_MODELS: dict[str, tuple[str, ...]] = {SERVER_NAME: (PRIMARY_MODEL, FALLBACK_MODEL)}
@@ -90,6 +109,9 @@ DAILY_BUDGET_USD = 1.00
 POLICY_REFUSAL = -32003  # implementation-defined JSON-RPC band; data.reason says which rule
 USER_REJECTED = -1  # MCP spec, client/sampling "Error Handling"
 NO_MODEL = types.INTERNAL_ERROR  # -32603: the host could not produce a completion
+GATEWAY_QUOTA = -32099  # the model gateway's own "out of quota" code
+HOST_CONTEXT_CEILING = ("none", "thisServer")  # scopes the host grants unless a step says otherwise
+APPROVER = "oncall-lead"
 RETRY_ON_FALLBACK = (
     anthropic.OverloadedError,  # 529
     anthropic.RateLimitError,  # 429
@@ -147,6 +169,7 @@ class Host:
     def __init__(self, llm: anthropic.AsyncAnthropic) -> None:
         self.llm = llm
         self.spent_usd = 0.0
+        self.granted_usd = 0.0  # budget approvers added today
         self.in_flight = 0
         self.runs: dict[tuple[str, str], StepRun] = {}  # (session, ticket) -> run, for the fallback lookup
         self.session = ""
@@ -215,13 +238,25 @@ class Host:
         # 2. daily budget: the worst case of this request must fit in what is left
         primary, fallback = models[0], (models[1] if len(models) > 1 else None)
         worst_case = _cost_usd(primary, len(prompt) // 4 + 100, params.max_tokens)
-        if step.host.budget_exhausted or self.spent_usd + worst_case > DAILY_BUDGET_USD:
+        if step.host.raise_budget:  # the same denial, raised (an exception group on 2026-07-28)
+            raise MCPError.from_error_data(types.ErrorData(
+                code=POLICY_REFUSAL, message="Daily sampling budget exhausted",
+                data={"reason": "policy.budget_exhausted", "resetsAt": _next_midnight_utc()}))
+        if step.host.budget_exhausted or self.spent_usd + worst_case > DAILY_BUDGET_USD + self.granted_usd:
             return types.ErrorData(code=POLICY_REFUSAL, message="Daily sampling budget exhausted",
                                    data={"reason": "policy.budget_exhausted", "resetsAt": _next_midnight_utc()})
 
         # 3. the user approves (simulated, decided per step)
         if not step.host.user_approves:
             return types.ErrorData(code=USER_REJECTED, message="User rejected sampling request")
+        if step.host.gateway_quota:
+            return types.ErrorData(code=GATEWAY_QUOTA, message="Model gateway quota exceeded")
+
+        # what the prompt may include: the request's scope, capped by the host (or as the step says)
+        requested = params.include_context or "none"
+        granted = step.host.grant_scope or (requested if requested in HOST_CONTEXT_CEILING else "thisServer")
+        if otel_sampling is not None:
+            otel_sampling.grant_context(granted)
 
         # the host's answer cache: the entry's provenance says which configuration produced it
         if step.host.cache_read:
@@ -298,7 +333,16 @@ def _describe_exception(e: BaseException) -> str:
     return f"call_tool raised {type(e).__name__}: {e}"
 
 
+def grant_budget(host: Host, step: Step) -> None:
+    """An approver adds budget for the server before the step runs."""
+    host.granted_usd += step.host.grant_usd
+    if otel_sampling is not None:
+        otel_sampling.record_grant(SERVER_NAME, step.host.grant_usd, _next_midnight_utc(), granted_by=APPROVER)
+
+
 async def run_step(client: Client, host: Host, session: str, step: Step) -> None:
+    if step.host.grant_usd:
+        grant_budget(host, step)
     run = StepRun(session, step)
     host.runs[(session, step.ticket)] = run
     token = CURRENT_STEP.set(run)
@@ -357,25 +401,82 @@ def _summary_model(got: str) -> str | None:
     return got[len(prefix):].split(" ", 1)[0]
 
 
+def server_parameters(name: str = SERVER_NAME) -> StdioServerParameters:
+    """How to launch server.py. ``TRIAGE_SERVER_LAUNCHER`` (e.g. ``opentelemetry-instrument``) runs
+    it through that program; each ``TRIAGE_SERVER_ENV_<NAME>`` of the host is ``<NAME>`` for the server."""
+    env = {key.removeprefix("TRIAGE_SERVER_ENV_"): value for key, value in os.environ.items()
+           if key.startswith("TRIAGE_SERVER_ENV_")}
+    env["TRIAGE_SERVER_NAME"] = name
+    launcher = os.environ.get("TRIAGE_SERVER_LAUNCHER")
+    args = [str(HERE / "server.py")]
+    if launcher:
+        return StdioServerParameters(command=launcher, args=[sys.executable, *args], env=env)
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+def connect(host: Host, session: str, name: str = SERVER_NAME) -> Client:
+    return Client(
+        server_parameters(name),
+        mode=session,
+        sampling_callback=host.sampling_callback(name),
+        client_info=types.Implementation(name="triage-host", version="1.0.0"),
+    )
+
+
 async def run_session(host: Host, session: str) -> list[dict[str, Any]]:
-    server = StdioServerParameters(command=sys.executable, args=[str(HERE / "server.py")])
     done: list[dict[str, Any]] = []
     host.session = session
-    async with Client(
-        server,
-        mode=session,
-        sampling_callback=host.sampling_callback(SERVER_NAME),
-        client_info=types.Implementation(name="triage-host", version="1.0.0"),
-    ) as client:
+    others: dict[str, Client] = {}  # second servers, connected when a step first needs one
+    async with contextlib.AsyncExitStack() as stack:  # one stack: connections close in reverse order
+        client = await stack.enter_async_context(connect(host, session))
         info = client.server_info
         log(f"{session}: connected to {info.name if info else '?'} {info.version if info else ''} "
             f"protocol {client.protocol_version}")
         for step in STEPS:
             if step.legacy_only and session != "legacy":
                 continue
-            await run_step_as_run(client, host, session, step)
+            if step.server is not None and step.server not in others:
+                others[step.server] = await stack.enter_async_context(connect(host, session, step.server))
+            await run_step_as_run(others[step.server] if step.server else client, host, session, step)
             done.append({"session": session, "step": step.name, "expected_ending": step.expected_ending,
                          "expected_model": step.expected_model})
+    return done
+
+
+async def run_http_session(host: Host) -> list[dict[str, Any]]:
+    """Start server.py over streamable HTTP on 127.0.0.1 and run ``HTTP_STEPS`` through it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    params = server_parameters()
+    process = await anyio.open_process([params.command, *params.args, "--http", str(port)],
+                                       env={**get_default_environment(), **(params.env or {})},
+                                       stdout=subprocess.DEVNULL, stderr=None)
+    done: list[dict[str, Any]] = []
+    try:
+        with anyio.fail_after(HTTP_START_TIMEOUT_S):
+            while True:
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await anyio.sleep(0.1)
+        host.session = HTTP_SESSION
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy",
+                          sampling_callback=host.sampling_callback(SERVER_NAME),
+                          client_info=types.Implementation(name="triage-host", version="1.0.0")) as client:
+            log(f"{HTTP_SESSION}: connected over streamable HTTP, protocol {client.protocol_version}")
+            for step in STEPS:
+                if step.name in HTTP_STEPS:
+                    await run_step_as_run(client, host, HTTP_SESSION, step)
+                    done.append({"session": HTTP_SESSION, "step": step.name,
+                                 "expected_ending": step.expected_ending, "expected_model": step.expected_model})
+    finally:
+        # SIGINT, not SIGTERM: uvicorn re-raises the signal after its graceful shutdown, and only
+        # SIGINT (KeyboardInterrupt) lets the server's exit hooks flush its telemetry.
+        process.send_signal(signal.SIGINT)
+        with anyio.move_on_after(10):
+            await process.wait()
     return done
 
 
@@ -395,6 +496,11 @@ async def main_async() -> int:
             except Exception as e:  # could not connect, or the server died
                 failed = True
                 log(f"{session}: session failed: {_describe_exception(e)}")
+        try:
+            steps.extend(await run_http_session(host))
+        except Exception as e:
+            failed = True
+            log(f"{HTTP_SESSION}: session failed: {_describe_exception(e)}")
     log(f"done: {len(steps)} steps in {time.monotonic() - t0:.1f} s, spent ${host.spent_usd:.6f}")
     print(json.dumps({"event": "scenario-done", "steps": steps}), flush=True)
     return 1 if failed else 0

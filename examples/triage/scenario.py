@@ -59,6 +59,10 @@ class HostDecisions:
     canary: bool = False  # deliberate canary traffic: the host answers on the fallback model
     cache_store: str | None = None  # the host stores the answer in its answer cache under this key
     cache_read: str | None = None  # the host answers from its answer cache (no provider call)
+    grant_scope: str | None = None  # includeContext the host grants (None: the request's, capped at thisServer)
+    grant_usd: float = 0.0  # USD an approver adds to the server's budget before the step (record_grant)
+    gateway_quota: bool = False  # the host's model gateway is out of quota and answers with its own code
+    raise_budget: bool = False  # the budget denial is raised as MCPError instead of returned
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class Step:
     provider: ProviderScenario = field(default_factory=ProviderScenario)
     host: HostDecisions = field(default_factory=HostDecisions)
     legacy_only: bool = False  # needs a server-to-client request (protocol <= 2025-11-25)
+    server: str | None = None  # ask through a second server of this name (default: ticket-server)
+    retry_of: str | None = None  # the earlier step this one repeats (same ticket, same request)
 
     @property
     def ticket(self) -> str:
@@ -168,6 +174,45 @@ STEPS: Final[tuple[Step, ...]] = (
     _ticket("canary-on-fallback", "TCK-121: CSV import rejects UTF-16 files.",
             host=HostDecisions(canary=True),
             expected_ending="completed", expected_model=FALLBACK_MODEL),
+    # --- MCP sampling in depth: context scope, request identity, grants, stalls
+    # the host grants allServers: above the policy's context_ceiling (context_above_ceiling)
+    _ticket("wide-context-granted", "TCK-131: merge the two on-call calendars into one.",
+            arguments={"include_context": "allServers"}, host=HostDecisions(grant_scope="allServers"),
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    # the same request retried with a wider scope (scope_widened), then a narrower one (fine)
+    _ticket("narrow-first", "TCK-132: certificate for api.example.com expires Friday.",
+            arguments={"include_context": "none"}, expected_ending="completed", expected_model=PRIMARY_MODEL),
+    _ticket("retry-wider-context", "TCK-132: certificate for api.example.com expires Friday.",
+            arguments={"include_context": "thisServer"}, retry_of="narrow-first",
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    _ticket("retry-narrower-context", "TCK-132: certificate for api.example.com expires Friday.",
+            arguments={"include_context": "none"}, retry_of="narrow-first",
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    # the same request approved, then rejected (decision_flipped)
+    _ticket("approved-once", "TCK-133: rotate the staging database password.",
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    _ticket("rejected-on-retry", "TCK-133: rotate the staging database password.",
+            host=HostDecisions(user_approves=False), retry_of="approved-once", expected_ending="user.denied"),
+    # denied for ticket-server, then the same request from another server (rerouted_after_denial)
+    _ticket("denied-here", f"TCK-134: {CONFIDENTIAL_MARKER} export all salaries to a spreadsheet.",
+            expected_ending="policy.denied"),
+    _ticket("rerouted-elsewhere", f"TCK-134: {CONFIDENTIAL_MARKER} export all salaries to a spreadsheet.",
+            server="ticket-server-b", retry_of="denied-here", expected_ending="policy.denied"),
+    # the gateway's own quota code (-32099), mapped by the policy file's [[ending_rules]]
+    _ticket("gateway-quota", "TCK-135: translate the release notes into German.",
+            host=HostDecisions(gateway_quota=True), expected_ending="policy.budget_exhausted"),
+    # an approver adds budget after the exhaustion (a grant), then once more without one
+    _ticket("grant-after-quota", "TCK-136: summarise yesterday's incident channel.",
+            host=HostDecisions(grant_usd=2.0), expected_ending="completed", expected_model=PRIMARY_MODEL),
+    _ticket("grant-without-exhaustion", "TCK-137: draft the quarterly access review e-mail.",
+            host=HostDecisions(grant_usd=1.0), expected_ending="completed", expected_model=PRIMARY_MODEL),
+    # the budget denial raised as MCPError (on 2026-07-28 call_tool raises an exception group)
+    _ticket("budget-raised", "TCK-138: regenerate the API client for v3.",
+            host=HostDecisions(raise_budget=True), expected_ending="policy.budget_exhausted"),
+    # a slow provider: pending past the policy's stall_threshold_seconds (a stall), then completes
+    _ticket("slow-provider", "TCK-139: the wiki search times out for long queries.",
+            provider=ProviderScenario(primary="delay=2.5"),
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
 )
 
 RUN_NAME: Final = "ticket-triage"  # every step is one run of this task
@@ -191,6 +236,8 @@ def expected_run(step: Step) -> tuple[str, bool]:
     disclosed = host_notices_degradation(step) and step.host.disclose
     return ("degraded" if degraded else "primary"), degraded and not disclosed
 
-STEPS_BY_TICKET: Final = {step.ticket: step for step in STEPS}
-if len(STEPS_BY_TICKET) != len(STEPS) or len({s.name for s in STEPS}) != len(STEPS):
-    raise ValueError("step names and tickets must be unique (the host finds a step by its ticket)")
+
+STEPS_BY_TICKET: Final = {step.ticket: step for step in STEPS if step.retry_of is None}
+if len(STEPS_BY_TICKET) != sum(1 for s in STEPS if s.retry_of is None) or len({s.name for s in STEPS}) != len(STEPS):
+    raise ValueError("step names and tickets must be unique (the host finds a step by its ticket); "
+                     "a retry_of step repeats its earlier step's ticket")

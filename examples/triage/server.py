@@ -17,12 +17,13 @@ Both tools turn a failed sampling request into a normal text result naming the J
 (code, message, data), so the calling model learns why there is no summary. On 2026-07-28 a client
 denial never reaches the server: the client's ``call_tool`` raises instead.
 
-Run as a stdio server: ``python server.py``. It logs to stderr only (stdout is the MCP channel).
+Run as a stdio server: ``python server.py``; over streamable HTTP: ``python server.py --http PORT``. It logs to stderr only (stdout is the MCP channel).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from typing import Annotated, Any
@@ -89,7 +90,9 @@ class SamplingErrorsAsText:
             return types.CallToolResult(content=[types.TextContent(text=_describe_error(e))])
 
 
-server = MCPServer("ticket-server", version="1.0.0", middleware=[SamplingErrorsAsText()])
+# TRIAGE_SERVER_NAME lets the host run a second copy under another name (the reroute step).
+server = MCPServer(os.environ.get("TRIAGE_SERVER_NAME", "ticket-server"), version="1.0.0",
+                   middleware=[SamplingErrorsAsText()])
 
 
 def ask_for_summary(ticket: str, hint: str, include_context: str) -> Sample:
@@ -144,4 +147,10 @@ async def summarize_with_deadline(ticket: str, ctx: Context, deadline_s: float =
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":  # streamable HTTP on 127.0.0.1:PORT, path /mcp
+        try:  # stopped with SIGINT: uvicorn re-raises it after a graceful shutdown, and exit hooks run
+            server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        except KeyboardInterrupt:
+            pass
+    else:
+        server.run("stdio")

@@ -130,10 +130,17 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                            type(self).__name__, exc_info=True)
             return
         wrap_targets(self.targets, state)
+        # A state with background work (the stall watchdog) starts it here and stops it on uninstrument.
+        self._state = state
+        if hasattr(state, "start"):
+            state.start()
         _install_degradation_state(self, settings, tracer_provider, meter_provider)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         unwrap_targets(self.targets)
+        state, self._state = getattr(self, "_state", None), None
+        if hasattr(state, "stop"):
+            state.stop()
         if vars(self).pop("_otel_sampling_processor", False):
             span_processor.uninstall()
 

@@ -12,12 +12,23 @@ Also wraps ``mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher._dispatch_notificat
 looked up on every notification, so sessions opened before ``instrument()`` are covered) to learn
 why a request was cancelled: the peer's ``notifications/cancelled`` reason ("timed out after
 0.5s" means the server's deadline expired). It runs before the cancelled callback resumes.
+
+Connection facts for the span (``network.transport``, ``mcp.session.id``): the SDK's
+``ClientSession`` does not know its transport, so the transports mark the task that opens them
+(``mcp.client.stdio._create_platform_compatible_process``: ``pipe``;
+``StreamableHTTPTransport.__init__``: ``tcp`` and its ``session_id``) and the ``ClientSession``
+created next in that task binds to that mark. The tool call that triggered a request
+(``gen_ai.tool.name``): on the 2026-07-28 path, ``Client.call_tool`` marks its task and the
+input-required driver's callbacks inherit the mark; on the legacy path the request carries no
+related id the client can read, so the tool is named only when exactly one ``call_tool`` is in
+flight on that session.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
+from contextvars import ContextVar
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,7 +40,9 @@ from opentelemetry.propagate import extract
 from otel_sampling import names
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instruments import Instruments
+from otel_sampling import sampling_api
 from otel_sampling.labels import clean
+from otel_sampling.ledger import Ledger
 from otel_sampling.sampling_record import SamplingRecord
 
 logger = logging.getLogger(__name__)
@@ -38,6 +51,11 @@ _MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)  # mcp_types.version.MODERN_PROTOCOL
 CANCEL_REASONS_PER_DISPATCHER = 64  # cancel notifications remembered per connection until consumed
 CANCEL_REASON_MAX_LENGTH = 256
 INVALID_RESULT_CODE = -32602  # mcp answers INVALID_PARAMS for a callback return it cannot validate
+TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
+
+# The transport opened last in this task: names.TRANSPORT_PIPE, or the StreamableHTTPTransport.
+_opened_transport: ContextVar[Any] = ContextVar("otel_sampling_opened_transport", default=None)
+_calling_tool: ContextVar[str | None] = ContextVar("otel_sampling_calling_tool", default=None)
 
 
 class _CancelReasons:
@@ -68,8 +86,31 @@ class _CancelReasons:
         return reasons.pop(self._normalise(request_id), None) if reasons else None
 
 
+class _Connections:
+    """What each ``ClientSession`` is connected through, and its tool calls in flight (weak keys)."""
+
+    def __init__(self) -> None:
+        self.transports: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self.tool_calls: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+
+    def describe(self, session: Any) -> tuple[str | None, str | None]:
+        """``(network.transport, mcp.session.id)`` of a session, each None when unknown."""
+        transport = self.transports.get(session)
+        if transport is None:
+            return None, None
+        if isinstance(transport, str):
+            return transport, None
+        session_id = getattr(transport, "session_id", None)
+        return names.TRANSPORT_TCP, session_id if isinstance(session_id, str) else None
+
+    def tool_for(self, session: Any) -> str | None:
+        calls = self.tool_calls.get(session)
+        return calls[0] if calls and len(calls) == 1 else None
+
+
 class _State:
-    __slots__ = ("instruments", "cancel_reasons", "request_type", "error_type", "result_types", "client_response")
+    __slots__ = ("instruments", "cancel_reasons", "request_type", "error_type", "result_types", "client_response",
+                 "ledger", "connections")
 
     def __init__(self, instruments: Instruments) -> None:
         # Imported here: mcp is an optional extra.
@@ -83,6 +124,16 @@ class _State:
         self.error_type = mcp_types.ErrorData
         self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
         self.client_response = ClientResponse  # how mcp reads whatever the callback returned
+        self.ledger = Ledger(instruments)
+        self.connections = _Connections()
+
+    def start(self) -> None:
+        self.ledger.start()
+        sampling_api.bind(self.ledger)
+
+    def stop(self) -> None:
+        self.ledger.stop()
+        sampling_api.bind(None)
 
 
 def _parent_of(meta: Any) -> otel_context.Context | None:
@@ -101,6 +152,8 @@ def _start_record(state: _State, session: Any, ctx: Any, request: Any) -> Sampli
     try:
         server_info = session.server_info
         protocol_version = session.protocol_version
+        transport, session_id = state.connections.describe(session)
+        version = getattr(server_info, "version", None)
         record = SamplingRecord(
             state.instruments,
             server_name=getattr(server_info, "name", None),
@@ -109,6 +162,11 @@ def _start_record(state: _State, session: Any, ctx: Any, request: Any) -> Sampli
             protocol_version=protocol_version,
             params=request.params,
             parent=_parent_of(getattr(ctx, "meta", None)),
+            ledger=state.ledger,
+            server_version=version if isinstance(version, str) else None,
+            session_id=session_id,
+            transport=transport,
+            tool_name=_calling_tool.get() or state.connections.tool_for(session),
         )
         record.activate()
         return record
@@ -126,7 +184,7 @@ def _end_with_return(state: _State, record: SamplingRecord, result: Any) -> None
             record.end_with_error_frame(INVALID_RESULT_CODE, None)
             return
     if isinstance(result, state.error_type):
-        record.end_with_error_frame(result.code, result.data)
+        record.end_with_error_frame(result.code, result.data, result.message)
     elif isinstance(result, state.result_types):
         record.end_with_result(result.model, result.stop_reason)
     else:  # a valid client result of another kind: not an answer to sampling
@@ -182,9 +240,78 @@ def _notification_wrapper(state: _State):
     return wrapper
 
 
+def _stdio_opened_wrapper(state: _State):
+    async def wrapper(wrapped, instance, args, kwargs):
+        process = await wrapped(*args, **kwargs)
+        _opened_transport.set(names.TRANSPORT_PIPE)  # the ClientSession opened next in this task
+        return process
+
+    return wrapper
+
+
+def _http_opened_wrapper(state: _State):
+    def wrapper(wrapped, instance, args, kwargs):
+        wrapped(*args, **kwargs)
+        _opened_transport.set(instance)  # read its session_id at sampling time: it is set later
+    return wrapper
+
+
+def _session_init_wrapper(state: _State):
+    def wrapper(wrapped, instance, args, kwargs):
+        wrapped(*args, **kwargs)
+        try:
+            transport = _opened_transport.get()
+            if transport is not None:
+                state.connections.transports[instance] = transport
+                _opened_transport.set(None)  # one transport, one session
+        except Exception:
+            logger.debug("otel-sampling: could not bind a session to its transport", exc_info=True)
+    return wrapper
+
+
+def _call_tool_wrapper(state: _State):
+    """``ClientSession.call_tool``: the session's tool calls in flight (legacy path)."""
+    async def wrapper(wrapped, instance, args, kwargs):
+        name = args[0] if args else kwargs.get("name")
+        calls = None
+        try:
+            if isinstance(name, str):
+                calls = state.connections.tool_calls.setdefault(instance, [])
+                if len(calls) < TOOL_CALLS_PER_SESSION:
+                    calls.append(name)
+                else:
+                    calls = None
+        except Exception:
+            logger.debug("otel-sampling: could not note a tool call", exc_info=True)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            if calls is not None and name in calls:
+                calls.remove(name)
+    return wrapper
+
+
+def _client_call_tool_wrapper(state: _State):
+    """``Client.call_tool``: the input-required driver's callbacks run in this task's context."""
+    async def wrapper(wrapped, instance, args, kwargs):
+        name = args[0] if args else kwargs.get("name")
+        token = _calling_tool.set(name) if isinstance(name, str) else None
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            if token is not None:
+                _calling_tool.reset(token)
+    return wrapper
+
+
 _TARGETS = (
     Target("mcp.client.session", "ClientSession.dispatch_input_request", _dispatch_wrapper),
     Target("mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher._dispatch_notification", _notification_wrapper),
+    Target("mcp.client.stdio", "_create_platform_compatible_process", _stdio_opened_wrapper),
+    Target("mcp.client.streamable_http", "StreamableHTTPTransport.__init__", _http_opened_wrapper),
+    Target("mcp.client.session", "ClientSession.__init__", _session_init_wrapper),
+    Target("mcp.client.session", "ClientSession.call_tool", _call_tool_wrapper),
+    Target("mcp.client.client", "Client.call_tool", _client_call_tool_wrapper),
 )
 
 

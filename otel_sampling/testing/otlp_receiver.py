@@ -4,7 +4,8 @@
 decodes them with ``opentelemetry-proto`` and keeps each span as a plain dict (JSON-ready)::
 
     {"name", "kind", "trace_id", "span_id", "parent_span_id", "start_ns", "end_ns",
-     "status_code", "scope", "service_name", "attributes": {key: value}}
+     "status_code", "scope", "service_name", "attributes": {key: value},
+     "events": [{"name", "attributes"}], "links": [{"trace_id", "span_id"}]}
 
 Use it as a context manager; ``.endpoint`` is the value for ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``.
 """
@@ -57,6 +58,9 @@ def decode(body: bytes) -> list[dict[str, Any]]:
                     "scope": scope_spans.scope.name,
                     "service_name": resource.get("service.name"),
                     "attributes": {kv.key: any_value(kv.value) for kv in span.attributes},
+                    "events": [{"name": e.name, "attributes": {kv.key: any_value(kv.value) for kv in e.attributes}}
+                               for e in span.events],
+                    "links": [{"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex()} for link in span.links],
                 })
     return spans
 

@@ -1,0 +1,260 @@
+"""Server-side MCP sampling instrumentation for mcp 2.x (entry point ``otel_sampling_mcp_server``).
+
+What an MCP server sees of the sampling requests it sends, on both protocol paths: one
+CLIENT-kind ``sampling/createMessage`` span per request (MCP semantic conventions: the server
+reports the client span for a request it initiates) and ``mcp.sampling.server.requests``.
+
+* Legacy path (protocol <= 2025-11-25): ``mcp.server.session.ServerSession.send_request``, which
+  ``ServerSession.create_message`` and the ``Sample`` resolver call **with keyword arguments**
+  (``request=``, ``result_type=``, ...). The span is current while the SDK sends, so the SDK's
+  own ``MCP send sampling/createMessage`` span is its child, never a sibling. The ending is the
+  client's result or error frame as the server got it (``MCPError``), a timeout (``-32001``), or
+  ``NoBackChannelError`` (``-32600``) when a 2026-07-28 connection cannot carry the request.
+* 2026-07-28 path: ``mcp.server.runner.ServerRunner._on_request`` (private; one call per inbound
+  JSON-RPC request, before the server's middleware). A result with ``resultType``
+  ``input_required`` starts a span for each ``sampling/createMessage`` in ``inputRequests``; the
+  retried call whose ``requestState`` matches carries the answer in ``inputResponses[key]`` and
+  ends it. A client denial never reaches the server on this path: a request whose retry never
+  comes, or comes without its answer, ends ``unanswered`` (after
+  ``OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS``, default 300, or at once when the retry lacks it,
+  or when the process exits or ``uninstrument()`` is called).
+  Pending requests are bounded (``OTEL_SAMPLING_MAX_PENDING``; past it the oldest ends
+  ``unanswered``) and swept by the shared watchdog thread.
+
+A separate entry point from the host side (``otel_sampling_mcp``) so that a process can switch
+either side off with ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from otel_sampling import names
+from otel_sampling.bounded import EvictingTTLCache
+from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instrumentation.mcp import _MODERN_PROTOCOL_VERSIONS, _parent_of
+from otel_sampling.instruments import Instruments
+from otel_sampling.server_sampling_record import ServerSamplingRecord
+from otel_sampling.stalls import WATCHDOG
+
+logger = logging.getLogger(__name__)
+
+# (server name, tool name) of the inbound request being handled in this task: ServerSession
+# knows neither.
+_handling: ContextVar[tuple[str | None, str | None]] = ContextVar("otel_sampling_server_handling",
+                                                                 default=(None, None))
+
+
+class _Pending:
+    """2026-07-28 requests awaiting the retry that answers them: ``requestState`` -> {input key:
+    record}; bounded and expiring, every dropped request ends ``unanswered``."""
+
+    def __init__(self, max_entries: int, ttl_seconds: float) -> None:
+        self._by_state = EvictingTTLCache(max_entries, ttl_seconds, self._dropped)
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _dropped(state: Any, records: dict[str, ServerSamplingRecord]) -> None:
+        for record in records.values():
+            record.end_unanswered()
+
+    def add(self, request_state: str | None, records: dict[str, ServerSamplingRecord]) -> None:
+        """Wait for the retry carrying ``request_state``. A server that sends no state (None), or
+        the same state twice, shares one entry: answers are then matched by input key only, and a
+        request whose key is asked again is given up (unanswered)."""
+        with self._lock:
+            earlier = self._by_state.pop(request_state, None) or {}
+            replaced = {key: earlier.pop(key) for key in records if key in earlier}
+            self._by_state[request_state] = {**earlier, **records}
+        self._dropped(request_state, replaced)
+
+    def take(self, request_state: str | None) -> dict[str, ServerSamplingRecord]:
+        with self._lock:
+            return self._by_state.pop(request_state, None) or {}
+
+    def sweep(self, now: float | None = None) -> None:
+        """End every request whose answer did not come in time (``now``: the clock's time)."""
+        with self._lock:
+            self._by_state.expire(now)
+
+    def close(self) -> None:
+        """End every pending request ``unanswered`` (the process is going away: no retry can come)."""
+        with self._lock:
+            dropped = list(self._by_state.items())
+            self._by_state.clear()
+        for state, records in dropped:
+            self._dropped(state, records)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._by_state)
+
+
+class _State:
+    def __init__(self, instruments: Instruments) -> None:
+        import mcp_types  # mcp is an optional extra
+
+        self.instruments = instruments
+        self.request_type = mcp_types.CreateMessageRequest
+        self.params_type = mcp_types.CreateMessageRequestParams
+        self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
+        settings = instruments.settings
+        self.pending = _Pending(settings.max_pending, settings.unanswered_after_seconds)
+
+    def start(self) -> None:
+        WATCHDOG.register(self.pending.sweep)
+        # Before the SDK's own exit hook (registered earlier, so run later) flushes the spans.
+        atexit.register(self.pending.close)
+
+    def stop(self) -> None:
+        WATCHDOG.unregister(self.pending.sweep)
+        atexit.unregister(self.pending.close)
+        self.pending.close()
+
+
+def _send_request_wrapper(state: _State):
+    async def wrapper(wrapped, instance, args, kwargs):
+        request = kwargs.get("request", args[0] if args else None)
+        if not isinstance(request, state.request_type):
+            return await wrapped(*args, **kwargs)
+        record = _start_rpc(state, instance, request)
+        if record is None:
+            return await wrapped(*args, **kwargs)
+        # Current while the SDK sends, so its "MCP send sampling/createMessage" span is our child.
+        token = otel_context.attach(trace.set_span_in_context(record.span))
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _guarded(record.end_with_exception, exc)
+            raise
+        finally:
+            otel_context.detach(token)
+        if isinstance(result, state.result_types):
+            _guarded(record.end_with_result, result.model, result.stop_reason)
+        else:
+            _guarded(record.end_with_result, None, None)
+        return result
+
+    return wrapper
+
+
+def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecord | None:
+    try:
+        protocol_version = session.protocol_version
+        connection = getattr(session, "_connection", None)
+        server_name, tool_name = _handling.get()
+        return ServerSamplingRecord(
+            state.instruments,
+            path=names.PATH_MRTR if protocol_version in _MODERN_PROTOCOL_VERSIONS else names.PATH_RPC,
+            params=request.params,
+            protocol_version=protocol_version,
+            server_name=server_name,
+            session_id=getattr(connection, "session_id", None),
+            tool_name=tool_name,
+        )
+    except Exception:
+        logger.debug("otel-sampling: could not start the server-side sampling record", exc_info=True)
+        return None
+
+
+def _on_request_wrapper(state: _State):
+    async def wrapper(wrapped, instance, args, kwargs):
+        method = args[1] if len(args) > 1 else kwargs.get("method")
+        params = args[2] if len(args) > 2 else kwargs.get("params")
+        if isinstance(params, Mapping) and "inputResponses" in params:
+            _guarded(_answer, state, params)
+        token = _handling.set(_names_of(instance, method, params))
+        try:
+            result = await wrapped(*args, **kwargs)
+        finally:
+            _handling.reset(token)
+        if isinstance(result, Mapping) and result.get("resultType") == "input_required":
+            _guarded(_ask, state, instance, method, params, result)
+        return result
+
+    return wrapper
+
+
+def _answer(state: _State, params: Mapping[str, Any]) -> None:
+    """A retried call: end the requests of the round it answers (missing answers: unanswered)."""
+    responses = params.get("inputResponses")
+    responses = responses if isinstance(responses, Mapping) else {}
+    for key, record in state.pending.take(_state_key(params.get("requestState"))).items():
+        answer = responses.get(key)
+        if isinstance(answer, Mapping) and "model" in answer:
+            record.end_with_result(answer.get("model"), answer.get("stopReason"))
+        else:
+            record.end_unanswered()
+
+
+def _ask(state: _State, runner: Any, method: Any, params: Any, result: Mapping[str, Any]) -> None:
+    """An ``InputRequiredResult``: one record per embedded ``sampling/createMessage``."""
+    requests = result.get("inputRequests")
+    if not isinstance(requests, Mapping):
+        return
+    connection = getattr(runner, "connection", None)
+    server_name, tool = _names_of(runner, method, params)
+    parent = _parent_of(params.get("_meta")) if isinstance(params, Mapping) else None
+    records: dict[str, ServerSamplingRecord] = {}
+    for key, request in requests.items():
+        if not isinstance(request, Mapping) or request.get("method") != names.METHOD_SAMPLING:
+            continue
+        try:
+            typed = state.params_type.model_validate(request.get("params") or {}, by_name=False)
+        except Exception:
+            typed = None
+        records[str(key)] = ServerSamplingRecord(
+            state.instruments,
+            path=names.PATH_MRTR,
+            params=typed,
+            protocol_version=getattr(connection, "protocol_version", None),
+            server_name=server_name,
+            session_id=getattr(connection, "session_id", None),
+            tool_name=tool,
+            parent=parent,
+        )
+    if records:
+        state.pending.add(_state_key(result.get("requestState")), records)
+
+
+def _names_of(runner: Any, method: Any, params: Any) -> tuple[str | None, str | None]:
+    """(server name, tool name) of an inbound request; never raises."""
+    name = getattr(getattr(runner, "server", None), "name", None)
+    tool = params.get("name") if method == "tools/call" and isinstance(params, Mapping) else None
+    return (name if isinstance(name, str) else None), (tool if isinstance(tool, str) else None)
+
+
+def _state_key(request_state: Any) -> str | None:
+    return request_state if isinstance(request_state, str) else None
+
+
+def _guarded(function, *args) -> None:
+    try:
+        function(*args)
+    except Exception:
+        logger.debug("otel-sampling: server-side sampling telemetry failed", exc_info=True)
+
+
+_TARGETS = (
+    Target("mcp.server.session", "ServerSession.send_request", _send_request_wrapper),
+    Target("mcp.server.runner", "ServerRunner._on_request", _on_request_wrapper),
+)
+
+
+class MCPServerSamplingInstrumentor(TargetTableInstrumentor):
+    """Instruments the server side of MCP sampling in mcp 2.x (see the module docstring).
+
+    ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
+    """
+
+    targets = _TARGETS
+    dependencies = ("mcp >= 2.3, < 3",)
+    state_class = _State

@@ -1,0 +1,78 @@
+"""Host-side state shared by the sampling requests of one instrumentor: bounded, thread-safe.
+
+* the request identity store (``identity.IdentityStore``: decision flips, widened scopes,
+  reroutes after a denial);
+* the stall watch (``stalls.PendingWatch``), swept by the shared watchdog thread;
+* the last ending and the last grant per server (is a grant answering a budget exhaustion? did
+  one come between an exhaustion and a completion of the same request?);
+* emitting a violation: a span event and ``mcp.sampling.violations{kind, server}``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from cachetools import TTLCache
+from opentelemetry import trace
+
+from otel_sampling import names
+from otel_sampling.identity import IdentityStore, Seen
+from otel_sampling.instruments import Instruments
+from otel_sampling.stalls import WATCHDOG, PendingWatch
+
+
+class Ledger:
+    """Bookkeeping for one host-side instrumentor; :meth:`start` / :meth:`stop` with it."""
+
+    def __init__(self, instruments: Instruments) -> None:
+        settings = instruments.settings
+        self.instruments = instruments
+        self.identity = IdentityStore(settings.identity_max_entries, settings.identity_ttl_seconds)
+        self.pending = PendingWatch(settings.max_pending, settings.policy.stall_threshold_seconds,
+                                    lambda record, seconds: record.mark_stalled(seconds))
+        self._last_endings: TTLCache = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
+        self._last_grants: TTLCache = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def now() -> float:
+        """The ledger's clock (monotonic seconds), for ordering decisions and grants."""
+        return time.monotonic()
+
+    def start(self) -> None:
+        WATCHDOG.register(self.pending.sweep)
+
+    def stop(self) -> None:
+        WATCHDOG.unregister(self.pending.sweep)
+
+    def note_ending(self, server: str | None, ending: str) -> None:
+        if server is not None:
+            with self._lock:
+                self._last_endings[server] = ending
+
+    def last_ending(self, server: str) -> str | None:
+        with self._lock:
+            return self._last_endings.get(server)
+
+    def note_grant(self, server: str) -> None:
+        with self._lock:
+            self._last_grants[server] = self.now()
+
+    def granted_since(self, server: str | None, since: float) -> bool:
+        """True when a grant for ``server`` was recorded at or after ``since``."""
+        with self._lock:
+            last = self._last_grants.get(server) if server is not None else None
+        return last is not None and last >= since
+
+    def violation(self, span: trace.Span, kind: str, server_label: str, earlier: Seen | None = None) -> None:
+        """Record one violation on ``span`` (event) and the violations counter."""
+        self.instruments.sampling_violations.add(1, {
+            names.MCP_SERVER_NAME: server_label, names.SAMPLING_VIOLATION_KIND: kind})
+        if span.is_recording():
+            attributes: dict[str, Any] = {names.SAMPLING_VIOLATION_KIND: kind, names.MCP_SERVER_NAME: server_label}
+            if earlier is not None:
+                attributes[names.SAMPLING_EARLIER_TRACE_ID] = trace.format_trace_id(earlier.trace_id)
+                attributes[names.SAMPLING_EARLIER_SPAN_ID] = trace.format_span_id(earlier.span_id)
+            span.add_event(names.EVENT_SAMPLING_VIOLATION, attributes)

@@ -1,0 +1,197 @@
+"""The public API for the facts about MCP sampling that no wrapper can see.
+
+* :func:`grant_context`: inside the host's sampling callback, the ``includeContext`` scope the
+  host actually honoured (the protocol has no field for it).
+* :func:`sampling_error`: a well-formed ``ErrorData`` for the host to return (or raise as
+  ``MCPError``) when it denies a request, in the vocabulary the classification reads.
+* :func:`record_grant`: a bounded consent increment (USD added to a server's sampling budget).
+
+All three are exported from :mod:`otel_sampling`. They record through the host-side MCP
+instrumentor (``otel_sampling_mcp``); without it they check their arguments and record nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+
+from otel_sampling import names
+from otel_sampling.labels import clean
+from otel_sampling.sampling_record import current_sampling
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from otel_sampling.ledger import Ledger
+
+logger = logging.getLogger(__name__)
+
+#: Reasons :func:`sampling_error` accepts, and the JSON-RPC code each gets.
+ERROR_CODES = {
+    names.ENDING_USER_DENIED: names.ERROR_CODE_USER_REJECTED,
+    names.ENDING_POLICY_DENIED: names.ERROR_CODE_POLICY_REFUSAL,
+    names.ENDING_BUDGET_EXHAUSTED: names.ERROR_CODE_POLICY_REFUSAL,
+    names.ENDING_MODEL_UNAVAILABLE: names.ERROR_CODE_POLICY_REFUSAL,
+}
+_GRANTED_BY_MAX_LENGTH = 128
+_ledger: Ledger | None = None
+
+
+def bind(ledger: Ledger | None) -> None:
+    """Called by the host-side MCP instrumentor: where grants are recorded (None: nowhere)."""
+    global _ledger
+    _ledger = ledger
+
+
+def grant_context(scope: str) -> bool:
+    """Report the ``includeContext`` scope the host granted to the sampling request being handled.
+
+    Call it inside the sampling callback (the request is found through context variables). The
+    scope becomes ``mcp.sampling.include_context.granted`` on the request's span and on
+    ``mcp.sampling.requests``; requests without a call are recorded ``unreported``. A scope
+    above the server's policy ``context_ceiling`` records a ``context_above_ceiling``
+    violation; a retry granted a wider scope than the same request before, ``scope_widened``.
+
+    Args:
+        scope: ``"none"``, ``"thisServer"`` or ``"allServers"`` (the MCP spec's ``includeContext``
+            values, narrowest first).
+
+    Returns:
+        True when a sampling request was current and the grant was recorded; False outside a
+        sampling callback or without the MCP instrumentor.
+
+    Raises:
+        ValueError: ``scope`` is not one of the three values.
+    """
+    if scope not in names.INCLUDE_CONTEXT_VALUES:
+        raise ValueError(f"scope must be one of {', '.join(names.INCLUDE_CONTEXT_VALUES)}; got {scope!r}")
+    record = current_sampling()
+    if record is None:
+        return False
+    try:
+        record.grant_context(scope)
+    except Exception:
+        logger.debug("otel-sampling: could not record a context grant", exc_info=True)
+    return True
+
+
+def sampling_error(reason: str, message: str,
+                   resets_at: datetime.datetime | str | None = None) -> mcp_types.ErrorData:
+    """A well-formed MCP ``ErrorData`` for denying a ``sampling/createMessage`` request.
+
+    Return it from the sampling callback, or raise ``mcp.MCPError.from_error_data(...)``; both
+    are classified alike (``docs/telemetry.md``, "Ending rules").
+
+    Args:
+        reason: the ending, one of ``"user.denied"`` (code ``-1``, the MCP spec's user rejection),
+            ``"policy.denied"``, ``"policy.budget_exhausted"``, ``"model.unavailable"`` (code
+            ``-32003``, the otel-sampling convention for policy refusals). Sent as ``data.reason``.
+        message: the human-readable ``message`` (not empty). It travels to the server; it is
+            never recorded in telemetry.
+        resets_at: when a budget resets: an aware ``datetime`` (sent as ISO 8601 UTC,
+            ``2026-12-01T00:00:00Z``) or an ISO 8601 string with a UTC offset, sent as given.
+            Sent as ``data.resetsAt``; recorded as ``mcp.sampling.budget.resets_at``.
+
+    Returns:
+        ``mcp_types.ErrorData(code, message, data={"reason": reason[, "resetsAt": ...]})``.
+
+    Raises:
+        ValueError: an unknown reason, an empty message, a naive datetime or a string that is not
+            an ISO 8601 date-time with an offset.
+        ImportError: the ``mcp`` extra is not installed.
+    """
+    import mcp_types
+
+    if reason not in ERROR_CODES:
+        raise ValueError(f"reason must be one of {', '.join(ERROR_CODES)}; got {reason!r}")
+    if not isinstance(message, str) or not message.strip():
+        raise ValueError("message must be a non-empty string")
+    data: dict[str, Any] = {"reason": reason}
+    if resets_at is not None:
+        data["resetsAt"] = iso_instant(resets_at, "resets_at")
+    return mcp_types.ErrorData(code=ERROR_CODES[reason], message=message, data=data)
+
+
+def record_grant(server: str, add_usd: float, expires_at: datetime.datetime | str, granted_by: str) -> None:
+    """Record a grant: ``add_usd`` more USD of sampling for ``server`` until ``expires_at``.
+
+    Emits an ``mcp.sampling.grant`` event on the current span (outside any recording span, on an
+    INTERNAL span ``mcp.sampling.grant`` of its own) with every field (who granted is an
+    event attribute only, never a metric label), ``mcp.sampling.grants{mcp.server.name}`` +1 and
+    ``mcp.sampling.granted.usd{mcp.server.name}`` + ``add_usd``. A grant for a server whose
+    last ended sampling request (within ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``) did not end
+    ``policy.budget_exhausted`` records a ``grant_without_exhaustion`` violation: a grant should
+    answer an exhausted budget. Inside the callback of the request the grant unblocks, that
+    request has not ended yet, so the one before it is what counts.
+
+    Args:
+        server: the MCP server's ``serverInfo.name`` (not empty).
+        add_usd: USD added, a finite number above 0.
+        expires_at: when the grant ends: an aware ``datetime`` or an ISO 8601 string with an offset.
+        granted_by: who granted it (a user or approver id; not empty, cut to 128 characters).
+
+    Raises:
+        ValueError: an empty server or granted_by, a non-positive or non-finite amount, a bad
+            ``expires_at``.
+    """
+    if not isinstance(server, str) or not server.strip():
+        raise ValueError("server must be a non-empty string (the MCP serverInfo.name)")
+    if isinstance(add_usd, bool) or not isinstance(add_usd, (int, float)) or not math.isfinite(add_usd) \
+            or add_usd <= 0:
+        raise ValueError(f"add_usd must be a finite number of USD above 0; got {add_usd!r}")
+    expires = iso_instant(expires_at, "expires_at")
+    if not isinstance(granted_by, str) or not granted_by.strip():
+        raise ValueError("granted_by must be a non-empty string")
+    ledger = _ledger
+    if ledger is None:
+        return
+    try:
+        _record(ledger, server, float(add_usd), expires, granted_by)
+    except Exception:
+        logger.debug("otel-sampling: could not record a grant", exc_info=True)
+
+
+def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_by: str) -> None:
+    instruments = ledger.instruments
+    label = instruments.server_label.value(server)
+    attributes = {names.MCP_SERVER_NAME: label}
+    ledger.note_grant(server)
+    instruments.sampling_grants.add(1, attributes)
+    instruments.sampling_granted_usd.add(add_usd, attributes)
+    current = trace.get_current_span()
+    # Outside any span (a host with no tracing of its own) the grant gets a short span of its own.
+    own = None if current.is_recording() else instruments.tracer.start_span(names.SPAN_SAMPLING_GRANT)
+    span = own or current
+    try:
+        max_length = instruments.settings.attribute_max_length
+        span.add_event(names.EVENT_SAMPLING_GRANT, {
+            names.MCP_SERVER_NAME: clean(server, max_length),
+            names.SAMPLING_GRANT_ADD_USD: add_usd,
+            names.SAMPLING_GRANT_EXPIRES_AT: expires,
+            names.SAMPLING_GRANT_GRANTED_BY: clean(granted_by, _GRANTED_BY_MAX_LENGTH),
+        })
+        if ledger.last_ending(server) != names.ENDING_BUDGET_EXHAUSTED:
+            ledger.violation(span, names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, label)
+    finally:
+        if own is not None:
+            own.end()
+
+
+def iso_instant(value: datetime.datetime | str, what: str) -> str:
+    """``value`` as an ISO 8601 instant string; naive or offset-less values raise ValueError."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"{what} must be timezone-aware")
+        return value.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+    if isinstance(value, str):
+        try:
+            parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return value
+    raise ValueError(f"{what} must be an aware datetime or an ISO 8601 date-time with an offset; got {value!r}")

@@ -1,0 +1,121 @@
+"""One sampling request as the MCP server that sent it saw it: a CLIENT span and one metric point.
+
+The server side of ``sampling/createMessage`` (MCP semantic conventions: the server reports the
+client span for a request it initiates). Endings are the host's vocabulary as far as the server
+can see them, plus ``unanswered``: on the 2026-07-28 path a client that denies a request (or
+gives up) never tells the server, which only sees that no retry carried the answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_sampling import classify, names
+from otel_sampling.instruments import Instruments
+from otel_sampling.labels import clean
+from otel_sampling.sampling_record import MAX_HINTS, _hint_names
+
+UNANSWERED = classify.Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
+
+
+class ServerSamplingRecord:
+    """Span + ``mcp.sampling.server.requests`` of one request a server sent; ends exactly once
+    (thread-safe: an ``unanswered`` ending comes from the watchdog thread).
+
+    Args:
+        instruments: the server instrumentor's tracer, meter and label sets.
+        path: ``names.PATH_RPC`` or ``names.PATH_MRTR``.
+        params: the ``CreateMessageRequestParams`` (typed), or None when unreadable.
+        protocol_version: the negotiated protocol version, when known.
+        server_name: this server's own name (``serverInfo.name``), when known.
+        session_id: the connection's MCP session id (streamable HTTP), when there is one.
+        tool_name: the tool call the request belongs to, when known.
+        parent: the parent context (None: the ambient one).
+    """
+
+    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock")
+
+    def __init__(self, instruments: Instruments, *, path: str, params: Any, protocol_version: str | None,
+                 server_name: str | None, session_id: str | None, tool_name: str | None,
+                 parent: otel_context.Context | None = None) -> None:
+        self._instruments = instruments
+        self._path = path
+        self._ended = False
+        self._lock = threading.Lock()
+        self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
+        if span.is_recording():
+            max_length = instruments.settings.attribute_max_length
+            attributes: dict[str, Any] = {
+                names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
+                names.SAMPLING_PATH: path,
+                names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(getattr(params, "include_context", None) or "none",
+                                                                max_length),
+            }
+            hints = _hint_names(params)
+            if hints:
+                attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in hints[:MAX_HINTS]]
+            max_tokens = getattr(params, "max_tokens", None)
+            if isinstance(max_tokens, int):
+                attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+            for key, value in ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
+                               (names.MCP_SESSION_ID, session_id), (names.GEN_AI_TOOL_NAME, tool_name)):
+                if isinstance(value, str) and value:
+                    attributes[key] = clean(value, max_length)
+            span.set_attributes(attributes)
+
+    @property
+    def span(self):
+        """The request's span (the wrapper makes it current while the SDK sends)."""
+        return self._span
+
+    def end_with_result(self, model: object, stop_reason: object) -> None:
+        """The client's ``CreateMessageResult`` reached the server."""
+        self._end(classify.from_result(stop_reason), model if isinstance(model, str) else None, stop_reason)
+
+    def end_with_exception(self, exc: BaseException) -> None:
+        """Sending failed: an ``MCPError`` (the client's error frame, a timeout, ``NoBackChannelError``),
+        a cancellation, or anything else."""
+        if classify.is_cancellation(exc):
+            self._end(classify.from_cancellation(None), None, None)
+        else:
+            self._end(classify.from_exception(exc, self._instruments.settings.policy.ending_rules), None, None)
+
+    def end_unanswered(self) -> None:
+        """No retry carried an answer (2026-07-28 path): denied, abandoned or lost on the client."""
+        self._end(UNANSWERED, None, None)
+
+    def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        instruments = self._instruments
+        span = self._span
+        try:
+            instruments.sampling_server_requests.add(1, {
+                names.SAMPLING_PATH: self._path,
+                names.SAMPLING_ENDING: ending.ending,
+                names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
+            })
+        finally:
+            try:
+                if span.is_recording():
+                    max_length = instruments.settings.attribute_max_length
+                    attributes: dict[str, Any] = {names.SAMPLING_ENDING: ending.ending}
+                    if served:
+                        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
+                    reasons = classify.finish_reasons(stop_reason)
+                    if reasons:
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
+                    if ending.resets_at:
+                        attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
+                    if ending.error_type is not None:
+                        attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
+                        span.set_status(Status(StatusCode.ERROR))
+                    span.set_attributes(attributes)
+            finally:
+                span.end()

@@ -1,0 +1,121 @@
+"""Stall detection: one shared watchdog thread and a bounded watch list of pending requests.
+
+No task or thread per request: every instrumentor registers one sweep function with the
+process-wide :data:`WATCHDOG`, whose single daemon thread calls each sweep every
+``SWEEP_INTERVAL_SECONDS``. A :class:`PendingWatch` keeps pending requests in arrival order, so a
+sweep walks only the requests that have passed the threshold (each is reported once and leaves
+the watch) and stops at the first one that has not.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+SWEEP_INTERVAL_SECONDS = 0.5  # stall reports are at most this late
+
+
+class PendingWatch:
+    """Pending requests, oldest first, each reported once when pending longer than a threshold.
+
+    Args:
+        max_entries: most requests watched (``OTEL_SAMPLING_MAX_PENDING``); past it the oldest
+            leaves the watch unreported (it still ends, and counts in ``mcp.sampling.in_flight``).
+        threshold_seconds: the stall threshold (policy ``stall_threshold_seconds``, default 30).
+        on_stall: ``on_stall(item, pending_seconds)``, called from :meth:`sweep` under the watch's
+            lock, so an item being removed waits until its report is done.
+        timer: the clock, seconds (default ``time.monotonic``).
+    """
+
+    def __init__(self, max_entries: int, threshold_seconds: float, on_stall: Callable[[Any, float], None],
+                 timer: Callable[[], float] = time.monotonic) -> None:
+        self._max = max(1, max_entries)
+        self._threshold = threshold_seconds
+        self._on_stall = on_stall
+        self._timer = timer
+        self._started: OrderedDict[Any, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, item: Any) -> None:
+        with self._lock:
+            self._started[item] = self._timer()
+            while len(self._started) > self._max:
+                self._started.popitem(last=False)
+
+    def remove(self, item: Any) -> None:
+        with self._lock:
+            self._started.pop(item, None)
+
+    def sweep(self, now: float | None = None) -> int:
+        """Report every request pending for at least the threshold; returns how many."""
+        now = self._timer() if now is None else now
+        reported = 0
+        with self._lock:
+            while self._started:
+                item, started = next(iter(self._started.items()))
+                if now - started < self._threshold:
+                    break
+                del self._started[item]
+                reported += 1
+                try:
+                    self._on_stall(item, now - started)
+                except Exception:
+                    logger.debug("otel-sampling: could not report a stall", exc_info=True)
+        return reported
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._started)
+
+
+class Watchdog:
+    """One daemon thread calling every registered ``sweep()`` each ``interval`` seconds.
+
+    The thread starts with the first registration and stops when the last one is removed.
+    """
+
+    def __init__(self, interval: float = SWEEP_INTERVAL_SECONDS) -> None:
+        self._interval = interval
+        self._sweeps: list[Callable[[], Any]] = []
+        self._lock = threading.Lock()
+        self._stop: threading.Event | None = None
+
+    def register(self, sweep: Callable[[], Any]) -> None:
+        with self._lock:
+            self._sweeps.append(sweep)
+            if self._stop is None:
+                self._stop = threading.Event()
+                threading.Thread(target=self._run, args=(self._stop,), name="otel-sampling-watchdog",
+                                 daemon=True).start()
+
+    def unregister(self, sweep: Callable[[], Any]) -> None:
+        with self._lock:
+            if sweep in self._sweeps:
+                self._sweeps.remove(sweep)
+            if not self._sweeps and self._stop is not None:
+                self._stop.set()
+                self._stop = None
+
+    def running(self) -> bool:
+        with self._lock:
+            return self._stop is not None
+
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(self._interval):
+            with self._lock:
+                sweeps = list(self._sweeps)
+            for sweep in sweeps:
+                try:
+                    sweep()
+                except Exception:
+                    logger.debug("otel-sampling: watchdog sweep failed", exc_info=True)
+
+
+#: The process-wide watchdog every instrumentor shares.
+WATCHDOG = Watchdog()

@@ -1,0 +1,110 @@
+"""Memory stays bounded: 100k distinct requests, a third never answered, leave the identity store,
+the stall watch and the server's pending 2026-07-28 requests at their configured bounds.
+
+The stores are driven directly (100k real sessions would take minutes); the records are the
+real ones, with the real OTel SDK, and the sizes are measured with ``len`` and ``tracemalloc``.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import mcp_types as types
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_sampling import names
+from otel_sampling.identity import IdentityStore, Seen, fingerprint
+from otel_sampling.instrumentation.mcp_server import _Pending
+from otel_sampling.instruments import Instruments
+from otel_sampling.settings import Settings
+from otel_sampling.stalls import PendingWatch
+
+REQUESTS = 100_000
+BOUND = 1_000
+
+
+def _params(i: int) -> types.CreateMessageRequestParams:
+    return types.CreateMessageRequestParams(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(text=f"ticket {i}"))], max_tokens=64)
+
+
+def test_identity_store_stays_at_its_bound():
+    store = IdentityStore(BOUND, ttl_seconds=3600)
+    tracemalloc.start()
+    for i in range(REQUESTS):
+        key = fingerprint(_params(i))
+        if i % 3:  # a third never end, so are never remembered
+            store.put(key, Seen.first(server="s", ending="completed", requested="none", granted=None,
+                                      trace_id=i + 1, span_id=i + 1))
+    size, _peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(store) == BOUND
+    assert size < 2_000_000  # 1000 entries; 100k would be tens of MB
+    print(f"identity store: {len(store)} entries after {REQUESTS} requests, {size / 1e6:.2f} MB held")
+
+
+def test_identity_entries_expire():
+    now = [0.0]
+    store = IdentityStore(BOUND, ttl_seconds=10, timer=lambda: now[0])
+    store.put("a", Seen.first(server="s", ending="completed", requested="none", granted=None, trace_id=1, span_id=1))
+    now[0] = 11.0
+    assert store.get("a") is None and len(store) == 0
+
+
+def test_stall_watch_stays_at_its_bound():
+    stalled = []
+    watch = PendingWatch(BOUND, threshold_seconds=30, on_stall=lambda item, s: stalled.append(item),
+                         timer=lambda: 0.0)
+    for i in range(REQUESTS):
+        watch.add(i)
+        if i % 3:  # two thirds end; a third never do
+            watch.remove(i)
+    assert len(watch) == BOUND
+    assert watch.sweep(now=31.0) == BOUND and len(watch) == 0
+    print(f"stall watch: at most {BOUND} of {REQUESTS // 3 + 1} unanswered requests watched")
+
+
+def test_server_pending_requests_stay_at_their_bound_and_end_unanswered():
+    instruments = Instruments(Settings(max_pending=BOUND), TracerProvider(), MeterProvider())
+    from otel_sampling.server_sampling_record import ServerSamplingRecord
+
+    ended = []
+
+    class Counted(ServerSamplingRecord):
+        __slots__ = ()
+
+        def _end(self, ending, served, stop_reason):
+            ended.append(ending.ending)
+            super()._end(ending, served, stop_reason)
+
+    pending = _Pending(BOUND, ttl_seconds=300)
+    for i in range(REQUESTS):
+        record = Counted(instruments, path=names.PATH_MRTR, params=None, protocol_version="2026-07-28",
+                         server_name="s", session_id=None, tool_name="t")
+        pending.add(f"state-{i}", {"k": record})
+        if i % 3:  # two thirds answered by their retry
+            for answered in pending.take(f"state-{i}").values():
+                answered.end_with_result("m", "endTurn")
+    assert len(pending) == BOUND
+    unanswered = ended.count(names.ENDING_UNANSWERED)
+    assert unanswered == (REQUESTS + 2) // 3 - BOUND  # the overflow ended as it left
+    print(f"server pending: {len(pending)} held, {unanswered} ended unanswered on overflow")
+
+
+def test_server_pending_requests_sharing_a_state_are_never_lost():
+    """A low-level server may send no requestState: entries merge; a re-asked key ends unanswered."""
+    instruments = Instruments(Settings(), TracerProvider(), MeterProvider())
+    from otel_sampling.server_sampling_record import ServerSamplingRecord
+
+    def record():
+        return ServerSamplingRecord(instruments, path=names.PATH_MRTR, params=None, protocol_version=None,
+                                    server_name=None, session_id=None, tool_name=None)
+
+    pending = _Pending(10, ttl_seconds=300)
+    first, second, again = record(), record(), record()
+    pending.add(None, {"a": first})
+    pending.add(None, {"b": second})
+    pending.add(None, {"a": again})
+    assert first._ended and not second._ended and not again._ended
+    assert set(pending.take(None)) == {"a", "b"}
