@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_:]")
-_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": "ratio"}
+# The exporter maps the dimensionless unit "1" to no suffix (opentelemetry-exporter-prometheus
+# _mapping.py: the specification says "ratio", the exporter does not): degradation_active.
+_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": ""}
 
 
 def label_name(attribute: str) -> str:
