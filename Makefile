@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv test demo clean
+.PHONY: venv test demo generate prometheus clean
 
 venv: $(STAMP)
 
@@ -14,10 +14,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) prometheus
 	$(PY) -m pytest
 
-demo: $(STAMP)
+# promtool and the Prometheus server for the rule tests and the end-to-end test (Debian package).
+prometheus:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus)
+
+# Regenerate dashboards/*.json and alerts/*.yaml from the metric contract (commit the result).
+generate: $(STAMP)
+	$(PY) -m otel_sampling.mixin --out .
+
+demo: $(STAMP) prometheus
 	$(PY) examples/triage/demo.py
 
 clean:

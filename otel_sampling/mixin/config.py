@@ -64,6 +64,14 @@ class MixinConfig:
             if field.type == "int" and value < 0:
                 raise ValueError(f"{field.name}: {value!r} must not be negative")
 
+    @classmethod
+    def for_short_run(cls) -> MixinConfig:
+        """Windows of minutes and ``for`` of seconds, for a scenario that runs for seconds (the demo, the
+        end-to-end test); the thresholds stay the defaults, the traffic guard drops to 10 requests."""
+        return cls(window="5m", day_window="5m", flapping_window="5m", min_requests=10,
+                   degraded_share_for="2s", degraded_too_long_for="1m", expired_for="0m",
+                   stalls_for="0m", fallback_untested_for="0m")
+
     def selector(self, *matchers: str) -> str:
         """``{rule_selector, matchers...}``, or empty when there is nothing to match."""
         parts = [m for m in (self.rule_selector, *matchers) if m]

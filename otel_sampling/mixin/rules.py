@@ -121,9 +121,9 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"or sum by ({by_server}) ({requests(**{m.MODE: names.MODE_DEGRADED})}) > 0",
                "0m", "info",
                "The host is running in degraded mode.",
-               f"Degraded mode on job {{{{ $labels.job }}}}: degradation '{component}' "
-               f"(reason {{{{ $labels.{m.REASON} }}}}) is active, or server '{server}' had "
-               f"{{{{ $value }}}} requests served degraded in the last {w}."),
+               f"{{{{ if $labels.{m.COMPONENT} }}}}Degradation '{component}' (reason {{{{ $labels.{m.REASON} }}}}) "
+               f"is active on job {{{{ $labels.job }}}}.{{{{ else }}}}{{{{ $value }}}} sampling requests from server "
+               f"'{server}' on job {{{{ $labels.job }}}} were served in degraded mode over the last {w}.{{{{ end }}}}"),
         _alert(c, "DegradedTooLong",
                f"max by ({by_degradation}) ({m.DEGRADATION_ACTIVE}{sel()}) > 0",
                c.degraded_too_long_for, "warning",
