@@ -12,6 +12,7 @@ Needs the ``prometheus`` binary (Debian package ``prometheus``; ``make test`` in
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
@@ -157,12 +159,19 @@ class PrometheusServer:
         wait_until(all_up, timeout_s, f"a successful scrape of {self.targets}")
 
     def wait_for_rules(self, timeout_s: float = 60) -> None:
-        """Until every rule group has been evaluated at least once since start."""
+        """Until every rule group has been evaluated, healthy, after the targets' latest scrape."""
         def evaluated() -> bool:
+            scraped = max(_instant(t["lastScrape"]) for t in self.api("targets")["activeTargets"])
             groups = self.api("rules")["groups"]
-            return all(g["lastEvaluation"] > "0001-01-01T00:00:00Z" and g["rules"] and
-                       all(r.get("health") == "ok" for r in g["rules"]) for g in groups)
-        wait_until(evaluated, timeout_s, "every rule group to be evaluated")
+            return all(_instant(g["lastEvaluation"]) > scraped and all(r.get("health") == "ok" for r in g["rules"])
+                       for g in groups)
+        wait_until(evaluated, timeout_s, "every rule group to be evaluated after a scrape")
+
+
+def _instant(rfc3339: str) -> datetime:
+    """Prometheus API timestamps carry up to 9 fraction digits (Go trims zeros); datetime takes 6."""
+    micro = re.sub(r"\.(\d+)", lambda f: "." + (f.group(1) + "000000")[:6], rfc3339)
+    return datetime.fromisoformat(micro.replace("Z", "+00:00"))
 
 
 class StaticMetrics:
