@@ -45,8 +45,9 @@ def expand(expr: str) -> str:
     return re.sub(r"\$\{?(\w+)(?::\w+)?\}?", lambda g: GRAFANA_GLOBALS.get(g.group(1), ".+"), expr)
 
 
-def dashboard_queries(directory: Path) -> list[tuple[str, str]]:
-    """(where, expr) for every panel target and every ``label_values(expr, label)`` variable."""
+def dashboard_queries(directory: Path) -> list[tuple[str, str, str]]:
+    """(where, expr, legend) for every panel target, annotation and ``label_values(expr, label)``
+    variable (the legend is empty but for panel targets)."""
     queries = []
     for path in sorted(directory.glob("*.json")):
         dashboard = load(path)
@@ -54,11 +55,18 @@ def dashboard_queries(directory: Path) -> list[tuple[str, str]]:
             if variable["type"] == "query":
                 match = re.fullmatch(r"label_values\((.*), *(\w+)\)", variable["query"])
                 assert match, f"{path.name} variable {variable['name']}: not label_values(expr, label)"
-                queries.append((f"{path.name} variable {variable['name']}", match.group(1)))
+                queries.append((f"{path.name} variable {variable['name']}", match.group(1), ""))
+        for item in dashboard["annotations"]["list"]:
+            queries.append((f"{path.name} annotation {item['name']}", item["expr"], ""))
         for panel in panels(dashboard):
             for target in panel.get("targets", []):
-                queries.append((f"{path.name} panel {panel['id']} '{panel['title']}' {target['refId']}", target["expr"]))
+                where = f"{path.name} panel {panel['id']} '{panel['title']}' {target['refId']}"
+                queries.append((where, target["expr"], target["legendFormat"]))
     return queries
+
+
+def legend_labels(legend: str) -> set[str]:
+    return set(re.findall(r"\{\{ *(\w+) *\}\}", legend))
 
 
 def test_committed_files_equal_a_fresh_generation():
@@ -173,6 +181,9 @@ def lint(dashboard: dict) -> list[str]:
                 problems.append(f"target refId/datasource: {where}")
             if not target.get("legendFormat"):
                 problems.append(f"target legend: {where} {ref}")
+            for label in legend_labels(target.get("legendFormat", "")):
+                if label not in identifiers(expr) and not any(label in r for r in recorded_reads(expr)):
+                    problems.append(f"legend label {label} not in the query: {where} {ref}")
             for window in re.findall(r"\b(?:rate|irate|increase)\([^\[]*\[([^\]]+)\]", expr):
                 if window not in ("$__rate_interval", "$__range"):
                     problems.append(f"target-rate-interval-rule: {where} {ref} [{window}]")
@@ -181,6 +192,12 @@ def lint(dashboard: dict) -> list[str]:
             for counter in re.findall(r"\b(\w+_total)\b(?:\{[^}]*\})?(?!\s*\[|\{)", expr):
                 problems.append(f"target-counter-agg-rule: {where} {ref}: {counter} outside rate/increase")
     return problems
+
+
+def recorded_reads(expr: str) -> list[str]:
+    """The expressions of the recorded series ``expr`` reads."""
+    return [rule["expr"] for group in rule_groups(MixinConfig())["groups"] for rule in group["rules"]
+            if rule.get("record", "\0") in expr]
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
@@ -195,9 +212,10 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
     target["description"] = ""
     target["options"]["legend"]["showLegend"] = False
     target["targets"][0]["expr"] = "sum(mcp_sampling_requests_total)"
+    target["targets"][0]["legendFormat"] = "{{mcp_server_name}}"
     problems = "\n".join(lint(broken))
     for rule in ("panel ids not unique", "panel-title-description-rule", "legend hidden", "target-job-rule",
-                 "target-counter-agg-rule"):
+                 "target-counter-agg-rule", "legend label mcp_server_name not in the query"):
         assert rule in problems
 
 
@@ -205,6 +223,7 @@ PROMQL_WORDS = {
     "sum", "max", "min", "avg", "count", "by", "without", "on", "ignoring", "group_left", "group_right",
     "and", "or", "unless", "offset", "bool", "rate", "irate", "increase", "histogram_quantile",
     "avg_over_time", "max_over_time", "sum_over_time", "vector", "label_values", "inf",
+    "ALERTS", "alertname", "alertstate",  # Prometheus's own alert series
 }
 
 
@@ -222,7 +241,7 @@ def test_no_query_names_anything_outside_the_contract():
     labels = {v for k, v in vars(m).items() if k.isupper() and isinstance(v, str)} - set(m.SERIES)
     known = set(m.SERIES) | recorded | labels | PROMQL_WORDS
     rules = yaml.safe_load((ROOT / "alerts" / "otel-sampling.yaml").read_text())
-    exprs = [e for _, e in dashboard_queries(ROOT / "dashboards")]
+    exprs = [e for _, e, _ in dashboard_queries(ROOT / "dashboards")]
     exprs += [r["expr"] for g in rules["groups"] for r in g["rules"]]
     unknown = {name for expr in exprs for name in identifiers(expr)} - known
     assert not unknown

@@ -26,7 +26,7 @@ from otel_sampling.mixin.rules import PREFIX, rule_groups
 from otel_sampling.testing.fake_provider import FakeProvider
 from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
 from otel_sampling.testing.prometheus import PrometheusServer, wait_until
-from tests.test_mixin import dashboard_queries, expand
+from tests.test_mixin import dashboard_queries, expand, legend_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = MixinConfig.for_short_run()
@@ -121,16 +121,18 @@ def test_the_alerts_the_scenario_drives_reach_firing(stack):
 
 def test_every_dashboard_query_returns_data(stack):
     recorded = recorded_expressions()
-    empty, exempt = [], []
+    empty, exempt, legends = [], [], []
     queries = dashboard_queries(stack.generated / "dashboards")
     assert len(queries) > 40
-    for where, expr in queries:
+    for where, expr, legend in queries:
         result = stack.prom.query(expand(expr))  # also proves that Prometheus accepts it
-        if result:
-            continue
-        (exempt if not_yet_emitted(expr, recorded) else empty).append(f"{where}: {expr}")
+        if not result:
+            (exempt if not_yet_emitted(expr, recorded) else empty).append(f"{where}: {expr}")
+        legends += [f"{where}: {{{{{label}}}}} missing from {series['metric']}"
+                    for series in result for label in legend_labels(legend) if label not in series["metric"]]
     assert not empty, "queries with no data:\n" + "\n".join(empty)
     assert len(queries) - len(exempt) >= 20  # the emitted metrics are proven, not exempted
+    assert not legends, "legends naming a label the series lack:\n" + "\n".join(legends)
 
 
 def present(prom: PrometheusServer, item: str) -> bool:

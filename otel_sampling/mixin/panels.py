@@ -15,8 +15,10 @@ from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
+from otel_sampling import names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
+from otel_sampling.mixin.rules import PREFIX
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 JOB = f'{m.JOB}=~"$job"'
@@ -95,9 +97,15 @@ def state_panel(title: str, description: str, expr: str, legend: str, *, on_text
             .with_target(query(expr, legend, "A")))
 
 
+def annotation(name: str, expr: str, color: str) -> dash.AnnotationQuery:
+    """A Prometheus annotation: every series ``expr`` returns marks its timestamps (filter with ``> 0``)."""
+    return dash.AnnotationQuery().name(name).datasource(DATASOURCE).expr(expr).icon_color(color).enable(True)
+
+
 def dashboard(config: MixinConfig, uid: str, title: str, description: str,
               extra_variables: tuple[dash.QueryVariable, ...] = ()) -> dash.Dashboard:
-    """A read-only dashboard with ``datasource`` and ``job`` variables and links to its siblings."""
+    """A read-only dashboard with ``datasource`` and ``job`` variables, links to its siblings, and
+    annotations for this mixin's firing alerts and for degradation entries."""
     d = (dash.Dashboard(f"Agent sampling / {title}").uid(uid).description(description).tags([TAG])
          .readonly().refresh(config.dashboard_refresh).time(config.dashboard_time_from, "now")
          .timezone("browser").tooltip(dm.DashboardCursorSync.CROSSHAIR)
@@ -106,7 +114,12 @@ def dashboard(config: MixinConfig, uid: str, title: str, description: str,
          .link(dash.DashboardLink("Agent sampling").type(dm.DashboardLinkType.DASHBOARDS).tags([TAG])
                .as_dropdown(True).include_vars(True).keep_time(True))
          .with_variable(dash.DatasourceVariable("datasource").label("Data source").type("prometheus"))
-         .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB)))
+         .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB))
+         .annotation(annotation("Alerts firing", f'ALERTS{{alertstate="firing", alertname=~"{PREFIX}.*", {JOB}}}', "red"))
+         .annotation(annotation(
+             "Degradation entered",
+             f"sum by ({m.COMPONENT}) (increase({m.DEGRADATION_TRANSITIONS}{{{JOB}, "
+             f'{m.DIRECTION}="{names.DIRECTION_ENTER}"}}[$__rate_interval])) > 0', "orange")))
     for variable in extra_variables:
         d = d.with_variable(variable)
     return d
