@@ -39,30 +39,42 @@ def _good_ratio(good: float, ok: float) -> dash.ThresholdsConfig:
 
 
 def overview(config: MixinConfig) -> dash.Dashboard:
-    r, w = Recorded(config), config.window
+    r, w, n = Recorded(config), config.window, config.min_requests
     job = _sel(JOB)
     d = dashboard(config, "otel-sampling-overview", "Overview",
                   "The five numbers of graceful degradation, endings and substitutions: are we degraded, and does it hurt?")
     share = thresholds((None, "green"), (0.01, "yellow"), (config.degraded_share_threshold, "red"))
+    small = f"n < {n}"
+    completed = matchers(**{m.RUN_OUTCOME: names.OUTCOME_COMPLETED})
+
+    def runs_at_least(by: str, selector: str = "") -> str:
+        """Low-traffic guard: a ratio is shown only with at least ``min_requests`` runs behind it."""
+        return f"and on ({by}) sum by ({by}) ({r.runs}{{{JOB}{', ' + selector if selector else ''}}}) >= {n}"
+
     for panel in (
         stat_panel("Time in degraded mode", "Share of the selected range during which any named degradation "
                    f"was active (recorded {r.degradation_active}, averaged over time). Owners: Degradation dashboard.",
                    [(f"avg_over_time({r.degradation_active}{job}[{RANGE}])", "{{job}}")], "percentunit", steps=share),
-        stat_panel(f"Runs degraded ({w})", f"Finished agent runs in degraded mode / all finished runs over the last {w}. "
-                   f"Trust it only with enough runs (alerts need {config.min_requests}).",
-                   [(f"{r.runs_degraded_ratio}{job}", "{{job}}")], "percentunit", steps=share),
+        stat_panel(f"Runs degraded ({w})", f"Finished agent runs in degraded mode / all finished runs over the last {w}; "
+                   f"shown from {n} runs on.",
+                   [(f"{r.runs_degraded_ratio}{job} {runs_at_least(m.JOB)}", "{{job}}")], "percentunit", steps=share,
+                   no_value=small),
         stat_panel(f"Quality delta ({w})", f"Mean evaluation score in primary mode minus degraded mode over the last {w} "
                    "(sums and counts added before dividing). Positive: the fallback answers worse.",
                    [(f"{r.score_delta}{job}", "{{job}}")], "none", decimals=2,
                    steps=thresholds((None, "green"), (0.02, "yellow"), (0.05, "red"))),
-        stat_panel(f"Completion by mode ({w})", f"Runs that completed / finished runs, per mode, over the last {w}.",
-                   [(f"{r.completion_ratio}{job}", f"{{{{{m.MODE}}}}}")], "percentunit", steps=_good_ratio(0.95, 0.8)),
+        stat_panel(f"Completion by mode ({w})", f"Runs that completed / finished runs, per mode, over the last {w}; "
+                   f"shown from {n} runs per mode on.",
+                   [(f"{r.completion_ratio}{job} {runs_at_least(f'{m.JOB}, {m.MODE}')}", f"{{{{{m.MODE}}}}}")],
+                   "percentunit", steps=_good_ratio(0.95, 0.8), no_value=small),
         stat_panel(f"Silent incidents ({w})", "Runs that ended degraded (or served outside policy) without a disclosure. "
                    "Target 0; runbook: OtelSamplingSilentDegradation.",
                    [(f"sum({r.silent_incidents}{job})", "incidents")], "short",
                    steps=thresholds((None, "green"), (1, "red"))),
-        stat_panel(f"Cost per completed run ({w})", f"Run cost in USD / completed runs, per mode, over the last {w}.",
-                   [(f"{r.cost_per_completed_run}{job}", f"{{{{{m.MODE}}}}}")], "currencyUSD", decimals=3),
+        stat_panel(f"Cost per completed run ({w})", f"Run cost in USD / completed runs, per mode, over the last {w}; "
+                   f"shown from {n} completed runs per mode on.",
+                   [(f"{r.cost_per_completed_run}{job} {runs_at_least(f'{m.JOB}, {m.MODE}', completed)}",
+                     f"{{{{{m.MODE}}}}}")], "currencyUSD", decimals=3, no_value=small),
     ):
         d = d.with_panel(panel)
     return (d
@@ -71,9 +83,10 @@ def overview(config: MixinConfig) -> dash.Dashboard:
                 [(_per_minute(m.SAMPLING_REQUESTS, job, m.ENDING), f"{{{{{m.ENDING}}}}}")], "reqpm"))
             .with_panel(timeseries_panel(
                 f"Degraded share of sampling requests ({w})",
-                f"Sampling requests served in degraded mode / all, over the last {w} (recorded {r.degraded_ratio}); "
-                "the line is the OtelSamplingDegradedShareHigh threshold.",
-                [(f"{r.degraded_ratio}{job}", "{{job}}")], "percentunit", threshold=config.degraded_share_threshold))
+                f"Sampling requests served in degraded mode / all, over the last {w} (recorded {r.degraded_ratio}), "
+                f"drawn from {n} requests on; the line is the OtelSamplingDegradedShareHigh threshold.",
+                [(f"{r.degraded_ratio}{job} and on ({m.JOB}) {r.requests}{job} >= {n}", "{{job}}")], "percentunit",
+                threshold=config.degraded_share_threshold))
             .with_panel(timeseries_panel(
                 "Substitutions", "Sampling requests per minute whose served model matched no hint, by judgement "
                 "(within_policy, outside_policy, unjudged).",

@@ -41,13 +41,15 @@ NEUTRAL = thresholds((None, "text"))
 
 
 def stat_panel(title: str, description: str, targets: list[tuple[str, str]], unit: str, *,
-               steps: dash.ThresholdsConfig = NEUTRAL, decimals: int | None = None, width: int = 4) -> stat.Panel:
-    """One number (or one per legend value), instant queries, neutral colour unless ``steps``."""
+               steps: dash.ThresholdsConfig = NEUTRAL, decimals: int | None = None, width: int = 4,
+               no_value: str = "no data") -> stat.Panel:
+    """One number (or one per legend value), instant queries, neutral colour unless ``steps``;
+    ``no_value`` is shown when the query returns nothing (say why: "n < 20", never "healthy")."""
     p = (stat.Panel().title(title).description(description).datasource(DATASOURCE).unit(unit)
          .span(width).height(4).graph_mode(cm.BigValueGraphMode.NONE)
          .color_mode(cm.BigValueColorMode.VALUE if steps is not NEUTRAL else cm.BigValueColorMode.NONE)
          .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
-         .thresholds(steps).no_value("no data"))
+         .thresholds(steps).no_value(no_value))
     if decimals is not None:
         p = p.decimals(decimals)
     for ref, (expr, legend) in zip(REF_IDS, targets):
