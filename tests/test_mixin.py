@@ -19,54 +19,12 @@ from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.__main__ import main
 from otel_sampling.mixin.generate import render
 from otel_sampling.mixin.rules import rule_groups
+from otel_sampling.testing.dashboards import dashboard_queries, legend_labels, load, panels
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = Path(__file__).parent / "data" / "schemas" / "grafana-v10.1.x"
 DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 PANEL_SCHEMAS = {"timeseries": "timeseries", "stat": "stat", "table": "table", "state-timeline": "statetimeline"}
-# Grafana's built-in variables, expanded the way grafana/dashboard-linter expands them.
-GRAFANA_GLOBALS = {"__rate_interval": "1m", "__interval": "15s", "__range": "1h"}
-
-
-def load(path: Path) -> dict:
-    return json.loads(path.read_text())
-
-
-def panels(dashboard: dict) -> list[dict]:
-    out = []
-    for panel in dashboard.get("panels", []):
-        out.append(panel)
-        out.extend(panel.get("panels") or [])
-    return out
-
-
-def expand(expr: str) -> str:
-    """Grafana variables -> values Prometheus accepts (a multi-value variable's All is ``.+``)."""
-    return re.sub(r"\$\{?(\w+)(?::\w+)?\}?", lambda g: GRAFANA_GLOBALS.get(g.group(1), ".+"), expr)
-
-
-def dashboard_queries(directory: Path) -> list[tuple[str, str, str]]:
-    """(where, expr, legend) for every panel target, annotation and ``label_values(expr, label)``
-    variable (the legend is empty but for panel targets)."""
-    queries = []
-    for path in sorted(directory.glob("*.json")):
-        dashboard = load(path)
-        for variable in dashboard["templating"]["list"]:
-            if variable["type"] == "query":
-                match = re.fullmatch(r"label_values\((.*), *(\w+)\)", variable["query"])
-                assert match, f"{path.name} variable {variable['name']}: not label_values(expr, label)"
-                queries.append((f"{path.name} variable {variable['name']}", match.group(1), ""))
-        for item in dashboard["annotations"]["list"]:
-            queries.append((f"{path.name} annotation {item['name']}", item["expr"], ""))
-        for panel in panels(dashboard):
-            for target in panel.get("targets", []):
-                where = f"{path.name} panel {panel['id']} '{panel['title']}' {target['refId']}"
-                queries.append((where, target["expr"], target["legendFormat"]))
-    return queries
-
-
-def legend_labels(legend: str) -> set[str]:
-    return set(re.findall(r"\{\{ *(\w+) *\}\}", legend))
 
 
 def test_committed_files_equal_a_fresh_generation():

@@ -23,10 +23,10 @@ import pytest
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin.generate import RULES_FILE, write
 from otel_sampling.mixin.rules import PREFIX, rule_groups
+from otel_sampling.testing.dashboards import dashboard_queries, expand, legend_labels
 from otel_sampling.testing.fake_provider import FakeProvider
 from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
 from otel_sampling.testing.prometheus import PrometheusServer, wait_until
-from tests.test_mixin import dashboard_queries, expand, legend_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = MixinConfig.for_short_run()
