@@ -13,7 +13,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
+from otel_sampling import names
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.__main__ import main
@@ -246,3 +251,50 @@ def test_instrumentation_never_imports_the_mixin():
             "print([m for m in sys.modules if m.startswith(('otel_sampling.mixin', 'grafana_foundation_sdk', 'yaml'))])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+# Each contract instrument as docs/telemetry.md defines it (kind, unit) -> the name the mixin queries.
+CONTRACT = [
+    ("counter", names.METRIC_SAMPLING_REQUESTS, names.UNIT_REQUEST, m.SAMPLING_REQUESTS),
+    ("histogram", names.METRIC_SAMPLING_DURATION, names.UNIT_SECONDS, m.SAMPLING_DURATION + "_bucket"),
+    ("updown", names.METRIC_SAMPLING_IN_FLIGHT, names.UNIT_REQUEST, m.SAMPLING_IN_FLIGHT),
+    ("counter", names.METRIC_SAMPLING_STALLS, names.UNIT_REQUEST, m.SAMPLING_STALLS),
+    ("counter", names.METRIC_SAMPLING_VIOLATIONS, names.UNIT_VIOLATION, m.SAMPLING_VIOLATIONS),
+    ("counter", names.METRIC_SAMPLING_GRANTS, names.UNIT_GRANT, m.SAMPLING_GRANTS),
+    ("counter", names.METRIC_SAMPLING_GRANTED_USD, names.UNIT_USD, m.SAMPLING_GRANTED_USD),
+    ("counter", names.METRIC_SAMPLING_SERVER_REQUESTS, names.UNIT_REQUEST, m.SAMPLING_SERVER_REQUESTS),
+    ("histogram", names.METRIC_GEN_AI_OPERATION_DURATION, names.UNIT_SECONDS, m.OPERATION_DURATION + "_count"),
+    ("histogram", names.METRIC_GEN_AI_TOKEN_USAGE, names.UNIT_TOKEN, m.TOKEN_USAGE + "_sum"),
+    ("counter", names.METRIC_GEN_AI_COST, names.UNIT_USD, m.PROVIDER_COST),
+    ("gauge", names.METRIC_DEGRADATION_ACTIVE, names.UNIT_ONE, m.DEGRADATION_ACTIVE),
+    ("gauge", names.METRIC_DEGRADATION_EXPIRED, names.UNIT_ONE, m.DEGRADATION_EXPIRED),
+    ("counter", names.METRIC_DEGRADATION_TRANSITIONS, names.UNIT_TRANSITION, m.DEGRADATION_TRANSITIONS),
+    ("counter", names.METRIC_SILENT_INCIDENTS, names.UNIT_INCIDENT, m.SILENT_INCIDENTS),
+    ("counter", names.METRIC_AGENT_RUNS, names.UNIT_RUN, m.AGENT_RUNS),
+    ("counter", names.METRIC_AGENT_RUN_COST, names.UNIT_USD, m.AGENT_RUN_COST),
+    ("histogram", names.METRIC_EVALUATION_SCORE, names.UNIT_ONE, m.EVALUATION_SCORE + "_count"),
+    ("counter", names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, m.CACHE_LOOKUPS),
+]
+
+
+def test_the_mixin_names_are_what_the_real_exporter_exports():
+    """Also for the metrics not emitted yet: created as the contract defines them, they export under
+    exactly the names the dashboards and rules query."""
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    meter = provider.get_meter(names.SCOPE_NAME)
+    attributes = {names.DEGRADATION_MODE: names.MODE_DEGRADED}
+    for kind, otel_name, unit, _ in CONTRACT:
+        if kind == "counter":
+            meter.create_counter(otel_name, unit=unit).add(1, attributes)
+        elif kind == "updown":
+            meter.create_up_down_counter(otel_name, unit=unit).add(1, attributes)
+        elif kind == "gauge":
+            meter.create_gauge(otel_name, unit=unit).set(1, attributes)
+        else:
+            meter.create_histogram(otel_name, unit=unit).record(1, attributes)
+    exported = {sample.name for family in text_string_to_metric_families(generate_latest(registry).decode())
+                for sample in family.samples}
+    provider.shutdown()
+    assert {series for *_, series in CONTRACT} <= exported
+    assert {name for name in m.SERIES} <= exported
