@@ -41,8 +41,12 @@ def _good_ratio(good: float, ok: float) -> dash.ThresholdsConfig:
 def overview(config: MixinConfig) -> dash.Dashboard:
     r, w, n = Recorded(config), config.window, config.min_requests
     job = _sel(JOB)
+    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, job)
     d = dashboard(config, "otel-sampling-overview", "Overview",
-                  "The five numbers of graceful degradation, endings and substitutions: are we degraded, and does it hurt?")
+                  "The five numbers of graceful degradation, endings and substitutions: are we degraded, and does it "
+                  "hurt? The MCP server filter applies to the sampling-request panels (runs span servers).", (server_var,))
+    servers = _sel(JOB, SERVER)
+    degraded = _sel(JOB, SERVER, matchers(**{m.MODE: names.MODE_DEGRADED}))
     share = thresholds((None, "green"), (0.01, "yellow"), (config.degraded_share_threshold, "red"))
     small = f"n < {n}"
     completed = matchers(**{m.RUN_OUTCOME: names.OUTCOME_COMPLETED})
@@ -80,17 +84,20 @@ def overview(config: MixinConfig) -> dash.Dashboard:
     return (d
             .with_panel(timeseries_panel(
                 "Sampling requests by ending", "Sampling requests per minute by ending (mcp.sampling.ending), all servers.",
-                [(_per_minute(m.SAMPLING_REQUESTS, job, m.ENDING), f"{{{{{m.ENDING}}}}}")], "reqpm"))
+                [(_per_minute(m.SAMPLING_REQUESTS, servers, m.ENDING), f"{{{{{m.ENDING}}}}}")], "reqpm"))
             .with_panel(timeseries_panel(
                 f"Degraded share of sampling requests ({w})",
-                f"Sampling requests served in degraded mode / all, over the last {w} (recorded {r.degraded_ratio}), "
-                f"drawn from {n} requests on; the line is the OtelSamplingDegradedShareHigh threshold.",
-                [(f"{r.degraded_ratio}{job} and on ({m.JOB}) {r.requests}{job} >= {n}", "{{job}}")], "percentunit",
+                f"Sampling requests served in degraded mode / all, over the last {w} (recorded "
+                f"{r.requests_by_server}), drawn from {n} requests on; the line is the OtelSamplingDegradedShareHigh "
+                "threshold.",
+                [(f"(sum by ({m.JOB}) ({r.requests_by_server}{degraded}) or sum by ({m.JOB}) ({r.requests_by_server}{servers}) * 0)\n"
+                  f"/ sum by ({m.JOB}) ({r.requests_by_server}{servers})\n"
+                  f"and on ({m.JOB}) sum by ({m.JOB}) ({r.requests_by_server}{servers}) >= {n}", "{{job}}")], "percentunit",
                 threshold=config.degraded_share_threshold))
             .with_panel(timeseries_panel(
                 "Substitutions", "Sampling requests per minute whose served model matched no hint, by judgement "
                 "(within_policy, outside_policy, unjudged).",
-                [(_per_minute(m.SAMPLING_REQUESTS, _sel(JOB, f'{m.SUBSTITUTION}!="{names.SUBSTITUTION_NONE}"'),
+                [(_per_minute(m.SAMPLING_REQUESTS, _sel(JOB, SERVER, f'{m.SUBSTITUTION}!="{names.SUBSTITUTION_NONE}"'),
                               m.SUBSTITUTION), f"{{{{{m.SUBSTITUTION}}}}}")], "reqpm", width=24)))
 
 
