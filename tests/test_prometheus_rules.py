@@ -1,4 +1,5 @@
-"""The committed rule file under promtool: ``check rules`` clean, and a unit test per alert.
+"""The committed rule file under promtool: ``check rules`` clean, a unit test per alert, and the
+recorded five numbers on a hand-counted set of runs.
 
 Every alert has a case where it fires and a near miss where it must not (low traffic, a short
 spike, a narrowing retry, an event outside the window, a count at the threshold). The expected
@@ -140,6 +141,48 @@ CASES = [
 ]
 
 
+def runs(mode: str, outcome: str) -> str:
+    return f'{{{J}, degradation_mode="{mode}", agent_run_outcome="{outcome}"}}'
+
+
+# The five numbers as recording rules, over runs that all happened within the window: 10 runs,
+# 4 degraded (2 completed, 2 failed), 6 primary (all completed); scores chosen exact in binary.
+FIVE_NUMBERS_SERIES = [
+    ("agent_runs_total" + runs("primary", "completed"), "_x2 6x20"),
+    ("agent_runs_total" + runs("degraded", "completed"), "_x2 2x20"),
+    ("agent_runs_total" + runs("degraded", "failed"), "_x2 2x20"),
+    ("agent_run_cost_usd_total" + runs("primary", "completed"), "_x2 0.06x20"),
+    ("agent_run_cost_usd_total" + runs("degraded", "completed"), "_x2 0.04x20"),
+    ("agent_run_cost_usd_total" + runs("degraded", "failed"), "_x2 0.1x20"),
+    (f'gen_ai_evaluation_score_sum{{{J}, degradation_mode="primary"}}', "_x2 3.5x20"),
+    (f'gen_ai_evaluation_score_count{{{J}, degradation_mode="primary"}}', "_x2 4x20"),
+    (f'gen_ai_evaluation_score_sum{{{J}, degradation_mode="degraded"}}', "_x2 1.25x20"),
+    (f'gen_ai_evaluation_score_count{{{J}, degradation_mode="degraded"}}', "_x2 2x20"),
+    (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x2 1x20"),
+    (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x3 1x20"),
+    (req('degradation_mode="degraded"'), "_x2 3x20"),
+    (req('degradation_mode="primary"'), "_x2 9x20"),
+]
+FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value)
+    ("job:agent_runs_degraded:ratio30m", {"job": "j"}, 0.4),
+    ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "primary"}, 1.0),
+    ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0.5),
+    ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "primary"}, 0.01),
+    ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "degraded"}, 0.02),
+    ("job_mode:gen_ai_evaluation_score:mean30m", {"job": "j", "degradation_mode": "primary"}, 0.875),
+    ("job_mode:gen_ai_evaluation_score:mean30m", {"job": "j", "degradation_mode": "degraded"}, 0.625),
+    ("job:gen_ai_evaluation_score:primary_minus_degraded30m", {"job": "j"}, 0.25),
+    ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
+    ("job:degradation_active:max", {"job": "j"}, 1),
+    ("job:mcp_sampling_degraded:ratio30m", {"job": "j"}, 0.25),
+    ("job:mcp_sampling_requests:increase30m", {"job": "j"}, 12),
+]
+
+
+def promql_labels(series: str, labels: dict[str, str]) -> str:
+    return series + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
 def promtool_tests() -> dict:
     rules = {r["alert"]: r for r in alerting_rules(CONFIG)}
     tests = []
@@ -162,6 +205,14 @@ def promtool_tests() -> dict:
                 } for labels, description in expected],
             }],
         })
+    tests.append({
+        "name": "the five numbers and the degraded share, recorded",
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in FIVE_NUMBERS_SERIES],
+        "promql_expr_test": [{"expr": promql_labels(series, labels), "eval_time": "10m",
+                              "exp_samples": [{"labels": promql_labels(series, labels), "value": value}]}
+                             for series, labels, value in FIVE_NUMBERS_EXPECTED],
+    })
     return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
 
 
