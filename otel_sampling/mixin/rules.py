@@ -122,7 +122,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                "0m", "info",
                "The host is running in degraded mode.",
                f"{{{{ if $labels.{m.COMPONENT} }}}}Degradation '{component}' (reason {{{{ $labels.{m.REASON} }}}}) "
-               f"is active on job {{{{ $labels.job }}}}.{{{{ else }}}}{{{{ $value }}}} sampling requests from server "
+               f"is active on job {{{{ $labels.job }}}}.{{{{ else }}}}{{{{ $value | humanize }}}} sampling requests from server "
                f"'{server}' on job {{{{ $labels.job }}}} were served in degraded mode over the last {w}.{{{{ end }}}}"),
         _alert(c, "DegradedTooLong",
                f"max by ({by_degradation}) ({m.DEGRADATION_ACTIVE}{sel()}) > 0",
@@ -140,13 +140,13 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"sum by ({m.JOB}, {m.RUN_NAME}) ({counted(m.SILENT_INCIDENTS + sel(), w)}) > 0",
                c.event_for, "critical",
                "A run was degraded without telling the user.",
-               f"{{{{ $value }}}} silent-degradation incidents in run '{{{{ $labels.{m.RUN_NAME} }}}}' of job "
+               f"{{{{ $value | humanize }}}} silent-degradation incidents in run '{{{{ $labels.{m.RUN_NAME} }}}}' of job "
                f"{{{{ $labels.job }}}} over the last {w}: a degraded ending or an outside-policy model with no disclosure."),
         _alert(c, "SubstitutionOutsidePolicy",
                f"sum by ({by_server}) ({requests(**{m.SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY})}) > 0",
                c.event_for, "warning",
                "A sampling request was served by a model outside the server's policy.",
-               f"{{{{ $value }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} were served "
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} were served "
                f"by a model the policy does not permit over the last {w}."),
     ]
     for kind, name, summary in (
@@ -156,20 +156,20 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
     ):
         alerts.append(_alert(
             c, name, violations(kind), c.event_for, "warning", summary,
-            f"{{{{ $value }}}} '{kind}' violations by server '{server}' on job {{{{ $labels.job }}}} over the last {w}."))
+            f"{{{{ $value | humanize }}}} '{kind}' violations by server '{server}' on job {{{{ $labels.job }}}} over the last {w}."))
     alerts += [
         _alert(c, "BudgetExhausted",
                f"sum by ({by_server}) ({requests(**{m.ENDING: names.ENDING_BUDGET_EXHAUSTED})}) > 0",
                c.event_for, "info",
                "A server's sampling budget is exhausted.",
-               f"{{{{ $value }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} ended "
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} ended "
                f"{names.ENDING_BUDGET_EXHAUSTED} over the last {w}; the reset time is on the span "
                f"({names.SAMPLING_BUDGET_RESETS_AT})."),
         _alert(c, "SamplingStallsHigh",
                f"sum by ({by_server}) ({counted(m.SAMPLING_STALLS + sel(), w)}) > {c.stalls_threshold}",
                c.stalls_for, "warning",
                "Sampling requests are stalling.",
-               f"{{{{ $value }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} stalled "
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} stalled "
                f"over the last {w} (threshold {c.stalls_threshold})."),
         _alert(c, "DegradationFlapping",
                f"sum by ({m.JOB}, {m.COMPONENT}) "
@@ -177,7 +177,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f" >= {c.flapping_transitions}",
                c.event_for, "warning",
                "A degradation keeps entering and leaving.",
-               f"Degradation '{component}' on job {{{{ $labels.job }}}} was entered {{{{ $value }}}} times in "
+               f"Degradation '{component}' on job {{{{ $labels.job }}}} was entered {{{{ $value | humanize }}}} times in "
                f"the last {c.flapping_window} (threshold {c.flapping_transitions})."),
         _alert(c, "FallbackUntested",
                f"sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(), dw)}) > 0\n"
@@ -193,7 +193,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)}) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
                "A server received many consent grants in a day.",
-               f"Server '{server}' on job {{{{ $labels.job }}}} received {{{{ $value }}}} budget grants over the last "
+               f"Server '{server}' on job {{{{ $labels.job }}}} received {{{{ $value | humanize }}}} budget grants over the last "
                f"{dw} (threshold {c.grants_per_day_threshold})."),
     ]
     return alerts
