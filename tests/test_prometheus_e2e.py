@@ -91,8 +91,9 @@ def stack(tmp_path_factory):
         env = demo.host_env(provider.url, receiver.endpoint, metrics_port)
         command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable,
                    str(ROOT / "examples" / "triage" / "host.py"), "--hold"]
+        log = (out / "host.log").open("w")  # the host's step log, for a failing run
         host = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+                                stderr=log, text=True, start_new_session=True)
         try:
             lines: queue.Queue[str | None] = queue.Queue()
             threading.Thread(target=demo.pump, args=(host.stdout, lines), daemon=True).start()
@@ -108,6 +109,7 @@ def stack(tmp_path_factory):
             if host.poll() is None:
                 os.killpg(host.pid, signal.SIGKILL)
                 host.wait()
+            log.close()
 
 
 def test_the_alerts_the_scenario_drives_reach_firing(stack):
