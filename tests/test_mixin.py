@@ -298,3 +298,12 @@ def test_the_mixin_names_are_what_the_real_exporter_exports():
     provider.shutdown()
     assert {series for *_, series in CONTRACT} <= exported
     assert {name for name in m.SERIES} <= exported
+
+
+def test_the_rule_selector_reaches_every_raw_series():
+    groups = rule_groups(MixinConfig(rule_selector='job="triage-host"'))["groups"]
+    exprs = [rule["expr"] for group in groups for rule in group["rules"]]
+    raw = [match for expr in exprs for match in re.finditer(r"\b(" + "|".join(sorted(m.SERIES)) + r")\b(\{[^}]*\})?", expr)]
+    assert len(raw) > 30
+    assert all((match.group(2) or "").startswith('{job="triage-host"') for match in raw), [
+        match.group(0) for match in raw if not (match.group(2) or "").startswith('{job="triage-host"')]

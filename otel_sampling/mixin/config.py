@@ -41,13 +41,13 @@ class MixinConfig:
     event_for: str = "0m"
     """``for`` of the alerts on discrete events (an incident, a substitution, a violation)."""
     stalls_threshold: int = 3
-    """Stalled sampling requests per server in ``window`` above which SamplingStallsHigh fires."""
+    """Stalled sampling requests per server in ``window`` above which StallsHigh fires."""
     stalls_for: str = "10m"
     flapping_window: str = "1h"
     flapping_transitions: int = 4
     """Entries into one degradation within ``flapping_window`` at or above which it is flapping."""
     grants_per_day_threshold: int = 10
-    """Consent grants per server per ``day_window`` above which SamplingGrantsHigh fires."""
+    """Consent grants per server per ``day_window`` above which GrantsHigh fires."""
     fallback_untested_for: str = "1h"
     runbook_url: str = "https://github.com/otel-sampling/otel-sampling/blob/main/docs/runbook.md"
     """Base of every alert's ``runbook_url``; the anchor is the alert name in lower case."""

@@ -141,7 +141,7 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
                                          [(f"sum by ({m.SERVER}, {m.VIOLATION_KIND}) (increase({m.SAMPLING_VIOLATIONS}{s}[{RATE}]))",
                                            f"{{{{{m.SERVER}}}}} {{{{{m.VIOLATION_KIND}}}}}")], "short", bars=True))
             .with_panel(timeseries_panel("Stalls and in flight", "Requests waiting now (in flight) and requests that "
-                                         f"stalled per interval (runbook: OtelSamplingSamplingStallsHigh, threshold "
+                                         f"stalled per interval (runbook: OtelSamplingStallsHigh, threshold "
                                          f"{config.stalls_threshold} per {config.window}).",
                                          [(f"sum by ({m.SERVER}) ({m.SAMPLING_IN_FLIGHT}{s})", "in flight {{" + m.SERVER + "}}"),
                                           (f"sum by ({m.SERVER}) (increase({m.SAMPLING_STALLS}{s}[{RATE}]))",

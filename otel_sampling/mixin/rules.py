@@ -165,7 +165,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} ended "
                f"{names.ENDING_BUDGET_EXHAUSTED} over the last {w}; the reset time is on the span "
                f"({names.SAMPLING_BUDGET_RESETS_AT})."),
-        _alert(c, "SamplingStallsHigh",
+        _alert(c, "StallsHigh",
                f"sum by ({by_server}) ({counted(m.SAMPLING_STALLS + sel(), w)}) > {c.stalls_threshold}",
                c.stalls_for, "warning",
                "Sampling requests are stalling.",
@@ -189,7 +189,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                "The fallback path carried no traffic for a day.",
                f"Job {{{{ $labels.job }}}} served sampling requests over the last {dw} but none completed in degraded "
                f"mode and no canary degradation ran: the fallback is untested."),
-        _alert(c, "SamplingGrantsHigh",
+        _alert(c, "GrantsHigh",
                f"sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)}) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
                "A server received many consent grants in a day.",
