@@ -22,7 +22,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, default=Path("."), help="directory to write into (default: .)")
     for field in dataclasses.fields(MixinConfig):
         ap.add_argument("--" + field.name.replace("_", "-"), dest=field.name, type=_TYPES[field.type],
-                        default=field.default, help=f"default: {field.default!r}")
+                        default=field.default, help=f"{field.metadata['help']} (default: {field.default})")
     return ap
 
 

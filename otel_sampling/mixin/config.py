@@ -10,8 +10,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from typing import Any
 
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")  # Prometheus duration syntax
+
+
+def _option(default: object, help_text: str) -> Any:
+    """A field whose ``help`` the command line shows."""
+    return dataclasses.field(default=default, metadata={"help": help_text})
 
 
 @dataclass(frozen=True)
@@ -24,35 +30,27 @@ class MixinConfig:
         ValueError: on a malformed duration, a ratio outside 0-1 or a negative count.
     """
 
-    rule_selector: str = ""
-    """Label matchers added to every rule's raw series, e.g. ``job="triage-host"`` (empty: all jobs)."""
-    window: str = "30m"
-    """Window of every recorded ratio and increase the alerts and the overview read."""
-    day_window: str = "1d"
-    """Window of the per-day alerts (untested fallback, grants per server)."""
-    degraded_share_threshold: float = 0.10
-    """Share of sampling requests served in degraded mode above which DegradedShareHigh fires."""
-    min_requests: int = 20
-    """Minimum-traffic guard: fewer requests in ``window`` than this never fire a ratio alert."""
-    degraded_share_for: str = "30m"
-    degraded_too_long_for: str = "4h"
-    """How long a named degradation may stay active before DegradedTooLong fires."""
-    expired_for: str = "5m"
-    event_for: str = "0m"
-    """``for`` of the alerts on discrete events (an incident, a substitution, a violation)."""
-    stalls_threshold: int = 3
-    """Stalled sampling requests per server in ``window`` above which StallsHigh fires."""
-    stalls_for: str = "10m"
-    flapping_window: str = "1h"
-    flapping_transitions: int = 4
-    """Entries into one degradation within ``flapping_window`` at or above which it is flapping."""
-    grants_per_day_threshold: int = 10
-    """Consent grants per server per ``day_window`` above which GrantsHigh fires."""
-    fallback_untested_for: str = "1h"
-    runbook_url: str = "https://github.com/otel-sampling/otel-sampling/blob/main/docs/runbook.md"
-    """Base of every alert's ``runbook_url``; the anchor is the alert name in lower case."""
-    dashboard_refresh: str = "1m"
-    dashboard_time_from: str = "now-24h"
+    rule_selector: str = _option(
+        "", 'label matchers added to every raw series the rules read, e.g. job="triage-host" (empty: all jobs)')
+    window: str = _option("30m", "window of every recorded ratio and count the alerts and the overview read")
+    day_window: str = _option("1d", "window of the per-day alerts (untested fallback, grants per server)")
+    degraded_share_threshold: float = _option(
+        0.10, "share of sampling requests served degraded above which DegradedShareHigh fires")
+    min_requests: int = _option(20, "traffic guard: with fewer requests (or runs) in the window no ratio alerts or shows")
+    degraded_share_for: str = _option("30m", "for of DegradedShareHigh")
+    degraded_too_long_for: str = _option("4h", "how long a named degradation may stay active (DegradedTooLong)")
+    expired_for: str = _option("5m", "for of DegradationExpired")
+    event_for: str = _option("0m", "for of the alerts on discrete events (incident, substitution, violation)")
+    stalls_threshold: int = _option(3, "stalled requests per server in the window above which StallsHigh fires")
+    stalls_for: str = _option("10m", "for of StallsHigh")
+    flapping_window: str = _option("1h", "window in which degradation entries are counted (DegradationFlapping)")
+    flapping_transitions: int = _option(4, "entries into one degradation in flapping_window that count as flapping")
+    grants_per_day_threshold: int = _option(10, "consent grants per server per day_window above which GrantsHigh fires")
+    fallback_untested_for: str = _option("1h", "for of FallbackUntested")
+    runbook_url: str = _option("https://github.com/otel-sampling/otel-sampling/blob/main/docs/runbook.md",
+                               "base of every alert's runbook_url; the anchor is the alert name in lower case")
+    dashboard_refresh: str = _option("1m", "dashboard auto-refresh")
+    dashboard_time_from: str = _option("now-24h", "start of the dashboards' default time range")
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
