@@ -166,7 +166,21 @@ def providers(config: MixinConfig) -> dash.Dashboard:
     def tokens(token_type: str) -> str:
         return f"{m.TOKEN_USAGE}_sum{_sel(JOB, PROVIDER, matchers(**{m.TOKEN_TYPE: token_type}))}"
 
+    calls = f"sum(increase({m.OPERATION_DURATION}_count{p}[{RANGE}]))"
     return (d
+            .with_panel(stat_panel("Provider calls", "Provider calls in the selected range (the n behind the other numbers).",
+                                   [(calls, "calls")], "short", width=6))
+            .with_panel(stat_panel("Failed calls", "Calls that ended with an error.type / all calls, selected range.",
+                                   [(f"sum(increase({m.OPERATION_DURATION}_count{errors}[{RANGE}])) / {calls}", "failed")],
+                                   "percentunit", steps=thresholds((None, "green"), (0.01, "yellow"), (0.05, "red")),
+                                   width=6))
+            .with_panel(stat_panel("p95 call latency", "95th percentile of gen_ai.client.operation.duration over the "
+                                   "selected range.",
+                                   [(f"histogram_quantile(0.95, sum by ({m.LE}) (increase({bucket}[{RANGE}])))", "p95")],
+                                   "s", width=6))
+            .with_panel(stat_panel("Cost in range", "Provider cost in USD over the selected range (gen_ai.client.cost.usd).",
+                                   [(f"sum(increase({m.PROVIDER_COST}{p}[{RANGE}]))", "USD")], "currencyUSD",
+                                   decimals=2, width=6))
             .with_panel(timeseries_panel("Latency percentiles", "p50, p95 and p99 of gen_ai.client.operation.duration "
                                          "by provider (buckets summed before the quantile).",
                                          [(f"histogram_quantile({q}, sum by ({m.PROVIDER}, {m.LE}) (rate({bucket}[{RATE}])))",
