@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers test test-peers demo clean
+.PHONY: venv venv-peers test test-peers demo generate prometheus clean
 
 venv: $(STAMP)
 
@@ -29,10 +29,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-test: $(STAMP) $(PEERS_STAMP)
+test: $(STAMP) $(PEERS_STAMP) prometheus
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest
 
-demo: $(STAMP)
+# promtool and the Prometheus server for the rule tests and the end-to-end test (Debian package).
+prometheus:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus)
+
+# Regenerate dashboards/*.json and alerts/*.yaml from the metric contract (commit the result).
+generate: $(STAMP)
+	$(PY) -m otel_sampling.mixin --out .
+
+demo: $(STAMP) prometheus
 	$(PY) examples/triage/demo.py
 
 clean:

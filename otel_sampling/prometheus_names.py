@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_:]")
-# "1" adds nothing: opentelemetry-exporter-prometheus 0.66b2 maps it to "" (the specification's
-# "_ratio" is under discussion there, open-telemetry/opentelemetry-specification#4058).
+# The exporter maps the dimensionless unit "1" to no suffix (opentelemetry-exporter-prometheus
+# _mapping.py: the specification says "ratio", the exporter does not): degradation_active.
 _UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": ""}
 
 

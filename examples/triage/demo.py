@@ -259,6 +259,29 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
     return "\n".join(lines), problems
 
 
+def print_fired_alerts(metrics_text: str) -> None:
+    """Last step: a real Prometheus scrapes the captured metrics with the generated rules (short
+    windows, ``MixinConfig.for_short_run()``) and we list the alerts that fire on this scenario."""
+    if shutil.which("prometheus") is None:
+        print("Alerts: skipped (no Prometheus server; `make prometheus` installs Debian's package)")
+        return
+    import tempfile
+
+    from otel_sampling.mixin import MixinConfig
+    from otel_sampling.mixin.generate import RULES_FILE, write
+    from otel_sampling.testing.prometheus import PrometheusServer, StaticMetrics, wait_until
+
+    with tempfile.TemporaryDirectory() as tmp, StaticMetrics(metrics_text) as metrics:
+        write(MixinConfig.for_short_run(), Path(tmp))
+        with PrometheusServer([metrics.target], [Path(tmp) / "alerts" / RULES_FILE]) as prom:
+            prom.wait_for_scrape()
+            prom.wait_for_rules()
+            wait_until(lambda: not prom.alerts("pending"), 30, "pending alerts to fire")
+            fired = Counter(a["labels"]["alertname"] for a in prom.alerts("firing"))
+    listed = ", ".join(f"{name} ({n})" if n > 1 else name for name, n in sorted(fired.items())) or "none"
+    print(f"Alerts firing (Prometheus, alerts/{RULES_FILE} with short windows): {listed}")
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     metrics_port = free_port()
@@ -278,6 +301,7 @@ def main() -> int:
     text, problems = f"{text}\n{degradation_text}", problems + degradation_problems
     print(text)
     print(f"Host log: {OUT.name}/host.log")
+    print_fired_alerts(metrics_text)
     if problems:
         print("\nDEMO FAILED:\n  " + "\n  ".join(problems))
         return 1

@@ -1,0 +1,76 @@
+"""The one object that tunes every generated dashboard and rule (monitoring-mixin ``_config``).
+
+Selectors, windows, thresholds and ``for`` durations live here, so a dashboard's threshold line and
+the alert that pages on it cannot disagree. ``python -m otel_sampling.mixin --help`` lists each
+field as a command-line option.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")  # Prometheus duration syntax
+
+
+def _option(default: object, help_text: str) -> Any:
+    """A field whose ``help`` the command line shows."""
+    return dataclasses.field(default=default, metadata={"help": help_text})
+
+
+@dataclass(frozen=True)
+class MixinConfig:
+    """Settings for ``otel_sampling.mixin``; every default is the one the committed files use.
+
+    Durations are Prometheus duration strings (``30s``, ``15m``, ``1d``); ratios are 0-1.
+
+    Raises:
+        ValueError: on a malformed duration, a ratio outside 0-1 or a negative count.
+    """
+
+    rule_selector: str = _option(
+        "", 'label matchers added to every raw series the rules read, e.g. job="triage-host" (empty: all jobs)')
+    window: str = _option("30m", "window of every recorded ratio and count the alerts and the overview read")
+    day_window: str = _option("1d", "window of the per-day alerts (untested fallback, grants per server)")
+    degraded_share_threshold: float = _option(
+        0.10, "share of sampling requests served degraded above which DegradedShareHigh fires")
+    min_requests: int = _option(20, "traffic guard: with fewer requests (or runs) in the window no ratio alerts or shows")
+    degraded_share_for: str = _option("30m", "for of DegradedShareHigh")
+    degraded_too_long_for: str = _option("4h", "how long a named degradation may stay active (DegradedTooLong)")
+    expired_for: str = _option("5m", "for of DegradationExpired")
+    event_for: str = _option("0m", "for of the alerts on discrete events (incident, substitution, violation)")
+    stalls_threshold: int = _option(3, "stalled requests per server in the window above which StallsHigh fires")
+    stalls_for: str = _option("10m", "for of StallsHigh")
+    flapping_window: str = _option("1h", "window in which degradation entries are counted (DegradationFlapping)")
+    flapping_transitions: int = _option(4, "entries into one degradation in flapping_window that count as flapping")
+    grants_per_day_threshold: int = _option(10, "consent grants per server per day_window above which GrantsHigh fires")
+    fallback_untested_for: str = _option("1h", "for of FallbackUntested")
+    runbook_url: str = _option("https://github.com/otel-sampling/otel-sampling/blob/main/docs/runbook.md",
+                               "base of every alert's runbook_url; the anchor is the alert name in lower case")
+    dashboard_refresh: str = _option("1m", "dashboard auto-refresh")
+    dashboard_time_from: str = _option("now-24h", "start of the dashboards' default time range")
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name.endswith(("window", "_for")) and not _DURATION.match(value):
+                raise ValueError(f"{field.name}: {value!r} is not a Prometheus duration (like 30m or 1d)")
+            if field.name.endswith("threshold") and field.type == "float" and not 0 <= value <= 1:
+                raise ValueError(f"{field.name}: {value!r} is not a ratio between 0 and 1")
+            if field.type == "int" and value < 0:
+                raise ValueError(f"{field.name}: {value!r} must not be negative")
+
+    @classmethod
+    def for_short_run(cls) -> MixinConfig:
+        """Windows of minutes and ``for`` of seconds, for a scenario that runs for seconds (the demo, the
+        end-to-end test); the thresholds stay the defaults, the traffic guard drops to 10 requests."""
+        return cls(window="5m", day_window="5m", flapping_window="5m", min_requests=10,
+                   degraded_share_for="2s", degraded_too_long_for="1m", expired_for="0m",
+                   stalls_for="0m", fallback_untested_for="0m")
+
+    def selector(self, *matchers: str) -> str:
+        """``{rule_selector, matchers...}``, or empty when there is nothing to match."""
+        parts = [m for m in (self.rule_selector, *matchers) if m]
+        return "{" + ", ".join(parts) + "}" if parts else ""

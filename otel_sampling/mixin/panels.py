@@ -1,0 +1,146 @@
+"""A thin layer over grafana-foundation-sdk (pinned ``1769699998!10.1.0``) that fixes its defaults.
+
+The SDK leaves ``refId`` empty, hides legends (``showLegend: false``), serialises ``options: null``
+for a panel without options, and assigns no panel ids; every builder here sets those, and every
+panel and query points at the ``$datasource`` variable (dashboard-linter ``panel-datasource-rule``).
+"""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import common as cb
+from grafana_foundation_sdk.builders import dashboard as dash
+from grafana_foundation_sdk.builders import prometheus as prom
+from grafana_foundation_sdk.builders import stat, statetimeline, table, timeseries
+from grafana_foundation_sdk.models import common as cm
+from grafana_foundation_sdk.models import dashboard as dm
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
+from otel_sampling import names
+from otel_sampling.mixin import metrics as m
+from otel_sampling.mixin.config import MixinConfig
+from otel_sampling.mixin.rules import PREFIX
+
+DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
+JOB = f'{m.JOB}=~"$job"'
+TAG = "otel-sampling"
+REF_IDS = "ABCDEFGHIJ"
+
+
+def query(expr: str, legend: str, ref: str, *, instant: bool = False, as_table: bool = False) -> prom.Dataquery:
+    q = prom.Dataquery().expr(expr).legend_format(legend).ref_id(ref).datasource(DATASOURCE)
+    q = q.instant() if instant else q.range()
+    return q.format(PromQueryFormat.TABLE) if as_table else q
+
+
+def thresholds(*steps: tuple[float | None, str]) -> dash.ThresholdsConfig:
+    return dash.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps(
+        [dm.Threshold(value=v, color=c) for v, c in steps])
+
+
+NEUTRAL = thresholds((None, "text"))
+
+
+def stat_panel(title: str, description: str, targets: list[tuple[str, str]], unit: str, *,
+               steps: dash.ThresholdsConfig = NEUTRAL, decimals: int | None = None, width: int = 4,
+               no_value: str = "no data") -> stat.Panel:
+    """One number (or one per legend value), instant queries, neutral colour unless ``steps``;
+    ``no_value`` is shown when the query returns nothing (say why: "n < 20", never "healthy")."""
+    p = (stat.Panel().title(title).description(description).datasource(DATASOURCE).unit(unit)
+         .span(width).height(4).graph_mode(cm.BigValueGraphMode.NONE)
+         .color_mode(cm.BigValueColorMode.VALUE if steps is not NEUTRAL else cm.BigValueColorMode.NONE)
+         .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+         .thresholds(steps).no_value(no_value))
+    if decimals is not None:
+        p = p.decimals(decimals)
+    for ref, (expr, legend) in zip(REF_IDS, targets):
+        p = p.with_target(query(expr, legend, ref, instant=True))
+    return p
+
+
+def timeseries_panel(title: str, description: str, targets: list[tuple[str, str]], unit: str, *,
+                     width: int = 12, bars: bool = False, threshold: float | None = None) -> timeseries.Panel:
+    """Lines over time with a table legend (last, max) and a sorted multi tooltip."""
+    p = (timeseries.Panel().title(title).description(description).datasource(DATASOURCE).unit(unit)
+         .span(width).height(8).fill_opacity(10).show_points(cm.VisibilityMode.NEVER)
+         .legend(cb.VizLegendOptions().show_legend(True).display_mode(cm.LegendDisplayMode.TABLE)
+                 .placement(cm.LegendPlacement.BOTTOM).calcs(["lastNotNull", "max"]))
+         .tooltip(cb.VizTooltipOptions().mode(cm.TooltipDisplayMode.MULTI).sort(cm.SortOrder.DESCENDING)))
+    if bars:
+        p = p.draw_style(cm.GraphDrawStyle.BARS)
+    if threshold is not None:
+        p = (p.thresholds(thresholds((None, "green"), (threshold, "red")))
+             .thresholds_style(cb.GraphThresholdsStyleConfig().mode(cm.GraphTresholdsStyleMode.LINE)))
+    for ref, (expr, legend) in zip(REF_IDS, targets):
+        p = p.with_target(query(expr, legend, ref))
+    return p
+
+
+def table_panel(title: str, description: str, targets: list[tuple[str, str]], unit: str, *,
+                width: int = 24) -> table.Panel:
+    """Instant table queries, merged on their labels; the Time column hidden."""
+    p = (table.Panel().title(title).description(description).datasource(DATASOURCE).unit(unit)
+         .span(width).height(8).show_header(True)
+         .with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
+         .with_transformation(dm.DataTransformerConfig(id_val="organize", options={"excludeByName": {"Time": True}})))
+    for ref, (expr, legend) in zip(REF_IDS, targets):
+        p = p.with_target(query(expr, legend, ref, instant=True, as_table=True))
+    return p
+
+
+def state_panel(title: str, description: str, expr: str, legend: str, *, on_text: str) -> statetimeline.Panel:
+    """0/1 states over time, mapped to words (the units rule does not apply with mappings)."""
+    return (statetimeline.Panel().title(title).description(description).datasource(DATASOURCE)
+            .span(24).height(6).show_value(cm.VisibilityMode.AUTO)
+            .legend(cb.VizLegendOptions().show_legend(True).display_mode(cm.LegendDisplayMode.LIST)
+                    .placement(cm.LegendPlacement.BOTTOM))
+            .mappings([dm.ValueMap(options={
+                "0": dm.ValueMappingResult(text="normal", color="green", index=0),
+                "1": dm.ValueMappingResult(text=on_text, color="orange", index=1)})])
+            .with_target(query(expr, legend, "A")))
+
+
+def annotation(name: str, expr: str, color: str) -> dash.AnnotationQuery:
+    """A Prometheus annotation: every series ``expr`` returns marks its timestamps (filter with ``> 0``)."""
+    return dash.AnnotationQuery().name(name).datasource(DATASOURCE).expr(expr).icon_color(color).enable(True)
+
+
+def dashboard(config: MixinConfig, uid: str, title: str, description: str,
+              extra_variables: tuple[dash.QueryVariable, ...] = ()) -> dash.Dashboard:
+    """A read-only dashboard with ``datasource`` and ``job`` variables, links to its siblings, and
+    annotations for this mixin's firing alerts and for degradation entries."""
+    d = (dash.Dashboard(f"Agent sampling / {title}").uid(uid).description(description).tags([TAG])
+         .readonly().refresh(config.dashboard_refresh).time(config.dashboard_time_from, "now")
+         .timezone("browser").tooltip(dm.DashboardCursorSync.CROSSHAIR)
+         .link(dash.DashboardLink("Runbook").type(dm.DashboardLinkType.LINK).url(config.runbook_url)
+               .target_blank(True).icon("doc"))
+         .link(dash.DashboardLink("Agent sampling").type(dm.DashboardLinkType.DASHBOARDS).tags([TAG])
+               .as_dropdown(True).include_vars(True).keep_time(True))
+         .with_variable(dash.DatasourceVariable("datasource").label("Data source").type("prometheus"))
+         .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB))
+         .annotation(annotation("Alerts firing", f'ALERTS{{alertstate="firing", alertname=~"{PREFIX}.*", {JOB}}}', "red"))
+         .annotation(annotation(
+             "Degradation entered",
+             f"sum by ({m.COMPONENT}) (increase({m.DEGRADATION_TRANSITIONS}{{{JOB}, "
+             f'{m.DIRECTION}="{names.DIRECTION_ENTER}"}}[$__rate_interval])) > 0', "orange")))
+    for variable in extra_variables:
+        d = d.with_variable(variable)
+    return d
+
+
+def label_variable(name: str, label: str, series: str, label_name: str, selector: str = "") -> dash.QueryVariable:
+    """A multi-value ``label_values()`` variable, All = ``.+``, refreshed on time-range change."""
+    return (dash.QueryVariable(name).label(label).datasource(DATASOURCE)
+            .query(f"label_values({series}{selector}, {label_name})")
+            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dm.VariableSort.ALPHABETICAL_ASC)
+            .multi(True).include_all(True).all_value(".+"))
+
+
+def assign_panel_ids(model: dm.Dashboard) -> None:
+    """The SDK leaves panel ids unset and gives rows id 0: number every panel and row from 1."""
+    next_id = 1
+    for panel in model.panels or []:
+        panel.id_val = next_id
+        next_id += 1
+        for child in getattr(panel, "panels", None) or []:
+            child.id_val = next_id
+            next_id += 1

@@ -1,0 +1,21 @@
+"""Small PromQL builders shared by the rules and the dashboards."""
+
+from __future__ import annotations
+
+
+def matchers(**labels: str) -> str:
+    """``mcp_sampling_ending="completed", ...`` from keyword arguments (values taken verbatim)."""
+    return ", ".join(f'{k}="{v}"' for k, v in labels.items())
+
+
+def counted(series: str, window: str) -> str:
+    """What a counter counted within ``window``, including the first count of a new series.
+
+    ``increase()`` cannot see the first value of a series: the OTel SDK exports a counter's label
+    set only from its first ``add()``, so a series appears at 1, not 0, and the one event that
+    created it is lost (an incident that happens once would never alert). Prometheus 2.x has no
+    created-timestamp zero injection, so a series that had no sample ``window`` ago counts with its
+    whole value, every other series with its ``increase()``.
+    ``series`` is a selector such as ``agent_runs_total{job="a"}``.
+    """
+    return f"(({series} unless {series} offset {window}) or increase({series}[{window}]))"

@@ -1,0 +1,207 @@
+"""Prometheus recording and alerting rules, as plain data (written to ``alerts/*.yaml``).
+
+Recording rules follow ``level:metric:operations`` (prometheus.io/docs/practices/rules); every
+ratio a dashboard or an alert reuses is recorded once, numerator and denominator summed before the
+division. Alerts follow the monitoring-mixins style guide: CamelCase names with one prefix, a
+``severity`` of ``critical`` / ``warning`` / ``info``, a static ``summary``, a templated
+``description`` and a ``runbook_url`` pointing at the alert's section of ``docs/runbook.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_sampling import names
+from otel_sampling.mixin import metrics as m
+from otel_sampling.mixin.config import MixinConfig
+from otel_sampling.mixin.promql import counted, matchers
+
+PREFIX = "OtelSampling"
+Rule = dict[str, Any]
+
+
+class Recorded:
+    """The names of the recording rules, for a window (dashboards and alerts read these)."""
+
+    def __init__(self, config: MixinConfig) -> None:
+        w = config.window
+        self.requests_by_server = f"job_server:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
+        self.requests = f"job:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
+        self.degraded_ratio = f"job:mcp_sampling_degraded:ratio{w}"
+        self.degradation_active = f"job:{m.DEGRADATION_ACTIVE}:max"
+        self.runs = f"job_mode:{m.AGENT_RUNS.removesuffix('_total')}:increase{w}"
+        self.runs_degraded_ratio = f"job:agent_runs_degraded:ratio{w}"
+        self.completion_ratio = f"job_mode:agent_runs_completed:ratio{w}"
+        self.score_mean = f"job_mode:{m.EVALUATION_SCORE}:mean{w}"
+        self.score_delta = f"job:{m.EVALUATION_SCORE}:primary_minus_degraded{w}"
+        self.silent_incidents = f"job:{m.SILENT_INCIDENTS.removesuffix('_total')}:increase{w}"
+        self.cost_per_completed_run = f"job_mode:{m.AGENT_RUN_COST.removesuffix('_total')}:per_completed_run{w}"
+
+
+def recording_rules(config: MixinConfig) -> list[Rule]:
+    """Every recorded series; see ``Recorded`` for the names."""
+    r, w, sel = Recorded(config), config.window, config.selector
+    mode_degraded = matchers(**{m.MODE: names.MODE_DEGRADED})
+    completed = matchers(**{m.RUN_OUTCOME: names.OUTCOME_COMPLETED})
+    runs = f"{m.AGENT_RUNS}{sel()}"
+    return [
+        {"record": r.requests_by_server,  # keeps mode, ending and substitution for slicing
+         "expr": f"sum by ({m.JOB}, {m.SERVER}, {m.MODE}, {m.ENDING}, {m.SUBSTITUTION}) "
+                 f"({counted(m.SAMPLING_REQUESTS + sel(), w)})"},
+        {"record": r.requests, "expr": f"sum by ({m.JOB}) ({r.requests_by_server})"},
+        {"record": r.degraded_ratio,  # "or ... * 0": 0, not absent, while nothing ran degraded
+         "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
+                 f"/ {r.requests}"},
+        # The five numbers (DESIGN.md, "the five numbers").
+        {"record": r.degradation_active, "expr": f"max by ({m.JOB}) ({m.DEGRADATION_ACTIVE}{sel()})"},
+        {"record": r.runs,
+         "expr": f"sum by ({m.JOB}, {m.MODE}, {m.RUN_OUTCOME}) ({counted(runs, w)})"},
+        {"record": r.runs_degraded_ratio,
+         "expr": f"(sum by ({m.JOB}) ({r.runs}{{{mode_degraded}}}) or sum by ({m.JOB}) ({r.runs}) * 0)\n"
+                 f"/ sum by ({m.JOB}) ({r.runs})"},
+        {"record": r.completion_ratio,
+         "expr": f"(sum by ({m.JOB}, {m.MODE}) ({r.runs}{{{completed}}}) or sum by ({m.JOB}, {m.MODE}) ({r.runs}) * 0)\n"
+                 f"/ sum by ({m.JOB}, {m.MODE}) ({r.runs})"},
+        {"record": r.score_mean,
+         "expr": f"sum by ({m.JOB}, {m.MODE}) ({counted(m.EVALUATION_SCORE + '_sum' + sel(), w)})\n"
+                 f"/ sum by ({m.JOB}, {m.MODE}) ({counted(m.EVALUATION_SCORE + '_count' + sel(), w)})"},
+        {"record": r.score_delta,
+         "expr": f"{r.score_mean}{{{matchers(**{m.MODE: names.MODE_PRIMARY})}}}\n"
+                 f"- ignoring ({m.MODE}) {r.score_mean}{{{mode_degraded}}}"},
+        {"record": r.silent_incidents,
+         "expr": f"sum by ({m.JOB}) ({counted(m.SILENT_INCIDENTS + sel(), w)})"},
+        {"record": r.cost_per_completed_run,
+         "expr": f"sum by ({m.JOB}, {m.MODE}) ({counted(m.AGENT_RUN_COST + sel(completed), w)})\n"
+                 f"/ sum by ({m.JOB}, {m.MODE}) ({r.runs}{{{completed}}})"},
+    ]
+
+
+def _alert(config: MixinConfig, name: str, expr: str, for_: str, severity: str, summary: str,
+           description: str) -> Rule:
+    alert = f"{PREFIX}{name}"
+    return {
+        "alert": alert,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {
+            "summary": summary,
+            "description": description,
+            "runbook_url": f"{config.runbook_url}#{alert.lower()}",
+        },
+    }
+
+
+def alerting_rules(config: MixinConfig) -> list[Rule]:
+    """The alerts, one per condition in ``docs/runbook.md``."""
+    r, w, dw, sel, c = Recorded(config), config.window, config.day_window, config.selector, config
+    server = f"{{{{ $labels.{m.SERVER} }}}}"
+    component = f"{{{{ $labels.{m.COMPONENT} }}}}"
+    by_server = f"{m.JOB}, {m.SERVER}"
+    by_degradation = f"{m.JOB}, {m.COMPONENT}, {m.REASON}"
+
+    def requests(**labels: str) -> str:
+        return f"{r.requests_by_server}{{{matchers(**labels)}}}"
+
+    def violations(kind: str) -> str:
+        selector = m.SAMPLING_VIOLATIONS + sel(matchers(**{m.VIOLATION_KIND: kind}))
+        return f"sum by ({by_server}) ({counted(selector, w)}) > 0"
+
+    alerts = [
+        _alert(c, "DegradedShareHigh",
+               f"{r.degraded_ratio} > {c.degraded_share_threshold}\n"
+               f"and on ({m.JOB}) {r.requests} >= {c.min_requests}",
+               c.degraded_share_for, "warning",
+               "A high share of sampling requests is served in degraded mode.",
+               f"{{{{ $value | humanizePercentage }}}} of the sampling requests of job {{{{ $labels.job }}}} "
+               f"were served in degraded mode over the last {w} (threshold {c.degraded_share_threshold:.0%}, "
+               f"at least {c.min_requests} requests)."),
+        _alert(c, "DegradedModeEntered",
+               f"max by ({by_degradation}) ({m.DEGRADATION_ACTIVE}{sel()}) > 0\n"
+               f"or sum by ({by_server}) ({requests(**{m.MODE: names.MODE_DEGRADED})}) > 0",
+               "0m", "info",
+               "The host is running in degraded mode.",
+               f"{{{{ if $labels.{m.COMPONENT} }}}}Degradation '{component}' (reason {{{{ $labels.{m.REASON} }}}}) "
+               f"is active on job {{{{ $labels.job }}}}.{{{{ else }}}}{{{{ $value | humanize }}}} sampling requests from server "
+               f"'{server}' on job {{{{ $labels.job }}}} were served in degraded mode over the last {w}.{{{{ end }}}}"),
+        _alert(c, "DegradedTooLong",
+               f"max by ({by_degradation}) ({m.DEGRADATION_ACTIVE}{sel()}) > 0",
+               c.degraded_too_long_for, "warning",
+               "A named degradation has been active for too long.",
+               f"Degradation '{component}' (reason {{{{ $labels.{m.REASON} }}}}) on job {{{{ $labels.job }}}} "
+               f"has been active for more than {c.degraded_too_long_for}."),
+        _alert(c, "DegradationExpired",
+               f"max by ({by_degradation}) ({m.DEGRADATION_EXPIRED}{sel()}) > 0",
+               c.expired_for, "warning",
+               "A degradation is still active past its expiry.",
+               f"Degradation '{component}' (reason {{{{ $labels.{m.REASON} }}}}) on job {{{{ $labels.job }}}} "
+               f"is past its expires_at and still active."),
+        _alert(c, "SilentDegradation",
+               f"sum by ({m.JOB}, {m.RUN_NAME}) ({counted(m.SILENT_INCIDENTS + sel(), w)}) > 0",
+               c.event_for, "critical",
+               "A run was degraded without telling the user.",
+               f"{{{{ $value | humanize }}}} silent-degradation incidents in run '{{{{ $labels.{m.RUN_NAME} }}}}' of job "
+               f"{{{{ $labels.job }}}} over the last {w}: a degraded ending or an outside-policy model with no disclosure."),
+        _alert(c, "SubstitutionOutsidePolicy",
+               f"sum by ({by_server}) ({requests(**{m.SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY})}) > 0",
+               c.event_for, "warning",
+               "A sampling request was served by a model outside the server's policy.",
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} were served "
+               f"by a model the policy does not permit over the last {w}."),
+    ]
+    for kind, name, summary in (
+        (names.VIOLATION_SCOPE_WIDENED, "ContextScopeWidened", "A retried sampling request asked for a wider context scope."),
+        (names.VIOLATION_DECISION_FLIPPED, "DecisionFlipped", "A repeated sampling request got a different decision."),
+        (names.VIOLATION_REROUTED_AFTER_DENIAL, "ReroutedAfterDenial", "A denied sampling request was re-sent through another server."),
+    ):
+        alerts.append(_alert(
+            c, name, violations(kind), c.event_for, "warning", summary,
+            f"{{{{ $value | humanize }}}} '{kind}' violations by server '{server}' on job {{{{ $labels.job }}}} over the last {w}."))
+    alerts += [
+        _alert(c, "BudgetExhausted",
+               f"sum by ({by_server}) ({requests(**{m.ENDING: names.ENDING_BUDGET_EXHAUSTED})}) > 0",
+               c.event_for, "info",
+               "A server's sampling budget is exhausted.",
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} ended "
+               f"{names.ENDING_BUDGET_EXHAUSTED} over the last {w}; the reset time is on the span "
+               f"({names.SAMPLING_BUDGET_RESETS_AT})."),
+        _alert(c, "StallsHigh",
+               f"sum by ({by_server}) ({counted(m.SAMPLING_STALLS + sel(), w)}) > {c.stalls_threshold}",
+               c.stalls_for, "warning",
+               "Sampling requests are stalling.",
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} stalled "
+               f"over the last {w} (threshold {c.stalls_threshold})."),
+        _alert(c, "DegradationFlapping",
+               f"sum by ({m.JOB}, {m.COMPONENT}) "
+               f"({counted(m.DEGRADATION_TRANSITIONS + sel(matchers(**{m.DIRECTION: names.DIRECTION_ENTER})), c.flapping_window)})"
+               f" >= {c.flapping_transitions}",
+               c.event_for, "warning",
+               "A degradation keeps entering and leaving.",
+               f"Degradation '{component}' on job {{{{ $labels.job }}}} was entered {{{{ $value | humanize }}}} times in "
+               f"the last {c.flapping_window} (threshold {c.flapping_transitions})."),
+        _alert(c, "FallbackUntested",
+               f"sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(), dw)}) > 0\n"
+               f"unless on ({m.JOB}) (\n"
+               f"  sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED})), dw)}) > 0\n"
+               f"  or max by ({m.JOB}) (max_over_time({m.DEGRADATION_ACTIVE}{sel(matchers(**{m.REASON: names.REASON_CANARY}))}[{dw}])) > 0\n"
+               f")",
+               c.fallback_untested_for, "info",
+               "The fallback path carried no traffic for a day.",
+               f"Job {{{{ $labels.job }}}} served sampling requests over the last {dw} but none completed in degraded "
+               f"mode and no canary degradation ran: the fallback is untested."),
+        _alert(c, "GrantsHigh",
+               f"sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)}) > {c.grants_per_day_threshold}",
+               c.event_for, "warning",
+               "A server received many consent grants in a day.",
+               f"Server '{server}' on job {{{{ $labels.job }}}} received {{{{ $value | humanize }}}} budget grants over the last "
+               f"{dw} (threshold {c.grants_per_day_threshold})."),
+    ]
+    return alerts
+
+
+def rule_groups(config: MixinConfig) -> dict[str, Any]:
+    """The ``groups:`` document of ``alerts/otel-sampling.yaml`` (a Prometheus rule file)."""
+    return {"groups": [
+        {"name": "otel-sampling.rules", "rules": recording_rules(config)},
+        {"name": "otel-sampling.alerts", "rules": alerting_rules(config)},
+    ]}

@@ -1,0 +1,65 @@
+"""Read the PromQL out of Grafana dashboard JSON, for checks against Prometheus.
+
+``dashboard_queries(directory)`` lists every panel target, annotation and ``label_values(expr,
+label)`` variable query of every ``*.json`` there; ``expand(expr)`` replaces Grafana variables the
+way grafana/dashboard-linter does, so Prometheus can run the result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+# Grafana's built-in variables -> values Prometheus accepts; any other variable is multi-value
+# with All = ".+".
+GRAFANA_GLOBALS = {"__rate_interval": "1m", "__interval": "15s", "__range": "1h"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """Top-level panels and the panels nested in collapsed rows."""
+    out = []
+    for panel in dashboard.get("panels", []):
+        out.append(panel)
+        out.extend(panel.get("panels") or [])
+    return out
+
+
+def expand(expr: str) -> str:
+    """``$__rate_interval`` -> ``1m``, ``$__range`` -> ``1h``, ``$job`` / ``${job:regex}`` -> ``.+``."""
+    return re.sub(r"\$\{?(\w+)(?::\w+)?\}?", lambda g: GRAFANA_GLOBALS.get(g.group(1), ".+"), expr)
+
+
+def dashboard_queries(directory: Path) -> list[tuple[str, str, str]]:
+    """(where, expr, legend) for every panel target, annotation and ``label_values(expr, label)``
+    variable of the dashboards in ``directory`` (legend empty but for panel targets).
+
+    Raises:
+        ValueError: a query variable that is not ``label_values(expr, label)``.
+    """
+    queries = []
+    for path in sorted(directory.glob("*.json")):
+        dashboard = load(path)
+        for variable in dashboard["templating"]["list"]:
+            if variable["type"] == "query":
+                match = re.fullmatch(r"label_values\((.*), *(\w+)\)", variable["query"])
+                if not match:
+                    raise ValueError(f"{path.name} variable {variable['name']}: not label_values(expr, label)")
+                queries.append((f"{path.name} variable {variable['name']}", match.group(1), ""))
+        for item in dashboard["annotations"].get("list", []):
+            queries.append((f"{path.name} annotation {item['name']}", item["expr"], ""))
+        for panel in panels(dashboard):
+            for target in panel.get("targets", []):
+                where = f"{path.name} panel {panel['id']} '{panel['title']}' {target['refId']}"
+                queries.append((where, target["expr"], target["legendFormat"]))
+    return queries
+
+
+def legend_labels(legend: str) -> set[str]:
+    """The labels a legend format names: ``{{mcp_server_name}} {{job}}`` -> both."""
+    return set(re.findall(r"\{\{ *(\w+) *\}\}", legend))

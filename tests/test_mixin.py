@@ -1,0 +1,309 @@
+"""The generated dashboards and rules: committed = fresh generation, Grafana schema, linter rules,
+and no name outside the metric contract."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from otel_sampling import names
+from otel_sampling.mixin import MixinConfig
+from otel_sampling.mixin import metrics as m
+from otel_sampling.mixin.__main__ import main
+from otel_sampling.mixin.generate import render
+from otel_sampling.mixin.rules import rule_groups
+from otel_sampling.testing.dashboards import dashboard_queries, legend_labels, load, panels
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMAS = Path(__file__).parent / "data" / "schemas" / "grafana-v10.1.x"
+DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
+PANEL_SCHEMAS = {"timeseries": "timeseries", "stat": "stat", "table": "table", "state-timeline": "statetimeline"}
+
+
+def test_committed_files_equal_a_fresh_generation():
+    stale = [path for path, text in render(MixinConfig()).items() if (ROOT / path).read_text() != text]
+    assert not stale, f"run `make generate` and commit: {stale}"
+    assert {p.name for p in DASHBOARDS} == {Path(p).name for p in render(MixinConfig()) if p.endswith(".json")}
+
+
+def schema(name: str) -> dict:
+    return json.loads((SCHEMAS / f"{name}.jsonschema.json").read_text())
+
+
+def definition(document: dict, name: str) -> dict:
+    return {"$schema": document.get("$schema"), "definitions": document["definitions"], "$ref": f"#/definitions/{name}"}
+
+
+def dashboard_schema() -> dict:
+    document = schema("dashboard")
+    definitions = document["definitions"]
+    # Known false positives of the cog-generated schema ("any" in the CUE source became "object");
+    # Grafana itself writes these values:
+    definitions["Threshold"]["properties"]["value"] = {"type": ["number", "null"]}  # base step: null (-Inf)
+    definitions["MatcherConfig"]["properties"]["options"] = {}  # byName options is a string
+    definitions["DynamicConfigValue"]["properties"]["value"] = {}  # override values of any type
+    return document
+
+
+def schema_errors(dashboard: dict) -> list[str]:
+    errors = [f"dashboard {'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in jsonschema.Draft7Validator(dashboard_schema()).iter_errors(dashboard)]
+    query_schema = definition(schema("prometheus"), "dataquery")
+    for panel in panels(dashboard):
+        if panel["type"] == "row":
+            continue
+        document = schema(PANEL_SCHEMAS[panel["type"]])
+        where = f"panel {panel['id']} '{panel['title']}'"
+        errors += [f"{where} options/{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                   for e in jsonschema.Draft7Validator(definition(document, "Options")).iter_errors(panel["options"])]
+        custom = panel["fieldConfig"]["defaults"].get("custom")
+        if custom is not None and "FieldConfig" in document["definitions"]:
+            errors += [f"{where} fieldConfig.custom: {e.message}"
+                       for e in jsonschema.Draft7Validator(definition(document, "FieldConfig")).iter_errors(custom)]
+        for target in panel["targets"]:
+            errors += [f"{where} target {target['refId']}: {e.message}"
+                       for e in jsonschema.Draft7Validator(query_schema).iter_errors(target)]
+    return errors
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_dashboard_matches_the_grafana_schema(path):
+    assert schema_errors(load(path)) == []
+
+
+def test_the_schema_check_catches_a_broken_panel():
+    broken = copy.deepcopy(load(DASHBOARDS[0]))
+    broken["panels"][0]["options"] = None  # what the SDK writes for a panel without options
+    broken["panels"][1]["options"]["reduceOptions"]["calcs"] = "lastNotNull"
+    broken["panels"][2]["targets"][0]["refId"] = 7
+    errors = "\n".join(schema_errors(broken))
+    assert "None is not of type 'object'" in errors
+    assert "'lastNotNull' is not of type 'array'" in errors
+    assert "7 is not of type 'string'" in errors
+
+
+def lint(dashboard: dict) -> list[str]:
+    """grafana/dashboard-linter rules (a Python mirror; the linter is a Go binary) plus layout checks."""
+    problems = []
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    datasource = variables.get("datasource", {})
+    if datasource.get("type") != "datasource" or datasource.get("label") != "Data source":
+        problems.append("template-datasource-rule")
+    for name, variable in variables.items():
+        if variable["type"] != "query":
+            continue
+        if variable["datasource"]["uid"] != "${datasource}" or not variable["multi"] or variable["allValue"] != ".+":
+            problems.append(f"template-job-rule: {name}")
+        if variable["refresh"] != 2:
+            problems.append(f"template-on-time-change-reload-rule: {name}")
+    if "job" not in variables:
+        problems.append("template-job-rule: no job variable")
+    if dashboard.get("editable", True):
+        problems.append("uneditable-dashboard")
+    ids = [p.get("id") for p in panels(dashboard)]
+    if None in ids or 0 in ids or len(set(ids)) != len(ids):
+        problems.append(f"panel ids not unique: {ids}")
+    cells: dict[tuple[int, int], int] = {}
+    for panel in panels(dashboard):
+        where = f"panel {panel['id']} '{panel['title']}'"
+        grid = panel["gridPos"]
+        if grid["x"] + grid["w"] > 24:
+            problems.append(f"{where}: wider than the 24-column grid")
+        for cell in ((x, y) for x in range(grid["x"], grid["x"] + grid["w"]) for y in range(grid["y"], grid["y"] + grid["h"])):
+            if cell in cells:
+                problems.append(f"{where} overlaps panel {cells[cell]}")
+                break
+            cells[cell] = panel["id"]
+        if panel["datasource"]["uid"] != "${datasource}":
+            problems.append(f"panel-datasource-rule: {where}")
+        if not panel.get("title") or not panel.get("description"):
+            problems.append(f"panel-title-description-rule: {where}")
+        defaults = panel["fieldConfig"]["defaults"]
+        if not defaults.get("unit") and not defaults.get("mappings"):
+            problems.append(f"panel-units-rule: {where}")
+        if not panel.get("targets"):
+            problems.append(f"panel-no-targets-rule: {where}")
+        legend = (panel.get("options") or {}).get("legend")
+        if legend is not None and not legend.get("showLegend"):
+            problems.append(f"legend hidden: {where}")
+        for target in panel["targets"]:
+            expr, ref = target["expr"], target["refId"]
+            if not ref or target["datasource"]["uid"] != "${datasource}":
+                problems.append(f"target refId/datasource: {where}")
+            if not target.get("legendFormat"):
+                problems.append(f"target legend: {where} {ref}")
+            for label in legend_labels(target.get("legendFormat", "")):
+                if label not in identifiers(expr) and not any(label in r for r in recorded_reads(expr)):
+                    problems.append(f"legend label {label} not in the query: {where} {ref}")
+            for window in re.findall(r"\b(?:rate|irate|increase)\([^\[]*\[([^\]]+)\]", expr):
+                if window not in ("$__rate_interval", "$__range"):
+                    problems.append(f"target-rate-interval-rule: {where} {ref} [{window}]")
+            if 'job=~"$job"' not in expr:
+                problems.append(f"target-job-rule: {where} {ref}")
+            for counter in re.findall(r"\b(\w+_total)\b(?:\{[^}]*\})?(?!\s*\[|\{)", expr):
+                problems.append(f"target-counter-agg-rule: {where} {ref}: {counter} outside rate/increase")
+    return problems
+
+
+def recorded_reads(expr: str) -> list[str]:
+    """The expressions of the recorded series ``expr`` reads."""
+    return [rule["expr"] for group in rule_groups(MixinConfig())["groups"] for rule in group["rules"]
+            if rule.get("record", "\0") in expr]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_dashboard_passes_the_linter_rules(path):
+    assert lint(load(path)) == []
+
+
+def test_the_linter_catches_what_the_sdk_gets_wrong():
+    broken = copy.deepcopy(load(DASHBOARDS[0]))
+    target = next(p for p in broken["panels"] if p["type"] == "timeseries")
+    target["id"] = broken["panels"][0]["id"]
+    target["description"] = ""
+    target["options"]["legend"]["showLegend"] = False
+    target["targets"][0]["expr"] = "sum(mcp_sampling_requests_total)"
+    target["targets"][0]["legendFormat"] = "{{mcp_server_name}}"
+    problems = "\n".join(lint(broken))
+    for rule in ("panel ids not unique", "panel-title-description-rule", "legend hidden", "target-job-rule",
+                 "target-counter-agg-rule", "legend label mcp_server_name not in the query"):
+        assert rule in problems
+
+
+PROMQL_WORDS = {
+    "sum", "max", "min", "avg", "count", "by", "without", "on", "ignoring", "group_left", "group_right",
+    "and", "or", "unless", "offset", "bool", "rate", "irate", "increase", "histogram_quantile",
+    "avg_over_time", "max_over_time", "sum_over_time", "vector", "label_values", "inf",
+    "ALERTS", "alertname", "alertstate",  # Prometheus's own alert series
+}
+
+
+def identifiers(expr: str) -> set[str]:
+    """Metric, label and function names in ``expr`` (string literals, durations, variables removed)."""
+    expr = re.sub(r'"[^"]*"', '""', expr)
+    expr = re.sub(r"\$\{?\w+(:\w+)?\}?", "", expr)
+    expr = re.sub(r"\b\d+(\.\d+)?(ms|s|m|h|d|w|y)?\b", "", expr)
+    return set(re.findall(r"[A-Za-z_:][\w:]*", expr))
+
+
+def test_no_query_names_anything_outside_the_contract():
+    recorded = {rule["record"] for group in rule_groups(MixinConfig())["groups"] for rule in group["rules"]
+                if "record" in rule}
+    labels = {v for k, v in vars(m).items() if k.isupper() and isinstance(v, str)} - set(m.SERIES)
+    known = set(m.SERIES) | recorded | labels | PROMQL_WORDS
+    rules = yaml.safe_load((ROOT / "alerts" / "otel-sampling.yaml").read_text())
+    exprs = [e for _, e, _ in dashboard_queries(ROOT / "dashboards")]
+    exprs += [r["expr"] for g in rules["groups"] for r in g["rules"]]
+    unknown = {name for expr in exprs for name in identifiers(expr)} - known
+    assert not unknown
+
+
+def test_the_contract_check_sees_a_foreign_name():
+    assert identifiers('sum by (model) (rate(llm_calls_total{job=~"$job"}[5m]))') - PROMQL_WORDS == {
+        "model", "llm_calls_total", "job"}
+
+
+def test_cli_writes_files_with_the_given_thresholds(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--window", "1h", "--min-requests", "50"]) == 0
+    rules = (tmp_path / "alerts" / "otel-sampling.yaml").read_text()
+    assert "job:mcp_sampling_degraded:ratio1h > 0.1\n      and on (job) job:mcp_sampling_requests:increase1h >= 50" in rules
+    assert sorted(p.name for p in (tmp_path / "dashboards").iterdir()) == [
+        "degradation.json", "mcp-sampling.json", "overview.json", "providers.json"]
+    assert str(tmp_path / "alerts" / "otel-sampling.yaml") in capsys.readouterr().out
+
+
+def test_cli_rejects_a_bad_duration(capsys):
+    assert main(["--out", "unused", "--window", "half an hour"]) == 2
+    assert "window: 'half an hour' is not a Prometheus duration" in capsys.readouterr().err
+
+
+def test_cli_help_runs_as_a_module():
+    result = subprocess.run([sys.executable, "-m", "otel_sampling.mixin", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert "--degraded-share-threshold" in result.stdout
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"degraded_share_threshold": 1.5}, "not a ratio"),
+    ({"min_requests": -1}, "must not be negative"),
+    ({"degraded_share_for": "15 minutes"}, "not a Prometheus duration"),
+])
+def test_config_rejects_bad_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MixinConfig(**kwargs)
+
+
+def test_instrumentation_never_imports_the_mixin():
+    code = ("import sys, otel_sampling, otel_sampling.instrumentation.mcp, otel_sampling.instrumentation.anthropic, "
+            "otel_sampling.instrumentation.openai; "
+            "print([m for m in sys.modules if m.startswith(('otel_sampling.mixin', 'grafana_foundation_sdk', 'yaml'))])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+# Each contract instrument as docs/telemetry.md defines it (kind, unit) -> the name the mixin queries.
+CONTRACT = [
+    ("counter", names.METRIC_SAMPLING_REQUESTS, names.UNIT_REQUEST, m.SAMPLING_REQUESTS),
+    ("histogram", names.METRIC_SAMPLING_DURATION, names.UNIT_SECONDS, m.SAMPLING_DURATION + "_bucket"),
+    ("updown", names.METRIC_SAMPLING_IN_FLIGHT, names.UNIT_REQUEST, m.SAMPLING_IN_FLIGHT),
+    ("counter", names.METRIC_SAMPLING_STALLS, names.UNIT_REQUEST, m.SAMPLING_STALLS),
+    ("counter", names.METRIC_SAMPLING_VIOLATIONS, names.UNIT_VIOLATION, m.SAMPLING_VIOLATIONS),
+    ("counter", names.METRIC_SAMPLING_GRANTS, names.UNIT_GRANT, m.SAMPLING_GRANTS),
+    ("counter", names.METRIC_SAMPLING_GRANTED_USD, names.UNIT_USD, m.SAMPLING_GRANTED_USD),
+    ("counter", names.METRIC_SAMPLING_SERVER_REQUESTS, names.UNIT_REQUEST, m.SAMPLING_SERVER_REQUESTS),
+    ("histogram", names.METRIC_GEN_AI_OPERATION_DURATION, names.UNIT_SECONDS, m.OPERATION_DURATION + "_count"),
+    ("histogram", names.METRIC_GEN_AI_TOKEN_USAGE, names.UNIT_TOKEN, m.TOKEN_USAGE + "_sum"),
+    ("counter", names.METRIC_GEN_AI_COST, names.UNIT_USD, m.PROVIDER_COST),
+    ("gauge", names.METRIC_DEGRADATION_ACTIVE, names.UNIT_ONE, m.DEGRADATION_ACTIVE),
+    ("gauge", names.METRIC_DEGRADATION_EXPIRED, names.UNIT_ONE, m.DEGRADATION_EXPIRED),
+    ("counter", names.METRIC_DEGRADATION_TRANSITIONS, names.UNIT_TRANSITION, m.DEGRADATION_TRANSITIONS),
+    ("counter", names.METRIC_SILENT_INCIDENTS, names.UNIT_INCIDENT, m.SILENT_INCIDENTS),
+    ("counter", names.METRIC_AGENT_RUNS, names.UNIT_RUN, m.AGENT_RUNS),
+    ("counter", names.METRIC_AGENT_RUN_COST, names.UNIT_USD, m.AGENT_RUN_COST),
+    ("histogram", names.METRIC_EVALUATION_SCORE, names.UNIT_ONE, m.EVALUATION_SCORE + "_count"),
+    ("counter", names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, m.CACHE_LOOKUPS),
+]
+
+
+def test_the_mixin_names_are_what_the_real_exporter_exports():
+    """Also for the metrics not emitted yet: created as the contract defines them, they export under
+    exactly the names the dashboards and rules query."""
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    meter = provider.get_meter(names.SCOPE_NAME)
+    attributes = {names.DEGRADATION_MODE: names.MODE_DEGRADED}
+    for kind, otel_name, unit, _ in CONTRACT:
+        if kind == "counter":
+            meter.create_counter(otel_name, unit=unit).add(1, attributes)
+        elif kind == "updown":
+            meter.create_up_down_counter(otel_name, unit=unit).add(1, attributes)
+        elif kind == "gauge":
+            meter.create_gauge(otel_name, unit=unit).set(1, attributes)
+        else:
+            meter.create_histogram(otel_name, unit=unit).record(1, attributes)
+    exported = {sample.name for family in text_string_to_metric_families(generate_latest(registry).decode())
+                for sample in family.samples}
+    provider.shutdown()
+    assert {series for *_, series in CONTRACT} <= exported
+    assert {name for name in m.SERIES} <= exported
+
+
+def test_the_rule_selector_reaches_every_raw_series():
+    groups = rule_groups(MixinConfig(rule_selector='job="triage-host"'))["groups"]
+    exprs = [rule["expr"] for group in groups for rule in group["rules"]]
+    raw = [match for expr in exprs for match in re.finditer(r"\b(" + "|".join(sorted(m.SERIES)) + r")\b(\{[^}]*\})?", expr)]
+    assert len(raw) > 30
+    assert all((match.group(2) or "").startswith('{job="triage-host"') for match in raw), [
+        match.group(0) for match in raw if not (match.group(2) or "").startswith('{job="triage-host"')]

@@ -1,0 +1,138 @@
+"""End to end: the triage example under ``opentelemetry-instrument`` with the real Prometheus
+exporter, scraped by a real Prometheus that loads the generated rules (short windows).
+
+Proves that every dashboard query and every variable query returns at least one series against
+the demo workload, and that the alerts the scenario drives (and only those) reach ``firing``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import queue
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from otel_sampling.mixin import MixinConfig
+from otel_sampling.mixin.generate import RULES_FILE, write
+from otel_sampling.mixin.rules import PREFIX, rule_groups
+from otel_sampling.testing.dashboards import dashboard_queries, expand, legend_labels
+from otel_sampling.testing.fake_provider import FakeProvider
+from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
+from otel_sampling.testing.prometheus import PrometheusServer, wait_until
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = MixinConfig.for_short_run()
+
+# Contract metrics, labels and label values that other issues are adding right now (see
+# docs/telemetry.md, "Metrics being added"). A query that names one of them may come back empty;
+# every other query must return data. Empty this list as the emitting branches merge.
+NOT_YET_EMITTED: tuple[str, ...] = ()
+
+# What the triage scenario drives: 6 of 31 requests degraded (fallback and outside-policy models),
+# two outside-policy substitutions, two budget exhaustions; a completion on the fallback, so the
+# fallback is exercised.
+EXPECTED_FIRING = {
+    f"{PREFIX}DegradedShareHigh", f"{PREFIX}DegradedModeEntered",
+    f"{PREFIX}SubstitutionOutsidePolicy", f"{PREFIX}BudgetExhausted",
+}
+
+
+def load_demo():
+    triage = str(ROOT / "examples" / "triage")
+    if triage not in sys.path:  # demo.py imports its sibling modules, as it does when run as a script
+        sys.path.insert(0, triage)
+    spec = importlib.util.spec_from_file_location("triage_demo", ROOT / "examples" / "triage" / "demo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def recorded_expressions() -> dict[str, str]:
+    return {rule["record"]: rule["expr"] for group in rule_groups(CONFIG)["groups"]
+            for rule in group["rules"] if "record" in rule}
+
+
+def not_yet_emitted(expr: str, recorded: dict[str, str]) -> bool:
+    """Whether ``expr``, or a recorded series it reads, names something in NOT_YET_EMITTED."""
+    text = expr + "".join(body for name, body in recorded.items() if name in expr)
+    text += "".join(body for name, body in recorded.items() if name in text)  # rules reading rules
+    return any(item in text for item in NOT_YET_EMITTED)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """The held host (scenario done) scraped by Prometheus with the short-window rules; the
+    dashboards generated with the same config are in ``stack.generated``."""
+    demo = load_demo()
+    out = tmp_path_factory.mktemp("mixin")
+    write(CONFIG, out)
+    metrics_port = demo.free_port()
+    with FakeProvider() as provider, OTLPTraceReceiver() as receiver:
+        env = demo.host_env(provider.url, receiver.endpoint, metrics_port)
+        command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable,
+                   str(ROOT / "examples" / "triage" / "host.py"), "--hold"]
+        log = (out / "host.log").open("w")  # the host's step log, for a failing run
+        host = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=log, text=True, start_new_session=True)
+        try:
+            lines: queue.Queue[str | None] = queue.Queue()
+            threading.Thread(target=demo.pump, args=(host.stdout, lines), daemon=True).start()
+            demo.wait_for_done(lines, time.monotonic() + demo.HOST_TIMEOUT_S)
+            with PrometheusServer([f"127.0.0.1:{metrics_port}"], [out / "alerts" / RULES_FILE]) as prom:
+                prom.wait_for_scrape()
+                prom.wait_for_rules()
+                yield SimpleNamespace(prom=prom, generated=out)
+            host.stdin.write("\n")
+            host.stdin.close()
+            host.wait(timeout=30)
+        finally:
+            if host.poll() is None:
+                os.killpg(host.pid, signal.SIGKILL)
+                host.wait()
+            log.close()
+
+
+def test_the_alerts_the_scenario_drives_reach_firing(stack):
+    def firing() -> set[str]:
+        names = {a["labels"]["alertname"] for a in stack.prom.alerts("firing")}
+        return names if names >= EXPECTED_FIRING else set()
+
+    assert wait_until(firing, 60, f"{sorted(EXPECTED_FIRING)} to fire") == EXPECTED_FIRING
+    assert not stack.prom.alerts("pending")
+
+
+def test_every_dashboard_query_returns_data(stack):
+    recorded = recorded_expressions()
+    empty, exempt, legends = [], [], []
+    queries = dashboard_queries(stack.generated / "dashboards")
+    assert len(queries) > 40
+    for where, expr, legend in queries:
+        result = stack.prom.query(expand(expr))  # also proves that Prometheus accepts it
+        if not result:
+            (exempt if not_yet_emitted(expr, recorded) else empty).append(f"{where}: {expr}")
+        legends += [f"{where}: {{{{{label}}}}} missing from {series['metric']}"
+                    for series in result for label in legend_labels(legend) if label not in series["metric"]]
+    assert not empty, "queries with no data:\n" + "\n".join(empty)
+    assert len(queries) - len(exempt) >= 20  # the emitted metrics are proven, not exempted
+    assert not legends, "legends naming a label the series lack:\n" + "\n".join(legends)
+
+
+def present(prom: PrometheusServer, item: str) -> bool:
+    """Whether a series, histogram, label or ``label="value"`` in NOT_YET_EMITTED exists in ``prom``."""
+    if "=" in item:
+        return bool(prom.query("{" + item + "}"))
+    return bool(prom.query(f'{{__name__=~"{item}(_bucket|_sum|_count)?"}}') or prom.query(f'{{{item}=~".+"}}'))
+
+
+def test_not_yet_emitted_names_are_still_missing(stack):
+    """Fails once a listed name is emitted: then it must be proven, so it leaves the list."""
+    emitted = [item for item in NOT_YET_EMITTED if present(stack.prom, item)]
+    assert not emitted, f"emitted now, remove from NOT_YET_EMITTED: {emitted}"

@@ -1,0 +1,266 @@
+"""The committed rule file under promtool: ``check rules`` clean, a unit test per alert, and the
+recorded five numbers on a hand-counted set of runs.
+
+Every alert has a case where it fires and a near miss where it must not (low traffic, a short
+spike, a narrowing retry, an event outside the window, a count at the threshold). The expected
+labels and descriptions are written out here by hand; promtool compares them exactly.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from otel_sampling.mixin import MixinConfig
+from otel_sampling.mixin.generate import RULES_FILE
+from otel_sampling.mixin.rules import PREFIX, alerting_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = ROOT / "alerts" / RULES_FILE
+CONFIG = MixinConfig()  # the committed file is generated from the defaults
+J = 'job="j"'
+S = 'mcp_server_name="s"'
+
+
+def req(labels: str) -> str:
+    return f"mcp_sampling_requests_total{{{J}, {S}, {labels}}}"
+
+
+# (case name, alert, [(series, values)], eval time, [(extra labels, description)] or [] for a near miss)
+CASES = [
+    ("20% degraded at 5 req/min fires after for", "DegradedShareHigh",
+     [(req('degradation_mode="degraded"'), "0+1x120"), (req('degradation_mode="primary"'), "0+4x120")], "60m",
+     [({"job": "j"}, "20% of the sampling requests of job j were served in degraded mode over the last 30m "
+                     "(threshold 10%, at least 20 requests).")]),
+    ("low traffic: 1 of 2 requests degraded per 30m", "DegradedShareHigh",
+     [(req('degradation_mode="degraded"'), "0x29 1x29 2x29 3x29"),
+      (req('degradation_mode="primary"'), "0x29 1x29 2x29 3x29")], "110m", []),
+    ("short spike: above the threshold for 19 of 30 minutes", "DegradedShareHigh",
+     [(req('degradation_mode="degraded"'), "0x60 5+5x4 25x55"), (req('degradation_mode="primary"'), "0+2x120")],
+     "80m", []),
+    ("a named degradation is active", "DegradedModeEntered",
+     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x10")], "5m",
+     [({"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
+       "Degradation 'search' (reason fallback) is active on job j.")]),
+    ("requests served degraded", "DegradedModeEntered",
+     [(req('degradation_mode="degraded"'), "_x2 1x10")], "5m",
+     [({"job": "j", "mcp_server_name": "s"},
+       "1 sampling requests from server 's' on job j were served in degraded mode over the last 30m.")]),
+    ("inactive degradation and primary traffic", "DegradedModeEntered",
+     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x10"),
+      (req('degradation_mode="primary"'), "0+1x10")], "5m", []),
+    ("active for 290 minutes", "DegradedTooLong",
+     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x300")], "290m",
+     [({"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
+       "Degradation 'search' (reason fallback) on job j has been active for more than 4h.")]),
+    ("active for 3 hours, then left", "DegradedTooLong",
+     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x180 0x120")],
+     "250m", []),
+    ("expired and still active", "DegradationExpired",
+     [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x20")], "15m",
+     [({"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
+       "Degradation 'search' (reason fallback) on job j is past its expires_at and still active.")]),
+    ("expired for 3 minutes, then exited", "DegradationExpired",
+     [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x3 0x20")],
+     "15m", []),
+    ("one incident, its series created at 1", "SilentDegradation",
+     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x5 1x30")], "10m",
+     [({"job": "j", "agent_run_name": "triage"},
+       "1 silent-degradation incidents in run 'triage' of job j over the last 30m: a degraded ending or an "
+       "outside-policy model with no disclosure.")]),
+    ("an incident older than the window", "SilentDegradation",
+     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "1x120")], "100m", []),
+    ("an outside-policy model", "SubstitutionOutsidePolicy",
+     [(req('mcp_sampling_substitution="outside_policy"'), "_x5 1x30")], "10m",
+     [({"job": "j", "mcp_server_name": "s"},
+       "1 sampling requests from server 's' on job j were served by a model the policy does not permit over the last 30m.")]),
+    ("within-policy substitutions only", "SubstitutionOutsidePolicy",
+     [(req('mcp_sampling_substitution="within_policy"'), "0+1x60")], "30m", []),
+    ("a retry with a wider scope", "ContextScopeWidened",
+     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="scope_widened"}}', "_x5 1x30")], "10m",
+     [({"job": "j", "mcp_server_name": "s"}, "1 'scope_widened' violations by server 's' on job j over the last 30m.")]),
+    ("a narrowing retry: two requests, no violation", "ContextScopeWidened",
+     [(req('mcp_sampling_include_context_requested="allServers"'), "_x5 1x30"),
+      (req('mcp_sampling_include_context_requested="thisServer"'), "_x6 1x30")], "10m", []),
+    ("a flipped decision", "DecisionFlipped",
+     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="decision_flipped"}}', "_x5 1x30")], "10m",
+     [({"job": "j", "mcp_server_name": "s"}, "1 'decision_flipped' violations by server 's' on job j over the last 30m.")]),
+    ("another kind of violation", "DecisionFlipped",
+     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="scope_widened"}}', "_x5 1x30")],
+     "10m", []),
+    ("a denied request re-sent elsewhere", "ReroutedAfterDenial",
+     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="rerouted_after_denial"}}', "_x5 1x30")],
+     "10m",
+     [({"job": "j", "mcp_server_name": "s"},
+       "1 'rerouted_after_denial' violations by server 's' on job j over the last 30m.")]),
+    ("a denial that stays denied", "ReroutedAfterDenial",
+     [(req('mcp_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
+    ("a budget exhaustion", "BudgetExhausted",
+     [(req('mcp_sampling_ending="policy.budget_exhausted"'), "_x5 1x30")], "10m",
+     [({"job": "j", "mcp_server_name": "s"},
+       "1 sampling requests from server 's' on job j ended policy.budget_exhausted over the last 30m; the reset "
+       "time is on the span (mcp.sampling.budget.resets_at).")]),
+    ("policy denials are not exhaustions", "BudgetExhausted",
+     [(req('mcp_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
+    ("a stall a minute", "StallsHigh",
+     [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0+1x60")], "40m",
+     [({"job": "j", "mcp_server_name": "s"},
+       "30 sampling requests from server 's' on job j stalled over the last 30m (threshold 3).")]),
+    ("three stalls, at the threshold", "StallsHigh",
+     [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0x10 1x10 2x10 3x60")], "40m", []),
+    ("four entries in an hour", "DegradationFlapping",
+     [(f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="enter"}}',
+       "0x10 1x10 2x10 3x10 4x30")], "45m",
+     [({"job": "j", "degradation_component": "search"},
+       "Degradation 'search' on job j was entered 4 times in the last 1h (threshold 4).")]),
+    ("three entries, and exits do not count", "DegradationFlapping",
+     [(f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="enter"}}',
+       "0x10 1x10 2x10 3x60"),
+      (f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="exit"}}',
+       "0+1x90")], "45m", []),
+    ("a day of primary traffic and no fallback", "FallbackUntested",
+     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160")], "25h",
+     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and no "
+                     "canary degradation ran: the fallback is untested.")]),
+    ("one completion on the fallback at hour 10", "FallbackUntested",
+     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
+      (req('degradation_mode="degraded", mcp_sampling_ending="completed"'), "0x60 1x100")], "25h", []),
+    ("a canary degradation at hour 10", "FallbackUntested",
+     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
+      (f'degradation_active{{{J}, degradation_component="search", degradation_reason="canary"}}', "0x60 1 0x99")],
+     "25h", []),
+    ("a grant a minute", "GrantsHigh",
+     [(f"mcp_sampling_grants_total{{{J}, {S}}}", "0+1x100")], "60m",
+     [({"job": "j", "mcp_server_name": "s"},
+       "Server 's' on job j received 60 budget grants over the last 1d (threshold 10).")]),
+    ("ten grants, at the threshold", "GrantsHigh",
+     [(f"mcp_sampling_grants_total{{{J}, {S}}}", "0+1x10 10x100")], "60m", []),
+]
+
+
+def runs(mode: str, outcome: str) -> str:
+    return f'{{{J}, degradation_mode="{mode}", agent_run_outcome="{outcome}"}}'
+
+
+# The five numbers as recording rules, over runs that all happened within the window: 10 runs,
+# 4 degraded (2 completed, 2 failed), 6 primary (all completed); scores chosen exact in binary.
+FIVE_NUMBERS_SERIES = [
+    ("agent_runs_total" + runs("primary", "completed"), "_x2 6x20"),
+    ("agent_runs_total" + runs("degraded", "completed"), "_x2 2x20"),
+    ("agent_runs_total" + runs("degraded", "failed"), "_x2 2x20"),
+    ("agent_run_cost_usd_total" + runs("primary", "completed"), "_x2 0.06x20"),
+    ("agent_run_cost_usd_total" + runs("degraded", "completed"), "_x2 0.04x20"),
+    ("agent_run_cost_usd_total" + runs("degraded", "failed"), "_x2 0.1x20"),
+    (f'gen_ai_evaluation_score_sum{{{J}, degradation_mode="primary"}}', "_x2 3.5x20"),
+    (f'gen_ai_evaluation_score_count{{{J}, degradation_mode="primary"}}', "_x2 4x20"),
+    (f'gen_ai_evaluation_score_sum{{{J}, degradation_mode="degraded"}}', "_x2 1.25x20"),
+    (f'gen_ai_evaluation_score_count{{{J}, degradation_mode="degraded"}}', "_x2 2x20"),
+    (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x2 1x20"),
+    (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x3 1x20"),
+    (req('degradation_mode="degraded"'), "_x2 3x20"),
+    (req('degradation_mode="primary"'), "_x2 9x20"),
+]
+FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value)
+    ("job:agent_runs_degraded:ratio30m", {"job": "j"}, 0.4),
+    ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "primary"}, 1.0),
+    ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0.5),
+    ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "primary"}, 0.01),
+    ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "degraded"}, 0.02),
+    ("job_mode:gen_ai_evaluation_score:mean30m", {"job": "j", "degradation_mode": "primary"}, 0.875),
+    ("job_mode:gen_ai_evaluation_score:mean30m", {"job": "j", "degradation_mode": "degraded"}, 0.625),
+    ("job:gen_ai_evaluation_score:primary_minus_degraded30m", {"job": "j"}, 0.25),
+    ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
+    ("job:degradation_active:max", {"job": "j"}, 1),
+    ("job:mcp_sampling_degraded:ratio30m", {"job": "j"}, 0.25),
+    ("job:mcp_sampling_requests:increase30m", {"job": "j"}, 12),
+]
+
+
+def promql_labels(series: str, labels: dict[str, str]) -> str:
+    return series + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+# Alerts over a day window are tested with 10-minute steps (their series values are per 10m):
+# a 25-hour test at 1-minute evaluations would take most of the suite's time.
+DAY_ALERTS = {"FallbackUntested"}
+
+
+def promtool_tests(step: str) -> dict:
+    """The promtool test document for the alerts of one evaluation step (``1m`` or ``10m``)."""
+    rules = {r["alert"]: r for r in alerting_rules(CONFIG)}
+    tests = []
+    for name, alert, series, eval_time, expected in CASES:
+        if (alert in DAY_ALERTS) != (step == "10m"):
+            continue
+        rule = rules[PREFIX + alert]
+        tests.append({
+            "name": f"{alert}: {name}",
+            "interval": step,
+            "input_series": [{"series": s, "values": v} for s, v in series],
+            "alert_rule_test": [{
+                "eval_time": eval_time,
+                "alertname": PREFIX + alert,
+                "exp_alerts": [{
+                    "exp_labels": {"severity": rule["labels"]["severity"], **labels},
+                    "exp_annotations": {
+                        "summary": rule["annotations"]["summary"],
+                        "description": description,
+                        "runbook_url": f"{CONFIG.runbook_url}#{(PREFIX + alert).lower()}",
+                    },
+                } for labels, description in expected],
+            }],
+        })
+    if step == "10m":
+        return {"rule_files": [str(RULES)], "evaluation_interval": step, "tests": tests}
+    tests.append({
+        "name": "the five numbers and the degraded share, recorded",
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in FIVE_NUMBERS_SERIES],
+        "promql_expr_test": [{"expr": promql_labels(series, labels), "eval_time": "10m",
+                              "exp_samples": [{"labels": promql_labels(series, labels), "value": value}]}
+                             for series, labels, value in FIVE_NUMBERS_EXPECTED],
+    })
+    return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_check_rules_is_clean():
+    result = promtool("check", "rules", "--lint=all", "--lint-fatal", str(RULES))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_every_alert_has_a_firing_case_and_a_near_miss():
+    alerts = {r["alert"].removeprefix(PREFIX) for r in alerting_rules(CONFIG)}
+    firing = {alert for _, alert, _, _, expected in CASES if expected}
+    near_miss = {alert for _, alert, _, _, expected in CASES if not expected}
+    assert firing == alerts
+    assert near_miss == alerts
+
+
+def test_promtool_unit_tests_pass(tmp_path):
+    files = []
+    for step in ("1m", "10m"):
+        files.append(tmp_path / f"alerts_{step}_test.yaml")
+        files[-1].write_text(yaml.safe_dump(promtool_tests(step), sort_keys=False))
+    result = promtool("test", "rules", *map(str, files))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_alert_is_labelled_and_annotated():
+    for rule in alerting_rules(CONFIG):
+        assert rule["labels"]["severity"] in {"critical", "warning", "info"}, rule["alert"]
+        assert rule["annotations"]["summary"].endswith("."), rule["alert"]
+        assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}, rule["alert"]
+
+
+@pytest.mark.parametrize("alert", [r["alert"] for r in alerting_rules(CONFIG)])
+def test_every_runbook_link_has_its_section(alert):
+    runbook = (ROOT / "docs" / "runbook.md").read_text()
+    assert f"\n## {alert}\n" in runbook
