@@ -5,6 +5,8 @@ each event to a provider-specific accumulator and ends the call:
 
 * on exhaustion: success if the accumulator saw the terminal event, else ``incomplete_stream``;
 * on an error while reading: ERROR with the error's ``error.type``; the same exception propagates;
+* when the accumulator saw an error event the SDK yields instead of raising (its optional
+  ``error_type``, openai's Responses ``error`` / ``response.failed``): ERROR with that type;
 * on ``close()`` / ``__exit__`` / ``__aexit__`` / garbage collection before the end:
   the partial response seen so far, no error (the caller chose to stop).
 """
@@ -54,6 +56,8 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
             accumulator = self._self_accumulator
             if exc is not None:
                 error_type: str | None = self._self_error_type(exc)
+            elif (event_error := getattr(accumulator, "error_type", None)) is not None:
+                error_type = event_error  # an error the provider sent as an event, which the SDK yields
             elif exhausted and not accumulator.complete:
                 error_type = names.ERROR_TYPE_INCOMPLETE_STREAM
             else:

@@ -1,0 +1,93 @@
+"""What an openai Responses API call reports (``responses.create`` / ``.stream()`` / ``.parse()``).
+
+The GenAI semantic conventions use ``gen_ai.operation.name`` ``chat`` for both openai APIs (the
+semconv tells them apart with ``openai.api.type``; ``chat_completions`` / ``responses``). A
+``Response`` has no finish reason; it is mapped onto the Chat Completions vocabulary so that one
+query covers both APIs:
+
+=================================================  ==========================================
+``status`` (``incomplete_details.reason``)         ``gen_ai.response.finish_reasons``
+=================================================  ==========================================
+``completed`` with a ``function_call`` output item ``["tool_calls"]``
+``completed``                                      ``["stop"]``
+``incomplete`` (``max_output_tokens``)             ``["length"]``
+``incomplete`` (``content_filter``)                ``["content_filter"]``
+``incomplete`` (another reason)                    ``[reason]`` as sent
+``failed``, ``cancelled``, ``queued``...           none
+=================================================  ==========================================
+
+Usage: ``input_tokens`` already includes ``input_tokens_details.cached_tokens`` (and
+``cache_write_tokens``), as the semconv's ``gen_ai.usage.input_tokens`` does.
+
+A stream is complete on ``response.completed`` or ``response.incomplete``. ``response.failed`` and
+the ``error`` event are errors the SDK yields as events instead of raising: the stream ends with
+``error.type`` the error's ``code`` (``server_error``), else ``failed`` / ``error``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_sampling.instrumentation.openai_fields import as_int, as_str, field
+from otel_sampling.provider_call import Response, Usage
+
+_INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_TOOL_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
+_TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_STARTED_EVENTS = frozenset({"response.created", "response.in_progress", "response.queued"})
+
+
+def to_usage(usage: Any) -> Usage:
+    """Semantic-convention usage from a ``ResponseUsage`` (or its JSON); None: nothing reported."""
+    if usage is None:
+        return Usage()
+    details = field(usage, "input_tokens_details")
+    return Usage(as_int(field(usage, "input_tokens")), as_int(field(usage, "output_tokens")),
+                 as_int(field(details, "cached_tokens")), as_int(field(details, "cache_write_tokens")))
+
+
+def finish_reasons(response: Any) -> tuple[str, ...]:
+    """The table above."""
+    status = field(response, "status")
+    if status == "completed":
+        items = field(response, "output") or ()
+        return ("tool_calls",) if any(field(i, "type") in _TOOL_CALL_ITEMS for i in items) else ("stop",)
+    if status == "incomplete":
+        reason = as_str(field(field(response, "incomplete_details"), "reason"))
+        return (_INCOMPLETE_REASONS.get(reason, reason),) if reason else ()
+    return ()
+
+
+def response_of(response: Any) -> Response:
+    """What a ``Response`` (or its JSON body) reports."""
+    return Response(as_str(field(response, "model")) or None, as_str(field(response, "id")),
+                    finish_reasons(response), to_usage(field(response, "usage")))
+
+
+class ResponsesStreamAccumulator:
+    """Reads ``ResponseStreamEvent``s: model and id from the first response snapshot, everything
+    else from the terminal event's full ``response``."""
+
+    __slots__ = ("complete", "error_type", "_response")
+
+    def __init__(self) -> None:
+        self.complete = False
+        self.error_type: str | None = None
+        self._response: Any = None
+
+    def observe(self, event: Any) -> None:
+        kind = field(event, "type")
+        if kind in _TERMINAL_EVENTS:
+            self._response = field(event, "response")
+            self.complete = True
+            if kind == "response.failed":
+                self.error_type = as_str(field(field(self._response, "error"), "code")) or "failed"
+        elif kind in _STARTED_EVENTS and self._response is None:
+            self._response = field(event, "response")
+        elif kind == "error":
+            self.error_type = as_str(field(event, "code")) or "error"
+
+    def response(self) -> Response:
+        if self._response is None:
+            return Response(None, None, (), Usage())
+        return response_of(self._response)
