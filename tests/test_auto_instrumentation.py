@@ -20,7 +20,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientSession
 from anthropic.resources.messages.messages import Messages
-from openai.resources.chat.completions.completions import Completions
+from openai._base_client import SyncAPIClient
 from sampling_server import build_server
 
 async def ok(ctx, params):
@@ -34,7 +34,7 @@ anyio.run(main)
 print(json.dumps({{
     "mcp": isinstance(ClientSession.__dict__["dispatch_input_request"], wrapt.FunctionWrapper),
     "anthropic": isinstance(Messages.__dict__["create"], wrapt.FunctionWrapper),
-    "openai": isinstance(Completions.__dict__["create"], wrapt.FunctionWrapper),
+    "openai": isinstance(SyncAPIClient.__dict__["request"], wrapt.FunctionWrapper),
 }}), file=sys.stderr)
 """
 

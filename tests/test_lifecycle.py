@@ -11,7 +11,9 @@ import wrapt
 from anthropic.resources.messages.messages import AsyncMessages, Messages
 from mcp.client.session import ClientSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from openai.resources.chat.completions.completions import AsyncCompletions, Completions
+from openai._base_client import AsyncAPIClient, SyncAPIClient
+from openai.lib.streaming.chat import AsyncChatCompletionStream, ChatCompletionStream
+from openai.lib.streaming.responses import AsyncResponseStream, ResponseStream
 
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -20,7 +22,8 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 WRAPPED = {
     MCPSamplingInstrumentor: [(ClientSession, "dispatch_input_request"), (JSONRPCDispatcher, "_dispatch_notification")],
     AnthropicInstrumentor: [(Messages, "create"), (AsyncMessages, "create")],
-    OpenAIInstrumentor: [(Completions, "create"), (AsyncCompletions, "create")],
+    OpenAIInstrumentor: [(SyncAPIClient, "request"), (AsyncAPIClient, "request"), (ChatCompletionStream, "close"),
+                         (AsyncChatCompletionStream, "close"), (ResponseStream, "close"), (AsyncResponseStream, "close")],
 }
 
 

@@ -7,7 +7,7 @@ each event to a provider-specific accumulator and ends the call:
 * on an error while reading: ERROR with the error's ``error.type``; the same exception propagates;
 * when the accumulator saw an error event the SDK yields instead of raising (its optional
   ``error_type``, openai's Responses ``error`` / ``response.failed``): ERROR with that type;
-* on ``close()`` / ``__exit__`` / ``__aexit__`` / garbage collection before the end:
+* on ``close()`` / ``aclose()`` / ``__exit__`` / ``__aexit__`` / garbage collection before the end:
   the partial response seen so far, no error (the caller chose to stop).
 """
 
@@ -142,3 +142,17 @@ class AsyncStreamProxy(_StreamProxyBase):
             return await self.__wrapped__.close()
         finally:
             self._self_end(None, exhausted=False)
+
+    @property
+    def aclose(self) -> Any:
+        # openai's AsyncStream.aclose() calls its own close(), past the proxy's. A property, so that
+        # a stream without aclose (anthropic's) still has none: the lookup raises AttributeError.
+        wrapped_aclose = self.__wrapped__.aclose
+
+        async def aclose() -> Any:
+            try:
+                return await wrapped_aclose()
+            finally:
+                self._self_end(None, exhausted=False)
+
+        return aclose

@@ -43,6 +43,7 @@ requested model.
 ``text=<w1+w2+...>``  the output text, words separated by ``+``
 ``length``            openai: ``finish_reason="length"``; Responses ``status="incomplete"``
                       (``incomplete_details.reason="max_output_tokens"``, event ``response.incomplete``)
+``no_model``          openai Chat Completions, not streamed: a body without ``model``
 ``failed``            openai Responses: ``status="failed"`` with ``error.code="server_error"``
                       (streamed: a ``response.failed`` event instead of ``response.completed``)
 ====================  ==========================================================================
@@ -427,6 +428,8 @@ class _Handler(BaseHTTPRequestHandler):
             resp = dict(base, object="chat.completion",
                         choices=[{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
                         usage=self._openai_usage(sc, len(words)))
+            if "no_model" in sc:
+                del resp["model"]
             return self._send_json(200, resp, headers)
 
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
