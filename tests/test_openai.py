@@ -368,3 +368,64 @@ def test_response_without_model_omits_the_attribute(openai_instrumented, fake_pr
 
 def test_instrumentation_dependencies_declare_the_supported_range():
     assert list(OpenAIInstrumentor().instrumentation_dependencies()) == ["openai >= 3.57, < 4"]
+
+
+# ---------------------------------------------------------------- cases every instrumentation must get right
+
+def test_async_streaming_response_is_untouched(openai_instrumented, fake_provider):
+    async def main():
+        async with async_client(fake_provider) as c:
+            async with c.chat.completions.with_streaming_response.create(**CHAT) as response:
+                assert type(response) is openai._response.AsyncAPIResponse
+                return (await response.parse()).model
+
+    assert asyncio.run(main()) == "gpt-served"
+    assert len(openai_instrumented.spans(scope=None)) == 1
+
+
+def test_what_enter_returns_is_the_instrumented_stream(openai_instrumented, fake_provider):
+    stream = client(fake_provider).chat.completions.create(**CHAT, stream=True, stream_options=USAGE)
+    with stream as entered:
+        assert entered is stream and isinstance(entered, openai.Stream)
+        assert entered.response.status_code == 200  # attributes pass through the proxy
+        assert len(list(entered)) == 4
+    assert only_span(openai_instrumented).attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 425
+
+
+def test_omitted_parameters_never_reach_attributes(openai_instrumented, fake_provider):
+    client(fake_provider).chat.completions.create(model="gpt-req", messages=MESSAGES, max_tokens=openai.omit,
+                                                  max_completion_tokens=openai.NOT_GIVEN, stream=openai.omit)
+    a = only_span(openai_instrumented).attributes
+    assert names.GEN_AI_REQUEST_MAX_TOKENS not in a and names.GEN_AI_REQUEST_STREAM not in a
+    assert all(isinstance(v, (str, int, float, bool, tuple)) for v in a.values())
+
+
+def test_a_failing_extractor_changes_nothing_the_caller_sees(openai_instrumented, fake_provider, monkeypatch):
+    from otel_sampling.instrumentation.openai import StreamAccumulator
+
+    def broken(self, chunk):
+        raise RuntimeError("extractor bug")
+
+    monkeypatch.setattr(StreamAccumulator, "observe", broken)
+    chunks = list(client(fake_provider).chat.completions.create(**CHAT, stream=True))
+    assert [c.choices[0].finish_reason for c in chunks] == [None, None, "stop"]
+    assert len(openai_instrumented.spans(scope=None)) == 1
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_cancelled_call_ends_cancelled_and_propagates(openai_instrumented, fake_provider, api):
+    async def main():
+        async with async_client(fake_provider) as c:
+            call_ = (c.chat.completions.create(model="gpt-req", messages=MESSAGES, **scenario("delay=5")) if api == "chat"
+                     else c.responses.create(model="gpt-req", input="hi", **scenario("delay=5")))
+            task = asyncio.ensure_future(call_)
+            while not fake_provider.requests or fake_provider.requests[-1]["scenario"] != {"delay": "5"}:
+                await asyncio.sleep(0.01)  # until the request is on the wire
+            task.cancel()
+            await task
+
+    fake_provider.reset()
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+    span = only_span(openai_instrumented)
+    assert span.status.status_code is StatusCode.ERROR and span.attributes[names.ERROR_TYPE] == "cancelled"
