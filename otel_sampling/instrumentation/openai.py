@@ -110,6 +110,8 @@ def read_body(raw: Any) -> Any:
 
 
 def _parsed_or_raw(extract):
+    """``extract`` for a parsed model, or for the read JSON body of a ``with_raw_response`` result."""
+
     def response_of_result(result: Any) -> Response:
         body = read_body(result) if hasattr(result, "http_response") else result
         return extract(body) if body is not None else Response(None, None, (), Usage())
@@ -119,7 +121,7 @@ def _parsed_or_raw(extract):
 
 class _ChatState(ProviderState):
     provider = PROVIDER
-    max_tokens_keys = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+    max_tokens_keys = ("max_completion_tokens", "max_tokens")
     accumulator = StreamAccumulator
     response_of = _parsed_or_raw(response_of)
     response_type = "types.chat.ChatCompletion"
@@ -133,6 +135,7 @@ class _ChatState(ProviderState):
 
 
 class _ResponsesState(_ChatState):
+    max_tokens_keys = ("max_output_tokens",)
     accumulator = ResponsesStreamAccumulator
     response_of = _parsed_or_raw(responses_response_of)
     response_type = "types.responses.Response"
@@ -180,7 +183,7 @@ def _request_wrapper(make):
     return factory
 
 
-def _close_wrapper(state: _State):
+def _close_wrapper(_state: _State):
     """``close()`` of the ``stream()`` helpers' streams closes the HTTP response directly, past our
     proxy; close the proxy too, so the span ends when the caller leaves the ``with`` block."""
 
@@ -190,19 +193,25 @@ def _close_wrapper(state: _State):
         finally:
             raw = getattr(instance, "_raw_stream", None)
             if isinstance(raw, StreamProxy):
-                raw.close()
+                try:
+                    raw.close()  # the response is closed already: this only ends the span
+                except Exception:
+                    logger.debug("otel-sampling: could not end an openai stream's span", exc_info=True)
 
     return wrapper
 
 
-def _aclose_wrapper(state: _State):
+def _aclose_wrapper(_state: _State):
     async def wrapper(wrapped, instance, args, kwargs):
         try:
             return await wrapped(*args, **kwargs)
         finally:
             raw = getattr(instance, "_raw_stream", None)
             if isinstance(raw, AsyncStreamProxy):
-                await raw.close()
+                try:
+                    await raw.close()
+                except Exception:
+                    logger.debug("otel-sampling: could not end an openai stream's span", exc_info=True)
 
     return wrapper
 
