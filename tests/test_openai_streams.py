@@ -277,3 +277,17 @@ def test_error_type_of_a_raw_httpx2_error():
     assert state.error_type(httpx2.ReadTimeout("t")) == "timeout"
     assert state.error_type(httpx2.RemoteProtocolError("p")) == "connection_error"
     assert state.error_type(asyncio.CancelledError()) == "cancelled"
+
+
+def test_async_proxy_has_aclose_only_when_the_stream_has_one():
+    import anthropic
+
+    from otel_sampling.instrumentation.streams import AsyncStreamProxy
+
+    assert hasattr(openai.AsyncStream, "aclose") and not hasattr(anthropic.AsyncStream, "aclose")
+
+    class NoAclose:
+        async def close(self):
+            return None
+
+    assert not hasattr(AsyncStreamProxy(NoAclose(), None, None, None), "aclose")  # as anthropic's stream
