@@ -22,16 +22,18 @@ from otel_sampling import classify, names
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
-# fault -> (exception the SDK raises while reading, or None; error.type) per API
+# fault -> (exception the SDK raises while reading, or None; error.type; ending) per API. Endings:
+# docs/telemetry.md "Provider call endings" (server_error and connection failures: model.unavailable).
 FAULTS = {
-    "none": {"chat": (None, None), "responses": (None, None)},
-    "midstream_error": {"chat": (openai.APIError, "server_error"),  # data: {"error": ...} is raised
-                        "responses": (None, "server_error")},  # an `error` event is yielded, not raised
-    "drop": {"chat": (openai.APIConnectionError, "connection_error"),
-             "responses": (openai.APIConnectionError, "connection_error")},
-    "truncate": {"chat": (None, "incomplete_stream"), "responses": (None, "incomplete_stream")},
-    "chunk_delay=2": {"chat": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout"),
-                      "responses": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout")},
+    "none": {"chat": (None, None, "completed"), "responses": (None, None, "completed")},
+    "midstream_error": {"chat": (openai.APIError, "server_error", "model.unavailable"),  # data: {"error": ...} raised
+                        # an `error` event is yielded, not raised
+                        "responses": (None, "server_error", "model.unavailable")},
+    "drop": {"chat": (openai.APIConnectionError, "connection_error", "model.unavailable"),
+             "responses": (openai.APIConnectionError, "connection_error", "model.unavailable")},
+    "truncate": {"chat": (None, "incomplete_stream", "error"), "responses": (None, "incomplete_stream", "error")},
+    "chunk_delay=2": {"chat": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout"),
+                      "responses": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout")},
 }
 EARLY_FAULTS = ["none", "midstream_error", "drop", "truncate"]  # the fault comes after the first event
 
@@ -59,7 +61,9 @@ def ended_once(telemetry):
     return span
 
 
-def assert_status(span, error_type):
+def assert_status(span, error_type, ending=None):
+    if ending is not None:
+        assert span.attributes[names.ENDING] == ending
     if error_type is None:
         assert span.status.status_code is StatusCode.UNSET and names.ERROR_TYPE not in span.attributes
     else:
@@ -71,7 +75,7 @@ def assert_status(span, error_type):
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_sync_exhaustion(openai_instrumented, fake_provider, api, fault):
-    raised, error_type = FAULTS[fault][api]
+    raised, error_type, ending = FAULTS[fault][api]
     stream = open_stream(sync_client(fake_provider), api, fault)
     seen = []
     if raised:
@@ -82,7 +86,7 @@ def test_sync_exhaustion(openai_instrumented, fake_provider, api, fault):
         seen = list(stream)
     stream.close()
     span = ended_once(openai_instrumented)
-    assert_status(span, error_type)
+    assert_status(span, error_type, ending)
     if fault == "none":
         assert span.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
         assert span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
@@ -93,7 +97,7 @@ def test_sync_exhaustion(openai_instrumented, fake_provider, api, fault):
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_async_exhaustion(openai_instrumented, fake_provider, api, fault):
-    raised, error_type = FAULTS[fault][api]
+    raised, error_type, ending = FAULTS[fault][api]
 
     async def main():
         async with async_client(fake_provider) as c:
@@ -108,7 +112,7 @@ def test_async_exhaustion(openai_instrumented, fake_provider, api, fault):
             await stream.close()
 
     asyncio.run(main())
-    assert_status(ended_once(openai_instrumented), error_type)
+    assert_status(ended_once(openai_instrumented), error_type, ending)
 
 
 # ---------------------------------------------------------------- leave early
@@ -140,7 +144,7 @@ def test_sync_early_exit_is_not_an_error(openai_instrumented, fake_provider, api
         SYNC_EXITS[exit_kind](stream)
     # ended by the exit itself, while the caller still holds the stream
     assert len(openai_instrumented.spans(scope=None)) == 1
-    assert_status(ended_once(openai_instrumented), None)
+    assert_status(ended_once(openai_instrumented), None, "cancelled")
 
 
 async def _abreak_close(stream):
@@ -179,7 +183,7 @@ def test_async_early_exit_is_not_an_error(openai_instrumented, fake_provider, ap
             assert len(openai_instrumented.spans(scope=None)) == 1
 
     asyncio.run(main())
-    assert_status(ended_once(openai_instrumented), None)
+    assert_status(ended_once(openai_instrumented), None, "cancelled")
 
 
 # ---------------------------------------------------------------- stream() managers
