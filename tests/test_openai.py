@@ -225,6 +225,8 @@ def assert_one_inference_span(telemetry, usage, stream, api_type):
     assert (a[names.GEN_AI_OPERATION_NAME], a[names.GEN_AI_PROVIDER_NAME]) == ("chat", "openai")
     assert a[names.OPENAI_API_TYPE] == api_type  # semconv OpenaiApiTypeValues
     assert a[names.ENDING] == "completed"
+    # gpt-served is not a snapshot of gpt-req and no policy covers it (docs/telemetry.md degradation.reason)
+    assert (a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == ("degraded", "substitution")
     assert (a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == ("gpt-req", "gpt-served")
     assert a[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
     assert a.get(names.GEN_AI_REQUEST_STREAM, False) is stream

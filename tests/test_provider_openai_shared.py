@@ -166,3 +166,12 @@ def test_stream_time_to_first_chunk_and_early_exit(priced_openai, fake_provider)
     assert span.status.status_code is StatusCode.UNSET
     assert span.attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] > 0
     assert len(priced_openai.points(names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK)) == 1
+
+
+@pytest.mark.parametrize(("served", "mode"), [("gpt-req-2026-01-15", "primary"), ("gpt-mini", "degraded")])
+def test_a_dated_snapshot_is_the_model_asked_for(priced_openai, fake_provider, served, mode):
+    client(fake_provider).responses.create(model="gpt-req", input="hi",
+                                           extra_headers={"x-fake-scenario": f"served_model={served}"})
+    (span,) = priced_openai.spans()
+    assert span.attributes[names.DEGRADATION_MODE] == mode
+    assert span.attributes.get(names.DEGRADATION_REASON) == (None if mode == "primary" else "substitution")
