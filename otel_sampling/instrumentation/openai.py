@@ -148,15 +148,16 @@ class StreamAccumulator:
 
 
 class _State(ProviderState):
+    """One state for both endpoints: the request's path picks the API (token-limit keys,
+    ``openai.api.type``, content), the result's type its extraction, the stream's URL its
+    accumulator."""
+
     provider = PROVIDER
-    max_tokens_keys = ()  # per endpoint: _APIS
     envelope_fields = ("code", "type")
     response_type = "types.chat.ChatCompletion"
     extra_response_types = ("types.responses.Response",)
     raw_response_type = "_response.BaseAPIResponse"  # with_streaming_response
     extra_raw_response_types = ("_legacy_response.LegacyAPIResponse",)  # with_raw_response
-    accumulator = StreamAccumulator
-    accumulator_captures = True
 
     def __init__(self, instruments: Instruments) -> None:
         super().__init__(instruments)

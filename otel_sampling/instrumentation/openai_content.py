@@ -1,8 +1,7 @@
 """openai request and response content in the GenAI semconv message shape (content capture only).
 
-Called only when content capture is on (:mod:`otel_sampling.content`). Reads SDK models and JSON
-alike (:func:`~otel_sampling.instrumentation.openai_fields.field`): a request body may hold models
-the caller passed back (a previous ``ChatCompletionMessage``).
+Called only when content capture is on (:mod:`otel_sampling.content`). Reads request bodies
+(JSON) and responses (SDK models) alike (:func:`~otel_sampling.instrumentation.openai_fields.field`).
 
 Chat Completions: every entry of ``messages`` is an input message, ``system`` / ``developer``
 included (they are part of the chat history, not separate instructions); ``tool_calls`` become

@@ -1,7 +1,8 @@
-"""Reading openai response fields from SDK models and from raw JSON bodies alike.
+"""Reading openai fields from SDK models and from JSON alike.
 
-A ``with_raw_response`` call returns the HTTP response, not a model; its already-read JSON body is
-read with the same extractors, so every field access goes through :func:`field`.
+Responses are SDK models; request bodies (``options.json_data``, read for content capture) are
+JSON, since the SDK dumps any model the caller passes into plain dicts: the extractors read both,
+so every field access goes through :func:`field`.
 """
 
 from __future__ import annotations
