@@ -55,6 +55,7 @@ GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # opt-in content (JSON s
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"  # opt-in content (JSON string)
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"  # opt-in content (JSON string)
 EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"  # GenAI semconv event (log record)
+OPENAI_API_TYPE: Final = "openai.api.type"  # GenAI semconv for openai (span only): OPENAI_API_TYPES
 
 # ---------------------------------------------------------------- our sampling attributes
 MCP_SERVER_NAME: Final = "mcp.server.name"  # serverInfo.name the client saw at initialize/discover
@@ -114,10 +115,16 @@ INCLUDE_CONTEXT_VALUES: Final = ("none", "thisServer", "allServers")  # MCP spec
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
 
+OPENAI_API_TYPE_CHAT_COMPLETIONS: Final = "chat_completions"  # semconv OpenaiApiTypeValues
+OPENAI_API_TYPE_RESPONSES: Final = "responses"
+OPENAI_API_TYPES: Final = (OPENAI_API_TYPE_CHAT_COMPLETIONS, OPENAI_API_TYPE_RESPONSES)
+
 ERROR_TYPE_TIMEOUT: Final = "timeout"  # a provider call or stream that timed out (OTel error.type example value)
 ERROR_TYPE_CONNECTION: Final = "connection_error"  # the provider could not be reached or dropped the connection
 ERROR_TYPE_INCOMPLETE_STREAM: Final = "incomplete_stream"  # a stream that ended without its terminal event
 ERROR_TYPE_CANCELLED: Final = "cancelled"  # the caller cancelled the call (asyncio.CancelledError)
+ERROR_TYPE_RESPONSE_FAILED: Final = "failed"  # openai Responses status failed without an error code
+ERROR_TYPE_ERROR_EVENT: Final = "error"  # openai Responses stream `error` event without a code
 
 OVERFLOW_LABEL: Final = "_other"  # a label value past its cap
 UNKNOWN_LABEL: Final = "_unknown"  # a label value that was not observable

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
@@ -45,6 +46,9 @@ class Response(NamedTuple):
     ``provider_fallback``: the provider served the request with another model server-side
     (anthropic's ``fallback`` content block / ``fallback_message`` iteration). ``output``: the
     output messages in the GenAI semconv shape, only filled when content capture is on.
+    ``error_type``: the answer itself reports a failure, without an exception (openai's Responses
+    ``status="failed"``, or its ``error`` / ``response.failed`` stream events): the call ends with
+    that ``error.type``.
     """
 
     model: str | None
@@ -53,6 +57,7 @@ class Response(NamedTuple):
     usage: Usage
     provider_fallback: bool = False
     output: list[Any] | None = None
+    error_type: str | None = None
 
 
 class Failure(NamedTuple):
@@ -114,6 +119,8 @@ class ProviderCall:
         input_content: system instructions and input messages, only built when capture is on.
         failovers: the instrumentor's :class:`FailoverTracker` (None: failover outside a sampling
             callback is not detected).
+        extra_attributes: further span attributes known at the start (openai's ``openai.api.type``);
+            span only, never metric labels.
     """
 
     __slots__ = ("_instruments", "_provider", "_request_model", "_span", "_start", "_ended", "_attached",
@@ -124,7 +131,7 @@ class ProviderCall:
         self, instruments: Instruments, provider: str, request_model: str | None,
         max_tokens: Any, stream: bool, server: tuple[str, int | None] | None, *,
         capture: CaptureMode = NO_CAPTURE, input_content: Content | None = None,
-        failovers: FailoverTracker | None = None,
+        failovers: FailoverTracker | None = None, extra_attributes: Mapping[str, Any] | None = None,
     ) -> None:
         self._instruments = instruments
         self._provider = provider
@@ -160,6 +167,8 @@ class ProviderCall:
                 attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
             if stream:
                 attributes[names.GEN_AI_REQUEST_STREAM] = True
+            if extra_attributes:
+                attributes.update(extra_attributes)
             if server:
                 attributes[names.SERVER_ADDRESS] = clean(server[0], max_length)
                 if server[1] is not None:
@@ -186,12 +195,16 @@ class ProviderCall:
         Args:
             response: what was seen (may be partial, None when nothing was).
             error_type: ``error.type`` when the call failed.
-            ending: the ending (``names.ENDINGS``); by default ``error`` for a failure,
-                ``refused`` for a refusal finish reason, else ``completed``.
+            ending: the ending (``names.ENDINGS``); by default :func:`ending_of`.
+
+        A response that reports its own failure (``Response.error_type``) ends as that failure,
+        unless ``error_type`` names another.
         """
         if self._ended:
             return
         self._ended = True
+        if error_type is None and response is not None and response.error_type is not None:
+            error_type, ending = response.error_type, None
         duration = time.perf_counter() - self._start
         response_model = response.model if response else None
         usage = response.usage if response else Usage()
@@ -342,8 +355,13 @@ _ALWAYS_RECORDED = frozenset({names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT})
 
 def ending_of(response: Response | None, error_type: str | None) -> str:
     """The ending of a call that raised nothing (``error_type`` None) or failed without an
-    exception (an incomplete stream: ``error``)."""
+    exception (a failure the answer reports: by its envelope type as in :func:`failure_of`, else
+    ``error``; an incomplete stream: ``error``)."""
     if error_type is not None:
+        if error_type in _TIMEOUT_ERROR_TYPES:
+            return names.ENDING_TIMEOUT
+        if error_type in _UNAVAILABLE_ERROR_TYPES:
+            return names.ENDING_MODEL_UNAVAILABLE
         return names.ENDING_ERROR
     if response is not None and any(r in _REFUSAL_FINISH_REASONS for r in response.finish_reasons):
         return names.ENDING_REFUSED

@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.testing.fake_provider import FakeProvider
 
 sys.path.insert(0, str(Path(__file__).parent))  # the test MCP server module
@@ -83,6 +84,11 @@ def mcp_instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
 @pytest.fixture
 def anthropic_instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
     yield from _instrumented(telemetry, AnthropicInstrumentor)
+
+
+@pytest.fixture
+def openai_instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
+    yield from _instrumented(telemetry, OpenAIInstrumentor)
 
 
 @pytest.fixture

@@ -102,7 +102,7 @@ def test_replay_async(anthropic_instrumented, name):
 
     async def main():
         client = anthropic.AsyncAnthropic(api_key="test", base_url=base_url(cassette), max_retries=0,
-                                          http_client=httpx2.AsyncClient(transport=transport(cassette, sync=False)))
+                                          http_client=httpx2.AsyncClient(transport=transport(cassette, asynchronous=True)))
         try:
             await _ainvoke(client.messages, cassette)
         except anthropic.APIError as exc:

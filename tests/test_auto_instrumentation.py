@@ -19,8 +19,8 @@ sys.path.insert(0, {str(HERE)!r})
 import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientSession
-from anthropic._base_client import SyncAPIClient
-from openai.resources.chat.completions.completions import Completions
+import anthropic._base_client
+import openai._base_client
 from sampling_server import build_server
 
 async def ok(ctx, params):
@@ -33,8 +33,8 @@ async def main():
 anyio.run(main)
 print(json.dumps({{
     "mcp": isinstance(ClientSession.__dict__["dispatch_input_request"], wrapt.FunctionWrapper),
-    "anthropic": isinstance(SyncAPIClient.__dict__["request"], wrapt.FunctionWrapper),
-    "openai": isinstance(Completions.__dict__["create"], wrapt.FunctionWrapper),
+    "anthropic": isinstance(anthropic._base_client.SyncAPIClient.__dict__["request"], wrapt.FunctionWrapper),
+    "openai": isinstance(openai._base_client.SyncAPIClient.__dict__["request"], wrapt.FunctionWrapper),
 }}), file=sys.stderr)
 """
 

@@ -6,10 +6,12 @@ target that is dropped or mistyped in a table fails this test.
 
 from __future__ import annotations
 
+import anthropic._base_client
+import anthropic._response
+import openai._base_client
+import openai._response
 import pytest
 import wrapt
-from anthropic._base_client import AsyncAPIClient, SyncAPIClient
-from anthropic._response import APIResponse, AsyncAPIResponse, BaseAPIResponse
 import mcp.client.stdio as mcp_stdio
 from mcp.client.client import Client
 from mcp.client.session import ClientSession
@@ -17,7 +19,9 @@ from mcp.client.streamable_http import StreamableHTTPTransport
 from mcp.server.runner import ServerRunner
 from mcp.server.session import ServerSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from openai.resources.chat.completions.completions import AsyncCompletions, Completions
+from openai._legacy_response import LegacyAPIResponse
+from openai.lib.streaming.chat import AsyncChatCompletionStream, ChatCompletionStream
+from openai.lib.streaming.responses import AsyncResponseStream, ResponseStream
 
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -33,9 +37,16 @@ WRAPPED = {
     ],
     MCPServerSamplingInstrumentor: [(ServerSession, "send_request"), (ServerRunner, "_on_request")],
     # Every anthropic Messages call shape goes through the client's request (see anthropic.py).
-    AnthropicInstrumentor: [(SyncAPIClient, "request"), (AsyncAPIClient, "request"), (BaseAPIResponse, "_parse"),
-                            (APIResponse, "close"), (AsyncAPIResponse, "close")],
-    OpenAIInstrumentor: [(Completions, "create"), (AsyncCompletions, "create")],
+    AnthropicInstrumentor: [(anthropic._base_client.SyncAPIClient, "request"),
+                            (anthropic._base_client.AsyncAPIClient, "request"),
+                            (anthropic._response.BaseAPIResponse, "_parse"),
+                            (anthropic._response.APIResponse, "close"), (anthropic._response.AsyncAPIResponse, "close")],
+    # Every openai Chat Completions and Responses call shape goes through the client's request (see openai.py).
+    OpenAIInstrumentor: [(openai._base_client.SyncAPIClient, "request"), (openai._base_client.AsyncAPIClient, "request"),
+                         (LegacyAPIResponse, "_parse"), (openai._response.BaseAPIResponse, "_parse"),
+                         (openai._response.APIResponse, "close"), (openai._response.AsyncAPIResponse, "close"),
+                         (ChatCompletionStream, "close"), (AsyncChatCompletionStream, "close"),
+                         (ResponseStream, "close"), (AsyncResponseStream, "close")],
 }
 
 

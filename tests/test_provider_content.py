@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import anthropic
+import openai
 import pytest
 from conftest import TRACER_PROVIDER
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
@@ -18,6 +19,7 @@ from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from otel_sampling import names
 from otel_sampling.content import capture_mode
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.testing.fake_provider import DEFAULT_TEXT
 
 SENTINEL = "SENTINEL-7f3a"
@@ -46,12 +48,12 @@ def capture(telemetry, monkeypatch):
     logger_provider.add_log_record_processor(events)
     instrumentors = []
 
-    def instrument(mode: str | None, max_length: int | None = None):
+    def instrument(mode: str | None, max_length: int | None = None, instrumentor_class=AnthropicInstrumentor):
         if mode is not None:
             monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, mode)
         if max_length is not None:
             monkeypatch.setenv(names.ENV_ATTRIBUTE_MAX_LENGTH, str(max_length))
-        instrumentor = AnthropicInstrumentor()
+        instrumentor = instrumentor_class()
         instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider,
                                 logger_provider=logger_provider)
         instrumentors.append(instrumentor)
@@ -147,3 +149,116 @@ def test_output_is_captured_on_every_call_shape(capture, fake_provider, shape):
     (span,) = telemetry.spans()
     (output,) = json.loads(span.attributes[names.GEN_AI_OUTPUT_MESSAGES])
     assert output["parts"] == [{"type": "text", "content": DEFAULT_TEXT}]
+
+
+# ---------------------------------------------------------------- openai: Chat Completions and Responses
+# Request shapes: openai's API reference (chat ``messages`` with ``tool_calls`` / ``tool`` messages;
+# Responses ``instructions`` and ``input`` items ``function_call`` / ``function_call_output``).
+
+CHAT_KW = {"model": "gpt-req", "messages": [
+    {"role": "system", "content": f"You are {SENTINEL}-system"},
+    {"role": "user", "content": [{"type": "text", "text": f"Weather in {SENTINEL}-city?"}]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "rainy"},
+]}
+CHAT_INPUT = [
+    {"role": "system", "parts": [{"type": "text", "content": f"You are {SENTINEL}-system"}]},
+    {"role": "user", "parts": [{"type": "text", "content": f"Weather in {SENTINEL}-city?"}]},
+    {"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}]},
+    {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "rainy"}]},
+]
+RESP_KW = {"model": "gpt-req", "instructions": f"You are {SENTINEL}-system", "input": [
+    {"role": "user", "content": f"Weather in {SENTINEL}-city?"},
+    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+    {"type": "function_call_output", "call_id": "call_1", "output": "rainy"},
+]}
+RESP_INPUT = [
+    {"role": "user", "parts": [{"type": "text", "content": f"Weather in {SENTINEL}-city?"}]},
+    {"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}]},
+    {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "rainy"}]},
+]
+TOOL_CALL = ("tool_call", "get_weather", {"city": "Paris"})  # the fake provider's openai tool call
+
+
+def openai_client(fp) -> openai.OpenAI:
+    return openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
+
+
+def _openai_call(c, api, stream=False, shape="create", scenario=""):
+    resource = c.chat.completions if api == "chat" else c.responses
+    kw = {**(CHAT_KW if api == "chat" else RESP_KW), "extra_headers": {"x-fake-scenario": scenario}}
+    if shape == "raw":
+        return resource.with_raw_response.create(**kw).parse()
+    if shape == "streaming_response":
+        with resource.with_streaming_response.create(**kw, stream=stream) as response:
+            result = response.parse()
+            return list(result) if stream else result
+    result = resource.create(**kw, stream=stream)
+    return list(result) if stream else result
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_openai_content_is_off_by_default(capture, fake_provider, api):
+    telemetry, records = capture(None, instrumentor_class=OpenAIInstrumentor)
+    _openai_call(openai_client(fake_provider), api)
+    assert len(telemetry.spans()) == 1
+    assert SENTINEL not in everything_exported(telemetry, records) and records == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_openai_chat_span_only(capture, fake_provider, stream):
+    telemetry, records = capture("SPAN_ONLY", max_length=4096, instrumentor_class=OpenAIInstrumentor)
+    _openai_call(openai_client(fake_provider), "chat", stream, scenario="tool")
+    (span,) = telemetry.spans()
+    a = span.attributes
+    assert names.GEN_AI_SYSTEM_INSTRUCTIONS not in a  # a system message is part of the chat history
+    assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == CHAT_INPUT
+    (output,) = json.loads(a[names.GEN_AI_OUTPUT_MESSAGES])
+    text, tool = output["parts"]
+    assert (output["role"], output["finish_reason"], text) == (
+        "assistant", "tool_calls", {"type": "text", "content": DEFAULT_TEXT})
+    assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == TOOL_CALL
+    assert records == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_openai_responses_event_only(capture, fake_provider, stream):
+    telemetry, records = capture("EVENT_ONLY", max_length=4096, instrumentor_class=OpenAIInstrumentor)
+    _openai_call(openai_client(fake_provider), "responses", stream, scenario="tool")
+    (span,) = telemetry.spans()
+    assert names.GEN_AI_INPUT_MESSAGES not in span.attributes
+    (record,) = records
+    assert record.event_name == names.EVENT_INFERENCE_DETAILS
+    assert record.span_id == span.context.span_id
+    a = record.attributes
+    assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [{"type": "text", "content": f"You are {SENTINEL}-system"}]
+    assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == RESP_INPUT
+    (output,) = json.loads(a[names.GEN_AI_OUTPUT_MESSAGES])
+    text, tool = output["parts"]
+    assert (output["role"], output["finish_reason"], text) == (
+        "assistant", "tool_calls", {"type": "text", "content": DEFAULT_TEXT})
+    assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == TOOL_CALL
+
+
+def test_openai_string_input_is_one_user_message(capture, fake_provider):
+    telemetry, _ = capture("SPAN_ONLY", instrumentor_class=OpenAIInstrumentor)
+    openai_client(fake_provider).responses.create(model="gpt-req", input=f"Tell me about {SENTINEL}")
+    (span,) = telemetry.spans()
+    assert json.loads(span.attributes[names.GEN_AI_INPUT_MESSAGES]) == [
+        {"role": "user", "parts": [{"type": "text", "content": f"Tell me about {SENTINEL}"}]}]
+    assert names.GEN_AI_SYSTEM_INSTRUCTIONS not in span.attributes
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize(("shape", "stream"), [("raw", False), ("streaming_response", False),
+                                               ("streaming_response", True)])
+def test_openai_output_is_captured_on_raw_responses(capture, fake_provider, api, shape, stream):
+    telemetry, _ = capture("SPAN_ONLY", instrumentor_class=OpenAIInstrumentor)
+    _openai_call(openai_client(fake_provider), api, stream, shape)
+    (span,) = telemetry.spans()
+    (output,) = json.loads(span.attributes[names.GEN_AI_OUTPUT_MESSAGES])
+    assert output["parts"] == [{"type": "text", "content": DEFAULT_TEXT}]
+    assert output["finish_reason"] == "stop"

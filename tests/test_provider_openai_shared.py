@@ -1,5 +1,6 @@
-"""The provider-independent pieces reach openai through the shared machinery: endings, cost,
-time to first chunk, the stream fault endings, with no openai-specific code for them.
+"""The provider-independent pieces reach openai (both APIs) through the shared machinery: endings,
+cost (span, metric, sampling record), failover, time to first chunk, with no openai-specific code
+for them.
 
 Expected values: the fake provider's openai answers (25 prompt and 5 completion tokens, 400 of the
 prompt cached with ``cache``) and the price table's arithmetic.
@@ -9,12 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+import mcp_types as types
 import openai
 import pytest
 from conftest import TRACER_PROVIDER
+from opentelemetry import trace
 from opentelemetry.trace import StatusCode
+from test_sampling_with_provider import call
 
 from otel_sampling import names
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
 PRICES = """
@@ -22,8 +28,14 @@ PRICES = """
 input_usd_per_mtok = 2.0
 output_usd_per_mtok = 8.0
 cache_read_usd_per_mtok = 0.5
+
+[prices."gpt-mini"]
+input_usd_per_mtok = 0.25
+output_usd_per_mtok = 2.0
 """
 MESSAGES = [{"role": "user", "content": "hi"}]
+CACHED_USD = (25 * 2.0 + 400 * 0.5 + 5 * 8.0) / 1e6  # prompt 425 of which 400 cached, 5 output, on gpt-req
+MINI_USD = (25 * 0.25 + 5 * 2.0) / 1e6  # 25 prompt and 5 output tokens on gpt-mini
 
 
 @pytest.fixture
@@ -31,10 +43,12 @@ def priced_openai(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "policy.toml"
     path.write_text(PRICES)
     monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    instrumentors = [MCPSamplingInstrumentor(), OpenAIInstrumentor()]
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     yield telemetry
-    instrumentor.uninstrument()
+    for instrumentor in instrumentors:
+        instrumentor.uninstrument()
 
 
 def client(fp) -> openai.OpenAI:
@@ -53,17 +67,95 @@ def test_cost_and_ending(priced_openai, fake_provider):
                                 names.GEN_AI_RESPONSE_MODEL) == {("openai", "gpt-req"): pytest.approx(expected)}
 
 
+def test_responses_cost(priced_openai, fake_provider):
+    client(fake_provider).responses.create(model="gpt-req", input="hi", extra_headers={"x-fake-scenario": "cache"})
+    (span,) = priced_openai.spans()
+    assert span.attributes[names.OPENAI_API_TYPE] == "responses"
+    assert span.attributes[names.COST_USD] == pytest.approx(CACHED_USD)
+    assert priced_openai.counts(names.METRIC_GEN_AI_COST, names.GEN_AI_RESPONSE_MODEL) == {
+        ("gpt-req",): pytest.approx(CACHED_USD)}
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize(("sc", "ending"), [("status=429", "model.unavailable"), ("status=400", "error"),
                                             ("refusal", "refused")])
-def test_endings(priced_openai, fake_provider, sc, ending):
+def test_endings(priced_openai, fake_provider, api, sc, ending):
+    headers = {"x-fake-scenario": sc}
     try:
-        client(fake_provider).chat.completions.create(model="gpt-req", messages=MESSAGES,
-                                                      extra_headers={"x-fake-scenario": sc})
+        if api == "chat":
+            client(fake_provider).chat.completions.create(model="gpt-req", messages=MESSAGES, extra_headers=headers)
+        else:
+            client(fake_provider).responses.create(model="gpt-req", input="hi", extra_headers=headers)
     except openai.APIStatusError:
         pass
     (span,) = priced_openai.spans()
     assert span.attributes[names.ENDING] == ending
     assert priced_openai.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING) == {(ending,): 1}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_failed_response_is_a_failure_without_an_exception(priced_openai, fake_provider, stream):
+    """Responses status ``failed`` comes back as a result (or a yielded ``response.failed`` event),
+    never raised: the caller gets it unchanged, the call ends with its ``error.code``."""
+    result = client(fake_provider).responses.create(model="gpt-req", input="hi", stream=stream,
+                                                    extra_headers={"x-fake-scenario": "failed"})
+    final = list(result)[-1].response if stream else result
+    assert (final.status, final.error.code) == ("failed", "server_error")
+    (span,) = priced_openai.spans()
+    assert span.status.status_code is StatusCode.ERROR
+    # server_error is an unavailability envelope (docs/telemetry.md, Provider call endings)
+    assert (span.attributes[names.ERROR_TYPE], span.attributes[names.ENDING]) == ("server_error", "model.unavailable")
+    assert priced_openai.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE, names.ENDING) == {
+        ("server_error", "model.unavailable"): 1}
+
+
+def _rate_limited_then_mini(fp, api):
+    c = client(fp)
+    with pytest.raises(openai.RateLimitError):
+        if api == "chat":
+            c.chat.completions.create(model="gpt-req", messages=MESSAGES, extra_headers={"x-fake-scenario": "status=429"})
+        else:
+            c.responses.create(model="gpt-req", input="hi", extra_headers={"x-fake-scenario": "status=429"})
+    if api == "chat":
+        return c.chat.completions.create(model="gpt-mini", messages=MESSAGES)
+    return c.responses.create(model="gpt-mini", input="hi")
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_failover_under_one_parent_is_degraded_and_costed_to_the_fallback(priced_openai, fake_provider, api):
+    with trace.get_tracer("host").start_as_current_span("host step"):
+        assert _rate_limited_then_mini(fake_provider, api).model == "gpt-mini"
+    # the host step is a run that ended degraded without a disclosure: its incident span is also ours
+    primary, fallback = [s for s in priced_openai.spans() if s.name.startswith("chat ")]
+    assert (primary.attributes[names.ENDING], primary.attributes[names.DEGRADATION_MODE]) == (
+        "model.unavailable", "primary")
+    a = fallback.attributes
+    assert (a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == ("degraded", ("failover",))
+    assert a[names.COST_USD] == pytest.approx(MINI_USD)
+    assert priced_openai.counts(names.METRIC_GEN_AI_COST, names.GEN_AI_RESPONSE_MODEL, names.DEGRADATION_MODE) == {
+        ("gpt-mini", "degraded"): pytest.approx(MINI_USD)}
+
+
+def test_sampling_request_records_the_openai_calls_and_their_cost(priced_openai, fake_provider):
+    async def callback(ctx, params):
+        async with openai.AsyncOpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0) as c:
+            try:
+                await c.chat.completions.create(model="gpt-req", messages=MESSAGES,
+                                                extra_headers={"x-fake-scenario": "status=429"})
+            except openai.RateLimitError:
+                response = await c.responses.create(model="gpt-mini", input="hi")
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=response.output_text),
+                                         model=response.model, stop_reason="endTurn")
+
+    anyio.run(call, "legacy", callback)
+    (sampling,) = priced_openai.spans(names.SPAN_SAMPLING)
+    a = sampling.attributes
+    assert (a[names.SAMPLING_PROVIDER_CALLS], a[names.SAMPLING_PROVIDER_MODEL]) == (2, "gpt-mini")
+    assert a[names.COST_USD] == pytest.approx(MINI_USD)
+    assert a[names.DEGRADATION_MODE] == "degraded"
+    (fallback,) = priced_openai.spans("chat gpt-mini")
+    assert fallback.parent.span_id == sampling.context.span_id
+    assert fallback.attributes[names.DEGRADATION_REASON] == ("failover",)
 
 
 def test_stream_time_to_first_chunk_and_early_exit(priced_openai, fake_provider):
@@ -75,3 +167,12 @@ def test_stream_time_to_first_chunk_and_early_exit(priced_openai, fake_provider)
     assert span.status.status_code is StatusCode.UNSET
     assert span.attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] > 0
     assert len(priced_openai.points(names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK)) == 1
+
+
+@pytest.mark.parametrize(("served", "mode"), [("gpt-req-2026-01-15", "primary"), ("gpt-mini", "degraded")])
+def test_a_dated_snapshot_is_the_model_asked_for(priced_openai, fake_provider, served, mode):
+    client(fake_provider).responses.create(model="gpt-req", input="hi",
+                                           extra_headers={"x-fake-scenario": f"served_model={served}"})
+    (span,) = priced_openai.spans()
+    assert span.attributes[names.DEGRADATION_MODE] == mode
+    assert span.attributes.get(names.DEGRADATION_REASON) == (None if mode == "primary" else ("substitution",))

@@ -20,7 +20,7 @@ import logging
 import operator
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from otel_sampling.content import Content, capture_mode
@@ -41,14 +41,16 @@ logger = logging.getLogger(__name__)
 
 class Request(NamedTuple):
     """What a call asked for: model, token limit, whether streamed, the request body (the keyword
-    arguments, or the JSON body) that content capture reads, and the ``gen_ai.provider.name`` when
-    it is not the SDK's own (anthropic's SDK talking to Bedrock: ``aws.bedrock``)."""
+    arguments, or the JSON body) that content capture reads, the ``gen_ai.provider.name`` when
+    it is not the SDK's own (anthropic's SDK talking to Bedrock: ``aws.bedrock``), and further
+    span attributes the SDK module knows from the request (openai's ``openai.api.type``)."""
 
     model: Any
     max_tokens: Any
     stream: bool
     body: Any
     provider: str | None = None
+    attributes: Mapping[str, Any] | None = None
 
 
 class ProviderState:
@@ -60,14 +62,19 @@ class ProviderState:
         envelope_fields: error-body fields that name the error, first set wins (``error.type``).
         response_type: dotted path, inside the SDK, of its parsed non-streamed response class.
         response_of: parsed response -> :class:`~otel_sampling.provider_call.Response`.
+        output_of: ``(parsed response, its Response)`` -> output messages in the GenAI semconv
+            shape, for content capture (None: this SDK captures no output).
         accumulator: a new stream :class:`~otel_sampling.instrumentation.streams.Accumulator`.
         accumulator_captures: the accumulator takes ``capture=True`` (content capture is on) and
             then fills ``Response.output``.
         extra_response_types: further parsed response classes (anthropic's beta ``BetaMessage``).
         raw_response_type: dotted path of the SDK's raw response base class (``with_raw_response``).
+        extra_raw_response_types: further raw response classes (openai's ``with_raw_response``
+            returns its ``LegacyAPIResponse``, ``with_streaming_response`` an ``APIResponse``).
 
     Overridable: :meth:`request_of` (what a wrapped call asked for; None: not a call we trace),
-    :meth:`input_content` (content capture of the request), :meth:`server_of`, :meth:`decode_raw`.
+    :meth:`input_content` (content capture of the request), :meth:`server_of`, :meth:`decode_raw`,
+    :meth:`new_accumulator` (an SDK whose endpoints stream different events picks by stream).
     Set per ``instrument()``: ``capture`` (the content capture mode, from the environment),
     ``failovers`` (the failover memory), ``pending`` (raw responses not parsed yet).
     """
@@ -77,10 +84,12 @@ class ProviderState:
     envelope_fields: tuple[str, ...] = ("type",)
     response_type: str
     response_of: Callable[[Any], Response]
+    output_of: Callable[[Any, Response], list[Any]] | None = None
     accumulator: Callable[..., Accumulator]
     accumulator_captures: bool = False
     extra_response_types: tuple[str, ...] = ()
     raw_response_type: str = "_response.BaseAPIResponse"
+    extra_raw_response_types: tuple[str, ...] = ()
 
     def __init__(self, instruments: Instruments) -> None:
         import httpx2  # both SDKs' HTTP library; raw httpx2 errors can escape mid-stream
@@ -90,9 +99,9 @@ class ProviderState:
         self.response_class: tuple[type, ...] = tuple(
             operator.attrgetter(path)(sdk) for path in (self.response_type, *self.extra_response_types))
         self.stream_types: tuple[type, type] = (sdk.Stream, sdk.AsyncStream)
-        raw_module, _, raw_name = self.raw_response_type.rpartition(".")
-        self.raw_response_class: type | None = getattr(
-            importlib.import_module(f"{self.provider}.{raw_module}"), raw_name, None)
+        self.raw_response_classes: tuple[type, ...] = tuple(
+            cls for path in (self.raw_response_type, *self.extra_raw_response_types)
+            if (cls := _sdk_class(self.provider, path)) is not None)
         self._construct = importlib.import_module(f"{self.provider}._models").construct_type
         self._timeout_types = (sdk.APITimeoutError, httpx2.TimeoutException)
         self._connection_types = (sdk.APIConnectionError, httpx2.TransportError)
@@ -121,15 +130,37 @@ class ProviderState:
     def server_of(self, instance: Any) -> tuple[str, int | None] | None:
         return server_of(instance)
 
-    def new_accumulator(self) -> Accumulator:
+    def new_accumulator(self, stream: Any) -> Accumulator:
+        """A new accumulator for ``stream`` (the SDK's stream object, not read here)."""
         if self.capture.enabled and self.accumulator_captures:
             return self.accumulator(capture=True)
         return self.accumulator()
 
+    def parsed(self, result: Any) -> Response:
+        """What a parsed response reports; with content capture on, its output messages too."""
+        response = self.response_of(result)
+        if self.capture.enabled and self.output_of is not None:
+            response = response._replace(output=self.output_of(result, response))
+        return response
+
     def decode_raw(self, raw: Any) -> Response | None:
         """The response in a raw response whose body the SDK already read (None: not decodable)."""
         data = json.loads(raw.http_response.content)
-        return self.response_of(self._construct(type_=raw._cast_to, value=data))
+        return self.parsed(self._construct(type_=raw._cast_to, value=data))
+
+
+def request_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+    """The ``FinalRequestOptions`` and JSON body (``{}`` when none) of a call to both SDKs' client
+    ``request(cast_to, options, *, stream=False, stream_cls=None)``."""
+    options = args[1] if len(args) > 1 else kwargs.get("options")
+    body = getattr(options, "json_data", None)
+    return options, body if isinstance(body, Mapping) else {}
+
+
+def _sdk_class(provider: str, path: str) -> type | None:
+    """``{provider}.{module}.{Class}`` from ``module.Class``; None when this SDK version lacks it."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(f"{provider}.{module}"), name, None)
 
 
 def server_of(resource: Any) -> tuple[str, int | None] | None:
@@ -154,7 +185,7 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         content = state.input_content(request.body) if state.capture.enabled else None
         call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
                             request.stream, state.server_of(instance), capture=state.capture,
-                            input_content=content, failovers=state.failovers)
+                            input_content=content, failovers=state.failovers, extra_attributes=request.attributes)
         call.activate()
         return call
     except Exception:
@@ -179,10 +210,10 @@ def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any) -> Any:
     """A stream gets a proxy that ends the call; a parsed response ends it now."""
     sync_stream, async_stream = state.stream_types
     if isinstance(result, sync_stream):
-        return StreamProxy(result, call, state.new_accumulator(), state.failure)
+        return StreamProxy(result, call, state.new_accumulator(result), state.failure)
     if isinstance(result, async_stream):
-        return AsyncStreamProxy(result, call, state.new_accumulator(), state.failure)
-    call.end(state.response_of(result) if isinstance(result, state.response_class) else None)
+        return AsyncStreamProxy(result, call, state.new_accumulator(result), state.failure)
+    call.end(state.parsed(result) if isinstance(result, state.response_class) else None)
     return result
 
 
@@ -190,8 +221,7 @@ def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
     """End the call (or hand it to a stream proxy or a raw response); return what the caller gets."""
     try:
         call.deactivate()
-        raw_class = state.raw_response_class
-        if raw_class is not None and isinstance(result, raw_class):
+        if isinstance(result, state.raw_response_classes):
             _raw(state, call, result)
             return result
         return _proxy_or_end(state, call, result)

@@ -39,6 +39,7 @@ from otel_sampling.instrumentation._provider import (
     close_wrapper,
     create_wrapper,
     parse_wrapper,
+    request_options,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.provider_call import Response, Usage
@@ -114,6 +115,12 @@ def _parts(content: Any) -> list[dict[str, Any]]:
     return [_block_part(b) for b in content or ()]
 
 
+def output_of(message: Any, response: Response) -> list[Any]:
+    """The output messages of a non-streamed ``Message`` (content capture on)."""
+    return output_messages(response.finish_reasons[0] if response.finish_reasons else None,
+                           getattr(message, "content", None))
+
+
 def output_messages(stop_reason: str | None, blocks: Any) -> list[Any]:
     message: dict[str, Any] = {"role": "assistant", "parts": _parts(blocks)}
     if stop_reason:
@@ -184,17 +191,15 @@ class _State(ProviderState):
     accumulator = StreamAccumulator
     accumulator_captures = True
     response_of = staticmethod(response_of)
+    output_of = staticmethod(output_of)
     response_type = "types.Message"
     extra_response_types = ("types.beta.BetaMessage",)
 
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(cast_to, options, *, stream=False, stream_cls=None)``: a Messages call or None."""
-        options = args[1] if len(args) > 1 else kwargs.get("options")
+        options, body = request_options(args, kwargs)
         if getattr(options, "span_name", None) != MESSAGES_SPAN_NAME:
             return None
-        body = getattr(options, "json_data", None)
-        if not isinstance(body, Mapping):
-            body = {}
         module = type(instance).__module__
         provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
         return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body, provider)
@@ -206,24 +211,6 @@ class _State(ProviderState):
             _parts(system) if system else None,
             [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in messages or () if isinstance(m, Mapping)],
         )
-
-
-def _with_output():
-    """``response_of`` that also fills the output messages (content capture on)."""
-
-    def response_with_output(message: Any) -> Response:
-        response = response_of(message)
-        reason = response.finish_reasons[0] if response.finish_reasons else None
-        return response._replace(output=output_messages(reason, getattr(message, "content", None)))
-
-    return response_with_output
-
-
-def _state(instruments):
-    state = _State(instruments)
-    if state.capture.enabled:
-        state.response_of = _with_output()  # type: ignore[method-assign]
-    return state
 
 
 _TARGETS = (
@@ -244,4 +231,4 @@ class AnthropicInstrumentor(TargetTableInstrumentor):
 
     targets = _TARGETS
     dependencies = ("anthropic >= 2.14, < 3",)
-    state_class = staticmethod(_state)
+    state_class = _State

@@ -1,74 +1,103 @@
 """openai SDK instrumentation (entry point ``otel_sampling_openai``).
 
-Wraps ``chat.completions.create`` (``Completions.create`` and ``AsyncCompletions.create``,
-non-stream and ``stream=True``; ``chat.completions.stream()`` goes through ``create`` too): one
-GenAI inference span ``chat {model}`` (kind CLIENT) per call, ``gen_ai.client.operation.duration``
-and ``gen_ai.client.token.usage``.
+One GenAI inference span ``chat {model}`` (kind CLIENT) per Chat Completions or Responses API call,
+for every call shape, sync and async: ``chat.completions.create`` (plain, ``stream=True``),
+``chat.completions.stream()`` / ``.parse()``, ``responses.create`` / ``.stream()`` / ``.parse()``,
+and each of them through ``with_raw_response`` / ``with_streaming_response``. Endings, cost, time
+to first chunk, degraded mode, failover and content capture come from the shared machinery
+(:mod:`otel_sampling.instrumentation._provider`). The span carries ``openai.api.type``
+(``chat_completions`` / ``responses``, GenAI semconv for openai); ``gen_ai.operation.name`` is
+``chat`` for both.
 
-Usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is openai's
-``prompt_tokens``, which already includes ``prompt_tokens_details.cached_tokens`` (reported as
-``gen_ai.usage.cache_read.input_tokens``). A stream carries usage only when the request set
-``stream_options={"include_usage": True}``; without it no usage is recorded. A stream counts as
-complete once a choice has a ``finish_reason`` (the SDK consumes ``[DONE]`` itself, and a stream
-cut before it ends silently).
+Wrap point: ``openai._base_client.SyncAPIClient.request`` / ``AsyncAPIClient.request`` for
+``POST /chat/completions`` and ``POST /responses``. Every shape above ends there exactly once per
+call (the SDK's retries run inside it), including ``parse()`` (which posts directly, not through
+``create``) and a ``with_raw_response`` namespace touched before ``instrument()`` (it captured the
+unwrapped bound ``create``). The request body (``options.json_data``) gives the request model,
+token limit and ``stream``. Raw responses: ``with_raw_response`` returns a
+``LegacyAPIResponse`` (its JSON body already read, decoded by us), ``with_streaming_response`` an
+``APIResponse`` (its body still on the wire: the span ends when the caller parses it, closes it,
+or drops it); both ``_parse`` methods and the ``close`` methods are wrapped for that.
+
+Chat usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is ``prompt_tokens``,
+which already includes ``prompt_tokens_details.cached_tokens`` (reported as
+``gen_ai.usage.cache_read.input_tokens``). A chat stream carries usage only when the request set
+``stream_options={"include_usage": True}``, and counts as complete once a choice has a
+``finish_reason`` (the SDK consumes ``[DONE]`` itself, and a stream cut before it ends silently).
+Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from otel_sampling.instrumentation._provider import ProviderState, async_create_wrapper, create_wrapper
+from otel_sampling import names
+from otel_sampling.content import Content
+from otel_sampling.instrumentation._provider import (
+    ProviderState,
+    Request,
+    async_close_wrapper,
+    async_create_wrapper,
+    close_wrapper,
+    create_wrapper,
+    parse_wrapper,
+    request_options,
+)
+from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
+from otel_sampling.instrumentation.openai_fields import as_int, as_str, field
+from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
+from otel_sampling.instruments import Instruments
 from otel_sampling.provider_call import Response, Usage
 
+logger = logging.getLogger(__name__)
+
 PROVIDER = "openai"  # gen_ai.provider.name well-known value
+CHAT_PATH = "/chat/completions"
+RESPONSES_PATH = "/responses"
+# openai.api.type (GenAI semconv for openai) and the token-limit keys, first found wins, per endpoint.
+_APIS = {
+    CHAT_PATH: (names.OPENAI_API_TYPE_CHAT_COMPLETIONS, ("max_completion_tokens", "max_tokens")),
+    RESPONSES_PATH: (names.OPENAI_API_TYPE_RESPONSES, ("max_output_tokens",)),
+}
 
 
 def to_usage(usage: Any) -> Usage:
-    """Semantic-convention usage from an openai ``CompletionUsage`` (None: nothing reported)."""
+    """Semantic-convention usage from an openai ``CompletionUsage`` (or its JSON); None: nothing reported."""
     if usage is None:
         return Usage()
-    details = getattr(usage, "prompt_tokens_details", None)
-    return Usage(
-        _int(getattr(usage, "prompt_tokens", None)),
-        _int(getattr(usage, "completion_tokens", None)),
-        _int(getattr(details, "cached_tokens", None)),
-        _int(getattr(details, "cache_write_tokens", None)),
-    )
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    details = field(usage, "prompt_tokens_details")
+    return Usage(as_int(field(usage, "prompt_tokens")), as_int(field(usage, "completion_tokens")),
+                 as_int(field(details, "cached_tokens")), as_int(field(details, "cache_write_tokens")))
 
 
 def _finish_reasons(choices: Any) -> tuple[str, ...]:
-    return tuple(r for c in choices or () if isinstance(r := getattr(c, "finish_reason", None), str))
+    return tuple(r for c in choices or () if isinstance(r := field(c, "finish_reason"), str))
 
 
-def response_of(completion: Any) -> Response:
-    """What a non-streamed ``ChatCompletion`` reports."""
-    model = getattr(completion, "model", None)
-    response_id = getattr(completion, "id", None)
-    return Response(
-        model if isinstance(model, str) and model else None,
-        response_id if isinstance(response_id, str) else None,
-        _finish_reasons(getattr(completion, "choices", None)),
-        to_usage(getattr(completion, "usage", None)),
-    )
+def chat_response_of(completion: Any) -> Response:
+    """What a non-streamed ``ChatCompletion`` reports (output content not read)."""
+    return Response(as_str(field(completion, "model")) or None, as_str(field(completion, "id")),
+                    _finish_reasons(field(completion, "choices")), to_usage(field(completion, "usage")))
 
 
 class StreamAccumulator:
     """Reads ``ChatCompletionChunk``s: model and id from any chunk, finish reasons per choice,
-    usage from the final chunk when ``include_usage`` was asked for."""
+    usage from the final chunk when ``include_usage`` was asked for; with ``capture``, each
+    choice's text and tool calls too."""
 
-    __slots__ = ("complete", "_model", "_id", "_finish_reasons", "_usage")
+    __slots__ = ("complete", "_model", "_id", "_finish_reasons", "_usage", "_choices")
 
-    def __init__(self) -> None:
+    def __init__(self, capture: bool = False) -> None:
         self.complete = False
         self._model: str | None = None
         self._id: str | None = None
         self._finish_reasons: dict[int, str] = {}
         self._usage: Any = None
+        # choice index -> {"text": [...], "tools": {tool index: {"id", "name", "arguments"}}}
+        self._choices: dict[int, dict[str, Any]] | None = {} if capture else None
 
     def observe(self, chunk: Any) -> None:
         if self._model is None and isinstance(model := getattr(chunk, "model", None), str) and model:
@@ -76,38 +105,157 @@ class StreamAccumulator:
         if self._id is None and isinstance(chunk_id := getattr(chunk, "id", None), str):
             self._id = chunk_id
         for choice in getattr(chunk, "choices", None) or ():
+            index = getattr(choice, "index", 0)
             reason = getattr(choice, "finish_reason", None)
             if isinstance(reason, str):
-                self._finish_reasons[getattr(choice, "index", 0)] = reason
+                self._finish_reasons[index] = reason
                 self.complete = True
+            if self._choices is not None:
+                self._add_delta(self._choices.setdefault(index, {"text": [], "tools": {}}),
+                                getattr(choice, "delta", None))
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._usage = usage
 
+    @staticmethod
+    def _add_delta(seen: dict[str, Any], delta: Any) -> None:
+        if isinstance(text := getattr(delta, "content", None), str):
+            seen["text"].append(text)
+        for call in getattr(delta, "tool_calls", None) or ():
+            tool = seen["tools"].setdefault(getattr(call, "index", 0), {"id": None, "name": None, "arguments": ""})
+            tool["id"] = getattr(call, "id", None) or tool["id"]
+            function = getattr(call, "function", None)
+            tool["name"] = getattr(function, "name", None) or tool["name"]
+            if isinstance(arguments := getattr(function, "arguments", None), str):
+                tool["arguments"] += arguments
+
+    def _output(self, choices: dict[int, dict[str, Any]]) -> list[Any]:
+        messages = []
+        for index in sorted(choices):
+            seen = choices[index]
+            parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(seen["text"])}] if seen["text"] else []
+            parts += [{"type": "tool_call", **seen["tools"][i]} for i in sorted(seen["tools"])]
+            message: dict[str, Any] = {"role": "assistant", "parts": parts}
+            if index in self._finish_reasons:
+                message["finish_reason"] = self._finish_reasons[index]
+            messages.append(message)
+        return messages
+
     def response(self) -> Response:
         reasons = tuple(self._finish_reasons[i] for i in sorted(self._finish_reasons))
-        return Response(self._model, self._id, reasons, to_usage(self._usage))
+        output = self._output(self._choices) if self._choices is not None else None
+        return Response(self._model, self._id, reasons, to_usage(self._usage), output=output)
 
 
 class _State(ProviderState):
+    """One state for both endpoints: the request's path picks the API (token-limit keys,
+    ``openai.api.type``, content), the result's type its extraction, the stream's URL its
+    accumulator."""
+
     provider = PROVIDER
-    max_tokens_keys = ("max_completion_tokens", "max_tokens")
-    accumulator = StreamAccumulator
-    response_of = staticmethod(response_of)
-    response_type = "types.chat.ChatCompletion"
     envelope_fields = ("code", "type")
+    response_type = "types.chat.ChatCompletion"
+    extra_response_types = ("types.responses.Response",)
+    raw_response_type = "_response.BaseAPIResponse"  # with_streaming_response
+    extra_raw_response_types = ("_legacy_response.LegacyAPIResponse",)  # with_raw_response
+
+    def __init__(self, instruments: Instruments) -> None:
+        super().__init__(instruments)
+        self._responses_class = self.response_class[1]  # extra_response_types[0]
+
+    def response_of(self, result: Any) -> Response:
+        """What a parsed ``ChatCompletion`` or Responses ``Response`` reports (``parse()`` results
+        subclass them)."""
+        if isinstance(result, self._responses_class):
+            return openai_responses.response_of(result)
+        return chat_response_of(result)
+
+    def output_of(self, result: Any, seen: Response) -> list[Any]:
+        """The output messages of a parsed ``ChatCompletion`` or ``Response`` (content capture on)."""
+        if isinstance(result, self._responses_class):
+            return openai_responses.output_of(result, seen)
+        return chat_output(result)
+
+    def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
+        """``request(cast_to, options, *, stream, stream_cls)``: a ``POST`` to an inference endpoint, or None."""
+        options, body = request_options(args, kwargs)
+        api = _APIS.get(getattr(options, "url", None)) if getattr(options, "method", None) == "post" else None
+        if api is None or not body:
+            return None
+        api_type, max_tokens_keys = api
+        max_tokens = next((body[k] for k in max_tokens_keys if k in body), None)
+        return Request(body.get("model"), max_tokens, body.get("stream") is True, body,
+                       attributes={names.OPENAI_API_TYPE: api_type})
+
+    def input_content(self, body: Any) -> Content:
+        # Chat Completions requires ``messages``; the Responses API has ``input`` / ``instructions`` instead.
+        return chat_input(body) if "messages" in body else responses_input(body)
+
+    def new_accumulator(self, stream: Any) -> Accumulator:
+        """Chat chunks or Responses events, by the endpoint the stream came from."""
+        capture = self.capture.enabled
+        if stream.response.request.url.path.endswith(RESPONSES_PATH):
+            return openai_responses.ResponsesStreamAccumulator(capture=capture)
+        return StreamAccumulator(capture=capture)
 
 
+def _stream_close_wrapper(_state: _State):
+    """``close()`` of the ``stream()`` helpers' streams closes the HTTP response directly, past our
+    proxy; close the proxy too, so the span ends when the caller leaves the ``with`` block."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            raw = getattr(instance, "_raw_stream", None)
+            if isinstance(raw, StreamProxy):
+                try:
+                    raw.close()  # the response is closed already: this only ends the span
+                except Exception:
+                    logger.debug("otel-sampling: could not end an openai stream's span", exc_info=True)
+
+    return wrapper
+
+
+def _stream_aclose_wrapper(_state: _State):
+    """:func:`_stream_close_wrapper` for the async helpers' ``async def close``."""
+
+    async def wrapper(wrapped, instance, args, kwargs):
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            raw = getattr(instance, "_raw_stream", None)
+            if isinstance(raw, AsyncStreamProxy):
+                try:
+                    await raw.close()
+                except Exception:
+                    logger.debug("otel-sampling: could not end an openai stream's span", exc_info=True)
+
+    return wrapper
+
+
+_CHAT_STREAMS = "openai.lib.streaming.chat._completions"
+_RESPONSE_STREAMS = "openai.lib.streaming.responses._responses"
 _TARGETS = (
-    Target("openai.resources.chat.completions.completions", "Completions.create", create_wrapper),
-    Target("openai.resources.chat.completions.completions", "AsyncCompletions.create", async_create_wrapper),
+    Target("openai._base_client", "SyncAPIClient.request", create_wrapper),
+    Target("openai._base_client", "AsyncAPIClient.request", async_create_wrapper),
+    Target("openai._legacy_response", "LegacyAPIResponse._parse", parse_wrapper),
+    Target("openai._response", "BaseAPIResponse._parse", parse_wrapper),
+    Target("openai._response", "APIResponse.close", close_wrapper),
+    Target("openai._response", "AsyncAPIResponse.close", async_close_wrapper),
+    Target(_CHAT_STREAMS, "ChatCompletionStream.close", _stream_close_wrapper),
+    Target(_CHAT_STREAMS, "AsyncChatCompletionStream.close", _stream_aclose_wrapper),
+    Target(_RESPONSE_STREAMS, "ResponseStream.close", _stream_close_wrapper),
+    Target(_RESPONSE_STREAMS, "AsyncResponseStream.close", _stream_aclose_wrapper),
 )
 
 
 class OpenAIInstrumentor(TargetTableInstrumentor):
-    """Instruments the openai SDK's ``chat.completions.create`` (sync and async, plain and ``stream=True``).
+    """Instruments the openai SDK's Chat Completions and Responses API calls, every call shape.
 
-    ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
+    ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None)``; providers
+    default to the global ones (the logger provider carries the opt-in content events).
+    Supported range: ``openai >= 3.57, < 4`` (``instrumentation_dependencies``).
     """
 
     targets = _TARGETS

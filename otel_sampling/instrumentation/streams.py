@@ -11,6 +11,10 @@ each event to a provider-specific accumulator and ends the call:
   the partial response seen so far, no error, ending ``cancelled`` (the caller chose to stop);
   ``completed`` when the terminal event had already arrived.
 
+A failure the provider sends as an event, which the SDK yields instead of raising (openai's
+Responses ``error`` / ``response.failed``), reaches the call through the accumulator's response
+(``Response.error_type``): the call ends with it whatever the exit.
+
 The first event fixes the call's time to first chunk.
 """
 
@@ -98,7 +102,7 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
 
 
 class StreamProxy(_StreamProxyBase):
-    """Proxy for a synchronous stream (``anthropic.Stream``)."""
+    """Proxy for a synchronous stream (``anthropic.Stream``, ``openai.Stream``)."""
 
     def __iter__(self) -> StreamProxy:
         return self
@@ -133,7 +137,7 @@ class StreamProxy(_StreamProxyBase):
 
 
 class AsyncStreamProxy(_StreamProxyBase):
-    """Proxy for an asynchronous stream (``anthropic.AsyncStream``)."""
+    """Proxy for an asynchronous stream (``anthropic.AsyncStream``, ``openai.AsyncStream``)."""
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
@@ -166,9 +170,16 @@ class AsyncStreamProxy(_StreamProxyBase):
         finally:
             self._self_end(None, exhausted=False)
 
-    async def aclose(self) -> Any:
-        aclose = self.__wrapped__.aclose  # openai's AsyncStream has it; anthropic's raises AttributeError, as bare
-        try:
-            return await aclose()
-        finally:
-            self._self_end(None, exhausted=False)
+    @property
+    def aclose(self) -> Any:
+        # openai's AsyncStream.aclose() calls its own close(), past the proxy's. A property, so that
+        # a stream without aclose (anthropic's) still has none: the lookup raises AttributeError.
+        wrapped_aclose = self.__wrapped__.aclose
+
+        async def aclose() -> Any:
+            try:
+                return await wrapped_aclose()
+            finally:
+                self._self_end(None, exhausted=False)
+
+        return aclose

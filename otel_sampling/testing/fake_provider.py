@@ -38,9 +38,16 @@ requested model.
 ``fallback=<m>``      anthropic: the server-side fallback shape (a ``fallback`` content block,
                       ``usage.iterations``, ``model=<m>``)
 ``refusal``           anthropic ``stop_reason="refusal"`` (+ ``stop_details``); openai
-                      ``finish_reason="content_filter"``
-``tool``              the model calls a tool (anthropic ``tool_use`` block, openai ``tool_calls``)
+                      ``finish_reason="content_filter"``; Responses ``status="incomplete"``
+                      (``incomplete_details.reason="content_filter"``)
+``tool``              the model calls a tool (anthropic ``tool_use`` block, openai ``tool_calls``,
+                      Responses a ``function_call`` output item)
 ``text=<w1+w2+...>``  the output text, words separated by ``+``
+``length``            openai: ``finish_reason="length"``; Responses ``status="incomplete"``
+                      (``incomplete_details.reason="max_output_tokens"``, event ``response.incomplete``)
+``no_model``          openai Chat Completions, not streamed: a body without ``model``
+``failed``            openai Responses: ``status="failed"`` with ``error.code="server_error"``
+                      (streamed: a ``response.failed`` event instead of ``response.completed``)
 ====================  ==========================================================================
 
 Request log
@@ -412,7 +419,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         served = sc.get("served_model") or body.get("model") or "gpt-fake"
         words = _words(sc)
-        finish = "content_filter" if "refusal" in sc else ("tool_calls" if "tool" in sc else "stop")
+        finish = ("content_filter" if "refusal" in sc else "length" if "length" in sc
+                  else "tool_calls" if "tool" in sc else "stop")
         cid, created = _id("chatcmpl-"), int(time.time())
         headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1",
                    "x-ratelimit-remaining-requests": "999", "x-ratelimit-remaining-tokens": "100000"}
@@ -428,6 +436,8 @@ class _Handler(BaseHTTPRequestHandler):
             resp = dict(base, object="chat.completion",
                         choices=[{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
                         usage=self._openai_usage(sc, len(words)))
+            if "no_model" in sc:
+                del resp["model"]
             return self._send_json(200, resp, headers)
 
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -476,16 +486,26 @@ class _Handler(BaseHTTPRequestHandler):
                  "total_tokens": 25 + cached + len(words)}
         item = {"type": "message", "id": mid, "status": "completed", "role": "assistant",
                 "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}
+        outputs = [item]
+        if "tool" in sc:
+            outputs.append({"type": "function_call", "id": _id("fc_"), "call_id": _id("call_"), "name": "get_weather",
+                            "arguments": "{\"city\": \"Paris\"}", "status": "completed"})
+        # The final status: incomplete for a content filter or the output token limit, failed on request.
+        incomplete = "content_filter" if "refusal" in sc else "max_output_tokens" if "length" in sc else None
+        final = "failed" if "failed" in sc else "incomplete" if incomplete else "completed"
 
         def response(status: str, output: list[Any], use: object) -> dict[str, Any]:
+            done = status == final
             return {"id": rid, "object": "response", "created_at": time.time(), "status": status, "model": served,
                     "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-                    "temperature": 1.0, "top_p": 1.0, "error": None, "incomplete_details": None,
+                    "temperature": 1.0, "top_p": 1.0,
+                    "error": {"code": "server_error", "message": "fake failure"} if done and final == "failed" else None,
+                    "incomplete_details": {"reason": incomplete} if done and incomplete else None,
                     "instructions": None, "metadata": {}, "usage": use, "service_tier": "default"}
 
         headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1"}
         if not body.get("stream"):
-            return self._send_json(200, response("completed", [item], usage), headers)
+            return self._send_json(200, response(final, outputs, usage), headers)
         self._start_sse(headers)
         seq = iter(range(10_000))
 
@@ -510,7 +530,7 @@ class _Handler(BaseHTTPRequestHandler):
         ev("response.output_text.done", item_id=mid, output_index=0, content_index=0, text=text, logprobs=[])
         ev("response.content_part.done", item_id=mid, output_index=0, content_index=0, part=item["content"][0])
         ev("response.output_item.done", output_index=0, item=item)
-        ev("response.completed", response=response("completed", [item], usage))
+        ev(f"response.{final}", response=response(final, outputs, usage))
         self._end_sse()
 
 
