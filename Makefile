@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv test demo clean
+.PHONY: venv test demo clean test-matrix
 
 venv: $(STAMP)
 
@@ -21,4 +21,46 @@ demo: $(STAMP)
 	$(PY) examples/triage/demo.py
 
 clean:
-	rm -rf $(VENV) .demo .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) $(MATRIX) .demo .pytest_cache build dist *.egg-info
+
+# ---------------------------------------------------------------- version matrix (slow: not part of `make test`)
+# One venv per cell under .matrix/, the package installed with the oldest (pinned) or the newest
+# (whatever the declared ranges resolve to today) supported versions, then the tests that cell can
+# run. The mcp 1.x cells run the mcp-1.x module and the tests that do not need mcp; the mcp 2.x
+# cells run everything (test_mcp_v1.py skips itself there). The supported ranges in pyproject.toml
+# and the README are the ones these cells prove.
+MATRIX := .matrix
+OLDEST := anthropic==2.14.0 openai==3.57.0 \
+	opentelemetry-api==1.45.1 opentelemetry-sdk==1.45.1 opentelemetry-exporter-otlp==1.45.1 \
+	opentelemetry-semantic-conventions==0.66b1 opentelemetry-instrumentation==0.66b1 \
+	opentelemetry-distro==0.66b1 opentelemetry-exporter-prometheus==0.66b1
+MCP1_TESTS := tests/test_mcp_v1.py tests/test_anthropic.py tests/test_openai.py \
+	tests/test_substitution.py tests/test_labels.py tests/test_names.py tests/test_settings.py
+MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest
+
+extras_mcp1 := mcp1,anthropic,openai,otlp,prometheus,test
+extras_mcp2 := mcp,anthropic,openai,otlp,prometheus,test
+# mcp 1.10 imports a pydantic internal that pydantic 2.12 removed: it runs with the pydantic of its time.
+pins_mcp1-oldest := mcp==1.10.0 pydantic==2.11.7 $(OLDEST)
+pins_mcp1-newest := "mcp<2"
+pins_mcp2-oldest := mcp==2.3.0 $(OLDEST)
+pins_mcp2-newest :=
+# pyproject's warning filter names an mcp 2.x class, which pytest cannot resolve on mcp 1.x.
+tests_mcp1 := -o filterwarnings= $(MCP1_TESTS)
+tests_mcp2 := tests
+
+test-matrix: $(MATRIX_CELLS:%=matrix-%)
+
+.PRECIOUS: $(MATRIX)/%/.installed
+
+$(MATRIX)/%/.installed: pyproject.toml
+	rm -rf $(MATRIX)/$*
+	$(PYTHON) -m venv $(MATRIX)/$*
+	$(MATRIX)/$*/bin/python -m pip install --quiet --upgrade pip
+	$(MATRIX)/$*/bin/python -m pip install --quiet -e ".[$(extras_$(firstword $(subst -, ,$*)))]" $(pins_$*)
+	touch $@
+
+# Not .PHONY: make skips pattern rules for phony targets.
+matrix-%: $(MATRIX)/%/.installed
+	@echo "== $*: $$($(MATRIX)/$*/bin/python -m pip freeze 2>/dev/null | grep -i -E '^(mcp|anthropic|openai|opentelemetry-(api|sdk|semantic-conventions))==' | tr '\n' ' ')"
+	$(MATRIX)/$*/bin/python -m pytest -q -p no:cacheprovider $(tests_$(firstword $(subst -, ,$*)))

@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _MARK = "_otel_sampling_wrapper"
+_reported_missing: set[tuple[str, str]] = set()  # once per process, not on every instrument()
 
 
 class Target(NamedTuple):
@@ -59,11 +60,14 @@ def _is_ours(layer: Any) -> bool:
 
 
 def wrap_targets(targets: Iterable[Target], state: Any) -> None:
-    """Wrap every target that exists; a missing one is reported at WARNING (the SDK changed)."""
+    """Wrap every target that exists; a missing one is reported once at WARNING (the SDK changed)."""
     for target in targets:
         owner = _owner(target)
         if owner is None:
-            logger.warning("otel-sampling: %s.%s not found; it is not instrumented", target.module, target.attribute)
+            if (target.module, target.attribute) not in _reported_missing:
+                _reported_missing.add((target.module, target.attribute))
+                logger.warning("otel-sampling: %s.%s not found (is the installed version supported?); "
+                               "it is not instrumented", target.module, target.attribute)
             continue
         if any(_is_ours(layer) for layer in _layers(vars(owner[0]).get(owner[1]))):
             continue
