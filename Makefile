@@ -43,7 +43,7 @@ extras_mcp2 := mcp,anthropic,openai,otlp,prometheus,test
 # mcp 1.10 imports a pydantic internal that pydantic 2.12 removed: it runs with the pydantic of its time.
 pins_mcp1-oldest := mcp==1.10.0 pydantic==2.11.7 $(OLDEST)
 pins_mcp1-newest := "mcp<2"
-pins_mcp2-oldest := mcp==2.3.0 $(OLDEST)
+pins_mcp2-oldest := mcp==2.1.0 $(OLDEST)
 pins_mcp2-newest :=
 # pyproject's warning filter names an mcp 2.x class, which pytest cannot resolve on mcp 1.x.
 tests_mcp1 := -o filterwarnings= $(MCP1_TESTS)
@@ -53,7 +53,7 @@ test-matrix: $(MATRIX_CELLS:%=matrix-%)
 
 .PRECIOUS: $(MATRIX)/%/.installed
 
-$(MATRIX)/%/.installed: pyproject.toml
+$(MATRIX)/%/.installed: pyproject.toml Makefile
 	rm -rf $(MATRIX)/$*
 	$(PYTHON) -m venv $(MATRIX)/$*
 	$(MATRIX)/$*/bin/python -m pip install --quiet --upgrade pip
