@@ -55,7 +55,6 @@ def test_entry_points_are_ours_and_distinct_from_peers():
     ours = {ep.name: ep.value for ep in entry_points(group="opentelemetry_instrumentor") if ep.name.startswith("otel_sampling")}
     assert ours == {
         "otel_sampling_mcp": "otel_sampling.instrumentation.mcp:MCPSamplingInstrumentor",
-        "otel_sampling_mcp_v1": "otel_sampling.instrumentation.mcp_v1:MCPV1SamplingInstrumentor",
         "otel_sampling_anthropic": "otel_sampling.instrumentation.anthropic:AnthropicInstrumentor",
         "otel_sampling_openai": "otel_sampling.instrumentation.openai:OpenAIInstrumentor",
     }

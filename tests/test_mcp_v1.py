@@ -28,7 +28,7 @@ from mcp_v1_server import SERVER_NAME, build_server
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_sampling import names
-from otel_sampling.instrumentation.mcp_v1 import MCPV1SamplingInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 SERVED = "claude-sonnet-5-5-20261001"
@@ -66,7 +66,7 @@ async def call_stdio(callback):
 
 @pytest.fixture
 def v1_instrumented(telemetry):
-    instrumentor = MCPV1SamplingInstrumentor()
+    instrumentor = MCPSamplingInstrumentor()  # picks the mcp 1.x table
     instrumentor.instrument(meter_provider=telemetry.meter_provider)  # the global (test) tracer provider
     yield telemetry
     instrumentor.uninstrument()
@@ -174,7 +174,7 @@ def test_instrument_wraps_once_and_uninstrument_restores_identity(telemetry):
     # Listed from the SDK's structure, not read from the target table.
     targets = [(ClientSession, "initialize"), (ClientSession, "_received_request"), (RequestResponder, "respond")]
     original = [vars(owner)[name] for owner, name in targets]
-    instrumentor = MCPV1SamplingInstrumentor()
+    instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(meter_provider=telemetry.meter_provider)
     instrumentor.instrument(meter_provider=telemetry.meter_provider)  # a second call changes nothing
     try:
@@ -208,7 +208,7 @@ print(json.dumps(isinstance(ClientSession.__dict__["_received_request"], wrapt.F
 """
 
 
-def test_opentelemetry_instrument_loads_the_mcp_v1_entry_point():
+def test_opentelemetry_instrument_selects_the_mcp_v1_table():
     environment = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
     environment.update({"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
                         "OTEL_LOGS_EXPORTER": "none", "OTEL_SERVICE_NAME": "auto-test-v1"})
@@ -219,4 +219,4 @@ def test_opentelemetry_instrument_loads_the_mcp_v1_entry_point():
     assert proc.stderr.strip().splitlines()[-1] == "true"
     assert '"name": "sampling/createMessage"' in proc.stdout  # ConsoleSpanExporter output
     assert '"mcp.sampling.ending": "completed"' in proc.stdout
-    assert "not found" not in proc.stderr  # the mcp 2.x instrumentor is skipped, not half-applied
+    assert "otel-sampling" not in proc.stderr  # no missing target, no failed set-up: the 1.x table was chosen

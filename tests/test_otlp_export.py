@@ -22,8 +22,9 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader  # no
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+import anthropic  # noqa: E402
+import mcp_types as types  # noqa: E402
 from sampling_server import SERVER_NAME, build_server  # noqa: E402
-from test_sampling_with_provider import ARGS, host_callback  # noqa: E402
 
 from otel_sampling import names  # noqa: E402
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor  # noqa: E402
@@ -31,8 +32,10 @@ from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor  # noqa: E
 from otel_sampling.testing.otlp_receiver import OTLPReceiver  # noqa: E402
 
 MODEL = "claude-sonnet-5-5"  # what the host callback requests; the fake provider serves it
+ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 # Usage the fake provider reports for its "cache" scenario, measured in a real run
-# (tests/test_sampling_with_provider.py): input includes the cache reads, as the GenAI semconv says.
+# (tests/test_anthropic.py: 25 input + 400 cache-read + 100 cache-creation, 5 output): input
+# includes the cache tokens, as the GenAI semconv says.
 INPUT_TOKENS, OUTPUT_TOKENS = 525, 5
 
 
@@ -51,13 +54,30 @@ def exported(fake_provider):
         for instrumentor in instrumentors:
             instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
         try:
-            anyio.run(_round_trip, host_callback(fake_provider, "cache"))
+            anyio.run(_round_trip, host_callback(fake_provider))
         finally:
             for instrumentor in instrumentors:
                 instrumentor.uninstrument()
             tracer_provider.shutdown()
             meter_provider.shutdown()
         return receiver.spans, receiver.latest_metrics()
+
+
+def host_callback(fake_provider):
+    """The host's sampling callback: one anthropic call (fake provider scenario "cache")."""
+
+    async def callback(ctx, params):
+        client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+        try:
+            message = await client.messages.create(
+                model=MODEL, max_tokens=params.max_tokens, messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"x-fake-scenario": "cache"})
+        finally:
+            await client.close()
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=message.content[0].text),
+                                         model=message.model, stop_reason="endTurn")
+
+    return callback
 
 
 async def _round_trip(callback):

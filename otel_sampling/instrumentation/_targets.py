@@ -114,16 +114,25 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def instrumentation_dependencies(self) -> Collection[str]:
         return self.dependencies
 
+    def _table(self) -> tuple[tuple[Target, ...], Callable[[Instruments], Any]]:
+        """The target table and state class for the installed library version.
+
+        The class attributes by default; an instrumentor that covers several majors of its library
+        with different tables overrides this.
+        """
+        return self.targets, self.state_class
+
     def _instrument(self, **kwargs: Any) -> None:
+        targets, state_class = self._table()
         try:
-            state = self.state_class(
+            state = state_class(
                 Instruments(settings_for_instrument(), kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
             )
         except Exception:
             logger.warning("otel-sampling: %s could not set up its telemetry; nothing is instrumented",
                            type(self).__name__, exc_info=True)
             return
-        wrap_targets(self.targets, state)
+        wrap_targets(targets, state)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        unwrap_targets(self.targets)
+        unwrap_targets(self._table()[0])

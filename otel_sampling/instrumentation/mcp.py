@@ -1,4 +1,5 @@
-"""Host-side MCP sampling instrumentation for mcp 2.x (entry point ``otel_sampling_mcp``).
+"""Host-side MCP sampling instrumentation (entry point ``otel_sampling_mcp``); this module is mcp 2.x,
+:mod:`otel_sampling.instrumentation.mcp_v1` is mcp 1.x, and the instrumentor picks by the installed major.
 
 Wraps ``mcp.client.session.ClientSession.dispatch_input_request``, the one method both sampling
 paths reach in mcp 2.x: the legacy server-to-client JSON-RPC request (protocol <= 2025-11-25) and
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from importlib.metadata import PackageNotFoundError, version
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -189,11 +191,26 @@ _TARGETS = (
 
 
 class MCPSamplingInstrumentor(TargetTableInstrumentor):
-    """Instruments the host side of MCP sampling in mcp 2.x (see the module docstring).
+    """Instruments the host side of MCP sampling in mcp 2.x (see the module docstring) and mcp 1.x
+    (:mod:`otel_sampling.instrumentation.mcp_v1`), choosing the table by the installed mcp major.
 
     ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
     """
 
     targets = _TARGETS
-    dependencies = ("mcp >= 2.1, < 3",)
+    dependencies = ("mcp >= 1.10, != 2.0.*, < 3",)
     state_class = _State
+
+    def _table(self):
+        if _installed_mcp_major() == 1:
+            from otel_sampling.instrumentation import mcp_v1
+
+            return mcp_v1.TARGETS, mcp_v1.State
+        return self.targets, self.state_class
+
+
+def _installed_mcp_major() -> int | None:
+    try:
+        return int(version("mcp").split(".", 1)[0])
+    except (PackageNotFoundError, ValueError):
+        return None

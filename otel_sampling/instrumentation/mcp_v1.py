@@ -1,4 +1,6 @@
-"""Host-side MCP sampling instrumentation for mcp 1.x (entry point ``otel_sampling_mcp_v1``).
+"""Host-side MCP sampling on mcp 1.x: the target table and state that
+:class:`~otel_sampling.instrumentation.mcp.MCPSamplingInstrumentor` (entry point ``otel_sampling_mcp``)
+uses when the installed mcp is 1.x.
 
 mcp 1.x has no ``dispatch_input_request`` and no 2026-07-28 path: a server's
 ``sampling/createMessage`` is a JSON-RPC request that ``BaseSession._receive_loop`` hands to
@@ -38,7 +40,7 @@ from typing import Any
 from pydantic.alias_generators import to_camel
 
 from otel_sampling import names
-from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instrumentation._targets import Target
 from otel_sampling.instrumentation.mcp import INVALID_RESULT_CODE, _parent_of
 from otel_sampling.instruments import Instruments
 from otel_sampling.sampling_record import SamplingRecord
@@ -77,7 +79,9 @@ class _SnakeCaseView:
         return getattr(self._model, camel) if hasattr(self._model, camel) else getattr(self._model, name)
 
 
-class _State:
+class State:
+    """The instrumentor's telemetry, the servers learned at initialize, and the mcp 1.x types."""
+
     __slots__ = ("instruments", "servers", "request_type", "error_type", "result_types")
 
     def __init__(self, instruments: Instruments) -> None:
@@ -98,7 +102,7 @@ def _meta_mapping(meta: Any) -> dict[str, Any] | None:
     return meta.model_dump(by_alias=True, exclude_none=True) if meta is not None else None
 
 
-def _start_record(state: _State, session: Any, responder: Any, request: Any) -> SamplingRecord | None:
+def _start_record(state: State, session: Any, responder: Any, request: Any) -> SamplingRecord | None:
     try:
         server_name, protocol_version = state.servers.get(session, (None, None))
         record = SamplingRecord(
@@ -117,7 +121,7 @@ def _start_record(state: _State, session: Any, responder: Any, request: Any) -> 
         return None
 
 
-def _end_with_answer(state: _State, record: SamplingRecord, answer: _Answer) -> None:
+def _end_with_answer(state: State, record: SamplingRecord, answer: _Answer) -> None:
     if not answer.sent:  # the responder was cancelled: nothing went back to the server
         record.end_with_cancellation(None)
         return
@@ -130,7 +134,7 @@ def _end_with_answer(state: _State, record: SamplingRecord, answer: _Answer) -> 
         record.end_with_error_frame(INVALID_RESULT_CODE, None)
 
 
-def _finish(state: _State, record: SamplingRecord, answer: _Answer, exc: BaseException | None = None) -> None:
+def _finish(state: State, record: SamplingRecord, answer: _Answer, exc: BaseException | None = None) -> None:
     """End the record with what was sent or raised; never raises."""
     try:
         record.deactivate()
@@ -142,7 +146,7 @@ def _finish(state: _State, record: SamplingRecord, answer: _Answer, exc: BaseExc
         logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
 
 
-def _received_request_wrapper(state: _State):
+def _received_request_wrapper(state: State):
     async def wrapper(wrapped, instance, args, kwargs):
         responder = args[0] if args else kwargs.get("responder")
         request = getattr(getattr(responder, "request", None), "root", None)
@@ -166,7 +170,7 @@ def _received_request_wrapper(state: _State):
     return wrapper
 
 
-def _respond_wrapper(state: _State):
+def _respond_wrapper(state: State):
     async def wrapper(wrapped, instance, args, kwargs):
         answer = _answer.get()
         if answer is not None and answer.responder is instance and not getattr(instance, "cancelled", False):
@@ -177,7 +181,7 @@ def _respond_wrapper(state: _State):
     return wrapper
 
 
-def _initialize_wrapper(state: _State):
+def _initialize_wrapper(state: State):
     async def wrapper(wrapped, instance, args, kwargs):
         result = await wrapped(*args, **kwargs)
         try:
@@ -189,21 +193,8 @@ def _initialize_wrapper(state: _State):
     return wrapper
 
 
-_TARGETS = (
+TARGETS = (
     Target("mcp.client.session", "ClientSession.initialize", _initialize_wrapper),
     Target("mcp.client.session", "ClientSession._received_request", _received_request_wrapper),
     Target("mcp.shared.session", "RequestResponder.respond", _respond_wrapper),
 )
-
-
-class MCPV1SamplingInstrumentor(TargetTableInstrumentor):
-    """Instruments the host side of MCP sampling in mcp 1.x (see the module docstring).
-
-    ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
-    On mcp 2.x use :class:`otel_sampling.instrumentation.mcp.MCPSamplingInstrumentor`; each one
-    declares its mcp range, so ``opentelemetry-instrument`` loads the one that matches.
-    """
-
-    targets = _TARGETS
-    dependencies = ("mcp >= 1.10, < 2",)
-    state_class = _State
