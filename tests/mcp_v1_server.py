@@ -1,8 +1,11 @@
 """The mcp 1.x MCP server the mcp 1.x tests talk to (in-process, or over stdio when run as a script).
 
-Tool ``sample(hint, include_context)`` asks the client for a completion with
-``ctx.session.create_message`` and returns ``"<model>|<stopReason>"``; a client error frame
-becomes the tool's error result (FastMCP turns the ``McpError`` into ``isError``).
+Tools:
+* ``sample(hint, include_context)`` asks the client for a completion with
+  ``ctx.session.create_message`` and returns ``"<model>|<stopReason>"``; a client error frame
+  becomes the tool's error result (FastMCP turns the ``McpError`` into ``isError``).
+* ``sample_traced(traceparent)`` sends the request itself with ``params._meta.traceparent`` set, as
+  a server with OpenTelemetry would (mcp 1.x injects nothing on its own).
 """
 
 from mcp import types
@@ -25,6 +28,17 @@ def build_server() -> FastMCP:
             model_preferences=types.ModelPreferences(hints=hints) if hints else None,
         )
         return f"{result.model}|{result.stopReason}"
+
+    @server.tool()
+    async def sample_traced(ctx: Context, traceparent: str) -> str:
+        params = types.CreateMessageRequestParams(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
+            maxTokens=8,
+            _meta=types.RequestParams.Meta(traceparent=traceparent),
+        )
+        result = await ctx.session.send_request(types.ServerRequest(types.CreateMessageRequest(
+            method="sampling/createMessage", params=params)), types.CreateMessageResult)
+        return result.model
 
     return server
 

@@ -170,6 +170,21 @@ def test_session_closed_under_the_callback_is_cancelled(v1_instrumented):
     assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
 
 
+def test_span_is_parented_from_params_meta_traceparent(v1_instrumented):
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"  # W3C trace-context example
+
+    async def traced(callback):
+        async with create_connected_server_and_client_session(build_server()._mcp_server,
+                                                              sampling_callback=callback) as session:
+            out = await session.call_tool("sample_traced", {"traceparent": f"00-{trace_id}-{parent_id}-01"})
+        return tool_output(out)
+
+    assert anyio.run(traced, callback_returning(result())) == SERVED
+    span = only_sampling_span(v1_instrumented)
+    assert format(span.context.trace_id, "032x") == trace_id
+    assert format(span.parent.span_id, "016x") == parent_id and span.parent.is_remote
+
+
 def test_instrument_wraps_once_and_uninstrument_restores_identity(telemetry):
     # Listed from the SDK's structure, not read from the target table.
     targets = [(ClientSession, "initialize"), (ClientSession, "_received_request"), (RequestResponder, "respond")]

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 import weakref
-from importlib.metadata import PackageNotFoundError, version
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -198,10 +198,11 @@ class MCPSamplingInstrumentor(TargetTableInstrumentor):
     """
 
     targets = _TARGETS
+    # The versions `make test-matrix` proves (2.0 is left out: untested).
     dependencies = ("mcp >= 1.10, != 2.0.*, < 3",)
     state_class = _State
 
-    def _table(self):
+    def _table(self) -> tuple[tuple[Target, ...], Callable[[Instruments], Any]]:
         if _installed_mcp_major() == 1:
             from otel_sampling.instrumentation import mcp_v1
 
