@@ -37,8 +37,8 @@ class ApiInstruments:
         self.settings = settings
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
-        self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider)
-        meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider)
+        self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
+        meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider, schema_url=names.SCHEMA_URL)
         limit = settings.label_value_limit
         # Host code names these; a host that puts ids in them must not grow cardinality.
         self.component_label = BoundedLabel(limit)

@@ -26,10 +26,10 @@ class Instruments:
 
     def __init__(self, settings: Settings, tracer_provider=None, meter_provider=None, logger_provider=None) -> None:
         self.settings = settings
-        self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider)
+        self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
         # Events (GenAI content capture) are log records; the global logger provider by default.
-        self.event_logger = get_logger(names.SCOPE_NAME, __version__, logger_provider)
-        meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider)
+        self.event_logger = get_logger(names.SCOPE_NAME, __version__, logger_provider, schema_url=names.SCHEMA_URL)
+        meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider, schema_url=names.SCHEMA_URL)
         limit = settings.label_value_limit
         self.server_label = BoundedLabel(limit)
         self.model_label = BoundedLabel(limit)

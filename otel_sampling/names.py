@@ -22,6 +22,10 @@ from typing import Final
 
 # ---------------------------------------------------------------- instrumentation scope
 SCOPE_NAME: Final = "otel_sampling"
+# The semantic-conventions release whose gen_ai.* / mcp.* names we emit: 1.41 is the last release
+# that carried the GenAI and MCP conventions (1.42 moved them to semantic-conventions-genai, which
+# has published no release or schema since). Set on our tracer and meter.
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.41.0"
 
 # ---------------------------------------------------------------- span names
 SPAN_SAMPLING: Final = "sampling/createMessage"  # MCP semconv: {mcp.method.name}, no target

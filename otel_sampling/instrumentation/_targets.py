@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _MARK = "_otel_sampling_wrapper"
+_reported_missing: set[tuple[str, str]] = set()  # once per process, not on every instrument()
 
 
 class Target(NamedTuple):
@@ -62,11 +63,14 @@ def _is_ours(layer: Any) -> bool:
 
 
 def wrap_targets(targets: Iterable[Target], state: Any) -> None:
-    """Wrap every target that exists; a missing one is reported at WARNING (the SDK changed)."""
+    """Wrap every target that exists; a missing one is reported once at WARNING (the SDK changed)."""
     for target in targets:
         owner = _owner(target)
         if owner is None:
-            logger.warning("otel-sampling: %s.%s not found; it is not instrumented", target.module, target.attribute)
+            if (target.module, target.attribute) not in _reported_missing:
+                _reported_missing.add((target.module, target.attribute))
+                logger.warning("otel-sampling: %s.%s not found (is the installed version supported?); "
+                               "it is not instrumented", target.module, target.attribute)
             continue
         if any(_is_ours(layer) for layer in _layers(vars(owner[0]).get(owner[1]))):
             continue
@@ -113,6 +117,14 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def instrumentation_dependencies(self) -> Collection[str]:
         return self.dependencies
 
+    def _table(self) -> tuple[tuple[Target, ...], Callable[[Instruments], Any]]:
+        """The target table and state class for the installed library version.
+
+        The class attributes by default; an instrumentor that covers several majors of its library
+        with different tables overrides this.
+        """
+        return self.targets, self.state_class
+
     def _instrument(self, **kwargs: Any) -> None:
         # opentelemetry-instrument loads us with skip_dep_check=True (the dist declares no
         # `instruments` extra: one package, three SDKs), so a missing SDK is skipped here, quietly.
@@ -120,16 +132,16 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         if conflict is not None:
             logger.debug("otel-sampling: %s skipped: %s", type(self).__name__, conflict)
             return
+        targets, state_class = self._table()
         tracer_provider, meter_provider = kwargs.get("tracer_provider"), kwargs.get("meter_provider")
         try:
             settings = settings_for_instrument()
-            state = self.state_class(Instruments(settings, tracer_provider, meter_provider,
-                                                 kwargs.get("logger_provider")))
+            state = state_class(Instruments(settings, tracer_provider, meter_provider, kwargs.get("logger_provider")))
         except Exception:
             logger.warning("otel-sampling: %s could not set up its telemetry; nothing is instrumented",
                            type(self).__name__, exc_info=True)
             return
-        wrap_targets(self.targets, state)
+        wrap_targets(targets, state)
         # A state with background work (the stall watchdog) starts it here and stops it on uninstrument.
         self._state = state
         if hasattr(state, "start"):
@@ -137,7 +149,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         _install_degradation_state(self, settings, tracer_provider, meter_provider)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        unwrap_targets(self.targets)
+        unwrap_targets(self._table()[0])
         state, self._state = getattr(self, "_state", None), None
         if hasattr(state, "stop"):
             state.stop()

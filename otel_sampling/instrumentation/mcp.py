@@ -1,4 +1,5 @@
-"""Host-side MCP sampling instrumentation for mcp 2.x (entry point ``otel_sampling_mcp``).
+"""Host-side MCP sampling instrumentation (entry point ``otel_sampling_mcp``); this module is mcp 2.x,
+:mod:`otel_sampling.instrumentation.mcp_v1` is mcp 1.x, and the instrumentor picks by the installed major.
 
 Wraps ``mcp.client.session.ClientSession.dispatch_input_request``, the one method both sampling
 paths reach in mcp 2.x: the legacy server-to-client JSON-RPC request (protocol <= 2025-11-25) and
@@ -31,6 +32,7 @@ import weakref
 from contextvars import ContextVar
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -316,11 +318,27 @@ _TARGETS = (
 
 
 class MCPSamplingInstrumentor(TargetTableInstrumentor):
-    """Instruments the host side of MCP sampling in mcp 2.x (see the module docstring).
+    """Instruments the host side of MCP sampling in mcp 2.x (see the module docstring) and mcp 1.x
+    (:mod:`otel_sampling.instrumentation.mcp_v1`), choosing the table by the installed mcp major.
 
     ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
     """
 
     targets = _TARGETS
-    dependencies = ("mcp >= 2.3, < 3",)
+    # The versions `make test-matrix` proves (2.0 is left out: untested).
+    dependencies = ("mcp >= 1.10, != 2.0.*, < 3",)
     state_class = _State
+
+    def _table(self) -> tuple[tuple[Target, ...], Callable[[Instruments], Any]]:
+        if _installed_mcp_major() == 1:
+            from otel_sampling.instrumentation import mcp_v1
+
+            return mcp_v1.TARGETS, mcp_v1.State
+        return self.targets, self.state_class
+
+
+def _installed_mcp_major() -> int | None:
+    try:
+        return int(version("mcp").split(".", 1)[0])
+    except (PackageNotFoundError, ValueError):
+        return None

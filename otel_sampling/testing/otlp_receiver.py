@@ -1,30 +1,50 @@
-"""A minimal OTLP/HTTP (protobuf) trace receiver on 127.0.0.1, for the demo and the tests.
+"""A minimal OTLP/HTTP (protobuf) receiver on 127.0.0.1, for the demo and the tests.
 
-``OTLPTraceReceiver`` accepts ``POST /v1/traces`` bodies from the real OTLP/HTTP span exporter,
-decodes them with ``opentelemetry-proto`` and keeps each span as a plain dict (JSON-ready)::
+``OTLPReceiver`` accepts ``POST /v1/traces`` and ``POST /v1/metrics`` bodies from the real OTLP/HTTP
+exporters (``opentelemetry-exporter-otlp-proto-http``), decodes them with ``opentelemetry-proto``
+and keeps each span and each metric as a plain dict (JSON-ready). A span::
 
     {"name", "kind", "trace_id", "span_id", "parent_span_id", "start_ns", "end_ns",
-     "status_code", "scope", "service_name", "attributes": {key: value},
+     "status_code", "scope", "schema_url", "service_name", "attributes": {key: value},
      "events": [{"name", "attributes"}], "links": [{"trace_id", "span_id"}]}
 
-Use it as a context manager; ``.endpoint`` is the value for ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``.
+A metric (one per metric per export request; a periodic reader exports cumulative totals, so the
+last one of a name is the current total)::
+
+    {"name", "unit", "description", "type" ("sum" | "gauge" | "histogram" | ...),
+     "monotonic" (sums only), "temporality" ("CUMULATIVE" | "DELTA", sums and histograms),
+     "scope", "schema_url", "service_name",
+     "points": [{"attributes": {key: value}, "value"} or
+                {"attributes", "count", "sum", "bucket_counts": [...], "explicit_bounds": [...]}]}
+
+Use it as a context manager; ``.endpoint`` / ``.metrics_endpoint`` are the values for
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, ``.base_url`` the
+value for ``OTEL_EXPORTER_OTLP_ENDPOINT`` (the exporters append the signal paths). A body that does
+not decode gets HTTP 400, an unknown path 404.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 _KINDS = {value: name.removeprefix("SPAN_KIND_") for name, value in Span.SpanKind.items()}
 _STATUS = {value: name.removeprefix("STATUS_CODE_") for name, value in Status.StatusCode.items()}
+_TEMPORALITY = {value: name.removeprefix("AGGREGATION_TEMPORALITY_") for name, value in AggregationTemporality.items()}
 
 
 def any_value(value: AnyValue) -> Any:
@@ -37,13 +57,17 @@ def any_value(value: AnyValue) -> Any:
     return getattr(value, field) if field else None
 
 
+def _attributes(key_values: Any) -> dict[str, Any]:
+    return {kv.key: any_value(kv.value) for kv in key_values}
+
+
 def decode(body: bytes) -> list[dict[str, Any]]:
     """Spans of one ``ExportTraceServiceRequest`` body, as dicts."""
     request = ExportTraceServiceRequest()
     request.ParseFromString(body)
     spans = []
     for resource_spans in request.resource_spans:
-        resource = {kv.key: any_value(kv.value) for kv in resource_spans.resource.attributes}
+        resource = _attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 spans.append({
@@ -56,37 +80,83 @@ def decode(body: bytes) -> list[dict[str, Any]]:
                     "end_ns": span.end_time_unix_nano,
                     "status_code": _STATUS.get(span.status.code, str(span.status.code)),
                     "scope": scope_spans.scope.name,
+                    "schema_url": scope_spans.schema_url,
                     "service_name": resource.get("service.name"),
-                    "attributes": {kv.key: any_value(kv.value) for kv in span.attributes},
-                    "events": [{"name": e.name, "attributes": {kv.key: any_value(kv.value) for kv in e.attributes}}
-                               for e in span.events],
+                    "attributes": _attributes(span.attributes),
+                    "events": [{"name": e.name, "attributes": _attributes(e.attributes)} for e in span.events],
                     "links": [{"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex()} for link in span.links],
                 })
     return spans
 
 
-class OTLPTraceReceiver:
-    """Collects spans posted to ``http://127.0.0.1:<port>/v1/traces`` (thread-safe)."""
+def _point(point: Any, histogram: bool) -> dict[str, Any]:
+    decoded: dict[str, Any] = {"attributes": _attributes(point.attributes)}
+    if histogram:
+        decoded.update(count=point.count, sum=point.sum, bucket_counts=list(point.bucket_counts),
+                       explicit_bounds=list(point.explicit_bounds))
+    else:
+        decoded["value"] = getattr(point, point.WhichOneof("value"))
+    return decoded
+
+
+def decode_metrics(body: bytes) -> list[dict[str, Any]]:
+    """Metrics of one ``ExportMetricsServiceRequest`` body, as dicts (histograms: explicit buckets)."""
+    request = ExportMetricsServiceRequest()
+    request.ParseFromString(body)
+    metrics = []
+    for resource_metrics in request.resource_metrics:
+        resource = _attributes(resource_metrics.resource.attributes)
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                kind = metric.WhichOneof("data")
+                data = getattr(metric, kind)
+                metrics.append({
+                    "name": metric.name,
+                    "unit": metric.unit,
+                    "description": metric.description,
+                    "type": kind,
+                    "monotonic": data.is_monotonic if kind == "sum" else None,
+                    "temporality": _TEMPORALITY.get(data.aggregation_temporality)
+                    if hasattr(data, "aggregation_temporality") else None,
+                    "scope": scope_metrics.scope.name,
+                    "schema_url": scope_metrics.schema_url,
+                    "service_name": resource.get("service.name"),
+                    "points": [_point(p, kind == "histogram") for p in data.data_points],
+                })
+    return metrics
+
+
+# path -> (decoder, where the decoded items go, the empty success reply)
+_Route = tuple[Callable[[bytes], list[dict[str, Any]]], str, bytes]
+
+
+class OTLPReceiver:
+    """Collects spans and metrics posted to ``http://127.0.0.1:<port>/v1/{traces,metrics}`` (thread-safe)."""
 
     def __init__(self) -> None:
         self.spans: list[dict[str, Any]] = []
+        self.metrics: list[dict[str, Any]] = []
         lock = threading.Lock()
         receiver = self
+        routes: dict[str, _Route] = {
+            "/v1/traces": (decode, "spans", ExportTraceServiceResponse().SerializeToString()),
+            "/v1/metrics": (decode_metrics, "metrics", ExportMetricsServiceResponse().SerializeToString()),
+        }
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if self.path != "/v1/traces":
+                if self.path not in routes:
                     self.send_error(404)
                     return
+                decoder, store, reply = routes[self.path]
                 try:
-                    spans = decode(body)
+                    items = decoder(body)
                 except Exception:  # a malformed body is the sender's problem: say so, keep serving
                     self.send_error(400)
                     return
                 with lock:
-                    receiver.spans.extend(spans)
-                reply = ExportTraceServiceResponse().SerializeToString()
+                    getattr(receiver, store).extend(items)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(reply)))
@@ -100,10 +170,26 @@ class OTLPTraceReceiver:
         self._thread = threading.Thread(target=self._server.serve_forever, name="otlp-receiver", daemon=True)
 
     @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1/traces"
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def __enter__(self) -> OTLPTraceReceiver:
+    @property
+    def endpoint(self) -> str:
+        """The traces endpoint (``/v1/traces``)."""
+        return f"{self.base_url}/v1/traces"
+
+    @property
+    def metrics_endpoint(self) -> str:
+        return f"{self.base_url}/v1/metrics"
+
+    def latest_metrics(self) -> dict[str, dict[str, Any]]:
+        """The last export of each metric name (cumulative temporality: the current totals)."""
+        with_latest: dict[str, dict[str, Any]] = {}
+        for metric in list(self.metrics):
+            with_latest[metric["name"]] = metric
+        return with_latest
+
+    def __enter__(self) -> OTLPReceiver:
         self._thread.start()
         return self
 
@@ -111,3 +197,6 @@ class OTLPTraceReceiver:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+OTLPTraceReceiver = OTLPReceiver  # the name the demo and older tests use; it receives metrics too

@@ -1,0 +1,47 @@
+"""The mcp 1.x MCP server the mcp 1.x tests talk to (in-process, or over stdio when run as a script).
+
+Tools:
+* ``sample(hint, include_context)`` asks the client for a completion with
+  ``ctx.session.create_message`` and returns ``"<model>|<stopReason>"``; a client error frame
+  becomes the tool's error result (FastMCP turns the ``McpError`` into ``isError``).
+* ``sample_traced(traceparent)`` sends the request itself with ``params._meta.traceparent`` set, as
+  a server with OpenTelemetry would (mcp 1.x injects nothing on its own).
+"""
+
+from mcp import types
+from mcp.server.fastmcp import Context, FastMCP
+
+SERVER_NAME = "sampling-test-server"
+
+
+def build_server() -> FastMCP:
+    server = FastMCP(SERVER_NAME)
+
+    @server.tool()
+    async def sample(ctx: Context, hint: str = "claude-sonnet", include_context: str = "thisServer") -> str:
+        hints = [types.ModelHint(name=h) for h in hint.split(",") if h]
+        result = await ctx.session.create_message(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="Printer on fire"))],
+            max_tokens=64,
+            system_prompt="You summarise tickets.",
+            include_context=include_context or None,
+            model_preferences=types.ModelPreferences(hints=hints) if hints else None,
+        )
+        return f"{result.model}|{result.stopReason}"
+
+    @server.tool()
+    async def sample_traced(ctx: Context, traceparent: str) -> str:
+        params = types.CreateMessageRequestParams(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
+            maxTokens=8,
+            _meta=types.RequestParams.Meta(traceparent=traceparent),
+        )
+        result = await ctx.session.send_request(types.ServerRequest(types.CreateMessageRequest(
+            method="sampling/createMessage", params=params)), types.CreateMessageResult)
+        return result.model
+
+    return server
+
+
+if __name__ == "__main__":
+    build_server().run()

@@ -1,0 +1,237 @@
+"""Host-side MCP sampling on mcp 1.x: the same span, attributes, endings and metrics as on mcp 2.x.
+
+Real mcp 1.x sessions: in-memory (``create_connected_server_and_client_session``) and a stdio
+subprocess. Skipped when mcp 2.x is installed; ``make test-matrix`` runs it against the oldest and
+the newest supported mcp 1.x.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+if int(version("mcp").split(".")[0]) != 1:
+    pytest.skip("mcp 1.x only (mcp 2.x is covered by test_mcp_sampling.py)", allow_module_level=True)
+
+import anyio
+import wrapt
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.shared.session import RequestResponder
+from mcp_v1_server import SERVER_NAME, build_server
+from opentelemetry.trace import SpanKind, StatusCode
+
+from otel_sampling import names
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+
+ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
+SERVED = "claude-sonnet-5-5-20261001"
+
+
+def result(model: str = SERVED, stop_reason: str = "endTurn") -> types.CreateMessageResult:
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="ok"),
+                                     model=model, stopReason=stop_reason)
+
+
+def callback_returning(value):
+    async def callback(ctx, params):
+        return value
+    return callback
+
+
+def tool_output(out: types.CallToolResult):
+    text = out.content[0].text
+    return ("tool_error", text) if out.isError else text
+
+
+async def call(callback, args: dict | None = None):
+    """One tool call over an in-memory mcp 1.x session; the tool's text or its error text."""
+    async with create_connected_server_and_client_session(build_server()._mcp_server,
+                                                          sampling_callback=callback) as session:
+        return tool_output(await session.call_tool("sample", ARGS if args is None else args))
+
+
+async def call_stdio(callback):
+    server = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("mcp_v1_server.py"))])
+    async with stdio_client(server) as (read, write), ClientSession(read, write, sampling_callback=callback) as session:
+        await session.initialize()
+        return tool_output(await session.call_tool("sample", ARGS))
+
+
+@pytest.fixture
+def v1_instrumented(telemetry):
+    instrumentor = MCPSamplingInstrumentor()  # picks the mcp 1.x table
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)  # the global (test) tracer provider
+    yield telemetry
+    instrumentor.uninstrument()
+
+
+def only_sampling_span(telemetry):
+    spans = telemetry.spans(names.SPAN_SAMPLING)
+    assert len(spans) == 1, [s.name for s in spans]
+    return spans[0]
+
+
+@pytest.mark.parametrize("transport", [call, call_stdio], ids=["memory", "stdio"])
+def test_completed_request(v1_instrumented, transport):
+    out = anyio.run(transport, callback_returning(result()))
+    assert out == f"{SERVED}|endTurn"
+    span = only_sampling_span(v1_instrumented)
+    assert span.kind is SpanKind.SERVER
+    assert span.status.status_code is StatusCode.UNSET
+    attrs = span.attributes
+    assert attrs[names.MCP_METHOD_NAME] == "sampling/createMessage"
+    assert attrs[names.SAMPLING_PATH] == names.PATH_RPC
+    assert attrs[names.MCP_SERVER_NAME] == SERVER_NAME
+    assert attrs[names.MCP_PROTOCOL_VERSION] == types.LATEST_PROTOCOL_VERSION  # both ends run the same SDK
+    assert attrs[names.JSONRPC_REQUEST_ID] == "0"  # the server session's first request id
+    assert attrs[names.SAMPLING_ENDING] == "completed"
+    assert attrs[names.GEN_AI_RESPONSE_MODEL] == SERVED
+    assert attrs[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("endTurn",)
+    assert attrs[names.SAMPLING_MODEL_HINTS] == ("claude-sonnet",)
+    assert attrs[names.SAMPLING_INCLUDE_CONTEXT_REQUESTED] == "thisServer"
+    assert attrs[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
+    assert attrs[names.SAMPLING_SUBSTITUTION] == "none"  # the hint is a substring of the served model
+    assert attrs[names.DEGRADATION_MODE] == "primary"
+    counts = v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME, names.SAMPLING_PATH,
+                                    names.SAMPLING_ENDING, names.GEN_AI_RESPONSE_MODEL)
+    assert counts == {(SERVER_NAME, "rpc", "completed", SERVED): 1}
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_DURATION, names.SAMPLING_ENDING) == {("completed",): 1}
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
+
+
+BUDGET = types.ErrorData(code=-32003, message="Daily sampling budget exhausted",
+                         data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+DENIALS = [
+    # (ErrorData the host returns, expected ending, expected error.type): the same table as mcp 2.x
+    # (MCP spec: -1 is the user's rejection; -32003 + data.reason is the otel-sampling convention).
+    (types.ErrorData(code=-1, message="User rejected sampling request"), "user.denied", "-1"),
+    (types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}), "policy.denied", "-32003"),
+    (BUDGET, "policy.budget_exhausted", "-32003"),
+    (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}), "model.unavailable",
+     "-32603"),
+]
+
+
+@pytest.mark.parametrize(("error", "ending", "error_type"), DENIALS)
+def test_error_frames_are_classified(v1_instrumented, error, ending, error_type):
+    out = anyio.run(call, callback_returning(error))
+    # The server received the frame the host returned, unchanged (FastMCP reports it as a tool error).
+    assert out[0] == "tool_error" and error.message in out[1]
+    span = only_sampling_span(v1_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == ending
+    assert span.attributes[names.ERROR_TYPE] == error_type
+    assert span.attributes[names.SAMPLING_SUBSTITUTION] == "none"
+    assert span.status.status_code is StatusCode.ERROR
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {(ending,): 1}
+    if error is BUDGET:
+        assert span.attributes[names.SAMPLING_BUDGET_RESETS_AT] == "2026-12-01T00:00:00Z"
+
+
+def test_raising_callback_is_an_error_and_the_sdk_answers_invalid_params(v1_instrumented):
+    async def callback(ctx, params):
+        raise RuntimeError("provider 503")
+
+    out = anyio.run(call, callback)
+    # mcp 1.x turns any callback exception into -32602 "Invalid request parameters" for the server.
+    assert out[0] == "tool_error" and "Invalid request parameters" in out[1]
+    span = only_sampling_span(v1_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "error"
+    assert span.attributes[names.ERROR_TYPE] == "RuntimeError"
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
+
+
+def test_session_closed_under_the_callback_is_cancelled(v1_instrumented):
+    started = anyio.Event()
+
+    async def callback(ctx, params):
+        started.set()
+        await anyio.sleep_forever()
+
+    async def abandon():
+        async with create_connected_server_and_client_session(build_server()._mcp_server,
+                                                              sampling_callback=callback) as session:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(session.call_tool, "sample", ARGS)
+                await started.wait()
+                tg.cancel_scope.cancel()
+        # leaving the session cancels its receive loop, and with it the callback
+
+    anyio.run(abandon)
+    span = only_sampling_span(v1_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "cancelled"
+    assert span.attributes[names.ERROR_TYPE] == "cancelled"
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
+
+
+def test_span_is_parented_from_params_meta_traceparent(v1_instrumented):
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"  # W3C trace-context example
+
+    async def traced(callback):
+        async with create_connected_server_and_client_session(build_server()._mcp_server,
+                                                              sampling_callback=callback) as session:
+            out = await session.call_tool("sample_traced", {"traceparent": f"00-{trace_id}-{parent_id}-01"})
+        return tool_output(out)
+
+    assert anyio.run(traced, callback_returning(result())) == SERVED
+    span = only_sampling_span(v1_instrumented)
+    assert format(span.context.trace_id, "032x") == trace_id
+    assert format(span.parent.span_id, "016x") == parent_id and span.parent.is_remote
+
+
+def test_instrument_wraps_once_and_uninstrument_restores_identity(telemetry):
+    # Listed from the SDK's structure, not read from the target table.
+    targets = [(ClientSession, "initialize"), (ClientSession, "_received_request"), (RequestResponder, "respond")]
+    original = [vars(owner)[name] for owner, name in targets]
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)  # a second call changes nothing
+    try:
+        for (owner, name), before in zip(targets, original, strict=True):
+            now = vars(owner)[name]
+            assert isinstance(now, wrapt.FunctionWrapper) and now.__wrapped__ is before
+    finally:
+        instrumentor.uninstrument()
+    assert [vars(owner)[name] for owner, name in targets] == original
+    anyio.run(call, callback_returning(result()))
+    assert telemetry.spans(names.SPAN_SAMPLING) == []
+
+
+HOST = f"""
+import json, sys, anyio, wrapt
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from mcp import types
+from mcp.client.session import ClientSession
+from mcp.shared.memory import create_connected_server_and_client_session
+from mcp_v1_server import build_server
+
+async def ok(ctx, params):
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="x"), model="m")
+
+async def main():
+    async with create_connected_server_and_client_session(build_server()._mcp_server, sampling_callback=ok) as s:
+        await s.call_tool("sample", {{"hint": "m", "include_context": "none"}})
+
+anyio.run(main)
+print(json.dumps(isinstance(ClientSession.__dict__["_received_request"], wrapt.FunctionWrapper)), file=sys.stderr)
+"""
+
+
+def test_opentelemetry_instrument_selects_the_mcp_v1_table():
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    environment.update({"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
+                        "OTEL_LOGS_EXPORTER": "none", "OTEL_SERVICE_NAME": "auto-test-v1"})
+    instrument = str(Path(sys.executable).parent / "opentelemetry-instrument")
+    proc = subprocess.run([instrument, sys.executable, "-c", HOST], env=environment, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "true"
+    assert '"name": "sampling/createMessage"' in proc.stdout  # ConsoleSpanExporter output
+    assert '"mcp.sampling.ending": "completed"' in proc.stdout
+    assert "otel-sampling" not in proc.stderr  # no missing target, no failed set-up: the 1.x table was chosen

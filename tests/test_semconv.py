@@ -1,0 +1,41 @@
+"""Which semantic-conventions version we speak: the schema URL, and the GenAI stability opt-in.
+
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` asks an instrumentation that emitted
+GenAI conventions v1.36 or older to switch to the latest. otel-sampling was born on the v1.41 names
+(``gen_ai.provider.name``, never the pre-1.37 ``gen_ai.system``), which are also the latest released
+(semantic-conventions-genai has published no release since): the output is the same either way.
+"""
+
+from __future__ import annotations
+
+import anthropic
+import pytest
+from opentelemetry.semconv.schemas import Schemas
+
+from otel_sampling import names
+
+
+def test_schema_url_is_a_published_semconv_schema():
+    assert names.SCHEMA_URL in {schema.value for schema in Schemas}
+    assert names.SCHEMA_URL.endswith("/1.41.0")  # the last release that carried the GenAI and MCP conventions
+
+
+@pytest.fixture(params=[None, "gen_ai_latest_experimental", "http,gen_ai_latest_experimental"])
+def semconv_opt_in(request, monkeypatch):
+    """The opt-in as the host sets it: before instrument()."""
+    if request.param is None:
+        monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN", raising=False)
+    else:
+        monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", request.param)
+
+
+def test_provider_spans_use_the_current_genai_names_with_and_without_opt_in(
+        semconv_opt_in, anthropic_instrumented, fake_provider):
+    client = anthropic.Anthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+    client.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    (span,) = anthropic_instrumented.spans("chat claude-req")
+    assert span.instrumentation_scope.schema_url == names.SCHEMA_URL
+    assert span.attributes[names.GEN_AI_PROVIDER_NAME] == "anthropic"
+    assert "gen_ai.system" not in span.attributes
+    (point,) = [p for p in anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)]
+    assert point.attributes[names.GEN_AI_PROVIDER_NAME] == "anthropic" and "gen_ai.system" not in point.attributes
