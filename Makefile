@@ -50,7 +50,7 @@ clean:
 # ---------------------------------------------------------------- version matrix (slow: not part of `make test`)
 # One venv per cell under .matrix/, the package installed with the oldest (pinned) or the newest
 # (whatever the declared ranges resolve to today) supported versions, then the tests that cell can
-# run. The mcp 1.x cells run every module but the mcp 2.x ones; the mcp 2.x cells run everything
+# run. The mcp 1.x cells leave out the modules written against mcp 2.x (tests/conftest.py); the mcp 2.x cells run everything
 # (test_mcp_v1.py skips itself there). The supported ranges in pyproject.toml
 # and the README are the ones these cells prove.
 MATRIX := .matrix
@@ -58,22 +58,17 @@ OLDEST := anthropic==2.14.0 openai==3.57.0 \
 	opentelemetry-api==1.45.1 opentelemetry-sdk==1.45.1 opentelemetry-exporter-otlp==1.45.1 \
 	opentelemetry-semantic-conventions==0.66b1 opentelemetry-instrumentation==0.66b1 \
 	opentelemetry-distro==0.66b1 opentelemetry-exporter-prometheus==0.66b1
-# Test modules written against the mcp 2.x API (they import it at collection time); the mcp 1.x
-# cells run everything else. A new 2.x-only module either joins this list or starts with
-# pytest.importorskip("mcp_types").
-MCP2_ONLY_TESTS := test_classify test_host_safety test_lifecycle test_mcp_sampling \
-	test_sampling_with_provider test_auto_instrumentation
 MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest
 
-extras_mcp1 := mcp1,anthropic,openai,otlp,prometheus,test
-extras_mcp2 := mcp,anthropic,openai,otlp,prometheus,test
+extras_mcp1 := mcp1,anthropic,openai,otlp,prometheus,mixin,test
+extras_mcp2 := mcp,anthropic,openai,otlp,prometheus,mixin,test
 # mcp 1.10 imports a pydantic internal that pydantic 2.12 removed: it runs with the pydantic of its time.
 pins_mcp1-oldest := mcp==1.10.0 pydantic==2.11.7 $(OLDEST)
 pins_mcp1-newest := "mcp<2"
 pins_mcp2-oldest := mcp==2.1.0 $(OLDEST)
 pins_mcp2-newest :=
 # pyproject's warning filter names an mcp 2.x class, which pytest cannot resolve on mcp 1.x.
-tests_mcp1 := -o filterwarnings= tests $(MCP2_ONLY_TESTS:%=--ignore=tests/%.py)
+tests_mcp1 := -o filterwarnings= tests
 tests_mcp2 := tests
 
 test-matrix: $(MATRIX_CELLS:%=matrix-%)
