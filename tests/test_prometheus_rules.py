@@ -123,15 +123,22 @@ CASES = [
        "0+1x90")], "45m", []),
     ("a day of primary traffic and no fallback", "FallbackUntested",
      [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160")], "25h",
-     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and no "
-                     "canary degradation ran: the fallback is untested.")]),
+     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
+                     "was a canary request: the fallback is untested.")]),
     ("one completion on the fallback at hour 10", "FallbackUntested",
      [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
       (req('degradation_mode="degraded", mcp_sampling_ending="completed"'), "0x60 1x100")], "25h", []),
-    ("a canary degradation at hour 10", "FallbackUntested",
+    # the canary's answer was refused, so only the canary branch keeps the alert quiet
+    ("a canary request at hour 10, refused on the fallback", "FallbackUntested",
+     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
+      (req('degradation_mode="degraded", degradation_reason="canary", mcp_sampling_ending="refused"'), "_x60 1x100")],
+     "25h", []),
+    ("a canary degradation is no canary request", "FallbackUntested",
      [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
       (f'degradation_active{{{J}, degradation_component="search", degradation_reason="canary"}}', "0x60 1 0x99")],
-     "25h", []),
+     "25h",
+     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
+                     "was a canary request: the fallback is untested.")]),
     ("a grant a minute", "GrantsHigh",
      [(f"mcp_sampling_grants_total{{{J}, {S}}}", "0+1x100")], "60m",
      [({"job": "j", "mcp_server_name": "s"},

@@ -152,7 +152,8 @@ STEPS: Final[tuple[Step, ...]] = (
     _ticket("host-bug", "TCK-116: webhook retries flood the queue.",
             host=HostDecisions(crash=True),
             expected_ending="error"),
-    # --- degraded mode as a named state: the search backend is down during these steps
+    # --- degraded mode as a named state: the search backend is down during these steps (one outage:
+    # the host enters it before the first and exits it after the last)
     _ticket("search-outage-disclosed", "TCK-117: knowledge-base search returns nothing.",
             host=HostDecisions(degradation="search"),
             expected_ending="completed", expected_model=PRIMARY_MODEL),

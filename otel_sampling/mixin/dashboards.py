@@ -17,7 +17,7 @@ from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.panels import (
     JOB, assign_panel_ids, dashboard, label_variable, stat_panel, state_panel, table_panel, thresholds, timeseries_panel,
 )
-from otel_sampling.mixin.promql import matchers
+from otel_sampling.promql import matchers
 from otel_sampling.mixin.rules import Recorded
 
 RATE = "$__rate_interval"
@@ -213,7 +213,7 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
     j = _sel(JOB)
     d = dashboard(config, "otel-sampling-degradation", "Degradation",
                   "Named degradations: what is degraded, since when, is it flapping, and is the fallback exercised?")
-    canary = _sel(JOB, f'{m.REASON}="{names.REASON_CANARY}"')
+    canary = _sel(JOB, matchers(**{m.REASON: names.REASON_CANARY}))
     degraded_done = _sel(JOB, matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
     hits = _sel(JOB, matchers(**{m.CACHE_RESULT: "hit"}))
     return (d
@@ -242,12 +242,13 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
                                          f"entries per {config.flapping_window}).",
                                          [(f"sum by ({m.COMPONENT}, {m.DIRECTION}) (increase({m.DEGRADATION_TRANSITIONS}{j}[{RATE}]))",
                                            f"{{{{{m.COMPONENT}}}}} {{{{{m.DIRECTION}}}}}")], "short", bars=True))
-            .with_panel(timeseries_panel("Traffic through the fallback", "Canary degradations active (deliberate "
-                                         "fallback traffic) and sampling requests completed in degraded mode per minute; "
-                                         "neither for a day: OtelSamplingFallbackUntested.",
-                                         [(f"max by ({m.COMPONENT}) ({m.DEGRADATION_ACTIVE}{canary})", "canary {{" + m.COMPONENT + "}}"),
+            .with_panel(timeseries_panel("Traffic through the fallback", "Canary sampling requests (deliberate "
+                                         "fallback traffic, marked by otel_sampling.canary()) and sampling requests "
+                                         "completed in degraded mode, per minute; neither for a day: "
+                                         "OtelSamplingFallbackUntested.",
+                                         [(_per_minute(m.SAMPLING_REQUESTS, canary, m.SERVER), "canary {{" + m.SERVER + "}}"),
                                           (_per_minute(m.SAMPLING_REQUESTS, degraded_done, m.SERVER),
-                                           "completed degraded {{" + m.SERVER + "}}")], "short"))
+                                           "completed degraded {{" + m.SERVER + "}}")], "reqpm"))
             .with_panel(timeseries_panel("Cache hits by provenance", "Cache hits per interval by the mode that stored "
                                          "the entry and whether it matches the current configuration.",
                                          [(f"sum by ({m.CACHE_PROVENANCE_MODE}, {m.CACHE_PROVENANCE_MATCH}) "

@@ -14,7 +14,7 @@ from typing import Any
 from otel_sampling import names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
-from otel_sampling.mixin.promql import counted, matchers
+from otel_sampling.promql import counted, matchers
 
 PREFIX = "OtelSampling"
 Rule = dict[str, Any]
@@ -183,12 +183,12 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(), dw)}) > 0\n"
                f"unless on ({m.JOB}) (\n"
                f"  sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED})), dw)}) > 0\n"
-               f"  or max by ({m.JOB}) (max_over_time({m.DEGRADATION_ACTIVE}{sel(matchers(**{m.REASON: names.REASON_CANARY}))}[{dw}])) > 0\n"
+               f"  or sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(matchers(**{m.REASON: names.REASON_CANARY})), dw)}) > 0\n"
                f")",
                c.fallback_untested_for, "info",
                "The fallback path carried no traffic for a day.",
                f"Job {{{{ $labels.job }}}} served sampling requests over the last {dw} but none completed in degraded "
-               f"mode and no canary degradation ran: the fallback is untested."),
+               f"mode and none was a canary request: the fallback is untested."),
         _alert(c, "GrantsHigh",
                f"sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)}) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
