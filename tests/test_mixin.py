@@ -18,7 +18,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from otel_sampling import names
+from otel_sampling import five_numbers, names
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.__main__ import main
@@ -272,6 +272,7 @@ CONTRACT = [
     ("counter", names.METRIC_SILENT_INCIDENTS, names.UNIT_INCIDENT, m.SILENT_INCIDENTS),
     ("counter", names.METRIC_AGENT_RUNS, names.UNIT_RUN, m.AGENT_RUNS),
     ("counter", names.METRIC_AGENT_RUN_COST, names.UNIT_USD, m.AGENT_RUN_COST),
+    ("histogram", names.METRIC_AGENT_RUN_DURATION, names.UNIT_SECONDS, m.AGENT_RUN_DURATION + "_sum"),
     ("histogram", names.METRIC_EVALUATION_SCORE, names.UNIT_ONE, m.EVALUATION_SCORE + "_count"),
     ("counter", names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, m.CACHE_LOOKUPS),
 ]
@@ -307,3 +308,10 @@ def test_the_rule_selector_reaches_every_raw_series():
     assert len(raw) > 30
     assert all((match.group(2) or "").startswith('{job="triage-host"') for match in raw), [
         match.group(0) for match in raw if not (match.group(2) or "").startswith('{job="triage-host"')]
+
+
+def test_the_five_numbers_are_recorded_as_the_runtime_package_writes_them():
+    config = MixinConfig(rule_selector='job="triage-host"')
+    recorded = rule_groups(config)["groups"][0]["rules"]
+    expected = five_numbers.recording_rules(config.window, by=("job",), selector='job="triage-host"')
+    assert [rule for rule in recorded if rule in expected] == expected

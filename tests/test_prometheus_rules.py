@@ -152,8 +152,11 @@ def runs(mode: str, outcome: str) -> str:
     return f'{{{J}, degradation_mode="{mode}", agent_run_outcome="{outcome}"}}'
 
 
-# The five numbers as recording rules, over runs that all happened within the window: 10 runs,
-# 4 degraded (2 completed, 2 failed), 6 primary (all completed); scores chosen exact in binary.
+# The five numbers as recording rules (otel_sampling.five_numbers, per job), over runs that all
+# happened within the window: 10 runs, 4 degraded (2 completed, 2 failed), 6 primary (all
+# completed); 4.5 s of the 10.5 s run time in degraded runs; scores and prices exact in binary;
+# the degraded calls read nothing from the prompt cache (a failover that lost it).
+EVAL = 'gen_ai_evaluation_name="suite"'
 FIVE_NUMBERS_SERIES = [
     ("agent_runs_total" + runs("primary", "completed"), "_x2 6x20"),
     ("agent_runs_total" + runs("degraded", "completed"), "_x2 2x20"),
@@ -161,26 +164,36 @@ FIVE_NUMBERS_SERIES = [
     ("agent_run_cost_usd_total" + runs("primary", "completed"), "_x2 0.06x20"),
     ("agent_run_cost_usd_total" + runs("degraded", "completed"), "_x2 0.04x20"),
     ("agent_run_cost_usd_total" + runs("degraded", "failed"), "_x2 0.1x20"),
-    (f'gen_ai_evaluation_score_sum{{{J}, degradation_mode="primary"}}', "_x2 3.5x20"),
-    (f'gen_ai_evaluation_score_count{{{J}, degradation_mode="primary"}}', "_x2 4x20"),
-    (f'gen_ai_evaluation_score_sum{{{J}, degradation_mode="degraded"}}', "_x2 1.25x20"),
-    (f'gen_ai_evaluation_score_count{{{J}, degradation_mode="degraded"}}', "_x2 2x20"),
+    ("agent_run_duration_seconds_sum" + runs("primary", "completed"), "_x2 6x20"),
+    ("agent_run_duration_seconds_sum" + runs("degraded", "completed"), "_x2 1.5x20"),
+    ("agent_run_duration_seconds_sum" + runs("degraded", "failed"), "_x2 3x20"),
+    (f'gen_ai_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="primary"}}', "_x2 3.5x20"),
+    (f'gen_ai_evaluation_score_count{{{J}, {EVAL}, degradation_mode="primary"}}', "_x2 4x20"),
+    (f'gen_ai_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 1.25x20"),
+    (f'gen_ai_evaluation_score_count{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 2x20"),
     (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x2 1x20"),
-    (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x3 1x20"),
+    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="primary", gen_ai_token_type="input"}}', "_x2 1000x20"),
+    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="primary", gen_ai_token_type="cache_read"}}', "_x2 500x20"),
+    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="degraded", gen_ai_token_type="input"}}', "_x2 200x20"),
     (req('degradation_mode="degraded"'), "_x2 3x20"),
     (req('degradation_mode="primary"'), "_x2 9x20"),
 ]
 FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value)
+    ("job:agent_run_duration_seconds_degraded:increase30m", {"job": "j"}, 4.5),
     ("job:agent_runs_degraded:ratio30m", {"job": "j"}, 0.4),
     ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "primary"}, 1.0),
     ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0.5),
+    # all spend of a mode, failed runs' too, per completed run: (0.04 + 0.1) / 2
     ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "primary"}, 0.01),
-    ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "degraded"}, 0.02),
-    ("job_mode:gen_ai_evaluation_score:mean30m", {"job": "j", "degradation_mode": "primary"}, 0.875),
-    ("job_mode:gen_ai_evaluation_score:mean30m", {"job": "j", "degradation_mode": "degraded"}, 0.625),
-    ("job:gen_ai_evaluation_score:primary_minus_degraded30m", {"job": "j"}, 0.25),
+    ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "degraded"}, 0.07),
+    # 3.5 / 4 - 1.25 / 2
+    ("job_evaluation:gen_ai_evaluation_score:primary_minus_degraded30m", {"job": "j", "gen_ai_evaluation_name": "suite"},
+     0.25),
     ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
-    ("job:degradation_active:max", {"job": "j"}, 1),
+    ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "primary"}, 0.5),
+    ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0),
+    ("job_mode_outcome:agent_runs:increase30m", {"job": "j", "degradation_mode": "degraded", "agent_run_outcome": "failed"},
+     2),
     ("job:mcp_sampling_degraded:ratio30m", {"job": "j"}, 0.25),
     ("job:mcp_sampling_requests:increase30m", {"job": "j"}, 12),
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import dashboard as dm
 
-from otel_sampling import names
+from otel_sampling import five_numbers, names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.panels import (
@@ -56,16 +56,16 @@ def overview(config: MixinConfig) -> dash.Dashboard:
         return f"and on ({by}) sum by ({by}) ({r.runs}{{{JOB}{', ' + selector if selector else ''}}}) >= {n}"
 
     for panel in (
-        stat_panel("Time in degraded mode", "Share of the selected range during which any named degradation "
-                   f"was active (recorded {r.degradation_active}, averaged over time). Owners: Degradation dashboard.",
-                   [(f"avg_over_time({r.degradation_active}{job}[{RANGE}])", "{{job}}")], "percentunit", steps=share),
+        stat_panel(f"Time in degraded mode ({w})", "Agent run time spent in runs that ended degraded, over the last "
+                   f"{w} (recorded {r.degraded_run_seconds}). Named degradations over time: Degradation dashboard.",
+                   [(f"{r.degraded_run_seconds}{job}", "{{job}}")], "s"),
         stat_panel(f"Runs degraded ({w})", f"Finished agent runs in degraded mode / all finished runs over the last {w}; "
                    f"shown from {n} runs on.",
                    [(f"{r.runs_degraded_ratio}{job} {runs_at_least(m.JOB)}", "{{job}}")], "percentunit", steps=share,
                    no_value=small),
-        stat_panel(f"Quality delta ({w})", f"Mean evaluation score in primary mode minus degraded mode over the last {w} "
-                   "(sums and counts added before dividing). Positive: the fallback answers worse.",
-                   [(f"{r.score_delta}{job}", "{{job}}")], "none", decimals=2,
+        stat_panel(f"Quality delta ({w})", f"Mean evaluation score in primary mode minus degraded mode over the last {w}, "
+                   "per evaluation suite (sums and counts added before dividing). Positive: the fallback answers worse.",
+                   [(f"{r.score_delta}{job}", f"{{{{{m.EVALUATION_NAME}}}}}")], "none", decimals=2,
                    steps=thresholds((None, "green"), (0.02, "yellow"), (0.05, "red"))),
         stat_panel(f"Completion by mode ({w})", f"Runs that completed / finished runs, per mode, over the last {w}; "
                    f"shown from {n} runs per mode on.",
@@ -163,9 +163,6 @@ def providers(config: MixinConfig) -> dash.Dashboard:
     errors = _sel(JOB, PROVIDER, f'{m.ERROR_TYPE}!=""')
     bucket = f"{m.OPERATION_DURATION}_bucket{p}"
 
-    def tokens(token_type: str) -> str:
-        return f"{m.TOKEN_USAGE}_sum{_sel(JOB, PROVIDER, matchers(**{m.TOKEN_TYPE: token_type}))}"
-
     calls = f"sum(increase({m.OPERATION_DURATION}_count{p}[{RANGE}]))"
     return (d
             .with_panel(stat_panel("Provider calls", "Provider calls in the selected range (the n behind the other numbers).",
@@ -192,10 +189,11 @@ def providers(config: MixinConfig) -> dash.Dashboard:
                                          "writes are part of input).",
                                          [(_per_minute(m.TOKEN_USAGE + "_sum", p, m.TOKEN_TYPE), f"{{{{{m.TOKEN_TYPE}}}}}")],
                                          "short"))
-            .with_panel(timeseries_panel("Prompt-cache share by mode", "Cache-read input tokens / input tokens, per mode.",
-                                         [(f"sum by ({m.MODE}) (rate({tokens(names.TOKEN_TYPE_CACHE_READ)}[{RATE}])) / "
-                                           f"sum by ({m.MODE}) (rate({tokens(names.TOKEN_TYPE_INPUT)}[{RATE}]))",
-                                           f"{{{{{m.MODE}}}}}")], "percentunit"))
+            .with_panel(timeseries_panel("Prompt-cache share by mode", "Cache-read input tokens / input tokens, per "
+                                         "mode (0 where calls read no cache). A failover that loses the provider's "
+                                         "prompt cache shows as a lower share in degraded mode.",
+                                         [(five_numbers.expressions(RATE, selector=f"{JOB}, {PROVIDER}")[
+                                             "prompt_cache_read_share_by_mode"], f"{{{{{m.MODE}}}}}")], "percentunit"))
             .with_panel(timeseries_panel("Cost ($/h)", "Provider cost in USD per hour by provider and served model.",
                                          [(f"sum by ({m.PROVIDER}, {m.RESPONSE_MODEL}) (3600 * rate({m.PROVIDER_COST}{p}[{RATE}]))",
                                            f"{{{{{m.PROVIDER}}}}} {{{{{m.RESPONSE_MODEL}}}}}")], "currencyUSD"))
