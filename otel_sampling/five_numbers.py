@@ -161,6 +161,8 @@ class FiveNumbers:
     cost_by_mode: dict[str, float] = field(default_factory=dict)
     mean_score_by_mode: dict[str, dict[str, float]] = field(default_factory=dict)  # evaluation -> mode -> mean
     silent_incidents: float = 0.0
+    input_tokens_by_mode: dict[str, float] = field(default_factory=dict)
+    cache_read_tokens_by_mode: dict[str, float] = field(default_factory=dict)
 
     @property
     def degraded_run_share(self) -> float | None:
@@ -181,6 +183,11 @@ class FiveNumbers:
         completed = self.completed_by_mode.get(mode, 0.0)
         return self.cost_by_mode.get(mode, 0.0) / completed if completed else None
 
+    def prompt_cache_read_share(self, mode: str) -> float | None:
+        """Cache-read input tokens / input tokens of the provider calls of ``mode``."""
+        tokens = self.input_tokens_by_mode.get(mode, 0.0)
+        return self.cache_read_tokens_by_mode.get(mode, 0.0) / tokens if tokens else None
+
     def summary(self) -> str:
         """Two report lines, primary vs degraded."""
         share = self.degraded_run_share
@@ -198,6 +205,8 @@ class FiveNumbers:
             f"{_pct(self.completion_rate(names.MODE_DEGRADED))} | silent incidents {self.silent_incidents:.0f}"
             f" | cost/completed task ${_usd(self.cost_per_completed_task(names.MODE_PRIMARY))} vs "
             f"${_usd(self.cost_per_completed_task(names.MODE_DEGRADED))}"
+            f" | prompt-cache reads {_pct(self.prompt_cache_read_share(names.MODE_PRIMARY))} vs "
+            f"{_pct(self.prompt_cache_read_share(names.MODE_DEGRADED))} of input"
         )
 
 
@@ -222,6 +231,10 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
             _add(score_sums, (labels.get(EVALUATION, ""), mode), value)
         elif name == SCORE_COUNT:
             _add(score_counts, (labels.get(EVALUATION, ""), mode), value)
+        elif name == TOKENS_SUM and labels.get(TOKEN_TYPE) == names.TOKEN_TYPE_INPUT:
+            _add(numbers.input_tokens_by_mode, mode, value)
+        elif name == TOKENS_SUM and labels.get(TOKEN_TYPE) == names.TOKEN_TYPE_CACHE_READ:
+            _add(numbers.cache_read_tokens_by_mode, mode, value)
     for (evaluation, mode), count in score_counts.items():
         if count:
             numbers.mean_score_by_mode.setdefault(evaluation, {})[mode] = score_sums.get((evaluation, mode), 0.0) / count
