@@ -152,9 +152,14 @@ def lint(dashboard: dict) -> list[str]:
                     problems.append(f"target-rate-interval-rule: {where} {ref} [{window}]")
             if 'job=~"$job"' not in expr:
                 problems.append(f"target-job-rule: {where} {ref}")
-            for counter in re.findall(r"\b(\w+_total)\b(?:\{[^}]*\})?(?!\s*\[|\{)", expr):
+            for counter in re.findall(r"\b(\w+_total)\b(?:\{[^}]*\})?(?!\s*\[|\{)", COUNTED.sub("", expr)):
                 problems.append(f"target-counter-agg-rule: {where} {ref}: {counter} outside rate/increase")
     return problems
+
+
+# The first-count idiom of otel_sampling.promql.counted: "(x unless x offset W)" reads a counter
+# whole on purpose (a series born inside W); the increase(x[W]) beside it is checked as usual.
+COUNTED = re.compile(r"\((\w+(?:\{[^}]*\})?) unless \1 offset [^)\s]+\)")
 
 
 def recorded_reads(expr: str) -> list[str]:
@@ -174,12 +179,14 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
     target["id"] = broken["panels"][0]["id"]
     target["description"] = ""
     target["options"]["legend"]["showLegend"] = False
-    target["targets"][0]["expr"] = "sum(mcp_sampling_requests_total)"
+    target["targets"][0]["expr"] = "sum(mcp_sampling_requests_total) + sum(x_total unless y_total offset 1m)"
     target["targets"][0]["legendFormat"] = "{{mcp_server_name}}"
     problems = "\n".join(lint(broken))
     for rule in ("panel ids not unique", "panel-title-description-rule", "legend hidden", "target-job-rule",
                  "target-counter-agg-rule", "legend label mcp_server_name not in the query"):
         assert rule in problems
+    for counter in ("mcp_sampling_requests_total", "x_total", "y_total"):  # "x unless y" is not the idiom
+        assert f"{counter} outside rate/increase" in problems
 
 
 PROMQL_WORDS = {
