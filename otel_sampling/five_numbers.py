@@ -1,9 +1,11 @@
 """The five numbers that say whether degradation is working, as PromQL over the exported metrics.
 
 Seed essay "Graceful Degradation & Fallback", "Five numbers that say whether degradation is
-working". One place for the expressions: dashboards, recording rules and alerts take them from
-:func:`expressions` (names come from :mod:`otel_sampling.prometheus_names`, so they follow the
-Python Prometheus exporter). Each is over a range ``window`` (a PromQL duration, default ``1h``):
+working". The one place for their PromQL: the mixin's recording rules, its Overview and Providers
+dashboards and ``docs/telemetry.md`` take the expressions from :func:`expressions` and the rule
+names from :func:`record_name` (metric names come from :mod:`otel_sampling.prometheus_names`, so
+they follow the Python Prometheus exporter). Each is over a range ``window`` (a PromQL duration,
+default ``1h``):
 
 ``degraded_run_seconds``
     Time in degraded mode: seconds of agent run time spent in runs that ended degraded.
@@ -23,7 +25,14 @@ Python Prometheus exporter). Each is over a range ``window`` (a PromQL duration,
 
 Plus ``prompt_cache_read_share_by_mode``: cache-read input tokens / input tokens, per mode; a
 failover that silently loses the provider's prompt cache shows as a lower share in degraded mode
-(it reads ``gen_ai.token.type="cache_read"`` points of ``gen_ai.client.token.usage``).
+(it reads ``gen_ai.token.type="cache_read"`` points of ``gen_ai.client.token.usage``), and
+``runs``: finished runs per mode and outcome, the n behind the numbers (dashboards hide a ratio
+over too few runs).
+
+Counts are taken with :func:`otel_sampling.promql.counted` (a series born inside the window counts
+with its whole value: the OTel SDK creates a series at its first ``add()``). A number that divides
+reads 0, not nothing, when its numerator has no series but its denominator has (the ``or ... * 0``
+idiom); a number over no runs at all is absent.
 
 :func:`from_scrape` computes the same numbers from one scrape of a process's ``/metrics`` (every
 counter started at zero, so a value is its increase over the process's life): the demo report.
@@ -37,6 +46,7 @@ from dataclasses import dataclass, field
 
 from otel_sampling import names
 from otel_sampling.prometheus_names import label_name, metric_name
+from otel_sampling.promql import counted, matchers
 
 RUNS = metric_name(names.METRIC_AGENT_RUNS, names.UNIT_RUN, counter=True)
 RUN_COST = metric_name(names.METRIC_AGENT_RUN_COST, names.UNIT_USD, counter=True)
@@ -51,49 +61,94 @@ OUTCOME = label_name(names.AGENT_RUN_OUTCOME)
 EVALUATION = label_name(names.GEN_AI_EVALUATION_NAME)
 TOKEN_TYPE = label_name(names.GEN_AI_TOKEN_TYPE)
 
+_DEGRADED = matchers(**{MODE: names.MODE_DEGRADED})
+_PRIMARY = matchers(**{MODE: names.MODE_PRIMARY})
+_COMPLETED = matchers(**{OUTCOME: names.OUTCOME_COMPLETED})
+_CACHE_READ = matchers(**{TOKEN_TYPE: names.TOKEN_TYPE_CACHE_READ})
+_INPUT = matchers(**{TOKEN_TYPE: names.TOKEN_TYPE_INPUT})
 
 
-def _equals(label: str, value: str) -> str:
-    return f'{label}="{value}"'
+@dataclass(frozen=True)
+class _Number:
+    labels: tuple[str, ...]  # labels of the result besides the caller's ``by``
+    metric: str  # the metric part of the rule name (Prometheus ``level:metric:operations``)
+    operation: str  # the operation part, the window appended
 
 
-_DEGRADED = _equals(MODE, names.MODE_DEGRADED)
-_PRIMARY = _equals(MODE, names.MODE_PRIMARY)
-_COMPLETED = _equals(OUTCOME, names.OUTCOME_COMPLETED)
-_CACHE_READ = _equals(TOKEN_TYPE, names.TOKEN_TYPE_CACHE_READ)
-_INPUT = _equals(TOKEN_TYPE, names.TOKEN_TYPE_INPUT)
+# What each expression keeps besides ``by``, and how its recording rule is named.
+NUMBERS: dict[str, _Number] = {
+    "degraded_run_seconds": _Number((), "agent_run_duration_seconds_degraded", "increase"),
+    "degraded_run_share": _Number((), "agent_runs_degraded", "ratio"),
+    "quality_delta": _Number((EVALUATION,), "gen_ai_evaluation_score", "primary_minus_degraded"),
+    "completion_rate_by_mode": _Number((MODE,), "agent_runs_completed", "ratio"),
+    "silent_incidents": _Number((), INCIDENTS.removesuffix("_total"), "increase"),
+    "cost_per_completed_task_by_mode": _Number((MODE,), RUN_COST.removesuffix("_total"), "per_completed_run"),
+    "prompt_cache_read_share_by_mode": _Number((MODE,), "gen_ai_client_token_usage_cache_read", "ratio"),
+    "runs": _Number((MODE, OUTCOME), RUNS.removesuffix("_total"), "increase"),
+}
+# Label names as they appear in a rule's level (Prometheus rule naming joins the labels with "_").
+_LEVEL_NAMES = {MODE: "mode", OUTCOME: "outcome", EVALUATION: "evaluation"}
 
 
-def expressions(window: str = "1h") -> dict[str, str]:
-    """The PromQL of each number over ``window`` (``"5m"``, ``"1d"``, or Grafana's ``"$__range"``)."""
-    w = window
+def expressions(window: str = "1h", *, by: tuple[str, ...] = (), selector: str = "") -> dict[str, str]:
+    """The PromQL of each number (and of ``runs``) over ``window``.
 
-    def inc(series: str, selector: str = "") -> str:
-        return f"increase({series}{{{selector}}}[{w}])" if selector else f"increase({series}[{w}])"
+    Args:
+        window: a PromQL duration (``"5m"``, ``"1d"``) or a Grafana variable (``"$__range"``).
+        by: labels every result keeps besides its own (``("job",)`` for one value per job);
+            default: one value in all (per mode or evaluation name where the number has them).
+        selector: label matchers added first to every series read, e.g. ``'job=~"$job"'``.
+    """
+
+    def count(series: str, *matching: str) -> str:
+        parts = [p for p in (selector, *matching) if p]
+        return counted(series + ("{" + ", ".join(parts) + "}" if parts else ""), window)
+
+    def total(series: str, *matching: str, also: tuple[str, ...] = ()) -> str:
+        labels = ", ".join((*by, *also))
+        return f"sum by ({labels}) ({count(series, *matching)})" if labels else f"sum({count(series, *matching)})"
+
+    def ratio(numerator: str, denominator: str) -> str:
+        """0, not nothing, where the denominator has series and the numerator has none."""
+        return f"({numerator} or {denominator} * 0)\n/ {denominator}"
 
     def mean_score(mode: str) -> str:
-        return (f"sum by ({EVALUATION}) ({inc(SCORE_SUM, mode)})"
-                f" / sum by ({EVALUATION}) ({inc(SCORE_COUNT, mode)})")
+        return f"{total(SCORE_SUM, mode, also=(EVALUATION,))}\n/ {total(SCORE_COUNT, mode, also=(EVALUATION,))}"
 
-    runs_by_mode = f"sum by ({MODE}) ({inc(RUNS)})"
-    completed_by_mode = f"sum by ({MODE}) ({inc(RUNS, _COMPLETED)})"
+    runs_by_mode = total(RUNS, also=(MODE,))
+    input_by_mode = total(TOKENS_SUM, _INPUT, also=(MODE,))
     return {
-        "degraded_run_seconds": f"sum({inc(RUN_DURATION_SUM, _DEGRADED)}) or vector(0)",
-        "degraded_run_share": f"(sum({inc(RUNS, _DEGRADED)}) or vector(0)) / sum({inc(RUNS)})",
-        "quality_delta": f"({mean_score(_PRIMARY)}) - ({mean_score(_DEGRADED)})",
-        # a mode with runs but none completed reads 0, not nothing
-        "completion_rate_by_mode": f"({completed_by_mode} or 0 * {runs_by_mode}) / {runs_by_mode}",
-        "silent_incidents": f"sum({inc(INCIDENTS)}) or vector(0)",
-        "cost_per_completed_task_by_mode": f"sum by ({MODE}) ({inc(RUN_COST)}) / {completed_by_mode}",
-        "prompt_cache_read_share_by_mode": (
-            f"sum by ({MODE}) ({inc(TOKENS_SUM, _CACHE_READ)}) / sum by ({MODE}) ({inc(TOKENS_SUM, _INPUT)})"
-        ),
+        "degraded_run_seconds": f"{total(RUN_DURATION_SUM, _DEGRADED)}\nor {total(RUN_DURATION_SUM)} * 0",
+        "degraded_run_share": ratio(total(RUNS, _DEGRADED), total(RUNS)),
+        "quality_delta": f"(\n{mean_score(_PRIMARY)}\n)\n- (\n{mean_score(_DEGRADED)}\n)",
+        "completion_rate_by_mode": ratio(total(RUNS, _COMPLETED, also=(MODE,)), runs_by_mode),
+        "silent_incidents": f"{total(INCIDENTS)}\nor {total(RUNS)} * 0",
+        "cost_per_completed_task_by_mode": f"{total(RUN_COST, also=(MODE,))}\n/ {total(RUNS, _COMPLETED, also=(MODE,))}",
+        "prompt_cache_read_share_by_mode": ratio(total(TOKENS_SUM, _CACHE_READ, also=(MODE,)), input_by_mode),
+        "runs": total(RUNS, also=(MODE, OUTCOME)),
     }
 
 
-def recording_rules(window: str = "1h") -> list[dict[str, str]]:
-    """``{"record", "expr"}`` rules (Prometheus naming ``level:metric:operations``) for a rule group."""
-    return [{"record": f"otel_sampling:{key}:{window}", "expr": expr} for key, expr in expressions(window).items()]
+def record_name(key: str, window: str, by: tuple[str, ...] = ("job",)) -> str:
+    """The recorded series of number ``key`` (``level:metric:operations``, prometheus.io/docs/practices/rules):
+    ``record_name("completion_rate_by_mode", "30m")`` is ``job_mode:agent_runs_completed:ratio30m``.
+
+    Raises:
+        KeyError: an unknown key.
+        ValueError: no label to name the level by (an empty ``by`` for a number without labels).
+    """
+    number = NUMBERS[key]
+    level = "_".join(_LEVEL_NAMES.get(label, label) for label in (*by, *number.labels))
+    if not level:
+        raise ValueError(f"{key}: a recording rule needs a level; pass by=(\"job\",) or other labels")
+    return f"{level}:{number.metric}:{number.operation}{window}"
+
+
+def recording_rules(window: str = "1h", *, by: tuple[str, ...] = ("job",), selector: str = "") -> list[dict[str, str]]:
+    """``{"record", "expr"}`` for every number (and ``runs``), for a rule group; arguments as in
+    :func:`expressions` and :func:`record_name`."""
+    return [{"record": record_name(key, window, by), "expr": expr}
+            for key, expr in expressions(window, by=by, selector=selector).items()]
 
 
 @dataclass
@@ -106,6 +161,8 @@ class FiveNumbers:
     cost_by_mode: dict[str, float] = field(default_factory=dict)
     mean_score_by_mode: dict[str, dict[str, float]] = field(default_factory=dict)  # evaluation -> mode -> mean
     silent_incidents: float = 0.0
+    input_tokens_by_mode: dict[str, float] = field(default_factory=dict)
+    cache_read_tokens_by_mode: dict[str, float] = field(default_factory=dict)
 
     @property
     def degraded_run_share(self) -> float | None:
@@ -126,6 +183,11 @@ class FiveNumbers:
         completed = self.completed_by_mode.get(mode, 0.0)
         return self.cost_by_mode.get(mode, 0.0) / completed if completed else None
 
+    def prompt_cache_read_share(self, mode: str) -> float | None:
+        """Cache-read input tokens / input tokens of the provider calls of ``mode``."""
+        tokens = self.input_tokens_by_mode.get(mode, 0.0)
+        return self.cache_read_tokens_by_mode.get(mode, 0.0) / tokens if tokens else None
+
     def summary(self) -> str:
         """Two report lines, primary vs degraded."""
         share = self.degraded_run_share
@@ -143,6 +205,8 @@ class FiveNumbers:
             f"{_pct(self.completion_rate(names.MODE_DEGRADED))} | silent incidents {self.silent_incidents:.0f}"
             f" | cost/completed task ${_usd(self.cost_per_completed_task(names.MODE_PRIMARY))} vs "
             f"${_usd(self.cost_per_completed_task(names.MODE_DEGRADED))}"
+            f" | prompt-cache reads {_pct(self.prompt_cache_read_share(names.MODE_PRIMARY))} vs "
+            f"{_pct(self.prompt_cache_read_share(names.MODE_DEGRADED))} of input"
         )
 
 
@@ -167,6 +231,10 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
             _add(score_sums, (labels.get(EVALUATION, ""), mode), value)
         elif name == SCORE_COUNT:
             _add(score_counts, (labels.get(EVALUATION, ""), mode), value)
+        elif name == TOKENS_SUM and labels.get(TOKEN_TYPE) == names.TOKEN_TYPE_INPUT:
+            _add(numbers.input_tokens_by_mode, mode, value)
+        elif name == TOKENS_SUM and labels.get(TOKEN_TYPE) == names.TOKEN_TYPE_CACHE_READ:
+            _add(numbers.cache_read_tokens_by_mode, mode, value)
     for (evaluation, mode), count in score_counts.items():
         if count:
             numbers.mean_score_by_mode.setdefault(evaluation, {})[mode] = score_sums.get((evaluation, mode), 0.0) / count

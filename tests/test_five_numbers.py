@@ -149,3 +149,40 @@ def test_the_promql_evaluates_to_the_same_numbers(scrape, tmp_path: Path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
     result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_docs_show_the_promql_of_the_module():
+    telemetry = (Path(__file__).resolve().parents[1] / "docs" / "telemetry.md").read_text()
+    for key, expr in five_numbers.expressions("1h").items():
+        assert f"```promql\n{expr}\n```" in telemetry, key
+        assert five_numbers.record_name(key, "30m") in telemetry, key
+
+
+def test_recorded_names_follow_the_rule_naming_convention():
+    assert five_numbers.record_name("completion_rate_by_mode", "30m") == "job_mode:agent_runs_completed:ratio30m"
+    assert five_numbers.record_name("quality_delta", "1h", by=()) == (
+        "evaluation:gen_ai_evaluation_score:primary_minus_degraded1h")
+    with pytest.raises(ValueError, match="needs a level"):
+        five_numbers.record_name("degraded_run_share", "1h", by=())
+    with pytest.raises(KeyError):
+        five_numbers.record_name("happiness", "1h")
+
+
+def test_prompt_cache_read_share_from_the_scrape():
+    """Token-usage points as the provider instrumentation records them (cache reads are part of
+    input; a call that read no cache records no cache_read point)."""
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN)
+    for mode, points in ((names.MODE_PRIMARY, [(525, 400), (525, 400), (25, None)]),
+                         (names.MODE_DEGRADED, [(525, 400), (25, None), (25, None), (25, None)])):
+        for input_tokens, cache_read in points:
+            tokens.record(input_tokens, {names.DEGRADATION_MODE: mode, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT})
+            if cache_read is not None:
+                tokens.record(cache_read, {names.DEGRADATION_MODE: mode,
+                                           names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_CACHE_READ})
+    numbers = five_numbers.from_scrape(generate_latest(registry).decode())
+    provider.shutdown()
+    assert numbers.prompt_cache_read_share(names.MODE_PRIMARY) == 800 / 1075
+    assert numbers.prompt_cache_read_share(names.MODE_DEGRADED) == 400 / 600
+    assert numbers.prompt_cache_read_share("unknown") is None

@@ -18,7 +18,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from otel_sampling import names
+from otel_sampling import five_numbers, names
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.__main__ import main
@@ -152,9 +152,14 @@ def lint(dashboard: dict) -> list[str]:
                     problems.append(f"target-rate-interval-rule: {where} {ref} [{window}]")
             if 'job=~"$job"' not in expr:
                 problems.append(f"target-job-rule: {where} {ref}")
-            for counter in re.findall(r"\b(\w+_total)\b(?:\{[^}]*\})?(?!\s*\[|\{)", expr):
+            for counter in re.findall(r"\b(\w+_total)\b(?:\{[^}]*\})?(?!\s*\[|\{)", COUNTED.sub("", expr)):
                 problems.append(f"target-counter-agg-rule: {where} {ref}: {counter} outside rate/increase")
     return problems
+
+
+# The first-count idiom of otel_sampling.promql.counted: "(x unless x offset W)" reads a counter
+# whole on purpose (a series born inside W); the increase(x[W]) beside it is checked as usual.
+COUNTED = re.compile(r"\((\w+(?:\{[^}]*\})?) unless \1 offset [^)\s]+\)")
 
 
 def recorded_reads(expr: str) -> list[str]:
@@ -174,12 +179,14 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
     target["id"] = broken["panels"][0]["id"]
     target["description"] = ""
     target["options"]["legend"]["showLegend"] = False
-    target["targets"][0]["expr"] = "sum(mcp_sampling_requests_total)"
+    target["targets"][0]["expr"] = "sum(mcp_sampling_requests_total) + sum(x_total unless y_total offset 1m)"
     target["targets"][0]["legendFormat"] = "{{mcp_server_name}}"
     problems = "\n".join(lint(broken))
     for rule in ("panel ids not unique", "panel-title-description-rule", "legend hidden", "target-job-rule",
                  "target-counter-agg-rule", "legend label mcp_server_name not in the query"):
         assert rule in problems
+    for counter in ("mcp_sampling_requests_total", "x_total", "y_total"):  # "x unless y" is not the idiom
+        assert f"{counter} outside rate/increase" in problems
 
 
 PROMQL_WORDS = {
@@ -272,6 +279,7 @@ CONTRACT = [
     ("counter", names.METRIC_SILENT_INCIDENTS, names.UNIT_INCIDENT, m.SILENT_INCIDENTS),
     ("counter", names.METRIC_AGENT_RUNS, names.UNIT_RUN, m.AGENT_RUNS),
     ("counter", names.METRIC_AGENT_RUN_COST, names.UNIT_USD, m.AGENT_RUN_COST),
+    ("histogram", names.METRIC_AGENT_RUN_DURATION, names.UNIT_SECONDS, m.AGENT_RUN_DURATION + "_sum"),
     ("histogram", names.METRIC_EVALUATION_SCORE, names.UNIT_ONE, m.EVALUATION_SCORE + "_count"),
     ("counter", names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, m.CACHE_LOOKUPS),
 ]
@@ -307,3 +315,10 @@ def test_the_rule_selector_reaches_every_raw_series():
     assert len(raw) > 30
     assert all((match.group(2) or "").startswith('{job="triage-host"') for match in raw), [
         match.group(0) for match in raw if not (match.group(2) or "").startswith('{job="triage-host"')]
+
+
+def test_the_five_numbers_are_recorded_as_the_runtime_package_writes_them():
+    config = MixinConfig(rule_selector='job="triage-host"')
+    recorded = rule_groups(config)["groups"][0]["rules"]
+    expected = five_numbers.recording_rules(config.window, by=("job",), selector='job="triage-host"')
+    assert [rule for rule in recorded if rule in expected] == expected

@@ -36,13 +36,29 @@ CONFIG = MixinConfig.for_short_run()
 # every other query must return data. Empty this list as the emitting branches merge.
 NOT_YET_EMITTED: tuple[str, ...] = ()
 
-# What the triage scenario drives: 6 of 31 requests degraded (fallback and outside-policy models),
-# two outside-policy substitutions, two budget exhaustions; a completion on the fallback, so the
-# fallback is exercised.
+# What the triage scenario (examples/triage/scenario.py, legacy and auto sessions) drives, by step:
 EXPECTED_FIRING = {
+    # 18 of 71 requests degraded: primary-overloaded, primary-rate-limited, outage-answer-cached,
+    # fallback-refuses (failovers), provider-serves-opus, canary-on-fallback, search-outage-*
     f"{PREFIX}DegradedShareHigh", f"{PREFIX}DegradedModeEntered",
-    f"{PREFIX}SubstitutionOutsidePolicy", f"{PREFIX}BudgetExhausted",
+    # provider-serves-opus: the provider serves a model the policy does not permit
+    f"{PREFIX}SubstitutionOutsidePolicy",
+    # budget-exhausted, gateway-quota (mapped by the policy file), budget-raised
+    f"{PREFIX}BudgetExhausted",
+    # runs degraded without a disclosure: search-outage-silent, cached-answer-after-recovery,
+    # provider-serves-opus (the host never notices)
+    f"{PREFIX}SilentDegradation",
+    # narrow-first, then retry-wider-context (retry-narrower-context does not count)
+    f"{PREFIX}ContextScopeWidened",
+    # approved-once, then rejected-on-retry (the same request)
+    f"{PREFIX}DecisionFlipped",
+    # denied-here, then rerouted-elsewhere through ticket-server-b
+    f"{PREFIX}ReroutedAfterDenial",
 }
+# Not driven: DegradationFlapping (the search outage is entered once per session: 2 entries, the
+# threshold is 4), StallsHigh (2 stalls, threshold 3), GrantsHigh (4 grants, threshold 10),
+# FallbackUntested (the fallback completed requests, and canary-on-fallback sent canary traffic),
+# DegradedTooLong and DegradationExpired (the outage ends within seconds, before its expiry).
 
 
 def load_demo():

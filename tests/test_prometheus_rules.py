@@ -123,15 +123,22 @@ CASES = [
        "0+1x90")], "45m", []),
     ("a day of primary traffic and no fallback", "FallbackUntested",
      [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160")], "25h",
-     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and no "
-                     "canary degradation ran: the fallback is untested.")]),
+     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
+                     "was a canary request: the fallback is untested.")]),
     ("one completion on the fallback at hour 10", "FallbackUntested",
      [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
       (req('degradation_mode="degraded", mcp_sampling_ending="completed"'), "0x60 1x100")], "25h", []),
-    ("a canary degradation at hour 10", "FallbackUntested",
+    # the canary's answer was refused, so only the canary branch keeps the alert quiet
+    ("a canary request at hour 10, refused on the fallback", "FallbackUntested",
+     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
+      (req('degradation_mode="degraded", degradation_reason="canary", mcp_sampling_ending="refused"'), "_x60 1x100")],
+     "25h", []),
+    ("a canary degradation is no canary request", "FallbackUntested",
      [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
       (f'degradation_active{{{J}, degradation_component="search", degradation_reason="canary"}}', "0x60 1 0x99")],
-     "25h", []),
+     "25h",
+     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
+                     "was a canary request: the fallback is untested.")]),
     ("a grant a minute", "GrantsHigh",
      [(f"mcp_sampling_grants_total{{{J}, {S}}}", "0+1x100")], "60m",
      [({"job": "j", "mcp_server_name": "s"},
@@ -145,8 +152,11 @@ def runs(mode: str, outcome: str) -> str:
     return f'{{{J}, degradation_mode="{mode}", agent_run_outcome="{outcome}"}}'
 
 
-# The five numbers as recording rules, over runs that all happened within the window: 10 runs,
-# 4 degraded (2 completed, 2 failed), 6 primary (all completed); scores chosen exact in binary.
+# The five numbers as recording rules (otel_sampling.five_numbers, per job), over runs that all
+# happened within the window: 10 runs, 4 degraded (2 completed, 2 failed), 6 primary (all
+# completed); 4.5 s of the 10.5 s run time in degraded runs; scores and prices exact in binary;
+# the degraded calls read nothing from the prompt cache (a failover that lost it).
+EVAL = 'gen_ai_evaluation_name="suite"'
 FIVE_NUMBERS_SERIES = [
     ("agent_runs_total" + runs("primary", "completed"), "_x2 6x20"),
     ("agent_runs_total" + runs("degraded", "completed"), "_x2 2x20"),
@@ -154,26 +164,36 @@ FIVE_NUMBERS_SERIES = [
     ("agent_run_cost_usd_total" + runs("primary", "completed"), "_x2 0.06x20"),
     ("agent_run_cost_usd_total" + runs("degraded", "completed"), "_x2 0.04x20"),
     ("agent_run_cost_usd_total" + runs("degraded", "failed"), "_x2 0.1x20"),
-    (f'gen_ai_evaluation_score_sum{{{J}, degradation_mode="primary"}}', "_x2 3.5x20"),
-    (f'gen_ai_evaluation_score_count{{{J}, degradation_mode="primary"}}', "_x2 4x20"),
-    (f'gen_ai_evaluation_score_sum{{{J}, degradation_mode="degraded"}}', "_x2 1.25x20"),
-    (f'gen_ai_evaluation_score_count{{{J}, degradation_mode="degraded"}}', "_x2 2x20"),
+    ("agent_run_duration_seconds_sum" + runs("primary", "completed"), "_x2 6x20"),
+    ("agent_run_duration_seconds_sum" + runs("degraded", "completed"), "_x2 1.5x20"),
+    ("agent_run_duration_seconds_sum" + runs("degraded", "failed"), "_x2 3x20"),
+    (f'gen_ai_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="primary"}}', "_x2 3.5x20"),
+    (f'gen_ai_evaluation_score_count{{{J}, {EVAL}, degradation_mode="primary"}}', "_x2 4x20"),
+    (f'gen_ai_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 1.25x20"),
+    (f'gen_ai_evaluation_score_count{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 2x20"),
     (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x2 1x20"),
-    (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x3 1x20"),
+    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="primary", gen_ai_token_type="input"}}', "_x2 1000x20"),
+    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="primary", gen_ai_token_type="cache_read"}}', "_x2 500x20"),
+    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="degraded", gen_ai_token_type="input"}}', "_x2 200x20"),
     (req('degradation_mode="degraded"'), "_x2 3x20"),
     (req('degradation_mode="primary"'), "_x2 9x20"),
 ]
 FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value)
+    ("job:agent_run_duration_seconds_degraded:increase30m", {"job": "j"}, 4.5),
     ("job:agent_runs_degraded:ratio30m", {"job": "j"}, 0.4),
     ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "primary"}, 1.0),
     ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0.5),
+    # all spend of a mode, failed runs' too, per completed run: (0.04 + 0.1) / 2
     ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "primary"}, 0.01),
-    ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "degraded"}, 0.02),
-    ("job_mode:gen_ai_evaluation_score:mean30m", {"job": "j", "degradation_mode": "primary"}, 0.875),
-    ("job_mode:gen_ai_evaluation_score:mean30m", {"job": "j", "degradation_mode": "degraded"}, 0.625),
-    ("job:gen_ai_evaluation_score:primary_minus_degraded30m", {"job": "j"}, 0.25),
+    ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "degraded"}, 0.07),
+    # 3.5 / 4 - 1.25 / 2
+    ("job_evaluation:gen_ai_evaluation_score:primary_minus_degraded30m", {"job": "j", "gen_ai_evaluation_name": "suite"},
+     0.25),
     ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
-    ("job:degradation_active:max", {"job": "j"}, 1),
+    ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "primary"}, 0.5),
+    ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0),
+    ("job_mode_outcome:agent_runs:increase30m", {"job": "j", "degradation_mode": "degraded", "agent_run_outcome": "failed"},
+     2),
     ("job:mcp_sampling_degraded:ratio30m", {"job": "j"}, 0.25),
     ("job:mcp_sampling_requests:increase30m", {"job": "j"}, 12),
 ]

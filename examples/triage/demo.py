@@ -256,6 +256,11 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
         problems.append(f"{canary} canary requests counted, the scenario drove {expected_canary}")
     if not stale_hits:
         problems.append("no cache hit on an entry from another configuration was recorded")
+    primary_cache = numbers.prompt_cache_read_share(names.MODE_PRIMARY)
+    degraded_cache = numbers.prompt_cache_read_share(names.MODE_DEGRADED)
+    if not primary_cache or not degraded_cache or degraded_cache >= primary_cache:
+        problems.append(f"prompt-cache read share primary {primary_cache} vs degraded {degraded_cache}: the scenario "
+                        "reads the cache in both modes, less of it after failovers")
     return "\n".join(lines), problems
 
 

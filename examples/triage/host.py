@@ -77,6 +77,7 @@ from scenario import (  # noqa: E402
 )
 
 import otel_sampling as osm  # noqa: E402  # the small API for what no wrapper can see
+from otel_sampling.degradation import Degradation  # noqa: E402
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import BaseExceptionGroup
@@ -368,20 +369,34 @@ async def run_step(client: Client, host: Host, session: str, step: Step) -> None
     log(f"{session:<6} {step.name:<22} {elapsed_ms:6.0f} ms  {got}  [{'; '.join(run.notes)}]")
 
 
+class Outage:
+    """The named degradation of the steps that declare one: entered at the first step of a stretch
+    of consecutive steps naming the same component, exited before the first step that does not (one
+    outage, one entry: entering it per step would count as flapping)."""
+
+    def __init__(self) -> None:
+        self.current: Degradation | None = None
+
+    def follow(self, step: Step) -> None:
+        component = step.host.degradation
+        if self.current is not None and self.current.component != component:
+            self.end()
+        if component and self.current is None:
+            self.current = osm.degraded(component, reason="sources unavailable", owner="oncall-search",
+                                        expires_at=_next_midnight_utc()).enter()
+
+    def end(self) -> None:
+        if self.current is not None:
+            self.current.exit()
+            self.current = None
+
+
 async def run_step_as_run(client: Client, host: Host, session: str, step: Step) -> None:
-    """One step as one run of the task (otel-sampling API): a declared outage is a named degradation
-    while it runs; the host tells the person when it knows the answer is degraded; the (simulated)
+    """One step as one run of the task (otel-sampling API): a run started during a declared outage
+    is degraded; the host tells the person when it knows the answer is degraded; the (simulated)
     eval suite scores every usable answer."""
     with osm.run(RUN_NAME) as agent_run:
-        outage = osm.degraded(step.host.degradation, reason="sources unavailable", owner="oncall-search",
-                              expires_at=_next_midnight_utc()) if step.host.degradation else None
-        try:
-            if outage is not None:
-                outage.enter()
-            await run_step(client, host, session, step)
-        finally:
-            if outage is not None:
-                outage.exit()
+        await run_step(client, host, session, step)
         run = host.runs[(session, step.ticket)]
         served = _summary_model(run.got)
         if served is None:
@@ -427,7 +442,9 @@ async def run_session(host: Host, session: str) -> list[dict[str, Any]]:
     done: list[dict[str, Any]] = []
     host.session = session
     others: dict[str, Client] = {}  # second servers, connected when a step first needs one
+    outage = Outage()
     async with contextlib.AsyncExitStack() as stack:  # one stack: connections close in reverse order
+        stack.callback(outage.end)  # also when the session fails mid-outage
         client = await stack.enter_async_context(connect(host, session))
         info = client.server_info
         log(f"{session}: connected to {info.name if info else '?'} {info.version if info else ''} "
@@ -437,6 +454,7 @@ async def run_session(host: Host, session: str) -> list[dict[str, Any]]:
                 continue
             if step.server is not None and step.server not in others:
                 others[step.server] = await stack.enter_async_context(connect(host, session, step.server))
+            outage.follow(step)
             await run_step_as_run(others[step.server] if step.server else client, host, session, step)
             done.append({"session": session, "step": step.name, "expected_ending": step.expected_ending,
                          "expected_model": step.expected_model})

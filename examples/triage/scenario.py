@@ -34,6 +34,7 @@ ENDINGS: Final = (
 PRIMARY_MODEL: Final = "claude-sonnet-5-5"
 FALLBACK_MODEL: Final = "claude-haiku-5-5"
 CONFIDENTIAL_MARKER: Final = "[confidential]"  # the host never sends such a ticket to a provider
+PROMPT_CACHE: Final = "cache"  # the fake provider reads 400 input tokens from the prompt cache, writes 100
 
 
 @dataclass(frozen=True)
@@ -95,13 +96,15 @@ def _ticket(name: str, ticket: str, **kwargs: Any) -> Step:
 
 STEPS: Final[tuple[Step, ...]] = (
     # --- plain completions on the primary model
+    # (the primary's prompt cache is warm for the first three: the provider reads part of the prompt from it)
     _ticket("printer-fire", "TCK-101: the 3rd-floor printer is on fire; smoke in the hallway.",
+            provider=ProviderScenario(primary=PROMPT_CACHE),
             expected_ending="completed", expected_model=PRIMARY_MODEL),
     _ticket("vpn-drops", "TCK-102: VPN drops every 20 minutes since the client update.",
-            arguments={"include_context": "none"},
+            arguments={"include_context": "none"}, provider=ProviderScenario(primary=PROMPT_CACHE),
             expected_ending="completed", expected_model=PRIMARY_MODEL),
     _ticket("invoice-duplicate", "TCK-103: customer was invoiced twice for March.",
-            arguments={"include_context": "allServers"},
+            arguments={"include_context": "allServers"}, provider=ProviderScenario(primary=PROMPT_CACHE),
             expected_ending="completed", expected_model=PRIMARY_MODEL),
     # --- silent substitutions
     # the server hints an OpenAI model; the host serves it on its own primary (within policy)
@@ -112,9 +115,10 @@ STEPS: Final[tuple[Step, ...]] = (
     _ticket("provider-serves-opus", "TCK-105: SSO login loops back to the start page.",
             provider=ProviderScenario(primary="served_model=claude-opus-5-5"),
             expected_ending="completed", expected_model="claude-opus-5-5"),
-    # --- degraded mode: the primary fails, the fallback serves
+    # --- degraded mode: the primary fails, the fallback serves (the first time from the fallback's
+    # own prompt cache; the other failovers find none: the cache-read share drops in degraded mode)
     _ticket("primary-overloaded", "TCK-106: dashboard charts are blank in Safari.",
-            provider=ProviderScenario(primary="status=529"),
+            provider=ProviderScenario(primary="status=529", fallback=PROMPT_CACHE),
             expected_ending="completed", expected_model=FALLBACK_MODEL),
     _ticket("primary-rate-limited", "TCK-107: password reset e-mails arrive an hour late.",
             provider=ProviderScenario(primary="status=429"),
@@ -152,7 +156,8 @@ STEPS: Final[tuple[Step, ...]] = (
     _ticket("host-bug", "TCK-116: webhook retries flood the queue.",
             host=HostDecisions(crash=True),
             expected_ending="error"),
-    # --- degraded mode as a named state: the search backend is down during these steps
+    # --- degraded mode as a named state: the search backend is down during these steps (one outage:
+    # the host enters it before the first and exits it after the last)
     _ticket("search-outage-disclosed", "TCK-117: knowledge-base search returns nothing.",
             host=HostDecisions(degradation="search"),
             expected_ending="completed", expected_model=PRIMARY_MODEL),

@@ -11,13 +11,13 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import dashboard as dm
 
-from otel_sampling import names
+from otel_sampling import five_numbers, names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.panels import (
     JOB, assign_panel_ids, dashboard, label_variable, stat_panel, state_panel, table_panel, thresholds, timeseries_panel,
 )
-from otel_sampling.mixin.promql import matchers
+from otel_sampling.promql import counted, matchers
 from otel_sampling.mixin.rules import Recorded
 
 RATE = "$__rate_interval"
@@ -56,16 +56,16 @@ def overview(config: MixinConfig) -> dash.Dashboard:
         return f"and on ({by}) sum by ({by}) ({r.runs}{{{JOB}{', ' + selector if selector else ''}}}) >= {n}"
 
     for panel in (
-        stat_panel("Time in degraded mode", "Share of the selected range during which any named degradation "
-                   f"was active (recorded {r.degradation_active}, averaged over time). Owners: Degradation dashboard.",
-                   [(f"avg_over_time({r.degradation_active}{job}[{RANGE}])", "{{job}}")], "percentunit", steps=share),
+        stat_panel(f"Time in degraded mode ({w})", "Agent run time spent in runs that ended degraded, over the last "
+                   f"{w} (recorded {r.degraded_run_seconds}). Named degradations over time: Degradation dashboard.",
+                   [(f"{r.degraded_run_seconds}{job}", "{{job}}")], "s"),
         stat_panel(f"Runs degraded ({w})", f"Finished agent runs in degraded mode / all finished runs over the last {w}; "
                    f"shown from {n} runs on.",
                    [(f"{r.runs_degraded_ratio}{job} {runs_at_least(m.JOB)}", "{{job}}")], "percentunit", steps=share,
                    no_value=small),
-        stat_panel(f"Quality delta ({w})", f"Mean evaluation score in primary mode minus degraded mode over the last {w} "
-                   "(sums and counts added before dividing). Positive: the fallback answers worse.",
-                   [(f"{r.score_delta}{job}", "{{job}}")], "none", decimals=2,
+        stat_panel(f"Quality delta ({w})", f"Mean evaluation score in primary mode minus degraded mode over the last {w}, "
+                   "per evaluation suite (sums and counts added before dividing). Positive: the fallback answers worse.",
+                   [(f"{r.score_delta}{job}", f"{{{{{m.EVALUATION_NAME}}}}}")], "none", decimals=2,
                    steps=thresholds((None, "green"), (0.02, "yellow"), (0.05, "red"))),
         stat_panel(f"Completion by mode ({w})", f"Runs that completed / finished runs, per mode, over the last {w}; "
                    f"shown from {n} runs per mode on.",
@@ -110,14 +110,14 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
     budget = _sel(JOB, SERVER, f'{m.ENDING}="{names.ENDING_BUDGET_EXHAUSTED}"')
     return (d
             .with_panel(stat_panel("Sampling requests", "Sampling requests in the selected range (the n behind the other numbers).",
-                                   [(f"sum(increase({m.SAMPLING_REQUESTS}{s}[{RANGE}]))", "requests")], "short", width=6))
+                                   [(f"sum({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "requests")], "short", width=6))
             .with_panel(stat_panel("Completed", "Requests that ended completed / all requests, selected range.",
-                                   [(f"sum(increase({m.SAMPLING_REQUESTS}{completed}[{RANGE}])) / "
-                                     f"sum(increase({m.SAMPLING_REQUESTS}{s}[{RANGE}]))", "completed")],
+                                   [(f"sum({counted(m.SAMPLING_REQUESTS + completed, RANGE)}) / "
+                                     f"sum({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "completed")],
                                    "percentunit", steps=_good_ratio(0.98, 0.9), width=6))
             .with_panel(stat_panel("p95 sampling latency", "95th percentile of mcp.sampling.duration over the selected range "
                                    "(human approval included).",
-                                   [(f"histogram_quantile(0.95, sum by ({m.LE}) (increase({m.SAMPLING_DURATION}_bucket{s}[{RANGE}])))",
+                                   [(f"histogram_quantile(0.95, sum by ({m.LE}) ({counted(m.SAMPLING_DURATION + '_bucket' + s, RANGE)}))",
                                      "p95")], "s", width=6))
             .with_panel(stat_panel("In flight", "Sampling requests waiting for an answer now.",
                                    [(f"sum({m.SAMPLING_IN_FLIGHT}{s})", "in flight")], "short", width=6))
@@ -131,27 +131,27 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
                                     "(CreateMessageResult.model) and judgement; hints are span attributes "
                                     f"({names.SAMPLING_MODEL_HINTS}), not labels.",
                                     [(f"sum by ({m.SERVER}, {m.RESPONSE_MODEL}, {m.SUBSTITUTION}) "
-                                      f"(increase({m.SAMPLING_REQUESTS}{s}[{RANGE}]))", "requests")], "short", width=12))
+                                      f"({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "requests")], "short", width=12))
             .with_panel(table_panel("Context scope requested vs granted", "Requests in the selected range by includeContext "
                                     "requested by the server and granted by the host (unreported: the host did not say).",
                                     [(f"sum by ({m.SERVER}, {m.SCOPE_REQUESTED}, {m.SCOPE_GRANTED}) "
-                                      f"(increase({m.SAMPLING_REQUESTS}{s}[{RANGE}]))", "requests")], "short", width=12))
+                                      f"({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "requests")], "short", width=12))
             .with_panel(timeseries_panel("Violations by kind", "Policy violations per interval by server and kind "
                                          "(scope widened, decision flipped, rerouted after denial, ...).",
-                                         [(f"sum by ({m.SERVER}, {m.VIOLATION_KIND}) (increase({m.SAMPLING_VIOLATIONS}{s}[{RATE}]))",
+                                         [(f"sum by ({m.SERVER}, {m.VIOLATION_KIND}) ({counted(m.SAMPLING_VIOLATIONS + s, RATE)})",
                                            f"{{{{{m.SERVER}}}}} {{{{{m.VIOLATION_KIND}}}}}")], "short", bars=True))
             .with_panel(timeseries_panel("Stalls and in flight", "Requests waiting now (in flight) and requests that "
                                          f"stalled per interval (runbook: OtelSamplingStallsHigh, threshold "
                                          f"{config.stalls_threshold} per {config.window}).",
                                          [(f"sum by ({m.SERVER}) ({m.SAMPLING_IN_FLIGHT}{s})", "in flight {{" + m.SERVER + "}}"),
-                                          (f"sum by ({m.SERVER}) (increase({m.SAMPLING_STALLS}{s}[{RATE}]))",
+                                          (f"sum by ({m.SERVER}) ({counted(m.SAMPLING_STALLS + s, RATE)})",
                                            "stalled {{" + m.SERVER + "}}")], "short"))
             .with_panel(timeseries_panel("Grants and budget exhaustions", "Consent grants and requests that ended "
                                          f"{names.ENDING_BUDGET_EXHAUSTED} per interval, by server. The reset time is on "
                                          f"each span ({names.SAMPLING_BUDGET_RESETS_AT}), not a label.",
-                                         [(f"sum by ({m.SERVER}) (increase({m.SAMPLING_GRANTS}{s}[{RATE}]))",
+                                         [(f"sum by ({m.SERVER}) ({counted(m.SAMPLING_GRANTS + s, RATE)})",
                                            "grants {{" + m.SERVER + "}}"),
-                                          (f"sum by ({m.SERVER}) (increase({m.SAMPLING_REQUESTS}{budget}[{RATE}]))",
+                                          (f"sum by ({m.SERVER}) ({counted(m.SAMPLING_REQUESTS + budget, RATE)})",
                                            "budget exhausted {{" + m.SERVER + "}}")], "short", width=24, bars=True)))
 
 
@@ -163,23 +163,20 @@ def providers(config: MixinConfig) -> dash.Dashboard:
     errors = _sel(JOB, PROVIDER, f'{m.ERROR_TYPE}!=""')
     bucket = f"{m.OPERATION_DURATION}_bucket{p}"
 
-    def tokens(token_type: str) -> str:
-        return f"{m.TOKEN_USAGE}_sum{_sel(JOB, PROVIDER, matchers(**{m.TOKEN_TYPE: token_type}))}"
-
-    calls = f"sum(increase({m.OPERATION_DURATION}_count{p}[{RANGE}]))"
+    calls = f"sum({counted(m.OPERATION_DURATION + '_count' + p, RANGE)})"
     return (d
             .with_panel(stat_panel("Provider calls", "Provider calls in the selected range (the n behind the other numbers).",
                                    [(calls, "calls")], "short", width=6))
             .with_panel(stat_panel("Failed calls", "Calls that ended with an error.type / all calls, selected range.",
-                                   [(f"sum(increase({m.OPERATION_DURATION}_count{errors}[{RANGE}])) / {calls}", "failed")],
+                                   [(f"sum({counted(m.OPERATION_DURATION + '_count' + errors, RANGE)}) / {calls}", "failed")],
                                    "percentunit", steps=thresholds((None, "green"), (0.01, "yellow"), (0.05, "red")),
                                    width=6))
             .with_panel(stat_panel("p95 call latency", "95th percentile of gen_ai.client.operation.duration over the "
                                    "selected range.",
-                                   [(f"histogram_quantile(0.95, sum by ({m.LE}) (increase({bucket}[{RANGE}])))", "p95")],
+                                   [(f"histogram_quantile(0.95, sum by ({m.LE}) ({counted(bucket, RANGE)}))", "p95")],
                                    "s", width=6))
             .with_panel(stat_panel("Cost in range", "Provider cost in USD over the selected range (gen_ai.client.cost.usd).",
-                                   [(f"sum(increase({m.PROVIDER_COST}{p}[{RANGE}]))", "USD")], "currencyUSD",
+                                   [(f"sum({counted(m.PROVIDER_COST + p, RANGE)})", "USD")], "currencyUSD",
                                    decimals=2, width=6))
             .with_panel(timeseries_panel("Latency percentiles", "p50, p95 and p99 of gen_ai.client.operation.duration "
                                          "by provider (buckets summed before the quantile).",
@@ -192,10 +189,11 @@ def providers(config: MixinConfig) -> dash.Dashboard:
                                          "writes are part of input).",
                                          [(_per_minute(m.TOKEN_USAGE + "_sum", p, m.TOKEN_TYPE), f"{{{{{m.TOKEN_TYPE}}}}}")],
                                          "short"))
-            .with_panel(timeseries_panel("Prompt-cache share by mode", "Cache-read input tokens / input tokens, per mode.",
-                                         [(f"sum by ({m.MODE}) (rate({tokens(names.TOKEN_TYPE_CACHE_READ)}[{RATE}])) / "
-                                           f"sum by ({m.MODE}) (rate({tokens(names.TOKEN_TYPE_INPUT)}[{RATE}]))",
-                                           f"{{{{{m.MODE}}}}}")], "percentunit"))
+            .with_panel(timeseries_panel("Prompt-cache share by mode", "Cache-read input tokens / input tokens, per "
+                                         "mode (0 where calls read no cache). A failover that loses the provider's "
+                                         "prompt cache shows as a lower share in degraded mode.",
+                                         [(five_numbers.expressions(RATE, selector=f"{JOB}, {PROVIDER}")[
+                                             "prompt_cache_read_share_by_mode"], f"{{{{{m.MODE}}}}}")], "percentunit"))
             .with_panel(timeseries_panel("Cost ($/h)", "Provider cost in USD per hour by provider and served model.",
                                          [(f"sum by ({m.PROVIDER}, {m.RESPONSE_MODEL}) (3600 * rate({m.PROVIDER_COST}{p}[{RATE}]))",
                                            f"{{{{{m.PROVIDER}}}}} {{{{{m.RESPONSE_MODEL}}}}}")], "currencyUSD"))
@@ -206,14 +204,14 @@ def providers(config: MixinConfig) -> dash.Dashboard:
             .with_panel(table_panel("Requested and served models", "Provider calls in the selected range by requested "
                                     "model, served model and mode: a fallback shows as a different served model.",
                                     [(f"sum by ({m.PROVIDER}, {m.REQUEST_MODEL}, {m.RESPONSE_MODEL}, {m.MODE}) "
-                                      f"(increase({m.OPERATION_DURATION}_count{p}[{RANGE}]))", "calls")], "short")))
+                                      f"({counted(m.OPERATION_DURATION + '_count' + p, RANGE)})", "calls")], "short")))
 
 
 def degradation(config: MixinConfig) -> dash.Dashboard:
     j = _sel(JOB)
     d = dashboard(config, "otel-sampling-degradation", "Degradation",
                   "Named degradations: what is degraded, since when, is it flapping, and is the fallback exercised?")
-    canary = _sel(JOB, f'{m.REASON}="{names.REASON_CANARY}"')
+    canary = _sel(JOB, matchers(**{m.REASON: names.REASON_CANARY}))
     degraded_done = _sel(JOB, matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
     hits = _sel(JOB, matchers(**{m.CACHE_RESULT: "hit"}))
     return (d
@@ -225,7 +223,7 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
                                    [(f"count({m.DEGRADATION_EXPIRED}{j} > 0) or vector(0)", "expired")], "short",
                                    steps=thresholds((None, "green"), (1, "red")), width=8))
             .with_panel(stat_panel("Entries in range", "How many times a degradation was entered in the selected range.",
-                                   [(f"sum(increase({m.DEGRADATION_TRANSITIONS}{_sel(JOB, matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))}[{RANGE}]))",
+                                   [(f"sum({counted(m.DEGRADATION_TRANSITIONS + _sel(JOB, matchers(**{m.DIRECTION: names.DIRECTION_ENTER})), RANGE)})",
                                      "entries")], "short", width=8))
             .with_panel(state_panel("Degradation state", "Each named degradation over time (component, reason). "
                                     f"Owner and expiry are span attributes ({names.DEGRADATION_OWNER}, "
@@ -240,18 +238,19 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
             .with_panel(timeseries_panel("Transitions (flapping)", "Entries and exits per interval by degradation "
                                          f"(runbook: OtelSamplingDegradationFlapping, {config.flapping_transitions} "
                                          f"entries per {config.flapping_window}).",
-                                         [(f"sum by ({m.COMPONENT}, {m.DIRECTION}) (increase({m.DEGRADATION_TRANSITIONS}{j}[{RATE}]))",
+                                         [(f"sum by ({m.COMPONENT}, {m.DIRECTION}) ({counted(m.DEGRADATION_TRANSITIONS + j, RATE)})",
                                            f"{{{{{m.COMPONENT}}}}} {{{{{m.DIRECTION}}}}}")], "short", bars=True))
-            .with_panel(timeseries_panel("Traffic through the fallback", "Canary degradations active (deliberate "
-                                         "fallback traffic) and sampling requests completed in degraded mode per minute; "
-                                         "neither for a day: OtelSamplingFallbackUntested.",
-                                         [(f"max by ({m.COMPONENT}) ({m.DEGRADATION_ACTIVE}{canary})", "canary {{" + m.COMPONENT + "}}"),
+            .with_panel(timeseries_panel("Traffic through the fallback", "Canary sampling requests (deliberate "
+                                         "fallback traffic, marked by otel_sampling.canary()) and sampling requests "
+                                         "completed in degraded mode, per minute; neither for a day: "
+                                         "OtelSamplingFallbackUntested.",
+                                         [(_per_minute(m.SAMPLING_REQUESTS, canary, m.SERVER), "canary {{" + m.SERVER + "}}"),
                                           (_per_minute(m.SAMPLING_REQUESTS, degraded_done, m.SERVER),
-                                           "completed degraded {{" + m.SERVER + "}}")], "short"))
+                                           "completed degraded {{" + m.SERVER + "}}")], "reqpm"))
             .with_panel(timeseries_panel("Cache hits by provenance", "Cache hits per interval by the mode that stored "
                                          "the entry and whether it matches the current configuration.",
                                          [(f"sum by ({m.CACHE_PROVENANCE_MODE}, {m.CACHE_PROVENANCE_MATCH}) "
-                                           f"(increase({m.CACHE_LOOKUPS}{hits}[{RATE}]))",
+                                           f"({counted(m.CACHE_LOOKUPS + hits, RATE)})",
                                            f"{{{{{m.CACHE_PROVENANCE_MODE}}}}} {{{{{m.CACHE_PROVENANCE_MATCH}}}}}")], "short",
                                          width=12)))
 

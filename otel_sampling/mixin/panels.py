@@ -19,6 +19,7 @@ from otel_sampling import names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.rules import PREFIX
+from otel_sampling.promql import counted, matchers
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 JOB = f'{m.JOB}=~"$job"'
@@ -118,10 +119,11 @@ def dashboard(config: MixinConfig, uid: str, title: str, description: str,
          .with_variable(dash.DatasourceVariable("datasource").label("Data source").type("prometheus"))
          .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB))
          .annotation(annotation("Alerts firing", f'ALERTS{{alertstate="firing", alertname=~"{PREFIX}.*", {JOB}}}', "red"))
-         .annotation(annotation(
+         .annotation(annotation(  # counted(): the first entry of a component creates its series at 1
              "Degradation entered",
-             f"sum by ({m.COMPONENT}) (increase({m.DEGRADATION_TRANSITIONS}{{{JOB}, "
-             f'{m.DIRECTION}="{names.DIRECTION_ENTER}"}}[$__rate_interval])) > 0', "orange")))
+             f"sum by ({m.COMPONENT}) "
+             f"({counted(m.DEGRADATION_TRANSITIONS + '{' + JOB + ', ' + matchers(**{m.DIRECTION: names.DIRECTION_ENTER}) + '}', '$__rate_interval')})"
+             " > 0", "orange")))
     for variable in extra_variables:
         d = d.with_variable(variable)
     return d

@@ -11,39 +11,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_sampling import names
+from otel_sampling import five_numbers, names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
-from otel_sampling.mixin.promql import counted, matchers
+from otel_sampling.promql import counted, matchers
 
 PREFIX = "OtelSampling"
+BY_JOB = (m.JOB,)  # the level of every recorded series
 Rule = dict[str, Any]
 
 
 class Recorded:
-    """The names of the recording rules, for a window (dashboards and alerts read these)."""
+    """The names of the recording rules, for a window (dashboards and alerts read these); the five
+    numbers are named by ``otel_sampling.five_numbers.record_name``."""
 
     def __init__(self, config: MixinConfig) -> None:
         w = config.window
         self.requests_by_server = f"job_server:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
         self.requests = f"job:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
         self.degraded_ratio = f"job:mcp_sampling_degraded:ratio{w}"
-        self.degradation_active = f"job:{m.DEGRADATION_ACTIVE}:max"
-        self.runs = f"job_mode:{m.AGENT_RUNS.removesuffix('_total')}:increase{w}"
-        self.runs_degraded_ratio = f"job:agent_runs_degraded:ratio{w}"
-        self.completion_ratio = f"job_mode:agent_runs_completed:ratio{w}"
-        self.score_mean = f"job_mode:{m.EVALUATION_SCORE}:mean{w}"
-        self.score_delta = f"job:{m.EVALUATION_SCORE}:primary_minus_degraded{w}"
-        self.silent_incidents = f"job:{m.SILENT_INCIDENTS.removesuffix('_total')}:increase{w}"
-        self.cost_per_completed_run = f"job_mode:{m.AGENT_RUN_COST.removesuffix('_total')}:per_completed_run{w}"
+        number = {key: five_numbers.record_name(key, w, BY_JOB) for key in five_numbers.NUMBERS}
+        self.degraded_run_seconds = number["degraded_run_seconds"]
+        self.runs = number["runs"]
+        self.runs_degraded_ratio = number["degraded_run_share"]
+        self.completion_ratio = number["completion_rate_by_mode"]
+        self.score_delta = number["quality_delta"]
+        self.silent_incidents = number["silent_incidents"]
+        self.cost_per_completed_run = number["cost_per_completed_task_by_mode"]
+        self.prompt_cache_read_share = number["prompt_cache_read_share_by_mode"]
 
 
 def recording_rules(config: MixinConfig) -> list[Rule]:
-    """Every recorded series; see ``Recorded`` for the names."""
+    """Every recorded series: the sampling-request counts and degraded share, then the five numbers
+    exactly as ``otel_sampling.five_numbers`` writes them (per job); see ``Recorded`` for the names."""
     r, w, sel = Recorded(config), config.window, config.selector
     mode_degraded = matchers(**{m.MODE: names.MODE_DEGRADED})
-    completed = matchers(**{m.RUN_OUTCOME: names.OUTCOME_COMPLETED})
-    runs = f"{m.AGENT_RUNS}{sel()}"
     return [
         {"record": r.requests_by_server,  # keeps mode, ending and substitution for slicing
          "expr": f"sum by ({m.JOB}, {m.SERVER}, {m.MODE}, {m.ENDING}, {m.SUBSTITUTION}) "
@@ -52,27 +54,7 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
         {"record": r.degraded_ratio,  # "or ... * 0": 0, not absent, while nothing ran degraded
          "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
                  f"/ {r.requests}"},
-        # The five numbers (DESIGN.md, "the five numbers").
-        {"record": r.degradation_active, "expr": f"max by ({m.JOB}) ({m.DEGRADATION_ACTIVE}{sel()})"},
-        {"record": r.runs,
-         "expr": f"sum by ({m.JOB}, {m.MODE}, {m.RUN_OUTCOME}) ({counted(runs, w)})"},
-        {"record": r.runs_degraded_ratio,
-         "expr": f"(sum by ({m.JOB}) ({r.runs}{{{mode_degraded}}}) or sum by ({m.JOB}) ({r.runs}) * 0)\n"
-                 f"/ sum by ({m.JOB}) ({r.runs})"},
-        {"record": r.completion_ratio,
-         "expr": f"(sum by ({m.JOB}, {m.MODE}) ({r.runs}{{{completed}}}) or sum by ({m.JOB}, {m.MODE}) ({r.runs}) * 0)\n"
-                 f"/ sum by ({m.JOB}, {m.MODE}) ({r.runs})"},
-        {"record": r.score_mean,
-         "expr": f"sum by ({m.JOB}, {m.MODE}) ({counted(m.EVALUATION_SCORE + '_sum' + sel(), w)})\n"
-                 f"/ sum by ({m.JOB}, {m.MODE}) ({counted(m.EVALUATION_SCORE + '_count' + sel(), w)})"},
-        {"record": r.score_delta,
-         "expr": f"{r.score_mean}{{{matchers(**{m.MODE: names.MODE_PRIMARY})}}}\n"
-                 f"- ignoring ({m.MODE}) {r.score_mean}{{{mode_degraded}}}"},
-        {"record": r.silent_incidents,
-         "expr": f"sum by ({m.JOB}) ({counted(m.SILENT_INCIDENTS + sel(), w)})"},
-        {"record": r.cost_per_completed_run,
-         "expr": f"sum by ({m.JOB}, {m.MODE}) ({counted(m.AGENT_RUN_COST + sel(completed), w)})\n"
-                 f"/ sum by ({m.JOB}, {m.MODE}) ({r.runs}{{{completed}}})"},
+        *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector),
     ]
 
 
@@ -183,12 +165,12 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(), dw)}) > 0\n"
                f"unless on ({m.JOB}) (\n"
                f"  sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED})), dw)}) > 0\n"
-               f"  or max by ({m.JOB}) (max_over_time({m.DEGRADATION_ACTIVE}{sel(matchers(**{m.REASON: names.REASON_CANARY}))}[{dw}])) > 0\n"
+               f"  or sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(matchers(**{m.REASON: names.REASON_CANARY})), dw)}) > 0\n"
                f")",
                c.fallback_untested_for, "info",
                "The fallback path carried no traffic for a day.",
                f"Job {{{{ $labels.job }}}} served sampling requests over the last {dw} but none completed in degraded "
-               f"mode and no canary degradation ran: the fallback is untested."),
+               f"mode and none was a canary request: the fallback is untested."),
         _alert(c, "GrantsHigh",
                f"sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)}) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
