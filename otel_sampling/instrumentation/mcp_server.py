@@ -256,5 +256,5 @@ class MCPServerSamplingInstrumentor(TargetTableInstrumentor):
     """
 
     targets = _TARGETS
-    dependencies = ("mcp >= 2.3, < 3",)
+    dependencies = ("mcp >= 2.1, < 3",)
     state_class = _State
