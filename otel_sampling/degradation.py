@@ -55,7 +55,9 @@ class Degradation:
         component: what runs degraded (``"search"``), a non-empty string; a metric label.
         reason: why (``"sources unavailable"``), a non-empty string; a metric label and the
             ``degradation.reason`` of every span started while it is active.
-        owner: who answers for it (a team or person), a non-empty string; span attribute only.
+        owner: who answers for it (a team or person), a non-empty string; kept on the object
+            (never a metric label). ``degradation.owner`` / ``degradation.expires_at`` in
+            ``names.py`` are not yet stamped on spans.
         expires_at: when it should be over: an aware :class:`datetime.datetime` or an ISO 8601
             string with an offset (``"2026-12-01T00:00:00Z"``). Past it, the degradation counts
             in ``degradation.expired`` until it exits.
@@ -150,6 +152,9 @@ def active_reasons() -> tuple[str, ...]:
 @contextmanager
 def canary() -> Iterator[None]:
     """Mark the calls made in this block as deliberate canary traffic through the fallback.
+
+    ``with otel_sampling.canary():`` (a plain ``with``, also inside ``async def``; not
+    ``async with``) takes no arguments and raises nothing.
 
     Seed essay: an untested fallback does not exist, so a small share of real traffic goes
     through it on purpose. Inside the block, provider calls, and the sampling request whose

@@ -253,6 +253,8 @@ class MCPServerSamplingInstrumentor(TargetTableInstrumentor):
     """Instruments the server side of MCP sampling in mcp 2.x (see the module docstring).
 
     ``instrument(tracer_provider=None, meter_provider=None)``; providers default to the global ones.
+    Supported range: ``mcp >= 2.1, < 3`` (``instrumentation_dependencies``; outside it, nothing is
+    wrapped and that is logged at DEBUG).
     """
 
     targets = _TARGETS
