@@ -146,8 +146,8 @@ class SamplingRecord:
                 attributes[names.MCP_SERVER_NAME] = clean(server_name, max_length)
             if self._hints:
                 attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints[:MAX_HINTS]]
-            max_tokens = getattr(params, "max_tokens", None)
-            if isinstance(max_tokens, int):
+            max_tokens = _max_tokens(params)
+            if max_tokens is not None:
                 attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
             span.set_attributes(attributes)
 
@@ -404,6 +404,16 @@ def _hint_names(params: Any) -> tuple[str, ...]:
         if isinstance(name, str) and name:
             names_.append(name)
     return tuple(names_)
+
+
+_INT64 = range(-(2**63), 2**63)  # OTLP AnyValue.int_value
+
+
+def _max_tokens(params: Any) -> int | None:
+    """``maxTokens`` when an OTLP exporter can carry it: JSON has no integer bound and mcp accepts
+    any int, but an attribute beyond int64 fails every OTLP export of the span's attributes."""
+    value = getattr(params, "max_tokens", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value in _INT64 else None
 
 
 def _context_label(value: str) -> str:
