@@ -321,8 +321,7 @@ class _File:
         self._text = text
 
     def error(self, key: KeyPath, problem: str) -> PolicyError:
-        table_path = tuple(part for part in key if isinstance(part, str))
-        line = _find_line(_key_lines(self._text), table_path)
+        line = _find_line(_key_lines(self._text), tuple(key))
         return PolicyError(self.path, problem, key=_format_key(key), line=line)
 
 
@@ -673,15 +672,20 @@ def _parse_header(line: str) -> tuple[str, ...] | None:
     return parts
 
 
-def _key_lines(text: str) -> list[tuple[tuple[str, ...], int]]:
-    """Every header and ``key =`` line in *text*, as (full key path, 1-based line number)."""
-    found: list[tuple[tuple[str, ...], int]] = []
-    table: tuple[str, ...] = ()
+def _key_lines(text: str) -> list[tuple[tuple[str | int, ...], int]]:
+    """Every header and ``key =`` line in *text*, as (full key path, 1-based line number); an
+    ``[[array]]`` entry's path ends with its index, as the validation's key paths do."""
+    found: list[tuple[tuple[str | int, ...], int]] = []
+    table: tuple[str | int, ...] = ()
+    entries: dict[tuple[str, ...], int] = {}  # [[array]] headers seen so far, per array
     for number, line in enumerate(text.split("\n"), start=1):  # TOML lines end at "\n" only
         stripped = line.lstrip(" \t")
         if stripped.startswith("["):
             header = _parse_header(stripped)
             if header is not None:
+                if stripped.startswith("[["):  # each entry is a table of its own: path + index
+                    entries[header] = entries.get(header, -1) + 1
+                    header = (*header, entries[header])
                 table = header
                 found.append((header, number))
             continue
@@ -691,7 +695,7 @@ def _key_lines(text: str) -> list[tuple[tuple[str, ...], int]]:
     return found
 
 
-def _find_line(found: list[tuple[tuple[str, ...], int]], key: tuple[str, ...]) -> int | None:
+def _find_line(found: list[tuple[tuple[str | int, ...], int]], key: tuple[str | int, ...]) -> int | None:
     """The first line that defines *key* (or a table inside it); else the line of its nearest
     enclosing header or dotted key; else ``None``."""
     enclosing: int | None = None
