@@ -5,9 +5,14 @@ peer errors reaching the host unchanged (``/cases``: items 7, 14, 15, 16)."""
 from __future__ import annotations
 
 import logging
-import anyio
-import mcp_types as types
+import time
+
 import pytest
+
+pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
+
+import anyio  # noqa: E402
+import mcp_types as types  # noqa: E402
 from conftest import TRACER_PROVIDER
 from mcp import Client, MCPError
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -153,3 +158,98 @@ def test_content_reaches_no_span_event_log_or_label(both, mode, ending, caplog):
     assert labels and not [v for v in labels if SENTINEL in v]
     ours = [r for r in caplog.records if r.name.startswith("otel_sampling")]
     assert not [r for r in ours if SENTINEL in r.getMessage() or SENTINEL in str(r.exc_info)]
+
+
+# ---------------------------------------------------------------- the denial vocabulary round trip
+@pytest.mark.parametrize("mode", PATHS)
+@pytest.mark.parametrize("how", ["returned", "raised"])
+def test_sampling_error_is_sent_and_read_back_unchanged(both, mode, how):
+    """What ``sampling_error`` builds is a frame the mcp SDK sends as is: the server's call fails
+    with that code, message and data, and both sides classify it as the budget exhaustion."""
+    error = otel_sampling.sampling_error("policy.budget_exhausted", "Daily limit reached",
+                                         resets_at="2026-12-01T00:00:00Z")
+
+    async def callback(ctx, params):
+        if how == "raised":
+            raise MCPError.from_error_data(error)
+        return error
+
+    out = anyio.run(call, build_server(), mode, callback, "sample", {"hint": "claude-sonnet"})
+    if mode == "auto" and how == "raised":  # the exception stays in the host (an anyio group)
+        (out,) = out.exceptions
+    assert isinstance(out, MCPError)
+    assert (out.error.code, out.error.message, out.error.data) == (
+        -32003, "Daily limit reached", {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+    host = sampling_spans(both, SpanKind.SERVER)
+    server = sampling_spans(both, SpanKind.CLIENT)
+    # On the 2026-07-28 path a denial never reaches the server (it waits for a retry): no span yet.
+    for span in host + (server if mode == "legacy" else []):
+        assert span.attributes[names.SAMPLING_ENDING] == "policy.budget_exhausted"
+        assert span.attributes[names.SAMPLING_BUDGET_RESETS_AT] == "2026-12-01T00:00:00Z"
+    assert len(host) == 1 and len(server) == (1 if mode == "legacy" else 0)
+
+
+@pytest.mark.parametrize("reason", [["policy.denied"], {"policy.denied": 1}, None, 7])
+def test_sampling_error_rejects_a_reason_of_the_wrong_type_with_value_error(reason):
+    with pytest.raises(ValueError, match="reason must be one of"):
+        otel_sampling.sampling_error(reason, "Denied")
+
+
+@pytest.mark.parametrize("scope", [["none"], {"none": 1}, None, 0])
+def test_grant_context_rejects_a_scope_of_the_wrong_type_with_value_error(scope):
+    with pytest.raises(ValueError, match="scope must be one of"):
+        otel_sampling.grant_context(scope)
+
+
+# ---------------------------------------------------------------- peer errors unchanged (case 16)
+async def _deadline_exceeded(mode):
+    async def slow(ctx, params):
+        await anyio.sleep(5)
+        return result()
+    return await call(build_server(), mode, slow, "sample_with_deadline", {"deadline_s": 0.3})
+
+
+async def _denied(mode):
+    return await call(build_server(), mode, returning(types.ErrorData(code=-32000, message="Host says no")),
+                      "sample", {"hint": "claude-sonnet"})
+
+
+@pytest.mark.parametrize(("scenario", "mode"), [(_deadline_exceeded, "legacy"), (_denied, "legacy"),
+                                                (_denied, "auto")])
+def test_peer_errors_reach_the_host_as_without_instrumentation(telemetry, scenario, mode):
+    """A JSON-RPC error frame and the SDK's -32001 timeout reach the caller with the same type,
+    code, message and data whether or not we are installed."""
+    def seen(exc):
+        error = getattr(exc, "error", None)
+        return type(exc), str(exc), getattr(error, "code", None), getattr(error, "data", None)
+
+    bare = seen(anyio.run(scenario, mode))
+    host, server = MCPSamplingInstrumentor(), MCPServerSamplingInstrumentor()
+    for instrumentor in (host, server):
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        assert seen(anyio.run(scenario, mode)) == bare
+    finally:
+        server.uninstrument()
+        host.uninstrument()
+    assert bare[0] is MCPError and sampling_spans(telemetry)
+
+
+# ---------------------------------------------------------------- violations counted once
+@pytest.mark.parametrize("mode", PATHS)
+def test_one_retry_wider_both_ways_is_one_scope_widened(both, mode):
+    """A retry that requests and is granted a wider scope is one violation, not two."""
+    def granting(scope):
+        async def callback(ctx, params):
+            otel_sampling.grant_context(scope)
+            return result()
+        return callback
+
+    args = {"hint": "claude-sonnet"}
+    anyio.run(call, build_server(), mode, granting("none"), "sample", {**args, "include_context": "none"})
+    anyio.run(call, build_server(), mode, granting("thisServer"), "sample", {**args, "include_context": "thisServer"})
+    counts = both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND)
+    assert counts == {(names.VIOLATION_SCOPE_WIDENED,): 1}
+    retry = sampling_spans(both, SpanKind.SERVER)[-1]
+    assert [e.attributes[names.SAMPLING_VIOLATION_KIND] for e in retry.events
+            if e.name == names.EVENT_SAMPLING_VIOLATION] == [names.VIOLATION_SCOPE_WIDENED]
