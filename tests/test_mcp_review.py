@@ -253,3 +253,24 @@ def test_one_retry_wider_both_ways_is_one_scope_widened(both, mode):
     retry = sampling_spans(both, SpanKind.SERVER)[-1]
     assert [e.attributes[names.SAMPLING_VIOLATION_KIND] for e in retry.events
             if e.name == names.EVENT_SAMPLING_VIOLATION] == [names.VIOLATION_SCOPE_WIDENED]
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_a_flip_at_one_server_is_seen_through_a_decision_at_another(both, mode):
+    """Denied by the host for server A, rerouted to B (completed there), then completed for A: the
+    host flipped its decision for A, whatever it decided for B in between."""
+    denied = otel_sampling.sampling_error("policy.denied", "Not for this server")
+    args = {"hint": "claude-sonnet", "include_context": "none"}
+    anyio.run(call, build_server("server-a"), mode, returning(denied), "sample", args)
+    anyio.run(call, build_server("server-b"), mode, returning(result()), "sample", args)
+    anyio.run(call, build_server("server-a"), mode, returning(result()), "sample", args)
+    counts = both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND, names.MCP_SERVER_NAME)
+    assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL, "server-b"): 1,
+                      (names.VIOLATION_DECISION_FLIPPED, "server-a"): 1}
+
+
+@pytest.mark.parametrize("name", ["\x00\x1b\u202e", "\ud800"])
+def test_a_server_name_of_nothing_printable_is_labelled_unknown(both, name):
+    anyio.run(call, build_server(name), "legacy", returning(result()), "sample", {"hint": "claude-sonnet"})
+    counts = both.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME)
+    assert counts == {(names.UNKNOWN_LABEL,): 1}
