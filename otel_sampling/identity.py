@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachetools import TTLCache
 
@@ -42,6 +42,7 @@ _DECISIONS = {
     names.ENDING_BUDGET_EXHAUSTED: DENY,
 }
 DENIALS = frozenset({names.ENDING_POLICY_DENIED, names.ENDING_USER_DENIED, names.ENDING_BUDGET_EXHAUSTED})
+DECISION_SERVERS = 8  # servers whose last decision each fingerprint remembers
 _SCOPE_RANK = {scope: rank for rank, scope in enumerate(names.INCLUDE_CONTEXT_VALUES)}
 
 
@@ -68,49 +69,60 @@ def decision(ending: str) -> str | None:
     return _DECISIONS.get(ending)
 
 
+class Decision(NamedTuple):
+    """The host's last decision on a request for one server: :data:`ALLOW` / :data:`DENY`, whether
+    it was a budget exhaustion, and when it was taken (the ledger's clock, seconds)."""
+
+    server: str | None
+    decision: str
+    budget_denied: bool
+    decided_at: float
+
+
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """What the host did the last time it saw a fingerprint.
+    """What the host did the last times it saw a fingerprint.
 
     Attributes:
         server: the server that sent it last (``serverInfo.name``; None when unknown).
-        decision: the last decision (:data:`ALLOW` / :data:`DENY`), None when none was taken yet.
-        decision_server: the server that decision was for.
+        decisions: the last decision per server, oldest first, at most
+            ``DECISION_SERVERS`` servers (a decision for server A stays visible after the request
+            was decided for server B, so a flip for A is still seen).
         denied_server: the last server the request was denied for (``DENIALS``), if any.
         requested: the last ``includeContext`` requested.
         granted: the last scope granted (``grant_context``), None when the host never reported one.
         trace_id, span_id: the span of that last request (for links and event attributes).
-        budget_denied: the last decision was a budget exhaustion.
-        decided_at: when the last decision was taken (the ledger's clock, seconds).
     """
 
     server: str | None
-    decision: str | None
-    decision_server: str | None
+    decisions: tuple[Decision, ...]
     denied_server: str | None
     requested: str
     granted: str | None
     trace_id: int
     span_id: int
-    budget_denied: bool = False
-    decided_at: float = 0.0
+
+    def decision_for(self, server: str | None) -> Decision | None:
+        """The last decision taken on this request for ``server``, if any."""
+        return next((d for d in reversed(self.decisions) if d.server == server), None)
 
     @staticmethod
     def first(*, server: str | None, ending: str, requested: str, granted: str | None,
               trace_id: int, span_id: int, earlier: Seen | None = None, now: float = 0.0) -> Seen:
         """The entry for a request that just ended, carrying over what ``earlier`` knew."""
         taken = decision(ending)
+        decisions = earlier.decisions if earlier else ()
+        if taken:
+            kept = tuple(d for d in decisions if d.server != server)[-(DECISION_SERVERS - 1):]
+            decisions = (*kept, Decision(server, taken, ending == names.ENDING_BUDGET_EXHAUSTED, now))
         return Seen(
             server=server,
-            decision=taken if taken else (earlier.decision if earlier else None),
-            decision_server=server if taken else (earlier.decision_server if earlier else None),
+            decisions=decisions,
             denied_server=server if ending in DENIALS else (earlier.denied_server if earlier else None),
             requested=requested,
             granted=granted if granted is not None else (earlier.granted if earlier else None),
             trace_id=trace_id,
             span_id=span_id,
-            budget_denied=ending == names.ENDING_BUDGET_EXHAUSTED if taken else bool(earlier and earlier.budget_denied),
-            decided_at=now if taken else (earlier.decided_at if earlier else now),
         )
 
 
@@ -132,8 +144,9 @@ def violations_at_end(earlier: Seen, server: str | None, ending: str, granted: s
     wider granted scope."""
     found = []
     taken = decision(ending)
-    if taken and earlier.decision and taken != earlier.decision and earlier.decision_server == server \
-            and not (earlier.budget_denied and taken == ALLOW and granted_budget_since):
+    before = earlier.decision_for(server)
+    if taken and before is not None and taken != before.decision \
+            and not (before.budget_denied and taken == ALLOW and granted_budget_since):
         found.append(names.VIOLATION_DECISION_FLIPPED)
     if granted is not None and wider(granted, earlier.granted):
         found.append(names.VIOLATION_SCOPE_WIDENED)

@@ -306,7 +306,9 @@ class SamplingRecord:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
         earlier = self._earlier
         if earlier is not None:
-            granted_since = earlier.budget_denied and ledger.granted_since(self._server_name, earlier.decided_at)
+            before = earlier.decision_for(self._server_name)
+            granted_since = before is not None and before.budget_denied \
+                and ledger.granted_since(self._server_name, before.decided_at)
             for kind in identity.violations_at_end(earlier, self._server_name, ending, self._granted, granted_since):
                 self._violate(kind)
         ledger.note_ending(self._server_name, ending)
