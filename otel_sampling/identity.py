@@ -49,14 +49,29 @@ _SCOPE_RANK = {scope: rank for rank, scope in enumerate(names.INCLUDE_CONTEXT_VA
 def fingerprint(params: Any) -> str:
     """The identity of a ``CreateMessageRequestParams``: 32 hex characters.
 
-    Raises whatever pydantic raises for a params object it cannot dump (callers guard).
+    Content JSON cannot carry (a host can build a request in-process with bytes or sets in
+    ``metadata``) is hashed in a stable form: bytes as hex, sets sorted, other objects by ``repr``.
+    Raises whatever pydantic or ``json`` raise for a params object they cannot dump at all, e.g.
+    mixed-type dict keys (callers guard).
     """
     if hasattr(params, "model_dump"):
-        body = params.model_dump(mode="json", include=_FINGERPRINT_FIELDS, exclude_none=True)
+        try:
+            body = params.model_dump(mode="json", include=_FINGERPRINT_FIELDS, exclude_none=True)
+        except ValueError:  # pydantic's serialisation errors: content built in-process (bytes, sets...)
+            body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True)
     else:
         body = {k: v for k, v in dict(params).items() if k in _FINGERPRINT_FIELDS}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_fallback)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _json_fallback(value: Any) -> Any:
+    """What JSON cannot carry, in a stable form: bytes as hex, sets sorted, anything else its repr."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": value.hex()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((json.dumps(v, sort_keys=True, default=_json_fallback) for v in value))
+    return repr(value)
 
 
 def wider(scope: str | None, than: str | None) -> bool:

@@ -274,3 +274,25 @@ def test_a_server_name_of_nothing_printable_is_labelled_unknown(both, name):
     anyio.run(call, build_server(name), "legacy", returning(result()), "sample", {"hint": "claude-sonnet"})
     counts = both.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME)
     assert counts == {(names.UNKNOWN_LABEL,): 1}
+
+
+def test_content_json_cannot_carry_still_gets_an_identity(both):
+    """A host dispatching a request it built in-process (``dispatch_input_request``) can put bytes
+    or sets in ``metadata``: mcp accepts them (``dict[str, Any]``); the request still gets a
+    fingerprint, the same one when repeated, so the repeat is linked and judged."""
+    def request(blob: bytes):
+        return types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))], max_tokens=5,
+            metadata={"blob": blob, "ids": {3, 1, 2}}))
+
+    async def main():
+        async with Client(build_server(), mode="legacy", sampling_callback=returning(result())) as client:
+            ctx = type("Ctx", (), {"request_id": 1, "meta": None})()
+            for blob in (b"\xff\x00", b"\xff\x00", b"\xfe"):
+                await client.session.dispatch_input_request(ctx, request(blob))
+
+    anyio.run(main)
+    first, repeat, other = sampling_spans(both, SpanKind.SERVER)
+    assert first.attributes[names.SAMPLING_FINGERPRINT] == repeat.attributes[names.SAMPLING_FINGERPRINT]
+    assert other.attributes[names.SAMPLING_FINGERPRINT] != first.attributes[names.SAMPLING_FINGERPRINT]
+    assert [link.context.span_id for link in repeat.links] == [first.context.span_id]
