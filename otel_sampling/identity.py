@@ -65,6 +65,19 @@ def fingerprint(params: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+SERVER_KEY_MAX_LENGTH = 256
+
+
+def server_key(name: str | None) -> str | None:
+    """How the identity store and the ledger remember a server: its name, or for a name longer
+    than ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it (``"sha256:<hex>"``), so that a
+    hostile 1 MB ``serverInfo.name``, copied afresh by each session, is not kept per request.
+    Equal names give equal keys; idempotent."""
+    if name is None or len(name) <= SERVER_KEY_MAX_LENGTH:
+        return name
+    return "sha256:" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _json_fallback(value: Any) -> Any:
     """What JSON cannot carry, in a stable form: bytes as hex, sets sorted, anything else its repr."""
     if isinstance(value, (bytes, bytearray)):

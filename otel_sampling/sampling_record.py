@@ -60,7 +60,7 @@ class SamplingRecord:
     """
 
     __slots__ = (
-        "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_hints",
+        "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_server_key", "_hints",
         "_include_context", "_path", "_ended", "_attached", "_provider_calls",
         "_failed_models", "_failed_over", "_provider_model",
         "_input_tokens", "_output_tokens", "_cost_usd",
@@ -95,6 +95,7 @@ class SamplingRecord:
         self._output_tokens = 0
         self._cost_usd = 0.0
         self._server_name = server_name
+        self._server_key = identity.server_key(server_name)  # what the identity store and ledger keep
         self._server_label = instruments.server_label.value(server_name)
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
@@ -123,7 +124,7 @@ class SamplingRecord:
             try:  # the record is live now: our bookkeeping must not lose it
                 ledger.pending.add(self)
                 if self._earlier is not None:
-                    for kind in identity.violations_at_start(self._earlier, server_name, self._include_context):
+                    for kind in identity.violations_at_start(self._earlier, self._server_key, self._include_context):
                         self._violate(kind)
             except Exception:
                 logger.debug("otel-sampling: could not track a sampling request", exc_info=True)
@@ -306,16 +307,16 @@ class SamplingRecord:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
         earlier = self._earlier
         if earlier is not None:
-            before = earlier.decision_for(self._server_name)
+            before = earlier.decision_for(self._server_key)
             granted_since = before is not None and before.budget_denied \
-                and ledger.granted_since(self._server_name, before.decided_at)
-            for kind in identity.violations_at_end(earlier, self._server_name, ending, self._granted, granted_since):
+                and ledger.granted_since(self._server_key, before.decided_at)
+            for kind in identity.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
                 self._violate(kind)
-        ledger.note_ending(self._server_name, ending)
+        ledger.note_ending(self._server_key, ending)
         if self._fingerprint:
             span_context = self._span.get_span_context()
             ledger.identity.put(self._fingerprint, identity.Seen.first(
-                server=self._server_name, ending=ending, requested=self._include_context, granted=self._granted,
+                server=self._server_key, ending=ending, requested=self._include_context, granted=self._granted,
                 trace_id=span_context.trace_id, span_id=span_context.span_id, earlier=earlier, now=ledger.now()))
 
     def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None,

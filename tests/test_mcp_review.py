@@ -296,3 +296,22 @@ def test_content_json_cannot_carry_still_gets_an_identity(both):
     assert first.attributes[names.SAMPLING_FINGERPRINT] == repeat.attributes[names.SAMPLING_FINGERPRINT]
     assert other.attributes[names.SAMPLING_FINGERPRINT] != first.attributes[names.SAMPLING_FINGERPRINT]
     assert [link.context.span_id for link in repeat.links] == [first.context.span_id]
+
+
+def test_a_huge_server_name_is_not_kept_once_per_session(both):
+    """A host that opens a session per tool call gets a fresh copy of the server's 1 MB name each
+    time; the identity store and the per-server endings (kept an hour, 10k entries) must not hold
+    one copy per request. Detection still works: the repeat at another server is a reroute."""
+    huge = "s" * 1_000_000
+    denied = otel_sampling.sampling_error("policy.denied", "No")
+    for i in range(5):
+        anyio.run(call, build_server(huge + "x"), "legacy", returning(denied), "sample", {"text": f"ticket {i}"})
+    anyio.run(call, build_server(huge + "y"), "legacy", returning(result()), "sample", {"text": "ticket 4"})
+    ledger = otel_sampling.sampling_api._ledger
+    kept = [seen for _, seen in ledger.identity._entries.items()]
+    assert len(kept) == 5
+    servers = [s.server for s in kept] + [d.server for s in kept for d in s.decisions] + [s.denied_server for s in kept]
+    servers += list(ledger._last_endings)
+    assert max(len(s) for s in servers) <= 256
+    counts = both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND)
+    assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL,): 1}
