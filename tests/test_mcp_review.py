@@ -315,3 +315,53 @@ def test_a_huge_server_name_is_not_kept_once_per_session(both):
     assert max(len(s) for s in servers) <= 256
     counts = both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND)
     assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL,): 1}
+
+
+def test_the_session_id_never_reaches_a_metric(both):
+    """Streamable HTTP (legacy, stateful) on 127.0.0.1: the session id is on both spans, on no
+    metric point (DESIGN: no request or session ids on metrics)."""
+    from test_mcp_server_side import _serve_http
+
+    async def body(url):
+        async with Client(url, mode="legacy", sampling_callback=returning(result())) as client:
+            return await client.call_tool("sample", {"hint": "claude-sonnet"})
+
+    anyio.run(_serve_http, body)
+    session_ids = {s.attributes[names.MCP_SESSION_ID] for s in sampling_spans(both)}
+    assert len(session_ids) == 1
+    metrics = both.reader.get_metrics_data()
+    points = [p for rm in metrics.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+              for p in m.data.data_points]
+    assert points
+    for point in points:
+        assert names.MCP_SESSION_ID not in point.attributes
+        assert not session_ids & {str(v) for v in point.attributes.values()}
+
+
+LATE_IMPORT = """
+import sys, wrapt
+assert "mcp" not in sys.modules
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+host, server = MCPSamplingInstrumentor(), MCPServerSamplingInstrumentor()
+host.instrument(); server.instrument()
+from mcp.client.session import ClientSession            # imported after instrument(): wrapped
+from mcp.server.session import ServerSession
+print(isinstance(vars(ClientSession)["dispatch_input_request"], wrapt.FunctionWrapper),
+      isinstance(vars(ServerSession)["send_request"], wrapt.FunctionWrapper))
+server.uninstrument(); host.uninstrument()
+from mcp.client.session import ClientSession            # imported after uninstrument(): not wrapped
+from mcp.server.runner import ServerRunner
+print(isinstance(vars(ClientSession)["dispatch_input_request"], wrapt.FunctionWrapper),
+      isinstance(vars(ServerRunner)["_on_request"], wrapt.FunctionWrapper))
+"""
+
+
+def test_mcp_imported_after_instrument_is_wrapped_and_after_uninstrument_is_not():
+    """Case 9, in a fresh interpreter where mcp is not imported yet."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", LATE_IMPORT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True", "False", "False"]
