@@ -42,7 +42,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Mapping, TypeVar
 
-from otel_sampling.names import ENDINGS, INCLUDE_CONTEXT_VALUES
+from otel_sampling.names import ENDING_COMPLETED, ENDINGS, INCLUDE_CONTEXT_VALUES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -188,7 +188,7 @@ class EndingRule:
     A rule matches an error frame when every condition it sets holds; at least one is set.
 
     Attributes:
-        ending: the ending recorded on a match, one of ``names.ENDINGS``.
+        ending: the ending recorded on a match, one of ``names.ENDINGS`` except ``completed``.
         code: the JSON-RPC error code to match exactly; ``None`` matches any code.
         message_contains: a substring of the error message to match (case-insensitive);
             ``None`` matches any message.
@@ -381,8 +381,10 @@ def _ending_rule(file: _File, key: KeyPath, raw: Any) -> EndingRule:
 
 
 def _ending(file: _File, key: KeyPath, value: Any) -> str:
+    if value == ENDING_COMPLETED:
+        raise file.error(key, "an error frame is never a completion; use another ending")
     if not isinstance(value, str) or value not in ENDINGS:
-        allowed = ", ".join(f'"{v}"' for v in ENDINGS)
+        allowed = ", ".join(f'"{v}"' for v in ENDINGS if v != ENDING_COMPLETED)
         raise file.error(key, f"must be one of {allowed}; got {_short_repr(value)}")
     return value
 

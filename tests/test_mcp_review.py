@@ -365,3 +365,24 @@ def test_mcp_imported_after_instrument_is_wrapped_and_after_uninstrument_is_not(
     proc = subprocess.run([sys.executable, "-c", LATE_IMPORT], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True", "False", "False"]
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_an_error_frame_claiming_completed_is_not_a_completion(both, mode):
+    """An error frame is never a completion, whatever its ``data.reason`` says: the server got an
+    error. Read as ``completed`` it would count as served and as an "allow" decision."""
+    frame = types.ErrorData(code=-32003, message="Denied", data={"reason": "completed"})
+    out = anyio.run(call, build_server(), mode, returning(frame), "sample", {"hint": "claude-sonnet"})
+    assert isinstance(out, MCPError) and out.error.data == {"reason": "completed"}
+    spans = sampling_spans(both, SpanKind.SERVER) + (sampling_spans(both, SpanKind.CLIENT) if mode == "legacy" else [])
+    assert [s.attributes[names.SAMPLING_ENDING] for s in spans] == ["policy.denied"] * len(spans)
+
+
+def test_an_ending_rule_cannot_map_error_frames_to_completed(tmp_path):
+    from otel_sampling.policy import PolicyError, load_policy
+
+    path = tmp_path / "policy.toml"
+    path.write_text('[[ending_rules]]\ncode = -32050\nending = "policy.denied"\n\n'
+                    '[[ending_rules]]\ncode = -32051\nending = "completed"\n')
+    with pytest.raises(PolicyError, match=r"policy.toml:7: ending_rules\[1\].ending: an error frame is never"):
+        load_policy(path)
