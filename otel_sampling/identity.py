@@ -155,10 +155,12 @@ class Seen:
 
 
 def violations_at_start(earlier: Seen, server: str | None, requested: str) -> list[str]:
-    """Violations visible when a repeated request arrives: a reroute after a denial, a wider
-    requested scope."""
+    """Violations visible when a repeated request arrives: a reroute after a denial (sent by
+    another server than the one it was denied for; a retry by the server it was rerouted to, which
+    already sent it last, is a repeat there, not another reroute), a wider requested scope."""
     found = []
-    if earlier.denied_server is not None and server is not None and server != earlier.denied_server:
+    if earlier.denied_server is not None and server is not None and server != earlier.denied_server \
+            and server != earlier.server:
         found.append(names.VIOLATION_REROUTED_AFTER_DENIAL)
     if wider(requested, earlier.requested):
         found.append(names.VIOLATION_SCOPE_WIDENED)

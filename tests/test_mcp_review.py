@@ -386,3 +386,15 @@ def test_an_ending_rule_cannot_map_error_frames_to_completed(tmp_path):
                     '[[ending_rules]]\ncode = -32051\nending = "completed"\n')
     with pytest.raises(PolicyError, match=r"policy.toml:7: ending_rules\[1\].ending: an error frame is never"):
         load_policy(path)
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_a_rerouted_request_retried_at_its_new_server_is_one_reroute(both, mode):
+    """Denied for A, sent to B, then retried at B: one reroute (the retry at B is a repeat there)."""
+    denied = otel_sampling.sampling_error("policy.denied", "Not for this server")
+    args = {"hint": "claude-sonnet", "include_context": "none"}
+    anyio.run(call, build_server("server-a"), mode, returning(denied), "sample", args)
+    for _ in range(2):
+        anyio.run(call, build_server("server-b"), mode, returning(result()), "sample", args)
+    counts = both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND, names.MCP_SERVER_NAME)
+    assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL, "server-b"): 1}
