@@ -398,3 +398,45 @@ def test_a_rerouted_request_retried_at_its_new_server_is_one_reroute(both, mode)
         anyio.run(call, build_server("server-b"), mode, returning(result()), "sample", args)
     counts = both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND, names.MCP_SERVER_NAME)
     assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL, "server-b"): 1}
+
+
+# ---------------------------------------------------------------- cases 8 and 11
+@pytest.mark.parametrize("mode", PATHS)
+def test_a_result_with_an_empty_model_names_no_model_and_is_unjudged(both, mode):
+    """Case 8: no served model means no ``gen_ai.response.model`` (not "", not the hint) and an
+    ``unjudged`` substitution."""
+    out = anyio.run(call, build_server(), mode, returning(result(model="")), "sample", {"hint": "claude-sonnet"})
+    assert out.content[0].text == "|endTurn"
+    for span in sampling_spans(both, SpanKind.SERVER) + sampling_spans(both, SpanKind.CLIENT):
+        assert names.GEN_AI_RESPONSE_MODEL not in span.attributes
+        assert span.attributes[names.SAMPLING_ENDING] == "completed"
+    (host,) = sampling_spans(both, SpanKind.SERVER)
+    assert host.attributes[names.SAMPLING_SUBSTITUTION] == "unjudged"
+    counts = both.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_SUBSTITUTION, names.GEN_AI_RESPONSE_MODEL)
+    assert counts == {("unjudged", names.UNKNOWN_LABEL): 1}
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_the_host_cancelling_gets_its_cancellation_back(both, mode):
+    """Case 11: the cancellation propagates through our wrapper unchanged (the host's cancel scope
+    catches it, so it was not swallowed or replaced), and the request ends ``cancelled``."""
+    started = anyio.Event()
+
+    async def callback(ctx, params):
+        started.set()
+        await anyio.sleep(30)
+        return result()
+
+    async def main():
+        async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(client.call_tool, "sample", {"hint": "claude-sonnet"})
+                    await started.wait()
+                    scope.cancel()
+            await anyio.sleep(0.1)
+            return scope.cancelled_caught
+
+    assert anyio.run(main) is True
+    (host,) = sampling_spans(both, SpanKind.SERVER)
+    assert host.attributes[names.SAMPLING_ENDING] == "cancelled"
