@@ -1,11 +1,12 @@
 """Adversarial review of MCP sampling on real sessions (both sides, both protocol paths): hostile
-request fields, content that must stay out of telemetry, the denial vocabulary round trip, and
-peer errors reaching the host unchanged (``/cases``: items 7, 14, 15, 16)."""
+request fields, content that must stay out of telemetry, the denial vocabulary round trip, peer
+errors and exception groups reaching the host unchanged, violations counted once, and the failure
+kinds of the shared case list (items 7, 8, 9, 11, 14, 15, 16)."""
 
 from __future__ import annotations
 
 import logging
-import time
+import sys
 
 import pytest
 
@@ -13,16 +14,19 @@ pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
 
 import anyio  # noqa: E402
 import mcp_types as types  # noqa: E402
-from conftest import TRACER_PROVIDER
-from mcp import Client, MCPError
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.trace import SpanKind
-from sampling_server import build_asking_server, build_server
+from conftest import TRACER_PROVIDER  # noqa: E402
+from mcp import Client, MCPError  # noqa: E402
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
+from opentelemetry.trace import SpanKind  # noqa: E402
+from sampling_server import build_asking_server, build_server  # noqa: E402
 
-import otel_sampling
-from otel_sampling import names
-from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+import otel_sampling  # noqa: E402
+from otel_sampling import names  # noqa: E402
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor  # noqa: E402
+from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor  # noqa: E402
+
+if sys.version_info < (3, 11):  # anyio brings the backport there
+    from exceptiongroup import ExceptionGroup
 
 PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
 SENTINEL = "SENTINEL-7f3a"
@@ -354,17 +358,20 @@ from mcp.client.session import ClientSession            # imported after uninstr
 from mcp.server.runner import ServerRunner
 print(isinstance(vars(ClientSession)["dispatch_input_request"], wrapt.FunctionWrapper),
       isinstance(vars(ServerRunner)["_on_request"], wrapt.FunctionWrapper))
+import threading
+host.instrument()  # left instrumented: the watchdog thread must not keep the process alive
+print(all(t.daemon for t in threading.enumerate() if t.name == "otel-sampling-watchdog"))
 """
 
 
 def test_mcp_imported_after_instrument_is_wrapped_and_after_uninstrument_is_not():
-    """Case 9, in a fresh interpreter where mcp is not imported yet."""
+    """Case 9, in a fresh interpreter where mcp is not imported yet; a process that exits still
+    instrumented exits (the stall watchdog is a daemon thread)."""
     import subprocess
-    import sys
 
     proc = subprocess.run([sys.executable, "-c", LATE_IMPORT], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", "True", "False", "False"]
+    assert proc.stdout.split() == ["True", "True", "False", "False", "True"]
 
 
 @pytest.mark.parametrize("mode", PATHS)
@@ -440,3 +447,32 @@ def test_the_host_cancelling_gets_its_cancellation_back(both, mode):
     assert anyio.run(main) is True
     (host,) = sampling_spans(both, SpanKind.SERVER)
     assert host.attributes[names.SAMPLING_ENDING] == "cancelled"
+
+
+def test_an_exception_group_raised_by_the_callback_reaches_the_host_as_it_would_bare(telemetry):
+    """2026-07-28 path: the host's own exception group, inside anyio's, is the very same object
+    with and without us; the span reads its single leaf."""
+    def raising():
+        raised = ExceptionGroup("host checks", [ValueError("bad params")])
+
+        async def callback(ctx, params):
+            raise raised
+        return raised, callback
+
+    def leaves(exc):
+        return [exc] + [leaf for sub in getattr(exc, "exceptions", ()) for leaf in leaves(sub)]
+
+    raised, callback = raising()
+    bare = anyio.run(call, build_server(), "auto", callback, "sample", {"hint": "claude-sonnet"})
+    host = MCPSamplingInstrumentor()
+    host.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        raised_again, callback = raising()
+        out = anyio.run(call, build_server(), "auto", callback, "sample", {"hint": "claude-sonnet"})
+    finally:
+        host.uninstrument()
+    assert raised in leaves(bare) and raised_again in leaves(out)
+    assert [type(e) for e in leaves(out)] == [type(e) for e in leaves(bare)]
+    (span,) = sampling_spans(telemetry)
+    assert span.attributes[names.SAMPLING_ENDING] == "error"
+    assert span.attributes[names.ERROR_TYPE] == "ValueError"
