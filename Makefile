@@ -62,7 +62,8 @@ OLDEST := anthropic==2.14.0 openai==3.57.0 \
 # cells run everything else. A new 2.x-only module either joins this list or starts with
 # pytest.importorskip("mcp_types").
 MCP2_ONLY_TESTS := test_classify test_host_safety test_lifecycle test_mcp_sampling \
-	test_sampling_with_provider test_auto_instrumentation
+	test_sampling_with_provider test_auto_instrumentation \
+	test_mcp_bounds test_mcp_depth_safety test_mcp_server_side test_mcp_violations test_sampling_api
 MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest
 
 extras_mcp1 := mcp1,anthropic,openai,otlp,prometheus,test
