@@ -169,13 +169,14 @@ def violations_at_start(earlier: Seen, server: str | None, requested: str) -> li
 
 def violations_at_end(earlier: Seen, server: str | None, ending: str, granted: str | None,
                       granted_budget_since: bool = False) -> list[str]:
-    """Violations visible when a repeated request ends: a flipped decision for the same server
-    (a budget exhaustion followed by a grant for that server, then a completion, is not one), a
-    wider granted scope."""
+    """Violations visible when a repeated request ends: a flipped decision for the same server, a
+    wider granted scope. A budget is a quantity: an allowed request exhausting it when repeated is
+    not a flip (it ran out), nor is an exhausted one allowed after a grant for that server."""
     found = []
     taken = decision(ending)
     before = earlier.decision_for(server)
-    if taken and before is not None and taken != before.decision \
+    ran_out = ending == names.ENDING_BUDGET_EXHAUSTED
+    if taken and before is not None and taken != before.decision and not ran_out \
             and not (before.budget_denied and taken == ALLOW and granted_budget_since):
         found.append(names.VIOLATION_DECISION_FLIPPED)
     if granted is not None and wider(granted, earlier.granted):

@@ -476,3 +476,18 @@ def test_an_exception_group_raised_by_the_callback_reaches_the_host_as_it_would_
     (span,) = sampling_spans(telemetry)
     assert span.attributes[names.SAMPLING_ENDING] == "error"
     assert span.attributes[names.ERROR_TYPE] == "ValueError"
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_a_budget_running_out_on_a_repeated_request_is_not_a_flip(both, mode):
+    """A server asking the same question several times (n samples) until the budget is spent: a
+    budget is a quantity that runs out, not a re-evaluation. The reverse (exhausted, then served
+    without a grant) stays a flip (test_mcp_violations)."""
+    budget = otel_sampling.sampling_error("policy.budget_exhausted", "Daily limit", resets_at="2026-12-01T00:00:00Z")
+    args = {"hint": "claude-sonnet", "include_context": "none"}
+    for answer in (result(), result(), budget, budget):
+        anyio.run(call, build_server(), mode, returning(answer), "sample", args)
+    assert both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {}
+    anyio.run(call, build_server(), mode, returning(result()), "sample", args)
+    assert both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
+        (names.VIOLATION_DECISION_FLIPPED,): 1}
