@@ -491,3 +491,37 @@ def test_a_budget_running_out_on_a_repeated_request_is_not_a_flip(both, mode):
     anyio.run(call, build_server(), mode, returning(result()), "sample", args)
     assert both.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
         (names.VIOLATION_DECISION_FLIPPED,): 1}
+
+
+def test_server_and_model_labels_stay_within_the_label_value_limit(telemetry, monkeypatch):
+    """Every MCP sampling metric (both sides, violations and stalls included) admits at most
+    OTEL_SAMPLING_LABEL_VALUE_LIMIT distinct server and model names; the rest are ``_other``."""
+    monkeypatch.setenv("OTEL_SAMPLING_LABEL_VALUE_LIMIT", "2")
+    host, server = MCPSamplingInstrumentor(), MCPServerSamplingInstrumentor()
+    for instrumentor in (host, server):
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    denied = otel_sampling.sampling_error("policy.denied", "No")
+    try:
+        anyio.run(call, build_server("server-0"), "legacy", returning(denied), "sample", {"text": "same"})
+        for i in range(1, 5):
+            anyio.run(call, build_server(f"server-{i}"), "legacy", returning(result(model=f"model-{i}")),
+                      "sample", {"text": "same"})
+        ledger = otel_sampling.sampling_api._ledger
+
+        async def stalling(ctx, params):
+            import time as clock
+            ledger.pending.sweep(clock.monotonic() + 3600)
+            return result(model="model-9")
+        anyio.run(call, build_server("server-9"), "legacy", stalling, "sample", {"text": "other"})
+    finally:
+        server.uninstrument()
+        host.uninstrument()
+    for metric in (names.METRIC_SAMPLING_REQUESTS, names.METRIC_SAMPLING_DURATION, names.METRIC_SAMPLING_IN_FLIGHT,
+                   names.METRIC_SAMPLING_VIOLATIONS, names.METRIC_SAMPLING_STALLS, names.METRIC_SAMPLING_SERVER_REQUESTS):
+        points = telemetry.points(metric)
+        assert points, metric
+        for key in (names.MCP_SERVER_NAME, names.GEN_AI_RESPONSE_MODEL):
+            values = {p.attributes[key] for p in points if key in p.attributes}
+            assert len(values - {names.OVERFLOW_LABEL, names.UNKNOWN_LABEL}) <= 2, (metric, key, values)
+    assert {p.attributes[names.MCP_SERVER_NAME] for p in telemetry.points(names.METRIC_SAMPLING_STALLS)} == {
+        names.OVERFLOW_LABEL}
