@@ -83,7 +83,7 @@ def _json_fallback(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return {"bytes": value.hex()}
     if isinstance(value, (set, frozenset)):
-        return sorted((json.dumps(v, sort_keys=True, default=_json_fallback) for v in value))
+        return sorted(json.dumps(v, sort_keys=True, default=_json_fallback) for v in value)
     return repr(value)
 
 
@@ -112,7 +112,8 @@ class Seen:
     """What the host did the last times it saw a fingerprint.
 
     Attributes:
-        server: the server that sent it last (``serverInfo.name``; None when unknown).
+        server: the server that sent it last (:func:`server_key` of ``serverInfo.name``; None
+            when unknown); every server below is kept the same way.
         decisions: the last decision per server, oldest first, at most
             ``DECISION_SERVERS`` servers (a decision for server A stays visible after the request
             was decided for server B, so a flip for A is still seen).

@@ -38,8 +38,8 @@ class BoundedLabel:
         limit: how many distinct values are admitted (>= 1); default from
             ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` via :class:`otel_sampling.settings.Settings`.
 
-    ``value(None)``, ``value("")`` and a value with nothing printable give ``_unknown``. Thread-safe; memory is bounded by
-    ``limit`` values of at most ``LABEL_MAX_LENGTH`` characters.
+    ``value(None)``, ``value("")`` and a value with nothing printable give ``_unknown``.
+    Thread-safe; memory is bounded by ``limit`` values of at most ``LABEL_MAX_LENGTH`` characters.
     """
 
     __slots__ = ("_limit", "_seen", "_lock")

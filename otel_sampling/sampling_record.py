@@ -60,8 +60,8 @@ class SamplingRecord:
     """
 
     __slots__ = (
-        "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_server_key", "_hints",
-        "_include_context", "_path", "_ended", "_attached", "_provider_calls",
+        "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_server_key",
+        "_hints", "_include_context", "_path", "_ended", "_attached", "_provider_calls",
         "_failed_models", "_failed_over", "_provider_model",
         "_input_tokens", "_output_tokens", "_cost_usd",
         "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name",
