@@ -3,7 +3,8 @@
 The ending vocabulary is ``names.ENDINGS``. Rules for error frames, first match wins
 (``docs/telemetry.md`` "Ending rules"):
 
-1. ``ErrorData.data.reason`` is itself an ending in the vocabulary: that ending.
+1. ``ErrorData.data.reason`` is itself an ending in the vocabulary other than ``completed`` (an
+   error frame is never a completion): that ending.
    Then the host's own rules from the policy file (``[[ending_rules]]``), in file order.
 2. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
    "User rejected sampling request").
@@ -41,7 +42,8 @@ USER_REJECTED_CODE = names.ERROR_CODE_USER_REJECTED  # MCP spec: user rejected t
 POLICY_REFUSAL_CODE = names.ERROR_CODE_POLICY_REFUSAL  # otel-sampling convention (implementation-defined band)
 REQUEST_TIMEOUT_CODE = -32001  # mcp_types.REQUEST_TIMEOUT
 
-_ENDING_SET = frozenset(names.ENDINGS)
+# An error frame is never a completion, whatever its data.reason says: the requester got an error.
+_FRAME_ENDINGS = frozenset(names.ENDINGS) - {names.ENDING_COMPLETED}
 _CODE_ENDINGS: Mapping[int, str] = {
     USER_REJECTED_CODE: names.ENDING_USER_DENIED,
     POLICY_REFUSAL_CODE: names.ENDING_POLICY_DENIED,
@@ -79,9 +81,9 @@ def from_error_frame(code: object, data: object, message: object = None,
         raw_resets = data.get("resetsAt")
         if isinstance(raw_resets, str):
             resets_at = raw_resets
-    matched = None if isinstance(reason, str) and reason in _ENDING_SET else next(
-        (rule for rule in rules if rule.matches(code, message)), None)
-    if isinstance(reason, str) and reason in _ENDING_SET:
+    named = isinstance(reason, str) and reason in _FRAME_ENDINGS
+    matched = None if named else next((rule for rule in rules if rule.matches(code, message)), None)
+    if named:
         ending = reason
     elif matched is not None:
         ending = matched.ending

@@ -38,8 +38,8 @@ class BoundedLabel:
         limit: how many distinct values are admitted (>= 1); default from
             ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` via :class:`otel_sampling.settings.Settings`.
 
-    ``value(None)`` and ``value("")`` give ``_unknown``. Thread-safe; memory is bounded by
-    ``limit`` values of at most ``LABEL_MAX_LENGTH`` characters.
+    ``value(None)``, ``value("")`` and a value with nothing printable give ``_unknown``.
+    Thread-safe; memory is bounded by ``limit`` values of at most ``LABEL_MAX_LENGTH`` characters.
     """
 
     __slots__ = ("_limit", "_seen", "_lock")
@@ -55,6 +55,8 @@ class BoundedLabel:
         if isinstance(raw, str) and raw in self._seen:  # the hot path: an admitted value is already clean
             return raw
         text = clean(raw, LABEL_MAX_LENGTH)
+        if not text:  # nothing printable (controls, lone surrogates): an empty label is no label
+            return UNKNOWN_LABEL
         if text in self._seen:
             return text
         with self._lock:

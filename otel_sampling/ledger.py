@@ -18,7 +18,7 @@ from cachetools import TTLCache
 from opentelemetry import trace
 
 from otel_sampling import names
-from otel_sampling.identity import IdentityStore, Seen
+from otel_sampling.identity import IdentityStore, Seen, server_key
 from otel_sampling.instruments import Instruments
 from otel_sampling.stalls import WATCHDOG, PendingWatch
 
@@ -47,23 +47,24 @@ class Ledger:
     def stop(self) -> None:
         WATCHDOG.unregister(self.pending.sweep)
 
+    # Servers are kept by identity.server_key (a hostile 1 MB name is not kept per entry).
     def note_ending(self, server: str | None, ending: str) -> None:
         if server is not None:
             with self._lock:
-                self._last_endings[server] = ending
+                self._last_endings[server_key(server)] = ending
 
     def last_ending(self, server: str) -> str | None:
         with self._lock:
-            return self._last_endings.get(server)
+            return self._last_endings.get(server_key(server))
 
     def note_grant(self, server: str) -> None:
         with self._lock:
-            self._last_grants[server] = self.now()
+            self._last_grants[server_key(server)] = self.now()
 
     def granted_since(self, server: str | None, since: float) -> bool:
         """True when a grant for ``server`` was recorded at or after ``since``."""
         with self._lock:
-            last = self._last_grants.get(server) if server is not None else None
+            last = self._last_grants.get(server_key(server)) if server is not None else None
         return last is not None and last >= since
 
     def violation(self, span: trace.Span, kind: str, server_label: str, earlier: Seen | None = None) -> None:

@@ -42,7 +42,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Mapping, TypeVar
 
-from otel_sampling.names import ENDINGS, INCLUDE_CONTEXT_VALUES
+from otel_sampling.names import ENDING_COMPLETED, ENDINGS, INCLUDE_CONTEXT_VALUES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -188,7 +188,7 @@ class EndingRule:
     A rule matches an error frame when every condition it sets holds; at least one is set.
 
     Attributes:
-        ending: the ending recorded on a match, one of ``names.ENDINGS``.
+        ending: the ending recorded on a match, one of ``names.ENDINGS`` except ``completed``.
         code: the JSON-RPC error code to match exactly; ``None`` matches any code.
         message_contains: a substring of the error message to match (case-insensitive);
             ``None`` matches any message.
@@ -321,8 +321,7 @@ class _File:
         self._text = text
 
     def error(self, key: KeyPath, problem: str) -> PolicyError:
-        table_path = tuple(part for part in key if isinstance(part, str))
-        line = _find_line(_key_lines(self._text), table_path)
+        line = _find_line(_key_lines(self._text), tuple(key))
         return PolicyError(self.path, problem, key=_format_key(key), line=line)
 
 
@@ -382,8 +381,10 @@ def _ending_rule(file: _File, key: KeyPath, raw: Any) -> EndingRule:
 
 
 def _ending(file: _File, key: KeyPath, value: Any) -> str:
+    if value == ENDING_COMPLETED:
+        raise file.error(key, "an error frame is never a completion; use another ending")
     if not isinstance(value, str) or value not in ENDINGS:
-        allowed = ", ".join(f'"{v}"' for v in ENDINGS)
+        allowed = ", ".join(f'"{v}"' for v in ENDINGS if v != ENDING_COMPLETED)
         raise file.error(key, f"must be one of {allowed}; got {_short_repr(value)}")
     return value
 
@@ -673,15 +674,20 @@ def _parse_header(line: str) -> tuple[str, ...] | None:
     return parts
 
 
-def _key_lines(text: str) -> list[tuple[tuple[str, ...], int]]:
-    """Every header and ``key =`` line in *text*, as (full key path, 1-based line number)."""
-    found: list[tuple[tuple[str, ...], int]] = []
-    table: tuple[str, ...] = ()
+def _key_lines(text: str) -> list[tuple[tuple[str | int, ...], int]]:
+    """Every header and ``key =`` line in *text*, as (full key path, 1-based line number); an
+    ``[[array]]`` entry's path ends with its index, as the validation's key paths do."""
+    found: list[tuple[tuple[str | int, ...], int]] = []
+    table: tuple[str | int, ...] = ()
+    entries: dict[tuple[str, ...], int] = {}  # [[array]] headers seen so far, per array
     for number, line in enumerate(text.split("\n"), start=1):  # TOML lines end at "\n" only
         stripped = line.lstrip(" \t")
         if stripped.startswith("["):
             header = _parse_header(stripped)
             if header is not None:
+                if stripped.startswith("[["):  # each entry is a table of its own: path + index
+                    entries[header] = entries.get(header, -1) + 1
+                    header = (*header, entries[header])
                 table = header
                 found.append((header, number))
             continue
@@ -691,7 +697,7 @@ def _key_lines(text: str) -> list[tuple[tuple[str, ...], int]]:
     return found
 
 
-def _find_line(found: list[tuple[tuple[str, ...], int]], key: tuple[str, ...]) -> int | None:
+def _find_line(found: list[tuple[tuple[str | int, ...], int]], key: tuple[str | int, ...]) -> int | None:
     """The first line that defines *key* (or a table inside it); else the line of its nearest
     enclosing header or dotted key; else ``None``."""
     enclosing: int | None = None

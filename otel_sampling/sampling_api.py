@@ -106,7 +106,7 @@ def sampling_error(reason: str, message: str,
     """
     import mcp_types
 
-    if reason not in ERROR_CODES:
+    if not isinstance(reason, str) or reason not in ERROR_CODES:  # a list or dict is unhashable
         raise ValueError(f"reason must be one of {', '.join(ERROR_CODES)}; got {reason!r}")
     if not isinstance(message, str) or not message.strip():
         raise ValueError("message must be a non-empty string")

@@ -60,8 +60,8 @@ class SamplingRecord:
     """
 
     __slots__ = (
-        "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_hints",
-        "_include_context", "_path", "_ended", "_attached", "_provider_calls",
+        "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_server_key",
+        "_hints", "_include_context", "_path", "_ended", "_attached", "_provider_calls",
         "_failed_models", "_failed_over", "_provider_model",
         "_input_tokens", "_output_tokens", "_cost_usd",
         "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name",
@@ -95,6 +95,7 @@ class SamplingRecord:
         self._output_tokens = 0
         self._cost_usd = 0.0
         self._server_name = server_name
+        self._server_key = identity.server_key(server_name)  # what the identity store and ledger keep
         self._server_label = instruments.server_label.value(server_name)
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
@@ -123,7 +124,7 @@ class SamplingRecord:
             try:  # the record is live now: our bookkeeping must not lose it
                 ledger.pending.add(self)
                 if self._earlier is not None:
-                    for kind in identity.violations_at_start(self._earlier, server_name, self._include_context):
+                    for kind in identity.violations_at_start(self._earlier, self._server_key, self._include_context):
                         self._violate(kind)
             except Exception:
                 logger.debug("otel-sampling: could not track a sampling request", exc_info=True)
@@ -146,8 +147,8 @@ class SamplingRecord:
                 attributes[names.MCP_SERVER_NAME] = clean(server_name, max_length)
             if self._hints:
                 attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints[:MAX_HINTS]]
-            max_tokens = getattr(params, "max_tokens", None)
-            if isinstance(max_tokens, int):
+            max_tokens = _max_tokens(params)
+            if max_tokens is not None:
                 attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
             span.set_attributes(attributes)
 
@@ -306,14 +307,16 @@ class SamplingRecord:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
         earlier = self._earlier
         if earlier is not None:
-            granted_since = earlier.budget_denied and ledger.granted_since(self._server_name, earlier.decided_at)
-            for kind in identity.violations_at_end(earlier, self._server_name, ending, self._granted, granted_since):
+            before = earlier.decision_for(self._server_key)
+            granted_since = before is not None and before.budget_denied \
+                and ledger.granted_since(self._server_key, before.decided_at)
+            for kind in identity.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
                 self._violate(kind)
-        ledger.note_ending(self._server_name, ending)
+        ledger.note_ending(self._server_key, ending)
         if self._fingerprint:
             span_context = self._span.get_span_context()
             ledger.identity.put(self._fingerprint, identity.Seen.first(
-                server=self._server_name, ending=ending, requested=self._include_context, granted=self._granted,
+                server=self._server_key, ending=ending, requested=self._include_context, granted=self._granted,
                 trace_id=span_context.trace_id, span_id=span_context.span_id, earlier=earlier, now=ledger.now()))
 
     def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None,
@@ -404,6 +407,16 @@ def _hint_names(params: Any) -> tuple[str, ...]:
         if isinstance(name, str) and name:
             names_.append(name)
     return tuple(names_)
+
+
+_INT64 = range(-(2**63), 2**63)  # OTLP AnyValue.int_value
+
+
+def _max_tokens(params: Any) -> int | None:
+    """``maxTokens`` when an OTLP exporter can carry it: JSON has no integer bound and mcp accepts
+    any int, but an attribute beyond int64 fails every OTLP export of the span's attributes."""
+    value = getattr(params, "max_tokens", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value in _INT64 else None
 
 
 def _context_label(value: str) -> str:

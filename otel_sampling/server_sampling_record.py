@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_sampling import classify, names
 from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
-from otel_sampling.sampling_record import MAX_HINTS, _hint_names
+from otel_sampling.sampling_record import MAX_HINTS, _hint_names, _max_tokens
 
 UNANSWERED = classify.Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
 
@@ -58,8 +58,8 @@ class ServerSamplingRecord:
             hints = _hint_names(params)
             if hints:
                 attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in hints[:MAX_HINTS]]
-            max_tokens = getattr(params, "max_tokens", None)
-            if isinstance(max_tokens, int):
+            max_tokens = _max_tokens(params)
+            if max_tokens is not None:
                 attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
             for key, value in ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
                                (names.MCP_SESSION_ID, session_id), (names.GEN_AI_TOOL_NAME, tool_name)):

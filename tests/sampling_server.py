@@ -4,6 +4,9 @@ Tools:
 * ``sample(hint, include_context, text)``: sampling through a ``Sample`` resolver, so it works on both
   protocol paths; returns ``"<model>|<stopReason>"``. A client error frame propagates to the caller.
 * ``sample_with_deadline(deadline_s)``: legacy path only; the server sets a read deadline.
+
+:func:`build_asking_server` builds a server whose one tool ``ask`` samples with any request
+fields a test gives it (a hostile server's huge ``maxTokens``, image content, sentinels...).
 """
 
 from typing import Annotated
@@ -55,6 +58,23 @@ def build_server(name: str = SERVER_NAME) -> MCPServer:
             metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id),
         )
         return result.model
+
+    return server
+
+
+def build_asking_server(**fields) -> MCPServer:
+    """A server whose tool ``ask`` samples with ``fields`` (``messages`` defaults to one text
+    message, ``max_tokens`` to 64); returns ``"<model>|<stopReason>"``."""
+    server = MCPServer("review-server", version="1.0.0")
+    messages = fields.pop("messages", None) or _messages("hi")
+    fields.setdefault("max_tokens", 64)
+
+    def sample() -> Sample:
+        return Sample(messages, **fields)
+
+    @server.tool()
+    async def ask(answer: Annotated[types.CreateMessageResult, Resolve(sample)]) -> str:
+        return f"{answer.model}|{answer.stop_reason}"
 
     return server
 

@@ -235,3 +235,19 @@ def test_opentelemetry_instrument_selects_the_mcp_v1_table():
     assert '"name": "sampling/createMessage"' in proc.stdout  # ConsoleSpanExporter output
     assert '"mcp.sampling.ending": "completed"' in proc.stdout
     assert "otel-sampling" not in proc.stderr  # no missing target, no failed set-up: the 1.x table was chosen
+
+
+def test_a_message_ending_rule_classifies_the_frame(tmp_path, monkeypatch, telemetry):
+    """The policy file's ``message_contains`` rules read the frame's message on mcp 1.x too."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[ending_rules]]\nmessage_contains = "out of credit"\nending = "policy.budget_exhausted"\n')
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(policy))
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    try:
+        anyio.run(call, callback_returning(types.ErrorData(code=-32099, message="Gateway: Out of credit")))
+    finally:
+        instrumentor.uninstrument()
+    span = only_sampling_span(telemetry)
+    assert span.attributes[names.SAMPLING_ENDING] == "policy.budget_exhausted"
+    assert span.attributes[names.ERROR_TYPE] == "-32099"

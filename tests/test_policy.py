@@ -726,3 +726,33 @@ def test_control_characters_in_names_stay_escaped_in_the_message(tmp_path):
     message = str(info.value)
     assert "\n" not in message and "\x1b" not in message
     assert 'servers."a\\nb\\u001b".primary_model' in message  # JSON string escapes
+
+
+ENDING_RULES = """\
+[[ending_rules]]
+code = -32050
+ending = "policy.denied"
+
+[[ending_rules]]
+code = -32051
+ending = "user.denied"
+
+[[ending_rules]]
+code = -32052
+ending = "nonsense"
+
+[[ending_rules]]
+ending = "error"
+"""
+
+
+@pytest.mark.parametrize(("broken_line", "text", "where"), [
+    (11, ENDING_RULES.replace("\n[[ending_rules]]\nending = \"error\"\n", ""), "ending_rules[2].ending"),
+    (13, ENDING_RULES.replace('"nonsense"', '"error"'), "ending_rules[3]"),
+    (6, ENDING_RULES.replace('code = -32051', 'code = "x"'), "ending_rules[1].code"),
+])
+def test_an_error_in_a_later_ending_rule_names_its_own_line(tmp_path: Path, broken_line, text, where) -> None:
+    """Each [[ending_rules]] entry is its own table: the error names the line of that entry's key
+    (or header), never the first entry's."""
+    error = load_error(write(tmp_path, text))
+    assert str(error).startswith(f"{tmp_path / 'policy.toml'}:{broken_line}: {where}")

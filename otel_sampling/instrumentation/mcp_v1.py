@@ -127,7 +127,7 @@ def _end_with_answer(state: State, record: SamplingRecord, answer: _Answer) -> N
         return
     response = getattr(answer.response, "root", answer.response)  # ClientResult wraps the result
     if isinstance(response, state.error_type):
-        record.end_with_error_frame(response.code, response.data)
+        record.end_with_error_frame(response.code, response.data, response.message)
     elif isinstance(response, state.result_types):
         record.end_with_result(response.model, response.stopReason)
     else:  # a valid client result of another kind: not an answer to sampling
