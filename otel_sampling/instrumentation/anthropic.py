@@ -91,6 +91,12 @@ def response_of(message: Any) -> Response:
                     (stop_reason,) if stop_reason else (), to_usage(fields), fallback)
 
 
+def _sequence(value: Any) -> list[Any] | tuple[Any, ...]:
+    """``value`` when it is a list or tuple, else ``()``. The SDK takes any iterable in a request body
+    and copies it only after our wrapper ran: reading a generator here would send it empty."""
+    return value if isinstance(value, (list, tuple)) else ()
+
+
 def _block_part(block: Any) -> dict[str, Any]:
     """A GenAI semconv message part from an anthropic content block (object or dict)."""
     get = block.get if isinstance(block, Mapping) else (lambda key, default=None: getattr(block, key, default))
@@ -102,7 +108,7 @@ def _block_part(block: Any) -> dict[str, Any]:
     if kind == "tool_result":
         result = get("content")
         if not isinstance(result, str):
-            result = [_block_part(b) for b in result or ()]
+            result = [_block_part(b) for b in _sequence(result)]
         return {"type": "tool_call_response", "id": get("tool_use_id"), "response": result}
     if kind == "thinking":
         return {"type": "reasoning", "content": get("thinking", "")}
@@ -112,7 +118,7 @@ def _block_part(block: Any) -> dict[str, Any]:
 def _parts(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [text_part(content)]
-    return [_block_part(b) for b in content or ()]
+    return [_block_part(b) for b in _sequence(content)]
 
 
 def output_of(message: Any, response: Response) -> list[Any]:
@@ -209,7 +215,8 @@ class _State(ProviderState):
         messages = body.get("messages")
         return Content(
             _parts(system) if system else None,
-            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in messages or () if isinstance(m, Mapping)],
+            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in _sequence(messages)
+             if isinstance(m, Mapping)],
         )
 
 

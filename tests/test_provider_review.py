@@ -1,0 +1,153 @@
+"""Adversarial review of the provider instrumentation: inputs and answers a host may really send or
+receive, each of which once changed what the host sent or lost the call's telemetry.
+
+Expected values come from the SDKs' own behaviour (what the uninstrumented SDK sends, which body
+``extra_body`` produces) and from docs/telemetry.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anthropic
+import anyio
+import httpx2
+import mcp_types as types
+import openai
+import pytest
+from conftest import TRACER_PROVIDER
+from test_sampling_with_provider import call
+
+from otel_sampling import names
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+
+MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-req",
+           "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "stop_sequence": None,
+           "usage": {"input_tokens": 3, "output_tokens": 1}}
+
+
+@pytest.fixture
+def capturing(telemetry, monkeypatch):
+    """The anthropic instrumentor with content capture on (span attributes)."""
+    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "SPAN_ONLY")
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    yield telemetry
+    instrumentor.uninstrument()
+
+
+def recording_client() -> tuple[anthropic.Anthropic, list[dict]]:
+    """A real anthropic client on an in-process transport that keeps every request body it is sent."""
+    bodies: list[dict] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        return httpx2.Response(200, json=MESSAGE)
+
+    c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
+                            http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    return c, bodies
+
+
+# ---------------------------------------------------------------- capture must not consume the request
+@pytest.mark.parametrize(("kwargs", "sent"), [
+    ({"messages": (m for m in [{"role": "user", "content": "hi"}])},
+     {"messages": [{"role": "user", "content": "hi"}]}),
+    ({"messages": [{"role": "user", "content": (b for b in [{"type": "text", "text": "hi"}])}]},
+     {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}),
+    ({"system": (b for b in [{"type": "text", "text": "be brief"}]), "messages": [{"role": "user", "content": "hi"}]},
+     {"system": [{"type": "text", "text": "be brief"}], "messages": [{"role": "user", "content": "hi"}]}),
+])
+def test_capture_leaves_one_shot_iterables_in_the_request_to_the_sdk(capturing, kwargs, sent):
+    # anthropic's create() takes any Iterable and prepares it inside request(), after our wrapper ran:
+    # reading a generator there would send an empty list to the provider.
+    c, bodies = recording_client()
+    c.messages.create(model="claude-req", max_tokens=8, **kwargs)
+    (body,) = bodies
+    assert {k: body[k] for k in sent} == sent
+    (span,) = capturing.spans()
+    assert span.attributes[names.GEN_AI_RESPONSE_MODEL] == "claude-req"
+
+
+@pytest.mark.parametrize("broken", ["input_content", "output_of"])
+def test_a_content_capture_failure_keeps_the_span_and_what_the_response_said(capturing, monkeypatch, broken):
+    from otel_sampling.instrumentation import anthropic as ours
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("content extractor bug")
+
+    monkeypatch.setattr(ours._State, broken, boom if broken == "input_content" else staticmethod(boom))
+    c, _ = recording_client()
+    assert c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}]).id == "msg_1"
+    (span,) = capturing.spans()
+    a = span.attributes
+    assert (a[names.GEN_AI_RESPONSE_MODEL], a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.ENDING]) == (
+        "claude-req", 3, "completed")
+
+
+# ---------------------------------------------------------------- extra_body is part of the request
+def test_extra_body_model_is_the_model_asked_for(anthropic_instrumented, fake_provider):
+    # The SDK merges extra_body over the body it sends: the provider was asked for claude-other.
+    c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+    message = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                                extra_body={"model": "claude-other", "max_tokens": 16})
+    assert fake_provider.requests[-1]["model"] == message.model == "claude-other"
+    (span,) = anthropic_instrumented.spans()
+    a = span.attributes
+    assert (span.name, a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_REQUEST_MAX_TOKENS]) == (
+        "chat claude-other", "claude-other", 16)
+    assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a  # no substitution
+
+
+def test_openai_model_given_only_in_extra_body(openai_instrumented, fake_provider):
+    c = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="k", max_retries=0)
+    completion = c.chat.completions.create(model=openai.omit, messages=[{"role": "user", "content": "hi"}],
+                                           extra_body={"model": "gpt-4o-mini"})
+    assert completion.model == "gpt-4o-mini"
+    (span,) = openai_instrumented.spans()
+    assert (span.name, span.attributes[names.GEN_AI_REQUEST_MODEL]) == ("chat gpt-4o-mini", "gpt-4o-mini")
+    assert span.attributes[names.DEGRADATION_MODE] == "primary"
+
+
+# ---------------------------------------------------------------- a -latest alias is its snapshots
+LATEST_POLICY = """
+[servers."sampling-test-server"]
+primary_model = "claude-sonnet-5-5-latest"
+permitted_models = ["claude-sonnet-5-5-latest"]
+"""
+
+
+@pytest.fixture
+def latest_primary(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "policy.toml"
+    path.write_text(LATEST_POLICY)
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
+    instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor()]
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    yield telemetry
+    for instrumentor in instrumentors:
+        instrumentor.uninstrument()
+
+
+def test_a_latest_primary_served_by_its_dated_snapshot_is_primary(latest_primary, fake_provider):
+    # The provider resolves the alias: asked for claude-sonnet-5-5-latest, it names the snapshot it ran.
+    async def callback(ctx, params):
+        client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+        try:
+            message = await client.messages.create(
+                model="claude-sonnet-5-5-latest", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"x-fake-scenario": "served_model=claude-sonnet-5-5-20261001"})
+        finally:
+            await client.close()
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model=message.model)
+
+    anyio.run(call, "auto", callback)
+    (chat,) = latest_primary.spans("chat claude-sonnet-5-5-latest")
+    assert chat.attributes[names.DEGRADATION_MODE] == "primary"
+    (sampling,) = latest_primary.spans(names.SPAN_SAMPLING)
+    a = sampling.attributes
+    assert a[names.GEN_AI_RESPONSE_MODEL] == "claude-sonnet-5-5-20261001"
+    assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
