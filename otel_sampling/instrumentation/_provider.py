@@ -140,7 +140,10 @@ class ProviderState:
         """What a parsed response reports; with content capture on, its output messages too."""
         response = self.response_of(result)
         if self.capture.enabled and self.output_of is not None:
-            response = response._replace(output=self.output_of(result, response))
+            try:
+                response = response._replace(output=self.output_of(result, response))
+            except Exception:  # content is an extra: the model, usage and ending still count
+                logger.debug("otel-sampling: could not capture a %s call's output", self.provider, exc_info=True)
         return response
 
     def decode_raw(self, raw: Any) -> Response | None:
@@ -182,7 +185,7 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         request = state.request_of(instance, args, kwargs)
         if request is None:
             return None
-        content = state.input_content(request.body) if state.capture.enabled else None
+        content = _input_content(state, request.body) if state.capture.enabled else None
         call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
                             request.stream, state.server_of(instance), capture=state.capture,
                             input_content=content, failovers=state.failovers, extra_attributes=request.attributes)
@@ -190,6 +193,15 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         return call
     except Exception:
         logger.debug("otel-sampling: could not start the %s call", state.provider, exc_info=True)
+        return None
+
+
+def _input_content(state: ProviderState, body: Any) -> Content | None:
+    """The request's content, or None when reading it failed (the call is still traced)."""
+    try:
+        return state.input_content(body)
+    except Exception:
+        logger.debug("otel-sampling: could not capture a %s call's input", state.provider, exc_info=True)
         return None
 
 
