@@ -154,10 +154,15 @@ class ProviderState:
 
 def request_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Mapping[str, Any]]:
     """The ``FinalRequestOptions`` and JSON body (``{}`` when none) of a call to both SDKs' client
-    ``request(cast_to, options, *, stream=False, stream_cls=None)``."""
+    ``request(cast_to, options, *, stream=False, stream_cls=None)``: the body as sent, with the
+    caller's ``extra_body`` (``options.extra_json``) over it, as the SDKs merge them."""
     options = args[1] if len(args) > 1 else kwargs.get("options")
     body = getattr(options, "json_data", None)
-    return options, body if isinstance(body, Mapping) else {}
+    body = body if isinstance(body, Mapping) else {}
+    extra = getattr(options, "extra_json", None)
+    if isinstance(extra, Mapping) and extra:
+        body = {**body, **extra}
+    return options, body
 
 
 def _sdk_class(provider: str, path: str) -> type | None:
