@@ -136,7 +136,6 @@ class ProviderCall:
         self._instruments = instruments
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
-        self._start = time.perf_counter()
         self._first_chunk: float | None = None
         self._stream = stream
         self._ended = False
@@ -156,6 +155,9 @@ class ProviderCall:
         span = instruments.tracer.start_span(f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT,
                                              kind=SpanKind.CLIENT)
         self._span = span
+        # Timed from the span's start (not before it), so that the time to first chunk and the
+        # duration never exceed the span's own duration.
+        self._start = time.perf_counter()
         if span.is_recording():
             attributes: dict[str, Any] = {
                 names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,

@@ -8,6 +8,7 @@ Expected values come from the SDKs' own behaviour (what the uninstrumented SDK s
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import anthropic
@@ -151,3 +152,25 @@ def test_a_latest_primary_served_by_its_dated_snapshot_is_primary(latest_primary
     a = sampling.attributes
     assert a[names.GEN_AI_RESPONSE_MODEL] == "claude-sonnet-5-5-20261001"
     assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
+
+
+# ---------------------------------------------------------------- timings are inside the span
+def test_time_to_first_chunk_and_duration_never_exceed_the_span(anthropic_instrumented, fake_provider, monkeypatch):
+    # Whatever runs before the span starts (here a slow look-up of the current sampling request,
+    # as a GC pause would be) is not part of the call's timings: both are measured from the span's start.
+    from otel_sampling import provider_call
+
+    looked_up = provider_call.current_sampling
+
+    def slow_lookup():
+        time.sleep(0.05)
+        return looked_up()
+
+    monkeypatch.setattr(provider_call, "current_sampling", slow_lookup)
+    c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+    list(c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True))
+    (span,) = anthropic_instrumented.spans()
+    span_seconds = (span.end_time - span.start_time) / 1e9
+    assert span.attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] <= span_seconds
+    (point,) = anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)
+    assert point.sum <= span_seconds
