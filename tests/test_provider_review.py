@@ -7,7 +7,13 @@ Expected values come from the SDKs' own behaviour (what the uninstrumented SDK s
 
 from __future__ import annotations
 
+import asyncio
+
+import contextlib
+import copy
+import inspect
 import json
+import pickle
 import time
 from pathlib import Path
 
@@ -174,3 +180,64 @@ def test_time_to_first_chunk_and_duration_never_exceed_the_span(anthropic_instru
     assert span.attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] <= span_seconds
     (point,) = anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)
     assert point.sum <= span_seconds
+
+
+# ---------------------------------------------------------------- the proxy has the stream's protocols only
+async def _misuse(stream) -> dict:
+    """How a stream answers protocol look-ups and copies a host may try: what exists, and the
+    exception type of each misuse (None: it worked)."""
+
+    def raised(action) -> type | None:
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001
+            return type(exc)
+        return None
+
+    found: dict = {name: hasattr(stream, name) for name in ("__enter__", "__exit__", "__aenter__", "__aexit__",
+                                                            "__iter__", "__aiter__")}
+    found |= {f"type.{name}": hasattr(type(stream), name) for name in ("__enter__", "__aenter__", "__iter__")}
+    found["deepcopy"] = raised(lambda: copy.deepcopy(stream))
+    found["pickle"] = raised(lambda: pickle.dumps(stream))
+    found["enter_context"] = raised(lambda: contextlib.ExitStack().enter_context(stream))
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(stream)
+        found["enter_async_context"] = None
+    except Exception as exc:  # noqa: BLE001
+        found["enter_async_context"] = type(exc)
+    return found
+
+
+# deepcopy of an SDK stream half-copies its HTTP client, whose __del__ then complains (SDK behaviour).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("sdk", ["anthropic", "openai"])
+def test_stream_proxies_answer_protocol_checks_like_the_stream(openai_instrumented, fake_provider, sdk):
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=openai_instrumented.meter_provider)
+    if sdk == "anthropic":
+        kw = {"base_url": fake_provider.url, "api_key": "k", "max_retries": 0, "open_telemetry": False}
+        sync_client, async_client = anthropic.Anthropic(**kw), anthropic.AsyncAnthropic(**kw)
+        request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+        sync_create, async_create = sync_client.messages.create, async_client.messages.create
+    else:
+        kw = {"base_url": fake_provider.url + "/v1", "api_key": "k", "max_retries": 0}
+        sync_client, async_client = openai.OpenAI(**kw), openai.AsyncOpenAI(**kw)
+        request = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+        sync_create, async_create = sync_client.chat.completions.create, async_client.chat.completions.create
+
+    async def compare():
+        # Two streams of each kind: the misuses may close what they touch.
+        for proxy, other in ((sync_create(**request, stream=True), sync_create(**request, stream=True)),
+                             (await async_create(**request, stream=True), await async_create(**request, stream=True))):
+            assert type(proxy).__name__.endswith("StreamProxy") and isinstance(proxy, type(other.__wrapped__))
+            assert await _misuse(proxy) == await _misuse(other.__wrapped__)
+            for stream in (proxy, other):
+                await stream.close() if inspect.iscoroutinefunction(stream.close) else stream.close()
+        await async_client.close()
+        sync_client.close()
+
+    try:
+        asyncio.run(compare())
+    finally:
+        instrumentor.uninstrument()

@@ -41,6 +41,20 @@ class Accumulator(Protocol):
     def response(self) -> Response: ...
 
 
+class _Absent:
+    """A special method ``wrapt.ObjectProxy`` defines for every proxied object, on a proxy whose
+    kind of stream lacks it (a sync stream has no ``__aenter__``): looking it up raises
+    ``AttributeError``, on the proxy and on its class, as on the stream itself, so that hosts that
+    pick ``with`` or ``async with`` by ``hasattr`` (and ``contextlib``'s exit stacks) see the stream's
+    protocols, not the proxy's."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        raise AttributeError(self._name)
+
+
 class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
                  failure: Callable[[BaseException], Failure | str]) -> None:
@@ -100,9 +114,21 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         # A copy reads the same response but is not this call: hand back an uninstrumented copy.
         return copy.copy(self.__wrapped__)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return copy.deepcopy(self.__wrapped__, memo)  # as __copy__; raises what the stream raises
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self.__wrapped__.__reduce_ex__(protocol)  # pickled as the stream (which refuses)
+
+    def __reduce__(self) -> Any:
+        return self.__wrapped__.__reduce__()
+
 
 class StreamProxy(_StreamProxyBase):
     """Proxy for a synchronous stream (``anthropic.Stream``, ``openai.Stream``)."""
+
+    __aenter__ = _Absent("__aenter__")
+    __aexit__ = _Absent("__aexit__")
 
     def __iter__(self) -> StreamProxy:
         return self
@@ -138,6 +164,10 @@ class StreamProxy(_StreamProxyBase):
 
 class AsyncStreamProxy(_StreamProxyBase):
     """Proxy for an asynchronous stream (``anthropic.AsyncStream``, ``openai.AsyncStream``)."""
+
+    __enter__ = _Absent("__enter__")
+    __exit__ = _Absent("__exit__")
+    __iter__ = _Absent("__iter__")
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
