@@ -11,6 +11,7 @@ import asyncio
 
 import contextlib
 import copy
+import gc
 import inspect
 import json
 import pickle
@@ -24,11 +25,13 @@ import mcp_types as types
 import openai
 import pytest
 from conftest import TRACER_PROVIDER
+from opentelemetry.sdk.trace import SpanProcessor
 from test_sampling_with_provider import call
 
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
 MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-req",
            "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "stop_sequence": None,
@@ -241,3 +244,61 @@ def test_stream_proxies_answer_protocol_checks_like_the_stream(openai_instrument
         asyncio.run(compare())
     finally:
         instrumentor.uninstrument()
+
+
+# ---------------------------------------------------------------- our failure at close stays ours
+class RaisingSpanProcessor(SpanProcessor):
+    """Fails on our spans only."""
+
+    def on_end(self, span) -> None:
+        if span.instrumentation_scope.name == names.SCOPE_NAME:
+            raise RuntimeError("broken span processor")
+
+
+@pytest.fixture
+def raising_processor():
+    processor = RaisingSpanProcessor()
+    TRACER_PROVIDER.add_span_processor(processor)
+    yield
+    TRACER_PROVIDER._active_span_processor._span_processors = tuple(
+        p for p in TRACER_PROVIDER._active_span_processor._span_processors if p is not processor)
+
+
+def _streaming_responses(fp, asynchronous: bool):
+    """``with_streaming_response`` namespaces and one request each, for both SDKs."""
+    a_kw = {"base_url": fp.url, "api_key": "k", "max_retries": 0, "open_telemetry": False}
+    o_kw = {"base_url": fp.url + "/v1", "api_key": "k", "max_retries": 0}
+    a = (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(**a_kw)
+    o = (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(**o_kw)
+    return [
+        (a, a.messages.with_streaming_response.create,
+         {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}),
+        (o, o.chat.completions.with_streaming_response.create,
+         {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}),
+    ]
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_a_failing_span_end_at_close_or_collection_never_reaches_the_host(
+        anthropic_instrumented, fake_provider, raising_processor):
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
+    try:
+        for client, create, request in _streaming_responses(fake_provider, asynchronous=False):
+            with create(**request) as response:  # left without parsing: the call ends at close
+                assert response.status_code == 200
+            response = create(**request).__enter__()
+            del response  # never parsed nor closed: the call ends when collected
+            gc.collect()
+            client.close()
+
+        async def leave_async():
+            for client, create, request in _streaming_responses(fake_provider, asynchronous=True):
+                async with create(**request) as response:
+                    assert response.status_code == 200
+                await client.close()
+
+        asyncio.run(leave_async())
+    finally:
+        instrumentor.uninstrument()
+    assert len(anthropic_instrumented.spans()) == 6  # each call still ended once

@@ -254,7 +254,7 @@ def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
         call.end(state.decode_raw(raw))
         return
     state.pending[raw] = call
-    weakref.finalize(raw, call.end, None)  # never parsed: ended when collected (a no-op once ended)
+    weakref.finalize(raw, _end_unseen, state, call)  # never parsed: ended when collected (a no-op once ended)
 
 
 def create_wrapper(state: ProviderState):
@@ -291,10 +291,19 @@ def async_create_wrapper(state: ProviderState):
     return wrapper
 
 
+def _end_unseen(state: ProviderState, call: ProviderCall) -> None:
+    """End a call whose response we did not see. Runs in the caller's ``close()`` or at collection:
+    our failure (a raising span processor) is logged, never raised there."""
+    try:
+        call.end(None)
+    except Exception:
+        logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
+
+
 def _end_unparsed(state: ProviderState, raw: Any) -> None:
     call = state.pending.pop(raw, None) if state.pending else None
     if call is not None:
-        call.end(None)  # closed without being parsed: whatever the caller read, we did not see it
+        _end_unseen(state, call)  # closed without being parsed: whatever the caller read, we did not see it
 
 
 def close_wrapper(state: ProviderState):
