@@ -15,6 +15,7 @@ import gc
 import inspect
 import json
 import pickle
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import openai
 import pytest
 from conftest import TRACER_PROVIDER
 from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.trace import StatusCode
 from test_sampling_with_provider import call
 
 from otel_sampling import names
@@ -302,3 +304,87 @@ def test_a_failing_span_end_at_close_or_collection_never_reaches_the_host(
     finally:
         instrumentor.uninstrument()
     assert len(anthropic_instrumented.spans()) == 6  # each call still ended once
+
+
+# ---------------------------------------------------------------- one stream, two threads
+def _sse(event: dict) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+def test_a_second_reader_thread_does_not_end_a_stream_that_goes_on(anthropic_instrumented):
+    # Thread A waits inside the stream for its next event; the main thread reads the same stream
+    # meanwhile and gets the generator's ValueError (the SDK's behaviour). The stream itself goes on
+    # and completes in A: the call is a success with its usage, not an error.
+    reading, release = threading.Event(), threading.Event()
+    start = {"type": "message_start", "message": {**MESSAGE, "content": [], "stop_reason": None,
+                                                  "usage": {"input_tokens": 3, "output_tokens": 1}}}
+    rest = [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+             "usage": {"output_tokens": 4}}, {"type": "message_stop"}]
+
+    def body():
+        yield _sse(start)
+        reading.set()
+        release.wait()
+        yield b"".join(_sse(e) for e in rest)
+
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(
+        200, headers={"content-type": "text/event-stream"}, content=body()))
+    c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
+                            http_client=httpx2.Client(transport=transport))
+    stream = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                               stream=True)
+    assert next(stream).type == "message_start"
+    seen: list = []
+    reader = threading.Thread(target=lambda: seen.extend(e.type for e in stream))
+    reader.start()
+    assert reading.wait(5)
+    with pytest.raises(ValueError, match="generator already executing"):
+        next(stream)
+    release.set()
+    reader.join(5)
+    assert seen == ["message_delta", "message_stop"]
+    (span,) = anthropic_instrumented.spans()
+    a = span.attributes
+    assert span.status.status_code is StatusCode.UNSET and names.ERROR_TYPE not in a
+    assert (a[names.ENDING], a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
+        "completed", 3, 4)
+
+
+def test_a_second_reader_task_does_not_end_an_async_stream_that_goes_on(anthropic_instrumented):
+    start = {"type": "message_start", "message": {**MESSAGE, "content": [], "stop_reason": None,
+                                                  "usage": {"input_tokens": 3, "output_tokens": 1}}}
+    rest = [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+             "usage": {"output_tokens": 4}}, {"type": "message_stop"}]
+
+    async def main():
+        reading, release = asyncio.Event(), asyncio.Event()
+
+        async def body():
+            yield _sse(start)
+            reading.set()
+            await release.wait()
+            yield b"".join(_sse(e) for e in rest)
+
+        transport = httpx2.MockTransport(lambda request: httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, content=body()))
+        c = anthropic.AsyncAnthropic(api_key="k", base_url="http://provider.test", max_retries=0,
+                                     open_telemetry=False, http_client=httpx2.AsyncClient(transport=transport))
+        stream = await c.messages.create(model="claude-req", max_tokens=8,
+                                         messages=[{"role": "user", "content": "hi"}], stream=True)
+        assert (await stream.__anext__()).type == "message_start"
+
+        async def read_rest():
+            return [e.type async for e in stream]
+
+        reader = asyncio.create_task(read_rest())
+        await reading.wait()
+        with pytest.raises(RuntimeError, match="already running"):
+            await stream.__anext__()
+        release.set()
+        return await reader
+
+    assert asyncio.run(main()) == ["message_delta", "message_stop"]
+    (span,) = anthropic_instrumented.spans()
+    a = span.attributes
+    assert span.status.status_code is StatusCode.UNSET and names.ERROR_TYPE not in a
+    assert (a[names.ENDING], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == ("completed", 4)

@@ -6,7 +6,8 @@ each event to a provider-specific accumulator and ends the call:
 * on exhaustion: success if the accumulator saw the terminal event, else ``incomplete_stream``
   (ending ``error``);
 * on an error while reading: ERROR with the error's ``error.type`` and ending; the same exception
-  object propagates;
+  object propagates (a second reader, in another thread or task, that gets the SDK generator's
+  "already executing" error while the first reads on does not end the call);
 * on ``close()`` / ``aclose()`` / ``__exit__`` / ``__aexit__`` / garbage collection before the end:
   the partial response seen so far, no error, ending ``cancelled`` (the caller chose to stop);
   ``completed`` when the terminal event had already arrived.
@@ -63,6 +64,9 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         self._self_accumulator = accumulator
         self._self_failure = failure
         self._self_blind = False  # an event could not be read: "no terminal event" would be our guess
+        # Readers inside the stream now. A second one (another thread or task) gets the SDK
+        # generator's "already executing" error while the first goes on reading: not the stream's end.
+        self._self_reading = 0
 
     def _self_observe(self, event: Any) -> None:
         try:
@@ -134,14 +138,19 @@ class StreamProxy(_StreamProxyBase):
         return self
 
     def __next__(self) -> Any:
+        alone = not self._self_reading
+        self._self_reading += 1
         try:
             event = self.__wrapped__.__next__()
         except StopIteration:
             self._self_end(None, exhausted=True)
             raise
         except BaseException as exc:
-            self._self_end(exc, exhausted=False)
+            if alone:
+                self._self_end(exc, exhausted=False)
             raise
+        finally:
+            self._self_reading -= 1
         self._self_observe(event)
         return event
 
@@ -173,14 +182,19 @@ class AsyncStreamProxy(_StreamProxyBase):
         return self
 
     async def __anext__(self) -> Any:
+        alone = not self._self_reading
+        self._self_reading += 1
         try:
             event = await self.__wrapped__.__anext__()
         except StopAsyncIteration:
             self._self_end(None, exhausted=True)
             raise
         except BaseException as exc:
-            self._self_end(exc, exhausted=False)
+            if alone:
+                self._self_end(exc, exhausted=False)
             raise
+        finally:
+            self._self_reading -= 1
         self._self_observe(event)
         return event
 
