@@ -388,3 +388,29 @@ def test_a_second_reader_task_does_not_end_an_async_stream_that_goes_on(anthropi
     a = span.attributes
     assert span.status.status_code is StatusCode.UNSET and names.ERROR_TYPE not in a
     assert (a[names.ENDING], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == ("completed", 4)
+
+
+def test_a_latest_entry_admits_and_prices_the_snapshots_it_resolves_to(telemetry, tmp_path, monkeypatch, fake_provider):
+    # docs/configuration.md: an entry admits (and prices) its dated snapshots; a -latest entry names
+    # the model whose snapshots the provider serves under that alias.
+    from otel_sampling import cost, substitution
+    from otel_sampling.policy import Price
+
+    price = Price(1.0, 5.0)
+    assert substitution.same_model("claude-haiku-5-5-latest", "claude-haiku-5-5-20261001")
+    assert substitution.judge(["gpt-4o"], "claude-haiku-5-5-20261001", ["claude-haiku-5-5-latest"]) == "within_policy"
+    assert cost.price_for({"claude-haiku-5-5-latest": price}, "claude-haiku-5-5-20261001") is price
+    assert cost.price_for({"claude-haiku-5-5-latest": price}, "claude-haiku-5-6-20261001") is None
+    path = tmp_path / "policy.toml"
+    path.write_text('[prices."claude-haiku-5-5-latest"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n')
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+        c.messages.create(model="claude-haiku-5-5-latest", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                          extra_headers={"x-fake-scenario": "served_model=claude-haiku-5-5-20261001"})
+    finally:
+        instrumentor.uninstrument()
+    (span,) = telemetry.spans()
+    assert span.attributes[names.COST_USD] == pytest.approx((25 * 1.0 + 5 * 5.0) / 1e6)  # the fake's 25 in, 5 out
