@@ -414,3 +414,100 @@ def test_a_latest_entry_admits_and_prices_the_snapshots_it_resolves_to(telemetry
         instrumentor.uninstrument()
     (span,) = telemetry.spans()
     assert span.attributes[names.COST_USD] == pytest.approx((25 * 1.0 + 5 * 5.0) / 1e6)  # the fake's 25 in, 5 out
+
+
+# ---------------------------------------------------------------- cases README coverage
+@pytest.mark.parametrize("sdk", ["anthropic", "openai"])
+def test_a_task_cancelled_mid_stream_ends_cancelled_and_propagates(anthropic_instrumented, fake_provider, sdk):
+    # cases README 11: asyncio.CancelledError while awaiting the next event.
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
+    slow = {"extra_headers": {"x-fake-scenario": "chunk_delay=0.3"}}
+
+    async def main():
+        if sdk == "anthropic":
+            c = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+            stream = await c.messages.create(model="claude-req", max_tokens=8, stream=True,
+                                             messages=[{"role": "user", "content": "hi"}], **slow)
+        else:
+            c = openai.AsyncOpenAI(base_url=fake_provider.url + "/v1", api_key="k", max_retries=0)
+            stream = await c.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
+                                                     stream=True, **slow)
+        await stream.__anext__()
+        task = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0)  # the task is now waiting for the next event
+        task.cancel()
+        try:
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            await stream.close()
+            await c.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        instrumentor.uninstrument()
+    (span,) = anthropic_instrumented.spans()
+    assert (span.attributes[names.ENDING], span.attributes[names.ERROR_TYPE]) == ("cancelled", "cancelled")
+    durations = anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING)
+    assert durations == {("cancelled",): 1}
+
+
+def test_anthropic_sentinels_and_sdk_objects_never_reach_attributes(capturing):
+    # cases README 7: Omit / NOT_GIVEN and the SDK's own pydantic blocks (a previous answer's
+    # content sent back) in a request; content capture on, so every part is read.
+    c, bodies = recording_client()
+    previous = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    c.messages.create(model="claude-req", max_tokens=8, system=anthropic.omit, stop_sequences=anthropic.NOT_GIVEN,
+                      stream=anthropic.omit, messages=[{"role": "user", "content": "hi"},
+                                                      {"role": "assistant", "content": previous.content}])
+    assert "system" not in bodies[-1] and "stream" not in bodies[-1]
+    span = capturing.spans()[-1]
+    a = span.attributes
+    assert names.GEN_AI_SYSTEM_INSTRUCTIONS not in a and names.GEN_AI_REQUEST_STREAM not in a
+    assert all(isinstance(v, (str, int, float, bool, tuple)) for v in a.values())
+    assert "Omit" not in repr(dict(a)) and "NotGiven" not in repr(dict(a))
+    assert json.loads(a[names.GEN_AI_INPUT_MESSAGES])[1] == {"role": "assistant",
+                                                             "parts": [{"type": "text", "content": "x"}]}
+
+
+SENTINEL = "SENTINEL-9c41"
+
+
+def _echoing(sdk: str):
+    """A provider that puts the prompt back into its error message (as validation errors do)."""
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        message = f"bad request: {request.content.decode()}"
+        error = ({"type": "error", "error": {"type": "invalid_request_error", "message": message}} if sdk == "anthropic"
+                 else {"error": {"message": message, "type": "invalid_request_error", "code": None, "param": None}})
+        return httpx2.Response(400, json=error)
+
+    return httpx2.Client(transport=httpx2.MockTransport(handler))
+
+
+def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_instrumented):
+    # cases README 15, with the sentinel in tools, metadata and the provider's error message.
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
+    try:
+        a = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
+                                http_client=_echoing("anthropic"))
+        with pytest.raises(anthropic.BadRequestError) as info:
+            a.messages.create(model="claude-req", max_tokens=8, system=SENTINEL, metadata={"user_id": SENTINEL},
+                              messages=[{"role": "user", "content": SENTINEL}],
+                              tools=[{"name": "t", "description": SENTINEL, "input_schema": {"type": "object"}}])
+        assert SENTINEL in str(info.value)  # the provider did echo it
+        o = openai.OpenAI(api_key="k", base_url="http://provider.test/v1", max_retries=0, http_client=_echoing("openai"))
+        with pytest.raises(openai.BadRequestError) as info:
+            o.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": SENTINEL}],
+                                      tools=[{"type": "function", "function": {"name": "t", "description": SENTINEL}}])
+        assert SENTINEL in str(info.value)
+    finally:
+        instrumentor.uninstrument()
+    spans = anthropic_instrumented.spans()
+    assert len(spans) == 2 and all(s.attributes[names.ERROR_TYPE] == "invalid_request_error" for s in spans)
+    exported = repr([(s.name, dict(s.attributes), [dict(e.attributes) for e in s.events]) for s in spans])
+    exported += repr([dict(p.attributes) for p in anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)])
+    assert SENTINEL not in exported
