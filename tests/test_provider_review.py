@@ -511,3 +511,24 @@ def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_i
     exported = repr([(s.name, dict(s.attributes), [dict(e.attributes) for e in s.events]) for s in spans])
     exported += repr([dict(p.attributes) for p in anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)])
     assert SENTINEL not in exported
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_a_stream_dropped_after_uninstrument_ends_once_and_later_calls_emit_nothing(telemetry, fake_provider):
+    # cases README 1 and 9: the call started while instrumented still ends (cancelled, once) when
+    # its stream is collected after uninstrument(); calls after uninstrument() emit nothing.
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+    request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    stream = c.messages.create(**request, stream=True)
+    assert next(stream).type == "message_start"
+    instrumentor.uninstrument()
+    del stream
+    gc.collect()
+    c.messages.create(**request)
+    list(c.messages.create(**request, stream=True))
+    (span,) = telemetry.spans()
+    assert span.attributes[names.ENDING] == "cancelled"
+    assert telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING) == {("cancelled",): 1}
+    c.close()
