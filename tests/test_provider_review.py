@@ -532,3 +532,50 @@ def test_a_stream_dropped_after_uninstrument_ends_once_and_later_calls_emit_noth
     assert span.attributes[names.ENDING] == "cancelled"
     assert telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING) == {("cancelled",): 1}
     c.close()
+
+
+ODD_ANSWERS = {
+    "anthropic usage None": ("anthropic", {**MESSAGE, "usage": None}),
+    "anthropic no model, no content": ("anthropic", {**MESSAGE, "model": None, "content": None, "stop_reason": None}),
+    "anthropic unknown blocks": ("anthropic", {**MESSAGE, "content": [
+        {"type": "block_from_the_future", "x": 1}, {"type": "tool_result", "tool_use_id": "t", "content": 5}]}),
+    "openai choices None": ("chat", {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                                     "choices": None, "usage": None}),
+    "openai message None": ("chat", {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                                     "choices": [{"index": 0, "message": None, "finish_reason": None}],
+                                     "usage": {"prompt_tokens": None, "completion_tokens": 3}}),
+    "responses output None": ("responses", {"id": "r", "object": "response", "created_at": 1, "model": "gpt-4o",
+                                            "status": None, "output": None, "usage": None}),
+}
+
+
+@pytest.mark.parametrize("capture", [None, "SPAN_AND_EVENT"])
+@pytest.mark.parametrize("name", list(ODD_ANSWERS))
+def test_odd_answers_reach_the_caller_and_still_make_one_span(telemetry, monkeypatch, capture, name):
+    # usage=None, model=None, choices=None, content blocks of unknown types: the SDKs hand them over
+    # as they are; the call still makes one span with whatever the answer did say.
+    sdk, answer = ODD_ANSWERS[name]
+    if capture:
+        monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, capture)
+    client = httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer)))
+    instrumentor = AnthropicInstrumentor() if sdk == "anthropic" else OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        if sdk == "anthropic":
+            c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
+                                    http_client=client)
+            result = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+        elif sdk == "chat":
+            c = openai.OpenAI(api_key="k", base_url="http://provider.test/v1", max_retries=0, http_client=client)
+            result = c.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        else:
+            c = openai.OpenAI(api_key="k", base_url="http://provider.test/v1", max_retries=0, http_client=client)
+            result = c.responses.create(model="gpt-4o", input="hi")
+    finally:
+        instrumentor.uninstrument()
+    assert result.id == answer["id"]
+    (span,) = telemetry.spans()
+    a = span.attributes
+    assert span.status.status_code is StatusCode.UNSET and a[names.ENDING] == "completed"
+    assert a.get(names.GEN_AI_RESPONSE_MODEL) == answer["model"]  # omitted when the answer has none
+    assert a[names.GEN_AI_RESPONSE_ID] == answer["id"]
