@@ -579,3 +579,62 @@ def test_odd_answers_reach_the_caller_and_still_make_one_span(telemetry, monkeyp
     assert span.status.status_code is StatusCode.UNSET and a[names.ENDING] == "completed"
     assert a.get(names.GEN_AI_RESPONSE_MODEL) == answer["model"]  # omitted when the answer has none
     assert a[names.GEN_AI_RESPONSE_ID] == answer["id"]
+
+
+def _kept_break_in_with(c, request, kept):
+    with c.messages.create(**request, stream=True) as stream:
+        kept.append(stream)
+        for _ in stream:
+            break
+
+
+def _kept_close(c, request, kept):
+    kept.append(stream := c.messages.create(**request, stream=True))
+    next(stream)
+    stream.close()
+
+
+def _kept_manager_early(c, request, kept):
+    with c.messages.stream(**request) as stream:
+        kept.append(stream)
+        for _ in stream:
+            break
+
+
+def _kept_manager_unread(c, request, kept):
+    with c.messages.stream(**request) as stream:
+        kept.append(stream)
+
+
+async def _akept_close(c, request, kept):
+    kept.append(stream := await c.messages.create(**request, stream=True))
+    await stream.__anext__()
+    await stream.close()
+
+
+async def _akept_manager_early(c, request, kept):
+    async with c.messages.stream(**request) as stream:
+        kept.append(stream)
+        async for _ in stream:
+            break
+
+
+@pytest.mark.parametrize("leave", [_kept_break_in_with, _kept_close, _kept_manager_early, _kept_manager_unread,
+                                   _akept_close, _akept_manager_early], ids=lambda f: f.__name__.strip("_"))
+def test_a_stream_left_early_ends_when_left_not_when_collected(anthropic_instrumented, fake_provider, leave):
+    # cases README 1: the span ends at close / leaving the with block, while the caller still holds
+    # the stream (nothing is collected), exactly once.
+    kept: list = []
+    request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    kw = {"base_url": fake_provider.url, "api_key": "k", "max_retries": 0, "open_telemetry": False}
+    if inspect.iscoroutinefunction(leave):
+        async def main():
+            async with anthropic.AsyncAnthropic(**kw) as c:
+                await leave(c, request, kept)
+        asyncio.run(main())
+    else:
+        with anthropic.Anthropic(**kw) as c:
+            leave(c, request, kept)
+    (span,) = anthropic_instrumented.spans()
+    assert kept and span.attributes[names.ENDING] == "cancelled"
+    assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING) == {("cancelled",): 1}
