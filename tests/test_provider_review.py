@@ -638,3 +638,69 @@ def test_a_stream_left_early_ends_when_left_not_when_collected(anthropic_instrum
     (span,) = anthropic_instrumented.spans()
     assert kept and span.attributes[names.ENDING] == "cancelled"
     assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING) == {("cancelled",): 1}
+
+
+class Balance(SpanProcessor):
+    """Counts our spans started and ended (cases README 2: start count == end count)."""
+
+    def __init__(self) -> None:
+        self.started = self.ended = 0
+
+    def on_start(self, span, parent_context=None) -> None:
+        if span.instrumentation_scope.name == names.SCOPE_NAME:
+            self.started += 1
+
+    def on_end(self, span) -> None:
+        if span.instrumentation_scope.name == names.SCOPE_NAME:
+            self.ended += 1
+
+
+def test_every_call_shape_and_stream_fault_starts_and_ends_its_spans_once(
+        anthropic_instrumented, fake_provider, caplog):
+    import test_anthropic_call_shapes as a_shapes
+    import test_openai as o_shapes
+
+    balance = Balance()
+    TRACER_PROVIDER.add_span_processor(balance)
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
+    caplog.set_level("WARNING", logger="opentelemetry.sdk.trace")
+    calls = 0
+    try:
+        for native in (True, False):
+            for shape in a_shapes.SYNC_SHAPES:
+                shape(a_shapes.client(fake_provider, native))
+                calls += 1
+
+            async def run_async(native=native):
+                c = a_shapes.aclient(fake_provider, native)
+                try:
+                    for shape in a_shapes.ASYNC_SHAPES:
+                        await shape(c)
+                finally:
+                    await c.close()
+
+            asyncio.run(run_async())
+            calls += len(a_shapes.ASYNC_SHAPES)
+        for shape in o_shapes.SYNC_SHAPES.values():
+            shape(o_shapes.client(fake_provider))
+        for shape in o_shapes.ASYNC_SHAPES.values():
+            o_shapes.run_async_shape(fake_provider, shape)
+        calls += len(o_shapes.SYNC_SHAPES) + len(o_shapes.ASYNC_SHAPES)
+        c = a_shapes.client(fake_provider, native=False)
+        for fault in ("midstream_error", "drop", "truncate"):
+            try:
+                list(c.messages.create(**a_shapes.KW, stream=True, extra_headers={"x-fake-scenario": fault}))
+            except Exception:  # noqa: BLE001 - the fault's own error, tested elsewhere
+                pass
+            stream = c.messages.create(**a_shapes.KW, stream=True, extra_headers={"x-fake-scenario": fault})
+            next(stream)
+            del stream  # left mid-way, then collected
+            calls += 2
+        gc.collect()
+    finally:
+        instrumentor.uninstrument()
+        TRACER_PROVIDER._active_span_processor._span_processors = tuple(
+            p for p in TRACER_PROVIDER._active_span_processor._span_processors if p is not balance)
+    assert (balance.started, balance.ended) == (calls, calls)
+    assert not [r for r in caplog.records if "ended span" in r.getMessage()]
