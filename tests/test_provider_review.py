@@ -34,6 +34,7 @@ from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.testing.fake_provider import DEFAULT_TEXT
 
 MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-req",
            "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "stop_sequence": None,
@@ -704,3 +705,48 @@ def test_every_call_shape_and_stream_fault_starts_and_ends_its_spans_once(
             p for p in TRACER_PROVIDER._active_span_processor._span_processors if p is not balance)
     assert (balance.started, balance.ended) == (calls, calls)
     assert not [r for r in caplog.records if "ended span" in r.getMessage()]
+
+
+def test_the_stream_helpers_surface_works_through_the_proxy(anthropic_instrumented, fake_provider):
+    # The SDKs' stream helpers read our proxy: their own surface (until_done, snapshots, final
+    # message / text, response) must work as without us, sync and async, one completed span each.
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
+    request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}],
+            "stream_options": {"include_usage": True}}
+    a_kw = {"base_url": fake_provider.url, "api_key": "k", "max_retries": 0, "open_telemetry": False}
+    o_kw = {"base_url": fake_provider.url + "/v1", "api_key": "k", "max_retries": 0}
+    try:
+        with anthropic.Anthropic(**a_kw) as c, c.messages.stream(**request) as stream:
+            assert stream.response.status_code == 200
+            stream.until_done()
+            assert stream.current_message_snapshot.model == "claude-req"
+            assert stream.get_final_text() == DEFAULT_TEXT
+            assert stream.get_final_message().usage.output_tokens == 5
+        with openai.OpenAI(**o_kw) as o, o.chat.completions.stream(**chat) as chat_stream:
+            chat_stream.until_done()
+            assert chat_stream.current_completion_snapshot.model == "gpt-4o"
+            assert chat_stream.get_final_completion().usage.prompt_tokens == 25
+        with openai.OpenAI(**o_kw) as o, o.responses.stream(model="gpt-4o", input="hi") as responses_stream:
+            responses_stream.until_done()
+            assert responses_stream.get_final_response().usage.input_tokens == 25
+
+        async def run_async():
+            async with anthropic.AsyncAnthropic(**a_kw) as c:
+                async with c.messages.stream(**request) as stream:
+                    await stream.until_done()
+                    assert stream.current_message_snapshot.model == "claude-req"
+                    assert await stream.get_final_text() == DEFAULT_TEXT
+                async with c.messages.stream(**request) as stream:
+                    assert "".join([t async for t in stream.text_stream]) == DEFAULT_TEXT
+            async with openai.AsyncOpenAI(**o_kw) as o, o.chat.completions.stream(**chat) as chat_stream:
+                await chat_stream.until_done()
+                assert (await chat_stream.get_final_completion()).usage.prompt_tokens == 25
+
+        asyncio.run(run_async())
+    finally:
+        instrumentor.uninstrument()
+    spans = anthropic_instrumented.spans()
+    assert len(spans) == 6 and {s.attributes[names.ENDING] for s in spans} == {"completed"}
+    assert all(s.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 25 for s in spans)
