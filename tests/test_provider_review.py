@@ -750,3 +750,34 @@ def test_the_stream_helpers_surface_works_through_the_proxy(anthropic_instrument
     spans = anthropic_instrumented.spans()
     assert len(spans) == 6 and {s.attributes[names.ENDING] for s in spans} == {"completed"}
     assert all(s.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 25 for s in spans)
+
+
+# ---------------------------------------------------------------- Azure OpenAI: the model is a deployment name
+def test_azure_openai_deployment_names_are_no_substitution(telemetry):
+    # Azure OpenAI's `model` is the caller's deployment name; the answer names the model behind it.
+    # GenAI semconv: gen_ai.provider.name "azure.ai.openai".
+    answer = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    sent: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request.url.path)
+        return httpx2.Response(200, json=answer)
+
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        azure = openai.AzureOpenAI(api_key="k", api_version="2024-10-21", azure_endpoint="http://azure.test",
+                                   max_retries=0, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+        assert azure.chat.completions.create(model="prod-chat", messages=[{"role": "user", "content": "hi"}]).id == "c"
+    finally:
+        instrumentor.uninstrument()
+    assert sent == ["/openai/deployments/prod-chat/chat/completions"]
+    (span,) = telemetry.spans()
+    a = span.attributes
+    assert (a[names.GEN_AI_PROVIDER_NAME], a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (
+        "azure.ai.openai", "prod-chat", "gpt-4o-2024-08-06")
+    assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
+    modes = telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_PROVIDER_NAME, names.DEGRADATION_MODE)
+    assert modes == {("azure.ai.openai", "primary"): 1}

@@ -42,8 +42,10 @@ logger = logging.getLogger(__name__)
 class Request(NamedTuple):
     """What a call asked for: model, token limit, whether streamed, the request body (the keyword
     arguments, or the JSON body) that content capture reads, the ``gen_ai.provider.name`` when
-    it is not the SDK's own (anthropic's SDK talking to Bedrock: ``aws.bedrock``), and further
-    span attributes the SDK module knows from the request (openai's ``openai.api.type``)."""
+    it is not the SDK's own (anthropic's SDK talking to Bedrock: ``aws.bedrock``), further
+    span attributes the SDK module knows from the request (openai's ``openai.api.type``), and
+    ``deployment``: the model asked for is the caller's name for a deployment (Azure OpenAI), not
+    a model name, so the served model is not compared with it."""
 
     model: Any
     max_tokens: Any
@@ -51,6 +53,7 @@ class Request(NamedTuple):
     body: Any
     provider: str | None = None
     attributes: Mapping[str, Any] | None = None
+    deployment: bool = False
 
 
 class ProviderState:
@@ -193,7 +196,8 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         content = _input_content(state, request.body) if state.capture.enabled else None
         call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
                             request.stream, state.server_of(instance), capture=state.capture,
-                            input_content=content, failovers=state.failovers, extra_attributes=request.attributes)
+                            input_content=content, failovers=state.failovers, extra_attributes=request.attributes,
+                            compare_models=not request.deployment)
         call.activate()
         return call
     except Exception:
