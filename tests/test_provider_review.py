@@ -781,3 +781,26 @@ def test_azure_openai_deployment_names_are_no_substitution(telemetry):
     assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
     modes = telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_PROVIDER_NAME, names.DEGRADATION_MODE)
     assert modes == {("azure.ai.openai", "primary"): 1}
+
+
+@pytest.mark.parametrize(("platform", "model"), [
+    # Bedrock: a model id, or an inference profile; Vertex AI: model@version. Both answer with the
+    # Anthropic model name (e.g. AWS's InvokeModel example: "model": "claude-3-7-sonnet-20250219").
+    ("bedrock", "anthropic.claude-3-7-sonnet-20250219-v1:0"),
+    ("bedrock", "us.anthropic.claude-3-7-sonnet-20250219-v1:0"),
+    ("vertex", "claude-3-7-sonnet@20250219"),
+])
+def test_platform_model_ids_are_no_substitution(anthropic_instrumented, platform, model):
+    answer = {**MESSAGE, "id": "msg_bdrk_01", "model": "claude-3-7-sonnet-20250219"}
+    http = httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer)))
+    if platform == "bedrock":
+        c = anthropic.AnthropicBedrock(api_key="k", aws_region="us-east-1", base_url="http://bedrock.test",
+                                       max_retries=0, open_telemetry=False, http_client=http)
+    else:
+        c = anthropic.AnthropicVertex(region="us-east5", project_id="p", access_token="t", base_url="http://vertex.test",
+                                      max_retries=0, open_telemetry=False, http_client=http)
+    assert c.messages.create(model=model, max_tokens=8, messages=[{"role": "user", "content": "hi"}]).id == "msg_bdrk_01"
+    (span,) = anthropic_instrumented.spans()
+    a = span.attributes
+    assert (a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (model, "claude-3-7-sonnet-20250219")
+    assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a

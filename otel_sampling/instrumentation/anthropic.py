@@ -22,7 +22,8 @@ overwritten field by field by the ``message_delta`` usage, never their sum. A se
 (a ``fallback`` content block, or a ``fallback_message`` entry in beta ``usage.iterations``) makes
 the call ``degradation.mode=degraded`` with ``degradation.reason=provider_fallback``; the served
 model is the response's ``model``. ``gen_ai.provider.name`` is ``anthropic``, or ``aws.bedrock`` /
-``gcp.vertex_ai`` for the SDK's Bedrock and Vertex AI clients (GenAI semconv well-known values).
+``gcp.vertex_ai`` for the SDK's Bedrock and Vertex AI clients (GenAI semconv well-known values);
+there the request names a platform model id, which is not compared with the served model.
 """
 
 from __future__ import annotations
@@ -208,7 +209,10 @@ class _State(ProviderState):
             return None
         module = type(instance).__module__
         provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
-        return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body, provider)
+        # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
+        # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
+        return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body, provider,
+                       deployment=provider is not None)
 
     def input_content(self, body: Any) -> Content:
         system = body.get("system")
