@@ -8,7 +8,7 @@ Expected values come from the SDKs' own behaviour (what the uninstrumented SDK s
 from __future__ import annotations
 
 import asyncio
-
+import collections.abc
 import contextlib
 import copy
 import gc
@@ -190,8 +190,8 @@ def test_time_to_first_chunk_and_duration_never_exceed_the_span(anthropic_instru
 
 # ---------------------------------------------------------------- the proxy has the stream's protocols only
 async def _misuse(stream) -> dict:
-    """How a stream answers protocol look-ups and copies a host may try: what exists, and the
-    exception type of each misuse (None: it worked)."""
+    """How a stream answers the protocol checks a host may make (the collections.abc and contextlib
+    ABCs) and the exception type of each misuse (None: it worked)."""
 
     def raised(action) -> type | None:
         try:
@@ -200,18 +200,35 @@ async def _misuse(stream) -> dict:
             return type(exc)
         return None
 
-    found: dict = {name: hasattr(stream, name) for name in ("__enter__", "__exit__", "__aenter__", "__aexit__",
-                                                            "__iter__", "__aiter__")}
-    found |= {f"type.{name}": hasattr(type(stream), name) for name in ("__enter__", "__aenter__", "__iter__")}
-    found["deepcopy"] = raised(lambda: copy.deepcopy(stream))
-    found["pickle"] = raised(lambda: pickle.dumps(stream))
-    found["enter_context"] = raised(lambda: contextlib.ExitStack().enter_context(stream))
-    try:
+    async def araised(action) -> type | None:
+        try:
+            await action()
+        except Exception as exc:  # noqa: BLE001
+            return type(exc)
+        return None
+
+    def use_with():
+        with stream:
+            pass
+
+    async def use_async_with():
+        async with stream:
+            pass
+
+    async def use_async_exit_stack():
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(stream)
-        found["enter_async_context"] = None
-    except Exception as exc:  # noqa: BLE001
-        found["enter_async_context"] = type(exc)
+
+    found: dict = {abc.__name__: isinstance(stream, abc) for abc in (
+        collections.abc.Iterable, collections.abc.Iterator, collections.abc.AsyncIterable,
+        collections.abc.AsyncIterator, contextlib.AbstractContextManager, contextlib.AbstractAsyncContextManager)}
+    found["iter"] = raised(lambda: iter(stream))
+    found["deepcopy"] = raised(lambda: copy.deepcopy(stream))
+    found["pickle"] = raised(lambda: pickle.dumps(stream))
+    found["exit_stack"] = raised(lambda: contextlib.ExitStack().enter_context(stream))
+    found["async_exit_stack"] = await araised(use_async_exit_stack)
+    found["async with"] = await araised(use_async_with)
+    found["with"] = raised(use_with)
     return found
 
 

@@ -42,20 +42,6 @@ class Accumulator(Protocol):
     def response(self) -> Response: ...
 
 
-class _Absent:
-    """A special method ``wrapt.ObjectProxy`` defines for every proxied object, on a proxy whose
-    kind of stream lacks it (a sync stream has no ``__aenter__``): looking it up raises
-    ``AttributeError``, on the proxy and on its class, as on the stream itself, so that hosts that
-    pick ``with`` or ``async with`` by ``hasattr`` (and ``contextlib``'s exit stacks) see the stream's
-    protocols, not the proxy's."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __get__(self, instance: Any, owner: Any = None) -> Any:
-        raise AttributeError(self._name)
-
-
 class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
                  failure: Callable[[BaseException], Failure | str]) -> None:
@@ -131,8 +117,11 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
 class StreamProxy(_StreamProxyBase):
     """Proxy for a synchronous stream (``anthropic.Stream``, ``openai.Stream``)."""
 
-    __aenter__ = _Absent("__aenter__")
-    __aexit__ = _Absent("__aexit__")
+    # wrapt's proxy defines every special method for any proxied object; a sync stream has no async
+    # context manager protocol. None is Python's "operation not available": `async with` raises
+    # TypeError and the contextlib ABCs say no, as for the stream itself.
+    __aenter__ = None
+    __aexit__ = None
 
     def __iter__(self) -> StreamProxy:
         return self
@@ -174,9 +163,10 @@ class StreamProxy(_StreamProxyBase):
 class AsyncStreamProxy(_StreamProxyBase):
     """Proxy for an asynchronous stream (``anthropic.AsyncStream``, ``openai.AsyncStream``)."""
 
-    __enter__ = _Absent("__enter__")
-    __exit__ = _Absent("__exit__")
-    __iter__ = _Absent("__iter__")
+    # As on StreamProxy: an async stream is neither a sync context manager nor iterable.
+    __enter__ = None
+    __exit__ = None
+    __iter__ = None
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
