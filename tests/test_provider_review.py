@@ -821,3 +821,36 @@ def test_platform_model_ids_are_no_substitution(anthropic_instrumented, platform
     a = span.attributes
     assert (a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (model, "claude-3-7-sonnet-20250219")
     assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
+
+
+@pytest.mark.parametrize("shape", ["create", "stream", "manager"])
+def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, monkeypatch, fake_provider, shape):
+    # The fake's `cache` answer: input_tokens 25 (anthropic's count excludes the cache), cache reads
+    # 400, cache writes 100, output 5. Semconv input = 525. Cost at 1.0 / 0.1 / 1.25 / 5.0 USD per
+    # million: 25 x 1.0 + 400 x 0.1 + 100 x 1.25 + 5 x 5.0 = 215 USD per million = 0.000215.
+    path = tmp_path / "policy.toml"
+    path.write_text('[prices."claude-haiku-5-5"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n'
+                    'cache_read_usd_per_mtok = 0.1\ncache_creation_usd_per_mtok = 1.25\n')
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    request = {"model": "claude-haiku-5-5", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+               "extra_headers": {"x-fake-scenario": "cache"}}
+    try:
+        c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+        if shape == "create":
+            c.messages.create(**request)
+        elif shape == "stream":
+            list(c.messages.create(**request, stream=True))
+        else:
+            with c.messages.stream(**request) as stream:
+                stream.until_done()
+    finally:
+        instrumentor.uninstrument()
+    (span,) = telemetry.spans()
+    a = span.attributes
+    assert (a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS],
+            a[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (525, 400, 100, 5)
+    assert a[names.COST_USD] == pytest.approx(0.000215)
+    (cost_point,) = telemetry.points(names.METRIC_GEN_AI_COST)
+    assert cost_point.value == pytest.approx(0.000215)
