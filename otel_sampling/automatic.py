@@ -137,7 +137,7 @@ def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[s
             reasons.append(names.REASON_FAILOVER)
         elif judged == names.SUBSTITUTION_OUTSIDE_POLICY:
             reasons.append(names.REASON_SUBSTITUTION)
-        elif calls.last_requested and served and not substitution.same_model(calls.last_requested, served):
+        elif calls.last_requested and served and not substitution.same_family(calls.last_requested, served):
             reasons.append(names.REASON_PROVIDER_FALLBACK)
         else:
             reasons.append(names.REASON_FALLBACK)

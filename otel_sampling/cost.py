@@ -2,7 +2,8 @@
 
 Prices are USD per million tokens (``[prices."<model>"]``, :class:`otel_sampling.policy.Price`).
 The price of a served model is the entry of the same name, else an entry it is a snapshot of
-(``claude-haiku-5-5`` prices ``claude-haiku-5-5-20261001``, :func:`otel_sampling.substitution.same_model`).
+(``claude-haiku-5-5`` or ``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``,
+:func:`otel_sampling.substitution.same_model`).
 
 Cost = uncached input x input price + cache reads x cache-read price + cache writes x cache-write
 price + output x output price. Usage is in semantic-convention terms (``input_tokens`` includes

@@ -121,22 +121,24 @@ class ProviderCall:
             callback is not detected).
         extra_attributes: further span attributes known at the start (openai's ``openai.api.type``);
             span only, never metric labels.
+        compare_models: whether a served model other than ``request_model`` is a substitution or a
+            fallback (False when ``request_model`` names a deployment, as on Azure OpenAI).
     """
 
     __slots__ = ("_instruments", "_provider", "_request_model", "_span", "_start", "_ended", "_attached",
                  "_server_address", "_sampling", "_first_chunk", "_stream", "_capture", "_input_content",
-                 "_failovers", "_parent")
+                 "_failovers", "_parent", "_compare_models")
 
     def __init__(
         self, instruments: Instruments, provider: str, request_model: str | None,
         max_tokens: Any, stream: bool, server: tuple[str, int | None] | None, *,
         capture: CaptureMode = NO_CAPTURE, input_content: Content | None = None,
         failovers: FailoverTracker | None = None, extra_attributes: Mapping[str, Any] | None = None,
+        compare_models: bool = True,
     ) -> None:
         self._instruments = instruments
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
-        self._start = time.perf_counter()
         self._first_chunk: float | None = None
         self._stream = stream
         self._ended = False
@@ -145,6 +147,7 @@ class ProviderCall:
         self._capture = capture
         self._input_content = input_content
         self._failovers = failovers
+        self._compare_models = compare_models
         parent = trace.get_current_span().get_span_context()
         self._parent = (parent.trace_id, parent.span_id) if parent.is_valid else None
         # The sampling request this call serves is the one current when it starts (a stream may
@@ -156,6 +159,9 @@ class ProviderCall:
         span = instruments.tracer.start_span(f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT,
                                              kind=SpanKind.CLIENT)
         self._span = span
+        # Timed from the span's start (not before it), so that the time to first chunk and the
+        # duration never exceed the span's own duration.
+        self._start = time.perf_counter()
         if span.is_recording():
             attributes: dict[str, Any] = {
                 names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
@@ -243,7 +249,8 @@ class ProviderCall:
         if failed_over and not failed:
             return names.REASON_FAILOVER
         served, requested = response.model if response else None, self._request_model
-        if failed or not served or not requested or substitution.same_family(requested, served):
+        if failed or not served or not requested or not self._compare_models or substitution.same_family(
+                requested, served):
             return None
         # The provider served another model than asked for: permitted by the sampling server's
         # policy is a fallback, anything else a substitution.

@@ -381,7 +381,7 @@ class SamplingRecord:
     def _mode(self, served: str | None, primary: str | None) -> str:
         if self.failed_over():
             return names.MODE_DEGRADED
-        if served and primary and not substitution.same_model(primary, served):
+        if served and primary and not substitution.same_family(primary, served):
             return names.MODE_DEGRADED
         return names.MODE_PRIMARY
 

@@ -13,7 +13,7 @@ Judgement (``names.SUBSTITUTIONS``):
 
 A permitted-model entry admits the same name or that name followed by a dated or ``latest``
 suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``), which is how providers name
-snapshots of one model.
+snapshots of one model; a ``-latest`` entry admits the same snapshots (the alias resolves to one).
 """
 
 from __future__ import annotations
@@ -27,10 +27,13 @@ _SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)\Z")
 
 
 def same_model(entry: str, served: str) -> bool:
-    """True when ``served`` is ``entry`` or ``entry`` plus a snapshot suffix."""
+    """True when ``served`` is ``entry`` or ``entry`` plus a snapshot suffix; an entry that is a
+    ``-latest`` alias stands for the model it names (``claude-x-latest`` admits ``claude-x-20261001``)."""
     if served == entry:
         return True
-    return served.startswith(entry) and _SNAPSHOT_SUFFIX.fullmatch(served, len(entry)) is not None
+    base = entry.removesuffix("-latest")
+    return served == base or (
+        served.startswith(base) and _SNAPSHOT_SUFFIX.fullmatch(served, len(base)) is not None)
 
 
 def matches_hint(hints: Sequence[str], served: str) -> bool:

@@ -42,8 +42,10 @@ logger = logging.getLogger(__name__)
 class Request(NamedTuple):
     """What a call asked for: model, token limit, whether streamed, the request body (the keyword
     arguments, or the JSON body) that content capture reads, the ``gen_ai.provider.name`` when
-    it is not the SDK's own (anthropic's SDK talking to Bedrock: ``aws.bedrock``), and further
-    span attributes the SDK module knows from the request (openai's ``openai.api.type``)."""
+    it is not the SDK's own (anthropic's SDK talking to Bedrock: ``aws.bedrock``), further
+    span attributes the SDK module knows from the request (openai's ``openai.api.type``), and
+    ``deployment``: the model asked for is the caller's name for a deployment (Azure OpenAI), not
+    a model name, so the served model is not compared with it."""
 
     model: Any
     max_tokens: Any
@@ -51,6 +53,7 @@ class Request(NamedTuple):
     body: Any
     provider: str | None = None
     attributes: Mapping[str, Any] | None = None
+    deployment: bool = False
 
 
 class ProviderState:
@@ -140,7 +143,10 @@ class ProviderState:
         """What a parsed response reports; with content capture on, its output messages too."""
         response = self.response_of(result)
         if self.capture.enabled and self.output_of is not None:
-            response = response._replace(output=self.output_of(result, response))
+            try:
+                response = response._replace(output=self.output_of(result, response))
+            except Exception:  # content is an extra: the model, usage and ending still count
+                logger.debug("otel-sampling: could not capture a %s call's output", self.provider, exc_info=True)
         return response
 
     def decode_raw(self, raw: Any) -> Response | None:
@@ -151,10 +157,15 @@ class ProviderState:
 
 def request_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Mapping[str, Any]]:
     """The ``FinalRequestOptions`` and JSON body (``{}`` when none) of a call to both SDKs' client
-    ``request(cast_to, options, *, stream=False, stream_cls=None)``."""
+    ``request(cast_to, options, *, stream=False, stream_cls=None)``: the body as sent, with the
+    caller's ``extra_body`` (``options.extra_json``) over it, as the SDKs merge them."""
     options = args[1] if len(args) > 1 else kwargs.get("options")
     body = getattr(options, "json_data", None)
-    return options, body if isinstance(body, Mapping) else {}
+    body = body if isinstance(body, Mapping) else {}
+    extra = getattr(options, "extra_json", None)
+    if isinstance(extra, Mapping) and extra:
+        body = {**body, **extra}
+    return options, body
 
 
 def _sdk_class(provider: str, path: str) -> type | None:
@@ -182,14 +193,24 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         request = state.request_of(instance, args, kwargs)
         if request is None:
             return None
-        content = state.input_content(request.body) if state.capture.enabled else None
+        content = _input_content(state, request.body) if state.capture.enabled else None
         call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
                             request.stream, state.server_of(instance), capture=state.capture,
-                            input_content=content, failovers=state.failovers, extra_attributes=request.attributes)
+                            input_content=content, failovers=state.failovers, extra_attributes=request.attributes,
+                            compare_models=not request.deployment)
         call.activate()
         return call
     except Exception:
         logger.debug("otel-sampling: could not start the %s call", state.provider, exc_info=True)
+        return None
+
+
+def _input_content(state: ProviderState, body: Any) -> Content | None:
+    """The request's content, or None when reading it failed (the call is still traced)."""
+    try:
+        return state.input_content(body)
+    except Exception:
+        logger.debug("otel-sampling: could not capture a %s call's input", state.provider, exc_info=True)
         return None
 
 
@@ -237,7 +258,7 @@ def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
         call.end(state.decode_raw(raw))
         return
     state.pending[raw] = call
-    weakref.finalize(raw, call.end, None)  # never parsed: ended when collected (a no-op once ended)
+    weakref.finalize(raw, _end_unseen, state, call)  # never parsed: ended when collected (a no-op once ended)
 
 
 def create_wrapper(state: ProviderState):
@@ -274,10 +295,19 @@ def async_create_wrapper(state: ProviderState):
     return wrapper
 
 
+def _end_unseen(state: ProviderState, call: ProviderCall) -> None:
+    """End a call whose response we did not see. Runs in the caller's ``close()`` or at collection:
+    our failure (a raising span processor) is logged, never raised there."""
+    try:
+        call.end(None)
+    except Exception:
+        logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
+
+
 def _end_unparsed(state: ProviderState, raw: Any) -> None:
     call = state.pending.pop(raw, None) if state.pending else None
     if call is not None:
-        call.end(None)  # closed without being parsed: whatever the caller read, we did not see it
+        _end_unseen(state, call)  # closed without being parsed: whatever the caller read, we did not see it
 
 
 def close_wrapper(state: ProviderState):

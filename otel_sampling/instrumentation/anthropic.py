@@ -22,7 +22,8 @@ overwritten field by field by the ``message_delta`` usage, never their sum. A se
 (a ``fallback`` content block, or a ``fallback_message`` entry in beta ``usage.iterations``) makes
 the call ``degradation.mode=degraded`` with ``degradation.reason=provider_fallback``; the served
 model is the response's ``model``. ``gen_ai.provider.name`` is ``anthropic``, or ``aws.bedrock`` /
-``gcp.vertex_ai`` for the SDK's Bedrock and Vertex AI clients (GenAI semconv well-known values).
+``gcp.vertex_ai`` for the SDK's Bedrock and Vertex AI clients (GenAI semconv well-known values);
+there the request names a platform model id, which is not compared with the served model.
 """
 
 from __future__ import annotations
@@ -91,6 +92,12 @@ def response_of(message: Any) -> Response:
                     (stop_reason,) if stop_reason else (), to_usage(fields), fallback)
 
 
+def _sequence(value: Any) -> list[Any] | tuple[Any, ...]:
+    """``value`` when it is a list or tuple, else ``()``. The SDK takes any iterable in a request body
+    and copies it only after our wrapper ran: reading a generator here would send it empty."""
+    return value if isinstance(value, (list, tuple)) else ()
+
+
 def _block_part(block: Any) -> dict[str, Any]:
     """A GenAI semconv message part from an anthropic content block (object or dict)."""
     get = block.get if isinstance(block, Mapping) else (lambda key, default=None: getattr(block, key, default))
@@ -102,7 +109,7 @@ def _block_part(block: Any) -> dict[str, Any]:
     if kind == "tool_result":
         result = get("content")
         if not isinstance(result, str):
-            result = [_block_part(b) for b in result or ()]
+            result = [_block_part(b) for b in _sequence(result)]
         return {"type": "tool_call_response", "id": get("tool_use_id"), "response": result}
     if kind == "thinking":
         return {"type": "reasoning", "content": get("thinking", "")}
@@ -112,7 +119,7 @@ def _block_part(block: Any) -> dict[str, Any]:
 def _parts(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [text_part(content)]
-    return [_block_part(b) for b in content or ()]
+    return [_block_part(b) for b in _sequence(content)]
 
 
 def output_of(message: Any, response: Response) -> list[Any]:
@@ -202,14 +209,18 @@ class _State(ProviderState):
             return None
         module = type(instance).__module__
         provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
-        return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body, provider)
+        # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
+        # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
+        return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body, provider,
+                       deployment=provider is not None)
 
     def input_content(self, body: Any) -> Content:
         system = body.get("system")
         messages = body.get("messages")
         return Content(
             _parts(system) if system else None,
-            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in messages or () if isinstance(m, Mapping)],
+            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in _sequence(messages)
+             if isinstance(m, Mapping)],
         )
 
 

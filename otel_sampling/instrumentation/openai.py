@@ -7,7 +7,9 @@ and each of them through ``with_raw_response`` / ``with_streaming_response``. En
 to first chunk, degraded mode, failover and content capture come from the shared machinery
 (:mod:`otel_sampling.instrumentation._provider`). The span carries ``openai.api.type``
 (``chat_completions`` / ``responses``, GenAI semconv for openai); ``gen_ai.operation.name`` is
-``chat`` for both.
+``chat`` for both. Through the SDK's Azure OpenAI clients ``gen_ai.provider.name`` is
+``azure.ai.openai`` (GenAI semconv well-known value), and the request's ``model``, a deployment name
+there, is not compared with the served model (no substitution or fallback is read from it).
 
 Wrap point: ``openai._base_client.SyncAPIClient.request`` / ``AsyncAPIClient.request`` for
 ``POST /chat/completions`` and ``POST /responses``. Every shape above ends there exactly once per
@@ -55,6 +57,7 @@ from otel_sampling.provider_call import Response, Usage
 logger = logging.getLogger(__name__)
 
 PROVIDER = "openai"  # gen_ai.provider.name well-known value
+AZURE_PROVIDER = "azure.ai.openai"  # gen_ai.provider.name well-known value of the SDK's Azure OpenAI clients
 CHAT_PATH = "/chat/completions"
 RESPONSES_PATH = "/responses"
 # openai.api.type (GenAI semconv for openai) and the token-limit keys, first found wins, per endpoint.
@@ -162,6 +165,9 @@ class _State(ProviderState):
     def __init__(self, instruments: Instruments) -> None:
         super().__init__(instruments)
         self._responses_class = self.response_class[1]  # extra_response_types[0]
+        from openai.lib.azure import BaseAzureClient
+
+        self._azure_client = BaseAzureClient
 
     def response_of(self, result: Any) -> Response:
         """What a parsed ``ChatCompletion`` or Responses ``Response`` reports (``parse()`` results
@@ -184,8 +190,11 @@ class _State(ProviderState):
             return None
         api_type, max_tokens_keys = api
         max_tokens = next((body[k] for k in max_tokens_keys if k in body), None)
+        # Azure OpenAI: ``model`` is the caller's deployment name, which says nothing of the model served.
+        azure = isinstance(instance, self._azure_client)
         return Request(body.get("model"), max_tokens, body.get("stream") is True, body,
-                       attributes={names.OPENAI_API_TYPE: api_type})
+                       provider=AZURE_PROVIDER if azure else None, attributes={names.OPENAI_API_TYPE: api_type},
+                       deployment=azure)
 
     def input_content(self, body: Any) -> Content:
         # Chat Completions requires ``messages``; the Responses API has ``input`` / ``instructions`` instead.

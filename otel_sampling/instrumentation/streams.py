@@ -6,7 +6,8 @@ each event to a provider-specific accumulator and ends the call:
 * on exhaustion: success if the accumulator saw the terminal event, else ``incomplete_stream``
   (ending ``error``);
 * on an error while reading: ERROR with the error's ``error.type`` and ending; the same exception
-  object propagates;
+  object propagates (a second reader, in another thread or task, that gets the SDK generator's
+  "already executing" error while the first reads on does not end the call);
 * on ``close()`` / ``aclose()`` / ``__exit__`` / ``__aexit__`` / garbage collection before the end:
   the partial response seen so far, no error, ending ``cancelled`` (the caller chose to stop);
   ``completed`` when the terminal event had already arrived.
@@ -49,6 +50,9 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         self._self_accumulator = accumulator
         self._self_failure = failure
         self._self_blind = False  # an event could not be read: "no terminal event" would be our guess
+        # Readers inside the stream now. A second one (another thread or task) gets the SDK
+        # generator's "already executing" error while the first goes on reading: not the stream's end.
+        self._self_reading = 0
 
     def _self_observe(self, event: Any) -> None:
         try:
@@ -100,22 +104,42 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         # A copy reads the same response but is not this call: hand back an uninstrumented copy.
         return copy.copy(self.__wrapped__)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return copy.deepcopy(self.__wrapped__, memo)  # as __copy__; raises what the stream raises
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self.__wrapped__.__reduce_ex__(protocol)  # pickled as the stream (which refuses)
+
+    def __reduce__(self) -> Any:
+        return self.__wrapped__.__reduce__()
+
 
 class StreamProxy(_StreamProxyBase):
     """Proxy for a synchronous stream (``anthropic.Stream``, ``openai.Stream``)."""
+
+    # wrapt's proxy defines every special method for any proxied object; a sync stream has no async
+    # context manager protocol. None is Python's "operation not available": `async with` raises
+    # TypeError and the contextlib ABCs say no, as for the stream itself.
+    __aenter__ = None
+    __aexit__ = None
 
     def __iter__(self) -> StreamProxy:
         return self
 
     def __next__(self) -> Any:
+        alone = not self._self_reading
+        self._self_reading += 1
         try:
             event = self.__wrapped__.__next__()
         except StopIteration:
             self._self_end(None, exhausted=True)
             raise
         except BaseException as exc:
-            self._self_end(exc, exhausted=False)
+            if alone:
+                self._self_end(exc, exhausted=False)
             raise
+        finally:
+            self._self_reading -= 1
         self._self_observe(event)
         return event
 
@@ -139,18 +163,28 @@ class StreamProxy(_StreamProxyBase):
 class AsyncStreamProxy(_StreamProxyBase):
     """Proxy for an asynchronous stream (``anthropic.AsyncStream``, ``openai.AsyncStream``)."""
 
+    # As on StreamProxy: an async stream is neither a sync context manager nor iterable.
+    __enter__ = None
+    __exit__ = None
+    __iter__ = None
+
     def __aiter__(self) -> AsyncStreamProxy:
         return self
 
     async def __anext__(self) -> Any:
+        alone = not self._self_reading
+        self._self_reading += 1
         try:
             event = await self.__wrapped__.__anext__()
         except StopAsyncIteration:
             self._self_end(None, exhausted=True)
             raise
         except BaseException as exc:
-            self._self_end(exc, exhausted=False)
+            if alone:
+                self._self_end(exc, exhausted=False)
             raise
+        finally:
+            self._self_reading -= 1
         self._self_observe(event)
         return event
 
