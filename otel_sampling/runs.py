@@ -143,13 +143,16 @@ class RunScope:
             raise TypeError(f"run name must be a string, got {type(name).__name__}")
         if not name.strip():
             raise ValueError("run name must not be empty")
-        self._run = Run(name, parent=_current.get())
+        self._run = Run(name)  # its parent is the run current where it is entered, not where it is built
         self._span: trace.Span | None = None
         self._start = 0.0
         self._tokens: tuple[Token[Run | None], object] | None = None
 
     def __enter__(self) -> Run:
         run = self._run
+        # Nested in the run current here, explicit or implicit (a framework's root span): what
+        # happens inside counts there too, and the silent incident is counted once, out there.
+        run._parent = current_run()
         token = _current.set(run)  # first: the run's own span belongs to it, not to a new implicit run
         _register(run)
         active = degradation.active_reasons()
@@ -181,7 +184,10 @@ class RunScope:
             self._tokens = None
             if otel_token is not None:
                 otel_context.detach(otel_token)  # type: ignore[arg-type]
-            _current.reset(token)
+            try:
+                _current.reset(token)
+            except ValueError:  # exited in another context than it was entered in: nothing to undo here
+                logger.debug("otel-sampling: run %r exited in another context", run.name, exc_info=True)
         span = self._span
         try:
             _finish(run, time.perf_counter() - self._start, span)
@@ -417,6 +423,8 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
                                 (names.SUBSTITUTION_OUTSIDE_POLICY, ended._outside_policy)) if seen]
     if not causes or ended.disclosed:
         return
+    if ended._parent is not None and not ended._parent._ended:
+        return  # the enclosing run is degraded too and counts the one incident (or its disclosure prevents it)
     telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name})
     event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: causes}
     if reasons:
