@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from typing import Any, Iterator
 
 from otel_sampling import api_instruments, names
+from otel_sampling.labels import LABEL_MAX_LENGTH, clean
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,10 @@ class Degradation:
         expires_at: when it should be over: an aware :class:`datetime.datetime` or an ISO 8601
             string with an offset (``"2026-12-01T00:00:00Z"``). Past it, the degradation counts
             in ``degradation.expired`` until it exits.
+
+    The three strings go on every span and log record while it is active, so they are kept as
+    :func:`otel_sampling.labels.clean` leaves them: printable characters only, at most
+    ``labels.LABEL_MAX_LENGTH`` (128).
 
     Raises:
         TypeError: a value of the wrong type.
@@ -207,9 +212,10 @@ def _count_transition(degradation: Degradation, direction: str) -> None:
 def _text(what: str, value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"degradation {what} must be a string, got {type(value).__name__}")
-    if not value.strip():
+    text = clean(value, LABEL_MAX_LENGTH)  # a host string on every span: bounded and printable
+    if not text.strip():
         raise ValueError(f"degradation {what} must not be empty")
-    return value
+    return text
 
 
 def _instant(value: Any) -> dt.datetime:
@@ -218,12 +224,20 @@ def _instant(value: Any) -> dt.datetime:
             # Python 3.10 reads no trailing "Z"; 3.11 does.
             value = dt.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
         except ValueError:
-            raise ValueError(f"degradation expires_at is not ISO 8601: {value!r}") from None
+            raise ValueError(f"degradation expires_at is not ISO 8601: {clean(value, 64)!r}") from None
     if not isinstance(value, dt.datetime):
         raise TypeError(f"degradation expires_at must be a datetime or an ISO 8601 string, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("degradation expires_at needs a UTC offset (e.g. 2026-12-01T00:00:00Z)")
-    return value.astimezone(dt.timezone.utc)
+    try:
+        return value.astimezone(dt.timezone.utc)
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 is past datetime.max in UTC
+        raise ValueError(f"degradation expires_at is out of range: {value.isoformat()}") from None
+
+
+def iso(instant: dt.datetime) -> str:
+    """``instant`` (UTC) as ISO 8601 with a ``Z``, as ``degradation.expires_at`` carries it."""
+    return instant.isoformat().replace("+00:00", "Z")
 
 
 def _utcnow() -> dt.datetime:
