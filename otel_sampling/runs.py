@@ -255,8 +255,12 @@ def add_cost(usd: float, span: trace.Span | None = None) -> None:
     """
     if isinstance(usd, bool) or not isinstance(usd, (int, float)):
         raise TypeError(f"cost must be a number of USD, got {type(usd).__name__}")
-    if not math.isfinite(usd) or usd < 0:
-        raise ValueError(f"cost must be a finite, non-negative number of USD, got {usd!r}")
+    try:
+        finite = math.isfinite(usd)
+    except OverflowError:  # an int beyond float range
+        finite = False
+    if not finite or usd < 0:
+        raise ValueError(f"cost must be a finite, non-negative number of USD, got {usd!r:.40}")
     target = _current.get() if span is None else None
     if target is None:
         trace_id = (span or trace.get_current_span()).get_span_context().trace_id
