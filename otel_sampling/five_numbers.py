@@ -71,22 +71,25 @@ def expressions(window: str = "1h") -> dict[str, str]:
     def inc(series: str, selector: str = "") -> str:
         return f"increase({series}{{{selector}}}[{w}])" if selector else f"increase({series}[{w}])"
 
+    # Every denominator is filtered with "> 0": in a quiet window the series exist but did not
+    # increase, and 0/0 is NaN (x/0 is +Inf) on a dashboard and in a recording rule. No traffic,
+    # no ratio: the result is empty instead.
     def mean_score(mode: str) -> str:
         return (f"sum by ({EVALUATION}) ({inc(SCORE_SUM, mode)})"
-                f" / sum by ({EVALUATION}) ({inc(SCORE_COUNT, mode)})")
+                f" / (sum by ({EVALUATION}) ({inc(SCORE_COUNT, mode)}) > 0)")
 
     runs_by_mode = f"sum by ({MODE}) ({inc(RUNS)})"
     completed_by_mode = f"sum by ({MODE}) ({inc(RUNS, _COMPLETED)})"
     return {
         "degraded_run_seconds": f"sum({inc(RUN_DURATION_SUM, _DEGRADED)}) or vector(0)",
-        "degraded_run_share": f"(sum({inc(RUNS, _DEGRADED)}) or vector(0)) / sum({inc(RUNS)})",
+        "degraded_run_share": f"(sum({inc(RUNS, _DEGRADED)}) or vector(0)) / (sum({inc(RUNS)}) > 0)",
         "quality_delta": f"({mean_score(_PRIMARY)}) - ({mean_score(_DEGRADED)})",
         # a mode with runs but none completed reads 0, not nothing
-        "completion_rate_by_mode": f"({completed_by_mode} or 0 * {runs_by_mode}) / {runs_by_mode}",
+        "completion_rate_by_mode": f"({completed_by_mode} or 0 * {runs_by_mode}) / ({runs_by_mode} > 0)",
         "silent_incidents": f"sum({inc(INCIDENTS)}) or vector(0)",
-        "cost_per_completed_task_by_mode": f"sum by ({MODE}) ({inc(RUN_COST)}) / {completed_by_mode}",
+        "cost_per_completed_task_by_mode": f"sum by ({MODE}) ({inc(RUN_COST)}) / ({completed_by_mode} > 0)",
         "prompt_cache_read_share_by_mode": (
-            f"sum by ({MODE}) ({inc(TOKENS_SUM, _CACHE_READ)}) / sum by ({MODE}) ({inc(TOKENS_SUM, _INPUT)})"
+            f"sum by ({MODE}) ({inc(TOKENS_SUM, _CACHE_READ)}) / (sum by ({MODE}) ({inc(TOKENS_SUM, _INPUT)}) > 0)"
         ),
     }
 

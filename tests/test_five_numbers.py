@@ -149,3 +149,34 @@ def test_the_promql_evaluates_to_the_same_numbers(scrape, tmp_path: Path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
     result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None,
+                    reason="promtool (Debian package prometheus) is not installed")
+def test_a_quiet_window_gives_no_ratio_rather_than_nan(scrape, tmp_path: Path):
+    """Every series exists (the process ran before) but nothing happened in the window: a share, a
+    rate, a delta or a cost per task has nothing to divide and is absent, not NaN or +Inf; the
+    counts are 0."""
+    workload()
+    quiet = [{**s, "values": f"{s['values'].split()[1]}x3"} for s in _series(scrape())]  # flat for 3 minutes
+    quiet += [{"series": f'{five_numbers.TOKENS_SUM}{{degradation_mode="primary",gen_ai_token_type="{kind}"}}',
+               "values": "100x3"} for kind in ("input", "cache_read")]  # no provider instrumented here
+    promql = five_numbers.expressions("1m")
+    expected = {key: [] for key in promql}
+    expected["degraded_run_seconds"] = [({}, 0.0)]
+    expected["silent_incidents"] = [({}, 0.0)]
+    tests = [{"expr": promql[key], "eval_time": "3m",
+              "exp_samples": [{"labels": "{}", "value": v} for _, v in samples]}
+             for key, samples in expected.items()]
+    spec = tmp_path / "quiet.test.json"
+    spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
+                                "tests": [{"interval": "1m", "input_series": quiet, "promql_expr_test": tests}]}))
+    result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_from_scrape_of_a_process_with_no_runs_has_no_ratios():
+    numbers = five_numbers.from_scrape("")
+    assert (numbers.degraded_run_share, numbers.completion_rate("primary"),
+            numbers.cost_per_completed_task("degraded"), numbers.quality_delta()) == (None, None, None, {})
+    assert "n/a" in numbers.summary()
