@@ -68,7 +68,7 @@ class Run:
         self._cost = 0.0
         self._outcome: str | None = None
         self._ended = False
-        self._trace_ids: list[int] = []
+        self._trace_ids: dict[int, None] = {}  # traces it owns in _by_trace (leave with their eviction)
         self._root_span_id = root_span_id  # set for an implicit run: the local root span
         # (model, provider, region) of the last provider call that succeeded inside the run
         self.last_served: tuple[str | None, str, str | None] | None = None
@@ -379,9 +379,10 @@ def _own_trace(owner: Run, span_context: trace.SpanContext) -> None:
         if owner._ended or trace_id in _by_trace:
             return
         _by_trace[trace_id] = owner
-        owner._trace_ids.append(trace_id)
+        owner._trace_ids[trace_id] = None
         while len(_by_trace) > MAX_OPEN_RUNS:
-            _by_trace.popitem(last=False)
+            evicted, previous_owner = _by_trace.popitem(last=False)
+            previous_owner._trace_ids.pop(evicted, None)  # a run open for a million traces keeps 4096
 
 
 def _forget_traces(ended: Run) -> None:  # called with _lock held

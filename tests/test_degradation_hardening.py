@@ -190,3 +190,17 @@ def test_a_malformed_stamp_is_counted_with_bounded_labels(mcp_instrumented, stam
     assert match in (names.CACHE_MATCH, names.CACHE_MISMATCH, names.CACHE_UNSTAMPED)
     (point,) = mcp_instrumented.points(names.METRIC_CACHE_LOOKUPS)
     assert point.attributes[names.CACHE_PROVENANCE_MODE] in (*names.MODES, names.CACHE_UNSTAMPED)
+
+
+# ---------------------------------------------------------------- bounded memory in a long-lived process
+def test_a_long_run_serving_many_remote_traces_stays_bounded(mcp_instrumented):
+    # A run around a server loop: every request arrives with its own remote trace.
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    with osm.run("serve") as serving:
+        for i in range(1, 3 * runs.MAX_OPEN_RUNS):
+            remote = SpanContext(trace_id=i, span_id=i, is_remote=True, trace_flags=TraceFlags(1))
+            with OTHER.start_as_current_span("handle", context=trace.set_span_in_context(NonRecordingSpan(remote)),
+                                             kind=trace.SpanKind.SERVER):
+                pass
+        assert len(serving._trace_ids) <= runs.MAX_OPEN_RUNS
