@@ -13,7 +13,9 @@ Python Prometheus exporter). Each is over a range ``window`` (a PromQL duration,
     Mean evaluation score in primary mode minus in degraded mode, per ``gen_ai_evaluation_name``
     (positive: degraded is worse).
 ``completion_rate_by_mode``
-    Task completion rate: completed runs / all runs, per ``degradation_mode``.
+    Task completion rate: completed runs / attempted runs (every outcome but ``denied``), per
+    ``degradation_mode``. A task declined by policy, the user or the budget was not attempted in
+    any mode; counted as a failure it would lower the primary's rate by the number of denials.
 ``silent_incidents``
     Silent-degradation incidents: runs that ended degraded (or with a substitution outside
     policy) with no disclosure.
@@ -60,6 +62,7 @@ def _equals(label: str, value: str) -> str:
 _DEGRADED = _equals(MODE, names.MODE_DEGRADED)
 _PRIMARY = _equals(MODE, names.MODE_PRIMARY)
 _COMPLETED = _equals(OUTCOME, names.OUTCOME_COMPLETED)
+_ATTEMPTED = f'{OUTCOME}!="{names.OUTCOME_DENIED}"'
 _CACHE_READ = _equals(TOKEN_TYPE, names.TOKEN_TYPE_CACHE_READ)
 _INPUT = _equals(TOKEN_TYPE, names.TOKEN_TYPE_INPUT)
 
@@ -78,14 +81,14 @@ def expressions(window: str = "1h") -> dict[str, str]:
         return (f"sum by ({EVALUATION}) ({inc(SCORE_SUM, mode)})"
                 f" / (sum by ({EVALUATION}) ({inc(SCORE_COUNT, mode)}) > 0)")
 
-    runs_by_mode = f"sum by ({MODE}) ({inc(RUNS)})"
+    attempted_by_mode = f"sum by ({MODE}) ({inc(RUNS, _ATTEMPTED)})"
     completed_by_mode = f"sum by ({MODE}) ({inc(RUNS, _COMPLETED)})"
     return {
         "degraded_run_seconds": f"sum({inc(RUN_DURATION_SUM, _DEGRADED)}) or vector(0)",
         "degraded_run_share": f"(sum({inc(RUNS, _DEGRADED)}) or vector(0)) / (sum({inc(RUNS)}) > 0)",
         "quality_delta": f"({mean_score(_PRIMARY)}) - ({mean_score(_DEGRADED)})",
         # a mode with runs but none completed reads 0, not nothing
-        "completion_rate_by_mode": f"({completed_by_mode} or 0 * {runs_by_mode}) / ({runs_by_mode} > 0)",
+        "completion_rate_by_mode": f"({completed_by_mode} or 0 * {attempted_by_mode}) / ({attempted_by_mode} > 0)",
         "silent_incidents": f"sum({inc(INCIDENTS)}) or vector(0)",
         "cost_per_completed_task_by_mode": f"sum by ({MODE}) ({inc(RUN_COST)}) / ({completed_by_mode} > 0)",
         "prompt_cache_read_share_by_mode": (
@@ -106,6 +109,7 @@ class FiveNumbers:
     degraded_run_seconds: float = 0.0
     runs_by_mode: dict[str, float] = field(default_factory=dict)
     completed_by_mode: dict[str, float] = field(default_factory=dict)
+    denied_by_mode: dict[str, float] = field(default_factory=dict)  # declined, not attempted
     cost_by_mode: dict[str, float] = field(default_factory=dict)
     mean_score_by_mode: dict[str, dict[str, float]] = field(default_factory=dict)  # evaluation -> mode -> mean
     silent_incidents: float = 0.0
@@ -122,8 +126,9 @@ class FiveNumbers:
                 if names.MODE_PRIMARY in means and names.MODE_DEGRADED in means}
 
     def completion_rate(self, mode: str) -> float | None:
-        runs = self.runs_by_mode.get(mode, 0.0)
-        return self.completed_by_mode.get(mode, 0.0) / runs if runs else None
+        """Completed / attempted runs of ``mode`` (``denied`` ones were not attempted)."""
+        attempted = self.runs_by_mode.get(mode, 0.0) - self.denied_by_mode.get(mode, 0.0)
+        return self.completed_by_mode.get(mode, 0.0) / attempted if attempted > 0 else None
 
     def cost_per_completed_task(self, mode: str) -> float | None:
         completed = self.completed_by_mode.get(mode, 0.0)
@@ -160,6 +165,8 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
             _add(numbers.runs_by_mode, mode, value)
             if labels.get(OUTCOME) == names.OUTCOME_COMPLETED:
                 _add(numbers.completed_by_mode, mode, value)
+            elif labels.get(OUTCOME) == names.OUTCOME_DENIED:
+                _add(numbers.denied_by_mode, mode, value)
         elif name == RUN_COST:
             _add(numbers.cost_by_mode, mode, value)
         elif name == RUN_DURATION_SUM and mode == names.MODE_DEGRADED:

@@ -95,7 +95,10 @@ class Run:
         """Set the outcome the run ends with (default ``completed``, or ``failed`` on an exception).
 
         ``outcome`` is a short host-chosen word (``"abandoned"``, ``"escalated"``); it becomes the
-        ``agent.run.outcome`` label, capped like every host-named label.
+        ``agent.run.outcome`` label, capped like every host-named label. ``"denied"``
+        (``names.OUTCOME_DENIED``) is the one the five numbers read: the task was declined by
+        policy, the user or the budget before any model was asked, so it was not attempted and
+        the completion rate leaves it out (``"failed"`` is a task attempted and not done).
 
         Raises:
             TypeError: not a string.  ValueError: empty.

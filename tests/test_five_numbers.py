@@ -180,3 +180,40 @@ def test_from_scrape_of_a_process_with_no_runs_has_no_ratios():
     assert (numbers.degraded_run_share, numbers.completion_rate("primary"),
             numbers.cost_per_completed_task("degraded"), numbers.quality_delta()) == (None, None, None, {})
     assert "n/a" in numbers.summary()
+
+
+def declined_workload() -> None:
+    """Two primary runs completed, one declined by policy (the host says so), one degraded run
+    completed and one failed: the declined task was never attempted, so it is no failure of the
+    primary (seed essay: a denial is a decision, not a coin flip; completion is of the tasks a
+    mode was asked to do)."""
+    for _ in range(2):
+        with osm.run("triage"):
+            runs.add_cost(0.25)
+    with osm.run("triage") as declined:
+        declined.set_outcome(names.OUTCOME_DENIED)
+    for outcome in (names.OUTCOME_COMPLETED, names.OUTCOME_FAILED):
+        with osm.run("triage") as degraded_run:
+            with OTHER.start_as_current_span("fallback call", attributes={names.DEGRADATION_MODE: names.MODE_DEGRADED}):
+                runs.add_cost(0.25)
+            degraded_run.set_outcome(outcome)
+
+
+def test_a_declined_task_is_not_a_failed_one(scrape, tmp_path: Path):
+    declined_workload()
+    text = scrape()
+    numbers = five_numbers.from_scrape(text)
+    assert (numbers.completion_rate("primary"), numbers.completion_rate("degraded")) == (1.0, 0.5)
+    assert numbers.degraded_run_share == 2 / 5  # exposure: every run, declined ones too
+    assert (numbers.cost_per_completed_task("primary"), numbers.cost_per_completed_task("degraded")) == (0.25, 0.5)
+    if shutil.which("promtool") is None:
+        return
+    promql = five_numbers.expressions("5m")
+    tests = [{"expr": promql["completion_rate_by_mode"], "eval_time": "1m", "exp_samples": [
+        {"labels": '{degradation_mode="primary"}', "value": 1.0},
+        {"labels": '{degradation_mode="degraded"}', "value": 0.5}]}]
+    spec = tmp_path / "declined.test.json"
+    spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
+                                "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}]}))
+    result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
