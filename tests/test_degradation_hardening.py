@@ -4,6 +4,7 @@ requests, bounded labels and strings, clear errors for bad input, the host's exc
 from __future__ import annotations
 
 import contextvars
+import logging
 import gc
 
 import pytest
@@ -11,7 +12,7 @@ from conftest import TRACER_PROVIDER
 from opentelemetry import trace
 
 import otel_sampling as osm
-from otel_sampling import automatic, degradation, labels, names, runs
+from otel_sampling import automatic, degradation, labels, log_fields, names, runs
 
 LATER = "2099-01-01T00:00:00Z"
 OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
@@ -204,3 +205,22 @@ def test_a_long_run_serving_many_remote_traces_stays_bounded(mcp_instrumented):
                                              kind=trace.SpanKind.SERVER):
                 pass
         assert len(serving._trace_ids) <= runs.MAX_OPEN_RUNS
+
+
+# ---------------------------------------------------------------- log records
+def test_the_documented_formatter_prints_every_record(mcp_instrumented):
+    # docs/telemetry.md: a formatter printing the fields gives defaults for records outside a degradation
+    formatter = logging.Formatter("%(degradation.mode)s %(message)s", defaults=log_fields.FORMATTER_DEFAULTS)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("a.host.module.fmt")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        log.info("before")
+        with _outage():
+            log.info("during")
+    finally:
+        log.removeHandler(handler)
+    assert [formatter.format(r) for r in records] == ["primary before", "degraded during"]
