@@ -3,6 +3,7 @@ requests, bounded labels and strings, clear errors for bad input, the host's exc
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import gc
@@ -224,3 +225,15 @@ def test_the_documented_formatter_prints_every_record(mcp_instrumented):
     finally:
         log.removeHandler(handler)
     assert [formatter.format(r) for r in records] == ["primary before", "degraded during"]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_substitution_outside_policy_without_disclosure_is_exactly_one_incident(mcp_instrumented, nested):
+    with osm.run("task"):
+        with (osm.run("step") if nested else contextlib.nullcontext()):
+            with OTHER.start_as_current_span("sampling", attributes={
+                    names.SAMPLING_SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY}):
+                pass
+    assert mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("task",): 1}
+    (event,) = [e for s in mcp_instrumented.spans("invoke_agent task") for e in s.events]
+    assert event.attributes[names.SILENT_INCIDENT_CAUSE] == (names.SUBSTITUTION_OUTSIDE_POLICY,)
