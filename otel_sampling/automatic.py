@@ -74,8 +74,7 @@ def stamped_reasons(span: Any) -> tuple[str, ...]:
     attributes = getattr(span, "attributes", None) or {}
     if attributes.get(names.DEGRADATION_MODE) != names.MODE_DEGRADED:
         return ()
-    reasons = attributes.get(names.DEGRADATION_REASON) or ()
-    return (reasons,) if isinstance(reasons, str) else tuple(reasons)
+    return degradation.reasons_of(attributes.get(names.DEGRADATION_REASON))
 
 
 def observe_call(record: Any, provider: str, address: str | None, requested: str | None,

@@ -87,7 +87,11 @@ class Degradation:
         return (now or _utcnow()) > self.expires_at
 
     def enter(self) -> Degradation:
-        """Make this degradation active (again entering an active one does nothing); returns self."""
+        """Make this degradation active (again entering an active one does nothing); returns self.
+
+        Not counted: the first :meth:`exit` ends it, also when several ``with`` blocks (or tasks)
+        share this object; give each block its own ``degraded(...)`` when they may overlap.
+        """
         global _active
         with _lock:
             if self in _active:
@@ -233,6 +237,18 @@ def _instant(value: Any) -> dt.datetime:
         return value.astimezone(dt.timezone.utc)
     except OverflowError:  # 9999-12-31T23:59:59-01:00 is past datetime.max in UTC
         raise ValueError(f"degradation expires_at is out of range: {value.isoformat()}") from None
+
+
+def reasons_of(value: Any) -> tuple[str, ...]:
+    """A ``degradation.reason`` attribute value as a tuple of strings, whatever another
+    instrumentation put there (a string, a sequence, a number, a bool; None: ())."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(v if isinstance(v, str) else str(v) for v in value)
+    return (str(value),)
 
 
 def iso(instant: dt.datetime) -> str:

@@ -343,8 +343,7 @@ def span_ended(span: Any) -> None:
         return
     attributes = span.attributes or {}
     if attributes.get(names.DEGRADATION_MODE) == names.MODE_DEGRADED:
-        reasons = attributes.get(names.DEGRADATION_REASON)
-        owner.mark_degraded((reasons,) if isinstance(reasons, str) else tuple(reasons or ()))
+        owner.mark_degraded(degradation.reasons_of(attributes.get(names.DEGRADATION_REASON)))
     if attributes.get(names.SAMPLING_SUBSTITUTION) == names.SUBSTITUTION_OUTSIDE_POLICY:
         owner._note_outside_policy()
     if owner._root_span_id == span_context.span_id:

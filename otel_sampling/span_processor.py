@@ -58,10 +58,10 @@ class DegradationSpanProcessor(SpanProcessor):  # type: ignore[misc]
 
 
 def _stamp(span: Span, reasons: tuple[str, ...]) -> None:
-    own = (span.attributes or {}).get(names.DEGRADATION_REASON) or ()  # a reason the span came with stays first
+    own = degradation.reasons_of((span.attributes or {}).get(names.DEGRADATION_REASON))  # stays first
     attributes: dict[str, Any] = {
         names.DEGRADATION_MODE: names.MODE_DEGRADED,
-        names.DEGRADATION_REASON: list(dict.fromkeys(((own,) if isinstance(own, str) else tuple(own)) + reasons)),
+        names.DEGRADATION_REASON: list(dict.fromkeys(own + reasons)),
     }
     active = degradation.active_degradations()
     if active:  # who answers for each active degradation, and until when (one entry each, entry order)

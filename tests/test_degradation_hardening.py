@@ -237,3 +237,16 @@ def test_a_substitution_outside_policy_without_disclosure_is_exactly_one_inciden
     assert mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("task",): 1}
     (event,) = [e for s in mcp_instrumented.spans("invoke_agent task") for e in s.events]
     assert event.attributes[names.SILENT_INCIDENT_CAUSE] == (names.SUBSTITUTION_OUTSIDE_POLICY,)
+
+
+@pytest.mark.parametrize("reason", [3, True, 2.5])
+def test_a_foreign_span_with_a_non_string_reason_still_ends_its_run(mcp_instrumented, reason):
+    with OTHER.start_as_current_span("handle", attributes={names.DEGRADATION_MODE: "degraded",
+                                                           names.DEGRADATION_REASON: reason}):
+        with _outage():
+            with OTHER.start_as_current_span("inner", attributes={names.DEGRADATION_REASON: reason}):
+                pass
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
+        ("handle", "degraded"): 1}
+    (inner,) = mcp_instrumented.spans("inner", scope=None)
+    assert inner.attributes[names.DEGRADATION_REASON] == (str(reason), "sources unavailable")
