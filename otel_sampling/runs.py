@@ -155,7 +155,8 @@ class RunScope:
         run = self._run
         # Nested in the run current here, explicit or implicit (a framework's root span): what
         # happens inside counts there too, and the silent incident is counted once, out there.
-        run._parent = current_run()
+        parent = current_run()
+        run._parent = parent if parent is not None and not parent._ended else None
         token = _current.set(run)  # first: the run's own span belongs to it, not to a new implicit run
         _register(run)
         active = degradation.active_reasons()
@@ -405,6 +406,9 @@ def _finish(ended: Run, duration_s: float, span: trace.Span | None,
         _record(ended, duration_s, span, incident_parent)
     except Exception:
         logger.debug("otel-sampling: could not record the end of run %r", ended.name, exc_info=True)
+    # An ended run passes nothing on: a run nested in it keeps it, but not the chain above it
+    # (a job that starts the next job from inside its run would otherwise keep every earlier run).
+    ended._parent = None
 
 
 def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None) -> None:

@@ -250,3 +250,21 @@ def test_a_foreign_span_with_a_non_string_reason_still_ends_its_run(mcp_instrume
         ("handle", "degraded"): 1}
     (inner,) = mcp_instrumented.spans("inner", scope=None)
     assert inner.attributes[names.DEGRADATION_REASON] == (str(reason), "sources unavailable")
+
+
+def test_a_chain_of_jobs_each_started_from_the_last_keeps_no_chain_of_runs(mcp_instrumented):
+    # A worker whose job schedules the next job from inside its run (the next task copies the
+    # context, so its run is entered under the previous one, which ends first).
+    context = contextvars.copy_context()
+
+    def job():
+        with osm.run("job") as current:
+            return contextvars.copy_context(), current
+
+    for _ in range(3 * 1000):  # deeper than the recursion limit
+        context, last = context.run(job)
+    kept, parent = 0, last._parent
+    while parent is not None:
+        kept, parent = kept + 1, parent._parent
+    assert kept <= 1  # not every earlier run, alive through its child
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME) == {("job",): 3000}
