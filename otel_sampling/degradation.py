@@ -46,6 +46,9 @@ _canary: ContextVar[bool] = ContextVar("otel_sampling_canary", default=False)
 # (component, reason) of every degradation entered so far: the gauges read 0 for those that have
 # exited, also when one entered and exited between two collections. Bounded like a label set.
 MAX_KNOWN = 1000
+# Reasons, and degradations, named on each span and log record: a host that leaks thousands of
+# active degradations must not put thousands of strings on every span.
+MAX_STAMPED = 16
 _known: dict[tuple[str, str], None] = {}
 
 
@@ -147,12 +150,13 @@ def active_degradations() -> tuple[Degradation, ...]:
 
 
 def active_reasons() -> tuple[str, ...]:
-    """``degradation.reason`` values of the current state: every active degradation's reason,
-    plus ``canary`` inside :func:`canary`; empty when nothing is degraded."""
+    """``degradation.reason`` values of the current state: every active degradation's reason
+    (the first ``MAX_STAMPED`` distinct ones), plus ``canary`` inside :func:`canary`; empty when
+    nothing is degraded."""
     active = _active
     if not active:  # the common case, on every span start and log record
         return (names.REASON_CANARY,) if _canary.get() else ()
-    reasons = tuple(dict.fromkeys(d.reason for d in active))
+    reasons = tuple(dict.fromkeys(d.reason for d in active))[:MAX_STAMPED]
     return (*reasons, names.REASON_CANARY) if _canary.get() else reasons
 
 

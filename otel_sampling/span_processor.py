@@ -61,9 +61,9 @@ def _stamp(span: Span, reasons: tuple[str, ...]) -> None:
     own = degradation.reasons_of((span.attributes or {}).get(names.DEGRADATION_REASON))  # stays first
     attributes: dict[str, Any] = {
         names.DEGRADATION_MODE: names.MODE_DEGRADED,
-        names.DEGRADATION_REASON: list(dict.fromkeys(own + reasons)),
+        names.DEGRADATION_REASON: list(dict.fromkeys(own + reasons))[:degradation.MAX_STAMPED],
     }
-    active = degradation.active_degradations()
+    active = degradation.active_degradations()[:degradation.MAX_STAMPED]
     if active:  # who answers for each active degradation, and until when (one entry each, entry order)
         attributes[names.DEGRADATION_COMPONENT] = [d.component for d in active]
         attributes[names.DEGRADATION_OWNER] = [d.owner for d in active]

@@ -268,3 +268,17 @@ def test_a_chain_of_jobs_each_started_from_the_last_keeps_no_chain_of_runs(mcp_i
         kept, parent = kept + 1, parent._parent
     assert kept <= 1  # not every earlier run, alive through its child
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME) == {("job",): 3000}
+
+
+def test_many_active_degradations_put_a_bounded_list_on_each_span(mcp_instrumented, monkeypatch):
+    monkeypatch.setattr(degradation, "_known", {})  # these 500 stay out of later tests' gauges
+    leaked = [osm.degraded(f"c{i}", reason=f"r{i}", owner=f"o{i}", expires_at=LATER).enter() for i in range(500)]
+    with OTHER.start_as_current_span("their work"):
+        pass
+    (span,) = mcp_instrumented.spans("their work", scope=None)
+    for key in (names.DEGRADATION_REASON, names.DEGRADATION_COMPONENT, names.DEGRADATION_OWNER,
+                names.DEGRADATION_EXPIRES_AT):
+        assert 0 < len(span.attributes[key]) <= degradation.MAX_STAMPED
+    assert span.attributes[names.DEGRADATION_REASON][0] == "r0"
+    for outage in leaked:
+        outage.exit()
