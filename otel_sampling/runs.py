@@ -228,7 +228,7 @@ def run(name: str) -> RunScope:
 
 def current_run() -> Run | None:
     """The run in this context: the explicit one, else the one owning the current span's trace."""
-    explicit = _current.get()
+    explicit = _explicit()
     if explicit is not None:
         return explicit
     trace_id = trace.get_current_span().get_span_context().trace_id
@@ -265,7 +265,7 @@ def add_cost(usd: float, span: trace.Span | None = None) -> None:
         finite = False
     if not finite or usd < 0:
         raise ValueError(f"cost must be a finite, non-negative number of USD, got {usd!r:.40}")
-    target = _current.get() if span is None else None
+    target = _explicit() if span is None else None
     if target is None:
         trace_id = (span or trace.get_current_span()).get_span_context().trace_id
         target = _by_trace.get(trace_id) if trace_id else None
@@ -311,7 +311,7 @@ def span_started(span: Any, parent_context: otel_context.Context | None) -> None
     """Attribute a started span to a run; a local root outside any run starts an implicit one."""
     span_context = span.get_span_context()
     trace_id = span_context.trace_id
-    explicit = _current.get()
+    explicit = _explicit()
     if explicit is not None:
         _own_trace(explicit, span_context)
         if _by_trace.get(trace_id) is not explicit:
@@ -356,6 +356,13 @@ def span_ended(span: Any) -> None:
 
 
 # ---------------------------------------------------------------------- internals
+def _explicit() -> Run | None:
+    """The explicit run of this context while it is open. A task started inside a run keeps the
+    run in its context after the run ended: its later work is not that run's."""
+    explicit = _current.get()
+    return explicit if explicit is not None and not explicit._ended else None
+
+
 def _on_degradation_enter(entered: degradation.Degradation) -> None:
     with _lock:
         runs = tuple(_open.values())

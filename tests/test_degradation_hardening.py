@@ -10,6 +10,7 @@ import gc
 
 import pytest
 from conftest import TRACER_PROVIDER
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 import otel_sampling as osm
@@ -282,3 +283,21 @@ def test_many_active_degradations_put_a_bounded_list_on_each_span(mcp_instrument
     assert span.attributes[names.DEGRADATION_REASON][0] == "r0"
     for outage in leaked:
         outage.exit()
+
+
+def test_work_a_run_left_behind_after_it_ended_is_a_run_of_its_own(mcp_instrumented):
+    with osm.run("request"):
+        background = contextvars.copy_context()  # a task started inside the run, outliving it
+
+    def later():
+        assert runs.current_run() is None  # not the ended run
+        with OTHER.start_as_current_span("background job", context=otel_context.Context()):  # its own trace
+            with _outage():
+                pass
+            osm.disclose("reduced mode")
+            assert runs.current_run() is not None and runs.current_run().name == "background job"
+
+    background.run(later)
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.AGENT_RUN_DISCLOSED) == {
+        ("request", "false"): 1, ("background job", "true"): 1}
+    assert mcp_instrumented.points(names.METRIC_SILENT_INCIDENTS) == []
