@@ -42,7 +42,7 @@ class ApiInstruments:
         limit = settings.label_value_limit
         # Host code names these; a host that puts ids in them must not grow cardinality.
         self.component_label = BoundedLabel(limit)
-        self.reason_label = BoundedLabel(limit)
+        self.reason_label = BoundedLabel(limit, always=names.DEGRADATION_REASONS)
         self.run_name_label = BoundedLabel(limit)
         self.outcome_label = BoundedLabel(limit)
         self.evaluation_name_label = BoundedLabel(limit)

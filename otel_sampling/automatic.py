@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,10 +29,10 @@ from otel_sampling import api_instruments, degradation, names, runs, sampling_re
 
 logger = logging.getLogger(__name__)
 
-MAX_TRACKED = 4096  # sampling requests with calls noted and not yet ended
 MAX_CALLS = 16  # served calls remembered per request
+# What a request's provider calls did lives on its record (``_degradation_calls``): it goes away
+# with the record, and cannot reach another request (a table keyed by id() could, once the id is reused).
 _lock = threading.Lock()
-_seen: OrderedDict[int, _Calls] = OrderedDict()  # id(sampling record) -> what its provider calls did
 
 
 @dataclass
@@ -46,11 +45,9 @@ class _Calls:
 
 def _calls_of(record: Any) -> _Calls:
     with _lock:
-        calls = _seen.get(id(record))
+        calls = getattr(record, "_degradation_calls", None)
         if calls is None:
-            calls = _seen[id(record)] = _Calls()
-            while len(_seen) > MAX_TRACKED:
-                _seen.popitem(last=False)
+            calls = record._degradation_calls = _Calls()
         return calls
 
 
@@ -77,8 +74,7 @@ def stamped_reasons(span: Any) -> tuple[str, ...]:
     attributes = getattr(span, "attributes", None) or {}
     if attributes.get(names.DEGRADATION_MODE) != names.MODE_DEGRADED:
         return ()
-    reasons = attributes.get(names.DEGRADATION_REASON) or ()
-    return (reasons,) if isinstance(reasons, str) else tuple(reasons)
+    return degradation.reasons_of(attributes.get(names.DEGRADATION_REASON))
 
 
 def observe_call(record: Any, provider: str, address: str | None, requested: str | None,
@@ -128,7 +124,8 @@ def resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[st
 
 def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[str, tuple[str, ...]]:
     with _lock:
-        calls = _seen.pop(id(record), None) or _Calls()
+        calls = getattr(record, "_degradation_calls", None) or _Calls()
+        record._degradation_calls = None
     reasons: list[str] = []
     if calls.canary or degradation.in_canary():
         reasons.append(names.REASON_CANARY)

@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from typing import Any, Iterator
 
 from otel_sampling import api_instruments, names
+from otel_sampling.labels import LABEL_MAX_LENGTH, clean
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,9 @@ _canary: ContextVar[bool] = ContextVar("otel_sampling_canary", default=False)
 # (component, reason) of every degradation entered so far: the gauges read 0 for those that have
 # exited, also when one entered and exited between two collections. Bounded like a label set.
 MAX_KNOWN = 1000
+# Reasons, and degradations, named on each span and log record: a host that leaks thousands of
+# active degradations must not put thousands of strings on every span.
+MAX_STAMPED = 16
 _known: dict[tuple[str, str], None] = {}
 
 
@@ -61,6 +65,10 @@ class Degradation:
         expires_at: when it should be over: an aware :class:`datetime.datetime` or an ISO 8601
             string with an offset (``"2026-12-01T00:00:00Z"``). Past it, the degradation counts
             in ``degradation.expired`` until it exits.
+
+    The three strings go on every span and log record while it is active, so they are kept as
+    :func:`otel_sampling.labels.clean` leaves them: printable characters only, at most
+    ``labels.LABEL_MAX_LENGTH`` (128).
 
     Raises:
         TypeError: a value of the wrong type.
@@ -84,7 +92,11 @@ class Degradation:
         return (now or _utcnow()) > self.expires_at
 
     def enter(self) -> Degradation:
-        """Make this degradation active (again entering an active one does nothing); returns self."""
+        """Make this degradation active (again entering an active one does nothing); returns self.
+
+        Not counted: the first :meth:`exit` ends it, also when several ``with`` blocks (or tasks)
+        share this object; give each block its own ``degraded(...)`` when they may overlap.
+        """
         global _active
         with _lock:
             if self in _active:
@@ -140,12 +152,13 @@ def active_degradations() -> tuple[Degradation, ...]:
 
 
 def active_reasons() -> tuple[str, ...]:
-    """``degradation.reason`` values of the current state: every active degradation's reason,
-    plus ``canary`` inside :func:`canary`; empty when nothing is degraded."""
+    """``degradation.reason`` values of the current state: every active degradation's reason
+    (the first ``MAX_STAMPED`` distinct ones), plus ``canary`` inside :func:`canary`; empty when
+    nothing is degraded."""
     active = _active
     if not active:  # the common case, on every span start and log record
         return (names.REASON_CANARY,) if _canary.get() else ()
-    reasons = tuple(dict.fromkeys(d.reason for d in active))
+    reasons = tuple(dict.fromkeys(d.reason for d in active))[:MAX_STAMPED]
     return (*reasons, names.REASON_CANARY) if _canary.get() else reasons
 
 
@@ -212,9 +225,10 @@ def _count_transition(degradation: Degradation, direction: str) -> None:
 def _text(what: str, value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"degradation {what} must be a string, got {type(value).__name__}")
-    if not value.strip():
+    text = clean(value, LABEL_MAX_LENGTH)  # a host string on every span: bounded and printable
+    if not text.strip():
         raise ValueError(f"degradation {what} must not be empty")
-    return value
+    return text
 
 
 def _instant(value: Any) -> dt.datetime:
@@ -223,12 +237,32 @@ def _instant(value: Any) -> dt.datetime:
             # Python 3.10 reads no trailing "Z"; 3.11 does.
             value = dt.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
         except ValueError:
-            raise ValueError(f"degradation expires_at is not ISO 8601: {value!r}") from None
+            raise ValueError(f"degradation expires_at is not ISO 8601: {clean(value, 64)!r}") from None
     if not isinstance(value, dt.datetime):
         raise TypeError(f"degradation expires_at must be a datetime or an ISO 8601 string, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("degradation expires_at needs a UTC offset (e.g. 2026-12-01T00:00:00Z)")
-    return value.astimezone(dt.timezone.utc)
+    try:
+        return value.astimezone(dt.timezone.utc)
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 is past datetime.max in UTC
+        raise ValueError(f"degradation expires_at is out of range: {value.isoformat()}") from None
+
+
+def reasons_of(value: Any) -> tuple[str, ...]:
+    """A ``degradation.reason`` attribute value as a tuple of strings, whatever another
+    instrumentation put there (a string, a sequence, a number, a bool; None: ())."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(v if isinstance(v, str) else str(v) for v in value)
+    return (str(value),)
+
+
+def iso(instant: dt.datetime) -> str:
+    """``instant`` (UTC) as ISO 8601 with a ``Z``, as ``degradation.expires_at`` carries it."""
+    return instant.isoformat().replace("+00:00", "Z")
 
 
 def _utcnow() -> dt.datetime:

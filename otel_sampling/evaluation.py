@@ -21,14 +21,17 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
     Args:
         name: the evaluation (suite) name, ``gen_ai.evaluation.name`` (GenAI semantic
             conventions); a non-empty string, capped like every host-named label.
-        score: the score, a finite number; the buckets assume scores in [0, 1].
+        score: the score, a finite non-negative number (an OpenTelemetry histogram drops
+            negative values, so a negative score would vanish); the buckets assume [0, 1].
         run: the run whose output was scored, when the score arrives after the run has ended;
             its mode is used. Default: the current state (degraded inside a degraded run, a named
             degradation or a canary block, else primary).
 
     Raises:
-        TypeError: ``name`` is not a string or ``score`` is not a number (a bool is not one).
-        ValueError: ``name`` is empty or ``score`` is not finite.
+        TypeError: ``name`` is not a string, ``score`` is not a number (a bool is not one), or
+            ``run`` is not a :class:`~otel_sampling.runs.Run`.
+        ValueError: ``name`` is empty, or ``score`` is negative or not finite (also an int too
+            large for a float).
     """
     if not isinstance(name, str):
         raise TypeError(f"evaluation name must be a string, got {type(name).__name__}")
@@ -36,8 +39,10 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
         raise ValueError("evaluation name must not be empty")
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise TypeError(f"evaluation score must be a number, got {type(score).__name__}")
-    if not math.isfinite(score):
-        raise ValueError(f"evaluation score must be finite, got {score!r}")
+    if not _finite(score) or score < 0:
+        raise ValueError(f"evaluation score must be a finite, non-negative number, got {score!r:.40}")
+    if run is not None and not isinstance(run, runs.Run):
+        raise TypeError(f"run must be the Run of `with otel_sampling.run(...) as run`, got {type(run).__name__}")
     if run is not None:
         mode = names.MODE_DEGRADED if run.degraded else names.MODE_PRIMARY
     else:
@@ -50,3 +55,10 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
         })
     except Exception:  # our failure is not the host's
         logger.debug("otel-sampling: could not record an evaluation", exc_info=True)
+
+
+def _finite(number: float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an int beyond float range
+        return False

@@ -15,7 +15,9 @@ default ``1h``):
     Mean evaluation score in primary mode minus in degraded mode, per ``gen_ai_evaluation_name``
     (positive: degraded is worse).
 ``completion_rate_by_mode``
-    Task completion rate: completed runs / all runs, per ``degradation_mode``.
+    Task completion rate: completed runs / attempted runs (every outcome but ``denied``), per
+    ``degradation_mode``. A task declined by policy, the user or the budget was not attempted in
+    any mode; counted as a failure it would lower the primary's rate by the number of denials.
 ``silent_incidents``
     Silent-degradation incidents: runs that ended degraded (or with a substitution outside
     policy) with no disclosure.
@@ -64,6 +66,7 @@ TOKEN_TYPE = label_name(names.GEN_AI_TOKEN_TYPE)
 _DEGRADED = matchers(**{MODE: names.MODE_DEGRADED})
 _PRIMARY = matchers(**{MODE: names.MODE_PRIMARY})
 _COMPLETED = matchers(**{OUTCOME: names.OUTCOME_COMPLETED})
+_ATTEMPTED = f'{OUTCOME}!="{names.OUTCOME_DENIED}"'  # a declined task was never attempted
 _CACHE_READ = matchers(**{TOKEN_TYPE: names.TOKEN_TYPE_CACHE_READ})
 _INPUT = matchers(**{TOKEN_TYPE: names.TOKEN_TYPE_INPUT})
 
@@ -109,21 +112,26 @@ def expressions(window: str = "1h", *, by: tuple[str, ...] = (), selector: str =
         return f"sum by ({labels}) ({count(series, *matching)})" if labels else f"sum({count(series, *matching)})"
 
     def ratio(numerator: str, denominator: str) -> str:
-        """0, not nothing, where the denominator has series and the numerator has none."""
-        return f"({numerator} or {denominator} * 0)\n/ {denominator}"
+        """0, not nothing, where the denominator has series and the numerator has none; nothing,
+        not NaN, where the denominator did not grow in the window (a quiet window)."""
+        return f"({numerator} or {denominator} * 0)\n/ ({denominator} > 0)"
 
+    # Every denominator is filtered with "> 0": in a quiet window the series exist but did not
+    # increase, and 0/0 is NaN (x/0 is +Inf) on a dashboard and in a recording rule. No traffic,
+    # no ratio: the result is empty instead.
     def mean_score(mode: str) -> str:
-        return f"{total(SCORE_SUM, mode, also=(EVALUATION,))}\n/ {total(SCORE_COUNT, mode, also=(EVALUATION,))}"
+        return f"{total(SCORE_SUM, mode, also=(EVALUATION,))}\n/ ({total(SCORE_COUNT, mode, also=(EVALUATION,))} > 0)"
 
-    runs_by_mode = total(RUNS, also=(MODE,))
+    attempted_by_mode = total(RUNS, _ATTEMPTED, also=(MODE,))
+    completed_by_mode = total(RUNS, _COMPLETED, also=(MODE,))
     input_by_mode = total(TOKENS_SUM, _INPUT, also=(MODE,))
     return {
         "degraded_run_seconds": f"{total(RUN_DURATION_SUM, _DEGRADED)}\nor {total(RUN_DURATION_SUM)} * 0",
         "degraded_run_share": ratio(total(RUNS, _DEGRADED), total(RUNS)),
         "quality_delta": f"(\n{mean_score(_PRIMARY)}\n)\n- (\n{mean_score(_DEGRADED)}\n)",
-        "completion_rate_by_mode": ratio(total(RUNS, _COMPLETED, also=(MODE,)), runs_by_mode),
+        "completion_rate_by_mode": ratio(completed_by_mode, attempted_by_mode),
         "silent_incidents": f"{total(INCIDENTS)}\nor {total(RUNS)} * 0",
-        "cost_per_completed_task_by_mode": f"{total(RUN_COST, also=(MODE,))}\n/ {total(RUNS, _COMPLETED, also=(MODE,))}",
+        "cost_per_completed_task_by_mode": f"{total(RUN_COST, also=(MODE,))}\n/ ({completed_by_mode} > 0)",
         "prompt_cache_read_share_by_mode": ratio(total(TOKENS_SUM, _CACHE_READ, also=(MODE,)), input_by_mode),
         "runs": total(RUNS, also=(MODE, OUTCOME)),
     }
@@ -158,6 +166,7 @@ class FiveNumbers:
     degraded_run_seconds: float = 0.0
     runs_by_mode: dict[str, float] = field(default_factory=dict)
     completed_by_mode: dict[str, float] = field(default_factory=dict)
+    denied_by_mode: dict[str, float] = field(default_factory=dict)  # declined, not attempted
     cost_by_mode: dict[str, float] = field(default_factory=dict)
     mean_score_by_mode: dict[str, dict[str, float]] = field(default_factory=dict)  # evaluation -> mode -> mean
     silent_incidents: float = 0.0
@@ -176,8 +185,9 @@ class FiveNumbers:
                 if names.MODE_PRIMARY in means and names.MODE_DEGRADED in means}
 
     def completion_rate(self, mode: str) -> float | None:
-        runs = self.runs_by_mode.get(mode, 0.0)
-        return self.completed_by_mode.get(mode, 0.0) / runs if runs else None
+        """Completed / attempted runs of ``mode`` (``denied`` ones were not attempted)."""
+        attempted = self.runs_by_mode.get(mode, 0.0) - self.denied_by_mode.get(mode, 0.0)
+        return self.completed_by_mode.get(mode, 0.0) / attempted if attempted > 0 else None
 
     def cost_per_completed_task(self, mode: str) -> float | None:
         completed = self.completed_by_mode.get(mode, 0.0)
@@ -221,6 +231,8 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
             _add(numbers.runs_by_mode, mode, value)
             if labels.get(OUTCOME) == names.OUTCOME_COMPLETED:
                 _add(numbers.completed_by_mode, mode, value)
+            elif labels.get(OUTCOME) == names.OUTCOME_DENIED:
+                _add(numbers.denied_by_mode, mode, value)
         elif name == RUN_COST:
             _add(numbers.cost_by_mode, mode, value)
         elif name == RUN_DURATION_SUM and mode == names.MODE_DEGRADED:

@@ -9,6 +9,7 @@ every later one to ``_other`` (``names.OVERFLOW_LABEL``), so metric cardinality 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from otel_sampling.names import OVERFLOW_LABEL, UNKNOWN_LABEL
 
@@ -37,22 +38,25 @@ class BoundedLabel:
     Args:
         limit: how many distinct values are admitted (>= 1); default from
             ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` via :class:`otel_sampling.settings.Settings`.
+        always: a fixed vocabulary that always passes and takes no slot (host-named values
+            mixed with ours must not push ours into ``_other``).
 
     ``value(None)``, ``value("")`` and a value with nothing printable give ``_unknown``.
     Thread-safe; memory is bounded by ``limit`` values of at most ``LABEL_MAX_LENGTH`` characters.
     """
 
-    __slots__ = ("_limit", "_seen", "_lock")
+    __slots__ = ("_limit", "_seen", "_lock", "_always")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, always: Iterable[str] = ()) -> None:
         self._limit = max(1, limit)
         self._seen: set[str] = set()
         self._lock = threading.Lock()
+        self._always = frozenset(always)
 
     def value(self, raw: object) -> str:
         if raw is None or raw == "":
             return UNKNOWN_LABEL
-        if isinstance(raw, str) and raw in self._seen:  # the hot path: an admitted value is already clean
+        if isinstance(raw, str) and (raw in self._seen or raw in self._always):  # hot path: already clean
             return raw
         text = clean(raw, LABEL_MAX_LENGTH)
         if not text:  # nothing printable (controls, lone surrogates): an empty label is no label

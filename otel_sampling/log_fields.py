@@ -5,7 +5,13 @@ factory (:func:`logging.setLogRecordFactory`) wraps the current one, so every re
 logger gets the fields, whatever handler formats or exports it: the OpenTelemetry
 ``LoggingHandler`` turns them into log record attributes, and a formatter can print
 ``%(degradation.mode)s``. The fields are the span processor's: set while a named degradation is
-active or inside ``otel_sampling.canary()`` (reasons comma-separated); otherwise nothing is added.
+active or inside ``otel_sampling.canary()`` (reasons comma-separated); otherwise nothing is added,
+so a formatter that prints them needs :data:`FORMATTER_DEFAULTS` (``logging.Formatter(fmt,
+defaults=FORMATTER_DEFAULTS)``), or every record outside a degradation is a logging error.
+
+The factory runs before ``Logger.makeRecord`` applies ``extra``, so while degraded a call that
+passes ``degradation.mode`` or ``degradation.reason`` in ``extra`` gets the ``KeyError`` logging
+raises for an overwritten field: those two keys are ours.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ import logging
 from typing import Any
 
 from otel_sampling import degradation, names
+
+# For ``logging.Formatter(..., defaults=FORMATTER_DEFAULTS)``: what a record outside a degradation prints.
+FORMATTER_DEFAULTS: dict[str, str] = {names.DEGRADATION_MODE: names.MODE_PRIMARY, names.DEGRADATION_REASON: ""}
 
 _previous: Any = None
 _factory: Any = None

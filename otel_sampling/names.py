@@ -213,7 +213,9 @@ AGENT_RUN_OUTCOME: Final = "agent.run.outcome"  # OUTCOMES, or a value the host 
 AGENT_RUN_DISCLOSED: Final = "agent.run.disclosed"  # "true" | "false"
 OUTCOME_COMPLETED: Final = "completed"
 OUTCOME_FAILED: Final = "failed"
-OUTCOMES: Final = (OUTCOME_COMPLETED, OUTCOME_FAILED)
+# declined by a decision (policy, the user, the budget): not attempted, so neither completed nor failed
+OUTCOME_DENIED: Final = "denied"
+OUTCOMES: Final = (OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DENIED)
 DISCLOSURE_KIND: Final = "degradation.disclosure.kind"  # DISCLOSURE_KINDS
 DISCLOSURE_KINDS: Final = ("inline", "activity_log")
 

@@ -68,7 +68,7 @@ class Run:
         self._cost = 0.0
         self._outcome: str | None = None
         self._ended = False
-        self._trace_ids: list[int] = []
+        self._trace_ids: dict[int, None] = {}  # traces it owns in _by_trace (leave with their eviction)
         self._root_span_id = root_span_id  # set for an implicit run: the local root span
         # (model, provider, region) of the last provider call that succeeded inside the run
         self.last_served: tuple[str | None, str, str | None] | None = None
@@ -95,7 +95,10 @@ class Run:
         """Set the outcome the run ends with (default ``completed``, or ``failed`` on an exception).
 
         ``outcome`` is a short host-chosen word (``"abandoned"``, ``"escalated"``); it becomes the
-        ``agent.run.outcome`` label, capped like every host-named label.
+        ``agent.run.outcome`` label, capped like every host-named label. ``"denied"``
+        (``names.OUTCOME_DENIED``) is the one the five numbers read: the task was declined by
+        policy, the user or the budget before any model was asked, so it was not attempted and
+        the completion rate leaves it out (``"failed"`` is a task attempted and not done).
 
         Raises:
             TypeError: not a string.  ValueError: empty.
@@ -143,13 +146,17 @@ class RunScope:
             raise TypeError(f"run name must be a string, got {type(name).__name__}")
         if not name.strip():
             raise ValueError("run name must not be empty")
-        self._run = Run(name, parent=_current.get())
+        self._run = Run(name)  # its parent is the run current where it is entered, not where it is built
         self._span: trace.Span | None = None
         self._start = 0.0
         self._tokens: tuple[Token[Run | None], object] | None = None
 
     def __enter__(self) -> Run:
         run = self._run
+        # Nested in the run current here, explicit or implicit (a framework's root span): what
+        # happens inside counts there too, and the silent incident is counted once, out there.
+        parent = current_run()
+        run._parent = parent if parent is not None and not parent._ended else None
         token = _current.set(run)  # first: the run's own span belongs to it, not to a new implicit run
         _register(run)
         active = degradation.active_reasons()
@@ -181,7 +188,10 @@ class RunScope:
             self._tokens = None
             if otel_token is not None:
                 otel_context.detach(otel_token)  # type: ignore[arg-type]
-            _current.reset(token)
+            try:
+                _current.reset(token)
+            except ValueError:  # exited in another context than it was entered in: nothing to undo here
+                logger.debug("otel-sampling: run %r exited in another context", run.name, exc_info=True)
         span = self._span
         try:
             _finish(run, time.perf_counter() - self._start, span)
@@ -218,7 +228,7 @@ def run(name: str) -> RunScope:
 
 def current_run() -> Run | None:
     """The run in this context: the explicit one, else the one owning the current span's trace."""
-    explicit = _current.get()
+    explicit = _explicit()
     if explicit is not None:
         return explicit
     trace_id = trace.get_current_span().get_span_context().trace_id
@@ -249,9 +259,13 @@ def add_cost(usd: float, span: trace.Span | None = None) -> None:
     """
     if isinstance(usd, bool) or not isinstance(usd, (int, float)):
         raise TypeError(f"cost must be a number of USD, got {type(usd).__name__}")
-    if not math.isfinite(usd) or usd < 0:
-        raise ValueError(f"cost must be a finite, non-negative number of USD, got {usd!r}")
-    target = _current.get() if span is None else None
+    try:
+        finite = math.isfinite(usd)
+    except OverflowError:  # an int beyond float range
+        finite = False
+    if not finite or usd < 0:
+        raise ValueError(f"cost must be a finite, non-negative number of USD, got {usd!r:.40}")
+    target = _explicit() if span is None else None
     if target is None:
         trace_id = (span or trace.get_current_span()).get_span_context().trace_id
         target = _by_trace.get(trace_id) if trace_id else None
@@ -297,7 +311,7 @@ def span_started(span: Any, parent_context: otel_context.Context | None) -> None
     """Attribute a started span to a run; a local root outside any run starts an implicit one."""
     span_context = span.get_span_context()
     trace_id = span_context.trace_id
-    explicit = _current.get()
+    explicit = _explicit()
     if explicit is not None:
         _own_trace(explicit, span_context)
         if _by_trace.get(trace_id) is not explicit:
@@ -330,8 +344,7 @@ def span_ended(span: Any) -> None:
         return
     attributes = span.attributes or {}
     if attributes.get(names.DEGRADATION_MODE) == names.MODE_DEGRADED:
-        reasons = attributes.get(names.DEGRADATION_REASON)
-        owner.mark_degraded((reasons,) if isinstance(reasons, str) else tuple(reasons or ()))
+        owner.mark_degraded(degradation.reasons_of(attributes.get(names.DEGRADATION_REASON)))
     if attributes.get(names.SAMPLING_SUBSTITUTION) == names.SUBSTITUTION_OUTSIDE_POLICY:
         owner._note_outside_policy()
     if owner._root_span_id == span_context.span_id:
@@ -343,6 +356,13 @@ def span_ended(span: Any) -> None:
 
 
 # ---------------------------------------------------------------------- internals
+def _explicit() -> Run | None:
+    """The explicit run of this context while it is open. A task started inside a run keeps the
+    run in its context after the run ended: its later work is not that run's."""
+    explicit = _current.get()
+    return explicit if explicit is not None and not explicit._ended else None
+
+
 def _on_degradation_enter(entered: degradation.Degradation) -> None:
     with _lock:
         runs = tuple(_open.values())
@@ -369,9 +389,10 @@ def _own_trace(owner: Run, span_context: trace.SpanContext) -> None:
         if owner._ended or trace_id in _by_trace:
             return
         _by_trace[trace_id] = owner
-        owner._trace_ids.append(trace_id)
+        owner._trace_ids[trace_id] = None
         while len(_by_trace) > MAX_OPEN_RUNS:
-            _by_trace.popitem(last=False)
+            evicted, previous_owner = _by_trace.popitem(last=False)
+            previous_owner._trace_ids.pop(evicted, None)  # a run open for a million traces keeps 4096
 
 
 def _forget_traces(ended: Run) -> None:  # called with _lock held
@@ -392,6 +413,9 @@ def _finish(ended: Run, duration_s: float, span: trace.Span | None,
         _record(ended, duration_s, span, incident_parent)
     except Exception:
         logger.debug("otel-sampling: could not record the end of run %r", ended.name, exc_info=True)
+    # An ended run passes nothing on: a run nested in it keeps it, but not the chain above it
+    # (a job that starts the next job from inside its run would otherwise keep every earlier run).
+    ended._parent = None
 
 
 def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None) -> None:
@@ -417,6 +441,8 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
                                 (names.SUBSTITUTION_OUTSIDE_POLICY, ended._outside_policy)) if seen]
     if not causes or ended.disclosed:
         return
+    if ended._parent is not None and not ended._parent._ended:
+        return  # the enclosing run is degraded too and counts the one incident (or its disclosure prevents it)
     telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name})
     event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: causes}
     if reasons:

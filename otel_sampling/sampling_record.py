@@ -65,6 +65,7 @@ class SamplingRecord:
         "_failed_models", "_failed_over", "_provider_model",
         "_input_tokens", "_output_tokens", "_cost_usd",
         "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name",
+        "_degradation_calls",
     )
 
     def __init__(
@@ -86,6 +87,7 @@ class SamplingRecord:
         self._instruments = instruments
         self._start = time.perf_counter()
         self._ended = False
+        self._degradation_calls = None  # automatic.py: what this request's provider calls did
         self._attached: tuple[object, object] | None = None
         self._provider_calls = 0
         self._failed_models: set[str] = set()

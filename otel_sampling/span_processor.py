@@ -6,8 +6,10 @@ uses (one with ``add_span_processor``), once per provider however many instrumen
 and does nothing). It sees spans from every instrumentation on that provider, not only ours.
 
 * ``on_start``: while a named degradation is active (or inside ``otel_sampling.canary()``), the
-  span gets ``degradation.mode=degraded`` and ``degradation.reason`` (every active reason). With
-  nothing active it adds nothing and removes nothing.
+  span gets ``degradation.mode=degraded`` and ``degradation.reason`` (a reason the span was
+  started with, then every active reason), and, per active named degradation in entry order,
+  ``degradation.component``, ``degradation.owner`` and ``degradation.expires_at``. With nothing
+  active it adds nothing and removes nothing.
 * Runs: ``on_start`` attributes the span to a run (a local root outside any run starts one),
   ``on_end`` folds its mode and substitution into the run and ends an implicit run with its root.
 
@@ -41,8 +43,7 @@ class DegradationSpanProcessor(SpanProcessor):  # type: ignore[misc]
         try:
             reasons = degradation.active_reasons()
             if reasons:
-                span.set_attributes({names.DEGRADATION_MODE: names.MODE_DEGRADED,
-                                     names.DEGRADATION_REASON: list(reasons)})
+                _stamp(span, reasons)
             runs.span_started(span, parent_context)
         except Exception:
             logger.debug("otel-sampling: span processor on_start failed", exc_info=True)
@@ -54,6 +55,20 @@ class DegradationSpanProcessor(SpanProcessor):  # type: ignore[misc]
             runs.span_ended(span)
         except Exception:
             logger.debug("otel-sampling: span processor on_end failed", exc_info=True)
+
+
+def _stamp(span: Span, reasons: tuple[str, ...]) -> None:
+    own = degradation.reasons_of((span.attributes or {}).get(names.DEGRADATION_REASON))  # stays first
+    attributes: dict[str, Any] = {
+        names.DEGRADATION_MODE: names.MODE_DEGRADED,
+        names.DEGRADATION_REASON: list(dict.fromkeys(own + reasons))[:degradation.MAX_STAMPED],
+    }
+    active = degradation.active_degradations()[:degradation.MAX_STAMPED]
+    if active:  # who answers for each active degradation, and until when (one entry each, entry order)
+        attributes[names.DEGRADATION_COMPONENT] = [d.component for d in active]
+        attributes[names.DEGRADATION_OWNER] = [d.owner for d in active]
+        attributes[names.DEGRADATION_EXPIRES_AT] = [degradation.iso(d.expires_at) for d in active]
+    span.set_attributes(attributes)
 
 
 def install(tracer_provider: Any) -> None:

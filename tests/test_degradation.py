@@ -42,6 +42,8 @@ def test_foreign_span_inside_a_degradation_is_stamped(mcp_instrumented):
     assert theirs.instrumentation_scope.name == "someone-elses-instrumentation"
     assert dict(theirs.attributes) == {
         "their.key": "kept", names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: ("sources unavailable",),
+        names.DEGRADATION_COMPONENT: ("search",), names.DEGRADATION_OWNER: ("oncall-search",),
+        names.DEGRADATION_EXPIRES_AT: (LATER,),
     }
 
 

@@ -186,3 +186,71 @@ def test_prompt_cache_read_share_from_the_scrape():
     assert numbers.prompt_cache_read_share(names.MODE_PRIMARY) == 800 / 1075
     assert numbers.prompt_cache_read_share(names.MODE_DEGRADED) == 400 / 600
     assert numbers.prompt_cache_read_share("unknown") is None
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None,
+                    reason="promtool (Debian package prometheus) is not installed")
+def test_a_quiet_window_gives_no_ratio_rather_than_nan(scrape, tmp_path: Path):
+    """Every series exists (the process ran before) but nothing happened in the window: a share, a
+    rate, a delta or a cost per task has nothing to divide and is absent, not NaN or +Inf; the
+    counts are 0."""
+    workload()
+    quiet = [{**s, "values": f"{s['values'].split()[1]}x3"} for s in _series(scrape())]  # flat for 3 minutes
+    quiet += [{"series": f'{five_numbers.TOKENS_SUM}{{degradation_mode="primary",gen_ai_token_type="{kind}"}}',
+               "values": "100x3"} for kind in ("input", "cache_read")]  # no provider instrumented here
+    promql = {key: expr for key, expr in five_numbers.expressions("1m").items() if key != "runs"}  # counts, 0
+    expected = {key: [] for key in promql}
+    expected["degraded_run_seconds"] = [({}, 0.0)]
+    expected["silent_incidents"] = [({}, 0.0)]
+    tests = [{"expr": promql[key], "eval_time": "3m",
+              "exp_samples": [{"labels": "{}", "value": v} for _, v in samples]}
+             for key, samples in expected.items()]
+    spec = tmp_path / "quiet.test.json"
+    spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
+                                "tests": [{"interval": "1m", "input_series": quiet, "promql_expr_test": tests}]}))
+    result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_from_scrape_of_a_process_with_no_runs_has_no_ratios():
+    numbers = five_numbers.from_scrape("")
+    assert (numbers.degraded_run_share, numbers.completion_rate("primary"),
+            numbers.cost_per_completed_task("degraded"), numbers.quality_delta()) == (None, None, None, {})
+    assert "n/a" in numbers.summary()
+
+
+def declined_workload() -> None:
+    """Two primary runs completed, one declined by policy (the host says so), one degraded run
+    completed and one failed: the declined task was never attempted, so it is no failure of the
+    primary (seed essay: a denial is a decision, not a coin flip; completion is of the tasks a
+    mode was asked to do)."""
+    for _ in range(2):
+        with osm.run("triage"):
+            runs.add_cost(0.25)
+    with osm.run("triage") as declined:
+        declined.set_outcome(names.OUTCOME_DENIED)
+    for outcome in (names.OUTCOME_COMPLETED, names.OUTCOME_FAILED):
+        with osm.run("triage") as degraded_run:
+            with OTHER.start_as_current_span("fallback call", attributes={names.DEGRADATION_MODE: names.MODE_DEGRADED}):
+                runs.add_cost(0.25)
+            degraded_run.set_outcome(outcome)
+
+
+def test_a_declined_task_is_not_a_failed_one(scrape, tmp_path: Path):
+    declined_workload()
+    text = scrape()
+    numbers = five_numbers.from_scrape(text)
+    assert (numbers.completion_rate("primary"), numbers.completion_rate("degraded")) == (1.0, 0.5)
+    assert numbers.degraded_run_share == 2 / 5  # exposure: every run, declined ones too
+    assert (numbers.cost_per_completed_task("primary"), numbers.cost_per_completed_task("degraded")) == (0.25, 0.5)
+    if shutil.which("promtool") is None:
+        return
+    promql = five_numbers.expressions("5m")
+    tests = [{"expr": promql["completion_rate_by_mode"], "eval_time": "1m", "exp_samples": [
+        {"labels": '{degradation_mode="primary"}', "value": 1.0},
+        {"labels": '{degradation_mode="degraded"}', "value": 0.5}]}]
+    spec = tmp_path / "declined.test.json"
+    spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
+                                "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}]}))
+    result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

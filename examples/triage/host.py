@@ -144,6 +144,7 @@ class StepRun:
     fell_back: bool = False  # the primary failed and the fallback answered
     got: str = ""  # what the step came back with, as logged
     from_cache: bool = False  # the answer came from the host's answer cache
+    declined: bool = False  # the host declined the request (policy, user, budget): the task was not attempted
 
 
 CURRENT_STEP: contextvars.ContextVar[StepRun | None] = contextvars.ContextVar("triage_current_step", default=None)
@@ -209,6 +210,9 @@ class Host:
             self.in_flight += 1
             try:
                 outcome = await self._decide(server, params, run)
+                if isinstance(outcome, types.ErrorData) and outcome.code in (POLICY_REFUSAL, USER_REJECTED,
+                                                                              GATEWAY_QUOTA):
+                    run.declined = True
                 if isinstance(outcome, types.ErrorData):
                     run.notes.append(f"cb -> ErrorData({outcome.code})")
                 else:
@@ -240,6 +244,7 @@ class Host:
         primary, fallback = models[0], (models[1] if len(models) > 1 else None)
         worst_case = _cost_usd(primary, len(prompt) // 4 + 100, params.max_tokens)
         if step.host.raise_budget:  # the same denial, raised (an exception group on 2026-07-28)
+            run.declined = True
             raise MCPError.from_error_data(types.ErrorData(
                 code=POLICY_REFUSAL, message="Daily sampling budget exhausted",
                 data={"reason": "policy.budget_exhausted", "resetsAt": _next_midnight_utc()}))
@@ -400,7 +405,8 @@ async def run_step_as_run(client: Client, host: Host, session: str, step: Step) 
         run = host.runs[(session, step.ticket)]
         served = _summary_model(run.got)
         if served is None:
-            agent_run.set_outcome("failed")  # no usable summary: the task did not complete
+            # no usable summary: declined by the host's policy, user or budget (not attempted), or failed
+            agent_run.set_outcome("denied" if run.declined else "failed")
         if step.host.disclose and (run.fell_back or run.from_cache or step.host.degradation or step.host.canary):
             osm.disclose(f"Reduced mode: {f'summary by {served}' if served else 'no summary'}",
                          kind="activity_log" if step.host.canary else "inline")

@@ -1,0 +1,111 @@
+"""Issue 5's proof on the example workload: the triage host runs its scenario under
+``opentelemetry-instrument`` with the real Prometheus exporter, its ``/metrics`` is scraped, and
+``promtool`` evaluates every five-number expression to the value the scenario implies.
+
+What the scenario implies, per step that ran (``scenario.expected_run`` and the step's ending):
+its run's mode and whether it is a silent incident; it completed when its ending is
+``completed``; it was scored ``QUALITY_BY_MODEL[expected_model]`` in its mode when it completed.
+The scores are binary fractions, so the means are exact. Cost and run time are not the scenario's
+to say: they are checked against the exporter's own sums.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from otel_sampling import five_numbers, names
+from otel_sampling.testing.fake_provider import FakeProvider
+from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
+
+ROOT = Path(__file__).resolve().parents[1]
+TRIAGE = ROOT / "examples" / "triage"
+
+pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
+                                reason="promtool (Debian package prometheus) is not installed")
+
+
+def _load(name: str, path: Path):
+    if str(TRIAGE) not in sys.path:  # demo.py imports its sibling modules, as it does when run as a script
+        sys.path.insert(0, str(TRIAGE))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """(steps that ran, the scrape) of one run of the triage host."""
+    demo = _load("triage_demo_five", TRIAGE / "demo.py")
+    scenario = importlib.import_module("scenario")  # the sibling demo.py imports, on the path _load set
+    port = demo.free_port()
+    with FakeProvider() as provider, OTLPTraceReceiver() as receiver:
+        env = demo.host_env(provider.url, receiver.endpoint, port)
+        done, text = demo.run_host(env, f"http://127.0.0.1:{port}/metrics",
+                                   tmp_path_factory.mktemp("demo") / "host.log")
+    steps = {step.name: step for step in scenario.STEPS}
+    return scenario, [steps[s["step"]] for s in done["steps"]], text
+
+
+def _implied(scenario, ran) -> dict[str, list[tuple[dict[str, str], float]]]:
+    runs, completed, incidents = Counter(), Counter(), 0
+    scores: dict[str, list[float]] = {names.MODE_PRIMARY: [], names.MODE_DEGRADED: []}
+    for step in ran:
+        mode, incident = scenario.expected_run(step)
+        runs[mode] += 1
+        incidents += incident
+        if step.expected_ending == names.ENDING_COMPLETED:
+            completed[mode] += 1
+            scores[mode].append(scenario.QUALITY_BY_MODEL.get(step.expected_model, 0.5))  # as host.py scores
+    delta = sum(scores["primary"]) / len(scores["primary"]) - sum(scores["degraded"]) / len(scores["degraded"])
+    return {
+        "degraded_run_share": [({}, runs["degraded"] / len(ran))],
+        "silent_incidents": [({}, float(incidents))],
+        "quality_delta": [({names.GEN_AI_EVALUATION_NAME.replace(".", "_"): scenario.EVALUATION_NAME}, delta)],
+        "_completed": [({"degradation_mode": m}, float(completed[m])) for m in runs],
+    }
+
+
+def _series(text: str) -> list[dict]:
+    out = []
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(sample.labels.items()))
+            out.append({"series": f"{sample.name}{{{labels}}}", "values": f"0 {sample.value!r}"})
+    return out
+
+
+def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path):
+    scenario, ran, text = demo_run
+    scraped = five_numbers.from_scrape(text)
+    assert sum(scraped.runs_by_mode.values()) == len(ran)  # one run per step, no other run in the host
+    expected = _implied(scenario, ran)
+    completed = dict((labels["degradation_mode"], value) for labels, value in expected.pop("_completed"))
+    assert scraped.completed_by_mode == completed
+    # the host decides which runs were declined (outcome "denied"); completion is over the others
+    expected["completion_rate_by_mode"] = [
+        ({"degradation_mode": mode}, completed[mode] / (scraped.runs_by_mode[mode] - scraped.denied_by_mode.get(mode, 0)))
+        for mode in completed]
+    expected["cost_per_completed_task_by_mode"] = [
+        ({"degradation_mode": mode}, scraped.cost_by_mode[mode] / completed[mode]) for mode in completed]
+    expected["degraded_run_seconds"] = [({}, scraped.degraded_run_seconds)]
+    assert expected["silent_incidents"][0][1] >= 1 and 0 < expected["degraded_run_share"][0][1] < 1
+
+    promql = five_numbers.expressions("5m")
+    tests = [{"expr": promql[key], "eval_time": "1m", "exp_samples": [
+        {"labels": "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}", "value": value}
+        for labels, value in samples]} for key, samples in expected.items()]
+    spec = tmp_path / "demo.test.json"
+    spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
+                                "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}]}))
+    result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
