@@ -27,7 +27,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_sampling import automatic, classify, cost, names, runs, substitution
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.instruments import Instruments
-from otel_sampling.labels import clean
+from otel_sampling.labels import clean, otlp_int
 from otel_sampling.sampling_record import current_sampling
 
 
@@ -292,7 +292,7 @@ class ProviderCall:
                         reasons = [clean(r, max_length) for r in response.finish_reasons]
                         attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
                 for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
-                    if value is not None:
+                    if otlp_int(value) is not None:  # a hostile provider's counts can pass int64
                         attributes[key] = value
                 if self._stream and self._first_chunk is not None:
                     attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self._first_chunk - self._start

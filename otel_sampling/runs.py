@@ -32,13 +32,12 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import api_instruments, degradation, names
+from otel_sampling import api_instruments, content, degradation, names
 
 logger = logging.getLogger(__name__)
 
 MAX_OPEN_RUNS = 4096  # runs tracked at once (a root span that never ends must not grow memory)
 MAX_REASONS = 16  # distinct degradation reasons remembered per run
-_TRUE = ("1", "true", "yes", "on")
 # An outgoing call with nothing around it (a connection handshake, a notification, a bare
 # provider call) is not a task: only INTERNAL, SERVER and CONSUMER local roots start runs.
 _NOT_A_TASK = (SpanKind.CLIENT, SpanKind.PRODUCER)
@@ -299,7 +298,7 @@ def disclose(message: str, kind: str = "inline") -> None:
         span = trace.get_current_span()
         if span.is_recording():
             attributes: dict[str, Any] = {names.DISCLOSURE_KIND: kind, names.DISCLOSURE_MESSAGE_LENGTH: len(message)}
-            if _capture_content():
+            if content.capture_mode(os.environ).span:  # the message is span content (GenAI opt-in)
                 attributes[names.DISCLOSURE_MESSAGE] = message[:api_instruments.current().settings.attribute_max_length]
             span.add_event(names.EVENT_DISCLOSURE, attributes)
     except Exception:
@@ -463,5 +462,3 @@ def _span_name(name: str, telemetry: api_instruments.ApiInstruments) -> str:
     return telemetry.run_name_label.value(name)
 
 
-def _capture_content() -> bool:
-    return os.environ.get(names.ENV_CAPTURE_MESSAGE_CONTENT, "").strip().lower() in _TRUE

@@ -21,7 +21,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from otel_sampling import automatic, classify, identity, names, substitution
 from otel_sampling.instruments import Instruments
-from otel_sampling.labels import clean
+from otel_sampling.labels import clean, otlp_int
 
 if TYPE_CHECKING:
     from otel_sampling.ledger import Ledger
@@ -367,8 +367,10 @@ class SamplingRecord:
                     attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
                 if self._provider_calls:
                     attributes[names.SAMPLING_PROVIDER_CALLS] = self._provider_calls
-                    attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = self._input_tokens
-                    attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = self._output_tokens
+                    for key, tokens in ((names.GEN_AI_USAGE_INPUT_TOKENS, self._input_tokens),
+                                        (names.GEN_AI_USAGE_OUTPUT_TOKENS, self._output_tokens)):
+                        if otlp_int(tokens) is not None:  # a hostile provider's counts can pass int64
+                            attributes[key] = tokens
                 if self._cost_usd:
                     attributes[names.COST_USD] = self._cost_usd
                 if self._provider_model:
@@ -411,14 +413,9 @@ def _hint_names(params: Any) -> tuple[str, ...]:
     return tuple(names_)
 
 
-_INT64 = range(-(2**63), 2**63)  # OTLP AnyValue.int_value
-
-
 def _max_tokens(params: Any) -> int | None:
-    """``maxTokens`` when an OTLP exporter can carry it: JSON has no integer bound and mcp accepts
-    any int, but an attribute beyond int64 fails every OTLP export of the span's attributes."""
-    value = getattr(params, "max_tokens", None)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value in _INT64 else None
+    """``maxTokens`` when an OTLP exporter can carry it (mcp accepts any int)."""
+    return otlp_int(getattr(params, "max_tokens", None))
 
 
 def _context_label(value: str) -> str:

@@ -854,3 +854,23 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     assert a[names.COST_USD] == pytest.approx(0.000215)
     (cost_point,) = telemetry.points(names.METRIC_GEN_AI_COST)
     assert cost_point.value == pytest.approx(0.000215)
+
+
+def test_token_counts_beyond_int64_are_left_off_the_span(telemetry):
+    # A hostile provider's usage can pass int64 (JSON has no bound); such an attribute would fail
+    # every OTLP export of the span, so it is left off and the rest of the span stays.
+    huge = 2**70
+    answer = {**MESSAGE, "usage": {"input_tokens": huge, "output_tokens": 3}}
+    client = httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer)))
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
+                                http_client=client)
+        result = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    finally:
+        instrumentor.uninstrument()
+    assert result.usage.input_tokens == huge  # the caller sees what the provider said
+    (span,) = telemetry.spans()
+    assert names.GEN_AI_USAGE_INPUT_TOKENS not in span.attributes
+    assert span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 3

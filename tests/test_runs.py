@@ -75,13 +75,18 @@ def test_the_same_run_without_a_disclosure_is_exactly_one_incident(mcp_instrumen
     assert span.attributes[names.DEGRADATION_REASON] == ("sources unavailable",)
 
 
-def test_disclosure_text_is_kept_with_content_capture_on(mcp_instrumented, monkeypatch):
-    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "true")
+@pytest.mark.parametrize("capture, kept", [("SPAN_ONLY", True), ("span_and_event", True), ("EVENT_ONLY", False),
+                                            ("NO_CONTENT", False), ("true", False)])
+def test_disclosure_text_is_kept_when_capture_puts_content_on_spans(mcp_instrumented, monkeypatch, capture, kept):
+    """The GenAI capture values the provider instrumentors read (docs/configuration.md); an unknown
+    value ("true") captures nothing, as it does for provider calls."""
+    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, capture)
     with osm.run("r"):
         osm.disclose("Answer produced without sources", kind="activity_log")
     (event,) = mcp_instrumented.spans("invoke_agent r")[0].events
-    assert event.attributes[names.DISCLOSURE_MESSAGE] == "Answer produced without sources"
+    assert event.attributes.get(names.DISCLOSURE_MESSAGE) == ("Answer produced without sources" if kept else None)
     assert event.attributes[names.DISCLOSURE_KIND] == "activity_log"
+    assert event.attributes[names.DISCLOSURE_MESSAGE_LENGTH] == len("Answer produced without sources")
 
 
 def test_a_degraded_span_from_another_instrumentation_degrades_the_run(mcp_instrumented):
