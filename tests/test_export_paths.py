@@ -15,7 +15,7 @@ from otel_sampling import names
 from otel_sampling.instruments import Instruments
 from otel_sampling.prometheus_names import label_name, metric_name
 from otel_sampling.settings import Settings
-from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
+from otel_sampling.testing.otlp_receiver import OTLPReceiver
 
 
 def test_prometheus_names_match_the_real_exporter():
@@ -47,7 +47,7 @@ def test_prometheus_names_match_the_real_exporter():
 
 
 def test_otlp_http_spans_arrive_intact():
-    with OTLPTraceReceiver() as receiver:
+    with OTLPReceiver() as receiver:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint)))
         with provider.get_tracer(names.SCOPE_NAME).start_as_current_span(names.SPAN_SAMPLING, kind=SpanKind.SERVER) as s:

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from otel_sampling import five_numbers, names
 from otel_sampling.testing.fake_provider import FakeProvider
-from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
+from otel_sampling.testing.otlp_receiver import OTLPReceiver
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIAGE = ROOT / "examples" / "triage"
@@ -48,7 +48,7 @@ def demo_run(tmp_path_factory):
     demo = _load("triage_demo_five", TRIAGE / "demo.py")
     scenario = importlib.import_module("scenario")  # the sibling demo.py imports, on the path _load set
     port = demo.free_port()
-    with FakeProvider() as provider, OTLPTraceReceiver() as receiver:
+    with FakeProvider() as provider, OTLPReceiver() as receiver:
         env = demo.host_env(provider.url, receiver.endpoint, port)
         done, text = demo.run_host(env, f"http://127.0.0.1:{port}/metrics",
                                    tmp_path_factory.mktemp("demo") / "host.log")

@@ -25,7 +25,7 @@ from otel_sampling.mixin.generate import RULES_FILE, write
 from otel_sampling.mixin.rules import PREFIX, rule_groups
 from otel_sampling.testing.dashboards import dashboard_queries, expand, legend_labels
 from otel_sampling.testing.fake_provider import FakeProvider
-from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
+from otel_sampling.testing.otlp_receiver import OTLPReceiver
 from otel_sampling.testing.prometheus import PrometheusServer, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ def stack(tmp_path_factory):
     out = tmp_path_factory.mktemp("mixin")
     write(CONFIG, out)
     metrics_port = demo.free_port()
-    with FakeProvider() as provider, OTLPTraceReceiver() as receiver:
+    with FakeProvider() as provider, OTLPReceiver() as receiver:
         env = demo.host_env(provider.url, receiver.endpoint, metrics_port)
         command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable,
                    str(ROOT / "examples" / "triage" / "host.py"), "--hold"]

@@ -31,12 +31,12 @@ from pathlib import Path
 
 import depth_report
 from prometheus_client.parser import text_string_to_metric_families
-from server_telemetry import ServerMetricsReceiver, server_env
+from server_telemetry import server_env, server_requests
 
 from otel_sampling import five_numbers, names
 from otel_sampling.prometheus_names import label_name, metric_name
 from otel_sampling.testing.fake_provider import FakeProvider
-from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
+from otel_sampling.testing.otlp_receiver import OTLPReceiver
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -291,17 +291,17 @@ def main() -> int:
     OUT.mkdir(exist_ok=True)
     metrics_port = free_port()
     metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-    with FakeProvider() as provider, OTLPTraceReceiver() as receiver, ServerMetricsReceiver() as server_metrics:
+    with FakeProvider() as provider, OTLPReceiver() as receiver:
         env = host_env(provider.url, receiver.endpoint, metrics_port)
-        env.update(server_env(receiver.endpoint, server_metrics.endpoint))
+        env.update(server_env(receiver.endpoint, receiver.metrics_endpoint))
         done, metrics_text = run_host(env, metrics_url, OUT / "host.log")
         spans = list(receiver.spans)
-        server_requests = server_metrics.requests()
+        server_counts = server_requests(receiver.metrics)
     (OUT / "metrics.txt").write_text(metrics_text)
     with (OUT / "spans.jsonl").open("w") as f:
         for span in spans:
             f.write(json.dumps(span) + "\n")
-    text, problems = report(done, metrics_text, spans, metrics_url, server_requests)
+    text, problems = report(done, metrics_text, spans, metrics_url, server_counts)
     degradation_text, degradation_problems = degradation_report(done, metrics_text)
     text, problems = f"{text}\n{degradation_text}", problems + degradation_problems
     print(text)

@@ -197,6 +197,3 @@ class OTLPReceiver:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
-
-
-OTLPTraceReceiver = OTLPReceiver  # the name the demo and older tests use; it receives metrics too
