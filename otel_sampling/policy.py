@@ -39,8 +39,9 @@ import os
 import re
 import sys
 import types
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Mapping, TypeVar
+from typing import Any, Final, TypeVar
 
 from otel_sampling.names import ENDINGS, INCLUDE_CONTEXT_VALUES
 

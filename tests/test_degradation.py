@@ -8,10 +8,10 @@ import logging
 import threading
 
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import trace
 
 import otel_sampling as osm
+from conftest import TRACER_PROVIDER
 from otel_sampling import degradation, names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -35,9 +35,8 @@ def _search_down(expires_at: str = LATER) -> degradation.Degradation:
 
 
 def test_foreign_span_inside_a_degradation_is_stamped(mcp_instrumented):
-    with _search_down():
-        with OTHER.start_as_current_span("their work") as span:
-            span.set_attribute("their.key", "kept")
+    with _search_down(), OTHER.start_as_current_span("their work") as span:
+        span.set_attribute("their.key", "kept")
     (theirs,) = mcp_instrumented.spans("their work", scope=None)
     assert theirs.instrumentation_scope.name == "someone-elses-instrumentation"
     assert dict(theirs.attributes) == {

@@ -9,10 +9,10 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from sampling_server import build_server
 
 import otel_sampling as osm
 from otel_sampling import names
+from sampling_server import build_server
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 POLICY = """

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import trace
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
@@ -32,6 +31,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import otel_sampling as osm
+from conftest import TRACER_PROVIDER
 from otel_sampling import degradation, five_numbers, names, runs
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.prometheus_names import metric_name
@@ -66,12 +66,11 @@ def workload() -> float:
             runs.add_cost(0.5)
         osm.disclose("Answered without sources", kind="inline")
         osm.record_evaluation(EVAL, 0.5)
-    with pytest.raises(RuntimeError):
-        with osm.run("triage") as failed:
-            with OTHER.start_as_current_span("fallback call", attributes={
-                    names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}):
-                runs.add_cost(0.25)
-            raise RuntimeError("the fallback's answer did not parse")
+    with pytest.raises(RuntimeError), osm.run("triage") as failed:
+        with OTHER.start_as_current_span("fallback call", attributes={
+                names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}):
+            runs.add_cost(0.25)
+        raise RuntimeError("the fallback's answer did not parse")
     osm.record_evaluation(EVAL, 0.25, run=failed)
     return time.perf_counter() - start
 

@@ -15,10 +15,10 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry.trace import SpanKind, StatusCode
-from sampling_server import SERVER_NAME, build_server
 
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from sampling_server import SERVER_NAME, build_server
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import BaseExceptionGroup

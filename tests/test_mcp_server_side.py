@@ -10,14 +10,14 @@ import anyio
 import mcp_types as types
 import pytest
 import uvicorn
-from conftest import TRACER_PROVIDER
 from mcp import Client, MCPError
 from opentelemetry.trace import SpanKind, StatusCode
-from sampling_server import SERVER_NAME, build_server
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names, sampling_api
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+from sampling_server import SERVER_NAME, build_server
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup

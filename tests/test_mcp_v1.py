@@ -24,9 +24,9 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.shared.session import RequestResponder
-from mcp_v1_server import SERVER_NAME, build_server
 from opentelemetry.trace import SpanKind, StatusCode
 
+from mcp_v1_server import SERVER_NAME, build_server
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 

@@ -15,10 +15,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry import trace
-from sampling_server import SERVER_NAME, build_server
 
 import otel_sampling
 from otel_sampling import names
+from sampling_server import SERVER_NAME, build_server
 
 PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
 OTHER_SERVER = "other-server"
@@ -198,7 +198,6 @@ def test_grant_after_exhaustion_is_fine_and_otherwise_a_violation(mcp_instrument
 def test_host_ending_rules_from_the_policy_file(tmp_path, monkeypatch, telemetry, mode):
     """A host whose denials use their own code: the policy file's [[ending_rules]] classify them."""
     from conftest import _instrumented
-
     from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
     policy = tmp_path / "policy.toml"

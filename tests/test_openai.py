@@ -68,7 +68,7 @@ def sync_shapes():
 
     def create_stream_without_usage(c):
         assert len(list(c.chat.completions.create(**CHAT, stream=True))) == 3  # role, one word, finish
-        return None
+        return
 
     def chat_stream_helper(c):
         with c.chat.completions.stream(**CHAT, response_format=Answer, stream_options=USAGE) as stream:
@@ -143,7 +143,7 @@ def async_shapes():
 
     async def create_stream_without_usage(c):
         assert len([ch async for ch in await c.chat.completions.create(**CHAT, stream=True)]) == 3
-        return None
+        return
 
     async def chat_stream_helper(c):
         async with c.chat.completions.stream(**CHAT, response_format=Answer, stream_options=USAGE) as stream:

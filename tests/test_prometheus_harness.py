@@ -21,9 +21,8 @@ def test_server_is_stopped_and_removed_when_the_body_raises():
 
 
 def test_a_bad_query_names_prometheus_s_error():
-    with PrometheusServer([]) as prom:
-        with pytest.raises(PrometheusError, match="parse error"):
-            prom.query("sum(")
+    with PrometheusServer([]) as prom, pytest.raises(PrometheusError, match="parse error"):
+        prom.query("sum(")
 
 
 def test_a_missing_binary_is_a_clear_error():

@@ -13,9 +13,9 @@ import json
 import anthropic
 import openai
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.content import capture_mode
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor

@@ -14,14 +14,14 @@ import anyio
 import mcp_types as types
 import openai
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
-from test_sampling_with_provider import call
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from test_sampling_with_provider import call
 
 PRICES = """
 [prices."gpt-req"]

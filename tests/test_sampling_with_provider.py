@@ -9,9 +9,9 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from sampling_server import build_server
 
 from otel_sampling import names
+from sampling_server import build_server
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 

@@ -29,14 +29,14 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import depth_report
 from prometheus_client.parser import text_string_to_metric_families
-from server_telemetry import ServerMetricsReceiver, server_env
 
+import depth_report
 from otel_sampling import five_numbers, names
 from otel_sampling.prometheus_names import label_name, metric_name
 from otel_sampling.testing.fake_provider import FakeProvider
 from otel_sampling.testing.otlp_receiver import OTLPTraceReceiver
+from server_telemetry import ServerMetricsReceiver, server_env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -27,8 +27,8 @@ from otel_sampling.content import Content, capture_mode
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
 from otel_sampling.provider_call import (
-    Failure,
     FailoverTracker,
+    Failure,
     ProviderCall,
     Response,
     error_type_of,
@@ -173,7 +173,7 @@ def server_of(resource: Any) -> tuple[str, int | None] | None:
         return None
     port = getattr(url, "port", None)
     if port is None:
-        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""), None)
+        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""))
     return host, port
 
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import logging
 import weakref
-from contextvars import ContextVar
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -39,10 +39,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.propagate import extract
 
-from otel_sampling import names
+from otel_sampling import names, sampling_api
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instruments import Instruments
-from otel_sampling import sampling_api
 from otel_sampling.labels import clean
 from otel_sampling.ledger import Ledger
 from otel_sampling.sampling_record import SamplingRecord

@@ -34,6 +34,7 @@ from typing import Any
 
 from otel_sampling import names
 from otel_sampling.content import Content
+from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -44,7 +45,6 @@ from otel_sampling.instrumentation._provider import (
     parse_wrapper,
     request_options,
 )
-from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
 from otel_sampling.instrumentation.openai_fields import as_int, as_str, field

@@ -15,10 +15,18 @@ from otel_sampling import five_numbers, names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.panels import (
-    JOB, assign_panel_ids, dashboard, label_variable, stat_panel, state_panel, table_panel, thresholds, timeseries_panel,
+    JOB,
+    assign_panel_ids,
+    dashboard,
+    label_variable,
+    stat_panel,
+    state_panel,
+    table_panel,
+    thresholds,
+    timeseries_panel,
 )
-from otel_sampling.promql import counted, matchers
 from otel_sampling.mixin.rules import Recorded
+from otel_sampling.promql import counted, matchers
 
 RATE = "$__rate_interval"
 RANGE = "$__range"

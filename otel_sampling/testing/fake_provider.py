@@ -316,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _anthropic(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "anthropic"):
-            return
+            return None
         requested = body.get("model") or "claude-fake"
         served = sc.get("fallback") or sc.get("served_model") or requested
         words = _words(sc)
@@ -416,7 +416,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _openai_chat(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "openai"):
-            return
+            return None
         served = sc.get("served_model") or body.get("model") or "gpt-fake"
         words = _words(sc)
         finish = ("content_filter" if "refusal" in sc else "length" if "length" in sc
@@ -475,7 +475,7 @@ class _Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------ openai responses
     def _openai_responses(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "openai"):
-            return
+            return None
         served = sc.get("served_model") or body.get("model") or "gpt-fake"
         words = _words(sc)
         text = "".join(words)
