@@ -41,7 +41,8 @@ class Accumulator(Protocol):
     def response(self) -> Response: ...
 
 
-class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
+# wrapt 1.x (still supported) cannot subscript ObjectProxy at run time, so no ObjectProxy[Any] here.
+class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
                  failure: Callable[[BaseException], Failure | str]) -> None:
         super().__init__(stream)
