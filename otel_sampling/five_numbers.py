@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from otel_sampling import names
 from otel_sampling.prometheus_names import label_name, metric_name
@@ -250,7 +251,7 @@ def _samples(metrics_text: str) -> Iterable[tuple[str, dict[str, str], float]]:
             yield sample.name, sample.labels, sample.value
 
 
-def _add(target: dict, key: object, value: float) -> None:
+def _add(target: dict[Any, float], key: object, value: float) -> None:
     target[key] = target.get(key, 0.0) + value
 
 

@@ -392,7 +392,8 @@ def _ending(file: _File, key: KeyPath, value: Any) -> str:
 def _code(file: _File, key: KeyPath, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise file.error(key, _wrong_type("an integer (JSON-RPC error code)", value))
-    return value
+    code: int = value
+    return code
 
 
 def _substring(file: _File, key: KeyPath, value: Any) -> str:
@@ -656,7 +657,8 @@ def _parse_key(text: str, pos: int) -> tuple[tuple[str, ...], int] | None:
 
 def _unescape(body: str) -> str:
     try:
-        return tomllib.loads(f'k = "{body}"')["k"]
+        text: str = tomllib.loads(f'k = "{body}"')["k"]
+        return text
     except tomllib.TOMLDecodeError:
         return body
 

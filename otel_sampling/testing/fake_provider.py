@@ -615,8 +615,8 @@ class FakeProvider:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        host, port = self._httpd.server_address[:2]  # an AF_INET server: (str host, int port)
+        return f"http://{host!s}:{port}"
 
     @property
     def requests(self) -> list[dict[str, Any]]:
