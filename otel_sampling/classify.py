@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from otel_sampling.policy import EndingRule
 
 if sys.version_info >= (3, 11):
-    _GROUP: type = BaseExceptionGroup
+    _GROUP: type = BaseExceptionGroup  # noqa: F821 - a builtin from 3.11, the only version this branch runs on
 else:  # pragma: no cover - anyio brings the backport on 3.10
     from exceptiongroup import BaseExceptionGroup as _GROUP
 

@@ -368,7 +368,7 @@ def _check_regions(file: _File, policy: Policy) -> None:
 def _ending_rules(file: _File, key: KeyPath, value: Any) -> tuple[EndingRule, ...]:
     if not isinstance(value, list):
         raise file.error(key, _wrong_type("an array of tables ([[ending_rules]])", value))
-    return tuple(_ending_rule(file, key + (index,), item) for index, item in enumerate(value))
+    return tuple(_ending_rule(file, (*key, index), item) for index, item in enumerate(value))
 
 
 def _ending_rule(file: _File, key: KeyPath, raw: Any) -> EndingRule:
@@ -421,7 +421,7 @@ def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
     regions = _optional(file, key, table, "permitted_regions", _region_list)
     if primary is not None and permitted is not None and primary not in permitted:
         raise file.error(
-            key + ("primary_model",),
+            (*key, "primary_model"),
             f"{primary!r} is not in permitted_models {list(permitted)!r}",
         )
     return ServerPolicy(primary_model=primary, permitted_models=permitted, context_ceiling=ceiling,
@@ -452,7 +452,7 @@ def _check_keys(
             hint = difflib.get_close_matches(name, allowed, n=1)
             suggestion = f"did you mean {hint[0]!r}? " if hint else ""
             raise file.error(
-                key + (name,),
+                (*key, name),
                 f"unknown {where}; {suggestion}allowed: {', '.join(allowed)}",
             )
 
@@ -462,15 +462,15 @@ def _optional(
 ) -> _T | None:
     if name not in table:
         return None
-    return convert(file, key + (name,), table[name])
+    return convert(file, (*key, name), table[name])
 
 
 def _required(
     file: _File, key: KeyPath, table: Mapping[str, Any], name: str, convert: _Convert[_T]
 ) -> _T:
     if name not in table:
-        raise file.error(key + (name,), "missing required key")
-    return convert(file, key + (name,), table[name])
+        raise file.error((*key, name), "missing required key")
+    return convert(file, (*key, name), table[name])
 
 
 # ---------------------------------------------------------------- value checks, one per kind
@@ -497,7 +497,7 @@ def _model_name(file: _File, key: KeyPath, value: Any) -> str:
 def _model_list(file: _File, key: KeyPath, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise file.error(key, _wrong_type("an array of strings", value))
-    return tuple(_model_name(file, key + (index,), item) for index, item in enumerate(value))
+    return tuple(_model_name(file, (*key, index), item) for index, item in enumerate(value))
 
 
 def _provider_list(file: _File, key: KeyPath, value: Any) -> tuple[str, ...]:
@@ -520,8 +520,8 @@ def _string_list(file: _File, key: KeyPath, value: Any, what: str) -> tuple[str,
     items = []
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise file.error(key + (index,), _wrong_type("a string", item))
-        items.append(_name(file, key + (index,), item, what=what))
+            raise file.error((*key, index), _wrong_type("a string", item))
+        items.append(_name(file, (*key, index), item, what=what))
     return tuple(items)
 
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import wrapt
 from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
+
 # mypy does not resolve this class in the installed module (it reports no attribute); it is public there (__all__).
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 

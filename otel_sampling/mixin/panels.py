@@ -53,7 +53,7 @@ def stat_panel(title: str, description: str, targets: list[tuple[str, str]], uni
          .thresholds(steps).no_value(no_value))
     if decimals is not None:
         p = p.decimals(decimals)
-    for ref, (expr, legend) in zip(REF_IDS, targets):
+    for ref, (expr, legend) in zip(REF_IDS, targets, strict=False):
         p = p.with_target(query(expr, legend, ref, instant=True))
     return p
 
@@ -71,7 +71,7 @@ def timeseries_panel(title: str, description: str, targets: list[tuple[str, str]
     if threshold is not None:
         p = (p.thresholds(thresholds((None, "green"), (threshold, "red")))
              .thresholds_style(cb.GraphThresholdsStyleConfig().mode(cm.GraphTresholdsStyleMode.LINE)))
-    for ref, (expr, legend) in zip(REF_IDS, targets):
+    for ref, (expr, legend) in zip(REF_IDS, targets, strict=False):
         p = p.with_target(query(expr, legend, ref))
     return p
 
@@ -83,7 +83,7 @@ def table_panel(title: str, description: str, targets: list[tuple[str, str]], un
          .span(width).height(8).show_header(True)
          .with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
          .with_transformation(dm.DataTransformerConfig(id_val="organize", options={"excludeByName": {"Time": True}})))
-    for ref, (expr, legend) in zip(REF_IDS, targets):
+    for ref, (expr, legend) in zip(REF_IDS, targets, strict=False):
         p = p.with_target(query(expr, legend, ref, instant=True, as_table=True))
     return p
 

@@ -81,6 +81,7 @@ prints the URL on stdout (one line, flushed) and serves until SIGTERM or SIGINT,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import socket
@@ -211,10 +212,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drop(self) -> None:
         # Abort without the terminating chunk; RST rather than FIN.
-        try:
+        with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        except OSError:
-            pass
         raise _Abort()
 
     # ------------------------------------------------------------------ routing
@@ -316,7 +315,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _anthropic(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "anthropic"):
-            return None
+            return
         requested = body.get("model") or "claude-fake"
         served = sc.get("fallback") or sc.get("served_model") or requested
         words = _words(sc)
@@ -349,7 +348,8 @@ class _Handler(BaseHTTPRequestHandler):
             "anthropic-ratelimit-input-tokens-remaining": "100000",
         }
         if not body.get("stream"):
-            return self._send_json(200, msg, headers)
+            self._send_json(200, msg, headers)
+            return
 
         self._start_sse(headers)
         start_usage = {k: v for k, v in usage.items() if k != "iterations"}
@@ -371,11 +371,13 @@ class _Handler(BaseHTTPRequestHandler):
             if n == cut and "midstream_error" in sc:
                 self._event(sc, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
                                  "request_id": headers["request-id"]}, "error")
-                return self._end_sse()
+                self._end_sse()
+                return
             if n == cut and "drop" in sc:
                 self._drop()
             if n == cut and "truncate" in sc:
-                return self._end_sse()
+                self._end_sse()
+                return
             self._event(sc, {"type": "content_block_delta", "index": idx,
                              "delta": {"type": "text_delta", "text": w}}, "content_block_delta")
         self._event(sc, {"type": "content_block_stop", "index": idx}, "content_block_stop")
@@ -416,7 +418,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _openai_chat(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "openai"):
-            return None
+            return
         served = sc.get("served_model") or body.get("model") or "gpt-fake"
         words = _words(sc)
         finish = ("content_filter" if "refusal" in sc else "length" if "length" in sc
@@ -438,7 +440,8 @@ class _Handler(BaseHTTPRequestHandler):
                         usage=self._openai_usage(sc, len(words)))
             if "no_model" in sc:
                 del resp["model"]
-            return self._send_json(200, resp, headers)
+            self._send_json(200, resp, headers)
+            return
 
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         self._start_sse(headers)
@@ -456,11 +459,13 @@ class _Handler(BaseHTTPRequestHandler):
             if n == cut and "midstream_error" in sc:
                 self._event(sc, {"error": {"message": "The server had an error while processing your request.",
                                            "type": "server_error", "param": None, "code": None}})
-                return self._end_sse()
+                self._end_sse()
+                return
             if n == cut and "drop" in sc:
                 self._drop()
             if n == cut and "truncate" in sc:
-                return self._end_sse()
+                self._end_sse()
+                return
             self._event(sc, chunk([{"index": 0, "delta": {"content": w}, "logprobs": None, "finish_reason": None}]))
         if "tool" in sc:
             tc = dict(tool_calls[0], index=0)
@@ -475,7 +480,7 @@ class _Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------ openai responses
     def _openai_responses(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "openai"):
-            return None
+            return
         served = sc.get("served_model") or body.get("model") or "gpt-fake"
         words = _words(sc)
         text = "".join(words)
@@ -505,7 +510,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1"}
         if not body.get("stream"):
-            return self._send_json(200, response(final, outputs, usage), headers)
+            self._send_json(200, response(final, outputs, usage), headers)
+            return
         self._start_sse(headers)
         seq = iter(range(10_000))
 
@@ -521,11 +527,13 @@ class _Handler(BaseHTTPRequestHandler):
         for n, w in enumerate(words):
             if n == cut and "midstream_error" in sc:
                 ev("error", code="server_error", message="fake mid-stream error", param=None)
-                return self._end_sse()
+                self._end_sse()
+                return
             if n == cut and "drop" in sc:
                 self._drop()
             if n == cut and "truncate" in sc:
-                return self._end_sse()
+                self._end_sse()
+                return
             ev("response.output_text.delta", item_id=mid, output_index=0, content_index=0, delta=w, logprobs=[])
         ev("response.output_text.done", item_id=mid, output_index=0, content_index=0, text=text, logprobs=[])
         ev("response.content_part.done", item_id=mid, output_index=0, content_index=0, part=item["content"][0])
@@ -592,10 +600,8 @@ class _Server(ThreadingHTTPServer):
         with self._lock:
             conns = list(self._conns.items())
         for _, sock in conns:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         return [t for t, _ in conns]
 
 
