@@ -52,9 +52,9 @@ def test_nothing_added_or_removed_when_nothing_is_degraded(mcp_instrumented):
 
 
 def test_every_active_reason_is_on_the_span(mcp_instrumented):
-    with _search_down(), osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=LATER):
-        with OTHER.start_as_current_span("both"):
-            pass
+    with (_search_down(), osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=LATER),
+          OTHER.start_as_current_span("both")):
+        pass
     (span,) = mcp_instrumented.spans("both", scope=None)
     assert span.attributes[names.DEGRADATION_REASON] == ("sources unavailable", "verification pass off")
 

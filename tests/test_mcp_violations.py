@@ -6,6 +6,7 @@ retry, the same decision repeated, a different request to another server.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -46,10 +47,9 @@ def answering(*answers, grant: str | None = None):
 
 async def call(mode, callback, server=None, **args):
     async with Client(server or build_server(), mode=mode, sampling_callback=callback) as client:
-        try:
+        # denials surface as MCPError; the test reads the telemetry
+        with contextlib.suppress(BaseException):
             await client.call_tool("sample", {"hint": "claude-sonnet", "include_context": "none", **args})
-        except BaseException:  # noqa: BLE001 - denials surface as MCPError; the test reads the telemetry
-            pass
 
 
 def violations(telemetry) -> dict:

@@ -242,7 +242,7 @@ def test_cli_help_runs_as_a_module():
     assert "--degraded-share-threshold" in result.stdout
 
 
-@pytest.mark.parametrize("kwargs, message", [
+@pytest.mark.parametrize(("kwargs", "message"), [
     ({"degraded_share_threshold": 1.5}, "not a ratio"),
     ({"min_requests": -1}, "must not be negative"),
     ({"degraded_share_for": "15 minutes"}, "not a Prometheus duration"),
@@ -305,7 +305,7 @@ def test_the_mixin_names_are_what_the_real_exporter_exports():
                 for sample in family.samples}
     provider.shutdown()
     assert {series for *_, series in CONTRACT} <= exported
-    assert {name for name in m.SERIES} <= exported
+    assert set(m.SERIES) <= exported
 
 
 def test_the_rule_selector_reaches_every_raw_series():

@@ -425,10 +425,10 @@ def test_instrumentation_dependencies_declare_the_supported_range():
 
 def test_async_streaming_response_is_untouched(openai_instrumented, fake_provider):
     async def main():
-        async with async_client(fake_provider) as c:
-            async with c.chat.completions.with_streaming_response.create(**CHAT) as response:
-                assert type(response) is openai._response.AsyncAPIResponse
-                return (await response.parse()).model
+        async with (async_client(fake_provider) as c,
+                    c.chat.completions.with_streaming_response.create(**CHAT) as response):
+            assert type(response) is openai._response.AsyncAPIResponse
+            return (await response.parse()).model
 
     assert asyncio.run(main()) == "gpt-served"
     assert len(openai_instrumented.spans(scope=None)) == 1

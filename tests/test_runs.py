@@ -104,7 +104,7 @@ def test_a_degradation_entered_elsewhere_while_the_run_is_open_degrades_it(mcp_i
 
 def test_an_exception_fails_the_run_and_passes_through(mcp_instrumented):
     boom = ValueError("boom")
-    with pytest.raises(ValueError) as caught, osm.run("r"):
+    with pytest.raises(ValueError, match="boom") as caught, osm.run("r"):
         raise boom
     assert caught.value is boom
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("failed",): 1}
@@ -117,7 +117,7 @@ def test_the_host_sets_the_outcome(mcp_instrumented):
     with osm.run("r") as run:
         run.set_outcome("abandoned")
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("abandoned",): 1}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must not be empty"):
         run.set_outcome("")
 
 

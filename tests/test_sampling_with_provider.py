@@ -135,7 +135,7 @@ def test_a_stream_ending_in_another_request_stays_with_its_own(instrumented, fak
 
     anyio.run(call, "legacy", opens)
     anyio.run(call, "legacy", closes)
-    first, second = instrumented.spans(names.SPAN_SAMPLING)
+    _first, second = instrumented.spans(names.SPAN_SAMPLING)
     # The stream ended after its own request had ended: counted there by no one, never in the other.
     assert names.SAMPLING_PROVIDER_CALLS not in second.attributes
     assert instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE) == {("primary",): 1}
