@@ -107,7 +107,8 @@ def from_cancellation(peer_reason: str | None) -> Ending:
 def is_cancellation(exc: BaseException) -> bool:
     """True for the task-cancellation exceptions of asyncio (which anyio uses there) and trio."""
     cls = type(exc)
-    return isinstance(exc, asyncio.CancelledError) or (cls.__name__ == "Cancelled" and cls.__module__.startswith("trio"))
+    return isinstance(exc, asyncio.CancelledError) or (cls.__name__ == "Cancelled"
+                                                       and cls.__module__.startswith("trio"))
 
 
 def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES) -> Ending:

@@ -124,7 +124,8 @@ def expressions(window: str = "1h", *, by: tuple[str, ...] = (), selector: str =
         "quality_delta": f"(\n{mean_score(_PRIMARY)}\n)\n- (\n{mean_score(_DEGRADED)}\n)",
         "completion_rate_by_mode": ratio(total(RUNS, _COMPLETED, also=(MODE,)), runs_by_mode),
         "silent_incidents": f"{total(INCIDENTS)}\nor {total(RUNS)} * 0",
-        "cost_per_completed_task_by_mode": f"{total(RUN_COST, also=(MODE,))}\n/ {total(RUNS, _COMPLETED, also=(MODE,))}",
+        "cost_per_completed_task_by_mode":
+            f"{total(RUN_COST, also=(MODE,))}\n/ {total(RUNS, _COMPLETED, also=(MODE,))}",
         "prompt_cache_read_share_by_mode": ratio(total(TOKENS_SUM, _CACHE_READ, also=(MODE,)), input_by_mode),
         "runs": total(RUNS, also=(MODE, OUTCOME)),
     }
@@ -238,7 +239,8 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
             _add(numbers.cache_read_tokens_by_mode, mode, value)
     for (evaluation, mode), count in score_counts.items():
         if count:
-            numbers.mean_score_by_mode.setdefault(evaluation, {})[mode] = score_sums.get((evaluation, mode), 0.0) / count
+            mean = score_sums.get((evaluation, mode), 0.0) / count
+            numbers.mean_score_by_mode.setdefault(evaluation, {})[mode] = mean
     return numbers
 
 

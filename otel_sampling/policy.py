@@ -24,8 +24,8 @@ the dotted key and its line, so that a typo fails at start-up instead of silentl
 rule. ``docs/configuration.md`` documents every key.
 
 Keys in error messages are written ``servers."<server name>".<key>`` and
-``prices."<model>".<key>`` (and ``endpoints."<host>".<key>``): names chosen by the operator are always double-quoted, schema keys
-never are; array items add ``[index]``.
+``prices."<model>".<key>`` (and ``endpoints."<host>".<key>``): names chosen by the operator are
+always double-quoted, schema keys never are; array items add ``[index]``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ __all__ = [
 #: The MCP ``includeContext`` values, narrowest first; a ``context_ceiling`` must be one of them.
 ALLOWED_CONTEXT_CEILINGS: Final = INCLUDE_CONTEXT_VALUES
 
-_SERVER_KEYS: Final = ("primary_model", "permitted_models", "context_ceiling", "permitted_providers", "permitted_regions")
+_SERVER_KEYS: Final = ("primary_model", "permitted_models", "context_ceiling", "permitted_providers",
+                       "permitted_regions")
 _ENDPOINT_KEYS: Final = ("region",)
 _PRICE_KEYS: Final = (
     "input_usd_per_mtok",

@@ -1,9 +1,9 @@
 """Triage host: an agent host that connects to ticket-server and answers its sampling requests.
 
 The host launches ``server.py`` as a stdio subprocess and runs the scripted steps of
-``scenario.py`` twice (then two of them once more over streamable HTTP on 127.0.0.1): once on a ``mode="legacy"`` connection (protocol 2025-11-25, sampling is a
-server-to-client JSON-RPC request) and once on a ``mode="auto"`` connection (protocol 2026-07-28,
-sampling rides ``InputRequiredResult`` round trips).
+``scenario.py`` twice (then two of them once more over streamable HTTP on 127.0.0.1): once on a
+``mode="legacy"`` connection (protocol 2025-11-25, sampling is a server-to-client JSON-RPC request)
+and once on a ``mode="auto"`` connection (protocol 2026-07-28, sampling rides ``InputRequiredResult`` round trips).
 
 Its sampling callback is a small host policy, in plain code:
 

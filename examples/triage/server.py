@@ -17,7 +17,8 @@ Both tools turn a failed sampling request into a normal text result naming the J
 (code, message, data), so the calling model learns why there is no summary. On 2026-07-28 a client
 denial never reaches the server: the client's ``call_tool`` raises instead.
 
-Run as a stdio server: ``python server.py``; over streamable HTTP: ``python server.py --http PORT``. It logs to stderr only (stdout is the MCP channel).
+Run as a stdio server: ``python server.py``; over streamable HTTP: ``python server.py --http PORT``.
+It logs to stderr only (stdout is the MCP channel).
 """
 
 from __future__ import annotations

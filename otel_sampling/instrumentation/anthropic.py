@@ -209,7 +209,8 @@ class _State(ProviderState):
         messages = body.get("messages")
         return Content(
             _parts(system) if system else None,
-            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in messages or () if isinstance(m, Mapping)],
+            [{"role": m.get("role"), "parts": _parts(m.get("content"))}
+             for m in messages or () if isinstance(m, Mapping)],
         )
 
 

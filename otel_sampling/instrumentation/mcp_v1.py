@@ -94,7 +94,8 @@ class State:
         self.request_type = types.CreateMessageRequest
         self.error_type = types.ErrorData
         # CreateMessageResultWithTools appeared during 1.x.
-        self.result_types = tuple(getattr(types, name) for name in ("CreateMessageResult", "CreateMessageResultWithTools")
+        self.result_types = tuple(getattr(types, name)
+                                  for name in ("CreateMessageResult", "CreateMessageResultWithTools")
                                   if hasattr(types, name))
 
 

@@ -486,7 +486,8 @@ class _Handler(BaseHTTPRequestHandler):
         text = "".join(words)
         cached = 400 if "cache" in sc else 0
         rid, mid = _id("resp_"), _id("msg_")
-        usage = {"input_tokens": 25 + cached, "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+        usage = {"input_tokens": 25 + cached,
+                 "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
                  "output_tokens": len(words), "output_tokens_details": {"reasoning_tokens": 0},
                  "total_tokens": 25 + cached + len(words)}
         item = {"type": "message", "id": mid, "status": "completed", "role": "assistant",
@@ -504,7 +505,8 @@ class _Handler(BaseHTTPRequestHandler):
             return {"id": rid, "object": "response", "created_at": time.time(), "status": status, "model": served,
                     "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
                     "temperature": 1.0, "top_p": 1.0,
-                    "error": {"code": "server_error", "message": "fake failure"} if done and final == "failed" else None,
+                    "error": ({"code": "server_error", "message": "fake failure"}
+                              if done and final == "failed" else None),
                     "incomplete_details": {"reason": incomplete} if done and incomplete else None,
                     "instructions": None, "metadata": {}, "usage": use, "service_tier": "default"}
 
