@@ -125,7 +125,8 @@ def test_gauges_and_transitions(mcp_instrumented):
     stale.exit()
     assert t.counts(names.METRIC_DEGRADATION_ACTIVE, *key) == {("search", "sources unavailable"): 0,
                                                               ("verify", "verification pass off"): 0}
-    assert mcp_instrumented.counts(names.METRIC_DEGRADATION_TRANSITIONS, names.DEGRADATION_COMPONENT, names.DEGRADATION_DIRECTION) == {
+    assert mcp_instrumented.counts(names.METRIC_DEGRADATION_TRANSITIONS, names.DEGRADATION_COMPONENT,
+                                   names.DEGRADATION_DIRECTION) == {
         ("search", "enter"): 1, ("search", "exit"): 1, ("verify", "enter"): 1, ("verify", "exit"): 1}
 
 

@@ -172,7 +172,8 @@ def test_prompt_cache_read_share_from_the_scrape():
     input; a call that read no cache records no cache_read point)."""
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN)
+    tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(names.METRIC_GEN_AI_TOKEN_USAGE,
+                                                                   unit=names.UNIT_TOKEN)
     for mode, points in ((names.MODE_PRIMARY, [(525, 400), (525, 400), (25, None)]),
                          (names.MODE_DEGRADED, [(525, 400), (25, None), (25, None), (25, None)])):
         for input_tokens, cache_read in points:

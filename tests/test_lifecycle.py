@@ -40,9 +40,11 @@ WRAPPED = {
     AnthropicInstrumentor: [(anthropic._base_client.SyncAPIClient, "request"),
                             (anthropic._base_client.AsyncAPIClient, "request"),
                             (anthropic._response.BaseAPIResponse, "_parse"),
-                            (anthropic._response.APIResponse, "close"), (anthropic._response.AsyncAPIResponse, "close")],
+                            (anthropic._response.APIResponse, "close"),
+                            (anthropic._response.AsyncAPIResponse, "close")],
     # Every openai Chat Completions and Responses call shape goes through the client's request (see openai.py).
-    OpenAIInstrumentor: [(openai._base_client.SyncAPIClient, "request"), (openai._base_client.AsyncAPIClient, "request"),
+    OpenAIInstrumentor: [(openai._base_client.SyncAPIClient, "request"),
+                         (openai._base_client.AsyncAPIClient, "request"),
                          (LegacyAPIResponse, "_parse"), (openai._response.BaseAPIResponse, "_parse"),
                          (openai._response.APIResponse, "close"), (openai._response.AsyncAPIResponse, "close"),
                          (ChatCompletionStream, "close"), (AsyncChatCompletionStream, "close"),

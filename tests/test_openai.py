@@ -467,8 +467,8 @@ def test_a_failing_extractor_changes_nothing_the_caller_sees(openai_instrumented
 def test_cancelled_call_ends_cancelled_and_propagates(openai_instrumented, fake_provider, api):
     async def main():
         async with async_client(fake_provider) as c:
-            call_ = (c.chat.completions.create(model="gpt-req", messages=MESSAGES, **scenario("delay=5")) if api == "chat"
-                     else c.responses.create(model="gpt-req", input="hi", **scenario("delay=5")))
+            call_ = (c.chat.completions.create(model="gpt-req", messages=MESSAGES, **scenario("delay=5"))
+                     if api == "chat" else c.responses.create(model="gpt-req", input="hi", **scenario("delay=5")))
             task = asyncio.ensure_future(call_)
             while not fake_provider.requests or fake_provider.requests[-1]["scenario"] != {"delay": "5"}:
                 await asyncio.sleep(0.01)  # until the request is on the wire

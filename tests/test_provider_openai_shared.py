@@ -113,7 +113,8 @@ def _rate_limited_then_mini(fp, api):
     c = client(fp)
     with pytest.raises(openai.RateLimitError):
         if api == "chat":
-            c.chat.completions.create(model="gpt-req", messages=MESSAGES, extra_headers={"x-fake-scenario": "status=429"})
+            c.chat.completions.create(model="gpt-req", messages=MESSAGES,
+                                      extra_headers={"x-fake-scenario": "status=429"})
         else:
             c.responses.create(model="gpt-req", input="hi", extra_headers={"x-fake-scenario": "status=429"})
     if api == "chat":

@@ -168,7 +168,8 @@ def test_a_disclosure_in_an_implicit_run_prevents_the_incident(mcp_instrumented)
             pass
         osm.disclose("reduced mode", kind="inline")
     t = mcp_instrumented
-    assert t.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED) == {("degraded", "true"): 1}
+    assert t.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED) == {
+        ("degraded", "true"): 1}
     assert t.points(names.METRIC_SILENT_INCIDENTS) == []
 
 
