@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers test test-peers demo generate prometheus clean test-matrix
+.PHONY: venv venv-peers lint test test-peers demo generate prometheus clean test-matrix
 
 venv: $(STAMP)
 
@@ -29,7 +29,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-test: $(STAMP) $(PEERS_STAMP) prometheus
+# Static checks (ruff, mypy --strict on otel_sampling/); configured in pyproject.toml, installed by the dev extra.
+LINT_PATHS := otel_sampling tests examples
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(PY) -m mypy
+
+# Lint first: a lint failure stops the run before the slow tests.
+test: $(STAMP) lint $(PEERS_STAMP) prometheus
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest
 
 # promtool and the Prometheus server for the rule tests and the end-to-end test (Debian package).

@@ -33,7 +33,8 @@ class ApiInstruments:
         meter_provider: defaults to the global meter provider.
     """
 
-    def __init__(self, settings: Settings, tracer_provider=None, meter_provider=None) -> None:
+    def __init__(self, settings: Settings, tracer_provider: trace.TracerProvider | None = None,
+                 meter_provider: metrics.MeterProvider | None = None) -> None:
         self.settings = settings
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
@@ -109,14 +110,15 @@ class ApiInstruments:
         return list(self._observe(expired=True))
 
 
-def bind(settings: Settings, tracer_provider=None, meter_provider=None) -> ApiInstruments:
+def bind(settings: Settings, tracer_provider: trace.TracerProvider | None = None,
+         meter_provider: metrics.MeterProvider | None = None) -> ApiInstruments:
     """Make the API record through these providers (called by every instrumentor's ``instrument()``)."""
     global _bound
     with _lock:
         bound = _bound
         if bound is None or bound.tracer_provider is not tracer_provider or bound.meter_provider is not meter_provider:
-            _bound = ApiInstruments(settings, tracer_provider, meter_provider)
-        return _bound
+            _bound = bound = ApiInstruments(settings, tracer_provider, meter_provider)
+        return bound
 
 
 def current() -> ApiInstruments:

@@ -16,7 +16,7 @@ from typing import Any
 from cachetools import TTLCache
 
 
-class EvictingTTLCache(TTLCache):
+class EvictingTTLCache(TTLCache[Any, Any]):
     """``TTLCache(maxsize, ttl, timer)`` that calls ``on_evict(key, value)`` for every entry it
     drops because it expired or because the cache was full (never for ``pop`` / ``del``).
 

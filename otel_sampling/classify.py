@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from otel_sampling.policy import EndingRule
 
 if sys.version_info >= (3, 11):
-    _GROUP: type = BaseExceptionGroup
+    _GROUP: type = BaseExceptionGroup  # noqa: F821 - a builtin from 3.11, the only version this branch runs on
 else:  # pragma: no cover - anyio brings the backport on 3.10
     from exceptiongroup import BaseExceptionGroup as _GROUP
 
@@ -84,7 +84,7 @@ def from_error_frame(code: object, data: object, message: object = None,
     named = isinstance(reason, str) and reason in _FRAME_ENDINGS
     matched = None if named else next((rule for rule in rules if rule.matches(code, message)), None)
     if named:
-        ending = reason
+        ending = str(reason)  # one of _FRAME_ENDINGS (checked above)
     elif matched is not None:
         ending = matched.ending
     else:
@@ -109,7 +109,8 @@ def from_cancellation(peer_reason: str | None) -> Ending:
 def is_cancellation(exc: BaseException) -> bool:
     """True for the task-cancellation exceptions of asyncio (which anyio uses there) and trio."""
     cls = type(exc)
-    return isinstance(exc, asyncio.CancelledError) or (cls.__name__ == "Cancelled" and cls.__module__.startswith("trio"))
+    return isinstance(exc, asyncio.CancelledError) or (cls.__name__ == "Cancelled"
+                                                       and cls.__module__.startswith("trio"))
 
 
 def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES) -> Ending:

@@ -29,10 +29,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Any
 
 from otel_sampling import api_instruments, names
 from otel_sampling.labels import LABEL_MAX_LENGTH, clean

@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from otel_sampling import names
 from otel_sampling.prometheus_names import label_name, metric_name
@@ -249,7 +250,8 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
             _add(numbers.cache_read_tokens_by_mode, mode, value)
     for (evaluation, mode), count in score_counts.items():
         if count:
-            numbers.mean_score_by_mode.setdefault(evaluation, {})[mode] = score_sums.get((evaluation, mode), 0.0) / count
+            mean = score_sums.get((evaluation, mode), 0.0) / count
+            numbers.mean_score_by_mode.setdefault(evaluation, {})[mode] = mean
     return numbers
 
 
@@ -262,7 +264,7 @@ def _samples(metrics_text: str) -> Iterable[tuple[str, dict[str, str], float]]:
             yield sample.name, sample.labels, sample.value
 
 
-def _add(target: dict, key: object, value: float) -> None:
+def _add(target: dict[Any, float], key: object, value: float) -> None:
     target[key] = target.get(key, 0.0) + value
 
 

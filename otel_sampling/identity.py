@@ -195,7 +195,7 @@ class IdentityStore:
     """
 
     def __init__(self, max_entries: int, ttl_seconds: float, timer: Callable[[], float] = time.monotonic) -> None:
-        self._entries: TTLCache = TTLCache(max_entries, ttl_seconds, timer)
+        self._entries: TTLCache[Any, Any] = TTLCache(max_entries, ttl_seconds, timer)
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Seen | None:

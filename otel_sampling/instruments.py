@@ -7,7 +7,7 @@ Each instrumentor builds one of these from the ``tracer_provider`` / ``meter_pro
 from __future__ import annotations
 
 from opentelemetry import metrics, trace
-from opentelemetry._logs import get_logger
+from opentelemetry._logs import LoggerProvider, get_logger
 
 from otel_sampling import names
 from otel_sampling.labels import BoundedLabel
@@ -24,7 +24,9 @@ class Instruments:
         meter_provider: defaults to the global meter provider.
     """
 
-    def __init__(self, settings: Settings, tracer_provider=None, meter_provider=None, logger_provider=None) -> None:
+    def __init__(self, settings: Settings, tracer_provider: trace.TracerProvider | None = None,
+                 meter_provider: metrics.MeterProvider | None = None,
+                 logger_provider: LoggerProvider | None = None) -> None:
         self.settings = settings
         self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
         # Events (GenAI content capture) are log records; the global logger provider by default.

@@ -32,8 +32,8 @@ class Ledger:
         self.identity = IdentityStore(settings.identity_max_entries, settings.identity_ttl_seconds)
         self.pending = PendingWatch(settings.max_pending, settings.policy.stall_threshold_seconds,
                                     lambda record, seconds: record.mark_stalled(seconds))
-        self._last_endings: TTLCache = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
-        self._last_grants: TTLCache = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
+        self._last_endings: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
+        self._last_grants: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
         self._lock = threading.Lock()
 
     @staticmethod

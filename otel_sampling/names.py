@@ -175,7 +175,8 @@ VIOLATION_REROUTED_AFTER_DENIAL: Final = "rerouted_after_denial"
 VIOLATION_MODEL_OUTSIDE_POLICY: Final = "model_outside_policy"
 VIOLATION_CONTEXT_ABOVE_CEILING: Final = "context_above_ceiling"
 VIOLATION_BOUNDARY_CROSSED: Final = "boundary_crossed"
-VIOLATION_GRANT_WITHOUT_EXHAUSTION: Final = "grant_without_exhaustion"  # a grant offered for anything but a budget exhaustion
+# a grant offered for anything but a budget exhaustion
+VIOLATION_GRANT_WITHOUT_EXHAUSTION: Final = "grant_without_exhaustion"
 VIOLATIONS: Final = (
     VIOLATION_SCOPE_WIDENED,
     VIOLATION_DECISION_FLIPPED,

@@ -24,8 +24,8 @@ the dotted key and its line, so that a typo fails at start-up instead of silentl
 rule. ``docs/configuration.md`` documents every key.
 
 Keys in error messages are written ``servers."<server name>".<key>`` and
-``prices."<model>".<key>`` (and ``endpoints."<host>".<key>``): names chosen by the operator are always double-quoted, schema keys
-never are; array items add ``[index]``.
+``prices."<model>".<key>`` (and ``endpoints."<host>".<key>``): names chosen by the operator are
+always double-quoted, schema keys never are; array items add ``[index]``.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ import os
 import re
 import sys
 import types
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Mapping, TypeVar
+from typing import Any, Final, TypeVar
 
 from otel_sampling.names import ENDING_COMPLETED, ENDINGS, INCLUDE_CONTEXT_VALUES
 
@@ -65,7 +66,8 @@ __all__ = [
 #: The MCP ``includeContext`` values, narrowest first; a ``context_ceiling`` must be one of them.
 ALLOWED_CONTEXT_CEILINGS: Final = INCLUDE_CONTEXT_VALUES
 
-_SERVER_KEYS: Final = ("primary_model", "permitted_models", "context_ceiling", "permitted_providers", "permitted_regions")
+_SERVER_KEYS: Final = ("primary_model", "permitted_models", "context_ceiling", "permitted_providers",
+                       "permitted_regions")
 _ENDPOINT_KEYS: Final = ("region",)
 _PRICE_KEYS: Final = (
     "input_usd_per_mtok",
@@ -366,7 +368,7 @@ def _check_regions(file: _File, policy: Policy) -> None:
 def _ending_rules(file: _File, key: KeyPath, value: Any) -> tuple[EndingRule, ...]:
     if not isinstance(value, list):
         raise file.error(key, _wrong_type("an array of tables ([[ending_rules]])", value))
-    return tuple(_ending_rule(file, key + (index,), item) for index, item in enumerate(value))
+    return tuple(_ending_rule(file, (*key, index), item) for index, item in enumerate(value))
 
 
 def _ending_rule(file: _File, key: KeyPath, raw: Any) -> EndingRule:
@@ -392,7 +394,8 @@ def _ending(file: _File, key: KeyPath, value: Any) -> str:
 def _code(file: _File, key: KeyPath, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise file.error(key, _wrong_type("an integer (JSON-RPC error code)", value))
-    return value
+    code: int = value
+    return code
 
 
 def _substring(file: _File, key: KeyPath, value: Any) -> str:
@@ -420,7 +423,7 @@ def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
     regions = _optional(file, key, table, "permitted_regions", _region_list)
     if primary is not None and permitted is not None and primary not in permitted:
         raise file.error(
-            key + ("primary_model",),
+            (*key, "primary_model"),
             f"{primary!r} is not in permitted_models {list(permitted)!r}",
         )
     return ServerPolicy(primary_model=primary, permitted_models=permitted, context_ceiling=ceiling,
@@ -451,7 +454,7 @@ def _check_keys(
             hint = difflib.get_close_matches(name, allowed, n=1)
             suggestion = f"did you mean {hint[0]!r}? " if hint else ""
             raise file.error(
-                key + (name,),
+                (*key, name),
                 f"unknown {where}; {suggestion}allowed: {', '.join(allowed)}",
             )
 
@@ -461,15 +464,15 @@ def _optional(
 ) -> _T | None:
     if name not in table:
         return None
-    return convert(file, key + (name,), table[name])
+    return convert(file, (*key, name), table[name])
 
 
 def _required(
     file: _File, key: KeyPath, table: Mapping[str, Any], name: str, convert: _Convert[_T]
 ) -> _T:
     if name not in table:
-        raise file.error(key + (name,), "missing required key")
-    return convert(file, key + (name,), table[name])
+        raise file.error((*key, name), "missing required key")
+    return convert(file, (*key, name), table[name])
 
 
 # ---------------------------------------------------------------- value checks, one per kind
@@ -496,7 +499,7 @@ def _model_name(file: _File, key: KeyPath, value: Any) -> str:
 def _model_list(file: _File, key: KeyPath, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise file.error(key, _wrong_type("an array of strings", value))
-    return tuple(_model_name(file, key + (index,), item) for index, item in enumerate(value))
+    return tuple(_model_name(file, (*key, index), item) for index, item in enumerate(value))
 
 
 def _provider_list(file: _File, key: KeyPath, value: Any) -> tuple[str, ...]:
@@ -519,8 +522,8 @@ def _string_list(file: _File, key: KeyPath, value: Any, what: str) -> tuple[str,
     items = []
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise file.error(key + (index,), _wrong_type("a string", item))
-        items.append(_name(file, key + (index,), item, what=what))
+            raise file.error((*key, index), _wrong_type("a string", item))
+        items.append(_name(file, (*key, index), item, what=what))
     return tuple(items)
 
 
@@ -656,7 +659,8 @@ def _parse_key(text: str, pos: int) -> tuple[tuple[str, ...], int] | None:
 
 def _unescape(body: str) -> str:
     try:
-        return tomllib.loads(f'k = "{body}"')["k"]
+        text: str = tomllib.loads(f'k = "{body}"')["k"]
+        return text
     except tomllib.TOMLDecodeError:
         return body
 
@@ -683,11 +687,12 @@ def _key_lines(text: str) -> list[tuple[tuple[str | int, ...], int]]:
     for number, line in enumerate(text.split("\n"), start=1):  # TOML lines end at "\n" only
         stripped = line.lstrip(" \t")
         if stripped.startswith("["):
-            header = _parse_header(stripped)
-            if header is not None:
+            parts = _parse_header(stripped)
+            if parts is not None:
+                header: tuple[str | int, ...] = parts
                 if stripped.startswith("[["):  # each entry is a table of its own: path + index
-                    entries[header] = entries.get(header, -1) + 1
-                    header = (*header, entries[header])
+                    entries[parts] = entries.get(parts, -1) + 1
+                    header = (*parts, entries[parts])
                 table = header
                 found.append((header, number))
             continue

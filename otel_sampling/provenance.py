@@ -86,7 +86,7 @@ def lookup(hit: bool, stamp: Mapping[str, Any] | None = None) -> str:
     if not isinstance(hit, bool):
         raise TypeError(f"hit must be a bool, got {type(hit).__name__}")
     entry_mode = stamp.get("mode") if hit and isinstance(stamp, Mapping) else None
-    if entry_mode in names.MODES:
+    if entry_mode in names.MODES and isinstance(stamp, Mapping):
         now = _current_stamp()
         differs = any(stamp.get(key) is not None and now[key] is not None and stamp.get(key) != now[key]
                       for key in _COMPARED)

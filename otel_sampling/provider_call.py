@@ -410,9 +410,10 @@ def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connectio
     """Low-cardinality ``error.type`` for a provider SDK exception.
 
     ``cancelled`` for a cancellation; the first of ``envelope_fields`` the provider's error body
-    set (anthropic ``type``: ``overloaded_error``; openai ``code``, then ``type``); else the HTTP status code; else ``timeout`` / ``connection_error`` for
-    transport failures (including raw ``httpx2`` errors raised mid-stream); else the exception's
-    qualified class name. Metric labels pass it through a bounded label set.
+    set (anthropic ``type``: ``overloaded_error``; openai ``code``, then ``type``); else the HTTP
+    status code; else ``timeout`` / ``connection_error`` for transport failures (including raw
+    ``httpx2`` errors raised mid-stream); else the exception's qualified class name. Metric labels
+    pass it through a bounded label set.
     """
     if not isinstance(exc, Exception):  # asyncio.CancelledError and other BaseExceptions
         return names.ERROR_TYPE_CANCELLED

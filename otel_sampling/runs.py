@@ -53,8 +53,8 @@ _by_span: OrderedDict[int, Run] = OrderedDict()
 class Run:
     """State of one run. Hosts get it from ``with otel_sampling.run(...) as run`` to set the outcome."""
 
-    __slots__ = ("name", "_lock", "_degraded", "_reasons", "_outside_policy", "_disclosed", "_cost", "_outcome", "_ended",
-                 "_trace_ids", "_root_span_id", "last_served", "_parent", "__weakref__")
+    __slots__ = ("name", "_lock", "_degraded", "_reasons", "_outside_policy", "_disclosed", "_cost", "_outcome",
+                 "_ended", "_trace_ids", "_root_span_id", "last_served", "_parent", "__weakref__")
 
     def __init__(self, name: str, root_span_id: int | None = None, parent: Run | None = None) -> None:
         self.name = name

@@ -275,7 +275,8 @@ class SamplingRecord:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
         self._end(classify.from_cancellation(cancel_reason), None, None, cancel_reason)
 
-    def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any, cancel_reason: str | None = None) -> None:
+    def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any,
+             cancel_reason: str | None = None) -> None:
         if self._ended:
             return
         if self._ledger is not None:

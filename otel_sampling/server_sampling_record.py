@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_sampling import classify, names
 from otel_sampling.instruments import Instruments
@@ -68,7 +68,7 @@ class ServerSamplingRecord:
             span.set_attributes(attributes)
 
     @property
-    def span(self):
+    def span(self) -> Span:
         """The request's span (the wrapper makes it current while the SDK sends)."""
         return self._span
 

@@ -17,7 +17,7 @@ policy (substitutions are then ``unjudged``): raising from ``instrument()`` woul
 ``opentelemetry-instrument`` abandon every instrumentation after ours. Check a policy file
 before deploying it with ``python -m otel_sampling.policy FILE`` (exit 1 and the message when
 it is malformed).
-"""
+"""  # noqa: E501 - a Markdown table row cannot wrap
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ _installed: weakref.WeakKeyDictionary[Any, DegradationSpanProcessor] = weakref.W
 _users = 0  # instrumentors currently instrumented: the processors and log fields run while > 0
 
 
-class DegradationSpanProcessor(SpanProcessor):  # type: ignore[misc]
+class DegradationSpanProcessor(SpanProcessor):
     """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.runs` about every span."""
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:

@@ -21,7 +21,8 @@ def build_server() -> FastMCP:
     async def sample(ctx: Context, hint: str = "claude-sonnet", include_context: str = "thisServer") -> str:
         hints = [types.ModelHint(name=h) for h in hint.split(",") if h]
         result = await ctx.session.create_message(
-            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="Printer on fire"))],
+            messages=[types.SamplingMessage(role="user",
+                                            content=types.TextContent(type="text", text="Printer on fire"))],
             max_tokens=64,
             system_prompt="You summarise tickets.",
             include_context=include_context or None,

@@ -20,12 +20,12 @@ SERVER_NAME = "sampling-test-server"
 
 def _params(hint: str, include_context: str | None) -> dict:
     hints = [types.ModelHint(name=h) for h in hint.split(",") if h]
-    return dict(
-        max_tokens=64,
-        system_prompt="You summarise tickets.",
-        include_context=include_context or None,
-        model_preferences=types.ModelPreferences(hints=hints) if hints else None,
-    )
+    return {
+        "max_tokens": 64,
+        "system_prompt": "You summarise tickets.",
+        "include_context": include_context or None,
+        "model_preferences": types.ModelPreferences(hints=hints) if hints else None,
+    }
 
 
 def _messages(text: str = "Printer on fire") -> list:

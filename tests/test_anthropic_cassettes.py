@@ -101,8 +101,9 @@ def test_replay_async(anthropic_instrumented, name):
     cassette = load(f"anthropic/{name}")
 
     async def main():
+        http_client = httpx2.AsyncClient(transport=transport(cassette, asynchronous=True))
         client = anthropic.AsyncAnthropic(api_key="test", base_url=base_url(cassette), max_retries=0,
-                                          http_client=httpx2.AsyncClient(transport=transport(cassette, asynchronous=True)))
+                                          http_client=http_client)
         try:
             await _ainvoke(client.messages, cassette)
         except anthropic.APIError as exc:

@@ -52,7 +52,8 @@ def wrapped(proc: subprocess.CompletedProcess) -> dict:
 
 
 def test_entry_points_are_ours_and_distinct_from_peers():
-    ours = {ep.name: ep.value for ep in entry_points(group="opentelemetry_instrumentor") if ep.name.startswith("otel_sampling")}
+    ours = {ep.name: ep.value for ep in entry_points(group="opentelemetry_instrumentor")
+            if ep.name.startswith("otel_sampling")}
     assert ours == {
         "otel_sampling_mcp": "otel_sampling.instrumentation.mcp:MCPSamplingInstrumentor",
         "otel_sampling_mcp_server": "otel_sampling.instrumentation.mcp_server:MCPServerSamplingInstrumentor",

@@ -8,10 +8,10 @@ import logging
 import threading
 
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import trace
 
 import otel_sampling as osm
+from conftest import TRACER_PROVIDER
 from otel_sampling import degradation, names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -35,9 +35,8 @@ def _search_down(expires_at: str = LATER) -> degradation.Degradation:
 
 
 def test_foreign_span_inside_a_degradation_is_stamped(mcp_instrumented):
-    with _search_down():
-        with OTHER.start_as_current_span("their work") as span:
-            span.set_attribute("their.key", "kept")
+    with _search_down(), OTHER.start_as_current_span("their work") as span:
+        span.set_attribute("their.key", "kept")
     (theirs,) = mcp_instrumented.spans("their work", scope=None)
     assert theirs.instrumentation_scope.name == "someone-elses-instrumentation"
     assert dict(theirs.attributes) == {
@@ -55,9 +54,9 @@ def test_nothing_added_or_removed_when_nothing_is_degraded(mcp_instrumented):
 
 
 def test_every_active_reason_is_on_the_span(mcp_instrumented):
-    with _search_down(), osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=LATER):
-        with OTHER.start_as_current_span("both"):
-            pass
+    with (_search_down(), osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=LATER),
+          OTHER.start_as_current_span("both")):
+        pass
     (span,) = mcp_instrumented.spans("both", scope=None)
     assert span.attributes[names.DEGRADATION_REASON] == ("sources unavailable", "verification pass off")
 
@@ -128,7 +127,8 @@ def test_gauges_and_transitions(mcp_instrumented):
     stale.exit()
     assert t.counts(names.METRIC_DEGRADATION_ACTIVE, *key) == {("search", "sources unavailable"): 0,
                                                               ("verify", "verification pass off"): 0}
-    assert mcp_instrumented.counts(names.METRIC_DEGRADATION_TRANSITIONS, names.DEGRADATION_COMPONENT, names.DEGRADATION_DIRECTION) == {
+    assert mcp_instrumented.counts(names.METRIC_DEGRADATION_TRANSITIONS, names.DEGRADATION_COMPONENT,
+                                   names.DEGRADATION_DIRECTION) == {
         ("search", "enter"): 1, ("search", "exit"): 1, ("verify", "enter"): 1, ("verify", "exit"): 1}
 
 

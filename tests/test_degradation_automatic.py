@@ -9,10 +9,10 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from sampling_server import build_server
 
 import otel_sampling as osm
 from otel_sampling import names
+from sampling_server import build_server
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 POLICY = """
@@ -128,7 +128,8 @@ def test_canary_traffic_through_the_fallback_is_visible(with_policy, instrumente
     assert _sampling(instrumented)[names.DEGRADATION_REASON] == ("canary",)
     assert _requests(instrumented) == {("degraded", "canary"): 1}
     (chat,) = instrumented.spans("chat claude-haiku-5-5")
-    assert (chat.attributes[names.DEGRADATION_MODE], chat.attributes[names.DEGRADATION_REASON]) == ("degraded", ("canary",))
+    assert (chat.attributes[names.DEGRADATION_MODE],
+            chat.attributes[names.DEGRADATION_REASON]) == ("degraded", ("canary",))
 
 
 def test_a_named_degradation_degrades_a_primary_request(with_policy, instrumented, fake_provider):
@@ -158,7 +159,8 @@ def test_compliance_boundary(with_policy, fake_provider, telemetry, boundary, cr
         anyio.run(call, "auto", callback(fake_provider, ("claude-sonnet-5-5", "")))
     finally:
         next(fixture, None)
-    violations = telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.MCP_SERVER_NAME, names.SAMPLING_VIOLATION_KIND)
+    violations = telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.MCP_SERVER_NAME,
+                                  names.SAMPLING_VIOLATION_KIND)
     assert violations == ({("sampling-test-server", "boundary_crossed"): 1} if crossed else {})
 
 
@@ -170,7 +172,8 @@ def test_a_host_run_around_call_tool_owns_the_sampling_request(with_policy, inst
     t = instrumented
     runs = t.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED)
     # (the in-process test server's own "notifications/initialized" SERVER span is a run of its own)
-    assert {k: v for k, v in runs.items() if k[0] == "triage"} == {("triage", "degraded", "true" if disclose else "false"): 1}
+    assert {k: v for k, v in runs.items() if k[0] == "triage"} == {
+        ("triage", "degraded", "true" if disclose else "false"): 1}
     assert t.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == ({} if disclose else {("triage",): 1})
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import logging
 import gc
+import logging
 
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 import otel_sampling as osm
+from conftest import TRACER_PROVIDER
 from otel_sampling import automatic, degradation, labels, log_fields, names, runs
 
 LATER = "2099-01-01T00:00:00Z"
@@ -34,10 +34,8 @@ def _outage(reason: str = "sources unavailable") -> degradation.Degradation:
 
 # ---------------------------------------------------------------- the silent-incident rule
 def test_a_silent_degradation_in_a_nested_run_is_one_incident_not_two(mcp_instrumented):
-    with osm.run("outer"):
-        with osm.run("inner"):
-            with OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
-                pass
+    with osm.run("outer"), osm.run("inner"), OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
+        pass
     t = mcp_instrumented
     assert t.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
         ("outer", "degraded"): 1, ("inner", "degraded"): 1}
@@ -47,9 +45,8 @@ def test_a_silent_degradation_in_a_nested_run_is_one_incident_not_two(mcp_instru
 
 def test_a_nested_run_that_outlives_its_parent_counts_its_own_incident(mcp_instrumented):
     def background_task():  # started inside the outer run, still running after it ended
-        with osm.run("inner"):
-            with OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
-                pass
+        with osm.run("inner"), OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
+            pass
 
     with osm.run("outer"):
         task_context = contextvars.copy_context()
@@ -61,22 +58,19 @@ def test_a_nested_run_that_outlives_its_parent_counts_its_own_incident(mcp_instr
 def test_a_run_inside_a_framework_root_span_is_not_a_second_incident(mcp_instrumented, disclose):
     # A web framework's SERVER span is the local root: an implicit run. The host's explicit run
     # inside it is the task; a disclosure there reaches the person, so no incident anywhere.
-    with OTHER.start_as_current_span("POST /triage", kind=trace.SpanKind.SERVER):
-        with osm.run("ticket-triage"):
-            with _outage():
-                pass
-            if disclose:
-                osm.disclose("Reduced mode: sources unavailable")
+    with OTHER.start_as_current_span("POST /triage", kind=trace.SpanKind.SERVER), osm.run("ticket-triage"):
+        with _outage():
+            pass
+        if disclose:
+            osm.disclose("Reduced mode: sources unavailable")
     incidents = mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
     assert sum(incidents.values()) == (0 if disclose else 1)
 
 
 def test_a_run_built_outside_a_run_and_entered_inside_it_is_nested(mcp_instrumented):
     scope = osm.run("inner")  # built first, entered inside the outer run
-    with osm.run("outer"):
-        with scope:
-            with OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
-                pass
+    with osm.run("outer"), scope, OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
+        pass
     assert mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("outer",): 1}
 
 
@@ -142,18 +136,16 @@ def test_a_huge_reason_is_cut_on_spans_logs_and_memory(mcp_instrumented):
 
 
 def test_a_span_that_brings_its_own_reason_keeps_it_inside_a_degradation(mcp_instrumented):
-    with _outage():
-        with OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
-            pass
+    with _outage(), OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
+        pass
     (span,) = mcp_instrumented.spans("fallback call", scope=None)
     assert span.attributes[names.DEGRADATION_REASON] == ("fallback", "sources unavailable")
 
 
 def test_owner_and_expiry_are_on_the_spans_of_a_degradation(mcp_instrumented):
     with _outage(), osm.degraded("verify", reason="verification off", owner="team-a",
-                                 expires_at="2030-06-01T12:00:00+02:00"):
-        with OTHER.start_as_current_span("their work"):
-            pass
+                                 expires_at="2030-06-01T12:00:00+02:00"), OTHER.start_as_current_span("their work"):
+        pass
     (span,) = mcp_instrumented.spans("their work", scope=None)
     assert span.attributes[names.DEGRADATION_COMPONENT] == ("search", "verify")
     assert span.attributes[names.DEGRADATION_OWNER] == ("oncall-search", "team-a")
@@ -177,7 +169,7 @@ def test_bad_input_is_a_clear_error(call, error):
 
 
 def test_a_negative_score_is_not_silently_dropped(mcp_instrumented):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="score"):
         osm.record_evaluation("suite", -0.25)
     osm.record_evaluation("suite", 0.0)
     (point,) = mcp_instrumented.points(names.METRIC_EVALUATION_SCORE)
@@ -230,11 +222,10 @@ def test_the_documented_formatter_prints_every_record(mcp_instrumented):
 
 @pytest.mark.parametrize("nested", [False, True])
 def test_a_substitution_outside_policy_without_disclosure_is_exactly_one_incident(mcp_instrumented, nested):
-    with osm.run("task"):
-        with (osm.run("step") if nested else contextlib.nullcontext()):
-            with OTHER.start_as_current_span("sampling", attributes={
-                    names.SAMPLING_SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY}):
-                pass
+    with (osm.run("task"), osm.run("step") if nested else contextlib.nullcontext()):
+        with OTHER.start_as_current_span("sampling", attributes={
+                names.SAMPLING_SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY}):
+            pass
     assert mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("task",): 1}
     (event,) = [e for s in mcp_instrumented.spans("invoke_agent task") for e in s.events]
     assert event.attributes[names.SILENT_INCIDENT_CAUSE] == (names.SUBSTITUTION_OUTSIDE_POLICY,)
@@ -243,10 +234,9 @@ def test_a_substitution_outside_policy_without_disclosure_is_exactly_one_inciden
 @pytest.mark.parametrize("reason", [3, True, 2.5])
 def test_a_foreign_span_with_a_non_string_reason_still_ends_its_run(mcp_instrumented, reason):
     with OTHER.start_as_current_span("handle", attributes={names.DEGRADATION_MODE: "degraded",
-                                                           names.DEGRADATION_REASON: reason}):
-        with _outage():
-            with OTHER.start_as_current_span("inner", attributes={names.DEGRADATION_REASON: reason}):
-                pass
+                                                           names.DEGRADATION_REASON: reason}), _outage():
+        with OTHER.start_as_current_span("inner", attributes={names.DEGRADATION_REASON: reason}):
+            pass
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
         ("handle", "degraded"): 1}
     (inner,) = mcp_instrumented.spans("inner", scope=None)

@@ -50,7 +50,8 @@ def test_otlp_http_spans_arrive_intact():
     with OTLPReceiver() as receiver:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint)))
-        with provider.get_tracer(names.SCOPE_NAME).start_as_current_span(names.SPAN_SAMPLING, kind=SpanKind.SERVER) as s:
+        tracer = provider.get_tracer(names.SCOPE_NAME)
+        with tracer.start_as_current_span(names.SPAN_SAMPLING, kind=SpanKind.SERVER) as s:
             s.set_attributes({names.SAMPLING_ENDING: "timeout", names.SAMPLING_MODEL_HINTS: ["a", "b"],
                               names.GEN_AI_REQUEST_MAX_TOKENS: 64})
         provider.shutdown()

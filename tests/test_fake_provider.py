@@ -126,9 +126,12 @@ def test_exit_leaves_no_threads_even_with_open_and_stalled_connections():
     with FakeProvider() as provider:
         c = anthropic.Anthropic(base_url=provider.url, api_key="sk-fake", max_retries=0)
         c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES)  # leaves a keep-alive connection
-        stalled = threading.Thread(  # a request the server is still sleeping on when we leave
-            target=lambda: pytest.raises(anthropic.APIConnectionError, c.messages.create, model=MODEL, max_tokens=50,
-                                         messages=MESSAGES, timeout=3, **_scenario("delay=10")))
+
+        def stalled_request() -> None:  # a request the server is still sleeping on when we leave
+            with pytest.raises(anthropic.APIConnectionError):
+                c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, timeout=3, **_scenario("delay=10"))
+
+        stalled = threading.Thread(target=stalled_request)
         stalled.start()
         while len(provider.requests) < 2:
             time.sleep(0.01)

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import trace
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
@@ -32,6 +31,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import otel_sampling as osm
+from conftest import TRACER_PROVIDER
 from otel_sampling import degradation, five_numbers, names, runs
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.prometheus_names import metric_name
@@ -66,12 +66,11 @@ def workload() -> float:
             runs.add_cost(0.5)
         osm.disclose("Answered without sources", kind="inline")
         osm.record_evaluation(EVAL, 0.5)
-    with pytest.raises(RuntimeError):
-        with osm.run("triage") as failed:
-            with OTHER.start_as_current_span("fallback call", attributes={
-                    names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}):
-                runs.add_cost(0.25)
-            raise RuntimeError("the fallback's answer did not parse")
+    with pytest.raises(RuntimeError), osm.run("triage") as failed:
+        with OTHER.start_as_current_span("fallback call", attributes={
+                names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}):
+            runs.add_cost(0.25)
+        raise RuntimeError("the fallback's answer did not parse")
     osm.record_evaluation(EVAL, 0.25, run=failed)
     return time.perf_counter() - start
 
@@ -173,7 +172,8 @@ def test_prompt_cache_read_share_from_the_scrape():
     input; a call that read no cache records no cache_read point)."""
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN)
+    tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(names.METRIC_GEN_AI_TOKEN_USAGE,
+                                                                   unit=names.UNIT_TOKEN)
     for mode, points in ((names.MODE_PRIMARY, [(525, 400), (525, 400), (25, None)]),
                          (names.MODE_DEGRADED, [(525, 400), (25, None), (25, None), (25, None)])):
         for input_tokens, cache_read in points:
@@ -251,6 +251,7 @@ def test_a_declined_task_is_not_a_failed_one(scrape, tmp_path: Path):
         {"labels": '{degradation_mode="degraded"}', "value": 0.5}]}]
     spec = tmp_path / "declined.test.json"
     spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
-                                "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}]}))
+                                "tests": [{"interval": "1m", "input_series": _series(text),
+                                           "promql_expr_test": tests}]}))
     result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

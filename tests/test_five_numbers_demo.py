@@ -89,11 +89,12 @@ def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path)
     scraped = five_numbers.from_scrape(text)
     assert sum(scraped.runs_by_mode.values()) == len(ran)  # one run per step, no other run in the host
     expected = _implied(scenario, ran)
-    completed = dict((labels["degradation_mode"], value) for labels, value in expected.pop("_completed"))
+    completed = {labels["degradation_mode"]: value for labels, value in expected.pop("_completed")}
     assert scraped.completed_by_mode == completed
     # the host decides which runs were declined (outcome "denied"); completion is over the others
     expected["completion_rate_by_mode"] = [
-        ({"degradation_mode": mode}, completed[mode] / (scraped.runs_by_mode[mode] - scraped.denied_by_mode.get(mode, 0)))
+        ({"degradation_mode": mode},
+         completed[mode] / (scraped.runs_by_mode[mode] - scraped.denied_by_mode.get(mode, 0)))
         for mode in completed]
     expected["cost_per_completed_task_by_mode"] = [
         ({"degradation_mode": mode}, scraped.cost_by_mode[mode] / completed[mode]) for mode in completed]
@@ -106,6 +107,7 @@ def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path)
         for labels, value in samples]} for key, samples in expected.items()]
     spec = tmp_path / "demo.test.json"
     spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
-                                "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}]}))
+                                "tests": [{"interval": "1m", "input_series": _series(text),
+                                           "promql_expr_test": tests}]}))
     result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

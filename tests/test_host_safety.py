@@ -14,17 +14,17 @@ import anyio
 import mcp_types as types
 import pytest
 import wrapt
-from conftest import TRACER_PROVIDER
 from mcp import Client, MCPError
 from mcp.client.session import ClientSession
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import SpanProcessor
-from sampling_server import SERVER_NAME, build_server
-from test_mcp_sampling import call, callback_returning, only_sampling_span, result
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from sampling_server import SERVER_NAME, build_server
+from test_mcp_sampling import call, callback_returning, only_sampling_span, result
 
 
 class RaisingSpanProcessor(SpanProcessor):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import anthropic._base_client
 import anthropic._response
+import mcp.client.stdio as mcp_stdio
 import openai._base_client
 import openai._response
 import pytest
 import wrapt
-import mcp.client.stdio as mcp_stdio
 from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import StreamableHTTPTransport
@@ -26,8 +26,8 @@ from openai.lib.streaming.responses import AsyncResponseStream, ResponseStream
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
-from otel_sampling.stalls import WATCHDOG
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.stalls import WATCHDOG
 
 WRAPPED = {
     MCPSamplingInstrumentor: [
@@ -40,9 +40,11 @@ WRAPPED = {
     AnthropicInstrumentor: [(anthropic._base_client.SyncAPIClient, "request"),
                             (anthropic._base_client.AsyncAPIClient, "request"),
                             (anthropic._response.BaseAPIResponse, "_parse"),
-                            (anthropic._response.APIResponse, "close"), (anthropic._response.AsyncAPIResponse, "close")],
+                            (anthropic._response.APIResponse, "close"),
+                            (anthropic._response.AsyncAPIResponse, "close")],
     # Every openai Chat Completions and Responses call shape goes through the client's request (see openai.py).
-    OpenAIInstrumentor: [(openai._base_client.SyncAPIClient, "request"), (openai._base_client.AsyncAPIClient, "request"),
+    OpenAIInstrumentor: [(openai._base_client.SyncAPIClient, "request"),
+                         (openai._base_client.AsyncAPIClient, "request"),
                          (LegacyAPIResponse, "_parse"), (openai._response.BaseAPIResponse, "_parse"),
                          (openai._response.APIResponse, "close"), (openai._response.AsyncAPIResponse, "close"),
                          (ChatCompletionStream, "close"), (AsyncChatCompletionStream, "close"),

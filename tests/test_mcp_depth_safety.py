@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import anyio
 import mcp_types as types
-from conftest import TRACER_PROVIDER
 from mcp import Client
-from sampling_server import SERVER_NAME, build_server
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.identity import IdentityStore
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.server_sampling_record import ServerSamplingRecord
 from otel_sampling.stalls import PendingWatch
+from sampling_server import SERVER_NAME, build_server
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 RESULT = types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),

@@ -12,18 +12,18 @@ import pytest
 
 pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
 
-import anyio  # noqa: E402
-import mcp_types as types  # noqa: E402
-from conftest import TRACER_PROVIDER  # noqa: E402
-from mcp import Client, MCPError  # noqa: E402
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
-from opentelemetry.trace import SpanKind  # noqa: E402
-from sampling_server import build_asking_server, build_server  # noqa: E402
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.trace import SpanKind
 
-import otel_sampling  # noqa: E402
-from otel_sampling import names  # noqa: E402
-from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor  # noqa: E402
-from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor  # noqa: E402
+import otel_sampling
+from conftest import TRACER_PROVIDER
+from otel_sampling import names
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+from sampling_server import build_asking_server, build_server
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import ExceptionGroup
@@ -517,7 +517,8 @@ def test_server_and_model_labels_stay_within_the_label_value_limit(telemetry, mo
         server.uninstrument()
         host.uninstrument()
     for metric in (names.METRIC_SAMPLING_REQUESTS, names.METRIC_SAMPLING_DURATION, names.METRIC_SAMPLING_IN_FLIGHT,
-                   names.METRIC_SAMPLING_VIOLATIONS, names.METRIC_SAMPLING_STALLS, names.METRIC_SAMPLING_SERVER_REQUESTS):
+                   names.METRIC_SAMPLING_VIOLATIONS, names.METRIC_SAMPLING_STALLS,
+                   names.METRIC_SAMPLING_SERVER_REQUESTS):
         points = telemetry.points(metric)
         assert points, metric
         for key in (names.MCP_SERVER_NAME, names.GEN_AI_RESPONSE_MODEL):

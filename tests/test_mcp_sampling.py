@@ -15,10 +15,10 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry.trace import SpanKind, StatusCode
-from sampling_server import SERVER_NAME, build_server
 
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from sampling_server import SERVER_NAME, build_server
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import BaseExceptionGroup
@@ -104,7 +104,8 @@ DENIALS = [
     (types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}), "policy.denied", "-32003"),
     (types.ErrorData(code=-32003, message="Denied"), "policy.denied", "-32003"),
     (ErrorDataBudget, "policy.budget_exhausted", "-32003"),
-    (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}), "model.unavailable", "-32603"),
+    (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}),
+     "model.unavailable", "-32603"),
     (types.ErrorData(code=-32600, message="Sampling not supported"), "error", "-32600"),
 ]
 
@@ -215,7 +216,8 @@ def test_substitution_and_mode_follow_hints_and_policy(policy_env, mcp_instrumen
     span = only_sampling_span(mcp_instrumented)
     assert span.attributes[names.SAMPLING_SUBSTITUTION] == judgement
     assert span.attributes[names.DEGRADATION_MODE] == mode
-    counts = mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_SUBSTITUTION, names.DEGRADATION_MODE)
+    counts = mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_SUBSTITUTION,
+                                     names.DEGRADATION_MODE)
     assert counts == {(judgement, mode): 1}
 
 

@@ -3,6 +3,7 @@ on 127.0.0.1 (session id, transport) and the stall watchdog on a real session.""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -10,14 +11,14 @@ import anyio
 import mcp_types as types
 import pytest
 import uvicorn
-from conftest import TRACER_PROVIDER
 from mcp import Client, MCPError
 from opentelemetry.trace import SpanKind, StatusCode
-from sampling_server import SERVER_NAME, build_server
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names, sampling_api
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+from sampling_server import SERVER_NAME, build_server
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
@@ -231,10 +232,8 @@ def test_violation_over_streamable_http(both, mode):
     async def body(url):
         for _ in range(2):
             async with Client(url, mode=mode, sampling_callback=callback) as client:
-                try:
+                with contextlib.suppress(MCPError):
                     await client.call_tool("sample", ARGS)
-                except MCPError:
-                    pass
 
     anyio.run(_serve_http, body)
     assert telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {

@@ -24,9 +24,9 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.shared.session import RequestResponder
-from mcp_v1_server import SERVER_NAME, build_server
 from opentelemetry.trace import SpanKind, StatusCode
 
+from mcp_v1_server import SERVER_NAME, build_server
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
@@ -155,12 +155,12 @@ def test_session_closed_under_the_callback_is_cancelled(v1_instrumented):
         await anyio.sleep_forever()
 
     async def abandon():
-        async with create_connected_server_and_client_session(build_server()._mcp_server,
-                                                              sampling_callback=callback) as session:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(session.call_tool, "sample", ARGS)
-                await started.wait()
-                tg.cancel_scope.cancel()
+        async with (create_connected_server_and_client_session(build_server()._mcp_server,
+                                                               sampling_callback=callback) as session,
+                    anyio.create_task_group() as tg):
+            tg.start_soon(session.call_tool, "sample", ARGS)
+            await started.wait()
+            tg.cancel_scope.cancel()
         # leaving the session cancels its receive loop, and with it the callback
 
     anyio.run(abandon)

@@ -6,6 +6,7 @@ retry, the same decision repeated, a different request to another server.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -15,10 +16,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry import trace
-from sampling_server import SERVER_NAME, build_server
 
 import otel_sampling
 from otel_sampling import names
+from sampling_server import SERVER_NAME, build_server
 
 PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
 OTHER_SERVER = "other-server"
@@ -46,10 +47,9 @@ def answering(*answers, grant: str | None = None):
 
 async def call(mode, callback, server=None, **args):
     async with Client(server or build_server(), mode=mode, sampling_callback=callback) as client:
-        try:
+        # denials surface as MCPError; the test reads the telemetry
+        with contextlib.suppress(BaseException):
             await client.call_tool("sample", {"hint": "claude-sonnet", "include_context": "none", **args})
-        except BaseException:  # noqa: BLE001 - denials surface as MCPError; the test reads the telemetry
-            pass
 
 
 def violations(telemetry) -> dict:
@@ -198,7 +198,6 @@ def test_grant_after_exhaustion_is_fine_and_otherwise_a_violation(mcp_instrument
 def test_host_ending_rules_from_the_policy_file(tmp_path, monkeypatch, telemetry, mode):
     """A host whose denials use their own code: the policy file's [[ending_rules]] classify them."""
     from conftest import _instrumented
-
     from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
     policy = tmp_path / "policy.toml"

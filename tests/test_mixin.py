@@ -121,7 +121,8 @@ def lint(dashboard: dict) -> list[str]:
         grid = panel["gridPos"]
         if grid["x"] + grid["w"] > 24:
             problems.append(f"{where}: wider than the 24-column grid")
-        for cell in ((x, y) for x in range(grid["x"], grid["x"] + grid["w"]) for y in range(grid["y"], grid["y"] + grid["h"])):
+        for cell in ((x, y) for x in range(grid["x"], grid["x"] + grid["w"])
+                     for y in range(grid["y"], grid["y"] + grid["h"])):
             if cell in cells:
                 problems.append(f"{where} overlaps panel {cells[cell]}")
                 break
@@ -225,7 +226,8 @@ def test_the_contract_check_sees_a_foreign_name():
 def test_cli_writes_files_with_the_given_thresholds(tmp_path, capsys):
     assert main(["--out", str(tmp_path), "--window", "1h", "--min-requests", "50"]) == 0
     rules = (tmp_path / "alerts" / "otel-sampling.yaml").read_text()
-    assert "job:mcp_sampling_degraded:ratio1h > 0.1\n      and on (job) job:mcp_sampling_requests:increase1h >= 50" in rules
+    assert ("job:mcp_sampling_degraded:ratio1h > 0.1\n"
+            "      and on (job) job:mcp_sampling_requests:increase1h >= 50") in rules
     assert sorted(p.name for p in (tmp_path / "dashboards").iterdir()) == [
         "degradation.json", "mcp-sampling.json", "overview.json", "providers.json"]
     assert str(tmp_path / "alerts" / "otel-sampling.yaml") in capsys.readouterr().out
@@ -242,7 +244,7 @@ def test_cli_help_runs_as_a_module():
     assert "--degraded-share-threshold" in result.stdout
 
 
-@pytest.mark.parametrize("kwargs, message", [
+@pytest.mark.parametrize(("kwargs", "message"), [
     ({"degraded_share_threshold": 1.5}, "not a ratio"),
     ({"min_requests": -1}, "must not be negative"),
     ({"degraded_share_for": "15 minutes"}, "not a Prometheus duration"),
@@ -255,7 +257,8 @@ def test_config_rejects_bad_values(kwargs, message):
 def test_instrumentation_never_imports_the_mixin():
     code = ("import sys, otel_sampling, otel_sampling.instrumentation.mcp, otel_sampling.instrumentation.anthropic, "
             "otel_sampling.instrumentation.openai; "
-            "print([m for m in sys.modules if m.startswith(('otel_sampling.mixin', 'grafana_foundation_sdk', 'yaml'))])")
+            "print([m for m in sys.modules "
+            "if m.startswith(('otel_sampling.mixin', 'grafana_foundation_sdk', 'yaml'))])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 
@@ -305,13 +308,14 @@ def test_the_mixin_names_are_what_the_real_exporter_exports():
                 for sample in family.samples}
     provider.shutdown()
     assert {series for *_, series in CONTRACT} <= exported
-    assert {name for name in m.SERIES} <= exported
+    assert set(m.SERIES) <= exported
 
 
 def test_the_rule_selector_reaches_every_raw_series():
     groups = rule_groups(MixinConfig(rule_selector='job="triage-host"'))["groups"]
     exprs = [rule["expr"] for group in groups for rule in group["rules"]]
-    raw = [match for expr in exprs for match in re.finditer(r"\b(" + "|".join(sorted(m.SERIES)) + r")\b(\{[^}]*\})?", expr)]
+    series = re.compile(r"\b(" + "|".join(sorted(m.SERIES)) + r")\b(\{[^}]*\})?")
+    raw = [match for expr in exprs for match in series.finditer(expr)]
     assert len(raw) > 30
     assert all((match.group(2) or "").startswith('{job="triage-host"') for match in raw), [
         match.group(0) for match in raw if not (match.group(2) or "").startswith('{job="triage-host"')]

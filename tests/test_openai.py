@@ -68,7 +68,7 @@ def sync_shapes():
 
     def create_stream_without_usage(c):
         assert len(list(c.chat.completions.create(**CHAT, stream=True))) == 3  # role, one word, finish
-        return None
+        return
 
     def chat_stream_helper(c):
         with c.chat.completions.stream(**CHAT, response_format=Answer, stream_options=USAGE) as stream:
@@ -143,7 +143,7 @@ def async_shapes():
 
     async def create_stream_without_usage(c):
         assert len([ch async for ch in await c.chat.completions.create(**CHAT, stream=True)]) == 3
-        return None
+        return
 
     async def chat_stream_helper(c):
         async with c.chat.completions.stream(**CHAT, response_format=Answer, stream_options=USAGE) as stream:
@@ -425,10 +425,10 @@ def test_instrumentation_dependencies_declare_the_supported_range():
 
 def test_async_streaming_response_is_untouched(openai_instrumented, fake_provider):
     async def main():
-        async with async_client(fake_provider) as c:
-            async with c.chat.completions.with_streaming_response.create(**CHAT) as response:
-                assert type(response) is openai._response.AsyncAPIResponse
-                return (await response.parse()).model
+        async with (async_client(fake_provider) as c,
+                    c.chat.completions.with_streaming_response.create(**CHAT) as response):
+            assert type(response) is openai._response.AsyncAPIResponse
+            return (await response.parse()).model
 
     assert asyncio.run(main()) == "gpt-served"
     assert len(openai_instrumented.spans(scope=None)) == 1
@@ -467,8 +467,8 @@ def test_a_failing_extractor_changes_nothing_the_caller_sees(openai_instrumented
 def test_cancelled_call_ends_cancelled_and_propagates(openai_instrumented, fake_provider, api):
     async def main():
         async with async_client(fake_provider) as c:
-            call_ = (c.chat.completions.create(model="gpt-req", messages=MESSAGES, **scenario("delay=5")) if api == "chat"
-                     else c.responses.create(model="gpt-req", input="hi", **scenario("delay=5")))
+            call_ = (c.chat.completions.create(model="gpt-req", messages=MESSAGES, **scenario("delay=5"))
+                     if api == "chat" else c.responses.create(model="gpt-req", input="hi", **scenario("delay=5")))
             task = asyncio.ensure_future(call_)
             while not fake_provider.requests or fake_provider.requests[-1]["scenario"] != {"delay": "5"}:
                 await asyncio.sleep(0.01)  # until the request is on the wire

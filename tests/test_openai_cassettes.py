@@ -13,9 +13,9 @@ import asyncio
 import httpx2
 import openai
 import pytest
-from cassette_replay import base_url, call_kwargs, load, transport
 from opentelemetry.trace import SpanKind, StatusCode
 
+from cassette_replay import base_url, call_kwargs, load, transport
 from otel_sampling import names
 
 # file: (served model, finish reasons, (input, output, cache read) or None)

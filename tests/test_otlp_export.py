@@ -14,22 +14,22 @@ import pytest
 
 pytest.importorskip("mcp_types", reason="the round trip runs mcp 2.x")
 
-from mcp import Client  # noqa: E402
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter  # noqa: E402
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader  # noqa: E402
-from opentelemetry.sdk.resources import Resource  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-import anthropic  # noqa: E402
-import mcp_types as types  # noqa: E402
-from sampling_server import SERVER_NAME, build_server  # noqa: E402
+import anthropic
+import mcp_types as types
+from mcp import Client
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from otel_sampling import names  # noqa: E402
-from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor  # noqa: E402
-from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor  # noqa: E402
-from otel_sampling.testing.otlp_receiver import OTLPReceiver  # noqa: E402
+from otel_sampling import names
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.testing.otlp_receiver import OTLPReceiver
+from sampling_server import SERVER_NAME, build_server
 
 MODEL = "claude-sonnet-5-5"  # what the host callback requests; the fake provider serves it
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
 import signal
 import subprocess
 import sys
-import queue
 import threading
 import time
 from pathlib import Path

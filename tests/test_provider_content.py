@@ -13,9 +13,9 @@ import json
 import anthropic
 import openai
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.content import capture_mode
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
@@ -91,7 +91,8 @@ def test_span_only(capture, fake_provider):
     client(fake_provider).messages.create(**KW)
     (span,) = telemetry.spans()
     a = span.attributes
-    assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [{"type": "text", "content": f"You are {SENTINEL}-system"}]
+    assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
+        {"type": "text", "content": f"You are {SENTINEL}-system"}]
     assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == [
         {"role": "user", "parts": [{"type": "text", "content": f"Tell me about {SENTINEL}-user"}]}]
     assert json.loads(a[names.GEN_AI_OUTPUT_MESSAGES]) == [
@@ -110,7 +111,8 @@ def test_event_only_with_a_stream_and_a_tool_call(capture, fake_provider):
     (output,) = json.loads(record.attributes[names.GEN_AI_OUTPUT_MESSAGES])
     text, tool = output["parts"]
     assert text == {"type": "text", "content": DEFAULT_TEXT}
-    assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == ("tool_call", "get_weather", {"city": "Paris"})
+    assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == (
+        "tool_call", "get_weather", {"city": "Paris"})
     assert output["finish_reason"] == "tool_use"
 
 
@@ -234,7 +236,8 @@ def test_openai_responses_event_only(capture, fake_provider, stream):
     assert record.event_name == names.EVENT_INFERENCE_DETAILS
     assert record.span_id == span.context.span_id
     a = record.attributes
-    assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [{"type": "text", "content": f"You are {SENTINEL}-system"}]
+    assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
+        {"type": "text", "content": f"You are {SENTINEL}-system"}]
     assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == RESP_INPUT
     (output,) = json.loads(a[names.GEN_AI_OUTPUT_MESSAGES])
     text, tool = output["parts"]

@@ -12,15 +12,15 @@ from pathlib import Path
 import anthropic
 import anyio
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import trace
-from test_sampling_with_provider import call, host_callback
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import cost, names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.policy import Price
 from otel_sampling.provider_call import Usage
+from test_sampling_with_provider import call, host_callback
 
 PRICES = """
 [prices."claude-sonnet-5-5"]

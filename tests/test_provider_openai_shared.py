@@ -14,14 +14,14 @@ import anyio
 import mcp_types as types
 import openai
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
-from test_sampling_with_provider import call
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from test_sampling_with_provider import call
 
 PRICES = """
 [prices."gpt-req"]
@@ -113,7 +113,8 @@ def _rate_limited_then_mini(fp, api):
     c = client(fp)
     with pytest.raises(openai.RateLimitError):
         if api == "chat":
-            c.chat.completions.create(model="gpt-req", messages=MESSAGES, extra_headers={"x-fake-scenario": "status=429"})
+            c.chat.completions.create(model="gpt-req", messages=MESSAGES,
+                                      extra_headers={"x-fake-scenario": "status=429"})
         else:
             c.responses.create(model="gpt-req", input="hi", extra_headers={"x-fake-scenario": "status=429"})
     if api == "chat":

@@ -25,16 +25,16 @@ import httpx2
 import mcp_types as types
 import openai
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import StatusCode
-from test_sampling_with_provider import call
 
+from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.testing.fake_provider import DEFAULT_TEXT
+from test_sampling_with_provider import call
 
 MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-req",
            "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "stop_sequence": None,
@@ -93,7 +93,8 @@ def test_a_content_capture_failure_keeps_the_span_and_what_the_response_said(cap
 
     monkeypatch.setattr(ours._State, broken, boom if broken == "input_content" else staticmethod(boom))
     c, _ = recording_client()
-    assert c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}]).id == "msg_1"
+    message = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    assert message.id == "msg_1"
     (span,) = capturing.spans()
     a = span.attributes
     assert (a[names.GEN_AI_RESPONSE_MODEL], a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.ENDING]) == (
@@ -517,7 +518,8 @@ def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_i
                               messages=[{"role": "user", "content": SENTINEL}],
                               tools=[{"name": "t", "description": SENTINEL, "input_schema": {"type": "object"}}])
         assert SENTINEL in str(info.value)  # the provider did echo it
-        o = openai.OpenAI(api_key="k", base_url="http://provider.test/v1", max_retries=0, http_client=_echoing("openai"))
+        o = openai.OpenAI(api_key="k", base_url="http://provider.test/v1", max_retries=0,
+                          http_client=_echoing("openai"))
         with pytest.raises(openai.BadRequestError) as info:
             o.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": SENTINEL}],
                                       tools=[{"type": "function", "function": {"name": "t", "description": SENTINEL}}])
@@ -527,7 +529,8 @@ def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_i
     spans = anthropic_instrumented.spans()
     assert len(spans) == 2 and all(s.attributes[names.ERROR_TYPE] == "invalid_request_error" for s in spans)
     exported = repr([(s.name, dict(s.attributes), [dict(e.attributes) for e in s.events]) for s in spans])
-    exported += repr([dict(p.attributes) for p in anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)])
+    points = anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)
+    exported += repr([dict(p.attributes) for p in points])
     assert SENTINEL not in exported
 
 
@@ -707,10 +710,8 @@ def test_every_call_shape_and_stream_fault_starts_and_ends_its_spans_once(
         calls += len(o_shapes.SYNC_SHAPES) + len(o_shapes.ASYNC_SHAPES)
         c = a_shapes.client(fake_provider, native=False)
         for fault in ("midstream_error", "drop", "truncate"):
-            try:
+            with contextlib.suppress(Exception):  # the fault's own error, tested elsewhere
                 list(c.messages.create(**a_shapes.KW, stream=True, extra_headers={"x-fake-scenario": fault}))
-            except Exception:  # noqa: BLE001 - the fault's own error, tested elsewhere
-                pass
             stream = c.messages.create(**a_shapes.KW, stream=True, extra_headers={"x-fake-scenario": fault})
             next(stream)
             del stream  # left mid-way, then collected
@@ -816,7 +817,8 @@ def test_platform_model_ids_are_no_substitution(anthropic_instrumented, platform
     else:
         c = anthropic.AnthropicVertex(region="us-east5", project_id="p", access_token="t", base_url="http://vertex.test",
                                       max_retries=0, open_telemetry=False, http_client=http)
-    assert c.messages.create(model=model, max_tokens=8, messages=[{"role": "user", "content": "hi"}]).id == "msg_bdrk_01"
+    message = c.messages.create(model=model, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    assert message.id == "msg_bdrk_01"
     (span,) = anthropic_instrumented.spans()
     a = span.attributes
     assert (a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (model, "claude-3-7-sonnet-20250219")
@@ -850,7 +852,8 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     (span,) = telemetry.spans()
     a = span.attributes
     assert (a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS],
-            a[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (525, 400, 100, 5)
+            a[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
+        525, 400, 100, 5)
     assert a[names.COST_USD] == pytest.approx(0.000215)
     (cost_point,) = telemetry.points(names.METRIC_GEN_AI_COST)
     assert cost_point.value == pytest.approx(0.000215)

@@ -6,10 +6,10 @@ import asyncio
 import threading
 
 import pytest
-from conftest import TRACER_PROVIDER
 from opentelemetry import trace
 
 import otel_sampling as osm
+from conftest import TRACER_PROVIDER
 from otel_sampling import degradation, names, runs
 
 LATER = "2099-01-01T00:00:00Z"
@@ -62,9 +62,8 @@ def test_degraded_run_with_a_disclosure_is_not_an_incident(mcp_instrumented):
 
 def test_the_same_run_without_a_disclosure_is_exactly_one_incident(mcp_instrumented):
     t = mcp_instrumented
-    with osm.run("ticket-triage"):
-        with _outage():
-            pass
+    with osm.run("ticket-triage"), _outage():
+        pass
     assert t.counts(names.METRIC_AGENT_RUNS, *RUN_KEYS) == {("ticket-triage", "degraded", "completed", "false"): 1}
     assert t.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("ticket-triage",): 1}
     (span,) = t.spans("invoke_agent ticket-triage")
@@ -75,7 +74,7 @@ def test_the_same_run_without_a_disclosure_is_exactly_one_incident(mcp_instrumen
     assert span.attributes[names.DEGRADATION_REASON] == ("sources unavailable",)
 
 
-@pytest.mark.parametrize("capture, kept", [("SPAN_ONLY", True), ("span_and_event", True), ("EVENT_ONLY", False),
+@pytest.mark.parametrize(("capture", "kept"), [("SPAN_ONLY", True), ("span_and_event", True), ("EVENT_ONLY", False),
                                             ("NO_CONTENT", False), ("true", False)])
 def test_disclosure_text_is_kept_when_capture_puts_content_on_spans(mcp_instrumented, monkeypatch, capture, kept):
     """The GenAI capture values the provider instrumentors read (docs/configuration.md); an unknown
@@ -90,10 +89,9 @@ def test_disclosure_text_is_kept_when_capture_puts_content_on_spans(mcp_instrume
 
 
 def test_a_degraded_span_from_another_instrumentation_degrades_the_run(mcp_instrumented):
-    with osm.run("r"):
-        with OTHER.start_as_current_span("their call", attributes={
-                names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: "fallback"}):
-            pass
+    with osm.run("r"), OTHER.start_as_current_span("their call", attributes={
+            names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: "fallback"}):
+        pass
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE) == {("degraded",): 1}
 
 
@@ -111,9 +109,8 @@ def test_a_degradation_entered_elsewhere_while_the_run_is_open_degrades_it(mcp_i
 
 def test_an_exception_fails_the_run_and_passes_through(mcp_instrumented):
     boom = ValueError("boom")
-    with pytest.raises(ValueError) as caught:
-        with osm.run("r"):
-            raise boom
+    with pytest.raises(ValueError, match="boom") as caught, osm.run("r"):
+        raise boom
     assert caught.value is boom
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("failed",): 1}
     (span,) = mcp_instrumented.spans("invoke_agent r")
@@ -125,7 +122,7 @@ def test_the_host_sets_the_outcome(mcp_instrumented):
     with osm.run("r") as run:
         run.set_outcome("abandoned")
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("abandoned",): 1}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must not be empty"):
         run.set_outcome("")
 
 
@@ -165,9 +162,8 @@ def test_a_local_root_span_is_a_run_by_default(mcp_instrumented):
 
 
 def test_a_local_root_that_fails_is_a_failed_run(mcp_instrumented):
-    with pytest.raises(RuntimeError):
-        with OTHER.start_as_current_span("handle ticket"):
-            raise RuntimeError("x")
+    with pytest.raises(RuntimeError), OTHER.start_as_current_span("handle ticket"):
+        raise RuntimeError("x")
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("failed",): 1}
 
 
@@ -177,7 +173,8 @@ def test_a_disclosure_in_an_implicit_run_prevents_the_incident(mcp_instrumented)
             pass
         osm.disclose("reduced mode", kind="inline")
     t = mcp_instrumented
-    assert t.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED) == {("degraded", "true"): 1}
+    assert t.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED) == {
+        ("degraded", "true"): 1}
     assert t.points(names.METRIC_SILENT_INCIDENTS) == []
 
 
@@ -219,9 +216,8 @@ def test_cost_outside_any_run_is_dropped(mcp_instrumented):
 
 def test_a_degraded_span_without_a_reason_adds_unknown_only_when_nothing_explains_it(mcp_instrumented):
     unexplained = {names.DEGRADATION_MODE: "degraded"}
-    with osm.run("unexplained") as alone:
-        with OTHER.start_as_current_span("x", attributes=unexplained):
-            pass
+    with osm.run("unexplained") as alone, OTHER.start_as_current_span("x", attributes=unexplained):
+        pass
     with osm.run("explained") as explained:
         with OTHER.start_as_current_span("x", attributes=unexplained):
             pass
@@ -238,9 +234,8 @@ def test_our_own_failures_never_reach_the_host(mcp_instrumented, monkeypatch):
 
     monkeypatch.setattr(api_instruments, "current", broken)
     with osm.run("r") as run:  # every API call still works for the host
-        with _outage():
-            with OTHER.start_as_current_span("their work"):
-                pass
+        with _outage(), OTHER.start_as_current_span("their work"):
+            pass
         osm.disclose("reduced mode")
         osm.record_evaluation("suite", 0.5)
         stamp = osm.provenance.stamp()

@@ -9,9 +9,9 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from sampling_server import build_server
 
 from otel_sampling import names
+from sampling_server import build_server
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 
@@ -24,7 +24,8 @@ def host_callback(fake_provider, primary_scenario: str = "", fallback: str | Non
         try:
             try:
                 message = await client.messages.create(
-                    model="claude-sonnet-5-5", max_tokens=params.max_tokens, messages=[{"role": "user", "content": "hi"}],
+                    model="claude-sonnet-5-5", max_tokens=params.max_tokens,
+                    messages=[{"role": "user", "content": "hi"}],
                     extra_headers={"x-fake-scenario": primary_scenario})
             except anthropic.OverloadedError:
                 if fallback is None:
@@ -126,16 +127,18 @@ def test_a_stream_ending_in_another_request_stays_with_its_own(instrumented, fak
         client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
         kept.append(await client.messages.create(model="claude-sonnet-5-5", max_tokens=8,
                                                  messages=[{"role": "user", "content": "hi"}], stream=True))
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model="claude-sonnet-5-5")
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"),
+                                         model="claude-sonnet-5-5")
 
     async def closes(ctx, params):
         async for _ in kept.pop():
             pass
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model="claude-sonnet-5-5")
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"),
+                                         model="claude-sonnet-5-5")
 
     anyio.run(call, "legacy", opens)
     anyio.run(call, "legacy", closes)
-    first, second = instrumented.spans(names.SPAN_SAMPLING)
+    _first, second = instrumented.spans(names.SPAN_SAMPLING)
     # The stream ended after its own request had ended: counted there by no one, never in the other.
     assert names.SAMPLING_PROVIDER_CALLS not in second.attributes
     assert instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE) == {("primary",): 1}

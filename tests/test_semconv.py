@@ -37,5 +37,5 @@ def test_provider_spans_use_the_current_genai_names_with_and_without_opt_in(
     assert span.instrumentation_scope.schema_url == names.SCHEMA_URL
     assert span.attributes[names.GEN_AI_PROVIDER_NAME] == "anthropic"
     assert "gen_ai.system" not in span.attributes
-    (point,) = [p for p in anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)]
+    (point,) = list(anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION))
     assert point.attributes[names.GEN_AI_PROVIDER_NAME] == "anthropic" and "gen_ai.system" not in point.attributes

@@ -30,7 +30,7 @@ def test_bad_numbers_warn_and_fall_back(raw, caplog):
 
 def test_missing_policy_file_is_a_clear_error(tmp_path):
     missing = tmp_path / "nope.toml"
-    with pytest.raises(PolicyError, match="nope.toml"):
+    with pytest.raises(PolicyError, match=r"nope\.toml"):
         Settings.from_env({"OTEL_SAMPLING_POLICY": str(missing)})
 
 

@@ -29,14 +29,14 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import depth_report
 from prometheus_client.parser import text_string_to_metric_families
-from server_telemetry import server_env, server_requests
 
+import depth_report
 from otel_sampling import five_numbers, names
 from otel_sampling.prometheus_names import label_name, metric_name
 from otel_sampling.testing.fake_provider import FakeProvider
 from otel_sampling.testing.otlp_receiver import OTLPReceiver
+from server_telemetry import server_env, server_requests
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -167,7 +167,8 @@ def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str,
         if model:
             hints = ",".join(attrs.get(names.SAMPLING_MODEL_HINTS, [])) or "(no hint)"
             served[(hints, model, attrs.get(names.SAMPLING_SUBSTITUTION), attrs.get(names.DEGRADATION_MODE))] += 1
-    provider_errors = Counter(s["attributes"].get(names.ERROR_TYPE) for s in provider_spans if s["status_code"] == "ERROR")
+    provider_errors = Counter(s["attributes"].get(names.ERROR_TYPE)
+                              for s in provider_spans if s["status_code"] == "ERROR")
 
     columns = [e for e in names.ENDINGS if endings[e]]
     steps = done.get("steps", [])
@@ -232,9 +233,11 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
             labels = sample.labels
             if sample.name == runs_series and labels.get(label_name(names.AGENT_RUN_NAME)) == scenario.RUN_NAME:
                 runs_by_mode[labels[MODE]] += int(sample.value)
-            elif sample.name == REQUESTS_SERIES and labels.get(label_name(names.DEGRADATION_REASON)) == names.REASON_CANARY:
+            elif (sample.name == REQUESTS_SERIES
+                  and labels.get(label_name(names.DEGRADATION_REASON)) == names.REASON_CANARY):
                 canary += int(sample.value)
-            elif sample.name == lookups_series and labels.get(label_name(names.CACHE_PROVENANCE_MATCH)) == names.CACHE_MISMATCH:
+            elif (sample.name == lookups_series
+                  and labels.get(label_name(names.CACHE_PROVENANCE_MATCH)) == names.CACHE_MISMATCH):
                 stale_hits += int(sample.value)
     lines = [
         f"Runs ({scenario.RUN_NAME!r}, one per step): {sum(runs_by_mode.values())}, degraded "
@@ -246,9 +249,11 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
     if sum(runs_by_mode.values()) != len(ran):
         problems.append(f"{sum(runs_by_mode.values())} runs counted for {len(ran)} steps")
     if runs_by_mode[names.MODE_DEGRADED] != expected_degraded:
-        problems.append(f"{runs_by_mode[names.MODE_DEGRADED]} degraded runs counted, the scenario drove {expected_degraded}")
+        problems.append(f"{runs_by_mode[names.MODE_DEGRADED]} degraded runs counted, "
+                        f"the scenario drove {expected_degraded}")
     if numbers.silent_incidents != expected_incidents:
-        problems.append(f"{numbers.silent_incidents:.0f} silent incidents counted, the scenario drove {expected_incidents}")
+        problems.append(f"{numbers.silent_incidents:.0f} silent incidents counted, "
+                        f"the scenario drove {expected_incidents}")
     if not numbers.quality_delta():
         problems.append("no evaluation scores in both modes")
     expected_canary = sum(step.host.canary for step in ran)
@@ -310,7 +315,8 @@ def main() -> int:
     if problems:
         print("\nDEMO FAILED:\n  " + "\n  ".join(problems))
         return 1
-    print("\nAll checks passed: every ending the scenario drove is in the metrics, with substitutions and a degraded share.")
+    print("\nAll checks passed: every ending the scenario drove is in the metrics, "
+          "with substitutions and a degraded share.")
     return 0
 
 

@@ -1,9 +1,9 @@
 """Triage host: an agent host that connects to ticket-server and answers its sampling requests.
 
 The host launches ``server.py`` as a stdio subprocess and runs the scripted steps of
-``scenario.py`` twice (then two of them once more over streamable HTTP on 127.0.0.1): once on a ``mode="legacy"`` connection (protocol 2025-11-25, sampling is a
-server-to-client JSON-RPC request) and once on a ``mode="auto"`` connection (protocol 2026-07-28,
-sampling rides ``InputRequiredResult`` round trips).
+``scenario.py`` twice (then two of them once more over streamable HTTP on 127.0.0.1): once on a
+``mode="legacy"`` connection (protocol 2025-11-25, sampling is a server-to-client JSON-RPC request)
+and once on a ``mode="auto"`` connection (protocol 2026-07-28, sampling rides ``InputRequiredResult`` round trips).
 
 Its sampling callback is a small host policy, in plain code:
 
@@ -41,12 +41,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
-import signal
-import socket
-import subprocess
 import datetime as dt
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 import time
 import warnings
@@ -64,6 +64,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import otel_sampling as osm  # noqa: E402  # the small API for what no wrapper can see
+from otel_sampling.degradation import Degradation  # noqa: E402
 from scenario import (  # noqa: E402
     CONFIDENTIAL_MARKER,
     EVALUATION_NAME,
@@ -75,9 +77,6 @@ from scenario import (  # noqa: E402
     STEPS_BY_TICKET,
     Step,
 )
-
-import otel_sampling as osm  # noqa: E402  # the small API for what no wrapper can see
-from otel_sampling.degradation import Degradation  # noqa: E402
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import BaseExceptionGroup

@@ -17,11 +17,13 @@ Both tools turn a failed sampling request into a normal text result naming the J
 (code, message, data), so the calling model learns why there is no summary. On 2026-07-28 a client
 denial never reaches the server: the client's ``call_tool`` raises instead.
 
-Run as a stdio server: ``python server.py``; over streamable HTTP: ``python server.py --http PORT``. It logs to stderr only (stdout is the MCP channel).
+Run as a stdio server: ``python server.py``; over streamable HTTP: ``python server.py --http PORT``.
+It logs to stderr only (stdout is the MCP channel).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -148,9 +150,8 @@ async def summarize_with_deadline(ticket: str, ctx: Context, deadline_s: float =
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":  # streamable HTTP on 127.0.0.1:PORT, path /mcp
-        try:  # stopped with SIGINT: uvicorn re-raises it after a graceful shutdown, and exit hooks run
+        # stopped with SIGINT: uvicorn re-raises it after a graceful shutdown, and exit hooks run
+        with contextlib.suppress(KeyboardInterrupt):
             server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
-        except KeyboardInterrupt:
-            pass
     else:
         server.run("stdio")

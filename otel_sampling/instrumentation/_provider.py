@@ -27,8 +27,8 @@ from otel_sampling.content import Content, capture_mode
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
 from otel_sampling.provider_call import (
-    Failure,
     FailoverTracker,
+    Failure,
     ProviderCall,
     Response,
     error_type_of,
@@ -184,7 +184,7 @@ def server_of(resource: Any) -> tuple[str, int | None] | None:
         return None
     port = getattr(url, "port", None)
     if port is None:
-        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""), None)
+        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""))
     return host, port
 
 
@@ -261,10 +261,10 @@ def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
     weakref.finalize(raw, _end_unseen, state, call)  # never parsed: ended when collected (a no-op once ended)
 
 
-def create_wrapper(state: ProviderState):
+def create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for a synchronous call (``create``, or the SDK's ``request``)."""
 
-    def wrapper(wrapped, instance, args, kwargs):
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = _start(state, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
@@ -278,10 +278,10 @@ def create_wrapper(state: ProviderState):
     return wrapper
 
 
-def async_create_wrapper(state: ProviderState):
+def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for an ``async def`` call (``create``, or the SDK's ``request``)."""
 
-    async def wrapper(wrapped, instance, args, kwargs):
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = _start(state, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
@@ -310,11 +310,11 @@ def _end_unparsed(state: ProviderState, raw: Any) -> None:
         _end_unseen(state, call)  # closed without being parsed: whatever the caller read, we did not see it
 
 
-def close_wrapper(state: ProviderState):
+def close_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for a raw response's ``close`` (``with_streaming_response`` leaving its
     ``with`` block): a call whose body was never parsed ends here, without response details."""
 
-    def wrapper(wrapped, instance, args, kwargs):
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             return wrapped(*args, **kwargs)
         finally:
@@ -323,10 +323,10 @@ def close_wrapper(state: ProviderState):
     return wrapper
 
 
-def async_close_wrapper(state: ProviderState):
+def async_close_wrapper(state: ProviderState) -> Callable[..., Any]:
     """:func:`close_wrapper` for an ``async def close``."""
 
-    async def wrapper(wrapped, instance, args, kwargs):
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             return await wrapped(*args, **kwargs)
         finally:
@@ -335,11 +335,11 @@ def async_close_wrapper(state: ProviderState):
     return wrapper
 
 
-def parse_wrapper(state: ProviderState):
+def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for a raw response's ``_parse`` (sync in both SDKs, also behind ``async parse``):
     ends the call of a raw response whose body was not read when the call returned."""
 
-    def wrapper(wrapped, instance, args, kwargs):
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = state.pending.pop(instance, None) if state.pending else None
         if call is None:
             return wrapped(*args, **kwargs)

@@ -17,7 +17,9 @@ from typing import Any, NamedTuple
 import wrapt
 from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+
+# mypy does not resolve this class in the installed module (it reports no attribute); it is public there (__all__).
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from otel_sampling import api_instruments, span_processor
 from otel_sampling.instruments import Instruments
@@ -86,12 +88,12 @@ def unwrap_targets(targets: Iterable[Target]) -> None:
         if owner is None:
             continue
         obj, name = owner
-        outer = vars(obj).get(name)
+        outer: Any = vars(obj).get(name)
         if _is_ours(outer):
             setattr(obj, name, outer.__wrapped__)
             continue
         for layer in _layers(outer):
-            inner = getattr(layer, "__wrapped__", None)
+            inner: Any = getattr(layer, "__wrapped__", None)
             if _is_ours(inner):
                 layer.__wrapped__ = inner.__wrapped__  # splice ours out under someone else's wrapper
                 break
@@ -151,9 +153,9 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _uninstrument(self, **kwargs: Any) -> None:
         unwrap_targets(self._table()[0])
         state, self._state = getattr(self, "_state", None), None
-        if hasattr(state, "stop"):
+        if state is not None and hasattr(state, "stop"):
             state.stop()
-        if vars(self).pop("_otel_sampling_processor", False):
+        if self.__dict__.pop("_otel_sampling_processor", False):
             span_processor.uninstall()
 
 

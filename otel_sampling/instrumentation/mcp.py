@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import logging
 import weakref
-from contextvars import ContextVar
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -39,10 +39,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.propagate import extract
 
-from otel_sampling import names
+from otel_sampling import names, sampling_api
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instruments import Instruments
-from otel_sampling import sampling_api
 from otel_sampling.labels import clean
 from otel_sampling.ledger import Ledger
 from otel_sampling.sampling_record import SamplingRecord
@@ -209,8 +208,8 @@ def _finish(state: _State, record: SamplingRecord, session: Any, ctx: Any,
         logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
 
 
-def _dispatch_wrapper(state: _State):
-    async def wrapper(wrapped, instance, args, kwargs):
+def _dispatch_wrapper(state: _State) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         request = args[1] if len(args) > 1 else kwargs.get("request")
         if not isinstance(request, state.request_type):
             return await wrapped(*args, **kwargs)
@@ -229,8 +228,8 @@ def _dispatch_wrapper(state: _State):
     return wrapper
 
 
-def _notification_wrapper(state: _State):
-    def wrapper(wrapped, instance, args, kwargs):
+def _notification_wrapper(state: _State) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             message = args[0] if args else kwargs.get("msg")
             if getattr(message, "method", None) == "notifications/cancelled":
@@ -242,8 +241,8 @@ def _notification_wrapper(state: _State):
     return wrapper
 
 
-def _stdio_opened_wrapper(state: _State):
-    async def wrapper(wrapped, instance, args, kwargs):
+def _stdio_opened_wrapper(state: _State) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         process = await wrapped(*args, **kwargs)
         _opened_transport.set(names.TRANSPORT_PIPE)  # the ClientSession opened next in this task
         return process
@@ -251,15 +250,15 @@ def _stdio_opened_wrapper(state: _State):
     return wrapper
 
 
-def _http_opened_wrapper(state: _State):
-    def wrapper(wrapped, instance, args, kwargs):
+def _http_opened_wrapper(state: _State) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         wrapped(*args, **kwargs)
         _opened_transport.set(instance)  # read its session_id at sampling time: it is set later
     return wrapper
 
 
-def _session_init_wrapper(state: _State):
-    def wrapper(wrapped, instance, args, kwargs):
+def _session_init_wrapper(state: _State) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         wrapped(*args, **kwargs)
         try:
             transport = _opened_transport.get()
@@ -271,9 +270,9 @@ def _session_init_wrapper(state: _State):
     return wrapper
 
 
-def _call_tool_wrapper(state: _State):
+def _call_tool_wrapper(state: _State) -> Callable[..., Any]:
     """``ClientSession.call_tool``: the session's tool calls in flight (legacy path)."""
-    async def wrapper(wrapped, instance, args, kwargs):
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = args[0] if args else kwargs.get("name")
         calls = None
         try:
@@ -293,9 +292,9 @@ def _call_tool_wrapper(state: _State):
     return wrapper
 
 
-def _client_call_tool_wrapper(state: _State):
+def _client_call_tool_wrapper(state: _State) -> Callable[..., Any]:
     """``Client.call_tool``: the input-required driver's callbacks run in this task's context."""
-    async def wrapper(wrapped, instance, args, kwargs):
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = args[0] if args else kwargs.get("name")
         token = _calling_tool.set(name) if isinstance(name, str) else None
         try:

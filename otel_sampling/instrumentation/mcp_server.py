@@ -30,7 +30,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -120,8 +120,8 @@ class _State:
         self.pending.close()
 
 
-def _send_request_wrapper(state: _State):
-    async def wrapper(wrapped, instance, args, kwargs):
+def _send_request_wrapper(state: _State) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         request = kwargs.get("request", args[0] if args else None)
         if not isinstance(request, state.request_type):
             return await wrapped(*args, **kwargs)
@@ -165,8 +165,8 @@ def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecor
         return None
 
 
-def _on_request_wrapper(state: _State):
-    async def wrapper(wrapped, instance, args, kwargs):
+def _on_request_wrapper(state: _State) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         method = args[1] if len(args) > 1 else kwargs.get("method")
         params = args[2] if len(args) > 2 else kwargs.get("params")
         if isinstance(params, Mapping) and "inputResponses" in params:
@@ -236,7 +236,7 @@ def _state_key(request_state: Any) -> str | None:
     return request_state if isinstance(request_state, str) else None
 
 
-def _guarded(function, *args) -> None:
+def _guarded(function: Callable[..., object], *args: Any) -> None:
     try:
         function(*args)
     except Exception:

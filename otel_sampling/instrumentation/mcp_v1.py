@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -93,7 +94,8 @@ class State:
         self.request_type = types.CreateMessageRequest
         self.error_type = types.ErrorData
         # CreateMessageResultWithTools appeared during 1.x.
-        self.result_types = tuple(getattr(types, name) for name in ("CreateMessageResult", "CreateMessageResultWithTools")
+        self.result_types = tuple(getattr(types, name)
+                                  for name in ("CreateMessageResult", "CreateMessageResultWithTools")
                                   if hasattr(types, name))
 
 
@@ -146,8 +148,8 @@ def _finish(state: State, record: SamplingRecord, answer: _Answer, exc: BaseExce
         logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
 
 
-def _received_request_wrapper(state: State):
-    async def wrapper(wrapped, instance, args, kwargs):
+def _received_request_wrapper(state: State) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         responder = args[0] if args else kwargs.get("responder")
         request = getattr(getattr(responder, "request", None), "root", None)
         if not isinstance(request, state.request_type) or getattr(request.params, "task", None) is not None:
@@ -170,8 +172,8 @@ def _received_request_wrapper(state: State):
     return wrapper
 
 
-def _respond_wrapper(state: State):
-    async def wrapper(wrapped, instance, args, kwargs):
+def _respond_wrapper(state: State) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         answer = _answer.get()
         if answer is not None and answer.responder is instance and not getattr(instance, "cancelled", False):
             answer.response = args[0] if args else kwargs.get("response")
@@ -181,8 +183,8 @@ def _respond_wrapper(state: State):
     return wrapper
 
 
-def _initialize_wrapper(state: State):
-    async def wrapper(wrapped, instance, args, kwargs):
+def _initialize_wrapper(state: State) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         result = await wrapped(*args, **kwargs)
         try:
             state.servers[instance] = (getattr(result.serverInfo, "name", None), result.protocolVersion)

@@ -32,10 +32,12 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from otel_sampling import names
 from otel_sampling.content import Content
+from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -46,7 +48,6 @@ from otel_sampling.instrumentation._provider import (
     parse_wrapper,
     request_options,
 )
-from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
 from otel_sampling.instrumentation.openai_fields import as_int, as_str, field
@@ -185,7 +186,8 @@ class _State(ProviderState):
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(cast_to, options, *, stream, stream_cls)``: a ``POST`` to an inference endpoint, or None."""
         options, body = request_options(args, kwargs)
-        api = _APIS.get(getattr(options, "url", None)) if getattr(options, "method", None) == "post" else None
+        url = getattr(options, "url", None)
+        api = _APIS.get(url) if isinstance(url, str) and getattr(options, "method", None) == "post" else None
         if api is None or not body:
             return None
         api_type, max_tokens_keys = api
@@ -208,11 +210,11 @@ class _State(ProviderState):
         return StreamAccumulator(capture=capture)
 
 
-def _stream_close_wrapper(_state: _State):
+def _stream_close_wrapper(_state: _State) -> Callable[..., Any]:
     """``close()`` of the ``stream()`` helpers' streams closes the HTTP response directly, past our
     proxy; close the proxy too, so the span ends when the caller leaves the ``with`` block."""
 
-    def wrapper(wrapped, instance, args, kwargs):
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             return wrapped(*args, **kwargs)
         finally:
@@ -226,10 +228,10 @@ def _stream_close_wrapper(_state: _State):
     return wrapper
 
 
-def _stream_aclose_wrapper(_state: _State):
+def _stream_aclose_wrapper(_state: _State) -> Callable[..., Any]:
     """:func:`_stream_close_wrapper` for the async helpers' ``async def close``."""
 
-    async def wrapper(wrapped, instance, args, kwargs):
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             return await wrapped(*args, **kwargs)
         finally:

@@ -42,7 +42,8 @@ class Accumulator(Protocol):
     def response(self) -> Response: ...
 
 
-class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
+# wrapt 1.x (still supported) cannot subscript ObjectProxy at run time, so no ObjectProxy[Any] here.
+class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
                  failure: Callable[[BaseException], Failure | str]) -> None:
         super().__init__(stream)
@@ -120,8 +121,8 @@ class StreamProxy(_StreamProxyBase):
     # wrapt's proxy defines every special method for any proxied object; a sync stream has no async
     # context manager protocol. None is Python's "operation not available": `async with` raises
     # TypeError and the contextlib ABCs say no, as for the stream itself.
-    __aenter__ = None
-    __aexit__ = None
+    __aenter__ = None  # type: ignore[assignment]  # None on purpose: see above
+    __aexit__ = None  # type: ignore[assignment]  # None on purpose: see above
 
     def __iter__(self) -> StreamProxy:
         return self
@@ -164,9 +165,9 @@ class AsyncStreamProxy(_StreamProxyBase):
     """Proxy for an asynchronous stream (``anthropic.AsyncStream``, ``openai.AsyncStream``)."""
 
     # As on StreamProxy: an async stream is neither a sync context manager nor iterable.
-    __enter__ = None
-    __exit__ = None
-    __iter__ = None
+    __enter__ = None  # type: ignore[assignment]  # None on purpose: see above
+    __exit__ = None  # type: ignore[assignment]  # None on purpose: see above
+    __iter__ = None  # type: ignore[assignment]  # None on purpose: see above
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self

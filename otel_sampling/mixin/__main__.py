@@ -21,7 +21,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m otel_sampling.mixin", description=__doc__.split("\n\n")[1])
     ap.add_argument("--out", type=Path, default=Path("."), help="directory to write into (default: .)")
     for field in dataclasses.fields(MixinConfig):
-        ap.add_argument("--" + field.name.replace("_", "-"), dest=field.name, type=_TYPES[field.type],
+        ap.add_argument("--" + field.name.replace("_", "-"), dest=field.name, type=_TYPES[str(field.type)],
                         default=field.default, help=f"{field.metadata['help']} (default: {field.default})")
     return ap
 

@@ -36,7 +36,8 @@ class MixinConfig:
     day_window: str = _option("1d", "window of the per-day alerts (untested fallback, grants per server)")
     degraded_share_threshold: float = _option(
         0.10, "share of sampling requests served degraded above which DegradedShareHigh fires")
-    min_requests: int = _option(20, "traffic guard: with fewer requests (or runs) in the window no ratio alerts or shows")
+    min_requests: int = _option(
+        20, "traffic guard: with fewer requests (or runs) in the window no ratio alerts or shows")
     degraded_share_for: str = _option("30m", "for of DegradedShareHigh")
     degraded_too_long_for: str = _option("4h", "how long a named degradation may stay active (DegradedTooLong)")
     expired_for: str = _option("5m", "for of DegradationExpired")

@@ -15,10 +15,18 @@ from otel_sampling import five_numbers, names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.panels import (
-    JOB, assign_panel_ids, dashboard, label_variable, stat_panel, state_panel, table_panel, thresholds, timeseries_panel,
+    JOB,
+    assign_panel_ids,
+    dashboard,
+    label_variable,
+    stat_panel,
+    state_panel,
+    table_panel,
+    thresholds,
+    timeseries_panel,
 )
-from otel_sampling.promql import counted, matchers
 from otel_sampling.mixin.rules import Recorded
+from otel_sampling.promql import counted, matchers
 
 RATE = "$__rate_interval"
 RANGE = "$__range"
@@ -44,7 +52,8 @@ def overview(config: MixinConfig) -> dash.Dashboard:
     server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, job)
     d = dashboard(config, "otel-sampling-overview", "Overview",
                   "The five numbers of graceful degradation, endings and substitutions: are we degraded, and does it "
-                  "hurt? The MCP server filter applies to the sampling-request panels (runs span servers).", (server_var,))
+                  "hurt? The MCP server filter applies to the sampling-request panels (runs span servers).",
+                  (server_var,))
     servers = _sel(JOB, SERVER)
     degraded = _sel(JOB, SERVER, matchers(**{m.MODE: names.MODE_DEGRADED}))
     share = thresholds((None, "green"), (0.01, "yellow"), (config.degraded_share_threshold, "red"))
@@ -59,19 +68,23 @@ def overview(config: MixinConfig) -> dash.Dashboard:
         stat_panel(f"Time in degraded mode ({w})", "Agent run time spent in runs that ended degraded, over the last "
                    f"{w} (recorded {r.degraded_run_seconds}). Named degradations over time: Degradation dashboard.",
                    [(f"{r.degraded_run_seconds}{job}", "{{job}}")], "s"),
-        stat_panel(f"Runs degraded ({w})", f"Finished agent runs in degraded mode / all finished runs over the last {w}; "
+        stat_panel(f"Runs degraded ({w})", f"Finished agent runs in degraded mode / all finished runs "
+                   f"over the last {w}; "
                    f"shown from {n} runs on.",
                    [(f"{r.runs_degraded_ratio}{job} {runs_at_least(m.JOB)}", "{{job}}")], "percentunit", steps=share,
                    no_value=small),
-        stat_panel(f"Quality delta ({w})", f"Mean evaluation score in primary mode minus degraded mode over the last {w}, "
-                   "per evaluation suite (sums and counts added before dividing). Positive: the fallback answers worse.",
+        stat_panel(f"Quality delta ({w})", f"Mean evaluation score in primary mode minus degraded mode "
+                   f"over the last {w}, "
+                   "per evaluation suite (sums and counts added before dividing). "
+                   "Positive: the fallback answers worse.",
                    [(f"{r.score_delta}{job}", f"{{{{{m.EVALUATION_NAME}}}}}")], "none", decimals=2,
                    steps=thresholds((None, "green"), (0.02, "yellow"), (0.05, "red"))),
         stat_panel(f"Completion by mode ({w})", f"Runs that completed / finished runs, per mode, over the last {w}; "
                    f"shown from {n} runs per mode on.",
                    [(f"{r.completion_ratio}{job} {runs_at_least(f'{m.JOB}, {m.MODE}')}", f"{{{{{m.MODE}}}}}")],
                    "percentunit", steps=_good_ratio(0.95, 0.8), no_value=small),
-        stat_panel(f"Silent incidents ({w})", "Runs that ended degraded (or served outside policy) without a disclosure. "
+        stat_panel(f"Silent incidents ({w})", "Runs that ended degraded (or served outside policy) "
+                   "without a disclosure. "
                    "Target 0; runbook: OtelSamplingSilentDegradation.",
                    [(f"sum({r.silent_incidents}{job})", "incidents")], "short",
                    steps=thresholds((None, "green"), (1, "red"))),
@@ -83,16 +96,19 @@ def overview(config: MixinConfig) -> dash.Dashboard:
         d = d.with_panel(panel)
     return (d
             .with_panel(timeseries_panel(
-                "Sampling requests by ending", "Sampling requests per minute by ending (mcp.sampling.ending), all servers.",
+                "Sampling requests by ending", "Sampling requests per minute by ending (mcp.sampling.ending), "
+                "all servers.",
                 [(_per_minute(m.SAMPLING_REQUESTS, servers, m.ENDING), f"{{{{{m.ENDING}}}}}")], "reqpm"))
             .with_panel(timeseries_panel(
                 f"Degraded share of sampling requests ({w})",
                 f"Sampling requests served in degraded mode / all, over the last {w} (recorded "
                 f"{r.requests_by_server}), drawn from {n} requests on; the line is the OtelSamplingDegradedShareHigh "
                 "threshold.",
-                [(f"(sum by ({m.JOB}) ({r.requests_by_server}{degraded}) or sum by ({m.JOB}) ({r.requests_by_server}{servers}) * 0)\n"
+                [(f"(sum by ({m.JOB}) ({r.requests_by_server}{degraded}) "
+                  f"or sum by ({m.JOB}) ({r.requests_by_server}{servers}) * 0)\n"
                   f"/ sum by ({m.JOB}) ({r.requests_by_server}{servers})\n"
-                  f"and on ({m.JOB}) sum by ({m.JOB}) ({r.requests_by_server}{servers}) >= {n}", "{{job}}")], "percentunit",
+                  f"and on ({m.JOB}) sum by ({m.JOB}) ({r.requests_by_server}{servers}) >= {n}", "{{job}}")],
+                "percentunit",
                 threshold=config.degraded_share_threshold))
             .with_panel(timeseries_panel(
                 "Substitutions", "Sampling requests per minute whose served model matched no hint, by judgement "
@@ -109,22 +125,26 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
     completed = _sel(JOB, SERVER, f'{m.ENDING}="{names.ENDING_COMPLETED}"')
     budget = _sel(JOB, SERVER, f'{m.ENDING}="{names.ENDING_BUDGET_EXHAUSTED}"')
     return (d
-            .with_panel(stat_panel("Sampling requests", "Sampling requests in the selected range (the n behind the other numbers).",
+            .with_panel(stat_panel("Sampling requests", "Sampling requests in the selected range "
+                                   "(the n behind the other numbers).",
                                    [(f"sum({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "requests")], "short", width=6))
             .with_panel(stat_panel("Completed", "Requests that ended completed / all requests, selected range.",
                                    [(f"sum({counted(m.SAMPLING_REQUESTS + completed, RANGE)}) / "
                                      f"sum({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "completed")],
                                    "percentunit", steps=_good_ratio(0.98, 0.9), width=6))
-            .with_panel(stat_panel("p95 sampling latency", "95th percentile of mcp.sampling.duration over the selected range "
+            .with_panel(stat_panel("p95 sampling latency", "95th percentile of mcp.sampling.duration "
+                                   "over the selected range "
                                    "(human approval included).",
-                                   [(f"histogram_quantile(0.95, sum by ({m.LE}) ({counted(m.SAMPLING_DURATION + '_bucket' + s, RANGE)}))",
+                                   [(f"histogram_quantile(0.95, sum by ({m.LE}) "
+                                     f"({counted(m.SAMPLING_DURATION + '_bucket' + s, RANGE)}))",
                                      "p95")], "s", width=6))
             .with_panel(stat_panel("In flight", "Sampling requests waiting for an answer now.",
                                    [(f"sum({m.SAMPLING_IN_FLIGHT}{s})", "in flight")], "short", width=6))
             .with_panel(timeseries_panel("Endings by server", "Sampling requests per minute by server and ending.",
                                          [(_per_minute(m.SAMPLING_REQUESTS, s, f"{m.SERVER}, {m.ENDING}"),
                                            f"{{{{{m.SERVER}}}}} {{{{{m.ENDING}}}}}")], "reqpm"))
-            .with_panel(timeseries_panel("Substitution kinds", "Sampling requests per minute by substitution judgement.",
+            .with_panel(timeseries_panel("Substitution kinds", "Sampling requests per minute "
+                                         "by substitution judgement.",
                                          [(_per_minute(m.SAMPLING_REQUESTS, s, f"{m.SERVER}, {m.SUBSTITUTION}"),
                                            f"{{{{{m.SERVER}}}}} {{{{{m.SUBSTITUTION}}}}}")], "reqpm"))
             .with_panel(table_panel("Served models", "Requests in the selected range by server, served model "
@@ -132,22 +152,27 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
                                     f"({names.SAMPLING_MODEL_HINTS}), not labels.",
                                     [(f"sum by ({m.SERVER}, {m.RESPONSE_MODEL}, {m.SUBSTITUTION}) "
                                       f"({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "requests")], "short", width=12))
-            .with_panel(table_panel("Context scope requested vs granted", "Requests in the selected range by includeContext "
-                                    "requested by the server and granted by the host (unreported: the host did not say).",
+            .with_panel(table_panel("Context scope requested vs granted", "Requests in the selected range "
+                                    "by includeContext "
+                                    "requested by the server and granted by the host "
+                                    "(unreported: the host did not say).",
                                     [(f"sum by ({m.SERVER}, {m.SCOPE_REQUESTED}, {m.SCOPE_GRANTED}) "
                                       f"({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "requests")], "short", width=12))
             .with_panel(timeseries_panel("Violations by kind", "Policy violations per interval by server and kind "
                                          "(scope widened, decision flipped, rerouted after denial, ...).",
-                                         [(f"sum by ({m.SERVER}, {m.VIOLATION_KIND}) ({counted(m.SAMPLING_VIOLATIONS + s, RATE)})",
+                                         [(f"sum by ({m.SERVER}, {m.VIOLATION_KIND}) "
+                                           f"({counted(m.SAMPLING_VIOLATIONS + s, RATE)})",
                                            f"{{{{{m.SERVER}}}}} {{{{{m.VIOLATION_KIND}}}}}")], "short", bars=True))
             .with_panel(timeseries_panel("Stalls and in flight", "Requests waiting now (in flight) and requests that "
                                          f"stalled per interval (runbook: OtelSamplingStallsHigh, threshold "
                                          f"{config.stalls_threshold} per {config.window}).",
-                                         [(f"sum by ({m.SERVER}) ({m.SAMPLING_IN_FLIGHT}{s})", "in flight {{" + m.SERVER + "}}"),
+                                         [(f"sum by ({m.SERVER}) ({m.SAMPLING_IN_FLIGHT}{s})",
+                                           "in flight {{" + m.SERVER + "}}"),
                                           (f"sum by ({m.SERVER}) ({counted(m.SAMPLING_STALLS + s, RATE)})",
                                            "stalled {{" + m.SERVER + "}}")], "short"))
             .with_panel(timeseries_panel("Grants and budget exhaustions", "Consent grants and requests that ended "
-                                         f"{names.ENDING_BUDGET_EXHAUSTED} per interval, by server. The reset time is on "
+                                         f"{names.ENDING_BUDGET_EXHAUSTED} per interval, by server. "
+                                         f"The reset time is on "
                                          f"each span ({names.SAMPLING_BUDGET_RESETS_AT}), not a label.",
                                          [(f"sum by ({m.SERVER}) ({counted(m.SAMPLING_GRANTS + s, RATE)})",
                                            "grants {{" + m.SERVER + "}}"),
@@ -165,29 +190,35 @@ def providers(config: MixinConfig) -> dash.Dashboard:
 
     calls = f"sum({counted(m.OPERATION_DURATION + '_count' + p, RANGE)})"
     return (d
-            .with_panel(stat_panel("Provider calls", "Provider calls in the selected range (the n behind the other numbers).",
+            .with_panel(stat_panel("Provider calls", "Provider calls in the selected range "
+                                   "(the n behind the other numbers).",
                                    [(calls, "calls")], "short", width=6))
             .with_panel(stat_panel("Failed calls", "Calls that ended with an error.type / all calls, selected range.",
-                                   [(f"sum({counted(m.OPERATION_DURATION + '_count' + errors, RANGE)}) / {calls}", "failed")],
+                                   [(f"sum({counted(m.OPERATION_DURATION + '_count' + errors, RANGE)}) / {calls}",
+                                     "failed")],
                                    "percentunit", steps=thresholds((None, "green"), (0.01, "yellow"), (0.05, "red")),
                                    width=6))
             .with_panel(stat_panel("p95 call latency", "95th percentile of gen_ai.client.operation.duration over the "
                                    "selected range.",
                                    [(f"histogram_quantile(0.95, sum by ({m.LE}) ({counted(bucket, RANGE)}))", "p95")],
                                    "s", width=6))
-            .with_panel(stat_panel("Cost in range", "Provider cost in USD over the selected range (gen_ai.client.cost.usd).",
+            .with_panel(stat_panel("Cost in range", "Provider cost in USD over the selected range "
+                                   "(gen_ai.client.cost.usd).",
                                    [(f"sum({counted(m.PROVIDER_COST + p, RANGE)})", "USD")], "currencyUSD",
                                    decimals=2, width=6))
             .with_panel(timeseries_panel("Latency percentiles", "p50, p95 and p99 of gen_ai.client.operation.duration "
                                          "by provider (buckets summed before the quantile).",
-                                         [(f"histogram_quantile({q}, sum by ({m.PROVIDER}, {m.LE}) (rate({bucket}[{RATE}])))",
+                                         [(f"histogram_quantile({q}, sum by ({m.PROVIDER}, {m.LE}) "
+                                           f"(rate({bucket}[{RATE}])))",
                                            f"p{int(q * 100)} {{{{{m.PROVIDER}}}}}") for q in (0.5, 0.95, 0.99)], "s"))
             .with_panel(timeseries_panel("Errors by type", "Failed provider calls per minute by error.type.",
-                                         [(_per_minute(m.OPERATION_DURATION + "_count", errors, f"{m.PROVIDER}, {m.ERROR_TYPE}"),
+                                         [(_per_minute(m.OPERATION_DURATION + "_count", errors,
+                                                       f"{m.PROVIDER}, {m.ERROR_TYPE}"),
                                            f"{{{{{m.PROVIDER}}}}} {{{{{m.ERROR_TYPE}}}}}")], "reqpm"))
             .with_panel(timeseries_panel("Tokens by type", "Tokens per minute by gen_ai.token.type (cache reads and "
                                          "writes are part of input).",
-                                         [(_per_minute(m.TOKEN_USAGE + "_sum", p, m.TOKEN_TYPE), f"{{{{{m.TOKEN_TYPE}}}}}")],
+                                         [(_per_minute(m.TOKEN_USAGE + "_sum", p, m.TOKEN_TYPE),
+                                           f"{{{{{m.TOKEN_TYPE}}}}}")],
                                          "short"))
             .with_panel(timeseries_panel("Prompt-cache share by mode", "Cache-read input tokens / input tokens, per "
                                          "mode (0 where calls read no cache). A failover that loses the provider's "
@@ -195,11 +226,13 @@ def providers(config: MixinConfig) -> dash.Dashboard:
                                          [(five_numbers.expressions(RATE, selector=f"{JOB}, {PROVIDER}")[
                                              "prompt_cache_read_share_by_mode"], f"{{{{{m.MODE}}}}}")], "percentunit"))
             .with_panel(timeseries_panel("Cost ($/h)", "Provider cost in USD per hour by provider and served model.",
-                                         [(f"sum by ({m.PROVIDER}, {m.RESPONSE_MODEL}) (3600 * rate({m.PROVIDER_COST}{p}[{RATE}]))",
+                                         [(f"sum by ({m.PROVIDER}, {m.RESPONSE_MODEL}) "
+                                           f"(3600 * rate({m.PROVIDER_COST}{p}[{RATE}]))",
                                            f"{{{{{m.PROVIDER}}}}} {{{{{m.RESPONSE_MODEL}}}}}")], "currencyUSD"))
             .with_panel(timeseries_panel("Calls by mode", "Provider calls per minute by degradation.mode: degraded "
                                          "calls are fallbacks and failovers.",
-                                         [(_per_minute(m.OPERATION_DURATION + "_count", p, m.MODE), f"{{{{{m.MODE}}}}}")],
+                                         [(_per_minute(m.OPERATION_DURATION + "_count", p, m.MODE),
+                                           f"{{{{{m.MODE}}}}}")],
                                          "reqpm"))
             .with_panel(table_panel("Requested and served models", "Provider calls in the selected range by requested "
                                     "model, served model and mode: a fallback shows as a different served model.",
@@ -214,6 +247,7 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
     canary = _sel(JOB, matchers(**{m.REASON: names.REASON_CANARY}))
     degraded_done = _sel(JOB, matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
     hits = _sel(JOB, matchers(**{m.CACHE_RESULT: "hit"}))
+    entered = _sel(JOB, matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))
     return (d
             .with_panel(stat_panel("Active degradations", "Named degradations active now.",
                                    [(f"count({m.DEGRADATION_ACTIVE}{j} > 0) or vector(0)", "active")], "short",
@@ -222,8 +256,9 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
                                    "(runbook: OtelSamplingDegradationExpired).",
                                    [(f"count({m.DEGRADATION_EXPIRED}{j} > 0) or vector(0)", "expired")], "short",
                                    steps=thresholds((None, "green"), (1, "red")), width=8))
-            .with_panel(stat_panel("Entries in range", "How many times a degradation was entered in the selected range.",
-                                   [(f"sum({counted(m.DEGRADATION_TRANSITIONS + _sel(JOB, matchers(**{m.DIRECTION: names.DIRECTION_ENTER})), RANGE)})",
+            .with_panel(stat_panel("Entries in range", "How many times a degradation was entered "
+                                   "in the selected range.",
+                                   [(f"sum({counted(m.DEGRADATION_TRANSITIONS + entered, RANGE)})",
                                      "entries")], "short", width=8))
             .with_panel(state_panel("Degradation state", "Each named degradation over time (component, reason). "
                                     f"Owner and expiry are span attributes ({names.DEGRADATION_OWNER}, "
@@ -238,20 +273,23 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
             .with_panel(timeseries_panel("Transitions (flapping)", "Entries and exits per interval by degradation "
                                          f"(runbook: OtelSamplingDegradationFlapping, {config.flapping_transitions} "
                                          f"entries per {config.flapping_window}).",
-                                         [(f"sum by ({m.COMPONENT}, {m.DIRECTION}) ({counted(m.DEGRADATION_TRANSITIONS + j, RATE)})",
+                                         [(f"sum by ({m.COMPONENT}, {m.DIRECTION}) "
+                                           f"({counted(m.DEGRADATION_TRANSITIONS + j, RATE)})",
                                            f"{{{{{m.COMPONENT}}}}} {{{{{m.DIRECTION}}}}}")], "short", bars=True))
             .with_panel(timeseries_panel("Traffic through the fallback", "Canary sampling requests (deliberate "
                                          "fallback traffic, marked by otel_sampling.canary()) and sampling requests "
                                          "completed in degraded mode, per minute; neither for a day: "
                                          "OtelSamplingFallbackUntested.",
-                                         [(_per_minute(m.SAMPLING_REQUESTS, canary, m.SERVER), "canary {{" + m.SERVER + "}}"),
+                                         [(_per_minute(m.SAMPLING_REQUESTS, canary, m.SERVER),
+                                           "canary {{" + m.SERVER + "}}"),
                                           (_per_minute(m.SAMPLING_REQUESTS, degraded_done, m.SERVER),
                                            "completed degraded {{" + m.SERVER + "}}")], "reqpm"))
             .with_panel(timeseries_panel("Cache hits by provenance", "Cache hits per interval by the mode that stored "
                                          "the entry and whether it matches the current configuration.",
                                          [(f"sum by ({m.CACHE_PROVENANCE_MODE}, {m.CACHE_PROVENANCE_MATCH}) "
                                            f"({counted(m.CACHE_LOOKUPS + hits, RATE)})",
-                                           f"{{{{{m.CACHE_PROVENANCE_MODE}}}}} {{{{{m.CACHE_PROVENANCE_MATCH}}}}}")], "short",
+                                           f"{{{{{m.CACHE_PROVENANCE_MODE}}}}} {{{{{m.CACHE_PROVENANCE_MATCH}}}}}")],
+                                         "short",
                                          width=12)))
 
 

@@ -53,7 +53,7 @@ def stat_panel(title: str, description: str, targets: list[tuple[str, str]], uni
          .thresholds(steps).no_value(no_value))
     if decimals is not None:
         p = p.decimals(decimals)
-    for ref, (expr, legend) in zip(REF_IDS, targets):
+    for ref, (expr, legend) in zip(REF_IDS, targets, strict=False):
         p = p.with_target(query(expr, legend, ref, instant=True))
     return p
 
@@ -71,7 +71,7 @@ def timeseries_panel(title: str, description: str, targets: list[tuple[str, str]
     if threshold is not None:
         p = (p.thresholds(thresholds((None, "green"), (threshold, "red")))
              .thresholds_style(cb.GraphThresholdsStyleConfig().mode(cm.GraphTresholdsStyleMode.LINE)))
-    for ref, (expr, legend) in zip(REF_IDS, targets):
+    for ref, (expr, legend) in zip(REF_IDS, targets, strict=False):
         p = p.with_target(query(expr, legend, ref))
     return p
 
@@ -83,7 +83,7 @@ def table_panel(title: str, description: str, targets: list[tuple[str, str]], un
          .span(width).height(8).show_header(True)
          .with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
          .with_transformation(dm.DataTransformerConfig(id_val="organize", options={"excludeByName": {"Time": True}})))
-    for ref, (expr, legend) in zip(REF_IDS, targets):
+    for ref, (expr, legend) in zip(REF_IDS, targets, strict=False):
         p = p.with_target(query(expr, legend, ref, instant=True, as_table=True))
     return p
 
@@ -109,6 +109,7 @@ def dashboard(config: MixinConfig, uid: str, title: str, description: str,
               extra_variables: tuple[dash.QueryVariable, ...] = ()) -> dash.Dashboard:
     """A read-only dashboard with ``datasource`` and ``job`` variables, links to its siblings, and
     annotations for this mixin's firing alerts and for degradation entries."""
+    entered = matchers(**{m.DIRECTION: names.DIRECTION_ENTER})
     d = (dash.Dashboard(f"Agent sampling / {title}").uid(uid).description(description).tags([TAG])
          .readonly().refresh(config.dashboard_refresh).time(config.dashboard_time_from, "now")
          .timezone("browser").tooltip(dm.DashboardCursorSync.CROSSHAIR)
@@ -118,11 +119,12 @@ def dashboard(config: MixinConfig, uid: str, title: str, description: str,
                .as_dropdown(True).include_vars(True).keep_time(True))
          .with_variable(dash.DatasourceVariable("datasource").label("Data source").type("prometheus"))
          .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB))
-         .annotation(annotation("Alerts firing", f'ALERTS{{alertstate="firing", alertname=~"{PREFIX}.*", {JOB}}}', "red"))
+         .annotation(annotation("Alerts firing", f'ALERTS{{alertstate="firing", alertname=~"{PREFIX}.*", {JOB}}}',
+                                "red"))
          .annotation(annotation(  # counted(): the first entry of a component creates its series at 1
              "Degradation entered",
              f"sum by ({m.COMPONENT}) "
-             f"({counted(m.DEGRADATION_TRANSITIONS + '{' + JOB + ', ' + matchers(**{m.DIRECTION: names.DIRECTION_ENTER}) + '}', '$__rate_interval')})"
+             f"({counted(m.DEGRADATION_TRANSITIONS + '{' + JOB + ', ' + entered + '}', '$__rate_interval')})"
              " > 0", "orange")))
     for variable in extra_variables:
         d = d.with_variable(variable)

@@ -104,7 +104,8 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                "0m", "info",
                "The host is running in degraded mode.",
                f"{{{{ if $labels.{m.COMPONENT} }}}}Degradation '{component}' (reason {{{{ $labels.{m.REASON} }}}}) "
-               f"is active on job {{{{ $labels.job }}}}.{{{{ else }}}}{{{{ $value | humanize }}}} sampling requests from server "
+               f"is active on job {{{{ $labels.job }}}}.{{{{ else }}}}"
+               f"{{{{ $value | humanize }}}} sampling requests from server "
                f"'{server}' on job {{{{ $labels.job }}}} were served in degraded mode over the last {w}.{{{{ end }}}}"),
         _alert(c, "DegradedTooLong",
                f"max by ({by_degradation}) ({m.DEGRADATION_ACTIVE}{sel()}) > 0",
@@ -122,50 +123,62 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"sum by ({m.JOB}, {m.RUN_NAME}) ({counted(m.SILENT_INCIDENTS + sel(), w)}) > 0",
                c.event_for, "critical",
                "A run was degraded without telling the user.",
-               f"{{{{ $value | humanize }}}} silent-degradation incidents in run '{{{{ $labels.{m.RUN_NAME} }}}}' of job "
-               f"{{{{ $labels.job }}}} over the last {w}: a degraded ending or an outside-policy model with no disclosure."),
+               f"{{{{ $value | humanize }}}} silent-degradation incidents in run '{{{{ $labels.{m.RUN_NAME} }}}}' "
+               f"of job "
+               f"{{{{ $labels.job }}}} over the last {w}: "
+               f"a degraded ending or an outside-policy model with no disclosure."),
         _alert(c, "SubstitutionOutsidePolicy",
                f"sum by ({by_server}) ({requests(**{m.SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY})}) > 0",
                c.event_for, "warning",
                "A sampling request was served by a model outside the server's policy.",
-               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} were served "
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} "
+               f"were served "
                f"by a model the policy does not permit over the last {w}."),
     ]
     for kind, name, summary in (
-        (names.VIOLATION_SCOPE_WIDENED, "ContextScopeWidened", "A retried sampling request asked for a wider context scope."),
+        (names.VIOLATION_SCOPE_WIDENED, "ContextScopeWidened",
+         "A retried sampling request asked for a wider context scope."),
         (names.VIOLATION_DECISION_FLIPPED, "DecisionFlipped", "A repeated sampling request got a different decision."),
-        (names.VIOLATION_REROUTED_AFTER_DENIAL, "ReroutedAfterDenial", "A denied sampling request was re-sent through another server."),
+        (names.VIOLATION_REROUTED_AFTER_DENIAL, "ReroutedAfterDenial",
+         "A denied sampling request was re-sent through another server."),
     ):
         alerts.append(_alert(
             c, name, violations(kind), c.event_for, "warning", summary,
-            f"{{{{ $value | humanize }}}} '{kind}' violations by server '{server}' on job {{{{ $labels.job }}}} over the last {w}."))
+            f"{{{{ $value | humanize }}}} '{kind}' violations by server '{server}' "
+            f"on job {{{{ $labels.job }}}} over the last {w}."))
+    entered = sel(matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))
+    degraded_done = sel(matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
+    canary = sel(matchers(**{m.REASON: names.REASON_CANARY}))
     alerts += [
         _alert(c, "BudgetExhausted",
                f"sum by ({by_server}) ({requests(**{m.ENDING: names.ENDING_BUDGET_EXHAUSTED})}) > 0",
                c.event_for, "info",
                "A server's sampling budget is exhausted.",
-               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} ended "
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} "
+               f"ended "
                f"{names.ENDING_BUDGET_EXHAUSTED} over the last {w}; the reset time is on the span "
                f"({names.SAMPLING_BUDGET_RESETS_AT})."),
         _alert(c, "StallsHigh",
                f"sum by ({by_server}) ({counted(m.SAMPLING_STALLS + sel(), w)}) > {c.stalls_threshold}",
                c.stalls_for, "warning",
                "Sampling requests are stalling.",
-               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} stalled "
+               f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} "
+               f"stalled "
                f"over the last {w} (threshold {c.stalls_threshold})."),
         _alert(c, "DegradationFlapping",
                f"sum by ({m.JOB}, {m.COMPONENT}) "
-               f"({counted(m.DEGRADATION_TRANSITIONS + sel(matchers(**{m.DIRECTION: names.DIRECTION_ENTER})), c.flapping_window)})"
+               f"({counted(m.DEGRADATION_TRANSITIONS + entered, c.flapping_window)})"
                f" >= {c.flapping_transitions}",
                c.event_for, "warning",
                "A degradation keeps entering and leaving.",
-               f"Degradation '{component}' on job {{{{ $labels.job }}}} was entered {{{{ $value | humanize }}}} times in "
+               f"Degradation '{component}' on job {{{{ $labels.job }}}} was entered "
+               f"{{{{ $value | humanize }}}} times in "
                f"the last {c.flapping_window} (threshold {c.flapping_transitions})."),
         _alert(c, "FallbackUntested",
                f"sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(), dw)}) > 0\n"
                f"unless on ({m.JOB}) (\n"
-               f"  sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED})), dw)}) > 0\n"
-               f"  or sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(matchers(**{m.REASON: names.REASON_CANARY})), dw)}) > 0\n"
+               f"  sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + degraded_done, dw)}) > 0\n"
+               f"  or sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + canary, dw)}) > 0\n"
                f")",
                c.fallback_untested_for, "info",
                "The fallback path carried no traffic for a day.",
@@ -175,7 +188,8 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)}) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
                "A server received many consent grants in a day.",
-               f"Server '{server}' on job {{{{ $labels.job }}}} received {{{{ $value | humanize }}}} budget grants over the last "
+               f"Server '{server}' on job {{{{ $labels.job }}}} received {{{{ $value | humanize }}}} "
+               f"budget grants over the last "
                f"{dw} (threshold {c.grants_per_day_threshold})."),
     ]
     return alerts

@@ -18,7 +18,8 @@ GRAFANA_GLOBALS = {"__rate_interval": "1m", "__interval": "15s", "__range": "1h"
 
 
 def load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
+    model: dict[str, Any] = json.loads(path.read_text())
+    return model
 
 
 def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:

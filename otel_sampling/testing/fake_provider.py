@@ -81,6 +81,7 @@ prints the URL on stdout (one line, flushed) and serves until SIGTERM or SIGINT,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import socket
@@ -211,10 +212,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drop(self) -> None:
         # Abort without the terminating chunk; RST rather than FIN.
-        try:
+        with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        except OSError:
-            pass
         raise _Abort()
 
     # ------------------------------------------------------------------ routing
@@ -349,7 +348,8 @@ class _Handler(BaseHTTPRequestHandler):
             "anthropic-ratelimit-input-tokens-remaining": "100000",
         }
         if not body.get("stream"):
-            return self._send_json(200, msg, headers)
+            self._send_json(200, msg, headers)
+            return
 
         self._start_sse(headers)
         start_usage = {k: v for k, v in usage.items() if k != "iterations"}
@@ -371,11 +371,13 @@ class _Handler(BaseHTTPRequestHandler):
             if n == cut and "midstream_error" in sc:
                 self._event(sc, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
                                  "request_id": headers["request-id"]}, "error")
-                return self._end_sse()
+                self._end_sse()
+                return
             if n == cut and "drop" in sc:
                 self._drop()
             if n == cut and "truncate" in sc:
-                return self._end_sse()
+                self._end_sse()
+                return
             self._event(sc, {"type": "content_block_delta", "index": idx,
                              "delta": {"type": "text_delta", "text": w}}, "content_block_delta")
         self._event(sc, {"type": "content_block_stop", "index": idx}, "content_block_stop")
@@ -438,7 +440,8 @@ class _Handler(BaseHTTPRequestHandler):
                         usage=self._openai_usage(sc, len(words)))
             if "no_model" in sc:
                 del resp["model"]
-            return self._send_json(200, resp, headers)
+            self._send_json(200, resp, headers)
+            return
 
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         self._start_sse(headers)
@@ -456,11 +459,13 @@ class _Handler(BaseHTTPRequestHandler):
             if n == cut and "midstream_error" in sc:
                 self._event(sc, {"error": {"message": "The server had an error while processing your request.",
                                            "type": "server_error", "param": None, "code": None}})
-                return self._end_sse()
+                self._end_sse()
+                return
             if n == cut and "drop" in sc:
                 self._drop()
             if n == cut and "truncate" in sc:
-                return self._end_sse()
+                self._end_sse()
+                return
             self._event(sc, chunk([{"index": 0, "delta": {"content": w}, "logprobs": None, "finish_reason": None}]))
         if "tool" in sc:
             tc = dict(tool_calls[0], index=0)
@@ -481,7 +486,8 @@ class _Handler(BaseHTTPRequestHandler):
         text = "".join(words)
         cached = 400 if "cache" in sc else 0
         rid, mid = _id("resp_"), _id("msg_")
-        usage = {"input_tokens": 25 + cached, "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+        usage = {"input_tokens": 25 + cached,
+                 "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
                  "output_tokens": len(words), "output_tokens_details": {"reasoning_tokens": 0},
                  "total_tokens": 25 + cached + len(words)}
         item = {"type": "message", "id": mid, "status": "completed", "role": "assistant",
@@ -499,13 +505,15 @@ class _Handler(BaseHTTPRequestHandler):
             return {"id": rid, "object": "response", "created_at": time.time(), "status": status, "model": served,
                     "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
                     "temperature": 1.0, "top_p": 1.0,
-                    "error": {"code": "server_error", "message": "fake failure"} if done and final == "failed" else None,
+                    "error": ({"code": "server_error", "message": "fake failure"}
+                              if done and final == "failed" else None),
                     "incomplete_details": {"reason": incomplete} if done and incomplete else None,
                     "instructions": None, "metadata": {}, "usage": use, "service_tier": "default"}
 
         headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1"}
         if not body.get("stream"):
-            return self._send_json(200, response(final, outputs, usage), headers)
+            self._send_json(200, response(final, outputs, usage), headers)
+            return
         self._start_sse(headers)
         seq = iter(range(10_000))
 
@@ -521,11 +529,13 @@ class _Handler(BaseHTTPRequestHandler):
         for n, w in enumerate(words):
             if n == cut and "midstream_error" in sc:
                 ev("error", code="server_error", message="fake mid-stream error", param=None)
-                return self._end_sse()
+                self._end_sse()
+                return
             if n == cut and "drop" in sc:
                 self._drop()
             if n == cut and "truncate" in sc:
-                return self._end_sse()
+                self._end_sse()
+                return
             ev("response.output_text.delta", item_id=mid, output_index=0, content_index=0, delta=w, logprobs=[])
         ev("response.output_text.done", item_id=mid, output_index=0, content_index=0, text=text, logprobs=[])
         ev("response.content_part.done", item_id=mid, output_index=0, content_index=0, part=item["content"][0])
@@ -592,10 +602,8 @@ class _Server(ThreadingHTTPServer):
         with self._lock:
             conns = list(self._conns.items())
         for _, sock in conns:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         return [t for t, _ in conns]
 
 
@@ -615,8 +623,8 @@ class FakeProvider:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        host, port = self._httpd.server_address[:2]  # an AF_INET server: (str host, int port)
+        return f"http://{host!s}:{port}"
 
     @property
     def requests(self) -> list[dict[str, Any]]:

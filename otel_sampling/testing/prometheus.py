@@ -39,7 +39,8 @@ class PrometheusError(RuntimeError):
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def wait_until(probe: Callable[[], T | None], timeout_s: float, what: str) -> T:
@@ -73,7 +74,7 @@ class PrometheusServer:
         self.interval, self.binary = interval, binary
         self.url = ""
         self._dir: Path | None = None
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> PrometheusServer:
         executable = shutil.which(self.binary)
@@ -119,7 +120,8 @@ class PrometheusServer:
             raise PrometheusError(f"prometheus exited with {self._process.returncode}:\n{self.log()}")
         try:
             with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as response:
-                return response.status == 200
+                status: int = response.status
+                return status == 200
         except OSError:
             return False
 
