@@ -164,19 +164,18 @@ class PrometheusServer:
         """Until every rule group has been evaluated, healthy, after the targets' latest scrape, and
         then once more after every other group: groups run on their own tickers, so an alert that
         reads a recorded series sees it only from the evaluation after the recording group's."""
-        def evaluated_after(instant: Callable[[], datetime]) -> Callable[[], bool]:
+        def evaluated_after(since: datetime) -> Callable[[], bool]:
             def probe() -> bool:
-                since = instant()
                 return all(_instant(g["lastEvaluation"]) > since and all(r.get("health") == "ok" for r in g["rules"])
                            for g in self.api("rules")["groups"])
             return probe
 
-        def last_scrape() -> datetime:
-            return max(_instant(t["lastScrape"]) for t in self.api("targets")["activeTargets"])
-
-        wait_until(evaluated_after(last_scrape), timeout_s, "every rule group to be evaluated after a scrape")
+        # Fixed instants, read once: "after the latest scrape" re-read on every probe is a moving
+        # target that a group evaluating just before each scrape never meets (a flaky timeout).
+        scraped = max(_instant(t["lastScrape"]) for t in self.api("targets")["activeTargets"])
+        wait_until(evaluated_after(scraped), timeout_s, "every rule group to be evaluated after a scrape")
         first_round = max(_instant(g["lastEvaluation"]) for g in self.api("rules")["groups"])
-        wait_until(evaluated_after(lambda: first_round), timeout_s, "every rule group to be evaluated again")
+        wait_until(evaluated_after(first_round), timeout_s, "every rule group to be evaluated again")
 
 
 def _instant(rfc3339: str) -> datetime:
