@@ -736,7 +736,8 @@ def main(argv: list[str] | None = None) -> int:
             print(exc, file=sys.stderr)
             status = 1
         else:
-            print(f"{path}: ok ({len(policy.servers)} servers, {len(policy.prices)} prices)")
+            servers, prices = len(policy.servers), len(policy.prices)
+            print(f"{path}: ok ({servers} server{'s' * (servers != 1)}, {prices} price{'s' * (prices != 1)})")
     return status
 
 

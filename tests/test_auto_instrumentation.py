@@ -111,7 +111,7 @@ def test_policy_checker_command(tmp_path):
     good.write_text('[servers."s"]\nprimary_model = "m"\n')
     bad.write_text('[servers."s"]\nprimary_model = 42\n')
     ok = subprocess.run([sys.executable, "-m", "otel_sampling.policy", str(good)], capture_output=True, text=True)
-    assert (ok.returncode, ok.stdout.strip()) == (0, f"{good}: ok (1 servers, 0 prices)")
+    assert (ok.returncode, ok.stdout.strip()) == (0, f"{good}: ok (1 server, 0 prices)")
     fail = subprocess.run([sys.executable, "-m", "otel_sampling.policy", str(good), str(bad)],
                           capture_output=True, text=True)
     assert fail.returncode == 1

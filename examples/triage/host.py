@@ -535,6 +535,7 @@ def main() -> int:
     args = parser.parse_args()
     code = anyio.run(main_async)
     if args.hold and code != 2:
+        print("[host] holding for telemetry; press Enter to exit", file=sys.stderr, flush=True)
         sys.stdin.readline()
     return code
 
