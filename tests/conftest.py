@@ -92,6 +92,15 @@ def telemetry() -> Iterator[Telemetry]:
     t.meter_provider.shutdown()
 
 
+def with_policy(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy_toml: str,
+                *classes) -> Iterator[Telemetry]:
+    """``policy_toml`` as the OTEL_SAMPLING_POLICY file (read at instrument()), then ``classes`` instrumented."""
+    path = tmp_path / "policy.toml"
+    path.write_text(policy_toml)
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
+    yield from _instrumented(telemetry, *classes)
+
+
 def _instrumented(telemetry: Telemetry, *classes) -> Iterator[Telemetry]:
     instrumentors = [cls() for cls in classes]
     for instrumentor in instrumentors:

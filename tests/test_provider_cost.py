@@ -14,7 +14,7 @@ import anyio
 import pytest
 from opentelemetry import trace
 
-from conftest import TRACER_PROVIDER
+from conftest import with_policy
 from otel_sampling import cost, names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -64,15 +64,7 @@ def test_no_usage_no_cost():
 # ---------------------------------------------------------------- real calls
 @pytest.fixture
 def priced(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    path = tmp_path / "policy.toml"
-    path.write_text(PRICES)
-    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
-    instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor()]
-    for instrumentor in instrumentors:
-        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+    yield from with_policy(telemetry, tmp_path, monkeypatch, PRICES, MCPSamplingInstrumentor, AnthropicInstrumentor)
 
 
 def client(fp) -> anthropic.Anthropic:

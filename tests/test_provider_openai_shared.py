@@ -17,7 +17,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 
-from conftest import TRACER_PROVIDER
+from conftest import with_policy
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
@@ -40,15 +40,7 @@ MINI_USD = (25 * 0.25 + 5 * 2.0) / 1e6  # 25 prompt and 5 output tokens on gpt-m
 
 @pytest.fixture
 def priced_openai(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    path = tmp_path / "policy.toml"
-    path.write_text(PRICES)
-    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
-    instrumentors = [MCPSamplingInstrumentor(), OpenAIInstrumentor()]
-    for instrumentor in instrumentors:
-        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+    yield from with_policy(telemetry, tmp_path, monkeypatch, PRICES, MCPSamplingInstrumentor, OpenAIInstrumentor)
 
 
 def client(fp) -> openai.OpenAI:

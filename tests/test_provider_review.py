@@ -28,7 +28,7 @@ import pytest
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import StatusCode
 
-from conftest import TRACER_PROVIDER
+from conftest import TRACER_PROVIDER, with_policy
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -135,15 +135,8 @@ permitted_models = ["claude-sonnet-5-5-latest"]
 
 @pytest.fixture
 def latest_primary(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    path = tmp_path / "policy.toml"
-    path.write_text(LATEST_POLICY)
-    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
-    instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor()]
-    for instrumentor in instrumentors:
-        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+    yield from with_policy(telemetry, tmp_path, monkeypatch, LATEST_POLICY,
+                           MCPSamplingInstrumentor, AnthropicInstrumentor)
 
 
 def test_a_latest_primary_served_by_its_dated_snapshot_is_primary(latest_primary, fake_provider):
