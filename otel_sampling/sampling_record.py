@@ -357,13 +357,7 @@ class SamplingRecord:
                 }
                 if degradation_reasons:
                     attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in degradation_reasons]
-                if served:
-                    attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
-                reasons = classify.finish_reasons(stop_reason)
-                if reasons:
-                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
-                if ending.resets_at:
-                    attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
+                add_result_attributes(attributes, ending, served, stop_reason, max_length)
                 if cancel_reason:
                     attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
                 if self._provider_calls:
@@ -377,7 +371,6 @@ class SamplingRecord:
                 if self._provider_model:
                     attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
                 if ending.error_type is not None:
-                    attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
         finally:
@@ -412,6 +405,22 @@ def _hint_names(params: Any) -> tuple[str, ...]:
         if isinstance(name, str) and name:
             names_.append(name)
     return tuple(names_)
+
+
+def add_result_attributes(attributes: dict[str, Any], ending: classify.Ending, served: str | None,
+                          stop_reason: object, max_length: int) -> None:
+    """What a sampling request's ending says, on either side's span: ``gen_ai.response.model``,
+    ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``mcp.sampling.budget.resets_at`` and
+    ``error.type``, each cut to ``max_length``."""
+    if served:
+        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
+    reasons = classify.finish_reasons(stop_reason)
+    if reasons:
+        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
+    if ending.resets_at:
+        attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
+    if ending.error_type is not None:
+        attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
 
 
 def _max_tokens(params: Any) -> int | None:

@@ -17,7 +17,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from otel_sampling import classify, names
 from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
-from otel_sampling.sampling_record import MAX_HINTS, _hint_names, _max_tokens
+from otel_sampling.sampling_record import MAX_HINTS, _hint_names, _max_tokens, add_result_attributes
 
 UNANSWERED = classify.Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
 
@@ -106,15 +106,8 @@ class ServerSamplingRecord:
                 if span.is_recording():
                     max_length = instruments.settings.attribute_max_length
                     attributes: dict[str, Any] = {names.SAMPLING_ENDING: ending.ending}
-                    if served:
-                        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
-                    reasons = classify.finish_reasons(stop_reason)
-                    if reasons:
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
-                    if ending.resets_at:
-                        attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
+                    add_result_attributes(attributes, ending, served, stop_reason, max_length)
                     if ending.error_type is not None:
-                        attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
                         span.set_status(Status(StatusCode.ERROR))
                     span.set_attributes(attributes)
             finally:
