@@ -14,8 +14,8 @@ from mcp.server.fastmcp import Context, FastMCP
 SERVER_NAME = "sampling-test-server"
 
 
-def build_server() -> FastMCP:
-    server = FastMCP(SERVER_NAME)
+def build_server(name: str = SERVER_NAME) -> FastMCP:
+    server = FastMCP(name)
 
     @server.tool()
     async def sample(ctx: Context, hint: str = "claude-sonnet", include_context: str = "thisServer") -> str:

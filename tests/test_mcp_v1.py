@@ -187,8 +187,9 @@ def test_span_is_parented_from_params_meta_traceparent(v1_instrumented):
 
 def test_instrument_wraps_once_and_uninstrument_restores_identity(telemetry):
     # Listed from the SDK's structure, not read from the target table.
-    targets = [(ClientSession, "initialize"), (ClientSession, "_received_request"), (RequestResponder, "respond")]
+    targets = [(ClientSession, "initialize"), (ClientSession, "_received_request")]
     original = [vars(owner)[name] for owner, name in targets]
+    respond = vars(RequestResponder)["respond"]  # shared with server sessions: watched per request only
     instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(meter_provider=telemetry.meter_provider)
     instrumentor.instrument(meter_provider=telemetry.meter_provider)  # a second call changes nothing
@@ -196,6 +197,7 @@ def test_instrument_wraps_once_and_uninstrument_restores_identity(telemetry):
         for (owner, name), before in zip(targets, original, strict=True):
             now = vars(owner)[name]
             assert isinstance(now, wrapt.FunctionWrapper) and now.__wrapped__ is before
+        assert vars(RequestResponder)["respond"] is respond
     finally:
         instrumentor.uninstrument()
     assert [vars(owner)[name] for owner, name in targets] == original
@@ -251,3 +253,211 @@ def test_a_message_ending_rule_classifies_the_frame(tmp_path, monkeypatch, telem
     span = only_sampling_span(telemetry)
     assert span.attributes[names.SAMPLING_ENDING] == "policy.budget_exhausted"
     assert span.attributes[names.ERROR_TYPE] == "-32099"
+
+
+# ---------------------------------------------------------------- adversarial: the host never breaks
+
+
+def test_a_dict_the_sdk_validates_is_a_completed_request(v1_instrumented):
+    # mcp 1.x validates the callback's return with ClientResponse, so a plain dict of the result's
+    # wire shape is a valid answer (camelCase keys, as on the wire).
+    answer = {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": SERVED,
+              "stopReason": "maxTokens"}
+    assert anyio.run(call, callback_returning(answer)) == f"{SERVED}|maxTokens"
+    span = only_sampling_span(v1_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "completed"
+    assert span.attributes[names.GEN_AI_RESPONSE_MODEL] == SERVED
+    assert span.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("maxTokens",)
+
+
+def test_a_dict_of_another_shape_is_an_error(v1_instrumented):
+    # Any dict validates as some ClientResult (EmptyResult takes extra keys), so mcp 1.x sends it
+    # as a result and the server is the one that rejects it.
+    out = anyio.run(call, callback_returning({"model": 5}))
+    assert out[0] == "tool_error" and "validation error" in out[1]
+    span = only_sampling_span(v1_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "error"
+    assert span.status.status_code is StatusCode.ERROR
+
+
+def test_a_return_the_sdk_cannot_validate_is_an_error(v1_instrumented):
+    out = anyio.run(call, callback_returning("not a result"))
+    assert out[0] == "tool_error" and "Invalid request parameters" in out[1]
+    span = only_sampling_span(v1_instrumented)
+    assert span.attributes[names.SAMPLING_ENDING] == "error"
+    # The exception's fully-qualified class name (OTel semconv error.type), raised by the SDK.
+    assert span.attributes[names.ERROR_TYPE] == "pydantic_core._pydantic_core.ValidationError"
+
+
+HOSTILE_DATA = [None, "a string", 7, ["reason"], {"reason": 5}, {"reason": "x" * 100_000},
+                {"reason": "policy.budget_exhausted", "resetsAt": {"nested": True}},
+                {"reason": "policy.budget_exhausted", "resetsAt": "\x1b[31m" + "9" * 100_000}]
+
+
+@pytest.mark.parametrize("data", HOSTILE_DATA, ids=range(len(HOSTILE_DATA)))
+def test_a_denial_with_odd_data_is_still_one_span_and_reaches_the_server(v1_instrumented, data):
+    error = types.ErrorData(code=-32003, message="Denied", data=data)
+    out = anyio.run(call, callback_returning(error))
+    assert out[0] == "tool_error" and "Denied" in out[1]
+    span = only_sampling_span(v1_instrumented)
+    assert span.attributes[names.ERROR_TYPE] == "-32003"
+    assert span.status.status_code is StatusCode.ERROR
+    for value in span.attributes.values():
+        assert not isinstance(value, str) or (len(value) <= 256 and value.isprintable())
+    assert sum(v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING).values()) == 1
+
+
+def test_a_hostile_server_cannot_blow_up_labels_or_attributes(v1_instrumented):
+    name = "\x00\x1b\u202e" + "s" * 1_000_000 + "\n"
+    many_hints = ",".join(f"model-{i}\x00" for i in range(10_000))
+
+    async def hostile(callback):
+        async with create_connected_server_and_client_session(build_server(name)._mcp_server,
+                                                              sampling_callback=callback) as session:
+            return tool_output(await session.call_tool("sample", {"hint": many_hints,
+                                                                  "include_context": "thisServer"}))
+
+    anyio.run(hostile, callback_returning(result(model="m\r\n" * 100_000)))
+    span = only_sampling_span(v1_instrumented)
+    assert len(span.attributes[names.SAMPLING_MODEL_HINTS]) == 16
+    assert span.attributes[names.SAMPLING_MODEL_HINTS][0] == "model-0"  # the NUL dropped
+    server_name = span.attributes[names.MCP_SERVER_NAME]  # cut, then the controls dropped
+    assert set(server_name) == {"s"} and len(server_name) <= 256
+    assert len(span.attributes[names.GEN_AI_RESPONSE_MODEL]) <= 256
+    assert span.attributes[names.GEN_AI_RESPONSE_MODEL].isprintable()
+    (labels,) = [p.attributes for p in v1_instrumented.points(names.METRIC_SAMPLING_REQUESTS)]
+    assert set(labels[names.MCP_SERVER_NAME]) == {"s"} and len(labels[names.MCP_SERVER_NAME]) <= 128
+    assert len(labels[names.GEN_AI_RESPONSE_MODEL]) <= 128 and labels[names.GEN_AI_RESPONSE_MODEL].isprintable()
+
+
+def test_a_session_initialised_before_instrument_reports_no_server_name(telemetry):
+    async def initialised_first():
+        async with create_connected_server_and_client_session(build_server()._mcp_server,
+                                                              sampling_callback=callback_returning(result())) as s:
+            instrumentor = MCPSamplingInstrumentor()
+            instrumentor.instrument(meter_provider=telemetry.meter_provider)
+            try:
+                return tool_output(await s.call_tool("sample", ARGS))
+            finally:
+                instrumentor.uninstrument()
+
+    assert anyio.run(initialised_first) == f"{SERVED}|endTurn"
+    span = only_sampling_span(telemetry)
+    assert names.MCP_SERVER_NAME not in span.attributes
+    assert names.MCP_PROTOCOL_VERSION not in span.attributes
+    assert span.attributes[names.SAMPLING_ENDING] == "completed"
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME) == {(names.UNKNOWN_LABEL,): 1}
+
+
+@pytest.mark.parametrize("traceparent", ["garbage", "00-" + "0" * 32 + "-" + "0" * 16 + "-01", "x" * 100_000])
+def test_an_invalid_traceparent_starts_a_new_trace(v1_instrumented, traceparent):
+    async def traced(callback):
+        async with create_connected_server_and_client_session(build_server()._mcp_server,
+                                                              sampling_callback=callback) as session:
+            return tool_output(await session.call_tool("sample_traced", {"traceparent": traceparent}))
+
+    assert anyio.run(traced, callback_returning(result())) == SERVED
+    span = only_sampling_span(v1_instrumented)
+    assert span.parent is None
+
+
+def test_concurrent_requests_on_one_session_each_get_their_own_span(v1_instrumented):
+    async def served_from_hint(ctx, params):
+        return result(model=f"{params.modelPreferences.hints[0].name}-served")
+
+    async def concurrently():
+        outs: dict[str, object] = {}
+        async with (create_connected_server_and_client_session(build_server()._mcp_server,
+                                                               sampling_callback=served_from_hint) as session,
+                    anyio.create_task_group() as tg):
+            async def one(hint):
+                outs[hint] = tool_output(await session.call_tool("sample", {"hint": hint,
+                                                                            "include_context": "none"}))
+            for hint in ("alpha", "beta", "gamma"):
+                tg.start_soon(one, hint)
+        return outs
+
+    outs = anyio.run(concurrently)
+    assert outs == {h: f"{h}-served|endTurn" for h in ("alpha", "beta", "gamma")}
+    spans = v1_instrumented.spans(names.SPAN_SAMPLING)
+    assert sorted((s.attributes[names.SAMPLING_MODEL_HINTS][0], s.attributes[names.GEN_AI_RESPONSE_MODEL])
+                  for s in spans) == [(h, f"{h}-served") for h in ("alpha", "beta", "gamma")]
+    assert len({s.attributes[names.JSONRPC_REQUEST_ID] for s in spans}) == 3
+    assert {s.attributes[names.SAMPLING_SUBSTITUTION] for s in spans} == {"none"}
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
+
+
+def _outermost(owner, name, seen):
+    """Wrap ``owner.name`` on top of whatever is there; record what passes through it."""
+    async def outer(wrapped, instance, args, kwargs):
+        try:
+            value = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            seen.append(("raised", exc))
+            raise
+        seen.append(("returned", value))
+        return value
+    wrapt.wrap_function_wrapper(owner, name, outer)
+
+
+def _innermost(owner, name, monkeypatch, seen):
+    """Replace ``owner.name`` (before instrument) by a layer recording what the SDK produced."""
+    original = vars(owner)[name]
+
+    async def inner(self, *args, **kwargs):
+        value = await original(self, *args, **kwargs)
+        seen.append(args[0] if name == "respond" else value)
+        return value
+    monkeypatch.setattr(owner, name, inner)
+
+
+def test_results_and_exceptions_reach_mcp_as_the_same_objects(telemetry, monkeypatch):
+    """What the SDK and the callback produce crosses our wrappers unchanged: same objects."""
+    initialized: list = []
+    responded: list = []
+    _innermost(ClientSession, "initialize", monkeypatch, initialized)
+    _innermost(RequestResponder, "respond", monkeypatch, responded)  # both sides' answers
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    host: list = []
+    received: list = []
+    outer = [(ClientSession, "initialize", host), (ClientSession, "_received_request", received)]
+    try:
+        for owner, name, seen in outer:
+            _outermost(owner, name, seen)
+        answer = result()
+        assert anyio.run(call, callback_returning(answer)) == f"{SERVED}|endTurn"
+        boom = RuntimeError("provider 503")
+
+        async def raising(ctx, params):
+            raise boom
+
+        assert anyio.run(call, raising)[0] == "tool_error"
+    finally:
+        instrumentor.uninstrument()
+        for owner, name, _ in outer:
+            setattr(owner, name, vars(owner)[name].__wrapped__)
+    assert host[0][0] == "returned" and host[0][1] is initialized[0]  # initialize's result, same object
+    assert any(getattr(sent, "root", None) is answer for sent in responded)  # the callback's result, as is
+    assert received[0] == ("returned", None)
+    assert received[-1][0] == "raised" and received[-1][1] is boom  # the callback's exception, same object
+    assert [s.attributes[names.SAMPLING_ENDING] for s in telemetry.spans(names.SPAN_SAMPLING)] == ["completed",
+                                                                                                    "error"]
+
+
+def test_uninstrument_under_a_running_callback_still_records_how_it_ended(telemetry):
+    """A request that started instrumented is recorded as it ended, even when the host
+    uninstruments while its callback runs (it used to be recorded ``cancelled``)."""
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+
+    async def callback(ctx, params):
+        instrumentor.uninstrument()
+        return result()
+
+    assert anyio.run(call, callback) == f"{SERVED}|endTurn"
+    span = only_sampling_span(telemetry)
+    assert span.attributes[names.SAMPLING_ENDING] == "completed"
+    assert span.attributes[names.GEN_AI_RESPONSE_MODEL] == SERVED
+    anyio.run(call, callback_returning(result()))  # and the next request is not recorded
+    assert len(telemetry.spans(names.SPAN_SAMPLING)) == 1

@@ -6,7 +6,7 @@ mcp 1.x has no ``dispatch_input_request`` and no 2026-07-28 path: a server's
 ``sampling/createMessage`` is a JSON-RPC request that ``BaseSession._receive_loop`` hands to
 ``ClientSession._received_request(responder)``, which awaits the host's sampling callback and sends
 what it returned with ``responder.respond(...)`` (a ``ClientResult`` or ``ErrorData``), all inside
-that one call. So three targets, one job each:
+that one call. So two targets, one job each:
 
 * ``ClientSession.initialize``: remembers ``serverInfo.name`` and the negotiated protocol version
   per session (mcp 1.x keeps only the capabilities). Sessions initialised before ``instrument()``
@@ -14,8 +14,11 @@ that one call. So three targets, one job each:
 * ``ClientSession._received_request``: one SERVER-kind ``sampling/createMessage`` span and the
   metrics per ``CreateMessageRequest``, through the same :class:`SamplingRecord` as mcp 2.x, so
   the telemetry is the same (path ``rpc``). Task-augmented requests (experimental ``params.task``,
-  answered with a task handle instead of a message) are left alone.
-* ``RequestResponder.respond``: the answer the SDK sends for the request being handled.
+  answered with a task handle instead of a message) are left alone. What the SDK sends back is
+  read by shadowing ``respond`` on that one ``RequestResponder`` for the length of the call (not
+  by wrapping the class: every response of every in-process server session would pass through
+  it, and an ``uninstrument()`` under a running callback would hide the answer of a request that
+  was already being recorded).
 
 What mcp 1.x does differently, and what the telemetry shows for it:
 
@@ -35,7 +38,6 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
 
 from pydantic.alias_generators import to_camel
@@ -50,18 +52,34 @@ logger = logging.getLogger(__name__)
 
 
 class _Answer:
-    """What the SDK sent for one request (set by the ``respond`` wrapper)."""
+    """What the SDK sent for one request (set by the shadowed ``respond``)."""
 
-    __slots__ = ("responder", "response", "sent")
+    __slots__ = ("response", "sent")
 
-    def __init__(self, responder: Any) -> None:
-        self.responder = responder
+    def __init__(self) -> None:
         self.response: Any = None
         self.sent = False
 
 
-# The request whose callback runs in this task; ``respond`` is awaited in the same task.
-_answer: ContextVar[_Answer | None] = ContextVar("otel_sampling_mcp_v1_answer", default=None)
+def _watch_respond(responder: Any, answer: _Answer) -> bool:
+    """Shadow ``responder.respond`` on this instance so that ``answer`` gets what it sends.
+
+    Returns False (and changes nothing) when the responder cannot take the attribute.
+    """
+    try:
+        send = responder.respond
+
+        async def respond(*args: Any, **kwargs: Any) -> Any:
+            if not getattr(responder, "cancelled", False):  # respond() sends nothing once cancelled
+                answer.response = args[0] if args else kwargs.get("response")
+                answer.sent = True
+            return await send(*args, **kwargs)
+
+        responder.respond = respond
+        return True
+    except Exception:
+        logger.debug("otel-sampling: could not watch the request's responder", exc_info=True)
+        return False
 
 
 class _SnakeCaseView:
@@ -154,31 +172,22 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
         request = getattr(getattr(responder, "request", None), "root", None)
         if not isinstance(request, state.request_type) or getattr(request.params, "task", None) is not None:
             return await wrapped(*args, **kwargs)
-        record = _start_record(state, instance, responder, request)
-        if record is None:
+        answer = _Answer()
+        if not _watch_respond(responder, answer):
             return await wrapped(*args, **kwargs)
-        answer = _Answer(responder)
-        token = _answer.set(answer)
         try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _finish(state, record, answer, exc)
-            raise
+            record = _start_record(state, instance, responder, request)
+            if record is None:
+                return await wrapped(*args, **kwargs)
+            try:
+                result = await wrapped(*args, **kwargs)
+            except BaseException as exc:
+                _finish(state, record, answer, exc)
+                raise
+            _finish(state, record, answer)
+            return result
         finally:
-            _answer.reset(token)
-        _finish(state, record, answer)
-        return result
-
-    return wrapper
-
-
-def _respond_wrapper(state: State) -> Callable[..., Any]:
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        answer = _answer.get()
-        if answer is not None and answer.responder is instance and not getattr(instance, "cancelled", False):
-            answer.response = args[0] if args else kwargs.get("response")
-            answer.sent = True
-        return await wrapped(*args, **kwargs)
+            vars(responder).pop("respond", None)  # the class's method again (and no reference cycle)
 
     return wrapper
 
@@ -198,5 +207,4 @@ def _initialize_wrapper(state: State) -> Callable[..., Any]:
 TARGETS = (
     Target("mcp.client.session", "ClientSession.initialize", _initialize_wrapper),
     Target("mcp.client.session", "ClientSession._received_request", _received_request_wrapper),
-    Target("mcp.shared.session", "RequestResponder.respond", _respond_wrapper),
 )
