@@ -168,3 +168,17 @@ def test_metrics_arrive_with_names_units_kinds_and_buckets(exported):
         point = by_type[token_type]
         assert point["explicit_bounds"] == [float(b) for b in names.GEN_AI_TOKEN_BUCKETS]  # GenAI semconv advice
         assert (point["count"], point["sum"]) == (1, expected)
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "deflate"])
+def test_the_receiver_takes_every_compression_the_exporter_sends(compression):
+    """OTEL_EXPORTER_OTLP_COMPRESSION (gzip, deflate) must not make the demo's receiver drop everything."""
+    from opentelemetry.exporter.otlp.proto.http import Compression
+
+    with OTLPReceiver() as receiver:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint,
+                                                                         compression=Compression(compression))))
+        provider.get_tracer("compression-test").start_span("compressed", attributes={"k": "v"}).end()
+        provider.shutdown()
+        assert [(s["name"], s["attributes"]) for s in receiver.spans] == [("compressed", {"k": "v"})]

@@ -19,13 +19,16 @@ last one of a name is the current total)::
 
 Use it as a context manager; ``.endpoint`` / ``.metrics_endpoint`` are the values for
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, ``.base_url`` the
-value for ``OTEL_EXPORTER_OTLP_ENDPOINT`` (the exporters append the signal paths). A body that does
-not decode gets HTTP 400, an unknown path 404.
+value for ``OTEL_EXPORTER_OTLP_ENDPOINT`` (the exporters append the signal paths). Bodies may be
+compressed as the exporter's ``OTEL_EXPORTER_OTLP_COMPRESSION`` does (``Content-Encoding: gzip`` or
+``deflate``). A body that does not decode gets HTTP 400, an unknown path 404.
 """
 
 from __future__ import annotations
 
+import gzip
 import threading
+import zlib
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -45,6 +48,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 _KINDS = {value: name.removeprefix("SPAN_KIND_") for name, value in Span.SpanKind.items()}
 _STATUS = {value: name.removeprefix("STATUS_CODE_") for name, value in Status.StatusCode.items()}
 _TEMPORALITY = {value: name.removeprefix("AGGREGATION_TEMPORALITY_") for name, value in AggregationTemporality.items()}
+# The content codings the OTLP/HTTP exporters send (their Compression: none, gzip, deflate).
+_DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {"": bytes, "identity": bytes, "gzip": gzip.decompress,
+                                                    "deflate": zlib.decompress}
 
 
 def any_value(value: AnyValue) -> Any:
@@ -151,7 +157,7 @@ class OTLPReceiver:
                     return
                 decoder, store, reply = routes[self.path]
                 try:
-                    items = decoder(body)
+                    items = decoder(_DECOMPRESS[self.headers.get("Content-Encoding", "").strip().lower()](body))
                 except Exception:  # a malformed body is the sender's problem: say so, keep serving
                     self.send_error(400)
                     return
