@@ -176,6 +176,8 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"the last {c.flapping_window} (threshold {c.flapping_transitions})."),
         _alert(c, "FallbackUntested",
                f"sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(), dw)}) > 0\n"
+               # "for a day": the job already served requests a day ago (a new job is not yet overdue)
+               f"and on ({m.JOB}) count by ({m.JOB}) ({m.SAMPLING_REQUESTS + sel()} offset {dw})\n"
                f"unless on ({m.JOB}) (\n"
                f"  sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + degraded_done, dw)}) > 0\n"
                f"  or sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + canary, dw)}) > 0\n"
