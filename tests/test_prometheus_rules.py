@@ -313,3 +313,21 @@ def test_every_alert_is_labelled_and_annotated():
 def test_every_runbook_link_has_its_section(alert):
     runbook = (ROOT / "docs" / "runbook.md").read_text()
     assert f"\n## {alert}\n" in runbook
+
+
+def test_the_degraded_share_is_not_recorded_over_a_quiet_window(tmp_path):
+    """Requests that stopped more than a window ago: the share is absent (no NaN sample to graph or
+    compare), like every five-numbers ratio; the request count still records 0."""
+    tests = {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [{"series": req('degradation_mode="degraded"'), "values": "1x90"}],
+        "promql_expr_test": [
+            {"expr": "job:mcp_sampling_degraded:ratio30m", "eval_time": "60m", "exp_samples": []},
+            {"expr": "job:mcp_sampling_requests:increase30m", "eval_time": "60m",
+             "exp_samples": [{"labels": promql_labels("job:mcp_sampling_requests:increase30m", {"job": "j"}),
+                              "value": 0}]},
+        ],
+    }]}
+    (tmp_path / "quiet_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = promtool("test", "rules", str(tmp_path / "quiet_test.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -51,9 +51,9 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
          "expr": f"sum by ({m.JOB}, {m.SERVER}, {m.MODE}, {m.ENDING}, {m.SUBSTITUTION}) "
                  f"({counted(m.SAMPLING_REQUESTS + sel(), w)})"},
         {"record": r.requests, "expr": f"sum by ({m.JOB}) ({r.requests_by_server})"},
-        {"record": r.degraded_ratio,  # "or ... * 0": 0, not absent, while nothing ran degraded
+        {"record": r.degraded_ratio,  # "or ... * 0": 0, not absent, while nothing ran degraded; "> 0": no NaN
          "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
-                 f"/ {r.requests}"},
+                 f"/ ({r.requests} > 0)"},
         *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector),
     ]
 
