@@ -248,10 +248,20 @@ def test_cli_help_runs_as_a_module():
     ({"degraded_share_threshold": 1.5}, "not a ratio"),
     ({"min_requests": -1}, "must not be negative"),
     ({"degraded_share_for": "15 minutes"}, "not a Prometheus duration"),
+    ({"window": "0m"}, "window: '0m' must be longer than 0"),  # PromQL rejects a [0m] range
+    ({"flapping_window": "0s"}, "flapping_window: '0s' must be longer than 0"),
+    ({"rule_selector": "job=triage"}, "rule_selector: 'job=triage' is not a list of label matchers"),
+    ({"rule_selector": '{job="triage"}'}, "is not a list of label matchers"),
+    ({"flapping_transitions": 0}, "flapping_transitions: 0 must be at least 1"),  # '>= 0' fires always
 ])
 def test_config_rejects_bad_values(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         MixinConfig(**kwargs)
+
+
+@pytest.mark.parametrize("selector", ['job="triage-host"', 'job=~"a|b", env!="dev"', 'path="a\\"b"', ""])
+def test_config_accepts_label_matchers(selector):
+    assert MixinConfig(rule_selector=selector).rule_selector == selector
 
 
 def test_instrumentation_never_imports_the_mixin():
