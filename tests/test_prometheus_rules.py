@@ -16,7 +16,7 @@ import yaml
 
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin.generate import RULES_FILE
-from otel_sampling.mixin.rules import PREFIX, alerting_rules
+from otel_sampling.mixin.rules import PREFIX, alerting_rules, rule_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / RULES_FILE
@@ -330,4 +330,20 @@ def test_the_degraded_share_is_not_recorded_over_a_quiet_window(tmp_path):
     }]}
     (tmp_path / "quiet_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
     result = promtool("test", "rules", str(tmp_path / "quiet_test.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_count_at_the_threshold_does_not_fire_when_increase_extrapolates(tmp_path):
+    """Scrapes and rule evaluations are never aligned in production, so ``increase()`` extrapolates
+    to the window's edges: 3 stalls read as about 3.03. The count alerts compare whole events
+    (``for`` 0, as in ``MixinConfig.for_short_run``, so one evaluation decides)."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump(rule_groups(MixinConfig(stalls_for="0m"))))
+    tests = {"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [{
+        "interval": "40s",  # a scrape every 40 s, an evaluation every minute: every other one is off the grid
+        "input_series": [{"series": f"mcp_sampling_stalls_total{{{J}, {S}}}", "values": "1x30 2 3 4x100"}],
+        "alert_rule_test": [{"eval_time": "41m", "alertname": f"{PREFIX}StallsHigh", "exp_alerts": []}],
+    }]}
+    (tmp_path / "extrapolated_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = promtool("test", "rules", str(tmp_path / "extrapolated_test.yaml"))
     assert result.returncode == 0, result.stdout + result.stderr
