@@ -24,7 +24,7 @@ from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.__main__ import main
 from otel_sampling.mixin.generate import render
 from otel_sampling.mixin.rules import rule_groups
-from otel_sampling.testing.dashboards import dashboard_queries, legend_labels, load, panels
+from otel_sampling.testing.dashboards import dashboard_queries, expand, legend_labels, load, panels
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = Path(__file__).parent / "data" / "schemas" / "grafana-v10.1.x"
@@ -193,7 +193,7 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
 PROMQL_WORDS = {
     "sum", "max", "min", "avg", "count", "by", "without", "on", "ignoring", "group_left", "group_right",
     "and", "or", "unless", "offset", "bool", "rate", "irate", "increase", "histogram_quantile",
-    "avg_over_time", "max_over_time", "sum_over_time", "vector", "label_values", "inf",
+    "avg_over_time", "max_over_time", "sum_over_time", "vector", "label_values", "inf", "round",
     "ALERTS", "alertname", "alertstate",  # Prometheus's own alert series
 }
 
@@ -248,10 +248,20 @@ def test_cli_help_runs_as_a_module():
     ({"degraded_share_threshold": 1.5}, "not a ratio"),
     ({"min_requests": -1}, "must not be negative"),
     ({"degraded_share_for": "15 minutes"}, "not a Prometheus duration"),
+    ({"window": "0m"}, "window: '0m' must be longer than 0"),  # PromQL rejects a [0m] range
+    ({"flapping_window": "0s"}, "flapping_window: '0s' must be longer than 0"),
+    ({"rule_selector": "job=triage"}, "rule_selector: 'job=triage' is not a list of label matchers"),
+    ({"rule_selector": '{job="triage"}'}, "is not a list of label matchers"),
+    ({"flapping_transitions": 0}, "flapping_transitions: 0 must be at least 1"),  # '>= 0' fires always
 ])
 def test_config_rejects_bad_values(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         MixinConfig(**kwargs)
+
+
+@pytest.mark.parametrize("selector", ['job="triage-host"', 'job=~"a|b", env!="dev"', 'path="a\\"b"', ""])
+def test_config_accepts_label_matchers(selector):
+    assert MixinConfig(rule_selector=selector).rule_selector == selector
 
 
 def test_instrumentation_never_imports_the_mixin():
@@ -326,3 +336,37 @@ def test_the_five_numbers_are_recorded_as_the_runtime_package_writes_them():
     recorded = rule_groups(config)["groups"][0]["rules"]
     expected = five_numbers.recording_rules(config.window, by=("job",), selector='job="triage-host"')
     assert [rule for rule in recorded if rule in expected] == expected
+
+
+def panel_expr(stem: str, title: str) -> str:
+    """The first query of a committed dashboard's panel, Grafana variables expanded."""
+    [panel] = [p for p in panels(load(ROOT / "dashboards" / f"{stem}.json")) if p["title"] == title]
+    return str(expand(panel["targets"][0]["expr"]))
+
+
+# A share whose numerator has no series (nothing completed, nothing failed) reads 0, not "No data";
+# an empty range reads nothing, not NaN.
+@pytest.mark.parametrize(("stem", "title", "series", "expected"), [
+    ("mcp-sampling", "Completed",
+     [('mcp_sampling_requests_total{job="j", mcp_server_name="s", mcp_sampling_ending="provider.error"}',
+       "0+1x90")], [0]),
+    ("mcp-sampling", "Completed",
+     [('mcp_sampling_requests_total{job="j", mcp_server_name="s", mcp_sampling_ending="completed"}', "5x90")], []),
+    ("providers", "Failed calls",
+     [('gen_ai_client_operation_duration_seconds_count{job="j", gen_ai_provider_name="anthropic"}', "0+1x90")],
+     [0]),
+    ("providers", "Failed calls",
+     [('gen_ai_client_operation_duration_seconds_count{job="j", gen_ai_provider_name="anthropic"}', "5x90")], []),
+])
+def test_a_share_panel_reads_zero_without_numerator_and_nothing_without_traffic(tmp_path, stem, title, series,
+                                                                                 expected):
+    tests = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in series],
+        "promql_expr_test": [{"expr": panel_expr(stem, title), "eval_time": "90m",
+                              "exp_samples": [{"labels": "{}", "value": value} for value in expected]}],
+    }]}
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = subprocess.run(["promtool", "test", "rules", str(tmp_path / "test.yaml")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -16,7 +16,7 @@ import yaml
 
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin.generate import RULES_FILE
-from otel_sampling.mixin.rules import PREFIX, alerting_rules
+from otel_sampling.mixin.rules import PREFIX, alerting_rules, rule_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / RULES_FILE
@@ -59,6 +59,9 @@ CASES = [
     ("active for 3 hours, then left", "DegradedTooLong",
      [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x180 0x120")],
      "250m", []),
+    ("active for 200 minutes and still active", "DegradedTooLong",
+     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x300")],
+     "200m", []),
     ("expired and still active", "DegradationExpired",
      [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x20")],
      "15m",
@@ -67,6 +70,9 @@ CASES = [
     ("expired for 3 minutes, then exited", "DegradationExpired",
      [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x3 0x20")],
      "15m", []),
+    ("expired 3 minutes ago and still active", "DegradationExpired",
+     [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x20")],
+     "8m", []),
     ("one incident, its series created at 1", "SilentDegradation",
      [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x5 1x30")], "10m",
      [({"job": "j", "agent_run_name": "triage"},
@@ -88,6 +94,9 @@ CASES = [
     ("a narrowing retry: two requests, no violation", "ContextScopeWidened",
      [(req('mcp_sampling_include_context_requested="allServers"'), "_x5 1x30"),
       (req('mcp_sampling_include_context_requested="thisServer"'), "_x6 1x30")], "10m", []),
+    ("another kind of violation", "ContextScopeWidened",
+     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="decision_flipped"}}', "_x5 1x30")],
+     "10m", []),
     ("a flipped decision", "DecisionFlipped",
      [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="decision_flipped"}}', "_x5 1x30")],
      "10m",
@@ -103,6 +112,9 @@ CASES = [
        "1 'rerouted_after_denial' violations by server 's' on job j over the last 30m.")]),
     ("a denial that stays denied", "ReroutedAfterDenial",
      [(req('mcp_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
+    ("another kind of violation", "ReroutedAfterDenial",
+     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="scope_widened"}}', "_x5 1x30")],
+     "10m", []),
     ("a budget exhaustion", "BudgetExhausted",
      [(req('mcp_sampling_ending="policy.budget_exhausted"'), "_x5 1x30")], "10m",
      [({"job": "j", "mcp_server_name": "s"},
@@ -114,8 +126,11 @@ CASES = [
      [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0+1x60")], "40m",
      [({"job": "j", "mcp_server_name": "s"},
        "30 sampling requests from server 's' on job j stalled over the last 30m (threshold 3).")]),
+    # the three stalls happen within the window's first minutes, so the count has been 3 for longer than for
     ("three stalls, at the threshold", "StallsHigh",
-     [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0x10 1x10 2x10 3x60")], "40m", []),
+     [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0x10 1 2 3x60")], "40m", []),
+    ("a burst of stalls shorter than for", "StallsHigh",
+     [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0x30 10x30")], "35m", []),
     ("four entries in an hour", "DegradationFlapping",
      [(f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="enter"}}',
        "0x10 1x10 2x10 3x10 4x30")], "45m",
@@ -138,6 +153,15 @@ CASES = [
      [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
       (req('degradation_mode="degraded", degradation_reason="canary", mcp_sampling_ending="refused"'), "_x60 1x100")],
      "25h", []),
+    ("a degraded request that was refused is no tested fallback", "FallbackUntested",
+     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
+      (req('degradation_mode="degraded", degradation_reason="failover", mcp_sampling_ending="refused"'),
+       "_x60 1x100")], "25h",
+     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
+                     "was a canary request: the fallback is untested.")]),
+    # "for a day": a job that started two hours ago has not yet gone a day without fallback traffic
+    ("a new job with two hours of primary traffic", "FallbackUntested",
+     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "_x138 0+10x20")], "25h", []),
     ("a canary degradation is no canary request", "FallbackUntested",
      [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
       (f'degradation_active{{{J}, degradation_component="search", degradation_reason="canary"}}', "0x60 1 0x99")],
@@ -289,3 +313,37 @@ def test_every_alert_is_labelled_and_annotated():
 def test_every_runbook_link_has_its_section(alert):
     runbook = (ROOT / "docs" / "runbook.md").read_text()
     assert f"\n## {alert}\n" in runbook
+
+
+def test_the_degraded_share_is_not_recorded_over_a_quiet_window(tmp_path):
+    """Requests that stopped more than a window ago: the share is absent (no NaN sample to graph or
+    compare), like every five-numbers ratio; the request count still records 0."""
+    tests = {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [{"series": req('degradation_mode="degraded"'), "values": "1x90"}],
+        "promql_expr_test": [
+            {"expr": "job:mcp_sampling_degraded:ratio30m", "eval_time": "60m", "exp_samples": []},
+            {"expr": "job:mcp_sampling_requests:increase30m", "eval_time": "60m",
+             "exp_samples": [{"labels": promql_labels("job:mcp_sampling_requests:increase30m", {"job": "j"}),
+                              "value": 0}]},
+        ],
+    }]}
+    (tmp_path / "quiet_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = promtool("test", "rules", str(tmp_path / "quiet_test.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_count_at_the_threshold_does_not_fire_when_increase_extrapolates(tmp_path):
+    """Scrapes and rule evaluations are never aligned in production, so ``increase()`` extrapolates
+    to the window's edges: 3 stalls read as about 3.03. The count alerts compare whole events
+    (``for`` 0, as in ``MixinConfig.for_short_run``, so one evaluation decides)."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump(rule_groups(MixinConfig(stalls_for="0m"))))
+    tests = {"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [{
+        "interval": "40s",  # a scrape every 40 s, an evaluation every minute: every other one is off the grid
+        "input_series": [{"series": f"mcp_sampling_stalls_total{{{J}, {S}}}", "values": "1x30 2 3 4x100"}],
+        "alert_rule_test": [{"eval_time": "41m", "alertname": f"{PREFIX}StallsHigh", "exp_alerts": []}],
+    }]}
+    (tmp_path / "extrapolated_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = promtool("test", "rules", str(tmp_path / "extrapolated_test.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr

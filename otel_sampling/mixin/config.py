@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")  # Prometheus duration syntax
+# One PromQL label matcher (name, operator, double-quoted string with escapes), a comma between two.
+_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"([^"\\]|\\.)*"\s*'
+_MATCHERS = re.compile(rf"^{_MATCHER}(,{_MATCHER})*$")
 
 
 def _option(default: object, help_text: str) -> Any:
@@ -27,7 +30,8 @@ class MixinConfig:
     Durations are Prometheus duration strings (``30s``, ``15m``, ``1d``); ratios are 0-1.
 
     Raises:
-        ValueError: on a malformed duration, a ratio outside 0-1 or a negative count.
+        ValueError: on a malformed duration, a window of 0, a ratio outside 0-1, a negative count,
+            ``flapping_transitions`` below 1 or a ``rule_selector`` that is not PromQL label matchers.
     """
 
     rule_selector: str = _option(
@@ -58,10 +62,17 @@ class MixinConfig:
             value = getattr(self, field.name)
             if field.name.endswith(("window", "_for")) and not _DURATION.match(value):
                 raise ValueError(f"{field.name}: {value!r} is not a Prometheus duration (like 30m or 1d)")
+            if field.name.endswith("window") and not any(int(n) for n in re.findall(r"\d+", value)):
+                raise ValueError(f"{field.name}: {value!r} must be longer than 0 (a PromQL range)")
             if field.name.endswith("threshold") and field.type == "float" and not 0 <= value <= 1:
                 raise ValueError(f"{field.name}: {value!r} is not a ratio between 0 and 1")
             if field.type == "int" and value < 0:
                 raise ValueError(f"{field.name}: {value!r} must not be negative")
+        if self.flapping_transitions < 1:  # ">= 0" entries would fire on every degradation ever entered
+            raise ValueError(f"flapping_transitions: {self.flapping_transitions!r} must be at least 1")
+        if self.rule_selector and not _MATCHERS.match(self.rule_selector):
+            raise ValueError(f"rule_selector: {self.rule_selector!r} is not a list of label matchers "
+                             '(like job="triage-host", env!="dev"; no braces)')
 
     @classmethod
     def for_short_run(cls) -> MixinConfig:

@@ -42,6 +42,12 @@ def _per_minute(series: str, selector: str, by: str) -> str:
     return f"sum by ({by}) (60 * rate({series}{selector}[{RATE}]))"
 
 
+def _share(part: str, whole: str) -> str:
+    """``part / whole`` of two unlabelled sums: 0 while ``part`` has no series (nothing completed, no
+    error yet), nothing (not NaN) while ``whole`` counted nothing."""
+    return f"({part} or vector(0)) / ({whole} > 0)"
+
+
 def _good_ratio(good: float, ok: float) -> dash.ThresholdsConfig:
     return thresholds((None, "red"), (ok, "yellow"), (good, "green"))
 
@@ -97,7 +103,7 @@ def overview(config: MixinConfig) -> dash.Dashboard:
     return (d
             .with_panel(timeseries_panel(
                 "Sampling requests by ending", "Sampling requests per minute by ending (mcp.sampling.ending), "
-                "all servers.",
+                "selected servers.",
                 [(_per_minute(m.SAMPLING_REQUESTS, servers, m.ENDING), f"{{{{{m.ENDING}}}}}")], "reqpm"))
             .with_panel(timeseries_panel(
                 f"Degraded share of sampling requests ({w})",
@@ -129,8 +135,8 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
                                    "(the n behind the other numbers).",
                                    [(f"sum({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "requests")], "short", width=6))
             .with_panel(stat_panel("Completed", "Requests that ended completed / all requests, selected range.",
-                                   [(f"sum({counted(m.SAMPLING_REQUESTS + completed, RANGE)}) / "
-                                     f"sum({counted(m.SAMPLING_REQUESTS + s, RANGE)})", "completed")],
+                                   [(_share(f"sum({counted(m.SAMPLING_REQUESTS + completed, RANGE)})",
+                                            f"sum({counted(m.SAMPLING_REQUESTS + s, RANGE)})"), "completed")],
                                    "percentunit", steps=_good_ratio(0.98, 0.9), width=6))
             .with_panel(stat_panel("p95 sampling latency", "95th percentile of mcp.sampling.duration "
                                    "over the selected range "
@@ -194,8 +200,8 @@ def providers(config: MixinConfig) -> dash.Dashboard:
                                    "(the n behind the other numbers).",
                                    [(calls, "calls")], "short", width=6))
             .with_panel(stat_panel("Failed calls", "Calls that ended with an error.type / all calls, selected range.",
-                                   [(f"sum({counted(m.OPERATION_DURATION + '_count' + errors, RANGE)}) / {calls}",
-                                     "failed")],
+                                   [(_share(f"sum({counted(m.OPERATION_DURATION + '_count' + errors, RANGE)})",
+                                            calls), "failed")],
                                    "percentunit", steps=thresholds((None, "green"), (0.01, "yellow"), (0.05, "red")),
                                    width=6))
             .with_panel(stat_panel("p95 call latency", "95th percentile of gen_ai.client.operation.duration over the "

@@ -51,9 +51,9 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
          "expr": f"sum by ({m.JOB}, {m.SERVER}, {m.MODE}, {m.ENDING}, {m.SUBSTITUTION}) "
                  f"({counted(m.SAMPLING_REQUESTS + sel(), w)})"},
         {"record": r.requests, "expr": f"sum by ({m.JOB}) ({r.requests_by_server})"},
-        {"record": r.degraded_ratio,  # "or ... * 0": 0, not absent, while nothing ran degraded
+        {"record": r.degraded_ratio,  # "or ... * 0": 0, not absent, while nothing ran degraded; "> 0": no NaN
          "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
-                 f"/ {r.requests}"},
+                 f"/ ({r.requests} > 0)"},
         *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector),
     ]
 
@@ -89,6 +89,8 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
         selector = m.SAMPLING_VIOLATIONS + sel(matchers(**{m.VIOLATION_KIND: kind}))
         return f"sum by ({by_server}) ({counted(selector, w)}) > 0"
 
+    # The threshold alerts compare whole events: increase() extrapolates to the window's edges
+    # (3 stalls read as 3.07 when scrapes and evaluations are not aligned), so the count is rounded.
     alerts = [
         _alert(c, "DegradedShareHigh",
                f"{r.degraded_ratio} > {c.degraded_share_threshold}\n"
@@ -159,15 +161,15 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"{names.ENDING_BUDGET_EXHAUSTED} over the last {w}; the reset time is on the span "
                f"({names.SAMPLING_BUDGET_RESETS_AT})."),
         _alert(c, "StallsHigh",
-               f"sum by ({by_server}) ({counted(m.SAMPLING_STALLS + sel(), w)}) > {c.stalls_threshold}",
+               f"round(sum by ({by_server}) ({counted(m.SAMPLING_STALLS + sel(), w)})) > {c.stalls_threshold}",
                c.stalls_for, "warning",
                "Sampling requests are stalling.",
                f"{{{{ $value | humanize }}}} sampling requests from server '{server}' on job {{{{ $labels.job }}}} "
                f"stalled "
                f"over the last {w} (threshold {c.stalls_threshold})."),
         _alert(c, "DegradationFlapping",
-               f"sum by ({m.JOB}, {m.COMPONENT}) "
-               f"({counted(m.DEGRADATION_TRANSITIONS + entered, c.flapping_window)})"
+               f"round(sum by ({m.JOB}, {m.COMPONENT}) "
+               f"({counted(m.DEGRADATION_TRANSITIONS + entered, c.flapping_window)}))"
                f" >= {c.flapping_transitions}",
                c.event_for, "warning",
                "A degradation keeps entering and leaving.",
@@ -176,6 +178,8 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"the last {c.flapping_window} (threshold {c.flapping_transitions})."),
         _alert(c, "FallbackUntested",
                f"sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + sel(), dw)}) > 0\n"
+               # "for a day": the job already served requests a day ago (a new job is not yet overdue)
+               f"and on ({m.JOB}) count by ({m.JOB}) ({m.SAMPLING_REQUESTS + sel()} offset {dw})\n"
                f"unless on ({m.JOB}) (\n"
                f"  sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + degraded_done, dw)}) > 0\n"
                f"  or sum by ({m.JOB}) ({counted(m.SAMPLING_REQUESTS + canary, dw)}) > 0\n"
@@ -185,7 +189,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"Job {{{{ $labels.job }}}} served sampling requests over the last {dw} but none completed in degraded "
                f"mode and none was a canary request: the fallback is untested."),
         _alert(c, "GrantsHigh",
-               f"sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)}) > {c.grants_per_day_threshold}",
+               f"round(sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)})) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
                "A server received many consent grants in a day.",
                f"Server '{server}' on job {{{{ $labels.job }}}} received {{{{ $value | humanize }}}} "
