@@ -87,10 +87,6 @@ class ApiInstruments:
             names.METRIC_CACHE_LOOKUPS, unit=names.UNIT_LOOKUP,
             description="Answer-cache lookups the host reported, by result and the provenance of the entry.",
         )
-        self.violations = meter.create_counter(
-            names.METRIC_SAMPLING_VIOLATIONS, unit=names.UNIT_VIOLATION,
-            description="Sampling policy violations, by kind.",
-        )
 
     def _observe(self, expired: bool) -> Iterable[Observation]:
         from otel_sampling import degradation  # degradation.py imports this module

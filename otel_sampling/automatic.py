@@ -146,7 +146,7 @@ def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[s
         policy = record._instruments.settings.policy
         server_policy = policy.server(record._server_name) if record._server_name else None
         if server_policy is not None and _crossed_boundary(policy, server_policy, calls.served):
-            _count_violation(record._server_label, names.VIOLATION_BOUNDARY_CROSSED)
+            _count_violation(record, names.VIOLATION_BOUNDARY_CROSSED)
     except Exception:
         logger.debug("otel-sampling: could not check the compliance boundary", exc_info=True)
     return (names.MODE_DEGRADED if reasons else mode), tuple(reasons)
@@ -176,9 +176,10 @@ def _region(policy: Any, address: str | None) -> str | None:
     return endpoint.region if endpoint is not None else None
 
 
-def _count_violation(server_label: str, kind: str) -> None:
+def _count_violation(record: Any, kind: str) -> None:
+    # Into the request's own instruments, where the ledger counts the other kinds.
     try:
-        api_instruments.current().violations.add(1, {names.MCP_SERVER_NAME: server_label,
-                                                     names.SAMPLING_VIOLATION_KIND: kind})
+        record._instruments.sampling_violations.add(1, {names.MCP_SERVER_NAME: record._server_label,
+                                                        names.SAMPLING_VIOLATION_KIND: kind})
     except Exception:
         logger.debug("otel-sampling: could not count a violation", exc_info=True)
