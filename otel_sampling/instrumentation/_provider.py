@@ -174,6 +174,9 @@ def _sdk_class(provider: str, path: str) -> type | None:
     return getattr(importlib.import_module(f"{provider}.{module}"), name, None)
 
 
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
 def server_of(resource: Any) -> tuple[str, int | None] | None:
     """``(server.address, server.port)`` from the SDK client's ``base_url`` (a resource or the client)."""
     url = getattr(resource, "base_url", None)  # the client itself
@@ -184,7 +187,7 @@ def server_of(resource: Any) -> tuple[str, int | None] | None:
         return None
     port = getattr(url, "port", None)
     if port is None:
-        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""))
+        port = _DEFAULT_PORTS.get(getattr(url, "scheme", ""))
     return host, port
 
 
