@@ -143,9 +143,9 @@ def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[s
         if reason not in reasons:
             reasons.append(reason)
     try:
-        policy = record._instruments.settings.policy
-        server_policy = policy.server(record._server_name) if record._server_name else None
-        if server_policy is not None and _crossed_boundary(policy, server_policy, calls.served):
+        server_policy = record.server_policy()
+        if server_policy is not None and _crossed_boundary(record._instruments.settings.policy, server_policy,
+                                                           calls.served):
             _count_violation(record, names.VIOLATION_BOUNDARY_CROSSED)
     except Exception:
         logger.debug("otel-sampling: could not check the compliance boundary", exc_info=True)

@@ -25,6 +25,7 @@ from otel_sampling.labels import clean, otlp_int
 
 if TYPE_CHECKING:
     from otel_sampling.ledger import Ledger
+    from otel_sampling.policy import ServerPolicy
 
 logger = logging.getLogger(__name__)
 _current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
@@ -218,10 +219,14 @@ class SamplingRecord:
         """USD summed over the priced provider calls made inside the callback so far."""
         return self._cost_usd
 
+    def server_policy(self) -> ServerPolicy | None:
+        """The policy for the requesting server (None: no policy covers it, or the server is unnamed)."""
+        name = self._server_name
+        return self._instruments.settings.policy.server(name) if name else None
+
     def permitted_models(self) -> tuple[str, ...] | None:
         """The policy's permitted models for the requesting server (None: no policy covers it)."""
-        name = self._server_name
-        policy = self._instruments.settings.policy.server(name) if name else None
+        policy = self.server_policy()
         return policy.permitted_models if policy is not None else None
 
     def grant_context(self, scope: str) -> None:
@@ -231,7 +236,7 @@ class SamplingRecord:
         if self._ended:
             return
         self._granted = scope
-        policy = self._instruments.settings.policy.server(self._server_name) if self._server_name else None
+        policy = self.server_policy()
         ceiling = policy.context_ceiling if policy is not None else None
         if ceiling is not None and identity.wider(scope, ceiling):
             self._violate(names.VIOLATION_CONTEXT_ABOVE_CEILING)
@@ -282,8 +287,7 @@ class SamplingRecord:
         if self._ledger is not None:
             self._ledger.pending.remove(self)  # first: no stall report once the request has ended
         self._ended = True
-        instruments = self._instruments
-        policy = instruments.settings.policy.server(self._server_name) if self._server_name else None
+        policy = self.server_policy()
         permitted = policy.permitted_models if policy is not None else None
         if served:
             judged = substitution.judge(self._hints, served, permitted)
