@@ -278,7 +278,8 @@ def disclose(message: str, kind: str = "inline") -> None:
     Args:
         message: what the person was shown. Its length is recorded (span event attribute
             ``degradation.disclosure.message.length``); the text itself only when content capture
-            is on (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, the GenAI convention).
+            puts content on spans (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is
+            ``SPAN_ONLY`` or ``SPAN_AND_EVENT``, the GenAI convention; ``true`` captures nothing).
         kind: ``"inline"`` (next to the output it explains) or ``"activity_log"`` (an entry to
             find later).
 
