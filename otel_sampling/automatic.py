@@ -146,7 +146,7 @@ def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[s
         server_policy = record.server_policy()
         if server_policy is not None and _crossed_boundary(record._instruments.settings.policy, server_policy,
                                                            calls.served):
-            _count_violation(record, names.VIOLATION_BOUNDARY_CROSSED)
+            record._violate(names.VIOLATION_BOUNDARY_CROSSED)  # counted and on the span, once
     except Exception:
         logger.debug("otel-sampling: could not check the compliance boundary", exc_info=True)
     return (names.MODE_DEGRADED if reasons else mode), tuple(reasons)
@@ -175,11 +175,3 @@ def _region(policy: Any, address: str | None) -> str | None:
     endpoint = policy.endpoints.get(address) if address else None
     return endpoint.region if endpoint is not None else None
 
-
-def _count_violation(record: Any, kind: str) -> None:
-    # Into the request's own instruments, where the ledger counts the other kinds.
-    try:
-        record._instruments.sampling_violations.add(1, {names.MCP_SERVER_NAME: record._server_label,
-                                                        names.SAMPLING_VIOLATION_KIND: kind})
-    except Exception:
-        logger.debug("otel-sampling: could not count a violation", exc_info=True)

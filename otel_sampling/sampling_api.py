@@ -21,6 +21,7 @@ from opentelemetry import trace
 
 from otel_sampling import names
 from otel_sampling.labels import clean
+from otel_sampling.ledger import record_violation
 from otel_sampling.sampling_record import current_sampling
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_b
             names.SAMPLING_GRANT_GRANTED_BY: clean(granted_by, _GRANTED_BY_MAX_LENGTH),
         })
         if ledger.last_ending(server) != names.ENDING_BUDGET_EXHAUSTED:
-            ledger.violation(span, names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, label)
+            record_violation(instruments, span, names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, label)
     finally:
         if own is not None:
             own.end()
