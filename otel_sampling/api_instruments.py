@@ -47,7 +47,6 @@ class ApiInstruments:
         self.run_name_label = BoundedLabel(limit)
         self.outcome_label = BoundedLabel(limit)
         self.evaluation_name_label = BoundedLabel(limit)
-        self.server_label = BoundedLabel(limit)
 
         meter.create_observable_gauge(
             names.METRIC_DEGRADATION_ACTIVE, callbacks=[self._observe_active], unit=names.UNIT_ONE,
