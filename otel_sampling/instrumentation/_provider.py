@@ -251,7 +251,7 @@ def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
         return _proxy_or_end(state, call, result)
     except Exception:
         logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
-        call.end(None)
+        _end_unseen(state, call)
     return result
 
 
@@ -299,8 +299,9 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
 
 
 def _end_unseen(state: ProviderState, call: ProviderCall) -> None:
-    """End a call whose response we did not see. Runs in the caller's ``close()`` or at collection:
-    our failure (a raising span processor) is logged, never raised there."""
+    """End a call whose response we did not see (or could not read). Runs in the caller's
+    ``close()``, at collection or in a wrapper: our failure (a raising span processor) is logged,
+    never raised there."""
     try:
         call.end(None)
     except Exception:
@@ -355,7 +356,7 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
             return _proxy_or_end(state, call, result)
         except Exception:
             logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
-            call.end(None)
+            _end_unseen(state, call)
         return result
 
     return wrapper
