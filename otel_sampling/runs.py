@@ -165,11 +165,11 @@ class RunScope:
         otel_token = None
         try:
             telemetry = api_instruments.current()
-            span = telemetry.tracer.start_span(f"{names.OPERATION_INVOKE_AGENT} {_span_name(run.name, telemetry)}",
-                                               kind=SpanKind.INTERNAL)
+            label = _span_name(run.name, telemetry)
+            span = telemetry.tracer.start_span(f"{names.OPERATION_INVOKE_AGENT} {label}", kind=SpanKind.INTERNAL)
             if span.is_recording():
                 span.set_attributes({names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
-                                     names.AGENT_RUN_NAME: _span_name(run.name, telemetry)})
+                                     names.AGENT_RUN_NAME: label})
             self._span = span
             _own_trace(run, span.get_span_context())
             otel_token = otel_context.attach(trace.set_span_in_context(span))
