@@ -174,4 +174,3 @@ def _crossed_boundary(policy: Any, server_policy: Any, served: list[tuple[str, s
 def _region(policy: Any, address: str | None) -> str | None:
     endpoint = policy.endpoints.get(address) if address else None
     return endpoint.region if endpoint is not None else None
-

@@ -20,7 +20,6 @@ event ``degradation.silent_incident`` and ``degradation.silent_incidents``.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import time
@@ -33,6 +32,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import api_instruments, content, degradation, names
+from otel_sampling.labels import finite
 
 logger = logging.getLogger(__name__)
 
@@ -258,11 +258,7 @@ def add_cost(usd: float, span: trace.Span | None = None) -> None:
     """
     if isinstance(usd, bool) or not isinstance(usd, (int, float)):
         raise TypeError(f"cost must be a number of USD, got {type(usd).__name__}")
-    try:
-        finite = math.isfinite(usd)
-    except OverflowError:  # an int beyond float range
-        finite = False
-    if not finite or usd < 0:
+    if not finite(usd) or usd < 0:
         raise ValueError(f"cost must be a finite, non-negative number of USD, got {usd!r:.40}")
     target = _explicit() if span is None else None
     if target is None:
