@@ -47,7 +47,6 @@ class ApiInstruments:
         self.run_name_label = BoundedLabel(limit)
         self.outcome_label = BoundedLabel(limit)
         self.evaluation_name_label = BoundedLabel(limit)
-        self.server_label = BoundedLabel(limit)
 
         meter.create_observable_gauge(
             names.METRIC_DEGRADATION_ACTIVE, callbacks=[self._observe_active], unit=names.UNIT_ONE,
@@ -86,10 +85,6 @@ class ApiInstruments:
         self.cache_lookups = meter.create_counter(
             names.METRIC_CACHE_LOOKUPS, unit=names.UNIT_LOOKUP,
             description="Answer-cache lookups the host reported, by result and the provenance of the entry.",
-        )
-        self.violations = meter.create_counter(
-            names.METRIC_SAMPLING_VIOLATIONS, unit=names.UNIT_VIOLATION,
-            description="Sampling policy violations, by kind.",
         )
 
     def _observe(self, expired: bool) -> Iterable[Observation]:

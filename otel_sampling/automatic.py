@@ -143,10 +143,10 @@ def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[s
         if reason not in reasons:
             reasons.append(reason)
     try:
-        policy = record._instruments.settings.policy
-        server_policy = policy.server(record._server_name) if record._server_name else None
-        if server_policy is not None and _crossed_boundary(policy, server_policy, calls.served):
-            _count_violation(record._server_label, names.VIOLATION_BOUNDARY_CROSSED)
+        server_policy = record.server_policy()
+        if server_policy is not None and _crossed_boundary(record._instruments.settings.policy, server_policy,
+                                                           calls.served):
+            record._violate(names.VIOLATION_BOUNDARY_CROSSED)  # counted and on the span, once
     except Exception:
         logger.debug("otel-sampling: could not check the compliance boundary", exc_info=True)
     return (names.MODE_DEGRADED if reasons else mode), tuple(reasons)
@@ -174,11 +174,3 @@ def _crossed_boundary(policy: Any, server_policy: Any, served: list[tuple[str, s
 def _region(policy: Any, address: str | None) -> str | None:
     endpoint = policy.endpoints.get(address) if address else None
     return endpoint.region if endpoint is not None else None
-
-
-def _count_violation(server_label: str, kind: str) -> None:
-    try:
-        api_instruments.current().violations.add(1, {names.MCP_SERVER_NAME: server_label,
-                                                     names.SAMPLING_VIOLATION_KIND: kind})
-    except Exception:
-        logger.debug("otel-sampling: could not count a violation", exc_info=True)

@@ -25,8 +25,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from otel_sampling import names
-
-logger = logging.getLogger(__name__)
+from otel_sampling.settings import report_once
 
 
 class CaptureMode(NamedTuple):
@@ -56,8 +55,8 @@ def capture_mode(environ: Mapping[str, str]) -> CaptureMode:
         return NO_CAPTURE
     mode = _MODES.get(raw.upper())
     if mode is None:
-        logger.warning("%s=%r is not one of %s; content is not captured", names.ENV_CAPTURE_MESSAGE_CONTENT,
-                       raw, ", ".join(names.CAPTURE_MODES))
+        report_once(logging.WARNING, "%s=%r is not one of %s; content is not captured",
+                    names.ENV_CAPTURE_MESSAGE_CONTENT, raw, ", ".join(names.CAPTURE_MODES))
         return NO_CAPTURE
     return mode
 

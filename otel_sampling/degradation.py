@@ -59,9 +59,9 @@ class Degradation:
         component: what runs degraded (``"search"``), a non-empty string; a metric label.
         reason: why (``"sources unavailable"``), a non-empty string; a metric label and the
             ``degradation.reason`` of every span started while it is active.
-        owner: who answers for it (a team or person), a non-empty string; kept on the object
-            (never a metric label). ``degradation.owner`` / ``degradation.expires_at`` in
-            ``names.py`` are not yet stamped on spans.
+        owner: who answers for it (a team or person), a non-empty string; never a metric label,
+            stamped on spans started while it is active (``degradation.owner``, as
+            ``expires_at`` is as ``degradation.expires_at``).
         expires_at: when it should be over: an aware :class:`datetime.datetime` or an ISO 8601
             string with an offset (``"2026-12-01T00:00:00Z"``). Past it, the degradation counts
             in ``degradation.expired`` until it exits.

@@ -8,9 +8,9 @@ harness) reports each score; the mode comes from the state the score was produce
 from __future__ import annotations
 
 import logging
-import math
 
 from otel_sampling import api_instruments, names, runs
+from otel_sampling.labels import finite
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
         raise ValueError("evaluation name must not be empty")
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise TypeError(f"evaluation score must be a number, got {type(score).__name__}")
-    if not _finite(score) or score < 0:
+    if not finite(score) or score < 0:
         raise ValueError(f"evaluation score must be a finite, non-negative number, got {score!r:.40}")
     if run is not None and not isinstance(run, runs.Run):
         raise TypeError(f"run must be the Run of `with otel_sampling.run(...) as run`, got {type(run).__name__}")
@@ -55,10 +55,3 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
         })
     except Exception:  # our failure is not the host's
         logger.debug("otel-sampling: could not record an evaluation", exc_info=True)
-
-
-def _finite(number: float) -> bool:
-    try:
-        return math.isfinite(number)
-    except OverflowError:  # an int beyond float range
-        return False

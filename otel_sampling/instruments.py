@@ -22,6 +22,7 @@ class Instruments:
         settings: the frozen settings (policy, label caps).
         tracer_provider: defaults to the global tracer provider.
         meter_provider: defaults to the global meter provider.
+        logger_provider: for the content-capture events; defaults to the global logger provider.
     """
 
     def __init__(self, settings: Settings, tracer_provider: trace.TracerProvider | None = None,

@@ -8,6 +8,7 @@ every later one to ``_other`` (``names.OVERFLOW_LABEL``), so metric cardinality 
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable
 
@@ -23,6 +24,15 @@ def otlp_int(value: object) -> int | None:
     bool or a non-int). JSON has no integer bound, but one attribute beyond int64 fails every OTLP
     export of the span it is on."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value in _INT64 else None
+
+
+def finite(number: float) -> bool:
+    """``math.isfinite`` for a number already checked to be an int or a float: False, not
+    ``OverflowError``, for an int beyond float range (host APIs raise ValueError for it)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
 
 
 def clean(value: object, max_length: int) -> str:

@@ -5,7 +5,7 @@
 * the stall watch (``stalls.PendingWatch``), swept by the shared watchdog thread;
 * the last ending and the last grant per server (is a grant answering a budget exhaustion? did
   one come between an exhaustion and a completion of the same request?);
-* emitting a violation: a span event and ``mcp.sampling.violations{kind, server}``.
+* :func:`record_violation`: a span event and ``mcp.sampling.violations{kind, server}``.
 """
 
 from __future__ import annotations
@@ -67,13 +67,15 @@ class Ledger:
             last = self._last_grants.get(server_key(server)) if server is not None else None
         return last is not None and last >= since
 
-    def violation(self, span: trace.Span, kind: str, server_label: str, earlier: Seen | None = None) -> None:
-        """Record one violation on ``span`` (event) and the violations counter."""
-        self.instruments.sampling_violations.add(1, {
-            names.MCP_SERVER_NAME: server_label, names.SAMPLING_VIOLATION_KIND: kind})
-        if span.is_recording():
-            attributes: dict[str, Any] = {names.SAMPLING_VIOLATION_KIND: kind, names.MCP_SERVER_NAME: server_label}
-            if earlier is not None:
-                attributes[names.SAMPLING_EARLIER_TRACE_ID] = trace.format_trace_id(earlier.trace_id)
-                attributes[names.SAMPLING_EARLIER_SPAN_ID] = trace.format_span_id(earlier.span_id)
-            span.add_event(names.EVENT_SAMPLING_VIOLATION, attributes)
+
+def record_violation(instruments: Instruments, span: trace.Span, kind: str, server_label: str,
+                     earlier: Seen | None = None) -> None:
+    """Record one violation: the violations counter, and an event on ``span`` (with the earlier
+    request's ids when it has one). Needs no ledger: a request without one (mcp 1.x) still counts."""
+    instruments.sampling_violations.add(1, {names.MCP_SERVER_NAME: server_label, names.SAMPLING_VIOLATION_KIND: kind})
+    if span.is_recording():
+        attributes: dict[str, Any] = {names.SAMPLING_VIOLATION_KIND: kind, names.MCP_SERVER_NAME: server_label}
+        if earlier is not None:
+            attributes[names.SAMPLING_EARLIER_TRACE_ID] = trace.format_trace_id(earlier.trace_id)
+            attributes[names.SAMPLING_EARLIER_SPAN_ID] = trace.format_span_id(earlier.span_id)
+        span.add_event(names.EVENT_SAMPLING_VIOLATION, attributes)

@@ -108,12 +108,22 @@ def lookup(hit: bool, stamp: Mapping[str, Any] | None = None) -> str:
     return match
 
 
+# (policy, its digest): a Policy is frozen, so it is digested once, not on every stamp and cache hit.
+_digested: tuple[Any, str] | None = None
+
+
 def _policy_digest() -> str | None:
+    global _digested
     try:
         policy = api_instruments.current().settings.policy
+        digested = _digested
+        if digested is not None and digested[0] is policy:
+            return digested[1]
         content = repr((sorted(policy.servers.items()), sorted(policy.prices.items()),
                         sorted(policy.endpoints.items())))
     except Exception:  # our failure is not the host's: the stamp goes without a config id
         logger.debug("otel-sampling: could not digest the policy", exc_info=True)
         return None
-    return hashlib.sha256(content.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(content.encode()).hexdigest()[:12]
+    _digested = (policy, digest)
+    return digest

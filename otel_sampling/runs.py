@@ -20,7 +20,6 @@ event ``degradation.silent_incident`` and ``degradation.silent_incidents``.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import time
@@ -33,6 +32,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import api_instruments, content, degradation, names
+from otel_sampling.labels import finite
 
 logger = logging.getLogger(__name__)
 
@@ -165,11 +165,11 @@ class RunScope:
         otel_token = None
         try:
             telemetry = api_instruments.current()
-            span = telemetry.tracer.start_span(f"{names.OPERATION_INVOKE_AGENT} {_span_name(run.name, telemetry)}",
-                                               kind=SpanKind.INTERNAL)
+            label = _span_name(run.name, telemetry)
+            span = telemetry.tracer.start_span(f"{names.OPERATION_INVOKE_AGENT} {label}", kind=SpanKind.INTERNAL)
             if span.is_recording():
                 span.set_attributes({names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
-                                     names.AGENT_RUN_NAME: _span_name(run.name, telemetry)})
+                                     names.AGENT_RUN_NAME: label})
             self._span = span
             _own_trace(run, span.get_span_context())
             otel_token = otel_context.attach(trace.set_span_in_context(span))
@@ -258,11 +258,7 @@ def add_cost(usd: float, span: trace.Span | None = None) -> None:
     """
     if isinstance(usd, bool) or not isinstance(usd, (int, float)):
         raise TypeError(f"cost must be a number of USD, got {type(usd).__name__}")
-    try:
-        finite = math.isfinite(usd)
-    except OverflowError:  # an int beyond float range
-        finite = False
-    if not finite or usd < 0:
+    if not finite(usd) or usd < 0:
         raise ValueError(f"cost must be a finite, non-negative number of USD, got {usd!r:.40}")
     target = _explicit() if span is None else None
     if target is None:
@@ -278,7 +274,8 @@ def disclose(message: str, kind: str = "inline") -> None:
     Args:
         message: what the person was shown. Its length is recorded (span event attribute
             ``degradation.disclosure.message.length``); the text itself only when content capture
-            is on (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, the GenAI convention).
+            puts content on spans (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is
+            ``SPAN_ONLY`` or ``SPAN_AND_EVENT``, the GenAI convention; ``true`` captures nothing).
         kind: ``"inline"`` (next to the output it explains) or ``"activity_log"`` (an entry to
             find later).
 

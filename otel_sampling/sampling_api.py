@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import datetime
 import logging
-import math
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
 from otel_sampling import names
-from otel_sampling.labels import clean
+from otel_sampling.labels import clean, finite
+from otel_sampling.ledger import record_violation
 from otel_sampling.sampling_record import current_sampling
 
 if TYPE_CHECKING:
@@ -140,9 +140,8 @@ def record_grant(server: str, add_usd: float, expires_at: datetime.datetime | st
     """
     if not isinstance(server, str) or not server.strip():
         raise ValueError("server must be a non-empty string (the MCP serverInfo.name)")
-    if isinstance(add_usd, bool) or not isinstance(add_usd, (int, float)) or not math.isfinite(add_usd) \
-            or add_usd <= 0:
-        raise ValueError(f"add_usd must be a finite number of USD above 0; got {add_usd!r}")
+    if isinstance(add_usd, bool) or not isinstance(add_usd, (int, float)) or not finite(add_usd) or add_usd <= 0:
+        raise ValueError(f"add_usd must be a finite number of USD above 0; got {add_usd!r:.40}")
     expires = iso_instant(expires_at, "expires_at")
     if not isinstance(granted_by, str) or not granted_by.strip():
         raise ValueError("granted_by must be a non-empty string")
@@ -175,7 +174,7 @@ def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_b
             names.SAMPLING_GRANT_GRANTED_BY: clean(granted_by, _GRANTED_BY_MAX_LENGTH),
         })
         if ledger.last_ending(server) != names.ENDING_BUDGET_EXHAUSTED:
-            ledger.violation(span, names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, label)
+            record_violation(instruments, span, names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, label)
     finally:
         if own is not None:
             own.end()

@@ -22,9 +22,11 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from otel_sampling import automatic, classify, identity, names, substitution
 from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean, otlp_int
+from otel_sampling.ledger import record_violation
 
 if TYPE_CHECKING:
     from otel_sampling.ledger import Ledger
+    from otel_sampling.policy import ServerPolicy
 
 logger = logging.getLogger(__name__)
 _current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
@@ -48,8 +50,8 @@ class SamplingRecord:
         protocol_version: the negotiated MCP protocol version, or None.
         params: the ``CreateMessageRequestParams``.
         parent: the context extracted from ``params._meta`` (None: the ambient context).
-        ledger: the instrumentor's identity store, stall watch and violation recorder (None:
-            no identity, stall or violation tracking).
+        ledger: the instrumentor's identity store and stall watch (None: no identity or stall
+            tracking; the violations that need no earlier request are still recorded).
         server_version: ``serverInfo.version``, when known.
         session_id: the transport's MCP session id (streamable HTTP), when there is one.
         transport: ``network.transport`` (``pipe`` for stdio, ``tcp`` for HTTP), when known.
@@ -169,11 +171,11 @@ class SamplingRecord:
 
     def _violate(self, kind: str) -> None:
         """Record violation ``kind`` once for this request."""
-        if kind in self._violations or self._ledger is None:
+        if kind in self._violations:
             return
         self._violations.add(kind)
         earlier = self._earlier if kind in _IDENTITY_VIOLATIONS else None
-        self._ledger.violation(self._span, kind, self._server_label, earlier)
+        record_violation(self._instruments, self._span, kind, self._server_label, earlier)
 
     # ------------------------------------------------------------------ while the callback runs
     def activate(self) -> None:
@@ -218,10 +220,14 @@ class SamplingRecord:
         """USD summed over the priced provider calls made inside the callback so far."""
         return self._cost_usd
 
+    def server_policy(self) -> ServerPolicy | None:
+        """The policy for the requesting server (None: no policy covers it, or the server is unnamed)."""
+        name = self._server_name
+        return self._instruments.settings.policy.server(name) if name else None
+
     def permitted_models(self) -> tuple[str, ...] | None:
         """The policy's permitted models for the requesting server (None: no policy covers it)."""
-        name = self._server_name
-        policy = self._instruments.settings.policy.server(name) if name else None
+        policy = self.server_policy()
         return policy.permitted_models if policy is not None else None
 
     def grant_context(self, scope: str) -> None:
@@ -231,7 +237,7 @@ class SamplingRecord:
         if self._ended:
             return
         self._granted = scope
-        policy = self._instruments.settings.policy.server(self._server_name) if self._server_name else None
+        policy = self.server_policy()
         ceiling = policy.context_ceiling if policy is not None else None
         if ceiling is not None and identity.wider(scope, ceiling):
             self._violate(names.VIOLATION_CONTEXT_ABOVE_CEILING)
@@ -282,8 +288,7 @@ class SamplingRecord:
         if self._ledger is not None:
             self._ledger.pending.remove(self)  # first: no stall report once the request has ended
         self._ended = True
-        instruments = self._instruments
-        policy = instruments.settings.policy.server(self._server_name) if self._server_name else None
+        policy = self.server_policy()
         permitted = policy.permitted_models if policy is not None else None
         if served:
             judged = substitution.judge(self._hints, served, permitted)
@@ -303,11 +308,11 @@ class SamplingRecord:
 
     def _track(self, ending: str, judged: str) -> None:
         """Violations visible at the end, then remember this request for the ones after it."""
+        if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
+            self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
         ledger = self._ledger
         if ledger is None:
             return
-        if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
-            self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
         earlier = self._earlier
         if earlier is not None:
             before = earlier.decision_for(self._server_key)

@@ -89,14 +89,15 @@ def settings_for_instrument(environ: Mapping[str, str] | None = None) -> Setting
     try:
         return Settings.from_env(environ)
     except Exception as exc:  # PolicyError, or anything else the file provokes: never the host's problem
-        _report_once(logging.ERROR, "otel-sampling: policy file ignored, substitutions stay unjudged until it "
+        report_once(logging.ERROR, "otel-sampling: policy file ignored, substitutions stay unjudged until it "
                      "is fixed: %s", str(exc))
         env = os.environ if environ is None else environ
         return Settings.from_env({k: v for k, v in env.items() if k != names.ENV_POLICY})
 
 
-def _report_once(level: int, message: str, *args: object) -> None:
-    """Log a configuration problem once per process (each instrumentor reads the settings)."""
+def report_once(level: int, message: str, *args: object) -> None:
+    """Log a configuration problem once per process (each instrumentor reads the settings, and
+    ``disclose()`` reads the capture setting on every call)."""
     key = message % args
     if key not in _reported:
         _reported.add(key)
@@ -112,6 +113,6 @@ def _positive_int(env: Mapping[str, str], key: str, default: int) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        _report_once(logging.WARNING, "%s=%r is not a positive integer; using %d", key, raw, default)
+        report_once(logging.WARNING, "%s=%r is not a positive integer; using %d", key, raw, default)
         return default
     return value

@@ -174,6 +174,9 @@ def _sdk_class(provider: str, path: str) -> type | None:
     return getattr(importlib.import_module(f"{provider}.{module}"), name, None)
 
 
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
 def server_of(resource: Any) -> tuple[str, int | None] | None:
     """``(server.address, server.port)`` from the SDK client's ``base_url`` (a resource or the client)."""
     url = getattr(resource, "base_url", None)  # the client itself
@@ -184,7 +187,7 @@ def server_of(resource: Any) -> tuple[str, int | None] | None:
         return None
     port = getattr(url, "port", None)
     if port is None:
-        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""))
+        port = _DEFAULT_PORTS.get(getattr(url, "scheme", ""))
     return host, port
 
 
@@ -248,7 +251,7 @@ def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
         return _proxy_or_end(state, call, result)
     except Exception:
         logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
-        call.end(None)
+        _end_unseen(state, call)
     return result
 
 
@@ -296,8 +299,9 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
 
 
 def _end_unseen(state: ProviderState, call: ProviderCall) -> None:
-    """End a call whose response we did not see. Runs in the caller's ``close()`` or at collection:
-    our failure (a raising span processor) is logged, never raised there."""
+    """End a call whose response we did not see (or could not read). Runs in the caller's
+    ``close()``, at collection or in a wrapper: our failure (a raising span processor) is logged,
+    never raised there."""
     try:
         call.end(None)
     except Exception:
@@ -352,7 +356,7 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
             return _proxy_or_end(state, call, result)
         except Exception:
             logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
-            call.end(None)
+            _end_unseen(state, call)
         return result
 
     return wrapper

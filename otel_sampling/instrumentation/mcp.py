@@ -110,8 +110,8 @@ class _Connections:
 
 
 class _State:
-    __slots__ = ("instruments", "cancel_reasons", "request_type", "error_type", "result_types", "client_response",
-                 "ledger", "connections")
+    __slots__ = ("instruments", "cancel_reasons", "request_type", "error_type", "result_types", "answer_types",
+                 "client_response", "ledger", "connections")
 
     def __init__(self, instruments: Instruments) -> None:
         # Imported here: mcp is an optional extra.
@@ -124,6 +124,7 @@ class _State:
         self.request_type = mcp_types.CreateMessageRequest
         self.error_type = mcp_types.ErrorData
         self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
+        self.answer_types = (self.error_type, *self.result_types)  # what mcp reads without validating
         self.client_response = ClientResponse  # how mcp reads whatever the callback returned
         self.ledger = Ledger(instruments)
         self.connections = _Connections()
@@ -178,7 +179,7 @@ def _start_record(state: _State, session: Any, ctx: Any, request: Any) -> Sampli
 
 def _end_with_return(state: _State, record: SamplingRecord, result: Any) -> None:
     """Classify what the callback returned the way mcp will read it."""
-    if not isinstance(result, (state.error_type, *state.result_types)):
+    if not isinstance(result, state.answer_types):
         try:  # a dict or another shape: mcp validates it into a result or an error frame
             result = state.client_response.validate_python(result)
         except Exception:

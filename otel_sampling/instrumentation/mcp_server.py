@@ -55,16 +55,25 @@ _handling: ContextVar[tuple[str | None, str | None]] = ContextVar("otel_sampling
 
 class _Pending:
     """2026-07-28 requests awaiting the retry that answers them: ``requestState`` -> {input key:
-    record}; bounded and expiring, every dropped request ends ``unanswered``."""
+    record}; bounded and expiring, every dropped request ends ``unanswered``. Records are ended
+    after the lock is released: ending one runs the span processors (a synchronous exporter), and
+    the event loop's ``add`` / ``take`` must not wait for the watchdog's export."""
 
     def __init__(self, max_entries: int, ttl_seconds: float) -> None:
-        self._by_state = EvictingTTLCache(max_entries, ttl_seconds, self._dropped)
+        self._evicted: list[dict[str, ServerSamplingRecord]] = []  # dropped under the lock, ended after it
+        self._by_state = EvictingTTLCache(max_entries, ttl_seconds,
+                                          lambda state, records: self._evicted.append(records))
         self._lock = threading.Lock()
 
     @staticmethod
-    def _dropped(state: Any, records: dict[str, ServerSamplingRecord]) -> None:
-        for record in records.values():
-            record.end_unanswered()
+    def _end_unanswered(dropped: list[dict[str, ServerSamplingRecord]]) -> None:
+        for records in dropped:
+            for record in records.values():
+                record.end_unanswered()
+
+    def _take_evicted(self) -> list[dict[str, ServerSamplingRecord]]:  # called with the lock held
+        evicted, self._evicted = self._evicted, []
+        return evicted
 
     def add(self, request_state: str | None, records: dict[str, ServerSamplingRecord]) -> None:
         """Wait for the retry carrying ``request_state``. A server that sends no state (None), or
@@ -74,7 +83,8 @@ class _Pending:
             earlier = self._by_state.pop(request_state, None) or {}
             replaced = {key: earlier.pop(key) for key in records if key in earlier}
             self._by_state[request_state] = {**earlier, **records}
-        self._dropped(request_state, replaced)
+            dropped = self._take_evicted()
+        self._end_unanswered([replaced, *dropped])
 
     def take(self, request_state: str | None) -> dict[str, ServerSamplingRecord]:
         with self._lock:
@@ -84,14 +94,16 @@ class _Pending:
         """End every request whose answer did not come in time (``now``: the clock's time)."""
         with self._lock:
             self._by_state.expire(now)
+            dropped = self._take_evicted()
+        self._end_unanswered(dropped)
 
     def close(self) -> None:
         """End every pending request ``unanswered`` (the process is going away: no retry can come)."""
         with self._lock:
-            dropped = list(self._by_state.items())
+            self._by_state.expire()  # the expired ones first: reading values() would evict them after the take
+            dropped = [*self._take_evicted(), *self._by_state.values()]
             self._by_state.clear()
-        for state, records in dropped:
-            self._dropped(state, records)
+        self._end_unanswered(dropped)
 
     def __len__(self) -> int:
         with self._lock:

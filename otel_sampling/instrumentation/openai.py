@@ -61,10 +61,12 @@ PROVIDER = "openai"  # gen_ai.provider.name well-known value
 AZURE_PROVIDER = "azure.ai.openai"  # gen_ai.provider.name well-known value of the SDK's Azure OpenAI clients
 CHAT_PATH = "/chat/completions"
 RESPONSES_PATH = "/responses"
-# openai.api.type (GenAI semconv for openai) and the token-limit keys, first found wins, per endpoint.
+# The span attributes (openai.api.type, GenAI semconv for openai; built once, read-only) and the
+# token-limit keys, first found wins, per endpoint.
 _APIS = {
-    CHAT_PATH: (names.OPENAI_API_TYPE_CHAT_COMPLETIONS, ("max_completion_tokens", "max_tokens")),
-    RESPONSES_PATH: (names.OPENAI_API_TYPE_RESPONSES, ("max_output_tokens",)),
+    CHAT_PATH: ({names.OPENAI_API_TYPE: names.OPENAI_API_TYPE_CHAT_COMPLETIONS},
+                ("max_completion_tokens", "max_tokens")),
+    RESPONSES_PATH: ({names.OPENAI_API_TYPE: names.OPENAI_API_TYPE_RESPONSES}, ("max_output_tokens",)),
 }
 
 
@@ -190,12 +192,12 @@ class _State(ProviderState):
         api = _APIS.get(url) if isinstance(url, str) and getattr(options, "method", None) == "post" else None
         if api is None or not body:
             return None
-        api_type, max_tokens_keys = api
+        api_attributes, max_tokens_keys = api
         max_tokens = next((body[k] for k in max_tokens_keys if k in body), None)
         # Azure OpenAI: ``model`` is the caller's deployment name, which says nothing of the model served.
         azure = isinstance(instance, self._azure_client)
         return Request(body.get("model"), max_tokens, body.get("stream") is True, body,
-                       provider=AZURE_PROVIDER if azure else None, attributes={names.OPENAI_API_TYPE: api_type},
+                       provider=AZURE_PROVIDER if azure else None, attributes=api_attributes,
                        deployment=azure)
 
     def input_content(self, body: Any) -> Content:

@@ -45,7 +45,7 @@ class Accumulator(Protocol):
 # wrapt 1.x (still supported) cannot subscript ObjectProxy at run time, so no ObjectProxy[Any] here.
 class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
-                 failure: Callable[[BaseException], Failure | str]) -> None:
+                 failure: Callable[[BaseException], Failure]) -> None:
         super().__init__(stream)
         self._self_call: ProviderCall | None = call
         self._self_accumulator = accumulator
@@ -89,8 +89,6 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
         response = accumulator.response()
         if exc is not None:
             failure = self._self_failure(exc)
-            if isinstance(failure, str):  # a plain error.type callable
-                failure = Failure(failure, names.ENDING_ERROR)
             return response, failure.error_type, failure.ending
         if accumulator.complete or (exhausted and self._self_blind):
             return response, None, ending_of(response, None)
