@@ -81,13 +81,6 @@ def test_error_passes_through_unchanged(anthropic_instrumented, fake_provider):
         ("overloaded_error",): 1}
 
 
-def test_timeout_error_type(anthropic_instrumented, fake_provider):
-    with pytest.raises(anthropic.APITimeoutError):
-        client(fake_provider, timeout=0.2).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES,
-                                                           **scenario("delay=1"))
-    assert chat_spans(anthropic_instrumented)[0].attributes[names.ERROR_TYPE] == "timeout"
-
-
 def test_stream_passes_every_event_and_ends_once(anthropic_instrumented, fake_provider):
     stream = client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, stream=True)
     assert isinstance(stream, anthropic.Stream)
@@ -102,15 +95,6 @@ def test_stream_passes_every_event_and_ends_once(anthropic_instrumented, fake_pr
     stream.close()
     assert len(chat_spans(anthropic_instrumented)) == 1
     assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {(None,): 1}
-
-
-def test_stream_without_message_stop_is_an_error(anthropic_instrumented, fake_provider):
-    with client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, stream=True,
-                                               **scenario("truncate")) as stream:
-        list(stream)
-    (span,) = chat_spans(anthropic_instrumented)
-    assert span.status.status_code is StatusCode.ERROR
-    assert span.attributes[names.ERROR_TYPE] == "incomplete_stream"
 
 
 def test_stream_dropped_midway_raises_the_same_error(anthropic_instrumented, fake_provider):

@@ -8,7 +8,6 @@ envelope ``type`` (the fake provider sends anthropic's documented types per stat
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 
 import anthropic
@@ -159,9 +158,9 @@ def test_stream_error_midway(anthropic_instrumented, fake_provider, kind, reader
 
 @pytest.mark.parametrize("reader", [_sync_create_stream, _sync_manager], ids=lambda f: f.__name__.strip("_"))
 def test_stream_without_message_stop_is_an_error(anthropic_instrumented, fake_provider, reader):
-    # the stream helper may refuse a message without its end; the create stream ends silently
-    with contextlib.suppress(anthropic.AnthropicError):
-        reader(client(fake_provider), "truncate")
+    # neither reader raises on a stream without message_stop (anthropic 2.x, a real run): the host
+    # gets what was sent; only the span says the stream was incomplete
+    reader(client(fake_provider), "truncate")
     span = only_span(anthropic_instrumented)
     assert span.status.status_code is StatusCode.ERROR
     assert (span.attributes[names.ERROR_TYPE], span.attributes[names.ENDING]) == ("incomplete_stream", "error")

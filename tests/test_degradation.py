@@ -155,17 +155,21 @@ def test_one_processor_per_provider_and_off_after_the_last_uninstrument(telemetr
     instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor(), OpenAIInstrumentor()]
     for instrumentor in instrumentors:
         instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    processors = [p for p in TRACER_PROVIDER._active_span_processor._span_processors
-                  if isinstance(p, DegradationSpanProcessor)]
-    assert len(processors) == 1
-    for instrumentor in instrumentors[:2]:
-        instrumentor.uninstrument()
-    with _search_down():
-        with OTHER.start_as_current_span("one instrumentor left"):
-            pass
-        instrumentors[2].uninstrument()
-        with OTHER.start_as_current_span("none left"):
-            pass
+    try:
+        processors = [p for p in TRACER_PROVIDER._active_span_processor._span_processors
+                      if isinstance(p, DegradationSpanProcessor)]
+        assert len(processors) == 1
+        for instrumentor in instrumentors[:2]:
+            instrumentor.uninstrument()
+        with _search_down():
+            with OTHER.start_as_current_span("one instrumentor left"):
+                pass
+            instrumentors[2].uninstrument()
+            with OTHER.start_as_current_span("none left"):
+                pass
+    finally:  # a failed assertion above must not leave instrumentors (and their processor) behind
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
     assert names.DEGRADATION_MODE in telemetry.spans("one instrumentor left", scope=None)[0].attributes
     assert names.DEGRADATION_MODE not in telemetry.spans("none left", scope=None)[0].attributes
 

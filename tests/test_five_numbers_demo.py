@@ -84,21 +84,36 @@ def _series(text: str) -> list[dict]:
     return out
 
 
+def _exported(text: str, series: str, **labels: str) -> float:
+    """Sum of the exporter's samples of ``series`` with these labels, read with prometheus_client
+    (not with five_numbers.from_scrape, which is under test here)."""
+    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+               if sample.name == series and all(sample.labels.get(k) == v for k, v in labels.items()))
+
+
 def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path):
     scenario, ran, text = demo_run
     scraped = five_numbers.from_scrape(text)
-    assert sum(scraped.runs_by_mode.values()) == len(ran)  # one run per step, no other run in the host
+    assert _exported(text, five_numbers.RUNS) == len(ran)  # one run per step, no other run in the host
+    assert sum(scraped.runs_by_mode.values()) == len(ran)
     expected = _implied(scenario, ran)
     completed = {labels["degradation_mode"]: value for labels, value in expected.pop("_completed")}
     assert scraped.completed_by_mode == completed
+
+    def runs(mode: str, **outcome: str) -> float:
+        return _exported(text, five_numbers.RUNS, **{five_numbers.MODE: mode}, **outcome)
+
     # the host decides which runs were declined (outcome "denied"); completion is over the others
+    denied = {five_numbers.OUTCOME: names.OUTCOME_DENIED}
     expected["completion_rate_by_mode"] = [
-        ({"degradation_mode": mode},
-         completed[mode] / (scraped.runs_by_mode[mode] - scraped.denied_by_mode.get(mode, 0)))
-        for mode in completed]
+        ({"degradation_mode": mode}, completed[mode] / (runs(mode) - runs(mode, **denied))) for mode in completed]
+    # cost and run time are not the scenario's to say: the exporter's own sums
     expected["cost_per_completed_task_by_mode"] = [
-        ({"degradation_mode": mode}, scraped.cost_by_mode[mode] / completed[mode]) for mode in completed]
-    expected["degraded_run_seconds"] = [({}, scraped.degraded_run_seconds)]
+        ({"degradation_mode": mode},
+         _exported(text, five_numbers.RUN_COST, **{five_numbers.MODE: mode}) / completed[mode])
+        for mode in completed]
+    expected["degraded_run_seconds"] = [({}, _exported(text, five_numbers.RUN_DURATION_SUM,
+                                                       **{five_numbers.MODE: names.MODE_DEGRADED}))]
     assert expected["silent_incidents"][0][1] >= 1 and 0 < expected["degraded_run_share"][0][1] < 1
 
     promql = five_numbers.expressions("5m")

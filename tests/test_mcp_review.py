@@ -151,7 +151,9 @@ def test_content_reaches_no_span_event_log_or_label(both, mode, ending, caplog):
     with caplog.at_level(logging.DEBUG):
         anyio.run(call, server, mode, callback)
     spans = sampling_spans(both)
-    assert spans
+    # the host's span is always there (so the loop below runs); on the 2026-07-28 path a denied
+    # request's server span ends only later, unanswered (test_mcp_server_side, a real run)
+    assert [s.kind.name for s in spans if s.kind.name == "SERVER"] == ["SERVER"]
     for span in spans:
         texts = [str(v) for v in span.attributes.values()] + [span.name]
         texts += [str(v) for event in span.events for v in event.attributes.values()]

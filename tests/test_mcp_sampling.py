@@ -281,10 +281,15 @@ def test_other_input_requests_pass_through_untouched(mcp_instrumented):
 def test_nothing_is_emitted_after_uninstrument(telemetry):
     instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(meter_provider=telemetry.meter_provider)
-    instrumentor.uninstrument()
+    try:  # the same call is recorded while instrumented: the empty lists below are not vacuous
+        anyio.run(call, "legacy", callback_returning(result()))
+    finally:
+        instrumentor.uninstrument()
+    assert len(telemetry.spans(names.SPAN_SAMPLING)) == 1
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS) == {(): 1}
     anyio.run(call, "legacy", callback_returning(result()))
-    assert telemetry.spans(names.SPAN_SAMPLING) == []
-    assert telemetry.points(names.METRIC_SAMPLING_REQUESTS) == []
+    assert len(telemetry.spans(names.SPAN_SAMPLING)) == 1
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS) == {(): 1}
 
 
 def test_hostile_server_cannot_blow_up_labels_or_attributes(mcp_instrumented):

@@ -244,8 +244,10 @@ def test_uninstrument_ends_pending_requests_unanswered(telemetry):
     """No retry can come once the server stops: its pending 2026-07-28 requests end unanswered."""
     server = MCPServerSamplingInstrumentor()
     server.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    anyio.run(call, build_server(), "auto", returning(types.ErrorData(code=-1, message="no")))
-    assert server_spans(telemetry) == []
-    server.uninstrument()
+    try:
+        anyio.run(call, build_server(), "auto", returning(types.ErrorData(code=-1, message="no")))
+        assert server_spans(telemetry) == []
+    finally:  # never leave the server side instrumented for later tests
+        server.uninstrument()
     (span,) = server_spans(telemetry)
     assert span.attributes[names.SAMPLING_ENDING] == "unanswered"

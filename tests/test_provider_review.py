@@ -535,9 +535,11 @@ def test_a_stream_dropped_after_uninstrument_ends_once_and_later_calls_emit_noth
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
     request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
-    stream = c.messages.create(**request, stream=True)
-    assert next(stream).type == "message_start"
-    instrumentor.uninstrument()
+    try:
+        stream = c.messages.create(**request, stream=True)
+        assert next(stream).type == "message_start"
+    finally:  # never left instrumented, even when the call above fails
+        instrumentor.uninstrument()
     del stream
     gc.collect()
     c.messages.create(**request)

@@ -192,20 +192,22 @@ def test_evaluations_take_the_mode_of_the_state(mcp_instrumented):
     assert points["primary"].attributes[names.GEN_AI_EVALUATION_NAME] == "triage-suite"
 
 
-@pytest.mark.parametrize(("call", "error"), [
-    (lambda: runs.add_cost(-1), ValueError),
-    (lambda: runs.add_cost(float("nan")), ValueError),
-    (lambda: runs.add_cost(True), TypeError),
-    (lambda: osm.disclose("x", kind="toast"), ValueError),
-    (lambda: osm.disclose(None), TypeError),
-    (lambda: osm.run(""), ValueError),
-    (lambda: osm.run(3), TypeError),
-    (lambda: osm.record_evaluation("", 0.5), ValueError),
-    (lambda: osm.record_evaluation("s", float("inf")), ValueError),
-    (lambda: osm.record_evaluation("s", "0.5"), TypeError),
+# The message names the argument and what was wrong (the standard: bad input gets a clear error),
+# so a TypeError or ValueError raised by accident deeper down does not pass.
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: runs.add_cost(-1), ValueError, r"cost must be a finite, non-negative number of USD, got -1"),
+    (lambda: runs.add_cost(float("nan")), ValueError, r"cost must be .* got nan"),
+    (lambda: runs.add_cost(True), TypeError, r"cost must be a number of USD, got bool"),
+    (lambda: osm.disclose("x", kind="toast"), ValueError, r"disclosure kind must be one of .*'toast'"),
+    (lambda: osm.disclose(None), TypeError, r"disclosure message must be a string, got NoneType"),
+    (lambda: osm.run(""), ValueError, r"run name must not be empty"),
+    (lambda: osm.run(3), TypeError, r"run name must be a string, got int"),
+    (lambda: osm.record_evaluation("", 0.5), ValueError, r"evaluation name must not be empty"),
+    (lambda: osm.record_evaluation("s", float("inf")), ValueError, r"evaluation score must be .* got inf"),
+    (lambda: osm.record_evaluation("s", "0.5"), TypeError, r"evaluation score must be a number, got str"),
 ])
-def test_bad_arguments_are_clear_errors(call, error):
-    with pytest.raises(error):
+def test_bad_arguments_are_clear_errors(call, error, message):
+    with pytest.raises(error, match=message):
         call()
 
 
