@@ -89,6 +89,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -215,6 +216,20 @@ class _Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         raise _Abort()
+
+    def _stream_fault(self, sc: dict[str, str], send_error: Callable[[], None]) -> bool:
+        """The mid-stream faults every streaming endpoint offers, at the current chunk: True when the
+        stream ends here (``midstream_error`` after ``send_error()``, or ``truncate``); ``drop`` aborts."""
+        if "midstream_error" in sc:
+            send_error()
+            self._end_sse()
+            return True
+        if "drop" in sc:
+            self._drop()
+        if "truncate" in sc:
+            self._end_sse()
+            return True
+        return False
 
     # ------------------------------------------------------------------ routing
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
@@ -368,15 +383,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._event(sc, {"type": "ping"}, "ping")
         cut = min(2, max(len(words) - 1, 0))
         for n, w in enumerate(words):
-            if n == cut and "midstream_error" in sc:
-                self._event(sc, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
-                                 "request_id": headers["request-id"]}, "error")
-                self._end_sse()
-                return
-            if n == cut and "drop" in sc:
-                self._drop()
-            if n == cut and "truncate" in sc:
-                self._end_sse()
+            if n == cut and self._stream_fault(sc, lambda: self._event(sc, {
+                    "type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+                    "request_id": headers["request-id"]}, "error")):
                 return
             self._event(sc, {"type": "content_block_delta", "index": idx,
                              "delta": {"type": "text_delta", "text": w}}, "content_block_delta")
@@ -456,15 +465,9 @@ class _Handler(BaseHTTPRequestHandler):
                                 "logprobs": None, "finish_reason": None}]))
         cut = min(2, max(len(words) - 1, 0))
         for n, w in enumerate(words):
-            if n == cut and "midstream_error" in sc:
-                self._event(sc, {"error": {"message": "The server had an error while processing your request.",
-                                           "type": "server_error", "param": None, "code": None}})
-                self._end_sse()
-                return
-            if n == cut and "drop" in sc:
-                self._drop()
-            if n == cut and "truncate" in sc:
-                self._end_sse()
+            if n == cut and self._stream_fault(sc, lambda: self._event(sc, {"error": {
+                    "message": "The server had an error while processing your request.",
+                    "type": "server_error", "param": None, "code": None}})):
                 return
             self._event(sc, chunk([{"index": 0, "delta": {"content": w}, "logprobs": None, "finish_reason": None}]))
         if "tool" in sc:
@@ -527,14 +530,8 @@ class _Handler(BaseHTTPRequestHandler):
            part={"type": "output_text", "text": "", "annotations": []})
         cut = min(2, max(len(words) - 1, 0))
         for n, w in enumerate(words):
-            if n == cut and "midstream_error" in sc:
-                ev("error", code="server_error", message="fake mid-stream error", param=None)
-                self._end_sse()
-                return
-            if n == cut and "drop" in sc:
-                self._drop()
-            if n == cut and "truncate" in sc:
-                self._end_sse()
+            if n == cut and self._stream_fault(
+                    sc, lambda: ev("error", code="server_error", message="fake mid-stream error", param=None)):
                 return
             ev("response.output_text.delta", item_id=mid, output_index=0, content_index=0, delta=w, logprobs=[])
         ev("response.output_text.done", item_id=mid, output_index=0, content_index=0, text=text, logprobs=[])
