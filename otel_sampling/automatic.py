@@ -58,11 +58,12 @@ def note_canary() -> None:
         _calls_of(record).canary = True
 
 
-def call_mode(span: Any = None) -> str:
+def call_mode(stamped: tuple[str, ...]) -> str:
     """Mode of a provider call from the state around it as it ends (named degradations, a canary
-    block), or ``degraded`` when the span processor stamped its ``span`` so as it started. Never raises."""
+    block), or ``degraded`` when the span processor ``stamped`` its span so as it started
+    (:func:`stamped_reasons`). Never raises."""
     try:
-        if degradation.active_reasons() or stamped_reasons(span):
+        if stamped or degradation.active_reasons():
             return names.MODE_DEGRADED
     except Exception:
         logger.debug("otel-sampling: could not read the call's mode", exc_info=True)
@@ -70,11 +71,16 @@ def call_mode(span: Any = None) -> str:
 
 
 def stamped_reasons(span: Any) -> tuple[str, ...]:
-    """The reasons the span processor put on ``span`` when it started (an SDK span), else ()."""
-    attributes = getattr(span, "attributes", None) or {}
-    if attributes.get(names.DEGRADATION_MODE) != names.MODE_DEGRADED:
+    """The reasons the span processor put on ``span`` when it started (an SDK span), else ().
+    Never raises."""
+    try:
+        attributes = getattr(span, "attributes", None) or {}
+        if attributes.get(names.DEGRADATION_MODE) != names.MODE_DEGRADED:
+            return ()
+        return degradation.reasons_of(attributes.get(names.DEGRADATION_REASON))
+    except Exception:
+        logger.debug("otel-sampling: could not read the span's degradation stamp", exc_info=True)
         return ()
-    return degradation.reasons_of(attributes.get(names.DEGRADATION_REASON))
 
 
 def observe_call(record: Any, provider: str, address: str | None, requested: str | None,

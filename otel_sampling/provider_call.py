@@ -220,7 +220,8 @@ class ProviderCall:
         failed = error_type is not None
         reason = None
         usd = None
-        named = automatic.call_mode(self._span)  # named degradations and canary blocks
+        stamped = automatic.stamped_reasons(self._span)  # read once: the mode and the span's reasons
+        named = automatic.call_mode(stamped)  # named degradations and canary blocks
         try:
             failed_over = self._failovers is not None and self._failovers.observe(
                 self._parent, self._request_model, failed)
@@ -240,7 +241,7 @@ class ProviderCall:
                 runs.add_cost(usd, span=self._span)
             self._record_metrics(duration, response_model, usage, mode, error_type, ending, usd)
         finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, reason, error_type, ending, usd)
+            self._end_span(response, usage, reason, stamped, error_type, ending, usd)
 
     def _degradation_reason(self, response: Response | None, failed: bool, failed_over: bool) -> str | None:
         """``names.DEGRADATION_REASONS`` value when this call ran degraded, else None."""
@@ -269,15 +270,14 @@ class ProviderCall:
             return None
         return cost.cost_usd(price, usage)
 
-    def _end_span(self, response: Response | None, usage: Usage, reason: str | None, error_type: str | None,
-                  ending: str, usd: float | None) -> None:
+    def _end_span(self, response: Response | None, usage: Usage, reason: str | None, stamped: tuple[str, ...],
+                  error_type: str | None, ending: str, usd: float | None) -> None:
         instruments = self._instruments
         span = self._span
         try:
             if span.is_recording():
                 max_length = instruments.settings.attribute_max_length
                 attributes: dict[str, Any] = {names.ENDING: ending}
-                stamped = automatic.stamped_reasons(span)  # a named degradation, stamped at start
                 if reason:
                     attributes[names.DEGRADATION_MODE] = names.MODE_DEGRADED
                     attributes[names.DEGRADATION_REASON] = [reason, *(r for r in stamped if r != reason)]
