@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers lint test test-peers demo generate prometheus clean test-matrix
+.PHONY: venv venv-peers lint test test-peers soak demo generate prometheus clean test-matrix
 
 venv: $(STAMP)
 
@@ -39,6 +39,10 @@ lint: $(STAMP)
 # Lint first: a lint failure stops the run before the slow tests.
 test: $(STAMP) lint $(PEERS_STAMP) prometheus
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest
+
+# The long versions of the reliability tests (marked soak; the default suite runs a short version of each).
+soak: $(STAMP) prometheus
+	$(PY) -m pytest -m soak -o timeout=1800
 
 # promtool and the Prometheus server for the rule tests and the end-to-end test (Debian package).
 prometheus:
