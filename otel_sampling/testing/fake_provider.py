@@ -27,6 +27,7 @@ requested model.
 ``fail_first=<n>``    with ``status=``: fail only while ``x-stainless-retry-count`` < n, then succeed
 ``retry_after_ms=<m>`` value of ``retry-after-ms`` on errors (default 1, so SDK retries are instant)
 ``no_retry``          send ``x-should-retry: false`` on errors (the SDK does not retry)
+``error_message=<m>`` with ``status=``: the error body's ``message`` is ``<m>`` (what a provider echoes)
 ``delay=<s>``         wait that many seconds before sending the response headers
 ``chunk_delay=<s>``   wait that many seconds before each SSE event
 ``midstream_error``   SSE: after min(2, words-1) text deltas send a provider error event
@@ -305,13 +306,14 @@ class _Handler(BaseHTTPRequestHandler):
             req_id = _id("req_")
             headers["request-id"] = req_id
             etype = ANTHROPIC_ERROR_TYPES.get(status, "api_error")
-            msg = _ANTHROPIC_ERROR_MESSAGES.get(etype, f"fake {etype}")
+            msg = sc.get("error_message") or _ANTHROPIC_ERROR_MESSAGES.get(etype, f"fake {etype}")
             body = {"type": "error", "error": {"type": etype, "message": msg}, "request_id": req_id}
             self._send_json(status, body, headers)
         else:
             headers["x-request-id"] = _id("req_")
             etype, code = OPENAI_ERRORS.get(status, ("server_error", None))
-            body = {"error": {"message": f"fake {etype} ({status})", "type": etype, "param": None, "code": code}}
+            msg = sc.get("error_message") or f"fake {etype} ({status})"
+            body = {"error": {"message": msg, "type": etype, "param": None, "code": code}}
             self._send_json(status, body, headers)
         return True
 

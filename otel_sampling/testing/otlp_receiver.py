@@ -1,6 +1,6 @@
 """A minimal OTLP/HTTP (protobuf) receiver on 127.0.0.1, for the demo and the tests.
 
-``OTLPReceiver`` accepts ``POST /v1/traces`` and ``POST /v1/metrics`` bodies from the real OTLP/HTTP
+``OTLPReceiver`` accepts ``POST /v1/traces``, ``POST /v1/metrics`` and ``POST /v1/logs`` bodies from the real OTLP/HTTP
 exporters (``opentelemetry-exporter-otlp-proto-http``), decodes them with ``opentelemetry-proto``
 and keeps each span and each metric as a plain dict (JSON-ready). A span::
 
@@ -17,8 +17,16 @@ last one of a name is the current total)::
      "points": [{"attributes": {key: value}, "value"} or
                 {"attributes", "count", "sum", "bucket_counts": [...], "explicit_bounds": [...]}]}
 
+A log record (events such as ``gen_ai.client.inference.operation.details`` are log records)::
+
+    {"event_name", "body", "severity_text", "trace_id", "span_id", "scope", "attributes": {key: value}}
+
+``.bodies`` keeps every accepted request as ``(path, decompressed protobuf bytes)``, for tests that
+scan everything exported byte by byte.
+
 Use it as a context manager; ``.endpoint`` / ``.metrics_endpoint`` are the values for
-``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, ``.base_url`` the
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` (``.logs_endpoint``:
+``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT``), ``.base_url`` the
 value for ``OTEL_EXPORTER_OTLP_ENDPOINT`` (the exporters append the signal paths). Bodies may be
 compressed as the exporter's ``OTEL_EXPORTER_OTLP_COMPRESSION`` does (``Content-Encoding: gzip`` or
 ``deflate``). A body that does not decode gets HTTP 400, an unknown path 404.
@@ -33,6 +41,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
     ExportMetricsServiceResponse,
@@ -95,6 +104,22 @@ def decode(body: bytes) -> list[dict[str, Any]]:
     return spans
 
 
+def decode_logs(body: bytes) -> list[dict[str, Any]]:
+    """Log records of one ``ExportLogsServiceRequest`` body, as dicts."""
+    request = ExportLogsServiceRequest()
+    request.ParseFromString(body)
+    return [{
+        "event_name": record.event_name,
+        "body": any_value(record.body),
+        "severity_text": record.severity_text,
+        "trace_id": record.trace_id.hex(),
+        "span_id": record.span_id.hex(),
+        "scope": scope_logs.scope.name,
+        "attributes": _attributes(record.attributes),
+    } for resource_logs in request.resource_logs for scope_logs in resource_logs.scope_logs
+        for record in scope_logs.log_records]
+
+
 def _point(point: Any, histogram: bool) -> dict[str, Any]:
     decoded: dict[str, Any] = {"attributes": _attributes(point.attributes)}
     if histogram:
@@ -137,16 +162,20 @@ _Route = tuple[Callable[[bytes], list[dict[str, Any]]], str, bytes]
 
 
 class OTLPReceiver:
-    """Collects spans and metrics posted to ``http://127.0.0.1:<port>/v1/{traces,metrics}`` (thread-safe)."""
+    """Collects spans, metrics and log records posted to ``http://127.0.0.1:<port>/v1/{traces,metrics,logs}``
+    (thread-safe)."""
 
     def __init__(self) -> None:
         self.spans: list[dict[str, Any]] = []
         self.metrics: list[dict[str, Any]] = []
+        self.logs: list[dict[str, Any]] = []
+        self.bodies: list[tuple[str, bytes]] = []
         lock = threading.Lock()
         receiver = self
         routes: dict[str, _Route] = {
             "/v1/traces": (decode, "spans", ExportTraceServiceResponse().SerializeToString()),
             "/v1/metrics": (decode_metrics, "metrics", ExportMetricsServiceResponse().SerializeToString()),
+            "/v1/logs": (decode_logs, "logs", ExportLogsServiceResponse().SerializeToString()),
         }
 
         class Handler(BaseHTTPRequestHandler):
@@ -157,12 +186,14 @@ class OTLPReceiver:
                     return
                 decoder, store, reply = routes[self.path]
                 try:
-                    items = decoder(_DECOMPRESS[self.headers.get("Content-Encoding", "").strip().lower()](body))
+                    body = _DECOMPRESS[self.headers.get("Content-Encoding", "").strip().lower()](body)
+                    items = decoder(body)
                 except Exception:  # a malformed body is the sender's problem: say so, keep serving
                     self.send_error(400)
                     return
                 with lock:
                     getattr(receiver, store).extend(items)
+                    receiver.bodies.append((self.path, body))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(reply)))
@@ -187,6 +218,10 @@ class OTLPReceiver:
     @property
     def metrics_endpoint(self) -> str:
         return f"{self.base_url}/v1/metrics"
+
+    @property
+    def logs_endpoint(self) -> str:
+        return f"{self.base_url}/v1/logs"
 
     def latest_metrics(self) -> dict[str, dict[str, Any]]:
         """The last export of each metric name (cumulative temporality: the current totals)."""
