@@ -547,6 +547,7 @@ class _Server(ThreadingHTTPServer):
     """A ThreadingHTTPServer that knows its connection threads and open sockets, so it can stop fully."""
 
     daemon_threads = True  # never keeps the interpreter alive; stop() still joins every thread
+    request_queue_size = 1024  # listen backlog: hundreds of concurrent callers connect at once (socketserver: 5)
     block_on_close = False  # stop() does its own joining, with a timeout
 
     def __init__(self, address: tuple[str, int], verbose: bool = False) -> None:
