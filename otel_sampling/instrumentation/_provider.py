@@ -198,13 +198,22 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
             return None
         content = _input_content(state, request.body) if state.capture.enabled else None
         call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
-                            request.stream, state.server_of(instance), capture=state.capture,
+                            request.stream, _server(state, instance), capture=state.capture,
                             input_content=content, failovers=state.failovers, extra_attributes=request.attributes,
                             compare_models=not request.deployment)
         call.activate()
         return call
     except Exception:
         logger.debug("otel-sampling: could not start the %s call", state.provider, exc_info=True)
+        return None
+
+
+def _server(state: ProviderState, instance: Any) -> tuple[str, int | None] | None:
+    """``(server.address, server.port)``, or None when reading them failed (the call is still traced)."""
+    try:
+        return state.server_of(instance)
+    except Exception:
+        logger.debug("otel-sampling: could not read a %s client's server", state.provider, exc_info=True)
         return None
 
 
