@@ -22,8 +22,9 @@ A result is ``completed``, or ``refused`` when its stopReason says the model ref
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from otel_sampling import names
@@ -36,6 +37,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - anyio brings the backport on 3.10
     from exceptiongroup import BaseExceptionGroup as _GROUP
 
+logger = logging.getLogger(__name__)
 NO_RULES: tuple[EndingRule, ...] = ()
 
 USER_REJECTED_CODE = names.ERROR_CODE_USER_REJECTED  # MCP spec: user rejected the sampling request
@@ -90,6 +92,16 @@ def from_error_frame(code: object, data: object, message: object = None,
     else:
         ending = _CODE_ENDINGS.get(code, names.ENDING_ERROR) if isinstance(code, int) else names.ENDING_ERROR
     return Ending(ending, str(code), resets_at)
+
+
+def or_fallback(classify_ending: Callable[..., Ending], fallback: Ending, *args: Any) -> Ending:
+    """``classify_ending(*args)``, or ``fallback`` when it raises (a broken ending rule, a hostile
+    value; logged at debug): a request whose ending cannot be classified still ends."""
+    try:
+        return classify_ending(*args)
+    except Exception:
+        logger.debug("otel-sampling: could not classify a sampling request's ending", exc_info=True)
+        return fallback
 
 
 def from_result(stop_reason: object) -> Ending:

@@ -264,13 +264,13 @@ class SamplingRecord:
     # value): the record still ends, so its span ends and in-flight goes back down.
     def end_with_result(self, model: object, stop_reason: object) -> None:
         """The callback returned a ``CreateMessageResult`` (or ``...WithTools``)."""
-        ending = _classified(classify.from_result, classify.COMPLETED, stop_reason)
+        ending = classify.or_fallback(classify.from_result, classify.COMPLETED, stop_reason)
         self._end(ending, model if isinstance(model, str) else None, stop_reason)
 
     def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
         fallback = classify.Ending(names.ENDING_ERROR, str(code) if isinstance(code, int) else names.UNKNOWN_LABEL)
-        self._end(_classified(classify.from_error_frame, fallback, code, data, message,
+        self._end(classify.or_fallback(classify.from_error_frame, fallback, code, data, message,
                               self._instruments.settings.policy.ending_rules), None, None)
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
@@ -279,13 +279,13 @@ class SamplingRecord:
             self.end_with_cancellation(cancel_reason)
         else:
             fallback = classify.Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
-            self._end(_classified(classify.from_exception, fallback, exc, self._instruments.settings.policy.ending_rules),
+            self._end(classify.or_fallback(classify.from_exception, fallback, exc, self._instruments.settings.policy.ending_rules),
                       None, None, cancel_reason)
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
         fallback = classify.Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
-        self._end(_classified(classify.from_cancellation, fallback, cancel_reason), None, None, cancel_reason)
+        self._end(classify.or_fallback(classify.from_cancellation, fallback, cancel_reason), None, None, cancel_reason)
 
     def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any,
              cancel_reason: str | None = None) -> None:
@@ -397,15 +397,6 @@ class SamplingRecord:
 
 _IDENTITY_VIOLATIONS = frozenset({names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED,
                                   names.VIOLATION_REROUTED_AFTER_DENIAL})
-
-
-def _classified(classify_ending: Any, fallback: classify.Ending, *args: Any) -> classify.Ending:
-    """``classify_ending(*args)``, or ``fallback`` when it raises (logged at debug)."""
-    try:
-        return classify_ending(*args)  # type: ignore[no-any-return]
-    except Exception:
-        logger.debug("otel-sampling: could not classify a sampling request's ending", exc_info=True)
-        return fallback
 
 
 def _fingerprint(params: Any) -> str | None:

@@ -20,6 +20,9 @@ from otel_sampling.labels import clean
 from otel_sampling.sampling_record import MAX_HINTS, _hint_names, _max_tokens, add_result_attributes
 
 UNANSWERED = classify.Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
+# What an ending is when classifying it fails (classify.or_fallback).
+CANCELLED = classify.Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
+FAILED = classify.Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
 
 
 class ServerSamplingRecord:
@@ -74,15 +77,17 @@ class ServerSamplingRecord:
 
     def end_with_result(self, model: object, stop_reason: object) -> None:
         """The client's ``CreateMessageResult`` reached the server."""
-        self._end(classify.from_result(stop_reason), model if isinstance(model, str) else None, stop_reason)
+        ending = classify.or_fallback(classify.from_result, classify.COMPLETED, stop_reason)
+        self._end(ending, model if isinstance(model, str) else None, stop_reason)
 
     def end_with_exception(self, exc: BaseException) -> None:
         """Sending failed: an ``MCPError`` (the client's error frame, a timeout, ``NoBackChannelError``),
         a cancellation, or anything else."""
         if classify.is_cancellation(exc):
-            self._end(classify.from_cancellation(None), None, None)
+            self._end(classify.or_fallback(classify.from_cancellation, CANCELLED, None), None, None)
         else:
-            self._end(classify.from_exception(exc, self._instruments.settings.policy.ending_rules), None, None)
+            self._end(classify.or_fallback(classify.from_exception, FAILED, exc,
+                                           self._instruments.settings.policy.ending_rules), None, None)
 
     def end_unanswered(self) -> None:
         """No retry carried an answer (2026-07-28 path): denied, abandoned or lost on the client."""

@@ -15,6 +15,7 @@
 import asyncio
 import subprocess
 import sys
+from collections import Counter
 from typing import Annotated
 
 import anthropic
@@ -186,16 +187,25 @@ async def _ask_all(mode: str) -> list:
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_broken_classifiers_never_change_what_the_mcp_host_sees(telemetry, monkeypatch, mode):
+    """Host and server side: the answers are unchanged and every request still ends (its span ends,
+    in-flight goes back down), as many as when classifying works."""
     bare = anyio.run(_ask_all, mode)
-    instrumentor = MCPSamplingInstrumentor()
-    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    instrumentors = [MCPSamplingInstrumentor(), MCPServerSamplingInstrumentor()]
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     try:
-        for name in ("from_result", "from_error_frame"):
+        assert anyio.run(_ask_all, mode) == bare
+        working = Counter(s.kind.name for s in telemetry.spans(names.SPAN_SAMPLING))  # as many must end below
+        for name in ("from_result", "from_error_frame", "from_exception", "from_cancellation"):
             monkeypatch.setattr(classify, name, _boom)
         assert anyio.run(_ask_all, mode) == bare
     finally:
-        instrumentor.uninstrument()
-    assert [s.name for s in telemetry.spans(names.SPAN_SAMPLING)] == [names.SPAN_SAMPLING] * 2  # both ended
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+    ended = Counter(s.kind.name for s in telemetry.spans(names.SPAN_SAMPLING))
+    assert working["SERVER"] == 2 and ended["SERVER"] == 4  # the host's spans
+    if mode == "legacy":  # the server's (CLIENT) spans; on 2026-07-28 a denied one ends later, unanswered
+        assert working["CLIENT"] == 2 and ended["CLIENT"] == 4
     assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}
     assert bare[0] == ("result", False, "claude-x") and bare[1][1] == -32003
 
