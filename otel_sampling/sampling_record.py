@@ -279,8 +279,8 @@ class SamplingRecord:
             self.end_with_cancellation(cancel_reason)
         else:
             fallback = classify.Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
-            self._end(classify.or_fallback(classify.from_exception, fallback, exc, self._instruments.settings.policy.ending_rules),
-                      None, None, cancel_reason)
+            rules = self._instruments.settings.policy.ending_rules
+            self._end(classify.or_fallback(classify.from_exception, fallback, exc, rules), None, None, cancel_reason)
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""

@@ -13,6 +13,7 @@
 """
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 from collections import Counter
@@ -232,10 +233,8 @@ def test_a_task_cancelled_before_the_answer_ends_cancelled_and_propagates(teleme
         while len(fake_provider.requests) == before:  # in flight at the provider, not merely scheduled
             await asyncio.sleep(0.01)
         task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            pass
         await c.close()
         return task
 

@@ -99,7 +99,8 @@ async def async_call(clients: dict, kind: str, marker: str) -> None:
 
 
 def clients_for(fp, asynchronous: bool) -> dict:
-    a_cls, o_cls = (anthropic.AsyncAnthropic, openai.AsyncOpenAI) if asynchronous else (anthropic.Anthropic, openai.OpenAI)
+    a_cls, o_cls = ((anthropic.AsyncAnthropic, openai.AsyncOpenAI) if asynchronous
+                    else (anthropic.Anthropic, openai.OpenAI))
     return {"anthropic": a_cls(base_url=fp.url, api_key="sk-fake", max_retries=0),
             "openai": o_cls(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)}
 
@@ -121,7 +122,8 @@ def traced(telemetry):
 def check(traced, driven: list[str]) -> None:
     telemetry, exporter, tracker = traced
     expected = Counter((KINDS[kind][0], KINDS[kind][4]) for kind in driven)
-    assert telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_PROVIDER_NAME, names.ENDING) == expected
+    counts = telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_PROVIDER_NAME, names.ENDING)
+    assert counts == expected
     spans = exporter.get_finished_spans()
     assert len(spans) == len(driven)
     assert tracker.started == tracker.ended and len(tracker.started) == len(driven)

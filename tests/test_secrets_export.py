@@ -1,12 +1,12 @@
 """Content and secrets through the real exporters (issue 7, item 5; case 15).
 
-One host run, on both MCP protocol paths, places a sentinel in every place content can hide: the
-tool arguments and the tool's result and error, the sampling messages, system prompt, metadata,
-stop sequences and ``_meta``, the host's error frame and exception, the provider prompts,
-metadata and output, and the provider error bodies (fake provider ``error_message=``). A second sentinel is the API key: passed as
-``api_key`` to anthropic and openai (sent as ``x-api-key`` / ``Authorization``), again as an
-explicit ``Authorization`` header, in the base URL's userinfo and as a query parameter
-(``default_query``).
+One host run, on both MCP protocol paths, places a sentinel in every place content can hide:
+the tool arguments and the tool's result and error, the sampling messages, system prompt,
+metadata, stop sequences and ``_meta``, the host's error frame and exception, the provider
+prompts, metadata and output, and the provider error bodies (fake provider ``error_message=``).
+A second sentinel is the API key: passed as ``api_key`` to anthropic and openai (sent as
+``x-api-key`` / ``Authorization``), again as an explicit ``Authorization`` header, in the base
+URL's userinfo and as a query parameter (``default_query``).
 
 Everything is exported through the real exporters: spans, metrics and events (log records) over
 OTLP/HTTP to :class:`OTLPReceiver`, the metrics also through the Prometheus exporter, and our own
@@ -25,8 +25,10 @@ Model hints and tool names are not content: they are recorded by design (``mcp.s
 """
 
 import base64
+import contextlib
 import json
 import logging
+import re
 from typing import Annotated
 from urllib.parse import quote
 
@@ -90,7 +92,8 @@ def _params(note: str) -> dict:
         "messages": [types.SamplingMessage(role="user", content=types.TextContent(
             text=f"ticket {SENTINEL} {note} {LONG} {TAIL}"))],
         "max_tokens": 64, "system_prompt": f"system {SENTINEL}", "metadata": {"note": SENTINEL, SENTINEL: 1},
-        "stop_sequences": [SENTINEL], "model_preferences": types.ModelPreferences(hints=[types.ModelHint(name="claude")]),
+        "stop_sequences": [SENTINEL],
+        "model_preferences": types.ModelPreferences(hints=[types.ModelHint(name="claude")]),
     }
 
 
@@ -151,10 +154,8 @@ def host_callback(fp_url: str):
                                                 messages=[{"role": "user", "content": SENTINEL}]),
                          gpt.chat.completions.create(model="gpt-4o", extra_headers=failing,
                                                      messages=[{"role": "user", "content": SENTINEL}])):
-                try:
-                    await call
-                except (anthropic.BadRequestError, openai.BadRequestError) as exc:
-                    assert SENTINEL in str(exc)  # the error body carries the sentinel
+                with pytest.raises((anthropic.BadRequestError, openai.BadRequestError), match=re.escape(SENTINEL)):
+                    await call  # the error body carries the sentinel
         finally:
             for client in (claude, gpt):
                 await client.close()
@@ -177,10 +178,8 @@ async def host_run(fp_url: str) -> None:
             if mode == "legacy":
                 calls.append(("ask_with_meta", {"note": f" complete {SENTINEL}"}))
             for tool, arguments in calls:
-                try:
+                with contextlib.suppress(Exception):  # denials and raises reach the host as errors
                     await client.call_tool(tool, arguments)
-                except Exception:  # noqa: BLE001 - denials and raises reach the host as errors
-                    pass
 
 
 class Exported:
