@@ -230,6 +230,8 @@ def current_run() -> Run | None:
     explicit = _explicit()
     if explicit is not None:
         return explicit
+    if not _by_trace:  # no run owns any trace (a bare provider call): skip the context lookup
+        return None
     trace_id = trace.get_current_span().get_span_context().trace_id
     return _by_trace.get(trace_id) if trace_id else None
 
