@@ -124,7 +124,7 @@ def test_sampled_off_does_no_attribute_work_and_records_the_same_metrics(fake_pr
     # Sampled off: the one clean left is a provider call's span name (the sampler's input), one per call.
     assert attribute_work == ["provider_call.clean"] * (4 if workload is _provider_calls else 0)
     assert off_points == on_points
-    expected = ({names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TOKEN_USAGE, names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK}
-                if workload is _provider_calls else
+    expected = ({names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TOKEN_USAGE,
+                 names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK} if workload is _provider_calls else
                 {names.METRIC_SAMPLING_REQUESTS, names.METRIC_SAMPLING_DURATION, names.METRIC_SAMPLING_IN_FLIGHT})
     assert expected <= set(off_points)
