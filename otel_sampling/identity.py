@@ -61,7 +61,7 @@ def fingerprint(params: Any) -> str:
             body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True)
     else:
         body = {k: v for k, v in dict(params).items() if k in _FINGERPRINT_FIELDS}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_fallback)
+    canonical = _CANONICAL.encode(body)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -85,6 +85,10 @@ def _json_fallback(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return sorted(json.dumps(v, sort_keys=True, default=_json_fallback) for v in value)
     return repr(value)
+
+
+# The fingerprint's canonical JSON; built once (``json.dumps`` with options builds an encoder per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_fallback)
 
 
 def wider(scope: str | None, than: str | None) -> bool:

@@ -6,8 +6,13 @@ Each instrumentor builds one of these from the ``tracer_provider`` / ``meter_pro
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider, get_logger
+from opentelemetry.metrics import CallbackOptions, Observation
 
 from otel_sampling import names
 from otel_sampling.labels import BoundedLabel
@@ -49,11 +54,7 @@ class Instruments:
             description="Time from a sampling request reaching the host to its ending.",
             explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS),
         )
-        self.sampling_in_flight = meter.create_up_down_counter(
-            names.METRIC_SAMPLING_IN_FLIGHT,
-            unit=names.UNIT_REQUEST,
-            description="Sampling requests the host is handling now.",
-        )
+        self.sampling_in_flight = _in_flight(meter)
         self.operation_duration = meter.create_histogram(
             names.METRIC_GEN_AI_OPERATION_DURATION,
             unit=names.UNIT_SECONDS,
@@ -102,3 +103,49 @@ class Instruments:
             unit=names.UNIT_REQUEST,
             description="Sampling requests an MCP server sent, by the ending the server saw.",
         )
+
+
+class InFlight:
+    """``mcp.sampling.in_flight``: an asynchronous UpDownCounter over counts kept here.
+
+    ``add(amount, attributes)`` as on a synchronous UpDownCounter; the SDK reads the counts at
+    collection. The exported points are those of a synchronous UpDownCounter (a non-monotonic
+    cumulative sum per attribute set, 0 once every request ended), but a request costs two dict
+    updates instead of two SDK measurements (each one cleans and hashes its attributes). Memory:
+    one count per attribute set, bounded like the ``mcp.server.name`` label.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[tuple[str, str], ...], int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, amount: int, attributes: Mapping[str, str]) -> None:
+        key = tuple(attributes.items())
+        with self._lock:
+            self._counts[key] = self._counts.get(key, 0) + amount
+
+    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            counts = list(self._counts.items())
+        return [Observation(count, dict(key)) for key, count in counts]
+
+
+# One store per meter: the SDK keeps the first callback of an instrument name registered twice on a
+# meter (each instrumentor builds its own Instruments on the same meter), so they must share it.
+_in_flight_lock = threading.Lock()
+_in_flight_by_meter: weakref.WeakKeyDictionary[metrics.Meter, InFlight] = weakref.WeakKeyDictionary()
+
+
+def _in_flight(meter: metrics.Meter) -> InFlight:
+    with _in_flight_lock:
+        store = _in_flight_by_meter.get(meter)
+        if store is None:
+            store = _in_flight_by_meter[meter] = InFlight()
+            meter.create_observable_up_down_counter(
+                names.METRIC_SAMPLING_IN_FLIGHT,
+                callbacks=[store.observe],
+                unit=names.UNIT_REQUEST,
+                description="Sampling requests the host is handling now.",
+            )
+        return store
+

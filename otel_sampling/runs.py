@@ -230,6 +230,8 @@ def current_run() -> Run | None:
     explicit = _explicit()
     if explicit is not None:
         return explicit
+    if not _by_trace:  # no run owns any trace (a bare provider call): skip the context lookup
+        return None
     trace_id = trace.get_current_span().get_span_context().trace_id
     return _by_trace.get(trace_id) if trace_id else None
 
@@ -316,13 +318,13 @@ def span_started(span: Any, parent_context: otel_context.Context | None) -> None
                 while len(_by_span) > MAX_OPEN_RUNS:
                     _by_span.popitem(last=False)
         return
-    if trace_id in _by_trace:
+    # Cheapest test first: every provider call's span is CLIENT, and outside an explicit run none
+    # of the checks below can make a CLIENT span more than a return.
+    if getattr(span, "kind", None) in _NOT_A_TASK or trace_id in _by_trace:
         return
     parent = trace.get_current_span(parent_context).get_span_context()
     if parent.is_valid and not parent.is_remote:
         return  # a local child of a span that belongs to no run (started before instrumentation)
-    if getattr(span, "kind", None) in _NOT_A_TASK:
-        return
     implicit = Run(getattr(span, "name", "") or names.UNKNOWN_LABEL, root_span_id=span_context.span_id)
     active = degradation.active_reasons()
     if active:

@@ -117,8 +117,8 @@ class SamplingRecord:
         span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER, links=links)
         self._span = span
         try:
-            self._describe(span, request_id, protocol_version, params)
-            self._describe_connection(span, server_version, session_id, transport)
+            if span.is_recording():
+                self._describe(span, request_id, protocol_version, params, server_version, session_id, transport)
             # Last, so that a record whose start failed was never counted in flight.
             instruments.sampling_in_flight.add(1, self._server_attributes)
         except BaseException:
@@ -133,35 +133,27 @@ class SamplingRecord:
             except Exception:
                 logger.debug("otel-sampling: could not track a sampling request", exc_info=True)
 
-    def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any) -> None:
-        instruments = self._instruments
+    def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any,
+                  server_version: str | None, session_id: str | None, transport: str | None) -> None:
+        """The span's attributes known at the start, in one ``set_attributes`` (each call takes the span's lock)."""
         path, server_name = self._path, self._server_name
-        if span.is_recording():
-            max_length = instruments.settings.attribute_max_length
-            attributes: dict[str, Any] = {
-                names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
-                names.SAMPLING_PATH: path,
-                names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(self._include_context, max_length),
-            }
-            if request_id is not None and path == names.PATH_RPC:
-                attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
-            if protocol_version:
-                attributes[names.MCP_PROTOCOL_VERSION] = clean(protocol_version, max_length)
-            if server_name is not None:
-                attributes[names.MCP_SERVER_NAME] = clean(server_name, max_length)
-            if self._hints:
-                attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints[:MAX_HINTS]]
-            max_tokens = _max_tokens(params)
-            if max_tokens is not None:
-                attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-            span.set_attributes(attributes)
-
-    def _describe_connection(self, span: trace.Span, server_version: str | None, session_id: str | None,
-                             transport: str | None) -> None:
-        if not span.is_recording():
-            return
         max_length = self._instruments.settings.attribute_max_length
-        attributes: dict[str, Any] = {}
+        attributes: dict[str, Any] = {
+            names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
+            names.SAMPLING_PATH: path,
+            names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(self._include_context, max_length),
+        }
+        if request_id is not None and path == names.PATH_RPC:
+            attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
+        if protocol_version:
+            attributes[names.MCP_PROTOCOL_VERSION] = clean(protocol_version, max_length)
+        if server_name is not None:
+            attributes[names.MCP_SERVER_NAME] = clean(server_name, max_length)
+        if self._hints:
+            attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints[:MAX_HINTS]]
+        max_tokens = _max_tokens(params)
+        if max_tokens is not None:
+            attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
         for key, value in ((names.MCP_SERVER_VERSION, server_version), (names.MCP_SESSION_ID, session_id),
                            (names.NETWORK_TRANSPORT, transport), (names.GEN_AI_TOOL_NAME, self._tool_name),
                            (names.SAMPLING_FINGERPRINT, self._fingerprint)):

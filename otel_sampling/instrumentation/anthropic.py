@@ -73,7 +73,18 @@ def _usage_fields(usage: Any, into: dict[str, int | None]) -> None:
 
 def _is_fallback_usage(usage: Any) -> bool:
     """beta ``usage.iterations`` has a ``fallback_message`` entry."""
-    return any(getattr(i, "type", None) == "fallback_message" for i in getattr(usage, "iterations", None) or ())
+    return any(getattr(i, "type", None) == "fallback_message" for i in _iterations(usage))
+
+
+def _iterations(usage: Any) -> Any:
+    """``usage.iterations``, or ``()``. Only the beta usage models declare the field (a plain
+    ``Usage`` may carry it as an extra): a plain ``getattr`` that misses costs a raised and caught
+    ``AttributeError`` inside pydantic on every call, so the instance and extra dicts are read."""
+    found = getattr(usage, "__dict__", None) or {}
+    iterations = found.get("iterations")
+    if iterations is None:
+        iterations = (getattr(usage, "__pydantic_extra__", None) or {}).get("iterations")
+    return iterations or ()
 
 
 def _str(value: Any) -> str | None:
