@@ -183,7 +183,12 @@ def _on_request_wrapper(state: _State) -> Callable[..., Any]:
         params = args[2] if len(args) > 2 else kwargs.get("params")
         if isinstance(params, Mapping) and "inputResponses" in params:
             _guarded(_answer, state, params)
-        token = _handling.set(_names_of(instance, method, params))
+        try:
+            handling = _names_of(instance, method, params)
+        except Exception:  # the names are extras: the request is handled without them
+            logger.debug("otel-sampling: could not read the server and tool names", exc_info=True)
+            handling = (None, None)
+        token = _handling.set(handling)
         try:
             result = await wrapped(*args, **kwargs)
         finally:
