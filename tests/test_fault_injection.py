@@ -63,8 +63,9 @@ from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
 from otel_sampling.ledger import Ledger
-from otel_sampling.provider_call import FailoverTracker
+from otel_sampling.provider_call import FailoverTracker, ProviderCall
 from otel_sampling.server_sampling_record import ServerSamplingRecord
 from sampling_server import build_server
 
@@ -167,7 +168,13 @@ SDK_STEPS = [
 _static = staticmethod
 
 MCP_HOST_STEPS = [
+    _attr(mcp_module.SamplingRecord, "__init__"),
     _attr(mcp_module.SamplingRecord, "_describe"),  # attribute extraction
+    _attr(mcp_module.SamplingRecord, "activate"),
+    _attr(mcp_module.SamplingRecord, "deactivate"),
+    _attr(mcp_module.SamplingRecord, "end_with_result"),
+    _attr(mcp_module.SamplingRecord, "end_with_error_frame"),
+    _attr(mcp_module.SamplingRecord, "end_with_exception"),
     _attr(identity, "fingerprint"),
     _attr(classify, "from_result"),
     _attr(classify, "from_error_frame"),
@@ -184,6 +191,8 @@ MCP_SERVER_STEPS = [
     _attr(ServerSamplingRecord, "__init__"),
     _attr(ServerSamplingRecord, "end_with_result"),
     _attr(ServerSamplingRecord, "end_with_exception"),
+    _attr(ServerSamplingRecord, "end_unanswered"),
+    _attr(ServerSamplingRecord, "span", property),
     _attr(mcp_server_module._Pending, "add"),
     _attr(mcp_server_module._Pending, "take"),
     _attr(mcp_server_module, "_names_of"),
@@ -192,6 +201,11 @@ MCP_SERVER_STEPS = [
     _attr(classify, "from_error_frame"),
 ]
 PROVIDER_STEPS = [
+    _attr(ProviderCall, "__init__"),
+    _attr(ProviderCall, "activate"),
+    _attr(ProviderCall, "deactivate"),
+    _attr(ProviderCall, "end"),
+    _attr(ProviderState, "parsed"),
     _attr(ProviderState, "server_of"),
     _attr(ProviderState, "new_accumulator"),
     _attr(ProviderState, "decode_raw"),
@@ -200,6 +214,8 @@ PROVIDER_STEPS = [
     _attr(automatic_module, "stamped_reasons"),
     _attr(cost, "price_for"),
 ]
+SYNC_PROVIDER_STEPS = [_attr(StreamProxy, "__init__")]
+ASYNC_PROVIDER_STEPS = [_attr(AsyncStreamProxy, "__init__")]
 ANTHROPIC_STEPS = [
     _attr(anthropic_module._State, "request_of"),
     _attr(anthropic_module._State, "response_of", _static),
@@ -457,10 +473,13 @@ DRIVERS = {
     "mcp_host_2026": Driver(MCPSamplingInstrumentor, lambda fp: drive_mcp_host("auto"), MCP_HOST_STEPS),
     "mcp_server_legacy": Driver(MCPServerSamplingInstrumentor, lambda fp: drive_mcp_server("legacy"), MCP_SERVER_STEPS),
     "mcp_server_2026": Driver(MCPServerSamplingInstrumentor, lambda fp: drive_mcp_server("auto"), MCP_SERVER_STEPS),
-    "anthropic_sync": Driver(AnthropicInstrumentor, drive_anthropic_sync, PROVIDER_STEPS + ANTHROPIC_STEPS),
-    "anthropic_async": Driver(AnthropicInstrumentor, drive_anthropic_async, PROVIDER_STEPS + ANTHROPIC_STEPS),
-    "openai_sync": Driver(OpenAIInstrumentor, drive_openai_sync, PROVIDER_STEPS + OPENAI_STEPS),
-    "openai_async": Driver(OpenAIInstrumentor, drive_openai_async, PROVIDER_STEPS + OPENAI_STEPS),
+    "anthropic_sync": Driver(AnthropicInstrumentor, drive_anthropic_sync,
+                             PROVIDER_STEPS + SYNC_PROVIDER_STEPS + ANTHROPIC_STEPS),
+    "anthropic_async": Driver(AnthropicInstrumentor, drive_anthropic_async,
+                              PROVIDER_STEPS + ASYNC_PROVIDER_STEPS + ANTHROPIC_STEPS),
+    "openai_sync": Driver(OpenAIInstrumentor, drive_openai_sync, PROVIDER_STEPS + SYNC_PROVIDER_STEPS + OPENAI_STEPS),
+    "openai_async": Driver(OpenAIInstrumentor, drive_openai_async,
+                           PROVIDER_STEPS + ASYNC_PROVIDER_STEPS + OPENAI_STEPS),
 }
 # Targets no driver here reaches, and why: their wrappers call nothing of ours but a ContextVar
 # set (the transport marks); test_mcp_sampling.py (stdio) and test_mcp_server_side.py (streamable
@@ -474,6 +493,8 @@ UNREACHABLE = {
     ("mcp_server_2026", "ServerSamplingRecord.end_with_exception"): "the server's send is not used on this path",
     ("mcp_server_2026", "ServerSamplingRecord.end_with_result"): "ends through the pending table, not the send",
     ("mcp_server_legacy", "_Pending.add"): "legacy requests are never pending",
+    ("mcp_server_legacy", "ServerSamplingRecord.end_unanswered"): "a legacy request always gets its answer or error",
+    ("mcp_server_2026", "ServerSamplingRecord.span"): "read by the legacy send only",
     ("mcp_server_legacy", "_Pending.take"): "only a 2026-07-28 retry takes a pending request",
     ("mcp_server_legacy", "mcp_server._parent_of"): "the legacy send has the ambient parent",
     ("mcp_server_legacy", "classify.from_result"): "ServerSamplingRecord classifies a result itself",
@@ -501,30 +522,31 @@ def _tables() -> dict[type, tuple]:
 
 @pytest.fixture
 def sandwiched(telemetry, caplog):
-    """Instrument one driver's instrumentor between two recording wrappers; yields a runner."""
+    """A runner: instrument one driver's instrumentor between two recording wrappers, run the
+    driver, then uninstrument and restore every target; returns the recordings."""
     caplog.set_level(logging.DEBUG)
-    made: list = []
 
     def run(driver: Driver, fp) -> Sandwich:
         sandwich = Sandwich(_tables()[driver.instrumentor])
         instrumentor = driver.instrumentor()
-        made.append((sandwich, instrumentor))
         sandwich.install(above=False)
-        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-        sandwich.install(above=True)
-        driver.run(fp)
+        try:
+            instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+            sandwich.install(above=True)
+            driver.run(fp)
+        finally:
+            instrumentor.uninstrument()
+            sandwich.restore()
         return sandwich
 
-    yield run
-    for sandwich, instrumentor in made:
-        instrumentor.uninstrument()
-        sandwich.restore()
+    return run
 
 
 def _logged(caplog, injector: Injector) -> bool:
     return any(r.exc_info and r.exc_info[1] in injector.raised for r in caplog.records)
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # a __del__ that raised
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize(("driver_name", "step"), list(_pairs()))
 def test_an_internal_step_that_raises_never_reaches_the_host(driver_name, step, fault, sandwiched, fake_provider,
@@ -549,6 +571,114 @@ def test_every_unreachable_pair_names_a_real_driver_and_step():
     steps = {s.name for d in DRIVERS.values() for s in SDK_STEPS + d.steps}
     assert {d for d, _ in UNREACHABLE} <= set(DRIVERS)
     assert {s for _, s in UNREACHABLE} <= steps
+
+
+# ---------------------------------------------------------------- completeness of the step table
+# Every call a wrapper makes into our code, read from the wrappers' byte code (the factories in the
+# target tables, their nested wrapper functions, and our module-level helpers they call, recursively):
+# module functions, our classes (constructors) and the methods of the instrumentors' state and of
+# the classes those create. Each maps to the step that makes it raise, or says why it is not one.
+# A call added to a wrapper later fails test_every_call_a_wrapper_makes_into_our_code_is_a_step.
+COVERED = {
+    "SamplingRecord()": "SamplingRecord.__init__",
+    "ServerSamplingRecord()": "ServerSamplingRecord.__init__",
+    "ProviderCall()": "ProviderCall.__init__",
+    "StreamProxy()": "StreamProxy.__init__",
+    "AsyncStreamProxy()": "AsyncStreamProxy.__init__",
+    ".activate": "SamplingRecord.activate",
+    ".deactivate": "SamplingRecord.deactivate",
+    ".end": "ProviderCall.end",
+    ".end_with_result": "SamplingRecord.end_with_result",
+    ".end_with_error_frame": "SamplingRecord.end_with_error_frame",
+    ".end_with_exception": "SamplingRecord.end_with_exception",
+    ".end_unanswered": "ServerSamplingRecord.end_unanswered",
+    ".end_with_cancellation": "not a step here: reached by a peer's cancel; it ends through classify "
+                              "and the same span and metric steps (test_mcp_sampling.py drives cancels)",
+    ".span": "ServerSamplingRecord.span",
+    ".request_of": "_State.request_of",
+    ".failure": "_State.failure",
+    ".error_type": "not a step: the ending's field, read, not called",
+    ".parsed": "ProviderState.parsed",
+    ".decode_raw": "ProviderState.decode_raw",
+    ".new_accumulator": "ProviderState.new_accumulator",
+    ".input_content": "not a step here: only with content capture on; _provider._input_content guards it "
+                      "(test_provider_content.py breaks it)",
+    ".close": "not a step: the SDK's own close (the stream helpers' raw stream), wrapped by the host's call",
+    ".note": "not a step here: reached by a peer's notifications/cancelled; its wrapper guards it",
+    ".pop": "_CancelReasons.pop",
+    ".describe": "_Connections.describe",
+    ".tool_for": "_Connections.tool_for",
+    ".take": "_Pending.take",
+    ".add": "_Pending.add",
+    "mcp._start_record": "SamplingRecord.__init__",  # guards: their failures are their steps'
+    "mcp._finish": "SamplingRecord.end_with_result",
+    "mcp._end_with_return": "classify.from_result",
+    "mcp._parent_of": "mcp._parent_of",
+    "mcp_server._start_rpc": "ServerSamplingRecord.__init__",
+    "mcp_server._make_current": "ServerSamplingRecord.span",
+    "mcp_server._answer": "_Pending.take",
+    "mcp_server._ask": "_Pending.add",
+    "mcp_server._guarded": "ServerSamplingRecord.end_with_result",
+    "mcp_server._names_of": "mcp_server._names_of",
+    "mcp_server._state_key": "not a step: an isinstance check",
+    "_provider._start": "ProviderCall.__init__",
+    "_provider._input_content": "not a step here: only with content capture on (see .input_content)",
+    "_provider._fail": "_State.failure",
+    "_provider._succeed": "ProviderCall.end",
+    "_provider._proxy_or_end": "StreamProxy.__init__",
+    "_provider._raw": "ProviderState.decode_raw",
+    "_provider._end_unseen": "ProviderCall.end",
+    "_provider._end_unparsed": "ProviderCall.end",
+    "_provider.server_of": "ProviderState.server_of",
+}
+
+
+def _code_objects(code):
+    yield code
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            yield from _code_objects(const)
+
+
+def _calls_into_our_code() -> set[str]:
+    """Names of our functions, classes and methods the wrappers of every target table reach."""
+    reached: set[str] = set()
+    classes: set[type] = set()
+    seen: set = set()
+
+    def walk(function, into: set[str]) -> None:
+        if function in seen:
+            return
+        seen.add(function)
+        for code in _code_objects(function.__code__):
+            for name in code.co_names:
+                value = function.__globals__.get(name)
+                module = getattr(value, "__module__", None) or ""
+                if inspect.isfunction(value) and module.startswith("otel_sampling.instrumentation"):
+                    into.add(f"{module.rpartition('.')[2]}.{name}")
+                    walk(value, into)
+                elif inspect.isclass(value) and module.startswith("otel_sampling"):
+                    into.add(f"{name}()")
+                    classes.add(value)
+                elif name not in function.__globals__:
+                    into.add(f".{name}")  # an attribute: kept below when it names one of our methods
+
+    for cls in _tables():
+        table, state_class = cls()._table()
+        classes.add(state_class)
+        walk(state_class.__init__, set())  # instrument() time: only the classes it creates count (their methods)
+        for target in table:
+            walk(target.factory, reached)
+    methods = {name for cls in classes for klass in cls.__mro__ if klass.__module__.startswith("otel_sampling")
+               for name, value in vars(klass).items() if callable(value) or isinstance(value, property)}
+    ours = {name for name in reached if not name.startswith(".") or name[1:] in methods}
+    return {name for name in ours if not name.startswith(".__")}
+
+
+def test_every_call_a_wrapper_makes_into_our_code_is_a_step():
+    assert _calls_into_our_code() == set(COVERED)
+    steps = {s.name for d in DRIVERS.values() for s in d.steps}
+    assert {v for v in COVERED.values() if not v.startswith("not a step")} <= steps
 
 
 # ---------------------------------------------------------------- faults at instrument() time
