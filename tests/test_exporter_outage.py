@@ -21,10 +21,13 @@ from __future__ import annotations
 import contextlib
 import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 
 import anthropic
 import pytest
@@ -34,7 +37,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
-from otel_sampling.testing.otlp_receiver import OTLPReceiver
 
 EXPORT_TIMEOUT_S = 3.0  # each exporter's own timeout, and the processors' export timeout
 BURST = 200
@@ -102,6 +104,24 @@ class _HealthyGrpc:
         self._server.stop(grace=None)
 
 
+# A healthy collector runs in its own process, as a real one does: decoding exports in the host's
+# process would charge its CPU and GIL time to the calls being measured.
+_HEALTHY = """
+import sys
+sys.path.insert(0, {tests!r})
+if {protocol!r} == "grpc":
+    from test_exporter_outage import _HealthyGrpc
+    receiver = _HealthyGrpc().__enter__()
+    port = receiver.port
+else:
+    from otel_sampling.testing.otlp_receiver import OTLPReceiver
+    receiver = OTLPReceiver().__enter__()
+    port = int(receiver.endpoint.rsplit(":", 1)[1].split("/", 1)[0])
+print(port, flush=True)
+sys.stdin.read()  # until the test closes our stdin
+"""
+
+
 @contextlib.contextmanager
 def collector(kind: str, protocol: str) -> Iterator[tuple[int, BlackHole | None]]:
     """(port, black hole or None) of a collector that is ``healthy``, ``closed`` or a ``blackhole``."""
@@ -110,12 +130,15 @@ def collector(kind: str, protocol: str) -> Iterator[tuple[int, BlackHole | None]
     elif kind == "blackhole":
         with BlackHole() as hole:
             yield hole.port, hole
-    elif protocol == "grpc":
-        with _HealthyGrpc() as receiver:
-            yield receiver.port, None
     else:
-        with OTLPReceiver() as receiver:
-            yield int(receiver.endpoint.rsplit(":", 1)[1].split("/", 1)[0]), None
+        script = _HEALTHY.format(tests=str(Path(__file__).parent), protocol=protocol)
+        with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True) as process:
+            try:
+                yield int(process.stdout.readline()), None
+            finally:
+                process.stdin.close()
+                process.wait(timeout=30)
 
 
 def _exporters(protocol: str, port: int):
@@ -134,14 +157,15 @@ def _exporters(protocol: str, port: int):
             OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=EXPORT_TIMEOUT_S))
 
 
-def providers(protocol: str, port: int, simple: bool = False) -> tuple[TracerProvider, MeterProvider]:
-    """Providers exporting often (every 10 ms) through a span queue of one batch (shutdown drains one
-    export, not many), with short timeouts."""
+def providers(protocol: str, port: int, simple: bool = False,
+              queue_size: int = 16) -> tuple[TracerProvider, MeterProvider]:
+    """Providers exporting often (every 10 ms) through a span queue of ``queue_size`` (by default one
+    batch: shutdown drains one export, not many), with short timeouts."""
     span_exporter, metric_exporter = _exporters(protocol, port)
     timeout_ms = EXPORT_TIMEOUT_S * 1000
     tracer_provider = TracerProvider(shutdown_on_exit=False)
     tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter) if simple else BatchSpanProcessor(
-        span_exporter, max_queue_size=16, schedule_delay_millis=10, max_export_batch_size=16,
+        span_exporter, max_queue_size=queue_size, schedule_delay_millis=10, max_export_batch_size=16,
         export_timeout_millis=timeout_ms))
     reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=10,
                                            export_timeout_millis=timeout_ms)
@@ -203,19 +227,23 @@ def test_a_burst_never_waits_on_an_unreachable_collector(protocol, outage, fake_
 # ---------------------------------------------------------------- measured, not asserted: make soak
 @pytest.mark.soak
 def test_measure_the_added_latency_under_exporter_outage(fake_provider, capsys):
-    """Median and p99 per-call time of N instrumented calls with a healthy, a closed-port and a
-    black-hole collector (both protocols), next to N uninstrumented calls; printed, not asserted."""
+    """Median and p99 per-call time of N instrumented calls with a healthy collector (its own
+    process), a closed port and a black hole (both protocols), next to N uninstrumented calls;
+    printed, not asserted. The span queue has the SDK's default size (2048: it never fills here),
+    and for the black hole also 16 ("queue full": every further span is dropped, and the SDK logs
+    one WARNING per dropped span, which is then part of each call's cost)."""
     calls, rounds = 500, 4
     samples: dict[str, list[float]] = {}
+    conditions = [(p, o, q) for p in ("grpc", "http") for o, q in
+                  (("healthy", 2048), ("closed", 2048), ("blackhole", 2048), ("blackhole", 16))]
     for _ in range(rounds):  # interleaved rounds: the machine's load drifts
         samples.setdefault("uninstrumented", []).extend(burst(fake_provider, None, None, calls, instrumented=False))
-        for protocol in ("grpc", "http"):
-            for outage in ("healthy", "closed", "blackhole"):
-                with collector(outage, protocol) as (port, _hole):
-                    tracer_provider, meter_provider = providers(protocol, port)
-                    samples.setdefault(f"{protocol} {outage}", []).extend(
-                        burst(fake_provider, tracer_provider, meter_provider, calls))
-                    shut_down(tracer_provider, meter_provider)
+        for protocol, outage, queue_size in conditions:
+            with collector(outage, protocol) as (port, _hole):
+                tracer_provider, meter_provider = providers(protocol, port, queue_size=queue_size)
+                name = f"{protocol} {outage}" + (" queue full" if queue_size < calls else "")
+                samples.setdefault(name, []).extend(burst(fake_provider, tracer_provider, meter_provider, calls))
+                shut_down(tracer_provider, meter_provider)
     with collector("blackhole", "http") as (port, _hole):  # the synchronous processor, for contrast
         tracer_provider, meter_provider = providers("http", port, simple=True)
         samples["http blackhole SimpleSpanProcessor"] = burst(fake_provider, tracer_provider, meter_provider, 3)
