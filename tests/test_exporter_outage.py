@@ -157,15 +157,15 @@ def _exporters(protocol: str, port: int):
             OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=EXPORT_TIMEOUT_S))
 
 
-def providers(protocol: str, port: int, simple: bool = False,
-              queue_size: int = 16) -> tuple[TracerProvider, MeterProvider]:
+def providers(protocol: str, port: int, simple: bool = False, queue_size: int = 16,
+              batch_size: int = 16) -> tuple[TracerProvider, MeterProvider]:
     """Providers exporting often (every 10 ms) through a span queue of ``queue_size`` (by default one
     batch: shutdown drains one export, not many), with short timeouts."""
     span_exporter, metric_exporter = _exporters(protocol, port)
     timeout_ms = EXPORT_TIMEOUT_S * 1000
     tracer_provider = TracerProvider(shutdown_on_exit=False)
     tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter) if simple else BatchSpanProcessor(
-        span_exporter, max_queue_size=queue_size, schedule_delay_millis=10, max_export_batch_size=16,
+        span_exporter, max_queue_size=queue_size, schedule_delay_millis=10, max_export_batch_size=batch_size,
         export_timeout_millis=timeout_ms))
     reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=10,
                                            export_timeout_millis=timeout_ms)
@@ -184,8 +184,10 @@ def shut_down(*providers_: object) -> float:
     return time.perf_counter() - start
 
 
-def burst(fake_provider, tracer_provider, meter_provider, calls: int = BURST, instrumented: bool = True) -> list[float]:
-    """``calls`` anthropic calls (each checked); the seconds each took."""
+def burst(fake_provider, tracer_provider, meter_provider, calls: int = BURST, instrumented: bool = True,
+          cpu: list[float] | None = None) -> list[float]:
+    """``calls`` anthropic calls (each checked); the seconds each took (wall clock), and in ``cpu``
+    the calling thread's CPU seconds for each (what the call itself did, free of scheduling noise)."""
     instrumentor = AnthropicInstrumentor()
     if instrumented:
         instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
@@ -193,9 +195,11 @@ def burst(fake_provider, tracer_provider, meter_provider, calls: int = BURST, in
     durations = []
     try:
         for _ in range(calls):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             message = client.messages.create(**KW)
             durations.append(time.perf_counter() - start)
+            if cpu is not None:
+                cpu.append(time.thread_time() - start_cpu)
             assert message.stop_reason == "end_turn"
     finally:
         client.close()
@@ -229,24 +233,30 @@ def test_a_burst_never_waits_on_an_unreachable_collector(protocol, outage, fake_
 def test_measure_the_added_latency_under_exporter_outage(fake_provider, capsys):
     """Median and p99 per-call time of N instrumented calls with a healthy collector (its own
     process), a closed port and a black hole (both protocols), next to N uninstrumented calls;
-    printed, not asserted. The span queue has the SDK's default size (2048: it never fills here),
-    and for the black hole also 16 ("queue full": every further span is dropped, and the SDK logs
-    one WARNING per dropped span, which is then part of each call's cost)."""
+    printed, not asserted. The span queue and batch have the SDK's default sizes (2048 and 512: the
+    queue never fills here, and shutdown drains one batch), and for the black hole also a queue of
+    16 ("queue full": every further span is dropped, and the SDK logs one WARNING per dropped span,
+    which is then part of each call's cost)."""
     calls, rounds = 500, 4
     samples: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     conditions = [(p, o, q) for p in ("grpc", "http") for o, q in
                   (("healthy", 2048), ("closed", 2048), ("blackhole", 2048), ("blackhole", 16))]
     for _ in range(rounds):  # interleaved rounds: the machine's load drifts
-        samples.setdefault("uninstrumented", []).extend(burst(fake_provider, None, None, calls, instrumented=False))
+        samples.setdefault("uninstrumented", []).extend(
+            burst(fake_provider, None, None, calls, instrumented=False, cpu=cpu.setdefault("uninstrumented", [])))
         for protocol, outage, queue_size in conditions:
             with collector(outage, protocol) as (port, _hole):
-                tracer_provider, meter_provider = providers(protocol, port, queue_size=queue_size)
+                tracer_provider, meter_provider = providers(protocol, port, queue_size=queue_size,
+                                                            batch_size=min(queue_size, 512))
                 name = f"{protocol} {outage}" + (" queue full" if queue_size < calls else "")
-                samples.setdefault(name, []).extend(burst(fake_provider, tracer_provider, meter_provider, calls))
+                samples.setdefault(name, []).extend(
+                    burst(fake_provider, tracer_provider, meter_provider, calls, cpu=cpu.setdefault(name, [])))
                 shut_down(tracer_provider, meter_provider)
     with collector("blackhole", "http") as (port, _hole):  # the synchronous processor, for contrast
         tracer_provider, meter_provider = providers("http", port, simple=True)
-        samples["http blackhole SimpleSpanProcessor"] = burst(fake_provider, tracer_provider, meter_provider, 3)
+        samples["http blackhole SimpleSpanProcessor"] = burst(
+            fake_provider, tracer_provider, meter_provider, 3, cpu=cpu.setdefault("http blackhole SimpleSpanProcessor", []))
         shut_down(tracer_provider, meter_provider)
 
     def quantiles(values: list[float]) -> tuple[float, float]:
@@ -254,10 +264,14 @@ def test_measure_the_added_latency_under_exporter_outage(fake_provider, capsys):
         return statistics.median(ordered) * 1e6, ordered[int(0.99 * (len(ordered) - 1))] * 1e6
 
     base = {p: quantiles(samples[f"{p} healthy"])[0] for p in ("grpc", "http")}
+    base_cpu = {p: statistics.median(cpu[f"{p} healthy"]) * 1e6 for p in ("grpc", "http")}
     with capsys.disabled():
-        print(f"\nper-call time, N={calls * rounds} calls per row (median / p99, µs); added = median - healthy median")
+        print(f"\nper-call time, N={calls * rounds} calls per row: wall median / p99 and the calling thread's "
+              "CPU median (µs); added = median - healthy median")
         for name, values in samples.items():
             median, p99 = quantiles(values)
+            cpu_median = statistics.median(cpu[name]) * 1e6
             protocol = name.split()[0]
-            added = f"  added {median - base[protocol]:+8.1f}" if protocol in base else ""
-            print(f"  {name:40s} {median:10.1f} / {p99:10.1f}{added}   (n={len(values)})")
+            added = (f"  added {median - base[protocol]:+8.1f} wall, {cpu_median - base_cpu[protocol]:+7.1f} cpu"
+                     if protocol in base else "")
+            print(f"  {name:38s} {median:10.1f} / {p99:10.1f}  cpu {cpu_median:8.1f}{added}   (n={len(values)})")
