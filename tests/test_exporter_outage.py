@@ -255,8 +255,8 @@ def test_measure_the_added_latency_under_exporter_outage(fake_provider, capsys):
                 shut_down(tracer_provider, meter_provider)
     with collector("blackhole", "http") as (port, _hole):  # the synchronous processor, for contrast
         tracer_provider, meter_provider = providers("http", port, simple=True)
-        samples["http blackhole SimpleSpanProcessor"] = burst(
-            fake_provider, tracer_provider, meter_provider, 3, cpu=cpu.setdefault("http blackhole SimpleSpanProcessor", []))
+        name = "http blackhole SimpleSpanProcessor"
+        samples[name] = burst(fake_provider, tracer_provider, meter_provider, 3, cpu=cpu.setdefault(name, []))
         shut_down(tracer_provider, meter_provider)
 
     def quantiles(values: list[float]) -> tuple[float, float]:
