@@ -21,7 +21,10 @@ returned or raised, the same object (``is``; a stream is our transparent proxy a
 object), checked by a recording wrapper installed *below* ours and one *above* ours on every
 target; the host-level answer is unchanged; and the fault was logged (ours at DEBUG; the SDK logs
 the exporter's). Completeness: every target of every target table is driven by some driver
-(checked), and every step names an attribute that exists (``monkeypatch.setattr`` raises otherwise).
+(checked); every call the wrappers make into our code, read from their byte code, maps to a step
+or to the reason it is not one (checked, so a call added later needs its step); every step names
+an attribute that exists (``monkeypatch.setattr`` raises otherwise) and fires (checked per pair).
+``uninstrument()`` runs inside each pair, under the fault: it is a host call too.
 
 Instrument-time faults (a tracer or meter provider whose ``get_tracer`` / ``get_meter`` raises)
 are checked for every instrumentor: ``instrument()`` returns quietly and the host is unaffected.
