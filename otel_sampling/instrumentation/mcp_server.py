@@ -31,7 +31,7 @@ import atexit
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -68,8 +68,8 @@ class _Pending:
     @staticmethod
     def _end_unanswered(dropped: list[dict[str, ServerSamplingRecord]]) -> None:
         for records in dropped:
-            for record in records.values():
-                record.end_unanswered()
+            for record in records.values():  # from the host's uninstrument() or exit, or the watchdog
+                _guarded(record.end_unanswered)
 
     def _take_evicted(self) -> list[dict[str, ServerSamplingRecord]]:  # called with the lock held
         evicted, self._evicted = self._evicted, []
@@ -140,15 +140,15 @@ def _send_request_wrapper(state: _State) -> Callable[..., Any]:
         record = _start_rpc(state, instance, request)
         if record is None:
             return await wrapped(*args, **kwargs)
-        # Current while the SDK sends, so its "MCP send sampling/createMessage" span is our child.
-        token = otel_context.attach(trace.set_span_in_context(record.span))
+        token = _make_current(record)
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             _guarded(record.end_with_exception, exc)
             raise
         finally:
-            otel_context.detach(token)
+            if token is not None:
+                otel_context.detach(token)
         if isinstance(result, state.result_types):
             _guarded(record.end_with_result, result.model, result.stop_reason)
         else:
@@ -156,6 +156,16 @@ def _send_request_wrapper(state: _State) -> Callable[..., Any]:
         return result
 
     return wrapper
+
+
+def _make_current(record: ServerSamplingRecord) -> Token[otel_context.Context] | None:
+    """Make the record's span current while the SDK sends, so its "MCP send sampling/createMessage"
+    span is our child; the context token, or None when that failed (the send goes on)."""
+    try:
+        return otel_context.attach(trace.set_span_in_context(record.span))
+    except Exception:
+        logger.debug("otel-sampling: could not make the server-side sampling span current", exc_info=True)
+        return None
 
 
 def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecord | None:
@@ -183,7 +193,12 @@ def _on_request_wrapper(state: _State) -> Callable[..., Any]:
         params = args[2] if len(args) > 2 else kwargs.get("params")
         if isinstance(params, Mapping) and "inputResponses" in params:
             _guarded(_answer, state, params)
-        token = _handling.set(_names_of(instance, method, params))
+        try:
+            handling = _names_of(instance, method, params)
+        except Exception:  # the names are extras: the request is handled without them
+            logger.debug("otel-sampling: could not read the server and tool names", exc_info=True)
+            handling = (None, None)
+        token = _handling.set(handling)
         try:
             result = await wrapped(*args, **kwargs)
         finally:

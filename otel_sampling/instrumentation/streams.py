@@ -97,7 +97,10 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
         return response, None, names.ENDING_CANCELLED
 
     def __del__(self) -> None:
-        self._self_end(None, exhausted=False)
+        try:
+            self._self_end(None, exhausted=False)
+        except Exception:  # a proxy whose construction failed has no call (nor stream) to end
+            logger.debug("otel-sampling: could not end a collected stream's span", exc_info=True)
 
     def __copy__(self) -> Any:
         # A copy reads the same response but is not this call: hand back an uninstrumented copy.
