@@ -11,9 +11,11 @@ event: instrumentations end their span there).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ CASSETTES = {
 MCP_MODES = {"mcp-legacy": "legacy", "mcp-mrtr": "auto"}
 
 Timings = list[int]  # nanoseconds per call, in call order
+Around = Callable[[], AbstractContextManager[Any]]
 
 
 def _transport(cassette: dict[str, Any]) -> httpx2.MockTransport:
@@ -81,20 +84,21 @@ def _provider_call(kind: str) -> Callable[[], Any]:
     return call_once
 
 
-def _time_provider(kind: str, warmup: int, iterations: int) -> Timings:
+def _time_provider(kind: str, warmup: int, iterations: int, timed: Around) -> Timings:
     call = _provider_call(kind)
     for _ in range(warmup):
         call()
     timings = []
     clock = time.perf_counter_ns
-    for _ in range(iterations):
-        start = clock()
-        call()
-        timings.append(clock() - start)
+    with timed():
+        for _ in range(iterations):
+            start = clock()
+            call()
+            timings.append(clock() - start)
     return timings
 
 
-async def _time_mcp(kind: str, warmup: int, iterations: int) -> Timings:
+async def _time_mcp(kind: str, warmup: int, iterations: int, timed: Around) -> Timings:
     """One ``call_tool("sample")`` per call on a session opened once; the loop runs inside the event
     loop, so no thread hop is timed."""
     import mcp_types as types
@@ -115,21 +119,24 @@ async def _time_mcp(kind: str, warmup: int, iterations: int) -> Timings:
         out = None
         for _ in range(warmup):
             out = await client.call_tool("sample", args)
-        for _ in range(iterations):
-            start = clock()
-            out = await client.call_tool("sample", args)
-            timings.append(clock() - start)
+        with timed():
+            for _ in range(iterations):
+                start = clock()
+                out = await client.call_tool("sample", args)
+                timings.append(clock() - start)
     if out is not None and out.is_error:
         raise RuntimeError(f"the sampling tool failed: {out.content}")
     return timings
 
 
-def time_calls(kind: str, warmup: int, iterations: int) -> Timings:
-    """Run ``warmup`` untimed calls of ``kind`` (one of :data:`KINDS`), then time ``iterations`` calls."""
+def time_calls(kind: str, warmup: int, iterations: int, timed: Around = contextlib.nullcontext) -> Timings:
+    """Run ``warmup`` untimed calls of ``kind`` (one of :data:`KINDS`), then time ``iterations`` calls on
+    the same client or session; ``timed()`` is entered around the timed calls only (a profiler, a
+    count of live objects)."""
     if kind in PROVIDER_KINDS:
-        return _time_provider(kind, warmup, iterations)
+        return _time_provider(kind, warmup, iterations, timed)
     if kind in MCP_KINDS:
         import anyio
 
-        return anyio.run(_time_mcp, kind, warmup, iterations)
+        return anyio.run(_time_mcp, kind, warmup, iterations, timed)
     raise ValueError(f"unknown call kind {kind!r}; known: {', '.join(KINDS)}")

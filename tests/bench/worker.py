@@ -15,13 +15,14 @@ configuration (the driver, ``run.py``, starts them).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import statistics
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -144,18 +145,26 @@ def _alive() -> int:
 def measure(kind: str, warmup: int, iterations: int, exporter: CountingExporter, reader: InMemoryMetricReader,
             scope: str | tuple[str, ...] | None, profile: str | None) -> dict[str, Any]:
     spans_before, points_before = Counter(exporter.spans), histogram_counts(reader)
-    calls.time_calls(kind, warmup, 0)  # warm-up: imports, SDK caches, instrumentation caches
-    alive_before = _alive()
-    if profile:
-        from pyinstrument import Profiler
+    alive: list[int] = []
 
-        with Profiler(interval=0.0001) as profiler:
-            timings = calls.time_calls(kind, 0, iterations)
-        Path(profile).write_text(profiler.output_html(), encoding="utf-8")
-        print(profiler.output_text(unicode=True, show_all=False), file=sys.stderr)
-    else:
-        timings = calls.time_calls(kind, 0, iterations)
-    retained = (_alive() - alive_before) / iterations
+    @contextlib.contextmanager
+    def timed() -> Iterator[None]:
+        """Around the timed calls, on the warmed-up client: live objects before and after."""
+        alive.append(_alive())
+        if profile:
+            from pyinstrument import Profiler
+
+            # async_mode="disabled": sample whatever the thread runs (the MCP server tasks too).
+            with Profiler(interval=0.0001, async_mode="disabled") as profiler:
+                yield
+            Path(profile).write_text(profiler.output_html(), encoding="utf-8")
+            print(profiler.output_text(unicode=True, show_all=False), file=sys.stderr)
+        else:
+            yield
+        alive.append(_alive())
+
+    timings = calls.time_calls(kind, warmup, iterations, timed)
+    retained = (alive[1] - alive[0]) / iterations
     made = warmup + iterations
     spans = {s: (n - spans_before[s]) / made for s, n in exporter.spans.items() if n > spans_before[s]}
     points = {m: (n - points_before[m]) / made for m, n in histogram_counts(reader).items() if n > points_before[m]}
