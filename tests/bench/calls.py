@@ -43,6 +43,11 @@ MCP_MODES = {"mcp-legacy": "legacy", "mcp-mrtr": "auto"}
 
 Timings = list[int]  # nanoseconds per call, in call order
 Around = Callable[[], AbstractContextManager[Any]]
+Clock = Callable[[], int]
+# The clocks a run can time with: this process's CPU time (all its threads; what the call costs,
+# without the time the OS gave to other processes: every call here runs in process, never waiting
+# on I/O) or wall time.
+CLOCKS: dict[str, Clock] = {"cpu": time.process_time_ns, "wall": time.perf_counter_ns}
 
 
 def _transport(cassette: dict[str, Any]) -> httpx2.MockTransport:
@@ -84,12 +89,11 @@ def _provider_call(kind: str) -> Callable[[], Any]:
     return call_once
 
 
-def _time_provider(kind: str, warmup: int, iterations: int, timed: Around) -> Timings:
+def _time_provider(kind: str, warmup: int, iterations: int, timed: Around, clock: Clock) -> Timings:
     call = _provider_call(kind)
     for _ in range(warmup):
         call()
     timings = []
-    clock = time.perf_counter_ns
     with timed():
         for _ in range(iterations):
             start = clock()
@@ -98,7 +102,7 @@ def _time_provider(kind: str, warmup: int, iterations: int, timed: Around) -> Ti
     return timings
 
 
-async def _time_mcp(kind: str, warmup: int, iterations: int, timed: Around) -> Timings:
+async def _time_mcp(kind: str, warmup: int, iterations: int, timed: Around, clock: Clock) -> Timings:
     """One ``call_tool("sample")`` per call on a session opened once; the loop runs inside the event
     loop, so no thread hop is timed."""
     import mcp_types as types
@@ -114,7 +118,6 @@ async def _time_mcp(kind: str, warmup: int, iterations: int, timed: Around) -> T
 
     args = {"hint": "claude-sonnet", "include_context": "thisServer"}
     timings = []
-    clock = time.perf_counter_ns
     async with Client(build_server(), mode=MCP_MODES[kind], sampling_callback=sampling_callback) as client:
         out = None
         for _ in range(warmup):
@@ -129,14 +132,15 @@ async def _time_mcp(kind: str, warmup: int, iterations: int, timed: Around) -> T
     return timings
 
 
-def time_calls(kind: str, warmup: int, iterations: int, timed: Around = contextlib.nullcontext) -> Timings:
+def time_calls(kind: str, warmup: int, iterations: int, timed: Around = contextlib.nullcontext,
+               clock: Clock = time.process_time_ns) -> Timings:
     """Run ``warmup`` untimed calls of ``kind`` (one of :data:`KINDS`), then time ``iterations`` calls on
-    the same client or session; ``timed()`` is entered around the timed calls only (a profiler, a
-    count of live objects)."""
+    the same client or session with ``clock`` (nanoseconds); ``timed()`` is entered around the timed
+    calls only (a profiler, a count of live objects)."""
     if kind in PROVIDER_KINDS:
-        return _time_provider(kind, warmup, iterations, timed)
+        return _time_provider(kind, warmup, iterations, timed, clock)
     if kind in MCP_KINDS:
         import anyio
 
-        return anyio.run(_time_mcp, kind, warmup, iterations, timed)
+        return anyio.run(_time_mcp, kind, warmup, iterations, timed, clock)
     raise ValueError(f"unknown call kind {kind!r}; known: {', '.join(KINDS)}")

@@ -12,7 +12,7 @@ Writes the tables (with machine, versions, command, date) between the ``bench`` 
 configuration's calls with pyinstrument (an HTML file and a text summary).
 
 Usage: ``python tests/bench/run.py [--rounds 7] [--iterations 300] [--warmup 50] [--configs a,b]
-[--kinds x,y] [--out docs/performance.md | --no-write] [--profile otel-sampling:anthropic-create]``.
+[--kinds x,y] [--clock cpu|wall] [--out docs/performance.md | --no-write] [--profile otel-sampling:anthropic-create]``.
 """
 
 from __future__ import annotations
@@ -44,13 +44,14 @@ OURS, OURS_WITH_SERVER, BARE, FLOOR = "otel-sampling", "otel-sampling+server", "
 # calls); MCP sampling instrumentation adds <= 10% to an in-memory round trip.
 PEER_TARGET, FLOOR_TARGET, MCP_TARGET = 0.5, 1.3, 0.10
 WORKER_TIMEOUT_S = 900
+CLOCK_NAMES = {"cpu": "process CPU time (time.process_time_ns)", "wall": "wall clock (time.perf_counter_ns)"}
 
 
-def run_worker(config: str, kinds: list[str], iterations: int, warmup: int,
+def run_worker(config: str, kinds: list[str], iterations: int, warmup: int, clock: str,
                profile: str | None = None) -> dict[str, Any]:
     """One configuration in a fresh process; a crash becomes ``{"error": ...}``."""
     command = [sys.executable, str(HERE / "worker.py"), config, "--kinds", ",".join(kinds),
-               "--iterations", str(iterations), "--warmup", str(warmup)]
+               "--iterations", str(iterations), "--warmup", str(warmup), "--clock", clock]
     if profile:
         command += ["--profile", profile]
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -65,7 +66,8 @@ def run_worker(config: str, kinds: list[str], iterations: int, warmup: int,
         return {"config": config, "error": f"exit code {proc.returncode}: {last}", "kinds": {}}
 
 
-def collect(configs: list[str], kinds: list[str], rounds: int, iterations: int, warmup: int) -> list[dict[str, Any]]:
+def collect(configs: list[str], kinds: list[str], rounds: int, iterations: int, warmup: int,
+            clock: str) -> list[dict[str, Any]]:
     """``rounds`` x every configuration, interleaved: round r starts at the r-th configuration."""
     results = []
     for r in range(rounds):
@@ -74,7 +76,7 @@ def collect(configs: list[str], kinds: list[str], rounds: int, iterations: int, 
             applicable = [k for k in kinds if k in CONFIGS[config].kinds]
             if not applicable:
                 continue
-            out = run_worker(config, applicable, iterations, warmup)
+            out = run_worker(config, applicable, iterations, warmup, clock)
             out["round"] = r
             results.append(out)
             print(f"round {r + 1}/{rounds} {config}: "
@@ -232,7 +234,8 @@ def render(table: dict[str, dict[str, dict[str, Any]]], results: list[dict[str, 
         "",
         f"- Machine: {host['cpu']}, {host['cores']} cores, {host['system']}, Python {host['python']}",
         f"- {settings['rounds']} rounds x {len(settings['configs'])} configurations (interleaved, a fresh process "
-        f"each), {settings['warmup']} warm-up + {settings['iterations']} timed calls per call kind and round",
+        f"each), {settings['warmup']} warm-up + {settings['iterations']} timed calls per call kind and round, "
+        f"timed with the {CLOCK_NAMES[settings['clock']]}",
         "- Versions: " + ", ".join(f"{p} {v}" for p, v in sorted(found.items())),
         "",
         "Targets (issue 8):",
@@ -256,13 +259,13 @@ def write(out: Path, generated: str) -> None:
     out.write_text(f"{head}{BEGIN}\n{generated}{END}{tail}", encoding="utf-8")
 
 
-def profile(target: str, iterations: int, warmup: int, out: str | None) -> int:
+def profile(target: str, iterations: int, warmup: int, clock: str, out: str | None) -> int:
     config, _, kind = target.partition(":")
     if config not in CONFIGS or kind not in CONFIGS[config].kinds:
         raise SystemExit(f"--profile takes CONFIG:KIND, CONFIG one of {', '.join(CONFIGS)} and a KIND it runs "
                          f"({', '.join(calls.KINDS)})")
     path = out or str(Path(tempfile.gettempdir()) / f"profile-{config}-{kind}.html")
-    result = run_worker(config, [kind], iterations, warmup, profile=path)
+    result = run_worker(config, [kind], iterations, warmup, clock, profile=path)
     if "error" in result or "error" in result["kinds"].get(kind, {}):
         print(json.dumps(result, indent=1), file=sys.stderr)
         return 1
@@ -277,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50, help="untimed calls first, per call kind and round")
     parser.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of: {', '.join(CONFIGS)}")
     parser.add_argument("--kinds", default=",".join(calls.KINDS), help=f"comma-separated, of: {', '.join(calls.KINDS)}")
+    parser.add_argument("--clock", choices=sorted(calls.CLOCKS), default="cpu",
+                        help="cpu: the process's CPU time per call (robust to other processes' load); wall: elapsed")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the Markdown file to update")
     parser.add_argument("--no-write", action="store_true", help="print the tables only")
     parser.add_argument("--json", type=Path, help="also write every worker's raw result here")
@@ -284,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile-out", help="where the HTML profile goes (default: the temp directory)")
     args = parser.parse_args(argv)
     if args.profile:
-        return profile(args.profile, args.iterations, args.warmup, args.profile_out)
+        return profile(args.profile, args.iterations, args.warmup, args.clock, args.profile_out)
 
     configs = [c for c in args.configs.split(",") if c]
     kinds = [k for k in args.kinds.split(",") if k]
@@ -293,14 +298,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown configuration or call kind: {', '.join(unknown)}")
     if BARE not in configs:
         configs.insert(0, BARE)  # added time is measured against it
-    results = collect(configs, kinds, args.rounds, args.iterations, args.warmup)
+    results = collect(configs, kinds, args.rounds, args.iterations, args.warmup, args.clock)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     table = summarise(results, configs, kinds)
     command = "python tests/bench/run.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None
                                                                                 else sys.argv[1:]))
     generated = render(table, results, {"rounds": args.rounds, "configs": configs, "warmup": args.warmup,
-                                        "iterations": args.iterations}, command.strip())
+                                        "iterations": args.iterations, "clock": args.clock}, command.strip())
     print(generated)
     if not args.no_write:
         write(args.out, generated)

@@ -143,7 +143,7 @@ def _alive() -> int:
 
 
 def measure(kind: str, warmup: int, iterations: int, exporter: CountingExporter, reader: InMemoryMetricReader,
-            scope: str | tuple[str, ...] | None, profile: str | None) -> dict[str, Any]:
+            scope: str | tuple[str, ...] | None, profile: str | None, clock: str) -> dict[str, Any]:
     spans_before, points_before = Counter(exporter.spans), histogram_counts(reader)
     alive: list[int] = []
 
@@ -163,7 +163,7 @@ def measure(kind: str, warmup: int, iterations: int, exporter: CountingExporter,
             yield
         alive.append(_alive())
 
-    timings = calls.time_calls(kind, warmup, iterations, timed)
+    timings = calls.time_calls(kind, warmup, iterations, timed, calls.CLOCKS[clock])
     retained = (alive[1] - alive[0]) / iterations
     made = warmup + iterations
     spans = {s: (n - spans_before[s]) / made for s, n in exporter.spans.items() if n > spans_before[s]}
@@ -200,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kinds", default=",".join(calls.KINDS), help="comma-separated call kinds")
     parser.add_argument("--iterations", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--clock", choices=sorted(calls.CLOCKS), default="cpu")
     parser.add_argument("--profile", help="write a pyinstrument HTML profile of the timed calls here (one kind)")
     args = parser.parse_args(argv)
     config = CONFIGS[args.config]
@@ -224,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for kind in kinds:
         try:
             out["kinds"][kind] = measure(kind, args.warmup, args.iterations, exporter, reader, config.scope,
-                                         args.profile)
+                                         args.profile, args.clock)
         except Exception as exc:  # noqa: BLE001 - a configuration that breaks the SDK call is reported
             out["kinds"][kind] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0],
                                   "traceback": traceback.format_exc()}
