@@ -181,30 +181,39 @@ def render_tables(table: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
 
 
 def render_targets(table: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
-    lines = ["| call kind | target | measured | met |", "|---|---|---:|---|"]
+    """One row per target: ours' added µs, the limit in µs, the ratio, met or the gap in µs."""
+    lines = ["| call kind | target | added µs | limit µs | measured | met (gap) |", "|---|---|---:|---:|---:|---|"]
 
-    def verdict(row: dict[str, Any], key: str, limit: float) -> str:
+    def line(kind: str, target: str, row: dict[str, Any], key: str, limit: float, reference: float | None,
+             shown: str) -> str:
+        added = row.get("added_us")
         if key not in row:
-            return "n/a (not measured)"
-        if row[key] is None:
-            return "n/a (reference added ≤ 0 µs: noise, rerun on a quiet machine)"
-        return "yes" if row[key] <= limit else "**no**"
+            verdict = "n/a (not measured)"
+        elif row[key] is None or reference is None:
+            verdict = "n/a (reference added ≤ 0 µs: noise, rerun on a quiet machine)"
+        elif row[key] <= limit:
+            verdict = "yes"
+        else:
+            verdict = f"**no** ({added - limit * reference:+,.1f} µs)"
+        bound = "" if reference is None or reference <= 0 else _us(limit * reference)
+        return f"| {kind} | {target} | {_us(added)} | {bound} | {shown} | {verdict} |"
 
     for kind, rows in table.items():
         ours = rows.get(OURS, {})
         if kind in calls.PROVIDER_KINDS:
-            peer = ours.get("lightest_peer", "no working peer")
-            lines.append(f"| {kind} | added ≤ {PEER_TARGET}x lightest working peer ({peer}) | "
-                         f"{_x(ours.get('x_lightest_peer'))} | {verdict(ours, 'x_lightest_peer', PEER_TARGET)} |")
-            lines.append(f"| {kind} | added ≤ {FLOOR_TARGET}x floor | {_x(ours.get('x_floor'))} | "
-                         f"{verdict(ours, 'x_floor', FLOOR_TARGET)} |")
+            peer = ours.get("lightest_peer")
+            peer_added = rows.get(peer, {}).get("added_us") if peer else None
+            lines.append(line(kind, f"≤ {PEER_TARGET}x lightest working peer ({peer or 'none ran'})", ours,
+                              "x_lightest_peer", PEER_TARGET, peer_added, _x(ours.get("x_lightest_peer"))))
+            lines.append(line(kind, f"≤ {FLOOR_TARGET}x floor", ours, "x_floor", FLOOR_TARGET,
+                              rows.get(FLOOR, {}).get("added_us"), _x(ours.get("x_floor"))))
         else:
+            bare = rows.get(BARE, {}).get("median_us")
             for config in (OURS, OURS_WITH_SERVER):
                 row = rows.get(config, {})
                 share = row.get("x_bare")
-                measured = "" if share is None else f"{100 * share:.1f}%"
-                lines.append(f"| {kind} | {config}: added ≤ {MCP_TARGET:.0%} of the bare round trip | {measured} | "
-                             f"{verdict(row, 'x_bare', MCP_TARGET)} |")
+                lines.append(line(kind, f"{config}: ≤ {MCP_TARGET:.0%} of the bare round trip", row, "x_bare",
+                                  MCP_TARGET, bare, "" if share is None else f"{100 * share:.1f}%"))
     return lines
 
 
@@ -235,7 +244,8 @@ def render(table: dict[str, dict[str, dict[str, Any]]], results: list[dict[str, 
         f"- Machine: {host['cpu']}, {host['cores']} cores, {host['system']}, Python {host['python']}",
         f"- {settings['rounds']} rounds x {len(settings['configs'])} configurations (interleaved, a fresh process "
         f"each), {settings['warmup']} warm-up + {settings['iterations']} timed calls per call kind and round, "
-        f"timed with the {CLOCK_NAMES[settings['clock']]}",
+        f"timed with the {CLOCK_NAMES[settings['clock']]}; load average (1 min) {settings['load']}: other "
+        "processes' work on a shared machine widens the ranges below",
         "- Versions: " + ", ".join(f"{p} {v}" for p, v in sorted(found.items())),
         "",
         "Targets (issue 8):",
@@ -298,14 +308,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown configuration or call kind: {', '.join(unknown)}")
     if BARE not in configs:
         configs.insert(0, BARE)  # added time is measured against it
+    load_before = os.getloadavg()[0]
     results = collect(configs, kinds, args.rounds, args.iterations, args.warmup, args.clock)
+    load = f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     table = summarise(results, configs, kinds)
     command = "python tests/bench/run.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None
                                                                                 else sys.argv[1:]))
     generated = render(table, results, {"rounds": args.rounds, "configs": configs, "warmup": args.warmup,
-                                        "iterations": args.iterations, "clock": args.clock}, command.strip())
+                                        "iterations": args.iterations, "clock": args.clock, "load": load},
+                       command.strip())
     print(generated)
     if not args.no_write:
         write(args.out, generated)
