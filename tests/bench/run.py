@@ -3,9 +3,10 @@
 Every configuration (``worker.CONFIGS``: bare SDK, otel-sampling, each peer instrumentation, the
 hand-written floor) runs in a fresh process per round (instrumentations patch SDK classes for the
 whole process); the rounds interleave the configurations (each round starts at the next one), so
-machine noise falls on all of them alike. Per round and call kind, a worker reports the median of
-its per-call times; a configuration's time is the median over rounds, its **added time** the median
-over rounds of (its round median - bare's round median of the same round).
+machine noise falls on all of them alike, and each configuration's run follows a bare run of the
+same call kinds (its pair). Per round and call kind, a worker reports the median of its per-call
+times; a configuration's time is the median over rounds, its **added time** the median over rounds
+of (its round median - its paired bare run's median).
 
 Writes the tables (with machine, versions, command, date) between the ``bench`` markers of
 ``docs/performance.md`` and prints them. ``--profile CONFIG:KIND`` instead profiles one
@@ -68,21 +69,25 @@ def run_worker(config: str, kinds: list[str], iterations: int, warmup: int, cloc
 
 def collect(configs: list[str], kinds: list[str], rounds: int, iterations: int, warmup: int,
             clock: str) -> list[dict[str, Any]]:
-    """``rounds`` x every configuration, interleaved: round r starts at the r-th configuration."""
+    """``rounds`` x every configuration, interleaved (round r starts at the r-th configuration), each
+    right after a bare run of the same call kinds: its pair, a few seconds away, so that a change of
+    load on the machine between the two is as unlikely as it can be."""
     results = []
+    measured = [c for c in configs if c != BARE] or [BARE]
     for r in range(rounds):
-        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        order = measured[r % len(measured):] + measured[:r % len(measured)]
         for config in order:
             applicable = [k for k in kinds if k in CONFIGS[config].kinds]
             if not applicable:
                 continue
-            out = run_worker(config, applicable, iterations, warmup, clock)
-            out["round"] = r
-            results.append(out)
-            print(f"round {r + 1}/{rounds} {config}: "
-                  + (out.get("error") or ", ".join(f"{k} {v['median_ns'] / 1000:.0f} µs" if "median_ns" in v
-                                                   else f"{k} failed" for k, v in out["kinds"].items())),
-                  file=sys.stderr, flush=True)
+            for name in dict.fromkeys((BARE, config)):
+                out = run_worker(name, applicable, iterations, warmup, clock)
+                out.update(round=r, pair=config)
+                results.append(out)
+                print(f"round {r + 1}/{rounds} {name}: "
+                      + (out.get("error") or ", ".join(f"{k} {v['median_ns'] / 1000:.0f} µs" if "median_ns" in v
+                                                       else f"{k} failed" for k, v in out["kinds"].items())),
+                      file=sys.stderr, flush=True)
     return results
 
 
@@ -103,22 +108,23 @@ def _check(config: str, kind: str, runs: list[dict[str, Any]]) -> str | None:
 
 def summarise(results: list[dict[str, Any]], configs: list[str], kinds: list[str]) -> dict[str, Any]:
     """Per (kind, config): median µs, added µs, its spread over rounds, span/metric counts, status."""
-    bare_by_round = {(r["round"], k): v["median_ns"] for r in results if r["config"] == BARE
-                     for k, v in r["kinds"].items() if "median_ns" in v}
+    paired_bare = {(r["round"], r["pair"], k): v["median_ns"] for r in results if r["config"] == BARE
+                   for k, v in r["kinds"].items() if "median_ns" in v}
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for kind in kinds:
         table[kind] = {}
         for config in configs:
             if kind not in CONFIGS[config].kinds:
                 continue
-            runs = [r for r in results if r["config"] == config]
+            # bare runs beside each configuration, with that configuration's call kinds only
+            runs = [r for r in results if r["config"] == config and (config != BARE or kind in r["kinds"])]
             problem = _check(config, kind, runs) if runs else "not run"
             row: dict[str, Any] = {"status": "ok" if problem is None else f"did not run: {problem}"}
             if problem is None:
                 measured = [r["kinds"][kind] for r in runs]
                 row["median_us"] = statistics.median(m["median_ns"] for m in measured) / 1000
-                added = [m["median_ns"] - bare_by_round[(r["round"], kind)] for r, m in zip(runs, measured, strict=True)
-                         if (r["round"], kind) in bare_by_round]
+                added = [m["median_ns"] - paired_bare[(r["round"], config, kind)]
+                         for r, m in zip(runs, measured, strict=True) if (r["round"], config, kind) in paired_bare]
                 if added and config != BARE:
                     row["added_us"] = statistics.median(added) / 1000
                     row["added_range_us"] = (min(added) / 1000, max(added) / 1000)
@@ -242,8 +248,9 @@ def render(table: dict[str, dict[str, dict[str, Any]]], results: list[dict[str, 
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: `{command}`",
         "",
         f"- Machine: {host['cpu']}, {host['cores']} cores, {host['system']}, Python {host['python']}",
-        f"- {settings['rounds']} rounds x {len(settings['configs'])} configurations (interleaved, a fresh process "
-        f"each), {settings['warmup']} warm-up + {settings['iterations']} timed calls per call kind and round, "
+        f"- {settings['rounds']} rounds x {len(settings['configs']) - 1} configurations, each after its own bare run "
+        f"(interleaved, a fresh process each), {settings['warmup']} warm-up + {settings['iterations']} timed calls "
+        "per call kind and round, "
         f"timed with the {CLOCK_NAMES[settings['clock']]}; load average (1 min) {settings['load']}: other "
         "processes' work on a shared machine widens the ranges below",
         "- Versions: " + ", ".join(f"{p} {v}" for p, v in sorted(found.items())),
