@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers lint test test-peers soak demo generate prometheus clean test-matrix
+.PHONY: venv venv-peers venv-bench lint test test-peers soak demo generate prometheus clean test-matrix bench profile
 
 venv: $(STAMP)
 
@@ -19,6 +19,30 @@ $(PEERS_STAMP): pyproject.toml
 	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PEERS_VENV)/bin/python -m pip install --quiet -e ".[anthropic,peers]"
 	touch $(PEERS_STAMP)
+
+# The benchmark's venv: our package with both SDKs and mcp, plus the four peer instrumentations and
+# pyinstrument (the bench extra). Kept apart from .venv-peers, which tests/test_peers.py uses.
+BENCH_VENV  := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed-stamp
+BENCH_ARGS  ?=
+PROFILE     ?= otel-sampling:anthropic-create
+
+venv-bench: $(BENCH_STAMP)
+
+$(BENCH_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e ".[bench]"
+	touch $(BENCH_STAMP)
+
+# Added time per call: bare SDK, otel-sampling, each peer, the floor; rewrites docs/performance.md
+# (BENCH_ARGS="--rounds 3 --no-write" etc.: see tests/bench/run.py --help).
+bench: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python tests/bench/run.py $(BENCH_ARGS)
+
+# A pyinstrument profile of one configuration and call kind (PROFILE=CONFIG:KIND).
+profile: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python tests/bench/run.py --profile $(PROFILE) $(BENCH_ARGS)
 
 test-peers: $(STAMP) $(PEERS_STAMP)
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest tests/test_peers.py
@@ -57,7 +81,7 @@ demo: $(STAMP) prometheus
 	$(PY) examples/triage/demo.py
 
 clean:
-	rm -rf $(VENV) $(PEERS_VENV) $(MATRIX) .demo .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) $(PEERS_VENV) $(BENCH_VENV) $(MATRIX) .demo .pytest_cache build dist *.egg-info
 
 # ---------------------------------------------------------------- version matrix (slow: not part of `make test`)
 # One venv per cell under .matrix/, the package installed with the oldest (pinned) or the newest
