@@ -12,7 +12,7 @@ Judgement (``names.SUBSTITUTIONS``):
 * ``unjudged``: no hint matched and no policy covers the server, or no served model is known.
 
 A permitted-model entry admits the same name or that name followed by a dated or ``latest``
-suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``), which is how providers name
+suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``, ``gpt-4`` admits ``gpt-4-0613``), which is how providers name
 snapshots of one model; a ``-latest`` entry admits the same snapshots (the alias resolves to one).
 """
 
@@ -23,7 +23,9 @@ from collections.abc import Iterable, Sequence
 
 from otel_sampling import names
 
-_SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)\Z")
+# YYYYMMDD (anthropic), YYYY-MM-DD (openai), a bare 4-digit date (openai MMDD: gpt-4-0613;
+# mistral YYMM: mistral-large-2407), or the moving alias.
+_SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|\d{4}|latest)\Z")
 
 
 def same_model(entry: str, served: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_sampling.substitution import judge, same_model
+from otel_sampling.substitution import judge, same_family, same_model
 
 PERMITTED = ("claude-sonnet-5-5", "claude-haiku-5-5")
 
@@ -30,6 +30,11 @@ def test_judge(hints, served, permitted, expected):
     ("claude-haiku-5-5", "claude-haiku-5-5", True),
     ("claude-haiku-5-5", "claude-haiku-5-5-20261001", True),
     ("gpt-4o", "gpt-4o-2024-08-06", True),
+    # OpenAI's older snapshots carry MMDD (models page: gpt-4-0613, gpt-3.5-turbo-0125), Mistral's YYMM.
+    ("gpt-4", "gpt-4-0613", True),
+    ("gpt-3.5-turbo", "gpt-3.5-turbo-0125", True),
+    ("mistral-large", "mistral-large-2407", True),
+    ("gpt-4", "gpt-4-32k-0613", False),  # another model (32k context) in that snapshot
     ("claude-haiku-5-5", "claude-haiku-5-5-latest", True),
     ("claude-haiku-5", "claude-haiku-5-5", False),  # another model, not a snapshot
     ("claude-haiku-5-5", "claude-haiku-5-5-fast", False),
@@ -37,3 +42,9 @@ def test_judge(hints, served, permitted, expected):
 ])
 def test_same_model(entry, served, same):
     assert same_model(entry, served) is same
+
+
+def test_a_recorded_openai_snapshot_is_the_model_asked_for():
+    # The recorded openai stream cassette asks for gpt-4 and is served gpt-4-0613: one model.
+    assert same_family("gpt-4", "gpt-4-0613")
+    assert not same_family("gpt-4", "gpt-4o-2024-08-06")
