@@ -50,7 +50,7 @@ from otel_sampling.instrumentation._provider import (
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
-from otel_sampling.instrumentation.openai_fields import as_int, as_str, field
+from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
 from otel_sampling.provider_call import Response, Usage
@@ -84,9 +84,11 @@ def _finish_reasons(choices: Any) -> tuple[str, ...]:
 
 
 def chat_response_of(completion: Any) -> Response:
-    """What a non-streamed ``ChatCompletion`` reports (output content not read)."""
+    """What a non-streamed ``ChatCompletion`` reports (output content not read); an error body that
+    came with HTTP 200 ends the call as that error (:func:`error_envelope`)."""
     return Response(as_str(field(completion, "model")) or None, as_str(field(completion, "id")),
-                    _finish_reasons(field(completion, "choices")), to_usage(field(completion, "usage")))
+                    _finish_reasons(field(completion, "choices")), to_usage(field(completion, "usage")),
+                    error_type=error_envelope(completion))
 
 
 class StreamAccumulator:
