@@ -74,7 +74,7 @@ def _usage_fields(usage: Any, into: dict[str, int | None]) -> None:
 
 def _is_fallback_usage(usage: Any) -> bool:
     """beta ``usage.iterations`` has a ``fallback_message`` entry."""
-    return any(getattr(i, "type", None) == "fallback_message" for i in getattr(usage, "iterations", None) or ())
+    return any(getattr(i, "type", None) == "fallback_message" for i in _sequence(getattr(usage, "iterations", None)))
 
 
 def _str(value: Any) -> str | None:
@@ -98,7 +98,7 @@ def response_of(message: Any) -> Response:
     usage = getattr(message, "usage", None)
     _usage_fields(usage, fields)
     stop_reason = _str(getattr(message, "stop_reason", None))
-    content = getattr(message, "content", None) or ()
+    content = _sequence(getattr(message, "content", None))  # the SDK does not validate answers
     fallback = _is_fallback_usage(usage) or any(getattr(b, "type", None) == "fallback" for b in content)
     return Response(_str(getattr(message, "model", None)), _str(getattr(message, "id", None)),
                     (stop_reason,) if stop_reason else (), to_usage(fields), fallback,

@@ -32,7 +32,7 @@ from typing import Any
 
 from otel_sampling import names
 from otel_sampling.instrumentation.openai_content import responses_output
-from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field
+from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field, sequence
 from otel_sampling.provider_call import Response, Usage
 
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
@@ -54,7 +54,7 @@ def finish_reasons(response: Any) -> tuple[str, ...]:
     """The table above."""
     status = field(response, "status")
     if status == "completed":
-        items = field(response, "output") or ()
+        items = sequence(field(response, "output"))
         return ("tool_calls",) if any(field(i, "type") in _TOOL_CALL_ITEMS for i in items) else ("stop",)
     if status == "incomplete":
         reason = as_str(field(field(response, "incomplete_details"), "reason"))
