@@ -12,6 +12,7 @@ must get the very object back (or the very exception), and exactly one span and 
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 
@@ -30,6 +31,9 @@ from otel_sampling.instrumentation import openai_responses
 from otel_sampling.policy import EndingRule
 from otel_sampling.provider_call import Response, Usage, ending_of, failure_of
 from sampling_server import build_server
+
+if sys.version_info < (3, 11):  # anyio brings the backport there
+    from exceptiongroup import BaseExceptionGroup
 
 # Text as a hostile peer sends it: controls, bidi overrides, lone surrogates, long runs.
 hostile_text = st.text(st.characters(codec=None, categories=None), max_size=64) | st.sampled_from(

@@ -151,3 +151,37 @@ def test_a_hostile_answer_reaches_the_host_as_without_us_and_makes_one_clean_spa
         for point in telemetry.points(metric):
             for value in point.attributes.values():
                 assert isinstance(value, str) and value and len(value) <= LABEL_MAX_LENGTH and value.isprintable()
+
+
+@pytest.mark.parametrize("capture", ["SPAN_ONLY", "SPAN_AND_EVENT"])
+def test_captured_content_with_controls_and_lone_surrogates_still_exports(telemetry, monkeypatch, fake_provider,
+                                                                          capture):
+    """Content capture (opt-in) copies the request before the SDK encodes it: a lone surrogate the
+    SDK then refuses (``UnicodeEncodeError``, the host's to handle) must not make our span
+    unexportable, and controls or bidi overrides must not reach a backend raw. The content stays
+    JSON; each unprintable character is a JSON escape."""
+    import json
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, capture)
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    client = anthropic.Anthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+    try:
+        with pytest.raises(UnicodeEncodeError):
+            client.messages.create(model="claude-req", max_tokens=8, system="sys\ud800",
+                                   messages=[{"role": "user", "content": "hi\x00\u202e"}])
+        client.messages.create(model="claude-req", max_tokens=8, system="sys\x1b[31m",
+                               messages=[{"role": "user", "content": "hi\x00\u202e\u2028"}])
+    finally:
+        instrumentor.uninstrument()
+    spans = telemetry.spans()
+    assert len(spans) == 2
+    encode_spans(spans).SerializeToString()  # raises on a string that is not valid UTF-8
+    for span in spans:
+        for key in (names.GEN_AI_SYSTEM_INSTRUCTIONS, names.GEN_AI_INPUT_MESSAGES):
+            text = span.attributes[key]
+            assert text.isprintable(), (key, text)
+    sent = json.loads(spans[1].attributes[names.GEN_AI_INPUT_MESSAGES])
+    assert sent[0]["parts"][0]["content"] == "hi\x00\u202e\u2028"  # the content itself, unchanged
