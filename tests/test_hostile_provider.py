@@ -185,3 +185,28 @@ def test_captured_content_with_controls_and_lone_surrogates_still_exports(teleme
             assert text.isprintable(), (key, text)
     sent = json.loads(spans[1].attributes[names.GEN_AI_INPUT_MESSAGES])
     assert sent[0]["parts"][0]["content"] == "hi\x00\u202e\u2028"  # the content itself, unchanged
+
+
+def test_the_sdk_span_limit_applies_after_our_cap_and_the_shorter_wins(telemetry, monkeypatch, fake_provider):
+    """docs/security.md: OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH cuts and cleans first, then the OTel
+    SDK's SpanLimits (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT) truncate what is left."""
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    monkeypatch.setenv(names.ENV_ATTRIBUTE_MAX_LENGTH, str(CAP))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_attribute_length=10))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider, meter_provider=telemetry.meter_provider)
+    try:
+        _chat_create(fake_provider)(f"long_model={LONG}")
+        monkeypatch.setenv(names.ENV_ATTRIBUTE_MAX_LENGTH, "5")
+        instrumentor.uninstrument()
+        instrumentor.instrument(tracer_provider=provider, meter_provider=telemetry.meter_provider)
+        _chat_create(fake_provider)(f"long_model={LONG}")
+    finally:
+        instrumentor.uninstrument()
+    sdk_cut, ours = (span.attributes[names.GEN_AI_RESPONSE_MODEL] for span in exporter.get_finished_spans())
+    assert (sdk_cut, ours) == ("m" * 10, "m" * 5)
