@@ -7,8 +7,9 @@ nested ``metadata``, and text, image and audio content. Tools:
 
 * ``ask(seed)``: one such request through a ``Sample`` resolver (both protocol paths); returns
   ``"<model>|<stopReason>"`` of the answer.
-* ``flood(seed, count)``: ``count`` such requests one after another on the legacy path
-  (``ctx.session.send_request``); returns how many were answered.
+* ``flood(seed, count, light=False)``: ``count`` such requests one after another on the legacy
+  path (``ctx.session.send_request``); returns how many were answered. ``light``: text content
+  only and metadata 8 levels deep (the long memory run: the hostile names and hints, cheaper).
 
 Run as ``python hostile_server.py [NAME_LENGTH]`` it serves over stdio (without lone surrogates,
 which mcp cannot put on the wire).
@@ -48,8 +49,9 @@ def nested(depth: int) -> dict:
     return value
 
 
-def hostile_params(seed: int) -> dict:
-    """Request fields for request number ``seed``: hints never seen before, hostile strings."""
+def hostile_params(seed: int, depth: int | None = None) -> dict:
+    """Request fields for request number ``seed``: hints never seen before, hostile strings;
+    ``metadata`` nested ``depth`` levels (default ``METADATA_DEPTH``)."""
     rng = random.Random(seed)  # noqa: S311 - reproducible test data, not cryptography
     suffix = HOSTILE_SUFFIX.replace("\ud800", SURROGATE)
     hints = [types.ModelHint(name=f"{seed}-{rng.getrandbits(64):x}{suffix}" + "h" * rng.randrange(0, 400))
@@ -60,13 +62,14 @@ def hostile_params(seed: int) -> dict:
         "stop_sequences": [f"stop\x00{seed}", SURROGATE + "\u202e", "x" * 5000],
         "model_preferences": types.ModelPreferences(hints=hints),
         "include_context": rng.choice(["none", "thisServer", "allServers"]),
-        "metadata": {"deep": nested(METADATA_DEPTH), "seed": seed, "ctl\x00": SURROGATE},
+        "metadata": {"deep": nested(depth or METADATA_DEPTH), "seed": seed, "ctl\x00": SURROGATE},
     }
 
 
-def hostile_messages(seed: int) -> list:
-    return [
-        types.SamplingMessage(role="user", content=types.TextContent(text=f"hi\x00{SURROGATE} {seed}")),
+def hostile_messages(seed: int, media: bool = True) -> list:
+    text = [types.SamplingMessage(role="user", content=types.TextContent(text=f"hi\x00{SURROGATE} {seed}"))]
+    return text if not media else [
+        *text,
         types.SamplingMessage(role="user", content=types.ImageContent(data=IMAGE, mime_type="image/png\x00")),
         types.SamplingMessage(role="user", content=types.AudioContent(data=AUDIO, mime_type="audio/wav" + SURROGATE)),
     ]
@@ -84,11 +87,11 @@ def build_hostile_server(name: str = HOSTILE_NAME) -> MCPServer:
         return f"{answer.model}|{answer.stop_reason}"
 
     @server.tool()
-    async def flood(seed: int, count: int, ctx: Context) -> int:
+    async def flood(seed: int, count: int, ctx: Context, light: bool = False) -> int:
         answered = 0
         for i in range(seed, seed + count):
             request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
-                messages=hostile_messages(i), **hostile_params(i)))
+                messages=hostile_messages(i, media=not light), **hostile_params(i, 8 if light else None)))
             await ctx.session.send_request(
                 request, types.CreateMessageResult,
                 metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id))
