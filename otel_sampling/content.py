@@ -75,8 +75,26 @@ class Content(NamedTuple):
                            (names.GEN_AI_INPUT_MESSAGES, self.input_messages),
                            (names.GEN_AI_OUTPUT_MESSAGES, self.output_messages)):
             if value:
-                out[key] = json.dumps(value, ensure_ascii=False, default=str)[:max_length]
+                out[key] = _printable_json(json.dumps(value, ensure_ascii=False, default=str))[:max_length]
         return out
+
+
+def _printable_json(text: str) -> str:
+    """``text`` (JSON) with each unprintable character as its JSON escape: the same JSON value, but
+    no raw control, bidi override or line separator reaches a backend, and no lone surrogate makes
+    the attribute unencodable (OTLP drops a string that is not UTF-8). Only strings in JSON can hold
+    such characters, so the escapes land inside strings."""
+    if text.isprintable():  # the common case: one C-level scan, no copy
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # outside the BMP: a UTF-16 surrogate pair, as JSON spells it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def text_part(text: Any) -> dict[str, Any]:

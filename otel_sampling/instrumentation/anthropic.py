@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from otel_sampling import names
 from otel_sampling.content import Content, text_part
 from otel_sampling.instrumentation._provider import (
     ProviderState,
@@ -73,7 +74,7 @@ def _usage_fields(usage: Any, into: dict[str, int | None]) -> None:
 
 def _is_fallback_usage(usage: Any) -> bool:
     """beta ``usage.iterations`` has a ``fallback_message`` entry."""
-    return any(getattr(i, "type", None) == "fallback_message" for i in _iterations(usage))
+    return any(getattr(i, "type", None) == "fallback_message" for i in _sequence(_iterations(usage)))
 
 
 def _iterations(usage: Any) -> Any:
@@ -91,16 +92,28 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _error_envelope(message: Any) -> str | None:
+    """``error.type`` of an error body the SDK parsed as a message (``{"type": "error", "error":
+    {"type": "overloaded_error", ...}}`` sent with HTTP 200), else None."""
+    if getattr(message, "type", None) != "error":
+        return None
+    error = getattr(message, "error", None)
+    kind = error.get("type") if isinstance(error, dict) else getattr(error, "type", None)
+    return _str(kind) or names.ERROR_TYPE_ERROR_EVENT
+
+
 def response_of(message: Any) -> Response:
-    """What a non-streamed ``Message`` / ``BetaMessage`` reports (output content not read)."""
+    """What a non-streamed ``Message`` / ``BetaMessage`` reports (output content not read); an
+    error body that came with HTTP 200 ends the call as that error (``Response.error_type``)."""
     fields: dict[str, int | None] = {}
     usage = getattr(message, "usage", None)
     _usage_fields(usage, fields)
     stop_reason = _str(getattr(message, "stop_reason", None))
-    content = getattr(message, "content", None) or ()
+    content = _sequence(getattr(message, "content", None))  # the SDK does not validate answers
     fallback = _is_fallback_usage(usage) or any(getattr(b, "type", None) == "fallback" for b in content)
     return Response(_str(getattr(message, "model", None)), _str(getattr(message, "id", None)),
-                    (stop_reason,) if stop_reason else (), to_usage(fields), fallback)
+                    (stop_reason,) if stop_reason else (), to_usage(fields), fallback,
+                    error_type=_error_envelope(message))
 
 
 def _sequence(value: Any) -> list[Any] | tuple[Any, ...]:

@@ -50,7 +50,7 @@ from otel_sampling.instrumentation._provider import (
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
-from otel_sampling.instrumentation.openai_fields import as_int, as_str, field
+from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field, sequence
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
 from otel_sampling.provider_call import Response, Usage
@@ -80,13 +80,15 @@ def to_usage(usage: Any) -> Usage:
 
 
 def _finish_reasons(choices: Any) -> tuple[str, ...]:
-    return tuple(r for c in choices or () if isinstance(r := field(c, "finish_reason"), str))
+    return tuple(r for c in sequence(choices) if isinstance(r := field(c, "finish_reason"), str))
 
 
 def chat_response_of(completion: Any) -> Response:
-    """What a non-streamed ``ChatCompletion`` reports (output content not read)."""
+    """What a non-streamed ``ChatCompletion`` reports (output content not read); an error body that
+    came with HTTP 200 ends the call as that error (:func:`error_envelope`)."""
     return Response(as_str(field(completion, "model")) or None, as_str(field(completion, "id")),
-                    _finish_reasons(field(completion, "choices")), to_usage(field(completion, "usage")))
+                    _finish_reasons(field(completion, "choices")), to_usage(field(completion, "usage")),
+                    error_type=error_envelope(completion))
 
 
 class StreamAccumulator:
@@ -110,7 +112,7 @@ class StreamAccumulator:
             self._model = model
         if self._id is None and isinstance(chunk_id := getattr(chunk, "id", None), str):
             self._id = chunk_id
-        for choice in getattr(chunk, "choices", None) or ():
+        for choice in sequence(getattr(chunk, "choices", None)):
             index = getattr(choice, "index", 0)
             reason = getattr(choice, "finish_reason", None)
             if isinstance(reason, str):

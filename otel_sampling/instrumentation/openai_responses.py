@@ -32,7 +32,7 @@ from typing import Any
 
 from otel_sampling import names
 from otel_sampling.instrumentation.openai_content import responses_output
-from otel_sampling.instrumentation.openai_fields import as_int, as_str, field
+from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field, sequence
 from otel_sampling.provider_call import Response, Usage
 
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
@@ -54,7 +54,7 @@ def finish_reasons(response: Any) -> tuple[str, ...]:
     """The table above."""
     status = field(response, "status")
     if status == "completed":
-        items = field(response, "output") or ()
+        items = sequence(field(response, "output"))
         return ("tool_calls",) if any(field(i, "type") in _TOOL_CALL_ITEMS for i in items) else ("stop",)
     if status == "incomplete":
         reason = as_str(field(field(response, "incomplete_details"), "reason"))
@@ -63,10 +63,12 @@ def finish_reasons(response: Any) -> tuple[str, ...]:
 
 
 def _failed(response: Any) -> str | None:
-    """``error.type`` of a ``Response`` with status ``failed``, else None."""
-    if field(response, "status") != "failed":
-        return None
-    return as_str(field(field(response, "error"), "code")) or names.ERROR_TYPE_RESPONSE_FAILED
+    """``error.type`` of a ``Response`` with status ``failed``, or of an error body without a status
+    that the SDK parsed as a ``Response`` because it came with HTTP 200; else None."""
+    status = field(response, "status")
+    if status == "failed":
+        return as_str(field(field(response, "error"), "code")) or names.ERROR_TYPE_RESPONSE_FAILED
+    return error_envelope(response) if status is None else None
 
 
 def response_of(response: Any) -> Response:

@@ -49,6 +49,14 @@ requested model.
 ``no_model``          openai Chat Completions, not streamed: a body without ``model``
 ``failed``            openai Responses: ``status="failed"`` with ``error.code="server_error"``
                       (streamed: a ``response.failed`` event instead of ``response.completed``)
+``error_200``         HTTP 200 carrying the provider's error body (JSON, also for a stream request)
+``long_model=<n>``    report a served model name of ``n`` characters
+``null_model``        ``"model": null`` in every body and event that carries a model
+``null_choices``      ``null`` for the output list: anthropic ``content``, openai ``choices``,
+                      Responses ``output`` (in every body and event that carries one)
+``no_usage``          leave ``usage`` out of every body and event
+``odd_types``         wrong JSON types where strings are expected: ``model`` and ``id`` numbers,
+                      ``stop_reason`` / ``finish_reason`` / ``status`` numbers, token counts strings
 ====================  ==========================================================================
 
 Request log
@@ -150,10 +158,46 @@ def _id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:24]}"
 
 
+def _long_model(sc: dict[str, str]) -> str | None:
+    return "m" * int(sc["long_model"]) if "long_model" in sc else None
+
+
 def _words(sc: dict[str, str]) -> list[str]:
     text = sc.get("text", DEFAULT_TEXT).replace("+", " ")
     parts = text.split(" ")
     return [p if i == 0 else " " + p for i, p in enumerate(parts)]
+
+
+_OUTPUT_LISTS = ("content", "choices", "output")
+
+
+def _distort(sc: dict[str, str], obj: Any) -> Any:
+    """Apply the hostile scenarios (``null_model``, ``null_choices``, ``no_usage``, ``odd_types``)
+    to one answer body or SSE event, and to the message / response / delta objects it nests."""
+    if not isinstance(obj, dict) or not sc.keys() & {"null_model", "null_choices", "no_usage", "odd_types"}:
+        return obj
+    for nested in ("message", "response", "delta"):
+        if isinstance(obj.get(nested), dict):
+            _distort(sc, obj[nested])
+    if "null_model" in sc and "model" in obj:
+        obj["model"] = None
+    if "null_choices" in sc:
+        for key in _OUTPUT_LISTS:
+            if isinstance(obj.get(key), list):
+                obj[key] = None
+    if "no_usage" in sc:
+        obj.pop("usage", None)
+    if "odd_types" in sc:
+        for key, value in (("model", 12345), ("id", 678), ("stop_reason", 42), ("status", 7)):
+            if isinstance(obj.get(key), str):
+                obj[key] = value
+        for choice in obj.get("choices") or ():
+            if isinstance(choice, dict) and "finish_reason" in choice:
+                choice["finish_reason"] = 42
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            obj["usage"] = {k: str(v) if isinstance(v, int) else v for k, v in usage.items()}
+    return obj
 
 
 class _Abort(Exception):
@@ -204,7 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _event(self, sc: dict[str, str], data: object, event: str | None = None) -> None:
         if "chunk_delay" in sc:
             self._sleep(float(sc["chunk_delay"]))
-        payload = data if isinstance(data, str) else json.dumps(data)
+        payload = data if isinstance(data, str) else json.dumps(_distort(sc, data))
         msg = (f"event: {event}\n" if event else "") + f"data: {payload}\n\n"
         self._chunk(msg.encode())
 
@@ -294,24 +338,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------ errors
     def _maybe_error(self, sc: dict[str, str], retry_count: int, provider: str) -> bool:
-        if "status" not in sc:
+        if "status" not in sc and "error_200" not in sc:
             return False
         if "fail_first" in sc and retry_count >= int(sc["fail_first"]):
             return False
-        status = int(sc["status"])
+        status = 200 if "error_200" in sc else int(sc["status"])
         headers = {"retry-after-ms": sc.get("retry_after_ms", "1")}
         if "no_retry" in sc:
             headers["x-should-retry"] = "false"
         if provider == "anthropic":
             req_id = _id("req_")
             headers["request-id"] = req_id
-            etype = ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+            etype = ANTHROPIC_ERROR_TYPES.get(status, "overloaded_error" if status == 200 else "api_error")
             msg = sc.get("error_message") or _ANTHROPIC_ERROR_MESSAGES.get(etype, f"fake {etype}")
             body = {"type": "error", "error": {"type": etype, "message": msg}, "request_id": req_id}
             self._send_json(status, body, headers)
         else:
             headers["x-request-id"] = _id("req_")
-            etype, code = OPENAI_ERRORS.get(status, ("server_error", None))
+            etype, code = OPENAI_ERRORS.get(status, ("server_error", None))  # 200 (error_200): server_error
             msg = sc.get("error_message") or f"fake {etype} ({status})"
             body = {"error": {"message": msg, "type": etype, "param": None, "code": code}}
             self._send_json(status, body, headers)
@@ -334,7 +378,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self._maybe_error(sc, retry_count, "anthropic"):
             return
         requested = body.get("model") or "claude-fake"
-        served = sc.get("fallback") or sc.get("served_model") or requested
+        served = sc.get("fallback") or sc.get("served_model") or _long_model(sc) or requested
         words = _words(sc)
         stop_reason = "refusal" if "refusal" in sc else ("tool_use" if "tool" in sc else "end_turn")
         usage = self._anthropic_usage(sc, len(words))
@@ -365,7 +409,7 @@ class _Handler(BaseHTTPRequestHandler):
             "anthropic-ratelimit-input-tokens-remaining": "100000",
         }
         if not body.get("stream"):
-            self._send_json(200, msg, headers)
+            self._send_json(200, _distort(sc, msg), headers)
             return
 
         self._start_sse(headers)
@@ -430,7 +474,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _openai_chat(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "openai"):
             return
-        served = sc.get("served_model") or body.get("model") or "gpt-fake"
+        served = sc.get("served_model") or _long_model(sc) or body.get("model") or "gpt-fake"
         words = _words(sc)
         finish = ("content_filter" if "refusal" in sc else "length" if "length" in sc
                   else "tool_calls" if "tool" in sc else "stop")
@@ -451,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
                         usage=self._openai_usage(sc, len(words)))
             if "no_model" in sc:
                 del resp["model"]
-            self._send_json(200, resp, headers)
+            self._send_json(200, _distort(sc, resp), headers)
             return
 
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -486,7 +530,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _openai_responses(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "openai"):
             return
-        served = sc.get("served_model") or body.get("model") or "gpt-fake"
+        served = sc.get("served_model") or _long_model(sc) or body.get("model") or "gpt-fake"
         words = _words(sc)
         text = "".join(words)
         cached = 400 if "cache" in sc else 0
@@ -517,7 +561,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1"}
         if not body.get("stream"):
-            self._send_json(200, response(final, outputs, usage), headers)
+            self._send_json(200, _distort(sc, response(final, outputs, usage)), headers)
             return
         self._start_sse(headers)
         seq = iter(range(10_000))
