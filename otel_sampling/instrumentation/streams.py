@@ -51,15 +51,19 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
         self._self_accumulator = accumulator
         self._self_failure = failure
         self._self_blind = False  # an event could not be read: "no terminal event" would be our guess
+        self._self_first = True  # no event read yet: the next one fixes the time to first chunk
         # Readers inside the stream now. A second one (another thread or task) gets the SDK
         # generator's "already executing" error while the first goes on reading: not the stream's end.
         self._self_reading = 0
 
     def _self_observe(self, event: Any) -> None:
+        # Runs once per event: one frame here and the accumulator's; the call is told only of the first.
         try:
-            call = self._self_call
-            if call is not None:
-                call.first_chunk()
+            if self._self_first:
+                self._self_first = False
+                call = self._self_call
+                if call is not None:
+                    call.first_chunk()
             self._self_accumulator.observe(event)
         except Exception:
             self._self_blind = True
