@@ -56,18 +56,17 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
         # generator's "already executing" error while the first goes on reading: not the stream's end.
         self._self_reading = 0
 
-    def _self_observe(self, event: Any) -> None:
-        # Runs once per event: one frame here and the accumulator's; the call is told only of the first.
-        try:
-            if self._self_first:
-                self._self_first = False
-                call = self._self_call
-                if call is not None:
-                    call.first_chunk()
-            self._self_accumulator.observe(event)
-        except Exception:
-            self._self_blind = True
-            logger.debug("otel-sampling: could not read a stream event", exc_info=True)
+    # __next__ / __anext__ feed each event to the accumulator inline (the per-event path is the
+    # proxy's frame and the accumulator's); these two run off that path.
+    def _self_first_event(self) -> None:
+        self._self_first = False
+        call = self._self_call
+        if call is not None:
+            call.first_chunk()
+
+    def _self_unreadable(self) -> None:
+        self._self_blind = True
+        logger.debug("otel-sampling: could not read a stream event", exc_info=True)
 
     def _self_end(self, exc: BaseException | None, exhausted: bool) -> None:
         call, self._self_call = self._self_call, None
@@ -143,7 +142,12 @@ class StreamProxy(_StreamProxyBase):
             raise
         finally:
             self._self_reading -= 1
-        self._self_observe(event)
+        try:
+            if self._self_first:
+                self._self_first_event()
+            self._self_accumulator.observe(event)
+        except Exception:
+            self._self_unreadable()
         return event
 
     def __enter__(self) -> StreamProxy:
@@ -188,7 +192,12 @@ class AsyncStreamProxy(_StreamProxyBase):
             raise
         finally:
             self._self_reading -= 1
-        self._self_observe(event)
+        try:
+            if self._self_first:
+                self._self_first_event()
+            self._self_accumulator.observe(event)
+        except Exception:
+            self._self_unreadable()
         return event
 
     async def __aenter__(self) -> AsyncStreamProxy:
