@@ -43,6 +43,10 @@ class _Calls:
     served: list[tuple[str, str | None]] = field(default_factory=list)  # (provider, endpoint host) that served
 
 
+# What _resolve reads for a request that made no provider call (most do not): never written to.
+_NO_CALLS = _Calls()
+
+
 def _calls_of(record: Any) -> _Calls:
     with _lock:
         calls = getattr(record, "_degradation_calls", None)
@@ -130,7 +134,7 @@ def resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[st
 
 def _resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[str, tuple[str, ...]]:
     with _lock:
-        calls = getattr(record, "_degradation_calls", None) or _Calls()
+        calls = getattr(record, "_degradation_calls", None) or _NO_CALLS
         record._degradation_calls = None
     reasons: list[str] = []
     if calls.canary or degradation.in_canary():

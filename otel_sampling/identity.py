@@ -20,7 +20,6 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from cachetools import TTLCache
@@ -111,9 +110,9 @@ class Decision(NamedTuple):
     decided_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """What the host did the last times it saw a fingerprint.
+class Seen(NamedTuple):
+    """What the host did the last times it saw a fingerprint (immutable; a NamedTuple because one
+    is built per sampling request, and a frozen dataclass costs a ``object.__setattr__`` per field).
 
     Attributes:
         server: the server that sent it last (:func:`server_key` of ``serverInfo.name``; None

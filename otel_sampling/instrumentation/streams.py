@@ -51,19 +51,22 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
         self._self_accumulator = accumulator
         self._self_failure = failure
         self._self_blind = False  # an event could not be read: "no terminal event" would be our guess
+        self._self_first = True  # no event read yet: the next one fixes the time to first chunk
         # Readers inside the stream now. A second one (another thread or task) gets the SDK
         # generator's "already executing" error while the first goes on reading: not the stream's end.
         self._self_reading = 0
 
-    def _self_observe(self, event: Any) -> None:
-        try:
-            call = self._self_call
-            if call is not None:
-                call.first_chunk()
-            self._self_accumulator.observe(event)
-        except Exception:
-            self._self_blind = True
-            logger.debug("otel-sampling: could not read a stream event", exc_info=True)
+    # __next__ / __anext__ feed each event to the accumulator inline (the per-event path is the
+    # proxy's frame and the accumulator's); these two run off that path.
+    def _self_first_event(self) -> None:
+        self._self_first = False
+        call = self._self_call
+        if call is not None:
+            call.first_chunk()
+
+    def _self_unreadable(self) -> None:
+        self._self_blind = True
+        logger.debug("otel-sampling: could not read a stream event", exc_info=True)
 
     def _self_end(self, exc: BaseException | None, exhausted: bool) -> None:
         call, self._self_call = self._self_call, None
@@ -142,7 +145,12 @@ class StreamProxy(_StreamProxyBase):
             raise
         finally:
             self._self_reading -= 1
-        self._self_observe(event)
+        try:
+            if self._self_first:
+                self._self_first_event()
+            self._self_accumulator.observe(event)
+        except Exception:
+            self._self_unreadable()
         return event
 
     def __enter__(self) -> StreamProxy:
@@ -187,7 +195,12 @@ class AsyncStreamProxy(_StreamProxyBase):
             raise
         finally:
             self._self_reading -= 1
-        self._self_observe(event)
+        try:
+            if self._self_first:
+                self._self_first_event()
+            self._self_accumulator.observe(event)
+        except Exception:
+            self._self_unreadable()
         return event
 
     async def __aenter__(self) -> AsyncStreamProxy:
