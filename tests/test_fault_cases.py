@@ -37,6 +37,7 @@ from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import CANCEL_REASONS_PER_DISPATCHER, MCPSamplingInstrumentor, _CancelReasons
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.sampling_record import SamplingRecord
 
 MSG = [{"role": "user", "content": "hi"}]
 
@@ -209,6 +210,29 @@ def test_broken_classifiers_never_change_what_the_mcp_host_sees(telemetry, monke
         assert working["CLIENT"] == 2 and ended["CLIENT"] == 4
     assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}
     assert bare[0] == ("result", False, "claude-x") and bare[1][1] == -32003
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("step", ["deactivate", "cancel_reasons"])
+def test_broken_bookkeeping_before_the_ending_still_ends_every_request(telemetry, monkeypatch, mode, step):
+    """The host's answers are unchanged, and each request still ends with the ending it had:
+    its span ends and in-flight goes back down (a failed step before the ending is not a leak)."""
+    bare = anyio.run(_ask_all, mode)
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        if step == "deactivate":
+            monkeypatch.setattr(SamplingRecord, "deactivate", _boom)
+        else:
+            monkeypatch.setattr(_CancelReasons, "pop", _boom)
+        assert anyio.run(_ask_all, mode) == bare
+    finally:
+        instrumentor.uninstrument()
+    path = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}[mode]
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_PATH, names.SAMPLING_ENDING) == \
+        {(path, names.ENDING_COMPLETED): 1, (path, names.ENDING_POLICY_DENIED): 1}
+    assert len(telemetry.spans(names.SPAN_SAMPLING)) == 2
+    assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}
 
 
 # ---------------------------------------------------------------- case 11
