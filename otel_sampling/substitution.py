@@ -12,8 +12,9 @@ Judgement (``names.SUBSTITUTIONS``):
 * ``unjudged``: no hint matched and no policy covers the server, or no served model is known.
 
 A permitted-model entry admits the same name or that name followed by a dated or ``latest``
-suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``, ``gpt-4`` admits ``gpt-4-0613``), which is how providers name
-snapshots of one model; a ``-latest`` entry admits the same snapshots (the alias resolves to one).
+suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``, ``gpt-4`` admits
+``gpt-4-0613``), which is how providers name snapshots of one model; a ``-latest`` entry admits
+the same snapshots (the alias resolves to one).
 """
 
 from __future__ import annotations

@@ -64,12 +64,12 @@ from otel_sampling.instrumentation import mcp_server as mcp_server_module
 from otel_sampling.instrumentation import openai as openai_module
 from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._provider import ProviderState
-from otel_sampling.instruments import InFlight
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
+from otel_sampling.instruments import InFlight
 from otel_sampling.ledger import Ledger
 from otel_sampling.provider_call import FailoverTracker, ProviderCall
 from otel_sampling.server_sampling_record import ServerSamplingRecord
