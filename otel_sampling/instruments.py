@@ -54,7 +54,7 @@ class Instruments:
             description="Time from a sampling request reaching the host to its ending.",
             explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS),
         )
-        self.sampling_in_flight = _in_flight(meter)
+        self.sampling_in_flight = _in_flight(meter_provider, meter)
         self.operation_duration = meter.create_histogram(
             names.METRIC_GEN_AI_OPERATION_DURATION,
             unit=names.UNIT_SECONDS,
@@ -130,17 +130,26 @@ class InFlight:
         return [Observation(count, dict(key)) for key, count in counts]
 
 
-# One store per meter: the SDK keeps the first callback of an instrument name registered twice on a
-# meter (each instrumentor builds its own Instruments on the same meter), so they must share it.
+class _GlobalProvider:
+    """Key of the store for instruments made through the global meter provider."""
+
+
+# One store per meter provider: the SDK keeps the first callback of an instrument name registered
+# twice on a meter (each instrumentor builds its own Instruments on the same meter), so they must
+# share it. Instruments made through the global provider share one store whether it was set before
+# or after them: before, each got a proxy meter of its own, and the proxies' instruments all land
+# on the same meter once the provider is set.
+_GLOBAL = _GlobalProvider()
 _in_flight_lock = threading.Lock()
-_in_flight_by_meter: weakref.WeakKeyDictionary[metrics.Meter, InFlight] = weakref.WeakKeyDictionary()
+_in_flight_by_provider: weakref.WeakKeyDictionary[object, InFlight] = weakref.WeakKeyDictionary()
 
 
-def _in_flight(meter: metrics.Meter) -> InFlight:
+def _in_flight(meter_provider: metrics.MeterProvider | None, meter: metrics.Meter) -> InFlight:
+    key = meter_provider if meter_provider not in (None, metrics.get_meter_provider()) else _GLOBAL
     with _in_flight_lock:
-        store = _in_flight_by_meter.get(meter)
+        store = _in_flight_by_provider.get(key)
         if store is None:
-            store = _in_flight_by_meter[meter] = InFlight()
+            store = _in_flight_by_provider[key] = InFlight()
             meter.create_observable_up_down_counter(
                 names.METRIC_SAMPLING_IN_FLIGHT,
                 callbacks=[store.observe],
@@ -148,4 +157,3 @@ def _in_flight(meter: metrics.Meter) -> InFlight:
                 description="Sampling requests the host is handling now.",
             )
         return store
-

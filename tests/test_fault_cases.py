@@ -37,6 +37,7 @@ from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import CANCEL_REASONS_PER_DISPATCHER, MCPSamplingInstrumentor, _CancelReasons
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.sampling_record import SamplingRecord
 
 MSG = [{"role": "user", "content": "hi"}]
 
@@ -209,6 +210,75 @@ def test_broken_classifiers_never_change_what_the_mcp_host_sees(telemetry, monke
         assert working["CLIENT"] == 2 and ended["CLIENT"] == 4
     assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}
     assert bare[0] == ("result", False, "claude-x") and bare[1][1] == -32003
+    # The fallback endings (docs/telemetry.md): a result is completed, an error frame error with its code.
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == \
+        {(names.ENDING_COMPLETED,): 2, (names.ENDING_POLICY_DENIED,): 1, (names.ENDING_ERROR,): 1}
+    (unclassified,) = [s for s in telemetry.spans(names.SPAN_SAMPLING) if s.kind.name == "SERVER"
+                       and s.attributes[names.SAMPLING_ENDING] == names.ENDING_ERROR]
+    assert unclassified.attributes[names.ERROR_TYPE] == "-32003"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_unclassifiable_exceptions_and_cancellations_end_with_the_documented_fallbacks(telemetry, monkeypatch,
+                                                                                      mode):
+    """docs/telemetry.md: an exception ends as ``error`` with ``error.type`` ``_unknown``, a
+    cancellation as ``cancelled``, when classifying them raises."""
+    monkeypatch.setattr(classify, "from_exception", _boom)
+    monkeypatch.setattr(classify, "from_cancellation", _boom)
+    started = anyio.Event()
+
+    async def raising(ctx, params):
+        raise RuntimeError("provider 503")
+
+    async def hanging(ctx, params):
+        started.set()
+        await anyio.sleep_forever()
+
+    async def host() -> None:
+        async with Client(build_server(), mode=mode, sampling_callback=raising) as client:
+            with contextlib.suppress(Exception):
+                await client.call_tool("sample", {})
+        async with Client(build_server(), mode=mode, sampling_callback=hanging) as client:
+            async with anyio.create_task_group() as tg:  # the host gives up once its callback runs
+                tg.start_soon(client.call_tool, "sample", {})
+                await started.wait()
+                tg.cancel_scope.cancel()
+
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        anyio.run(host)
+    finally:
+        instrumentor.uninstrument()
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == \
+        {(names.ENDING_ERROR,): 1, (names.ENDING_CANCELLED,): 1}
+    errors = {s.attributes[names.SAMPLING_ENDING]: s.attributes.get(names.ERROR_TYPE)
+              for s in telemetry.spans(names.SPAN_SAMPLING)}
+    assert errors == {names.ENDING_ERROR: names.UNKNOWN_LABEL, names.ENDING_CANCELLED: names.ERROR_TYPE_CANCELLED}
+    assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("step", ["deactivate", "cancel_reasons"])
+def test_broken_bookkeeping_before_the_ending_still_ends_every_request(telemetry, monkeypatch, mode, step):
+    """The host's answers are unchanged, and each request still ends with the ending it had:
+    its span ends and in-flight goes back down (a failed step before the ending is not a leak)."""
+    bare = anyio.run(_ask_all, mode)
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        if step == "deactivate":
+            monkeypatch.setattr(SamplingRecord, "deactivate", _boom)
+        else:
+            monkeypatch.setattr(_CancelReasons, "pop", _boom)
+        assert anyio.run(_ask_all, mode) == bare
+    finally:
+        instrumentor.uninstrument()
+    path = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}[mode]
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_PATH, names.SAMPLING_ENDING) == \
+        {(path, names.ENDING_COMPLETED): 1, (path, names.ENDING_POLICY_DENIED): 1}
+    assert len(telemetry.spans(names.SPAN_SAMPLING)) == 2
+    assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}
 
 
 # ---------------------------------------------------------------- case 11

@@ -6,8 +6,8 @@ plain, streamed, raw and helper shapes, against the fake provider), run on its s
 a host-exception path. A *step* is one internal step a wrapper calls, monkeypatched to raise:
 
 * steps every wrapper reaches through the OTel SDK (tracer ``start_span``, span ``set_attributes``,
-  span ``end``, a span processor's ``on_end``, a span exporter's ``export``, counter / up-down
-  counter ``add``, histogram ``record``);
+  span ``end``, a span processor's ``on_end``, a span exporter's ``export``, counter ``add``,
+  (the in-flight store is ours: a host step), histogram ``record``);
 * the steps of each family, found by reading each wrapper body in ``otel_sampling/instrumentation``
   and listing every call into our own code that is not the wrapped function (attribute
   extraction, classification, fingerprinting, substitution, the cancel-reason and connection
@@ -69,6 +69,7 @@ from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
+from otel_sampling.instruments import InFlight
 from otel_sampling.ledger import Ledger
 from otel_sampling.provider_call import FailoverTracker, ProviderCall
 from otel_sampling.server_sampling_record import ServerSamplingRecord
@@ -167,7 +168,6 @@ SDK_STEPS = [
     Step("span_exporter.export", lambda mp, inj: _add_processor(SimpleSpanProcessor(_RaisingExporter(inj)), mp)),
     # Only our instrumentors record on the test's meter provider: no scope filter needed.
     _attr(sdk_metrics.Counter, "add"),
-    _attr(sdk_metrics.UpDownCounter, "add"),
     _attr(sdk_metrics.Histogram, "record"),
 ]
 _static = staticmethod
@@ -191,6 +191,7 @@ MCP_HOST_STEPS = [
     _attr(mcp_module._Connections, "tool_for"),
     _attr(Ledger, "note_ending"),
     _attr(mcp_module, "_parent_of"),
+    _attr(InFlight, "add"),  # in-flight counts (an asynchronous UpDownCounter: no SDK call per request)
 ]
 MCP_SERVER_STEPS = [
     _attr(ServerSamplingRecord, "__init__"),
@@ -504,8 +505,6 @@ UNREACHABLE = {
     ("mcp_server_legacy", "mcp_server._parent_of"): "the legacy send has the ambient parent",
     ("mcp_server_legacy", "classify.from_result"): "ServerSamplingRecord classifies a result itself",
     ("mcp_server_2026", "classify.from_result"): "ServerSamplingRecord classifies a result itself",
-    **{(d, "UpDownCounter.add"): "only the host side counts requests in flight" for d in DRIVERS
-       if not d.startswith("mcp_host")},
     **{(d, "Counter.add"): "the cost counter needs a policy price table; provider calls record histograms"
        for d in DRIVERS if d.startswith(("anthropic", "openai"))},
     **{(d, "ProviderState.new_accumulator"): "openai's state picks its accumulator itself (its own step)"
@@ -645,6 +644,7 @@ COVERED = {
     "_provider._end_unseen": "ProviderCall.end",
     "_provider._end_unparsed": "ProviderCall.end",
     "_provider.server_of": "ProviderState.server_of",
+    "_provider._server": "ProviderState.server_of",
 }
 
 

@@ -196,9 +196,18 @@ def _end_with_return(state: _State, record: SamplingRecord, result: Any) -> None
 def _finish(state: _State, record: SamplingRecord, session: Any, ctx: Any,
             result: Any = None, exc: BaseException | None = None) -> None:
     """End the record with what the callback returned or raised; never raises."""
+    # Each step on its own: a failure before the ending must not leave the request pending (its
+    # span open, in-flight up) for the rest of the process.
     try:
         record.deactivate()
+    except Exception:
+        logger.debug("otel-sampling: could not deactivate the sampling record", exc_info=True)
+    try:
         reason = state.cancel_reasons.pop(getattr(session, "_dispatcher", None), getattr(ctx, "request_id", None))
+    except Exception:
+        logger.debug("otel-sampling: could not read the peer's cancel reason", exc_info=True)
+        reason = None
+    try:
         if exc is not None:
             record.end_with_exception(exc, reason)
         elif reason is not None:  # the peer cancelled it and mcp will not send this answer
