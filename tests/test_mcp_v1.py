@@ -461,3 +461,15 @@ def test_uninstrument_under_a_running_callback_still_records_how_it_ended(teleme
     assert span.attributes[names.GEN_AI_RESPONSE_MODEL] == SERVED
     anyio.run(call, callback_returning(result()))  # and the next request is not recorded
     assert len(telemetry.spans(names.SPAN_SAMPLING)) == 1
+
+
+def test_a_failing_deactivate_still_ends_the_request(v1_instrumented, monkeypatch):
+    from otel_sampling.sampling_record import SamplingRecord
+
+    def broken(self):
+        raise RuntimeError("broken deactivate")
+
+    monkeypatch.setattr(SamplingRecord, "deactivate", broken)
+    assert anyio.run(call, callback_returning(result())) == f"{SERVED}|endTurn"
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {("completed",): 1}
+    assert only_sampling_span(v1_instrumented).attributes[names.SAMPLING_ENDING] == "completed"

@@ -156,8 +156,11 @@ def _end_with_answer(state: State, record: SamplingRecord, answer: _Answer) -> N
 
 def _finish(state: State, record: SamplingRecord, answer: _Answer, exc: BaseException | None = None) -> None:
     """End the record with what was sent or raised; never raises."""
-    try:
+    try:  # on its own: a failure here must not leave the request pending (span open, in-flight up)
         record.deactivate()
+    except Exception:
+        logger.debug("otel-sampling: could not deactivate the sampling record", exc_info=True)
+    try:
         if exc is not None:
             record.end_with_exception(exc, None)
         else:
