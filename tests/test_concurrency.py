@@ -164,13 +164,19 @@ class OpenSpans(SpanProcessor):
         self.ended.add(span.context.span_id)
 
 
-@pytest.fixture
-def traced(telemetry):
-    """The mcp instrumentor on its own tracer provider, with the open-span tracker."""
+def tracked_provider() -> tuple[TracerProvider, InMemorySpanExporter, OpenSpans]:
+    """A tracer provider of its own: every span exported to memory and tracked open or ended."""
     exporter, tracker = InMemorySpanExporter(), OpenSpans()
     provider = TracerProvider()
     provider.add_span_processor(tracker)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter, tracker
+
+
+@pytest.fixture
+def traced(telemetry):
+    """The mcp instrumentor on its own tracer provider, with the open-span tracker."""
+    provider, exporter, tracker = tracked_provider()
     instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(tracer_provider=provider, meter_provider=telemetry.meter_provider)
     yield telemetry, exporter, tracker, instrumentor._state

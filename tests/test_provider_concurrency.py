@@ -20,14 +20,11 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from test_concurrency import OpenSpans
+from test_concurrency import tracked_provider
 
 CALLS = 200
 MSG = [{"role": "user", "content": "hi"}]
@@ -107,10 +104,7 @@ def clients_for(fp, asynchronous: bool) -> dict:
 
 @pytest.fixture
 def traced(telemetry):
-    exporter, tracker = InMemorySpanExporter(), OpenSpans()
-    provider = TracerProvider()
-    provider.add_span_processor(tracker)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider, exporter, tracker = tracked_provider()
     instrumentors = [AnthropicInstrumentor(), OpenAIInstrumentor()]
     for instrumentor in instrumentors:
         instrumentor.instrument(tracer_provider=provider, meter_provider=telemetry.meter_provider)
