@@ -508,6 +508,8 @@ UNREACHABLE = {
        if not d.startswith("mcp_host")},
     **{(d, "Counter.add"): "the cost counter needs a policy price table; provider calls record histograms"
        for d in DRIVERS if d.startswith(("anthropic", "openai"))},
+    **{(d, "cost.price_for"): "the price lookup runs only with a policy price table (none here)"
+       for d in DRIVERS if d.startswith(("anthropic", "openai"))},
     **{(d, "ProviderState.new_accumulator"): "openai's state picks its accumulator itself (its own step)"
        for d in DRIVERS if d.startswith("openai")},
 }
