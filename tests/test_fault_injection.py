@@ -646,7 +646,8 @@ COVERED = {
     "_provider._raw": "ProviderState.decode_raw",
     "_provider._end_unseen": "ProviderCall.end",
     "_provider._end_unparsed": "ProviderCall.end",
-    "_provider.server_of": "ProviderState.server_of",
+    "_provider._server": "ProviderState.server_of",  # its guard
+    ".server_of": "ProviderState.server_of",
 }
 
 
