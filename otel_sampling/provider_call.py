@@ -264,7 +264,10 @@ class ProviderCall:
     def _cost(self, response_model: str | None, usage: Usage) -> float | None:
         if usage.input_tokens is None and usage.output_tokens is None:
             return None
-        price = cost.price_for(self._instruments.settings.policy.prices, response_model)
+        prices = self._instruments.settings.policy.prices
+        if not prices:  # no price table (no policy): no model has a price, nothing to report
+            return None
+        price = cost.price_for(prices, response_model)
         if price is None:
             _unpriced.report(response_model)
             return None
@@ -292,7 +295,7 @@ class ProviderCall:
                         reasons = [clean(r, max_length) for r in response.finish_reasons]
                         attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
                 for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
-                    if otlp_int(value) is not None:  # a hostile provider's counts can pass int64
+                    if value is not None and otlp_int(value) is not None:  # a hostile provider's counts can pass int64
                         attributes[key] = value
                 if self._stream and self._first_chunk is not None:
                     attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self._first_chunk - self._start

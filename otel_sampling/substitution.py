@@ -75,5 +75,7 @@ def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | N
 def same_family(requested: str, served: str) -> bool:
     """True when ``served`` is ``requested`` up to a snapshot suffix on either side
     (``claude-3-5-sonnet-latest`` and ``claude-3-5-sonnet-20241022`` are one model)."""
+    if served == requested:  # the common answer, without the regular expression
+        return True
     base = _SNAPSHOT_SUFFIX.sub("", requested)
     return same_model(base, served) or same_model(served, requested)

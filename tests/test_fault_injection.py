@@ -508,6 +508,8 @@ UNREACHABLE = {
     ("mcp_server_2026", "classify.from_result"): "ServerSamplingRecord classifies a result itself",
     **{(d, "Counter.add"): "the cost counter needs a policy price table; provider calls record histograms"
        for d in DRIVERS if d.startswith(("anthropic", "openai"))},
+    **{(d, "cost.price_for"): "the price lookup runs only with a policy price table (none here)"
+       for d in DRIVERS if d.startswith(("anthropic", "openai"))},
     **{(d, "ProviderState.new_accumulator"): "openai's state picks its accumulator itself (its own step)"
        for d in DRIVERS if d.startswith("openai")},
 }
@@ -644,8 +646,8 @@ COVERED = {
     "_provider._raw": "ProviderState.decode_raw",
     "_provider._end_unseen": "ProviderCall.end",
     "_provider._end_unparsed": "ProviderCall.end",
-    "_provider.server_of": "ProviderState.server_of",
-    "_provider._server": "ProviderState.server_of",
+    "_provider._server": "ProviderState.server_of",  # its guard
+    ".server_of": "ProviderState.server_of",
 }
 
 

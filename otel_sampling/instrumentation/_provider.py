@@ -109,6 +109,10 @@ class ProviderState:
         self._timeout_types = (sdk.APITimeoutError, httpx2.TimeoutException)
         self._connection_types = (sdk.APIConnectionError, httpx2.TransportError)
         self.capture = capture_mode(os.environ)
+        # The last client base URL read and its server: a client's URL is one immutable object,
+        # read on every call; its host and port are Python properties (IDNA decoding).
+        self._url_type = httpx2.URL
+        self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
         self.failovers = FailoverTracker()
         # Raw responses whose body is not read yet -> their call (ended at parse or collection).
         self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
@@ -131,7 +135,14 @@ class ProviderState:
         return None
 
     def server_of(self, instance: Any) -> tuple[str, int | None] | None:
-        return server_of(instance)
+        url = base_url_of(instance)
+        last_url, last_server = self._last_server
+        if url is last_url:
+            return last_server
+        server = server_of_url(url)
+        if isinstance(url, self._url_type):  # immutable: the same object, the same server
+            self._last_server = (url, server)
+        return server
 
     def new_accumulator(self, stream: Any) -> Accumulator:
         """A new accumulator for ``stream`` (the SDK's stream object, not read here)."""
@@ -161,9 +172,11 @@ def request_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any,
     caller's ``extra_body`` (``options.extra_json``) over it, as the SDKs merge them."""
     options = args[1] if len(args) > 1 else kwargs.get("options")
     body = getattr(options, "json_data", None)
-    body = body if isinstance(body, Mapping) else {}
+    # A dict first: the Mapping check is a Python-level ABC call, run on every provider call otherwise.
+    if type(body) is not dict and not isinstance(body, Mapping):
+        body = {}
     extra = getattr(options, "extra_json", None)
-    if isinstance(extra, Mapping) and extra:
+    if extra and isinstance(extra, Mapping):  # most calls have none: no ABC check then
         body = {**body, **extra}
     return options, body
 
@@ -177,11 +190,16 @@ def _sdk_class(provider: str, path: str) -> type | None:
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
-def server_of(resource: Any) -> tuple[str, int | None] | None:
-    """``(server.address, server.port)`` from the SDK client's ``base_url`` (a resource or the client)."""
+def base_url_of(resource: Any) -> Any:
+    """The SDK client's ``base_url`` (of a resource or the client itself), or None."""
     url = getattr(resource, "base_url", None)  # the client itself
     if url is None:  # a resource: its client's
         url = getattr(getattr(resource, "_client", None), "base_url", None)
+    return url
+
+
+def server_of_url(url: Any) -> tuple[str, int | None] | None:
+    """``(server.address, server.port)`` of an ``httpx2.URL`` (None: no host)."""
     host = getattr(url, "host", None)
     if not host:
         return None

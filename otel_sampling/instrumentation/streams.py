@@ -42,6 +42,16 @@ class Accumulator(Protocol):
     def response(self) -> Response: ...
 
 
+def _step(stream: Any, iterate: str, step: str) -> Any:
+    """What reads the next event: the step of the stream's own iterator (``iter(stream).__next__``;
+    the SDK streams' ``__iter__`` reads what their ``__next__`` reads, and resuming that generator
+    costs less than a call of ``__next__`` per event), else the stream's own step (None: not readable)."""
+    iterate_method = getattr(stream, iterate, None)
+    if iterate_method is None:
+        return getattr(stream, step, None)
+    return getattr(iterate_method(), step)
+
+
 # wrapt 1.x (still supported) cannot subscript ObjectProxy at run time, so no ObjectProxy[Any] here.
 class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
@@ -128,6 +138,11 @@ class StreamProxy(_StreamProxyBase):
     __aenter__ = None  # type: ignore[assignment]  # None on purpose: see above
     __aexit__ = None  # type: ignore[assignment]  # None on purpose: see above
 
+    def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
+                 failure: Callable[[BaseException], Failure]) -> None:
+        super().__init__(stream, call, accumulator, failure)
+        self._self_next = _step(stream, "__iter__", "__next__")
+
     def __iter__(self) -> StreamProxy:
         return self
 
@@ -135,7 +150,7 @@ class StreamProxy(_StreamProxyBase):
         alone = not self._self_reading
         self._self_reading += 1
         try:
-            event = self.__wrapped__.__next__()
+            event = self._self_next()
         except StopIteration:
             self._self_end(None, exhausted=True)
             raise
@@ -178,6 +193,11 @@ class AsyncStreamProxy(_StreamProxyBase):
     __exit__ = None  # type: ignore[assignment]  # None on purpose: see above
     __iter__ = None  # type: ignore[assignment]  # None on purpose: see above
 
+    def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
+                 failure: Callable[[BaseException], Failure]) -> None:
+        super().__init__(stream, call, accumulator, failure)
+        self._self_next = _step(stream, "__aiter__", "__anext__")
+
     def __aiter__(self) -> AsyncStreamProxy:
         return self
 
@@ -185,7 +205,7 @@ class AsyncStreamProxy(_StreamProxyBase):
         alone = not self._self_reading
         self._self_reading += 1
         try:
-            event = await self.__wrapped__.__anext__()
+            event = await self._self_next()
         except StopAsyncIteration:
             self._self_end(None, exhausted=True)
             raise
