@@ -190,6 +190,13 @@ def _sdk_class(provider: str, path: str) -> type | None:
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
+def sequence(value: Any) -> list[Any] | tuple[Any, ...]:
+    """``value`` when it is a list or tuple, else ``()``. Requests: the SDKs take any iterable in a
+    body and copy it only after our wrapper ran, so reading a generator here would send it empty.
+    Answers: the SDKs build them without validating, so a hostile ``"choices": true`` reaches us."""
+    return value if isinstance(value, (list, tuple)) else ()
+
+
 def base_url_of(resource: Any) -> Any:
     """The SDK client's ``base_url`` (of a resource or the client itself), or None."""
     url = getattr(resource, "base_url", None)  # the client itself

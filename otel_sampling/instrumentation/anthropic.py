@@ -42,6 +42,7 @@ from otel_sampling.instrumentation._provider import (
     create_wrapper,
     parse_wrapper,
     request_options,
+    sequence,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.provider_call import Response, Usage
@@ -74,7 +75,7 @@ def _usage_fields(usage: Any, into: dict[str, int | None]) -> None:
 
 def _is_fallback_usage(usage: Any) -> bool:
     """beta ``usage.iterations`` has a ``fallback_message`` entry."""
-    return any(getattr(i, "type", None) == "fallback_message" for i in _sequence(_iterations(usage)))
+    return any(getattr(i, "type", None) == "fallback_message" for i in sequence(_iterations(usage)))
 
 
 def _iterations(usage: Any) -> Any:
@@ -109,17 +110,11 @@ def response_of(message: Any) -> Response:
     usage = getattr(message, "usage", None)
     _usage_fields(usage, fields)
     stop_reason = _str(getattr(message, "stop_reason", None))
-    content = _sequence(getattr(message, "content", None))  # the SDK does not validate answers
+    content = sequence(getattr(message, "content", None))  # the SDK does not validate answers
     fallback = _is_fallback_usage(usage) or any(getattr(b, "type", None) == "fallback" for b in content)
     return Response(_str(getattr(message, "model", None)), _str(getattr(message, "id", None)),
                     (stop_reason,) if stop_reason else (), to_usage(fields), fallback,
                     error_type=_error_envelope(message))
-
-
-def _sequence(value: Any) -> list[Any] | tuple[Any, ...]:
-    """``value`` when it is a list or tuple, else ``()``. The SDK takes any iterable in a request body
-    and copies it only after our wrapper ran: reading a generator here would send it empty."""
-    return value if isinstance(value, (list, tuple)) else ()
 
 
 def _block_part(block: Any) -> dict[str, Any]:
@@ -133,7 +128,7 @@ def _block_part(block: Any) -> dict[str, Any]:
     if kind == "tool_result":
         result = get("content")
         if not isinstance(result, str):
-            result = [_block_part(b) for b in _sequence(result)]
+            result = [_block_part(b) for b in sequence(result)]
         return {"type": "tool_call_response", "id": get("tool_use_id"), "response": result}
     if kind == "thinking":
         return {"type": "reasoning", "content": get("thinking", "")}
@@ -143,7 +138,7 @@ def _block_part(block: Any) -> dict[str, Any]:
 def _parts(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [text_part(content)]
-    return [_block_part(b) for b in _sequence(content)]
+    return [_block_part(b) for b in sequence(content)]
 
 
 def output_of(message: Any, response: Response) -> list[Any]:
@@ -243,7 +238,7 @@ class _State(ProviderState):
         messages = body.get("messages")
         return Content(
             _parts(system) if system else None,
-            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in _sequence(messages)
+            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in sequence(messages)
              if isinstance(m, Mapping)],
         )
 

@@ -47,10 +47,11 @@ from otel_sampling.instrumentation._provider import (
     create_wrapper,
     parse_wrapper,
     request_options,
+    sequence,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
-from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field, sequence
+from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.instruments import Instruments
 from otel_sampling.provider_call import Response, Usage

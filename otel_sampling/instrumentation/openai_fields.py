@@ -17,12 +17,6 @@ def field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
-def sequence(value: Any) -> list[Any] | tuple[Any, ...]:
-    """``value`` when it is a list or tuple, else ``()``: the SDKs build answers without validating
-    them, so a hostile provider's ``"choices": true`` reaches us as it was sent."""
-    return value if isinstance(value, (list, tuple)) else ()
-
-
 def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 from typing import Any
 
 from otel_sampling import names
+from otel_sampling.instrumentation._provider import sequence
 from otel_sampling.instrumentation.openai_content import responses_output
-from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field, sequence
+from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field
 from otel_sampling.provider_call import Response, Usage
 
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
