@@ -14,8 +14,8 @@ Active named degradations add their own reasons. The same module checks the comp
 (policy ``permitted_providers`` / ``permitted_regions``): a request served by a provider, or from
 an endpoint region, outside them is the violation ``boundary_crossed``.
 
-:mod:`otel_sampling.sampling_record` calls :func:`resolve` when a request ends;
-:mod:`otel_sampling.provider_call` calls :func:`call_mode` and :func:`observe_call`.
+:mod:`otel_sampling.records.sampling` calls :func:`resolve` when a request ends;
+:mod:`otel_sampling.records.provider_call` calls :func:`call_mode` and :func:`observe_call`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_sampling import api_instruments, degradation, names, runs, sampling_record, substitution
+from otel_sampling import api_instruments, degradation, names, runs
+from otel_sampling.records import sampling as sampling_record
+from otel_sampling.rules import substitution
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ def resolve(record: Any, mode: str, served: str | None, judged: str) -> tuple[st
     """The request's final mode and its ``degradation.reason`` values (most specific first).
 
     Args:
-        record: the ending :class:`~otel_sampling.sampling_record.SamplingRecord`.
+        record: the ending :class:`~otel_sampling.records.sampling.SamplingRecord`.
         mode: the mode the record computed (non-primary model, or failover: degraded).
         served: the model the result names, or None.
         judged: the substitution judgement.

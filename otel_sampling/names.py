@@ -225,7 +225,7 @@ CACHE_PROVENANCE_MODE: Final = "cache.provenance.mode"  # MODES, or "unstamped"
 CACHE_PROVENANCE_MATCH: Final = "cache.provenance.match"  # "match" | "mismatch" | "unstamped"
 CACHE_UNSTAMPED: Final = "unstamped"
 
-COST_USD: Final = "otel_sampling.cost.usd"  # ours; a provider call's cost from the policy price table, USD
+COST_USD: Final = "otel_sampling.rules.cost.usd"  # ours; a provider call's cost from the policy price table, USD
 ENDING: Final = "otel_sampling.ending"  # ENDINGS, on provider call spans and gen_ai.client.operation.duration
 TOKEN_TYPE_CACHE_READ: Final = "cache_read"  # gen_ai.token.type for cache reads (part of input)
 TOKEN_TYPE_CACHE_CREATION: Final = "cache_creation"  # gen_ai.token.type for cache writes (part of input)

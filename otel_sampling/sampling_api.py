@@ -20,13 +20,13 @@ from opentelemetry import trace
 
 from otel_sampling import names
 from otel_sampling.labels import clean, finite
-from otel_sampling.ledger import record_violation
-from otel_sampling.sampling_record import current_sampling
+from otel_sampling.records.ledger import record_violation
+from otel_sampling.records.sampling import current_sampling
 
 if TYPE_CHECKING:
     import mcp_types
 
-    from otel_sampling.ledger import Ledger
+    from otel_sampling.records.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import MCPError
 
-from otel_sampling import classify, names
+from otel_sampling import names
+from otel_sampling.rules import endings as classify
 
 
 @pytest.mark.parametrize(("code", "data", "ending"), [

@@ -24,12 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, MCPError
 
-from otel_sampling import classify, names
+from otel_sampling import names
 from otel_sampling.instrumentation import anthropic as anthropic_instr
 from otel_sampling.instrumentation import openai as openai_instr
 from otel_sampling.instrumentation import openai_responses
 from otel_sampling.policy import EndingRule
-from otel_sampling.provider_call import Response, Usage, ending_of, failure_of
+from otel_sampling.records.provider_call import Response, Usage, ending_of, failure_of
+from otel_sampling.rules import endings as classify
 from sampling_server import build_server
 
 if sys.version_info < (3, 11):  # anyio brings the backport there

@@ -58,7 +58,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from conftest import SPANS, TRACER_PROVIDER
 from otel_sampling import automatic as automatic_module
-from otel_sampling import classify, cost, identity, names, substitution
+from otel_sampling import names
 from otel_sampling.instrumentation import anthropic as anthropic_module
 from otel_sampling.instrumentation import mcp as mcp_module
 from otel_sampling.instrumentation import mcp_server as mcp_server_module
@@ -70,10 +70,13 @@ from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
-from otel_sampling.instruments import InFlight
-from otel_sampling.ledger import Ledger
-from otel_sampling.provider_call import FailoverTracker, ProviderCall
-from otel_sampling.server_sampling_record import ServerSamplingRecord
+from otel_sampling.metrics import InFlight
+from otel_sampling.records import identity
+from otel_sampling.records.ledger import Ledger
+from otel_sampling.records.provider_call import FailoverTracker, ProviderCall
+from otel_sampling.records.server_sampling import ServerSamplingRecord
+from otel_sampling.rules import cost, substitution
+from otel_sampling.rules import endings as classify
 from sampling_server import build_server
 
 SERVED = "claude-sonnet-5-5-20261001"

@@ -27,7 +27,7 @@ from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from otel_sampling.stalls import WATCHDOG
+from otel_sampling.records.stalls import WATCHDOG
 
 WRAPPED = {
     MCPSamplingInstrumentor: [

@@ -14,11 +14,12 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_sampling import names
-from otel_sampling.identity import IdentityStore, Seen, fingerprint
 from otel_sampling.instrumentation.mcp_server import _Pending
-from otel_sampling.instruments import Instruments
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.identity import IdentityStore, fingerprint
+from otel_sampling.records.stalls import PendingWatch
+from otel_sampling.rules.violations import Seen
 from otel_sampling.settings import Settings
-from otel_sampling.stalls import PendingWatch
 
 REQUESTS = 100_000
 BOUND = 1_000
@@ -35,7 +36,7 @@ def test_identity_store_stays_at_its_bound():
     for i in range(REQUESTS):
         key = fingerprint(_params(i))
         if i % 3:  # a third never end, so are never remembered
-            store.put(key, Seen.first(server="s", ending="completed", requested="none", granted=None,
+            store.put(key, Seen.after(server="s", ending="completed", requested="none", granted=None,
                                       trace_id=i + 1, span_id=i + 1))
     size, _peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -47,7 +48,7 @@ def test_identity_store_stays_at_its_bound():
 def test_identity_entries_expire():
     now = [0.0]
     store = IdentityStore(BOUND, ttl_seconds=10, timer=lambda: now[0])
-    store.put("a", Seen.first(server="s", ending="completed", requested="none", granted=None, trace_id=1, span_id=1))
+    store.put("a", Seen.after(server="s", ending="completed", requested="none", granted=None, trace_id=1, span_id=1))
     now[0] = 11.0
     assert store.get("a") is None and len(store) == 0
 
@@ -67,7 +68,7 @@ def test_stall_watch_stays_at_its_bound():
 
 def test_server_pending_requests_stay_at_their_bound_and_end_unanswered():
     instruments = Instruments(Settings(max_pending=BOUND), TracerProvider(), MeterProvider())
-    from otel_sampling.server_sampling_record import ServerSamplingRecord
+    from otel_sampling.records.server_sampling import ServerSamplingRecord
 
     ended = []
 
@@ -95,7 +96,7 @@ def test_server_pending_requests_stay_at_their_bound_and_end_unanswered():
 def test_server_pending_requests_sharing_a_state_are_never_lost():
     """A low-level server may send no requestState: entries merge; a re-asked key ends unanswered."""
     instruments = Instruments(Settings(), TracerProvider(), MeterProvider())
-    from otel_sampling.server_sampling_record import ServerSamplingRecord
+    from otel_sampling.records.server_sampling import ServerSamplingRecord
 
     def record():
         return ServerSamplingRecord(instruments, path=names.PATH_MRTR, params=None, protocol_version=None,

@@ -9,10 +9,10 @@ from mcp import Client
 
 from conftest import TRACER_PROVIDER
 from otel_sampling import names
-from otel_sampling.identity import IdentityStore
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
-from otel_sampling.server_sampling_record import ServerSamplingRecord
-from otel_sampling.stalls import PendingWatch
+from otel_sampling.records.identity import IdentityStore
+from otel_sampling.records.server_sampling import ServerSamplingRecord
+from otel_sampling.records.stalls import PendingWatch
 from sampling_server import SERVER_NAME, build_server
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}

@@ -464,7 +464,7 @@ def test_uninstrument_under_a_running_callback_still_records_how_it_ended(teleme
 
 
 def test_a_failing_deactivate_still_ends_the_request(v1_instrumented, monkeypatch):
-    from otel_sampling.sampling_record import SamplingRecord
+    from otel_sampling.records.sampling import SamplingRecord
 
     def broken(self):
         raise RuntimeError("broken deactivate")

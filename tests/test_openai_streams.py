@@ -18,7 +18,8 @@ import openai
 import pytest
 from opentelemetry.trace import StatusCode
 
-from otel_sampling import classify, names
+from otel_sampling import names
+from otel_sampling.rules import endings as classify
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -275,7 +276,7 @@ def test_mid_stream_exception_reaches_the_caller_unchanged(openai_instrumented, 
 def test_error_type_of_a_raw_httpx2_error():
     """What a raw httpx2 error escaping a stream would be named (the SDK's own classification)."""
     from otel_sampling.instrumentation.openai import _State
-    from otel_sampling.instruments import Instruments
+    from otel_sampling.metrics import Instruments
     from otel_sampling.settings import Settings
 
     state = _State(Instruments(Settings()))

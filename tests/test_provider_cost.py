@@ -15,11 +15,12 @@ import pytest
 from opentelemetry import trace
 
 from conftest import with_policy
-from otel_sampling import cost, names
+from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.policy import Price
-from otel_sampling.provider_call import Usage
+from otel_sampling.records.provider_call import Usage
+from otel_sampling.rules import cost
 from test_sampling_with_provider import call, host_callback
 
 PRICES = """
@@ -122,7 +123,7 @@ def test_sampling_request_sums_the_cost_of_its_calls(priced, fake_provider):
 
 
 def test_unknown_model_records_no_cost_and_logs_once(priced, fake_provider, caplog):
-    caplog.set_level(logging.DEBUG, logger="otel_sampling.cost")
+    caplog.set_level(logging.DEBUG, logger="otel_sampling.rules.cost")
     for _ in range(3):
         client(fake_provider).messages.create(model="claude-unpriced-x", max_tokens=64,
                                               messages=[{"role": "user", "content": "hi"}])

@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from otel_sampling import names
-from otel_sampling.provider_call import (
+from otel_sampling.records.provider_call import (
     MAX_FAILOVER_PARENTS,
     FailoverTracker,
     Response,

@@ -164,7 +164,7 @@ def test_a_latest_primary_served_by_its_dated_snapshot_is_primary(latest_primary
 def test_time_to_first_chunk_and_duration_never_exceed_the_span(anthropic_instrumented, fake_provider, monkeypatch):
     # Whatever runs before the span starts (here a slow look-up of the current sampling request,
     # as a GC pause would be) is not part of the call's timings: both are measured from the span's start.
-    from otel_sampling import provider_call
+    from otel_sampling.records import provider_call
 
     looked_up = provider_call.current_sampling
 
@@ -405,8 +405,8 @@ def test_a_second_reader_task_does_not_end_an_async_stream_that_goes_on(anthropi
 def test_a_latest_entry_admits_and_prices_the_snapshots_it_resolves_to(telemetry, tmp_path, monkeypatch, fake_provider):
     # docs/configuration.md: an entry admits (and prices) its dated snapshots; a -latest entry names
     # the model whose snapshots the provider serves under that alias.
-    from otel_sampling import cost, substitution
     from otel_sampling.policy import Price
+    from otel_sampling.rules import cost, substitution
 
     price = Price(1.0, 5.0)
     assert substitution.same_model("claude-haiku-5-5-latest", "claude-haiku-5-5-20261001")

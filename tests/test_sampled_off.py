@@ -26,10 +26,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan
 
-from otel_sampling import names, provider_call, sampling_record
+from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.records import provider_call
+from otel_sampling.records import sampling as sampling_record
 from test_mcp_sampling import call, callback_returning, result
 
 MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]

@@ -11,8 +11,9 @@ import pytest
 from mcp import MCPError
 
 import otel_sampling
-from otel_sampling import classify, names
+from otel_sampling import names
 from otel_sampling.policy import EndingRule, PolicyError, load_policy
+from otel_sampling.rules import endings as classify
 
 if sys.version_info < (3, 11):
     from exceptiongroup import ExceptionGroup

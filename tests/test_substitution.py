@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_sampling.substitution import judge, same_family, same_model
+from otel_sampling.rules.substitution import judge, same_family, same_model
 
 PERMITTED = ("claude-sonnet-5-5", "claude-haiku-5-5")
 

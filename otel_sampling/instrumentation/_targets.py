@@ -22,7 +22,7 @@ from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from otel_sampling import api_instruments, span_processor
-from otel_sampling.instruments import Instruments
+from otel_sampling.metrics import Instruments
 from otel_sampling.settings import settings_for_instrument
 
 logger = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     Subclasses set ``targets``, ``dependencies`` (the supported library range, checked by
     ``opentelemetry-instrument`` before loading) and ``state_class`` (built from the
-    :class:`~otel_sampling.instruments.Instruments`, handed to every wrapper factory).
+    :class:`~otel_sampling.metrics.Instruments`, handed to every wrapper factory).
 
     ``instrument(tracer_provider=None, meter_provider=None)``: providers default to the global ones;
     settings come from ``OTEL_SAMPLING_*`` (:func:`otel_sampling.settings.settings_for_instrument`:

@@ -41,10 +41,10 @@ from opentelemetry.propagate import extract
 
 from otel_sampling import names, sampling_api
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean
-from otel_sampling.ledger import Ledger
-from otel_sampling.sampling_record import SamplingRecord
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.ledger import Ledger
+from otel_sampling.records.sampling import SamplingRecord
 
 logger = logging.getLogger(__name__)
 

@@ -41,9 +41,9 @@ from otel_sampling import names
 from otel_sampling.bounded import EvictingTTLCache
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.mcp import _MODERN_PROTOCOL_VERSIONS, _parent_of
-from otel_sampling.instruments import Instruments
-from otel_sampling.server_sampling_record import ServerSamplingRecord
-from otel_sampling.stalls import WATCHDOG
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.server_sampling import ServerSamplingRecord
+from otel_sampling.records.stalls import WATCHDOG
 
 logger = logging.getLogger(__name__)
 

@@ -45,8 +45,8 @@ from pydantic.alias_generators import to_camel
 from otel_sampling import names
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.instrumentation.mcp import INVALID_RESULT_CODE, _parent_of
-from otel_sampling.instruments import Instruments
-from otel_sampling.sampling_record import SamplingRecord
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.sampling import SamplingRecord
 
 logger = logging.getLogger(__name__)
 

@@ -53,8 +53,8 @@ from otel_sampling.instrumentation._targets import Target, TargetTableInstrument
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
 from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
-from otel_sampling.instruments import Instruments
-from otel_sampling.provider_call import Response, Usage
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.provider_call import Response, Usage
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import wrapt
 
 from otel_sampling import names
-from otel_sampling.provider_call import Failure, ProviderCall, Response, ending_of, fallback_failure
+from otel_sampling.records.provider_call import Failure, ProviderCall, Response, ending_of, fallback_failure
 
 logger = logging.getLogger(__name__)
 

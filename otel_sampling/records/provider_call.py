@@ -24,11 +24,13 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import automatic, classify, cost, names, runs, substitution
+from otel_sampling import automatic, names, runs
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
-from otel_sampling.instruments import Instruments
 from otel_sampling.labels import clean, otlp_int
-from otel_sampling.sampling_record import current_sampling
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.sampling import current_sampling
+from otel_sampling.rules import cost, substitution
+from otel_sampling.rules import endings as classify
 
 
 class Usage(NamedTuple):

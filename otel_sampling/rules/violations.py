@@ -1,33 +1,25 @@
-"""Request identity: a fingerprint per sampling request and what the host decided for it before.
+"""Repeat-request violations: pure rules over what the host did the last time it saw a request.
 
-A fingerprint is a hash (SHA-256, first 128 bits, hex) over what makes two
-``sampling/createMessage`` requests "the same question": ``messages``, ``systemPrompt``,
-``maxTokens``, ``temperature``, ``stopSequences``, ``metadata``, ``tools`` and ``toolChoice``. It
-leaves out the requesting server (so a request re-sent by another server has the same
-fingerprint), ``includeContext`` (so a retry with another scope does too), ``modelPreferences``
-and ``_meta`` (trace context). No content is kept: only the hash.
+A sampling request is "the same question" as an earlier one when their fingerprints are equal
+(:func:`otel_sampling.records.identity.fingerprint`). Given what was remembered of the earlier one
+(:class:`Seen`) and the request at hand, these functions say which violations it shows
+(``names.SAMPLING_VIOLATION_KINDS``, ``docs/telemetry.md`` "Violations"):
 
-:class:`IdentityStore` remembers, per fingerprint, the last decision and scopes (bounded: LRU of
-``OTEL_SAMPLING_IDENTITY_MAX_ENTRIES`` entries, each forgotten ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``
-after it was last written). The violation rules are pure functions over an earlier entry and the
-request at hand (``docs/telemetry.md`` "Violations").
+* ``rerouted_after_denial``: denied for one server, then sent by another;
+* ``scope_widened``: a wider ``includeContext`` requested or granted than the last time;
+* ``decision_flipped``: allowed then denied (or the reverse) for the same server, except a budget
+  running out, or an exhausted budget allowed after a grant;
+* ``boundary_crossed``: served by a provider or from a region outside the server's policy
+  (:func:`crossed_boundary`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
-import time
-from collections.abc import Callable
-from typing import Any, NamedTuple
-
-from cachetools import TTLCache
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from otel_sampling import names
 
-_FINGERPRINT_FIELDS = {"messages", "system_prompt", "max_tokens", "temperature", "stop_sequences", "metadata",
-                       "tools", "tool_choice"}
 ALLOW, DENY = "allow", "deny"
 # Endings that are a decision about the request (not about the model or the transport).
 _DECISIONS = {
@@ -43,51 +35,6 @@ _DECISIONS = {
 DENIALS = frozenset({names.ENDING_POLICY_DENIED, names.ENDING_USER_DENIED, names.ENDING_BUDGET_EXHAUSTED})
 DECISION_SERVERS = 8  # servers whose last decision each fingerprint remembers
 _SCOPE_RANK = {scope: rank for rank, scope in enumerate(names.INCLUDE_CONTEXT_VALUES)}
-
-
-def fingerprint(params: Any) -> str:
-    """The identity of a ``CreateMessageRequestParams``: 32 hex characters.
-
-    Content JSON cannot carry (a host can build a request in-process with bytes or sets in
-    ``metadata``) is hashed in a stable form: bytes as hex, sets sorted, other objects by ``repr``.
-    Raises whatever pydantic or ``json`` raise for a params object they cannot dump at all, e.g.
-    mixed-type dict keys (callers guard).
-    """
-    if hasattr(params, "model_dump"):
-        try:
-            body = params.model_dump(mode="json", include=_FINGERPRINT_FIELDS, exclude_none=True)
-        except ValueError:  # pydantic's serialisation errors: content built in-process (bytes, sets...)
-            body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True)
-    else:
-        body = {k: v for k, v in dict(params).items() if k in _FINGERPRINT_FIELDS}
-    canonical = _CANONICAL.encode(body)
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-SERVER_KEY_MAX_LENGTH = 256
-
-
-def server_key(name: str | None) -> str | None:
-    """How the identity store and the ledger remember a server: its name, or for a name longer
-    than ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it (``"sha256:<hex>"``), so that a
-    hostile 1 MB ``serverInfo.name``, copied afresh by each session, is not kept per request.
-    Equal names give equal keys; idempotent."""
-    if name is None or len(name) <= SERVER_KEY_MAX_LENGTH:
-        return name
-    return "sha256:" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _json_fallback(value: Any) -> Any:
-    """What JSON cannot carry, in a stable form: bytes as hex, sets sorted, anything else its repr."""
-    if isinstance(value, (bytes, bytearray)):
-        return {"bytes": value.hex()}
-    if isinstance(value, (set, frozenset)):
-        return sorted(json.dumps(v, sort_keys=True, default=_json_fallback) for v in value)
-    return repr(value)
-
-
-# The fingerprint's canonical JSON; built once (``json.dumps`` with options builds an encoder per call).
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_fallback)
 
 
 def wider(scope: str | None, than: str | None) -> bool:
@@ -139,7 +86,7 @@ class Seen(NamedTuple):
         return next((d for d in reversed(self.decisions) if d.server == server), None)
 
     @staticmethod
-    def first(*, server: str | None, ending: str, requested: str, granted: str | None,
+    def after(*, server: str | None, ending: str, requested: str, granted: str | None,
               trace_id: int, span_id: int, earlier: Seen | None = None, now: float = 0.0) -> Seen:
         """The entry for a request that just ended, carrying over what ``earlier`` knew."""
         taken = decision(ending)
@@ -188,28 +135,20 @@ def violations_at_end(earlier: Seen, server: str | None, ending: str, granted: s
     return found
 
 
-class IdentityStore:
-    """Fingerprint -> :class:`Seen`, bounded (LRU + TTL, ``cachetools.TTLCache``), thread-safe.
+def crossed_boundary(served: Iterable[tuple[str, str | None]], permitted_providers: Iterable[str] | None,
+                     permitted_regions: Iterable[str] | None, region_of: Callable[[str | None], str | None]) -> bool:
+    """True when a call that served the request ran outside the compliance boundary.
 
     Args:
-        max_entries: most fingerprints remembered (>= 1).
-        ttl_seconds: seconds an entry is remembered after it was last written.
-        timer: the clock, seconds (default ``time.monotonic``).
+        served: ``(gen_ai.provider.name, server.address or None)`` of each provider call that served it.
+        permitted_providers: the server policy's ``permitted_providers`` (None: any provider).
+        permitted_regions: its ``permitted_regions`` (None: any region).
+        region_of: the region of an endpoint host (policy ``[endpoints]``), None when unknown; an
+            endpoint with no known region cannot be shown to be inside, so it crosses.
     """
-
-    def __init__(self, max_entries: int, ttl_seconds: float, timer: Callable[[], float] = time.monotonic) -> None:
-        self._entries: TTLCache[Any, Any] = TTLCache(max_entries, ttl_seconds, timer)
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Seen | None:
-        with self._lock:
-            return self._entries.get(key)
-
-    def put(self, key: str, seen: Seen) -> None:
-        with self._lock:
-            self._entries[key] = seen
-
-    def __len__(self) -> int:
-        with self._lock:
-            self._entries.expire()
-            return len(self._entries)
+    for provider, address in served:
+        if permitted_providers is not None and provider not in permitted_providers:
+            return True
+        if permitted_regions is not None and region_of(address) not in permitted_regions:
+            return True
+    return False

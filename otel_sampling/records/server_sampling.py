@@ -14,10 +14,11 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from otel_sampling import classify, names
-from otel_sampling.instruments import Instruments
+from otel_sampling import names
 from otel_sampling.labels import clean
-from otel_sampling.sampling_record import MAX_HINTS, _hint_names, _max_tokens, add_result_attributes
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.sampling import MAX_HINTS, _hint_names, _max_tokens, add_result_attributes
+from otel_sampling.rules import endings as classify
 
 UNANSWERED = classify.Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
 # What an ending is when classifying it fails (classify.or_fallback).

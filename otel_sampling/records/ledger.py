@@ -18,9 +18,10 @@ from cachetools import TTLCache
 from opentelemetry import trace
 
 from otel_sampling import names
-from otel_sampling.identity import IdentityStore, Seen, server_key
-from otel_sampling.instruments import Instruments
-from otel_sampling.stalls import WATCHDOG, PendingWatch
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.identity import IdentityStore, server_key
+from otel_sampling.records.stalls import WATCHDOG, PendingWatch
+from otel_sampling.rules.violations import Seen
 
 
 class Ledger:

@@ -19,14 +19,17 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from otel_sampling import automatic, classify, identity, names, substitution
-from otel_sampling.instruments import Instruments
+from otel_sampling import automatic, names
 from otel_sampling.labels import clean, otlp_int
-from otel_sampling.ledger import record_violation
+from otel_sampling.metrics import Instruments
+from otel_sampling.records import identity
+from otel_sampling.records.ledger import record_violation
+from otel_sampling.rules import endings as classify
+from otel_sampling.rules import substitution, violations
 
 if TYPE_CHECKING:
-    from otel_sampling.ledger import Ledger
     from otel_sampling.policy import ServerPolicy
+    from otel_sampling.records.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 _current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
@@ -128,7 +131,7 @@ class SamplingRecord:
             try:  # the record is live now: our bookkeeping must not lose it
                 ledger.pending.add(self)
                 if self._earlier is not None:
-                    for kind in identity.violations_at_start(self._earlier, self._server_key, self._include_context):
+                    for kind in violations.violations_at_start(self._earlier, self._server_key, self._include_context):
                         self._violate(kind)
             except Exception:
                 logger.debug("otel-sampling: could not track a sampling request", exc_info=True)
@@ -231,7 +234,7 @@ class SamplingRecord:
         self._granted = scope
         policy = self.server_policy()
         ceiling = policy.context_ceiling if policy is not None else None
-        if ceiling is not None and identity.wider(scope, ceiling):
+        if ceiling is not None and violations.wider(scope, ceiling):
             self._violate(names.VIOLATION_CONTEXT_ABOVE_CEILING)
 
     def mark_stalled(self, pending_seconds: float) -> None:
@@ -316,12 +319,12 @@ class SamplingRecord:
             before = earlier.decision_for(self._server_key)
             granted_since = before is not None and before.budget_denied \
                 and ledger.granted_since(self._server_key, before.decided_at)
-            for kind in identity.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
+            for kind in violations.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
                 self._violate(kind)
         ledger.note_ending(self._server_key, ending)
         if self._fingerprint:
             span_context = self._span.get_span_context()
-            ledger.identity.put(self._fingerprint, identity.Seen.first(
+            ledger.identity.put(self._fingerprint, violations.Seen.after(
                 server=self._server_key, ending=ending, requested=self._include_context, granted=self._granted,
                 trace_id=span_context.trace_id, span_id=span_context.span_id, earlier=earlier, now=ledger.now()))
 

@@ -3,7 +3,7 @@
 Prices are USD per million tokens (``[prices."<model>"]``, :class:`otel_sampling.policy.Price`).
 The price of a served model is the entry of the same name, else an entry it is a snapshot of
 (``claude-haiku-5-5`` or ``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``,
-:func:`otel_sampling.substitution.same_model`).
+:func:`otel_sampling.rules.substitution.same_model`).
 
 Cost = uncached input x input price + cache reads x cache-read price + cache writes x cache-write
 price + output x output price. Usage is in semantic-convention terms (``input_tokens`` includes
@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from otel_sampling.policy import Price
-from otel_sampling.substitution import same_model
+from otel_sampling.rules.substitution import same_model
 
 if TYPE_CHECKING:
-    from otel_sampling.provider_call import Usage
+    from otel_sampling.records.provider_call import Usage
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,102 @@
+"""Request identity: a fingerprint per sampling request and what the host decided for it before.
+
+A fingerprint is a hash (SHA-256, first 128 bits, hex) over what makes two
+``sampling/createMessage`` requests "the same question": ``messages``, ``systemPrompt``,
+``maxTokens``, ``temperature``, ``stopSequences``, ``metadata``, ``tools`` and ``toolChoice``. It
+leaves out the requesting server (so a request re-sent by another server has the same
+fingerprint), ``includeContext`` (so a retry with another scope does too), ``modelPreferences``
+and ``_meta`` (trace context). No content is kept: only the hash.
+
+:class:`IdentityStore` remembers, per fingerprint, the last decision and scopes (bounded: LRU of
+``OTEL_SAMPLING_IDENTITY_MAX_ENTRIES`` entries, each forgotten ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``
+after it was last written). The violation rules (pure functions over an earlier entry and the
+request at hand) live in :mod:`otel_sampling.rules.violations`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cachetools import TTLCache
+
+from otel_sampling.rules.violations import Seen
+
+_FINGERPRINT_FIELDS = {"messages", "system_prompt", "max_tokens", "temperature", "stop_sequences", "metadata",
+                       "tools", "tool_choice"}
+
+
+def fingerprint(params: Any) -> str:
+    """The identity of a ``CreateMessageRequestParams``: 32 hex characters.
+
+    Content JSON cannot carry (a host can build a request in-process with bytes or sets in
+    ``metadata``) is hashed in a stable form: bytes as hex, sets sorted, other objects by ``repr``.
+    Raises whatever pydantic or ``json`` raise for a params object they cannot dump at all, e.g.
+    mixed-type dict keys (callers guard).
+    """
+    if hasattr(params, "model_dump"):
+        try:
+            body = params.model_dump(mode="json", include=_FINGERPRINT_FIELDS, exclude_none=True)
+        except ValueError:  # pydantic's serialisation errors: content built in-process (bytes, sets...)
+            body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True)
+    else:
+        body = {k: v for k, v in dict(params).items() if k in _FINGERPRINT_FIELDS}
+    canonical = _CANONICAL.encode(body)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+SERVER_KEY_MAX_LENGTH = 256
+
+
+def server_key(name: str | None) -> str | None:
+    """How the identity store and the ledger remember a server: its name, or for a name longer
+    than ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it (``"sha256:<hex>"``), so that a
+    hostile 1 MB ``serverInfo.name``, copied afresh by each session, is not kept per request.
+    Equal names give equal keys; idempotent."""
+    if name is None or len(name) <= SERVER_KEY_MAX_LENGTH:
+        return name
+    return "sha256:" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _json_fallback(value: Any) -> Any:
+    """What JSON cannot carry, in a stable form: bytes as hex, sets sorted, anything else its repr."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": value.hex()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(json.dumps(v, sort_keys=True, default=_json_fallback) for v in value)
+    return repr(value)
+
+
+# The fingerprint's canonical JSON; built once (``json.dumps`` with options builds an encoder per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_fallback)
+
+
+class IdentityStore:
+    """Fingerprint -> :class:`Seen`, bounded (LRU + TTL, ``cachetools.TTLCache``), thread-safe.
+
+    Args:
+        max_entries: most fingerprints remembered (>= 1).
+        ttl_seconds: seconds an entry is remembered after it was last written.
+        timer: the clock, seconds (default ``time.monotonic``).
+    """
+
+    def __init__(self, max_entries: int, ttl_seconds: float, timer: Callable[[], float] = time.monotonic) -> None:
+        self._entries: TTLCache[Any, Any] = TTLCache(max_entries, ttl_seconds, timer)
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Seen | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: str, seen: Seen) -> None:
+        with self._lock:
+            self._entries[key] = seen
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._entries.expire()
+            return len(self._entries)
