@@ -72,11 +72,11 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import InFlight
 from otel_sampling.records import identity
+from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.ledger import Ledger
-from otel_sampling.records.provider_call import FailoverTracker, ProviderCall
+from otel_sampling.records.provider_call import ProviderCall
 from otel_sampling.records.server_sampling import ServerSamplingRecord
-from otel_sampling.rules import cost, substitution
-from otel_sampling.rules import endings as classify
+from otel_sampling.rules import cost, endings, substitution
 from sampling_server import build_server
 
 SERVED = "claude-sonnet-5-5-20261001"
@@ -185,9 +185,9 @@ MCP_HOST_STEPS = [
     _attr(mcp_module.SamplingRecord, "end_with_error_frame"),
     _attr(mcp_module.SamplingRecord, "end_with_exception"),
     _attr(identity, "fingerprint"),
-    _attr(classify, "from_result"),
-    _attr(classify, "from_error_frame"),
-    _attr(classify, "from_exception"),
+    _attr(endings, "from_result"),
+    _attr(endings, "from_error_frame"),
+    _attr(endings, "from_exception"),
     _attr(substitution, "judge"),
     _attr(automatic_module, "resolve"),
     _attr(mcp_module._CancelReasons, "pop"),
@@ -207,8 +207,8 @@ MCP_SERVER_STEPS = [
     _attr(mcp_server_module._Pending, "take"),
     _attr(mcp_server_module, "_names_of"),
     _attr(mcp_server_module, "_parent_of"),
-    _attr(classify, "from_result"),
-    _attr(classify, "from_error_frame"),
+    _attr(endings, "from_result"),
+    _attr(endings, "from_error_frame"),
 ]
 PROVIDER_STEPS = [
     _attr(ProviderCall, "__init__"),
@@ -499,7 +499,7 @@ UNDRIVEN = {"mcp.client.stdio._create_platform_compatible_process",
 # Steps a driver cannot reach, by (driver, step): each excluded pair says why.
 UNREACHABLE = {
     # The 2026-07-28 path has no error frame the server can see: a denial ends "unanswered".
-    ("mcp_server_2026", "classify.from_error_frame"): "no error frame reaches the server on this path",
+    ("mcp_server_2026", "endings.from_error_frame"): "no error frame reaches the server on this path",
     ("mcp_server_2026", "ServerSamplingRecord.end_with_exception"): "the server's send is not used on this path",
     ("mcp_server_2026", "ServerSamplingRecord.end_with_result"): "ends through the pending table, not the send",
     ("mcp_server_legacy", "_Pending.add"): "legacy requests are never pending",
@@ -507,8 +507,8 @@ UNREACHABLE = {
     ("mcp_server_2026", "ServerSamplingRecord.span"): "read by the legacy send only",
     ("mcp_server_legacy", "_Pending.take"): "only a 2026-07-28 retry takes a pending request",
     ("mcp_server_legacy", "mcp_server._parent_of"): "the legacy send has the ambient parent",
-    ("mcp_server_legacy", "classify.from_result"): "ServerSamplingRecord classifies a result itself",
-    ("mcp_server_2026", "classify.from_result"): "ServerSamplingRecord classifies a result itself",
+    ("mcp_server_legacy", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
+    ("mcp_server_2026", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
     **{(d, "Counter.add"): "the cost counter needs a policy price table; provider calls record histograms"
        for d in DRIVERS if d.startswith(("anthropic", "openai"))},
     **{(d, "cost.price_for"): "the price lookup runs only with a policy price table (none here)"
@@ -632,7 +632,7 @@ COVERED = {
     ".add": "_Pending.add",
     "mcp._start_record": "SamplingRecord.__init__",  # guards: their failures are their steps'
     "mcp._finish": "SamplingRecord.end_with_result",
-    "mcp._end_with_return": "classify.from_result",
+    "mcp._end_with_return": "endings.from_result",
     "mcp._parent_of": "mcp._parent_of",
     "mcp_server._start_rpc": "ServerSamplingRecord.__init__",
     "mcp_server._make_current": "ServerSamplingRecord.span",

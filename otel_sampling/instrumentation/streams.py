@@ -29,7 +29,9 @@ from typing import Any, Protocol
 import wrapt
 
 from otel_sampling import names
-from otel_sampling.records.provider_call import Failure, ProviderCall, Response, ending_of, fallback_failure
+from otel_sampling.records.provider_call import ProviderCall
+from otel_sampling.rules.endings import ending_of, fallback_failure
+from otel_sampling.rules.values import Failure, Response
 
 logger = logging.getLogger(__name__)
 

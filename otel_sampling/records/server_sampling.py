@@ -18,12 +18,13 @@ from otel_sampling import names
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.sampling import MAX_HINTS, _hint_names, _max_tokens, add_result_attributes
-from otel_sampling.rules import endings as classify
+from otel_sampling.rules import endings
+from otel_sampling.rules.values import Ending
 
-UNANSWERED = classify.Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
-# What an ending is when classifying it fails (classify.or_fallback).
-CANCELLED = classify.Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
-FAILED = classify.Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
+UNANSWERED = Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
+# What an ending is when classifying it fails (endings.or_fallback).
+CANCELLED = Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
+FAILED = Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
 
 
 class ServerSamplingRecord:
@@ -78,23 +79,23 @@ class ServerSamplingRecord:
 
     def end_with_result(self, model: object, stop_reason: object) -> None:
         """The client's ``CreateMessageResult`` reached the server."""
-        ending = classify.or_fallback(classify.from_result, classify.COMPLETED, stop_reason)
+        ending = endings.or_fallback(endings.from_result, endings.COMPLETED, stop_reason)
         self._end(ending, model if isinstance(model, str) else None, stop_reason)
 
     def end_with_exception(self, exc: BaseException) -> None:
         """Sending failed: an ``MCPError`` (the client's error frame, a timeout, ``NoBackChannelError``),
         a cancellation, or anything else."""
-        if classify.is_cancellation(exc):
-            self._end(classify.or_fallback(classify.from_cancellation, CANCELLED, None), None, None)
+        if endings.is_cancellation(exc):
+            self._end(endings.or_fallback(endings.from_cancellation, CANCELLED, None), None, None)
         else:
-            self._end(classify.or_fallback(classify.from_exception, FAILED, exc,
+            self._end(endings.or_fallback(endings.from_exception, FAILED, exc,
                                            self._instruments.settings.policy.ending_rules), None, None)
 
     def end_unanswered(self) -> None:
         """No retry carried an answer (2026-07-28 path): denied, abandoned or lost on the client."""
         self._end(UNANSWERED, None, None)
 
-    def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any) -> None:
+    def _end(self, ending: Ending, served: str | None, stop_reason: Any) -> None:
         with self._lock:
             if self._ended:
                 return
