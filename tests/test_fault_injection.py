@@ -57,7 +57,6 @@ from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from conftest import SPANS, TRACER_PROVIDER
-from otel_sampling import automatic as automatic_module
 from otel_sampling import names
 from otel_sampling.instrumentation import anthropic as anthropic_module
 from otel_sampling.instrumentation import mcp as mcp_module
@@ -76,7 +75,7 @@ from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.provider_call import ProviderCall
 from otel_sampling.records.server_sampling import ServerSamplingRecord
-from otel_sampling.rules import cost, endings, substitution
+from otel_sampling.rules import cost, degraded_mode, endings, substitution
 from sampling_server import build_server
 
 SERVED = "claude-sonnet-5-5-20261001"
@@ -189,7 +188,7 @@ MCP_HOST_STEPS = [
     _attr(endings, "from_error_frame"),
     _attr(endings, "from_exception"),
     _attr(substitution, "judge"),
-    _attr(automatic_module, "resolve"),
+    _attr(degraded_mode, "request_mode"),
     _attr(mcp_module._CancelReasons, "pop"),
     _attr(mcp_module._Connections, "describe"),
     _attr(mcp_module._Connections, "tool_for"),
@@ -220,8 +219,8 @@ PROVIDER_STEPS = [
     _attr(ProviderState, "new_accumulator"),
     _attr(ProviderState, "decode_raw"),
     _attr(FailoverTracker, "observe"),
-    _attr(automatic_module, "observe_call"),
-    _attr(automatic_module, "stamped_reasons"),
+    _attr(mcp_module.SamplingRecord, "observe_provider_call"),
+    _attr(degraded_mode, "stamped_reasons"),
     _attr(cost, "price_for"),
 ]
 SYNC_PROVIDER_STEPS = [_attr(StreamProxy, "__init__")]

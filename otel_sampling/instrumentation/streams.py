@@ -166,7 +166,7 @@ class StreamProxy(_StreamProxyBase):
             if self._self_first:
                 self._self_first_event()
             self._self_accumulator.observe(event)
-        except Exception:
+        except Exception:  # noqa: BLE001 - an event we cannot read: the stream goes on, the call ends unreadable
             self._self_unreadable()
         return event
 
@@ -221,7 +221,7 @@ class AsyncStreamProxy(_StreamProxyBase):
             if self._self_first:
                 self._self_first_event()
             self._self_accumulator.observe(event)
-        except Exception:
+        except Exception:  # noqa: BLE001 - an event we cannot read: the stream goes on, the call ends unreadable
             self._self_unreadable()
         return event
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -28,6 +28,12 @@ from otel_sampling.metrics import Instruments
 from otel_sampling.records import identity
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
+from otel_sampling.records.request_attributes import (
+    add_result_attributes,
+    hint_names,
+    include_context,
+    start_attributes,
+)
 from otel_sampling.rules import degraded_mode, endings, substitution, violations
 from otel_sampling.rules.values import Ending
 
@@ -36,7 +42,6 @@ if TYPE_CHECKING:
     from otel_sampling.records.ledger import Ledger
 
 logger = logging.getLogger(__name__)
-MAX_HINTS = 16  # model hints kept on the span (all are used to judge substitution)
 MAX_SERVED_CALLS = 16  # provider calls that served a request, remembered for the compliance boundary
 
 
@@ -104,8 +109,8 @@ class SamplingRecord:
         self._server_label = instruments.server_label.value(server_name)
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
-        self._hints = _hint_names(params)
-        self._include_context = getattr(params, "include_context", None) or "none"
+        self._hints = hint_names(params)
+        self._include_context = include_context(params)
         self._ledger = ledger
         self._granted: str | None = None
         self._violations: set[str] = set()
@@ -137,29 +142,14 @@ class SamplingRecord:
     def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any,
                   server_version: str | None, session_id: str | None, transport: str | None) -> None:
         """The span's attributes known at the start, in one ``set_attributes`` (each call takes the span's lock)."""
-        path, server_name = self._path, self._server_name
         max_length = self._instruments.settings.attribute_max_length
-        attributes: dict[str, Any] = {
-            names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
-            names.SAMPLING_PATH: path,
-            names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(self._include_context, max_length),
-        }
-        if request_id is not None and path == names.PATH_RPC:
+        facts = [(names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, self._server_name),
+                 (names.MCP_SERVER_VERSION, server_version), (names.MCP_SESSION_ID, session_id),
+                 (names.NETWORK_TRANSPORT, transport), (names.GEN_AI_TOOL_NAME, self._tool_name),
+                 (names.SAMPLING_FINGERPRINT, self._fingerprint)]
+        attributes = start_attributes(params, self._path, self._hints, max_length, facts)
+        if request_id is not None and self._path == names.PATH_RPC:
             attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
-        if protocol_version:
-            attributes[names.MCP_PROTOCOL_VERSION] = clean(protocol_version, max_length)
-        if server_name is not None:
-            attributes[names.MCP_SERVER_NAME] = clean(server_name, max_length)
-        if self._hints:
-            attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints[:MAX_HINTS]]
-        max_tokens = _max_tokens(params)
-        if max_tokens is not None:
-            attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-        for key, value in ((names.MCP_SERVER_VERSION, server_version), (names.MCP_SESSION_ID, session_id),
-                           (names.NETWORK_TRANSPORT, transport), (names.GEN_AI_TOOL_NAME, self._tool_name),
-                           (names.SAMPLING_FINGERPRINT, self._fingerprint)):
-            if isinstance(value, str) and value:
-                attributes[key] = clean(value, max_length)
         span.set_attributes(attributes)
 
     def _violate(self, kind: str) -> None:
@@ -298,7 +288,11 @@ class SamplingRecord:
             judged = substitution.judge(self._hints, served, permitted)
         else:  # nothing served: a result without a model is unjudged, a failure substituted nothing
             judged = names.SUBSTITUTION_UNJUDGED if ending.error_type is None else names.SUBSTITUTION_NONE
-        mode, degradation_reasons = self._mode(policy, served, judged)
+        try:
+            mode, degradation_reasons = self._mode(policy, served, judged)
+        except Exception:  # the ending is still recorded, without a mode of its own
+            logger.debug("otel-sampling: could not decide a sampling request's mode", exc_info=True)
+            mode, degradation_reasons = names.MODE_PRIMARY, ()
 
         try:
             try:
@@ -411,38 +405,6 @@ def _fingerprint(params: Any) -> str | None:
     except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
         logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
         return None
-
-
-def _hint_names(params: Any) -> tuple[str, ...]:
-    preferences = getattr(params, "model_preferences", None)
-    hints: Sequence[Any] = getattr(preferences, "hints", None) or ()
-    names_: list[str] = []
-    for hint in hints:
-        name = getattr(hint, "name", None)
-        if isinstance(name, str) and name:
-            names_.append(name)
-    return tuple(names_)
-
-
-def add_result_attributes(attributes: dict[str, Any], ending: Ending, served: str | None,
-                          stop_reason: object, max_length: int) -> None:
-    """What a sampling request's ending says, on either side's span: ``gen_ai.response.model``,
-    ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``mcp.sampling.budget.resets_at`` and
-    ``error.type``, each cut to ``max_length``."""
-    if served:
-        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
-    reasons = endings.finish_reasons(stop_reason)
-    if reasons:
-        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
-    if ending.resets_at:
-        attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
-    if ending.error_type is not None:
-        attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
-
-
-def _max_tokens(params: Any) -> int | None:
-    """``maxTokens`` when an OTLP exporter can carry it (mcp accepts any int)."""
-    return otlp_int(getattr(params, "max_tokens", None))
 
 
 def _context_label(value: str) -> str:

@@ -15,9 +15,8 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_sampling import names
-from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments
-from otel_sampling.records.sampling import MAX_HINTS, _hint_names, _max_tokens, add_result_attributes
+from otel_sampling.records.request_attributes import add_result_attributes, hint_names, start_attributes
 from otel_sampling.rules import endings
 from otel_sampling.rules.values import Ending
 
@@ -53,23 +52,10 @@ class ServerSamplingRecord:
         self._lock = threading.Lock()
         self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
         if span.is_recording():
-            max_length = instruments.settings.attribute_max_length
-            attributes: dict[str, Any] = {
-                names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
-                names.SAMPLING_PATH: path,
-                names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(getattr(params, "include_context", None) or "none",
-                                                                max_length),
-            }
-            hints = _hint_names(params)
-            if hints:
-                attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in hints[:MAX_HINTS]]
-            max_tokens = _max_tokens(params)
-            if max_tokens is not None:
-                attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-            for key, value in ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
-                               (names.MCP_SESSION_ID, session_id), (names.GEN_AI_TOOL_NAME, tool_name)):
-                if isinstance(value, str) and value:
-                    attributes[key] = clean(value, max_length)
+            facts = ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
+                     (names.MCP_SESSION_ID, session_id), (names.GEN_AI_TOOL_NAME, tool_name))
+            attributes = start_attributes(params, path, hint_names(params), instruments.settings.attribute_max_length,
+                                          facts)
             span.set_attributes(attributes)
 
     @property
