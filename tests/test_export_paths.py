@@ -11,11 +11,11 @@ from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.otlp_receiver import OTLPReceiver
 from otel_sampling import names
 from otel_sampling.metrics import Instruments
-from otel_sampling.prometheus_names import label_name, metric_name
+from otel_sampling.mixin.prometheus_names import label_name, metric_name
 from otel_sampling.settings import Settings
-from otel_sampling.testing.otlp_receiver import OTLPReceiver
 
 
 def test_prometheus_names_match_the_real_exporter():

@@ -114,7 +114,7 @@ if {protocol!r} == "grpc":
     receiver = _HealthyGrpc().__enter__()
     port = receiver.port
 else:
-    from otel_sampling.testing.otlp_receiver import OTLPReceiver
+    from harness.otlp_receiver import OTLPReceiver
     receiver = OTLPReceiver().__enter__()
     port = int(receiver.endpoint.rsplit(":", 1)[1].split("/", 1)[0])
 print(port, flush=True)

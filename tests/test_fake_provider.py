@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +17,8 @@ import urllib.request
 import anthropic
 import pytest
 
-from otel_sampling.testing.fake_provider import FakeProvider, parse_scenario
+from otel_sampling.testing import fake_provider
+from otel_sampling.testing.fake_provider import SCENARIO_HEADER, SCENARIOS, FakeProvider, parse_scenario
 
 MODEL = "claude-sonnet-5-5"
 MESSAGES = [{"role": "user", "content": "Summarize: printer on fire"}]
@@ -159,3 +162,29 @@ def test_cli_prints_url_and_exits_cleanly_on_sigterm():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _help_scenarios(help_text: str) -> list[str]:
+    """The tokens of the help's scenario section: the lines indented by two spaces under its heading
+    (a description's continuation lines are indented further)."""
+    section = help_text.split(f"scenarios ({SCENARIO_HEADER} tokens", 1)[1].splitlines()[1:]
+    return [line.split()[0] for line in section if line.startswith("  ") and not line.startswith("   ")]
+
+
+def test_cli_help_says_how_to_use_it_and_lists_every_scenario():
+    result = subprocess.run([sys.executable, "-m", "otel_sampling.testing.fake_provider", "--help"],
+                            capture_output=True, text=True, timeout=30)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert f"{SCENARIO_HEADER}: status=529,fail_first=1" in result.stdout  # the header, with an example
+    assert "base_url=URL/v1" in result.stdout and "OPENAI_BASE_URL=URL/v1" in result.stdout  # openai's /v1
+    assert _help_scenarios(result.stdout) == list(SCENARIOS)
+    for token, description in SCENARIOS.items():
+        assert " ".join(description.split()) in " ".join(result.stdout.split()), token
+
+
+def test_the_scenario_table_names_every_key_the_server_reads():
+    source = inspect.getsource(fake_provider)
+    read = {key for match in re.findall(r'"(\w+)" in sc\b|sc\.get\("(\w+)"|sc\["(\w+)"\]', source)
+            for key in match if key}
+    read |= set(re.findall(r'"(\w+)"', re.search(r"sc\.keys\(\) & \{([^}]*)\}", source).group(1)))
+    assert read == {token.partition("=")[0] for token in SCENARIOS}

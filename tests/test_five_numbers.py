@@ -17,9 +17,11 @@ one silent incident (run 4); cost per completed task 0.5 / 2 = 0.25 primary, 0.7
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -32,9 +34,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
-from otel_sampling import five_numbers, names, runs, state
+from otel_sampling import names, runs, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-from otel_sampling.prometheus_names import metric_name
+from otel_sampling.mixin import five_numbers
+from otel_sampling.mixin.prometheus_names import metric_name
+
+# The report from one scrape is the triage demo's (examples/triage/five_numbers_report.py).
+TRIAGE = Path(__file__).resolve().parents[1] / "examples" / "triage"
+if str(TRIAGE) not in sys.path:
+    sys.path.append(str(TRIAGE))
+five_numbers_report = importlib.import_module("five_numbers_report")
 
 OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
 EVAL = "triage-suite"
@@ -92,7 +101,7 @@ def test_series_names_match_the_real_exporter(scrape):
 
 def test_the_five_numbers_from_the_scrape(scrape):
     wall = workload()
-    numbers = five_numbers.from_scrape(scrape())
+    numbers = five_numbers_report.from_scrape(scrape())
     assert numbers.degraded_run_share == 0.5
     assert numbers.quality_delta() == {EVAL: 0.5}
     assert numbers.completion_rate("primary") == 1.0
@@ -128,7 +137,7 @@ def test_the_promql_evaluates_to_the_same_numbers(scrape, tmp_path: Path):
         "cost_per_completed_task_by_mode": [({"degradation_mode": "primary"}, 0.25),
                                             ({"degradation_mode": "degraded"}, 0.75)],
         # the histogram's own sum: the PromQL must read exactly the degraded runs' time
-        "degraded_run_seconds": [({}, five_numbers.from_scrape(text).degraded_run_seconds)],
+        "degraded_run_seconds": [({}, five_numbers_report.from_scrape(text).degraded_run_seconds)],
     }
     assert 0 < expected["degraded_run_seconds"][0][1] < wall
     tests = [{
@@ -181,7 +190,7 @@ def test_prompt_cache_read_share_from_the_scrape():
             if cache_read is not None:
                 tokens.record(cache_read, {names.DEGRADATION_MODE: mode,
                                            names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_CACHE_READ})
-    numbers = five_numbers.from_scrape(generate_latest(registry).decode())
+    numbers = five_numbers_report.from_scrape(generate_latest(registry).decode())
     provider.shutdown()
     assert numbers.prompt_cache_read_share(names.MODE_PRIMARY) == 800 / 1075
     assert numbers.prompt_cache_read_share(names.MODE_DEGRADED) == 400 / 600
@@ -213,7 +222,7 @@ def test_a_quiet_window_gives_no_ratio_rather_than_nan(scrape, tmp_path: Path):
 
 
 def test_from_scrape_of_a_process_with_no_runs_has_no_ratios():
-    numbers = five_numbers.from_scrape("")
+    numbers = five_numbers_report.from_scrape("")
     assert (numbers.degraded_run_share, numbers.completion_rate("primary"),
             numbers.cost_per_completed_task("degraded"), numbers.quality_delta()) == (None, None, None, {})
     assert "n/a" in numbers.summary()
@@ -239,7 +248,7 @@ def declined_workload() -> None:
 def test_a_declined_task_is_not_a_failed_one(scrape, tmp_path: Path):
     declined_workload()
     text = scrape()
-    numbers = five_numbers.from_scrape(text)
+    numbers = five_numbers_report.from_scrape(text)
     assert (numbers.completion_rate("primary"), numbers.completion_rate("degraded")) == (1.0, 0.5)
     assert numbers.degraded_run_share == 2 / 5  # exposure: every run, declined ones too
     assert (numbers.cost_per_completed_task("primary"), numbers.cost_per_completed_task("degraded")) == (0.25, 0.5)

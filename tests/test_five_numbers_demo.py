@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from otel_sampling import five_numbers, names
+from harness.otlp_receiver import OTLPReceiver
+from otel_sampling import names
+from otel_sampling.mixin import five_numbers
 from otel_sampling.testing.fake_provider import FakeProvider
-from otel_sampling.testing.otlp_receiver import OTLPReceiver
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIAGE = ROOT / "examples" / "triage"
@@ -86,14 +87,15 @@ def _series(text: str) -> list[dict]:
 
 def _exported(text: str, series: str, **labels: str) -> float:
     """Sum of the exporter's samples of ``series`` with these labels, read with prometheus_client
-    (not with five_numbers.from_scrape, which is under test here)."""
+    (not with five_numbers_report.from_scrape, which is under test here)."""
     return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
                if sample.name == series and all(sample.labels.get(k) == v for k, v in labels.items()))
 
 
 def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path):
     scenario, ran, text = demo_run
-    scraped = five_numbers.from_scrape(text)
+    report = importlib.import_module("five_numbers_report")  # demo.py's sibling, on the path _load set
+    scraped = report.from_scrape(text)
     assert _exported(text, five_numbers.RUNS) == len(ran)  # one run per step, no other run in the host
     assert sum(scraped.runs_by_mode.values()) == len(ran)
     expected = _implied(scenario, ran)

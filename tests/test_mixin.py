@@ -18,13 +18,13 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from otel_sampling import five_numbers, names
-from otel_sampling.mixin import MixinConfig
+from harness.dashboards import dashboard_queries, expand, legend_labels, load, panels
+from otel_sampling import names
+from otel_sampling.mixin import MixinConfig, five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.__main__ import main
 from otel_sampling.mixin.generate import render
 from otel_sampling.mixin.rules import rule_groups
-from otel_sampling.testing.dashboards import dashboard_queries, expand, legend_labels, load, panels
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = Path(__file__).parent / "data" / "schemas" / "grafana-v10.1.x"
@@ -158,7 +158,7 @@ def lint(dashboard: dict) -> list[str]:
     return problems
 
 
-# The first-count idiom of otel_sampling.promql.counted: "(x unless x offset W)" reads a counter
+# The first-count idiom of otel_sampling.mixin.promql.counted: "(x unless x offset W)" reads a counter
 # whole on purpose (a series born inside W); the increase(x[W]) beside it is checked as usual.
 COUNTED = re.compile(r"\((\w+(?:\{[^}]*\})?) unless \1 offset [^)\s]+\)")
 

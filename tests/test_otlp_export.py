@@ -25,10 +25,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from harness.otlp_receiver import OTLPReceiver
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-from otel_sampling.testing.otlp_receiver import OTLPReceiver
 from sampling_server import SERVER_NAME, build_server
 
 MODEL = "claude-sonnet-5-5"  # what the host callback requests; the fake provider serves it

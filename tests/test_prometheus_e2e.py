@@ -20,13 +20,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.dashboards import dashboard_queries, expand, legend_labels
+from harness.otlp_receiver import OTLPReceiver
+from harness.prometheus import PrometheusServer, wait_until
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin.generate import RULES_FILE, write
 from otel_sampling.mixin.rules import PREFIX, rule_groups
-from otel_sampling.testing.dashboards import dashboard_queries, expand, legend_labels
 from otel_sampling.testing.fake_provider import FakeProvider
-from otel_sampling.testing.otlp_receiver import OTLPReceiver
-from otel_sampling.testing.prometheus import PrometheusServer, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = MixinConfig.for_short_run()

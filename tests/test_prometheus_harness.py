@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_sampling.testing.prometheus import PrometheusError, PrometheusServer, StaticMetrics
+from harness.prometheus import PrometheusError, PrometheusServer, StaticMetrics
 
 EXPOSITION = "# TYPE demo_requests_total counter\ndemo_requests_total{outcome=\"ok\"} 3\n"
 

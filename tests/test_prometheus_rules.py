@@ -181,7 +181,7 @@ def runs(mode: str, outcome: str) -> str:
     return f'{{{J}, degradation_mode="{mode}", agent_run_outcome="{outcome}"}}'
 
 
-# The five numbers as recording rules (otel_sampling.five_numbers, per job), over runs that all
+# The five numbers as recording rules (otel_sampling.mixin.five_numbers, per job), over runs that all
 # happened within the window: 10 runs, 4 degraded (2 completed, 2 failed), 6 primary (all
 # completed); 4.5 s of the 10.5 s run time in degraded runs; scores and prices exact in binary;
 # the degraded calls read nothing from the prompt cache (a failover that lost it).

@@ -54,12 +54,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client import CollectorRegistry, generate_latest
 
+from harness.otlp_receiver import OTLPReceiver
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.settings import DEFAULT_ATTRIBUTE_MAX_LENGTH
-from otel_sampling.testing.otlp_receiver import OTLPReceiver
 
 SENTINEL = 'SNTL"7f3a9c2e41'  # the quote makes its JSON-escaped form differ from the raw one
 API_KEY = "sk-KEY-5e2b90c4d1a7"

@@ -8,8 +8,11 @@
    drives its scripted scenario over a real stdio MCP server.
 3. Scrapes /metrics while the host holds, lets it exit (spans flush), stops everything.
 4. Prints the report built from the scraped metrics and the received spans (with the five numbers
-   of degraded mode, otel_sampling.five_numbers), writes them under .demo/, and exits 1 when the
+   of degraded mode, five_numbers_report.py), writes them under .demo/, and exits 1 when the
    telemetry does not show what the scenario drove.
+
+The OTLP receiver and the Prometheus server are the repository's test harnesses (tests/harness/):
+the demo runs from a checkout, as `make demo` runs it, and puts tests/ on sys.path for them.
 """
 
 from __future__ import annotations
@@ -32,14 +35,17 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 import depth_report
-from otel_sampling import five_numbers, names
-from otel_sampling.prometheus_names import label_name, metric_name
+import five_numbers_report
+from otel_sampling import names
+from otel_sampling.mixin.prometheus_names import label_name, metric_name
 from otel_sampling.testing.fake_provider import FakeProvider
-from otel_sampling.testing.otlp_receiver import OTLPReceiver
 from server_telemetry import server_env, server_requests
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the harness package (see the module docstring)
+from harness.otlp_receiver import OTLPReceiver  # noqa: E402
+
 OUT = ROOT / ".demo"
 HOST_TIMEOUT_S = 120
 REQUIRED_ENDINGS = (
@@ -224,7 +230,7 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
     ran = [steps[s["step"]] for s in done.get("steps", [])]
     expected_degraded = sum(scenario.expected_run(step)[0] == names.MODE_DEGRADED for step in ran)
     expected_incidents = sum(scenario.expected_run(step)[1] for step in ran)
-    numbers = five_numbers.from_scrape(metrics_text)
+    numbers = five_numbers_report.from_scrape(metrics_text)
     runs_series = metric_name(names.METRIC_AGENT_RUNS, names.UNIT_RUN, counter=True)
     lookups_series = metric_name(names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, counter=True)
     runs_by_mode, canary, stale_hits = Counter(), 0, 0
@@ -277,9 +283,9 @@ def print_fired_alerts(metrics_text: str) -> None:
         return
     import tempfile
 
+    from harness.prometheus import PrometheusServer, StaticMetrics, wait_until
     from otel_sampling.mixin import MixinConfig
     from otel_sampling.mixin.generate import RULES_FILE, write
-    from otel_sampling.testing.prometheus import PrometheusServer, StaticMetrics, wait_until
 
     with tempfile.TemporaryDirectory() as tmp, StaticMetrics(metrics_text) as metrics:
         write(MixinConfig.for_short_run(), Path(tmp))

@@ -9,7 +9,7 @@ from collections import Counter
 from prometheus_client.parser import text_string_to_metric_families
 
 from otel_sampling import names
-from otel_sampling.prometheus_names import label_name, metric_name
+from otel_sampling.mixin.prometheus_names import label_name, metric_name
 
 REQUESTS = metric_name(names.METRIC_SAMPLING_REQUESTS, names.UNIT_REQUEST, counter=True)
 VIOLATIONS = metric_name(names.METRIC_SAMPLING_VIOLATIONS, names.UNIT_VIOLATION, counter=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import dashboard as dm
 
-from otel_sampling import five_numbers, names
+from otel_sampling import names
+from otel_sampling.mixin import five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.panels import (
@@ -25,8 +26,8 @@ from otel_sampling.mixin.panels import (
     thresholds,
     timeseries_panel,
 )
+from otel_sampling.mixin.promql import counted, matchers
 from otel_sampling.mixin.rules import Recorded
-from otel_sampling.promql import counted, matchers
 
 RATE = "$__rate_interval"
 RANGE = "$__range"

@@ -1,6 +1,6 @@
 """The Prometheus names of every metric and label the mixin queries, in one place.
 
-Each name is derived from ``otel_sampling.names`` through ``otel_sampling.prometheus_names`` (the
+Each name is derived from ``otel_sampling.names`` through ``otel_sampling.mixin.prometheus_names`` (the
 Python Prometheus exporter's translation), never typed by hand, so a renamed instrument or
 attribute changes every dashboard and rule at the next ``make generate``.
 """
@@ -8,7 +8,7 @@ attribute changes every dashboard and rule at the next ``make generate``.
 from __future__ import annotations
 
 from otel_sampling import names
-from otel_sampling.prometheus_names import label_name, metric_name
+from otel_sampling.mixin.prometheus_names import label_name, metric_name
 
 # ---------------------------------------------------------------- series (counters end in _total)
 SAMPLING_REQUESTS = metric_name(names.METRIC_SAMPLING_REQUESTS, names.UNIT_REQUEST, counter=True)

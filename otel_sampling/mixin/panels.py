@@ -18,8 +18,8 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from otel_sampling import names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
+from otel_sampling.mixin.promql import counted, matchers
 from otel_sampling.mixin.rules import PREFIX
-from otel_sampling.promql import counted, matchers
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 JOB = f'{m.JOB}=~"$job"'

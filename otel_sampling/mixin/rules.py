@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_sampling import five_numbers, names
+from otel_sampling import names
+from otel_sampling.mixin import five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
-from otel_sampling.promql import counted, matchers
+from otel_sampling.mixin.promql import counted, matchers
 
 PREFIX = "OtelSampling"
 BY_JOB = (m.JOB,)  # the level of every recorded series
@@ -23,7 +24,7 @@ Rule = dict[str, Any]
 
 class Recorded:
     """The names of the recording rules, for a window (dashboards and alerts read these); the five
-    numbers are named by ``otel_sampling.five_numbers.record_name``."""
+    numbers are named by ``otel_sampling.mixin.five_numbers.record_name``."""
 
     def __init__(self, config: MixinConfig) -> None:
         w = config.window
@@ -43,7 +44,7 @@ class Recorded:
 
 def recording_rules(config: MixinConfig) -> list[Rule]:
     """Every recorded series: the sampling-request counts and degraded share, then the five numbers
-    exactly as ``otel_sampling.five_numbers`` writes them (per job); see ``Recorded`` for the names."""
+    exactly as ``otel_sampling.mixin.five_numbers`` writes them (per job); see ``Recorded`` for the names."""
     r, w, sel = Recorded(config), config.window, config.selector
     mode_degraded = matchers(**{m.MODE: names.MODE_DEGRADED})
     return [

@@ -1,4 +1,7 @@
-"""A fake LLM provider: a real HTTP/1.1 server on 127.0.0.1, stdlib only, for tests and demos.
+"""A fake LLM provider for trying and testing instrumented code: a real HTTP/1.1 server on 127.0.0.1.
+
+Stdlib only, installed with the package (``docs/getting-started.md`` runs the triage example
+against it; otel-sampling's own tests use it too).
 
 It speaks enough of these APIs for the real SDKs (anthropic 2.x and openai 3.x, both on httpx2)
 to parse every answer, in JSON and in streamed (chunked ``text/event-stream``) form:
@@ -9,55 +12,18 @@ to parse every answer, in JSON and in streamed (chunked ``text/event-stream``) f
 * OpenAI Chat Completions  ``POST /v1/chat/completions`` (``stream_options.include_usage`` honoured)
 * OpenAI Responses         ``POST /v1/responses``
 
-Point an SDK at it with ``base_url=fp.url`` (Anthropic) or ``base_url=fp.url + "/v1"`` (OpenAI), or
-with ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``.
+Point an SDK at it with ``base_url=fp.url`` (Anthropic) or ``base_url=fp.url + "/v1"`` (OpenAI: its
+base URL carries the API version, the Anthropic SDK adds ``/v1`` itself), or with
+``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL`` set to the same values. Any API key is accepted.
 
 Scenarios
 ---------
-Each request picks its behaviour with the header ``x-fake-scenario`` (send it with the SDK's
-``extra_headers=`` or ``default_headers=``): a comma-separated list of ``key`` or ``key=value``
-tokens. Without the header (or with an empty one) the answer is the default: HTTP 200, a text
-reply (``DEFAULT_TEXT``), stop reason ``end_turn`` / ``stop``, and a ``model`` that echoes the
-requested model.
-
-====================  ==========================================================================
-``status=<code>``     answer with that HTTP status and a provider-shaped error body
-                      (anthropic: 529 ``overloaded_error``, 429 ``rate_limit_error``, 500
-                      ``api_error``...; openai: 429 ``rate_limit_exceeded``, 500 ``server_error``...)
-``fail_first=<n>``    with ``status=``: fail only while ``x-stainless-retry-count`` < n, then succeed
-``retry_after_ms=<m>`` value of ``retry-after-ms`` on errors (default 1, so SDK retries are instant)
-``no_retry``          send ``x-should-retry: false`` on errors (the SDK does not retry)
-``error_message=<m>`` with ``status=``: the error body's ``message`` is ``<m>`` (what a provider echoes)
-``delay=<s>``         wait that many seconds before sending the response headers
-``chunk_delay=<s>``   wait that many seconds before each SSE event
-``midstream_error``   SSE: after min(2, words-1) text deltas send a provider error event
-                      (anthropic ``event: error``, openai ``data: {"error": ...}``)
-``drop``              SSE: abort the TCP connection (RST, no terminating chunk) at that point
-``truncate``          SSE: end the body cleanly at that point, without message_stop / ``[DONE]``
-``served_model=<m>``  report model ``<m>`` instead of the requested one (silent substitution)
-``cache``             non-zero prompt-cache usage (anthropic ``cache_*`` tokens, openai ``cached_tokens``)
-``fallback=<m>``      anthropic: the server-side fallback shape (a ``fallback`` content block,
-                      ``usage.iterations``, ``model=<m>``)
-``refusal``           anthropic ``stop_reason="refusal"`` (+ ``stop_details``); openai
-                      ``finish_reason="content_filter"``; Responses ``status="incomplete"``
-                      (``incomplete_details.reason="content_filter"``)
-``tool``              the model calls a tool (anthropic ``tool_use`` block, openai ``tool_calls``,
-                      Responses a ``function_call`` output item)
-``text=<w1+w2+...>``  the output text, words separated by ``+``
-``length``            openai: ``finish_reason="length"``; Responses ``status="incomplete"``
-                      (``incomplete_details.reason="max_output_tokens"``, event ``response.incomplete``)
-``no_model``          openai Chat Completions, not streamed: a body without ``model``
-``failed``            openai Responses: ``status="failed"`` with ``error.code="server_error"``
-                      (streamed: a ``response.failed`` event instead of ``response.completed``)
-``error_200``         HTTP 200 carrying the provider's error body (JSON, also for a stream request)
-``long_model=<n>``    report a served model name of ``n`` characters
-``null_model``        ``"model": null`` in every body and event that carries a model
-``null_choices``      ``null`` for the output list: anthropic ``content``, openai ``choices``,
-                      Responses ``output`` (in every body and event that carries one)
-``no_usage``          leave ``usage`` out of every body and event
-``odd_types``         wrong JSON types where strings are expected: ``model`` and ``id`` numbers,
-                      ``stop_reason`` / ``finish_reason`` / ``status`` numbers, token counts strings
-====================  ==========================================================================
+Each request picks its behaviour with the header ``x-fake-scenario`` (``SCENARIO_HEADER``; send it
+with the SDK's ``extra_headers=`` or ``default_headers=``): a comma-separated list of ``key`` or
+``key=value`` tokens, e.g. ``status=529,fail_first=1``. Without the header (or with an empty one)
+the answer is the default: HTTP 200, a text reply (``DEFAULT_TEXT``), stop reason ``end_turn`` /
+``stop``, and a ``model`` that echoes the requested model. ``SCENARIOS`` below lists every token
+and what it does (``--help`` prints that list); a key it does not list is ignored.
 
 Request log
 -----------
@@ -75,6 +41,7 @@ In-process::
         client = anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
         client.messages.create(..., extra_headers={"x-fake-scenario": "status=529"})
         fp.requests[-1]["scenario"]                  # {"status": "529"}
+        openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake").chat.completions.create(...)
 
 Leaving the ``with`` block stops the server completely: it closes the listening socket and every
 open keep-alive connection, wakes any ``delay=``/``chunk_delay=`` wait, and joins every thread.
@@ -82,6 +49,7 @@ open keep-alive connection, wakes any ``delay=``/``chunk_delay=`` wait, and join
 From a shell::
 
     python -m otel_sampling.testing.fake_provider [--port N] [-v]
+    python -m otel_sampling.testing.fake_provider --help    # how to point an SDK at it, the scenarios
 
 prints the URL on stdout (one line, flushed) and serves until SIGTERM or SIGINT, then exits 0.
 ``-v`` logs each request to stderr. The server writes nothing outside its own process (no files).
@@ -95,6 +63,7 @@ import json
 import signal
 import socket
 import sys
+import textwrap
 import threading
 import time
 import uuid
@@ -103,10 +72,49 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_TEXT", "FakeProvider", "SCENARIO_HEADER", "parse_scenario"]
+__all__ = ["DEFAULT_TEXT", "FakeProvider", "SCENARIO_HEADER", "SCENARIOS", "parse_scenario"]
 
 SCENARIO_HEADER = "x-fake-scenario"
 DEFAULT_TEXT = "Hello from the fake provider"
+# Every token of the scenario header, as ``key`` or ``key=<value>``, and what it does; ``--help``
+# prints this list. "SSE" marks the streamed answers (chunked text/event-stream).
+SCENARIOS: dict[str, str] = {
+    "status=<code>": "answer with that HTTP status and a provider-shaped error body (anthropic: 529 "
+                     "overloaded_error, 429 rate_limit_error, 500 api_error...; openai: 429 rate_limit_exceeded, "
+                     "500 server_error...)",
+    "fail_first=<n>": "with status=: fail only while x-stainless-retry-count < n, then succeed",
+    "retry_after_ms=<m>": "value of retry-after-ms on errors (default 1, so SDK retries are instant)",
+    "no_retry": "send x-should-retry: false on errors (the SDK does not retry)",
+    "error_message=<m>": "with status=: the error body's message is <m> (what a provider echoes)",
+    "delay=<s>": "wait that many seconds before sending the response headers",
+    "chunk_delay=<s>": "wait that many seconds before each SSE event",
+    "midstream_error": "SSE: after min(2, words-1) text deltas send a provider error event (anthropic "
+                       "event: error, openai data: {\"error\": ...})",
+    "drop": "SSE: abort the TCP connection (RST, no terminating chunk) at that point",
+    "truncate": "SSE: end the body cleanly at that point, without message_stop / [DONE]",
+    "served_model=<m>": "report model <m> instead of the requested one (silent substitution)",
+    "cache": "non-zero prompt-cache usage (anthropic cache_* tokens, openai cached_tokens)",
+    "fallback=<m>": "anthropic: the server-side fallback shape (a fallback content block, usage.iterations, "
+                    "model=<m>)",
+    "refusal": "anthropic stop_reason=\"refusal\" (+ stop_details); openai finish_reason=\"content_filter\"; "
+               "Responses status=\"incomplete\" (incomplete_details.reason=\"content_filter\")",
+    "tool": "the model calls a tool (anthropic tool_use block, openai tool_calls, Responses a function_call "
+            "output item)",
+    "text=<w1+w2+...>": "the output text, words separated by +",
+    "length": "openai: finish_reason=\"length\"; Responses status=\"incomplete\" "
+              "(incomplete_details.reason=\"max_output_tokens\", event response.incomplete)",
+    "no_model": "openai Chat Completions, not streamed: a body without model",
+    "failed": "openai Responses: status=\"failed\" with error.code=\"server_error\" (streamed: a "
+              "response.failed event instead of response.completed)",
+    "error_200": "HTTP 200 carrying the provider's error body (JSON, also for a stream request)",
+    "long_model=<n>": "report a served model name of n characters",
+    "null_model": "\"model\": null in every body and event that carries a model",
+    "null_choices": "null for the output list: anthropic content, openai choices, Responses output (in every "
+                    "body and event that carries one)",
+    "no_usage": "leave usage out of every body and event",
+    "odd_types": "wrong JSON types where strings are expected: model and id numbers, stop_reason / "
+                 "finish_reason / status numbers, token counts strings",
+}
 _JOIN_TIMEOUT_S = 5.0
 _REDACTED_HEADERS = frozenset({"authorization", "x-api-key"})
 
@@ -706,10 +714,37 @@ class FakeProvider:
         self.stop()
 
 
+_DESCRIPTION = f"""\
+Serve the fake LLM provider on 127.0.0.1 until SIGTERM or SIGINT (Ctrl-C). It prints its URL,
+http://127.0.0.1:<port>, as one line on stdout.
+
+Point an SDK at that URL:
+  anthropic  base_url=URL     or ANTHROPIC_BASE_URL=URL
+  openai     base_url=URL/v1  or OPENAI_BASE_URL=URL/v1   (openai's base URL ends in the API version)
+Any API key is accepted.
+
+Each request picks its behaviour with the header {SCENARIO_HEADER}: comma-separated tokens, key or
+key=value (the SDKs' extra_headers= or default_headers=), e.g.
+  {SCENARIO_HEADER}: status=529,fail_first=1
+Without it: HTTP 200, the text "{DEFAULT_TEXT}", the requested model echoed.
+GET /_fake/requests lists the requests received, POST /_fake/reset clears that log."""
+
+
+def _scenario_help(width: int = 100) -> str:
+    """The ``--help`` section listing ``SCENARIOS``: one token per line, its description beside it
+    (wrapped to ``width`` columns, continuation lines indented under the description)."""
+    column = 2 + max(len(token) for token in SCENARIOS) + 2
+    lines = [f"scenarios ({SCENARIO_HEADER} tokens; SSE: streamed answers only):"]
+    for token, description in SCENARIOS.items():
+        lines += textwrap.wrap(description, width, initial_indent=f"  {token}".ljust(column),
+                               subsequent_indent=" " * column, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m otel_sampling.testing.fake_provider",
-        description="Serve the fake LLM provider on 127.0.0.1 until SIGTERM/SIGINT; prints its URL.",
+        prog="python -m otel_sampling.testing.fake_provider", description=_DESCRIPTION, epilog=_scenario_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each request to stderr")

@@ -1,7 +1,6 @@
 """Small PromQL builders shared by the five numbers, the rules and the dashboards.
 
-Plain strings, no dependency: the runtime package (``five_numbers``) uses them, and so does the
-``mixin`` extra.
+Plain strings, no dependency (importable without the ``mixin`` extra).
 """
 
 from __future__ import annotations
