@@ -1,4 +1,4 @@
-"""Every metric instrument we create: one spec each (name, kind, unit, description, buckets), and the sets that hold them.
+"""Every metric instrument we create: one spec each (name, kind, unit, description, buckets), and their sets.
 
 A spec sits beside the instruments built from it (:func:`create`), as the semantic-conventions
 package keeps ``GEN_AI_CLIENT_TOKEN_USAGE`` beside its ``create_*`` function; names and units are
@@ -41,53 +41,146 @@ class Spec(NamedTuple):
 
 
 SAMPLING_REQUESTS: Final = Spec(
-    names.METRIC_SAMPLING_REQUESTS, COUNTER, names.UNIT_REQUEST, "MCP sampling requests handled by the host, by ending, substitution and mode.")
+    names.METRIC_SAMPLING_REQUESTS,
+    COUNTER,
+    names.UNIT_REQUEST,
+    "MCP sampling requests handled by the host, by ending, substitution and mode.",
+)
 SAMPLING_DURATION: Final = Spec(
-    names.METRIC_SAMPLING_DURATION, HISTOGRAM, names.UNIT_SECONDS, "Time from a sampling request reaching the host to its ending.", names.MCP_DURATION_BUCKETS)
+    names.METRIC_SAMPLING_DURATION,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "Time from a sampling request reaching the host to its ending.",
+    names.MCP_DURATION_BUCKETS,
+)
 GEN_AI_OPERATION_DURATION: Final = Spec(
-    names.METRIC_GEN_AI_OPERATION_DURATION, HISTOGRAM, names.UNIT_SECONDS, "GenAI operation duration.", names.GEN_AI_DURATION_BUCKETS)
+    names.METRIC_GEN_AI_OPERATION_DURATION,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "GenAI operation duration.",
+    names.GEN_AI_DURATION_BUCKETS,
+)
 GEN_AI_TOKEN_USAGE: Final = Spec(
-    names.METRIC_GEN_AI_TOKEN_USAGE, HISTOGRAM, names.UNIT_TOKEN, "Number of input and output tokens used.", names.GEN_AI_TOKEN_BUCKETS)
+    names.METRIC_GEN_AI_TOKEN_USAGE,
+    HISTOGRAM,
+    names.UNIT_TOKEN,
+    "Number of input and output tokens used.",
+    names.GEN_AI_TOKEN_BUCKETS,
+)
 GEN_AI_TIME_TO_FIRST_CHUNK: Final = Spec(
-    names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK, HISTOGRAM, names.UNIT_SECONDS, "Time to receive the first chunk of a streamed response, from the request.", names.GEN_AI_DURATION_BUCKETS)
+    names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "Time to receive the first chunk of a streamed response, from the request.",
+    names.GEN_AI_DURATION_BUCKETS,
+)
 GEN_AI_COST: Final = Spec(
-    names.METRIC_GEN_AI_COST, COUNTER, names.UNIT_USD, "Cost of provider calls in USD, from the policy file's price table.")
+    names.METRIC_GEN_AI_COST,
+    COUNTER,
+    names.UNIT_USD,
+    "Cost of provider calls in USD, from the policy file's price table.",
+)
 SAMPLING_STALLS: Final = Spec(
-    names.METRIC_SAMPLING_STALLS, COUNTER, names.UNIT_REQUEST, "Sampling requests pending longer than the stall threshold.")
+    names.METRIC_SAMPLING_STALLS,
+    COUNTER,
+    names.UNIT_REQUEST,
+    "Sampling requests pending longer than the stall threshold.",
+)
 SAMPLING_VIOLATIONS: Final = Spec(
-    names.METRIC_SAMPLING_VIOLATIONS, COUNTER, names.UNIT_VIOLATION, "Sampling policy violations, by kind.")
+    names.METRIC_SAMPLING_VIOLATIONS,
+    COUNTER,
+    names.UNIT_VIOLATION,
+    "Sampling policy violations, by kind.",
+)
 SAMPLING_GRANTS: Final = Spec(
-    names.METRIC_SAMPLING_GRANTS, COUNTER, names.UNIT_GRANT, "Budget grants recorded by the host (otel_sampling.record_grant).")
+    names.METRIC_SAMPLING_GRANTS,
+    COUNTER,
+    names.UNIT_GRANT,
+    "Budget grants recorded by the host (otel_sampling.record_grant).",
+)
 SAMPLING_GRANTED_USD: Final = Spec(
-    names.METRIC_SAMPLING_GRANTED_USD, COUNTER, names.UNIT_USD, "USD added to sampling budgets by grants.")
+    names.METRIC_SAMPLING_GRANTED_USD,
+    COUNTER,
+    names.UNIT_USD,
+    "USD added to sampling budgets by grants.",
+)
 SAMPLING_SERVER_REQUESTS: Final = Spec(
-    names.METRIC_SAMPLING_SERVER_REQUESTS, COUNTER, names.UNIT_REQUEST, "Sampling requests an MCP server sent, by the ending the server saw.")
+    names.METRIC_SAMPLING_SERVER_REQUESTS,
+    COUNTER,
+    names.UNIT_REQUEST,
+    "Sampling requests an MCP server sent, by the ending the server saw.",
+)
 DEGRADATION_TRANSITIONS: Final = Spec(
-    names.METRIC_DEGRADATION_TRANSITIONS, COUNTER, names.UNIT_TRANSITION, "Named degradations entered and exited, by component and direction.")
+    names.METRIC_DEGRADATION_TRANSITIONS,
+    COUNTER,
+    names.UNIT_TRANSITION,
+    "Named degradations entered and exited, by component and direction.",
+)
 SILENT_INCIDENTS: Final = Spec(
-    names.METRIC_SILENT_INCIDENTS, COUNTER, names.UNIT_INCIDENT, "Runs that ended degraded, or with a substitution outside policy, without telling the person.")
+    names.METRIC_SILENT_INCIDENTS,
+    COUNTER,
+    names.UNIT_INCIDENT,
+    "Runs that ended degraded, or with a substitution outside policy, without telling the person.",
+)
 AGENT_RUNS: Final = Spec(
-    names.METRIC_AGENT_RUNS, COUNTER, names.UNIT_RUN, "Agent runs (tasks) ended, by name, mode, outcome and whether a degradation was disclosed.")
+    names.METRIC_AGENT_RUNS,
+    COUNTER,
+    names.UNIT_RUN,
+    "Agent runs (tasks) ended, by name, mode, outcome and whether a degradation was disclosed.",
+)
 AGENT_RUN_COST: Final = Spec(
-    names.METRIC_AGENT_RUN_COST, COUNTER, names.UNIT_USD, "Cost of the provider calls made inside agent runs, USD, by name, mode and outcome.")
+    names.METRIC_AGENT_RUN_COST,
+    COUNTER,
+    names.UNIT_USD,
+    "Cost of the provider calls made inside agent runs, USD, by name, mode and outcome.",
+)
 AGENT_RUN_DURATION: Final = Spec(
-    names.METRIC_AGENT_RUN_DURATION, HISTOGRAM, names.UNIT_SECONDS, "Duration of agent runs, by name, mode and outcome.", names.RUN_DURATION_BUCKETS)
+    names.METRIC_AGENT_RUN_DURATION,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "Duration of agent runs, by name, mode and outcome.",
+    names.RUN_DURATION_BUCKETS,
+)
 EVALUATION_SCORE: Final = Spec(
-    names.METRIC_EVALUATION_SCORE, HISTOGRAM, names.UNIT_ONE, "Evaluation scores the host recorded, by evaluation name and mode.", names.EVALUATION_SCORE_BUCKETS)
+    names.METRIC_EVALUATION_SCORE,
+    HISTOGRAM,
+    names.UNIT_ONE,
+    "Evaluation scores the host recorded, by evaluation name and mode.",
+    names.EVALUATION_SCORE_BUCKETS,
+)
 CACHE_LOOKUPS: Final = Spec(
-    names.METRIC_CACHE_LOOKUPS, COUNTER, names.UNIT_LOOKUP, "Answer-cache lookups the host reported, by result and the provenance of the entry.")
+    names.METRIC_CACHE_LOOKUPS,
+    COUNTER,
+    names.UNIT_LOOKUP,
+    "Answer-cache lookups the host reported, by result and the provenance of the entry.",
+)
 DEGRADATION_ACTIVE: Final = Spec(
-    names.METRIC_DEGRADATION_ACTIVE, GAUGE, names.UNIT_ONE, "Named degradations active now, by component and reason.")
+    names.METRIC_DEGRADATION_ACTIVE,
+    GAUGE,
+    names.UNIT_ONE,
+    "Named degradations active now, by component and reason.",
+)
 DEGRADATION_EXPIRED: Final = Spec(
-    names.METRIC_DEGRADATION_EXPIRED, GAUGE, names.UNIT_ONE, "Named degradations still active past their expires_at, by component and reason.")
+    names.METRIC_DEGRADATION_EXPIRED,
+    GAUGE,
+    names.UNIT_ONE,
+    "Named degradations still active past their expires_at, by component and reason.",
+)
 SAMPLING_IN_FLIGHT: Final = Spec(
-    names.METRIC_SAMPLING_IN_FLIGHT, UP_DOWN_COUNTER, names.UNIT_REQUEST, "Sampling requests the host is handling now.")
+    names.METRIC_SAMPLING_IN_FLIGHT,
+    UP_DOWN_COUNTER,
+    names.UNIT_REQUEST,
+    "Sampling requests the host is handling now.",
+)
 
 #: Every instrument otel-sampling creates.
 SPECS: Final = tuple(value for value in tuple(globals().values()) if isinstance(value, Spec))
 
 
-def create(meter: metrics.Meter, spec: Spec, callbacks: Sequence[Callable[[CallbackOptions], Iterable[Observation]]] = ()) -> Any:
+Callback = Callable[[CallbackOptions], Iterable[Observation]]
+
+
+def create(meter: metrics.Meter, spec: Spec, callbacks: Sequence[Callback] = ()) -> Any:
     """The instrument ``spec`` describes, on ``meter`` (observable kinds take ``callbacks``)."""
     if spec.kind == COUNTER:
         return meter.create_counter(spec.name, unit=spec.unit, description=spec.description)
