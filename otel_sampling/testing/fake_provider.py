@@ -637,7 +637,7 @@ class _Server(ThreadingHTTPServer):
     def _serve_connection(self, request: Any, client_address: Any) -> None:
         try:
             self.finish_request(request, client_address)
-        except Exception:
+        except Exception:  # noqa: BLE001 - socketserver's own report of a failed request (handle_error prints it)
             self.handle_error(request, client_address)
         finally:
             self.shutdown_request(request)

@@ -188,7 +188,7 @@ class OTLPReceiver:
                 try:
                     body = _DECOMPRESS[self.headers.get("Content-Encoding", "").strip().lower()](body)
                     items = decoder(body)
-                except Exception:  # a malformed body is the sender's problem: say so, keep serving
+                except Exception:  # noqa: BLE001 - a malformed body is the sender's problem: say so, keep serving
                     self.send_error(400)
                     return
                 with lock:
