@@ -1,7 +1,7 @@
 """Evaluation scores by mode: the quality delta between primary and degraded is one PromQL expression.
 
-Seed essay "Graceful Degradation & Fallback": the quality delta, primary versus degraded, on the
-same eval suite, is the number that turns degradation into a decision. The host (or its eval
+The quality delta, primary versus degraded, on the same eval suite, is the number that turns
+degradation into a decision. The host (or its eval
 harness) reports each score; the mode comes from the state the score was produced in.
 """
 

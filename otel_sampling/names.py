@@ -156,8 +156,8 @@ GEN_AI_TOKEN_BUCKETS: Final = (
     1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
 )
 
-# ---------------------------------------------------------------- contract for the coming features
-# Fixed here first so that instrumentation, dashboards and alert rules agree on one set of names.
+# ---------------------------------------------------------------- request context, degraded mode, substitution, cost
+# One set of names that the instrumentation, the dashboards and the alert rules share.
 # Sources: ``network.transport`` and ``mcp.session.id`` are OTel general / MCP semconv;
 # ``gen_ai.evaluation.name`` and ``gen_ai.tool.name`` are GenAI semconv; the rest are ours.
 MCP_SESSION_ID: Final = "mcp.session.id"  # MCP semconv; streamable HTTP session id
@@ -285,7 +285,7 @@ CAPTURE_EVENT_ONLY: Final = "EVENT_ONLY"
 CAPTURE_SPAN_AND_EVENT: Final = "SPAN_AND_EVENT"
 CAPTURE_MODES: Final = (CAPTURE_NO_CONTENT, CAPTURE_SPAN_ONLY, CAPTURE_EVENT_ONLY, CAPTURE_SPAN_AND_EVENT)
 
-# ---------------------------------------------------------------- MCP sampling in depth (issue 4)
+# ---------------------------------------------------------------- MCP sampling in depth: violations, stalls, grants
 # Span events and their attributes (ours): violations, stalls, grants; request identity.
 EVENT_SAMPLING_VIOLATION: Final = "mcp.sampling.violation"  # one per violation, on the request's span
 EVENT_SAMPLING_STALL: Final = "mcp.sampling.stall"  # the request passed the stall threshold

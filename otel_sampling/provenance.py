@@ -1,7 +1,6 @@
 """Cache-entry provenance: which configuration produced a cached answer, read back on a hit.
 
-Seed essay "Graceful Degradation & Fallback": a cache raises its hit rate under degradation, and
-its entries were produced by whichever configuration was serving then, so the output becomes a
+A cache raises its hit rate under degradation, and its entries were produced by whichever configuration was serving then, so the output becomes a
 blend of two models with no marker. The host stores :func:`stamp` beside each entry and passes it
 to :func:`lookup` when it reads the cache::
 
@@ -66,7 +65,7 @@ def stamp(*, model: str | None = None, provider: str | None = None, region: str 
     }
 
 
-_current_stamp = stamp  # lookup's argument is named ``stamp`` (DESIGN.md section 6)
+_current_stamp = stamp  # lookup's argument is named ``stamp``: keep the function reachable inside it
 
 
 def lookup(hit: bool, stamp: Mapping[str, Any] | None = None) -> str:
