@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import gc
 import logging
 
 import pytest
@@ -14,7 +13,7 @@ from opentelemetry import trace
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
-from otel_sampling import automatic, degradation, labels, log_fields, names, runs, state
+from otel_sampling import degradation, labels, log_fields, names, runs, state
 
 LATER = "2099-01-01T00:00:00Z"
 OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
@@ -85,42 +84,15 @@ def test_a_run_exited_in_another_context_passes_the_host_exception_through(mcp_i
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("failed",): 1}
 
 
-# ---------------------------------------------------------------- no state shared between requests
-class _Record:
-    """Stands in for a sampling record: resolve() reads these."""
-
-    _span = None
-    _server_name = None
-
-    def failed_over(self) -> bool:
-        return False
-
-
-def test_state_of_a_request_that_never_ended_does_not_reach_a_new_one():
-    stale = _Record()
-    automatic._calls_of(stale).canary = True  # a canary request that never ended (its record is gone)
-    stale_id = id(stale)
-    del stale
-    gc.collect()
-    alive = []  # kept, so each try takes another free slot; CPython soon reuses the freed one
-    for _ in range(10_000):
-        fresh = _Record()
-        if id(fresh) == stale_id:
-            break
-        alive.append(fresh)
-    else:
-        pytest.skip("the allocator did not reuse the address")
-    assert automatic.resolve(fresh, names.MODE_PRIMARY, "m", names.SUBSTITUTION_NONE) == (names.MODE_PRIMARY, ())
-
-
 # ---------------------------------------------------------------- bounded labels and strings
 def test_host_reasons_cannot_push_the_reason_vocabulary_into_other(mcp_instrumented, monkeypatch):
-    monkeypatch.setattr(degradation, "_known", {})  # the flood below stays out of later tests' gauges
+    monkeypatch.setattr(state, "_known", {})  # the flood below stays out of later tests' gauges
     for i in range(150):  # more distinct free-text reasons than the label admits (100)
         with _outage(f"index down: error {i}"):
             pass
     mcp_instrumented.points(names.METRIC_DEGRADATION_ACTIVE)  # the gauges label every known reason
-    assert [automatic.reason_label((r,)) for r in names.DEGRADATION_REASONS] == list(names.DEGRADATION_REASONS)
+    assert [state.api_instruments().reason_label.value(r) for r in names.DEGRADATION_REASONS] == list(
+        names.DEGRADATION_REASONS)
 
 
 def test_a_huge_reason_is_cut_on_spans_logs_and_memory(mcp_instrumented):
@@ -262,7 +234,7 @@ def test_a_chain_of_jobs_each_started_from_the_last_keeps_no_chain_of_runs(mcp_i
 
 
 def test_many_active_degradations_put_a_bounded_list_on_each_span(mcp_instrumented, monkeypatch):
-    monkeypatch.setattr(degradation, "_known", {})  # these 500 stay out of later tests' gauges
+    monkeypatch.setattr(state, "_known", {})  # these 500 stay out of later tests' gauges
     leaked = [osm.degraded(f"c{i}", reason=f"r{i}", owner=f"o{i}", expires_at=LATER).enter() for i in range(500)]
     with OTHER.start_as_current_span("their work"):
         pass

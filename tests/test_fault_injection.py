@@ -219,7 +219,6 @@ PROVIDER_STEPS = [
     _attr(ProviderState, "new_accumulator"),
     _attr(ProviderState, "decode_raw"),
     _attr(FailoverTracker, "observe"),
-    _attr(mcp_module.SamplingRecord, "observe_provider_call"),
     _attr(degraded_mode, "stamped_reasons"),
     _attr(cost, "price_for"),
 ]

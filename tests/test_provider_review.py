@@ -164,15 +164,21 @@ def test_a_latest_primary_served_by_its_dated_snapshot_is_primary(latest_primary
 def test_time_to_first_chunk_and_duration_never_exceed_the_span(anthropic_instrumented, fake_provider, monkeypatch):
     # Whatever runs before the span starts (here a slow look-up of the current sampling request,
     # as a GC pause would be) is not part of the call's timings: both are measured from the span's start.
+    from otel_sampling import state
     from otel_sampling.records import provider_call
 
-    looked_up = provider_call.current_sampling
+    class SlowLookup:
+        def get(self):
+            time.sleep(0.05)
+            return state.current_request.get()
 
-    def slow_lookup():
-        time.sleep(0.05)
-        return looked_up()
+    class SlowState:
+        current_request = SlowLookup()
 
-    monkeypatch.setattr(provider_call, "current_sampling", slow_lookup)
+        def __getattr__(self, name):
+            return getattr(state, name)
+
+    monkeypatch.setattr(provider_call, "state", SlowState())
     c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
     list(c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True))
     (span,) = anthropic_instrumented.spans()

@@ -30,7 +30,7 @@ from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from otel_sampling.records import provider_call
+from otel_sampling.records import provider_call, request_attributes
 from otel_sampling.records import sampling as sampling_record
 from test_mcp_sampling import call, callback_returning, result
 
@@ -107,6 +107,7 @@ def attribute_work(monkeypatch):
         monkeypatch.setattr(NonRecordingSpan, method, counting(f"NonRecordingSpan.{method}"))
     monkeypatch.setattr(sampling_record, "clean", counting("sampling_record.clean", sampling_record.clean))
     monkeypatch.setattr(provider_call, "clean", counting("provider_call.clean", provider_call.clean))
+    monkeypatch.setattr(request_attributes, "clean", counting("request_attributes.clean", request_attributes.clean))
     return calls
 
 
