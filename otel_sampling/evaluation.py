@@ -12,6 +12,7 @@ import logging
 from otel_sampling import names, state
 from otel_sampling.labels import finite
 from otel_sampling.records import run as runs
+from otel_sampling.rules.degraded_mode import run_mode
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
     if run is not None and not isinstance(run, runs.Run):
         raise TypeError(f"run must be the Run of `with otel_sampling.run(...) as run`, got {type(run).__name__}")
     if run is not None:
-        mode = names.MODE_DEGRADED if run.degraded else names.MODE_PRIMARY
+        mode = run_mode(run.degraded)
     else:
         mode = runs.current_mode()
     try:

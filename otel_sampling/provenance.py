@@ -1,8 +1,8 @@
 """Cache-entry provenance: which configuration produced a cached answer, read back on a hit.
 
-A cache raises its hit rate under degradation, and its entries were produced by whichever configuration was serving then, so the output becomes a
-blend of two models with no marker. The host stores :func:`stamp` beside each entry and passes it
-to :func:`lookup` when it reads the cache::
+A cache raises its hit rate under degradation, and its entries were produced by whichever
+configuration was serving then, so the output becomes a blend of two models with no marker. The
+host stores :func:`stamp` beside each entry and passes it to :func:`lookup` when it reads the cache::
 
     entry = cache.get(key)
     otel_sampling.provenance.lookup(hit=entry is not None, stamp=entry and entry.meta)

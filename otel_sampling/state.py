@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics, trace
 
-from otel_sampling import names
 from otel_sampling.metrics import ApiInstruments
+from otel_sampling.rules.degraded_mode import named_reasons
 from otel_sampling.settings import Settings
 
 if TYPE_CHECKING:
@@ -92,10 +92,9 @@ def active_reasons() -> tuple[str, ...]:
     reason (the first ``MAX_STAMPED`` distinct ones), plus ``canary`` inside a canary block;
     empty when nothing is degraded. Read on every span start and log record."""
     active = _active
-    if not active:
-        return (names.REASON_CANARY,) if canary.get() else ()
-    reasons = tuple(dict.fromkeys(d.reason for d in active))[:MAX_STAMPED]
-    return (*reasons, names.REASON_CANARY) if canary.get() else reasons
+    if not active and not canary.get():  # the common case
+        return ()
+    return named_reasons((d.reason for d in active), canary.get(), MAX_STAMPED)
 
 
 def degradation_counts(now: dt.datetime | None = None) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:

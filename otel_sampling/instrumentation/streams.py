@@ -28,9 +28,9 @@ from typing import Any, Protocol
 
 import wrapt
 
-from otel_sampling import names
 from otel_sampling.records.provider_call import ProviderCall
-from otel_sampling.rules.endings import ending_of, fallback_failure
+from otel_sampling.rules import endings
+from otel_sampling.rules.endings import fallback_failure, stream_ending
 from otel_sampling.rules.values import Failure, Response
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
             if exc is not None:
                 error_type, ending = fallback_failure(exc)
             else:  # the SDK raised nothing: no error of the host's to report
-                error_type, ending = None, names.ENDING_COMPLETED if exhausted else names.ENDING_CANCELLED
+                error_type, ending = None, (endings.COMPLETED if exhausted else endings.CANCELLED).ending
         try:
             call.end(response, error_type, ending)
         except Exception:
@@ -105,11 +105,9 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
         if exc is not None:
             failure = self._self_failure(exc)
             return response, failure.error_type, failure.ending
-        if accumulator.complete or (exhausted and self._self_blind):
-            return response, None, ending_of(response, None)
-        if exhausted:
-            return response, names.ERROR_TYPE_INCOMPLETE_STREAM, names.ENDING_ERROR
-        return response, None, names.ENDING_CANCELLED
+        complete = accumulator.complete or (exhausted and self._self_blind)
+        error_type, ending = stream_ending(response, complete, exhausted)
+        return response, error_type, ending
 
     def __del__(self) -> None:
         try:

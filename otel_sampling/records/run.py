@@ -34,7 +34,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import names, state
 from otel_sampling.labels import finite
-from otel_sampling.rules.degraded_mode import reasons_of
+from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
 
 logger = logging.getLogger(__name__)
 
@@ -228,7 +228,7 @@ def current_reasons() -> tuple[str, ...]:
 
 def current_mode() -> str:
     """``degraded`` when :func:`current_reasons` is not empty, else ``primary``."""
-    return names.MODE_DEGRADED if current_reasons() else names.MODE_PRIMARY
+    return run_mode(bool(current_reasons()))
 
 
 def add_cost(usd: float, span: trace.Span | None = None) -> None:
@@ -363,7 +363,7 @@ def _finish(ended: Run, duration_s: float, span: trace.Span | None,
 def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None) -> None:
     telemetry = state.api_instruments()
     name = telemetry.run_name_label.value(ended.name)
-    mode = names.MODE_DEGRADED if ended.degraded else names.MODE_PRIMARY
+    mode = run_mode(ended.degraded)
     outcome = telemetry.outcome_label.value(ended._outcome or names.OUTCOME_COMPLETED)
     disclosed = "true" if ended.disclosed else "false"
     reasons = [telemetry.reason_label.value(r) for r in ended.reasons]
@@ -379,14 +379,13 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
             attributes[names.DEGRADATION_REASON] = reasons
         span.set_attributes(attributes)
 
-    causes = [c for c, seen in ((names.MODE_DEGRADED, ended.degraded),
-                                (names.SUBSTITUTION_OUTSIDE_POLICY, ended._outside_policy)) if seen]
-    if not causes or ended.disclosed:
+    causes = silent_incident_causes(degraded=ended.degraded, outside_policy=ended._outside_policy,
+                                    disclosed=ended.disclosed,
+                                    inside_open_run=ended._parent is not None and not ended._parent._ended)
+    if not causes:
         return
-    if ended._parent is not None and not ended._parent._ended:
-        return  # the enclosing run is degraded too and counts the one incident (or its disclosure prevents it)
     telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name})
-    event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: causes}
+    event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: list(causes)}
     if reasons:
         event[names.DEGRADATION_REASON] = reasons
     if span is not None:

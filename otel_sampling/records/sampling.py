@@ -257,8 +257,7 @@ class SamplingRecord:
 
     def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
-        fallback = Ending(names.ENDING_ERROR, str(code) if isinstance(code, int) else names.UNKNOWN_LABEL)
-        self._end(endings.or_fallback(endings.from_error_frame, fallback, code, data, message,
+        self._end(endings.or_fallback(endings.from_error_frame, endings.failed_frame(code), code, data, message,
                               self._instruments.settings.policy.ending_rules), None, None)
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
@@ -266,14 +265,14 @@ class SamplingRecord:
         if endings.is_cancellation(exc):
             self.end_with_cancellation(cancel_reason)
         else:
-            fallback = Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
             rules = self._instruments.settings.policy.ending_rules
-            self._end(endings.or_fallback(endings.from_exception, fallback, exc, rules), None, None, cancel_reason)
+            ending = endings.or_fallback(endings.from_exception, endings.FAILED, exc, rules)
+            self._end(ending, None, None, cancel_reason)
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
-        fallback = Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
-        self._end(endings.or_fallback(endings.from_cancellation, fallback, cancel_reason), None, None, cancel_reason)
+        self._end(endings.or_fallback(endings.from_cancellation, endings.CANCELLED, cancel_reason), None, None,
+                  cancel_reason)
 
     def _end(self, ending: Ending, served: str | None, stop_reason: Any,
              cancel_reason: str | None = None) -> None:
@@ -284,10 +283,7 @@ class SamplingRecord:
         self._ended = True
         policy = self.server_policy()
         permitted = policy.permitted_models if policy is not None else None
-        if served:
-            judged = substitution.judge(self._hints, served, permitted)
-        else:  # nothing served: a result without a model is unjudged, a failure substituted nothing
-            judged = names.SUBSTITUTION_UNJUDGED if ending.error_type is None else names.SUBSTITUTION_NONE
+        judged = substitution.judge(self._hints, served, permitted, failed=ending.error_type is not None)
         try:
             mode, degradation_reasons = self._mode(policy, served, judged)
         except Exception:  # the ending is still recorded, without a mode of its own

@@ -20,11 +20,6 @@ from otel_sampling.records.request_attributes import add_result_attributes, hint
 from otel_sampling.rules import endings
 from otel_sampling.rules.values import Ending
 
-UNANSWERED = Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
-# What an ending is when classifying it fails (endings.or_fallback).
-CANCELLED = Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
-FAILED = Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
-
 
 class ServerSamplingRecord:
     """Span + ``mcp.sampling.server.requests`` of one request a server sent; ends exactly once
@@ -72,14 +67,14 @@ class ServerSamplingRecord:
         """Sending failed: an ``MCPError`` (the client's error frame, a timeout, ``NoBackChannelError``),
         a cancellation, or anything else."""
         if endings.is_cancellation(exc):
-            self._end(endings.or_fallback(endings.from_cancellation, CANCELLED, None), None, None)
+            self._end(endings.or_fallback(endings.from_cancellation, endings.CANCELLED, None), None, None)
         else:
-            self._end(endings.or_fallback(endings.from_exception, FAILED, exc,
+            self._end(endings.or_fallback(endings.from_exception, endings.FAILED, exc,
                                            self._instruments.settings.policy.ending_rules), None, None)
 
     def end_unanswered(self) -> None:
         """No retry carried an answer (2026-07-28 path): denied, abandoned or lost on the client."""
-        self._end(UNANSWERED, None, None)
+        self._end(endings.UNANSWERED, None, None)
 
     def _end(self, ending: Ending, served: str | None, stop_reason: Any) -> None:
         with self._lock:

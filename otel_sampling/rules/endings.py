@@ -68,6 +68,17 @@ _TIMEOUT_MARKERS = ("timed out", "timeout")
 
 
 COMPLETED = Ending(names.ENDING_COMPLETED)
+#: Server side, 2026-07-28 path: no retry carried an answer (denied, abandoned or lost on the client).
+UNANSWERED = Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
+#: What an ending is when classifying it failed (a broken ending rule, a hostile value: our failure):
+#: a cancellation stays ``cancelled``, anything else is ``error`` with an unknown type.
+CANCELLED = Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
+FAILED = Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
+
+
+def failed_frame(code: object) -> Ending:
+    """The fallback ending of an error frame whose classification failed: ``error`` with its code."""
+    return Ending(names.ENDING_ERROR, str(code) if isinstance(code, int) else names.UNKNOWN_LABEL)
 
 
 def from_error_frame(code: object, data: object, message: object = None,
@@ -235,3 +246,23 @@ def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connectio
     if isinstance(exc, connection_types):
         return names.ERROR_TYPE_CONNECTION
     return qualified_name(type(exc))
+
+
+def stream_ending(response: Response | None, complete: bool, exhausted: bool) -> tuple[str | None, str]:
+    """``(error.type, ending)`` of a stream that raised nothing, once it is closed or collected.
+
+    Args:
+        response: what its events said so far.
+        complete: the stream delivered its final event (or its events could not be read at all and
+            it was read to the end: nothing says it was cut short).
+        exhausted: the host read it to the end (False: closed or dropped early).
+
+    A complete stream ends by its finish reasons (:func:`ending_of`); one read to the end without
+    its final event is ``error`` (``error.type`` ``incomplete_stream``); one the host left early is
+    ``cancelled``.
+    """
+    if complete:
+        return None, ending_of(response, None)
+    if exhausted:
+        return names.ERROR_TYPE_INCOMPLETE_STREAM, names.ENDING_ERROR
+    return None, names.ENDING_CANCELLED

@@ -50,19 +50,21 @@ def is_permitted(permitted: Iterable[str], served: str) -> bool:
     return any(same_model(entry, served) for entry in permitted)
 
 
-def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | None) -> str:
+def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | None, failed: bool = False) -> str:
     """Judge one served model against the hints and the permitted models.
 
     Args:
         hints: ``modelPreferences.hints[].name`` in order (may be empty).
         served: the model that served the request (``CreateMessageResult.model``), or None.
         permitted: the policy's permitted models for the server, or None when no policy covers it.
+        failed: the request failed (an error frame, an exception, a cancellation): nothing was
+            served, so nothing was substituted (``none``); a result without a model is ``unjudged``.
 
     Returns:
         one of ``names.SUBSTITUTIONS``.
     """
     if not served:
-        return names.SUBSTITUTION_UNJUDGED
+        return names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     if not hints or matches_hint(hints, served):
         return names.SUBSTITUTION_NONE
     if permitted is None:
