@@ -53,12 +53,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# Static checks (ruff, mypy --strict on otel_sampling/); configured in pyproject.toml, installed by the dev extra.
+# Static checks (ruff, mypy --strict on otel_sampling/, the import-linter layer contract); configured in
+# pyproject.toml, installed by the dev extra.
 LINT_PATHS := otel_sampling tests examples
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 # Lint first: a lint failure stops the run before the slow tests.
 test: $(STAMP) lint $(PEERS_STAMP) prometheus

@@ -31,31 +31,24 @@ For what no wrapper can see (:mod:`otel_sampling.sampling_api`): :func:`grant_co
 ``ErrorData``) and :func:`record_grant` (USD added to a server's sampling budget).
 """
 
-import importlib
-from typing import Any
-
+from otel_sampling import provenance
+from otel_sampling.degradation import Degradation, canary, degraded
+from otel_sampling.evaluation import record_evaluation
+from otel_sampling.runs import Run, disclose, run
+from otel_sampling.sampling_api import grant_context, record_grant, sampling_error
 from otel_sampling.version import __version__
 
-# The API is imported on first use (PEP 562): ``import otel_sampling`` stays light, and
-# ``python -m otel_sampling.policy`` does not find its module already imported by the package.
-_API = {
-    "canary": ("otel_sampling.degradation", "canary"),
-    "grant_context": ("otel_sampling.sampling_api", "grant_context"),
-    "record_grant": ("otel_sampling.sampling_api", "record_grant"),
-    "sampling_error": ("otel_sampling.sampling_api", "sampling_error"),
-    "degraded": ("otel_sampling.degradation", "degraded"),
-    "disclose": ("otel_sampling.runs", "disclose"),
-    "provenance": ("otel_sampling.provenance", None),
-    "record_evaluation": ("otel_sampling.evaluation", "record_evaluation"),
-    "run": ("otel_sampling.runs", "run"),
-}
-
-__all__ = ["__version__", *_API]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _API:
-        raise AttributeError(f"module 'otel_sampling' has no attribute {name!r}")
-    module_name, attribute = _API[name]
-    module = importlib.import_module(module_name)
-    return module if attribute is None else getattr(module, attribute)
+__all__ = [
+    "__version__",
+    "run",
+    "degraded",
+    "disclose",
+    "canary",
+    "record_evaluation",
+    "provenance",
+    "grant_context",
+    "sampling_error",
+    "record_grant",
+    "Run",
+    "Degradation",
+]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 
-from otel_sampling import api_instruments, names, runs
+from otel_sampling import names, state
 from otel_sampling.labels import finite
+from otel_sampling.records import run as runs
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
 
     Raises:
         TypeError: ``name`` is not a string, ``score`` is not a number (a bool is not one), or
-            ``run`` is not a :class:`~otel_sampling.runs.Run`.
+            ``run`` is not a :class:`~otel_sampling.records.run.Run`.
         ValueError: ``name`` is empty, or ``score`` is negative or not finite (also an int too
             large for a float).
     """
@@ -48,7 +49,7 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> N
     else:
         mode = runs.current_mode()
     try:
-        telemetry = api_instruments.current()
+        telemetry = state.api_instruments()
         telemetry.evaluation_score.record(float(score), {
             names.GEN_AI_EVALUATION_NAME: telemetry.evaluation_name_label.value(name),
             names.DEGRADATION_MODE: mode,

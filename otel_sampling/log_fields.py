@@ -1,6 +1,6 @@
 """Degraded mode on log records: ``degradation.mode`` and ``degradation.reason`` while degraded.
 
-Seed essay: ``mode=degraded`` on the run, on every span and on every log line. A log record
+``mode=degraded`` on the run, on every span and on every log line. A log record
 factory (:func:`logging.setLogRecordFactory`) wraps the current one, so every record from every
 logger gets the fields, whatever handler formats or exports it: the OpenTelemetry
 ``LoggingHandler`` turns them into log record attributes, and a formatter can print
@@ -19,45 +19,41 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from otel_sampling import degradation, names
+from otel_sampling import names, state
 
 # For ``logging.Formatter(..., defaults=FORMATTER_DEFAULTS)``: what a record outside a degradation prints.
 FORMATTER_DEFAULTS: dict[str, str] = {names.DEGRADATION_MODE: names.MODE_PRIMARY, names.DEGRADATION_REASON: ""}
 
-_previous: Any = None
-_factory: Any = None
-_enabled = False
+_fields = state.log_fields  # the installed factory and the one it wraps (process-wide)
 
 
 def install() -> None:
     """Wrap the current log record factory (once) and turn the fields on."""
-    global _previous, _factory, _enabled
-    _enabled = True
-    if _factory is not None:
+    _fields.enabled = True
+    if _fields.factory is not None:
         return
     previous = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        if _enabled:
+        if _fields.enabled:
             try:
-                reasons = degradation.active_reasons()
+                reasons = state.active_reasons()
                 if reasons:
                     record.__dict__[names.DEGRADATION_MODE] = names.MODE_DEGRADED
                     record.__dict__[names.DEGRADATION_REASON] = ",".join(reasons)
             # never lose a log record to our own failure; logging that failure would re-enter this factory
-            except Exception:  # noqa: S110
+            except Exception:  # noqa: S110, BLE001
                 pass
         return record
 
-    _previous, _factory = previous, factory
+    _fields.previous, _fields.factory = previous, factory
     logging.setLogRecordFactory(factory)
 
 
 def uninstall() -> None:
     """Turn the fields off; put the previous factory back unless someone wrapped ours since."""
-    global _previous, _factory, _enabled
-    _enabled = False
-    if _factory is not None and logging.getLogRecordFactory() is _factory:
-        logging.setLogRecordFactory(_previous)
-        _previous, _factory = None, None
+    _fields.enabled = False
+    if _fields.factory is not None and logging.getLogRecordFactory() is _fields.factory:
+        logging.setLogRecordFactory(_fields.previous)
+        _fields.previous, _fields.factory = None, None

@@ -1,14 +1,20 @@
-"""Tracers, meters and the metric instruments, created once per ``instrument()`` call.
+"""Every metric instrument we create: one spec each (name, kind, unit, description, buckets), and the sets that hold them.
 
-Each instrumentor builds one of these from the ``tracer_provider`` / ``meter_provider`` it is given
-(the global ones by default), so tests and hosts with their own providers get their own set.
+A spec sits beside the instruments built from it (:func:`create`), as the semantic-conventions
+package keeps ``GEN_AI_CLIENT_TOKEN_USAGE`` beside its ``create_*`` function; names and units are
+in :mod:`otel_sampling.names` and ``docs/telemetry.md``. :data:`SPECS` lists them all.
+
+:class:`Instruments`: one per instrumentor, built from the ``tracer_provider`` / ``meter_provider``
+it is given (the global ones by default), so tests and hosts with their own providers get their
+own set. :class:`ApiInstruments`: the public API's, bound by :mod:`otel_sampling.state`.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, NamedTuple
 
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider, get_logger
@@ -18,6 +24,83 @@ from otel_sampling import names
 from otel_sampling.labels import BoundedLabel
 from otel_sampling.settings import Settings
 from otel_sampling.version import __version__
+
+COUNTER, HISTOGRAM, UP_DOWN_COUNTER, GAUGE = "counter", "histogram", "up_down_counter", "gauge"
+
+
+class Spec(NamedTuple):
+    """One instrument: its name, kind (:data:`COUNTER`, :data:`HISTOGRAM`, :data:`UP_DOWN_COUNTER`
+    observable, :data:`GAUGE` observable), unit (UCUM), description and, for a histogram, the
+    advisory bucket boundaries."""
+
+    name: str
+    kind: str
+    unit: str
+    description: str
+    buckets: tuple[float, ...] | None = None
+
+
+SAMPLING_REQUESTS: Final = Spec(
+    names.METRIC_SAMPLING_REQUESTS, COUNTER, names.UNIT_REQUEST, "MCP sampling requests handled by the host, by ending, substitution and mode.")
+SAMPLING_DURATION: Final = Spec(
+    names.METRIC_SAMPLING_DURATION, HISTOGRAM, names.UNIT_SECONDS, "Time from a sampling request reaching the host to its ending.", names.MCP_DURATION_BUCKETS)
+GEN_AI_OPERATION_DURATION: Final = Spec(
+    names.METRIC_GEN_AI_OPERATION_DURATION, HISTOGRAM, names.UNIT_SECONDS, "GenAI operation duration.", names.GEN_AI_DURATION_BUCKETS)
+GEN_AI_TOKEN_USAGE: Final = Spec(
+    names.METRIC_GEN_AI_TOKEN_USAGE, HISTOGRAM, names.UNIT_TOKEN, "Number of input and output tokens used.", names.GEN_AI_TOKEN_BUCKETS)
+GEN_AI_TIME_TO_FIRST_CHUNK: Final = Spec(
+    names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK, HISTOGRAM, names.UNIT_SECONDS, "Time to receive the first chunk of a streamed response, from the request.", names.GEN_AI_DURATION_BUCKETS)
+GEN_AI_COST: Final = Spec(
+    names.METRIC_GEN_AI_COST, COUNTER, names.UNIT_USD, "Cost of provider calls in USD, from the policy file's price table.")
+SAMPLING_STALLS: Final = Spec(
+    names.METRIC_SAMPLING_STALLS, COUNTER, names.UNIT_REQUEST, "Sampling requests pending longer than the stall threshold.")
+SAMPLING_VIOLATIONS: Final = Spec(
+    names.METRIC_SAMPLING_VIOLATIONS, COUNTER, names.UNIT_VIOLATION, "Sampling policy violations, by kind.")
+SAMPLING_GRANTS: Final = Spec(
+    names.METRIC_SAMPLING_GRANTS, COUNTER, names.UNIT_GRANT, "Budget grants recorded by the host (otel_sampling.record_grant).")
+SAMPLING_GRANTED_USD: Final = Spec(
+    names.METRIC_SAMPLING_GRANTED_USD, COUNTER, names.UNIT_USD, "USD added to sampling budgets by grants.")
+SAMPLING_SERVER_REQUESTS: Final = Spec(
+    names.METRIC_SAMPLING_SERVER_REQUESTS, COUNTER, names.UNIT_REQUEST, "Sampling requests an MCP server sent, by the ending the server saw.")
+DEGRADATION_TRANSITIONS: Final = Spec(
+    names.METRIC_DEGRADATION_TRANSITIONS, COUNTER, names.UNIT_TRANSITION, "Named degradations entered and exited, by component and direction.")
+SILENT_INCIDENTS: Final = Spec(
+    names.METRIC_SILENT_INCIDENTS, COUNTER, names.UNIT_INCIDENT, "Runs that ended degraded, or with a substitution outside policy, without telling the person.")
+AGENT_RUNS: Final = Spec(
+    names.METRIC_AGENT_RUNS, COUNTER, names.UNIT_RUN, "Agent runs (tasks) ended, by name, mode, outcome and whether a degradation was disclosed.")
+AGENT_RUN_COST: Final = Spec(
+    names.METRIC_AGENT_RUN_COST, COUNTER, names.UNIT_USD, "Cost of the provider calls made inside agent runs, USD, by name, mode and outcome.")
+AGENT_RUN_DURATION: Final = Spec(
+    names.METRIC_AGENT_RUN_DURATION, HISTOGRAM, names.UNIT_SECONDS, "Duration of agent runs, by name, mode and outcome.", names.RUN_DURATION_BUCKETS)
+EVALUATION_SCORE: Final = Spec(
+    names.METRIC_EVALUATION_SCORE, HISTOGRAM, names.UNIT_ONE, "Evaluation scores the host recorded, by evaluation name and mode.", names.EVALUATION_SCORE_BUCKETS)
+CACHE_LOOKUPS: Final = Spec(
+    names.METRIC_CACHE_LOOKUPS, COUNTER, names.UNIT_LOOKUP, "Answer-cache lookups the host reported, by result and the provenance of the entry.")
+DEGRADATION_ACTIVE: Final = Spec(
+    names.METRIC_DEGRADATION_ACTIVE, GAUGE, names.UNIT_ONE, "Named degradations active now, by component and reason.")
+DEGRADATION_EXPIRED: Final = Spec(
+    names.METRIC_DEGRADATION_EXPIRED, GAUGE, names.UNIT_ONE, "Named degradations still active past their expires_at, by component and reason.")
+SAMPLING_IN_FLIGHT: Final = Spec(
+    names.METRIC_SAMPLING_IN_FLIGHT, UP_DOWN_COUNTER, names.UNIT_REQUEST, "Sampling requests the host is handling now.")
+
+#: Every instrument otel-sampling creates.
+SPECS: Final = tuple(value for value in tuple(globals().values()) if isinstance(value, Spec))
+
+
+def create(meter: metrics.Meter, spec: Spec, callbacks: Sequence[Callable[[CallbackOptions], Iterable[Observation]]] = ()) -> Any:
+    """The instrument ``spec`` describes, on ``meter`` (observable kinds take ``callbacks``)."""
+    if spec.kind == COUNTER:
+        return meter.create_counter(spec.name, unit=spec.unit, description=spec.description)
+    if spec.kind == HISTOGRAM:
+        advisory = list(spec.buckets) if spec.buckets is not None else None
+        return meter.create_histogram(spec.name, unit=spec.unit, description=spec.description,
+                                      explicit_bucket_boundaries_advisory=advisory)
+    if spec.kind == UP_DOWN_COUNTER:
+        return meter.create_observable_up_down_counter(spec.name, callbacks=list(callbacks), unit=spec.unit,
+                                                       description=spec.description)
+    return meter.create_observable_gauge(spec.name, callbacks=list(callbacks), unit=spec.unit,
+                                         description=spec.description)
+
 
 
 class Instruments:
@@ -43,66 +126,18 @@ class Instruments:
         self.model_label = BoundedLabel(limit)
         self.error_type_label = BoundedLabel(limit)  # provider error bodies choose their own type names
 
-        self.sampling_requests = meter.create_counter(
-            names.METRIC_SAMPLING_REQUESTS,
-            unit=names.UNIT_REQUEST,
-            description="MCP sampling requests handled by the host, by ending, substitution and mode.",
-        )
-        self.sampling_duration = meter.create_histogram(
-            names.METRIC_SAMPLING_DURATION,
-            unit=names.UNIT_SECONDS,
-            description="Time from a sampling request reaching the host to its ending.",
-            explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS),
-        )
+        self.sampling_requests = create(meter, SAMPLING_REQUESTS)
+        self.sampling_duration = create(meter, SAMPLING_DURATION)
         self.sampling_in_flight = _in_flight(meter_provider, meter)
-        self.operation_duration = meter.create_histogram(
-            names.METRIC_GEN_AI_OPERATION_DURATION,
-            unit=names.UNIT_SECONDS,
-            description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=list(names.GEN_AI_DURATION_BUCKETS),
-        )
-        self.token_usage = meter.create_histogram(
-            names.METRIC_GEN_AI_TOKEN_USAGE,
-            unit=names.UNIT_TOKEN,
-            description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=list(names.GEN_AI_TOKEN_BUCKETS),
-        )
-        self.time_to_first_chunk = meter.create_histogram(
-            names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
-            unit=names.UNIT_SECONDS,
-            description="Time to receive the first chunk of a streamed response, from the request.",
-            explicit_bucket_boundaries_advisory=list(names.GEN_AI_DURATION_BUCKETS),
-        )
-        self.cost = meter.create_counter(
-            names.METRIC_GEN_AI_COST,
-            unit=names.UNIT_USD,
-            description="Cost of provider calls in USD, from the policy file's price table.",
-        )
-        self.sampling_stalls = meter.create_counter(
-            names.METRIC_SAMPLING_STALLS,
-            unit=names.UNIT_REQUEST,
-            description="Sampling requests pending longer than the stall threshold.",
-        )
-        self.sampling_violations = meter.create_counter(
-            names.METRIC_SAMPLING_VIOLATIONS,
-            unit=names.UNIT_VIOLATION,
-            description="Sampling policy violations, by kind.",
-        )
-        self.sampling_grants = meter.create_counter(
-            names.METRIC_SAMPLING_GRANTS,
-            unit=names.UNIT_GRANT,
-            description="Budget grants recorded by the host (otel_sampling.record_grant).",
-        )
-        self.sampling_granted_usd = meter.create_counter(
-            names.METRIC_SAMPLING_GRANTED_USD,
-            unit=names.UNIT_USD,
-            description="USD added to sampling budgets by grants.",
-        )
-        self.sampling_server_requests = meter.create_counter(
-            names.METRIC_SAMPLING_SERVER_REQUESTS,
-            unit=names.UNIT_REQUEST,
-            description="Sampling requests an MCP server sent, by the ending the server saw.",
-        )
+        self.operation_duration = create(meter, GEN_AI_OPERATION_DURATION)
+        self.token_usage = create(meter, GEN_AI_TOKEN_USAGE)
+        self.time_to_first_chunk = create(meter, GEN_AI_TIME_TO_FIRST_CHUNK)
+        self.cost = create(meter, GEN_AI_COST)
+        self.sampling_stalls = create(meter, SAMPLING_STALLS)
+        self.sampling_violations = create(meter, SAMPLING_VIOLATIONS)
+        self.sampling_grants = create(meter, SAMPLING_GRANTS)
+        self.sampling_granted_usd = create(meter, SAMPLING_GRANTED_USD)
+        self.sampling_server_requests = create(meter, SAMPLING_SERVER_REQUESTS)
 
 
 class InFlight:
@@ -150,10 +185,63 @@ def _in_flight(meter_provider: metrics.MeterProvider | None, meter: metrics.Mete
         store = _in_flight_by_provider.get(key)
         if store is None:
             store = _in_flight_by_provider[key] = InFlight()
-            meter.create_observable_up_down_counter(
-                names.METRIC_SAMPLING_IN_FLIGHT,
-                callbacks=[store.observe],
-                unit=names.UNIT_REQUEST,
-                description="Sampling requests the host is handling now.",
-            )
+            create(meter, SAMPLING_IN_FLIGHT, [store.observe])
         return store
+
+
+Counts = dict[tuple[str, str], int]
+
+
+class ApiInstruments:
+    """Tracer, bounded label sets and the instruments the public API records into.
+
+    Args:
+        settings: label caps and the policy (cache provenance reads its identity).
+        degradation_counts: ``() -> (active, expired)``, each ``(component, reason) -> count``
+            (:func:`otel_sampling.state.degradation_counts`), read by the two gauges.
+        tracer_provider: defaults to the global tracer provider.
+        meter_provider: defaults to the global meter provider.
+    """
+
+    def __init__(self, settings: Settings, degradation_counts: Callable[[], tuple[Counts, Counts]],
+                 tracer_provider: trace.TracerProvider | None = None,
+                 meter_provider: metrics.MeterProvider | None = None) -> None:
+        self._degradation_counts = degradation_counts
+        self.settings = settings
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
+        meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider, schema_url=names.SCHEMA_URL)
+        limit = settings.label_value_limit
+        # Host code names these; a host that puts ids in them must not grow cardinality.
+        self.component_label = BoundedLabel(limit)
+        self.reason_label = BoundedLabel(limit, always=names.DEGRADATION_REASONS)
+        self.run_name_label = BoundedLabel(limit)
+        self.outcome_label = BoundedLabel(limit)
+        self.evaluation_name_label = BoundedLabel(limit)
+
+        create(meter, DEGRADATION_ACTIVE, [self._observe_active])
+        create(meter, DEGRADATION_EXPIRED, [self._observe_expired])
+        self.degradation_transitions = create(meter, DEGRADATION_TRANSITIONS)
+        self.silent_incidents = create(meter, SILENT_INCIDENTS)
+        self.agent_runs = create(meter, AGENT_RUNS)
+        self.run_cost = create(meter, AGENT_RUN_COST)
+        self.run_duration = create(meter, AGENT_RUN_DURATION)
+        self.evaluation_score = create(meter, EVALUATION_SCORE)
+        self.cache_lookups = create(meter, CACHE_LOOKUPS)
+
+    def _observe(self, expired: bool) -> Iterable[Observation]:
+
+        counts = self._degradation_counts()[1 if expired else 0]
+        labelled: dict[tuple[str, str], int] = {}
+        for (component, reason), count in counts.items():
+            key = (self.component_label.value(component), self.reason_label.value(reason))
+            labelled[key] = labelled.get(key, 0) + count
+        for (component, reason), count in sorted(labelled.items()):
+            yield Observation(count, {names.DEGRADATION_COMPONENT: component, names.DEGRADATION_REASON: reason})
+
+    def _observe_active(self, options: CallbackOptions) -> Iterable[Observation]:
+        return list(self._observe(expired=False))
+
+    def _observe_expired(self, options: CallbackOptions) -> Iterable[Observation]:
+        return list(self._observe(expired=True))

@@ -25,7 +25,8 @@ from typing import Any
 
 from opentelemetry import trace
 
-from otel_sampling import api_instruments, names, runs
+from otel_sampling import names, state
+from otel_sampling.records import run as runs
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ def lookup(hit: bool, stamp: Mapping[str, Any] | None = None) -> str:
         names.CACHE_PROVENANCE_MATCH: match,
     }
     try:
-        api_instruments.current().cache_lookups.add(1, attributes)
+        state.api_instruments().cache_lookups.add(1, attributes)
         span = trace.get_current_span()
         if span.is_recording():
             span.set_attributes(attributes)
@@ -115,7 +116,7 @@ _digested: tuple[Any, str] | None = None
 def _policy_digest() -> str | None:
     global _digested
     try:
-        policy = api_instruments.current().settings.policy
+        policy = state.api_instruments().settings.policy
         digested = _digested
         if digested is not None and digested[0] is policy:
             return digested[1]

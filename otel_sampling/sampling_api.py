@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
-from otel_sampling import names
+from otel_sampling import instants, names, state
 from otel_sampling.labels import clean, finite
 from otel_sampling.records.ledger import record_violation
-from otel_sampling.records.sampling import current_sampling
 
 if TYPE_CHECKING:
     import mcp_types
@@ -69,7 +68,7 @@ def grant_context(scope: str) -> bool:
     """
     if scope not in names.INCLUDE_CONTEXT_VALUES:
         raise ValueError(f"scope must be one of {', '.join(names.INCLUDE_CONTEXT_VALUES)}; got {scope!r}")
-    record = current_sampling()
+    record = state.current_request.get()
     if record is None:
         return False
     try:
@@ -189,16 +188,14 @@ def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_b
 
 
 def iso_instant(value: datetime.datetime | str, what: str) -> str:
-    """``value`` as an ISO 8601 instant string; naive or offset-less values raise ValueError."""
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(f"{what} must be timezone-aware")
-        return value.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
-    if isinstance(value, str):
-        try:
-            parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            parsed = None
-        if parsed is not None and parsed.tzinfo is not None:
-            return value
-    raise ValueError(f"{what} must be an aware datetime or an ISO 8601 date-time with an offset; got {value!r}")
+    """``value`` as an ISO 8601 instant string (:func:`otel_sampling.instants.parse` decides what is
+    valid): a string is kept as given, an aware ``datetime`` becomes UTC with a ``Z``.
+
+    Raises:
+        ValueError: not an aware ``datetime`` nor an ISO 8601 date-time string with an offset.
+    """
+    try:
+        parsed = instants.parse(value, what)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    return value if isinstance(value, str) else instants.iso(parsed)

@@ -88,7 +88,7 @@ def settings_for_instrument(environ: Mapping[str, str] | None = None) -> Setting
     """Settings for ``instrument()``: never raises; a bad policy file is logged and left out."""
     try:
         return Settings.from_env(environ)
-    except Exception as exc:  # PolicyError, or anything else the file provokes: never the host's problem
+    except Exception as exc:  # noqa: BLE001 - PolicyError, or anything else the file provokes: reported, never the host's problem
         report_once(logging.ERROR, "otel-sampling: policy file ignored, substitutions stay unjudged until it "
                      "is fixed: %s", str(exc))
         env = os.environ if environ is None else environ

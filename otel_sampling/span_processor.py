@@ -19,79 +19,69 @@ The same install also adds the degradation fields to log records (:mod:`otel_sam
 from __future__ import annotations
 
 import logging
-import threading
-import weakref
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_sampling import degradation, log_fields, names, runs
+from otel_sampling import instants, log_fields, names, state
+from otel_sampling.records import run as run_records
+from otel_sampling.rules.degraded_mode import reasons_of
 
 logger = logging.getLogger(__name__)
 
-_lock = threading.Lock()
-_installed: weakref.WeakKeyDictionary[Any, DegradationSpanProcessor] = weakref.WeakKeyDictionary()
-_users = 0  # instrumentors currently instrumented: the processors and log fields run while > 0
 
 
 class DegradationSpanProcessor(SpanProcessor):
-    """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.runs` about every span."""
+    """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.records.run` about every span."""
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
-        if not _users:
+        if not state.hooks_enabled():
             return
         try:
-            reasons = degradation.active_reasons()
+            reasons = state.active_reasons()
             if reasons:
                 _stamp(span, reasons)
-            runs.span_started(span, parent_context)
+            run_records.span_started(span, parent_context)
         except Exception:
             logger.debug("otel-sampling: span processor on_start failed", exc_info=True)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if not _users:
+        if not state.hooks_enabled():
             return
         try:
-            runs.span_ended(span)
+            run_records.span_ended(span)
         except Exception:
             logger.debug("otel-sampling: span processor on_end failed", exc_info=True)
 
 
 def _stamp(span: Span, reasons: tuple[str, ...]) -> None:
-    own = degradation.reasons_of((span.attributes or {}).get(names.DEGRADATION_REASON))  # stays first
+    own = reasons_of((span.attributes or {}).get(names.DEGRADATION_REASON))  # stays first
     attributes: dict[str, Any] = {
         names.DEGRADATION_MODE: names.MODE_DEGRADED,
-        names.DEGRADATION_REASON: list(dict.fromkeys(own + reasons))[:degradation.MAX_STAMPED],
+        names.DEGRADATION_REASON: list(dict.fromkeys(own + reasons))[:state.MAX_STAMPED],
     }
-    active = degradation.active_degradations()[:degradation.MAX_STAMPED]
+    active = state.active_degradations()[:state.MAX_STAMPED]
     if active:  # who answers for each active degradation, and until when (one entry each, entry order)
         attributes[names.DEGRADATION_COMPONENT] = [d.component for d in active]
         attributes[names.DEGRADATION_OWNER] = [d.owner for d in active]
-        attributes[names.DEGRADATION_EXPIRES_AT] = [degradation.iso(d.expires_at) for d in active]
+        attributes[names.DEGRADATION_EXPIRES_AT] = [instants.iso(d.expires_at) for d in active]
     span.set_attributes(attributes)
 
 
 def install(tracer_provider: Any) -> None:
     """Called by ``instrument()``: add the processor to ``tracer_provider`` once, turn it on."""
-    global _users
-    with _lock:
-        _users += 1
-        if _users == 1:
-            log_fields.install()
-        add = getattr(tracer_provider, "add_span_processor", None)
-        if add is None or tracer_provider in _installed:
-            return  # a no-op or proxy provider: no SDK spans to stamp
+    state.add_user(log_fields.install)
+    add = getattr(tracer_provider, "add_span_processor", None)
+    if add is None:
+        return  # a no-op or proxy provider: no SDK spans to stamp
+    with state.processors_lock:
+        if tracer_provider in state.span_processors:
+            return
         processor = DegradationSpanProcessor()
         add(processor)
-        _installed[tracer_provider] = processor
+        state.span_processors[tracer_provider] = processor
 
 
 def uninstall() -> None:
     """Called by ``uninstrument()``: the last one turns the processors and log fields off."""
-    global _users
-    with _lock:
-        if _users == 0:
-            return
-        _users -= 1
-        if _users == 0:
-            log_fields.uninstall()
+    state.remove_user(log_fields.uninstall)

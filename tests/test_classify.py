@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from mcp import MCPError
 
 from otel_sampling import names
-from otel_sampling.rules import endings as classify
+from otel_sampling.rules import endings
 
 
 @pytest.mark.parametrize(("code", "data", "ending"), [
@@ -27,15 +27,15 @@ from otel_sampling.rules import endings as classify
     (-32003, "not a mapping", "policy.denied"),
 ])
 def test_error_frames(code, data, ending):
-    got = classify.from_error_frame(code, data)
+    got = endings.from_error_frame(code, data)
     assert got.ending == ending
     assert got.error_type == str(code)
 
 
 def test_resets_at_is_read_from_data():
-    got = classify.from_error_frame(-32003, {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+    got = endings.from_error_frame(-32003, {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
     assert got.resets_at == "2026-12-01T00:00:00Z"
-    assert classify.from_error_frame(-32003, {"resetsAt": 12}).resets_at is None
+    assert endings.from_error_frame(-32003, {"resetsAt": 12}).resets_at is None
 
 
 @pytest.mark.parametrize(("reason", "ending"), [
@@ -45,7 +45,7 @@ def test_resets_at_is_read_from_data():
     ("Request timeout", "timeout"),
 ])
 def test_cancellation(reason, ending):
-    assert classify.from_cancellation(reason).ending == ending
+    assert endings.from_cancellation(reason).ending == ending
 
 
 @pytest.mark.parametrize(("stop_reason", "ending"), [
@@ -53,19 +53,19 @@ def test_cancellation(reason, ending):
     ("refusal", "refused"), ("content_filter", "refused"),
 ])
 def test_results(stop_reason, ending):
-    assert classify.from_result(stop_reason).ending == ending
+    assert endings.from_result(stop_reason).ending == ending
 
 
 def test_exceptions():
-    assert classify.from_exception(RuntimeError("x")) == ("error", "RuntimeError", None)
-    assert classify.from_exception(asyncio.TimeoutError()).error_type == "TimeoutError"
-    got = classify.from_exception(MCPError(-1, "User rejected sampling request"))
+    assert endings.from_exception(RuntimeError("x")) == ("error", "RuntimeError", None)
+    assert endings.from_exception(asyncio.TimeoutError()).error_type == "TimeoutError"
+    got = endings.from_exception(MCPError(-1, "User rejected sampling request"))
     assert (got.ending, got.error_type) == ("user.denied", "-1")
-    assert classify.qualified_name(MCPError) == "mcp.shared.exceptions.MCPError"
+    assert endings.qualified_name(MCPError) == "mcp.shared.exceptions.MCPError"
 
 
 @given(code=st.one_of(st.integers(), st.none(), st.text(), st.floats()),
        data=st.one_of(st.none(), st.text(), st.dictionaries(st.text(), st.one_of(st.text(), st.integers(), st.none()))))
 def test_classification_is_total(code, data):
     """Every error frame, however malformed, gets exactly one ending from the vocabulary."""
-    assert classify.from_error_frame(code, data).ending in names.ENDINGS
+    assert endings.from_error_frame(code, data).ending in names.ENDINGS

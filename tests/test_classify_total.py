@@ -29,8 +29,9 @@ from otel_sampling.instrumentation import anthropic as anthropic_instr
 from otel_sampling.instrumentation import openai as openai_instr
 from otel_sampling.instrumentation import openai_responses
 from otel_sampling.policy import EndingRule
-from otel_sampling.records.provider_call import Response, Usage, ending_of, failure_of
-from otel_sampling.rules import endings as classify
+from otel_sampling.rules import endings
+from otel_sampling.rules.endings import ending_of, failure_of
+from otel_sampling.rules.values import Response, Usage
 from sampling_server import build_server
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
@@ -77,7 +78,7 @@ exceptions = st.builds(_exception_of, st.sampled_from(EXCEPTION_KINDS), codes.fi
 @settings(max_examples=500)
 @given(code=codes | json_leaf, data=frame_data, message=json_leaf, ending_rules=rules)
 def test_every_error_frame_gets_one_ending_and_never_completed(code, data, message, ending_rules):
-    got = classify.from_error_frame(code, data, message, ending_rules)
+    got = endings.from_error_frame(code, data, message, ending_rules)
     assert got.ending in names.ENDINGS and got.ending != names.ENDING_COMPLETED
     assert got.error_type == str(code)  # an error frame always sets error.type (MCP semconv: the code)
     assert got.resets_at is None or isinstance(got.resets_at, str)
@@ -86,7 +87,7 @@ def test_every_error_frame_gets_one_ending_and_never_completed(code, data, messa
 @settings(max_examples=300)
 @given(stop_reason=stop_reasons | json_value)
 def test_every_result_is_completed_or_refused(stop_reason):
-    got = classify.from_result(stop_reason)
+    got = endings.from_result(stop_reason)
     assert got.ending == (names.ENDING_REFUSED if stop_reason in ("refusal", "content_filter")
                           else names.ENDING_COMPLETED)
     assert got.error_type is None
@@ -95,14 +96,14 @@ def test_every_result_is_completed_or_refused(stop_reason):
 @settings(max_examples=300)
 @given(reason=st.none() | hostile_text)
 def test_every_cancellation_is_timeout_or_cancelled(reason):
-    assert classify.from_cancellation(reason).ending in (names.ENDING_TIMEOUT, names.ENDING_CANCELLED)
+    assert endings.from_cancellation(reason).ending in (names.ENDING_TIMEOUT, names.ENDING_CANCELLED)
 
 
 @settings(max_examples=500)
 @given(exc=exceptions, ending_rules=rules)
 def test_every_exception_gets_one_ending(exc, ending_rules):
-    got = (classify.from_cancellation(None) if classify.is_cancellation(exc)
-           else classify.from_exception(exc, ending_rules))
+    got = (endings.from_cancellation(None) if endings.is_cancellation(exc)
+           else endings.from_exception(exc, ending_rules))
     assert got.ending in names.ENDINGS and got.ending != names.ENDING_COMPLETED
     assert isinstance(got.error_type, str) and got.error_type
 
@@ -183,13 +184,13 @@ def expected_ending(how: str, answer: object) -> str | None:
     """The ending the classify functions give (None: a return mcp itself must validate)."""
     if how == "raise":
         assert isinstance(answer, BaseException)
-        if classify.is_cancellation(answer):
-            return classify.from_cancellation(None).ending
-        return classify.from_exception(answer).ending
+        if endings.is_cancellation(answer):
+            return endings.from_cancellation(None).ending
+        return endings.from_exception(answer).ending
     if isinstance(answer, types.ErrorData):
-        return classify.from_error_frame(answer.code, answer.data, answer.message).ending
+        return endings.from_error_frame(answer.code, answer.data, answer.message).ending
     if isinstance(answer, types.CreateMessageResult):
-        return classify.from_result(answer.stop_reason).ending
+        return endings.from_result(answer.stop_reason).ending
     return None
 
 

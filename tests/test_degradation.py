@@ -12,7 +12,7 @@ from opentelemetry import trace
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
-from otel_sampling import degradation, names
+from otel_sampling import degradation, names, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
@@ -26,7 +26,7 @@ OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER
 @pytest.fixture(autouse=True)
 def no_degradation_left():
     yield
-    for leftover in degradation.active_degradations():
+    for leftover in state.active_degradations():
         leftover.exit()
 
 

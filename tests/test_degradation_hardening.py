@@ -14,7 +14,7 @@ from opentelemetry import trace
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
-from otel_sampling import automatic, degradation, labels, log_fields, names, runs
+from otel_sampling import automatic, degradation, labels, log_fields, names, runs, state
 
 LATER = "2099-01-01T00:00:00Z"
 OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
@@ -24,7 +24,7 @@ DEGRADED_SPAN = {names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_
 @pytest.fixture(autouse=True)
 def no_degradation_left():
     yield
-    for leftover in degradation.active_degradations():
+    for leftover in state.active_degradations():
         leftover.exit()
 
 
@@ -193,12 +193,12 @@ def test_a_long_run_serving_many_remote_traces_stays_bounded(mcp_instrumented):
     from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
     with osm.run("serve") as serving:
-        for i in range(1, 3 * runs.MAX_OPEN_RUNS):
+        for i in range(1, 3 * state.MAX_OPEN_RUNS):
             remote = SpanContext(trace_id=i, span_id=i, is_remote=True, trace_flags=TraceFlags(1))
             with OTHER.start_as_current_span("handle", context=trace.set_span_in_context(NonRecordingSpan(remote)),
                                              kind=trace.SpanKind.SERVER):
                 pass
-        assert len(serving._trace_ids) <= runs.MAX_OPEN_RUNS
+        assert len(serving._trace_ids) <= state.MAX_OPEN_RUNS
 
 
 # ---------------------------------------------------------------- log records
@@ -269,7 +269,7 @@ def test_many_active_degradations_put_a_bounded_list_on_each_span(mcp_instrument
     (span,) = mcp_instrumented.spans("their work", scope=None)
     for key in (names.DEGRADATION_REASON, names.DEGRADATION_COMPONENT, names.DEGRADATION_OWNER,
                 names.DEGRADATION_EXPIRES_AT):
-        assert 0 < len(span.attributes[key]) <= degradation.MAX_STAMPED
+        assert 0 < len(span.attributes[key]) <= state.MAX_STAMPED
     assert span.attributes[names.DEGRADATION_REASON][0] == "r0"
     for outage in leaked:
         outage.exit()

@@ -39,7 +39,7 @@ from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrument
 from otel_sampling.instrumentation.mcp_v2 import CANCEL_REASONS_PER_DISPATCHER, _CancelReasons
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.records.sampling import SamplingRecord
-from otel_sampling.rules import endings as classify
+from otel_sampling.rules import endings
 
 MSG = [{"role": "user", "content": "hi"}]
 
@@ -201,7 +201,7 @@ def test_broken_classifiers_never_change_what_the_mcp_host_sees(telemetry, monke
         assert anyio.run(_ask_all, mode) == bare
         working = Counter(s.kind.name for s in telemetry.spans(names.SPAN_SAMPLING))  # as many must end below
         for name in ("from_result", "from_error_frame", "from_exception", "from_cancellation"):
-            monkeypatch.setattr(classify, name, _boom)
+            monkeypatch.setattr(endings, name, _boom)
         assert anyio.run(_ask_all, mode) == bare
     finally:
         for instrumentor in instrumentors:
@@ -225,8 +225,8 @@ def test_unclassifiable_exceptions_and_cancellations_end_with_the_documented_fal
                                                                                       mode):
     """docs/telemetry.md: an exception ends as ``error`` with ``error.type`` ``_unknown``, a
     cancellation as ``cancelled``, when classifying them raises."""
-    monkeypatch.setattr(classify, "from_exception", _boom)
-    monkeypatch.setattr(classify, "from_cancellation", _boom)
+    monkeypatch.setattr(endings, "from_exception", _boom)
+    monkeypatch.setattr(endings, "from_cancellation", _boom)
     started = anyio.Event()
 
     async def raising(ctx, params):

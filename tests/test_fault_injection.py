@@ -57,7 +57,6 @@ from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from conftest import SPANS, TRACER_PROVIDER
-from otel_sampling import automatic as automatic_module
 from otel_sampling import names
 from otel_sampling.instrumentation import _mcp_host as mcp_host_module
 from otel_sampling.instrumentation import anthropic as anthropic_module
@@ -73,12 +72,12 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import InFlight
 from otel_sampling.records import identity
+from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.ledger import Ledger
-from otel_sampling.records.provider_call import FailoverTracker, ProviderCall
+from otel_sampling.records.provider_call import ProviderCall
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.records.server_sampling import ServerSamplingRecord
-from otel_sampling.rules import cost, substitution
-from otel_sampling.rules import endings as classify
+from otel_sampling.rules import cost, degraded_mode, endings, substitution
 from sampling_server import build_server
 
 SERVED = "claude-sonnet-5-5-20261001"
@@ -187,11 +186,11 @@ MCP_HOST_STEPS = [
     _attr(SamplingRecord, "end_with_error_frame"),
     _attr(SamplingRecord, "end_with_exception"),
     _attr(identity, "fingerprint"),
-    _attr(classify, "from_result"),
-    _attr(classify, "from_error_frame"),
-    _attr(classify, "from_exception"),
+    _attr(endings, "from_result"),
+    _attr(endings, "from_error_frame"),
+    _attr(endings, "from_exception"),
     _attr(substitution, "judge"),
-    _attr(automatic_module, "resolve"),
+    _attr(degraded_mode, "request_mode"),
     _attr(mcp_v2_module._CancelReasons, "pop"),
     _attr(mcp_v2_module.State, "server_facts"),
     _attr(mcp_host_module.Connections, "describe"),
@@ -210,8 +209,8 @@ MCP_SERVER_STEPS = [
     _attr(mcp_server_module._Pending, "take"),
     _attr(mcp_server_module, "_names_of"),
     _attr(mcp_server_module, "parent_of"),
-    _attr(classify, "from_result"),
-    _attr(classify, "from_error_frame"),
+    _attr(endings, "from_result"),
+    _attr(endings, "from_error_frame"),
 ]
 PROVIDER_STEPS = [
     _attr(ProviderCall, "__init__"),
@@ -223,8 +222,8 @@ PROVIDER_STEPS = [
     _attr(ProviderState, "new_accumulator"),
     _attr(ProviderState, "decode_raw"),
     _attr(FailoverTracker, "observe"),
-    _attr(automatic_module, "observe_call"),
-    _attr(automatic_module, "stamped_reasons"),
+    _attr(SamplingRecord, "observe_provider_call"),
+    _attr(degraded_mode, "stamped_reasons"),
     _attr(cost, "price_for"),
 ]
 SYNC_PROVIDER_STEPS = [_attr(StreamProxy, "__init__")]

@@ -32,7 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
-from otel_sampling import degradation, five_numbers, names, runs
+from otel_sampling import five_numbers, names, runs, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.prometheus_names import metric_name
 
@@ -49,7 +49,7 @@ def scrape():
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=provider)
     yield lambda: generate_latest(registry).decode()
     instrumentor.uninstrument()
-    for leftover in degradation.active_degradations():
+    for leftover in state.active_degradations():
         leftover.exit()
     provider.shutdown()
 

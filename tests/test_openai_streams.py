@@ -19,7 +19,7 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from otel_sampling import names
-from otel_sampling.rules import endings as classify
+from otel_sampling.rules import endings
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -249,7 +249,7 @@ CHUNK = (b'data: {"id":"c1","object":"chat.completion.chunk","created":0,"model"
 
 
 @pytest.mark.parametrize(("error", "raised", "error_type"), [
-    (Boom(), Boom, classify.qualified_name(Boom)),  # passes through the SDK as is
+    (Boom(), Boom, endings.qualified_name(Boom)),  # passes through the SDK as is
     # openai 3.x wraps the raw httpx2 errors a transport raises mid-body (anthropic does not)
     (httpx2.ReadTimeout("read timed out"), openai.APITimeoutError, "timeout"),
     (httpx2.RemoteProtocolError("peer closed connection"), openai.APIConnectionError, "connection_error"),

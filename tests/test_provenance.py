@@ -11,7 +11,7 @@ import anthropic
 import pytest
 
 import otel_sampling as osm
-from otel_sampling import degradation, names, provenance
+from otel_sampling import names, provenance, state
 
 POLICY = """
 [endpoints."127.0.0.1"]
@@ -30,7 +30,7 @@ def endpoint_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def no_degradation_left():
     yield
-    for leftover in degradation.active_degradations():
+    for leftover in state.active_degradations():
         leftover.exit()
 
 

@@ -19,8 +19,8 @@ from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.policy import Price
-from otel_sampling.records.provider_call import Usage
 from otel_sampling.rules import cost
+from otel_sampling.rules.values import Usage
 from test_sampling_with_provider import call, host_callback
 
 PRICES = """

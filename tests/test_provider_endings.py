@@ -10,14 +10,9 @@ import httpx2
 import pytest
 
 from otel_sampling import names
-from otel_sampling.records.provider_call import (
-    MAX_FAILOVER_PARENTS,
-    FailoverTracker,
-    Response,
-    Usage,
-    ending_of,
-    failure_of,
-)
+from otel_sampling.records.failover import MAX_FAILOVER_PARENTS, FailoverTracker
+from otel_sampling.rules.endings import ending_of, failure_of
+from otel_sampling.rules.values import Response, Usage
 
 TIMEOUTS = (anthropic.APITimeoutError, httpx2.TimeoutException)
 CONNECTIONS = (anthropic.APIConnectionError, httpx2.TransportError)
@@ -74,6 +69,6 @@ def test_failover_memory_is_bounded():
     tracker = FailoverTracker()
     for i in range(3 * MAX_FAILOVER_PARENTS):
         tracker.observe((0, i), "primary", failed=True)
-    assert len(tracker._failed) == MAX_FAILOVER_PARENTS
+    assert len(tracker._by_parent) == MAX_FAILOVER_PARENTS
     assert not tracker.observe((0, 0), "fallback", failed=False)  # the oldest was forgotten
     assert tracker.observe((0, 3 * MAX_FAILOVER_PARENTS - 1), "fallback", failed=False)

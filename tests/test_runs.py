@@ -10,7 +10,7 @@ from opentelemetry import trace
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
-from otel_sampling import degradation, names, runs
+from otel_sampling import degradation, names, runs, state
 
 LATER = "2099-01-01T00:00:00Z"
 OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
@@ -20,7 +20,7 @@ RUN_KEYS = (names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOM
 @pytest.fixture(autouse=True)
 def no_degradation_left():
     yield
-    for leftover in degradation.active_degradations():
+    for leftover in state.active_degradations():
         leftover.exit()
 
 
@@ -229,12 +229,12 @@ def test_a_degraded_span_without_a_reason_adds_unknown_only_when_nothing_explain
 
 
 def test_our_own_failures_never_reach_the_host(mcp_instrumented, monkeypatch):
-    from otel_sampling import api_instruments
+    from otel_sampling import state
 
     def broken():
         raise RuntimeError("our telemetry is broken")
 
-    monkeypatch.setattr(api_instruments, "current", broken)
+    monkeypatch.setattr(state, "api_instruments", broken)
     with osm.run("r") as run:  # every API call still works for the host
         with _outage(), OTHER.start_as_current_span("their work"):
             pass

@@ -13,7 +13,8 @@ from mcp import MCPError
 import otel_sampling
 from otel_sampling import names
 from otel_sampling.policy import EndingRule, PolicyError, load_policy
-from otel_sampling.rules import endings as classify
+from otel_sampling.rules import endings
+from otel_sampling.rules.values import Ending
 
 if sys.version_info < (3, 11):
     from exceptiongroup import ExceptionGroup
@@ -25,7 +26,7 @@ def test_sampling_error_policy_refusal_shape():
     assert isinstance(error, types.ErrorData)
     assert (error.code, error.message) == (-32003, "Daily limit reached")
     assert error.data == {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"}
-    assert classify.from_error_frame(error.code, error.data) == classify.Ending(
+    assert endings.from_error_frame(error.code, error.data) == Ending(
         "policy.budget_exhausted", "-32003", "2026-12-01T00:00:00Z")
 
 
@@ -69,7 +70,7 @@ def test_record_grant_rejects_bad_input(kwargs, message):
 def test_exception_group_of_one_mcp_error_is_classified_by_its_frame():
     group = ExceptionGroup("unhandled errors in a TaskGroup", [
         MCPError(-32003, "Daily limit", data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01"})])
-    assert classify.from_exception(group) == classify.Ending("policy.budget_exhausted", "-32003", "2026-12-01")
+    assert endings.from_exception(group) == Ending("policy.budget_exhausted", "-32003", "2026-12-01")
 
 
 RULES = (EndingRule(ending="policy.budget_exhausted", code=-32099),
@@ -83,7 +84,7 @@ RULES = (EndingRule(ending="policy.budget_exhausted", code=-32099),
     (-1, None, "User rejected", "user.denied"),  # built-in rules after the host's
 ])
 def test_host_ending_rules(code, data, message, ending):
-    assert classify.from_error_frame(code, data, message, RULES).ending == ending
+    assert endings.from_error_frame(code, data, message, RULES).ending == ending
 
 
 def test_policy_stall_threshold_and_ending_rules(tmp_path):

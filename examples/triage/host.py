@@ -361,7 +361,7 @@ async def run_step(client: Client, host: Host, session: str, step: Step) -> None
         else:
             text = " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
             got = f"tool {'error' if result.is_error else 'result'}: {text}"
-    except Exception as e:  # the host survives every step
+    except Exception as e:  # noqa: BLE001 - the host survives every step, and reports it
         got = _describe_exception(e)
     finally:
         CURRENT_STEP.reset(token)
@@ -516,12 +516,12 @@ async def main_async() -> int:
         for session in SESSIONS:
             try:
                 steps.extend(await run_session(host, session))
-            except Exception as e:  # could not connect, or the server died
+            except Exception as e:  # noqa: BLE001 - could not connect, or the server died: reported
                 failed = True
                 log(f"{session}: session failed: {_describe_exception(e)}")
         try:
             steps.extend(await run_http_session(host))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - could not connect, or the server died: reported
             failed = True
             log(f"{HTTP_SESSION}: session failed: {_describe_exception(e)}")
     log(f"done: {len(steps)} steps in {time.monotonic() - t0:.1f} s, spent ${host.spent_usd:.6f}")

@@ -26,15 +26,10 @@ from typing import Any, NamedTuple
 from otel_sampling.content import Content, capture_mode
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
-from otel_sampling.records.provider_call import (
-    FailoverTracker,
-    Failure,
-    ProviderCall,
-    Response,
-    error_type_of,
-    failure_of,
-    fallback_failure,
-)
+from otel_sampling.records.failover import FailoverTracker
+from otel_sampling.records.provider_call import ProviderCall
+from otel_sampling.rules.endings import error_type_of, failure_of, fallback_failure
+from otel_sampling.rules.values import Failure, Response
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +59,7 @@ class ProviderState:
         max_tokens_keys: request keywords holding the token limit, first found wins.
         envelope_fields: error-body fields that name the error, first set wins (``error.type``).
         response_type: dotted path, inside the SDK, of its parsed non-streamed response class.
-        response_of: parsed response -> :class:`~otel_sampling.records.provider_call.Response`.
+        response_of: parsed response -> :class:`~otel_sampling.rules.values.Response`.
         output_of: ``(parsed response, its Response)`` -> output messages in the GenAI semconv
             shape, for content capture (None: this SDK captures no output).
         accumulator: a new stream :class:`~otel_sampling.instrumentation.streams.Accumulator`.
@@ -118,11 +113,11 @@ class ProviderState:
         self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
 
     def error_type(self, exc: BaseException) -> str:
-        """``error.type`` of an exception raised by this SDK (:func:`~otel_sampling.records.provider_call.error_type_of`)."""
+        """``error.type`` of an exception raised by this SDK (:func:`~otel_sampling.rules.endings.error_type_of`)."""
         return error_type_of(exc, self._timeout_types, self._connection_types, self.envelope_fields)
 
     def failure(self, exc: BaseException) -> Failure:
-        """``error.type`` and ending of an exception (:func:`~otel_sampling.records.provider_call.failure_of`)."""
+        """``error.type`` and ending of an exception (:func:`~otel_sampling.rules.endings.failure_of`)."""
         return failure_of(exc, self._timeout_types, self._connection_types, self.envelope_fields)
 
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:

@@ -21,7 +21,7 @@ from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 # mypy does not resolve this class in the installed module (it reports no attribute); it is public there (__all__).
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from otel_sampling import api_instruments, span_processor
+from otel_sampling import span_processor, state
 from otel_sampling.metrics import Instruments
 from otel_sampling.settings import settings_for_instrument
 
@@ -163,7 +163,7 @@ def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider
     """Every instrumentor binds the public API's telemetry and installs the degradation span
     processor (once per tracer provider): whichever of them a host loads, degraded mode is stamped."""
     try:
-        api_instruments.bind(settings, tracer_provider, meter_provider)
+        state.bind_api(settings, tracer_provider, meter_provider)
         span_processor.install(tracer_provider if tracer_provider is not None else trace.get_tracer_provider())
         instrumentor._otel_sampling_processor = True
     except Exception:

@@ -45,7 +45,7 @@ from otel_sampling.instrumentation._provider import (
     sequence,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.records.provider_call import Response, Usage
+from otel_sampling.rules.values import Response, Usage
 
 PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_name of every Messages call

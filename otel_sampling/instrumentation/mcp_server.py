@@ -236,7 +236,7 @@ def _ask(state: _State, runner: Any, method: Any, params: Any, result: Mapping[s
             continue
         try:
             typed = state.params_type.model_validate(request.get("params") or {}, by_name=False)
-        except Exception:
+        except Exception:  # noqa: BLE001 - params the server sent but we cannot type: recorded without them
             typed = None
         records[str(key)] = ServerSamplingRecord(
             state.instruments,

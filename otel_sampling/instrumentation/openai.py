@@ -54,7 +54,7 @@ from otel_sampling.instrumentation.openai_content import chat_input, chat_output
 from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
-from otel_sampling.records.provider_call import Response, Usage
+from otel_sampling.rules.values import Response, Usage
 
 logger = logging.getLogger(__name__)
 

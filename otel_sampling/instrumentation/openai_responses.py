@@ -34,7 +34,7 @@ from otel_sampling import names
 from otel_sampling.instrumentation._provider import sequence
 from otel_sampling.instrumentation.openai_content import responses_output
 from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field
-from otel_sampling.records.provider_call import Response, Usage
+from otel_sampling.rules.values import Response, Usage
 
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
 _TOOL_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})

@@ -29,7 +29,9 @@ from typing import Any, Protocol
 import wrapt
 
 from otel_sampling import names
-from otel_sampling.records.provider_call import Failure, ProviderCall, Response, ending_of, fallback_failure
+from otel_sampling.records.provider_call import ProviderCall
+from otel_sampling.rules.endings import ending_of, fallback_failure
+from otel_sampling.rules.values import Failure, Response
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +166,7 @@ class StreamProxy(_StreamProxyBase):
             if self._self_first:
                 self._self_first_event()
             self._self_accumulator.observe(event)
-        except Exception:
+        except Exception:  # noqa: BLE001 - an event we cannot read: the stream goes on, the call ends unreadable
             self._self_unreadable()
         return event
 
@@ -219,7 +221,7 @@ class AsyncStreamProxy(_StreamProxyBase):
             if self._self_first:
                 self._self_first_event()
             self._self_accumulator.observe(event)
-        except Exception:
+        except Exception:  # noqa: BLE001 - an event we cannot read: the stream goes on, the call ends unreadable
             self._self_unreadable()
         return event
 

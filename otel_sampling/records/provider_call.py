@@ -14,97 +14,26 @@ Everything here is provider-independent: an SDK module only turns its responses 
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import automatic, names, runs
+from otel_sampling import names, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.labels import clean, otlp_int
 from otel_sampling.metrics import Instruments
-from otel_sampling.records.sampling import current_sampling
-from otel_sampling.rules import cost, substitution
-from otel_sampling.rules import endings as classify
+from otel_sampling.records import run as run_records
+from otel_sampling.records.failover import FailoverTracker
+from otel_sampling.records.sampling import region_of
+from otel_sampling.rules import cost, degraded_mode
+from otel_sampling.rules.endings import ending_of
+from otel_sampling.rules.values import Response, Usage
 
-
-class Usage(NamedTuple):
-    """Token counts in semantic-convention terms: ``input_tokens`` includes cache reads and writes."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
-
-
-class Response(NamedTuple):
-    """What a finished call reported: served model, response id, finish reasons, usage.
-
-    ``provider_fallback``: the provider served the request with another model server-side
-    (anthropic's ``fallback`` content block / ``fallback_message`` iteration). ``output``: the
-    output messages in the GenAI semconv shape, only filled when content capture is on.
-    ``error_type``: the answer itself reports a failure, without an exception (openai's Responses
-    ``status="failed"``, or its ``error`` / ``response.failed`` stream events): the call ends with
-    that ``error.type``.
-    """
-
-    model: str | None
-    response_id: str | None
-    finish_reasons: tuple[str, ...]
-    usage: Usage
-    provider_fallback: bool = False
-    output: list[Any] | None = None
-    error_type: str | None = None
-
-
-class Failure(NamedTuple):
-    """A failed call: low-cardinality ``error.type`` and its ending (``names.ENDINGS``)."""
-
-    error_type: str
-    ending: str
-
-
-# Endings of failed provider calls (docs/telemetry.md "Provider call endings").
-_UNAVAILABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error",
-                                      "rate_limit_exceeded", "insufficient_quota"})
-_TIMEOUT_ERROR_TYPES = frozenset({"timeout_error"})
-_REFUSAL_FINISH_REASONS = frozenset({"refusal", "content_filter"})
-MAX_FAILOVER_PARENTS = 1024  # parent spans whose failed models are remembered (oldest forgotten first)
-MAX_FAILED_MODELS = 16  # failed models remembered per parent span
 _unpriced = cost.UnpricedModels()
-
-
-class FailoverTracker:
-    """Which models failed under which parent span, to spot a failover (an error on one model,
-    then a success on another, under the same parent). Bounded: at most ``MAX_FAILOVER_PARENTS``
-    parents (least recently used forgotten first), ``MAX_FAILED_MODELS`` models each."""
-
-    def __init__(self) -> None:
-        self._failed: OrderedDict[tuple[int, int], set[str]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def observe(self, parent: tuple[int, int] | None, model: str | None, failed: bool) -> bool:
-        """Record one ended call; True when it succeeded after another model failed under ``parent``."""
-        if parent is None or not model:
-            return False
-        with self._lock:
-            models = self._failed.get(parent)
-            if failed:
-                if models is None:
-                    models = self._failed[parent] = set()
-                    if len(self._failed) > MAX_FAILOVER_PARENTS:
-                        self._failed.popitem(last=False)
-                else:
-                    self._failed.move_to_end(parent)
-                if len(models) < MAX_FAILED_MODELS:
-                    models.add(model)
-                return False
-            return bool(models and models - {model})
 
 
 class ProviderCall:
@@ -154,7 +83,7 @@ class ProviderCall:
         self._parent = (parent.trace_id, parent.span_id) if parent.is_valid else None
         # The sampling request this call serves is the one current when it starts (a stream may
         # end inside another request's callback).
-        self._sampling = current_sampling()
+        self._sampling = state.current_request.get()
         max_length = instruments.settings.attribute_max_length
         model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
@@ -222,46 +151,39 @@ class ProviderCall:
         failed = error_type is not None
         reason = None
         usd = None
-        stamped = automatic.stamped_reasons(self._span)  # read once: the mode and the span's reasons
-        named = automatic.call_mode(stamped)  # named degradations and canary blocks
+        stamped = degraded_mode.stamped_reasons(getattr(self._span, "attributes", None))
         try:
-            failed_over = self._failovers is not None and self._failovers.observe(
-                self._parent, self._request_model, failed)
             record = self._sampling
-            automatic.observe_call(record, self._provider, self._server_address, self._request_model,
-                                   response_model, failed)
-            if record is not None:
-                record.observe_provider_call(self._request_model, response_model, usage.input_tokens,
-                                             usage.output_tokens, failed=failed)
-                failed_over = failed_over or record.failed_over()
-            reason = self._degradation_reason(response, failed, failed_over)
-            mode = names.MODE_DEGRADED if reason else named
+            if record is not None:  # the request it serves remembers its failed models
+                failed_over = record.observe_provider_call(
+                    self._provider, self._server_address, self._request_model, response_model,
+                    usage.input_tokens, usage.output_tokens, failed)
+            else:
+                failed_over = self._failovers is not None and self._failovers.observe(
+                    self._parent, self._request_model, failed)
+            if not failed:
+                self._note_served(response_model)
+            reason = degraded_mode.call_reason(
+                provider_fallback=response is not None and response.provider_fallback, failed=failed,
+                failed_over=failed_over, requested=self._request_model, served=response_model,
+                compare_models=self._compare_models,
+                permitted=record.permitted_models() if record is not None else None)
+            mode = degraded_mode.call_mode(reason, stamped, state.active_reasons())
             usd = self._cost(response_model, usage)
             if usd is not None:
                 if record is not None:
                     record.add_cost(usd)
-                runs.add_cost(usd, span=self._span)
+                run_records.add_cost(usd, span=self._span)
             self._record_metrics(duration, response_model, usage, mode, error_type, ending, usd)
         finally:  # the span ends even when a metric call fails
             self._end_span(response, usage, reason, stamped, error_type, ending, usd)
 
-    def _degradation_reason(self, response: Response | None, failed: bool, failed_over: bool) -> str | None:
-        """``names.DEGRADATION_REASONS`` value when this call ran degraded, else None."""
-        if response is not None and response.provider_fallback:
-            return names.REASON_PROVIDER_FALLBACK
-        if failed_over and not failed:
-            return names.REASON_FAILOVER
-        served, requested = response.model if response else None, self._request_model
-        if failed or not served or not requested or not self._compare_models or substitution.same_family(
-                requested, served):
-            return None
-        # The provider served another model than asked for: permitted by the sampling server's
-        # policy is a fallback, anything else a substitution.
-        record = self._sampling
-        permitted = record.permitted_models() if record is not None else None
-        if permitted is not None and substitution.is_permitted(permitted, served):
-            return names.REASON_FALLBACK
-        return names.REASON_SUBSTITUTION
+    def _note_served(self, response_model: str | None) -> None:
+        """Tell the current run which model, provider and region served it (cache provenance reads it)."""
+        current = run_records.current_run()
+        if current is not None:
+            region = region_of(self._instruments.settings.policy.endpoints, self._server_address)
+            current.last_served = (response_model or self._request_model, self._provider, region)
 
     def _cost(self, response_model: str | None, usage: Usage) -> float | None:
         if usage.input_tokens is None and usage.output_tokens is None:
@@ -363,74 +285,3 @@ _TOKEN_TYPES = (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT, names.TOKEN_TYP
                 names.TOKEN_TYPE_CACHE_CREATION)
 # Input and output are recorded even when zero; cache parts only when the call used the cache.
 _ALWAYS_RECORDED = frozenset({names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT})
-
-
-def ending_of(response: Response | None, error_type: str | None) -> str:
-    """The ending of a call that raised nothing (``error_type`` None) or failed without an
-    exception (a failure the answer reports: by its envelope type as in :func:`failure_of`, else
-    ``error``; an incomplete stream: ``error``)."""
-    if error_type is not None:
-        if error_type in _TIMEOUT_ERROR_TYPES:
-            return names.ENDING_TIMEOUT
-        if error_type in _UNAVAILABLE_ERROR_TYPES:
-            return names.ENDING_MODEL_UNAVAILABLE
-        return names.ENDING_ERROR
-    if response is not None and any(r in _REFUSAL_FINISH_REASONS for r in response.finish_reasons):
-        return names.ENDING_REFUSED
-    return names.ENDING_COMPLETED
-
-
-def failure_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
-               envelope_fields: tuple[str, ...] = ("type",)) -> Failure:
-    """``error.type`` and ending of a provider SDK exception.
-
-    Endings: ``cancelled`` for a cancellation (``asyncio.CancelledError``); ``timeout`` for a
-    client timeout, HTTP 408 or 504, or an envelope ``timeout_error``; ``model.unavailable`` for
-    a connection failure (including a raw ``httpx2`` transport error mid-stream), HTTP 429 or
-    any 5xx (529 overloaded included), or an envelope that says overloaded / rate limited /
-    server error (anthropic's mid-stream ``event: error`` arrives with status 200); else ``error``.
-    """
-    error_type = error_type_of(exc, timeout_types, connection_types, envelope_fields)
-    if not isinstance(exc, Exception):
-        return Failure(error_type, names.ENDING_CANCELLED)
-    status = getattr(exc, "status_code", None)
-    status = status if isinstance(status, int) else None
-    if (isinstance(exc, timeout_types) or status in (408, 504) or error_type in _TIMEOUT_ERROR_TYPES):
-        return Failure(error_type, names.ENDING_TIMEOUT)
-    if (isinstance(exc, connection_types) or status == 429 or (status is not None and status >= 500)
-            or error_type in _UNAVAILABLE_ERROR_TYPES):
-        return Failure(error_type, names.ENDING_MODEL_UNAVAILABLE)
-    return Failure(error_type, names.ENDING_ERROR)
-
-
-def fallback_failure(exc: BaseException) -> Failure:
-    """What a call ends with when classifying its error failed (our bug, not the host's)."""
-    if not isinstance(exc, Exception):
-        return Failure(names.ERROR_TYPE_CANCELLED, names.ENDING_CANCELLED)
-    return Failure(classify.qualified_name(type(exc)), names.ENDING_ERROR)
-
-
-def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
-                  envelope_fields: tuple[str, ...] = ("type",)) -> str:
-    """Low-cardinality ``error.type`` for a provider SDK exception.
-
-    ``cancelled`` for a cancellation; the first of ``envelope_fields`` the provider's error body
-    set (anthropic ``type``: ``overloaded_error``; openai ``code``, then ``type``); else the HTTP
-    status code; else ``timeout`` / ``connection_error`` for transport failures (including raw
-    ``httpx2`` errors raised mid-stream); else the exception's qualified class name. Metric labels
-    pass it through a bounded label set.
-    """
-    if not isinstance(exc, Exception):  # asyncio.CancelledError and other BaseExceptions
-        return names.ERROR_TYPE_CANCELLED
-    for field in envelope_fields:
-        value = getattr(exc, field, None)
-        if isinstance(value, str) and value:
-            return value
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        return str(status)
-    if isinstance(exc, timeout_types):  # before connection: APITimeoutError subclasses APIConnectionError
-        return names.ERROR_TYPE_TIMEOUT
-    if isinstance(exc, connection_types):
-        return names.ERROR_TYPE_CONNECTION
-    return classify.qualified_name(type(exc))

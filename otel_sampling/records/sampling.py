@@ -1,45 +1,48 @@
 """One sampling request, from arrival at the host to its ending: owns its span and metric points.
 
 The MCP wrapper creates a :class:`SamplingRecord`, makes it current while the host's sampling
-callback runs (so provider calls made inside report what they saw through
-:func:`current_sampling`), then ends it exactly once with the result, the error frame or the
-exception. Every method here is called from a wrapper that already guards against our own
-failures; the record itself never raises into the host.
+callback runs (``state.current_request``: provider calls made inside report what they saw through
+:meth:`SamplingRecord.observe_provider_call`), then ends it exactly once with the result, the error
+frame or the exception (one of the ``end_with_*`` methods). At the end the rules decide:
+:mod:`~otel_sampling.rules.endings` the ending, :mod:`~otel_sampling.rules.substitution` the
+substitution, :mod:`~otel_sampling.rules.degraded_mode` the mode and
+:mod:`~otel_sampling.rules.violations` the violations; the record only gathers their inputs and
+writes their verdicts. Every method here is called from a wrapper that already guards against our
+own failures; the record itself never raises into the host.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from contextvars import ContextVar
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from otel_sampling import automatic, names
+from otel_sampling import names, state
 from otel_sampling.labels import clean, otlp_int
 from otel_sampling.metrics import Instruments
 from otel_sampling.records import identity
+from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
-from otel_sampling.rules import endings as classify
-from otel_sampling.rules import substitution, violations
+from otel_sampling.records.request_attributes import (
+    add_result_attributes,
+    hint_names,
+    include_context,
+    start_attributes,
+)
+from otel_sampling.rules import degraded_mode, endings, substitution, violations
+from otel_sampling.rules.values import Ending
 
 if TYPE_CHECKING:
-    from otel_sampling.policy import ServerPolicy
+    from otel_sampling.policy import Endpoint, ServerPolicy
     from otel_sampling.records.ledger import Ledger
 
 logger = logging.getLogger(__name__)
-_current: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_sampling", default=None)
-MAX_HINTS = 16  # model hints kept on the span (all are used to judge substitution)
-MAX_FAILED_MODELS = 16  # distinct failed models remembered per request (a host looping on models)
-
-
-def current_sampling() -> SamplingRecord | None:
-    """The sampling request whose callback is running in this context, if any."""
-    return _current.get()
+MAX_SERVED_CALLS = 16  # provider calls that served a request, remembered for the compliance boundary
 
 
 class SamplingRecord:
@@ -67,10 +70,9 @@ class SamplingRecord:
     __slots__ = (
         "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_server_key",
         "_hints", "_include_context", "_path", "_ended", "_attached", "_provider_calls",
-        "_failed_models", "_failed_over", "_provider_model",
+        "_failover", "_provider_model", "_canary", "_last_requested", "_served_by",
         "_input_tokens", "_output_tokens", "_cost_usd",
         "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name",
-        "_degradation_calls",
     )
 
     def __init__(
@@ -92,12 +94,13 @@ class SamplingRecord:
         self._instruments = instruments
         self._start = time.perf_counter()
         self._ended = False
-        self._degradation_calls = None  # automatic.py: what this request's provider calls did
         self._attached: tuple[object, object] | None = None
         self._provider_calls = 0
-        self._failed_models: set[str] = set()
-        self._failed_over = False
+        self._failover = FailedModels()
         self._provider_model: str | None = None
+        self._canary = False  # a provider call inside it, or the callback, ran in a canary block
+        self._last_requested: str | None = None  # model the last successful provider call asked for
+        self._served_by: list[tuple[str, str | None]] = []  # (provider, endpoint host) of the calls that served it
         self._input_tokens = 0
         self._output_tokens = 0
         self._cost_usd = 0.0
@@ -106,8 +109,8 @@ class SamplingRecord:
         self._server_label = instruments.server_label.value(server_name)
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
-        self._hints = _hint_names(params)
-        self._include_context = getattr(params, "include_context", None) or "none"
+        self._hints = hint_names(params)
+        self._include_context = include_context(params)
         self._ledger = ledger
         self._granted: str | None = None
         self._violations: set[str] = set()
@@ -139,29 +142,14 @@ class SamplingRecord:
     def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any,
                   server_version: str | None, session_id: str | None, transport: str | None) -> None:
         """The span's attributes known at the start, in one ``set_attributes`` (each call takes the span's lock)."""
-        path, server_name = self._path, self._server_name
         max_length = self._instruments.settings.attribute_max_length
-        attributes: dict[str, Any] = {
-            names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
-            names.SAMPLING_PATH: path,
-            names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(self._include_context, max_length),
-        }
-        if request_id is not None and path == names.PATH_RPC:
+        facts = [(names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, self._server_name),
+                 (names.MCP_SERVER_VERSION, server_version), (names.MCP_SESSION_ID, session_id),
+                 (names.NETWORK_TRANSPORT, transport), (names.GEN_AI_TOOL_NAME, self._tool_name),
+                 (names.SAMPLING_FINGERPRINT, self._fingerprint)]
+        attributes = start_attributes(params, self._path, self._hints, max_length, facts)
+        if request_id is not None and self._path == names.PATH_RPC:
             attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
-        if protocol_version:
-            attributes[names.MCP_PROTOCOL_VERSION] = clean(protocol_version, max_length)
-        if server_name is not None:
-            attributes[names.MCP_SERVER_NAME] = clean(server_name, max_length)
-        if self._hints:
-            attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in self._hints[:MAX_HINTS]]
-        max_tokens = _max_tokens(params)
-        if max_tokens is not None:
-            attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-        for key, value in ((names.MCP_SERVER_VERSION, server_version), (names.MCP_SESSION_ID, session_id),
-                           (names.NETWORK_TRANSPORT, transport), (names.GEN_AI_TOOL_NAME, self._tool_name),
-                           (names.SAMPLING_FINGERPRINT, self._fingerprint)):
-            if isinstance(value, str) and value:
-                attributes[key] = clean(value, max_length)
         span.set_attributes(attributes)
 
     def _violate(self, kind: str) -> None:
@@ -176,44 +164,53 @@ class SamplingRecord:
     def activate(self) -> None:
         """Make this record and its span current (call :meth:`deactivate` in the same task)."""
         ctx = trace.set_span_in_context(self._span)
-        self._attached = (otel_context.attach(ctx), _current.set(self))
+        self._attached = (otel_context.attach(ctx), state.current_request.set(self))
 
     def deactivate(self) -> None:
         if self._attached is not None:
             otel_token, record_token = self._attached
             self._attached = None
-            _current.reset(record_token)  # type: ignore[arg-type]
+            state.current_request.reset(record_token)  # type: ignore[arg-type]
             otel_context.detach(otel_token)  # type: ignore[arg-type]
 
-    def observe_provider_call(
-        self, requested_model: str | None, response_model: str | None,
-        input_tokens: int | None, output_tokens: int | None, failed: bool,
-    ) -> None:
-        """A provider call started inside the callback ended; ignored once the request has ended."""
-        if self._ended:
-            return
+    def observe_provider_call(self, provider: str, address: str | None, requested_model: str | None,
+                              response_model: str | None, input_tokens: int | None, output_tokens: int | None,
+                              failed: bool) -> bool:
+        """A provider call started inside the callback ended; ignored once the request has ended.
+
+        Args:
+            provider: its ``gen_ai.provider.name``.  address: its ``server.address``, or None.
+            requested_model / response_model: ``gen_ai.request.model`` / ``gen_ai.response.model``.
+            input_tokens / output_tokens: its usage (None: not reported).
+            failed: it failed.
+
+        Returns:
+            True when this request has failed over (a call succeeded on another model after one failed).
+        """
+        if self._ended:  # a stream that outlived its request
+            return self._failover.failed_over
         self._provider_calls += 1
         if response_model:
             self._provider_model = response_model
         self._input_tokens += input_tokens or 0
         self._output_tokens += output_tokens or 0
-        if not requested_model:
-            return
-        if failed:
-            if len(self._failed_models) < MAX_FAILED_MODELS:
-                self._failed_models.add(requested_model)
-        elif self._failed_models - {requested_model}:
-            self._failed_over = True
+        self._failover.observe(requested_model, failed)
+        if not failed:
+            if state.canary.get():
+                self._canary = True
+            self._last_requested = requested_model
+            if len(self._served_by) < MAX_SERVED_CALLS:
+                self._served_by.append((provider, address))
+        return self._failover.failed_over
+
+    def note_canary(self) -> None:
+        """The host entered ``otel_sampling.canary()`` while this request's callback runs."""
+        self._canary = True
 
     def add_cost(self, usd: float) -> None:
         """A provider call inside the callback cost ``usd`` (policy price table); summed per request."""
         if not self._ended:
             self._cost_usd += usd
-
-    @property
-    def cost_usd(self) -> float:
-        """USD summed over the priced provider calls made inside the callback so far."""
-        return self._cost_usd
 
     def server_policy(self) -> ServerPolicy | None:
         """The policy for the requesting server (None: no policy covers it, or the server is unnamed)."""
@@ -250,39 +247,35 @@ class SamplingRecord:
                 attributes[names.GEN_AI_TOOL_NAME] = clean(self._tool_name, max_length)
             self._span.add_event(names.EVENT_SAMPLING_STALL, attributes)
 
-    def failed_over(self) -> bool:
-        """True once a call succeeded on another model after a call on some model had failed."""
-        return self._failed_over
-
     # ------------------------------------------------------------------ endings
     # Each ending has a fallback for when classifying it fails (a broken ending rule, a hostile
     # value): the record still ends, so its span ends and in-flight goes back down.
     def end_with_result(self, model: object, stop_reason: object) -> None:
         """The callback returned a ``CreateMessageResult`` (or ``...WithTools``)."""
-        ending = classify.or_fallback(classify.from_result, classify.COMPLETED, stop_reason)
+        ending = endings.or_fallback(endings.from_result, endings.COMPLETED, stop_reason)
         self._end(ending, model if isinstance(model, str) else None, stop_reason)
 
     def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
-        fallback = classify.Ending(names.ENDING_ERROR, str(code) if isinstance(code, int) else names.UNKNOWN_LABEL)
-        self._end(classify.or_fallback(classify.from_error_frame, fallback, code, data, message,
+        fallback = Ending(names.ENDING_ERROR, str(code) if isinstance(code, int) else names.UNKNOWN_LABEL)
+        self._end(endings.or_fallback(endings.from_error_frame, fallback, code, data, message,
                               self._instruments.settings.policy.ending_rules), None, None)
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
         """The callback raised ``exc``; ``cancel_reason`` is the peer's cancel reason, if any."""
-        if classify.is_cancellation(exc):
+        if endings.is_cancellation(exc):
             self.end_with_cancellation(cancel_reason)
         else:
-            fallback = classify.Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
+            fallback = Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
             rules = self._instruments.settings.policy.ending_rules
-            self._end(classify.or_fallback(classify.from_exception, fallback, exc, rules), None, None, cancel_reason)
+            self._end(endings.or_fallback(endings.from_exception, fallback, exc, rules), None, None, cancel_reason)
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
-        fallback = classify.Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
-        self._end(classify.or_fallback(classify.from_cancellation, fallback, cancel_reason), None, None, cancel_reason)
+        fallback = Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
+        self._end(endings.or_fallback(endings.from_cancellation, fallback, cancel_reason), None, None, cancel_reason)
 
-    def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any,
+    def _end(self, ending: Ending, served: str | None, stop_reason: Any,
              cancel_reason: str | None = None) -> None:
         if self._ended:
             return
@@ -295,8 +288,11 @@ class SamplingRecord:
             judged = substitution.judge(self._hints, served, permitted)
         else:  # nothing served: a result without a model is unjudged, a failure substituted nothing
             judged = names.SUBSTITUTION_UNJUDGED if ending.error_type is None else names.SUBSTITUTION_NONE
-        mode = self._mode(served, policy.primary_model if policy is not None else None)
-        mode, degradation_reasons = automatic.resolve(self, mode, served, judged)  # never raises
+        try:
+            mode, degradation_reasons = self._mode(policy, served, judged)
+        except Exception:  # the ending is still recorded, without a mode of its own
+            logger.debug("otel-sampling: could not decide a sampling request's mode", exc_info=True)
+            mode, degradation_reasons = names.MODE_PRIMARY, ()
 
         try:
             try:
@@ -311,6 +307,12 @@ class SamplingRecord:
         """Violations visible at the end, then remember this request for the ones after it."""
         if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
+        policy = self.server_policy()
+        if policy is not None and self._served_by:
+            endpoints = self._instruments.settings.policy.endpoints
+            if violations.crossed_boundary(self._served_by, policy.permitted_providers, policy.permitted_regions,
+                                           lambda address: region_of(endpoints, address)):
+                self._violate(names.VIOLATION_BOUNDARY_CROSSED)
         ledger = self._ledger
         if ledger is None:
             return
@@ -345,10 +347,11 @@ class SamplingRecord:
             names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
             names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
             names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
-            **({names.DEGRADATION_REASON: automatic.reason_label(degradation_reasons)} if degradation_reasons else {}),
+            **({names.DEGRADATION_REASON: state.api_instruments().reason_label.value(degradation_reasons[0])}
+               if degradation_reasons else {}),
         })
 
-    def _end_span(self, ending: classify.Ending, judged: str, mode: str, served: str | None,
+    def _end_span(self, ending: Ending, judged: str, mode: str, served: str | None,
                   stop_reason: Any, cancel_reason: str | None, degradation_reasons: tuple[str, ...] = ()) -> None:
         instruments = self._instruments
         span = self._span
@@ -382,12 +385,14 @@ class SamplingRecord:
         finally:
             span.end()
 
-    def _mode(self, served: str | None, primary: str | None) -> str:
-        if self.failed_over():
-            return names.MODE_DEGRADED
-        if served and primary and not substitution.same_family(primary, served):
-            return names.MODE_DEGRADED
-        return names.MODE_PRIMARY
+    def _mode(self, policy: ServerPolicy | None, served: str | None, judged: str) -> tuple[str, tuple[str, ...]]:
+        """The request's mode and reasons (:func:`~otel_sampling.rules.degraded_mode.request_mode`),
+        with the named degradations active now and those stamped on its span as it started."""
+        stamped = degraded_mode.stamped_reasons(getattr(self._span, "attributes", None))
+        return degraded_mode.request_mode(
+            canary=self._canary or state.canary.get(), failed_over=self._failover.failed_over, judged=judged,
+            served=served, primary=policy.primary_model if policy is not None else None,
+            last_requested=self._last_requested, named=(*state.active_reasons(), *stamped))
 
 
 _IDENTITY_VIOLATIONS = frozenset({names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED,
@@ -402,37 +407,11 @@ def _fingerprint(params: Any) -> str | None:
         return None
 
 
-def _hint_names(params: Any) -> tuple[str, ...]:
-    preferences = getattr(params, "model_preferences", None)
-    hints: Sequence[Any] = getattr(preferences, "hints", None) or ()
-    names_: list[str] = []
-    for hint in hints:
-        name = getattr(hint, "name", None)
-        if isinstance(name, str) and name:
-            names_.append(name)
-    return tuple(names_)
-
-
-def add_result_attributes(attributes: dict[str, Any], ending: classify.Ending, served: str | None,
-                          stop_reason: object, max_length: int) -> None:
-    """What a sampling request's ending says, on either side's span: ``gen_ai.response.model``,
-    ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``mcp.sampling.budget.resets_at`` and
-    ``error.type``, each cut to ``max_length``."""
-    if served:
-        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
-    reasons = classify.finish_reasons(stop_reason)
-    if reasons:
-        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
-    if ending.resets_at:
-        attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
-    if ending.error_type is not None:
-        attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)
-
-
-def _max_tokens(params: Any) -> int | None:
-    """``maxTokens`` when an OTLP exporter can carry it (mcp accepts any int)."""
-    return otlp_int(getattr(params, "max_tokens", None))
-
-
 def _context_label(value: str) -> str:
     return value if value in names.INCLUDE_CONTEXT_VALUES else names.OVERFLOW_LABEL
+
+
+def region_of(endpoints: Mapping[str, Endpoint], address: str | None) -> str | None:
+    """The region the policy's ``[endpoints]`` gives an endpoint host, or None when unknown."""
+    endpoint = endpoints.get(address) if address else None
+    return endpoint.region if endpoint is not None else None

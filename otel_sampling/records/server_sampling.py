@@ -15,15 +15,15 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_sampling import names
-from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments
-from otel_sampling.records.sampling import MAX_HINTS, _hint_names, _max_tokens, add_result_attributes
-from otel_sampling.rules import endings as classify
+from otel_sampling.records.request_attributes import add_result_attributes, hint_names, start_attributes
+from otel_sampling.rules import endings
+from otel_sampling.rules.values import Ending
 
-UNANSWERED = classify.Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
-# What an ending is when classifying it fails (classify.or_fallback).
-CANCELLED = classify.Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
-FAILED = classify.Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
+UNANSWERED = Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
+# What an ending is when classifying it fails (endings.or_fallback).
+CANCELLED = Ending(names.ENDING_CANCELLED, names.ERROR_TYPE_CANCELLED)
+FAILED = Ending(names.ENDING_ERROR, names.UNKNOWN_LABEL)
 
 
 class ServerSamplingRecord:
@@ -52,23 +52,10 @@ class ServerSamplingRecord:
         self._lock = threading.Lock()
         self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
         if span.is_recording():
-            max_length = instruments.settings.attribute_max_length
-            attributes: dict[str, Any] = {
-                names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
-                names.SAMPLING_PATH: path,
-                names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(getattr(params, "include_context", None) or "none",
-                                                                max_length),
-            }
-            hints = _hint_names(params)
-            if hints:
-                attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in hints[:MAX_HINTS]]
-            max_tokens = _max_tokens(params)
-            if max_tokens is not None:
-                attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-            for key, value in ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
-                               (names.MCP_SESSION_ID, session_id), (names.GEN_AI_TOOL_NAME, tool_name)):
-                if isinstance(value, str) and value:
-                    attributes[key] = clean(value, max_length)
+            facts = ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
+                     (names.MCP_SESSION_ID, session_id), (names.GEN_AI_TOOL_NAME, tool_name))
+            attributes = start_attributes(params, path, hint_names(params), instruments.settings.attribute_max_length,
+                                          facts)
             span.set_attributes(attributes)
 
     @property
@@ -78,23 +65,23 @@ class ServerSamplingRecord:
 
     def end_with_result(self, model: object, stop_reason: object) -> None:
         """The client's ``CreateMessageResult`` reached the server."""
-        ending = classify.or_fallback(classify.from_result, classify.COMPLETED, stop_reason)
+        ending = endings.or_fallback(endings.from_result, endings.COMPLETED, stop_reason)
         self._end(ending, model if isinstance(model, str) else None, stop_reason)
 
     def end_with_exception(self, exc: BaseException) -> None:
         """Sending failed: an ``MCPError`` (the client's error frame, a timeout, ``NoBackChannelError``),
         a cancellation, or anything else."""
-        if classify.is_cancellation(exc):
-            self._end(classify.or_fallback(classify.from_cancellation, CANCELLED, None), None, None)
+        if endings.is_cancellation(exc):
+            self._end(endings.or_fallback(endings.from_cancellation, CANCELLED, None), None, None)
         else:
-            self._end(classify.or_fallback(classify.from_exception, FAILED, exc,
+            self._end(endings.or_fallback(endings.from_exception, FAILED, exc,
                                            self._instruments.settings.policy.ending_rules), None, None)
 
     def end_unanswered(self) -> None:
         """No retry carried an answer (2026-07-28 path): denied, abandoned or lost on the client."""
         self._end(UNANSWERED, None, None)
 
-    def _end(self, ending: classify.Ending, served: str | None, stop_reason: Any) -> None:
+    def _end(self, ending: Ending, served: str | None, stop_reason: Any) -> None:
         with self._lock:
             if self._ended:
                 return

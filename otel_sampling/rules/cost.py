@@ -22,7 +22,7 @@ from otel_sampling.policy import Price
 from otel_sampling.rules.substitution import same_model
 
 if TYPE_CHECKING:
-    from otel_sampling.records.provider_call import Usage
+    from otel_sampling.rules.values import Usage
 
 logger = logging.getLogger(__name__)
 

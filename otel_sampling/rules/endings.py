@@ -1,6 +1,9 @@
-"""How a sampling request ended: pure functions over what the callback returned or raised.
+"""Endings: how a sampling request or a provider call ended. Pure functions over what was returned or raised.
 
-The ending vocabulary is ``names.ENDINGS``. Rules for error frames, first match wins
+The ending vocabulary is ``names.ENDINGS`` (``docs/telemetry.md`` "Endings"); one refusal
+vocabulary, :data:`REFUSAL_REASONS`, serves both sides.
+
+Sampling requests. Rules for error frames, first match wins
 (``docs/telemetry.md`` "Ending rules"):
 
 1. ``ErrorData.data.reason`` is itself an ending in the vocabulary other than ``completed`` (an
@@ -17,6 +20,11 @@ A callback that raises ``MCPError`` is classified by its error frame (the SDK se
 the wire); any other exception is ``error``. Cancellation is ``timeout`` when the peer's
 ``notifications/cancelled`` reason says the request timed out, else ``cancelled``.
 A result is ``completed``, or ``refused`` when its stopReason says the model refused.
+
+Provider calls (:func:`failure_of`, :func:`ending_of`): a failed call's ending follows from its
+exception or its error envelope (``timeout``, ``model.unavailable``, ``cancelled``, ``error``); a
+call that raised nothing is ``refused`` when a finish reason says so, else ``completed``
+(``docs/telemetry.md`` "Provider call endings").
 """
 
 from __future__ import annotations
@@ -25,9 +33,10 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from otel_sampling import names
+from otel_sampling.rules.values import Ending, Failure, Response
 
 if TYPE_CHECKING:
     from otel_sampling.policy import EndingRule
@@ -51,19 +60,11 @@ _CODE_ENDINGS: Mapping[int, str] = {
     POLICY_REFUSAL_CODE: names.ENDING_POLICY_DENIED,
     REQUEST_TIMEOUT_CODE: names.ENDING_TIMEOUT,
 }
-# stopReason values that mean the model declined (MCP stopReason is an open string; anthropic
-# says "refusal", openai finish_reason says "content_filter").
-_REFUSAL_STOP_REASONS = frozenset({"refusal", "content_filter"})
+#: Stop / finish reasons that mean the model declined, for a sampling result's ``stopReason`` (an
+#: open string in MCP) and a provider's finish reasons alike: anthropic ``stop_reason="refusal"``,
+#: openai ``finish_reason="content_filter"``.
+REFUSAL_REASONS = frozenset({"refusal", "content_filter"})
 _TIMEOUT_MARKERS = ("timed out", "timeout")
-
-
-class Ending(NamedTuple):
-    """One classified ending: ``ending`` from ``names.ENDINGS``; ``error_type`` for ``error.type``
-    (None when the request succeeded); ``resets_at`` from ``data.resetsAt`` when sent."""
-
-    ending: str
-    error_type: str | None = None
-    resets_at: str | None = None
 
 
 COMPLETED = Ending(names.ENDING_COMPLETED)
@@ -106,7 +107,7 @@ def or_fallback(classify_ending: Callable[..., Ending], fallback: Ending, *args:
 
 def from_result(stop_reason: object) -> Ending:
     """Classify a ``CreateMessageResult`` by its ``stopReason``."""
-    if isinstance(stop_reason, str) and stop_reason in _REFUSAL_STOP_REASONS:
+    if isinstance(stop_reason, str) and stop_reason in REFUSAL_REASONS:
         return Ending(names.ENDING_REFUSED)
     return COMPLETED
 
@@ -157,3 +158,80 @@ def qualified_name(cls: type) -> str:
 def finish_reasons(stop_reason: Any) -> tuple[str, ...]:
     """``gen_ai.response.finish_reasons`` from one stop reason (empty when absent)."""
     return (stop_reason,) if isinstance(stop_reason, str) and stop_reason else ()
+
+
+# ---------------------------------------------------------------------- provider calls
+# Endings of failed provider calls (docs/telemetry.md "Provider call endings").
+_UNAVAILABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error",
+                                      "rate_limit_exceeded", "insufficient_quota"})
+_TIMEOUT_ERROR_TYPES = frozenset({"timeout_error"})
+
+def ending_of(response: Response | None, error_type: str | None) -> str:
+    """The ending of a call that raised nothing (``error_type`` None) or failed without an
+    exception (a failure the answer reports: by its envelope type as in :func:`failure_of`, else
+    ``error``; an incomplete stream: ``error``)."""
+    if error_type is not None:
+        if error_type in _TIMEOUT_ERROR_TYPES:
+            return names.ENDING_TIMEOUT
+        if error_type in _UNAVAILABLE_ERROR_TYPES:
+            return names.ENDING_MODEL_UNAVAILABLE
+        return names.ENDING_ERROR
+    if response is not None and any(r in REFUSAL_REASONS for r in response.finish_reasons):
+        return names.ENDING_REFUSED
+    return names.ENDING_COMPLETED
+
+
+def failure_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
+               envelope_fields: tuple[str, ...] = ("type",)) -> Failure:
+    """``error.type`` and ending of a provider SDK exception.
+
+    Endings: ``cancelled`` for a cancellation (``asyncio.CancelledError``); ``timeout`` for a
+    client timeout, HTTP 408 or 504, or an envelope ``timeout_error``; ``model.unavailable`` for
+    a connection failure (including a raw ``httpx2`` transport error mid-stream), HTTP 429 or
+    any 5xx (529 overloaded included), or an envelope that says overloaded / rate limited /
+    server error (anthropic's mid-stream ``event: error`` arrives with status 200); else ``error``.
+    """
+    error_type = error_type_of(exc, timeout_types, connection_types, envelope_fields)
+    if not isinstance(exc, Exception):
+        return Failure(error_type, names.ENDING_CANCELLED)
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    if (isinstance(exc, timeout_types) or status in (408, 504) or error_type in _TIMEOUT_ERROR_TYPES):
+        return Failure(error_type, names.ENDING_TIMEOUT)
+    if (isinstance(exc, connection_types) or status == 429 or (status is not None and status >= 500)
+            or error_type in _UNAVAILABLE_ERROR_TYPES):
+        return Failure(error_type, names.ENDING_MODEL_UNAVAILABLE)
+    return Failure(error_type, names.ENDING_ERROR)
+
+
+def fallback_failure(exc: BaseException) -> Failure:
+    """What a call ends with when classifying its error failed (our bug, not the host's)."""
+    if not isinstance(exc, Exception):
+        return Failure(names.ERROR_TYPE_CANCELLED, names.ENDING_CANCELLED)
+    return Failure(qualified_name(type(exc)), names.ENDING_ERROR)
+
+
+def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
+                  envelope_fields: tuple[str, ...] = ("type",)) -> str:
+    """Low-cardinality ``error.type`` for a provider SDK exception.
+
+    ``cancelled`` for a cancellation; the first of ``envelope_fields`` the provider's error body
+    set (anthropic ``type``: ``overloaded_error``; openai ``code``, then ``type``); else the HTTP
+    status code; else ``timeout`` / ``connection_error`` for transport failures (including raw
+    ``httpx2`` errors raised mid-stream); else the exception's qualified class name. Metric labels
+    pass it through a bounded label set.
+    """
+    if not isinstance(exc, Exception):  # asyncio.CancelledError and other BaseExceptions
+        return names.ERROR_TYPE_CANCELLED
+    for field in envelope_fields:
+        value = getattr(exc, field, None)
+        if isinstance(value, str) and value:
+            return value
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return str(status)
+    if isinstance(exc, timeout_types):  # before connection: APITimeoutError subclasses APIConnectionError
+        return names.ERROR_TYPE_TIMEOUT
+    if isinstance(exc, connection_types):
+        return names.ERROR_TYPE_CONNECTION
+    return qualified_name(type(exc))

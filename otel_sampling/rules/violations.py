@@ -15,7 +15,7 @@ A sampling request is "the same question" as an earlier one when their fingerpri
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import NamedTuple
 
 from otel_sampling import names
@@ -135,8 +135,8 @@ def violations_at_end(earlier: Seen, server: str | None, ending: str, granted: s
     return found
 
 
-def crossed_boundary(served: Iterable[tuple[str, str | None]], permitted_providers: Iterable[str] | None,
-                     permitted_regions: Iterable[str] | None, region_of: Callable[[str | None], str | None]) -> bool:
+def crossed_boundary(served: Iterable[tuple[str, str | None]], permitted_providers: Collection[str] | None,
+                     permitted_regions: Collection[str] | None, region_of: Callable[[str | None], str | None]) -> bool:
     """True when a call that served the request ran outside the compliance boundary.
 
     Args:

@@ -1,0 +1,72 @@
+"""The span attributes of one ``sampling/createMessage``, shared by the host's and the server's span.
+
+What the request asked (:func:`start_attributes`) and what its ending said
+(:func:`add_result_attributes`) are the same on both sides; each side adds the facts only it
+knows (the host: JSON-RPC id, server version, transport, fingerprint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from otel_sampling import names
+from otel_sampling.labels import clean, otlp_int
+from otel_sampling.rules import endings
+from otel_sampling.rules.values import Ending
+
+MAX_HINTS = 16  # model hints kept on the span (all are used to judge substitution)
+
+
+def hint_names(params: Any) -> tuple[str, ...]:
+    """``modelPreferences.hints[].name`` in order, the non-empty strings only."""
+    preferences = getattr(params, "model_preferences", None)
+    hints: Sequence[Any] = getattr(preferences, "hints", None) or ()
+    found: list[str] = []
+    for hint in hints:
+        name = getattr(hint, "name", None)
+        if isinstance(name, str) and name:
+            found.append(name)
+    return tuple(found)
+
+
+def include_context(params: Any) -> str:
+    """The ``includeContext`` the request asked for (``none`` when absent)."""
+    return getattr(params, "include_context", None) or "none"
+
+
+def start_attributes(params: Any, path: str, hints: Sequence[str], max_length: int,
+                     facts: Iterable[tuple[str, object]] = ()) -> dict[str, Any]:
+    """``mcp.method.name``, ``mcp.sampling.path``, the requested ``includeContext``, the first
+    ``MAX_HINTS`` hints, ``gen_ai.request.max_tokens`` (when an OTLP exporter can carry it), and each
+    ``(key, value)`` of ``facts`` whose value is a non-empty string; every string cut to ``max_length``."""
+    attributes: dict[str, Any] = {
+        names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
+        names.SAMPLING_PATH: path,
+        names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: clean(include_context(params), max_length),
+    }
+    if hints:
+        attributes[names.SAMPLING_MODEL_HINTS] = [clean(h, max_length) for h in hints[:MAX_HINTS]]
+    max_tokens = otlp_int(getattr(params, "max_tokens", None))  # mcp accepts any int
+    if max_tokens is not None:
+        attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    for key, value in facts:
+        if isinstance(value, str) and value:
+            attributes[key] = clean(value, max_length)
+    return attributes
+
+
+def add_result_attributes(attributes: dict[str, Any], ending: Ending, served: str | None,
+                          stop_reason: object, max_length: int) -> None:
+    """What a sampling request's ending says, on either side's span: ``gen_ai.response.model``,
+    ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``mcp.sampling.budget.resets_at`` and
+    ``error.type``, each cut to ``max_length``."""
+    if served:
+        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)
+    reasons = endings.finish_reasons(stop_reason)
+    if reasons:
+        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
+    if ending.resets_at:
+        attributes[names.SAMPLING_BUDGET_RESETS_AT] = clean(ending.resets_at, max_length)
+    if ending.error_type is not None:
+        attributes[names.ERROR_TYPE] = clean(ending.error_type, max_length)

@@ -1,0 +1,401 @@
+"""A run: one task of the agent, its mode, outcome, cost, and whether the person was told.
+
+A run is explicit (``with otel_sampling.run("ticket-triage"):``, sync or ``async with``; a
+:class:`contextvars.ContextVar` carries it into tasks) or, by default, the local root span: the
+span processor the instrumentors install treats every span started with no local parent, outside
+an explicit run, as the root of a run that ends when that span ends (except CLIENT and PRODUCER
+spans: an outgoing call with nothing around it, such as a connection handshake, is not a task). Spans belong to the run
+current when they start, or else to the run that owns their trace (so a sampling span whose
+parent came from the server through ``params._meta`` still lands in the host's run).
+
+A run is degraded if anything inside it was: a span that ended inside it with
+``degradation.mode=degraded``, or a named degradation active at any moment while it was open.
+When it ends it records ``agent.runs``, ``agent.run.cost.usd`` (sum of :func:`add_cost` inside
+it) and ``agent.run.duration``. A run that ended degraded, or that contains a substitution outside
+policy, without an ``otel_sampling.disclose()`` call is a silent-degradation incident (a signal
+that never reaches the person is a record, not a control): span event
+``degradation.silent_incident`` and ``degradation.silent_incidents``.
+
+The registry of open runs lives in :mod:`otel_sampling.state`; this module is the only one that
+reads or writes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from contextvars import Token
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_sampling import names, state
+from otel_sampling.labels import finite
+from otel_sampling.rules.degraded_mode import reasons_of
+
+logger = logging.getLogger(__name__)
+
+MAX_REASONS = 16  # distinct degradation reasons remembered per run
+# An outgoing call with nothing around it (a connection handshake, a notification, a bare
+# provider call) is not a task: only INTERNAL, SERVER and CONSUMER local roots start runs.
+_NOT_A_TASK = (SpanKind.CLIENT, SpanKind.PRODUCER)
+
+_runs = state.runs  # the open runs and what they own (process-wide)
+
+
+class Run:
+    """State of one run. Hosts get it from ``with otel_sampling.run(...) as run`` to set the outcome."""
+
+    __slots__ = ("name", "_lock", "_degraded", "_reasons", "_outside_policy", "_disclosed", "_cost", "_outcome",
+                 "_ended", "_trace_ids", "_root_span_id", "last_served", "_parent", "__weakref__")
+
+    def __init__(self, name: str, root_span_id: int | None = None, parent: Run | None = None) -> None:
+        self.name = name
+        self._parent = parent  # the run this one is nested in: what happens inside counts there too
+        self._lock = threading.Lock()
+        self._degraded = False
+        self._reasons: dict[str, None] = {}
+        self._outside_policy = False
+        self._disclosed = False
+        self._cost = 0.0
+        self._outcome: str | None = None
+        self._ended = False
+        self._trace_ids: dict[int, None] = {}  # traces it owns in _runs.by_trace (leave with their eviction)
+        self._root_span_id = root_span_id  # set for an implicit run: the local root span
+        # (model, provider, region) of the last provider call that succeeded inside the run
+        self.last_served: tuple[str | None, str, str | None] | None = None
+
+    @property
+    def degraded(self) -> bool:
+        return self._degraded
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """``degradation.reason`` values seen inside the run so far, first seen first (``_unknown``
+        when only spans that gave no reason were degraded)."""
+        return tuple(self._reasons) or ((names.UNKNOWN_LABEL,) if self._degraded else ())
+
+    @property
+    def disclosed(self) -> bool:
+        return self._disclosed
+
+    @property
+    def cost_usd(self) -> float:
+        return self._cost
+
+    def set_outcome(self, outcome: str) -> None:
+        """Set the outcome the run ends with (default ``completed``, or ``failed`` on an exception).
+
+        ``outcome`` is a short host-chosen word (``"abandoned"``, ``"escalated"``); it becomes the
+        ``agent.run.outcome`` label, capped like every host-named label. ``"denied"``
+        (``names.OUTCOME_DENIED``) is the one the five numbers read: the task was declined by
+        policy, the user or the budget before any model was asked, so it was not attempted and
+        the completion rate leaves it out (``"failed"`` is a task attempted and not done).
+
+        Raises:
+            TypeError: not a string.  ValueError: empty.
+        """
+        if not isinstance(outcome, str):
+            raise TypeError(f"run outcome must be a string, got {type(outcome).__name__}")
+        if not outcome.strip():
+            raise ValueError("run outcome must not be empty")
+        self._outcome = outcome
+
+    def mark_degraded(self, reasons: tuple[str, ...] | list[str]) -> None:
+        with self._lock:
+            self._degraded = True
+            for reason in reasons:
+                if len(self._reasons) < MAX_REASONS:
+                    self._reasons.setdefault(str(reason), None)
+        if self._parent is not None:
+            self._parent.mark_degraded(reasons)
+
+    def _note_outside_policy(self) -> None:
+        self._outside_policy = True
+        if self._parent is not None:
+            self._parent._note_outside_policy()
+
+    def note_disclosure(self) -> None:
+        """The person was told about the degradation (``otel_sampling.disclose``); the enclosing runs too."""
+        self._disclosed = True
+        if self._parent is not None:
+            self._parent.note_disclosure()
+
+    def _add_cost(self, usd: float) -> None:  # counted once, in the innermost run
+        with self._lock:
+            self._cost += usd
+
+    def __repr__(self) -> str:
+        return f"Run(name={self.name!r}, degraded={self.degraded}, disclosed={self._disclosed})"
+
+
+class RunScope:
+    """The explicit run scope :func:`run` returns: ``with`` / ``async with`` yields the :class:`Run`."""
+
+    __slots__ = ("_run", "_span", "_start", "_tokens")
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"run name must be a string, got {type(name).__name__}")
+        if not name.strip():
+            raise ValueError("run name must not be empty")
+        self._run = Run(name)  # its parent is the run current where it is entered, not where it is built
+        self._span: trace.Span | None = None
+        self._start = 0.0
+        self._tokens: tuple[Token[Run | None], object] | None = None
+
+    def __enter__(self) -> Run:
+        run = self._run
+        # Nested in the run current here, explicit or implicit (a framework's root span): what
+        # happens inside counts there too, and the silent incident is counted once, out there.
+        parent = current_run()
+        run._parent = parent if parent is not None and not parent._ended else None
+        token = state.current_run.set(run)  # first: the run's own span belongs to it, not to a new implicit run
+        _register(run)
+        active = state.active_reasons()
+        if active:
+            run.mark_degraded(active)
+        self._start = time.perf_counter()
+        otel_token = None
+        try:
+            telemetry = state.api_instruments()
+            label = telemetry.run_name_label.value(run.name)
+            span = telemetry.tracer.start_span(f"{names.OPERATION_INVOKE_AGENT} {label}", kind=SpanKind.INTERNAL)
+            if span.is_recording():
+                span.set_attributes({names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+                                     names.AGENT_RUN_NAME: label})
+            self._span = span
+            _own_trace(run, span.get_span_context())
+            otel_token = otel_context.attach(trace.set_span_in_context(span))
+        except Exception:
+            logger.debug("otel-sampling: could not start the run span", exc_info=True)
+        self._tokens = (token, otel_token)
+        return run
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        run = self._run
+        if exc is not None and run._outcome is None:
+            run._outcome = names.OUTCOME_FAILED
+        if self._tokens is not None:
+            token, otel_token = self._tokens
+            self._tokens = None
+            if otel_token is not None:
+                otel_context.detach(otel_token)  # type: ignore[arg-type]
+            try:
+                state.current_run.reset(token)
+            except ValueError:  # exited in another context than it was entered in: nothing to undo here
+                logger.debug("otel-sampling: run %r exited in another context", run.name, exc_info=True)
+        span = self._span
+        try:
+            _finish(run, time.perf_counter() - self._start, span)
+        finally:
+            if span is not None:
+                if exc is not None and span.is_recording():
+                    span.set_status(Status(StatusCode.ERROR))
+                    span.set_attribute(names.ERROR_TYPE, type(exc).__qualname__)
+                span.end()
+
+    async def __aenter__(self) -> Run:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+def current_run() -> Run | None:
+    """The run in this context: the explicit one, else the one owning the current span's trace."""
+    explicit = _explicit()
+    if explicit is not None:
+        return explicit
+    if not _runs.by_trace:  # no run owns any trace (a bare provider call): skip the context lookup
+        return None
+    trace_id = trace.get_current_span().get_span_context().trace_id
+    return _runs.by_trace.get(trace_id) if trace_id else None
+
+
+def current_reasons() -> tuple[str, ...]:
+    """Why the current state is degraded: active named degradations, a canary block, and what the
+    current run has seen so far; empty when it is primary."""
+    reasons = state.active_reasons()
+    current = current_run()
+    if current is not None and current.degraded:
+        reasons = tuple(dict.fromkeys((*reasons, *current.reasons)))
+    return reasons
+
+
+def current_mode() -> str:
+    """``degraded`` when :func:`current_reasons` is not empty, else ``primary``."""
+    return names.MODE_DEGRADED if current_reasons() else names.MODE_PRIMARY
+
+
+def add_cost(usd: float, span: trace.Span | None = None) -> None:
+    """Add ``usd`` (US dollars, finite, >= 0) to the run that ``span`` (default: the current
+    context) belongs to; summed into ``agent.run.cost.usd`` when the run ends. No run: nothing.
+
+    Raises:
+        TypeError: not a number (a bool is not one).  ValueError: negative or not finite.
+    """
+    if isinstance(usd, bool) or not isinstance(usd, (int, float)):
+        raise TypeError(f"cost must be a number of USD, got {type(usd).__name__}")
+    if not finite(usd) or usd < 0:
+        raise ValueError(f"cost must be a finite, non-negative number of USD, got {usd!r:.40}")
+    target = _explicit() if span is None else None
+    if target is None:
+        trace_id = (span or trace.get_current_span()).get_span_context().trace_id
+        target = _runs.by_trace.get(trace_id) if trace_id else None
+    if target is not None and not target._ended:
+        target._add_cost(float(usd))
+
+
+# ---------------------------------------------------------------------- called by the span processor
+def span_started(span: Any, parent_context: otel_context.Context | None) -> None:
+    """Attribute a started span to a run; a local root outside any run starts an implicit one."""
+    span_context = span.get_span_context()
+    trace_id = span_context.trace_id
+    explicit = _explicit()
+    if explicit is not None:
+        _own_trace(explicit, span_context)
+        if _runs.by_trace.get(trace_id) is not explicit:
+            with _runs.lock:
+                _runs.by_span[span_context.span_id] = explicit
+                while len(_runs.by_span) > state.MAX_OPEN_RUNS:
+                    _runs.by_span.popitem(last=False)
+        return
+    # Cheapest test first: every provider call's span is CLIENT, and outside an explicit run none
+    # of the checks below can make a CLIENT span more than a return.
+    if getattr(span, "kind", None) in _NOT_A_TASK or trace_id in _runs.by_trace:
+        return
+    parent = trace.get_current_span(parent_context).get_span_context()
+    if parent.is_valid and not parent.is_remote:
+        return  # a local child of a span that belongs to no run (started before instrumentation)
+    implicit = Run(getattr(span, "name", "") or names.UNKNOWN_LABEL, root_span_id=span_context.span_id)
+    active = state.active_reasons()
+    if active:
+        implicit.mark_degraded(active)
+    _register(implicit)
+    _own_trace(implicit, span_context)
+
+
+def span_ended(span: Any) -> None:
+    """Fold an ended span into its run; the end of an implicit run's root ends the run."""
+    span_context = span.get_span_context() if hasattr(span, "get_span_context") else span.context
+    owner = _runs.by_span.pop(span_context.span_id, None) if _runs.by_span else None
+    owner = owner or _runs.by_trace.get(span_context.trace_id)
+    if owner is None or owner._ended:
+        return
+    attributes = span.attributes or {}
+    if attributes.get(names.DEGRADATION_MODE) == names.MODE_DEGRADED:
+        owner.mark_degraded(reasons_of(attributes.get(names.DEGRADATION_REASON)))
+    if attributes.get(names.SAMPLING_SUBSTITUTION) == names.SUBSTITUTION_OUTSIDE_POLICY:
+        owner._note_outside_policy()
+    if owner._root_span_id == span_context.span_id:
+        if owner._outcome is None:
+            failed = span.status is not None and span.status.status_code is StatusCode.ERROR
+            owner._outcome = names.OUTCOME_FAILED if failed else names.OUTCOME_COMPLETED
+        start, end = span.start_time or 0, span.end_time or 0
+        _finish(owner, max(0, end - start) / 1e9, None, incident_parent=span_context)
+
+
+def mark_open_runs_degraded(reason: str) -> None:
+    """A named degradation was entered: every run open now ran degraded, for ``reason``."""
+    with _runs.lock:
+        open_runs = tuple(_runs.open.values())
+    for open_run in open_runs:
+        open_run.mark_degraded((reason,))
+
+
+# ---------------------------------------------------------------------- internals
+def _explicit() -> Run | None:
+    """The explicit run of this context while it is open. A task started inside a run keeps the
+    run in its context after the run ended: its later work is not that run's."""
+    explicit = state.current_run.get()
+    return explicit if explicit is not None and not explicit._ended else None
+
+
+def _register(new: Run) -> None:
+    with _runs.lock:
+        _runs.open[id(new)] = new
+        while len(_runs.open) > state.MAX_OPEN_RUNS:
+            _, evicted = _runs.open.popitem(last=False)
+            _forget_traces(evicted)
+
+
+def _own_trace(owner: Run, span_context: trace.SpanContext) -> None:
+    trace_id = span_context.trace_id
+    if not span_context.is_valid or trace_id in _runs.by_trace:
+        return
+    with _runs.lock:
+        if owner._ended or trace_id in _runs.by_trace:
+            return
+        _runs.by_trace[trace_id] = owner
+        owner._trace_ids[trace_id] = None
+        while len(_runs.by_trace) > state.MAX_OPEN_RUNS:
+            evicted, previous_owner = _runs.by_trace.popitem(last=False)
+            previous_owner._trace_ids.pop(evicted, None)  # a run open for a million traces keeps 4096
+
+
+def _forget_traces(ended: Run) -> None:  # called with _lock held
+    for trace_id in ended._trace_ids:
+        if _runs.by_trace.get(trace_id) is ended:
+            del _runs.by_trace[trace_id]
+
+
+def _finish(ended: Run, duration_s: float, span: trace.Span | None,
+            incident_parent: trace.SpanContext | None = None) -> None:
+    with _runs.lock:
+        if ended._ended:
+            return
+        ended._ended = True
+        _runs.open.pop(id(ended), None)
+        _forget_traces(ended)
+    try:
+        _record(ended, duration_s, span, incident_parent)
+    except Exception:
+        logger.debug("otel-sampling: could not record the end of run %r", ended.name, exc_info=True)
+    # An ended run passes nothing on: a run nested in it keeps it, but not the chain above it
+    # (a job that starts the next job from inside its run would otherwise keep every earlier run).
+    ended._parent = None
+
+
+def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None) -> None:
+    telemetry = state.api_instruments()
+    name = telemetry.run_name_label.value(ended.name)
+    mode = names.MODE_DEGRADED if ended.degraded else names.MODE_PRIMARY
+    outcome = telemetry.outcome_label.value(ended._outcome or names.OUTCOME_COMPLETED)
+    disclosed = "true" if ended.disclosed else "false"
+    reasons = [telemetry.reason_label.value(r) for r in ended.reasons]
+    base = {names.AGENT_RUN_NAME: name, names.DEGRADATION_MODE: mode, names.AGENT_RUN_OUTCOME: outcome}
+    telemetry.agent_runs.add(1, {**base, names.AGENT_RUN_DISCLOSED: disclosed})
+    telemetry.run_cost.add(ended.cost_usd, base)  # also 0: cost per completed task divides by runs of every mode
+    telemetry.run_duration.record(duration_s, base)
+
+    if span is not None and span.is_recording():
+        attributes: dict[str, Any] = {names.DEGRADATION_MODE: mode, names.AGENT_RUN_OUTCOME: outcome,
+                                      names.AGENT_RUN_DISCLOSED: disclosed}
+        if reasons:
+            attributes[names.DEGRADATION_REASON] = reasons
+        span.set_attributes(attributes)
+
+    causes = [c for c, seen in ((names.MODE_DEGRADED, ended.degraded),
+                                (names.SUBSTITUTION_OUTSIDE_POLICY, ended._outside_policy)) if seen]
+    if not causes or ended.disclosed:
+        return
+    if ended._parent is not None and not ended._parent._ended:
+        return  # the enclosing run is degraded too and counts the one incident (or its disclosure prevents it)
+    telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name})
+    event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: causes}
+    if reasons:
+        event[names.DEGRADATION_REASON] = reasons
+    if span is not None:
+        span.add_event(names.EVENT_SILENT_INCIDENT, event)
+    elif incident_parent is not None:
+        # An implicit run ends with its root span, which is already read-only: the event goes on
+        # a zero-length child span of that root.
+        parent = otel_context.Context() if not incident_parent.is_valid else trace.set_span_in_context(
+            trace.NonRecordingSpan(incident_parent))
+        child = telemetry.tracer.start_span(names.EVENT_SILENT_INCIDENT, context=parent, kind=SpanKind.INTERNAL)
+        child.add_event(names.EVENT_SILENT_INCIDENT, event)
+        child.end()

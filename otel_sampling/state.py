@@ -1,0 +1,206 @@
+"""All process-wide mutable state of otel-sampling, in one module.
+
+Everything else is a pure rule (:mod:`otel_sampling.rules`), a record that lives as long as one
+request, call or run (:mod:`otel_sampling.records`), or a wrapper. What outlives them is here:
+
+* the named degradations active now, and every ``(component, reason)`` pair entered so far (the
+  gauges report 0 for those that exited): :func:`activate`, :func:`deactivate`,
+  :func:`active_degradations`, :func:`active_reasons`, :func:`degradation_counts`;
+* the context variables: the sampling request whose callback runs here (:data:`current_request`),
+  the explicit run (:data:`current_run`), the canary flag (:data:`canary`);
+* the open runs and the traces and spans they own (:data:`runs`, read and written by
+  :mod:`otel_sampling.records.run` under ``runs.lock``);
+* the API instruments bound by the most recent ``instrument()`` (:func:`bind_api`,
+  :func:`api_instruments`);
+* how many instrumentors are instrumented (:func:`hooks_enabled`: the span processor and log
+  fields run while one is), the span processor of each tracer provider and the log record factory.
+
+Locks: the degradation registry and the run registry each have one; readers of the active tuple
+need none (it is replaced whole).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import metrics, trace
+
+from otel_sampling import names
+from otel_sampling.metrics import ApiInstruments
+from otel_sampling.settings import Settings
+
+if TYPE_CHECKING:
+    from otel_sampling.degradation import Degradation
+    from otel_sampling.records.run import Run
+    from otel_sampling.records.sampling import SamplingRecord
+
+# ---------------------------------------------------------------------- context variables
+#: The sampling request whose host callback is running in this context (set by the record).
+current_request: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_request", default=None)
+#: The explicit run (``with otel_sampling.run(...)``) of this context.
+current_run: ContextVar[Run | None] = ContextVar("otel_sampling_current_run", default=None)
+#: True inside ``otel_sampling.canary()``.
+canary: ContextVar[bool] = ContextVar("otel_sampling_canary", default=False)
+
+# ---------------------------------------------------------------------- named degradations
+#: (component, reason) pairs remembered for the gauges; bounded like a label set.
+MAX_KNOWN = 1000
+#: Reasons, and degradations, named on each span and log record: a host that leaks thousands of
+#: active degradations must not put thousands of strings on every span.
+MAX_STAMPED = 16
+
+_degradations_lock = threading.Lock()
+_active: tuple[Degradation, ...] = ()  # replaced whole under the lock: readers need no lock
+_known: dict[tuple[str, str], None] = {}
+
+
+def activate(degradation: Degradation) -> bool:
+    """Add ``degradation`` to the active ones; False when it already was."""
+    global _active
+    with _degradations_lock:
+        if degradation in _active:
+            return False
+        _active = (*_active, degradation)
+        if len(_known) < MAX_KNOWN:
+            _known.setdefault((degradation.component, degradation.reason), None)
+    return True
+
+
+def deactivate(degradation: Degradation) -> bool:
+    """Remove ``degradation`` from the active ones; False when it was not active."""
+    global _active
+    with _degradations_lock:
+        if degradation not in _active:
+            return False
+        _active = tuple(d for d in _active if d is not degradation)
+    return True
+
+
+def active_degradations() -> tuple[Degradation, ...]:
+    """The named degradations active now, in the order they were entered."""
+    return _active
+
+
+def active_reasons() -> tuple[str, ...]:
+    """``degradation.reason`` values of the state around the caller: every active degradation's
+    reason (the first ``MAX_STAMPED`` distinct ones), plus ``canary`` inside a canary block;
+    empty when nothing is degraded. Read on every span start and log record."""
+    active = _active
+    if not active:
+        return (names.REASON_CANARY,) if canary.get() else ()
+    reasons = tuple(dict.fromkeys(d.reason for d in active))[:MAX_STAMPED]
+    return (*reasons, names.REASON_CANARY) if canary.get() else reasons
+
+
+def degradation_counts(now: dt.datetime | None = None) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """(component, reason) -> how many are active, and how many of those are past ``expires_at``
+    at ``now`` (default: the current UTC time); every pair ever entered is present (0 once exited)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    with _degradations_lock:
+        known, current = tuple(_known), _active
+    active: dict[tuple[str, str], int] = dict.fromkeys(known, 0)
+    expired: dict[tuple[str, str], int] = dict.fromkeys(known, 0)
+    for degradation in current:
+        key = (degradation.component, degradation.reason)
+        active[key] = active.get(key, 0) + 1
+        if degradation.expired(now):
+            expired[key] = expired.get(key, 0) + 1
+    return active, expired
+
+
+# ---------------------------------------------------------------------- runs
+#: Runs tracked at once (a root span that never ends must not grow memory).
+MAX_OPEN_RUNS = 4096
+
+
+class RunRegistry:
+    """The open runs and what they own; every field is read and written under :attr:`lock`
+    (``by_trace`` may be read without it: a dict lookup is atomic)."""
+
+    __slots__ = ("lock", "by_trace", "open", "by_span")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_trace: OrderedDict[int, Run] = OrderedDict()  # trace id -> run owning it, oldest first
+        self.open: OrderedDict[int, Run] = OrderedDict()  # id(run) -> run, oldest first
+        # span id -> run, for spans of an explicit run whose trace another run owns (a run nested in a run)
+        self.by_span: OrderedDict[int, Run] = OrderedDict()
+
+
+runs = RunRegistry()
+
+# ---------------------------------------------------------------------- API instruments
+_api_lock = threading.Lock()
+_api: ApiInstruments | None = None
+
+
+def bind_api(settings: Settings, tracer_provider: trace.TracerProvider | None = None,
+             meter_provider: metrics.MeterProvider | None = None) -> ApiInstruments:
+    """Make the public API record through these providers (every ``instrument()`` calls it).
+    Binding again to the same providers keeps the existing set, so the observable gauges are
+    registered once per meter provider."""
+    global _api
+    with _api_lock:
+        bound = _api
+        if bound is None or bound.tracer_provider is not tracer_provider or bound.meter_provider is not meter_provider:
+            _api = bound = ApiInstruments(settings, degradation_counts, tracer_provider, meter_provider)
+        return bound
+
+
+def api_instruments() -> ApiInstruments:
+    """The bound API instruments; before any ``instrument()``, a set on the global providers."""
+    bound = _api
+    return bound if bound is not None else bind_api(Settings())
+
+
+# ---------------------------------------------------------------------- instrumentors
+_users_lock = threading.Lock()
+_users = 0  # instrumentors currently instrumented
+processors_lock = threading.Lock()
+#: tracer provider -> the span processor installed on it (once per provider however many instrumentors ask)
+span_processors: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+class LogFields:
+    """The log record factory the log fields installed, and the one it wraps."""
+
+    __slots__ = ("previous", "factory", "enabled")
+
+    def __init__(self) -> None:
+        self.previous: Any = None
+        self.factory: Any = None
+        self.enabled = False
+
+
+log_fields = LogFields()
+
+
+def hooks_enabled() -> bool:
+    """True while at least one instrumentor is instrumented (the span processor and log fields work)."""
+    return _users > 0
+
+
+def add_user(install_hooks: Callable[[], None]) -> None:
+    """One more instrumentor is instrumented; the first one calls ``install_hooks``."""
+    global _users
+    with _users_lock:
+        _users += 1
+        if _users == 1:
+            install_hooks()
+
+
+def remove_user(uninstall_hooks: Callable[[], None]) -> None:
+    """One instrumentor was uninstrumented; the last one calls ``uninstall_hooks``."""
+    global _users
+    with _users_lock:
+        if _users == 0:
+            return
+        _users -= 1
+        if _users == 0:
+            uninstall_hooks()
