@@ -83,7 +83,8 @@ def sampling_error(reason: str, message: str,
     """A well-formed MCP ``ErrorData`` for denying a ``sampling/createMessage`` request.
 
     Return it from the sampling callback, or raise ``mcp.MCPError.from_error_data(...)``; both
-    are classified alike (``docs/telemetry.md``, "Ending rules").
+    are classified alike (``docs/telemetry.md``, "Ending rules"). On mcp 1.x, return it: mcp 1.x
+    answers any exception the callback raises with ``-32602``.
 
     Args:
         reason: the ending, one of ``"user.denied"`` (code ``-1``, the MCP spec's user rejection),
@@ -96,15 +97,14 @@ def sampling_error(reason: str, message: str,
             Sent as ``data.resetsAt``; recorded as ``mcp.sampling.budget.resets_at``.
 
     Returns:
-        ``mcp_types.ErrorData(code, message, data={"reason": reason[, "resetsAt": ...]})``.
+        ``ErrorData(code, message, data={"reason": reason[, "resetsAt": ...]})`` of the installed mcp:
+        ``mcp_types.ErrorData`` on mcp 2.x, ``mcp.types.ErrorData`` on mcp 1.x.
 
     Raises:
         ValueError: an unknown reason, an empty message, a naive datetime or a string that is not
             an ISO 8601 date-time with an offset.
-        ImportError: the ``mcp`` extra is not installed.
+        ImportError: neither mcp 2.x nor mcp 1.x is installed.
     """
-    import mcp_types
-
     if not isinstance(reason, str) or reason not in ERROR_CODES:  # a list or dict is unhashable
         raise ValueError(f"reason must be one of {', '.join(ERROR_CODES)}; got {reason!r}")
     if not isinstance(message, str) or not message.strip():
@@ -112,7 +112,15 @@ def sampling_error(reason: str, message: str,
     data: dict[str, Any] = {"reason": reason}
     if resets_at is not None:
         data["resetsAt"] = iso_instant(resets_at, "resets_at")
-    return mcp_types.ErrorData(code=ERROR_CODES[reason], message=message, data=data)
+    return _error_data_type()(code=ERROR_CODES[reason], message=message, data=data)
+
+
+def _error_data_type() -> type[mcp_types.ErrorData]:
+    try:
+        from mcp_types import ErrorData  # mcp 2.x
+    except ImportError:
+        from mcp.types import ErrorData  # mcp 1.x: the same fields
+    return ErrorData
 
 
 def record_grant(server: str, add_usd: float, expires_at: datetime.datetime | str, granted_by: str) -> None:

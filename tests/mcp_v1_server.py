@@ -1,7 +1,7 @@
 """The mcp 1.x MCP server the mcp 1.x tests talk to (in-process, or over stdio when run as a script).
 
 Tools:
-* ``sample(hint, include_context)`` asks the client for a completion with
+* ``sample(hint, include_context, text)`` asks the client for a completion with
   ``ctx.session.create_message`` and returns ``"<model>|<stopReason>"``; a client error frame
   becomes the tool's error result (FastMCP turns the ``McpError`` into ``isError``).
 * ``sample_traced(traceparent)`` sends the request itself with ``params._meta.traceparent`` set, as
@@ -12,17 +12,19 @@ from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
 
 SERVER_NAME = "sampling-test-server"
+SERVER_VERSION = "1.0.0"  # sent as serverInfo.version in the initialize result
 
 
 def build_server(name: str = SERVER_NAME) -> FastMCP:
     server = FastMCP(name)
+    server._mcp_server.version = SERVER_VERSION  # FastMCP 1.x takes no version; its low-level server does
 
     @server.tool()
-    async def sample(ctx: Context, hint: str = "claude-sonnet", include_context: str = "thisServer") -> str:
+    async def sample(ctx: Context, hint: str = "claude-sonnet", include_context: str = "thisServer",
+                     text: str = "Printer on fire") -> str:
         hints = [types.ModelHint(name=h) for h in hint.split(",") if h]
         result = await ctx.session.create_message(
-            messages=[types.SamplingMessage(role="user",
-                                            content=types.TextContent(type="text", text="Printer on fire"))],
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))],
             max_tokens=64,
             system_prompt="You summarise tickets.",
             include_context=include_context or None,

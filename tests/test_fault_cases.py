@@ -34,8 +34,9 @@ from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.instrumentation import _provider
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
-from otel_sampling.instrumentation.mcp import CANCEL_REASONS_PER_DISPATCHER, MCPSamplingInstrumentor, _CancelReasons
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+from otel_sampling.instrumentation.mcp_v2 import CANCEL_REASONS_PER_DISPATCHER, _CancelReasons
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.rules import endings

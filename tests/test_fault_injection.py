@@ -58,9 +58,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from conftest import SPANS, TRACER_PROVIDER
 from otel_sampling import names
+from otel_sampling.instrumentation import _mcp_host as mcp_host_module
 from otel_sampling.instrumentation import anthropic as anthropic_module
-from otel_sampling.instrumentation import mcp as mcp_module
 from otel_sampling.instrumentation import mcp_server as mcp_server_module
+from otel_sampling.instrumentation import mcp_v2 as mcp_v2_module
 from otel_sampling.instrumentation import openai as openai_module
 from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._provider import ProviderState
@@ -74,6 +75,7 @@ from otel_sampling.records import identity
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.provider_call import ProviderCall
+from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.records.server_sampling import ServerSamplingRecord
 from otel_sampling.rules import cost, degraded_mode, endings, substitution
 from sampling_server import build_server
@@ -176,24 +178,25 @@ SDK_STEPS = [
 _static = staticmethod
 
 MCP_HOST_STEPS = [
-    _attr(mcp_module.SamplingRecord, "__init__"),
-    _attr(mcp_module.SamplingRecord, "_describe"),  # attribute extraction
-    _attr(mcp_module.SamplingRecord, "activate"),
-    _attr(mcp_module.SamplingRecord, "deactivate"),
-    _attr(mcp_module.SamplingRecord, "end_with_result"),
-    _attr(mcp_module.SamplingRecord, "end_with_error_frame"),
-    _attr(mcp_module.SamplingRecord, "end_with_exception"),
+    _attr(SamplingRecord, "__init__"),
+    _attr(SamplingRecord, "_describe"),  # attribute extraction
+    _attr(SamplingRecord, "activate"),
+    _attr(SamplingRecord, "deactivate"),
+    _attr(SamplingRecord, "end_with_result"),
+    _attr(SamplingRecord, "end_with_error_frame"),
+    _attr(SamplingRecord, "end_with_exception"),
     _attr(identity, "fingerprint"),
     _attr(endings, "from_result"),
     _attr(endings, "from_error_frame"),
     _attr(endings, "from_exception"),
     _attr(substitution, "judge"),
     _attr(degraded_mode, "request_mode"),
-    _attr(mcp_module._CancelReasons, "pop"),
-    _attr(mcp_module._Connections, "describe"),
-    _attr(mcp_module._Connections, "tool_for"),
+    _attr(mcp_v2_module._CancelReasons, "pop"),
+    _attr(mcp_v2_module.State, "server_facts"),
+    _attr(mcp_host_module.Connections, "describe"),
+    _attr(mcp_host_module.Connections, "tool_for"),
     _attr(Ledger, "note_ending"),
-    _attr(mcp_module, "_parent_of"),
+    _attr(mcp_host_module, "parent_of"),
     _attr(InFlight, "add"),  # in-flight counts (an asynchronous UpDownCounter: no SDK call per request)
 ]
 MCP_SERVER_STEPS = [
@@ -205,7 +208,7 @@ MCP_SERVER_STEPS = [
     _attr(mcp_server_module._Pending, "add"),
     _attr(mcp_server_module._Pending, "take"),
     _attr(mcp_server_module, "_names_of"),
-    _attr(mcp_server_module, "_parent_of"),
+    _attr(mcp_server_module, "parent_of"),
     _attr(endings, "from_result"),
     _attr(endings, "from_error_frame"),
 ]
@@ -504,7 +507,7 @@ UNREACHABLE = {
     ("mcp_server_legacy", "ServerSamplingRecord.end_unanswered"): "a legacy request always gets its answer or error",
     ("mcp_server_2026", "ServerSamplingRecord.span"): "read by the legacy send only",
     ("mcp_server_legacy", "_Pending.take"): "only a 2026-07-28 retry takes a pending request",
-    ("mcp_server_legacy", "mcp_server._parent_of"): "the legacy send has the ambient parent",
+    ("mcp_server_legacy", "mcp_server.parent_of"): "the legacy send has the ambient parent",
     ("mcp_server_legacy", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
     ("mcp_server_2026", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
     **{(d, "Counter.add"): "the cost counter needs a policy price table; provider calls record histograms"
@@ -624,14 +627,16 @@ COVERED = {
     ".close": "not a step: the SDK's own close (the stream helpers' raw stream), wrapped by the host's call",
     ".note": "not a step here: reached by a peer's notifications/cancelled; its wrapper guards it",
     ".pop": "_CancelReasons.pop",
-    ".describe": "_Connections.describe",
-    ".tool_for": "_Connections.tool_for",
+    ".describe": "Connections.describe",
+    ".tool_for": "Connections.tool_for",
+    ".server_facts": "State.server_facts",
     ".take": "_Pending.take",
     ".add": "_Pending.add",
-    "mcp._start_record": "SamplingRecord.__init__",  # guards: their failures are their steps'
-    "mcp._finish": "SamplingRecord.end_with_result",
-    "mcp._end_with_return": "endings.from_result",
-    "mcp._parent_of": "mcp._parent_of",
+    "_mcp_host.start_record": "SamplingRecord.__init__",  # guards: their failures are their steps'
+    "mcp_v2._finish": "SamplingRecord.end_with_result",
+    "mcp_v2._end_with_return": "endings.from_result",
+    "_mcp_protocol.parent_of": "_mcp_host.parent_of",  # and mcp_server.parent_of, where the server calls it
+    "_mcp_protocol.path_of": "not a step: a tuple lookup",
     "mcp_server._start_rpc": "ServerSamplingRecord.__init__",
     "mcp_server._make_current": "ServerSamplingRecord.span",
     "mcp_server._answer": "_Pending.take",
@@ -685,7 +690,9 @@ def _calls_into_our_code() -> set[str]:
     for cls in _tables():
         table, state_class = cls()._table()
         classes.add(state_class)
-        walk(state_class.__init__, set())  # instrument() time: only the classes it creates count (their methods)
+        for klass in state_class.__mro__:  # instrument() time: only the classes it creates count (their methods)
+            if klass.__module__.startswith("otel_sampling") and "__init__" in vars(klass):
+                walk(vars(klass)["__init__"], set())
         for target in table:
             walk(target.factory, reached)
     methods = {name for cls in classes for klass in cls.__mro__ if klass.__module__.startswith("otel_sampling")

@@ -229,7 +229,7 @@ def test_an_answer_after_the_peer_cancelled_is_not_completed(mcp_instrumented):
 def test_cancel_reasons_correlate_ids_the_way_mcp_does():
     from mcp.shared.dispatcher import coerce_request_id
 
-    from otel_sampling.instrumentation.mcp import _CancelReasons
+    from otel_sampling.instrumentation.mcp_v2 import _CancelReasons
 
     reasons, connection = _CancelReasons(coerce_request_id), object.__new__(type("Conn", (), {}))
     reasons.note(connection, {"requestId": "7", "reason": "timed out after 1s"})

@@ -1,15 +1,19 @@
-"""Host-side MCP sampling on mcp 1.x: the same span, attributes, endings and metrics as on mcp 2.x.
+"""Host-side MCP sampling on mcp 1.x: the same span, attributes, endings and metrics as on mcp 2.x,
+and the same host state (request identity and violations, stalls, grants, server and connection
+facts).
 
-Real mcp 1.x sessions: in-memory (``create_connected_server_and_client_session``) and a stdio
-subprocess. Skipped when mcp 2.x is installed; ``make test-matrix`` runs it against the oldest and
-the newest supported mcp 1.x.
+Real mcp 1.x sessions: in-memory (``create_connected_server_and_client_session``), a stdio
+subprocess and streamable HTTP on 127.0.0.1. Skipped when mcp 2.x is installed; ``make test-matrix``
+runs it against the oldest and the newest supported mcp 1.x.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -19,15 +23,20 @@ if int(version("mcp").split(".")[0]) != 1:
     pytest.skip("mcp 1.x only (mcp 2.x is covered by test_mcp_sampling.py)", allow_module_level=True)
 
 import anyio
+import uvicorn
 import wrapt
 from mcp import ClientSession, StdioServerParameters, types
+from mcp.client import stdio as mcp_stdio
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import StreamableHTTPTransport, streamablehttp_client
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.shared.session import RequestResponder
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
-from mcp_v1_server import SERVER_NAME, build_server
-from otel_sampling import names
+import otel_sampling
+from mcp_v1_server import SERVER_NAME, SERVER_VERSION, build_server
+from otel_sampling import names, sampling_api
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
@@ -57,11 +66,13 @@ async def call(callback, args: dict | None = None):
         return tool_output(await session.call_tool("sample", ARGS if args is None else args))
 
 
-async def call_stdio(callback):
-    server = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("mcp_v1_server.py"))])
-    async with stdio_client(server) as (read, write), ClientSession(read, write, sampling_callback=callback) as session:
+STDIO = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("mcp_v1_server.py"))])
+
+
+async def call_stdio(callback, args: dict | None = None):
+    async with stdio_client(STDIO) as (read, write), ClientSession(read, write, sampling_callback=callback) as session:
         await session.initialize()
-        return tool_output(await session.call_tool("sample", ARGS))
+        return tool_output(await session.call_tool("sample", ARGS if args is None else args))
 
 
 @pytest.fixture
@@ -99,6 +110,11 @@ def test_completed_request(v1_instrumented, transport):
     assert attrs[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
     assert attrs[names.SAMPLING_SUBSTITUTION] == "none"  # the hint is a substring of the served model
     assert attrs[names.DEGRADATION_MODE] == "primary"
+    # Server and connection facts, as on mcp 2.x's JSON-RPC path.
+    assert attrs[names.MCP_SERVER_VERSION] == SERVER_VERSION  # serverInfo.version of the initialize result
+    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"  # the one call_tool in flight on the session
+    assert attrs.get(names.NETWORK_TRANSPORT) == ("pipe" if transport is call_stdio else None)  # in-memory: none
+    assert names.MCP_SESSION_ID not in attrs  # only streamable HTTP has one
     counts = v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME, names.SAMPLING_PATH,
                                     names.SAMPLING_ENDING, names.GEN_AI_RESPONSE_MODEL)
     assert counts == {(SERVER_NAME, "rpc", "completed", SERVED): 1}
@@ -187,7 +203,9 @@ def test_span_is_parented_from_params_meta_traceparent(v1_instrumented):
 
 def test_instrument_wraps_once_and_uninstrument_restores_identity(telemetry):
     # Listed from the SDK's structure, not read from the target table.
-    targets = [(ClientSession, "initialize"), (ClientSession, "_received_request")]
+    targets = [(ClientSession, "initialize"), (ClientSession, "_received_request"), (ClientSession, "__init__"),
+               (ClientSession, "call_tool"), (mcp_stdio, "_create_platform_compatible_process"),
+               (StreamableHTTPTransport, "__init__")]
     original = [vars(owner)[name] for owner, name in targets]
     respond = vars(RequestResponder)["respond"]  # shared with server sessions: watched per request only
     instrumentor = MCPSamplingInstrumentor()
@@ -384,6 +402,8 @@ def test_concurrent_requests_on_one_session_each_get_their_own_span(v1_instrumen
                   for s in spans) == [(h, f"{h}-served") for h in ("alpha", "beta", "gamma")]
     assert len({s.attributes[names.JSONRPC_REQUEST_ID] for s in spans}) == 3
     assert {s.attributes[names.SAMPLING_SUBSTITUTION] for s in spans} == {"none"}
+    # Three call_tool in flight on the session: which one a request belongs to is not known.
+    assert all(names.GEN_AI_TOOL_NAME not in s.attributes for s in spans)
     assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
 
 
@@ -473,3 +493,261 @@ def test_a_failing_deactivate_still_ends_the_request(v1_instrumented, monkeypatc
     assert anyio.run(call, callback_returning(result())) == f"{SERVED}|endTurn"
     assert v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {("completed",): 1}
     assert only_sampling_span(v1_instrumented).attributes[names.SAMPLING_ENDING] == "completed"
+
+
+# ---------------------------------------------------------------- the same host state as mcp 2.x
+# The expectations are test_mcp_violations.py's and test_mcp_server_side.py's, on mcp 1.x sessions.
+
+OTHER_SERVER = "other-server"
+DENIED = types.ErrorData(code=-32003, message="Denied by policy", data={"reason": "policy.denied"})
+
+
+def answering(*answers, grant: str | None = None):
+    """A callback returning ``answers`` in turn (each a result or ErrorData), granting ``grant``."""
+    queue = list(answers)
+
+    async def callback(ctx, params):
+        if grant is not None:
+            otel_sampling.grant_context(grant)
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+    return callback
+
+
+async def call_server(callback, server=None, **args):
+    """One ``sample`` call (in-memory, or over stdio with ``server=STDIO``); denials are the tool's error."""
+    args = {"hint": "claude-sonnet", "include_context": "none", **args}
+    if server is STDIO:
+        return await call_stdio(callback, args)
+    async with create_connected_server_and_client_session((server or build_server())._mcp_server,
+                                                          sampling_callback=callback) as session:
+        return tool_output(await session.call_tool("sample", args))
+
+
+def violations(telemetry) -> dict:
+    return telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND, names.MCP_SERVER_NAME)
+
+
+def events(span, name=names.EVENT_SAMPLING_VIOLATION):
+    return [e for e in span.events if e.name == name]
+
+
+def test_the_fingerprint_is_the_one_mcp_2x_gives_the_same_request(v1_instrumented):
+    """The fingerprint hashes the wire form: the request ``sample`` sends by default (one text
+    message, maxTokens 64, a system prompt) has on mcp 1.x the fingerprint mcp 2.3's table records
+    for the same request from tests/sampling_server.py (a real run, on both of its paths)."""
+    anyio.run(call, callback_returning(result()))
+    assert only_sampling_span(v1_instrumented).attributes[names.SAMPLING_FINGERPRINT] == (
+        "6681dcafc91edd54b6ff4b3ca74bf999")
+
+
+def test_wider_requested_scope_on_retry_is_scope_widened(v1_instrumented):
+    callback = answering(result())
+    anyio.run(lambda: call_server(callback, include_context="none"))
+    anyio.run(lambda: call_server(callback, include_context="thisServer"))
+    assert violations(v1_instrumented) == {(names.VIOLATION_SCOPE_WIDENED, SERVER_NAME): 1}
+    first, second = v1_instrumented.spans(names.SPAN_SAMPLING)
+    # The retry's span links to the first request's span (the fingerprint is known at start)...
+    assert [link.context.span_id for link in second.links] == [first.context.span_id]
+    # ...and the violation event names the earlier request.
+    (event,) = events(second)
+    assert event.attributes[names.SAMPLING_VIOLATION_KIND] == "scope_widened"
+    assert event.attributes[names.SAMPLING_EARLIER_TRACE_ID] == trace.format_trace_id(first.context.trace_id)
+    assert event.attributes[names.SAMPLING_EARLIER_SPAN_ID] == trace.format_span_id(first.context.span_id)
+    assert first.attributes[names.SAMPLING_FINGERPRINT] == second.attributes[names.SAMPLING_FINGERPRINT]
+
+
+def test_narrowing_retry_is_fine(v1_instrumented):
+    callback = answering(result())
+    anyio.run(lambda: call_server(callback, include_context="allServers"))
+    anyio.run(lambda: call_server(callback, include_context="thisServer"))
+    assert violations(v1_instrumented) == {}
+    assert all(events(s) == [] for s in v1_instrumented.spans(names.SPAN_SAMPLING))
+
+
+def test_wider_granted_scope_on_retry_is_scope_widened(v1_instrumented):
+    anyio.run(lambda: call_server(answering(result(), grant="none"), include_context="allServers"))
+    anyio.run(lambda: call_server(answering(result(), grant="thisServer"), include_context="allServers"))
+    assert violations(v1_instrumented) == {(names.VIOLATION_SCOPE_WIDENED, SERVER_NAME): 1}
+    spans = v1_instrumented.spans(names.SPAN_SAMPLING)
+    assert [s.attributes[names.SAMPLING_INCLUDE_CONTEXT_GRANTED] for s in spans] == ["none", "thisServer"]
+
+
+def test_repeated_request_with_another_decision_is_decision_flipped(v1_instrumented):
+    callback = answering(result(), DENIED)
+    anyio.run(lambda: call_server(callback))
+    anyio.run(lambda: call_server(callback))
+    assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
+    assert [s.attributes[names.SAMPLING_ENDING] for s in v1_instrumented.spans(names.SPAN_SAMPLING)] == [
+        "completed", "policy.denied"]
+
+
+def test_same_decision_repeated_is_fine(v1_instrumented):
+    for _ in range(3):
+        anyio.run(lambda: call_server(answering(DENIED)))
+    assert violations(v1_instrumented) == {}
+    assert len(v1_instrumented.spans(names.SPAN_SAMPLING)) == 3
+
+
+def test_denied_request_from_another_server_is_rerouted_after_denial(v1_instrumented):
+    anyio.run(lambda: call_server(answering(DENIED)))
+    anyio.run(lambda: call_server(answering(result()), build_server(OTHER_SERVER)))
+    assert violations(v1_instrumented) == {(names.VIOLATION_REROUTED_AFTER_DENIAL, OTHER_SERVER): 1}
+
+
+def test_a_different_request_to_another_server_is_fine(v1_instrumented):
+    anyio.run(lambda: call_server(answering(DENIED)))
+    anyio.run(lambda: call_server(answering(result()), build_server(OTHER_SERVER), text="Another ticket"))
+    assert violations(v1_instrumented) == {}
+
+
+def test_identity_violations_over_stdio(v1_instrumented):
+    """A real subprocess server: a flip and a widened scope; no reroute claimed for the same server."""
+    callback = answering(result(), DENIED)
+    anyio.run(lambda: call_server(callback, STDIO))
+    anyio.run(lambda: call_server(callback, STDIO, include_context="thisServer"))
+    assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1,
+                                           (names.VIOLATION_SCOPE_WIDENED, SERVER_NAME): 1}
+    for span in v1_instrumented.spans(names.SPAN_SAMPLING):
+        assert span.attributes[names.NETWORK_TRANSPORT] == "pipe"
+        assert span.attributes[names.MCP_SERVER_VERSION] == SERVER_VERSION
+        assert names.MCP_SESSION_ID not in span.attributes  # stdio has no session id
+        assert span.attributes[names.GEN_AI_TOOL_NAME] == "sample"  # the one call_tool in flight
+
+
+def test_grant_above_the_ceiling_is_context_above_ceiling(policy_env, v1_instrumented):
+    # conftest POLICY_TOML: context_ceiling = "thisServer" for the test server.
+    anyio.run(lambda: call_server(answering(result(), grant="thisServer"), include_context="allServers"))
+    assert violations(v1_instrumented) == {}
+    anyio.run(lambda: call_server(answering(result(), grant="allServers"), include_context="allServers",
+                                  text="Second ticket"))
+    assert violations(v1_instrumented) == {(names.VIOLATION_CONTEXT_ABOVE_CEILING, SERVER_NAME): 1}
+    counts = v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_INCLUDE_CONTEXT_REQUESTED,
+                                    names.SAMPLING_INCLUDE_CONTEXT_GRANTED)
+    assert counts == {("allServers", "thisServer"): 1, ("allServers", "allServers"): 1}
+
+
+def test_no_grant_is_unreported(v1_instrumented):
+    anyio.run(lambda: call_server(answering(result())))
+    (span,) = v1_instrumented.spans(names.SPAN_SAMPLING)
+    assert span.attributes[names.SAMPLING_INCLUDE_CONTEXT_GRANTED] == "unreported"
+
+
+def test_grant_after_exhaustion_is_fine_and_otherwise_a_violation(v1_instrumented):
+    tracer = trace.get_tracer("test")
+    budget = otel_sampling.sampling_error("policy.budget_exhausted", "Daily limit", resets_at="2026-12-01T00:00:00Z")
+    assert isinstance(budget, types.ErrorData)  # mcp 1.x's ErrorData: the callback returns it as is
+    anyio.run(lambda: call_server(answering(budget)))
+    with tracer.start_as_current_span("approve") as approve:
+        otel_sampling.record_grant(SERVER_NAME, 5, "2026-12-01T00:00:00Z", granted_by="u-123")
+    assert violations(v1_instrumented) == {}
+    anyio.run(lambda: call_server(answering(result())))
+    otel_sampling.record_grant(SERVER_NAME, 2.5, "2026-12-01T00:00:00Z", granted_by="u-123")
+    assert violations(v1_instrumented) == {(names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, SERVER_NAME): 1}
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_GRANTS, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 2}
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_GRANTED_USD, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 7.5}
+    (event,) = [e for e in approve.events if e.name == names.EVENT_SAMPLING_GRANT]
+    assert dict(event.attributes) == {
+        names.MCP_SERVER_NAME: SERVER_NAME, names.SAMPLING_GRANT_ADD_USD: 5.0,
+        names.SAMPLING_GRANT_EXPIRES_AT: "2026-12-01T00:00:00Z", names.SAMPLING_GRANT_GRANTED_BY: "u-123"}
+
+
+def test_exhausted_request_completed_later_without_a_grant_is_decision_flipped(v1_instrumented):
+    """A budget window that rolled (or a limiter that refilled) re-evaluates the same request."""
+    callback = answering(BUDGET, result())
+    anyio.run(lambda: call_server(callback))
+    anyio.run(lambda: call_server(callback))
+    assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
+
+
+def test_exhausted_request_completed_after_a_grant_is_fine(v1_instrumented):
+    callback = answering(BUDGET, result())
+    anyio.run(lambda: call_server(callback))
+    otel_sampling.record_grant(SERVER_NAME, 5, "2026-12-01T00:00:00Z", granted_by="u-123")
+    anyio.run(lambda: call_server(callback))
+    assert violations(v1_instrumented) == {}
+
+
+def test_stall_event_names_server_and_tool(v1_instrumented):
+    """The watchdog's sweep (run here by the test at a later clock) flags a pending request once."""
+    ledger = sampling_api._ledger
+    swept = []
+
+    async def callback(ctx, params):
+        swept.append(ledger.pending.sweep(time.monotonic() + 31))  # default threshold 30 s
+        swept.append(ledger.pending.sweep(time.monotonic() + 62))  # reported once only
+        return result()
+
+    anyio.run(call, callback)
+    assert swept == [1, 0]
+    span = only_sampling_span(v1_instrumented)
+    (event,) = events(span, names.EVENT_SAMPLING_STALL)
+    assert event.attributes[names.MCP_SERVER_NAME] == SERVER_NAME
+    assert event.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert event.attributes[names.SAMPLING_PENDING_SECONDS] >= 31
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_STALLS, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 1}
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
+    assert len(ledger.pending) == 0
+
+
+def test_no_stall_before_the_threshold(v1_instrumented):
+    ledger = sampling_api._ledger
+
+    async def callback(ctx, params):
+        ledger.pending.sweep(time.monotonic() + 29)
+        return result()
+
+    anyio.run(call, callback)
+    assert v1_instrumented.points(names.METRIC_SAMPLING_STALLS) == []
+    assert events(only_sampling_span(v1_instrumented), names.EVENT_SAMPLING_STALL) == []
+
+
+async def _serve_http(body):
+    """Run the mcp 1.x test server over streamable HTTP on 127.0.0.1 (a free port) around ``body(url)``."""
+    config = uvicorn.Config(build_server().streamable_http_app(), host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        while not server.started:
+            await anyio.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            return await body(f"http://127.0.0.1:{port}/mcp")
+        finally:
+            server.should_exit = True
+
+
+def test_streamable_http_session_id_and_transport(v1_instrumented):
+    session_ids = []
+
+    async def body(url):
+        async with (streamablehttp_client(url) as (read, write, get_session_id),
+                    ClientSession(read, write, sampling_callback=callback_returning(result())) as session):
+            await session.initialize()
+            out = tool_output(await session.call_tool("sample", ARGS))
+            session_ids.append(get_session_id())
+            return out
+
+    assert anyio.run(_serve_http, body) == f"{SERVED}|endTurn"
+    span = only_sampling_span(v1_instrumented)
+    assert span.attributes[names.NETWORK_TRANSPORT] == "tcp"
+    assert span.attributes[names.MCP_SERVER_VERSION] == SERVER_VERSION
+    assert span.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert len(session_ids[0]) >= 16
+    assert span.attributes[names.MCP_SESSION_ID] == session_ids[0]  # the transport's mcp-session-id
+    # Not a metric label (unbounded).
+    assert all(names.MCP_SESSION_ID not in p.attributes for p in v1_instrumented.points(names.METRIC_SAMPLING_REQUESTS))
+
+
+def test_violation_over_streamable_http(v1_instrumented):
+    callback = answering(result(), DENIED)
+
+    async def body(url):
+        for _ in range(2):
+            async with (streamablehttp_client(url) as (read, write, _),
+                        ClientSession(read, write, sampling_callback=callback) as session):
+                await session.initialize()
+                with contextlib.suppress(Exception):
+                    await session.call_tool("sample", ARGS)
+
+    anyio.run(_serve_http, body)
+    assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}

@@ -39,8 +39,8 @@ from opentelemetry import trace
 
 from otel_sampling import names
 from otel_sampling.bounded import EvictingTTLCache
+from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.instrumentation.mcp import _MODERN_PROTOCOL_VERSIONS, _parent_of
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.server_sampling import ServerSamplingRecord
 from otel_sampling.records.stalls import WATCHDOG
@@ -175,7 +175,7 @@ def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecor
         server_name, tool_name = _handling.get()
         return ServerSamplingRecord(
             state.instruments,
-            path=names.PATH_MRTR if protocol_version in _MODERN_PROTOCOL_VERSIONS else names.PATH_RPC,
+            path=path_of(protocol_version),
             params=request.params,
             protocol_version=protocol_version,
             server_name=server_name,
@@ -229,14 +229,14 @@ def _ask(state: _State, runner: Any, method: Any, params: Any, result: Mapping[s
         return
     connection = getattr(runner, "connection", None)
     server_name, tool = _names_of(runner, method, params)
-    parent = _parent_of(params.get("_meta")) if isinstance(params, Mapping) else None
+    parent = parent_of(params.get("_meta")) if isinstance(params, Mapping) else None
     records: dict[str, ServerSamplingRecord] = {}
     for key, request in requests.items():
         if not isinstance(request, Mapping) or request.get("method") != names.METHOD_SAMPLING:
             continue
         try:
             typed = state.params_type.model_validate(request.get("params") or {}, by_name=False)
-        except Exception:
+        except Exception:  # noqa: BLE001 - params the server sent but we cannot type: recorded without them
             typed = None
         records[str(key)] = ServerSamplingRecord(
             state.instruments,

@@ -6,19 +6,24 @@ mcp 1.x has no ``dispatch_input_request`` and no 2026-07-28 path: a server's
 ``sampling/createMessage`` is a JSON-RPC request that ``BaseSession._receive_loop`` hands to
 ``ClientSession._received_request(responder)``, which awaits the host's sampling callback and sends
 what it returned with ``responder.respond(...)`` (a ``ClientResult`` or ``ErrorData``), all inside
-that one call. So two targets, one job each:
+that one call. Two targets of its own, one job each:
 
-* ``ClientSession.initialize``: remembers ``serverInfo.name`` and the negotiated protocol version
-  per session (mcp 1.x keeps only the capabilities). Sessions initialised before ``instrument()``
-  report no server name.
+* ``ClientSession.initialize``: remembers ``serverInfo`` (name, version) and the negotiated
+  protocol version per session (mcp 1.x keeps only the capabilities). Sessions initialised before
+  ``instrument()`` report no server name or version.
 * ``ClientSession._received_request``: one SERVER-kind ``sampling/createMessage`` span and the
-  metrics per ``CreateMessageRequest``, through the same :class:`SamplingRecord` as mcp 2.x, so
-  the telemetry is the same (path ``rpc``). Task-augmented requests (experimental ``params.task``,
-  answered with a task handle instead of a message) are left alone. What the SDK sends back is
-  read by shadowing ``respond`` on that one ``RequestResponder`` for the length of the call (not
-  by wrapping the class: every response of every in-process server session would pass through
-  it, and an ``uninstrument()`` under a running callback would hide the answer of a request that
-  was already being recorded).
+  metrics per ``CreateMessageRequest``, through the same host state and :class:`SamplingRecord` as
+  mcp 2.x (request identity and violations, stall watch, grants), so the telemetry is the same
+  (path ``rpc``). Task-augmented requests (experimental ``params.task``, answered with a task
+  handle instead of a message) are left alone. What the SDK sends back is read by shadowing
+  ``respond`` on that one ``RequestResponder`` for the length of the call (not by wrapping the
+  class: every response of every in-process server session would pass through it, and an
+  ``uninstrument()`` under a running callback would hide the answer of a request that was already
+  being recorded).
+
+The connection targets (``network.transport``, ``mcp.session.id``, the tool calls in flight per
+session) are mcp 2.x's, under the same names in mcp 1.x
+(:data:`~otel_sampling.instrumentation._mcp_host.CONNECTION_TARGETS`).
 
 What mcp 1.x does differently, and what the telemetry shows for it:
 
@@ -26,6 +31,9 @@ What mcp 1.x does differently, and what the telemetry shows for it:
   read while the callback runs, and a server's read deadline (mcp 1.x raises ``McpError(408)`` on
   the server and sends no cancellation) is invisible to the host: the request ends the way the
   callback ended it. A session closing under the callback ends it ``cancelled``.
+* The callback runs in the receive loop's task, not in the task of the host's ``call_tool``, so the
+  tool is named only when exactly one ``call_tool`` is in flight on the session (as on mcp 2.x's
+  JSON-RPC path).
 * A callback that raises, or returns something the SDK cannot validate, makes the SDK answer
   ``-32602 Invalid request parameters``; the ending is ``error`` with the exception's class name as
   ``error.type``, as on mcp 2.x.
@@ -37,14 +45,20 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from otel_sampling import names
+from otel_sampling.instrumentation._mcp_host import (
+    CONNECTION_TARGETS,
+    INVALID_RESULT_CODE,
+    UNKNOWN_SERVER,
+    HostState,
+    ServerFacts,
+    start_record,
+)
 from otel_sampling.instrumentation._targets import Target
-from otel_sampling.instrumentation.mcp import INVALID_RESULT_CODE, _parent_of
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.sampling import SamplingRecord
 
@@ -97,18 +111,23 @@ class _SnakeCaseView:
         camel = to_camel(name)
         return getattr(self._model, camel) if hasattr(self._model, camel) else getattr(self._model, name)
 
+    def model_dump(self, *, include: Collection[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+        """``model.model_dump(include=..., **kwargs)`` with ``include`` given in snake_case (what the
+        request fingerprint passes); the keys of the dump are the model's own."""
+        fields = {to_camel(name) for name in include} if include is not None else None
+        return self._model.model_dump(include=fields, **kwargs)  # type: ignore[no-any-return]
 
-class State:
-    """The instrumentor's telemetry, the servers learned at initialize, and the mcp 1.x types."""
 
-    __slots__ = ("instruments", "servers", "request_type", "error_type", "result_types")
+class State(HostState):
+    """The shared host state, the servers learned at initialize, and the mcp 1.x types."""
+
+    __slots__ = ("servers", "request_type", "error_type", "result_types")
 
     def __init__(self, instruments: Instruments) -> None:
         from mcp import types  # mcp is an optional extra
 
-        self.instruments = instruments
-        # ClientSession -> (serverInfo.name, protocol version), learned at initialize.
-        self.servers: weakref.WeakKeyDictionary[Any, tuple[str | None, str | None]] = weakref.WeakKeyDictionary()
+        super().__init__(instruments)
+        self.servers: weakref.WeakKeyDictionary[Any, ServerFacts] = weakref.WeakKeyDictionary()
         self.request_type = types.CreateMessageRequest
         self.error_type = types.ErrorData
         # CreateMessageResultWithTools appeared during 1.x.
@@ -116,29 +135,9 @@ class State:
                                   for name in ("CreateMessageResult", "CreateMessageResultWithTools")
                                   if hasattr(types, name))
 
-
-def _meta_mapping(meta: Any) -> dict[str, Any] | None:
-    """``params._meta`` as a dict, extra keys (``traceparent``) included."""
-    return meta.model_dump(by_alias=True, exclude_none=True) if meta is not None else None
-
-
-def _start_record(state: State, session: Any, responder: Any, request: Any) -> SamplingRecord | None:
-    try:
-        server_name, protocol_version = state.servers.get(session, (None, None))
-        record = SamplingRecord(
-            state.instruments,
-            server_name=server_name,
-            path=names.PATH_RPC,
-            request_id=responder.request_id,
-            protocol_version=protocol_version,
-            params=_SnakeCaseView(request.params),
-            parent=_parent_of(_meta_mapping(responder.request_meta)),
-        )
-        record.activate()
-        return record
-    except Exception:
-        logger.debug("otel-sampling: could not start the sampling record", exc_info=True)
-        return None
+    def server_facts(self, session: Any) -> ServerFacts:
+        """mcp 1.x keeps ``serverInfo`` only in the initialize result (read by the initialize target)."""
+        return self.servers.get(session, UNKNOWN_SERVER)
 
 
 def _end_with_answer(state: State, record: SamplingRecord, answer: _Answer) -> None:
@@ -171,7 +170,7 @@ def _finish(state: State, record: SamplingRecord, answer: _Answer, exc: BaseExce
 
 def _received_request_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        responder = args[0] if args else kwargs.get("responder")
+        responder: Any = args[0] if args else kwargs.get("responder")
         request = getattr(getattr(responder, "request", None), "root", None)
         if not isinstance(request, state.request_type) or getattr(request.params, "task", None) is not None:
             return await wrapped(*args, **kwargs)
@@ -179,7 +178,8 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
         if not _watch_respond(responder, answer):
             return await wrapped(*args, **kwargs)
         try:
-            record = _start_record(state, instance, responder, request)
+            record = start_record(state, instance, request_id=responder.request_id,
+                                  params=_SnakeCaseView(request.params), meta=responder.request_meta)
             if record is None:
                 return await wrapped(*args, **kwargs)
             try:
@@ -199,7 +199,7 @@ def _initialize_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         result = await wrapped(*args, **kwargs)
         try:
-            state.servers[instance] = (getattr(result.serverInfo, "name", None), result.protocolVersion)
+            state.servers[instance] = ServerFacts.of(result.serverInfo, result.protocolVersion)
         except Exception:
             logger.debug("otel-sampling: could not read the initialize result", exc_info=True)
         return result
@@ -210,4 +210,5 @@ def _initialize_wrapper(state: State) -> Callable[..., Any]:
 TARGETS = (
     Target("mcp.client.session", "ClientSession.initialize", _initialize_wrapper),
     Target("mcp.client.session", "ClientSession._received_request", _received_request_wrapper),
+    *CONNECTION_TARGETS,
 )

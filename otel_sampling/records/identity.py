@@ -5,7 +5,9 @@ A fingerprint is a hash (SHA-256, first 128 bits, hex) over what makes two
 ``maxTokens``, ``temperature``, ``stopSequences``, ``metadata``, ``tools`` and ``toolChoice``. It
 leaves out the requesting server (so a request re-sent by another server has the same
 fingerprint), ``includeContext`` (so a retry with another scope does too), ``modelPreferences``
-and ``_meta`` (trace context). No content is kept: only the hash.
+and ``_meta`` (trace context). The hash is taken over the wire form (``by_alias``: ``systemPrompt``,
+``mimeType``, ...), so a request has the same fingerprint whichever mcp major parsed it. No content
+is kept: only the hash.
 
 :class:`IdentityStore` remembers, per fingerprint, the last decision and scopes (bounded: LRU of
 ``OTEL_SAMPLING_IDENTITY_MAX_ENTRIES`` entries, each forgotten ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``
@@ -26,6 +28,7 @@ from cachetools import TTLCache
 
 from otel_sampling.rules.violations import Seen
 
+# Field names (mcp 2.x's; pydantic's include= takes field names, the dump then uses the aliases).
 _FINGERPRINT_FIELDS = {"messages", "system_prompt", "max_tokens", "temperature", "stop_sequences", "metadata",
                        "tools", "tool_choice"}
 
@@ -33,18 +36,18 @@ _FINGERPRINT_FIELDS = {"messages", "system_prompt", "max_tokens", "temperature",
 def fingerprint(params: Any) -> str:
     """The identity of a ``CreateMessageRequestParams``: 32 hex characters.
 
-    Content JSON cannot carry (a host can build a request in-process with bytes or sets in
-    ``metadata``) is hashed in a stable form: bytes as hex, sets sorted, other objects by ``repr``.
+    ``params`` is an mcp 2.x model, or any object whose ``model_dump(mode=, include=, exclude_none=,
+    by_alias=)`` takes mcp 2.x's field names in ``include`` (the mcp 1.x table's view of its
+    camelCase model does). Content JSON cannot carry (a host can build a request in-process with
+    bytes or sets in ``metadata``) is hashed in a stable form: bytes as hex, sets sorted, other
+    objects by ``repr``.
     Raises whatever pydantic or ``json`` raise for a params object they cannot dump at all, e.g.
     mixed-type dict keys (callers guard).
     """
-    if hasattr(params, "model_dump"):
-        try:
-            body = params.model_dump(mode="json", include=_FINGERPRINT_FIELDS, exclude_none=True)
-        except ValueError:  # pydantic's serialisation errors: content built in-process (bytes, sets...)
-            body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True)
-    else:
-        body = {k: v for k, v in dict(params).items() if k in _FINGERPRINT_FIELDS}
+    try:
+        body = params.model_dump(mode="json", include=_FINGERPRINT_FIELDS, exclude_none=True, by_alias=True)
+    except ValueError:  # pydantic's serialisation errors: content built in-process (bytes, sets...)
+        body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True, by_alias=True)
     canonical = _CANONICAL.encode(body)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 

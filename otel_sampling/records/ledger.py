@@ -72,7 +72,7 @@ class Ledger:
 def record_violation(instruments: Instruments, span: trace.Span, kind: str, server_label: str,
                      earlier: Seen | None = None) -> None:
     """Record one violation: the violations counter, and an event on ``span`` (with the earlier
-    request's ids when it has one). Needs no ledger: a request without one (mcp 1.x) still counts."""
+    request's ids when it has one). Needs no ledger: a record built without one still counts."""
     instruments.sampling_violations.add(1, {names.MCP_SERVER_NAME: server_label, names.SAMPLING_VIOLATION_KIND: kind})
     if span.is_recording():
         attributes: dict[str, Any] = {names.SAMPLING_VIOLATION_KIND: kind, names.MCP_SERVER_NAME: server_label}

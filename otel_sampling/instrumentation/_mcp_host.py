@@ -1,0 +1,207 @@
+"""Host-side MCP sampling shared by the mcp 2.x table (:mod:`~otel_sampling.instrumentation.mcp_v2`)
+and the mcp 1.x table (:mod:`~otel_sampling.instrumentation.mcp_v1`): one host state, built the same
+way for both, and the connection facts both SDK majors expose under the same names.
+
+* :class:`HostState`: the instrumentor's :class:`~otel_sampling.metrics.Instruments`, its
+  :class:`~otel_sampling.records.ledger.Ledger` (request identity, stall watch, grants: bound to
+  :mod:`otel_sampling.sampling_api` between ``start`` and ``stop``) and its :class:`Connections`.
+  Each table subclasses it with the SDK types it reads and :meth:`HostState.server_facts`.
+* :func:`start_record`: one :class:`~otel_sampling.records.sampling.SamplingRecord` per request,
+  with the same arguments on both majors (server facts, transport, session id, tool name, parent).
+* :data:`CONNECTION_TARGETS`: what a ``ClientSession`` is connected through and which tool calls it
+  has in flight. ``ClientSession`` does not know its transport, so the transports mark the task
+  that opens them (``mcp.client.stdio._create_platform_compatible_process``: ``pipe``;
+  ``StreamableHTTPTransport.__init__``: ``tcp`` and its ``session_id``) and the ``ClientSession``
+  created next in that task binds to that mark. ``ClientSession.call_tool`` notes the tool calls in
+  flight per session: a server's JSON-RPC request carries no related id the client can read, so
+  the tool is named only when exactly one call is in flight on that session.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, NamedTuple
+
+from otel_sampling import names, sampling_api
+from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
+from otel_sampling.instrumentation._targets import Target
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.ledger import Ledger
+from otel_sampling.records.sampling import SamplingRecord
+
+logger = logging.getLogger(__name__)
+
+INVALID_RESULT_CODE = -32602  # mcp answers INVALID_PARAMS for a callback return it cannot validate
+TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
+
+# The transport opened last in this task: names.TRANSPORT_PIPE, or the StreamableHTTPTransport.
+_opened_transport: ContextVar[Any] = ContextVar("otel_sampling_opened_transport", default=None)
+
+
+class ServerFacts(NamedTuple):
+    """What the host knows of the server that sent a request; each field None when unknown."""
+
+    name: str | None  # serverInfo.name
+    version: str | None  # serverInfo.version
+    protocol_version: str | None  # the negotiated MCP protocol version
+
+    @classmethod
+    def of(cls, server_info: Any, protocol_version: Any) -> ServerFacts:
+        """Read an ``Implementation`` (``serverInfo``) and a protocol version; non-strings are None."""
+        name, version = getattr(server_info, "name", None), getattr(server_info, "version", None)
+        return cls(name if isinstance(name, str) else None, version if isinstance(version, str) else None,
+                   protocol_version if isinstance(protocol_version, str) else None)
+
+
+UNKNOWN_SERVER = ServerFacts(None, None, None)
+
+
+class Connections:
+    """What each ``ClientSession`` is connected through, and its tool calls in flight (weak keys)."""
+
+    def __init__(self) -> None:
+        self.transports: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self.tool_calls: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+
+    def describe(self, session: Any) -> tuple[str | None, str | None]:
+        """``(network.transport, mcp.session.id)`` of a session, each None when unknown."""
+        transport = self.transports.get(session)
+        if transport is None:
+            return None, None
+        if isinstance(transport, str):
+            return transport, None
+        session_id = getattr(transport, "session_id", None)
+        return names.TRANSPORT_TCP, session_id if isinstance(session_id, str) else None
+
+    def tool_for(self, session: Any) -> str | None:
+        """The tool call in flight on ``session`` when there is exactly one, else None."""
+        calls = self.tool_calls.get(session)
+        return calls[0] if calls and len(calls) == 1 else None
+
+
+class HostState:
+    """The host-side state of one instrumentor, the same on mcp 2.x and 1.x.
+
+    Args:
+        instruments: the instrumentor's tracer, meter, settings and label sets.
+
+    :meth:`start` starts the stall watch and binds the ledger to :mod:`otel_sampling.sampling_api`
+    (``record_grant`` records there); :meth:`stop` undoes both.
+    """
+
+    __slots__ = ("instruments", "ledger", "connections")
+
+    def __init__(self, instruments: Instruments) -> None:
+        self.instruments = instruments
+        self.ledger = Ledger(instruments)
+        self.connections = Connections()
+
+    def server_facts(self, session: Any) -> ServerFacts:
+        """The requesting server of ``session``, as far as this SDK major tells it."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self.ledger.start()
+        sampling_api.bind(self.ledger)
+
+    def stop(self) -> None:
+        self.ledger.stop()
+        sampling_api.bind(None)
+
+
+def start_record(state: HostState, session: Any, *, request_id: object, params: Any, meta: Any,
+                 tool_name: str | None = None) -> SamplingRecord | None:
+    """Start and activate the record of one request on ``session``; None when that failed (logged).
+
+    Args:
+        request_id: the JSON-RPC id of the request (kept on the ``rpc`` path only).
+        params: the ``CreateMessageRequestParams``, read under mcp 2.x's snake_case names.
+        meta: ``params._meta`` as the SDK hands it over (see :func:`parent_of`).
+        tool_name: the tool call that triggered the request, when the table knows it; else the one
+            call in flight on the session, if there is exactly one.
+    """
+    try:
+        server = state.server_facts(session)
+        transport, session_id = state.connections.describe(session)
+        record = SamplingRecord(
+            state.instruments,
+            server_name=server.name,
+            path=path_of(server.protocol_version),
+            request_id=request_id,
+            protocol_version=server.protocol_version,
+            params=params,
+            parent=parent_of(meta),
+            ledger=state.ledger,
+            server_version=server.version,
+            session_id=session_id,
+            transport=transport,
+            tool_name=tool_name or state.connections.tool_for(session),
+        )
+        record.activate()
+        return record
+    except Exception:
+        logger.debug("otel-sampling: could not start the sampling record", exc_info=True)
+        return None
+
+
+def _stdio_opened_wrapper(state: HostState) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        process = await wrapped(*args, **kwargs)
+        _opened_transport.set(names.TRANSPORT_PIPE)  # the ClientSession opened next in this task
+        return process
+
+    return wrapper
+
+
+def _http_opened_wrapper(state: HostState) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        wrapped(*args, **kwargs)
+        _opened_transport.set(instance)  # read its session_id at sampling time: it is set later
+    return wrapper
+
+
+def _session_init_wrapper(state: HostState) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        wrapped(*args, **kwargs)
+        try:
+            transport = _opened_transport.get()
+            if transport is not None:
+                state.connections.transports[instance] = transport
+                _opened_transport.set(None)  # one transport, one session
+        except Exception:
+            logger.debug("otel-sampling: could not bind a session to its transport", exc_info=True)
+    return wrapper
+
+
+def _call_tool_wrapper(state: HostState) -> Callable[..., Any]:
+    """``ClientSession.call_tool``: the session's tool calls in flight."""
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        name = args[0] if args else kwargs.get("name")
+        calls = None
+        try:
+            if isinstance(name, str):
+                calls = state.connections.tool_calls.setdefault(instance, [])
+                if len(calls) < TOOL_CALLS_PER_SESSION:
+                    calls.append(name)
+                else:
+                    calls = None
+        except Exception:
+            logger.debug("otel-sampling: could not note a tool call", exc_info=True)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            if calls is not None and name in calls:
+                calls.remove(name)
+    return wrapper
+
+
+# The same module and attribute names in mcp 1.10+ and 2.x.
+CONNECTION_TARGETS = (
+    Target("mcp.client.stdio", "_create_platform_compatible_process", _stdio_opened_wrapper),
+    Target("mcp.client.streamable_http", "StreamableHTTPTransport.__init__", _http_opened_wrapper),
+    Target("mcp.client.session", "ClientSession.__init__", _session_init_wrapper),
+    Target("mcp.client.session", "ClientSession.call_tool", _call_tool_wrapper),
+)

@@ -1,0 +1,200 @@
+"""Host-side MCP sampling on mcp 2.x: the target table and state that
+:class:`~otel_sampling.instrumentation.mcp.MCPSamplingInstrumentor` (entry point ``otel_sampling_mcp``)
+uses when the installed mcp is 2.x.
+
+Wraps ``mcp.client.session.ClientSession.dispatch_input_request``, the one method both sampling
+paths reach in mcp 2.x: the legacy server-to-client JSON-RPC request (protocol <= 2025-11-25) and
+the 2026-07-28 multi-round-trip path (``InputRequiredResult.input_requests``, dispatched by the
+client's input-required driver). Each ``CreateMessageRequest`` gets one SERVER-kind
+``sampling/createMessage`` span (MCP semantic conventions: the client reports the server span
+for a server-initiated request), parented from the ``traceparent`` in ``params._meta`` when the
+server sent a valid one. The SDK emits no span of its own for an inbound request: no duplicate.
+
+Also wraps ``mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher._dispatch_notification`` (private;
+looked up on every notification, so sessions opened before ``instrument()`` are covered) to learn
+why a request was cancelled: the peer's ``notifications/cancelled`` reason ("timed out after
+0.5s" means the server's deadline expired). It runs before the cancelled callback resumes.
+
+The host state (identity, stall watch, grants), the connection facts (``network.transport``,
+``mcp.session.id``) and the tool calls in flight per session are shared with mcp 1.x
+(:mod:`~otel_sampling.instrumentation._mcp_host`). Only on mcp 2.x: on the 2026-07-28 path,
+``Client.call_tool`` marks its task and the input-required driver's callbacks inherit the mark, so
+the tool that triggered a request is named however many calls are in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from otel_sampling.instrumentation._mcp_host import (
+    CONNECTION_TARGETS,
+    INVALID_RESULT_CODE,
+    HostState,
+    ServerFacts,
+    start_record,
+)
+from otel_sampling.instrumentation._targets import Target
+from otel_sampling.labels import clean
+from otel_sampling.metrics import Instruments
+from otel_sampling.records.sampling import SamplingRecord
+
+logger = logging.getLogger(__name__)
+
+CANCEL_REASONS_PER_DISPATCHER = 64  # cancel notifications remembered per connection until consumed
+CANCEL_REASON_MAX_LENGTH = 256
+
+_calling_tool: ContextVar[str | None] = ContextVar("otel_sampling_calling_tool", default=None)
+
+
+class _CancelReasons:
+    """Recent ``notifications/cancelled`` reasons per connection (dispatcher), bounded, read once.
+
+    Request ids are normalised the way mcp correlates them (``"7"`` and ``7`` are one id).
+    """
+
+    def __init__(self, normalise: Callable[[Any], Any]) -> None:
+        self._by_dispatcher: weakref.WeakKeyDictionary[Any, OrderedDict[Any, str]] = weakref.WeakKeyDictionary()
+        self._normalise = normalise
+
+    def note(self, dispatcher: Any, params: Any) -> None:
+        if not isinstance(params, Mapping):
+            return
+        request_id, reason = params.get("requestId"), params.get("reason")
+        if not isinstance(request_id, (str, int)) or not isinstance(reason, str):
+            return
+        reasons = self._by_dispatcher.setdefault(dispatcher, OrderedDict())
+        reasons[self._normalise(request_id)] = clean(reason, CANCEL_REASON_MAX_LENGTH)
+        while len(reasons) > CANCEL_REASONS_PER_DISPATCHER:
+            reasons.popitem(last=False)
+
+    def pop(self, dispatcher: Any, request_id: Any) -> str | None:
+        if dispatcher is None or not isinstance(request_id, (str, int)):
+            return None
+        reasons = self._by_dispatcher.get(dispatcher)
+        return reasons.pop(self._normalise(request_id), None) if reasons else None
+
+
+class State(HostState):
+    """The shared host state, the mcp 2.x types the wrappers read, and the peers' cancel reasons."""
+
+    __slots__ = ("cancel_reasons", "request_type", "error_type", "result_types", "answer_types",
+                 "client_response")
+
+    def __init__(self, instruments: Instruments) -> None:
+        # Imported here: mcp is an optional extra.
+        import mcp_types
+        from mcp.client.session import ClientResponse
+        from mcp.shared.dispatcher import coerce_request_id
+
+        super().__init__(instruments)
+        self.cancel_reasons = _CancelReasons(coerce_request_id)
+        self.request_type = mcp_types.CreateMessageRequest
+        self.error_type = mcp_types.ErrorData
+        self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
+        self.answer_types = (self.error_type, *self.result_types)  # what mcp reads without validating
+        self.client_response = ClientResponse  # how mcp reads whatever the callback returned
+
+    def server_facts(self, session: Any) -> ServerFacts:
+        """mcp 2.x keeps ``serverInfo`` and the negotiated version on the session."""
+        return ServerFacts.of(session.server_info, session.protocol_version)
+
+
+def _end_with_return(state: State, record: SamplingRecord, result: Any) -> None:
+    """Classify what the callback returned the way mcp will read it."""
+    if not isinstance(result, state.answer_types):
+        try:  # a dict or another shape: mcp validates it into a result or an error frame
+            result = state.client_response.validate_python(result)
+        except Exception:  # noqa: BLE001 - mcp answers what it cannot validate with INVALID_PARAMS, so do we
+            record.end_with_error_frame(INVALID_RESULT_CODE, None)
+            return
+    if isinstance(result, state.error_type):
+        record.end_with_error_frame(result.code, result.data, result.message)
+    elif isinstance(result, state.result_types):
+        record.end_with_result(result.model, result.stop_reason)
+    else:  # a valid client result of another kind: not an answer to sampling
+        record.end_with_error_frame(INVALID_RESULT_CODE, None)
+
+
+def _finish(state: State, record: SamplingRecord, session: Any, ctx: Any,
+            result: Any = None, exc: BaseException | None = None) -> None:
+    """End the record with what the callback returned or raised; never raises."""
+    # Each step on its own: a failure before the ending must not leave the request pending (its
+    # span open, in-flight up) for the rest of the process.
+    try:
+        record.deactivate()
+    except Exception:
+        logger.debug("otel-sampling: could not deactivate the sampling record", exc_info=True)
+    try:
+        reason = state.cancel_reasons.pop(getattr(session, "_dispatcher", None), getattr(ctx, "request_id", None))
+    except Exception:
+        logger.debug("otel-sampling: could not read the peer's cancel reason", exc_info=True)
+        reason = None
+    try:
+        if exc is not None:
+            record.end_with_exception(exc, reason)
+        elif reason is not None:  # the peer cancelled it and mcp will not send this answer
+            record.end_with_cancellation(reason)
+        else:
+            _end_with_return(state, record, result)
+    except Exception:
+        logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
+
+
+def _dispatch_wrapper(state: State) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        request = args[1] if len(args) > 1 else kwargs.get("request")
+        if not isinstance(request, state.request_type):
+            return await wrapped(*args, **kwargs)
+        ctx = args[0] if args else kwargs.get("ctx")
+        record = start_record(state, instance, request_id=getattr(ctx, "request_id", None), params=request.params,
+                              meta=getattr(ctx, "meta", None), tool_name=_calling_tool.get())
+        if record is None:
+            return await wrapped(*args, **kwargs)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _finish(state, record, instance, ctx, exc=exc)
+            raise
+        _finish(state, record, instance, ctx, result=result)
+        return result
+
+    return wrapper
+
+
+def _notification_wrapper(state: State) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            message = args[0] if args else kwargs.get("msg")
+            if getattr(message, "method", None) == "notifications/cancelled":
+                state.cancel_reasons.note(instance, getattr(message, "params", None))
+        except Exception:
+            logger.debug("otel-sampling: could not read a cancel notification", exc_info=True)
+        return wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+def _client_call_tool_wrapper(state: State) -> Callable[..., Any]:
+    """``Client.call_tool``: the input-required driver's callbacks run in this task's context."""
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        name = args[0] if args else kwargs.get("name")
+        token = _calling_tool.set(name) if isinstance(name, str) else None
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            if token is not None:
+                _calling_tool.reset(token)
+    return wrapper
+
+
+TARGETS = (
+    Target("mcp.client.session", "ClientSession.dispatch_input_request", _dispatch_wrapper),
+    Target("mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher._dispatch_notification", _notification_wrapper),
+    *CONNECTION_TARGETS,
+    Target("mcp.client.client", "Client.call_tool", _client_call_tool_wrapper),
+)
