@@ -12,7 +12,6 @@ own set. :class:`ApiInstruments`: the public API's, bound by :mod:`otel_sampling
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -204,11 +203,15 @@ class Instruments:
         tracer_provider: defaults to the global tracer provider.
         meter_provider: defaults to the global meter provider.
         logger_provider: for the content-capture events; defaults to the global logger provider.
+        in_flight: a function ``(meter_provider, meter) -> InFlight`` giving the shared
+            ``mcp.sampling.in_flight`` counts (the instrumentors pass
+            :func:`otel_sampling.state.in_flight_store`); by default a store of this set's own.
     """
 
     def __init__(self, settings: Settings, tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
-                 logger_provider: LoggerProvider | None = None) -> None:
+                 logger_provider: LoggerProvider | None = None,
+                 in_flight: Callable[[metrics.MeterProvider | None, metrics.Meter], InFlight] | None = None) -> None:
         self.settings = settings
         self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
         # Events (GenAI content capture) are log records; the global logger provider by default.
@@ -221,7 +224,7 @@ class Instruments:
 
         self.sampling_requests = create(meter, SAMPLING_REQUESTS)
         self.sampling_duration = create(meter, SAMPLING_DURATION)
-        self.sampling_in_flight = _in_flight(meter_provider, meter)
+        self.sampling_in_flight = (in_flight or _own_in_flight)(meter_provider, meter)
         self.operation_duration = create(meter, GEN_AI_OPERATION_DURATION)
         self.token_usage = create(meter, GEN_AI_TOKEN_USAGE)
         self.time_to_first_chunk = create(meter, GEN_AI_TIME_TO_FIRST_CHUNK)
@@ -258,28 +261,10 @@ class InFlight:
         return [Observation(count, dict(key)) for key, count in counts]
 
 
-class _GlobalProvider:
-    """Key of the store for instruments made through the global meter provider."""
-
-
-# One store per meter provider: the SDK keeps the first callback of an instrument name registered
-# twice on a meter (each instrumentor builds its own Instruments on the same meter), so they must
-# share it. Instruments made through the global provider share one store whether it was set before
-# or after them: before, each got a proxy meter of its own, and the proxies' instruments all land
-# on the same meter once the provider is set.
-_GLOBAL = _GlobalProvider()
-_in_flight_lock = threading.Lock()
-_in_flight_by_provider: weakref.WeakKeyDictionary[object, InFlight] = weakref.WeakKeyDictionary()
-
-
-def _in_flight(meter_provider: metrics.MeterProvider | None, meter: metrics.Meter) -> InFlight:
-    key = meter_provider if meter_provider not in (None, metrics.get_meter_provider()) else _GLOBAL
-    with _in_flight_lock:
-        store = _in_flight_by_provider.get(key)
-        if store is None:
-            store = _in_flight_by_provider[key] = InFlight()
-            create(meter, SAMPLING_IN_FLIGHT, [store.observe])
-        return store
+def _own_in_flight(meter_provider: metrics.MeterProvider | None, meter: metrics.Meter) -> InFlight:
+    store = InFlight()
+    create(meter, SAMPLING_IN_FLIGHT, [store.observe])
+    return store
 
 
 Counts = dict[tuple[str, str], int]

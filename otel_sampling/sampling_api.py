@@ -37,15 +37,6 @@ ERROR_CODES = {
     names.ENDING_MODEL_UNAVAILABLE: names.ERROR_CODE_POLICY_REFUSAL,
 }
 _GRANTED_BY_MAX_LENGTH = 128
-_ledger: Ledger | None = None
-
-
-def bind(ledger: Ledger | None) -> None:
-    """Called by the host-side MCP instrumentor: where grants are recorded (None: nowhere)."""
-    global _ledger
-    _ledger = ledger
-
-
 def grant_context(scope: str) -> bool:
     """Report the ``includeContext`` scope the host granted to the sampling request being handled.
 
@@ -152,7 +143,7 @@ def record_grant(server: str, add_usd: float, expires_at: datetime.datetime | st
     expires = iso_instant(expires_at, "expires_at")
     if not isinstance(granted_by, str) or not granted_by.strip():
         raise ValueError("granted_by must be a non-empty string")
-    ledger = _ledger
+    ledger = state.host_ledger()
     if ledger is None:
         return
     try:

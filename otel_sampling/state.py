@@ -12,6 +12,9 @@ request, call or run (:mod:`otel_sampling.records`), or a wrapper. What outlives
   :mod:`otel_sampling.records.run` under ``runs.lock``);
 * the API instruments bound by the most recent ``instrument()`` (:func:`bind_api`,
   :func:`api_instruments`);
+* the watchdog thread that sweeps pending requests for stalls (:data:`watchdog`), the host-side
+  ledger the API's grants go to (:func:`bind_host_ledger`), the ``mcp.sampling.in_flight`` counts
+  per meter provider (:func:`in_flight_store`);
 * how many instrumentors are instrumented (:func:`hooks_enabled`: the span processor and log
   fields run while one is), the span processor of each tracer provider and the log record factory.
 
@@ -22,6 +25,7 @@ need none (it is replaced whole).
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import weakref
 from collections import OrderedDict
@@ -31,14 +35,17 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics, trace
 
-from otel_sampling.metrics import ApiInstruments
+from otel_sampling.metrics import SAMPLING_IN_FLIGHT, ApiInstruments, InFlight, create
 from otel_sampling.rules.degraded_mode import named_reasons
 from otel_sampling.settings import Settings
 
 if TYPE_CHECKING:
     from otel_sampling.degradation import Degradation
+    from otel_sampling.records.ledger import Ledger
     from otel_sampling.records.run import Run
     from otel_sampling.records.sampling import SamplingRecord
+
+logger = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------- context variables
 #: The sampling request whose host callback is running in this context (set by the record).
@@ -203,3 +210,91 @@ def remove_user(uninstall_hooks: Callable[[], None]) -> None:
         _users -= 1
         if _users == 0:
             uninstall_hooks()
+
+
+# ---------------------------------------------------------------------- the watchdog
+SWEEP_INTERVAL_SECONDS = 0.5  # stall reports are at most this late
+
+
+class Watchdog:
+    """One daemon thread calling every registered ``sweep()`` each ``interval`` seconds.
+
+    The thread starts with the first registration and stops when the last one is removed.
+    """
+
+    def __init__(self, interval: float = SWEEP_INTERVAL_SECONDS) -> None:
+        self._interval = interval
+        self._sweeps: list[Callable[[], Any]] = []
+        self._lock = threading.Lock()
+        self._stop: threading.Event | None = None
+
+    def register(self, sweep: Callable[[], Any]) -> None:
+        with self._lock:
+            self._sweeps.append(sweep)
+            if self._stop is None:
+                self._stop = threading.Event()
+                threading.Thread(target=self._run, args=(self._stop,), name="otel-sampling-watchdog",
+                                 daemon=True).start()
+
+    def unregister(self, sweep: Callable[[], Any]) -> None:
+        with self._lock:
+            if sweep in self._sweeps:
+                self._sweeps.remove(sweep)
+            if not self._sweeps and self._stop is not None:
+                self._stop.set()
+                self._stop = None
+
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(self._interval):
+            with self._lock:
+                sweeps = list(self._sweeps)
+            for sweep in sweeps:
+                try:
+                    sweep()
+                except Exception:
+                    logger.debug("otel-sampling: watchdog sweep failed", exc_info=True)
+
+
+#: The process-wide watchdog every instrumentor shares.
+watchdog = Watchdog()
+
+# ---------------------------------------------------------------------- host ledger
+_host_ledger: Ledger | None = None
+
+
+def bind_host_ledger(ledger: Ledger | None) -> None:
+    """The host-side MCP instrumentor's ledger, where grants are recorded (None: nowhere)."""
+    global _host_ledger
+    _host_ledger = ledger
+
+
+def host_ledger() -> Ledger | None:
+    """The bound host-side ledger, or None without the host-side MCP instrumentor."""
+    return _host_ledger
+
+
+# ---------------------------------------------------------------------- in-flight counts
+class _GlobalProvider:
+    """Key of the store for instruments made through the global meter provider."""
+
+
+# One store per meter provider: the SDK keeps the first callback of an instrument name registered
+# twice on a meter (each instrumentor builds its own Instruments on the same meter), so they must
+# share it. Instruments made through the global provider share one store whether it was set before
+# or after them: before, each got a proxy meter of its own, and the proxies' instruments all land
+# on the same meter once the provider is set.
+_GLOBAL = _GlobalProvider()
+_in_flight_lock = threading.Lock()
+_in_flight_by_provider: weakref.WeakKeyDictionary[object, InFlight] = weakref.WeakKeyDictionary()
+
+
+def in_flight_store(meter_provider: metrics.MeterProvider | None, meter: metrics.Meter) -> InFlight:
+    """The ``mcp.sampling.in_flight`` counts of ``meter_provider`` (None: the global one), its
+    instrument registered on ``meter`` the first time."""
+    key = meter_provider if meter_provider not in (None, metrics.get_meter_provider()) else _GLOBAL
+    with _in_flight_lock:
+        store = _in_flight_by_provider.get(key)
+        if store is None:
+            store = _in_flight_by_provider[key] = InFlight()
+            create(meter, SAMPLING_IN_FLIGHT, [store.observe])
+        return store

@@ -6,6 +6,8 @@ target that is dropped or mistyped in a table fails this test.
 
 from __future__ import annotations
 
+import threading
+
 import anthropic._base_client
 import anthropic._response
 import mcp.client.stdio as mcp_stdio
@@ -27,7 +29,6 @@ from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from otel_sampling.records.stalls import WATCHDOG
 
 WRAPPED = {
     MCPSamplingInstrumentor: [
@@ -62,8 +63,14 @@ def test_instrument_wraps_once_and_uninstrument_restores_identity(cls, telemetry
         for (owner, name), before in zip(WRAPPED[cls], original, strict=True):
             now = vars(owner)[name]
             assert isinstance(now, wrapt.FunctionWrapper) and now.__wrapped__ is before
-        assert WATCHDOG.running() == (cls in (MCPSamplingInstrumentor, MCPServerSamplingInstrumentor))
+        assert bool(_watchdog_threads()) == (cls in (MCPSamplingInstrumentor, MCPServerSamplingInstrumentor))
     finally:
         instrumentor.uninstrument()
-    assert not WATCHDOG.running()  # the shared thread stops with the last instrumentor
+    for thread in _watchdog_threads():  # the shared thread stops with the last instrumentor
+        thread.join(timeout=30)
+    assert not _watchdog_threads()
     assert all(now is before for now, before in zip([vars(o)[n] for o, n in WRAPPED[cls]], original, strict=True))
+
+
+def _watchdog_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "otel-sampling-watchdog" and t.is_alive()]

@@ -3,8 +3,8 @@ and the mcp 1.x table (:mod:`~otel_sampling.instrumentation.mcp_v1`): one host s
 way for both, and the connection facts both SDK majors expose under the same names.
 
 * :class:`HostState`: the instrumentor's :class:`~otel_sampling.metrics.Instruments`, its
-  :class:`~otel_sampling.records.ledger.Ledger` (request identity, stall watch, grants: bound to
-  :mod:`otel_sampling.sampling_api` between ``start`` and ``stop``) and its :class:`Connections`.
+  :class:`~otel_sampling.records.ledger.Ledger` (request identity, stall watch, grants: bound in
+  :mod:`otel_sampling.state` between ``start`` and ``stop``) and its :class:`Connections`.
   Each table subclasses it with the SDK types it reads and :meth:`HostState.server_facts`.
 * :func:`start_record`: one :class:`~otel_sampling.records.sampling.SamplingRecord` per request,
   with the same arguments on both majors (server facts, transport, session id, tool name, parent).
@@ -25,7 +25,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from otel_sampling import names, sampling_api
+from otel_sampling import names
+from otel_sampling import state as otel_state
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.metrics import Instruments
@@ -88,8 +89,8 @@ class HostState:
     Args:
         instruments: the instrumentor's tracer, meter, settings and label sets.
 
-    :meth:`start` starts the stall watch and binds the ledger to :mod:`otel_sampling.sampling_api`
-    (``record_grant`` records there); :meth:`stop` undoes both.
+    :meth:`start` starts the stall watch and binds the ledger in :mod:`otel_sampling.state`, where
+    :mod:`otel_sampling.sampling_api` finds it (``record_grant`` records there); :meth:`stop` undoes both.
     """
 
     __slots__ = ("instruments", "ledger", "connections")
@@ -105,11 +106,11 @@ class HostState:
 
     def start(self) -> None:
         self.ledger.start()
-        sampling_api.bind(self.ledger)
+        otel_state.bind_host_ledger(self.ledger)
 
     def stop(self) -> None:
         self.ledger.stop()
-        sampling_api.bind(None)
+        otel_state.bind_host_ledger(None)
 
 
 def start_record(state: HostState, session: Any, *, request_id: object, params: Any, meta: Any,

@@ -21,7 +21,8 @@ from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 # mypy does not resolve this class in the installed module (it reports no attribute); it is public there (__all__).
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from otel_sampling import span_processor, state
+from otel_sampling import span_processor
+from otel_sampling import state as otel_state
 from otel_sampling.metrics import Instruments
 from otel_sampling.settings import settings_for_instrument
 
@@ -138,7 +139,9 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         tracer_provider, meter_provider = kwargs.get("tracer_provider"), kwargs.get("meter_provider")
         try:
             settings = settings_for_instrument()
-            state = state_class(Instruments(settings, tracer_provider, meter_provider, kwargs.get("logger_provider")))
+            instruments = Instruments(settings, tracer_provider, meter_provider, kwargs.get("logger_provider"),
+                                      in_flight=otel_state.in_flight_store)
+            state = state_class(instruments)
         except Exception:
             logger.warning("otel-sampling: %s could not set up its telemetry; nothing is instrumented",
                            type(self).__name__, exc_info=True)
@@ -163,7 +166,7 @@ def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider
     """Every instrumentor binds the public API's telemetry and installs the degradation span
     processor (once per tracer provider): whichever of them a host loads, degraded mode is stamped."""
     try:
-        state.bind_api(settings, tracer_provider, meter_provider)
+        otel_state.bind_api(settings, tracer_provider, meter_provider)
         span_processor.install(tracer_provider if tracer_provider is not None else trace.get_tracer_provider())
         instrumentor._otel_sampling_processor = True
     except Exception:

@@ -38,12 +38,12 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from otel_sampling import names
+from otel_sampling import state as otel_state
 from otel_sampling.bounded import EvictingTTLCache
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.server_sampling import ServerSamplingRecord
-from otel_sampling.records.stalls import WATCHDOG
 
 logger = logging.getLogger(__name__)
 
@@ -122,12 +122,12 @@ class _State:
         self.pending = _Pending(settings.max_pending, settings.unanswered_after_seconds)
 
     def start(self) -> None:
-        WATCHDOG.register(self.pending.sweep)
+        otel_state.watchdog.register(self.pending.sweep)
         # Before the SDK's own exit hook (registered earlier, so run later) flushes the spans.
         atexit.register(self.pending.close)
 
     def stop(self) -> None:
-        WATCHDOG.unregister(self.pending.sweep)
+        otel_state.watchdog.unregister(self.pending.sweep)
         atexit.unregister(self.pending.close)
         self.pending.close()
 

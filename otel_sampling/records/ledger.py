@@ -17,10 +17,10 @@ from typing import Any
 from cachetools import TTLCache
 from opentelemetry import trace
 
-from otel_sampling import names
+from otel_sampling import names, state
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.identity import IdentityStore, server_key
-from otel_sampling.records.stalls import WATCHDOG, PendingWatch
+from otel_sampling.records.stalls import PendingWatch
 from otel_sampling.rules.violations import Seen
 
 
@@ -43,10 +43,10 @@ class Ledger:
         return time.monotonic()
 
     def start(self) -> None:
-        WATCHDOG.register(self.pending.sweep)
+        state.watchdog.register(self.pending.sweep)
 
     def stop(self) -> None:
-        WATCHDOG.unregister(self.pending.sweep)
+        state.watchdog.unregister(self.pending.sweep)
 
     # Servers are kept by identity.server_key (a hostile 1 MB name is not kept per entry).
     def note_ending(self, server: str | None, ending: str) -> None:

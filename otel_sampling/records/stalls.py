@@ -1,8 +1,8 @@
-"""Stall detection: one shared watchdog thread and a bounded watch list of pending requests.
+"""Stall detection: a bounded watch list of pending requests, swept by the shared watchdog thread.
 
 No task or thread per request: every instrumentor registers one sweep function with the
-process-wide :data:`WATCHDOG`, whose single daemon thread calls each sweep every
-``SWEEP_INTERVAL_SECONDS``. A :class:`PendingWatch` keeps pending requests in arrival order, so a
+process-wide watchdog (:data:`otel_sampling.state.watchdog`), whose single daemon thread calls each
+sweep every ``state.SWEEP_INTERVAL_SECONDS``. A :class:`PendingWatch` keeps pending requests in arrival order, so a
 sweep walks only the requests that have passed the threshold (each is reported once and leaves
 the watch) and stops at the first one that has not.
 """
@@ -18,7 +18,6 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-SWEEP_INTERVAL_SECONDS = 0.5  # stall reports are at most this late
 
 
 class PendingWatch:
@@ -72,50 +71,3 @@ class PendingWatch:
     def __len__(self) -> int:
         with self._lock:
             return len(self._started)
-
-
-class Watchdog:
-    """One daemon thread calling every registered ``sweep()`` each ``interval`` seconds.
-
-    The thread starts with the first registration and stops when the last one is removed.
-    """
-
-    def __init__(self, interval: float = SWEEP_INTERVAL_SECONDS) -> None:
-        self._interval = interval
-        self._sweeps: list[Callable[[], Any]] = []
-        self._lock = threading.Lock()
-        self._stop: threading.Event | None = None
-
-    def register(self, sweep: Callable[[], Any]) -> None:
-        with self._lock:
-            self._sweeps.append(sweep)
-            if self._stop is None:
-                self._stop = threading.Event()
-                threading.Thread(target=self._run, args=(self._stop,), name="otel-sampling-watchdog",
-                                 daemon=True).start()
-
-    def unregister(self, sweep: Callable[[], Any]) -> None:
-        with self._lock:
-            if sweep in self._sweeps:
-                self._sweeps.remove(sweep)
-            if not self._sweeps and self._stop is not None:
-                self._stop.set()
-                self._stop = None
-
-    def running(self) -> bool:
-        with self._lock:
-            return self._stop is not None
-
-    def _run(self, stop: threading.Event) -> None:
-        while not stop.wait(self._interval):
-            with self._lock:
-                sweeps = list(self._sweeps)
-            for sweep in sweeps:
-                try:
-                    sweep()
-                except Exception:
-                    logger.debug("otel-sampling: watchdog sweep failed", exc_info=True)
-
-
-#: The process-wide watchdog every instrumentor shares.
-WATCHDOG = Watchdog()
