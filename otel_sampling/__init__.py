@@ -4,16 +4,21 @@
 model completion), not OpenTelemetry trace sampling.
 
 Use it without code changes: ``opentelemetry-instrument python host.py`` loads the instrumentors
-through the ``opentelemetry_instrumentor`` entry points ``otel_sampling_mcp``,
-``otel_sampling_anthropic`` and ``otel_sampling_openai``. In code::
+through the ``opentelemetry_instrumentor`` entry points ``otel_sampling_mcp`` (the host side),
+``otel_sampling_mcp_server`` (the server side), ``otel_sampling_anthropic`` and
+``otel_sampling_openai``. In code::
 
     from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
     from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
     MCPSamplingInstrumentor().instrument()
     AnthropicInstrumentor().instrument()
 
-For what no wrapper can see, a small API (``docs/telemetry.md``, "Degraded mode, runs and the
-five numbers")::
+For what no wrapper can see, a small API (``docs/api.md``): runs and disclosure
+(:mod:`otel_sampling.runs`), named degradations and canary traffic (:mod:`otel_sampling.degradation`),
+evaluations, cache provenance, and inside a sampling callback :func:`grant_context` (the
+``includeContext`` scope the host granted), :func:`sampling_error` (a well-formed denial
+``ErrorData``) and :func:`record_grant` (USD added to a server's budget,
+:mod:`otel_sampling.sampling_api`)::
 
     import otel_sampling as osm
     with osm.run("ticket-triage"):
@@ -24,11 +29,8 @@ five numbers")::
     osm.record_evaluation("triage-suite", 0.82)
     meta = osm.provenance.stamp(); osm.provenance.lookup(hit=True, stamp=meta)
 
-Names of everything emitted: :mod:`otel_sampling.names` and ``docs/telemetry.md``.
-
-For what no wrapper can see (:mod:`otel_sampling.sampling_api`): :func:`grant_context` (the
-``includeContext`` scope the host granted), :func:`sampling_error` (a well-formed denial
-``ErrorData``) and :func:`record_grant` (USD added to a server's sampling budget).
+Names of everything emitted: :mod:`otel_sampling.names` and ``docs/telemetry.md``; how the
+package is laid out: ``docs/architecture.md``.
 """
 
 from otel_sampling import provenance

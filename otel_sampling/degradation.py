@@ -1,4 +1,6 @@
-"""Named degradations: a degraded state with a component, a reason, an owner and an expiry.
+"""Named degradations (:func:`degraded`) and canary traffic (:func:`canary`): the public API of degraded mode.
+
+A named degradation is a degraded state with a component, a reason, an owner and an expiry.
 
 Degraded mode is a named state with an exit, or it becomes permanent. A host declares one around
 the code that runs degraded::
@@ -14,8 +16,8 @@ or, for a state that outlives one block, enters and exits it explicitly::
     ...
     outage.exit()
 
-A degradation is process-wide while active: every span started anywhere in the process (through
-the span processor the instrumentors install) and every log record carries
+A degradation is process-wide while active: every span started on a tracer provider the
+instrumentors use (through the span processor they install) and every log record carries
 ``degradation.mode=degraded`` and its reason, and every run open meanwhile is degraded. The
 registry (:mod:`otel_sampling.state`) is guarded by a lock, so enter and exit are safe from any
 thread or asyncio task.

@@ -1,7 +1,8 @@
 """All process-wide mutable state of otel-sampling, in one module.
 
-Everything else is a pure rule (:mod:`otel_sampling.rules`), a record that lives as long as one
-request, call or run (:mod:`otel_sampling.records`), or a wrapper. What outlives them is here:
+Everything else is a pure rule (:mod:`otel_sampling.rules`), a record of one request, call or run
+and the bounded stores an instrumentor gives them (:mod:`otel_sampling.records`), or a wrapper.
+What the whole process shares is here:
 
 * the named degradations active now, and every ``(component, reason)`` pair entered so far (the
   gauges report 0 for those that exited): :func:`activate`, :func:`deactivate`,
@@ -17,6 +18,9 @@ request, call or run (:mod:`otel_sampling.records`), or a wrapper. What outlives
   per meter provider (:func:`in_flight_store`);
 * how many instrumentors are instrumented (:func:`hooks_enabled`: the span processor and log
   fields run while one is), the span processor of each tracer provider and the log record factory.
+
+Not here: the sets that keep a log message from repeating (``settings``, ``content``, unpriced
+models in :mod:`otel_sampling.records.provider_call`); they change no telemetry.
 
 Locks: the degradation registry and the run registry each have one; readers of the active tuple
 need none (it is replaced whole).

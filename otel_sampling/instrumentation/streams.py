@@ -1,7 +1,8 @@
 """Stream proxies that end a provider call's span exactly once, however the stream ends.
 
 A proxy (``wrapt.ObjectProxy``, so every attribute and ``isinstance`` check passes through) feeds
-each event to a provider-specific accumulator and ends the call:
+each event to a provider-specific accumulator and ends the call with the ending
+:func:`otel_sampling.rules.endings.stream_ending` (or, on an error, the SDK's failure) gives:
 
 * on exhaustion: success if the accumulator saw the terminal event, else ``incomplete_stream``
   (ending ``error``);

@@ -14,6 +14,8 @@ Everything here is provider-independent: an SDK module only turns its responses 
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -33,7 +35,32 @@ from otel_sampling.rules import cost, degraded_mode
 from otel_sampling.rules.endings import ending_of
 from otel_sampling.rules.values import Response, Usage
 
-_unpriced = cost.UnpricedModels()
+logger = logging.getLogger(__name__)
+
+MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later ones are not logged
+
+
+class UnpricedModels:
+    """Reports each model without a price once, at DEBUG (a bounded set: a hostile provider
+    cannot grow it past ``MAX_REPORTED_UNPRICED``)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def report(self, model: str | None) -> None:
+        key = model or ""
+        if key in self._seen:
+            return
+        with self._lock:
+            if key in self._seen or len(self._seen) >= MAX_REPORTED_UNPRICED:
+                return
+            self._seen.add(key)
+        logger.debug("otel-sampling: no price for model %r in the policy's price table; its cost is not recorded",
+                     model)
+
+
+_unpriced = UnpricedModels()
 
 
 class ProviderCall:

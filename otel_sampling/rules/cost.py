@@ -1,4 +1,4 @@
-"""What a provider call cost, from the policy file's price table. Pure functions plus one bounded set.
+"""What a provider call cost, from the policy file's price table. Pure functions.
 
 Prices are USD per million tokens (``[prices."<model>"]``, :class:`otel_sampling.policy.Price`).
 The price of a served model is the entry of the same name, else an entry it is a snapshot of
@@ -13,8 +13,6 @@ table leaves out is charged at the input price (the table is then read as "no di
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -24,10 +22,8 @@ from otel_sampling.rules.substitution import same_model
 if TYPE_CHECKING:
     from otel_sampling.rules.values import Usage
 
-logger = logging.getLogger(__name__)
 
 _MTOK = 1_000_000
-MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later ones are not logged
 
 
 def price_for(prices: Mapping[str, Price], model: str | None) -> Price | None:
@@ -59,23 +55,3 @@ def cost_usd(price: Price, usage: Usage) -> float | None:
         + (usage.output_tokens or 0) * price.output_usd_per_mtok
     )
     return total / _MTOK
-
-
-class UnpricedModels:
-    """Reports each model without a price once, at DEBUG (a bounded set: a hostile provider
-    cannot grow it past ``MAX_REPORTED_UNPRICED``)."""
-
-    def __init__(self) -> None:
-        self._seen: set[str] = set()
-        self._lock = threading.Lock()
-
-    def report(self, model: str | None) -> None:
-        key = model or ""
-        if key in self._seen:
-            return
-        with self._lock:
-            if key in self._seen or len(self._seen) >= MAX_REPORTED_UNPRICED:
-                return
-            self._seen.add(key)
-        logger.debug("otel-sampling: no price for model %r in the policy's price table; its cost is not recorded",
-                     model)

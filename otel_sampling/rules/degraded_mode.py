@@ -9,8 +9,10 @@ A sampling request (:func:`request_mode`), first match wins for its own reason:
 ``canary``            the host marked the traffic as a deliberate trip through the fallback
                       (``otel_sampling.canary()``)
 ``failover``          a provider call failed, then a call on another model succeeded
-``substitution``      the served model is outside the server's ``permitted_models``
-``provider_fallback`` the last call that succeeded was served another model than it asked for
+``substitution``      the served model is outside the server's ``permitted_models`` (the
+                      substitution judgement ``outside_policy``, :mod:`.substitution`)
+``provider_fallback`` the provider fell back: the last call that succeeded was served another
+                      model than it asked for
 ``fallback``          served by a model other than the server policy's ``primary_model``
 ====================  =====================================================================
 
@@ -22,8 +24,8 @@ with any reason is ``degraded``, else ``primary``.
 A provider call (:func:`call_reason`, :func:`call_mode`), first match wins:
 
 =====================  ====================================================================
-``provider_fallback``  the provider reports it served the call with another model
-                       server-side (anthropic's ``fallback`` content)
+``provider_fallback``  the provider fell back: it reports it served the call with another
+                       model server-side (anthropic's ``fallback`` content)
 ``failover``           it succeeded after a call on another model failed
 ``fallback``           it was served another model than requested, one the requesting
                        server's policy permits
@@ -38,8 +40,9 @@ A run that ended degraded, or with a substitution outside policy, and told nobod
 (``otel_sampling.disclose``) is a silent-degradation incident; a run nested in an open run leaves
 the one incident to the outermost.
 
-The state around a call (:func:`named_reasons`): every active named degradation's reason, then
-``canary`` inside a canary block.
+The state around a call (:func:`named_reasons`, given the reasons of the degradations active and
+whether a canary block is open, which :mod:`otel_sampling.state` holds): every active named
+degradation's reason, then ``canary`` inside a canary block.
 """
 
 from __future__ import annotations

@@ -7,14 +7,14 @@ Sampling requests. Rules for error frames, first match wins
 (``docs/telemetry.md`` "Ending rules"):
 
 1. ``ErrorData.data.reason`` is itself an ending in the vocabulary other than ``completed`` (an
-   error frame is never a completion): that ending.
-   Then the host's own rules from the policy file (``[[ending_rules]]``), in file order.
-2. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
+   error frame is never a completion): that ending (so ``-32003`` with ``data.reason``
+   ``policy.budget_exhausted`` is ``policy.budget_exhausted``).
+2. the host's own rules from the policy file (``[[ending_rules]]``), in file order.
+3. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
    "User rejected sampling request").
-3. code ``-32003``: ``policy.denied`` (the otel-sampling convention for policy refusals; its
-   ``data.reason`` refines it by rule 1, e.g. ``policy.budget_exhausted``).
-4. code ``-32001``: ``timeout`` (mcp SDK ``REQUEST_TIMEOUT``).
-5. anything else: ``error``.
+4. code ``-32003``: ``policy.denied`` (the otel-sampling convention for policy refusals).
+5. code ``-32001``: ``timeout`` (mcp SDK ``REQUEST_TIMEOUT``).
+6. anything else: ``error``.
 
 A callback that raises ``MCPError`` is classified by its error frame (the SDK sends that frame on
 the wire); any other exception is ``error``. Cancellation is ``timeout`` when the peer's
@@ -24,7 +24,12 @@ A result is ``completed``, or ``refused`` when its stopReason says the model ref
 Provider calls (:func:`failure_of`, :func:`ending_of`): a failed call's ending follows from its
 exception or its error envelope (``timeout``, ``model.unavailable``, ``cancelled``, ``error``); a
 call that raised nothing is ``refused`` when a finish reason says so, else ``completed``
-(``docs/telemetry.md`` "Provider call endings").
+(``docs/telemetry.md`` "Provider call endings"). A stream that raised nothing (:func:`stream_ending`)
+ends by its finish reasons when complete, ``error`` (``incomplete_stream``) when read to the end
+without its final event, ``cancelled`` when the host left it early.
+
+Fallbacks, for when classifying fails (our failure, never the host's): :data:`FAILED`,
+:data:`CANCELLED`, :func:`failed_frame`. The server side's ``unanswered``: :data:`UNANSWERED`.
 """
 
 from __future__ import annotations
