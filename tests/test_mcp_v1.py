@@ -36,7 +36,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import otel_sampling
 from mcp_v1_server import SERVER_NAME, SERVER_VERSION, build_server
-from otel_sampling import names, sampling_api
+from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
@@ -669,7 +669,7 @@ def test_exhausted_request_completed_after_a_grant_is_fine(v1_instrumented):
 
 def test_stall_event_names_server_and_tool(v1_instrumented):
     """The watchdog's sweep (run here by the test at a later clock) flags a pending request once."""
-    ledger = sampling_api._ledger
+    ledger = state.host_ledger()
     swept = []
 
     async def callback(ctx, params):
@@ -690,7 +690,7 @@ def test_stall_event_names_server_and_tool(v1_instrumented):
 
 
 def test_no_stall_before_the_threshold(v1_instrumented):
-    ledger = sampling_api._ledger
+    ledger = state.host_ledger()
 
     async def callback(ctx, params):
         ledger.pending.sweep(time.monotonic() + 29)
