@@ -1,18 +1,14 @@
-"""Classification is total (issue 7, item 3): whatever a sampling callback returns or raises, and
-whatever a provider answers, the request gets exactly one ending from ``names.ENDINGS`` and
-classifying it never raises.
+"""Every answer ends once, through the real code that reads it: whatever a provider sends, the
+readers make a response with one ending; whatever a sampling callback returns or raises, the
+host gets that very object (or exception) back and the request exactly one span and one
+``mcp.sampling.requests`` point, with the ending the rules give.
 
-The classify functions are driven directly with Hypothesis-generated answers (many examples), then
-(fewer examples) through the real wrapper: a real mcp ``ClientSession`` dispatching generated
-``CreateMessageRequest``s to a callback that returns or raises the generated answer. There the host
-must get the very object back (or the very exception), and exactly one span and one
-``mcp.sampling.requests`` point must record the ending the classify functions give.
+The rules themselves, and their totality over any value, are tests/rules/test_endings.py. Here
+real mcp ``ClientSession``s dispatch Hypothesis-generated ``CreateMessageRequest``s (fewer
+examples: each is a real request).
 """
 
 from __future__ import annotations
-
-import asyncio
-import sys
 
 import pytest
 
@@ -22,116 +18,27 @@ import anyio
 import mcp_types as types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp import Client, MCPError
+from mcp import Client
 
+from conftest import (
+    EXCEPTION_KINDS,
+    SPANS,
+    codes,
+    exception_of,
+    frame_data,
+    hostile_text,
+    json_value,
+    stop_reasons,
+)
 from otel_sampling import names
 from otel_sampling.instrumentation import anthropic as anthropic_instr
 from otel_sampling.instrumentation import openai as openai_instr
 from otel_sampling.instrumentation import openai_responses
-from otel_sampling.policy import EndingRule
 from otel_sampling.rules import endings
-from otel_sampling.rules.endings import ending_of, failure_of
-from otel_sampling.rules.values import Response, Usage
+from otel_sampling.rules.endings import ending_of
 from sampling_server import build_server
 
-if sys.version_info < (3, 11):  # anyio brings the backport there
-    from exceptiongroup import BaseExceptionGroup
-
-# Text as a hostile peer sends it: controls, bidi overrides, lone surrogates, long runs.
-hostile_text = st.text(st.characters(codec=None, categories=None), max_size=64) | st.sampled_from(
-    ["", "\x00", "\ud800", "\u202e", "timed out after 1s", "policy.denied", "completed"]) | st.integers(
-    1000, 20_000).map(lambda n: "x" * n)
-codes = st.integers(min_value=-(2**63), max_value=2**63) | st.sampled_from([-1, -32001, -32003, -32600, -32603, 0])
-json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | hostile_text
-json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=4)
-                          | st.dictionaries(hostile_text, inner, max_size=4), max_leaves=20)
-frame_data = json_value | st.fixed_dictionaries(
-    {"reason": st.sampled_from(names.ENDINGS) | hostile_text | json_leaf},
-    optional={"resetsAt": json_leaf, "extra": json_value})
-stop_reasons = st.none() | st.sampled_from(["endTurn", "stopSequence", "maxTokens", "refusal", "content_filter",
-                                            "toolUse"]) | hostile_text
-rules = st.lists(st.builds(EndingRule, ending=st.sampled_from([e for e in names.ENDINGS if e != "completed"]),
-                           code=st.none() | codes, message_contains=st.none() | hostile_text), max_size=3)
-
-
-def _exception_of(kind: str, code: int, message: str, data: object) -> BaseException:
-    if kind == "mcp":
-        return MCPError(code=code, message=message, data=data)
-    if kind == "group":
-        return BaseExceptionGroup("g", [MCPError(code=code, message=message, data=data)])
-    if kind == "nested group":
-        return BaseExceptionGroup("g", [BaseExceptionGroup("h", [ValueError(message)])])
-    if kind == "wide group":
-        return BaseExceptionGroup("g", [ValueError(message), MCPError(code=code, message=message)])
-    return {"cancelled": asyncio.CancelledError, "timeout": TimeoutError, "value": ValueError,
-            "runtime": RuntimeError, "key": KeyError, "keyboard": KeyboardInterrupt, "exit": SystemExit,
-            "os": OSError}[kind](message)
-
-
-EXCEPTION_KINDS = ["mcp", "group", "nested group", "wide group", "cancelled", "timeout", "value", "runtime", "key",
-                   "keyboard", "exit", "os"]
-exceptions = st.builds(_exception_of, st.sampled_from(EXCEPTION_KINDS), codes.filter(lambda c: abs(c) < 2**31),
-                       hostile_text, json_value)
-
-
-# ---------------------------------------------------------------- the classify functions, directly
-@settings(max_examples=500)
-@given(code=codes | json_leaf, data=frame_data, message=json_leaf, ending_rules=rules)
-def test_every_error_frame_gets_one_ending_and_never_completed(code, data, message, ending_rules):
-    got = endings.from_error_frame(code, data, message, ending_rules)
-    assert got.ending in names.ENDINGS and got.ending != names.ENDING_COMPLETED
-    assert got.error_type == str(code)  # an error frame always sets error.type (MCP semconv: the code)
-    assert got.resets_at is None or isinstance(got.resets_at, str)
-
-
-@settings(max_examples=300)
-@given(stop_reason=stop_reasons | json_value)
-def test_every_result_is_completed_or_refused(stop_reason):
-    got = endings.from_result(stop_reason)
-    assert got.ending == (names.ENDING_REFUSED if stop_reason in ("refusal", "content_filter")
-                          else names.ENDING_COMPLETED)
-    assert got.error_type is None
-
-
-@settings(max_examples=300)
-@given(reason=st.none() | hostile_text)
-def test_every_cancellation_is_timeout_or_cancelled(reason):
-    assert endings.from_cancellation(reason).ending in (names.ENDING_TIMEOUT, names.ENDING_CANCELLED)
-
-
-@settings(max_examples=500)
-@given(exc=exceptions, ending_rules=rules)
-def test_every_exception_gets_one_ending(exc, ending_rules):
-    got = (endings.from_cancellation(None) if endings.is_cancellation(exc)
-           else endings.from_exception(exc, ending_rules))
-    assert got.ending in names.ENDINGS and got.ending != names.ENDING_COMPLETED
-    assert isinstance(got.error_type, str) and got.error_type
-
-
-# ---------------------------------------------------------------- provider answers, directly
-usage_counts = st.none() | st.integers(min_value=-(2**70), max_value=2**70) | hostile_text | st.booleans()
-responses = st.builds(Response, model=st.none() | hostile_text, response_id=st.none() | hostile_text,
-                      finish_reasons=st.lists(hostile_text | st.sampled_from(["refusal", "content_filter"]),
-                                              max_size=3).map(tuple),
-                      usage=st.builds(Usage, usage_counts, usage_counts, usage_counts, usage_counts),
-                      provider_fallback=st.booleans(), output=st.none(),
-                      error_type=st.none() | hostile_text | st.sampled_from(["overloaded_error", "timeout_error"]))
-
-
-@settings(max_examples=300)
-@given(response=st.none() | responses, error_type=st.none() | hostile_text | st.sampled_from(
-    ["overloaded_error", "rate_limit_exceeded", "timeout_error", "server_error"]))
-def test_every_provider_answer_gets_one_ending(response, error_type):
-    assert ending_of(response, error_type) in names.ENDINGS
-
-
-@settings(max_examples=300)
-@given(exc=exceptions)
-def test_every_provider_exception_gets_one_ending(exc):
-    failure = failure_of(exc, (TimeoutError,), (OSError,))
-    assert failure.ending in names.ENDINGS and isinstance(failure.error_type, str) and failure.error_type
-
-
+# ---------------------------------------------------------------- provider answers, through the readers
 answer_bodies = st.dictionaries(
     st.sampled_from(["model", "id", "type", "stop_reason", "content", "choices", "output", "usage", "status",
                      "error", "incomplete_details"]), json_value, max_size=8)
@@ -151,7 +58,7 @@ def test_every_provider_body_reads_into_a_response_with_one_ending(body):
     assert response.model is None or isinstance(response.model, str)
 
 
-# ---------------------------------------------------------------- through the real wrapper
+# ---------------------------------------------------------------- through the real mcp wrapper
 content_blocks = (st.builds(types.TextContent, text=hostile_text)
                   | st.builds(types.ImageContent, data=st.just("iVBORw0KGgo="), mime_type=hostile_text)
                   | st.builds(types.AudioContent, data=st.just("UklGRg=="), mime_type=hostile_text))
@@ -173,7 +80,7 @@ error_frames = st.builds(types.ErrorData, code=codes.filter(lambda c: abs(c) < 2
                          data=frame_data)
 # What mcp reads without instrumentation too: a dict it validates, or something it cannot.
 odd_returns = st.none() | st.integers() | hostile_text | st.dictionaries(hostile_text, json_value, max_size=3)
-wrapper_exceptions = st.builds(_exception_of, st.sampled_from([k for k in EXCEPTION_KINDS
+wrapper_exceptions = st.builds(exception_of, st.sampled_from([k for k in EXCEPTION_KINDS
                                                                if k not in ("keyboard", "exit")]),
                                codes.filter(lambda c: abs(c) < 2**31), hostile_text, json_value)
 answers = results.map(lambda r: ("return", r)) | error_frames.map(lambda e: ("return", e)) \
@@ -221,8 +128,6 @@ async def _dispatch_all(cases: list) -> list:
                                                                   HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases=st.lists(st.tuples(params, answers), min_size=1, max_size=8))
 def test_through_the_wrapper_the_host_gets_its_answer_and_each_request_one_ending(mcp_instrumented, cases):
-    from conftest import SPANS
-
     SPANS.clear()
     before = sum(mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING).values())
     got = anyio.run(_dispatch_all, cases)
