@@ -152,3 +152,101 @@ def policy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_text(POLICY_TOML)
     monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
     return path
+
+
+# ---------------------------------------------------------------- hostile values (Hypothesis strategies)
+# What a hostile peer can send, shared by the ending rules' tests (tests/rules/test_endings.py) and
+# the tests that drive the same answers through the real wrappers (tests/test_endings_total.py).
+# Imported here, after the fixtures above, so this section merges as one appended block.
+import asyncio  # noqa: E402
+from typing import Any  # noqa: E402
+
+from hypothesis import strategies as st  # noqa: E402
+
+if sys.version_info < (3, 11):  # anyio brings the backport there
+    from exceptiongroup import BaseExceptionGroup
+
+from otel_sampling import names  # noqa: E402
+
+# Text as a hostile peer sends it: controls, bidi overrides, lone surrogates, long runs.
+hostile_text = st.text(st.characters(codec=None, categories=None), max_size=64) | st.sampled_from(
+    ["", "\x00", "\ud800", "\u202e", "timed out after 1s", "policy.denied", "completed"]) | st.integers(
+    1000, 20_000).map(lambda n: "x" * n)
+codes = st.integers(min_value=-(2**63), max_value=2**63) | st.sampled_from([-1, -32001, -32003, -32600, -32603, 0])
+json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | hostile_text
+json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=4)
+                          | st.dictionaries(hostile_text, inner, max_size=4), max_leaves=20)
+#: ``ErrorData.data`` as sent: any JSON, or a mapping whose ``reason`` may or may not be an ending.
+frame_data = json_value | st.fixed_dictionaries(
+    {"reason": st.sampled_from(names.ENDINGS) | hostile_text | json_leaf},
+    optional={"resetsAt": json_leaf, "extra": json_value})
+stop_reasons = st.none() | st.sampled_from(["endTurn", "stopSequence", "maxTokens", "refusal", "content_filter",
+                                            "toolUse"]) | hostile_text
+
+
+def exception_of(kind: str, code: int, message: str, data: Any) -> BaseException:
+    """One exception of ``kind`` (:data:`EXCEPTION_KINDS`); the mcp ones are mcp 2.x's ``MCPError``."""
+    if kind in ("mcp", "group", "wide group"):
+        from mcp import MCPError  # mcp 2.x: drawn only by the tests that run there
+
+        if kind == "mcp":
+            return MCPError(code=code, message=message, data=data)
+        if kind == "group":
+            return BaseExceptionGroup("g", [MCPError(code=code, message=message, data=data)])
+        return BaseExceptionGroup("g", [ValueError(message), MCPError(code=code, message=message)])
+    if kind == "nested group":
+        return BaseExceptionGroup("g", [BaseExceptionGroup("h", [ValueError(message)])])
+    return {"cancelled": asyncio.CancelledError, "timeout": TimeoutError, "value": ValueError,
+            "runtime": RuntimeError, "key": KeyError, "keyboard": KeyboardInterrupt, "exit": SystemExit,
+            "os": OSError}[kind](message)
+
+
+EXCEPTION_KINDS = ("mcp", "group", "nested group", "wide group", "cancelled", "timeout", "value", "runtime", "key",
+                   "keyboard", "exit", "os")
+exceptions = st.builds(exception_of, st.sampled_from(EXCEPTION_KINDS), codes.filter(lambda c: abs(c) < 2**31),
+                       hostile_text, json_value)
+
+
+# ---------------------------------------------------------------- a host calling the real anthropic SDK
+SAMPLE_ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
+
+
+def provider_host_callback(fake_provider: FakeProvider, primary_scenario: str = "", fallback: str | None = None):
+    """A host sampling callback (mcp 2.x) asking the fake provider for claude-sonnet-5-5 with
+    ``primary_scenario``; on an overload, ``fallback`` if given, else an error frame ``model.unavailable``."""
+    import anthropic
+    import mcp_types as types
+
+    async def callback(ctx, params):
+        client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+        try:
+            try:
+                message = await client.messages.create(
+                    model="claude-sonnet-5-5", max_tokens=params.max_tokens,
+                    messages=[{"role": "user", "content": "hi"}],
+                    extra_headers={"x-fake-scenario": primary_scenario})
+            except anthropic.OverloadedError:
+                if fallback is None:
+                    return types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"})
+                message = await client.messages.create(
+                    model=fallback, max_tokens=params.max_tokens, messages=[{"role": "user", "content": "hi"}])
+        finally:
+            await client.close()
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=message.content[0].text),
+                                         model=message.model, stop_reason="endTurn")
+
+    return callback
+
+
+async def call_sample_tool(mode: str, callback) -> Any:
+    """The test server's ``sample`` tool called once over an in-memory mcp 2.x session (``mode``:
+    ``legacy`` or ``auto``); the tool result, or the exception the client raised."""
+    from mcp import Client
+
+    from sampling_server import build_server
+
+    async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
+        try:
+            return await client.call_tool("sample", SAMPLE_ARGS)
+        except Exception as exc:  # noqa: BLE001 - what the client got is the subject
+            return exc

@@ -1,4 +1,5 @@
-"""Named degradations: spans from any instrumentation, log records, gauges, transitions, thread and task safety."""
+"""Named degradations: spans from any instrumentation, log records, gauges, transitions, thread and
+task safety, bounded labels and strings, clear errors for bad input."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from opentelemetry import trace
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
-from otel_sampling import degradation, names, state
+from otel_sampling import degradation, labels, log_fields, names, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
@@ -21,6 +22,7 @@ from otel_sampling.span_processor import DegradationSpanProcessor
 LATER = "2099-01-01T00:00:00Z"
 EARLIER = "2001-01-01T00:00:00Z"
 OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
+DEGRADED_SPAN = {names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +32,8 @@ def no_degradation_left():
         leftover.exit()
 
 
-def _search_down(expires_at: str = LATER) -> degradation.Degradation:
-    return osm.degraded("search", reason="sources unavailable", owner="oncall-search", expires_at=expires_at)
+def _search_down(expires_at: str = LATER, reason: str = "sources unavailable") -> degradation.Degradation:
+    return osm.degraded("search", reason=reason, owner="oncall-search", expires_at=expires_at)
 
 
 def test_foreign_span_inside_a_degradation_is_stamped(mcp_instrumented):
@@ -195,3 +197,87 @@ def test_expiry_accepts_offsets_and_datetimes():
     assert plus_two.expires_at == aware.expires_at
     assert aware.expired(dt.datetime(2026, 12, 1, 0, 0, 1, tzinfo=dt.timezone.utc))
     assert not aware.expired(dt.datetime(2026, 11, 30, 23, 59, 59, tzinfo=dt.timezone.utc))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: degradation.Degradation("c", "r", "o", "9999-12-31T23:59:59-01:00"),  # past datetime.max in UTC
+    lambda: osm.degraded("c", "r", "o", "2026-12-01T00:00:00"),
+    lambda: osm.degraded("c", "r", "o", "x" * 1_000_000),
+])
+def test_a_bad_expiry_is_a_short_clear_error(call):
+    with pytest.raises(ValueError, match="expires_at") as caught:  # the message names the argument
+        call()
+    assert len(str(caught.value)) < 300  # the message names the problem, not a megabyte of input
+
+
+# ---------------------------------------------------------------- bounded labels and strings
+def test_host_reasons_cannot_push_the_reason_vocabulary_into_other(mcp_instrumented, monkeypatch):
+    monkeypatch.setattr(state, "_known", {})  # the flood below stays out of later tests' gauges
+    for i in range(150):  # more distinct free-text reasons than the label admits (100)
+        with _search_down(reason=f"index down: error {i}"):
+            pass
+    mcp_instrumented.points(names.METRIC_DEGRADATION_ACTIVE)  # the gauges label every known reason
+    assert [state.api_instruments().reason_label.value(r) for r in names.DEGRADATION_REASONS] == list(
+        names.DEGRADATION_REASONS)
+
+
+def test_a_huge_reason_is_cut_on_spans_logs_and_memory(mcp_instrumented):
+    huge = "x" * 1_000_000 + "\u202e"
+    with osm.degraded("search\n" + "c" * 10_000, reason=huge, owner="o" * 10_000, expires_at=LATER) as outage:
+        with OTHER.start_as_current_span("their work"):
+            pass
+    (span,) = mcp_instrumented.spans("their work", scope=None)
+    (reason,) = span.attributes[names.DEGRADATION_REASON]
+    assert reason == "x" * labels.LABEL_MAX_LENGTH
+    assert len(outage.component) <= labels.LABEL_MAX_LENGTH and "\n" not in outage.component
+    assert len(outage.owner) <= labels.LABEL_MAX_LENGTH
+
+
+def test_many_active_degradations_put_a_bounded_list_on_each_span(mcp_instrumented, monkeypatch):
+    monkeypatch.setattr(state, "_known", {})  # these 500 stay out of later tests' gauges
+    leaked = [osm.degraded(f"c{i}", reason=f"r{i}", owner=f"o{i}", expires_at=LATER).enter() for i in range(500)]
+    with OTHER.start_as_current_span("their work"):
+        pass
+    (span,) = mcp_instrumented.spans("their work", scope=None)
+    for key in (names.DEGRADATION_REASON, names.DEGRADATION_COMPONENT, names.DEGRADATION_OWNER,
+                names.DEGRADATION_EXPIRES_AT):
+        assert 0 < len(span.attributes[key]) <= state.MAX_STAMPED
+    assert span.attributes[names.DEGRADATION_REASON][0] == "r0"
+    for outage in leaked:
+        outage.exit()
+
+
+# ---------------------------------------------------------------- what spans and log records carry
+def test_a_span_that_brings_its_own_reason_keeps_it_inside_a_degradation(mcp_instrumented):
+    with _search_down(), OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
+        pass
+    (span,) = mcp_instrumented.spans("fallback call", scope=None)
+    assert span.attributes[names.DEGRADATION_REASON] == ("fallback", "sources unavailable")
+
+
+def test_owner_and_expiry_are_on_the_spans_of_a_degradation(mcp_instrumented):
+    with _search_down(), osm.degraded("verify", reason="verification off", owner="team-a",
+                                 expires_at="2030-06-01T12:00:00+02:00"), OTHER.start_as_current_span("their work"):
+        pass
+    (span,) = mcp_instrumented.spans("their work", scope=None)
+    assert span.attributes[names.DEGRADATION_COMPONENT] == ("search", "verify")
+    assert span.attributes[names.DEGRADATION_OWNER] == ("oncall-search", "team-a")
+    assert span.attributes[names.DEGRADATION_EXPIRES_AT] == ("2099-01-01T00:00:00Z", "2030-06-01T10:00:00Z")
+
+
+def test_the_documented_formatter_prints_every_record(mcp_instrumented):
+    # docs/telemetry.md: a formatter printing the fields gives defaults for records outside a degradation
+    formatter = logging.Formatter("%(degradation.mode)s %(message)s", defaults=log_fields.FORMATTER_DEFAULTS)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("a.host.module.fmt")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        log.info("before")
+        with _search_down():
+            log.info("during")
+    finally:
+        log.removeHandler(handler)
+    assert [formatter.format(r) for r in records] == ["primary before", "degraded during"]

@@ -1,11 +1,12 @@
-"""docs/telemetry.md documents every name in otel_sampling.names, and names nothing else of ours."""
+"""docs/telemetry.md documents every name in otel_sampling.names and every instrument in
+otel_sampling.metrics, and names nothing else of ours."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from otel_sampling import names
+from otel_sampling import metrics, names
 
 DOC = (Path(__file__).parents[1] / "docs" / "telemetry.md").read_text()
 SKIP = {"SCOPE_NAME"}  # stated in prose
@@ -38,3 +39,28 @@ def test_docs_name_nothing_of_ours_that_the_module_lacks():
     ours = set(_string_values().values())
     documented = set(re.findall(r"`((?:mcp\.sampling|degradation)\.[a-z_.]+)`", DOC))
     assert documented - ours == set()
+
+
+# docs/telemetry.md "Metrics": | `name` | Kind ..., `unit` | ...
+_METRIC_ROWS = {name: (kind, unit) for name, kind, unit in re.findall(
+    r"^\| `([a-z_.]+)` \| (\w+)[^|]*?, `([^`]+)` \|", DOC, re.MULTILINE)}
+_KINDS = {metrics.COUNTER: "Counter", metrics.HISTOGRAM: "Histogram", metrics.UP_DOWN_COUNTER: "UpDownCounter",
+          metrics.GAUGE: "Gauge"}
+
+
+def test_every_metric_spec_is_the_documented_instrument():
+    """metrics.SPECS (one spec per instrument) and the docs' metrics table name the same
+    instruments, each with the same kind and unit."""
+    assert {spec.name for spec in metrics.SPECS} == set(_METRIC_ROWS)
+    for spec in metrics.SPECS:
+        assert _METRIC_ROWS[spec.name] == (_KINDS[spec.kind], spec.unit), spec.name
+
+
+def test_every_histogram_has_its_documented_buckets():
+    """Histograms carry explicit bucket advice, as docs/telemetry.md lists it; other kinds carry none."""
+    flat = " ".join(DOC.split())
+    for spec in metrics.SPECS:
+        if spec.kind == metrics.HISTOGRAM:
+            assert spec.buckets and ", ".join(str(b) for b in spec.buckets) in flat, spec.name
+        else:
+            assert spec.buckets is None, spec.name

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from otel_sampling.policy import (
     ALLOWED_CONTEXT_CEILINGS,
     EMPTY_POLICY,
+    EndingRule,
+    Endpoint,
     Policy,
     PolicyError,
     Price,
@@ -756,3 +758,84 @@ def test_an_error_in_a_later_ending_rule_names_its_own_line(tmp_path: Path, brok
     (or header), never the first entry's."""
     error = load_error(write(tmp_path, text))
     assert str(error).startswith(f"{tmp_path / 'policy.toml'}:{broken_line}: {where}")
+
+
+# ---------------------------------------------------------------- stall threshold and host ending rules
+def test_policy_stall_threshold_and_ending_rules(tmp_path):
+    path = tmp_path / "policy.toml"
+    path.write_text('stall_threshold_seconds = 5\n[[ending_rules]]\ncode = -32099\nending = "policy.denied"\n')
+    policy = load_policy(path)
+    assert policy.stall_threshold_seconds == 5.0
+    assert policy.ending_rules == (EndingRule(ending="policy.denied", code=-32099),)
+    assert load_policy(tmp_path / "policy.toml").source == str(path)
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    assert load_policy(empty).stall_threshold_seconds == 30.0
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("stall_threshold_seconds = 0\n", "stall_threshold_seconds: must be a finite number of seconds above 0"),
+    ('stall_threshold_seconds = "30s"\n', "stall_threshold_seconds: expected a number of seconds"),
+    ('[[ending_rules]]\ncode = -1\nending = "denied"\n', "ending_rules[0].ending: must be one of"),
+    ('[[ending_rules]]\nending = "error"\n', "ending_rules[0]: a rule needs code, message_contains or both"),
+    ('[[ending_rules]]\ncode = "x"\nending = "error"\n', "ending_rules[0].code: expected an integer"),
+    ('[[ending_rules]]\ncode = 1\nending = "error"\nmatch = 2\n', "ending_rules[0].match: unknown key"),
+])
+def test_bad_stall_threshold_and_ending_rules_are_policy_errors(tmp_path, text, message):
+    path = tmp_path / "policy.toml"
+    path.write_text(text)
+    with pytest.raises(PolicyError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_policy(path)
+
+
+# ---------------------------------------------------------------- the compliance boundary
+# permitted_providers, permitted_regions and [endpoints]
+BOUNDARY = """\
+[servers."ticket-server"]
+permitted_providers = ["anthropic", "openai"]
+permitted_regions = ["eu"]
+
+[endpoints."api.eu.example.com"]
+region = "eu"
+
+[endpoints.'127.0.0.1']
+region = "eu"
+"""
+
+
+def test_boundary_keys_load(tmp_path):
+    policy = load_policy(write(tmp_path, BOUNDARY))
+    server = policy.server("ticket-server")
+    assert server.permitted_providers == ("anthropic", "openai")
+    assert server.permitted_regions == ("eu",)
+    assert dict(policy.endpoints) == {"api.eu.example.com": Endpoint("eu"), "127.0.0.1": Endpoint("eu")}
+
+
+def test_no_boundary_by_default(tmp_path):
+    policy = load_policy(write(tmp_path, '[servers."s"]\nprimary_model = "m"\n'))
+    assert (policy.server("s").permitted_providers, policy.server("s").permitted_regions) == (None, None)
+    assert dict(policy.endpoints) == {}
+
+
+@pytest.mark.parametrize(("text", "key", "problem"), [
+    ('[servers."s"]\npermitted_providers = "anthropic"  # BAD\n',
+     'servers."s".permitted_providers', "expected an array of strings, got string"),
+    ('[servers."s"]\npermitted_providers = ["anthropic", 7]  # BAD\n',
+     'servers."s".permitted_providers[1]', "expected a string, got integer"),
+    ('[servers."s"]\npermitted_providers = [""]  # BAD\n',
+     'servers."s".permitted_providers[0]', "empty provider name"),
+    ('[endpoints."h"]\nregion = "eu"\n[servers."s"]\npermitted_regions = ["us"]  # BAD\n',
+     'servers."s".permitted_regions[0]', "region 'us' is not the region of any [endpoints] table (known: eu)"),
+    ('[endpoints."h"]  # BAD\n', 'endpoints."h".region', "missing required key"),
+    ('[endpoints."h"]\nregion = 1  # BAD\n', 'endpoints."h".region', "expected a string, got integer"),
+    ('[endpoints."h"]\nregion = "eu"\nzone = "a"  # BAD\n', 'endpoints."h".zone', "unknown key"),
+    ('[endpoints." "]  # BAD\nregion = "eu"\n', 'endpoints." "', "empty endpoint host"),
+    ('endpoints = 3  # BAD\n', "endpoints", "expected a table, got integer"),
+])
+def test_boundary_errors_name_file_line_and_key(tmp_path, text, key, problem):
+    path = write(tmp_path, text)
+    line = marked_line(path)
+    error = load_error(path)
+    assert (error.key, error.line) == (key, line)
+    assert error.problem.startswith(problem)
+    assert str(error).startswith(f"{path}:{line}: {key}: {problem}")

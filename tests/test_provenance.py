@@ -86,3 +86,14 @@ def test_bad_arguments():
         provenance.lookup(hit="yes")
     with pytest.raises(TypeError, match="provenance model must be a string, got int"):
         provenance.stamp(model=5)
+
+
+@pytest.mark.parametrize("stamp", [
+    {"mode": ["primary"]}, {"mode": {"a": 1}}, {"mode": "primary", "model": 3, "region": ["eu"]},
+    {"mode": "degraded", "config_id": "c" * 1_000_000}, {1: 2}, "primary", 42,
+])
+def test_a_malformed_stamp_is_counted_with_bounded_labels(mcp_instrumented, stamp):
+    match = osm.provenance.lookup(hit=True, stamp=stamp)
+    assert match in (names.CACHE_MATCH, names.CACHE_MISMATCH, names.CACHE_UNSTAMPED)
+    (point,) = mcp_instrumented.points(names.METRIC_CACHE_LOOKUPS)
+    assert point.attributes[names.CACHE_PROVENANCE_MODE] in (*names.MODES, names.CACHE_UNSTAMPED)

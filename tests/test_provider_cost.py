@@ -1,7 +1,8 @@
-"""Cost of provider calls from the policy's price table: the pure functions, then real calls
-(failover outside and inside a sampling request, cost attributed to the model that served).
+"""Cost of real provider calls from the policy's price table: failover outside and inside a
+sampling request, cost attributed to the model that served, unpriced models.
 
-Expected amounts are the price table's arithmetic (USD per million tokens, docs/configuration.md).
+Expected amounts are the price table's arithmetic (USD per million tokens, docs/configuration.md);
+the rule itself: tests/rules/test_cost.py.
 """
 
 from __future__ import annotations
@@ -9,19 +10,18 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pytest
+
+pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
+
 import anthropic
 import anyio
-import pytest
 from opentelemetry import trace
 
-from conftest import with_policy
+from conftest import call_sample_tool, provider_host_callback, with_policy
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-from otel_sampling.policy import Price
-from otel_sampling.rules import cost
-from otel_sampling.rules.values import Usage
-from test_sampling_with_provider import call, host_callback
 
 PRICES = """
 [prices."claude-sonnet-5-5"]
@@ -35,34 +35,9 @@ cache_read_usd_per_mtok = 0.1
 cache_creation_usd_per_mtok = 1.25
 as_of = 2026-11-01
 """
-HAIKU = Price(1.0, 5.0, 0.1, 1.25)
 HAIKU_PLAIN_USD = (25 * 1.0 + 5 * 5.0) / 1e6  # the fake provider's 25 input and 5 output tokens
 
 
-# ---------------------------------------------------------------- pure functions
-def test_price_for_exact_and_snapshot():
-    prices = {"claude-haiku-5-5": HAIKU}
-    assert cost.price_for(prices, "claude-haiku-5-5") is HAIKU
-    assert cost.price_for(prices, "claude-haiku-5-5-20261001") is HAIKU
-    assert cost.price_for(prices, "claude-haiku-5") is None
-    assert cost.price_for(prices, None) is None
-
-
-def test_cost_prices_cache_reads_and_writes_apart_from_input():
-    usage = Usage(input_tokens=525, output_tokens=5, cache_read_input_tokens=400, cache_creation_input_tokens=100)
-    assert cost.cost_usd(HAIKU, usage) == pytest.approx((25 * 1.0 + 400 * 0.1 + 100 * 1.25 + 5 * 5.0) / 1e6)
-
-
-def test_missing_cache_prices_charge_the_input_price():
-    usage = Usage(input_tokens=525, output_tokens=5, cache_read_input_tokens=400, cache_creation_input_tokens=100)
-    assert cost.cost_usd(Price(1.0, 5.0), usage) == pytest.approx((525 * 1.0 + 5 * 5.0) / 1e6)
-
-
-def test_no_usage_no_cost():
-    assert cost.cost_usd(HAIKU, Usage()) is None
-
-
-# ---------------------------------------------------------------- real calls
 @pytest.fixture
 def priced(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     yield from with_policy(telemetry, tmp_path, monkeypatch, PRICES, MCPSamplingInstrumentor, AnthropicInstrumentor)
@@ -115,7 +90,8 @@ def test_cache_tokens_are_priced(priced, fake_provider):
 
 
 def test_sampling_request_sums_the_cost_of_its_calls(priced, fake_provider):
-    anyio.run(call, "legacy", host_callback(fake_provider, "status=529", fallback="claude-haiku-5-5"))
+    anyio.run(call_sample_tool, "legacy", provider_host_callback(fake_provider, "status=529",
+                                                                  fallback="claude-haiku-5-5"))
     (sampling,) = priced.spans(names.SPAN_SAMPLING)
     assert sampling.attributes[names.COST_USD] == pytest.approx(HAIKU_PLAIN_USD)
     fallback = priced.spans("chat claude-haiku-5-5")[0]

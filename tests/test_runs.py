@@ -1,12 +1,20 @@
-"""Runs: explicit and implicit (local root span), mode, outcome, cost, duration, disclosure, incidents, evaluations."""
+"""Runs: explicit and implicit (local root span), mode, outcome, cost, duration, disclosure, incidents, evaluations.
+
+Also what a run cannot get wrong in a long-lived host: nested runs, runs outliving their parent or
+exited in another context count one incident each, and the memory they hold stays bounded.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import threading
 
 import pytest
+from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
@@ -15,6 +23,7 @@ from otel_sampling import degradation, names, runs, state
 LATER = "2099-01-01T00:00:00Z"
 OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
 RUN_KEYS = (names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOME, names.AGENT_RUN_DISCLOSED)
+DEGRADED_SPAN = {names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +33,8 @@ def no_degradation_left():
         leftover.exit()
 
 
-def _outage() -> degradation.Degradation:
-    return osm.degraded("search", reason="sources unavailable", owner="oncall-search", expires_at=LATER)
+def _outage(reason: str = "sources unavailable") -> degradation.Degradation:
+    return osm.degraded("search", reason=reason, owner="oncall-search", expires_at=LATER)
 
 
 def test_a_primary_run_counts_once_with_its_cost_and_duration(mcp_instrumented):
@@ -258,3 +267,150 @@ def test_a_run_nested_in_a_run_keeps_its_own_spans_and_counts_in_the_outer_one(m
                                    names.AGENT_RUN_DISCLOSED) == {("inner", "degraded", "true"): 1,
                                                                   ("outer", "degraded", "true"): 1,
                                                                   ("sibling", "primary", "false"): 1}
+
+
+# ---------------------------------------------------------------- one incident per task, whatever the nesting
+def test_a_silent_degradation_in_a_nested_run_is_one_incident_not_two(mcp_instrumented):
+    with osm.run("outer"), osm.run("inner"), OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
+        pass
+    t = mcp_instrumented
+    assert t.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
+        ("outer", "degraded"): 1, ("inner", "degraded"): 1}
+    # one degradation the person was never told about: one incident, counted by the enclosing task
+    assert t.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("outer",): 1}
+
+
+def test_a_nested_run_that_outlives_its_parent_counts_its_own_incident(mcp_instrumented):
+    def background_task():  # started inside the outer run, still running after it ended
+        with osm.run("inner"), OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
+            pass
+
+    with osm.run("outer"):
+        task_context = contextvars.copy_context()
+    task_context.run(background_task)
+    assert mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("inner",): 1}
+
+
+@pytest.mark.parametrize("disclose", [True, False])
+def test_a_run_inside_a_framework_root_span_is_not_a_second_incident(mcp_instrumented, disclose):
+    # A web framework's SERVER span is the local root: an implicit run. The host's explicit run
+    # inside it is the task; a disclosure there reaches the person, so no incident anywhere.
+    with OTHER.start_as_current_span("POST /triage", kind=trace.SpanKind.SERVER), osm.run("ticket-triage"):
+        with _outage():
+            pass
+        if disclose:
+            osm.disclose("Reduced mode: sources unavailable")
+    incidents = mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
+    assert sum(incidents.values()) == (0 if disclose else 1)
+
+
+def test_a_run_built_outside_a_run_and_entered_inside_it_is_nested(mcp_instrumented):
+    scope = osm.run("inner")  # built first, entered inside the outer run
+    with osm.run("outer"), scope, OTHER.start_as_current_span("fallback call", attributes=DEGRADED_SPAN):
+        pass
+    assert mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("outer",): 1}
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_substitution_outside_policy_without_disclosure_is_exactly_one_incident(mcp_instrumented, nested):
+    with (osm.run("task"), osm.run("step") if nested else contextlib.nullcontext()):
+        with OTHER.start_as_current_span("sampling", attributes={
+                names.SAMPLING_SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY}):
+            pass
+    assert mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("task",): 1}
+    (event,) = [e for s in mcp_instrumented.spans("invoke_agent task") for e in s.events]
+    assert event.attributes[names.SILENT_INCIDENT_CAUSE] == (names.SUBSTITUTION_OUTSIDE_POLICY,)
+
+
+@pytest.mark.parametrize("reason", [3, True, 2.5])
+def test_a_foreign_span_with_a_non_string_reason_still_ends_its_run(mcp_instrumented, reason):
+    with OTHER.start_as_current_span("handle", attributes={names.DEGRADATION_MODE: "degraded",
+                                                           names.DEGRADATION_REASON: reason}), _outage():
+        with OTHER.start_as_current_span("inner", attributes={names.DEGRADATION_REASON: reason}):
+            pass
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
+        ("handle", "degraded"): 1}
+    (inner,) = mcp_instrumented.spans("inner", scope=None)
+    assert inner.attributes[names.DEGRADATION_REASON] == (str(reason), "sources unavailable")
+
+
+def test_work_a_run_left_behind_after_it_ended_is_a_run_of_its_own(mcp_instrumented):
+    with osm.run("request"):
+        background = contextvars.copy_context()  # a task started inside the run, outliving it
+
+    def later():
+        assert runs.current_run() is None  # not the ended run
+        with OTHER.start_as_current_span("background job", context=otel_context.Context()):  # its own trace
+            with _outage():
+                pass
+            osm.disclose("reduced mode")
+            assert runs.current_run() is not None and runs.current_run().name == "background job"
+
+    background.run(later)
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.AGENT_RUN_DISCLOSED) == {
+        ("request", "false"): 1, ("background job", "true"): 1}
+    assert mcp_instrumented.points(names.METRIC_SILENT_INCIDENTS) == []
+
+
+# ---------------------------------------------------------------- the host's exception, untouched
+def test_a_run_exited_in_another_context_passes_the_host_exception_through(mcp_instrumented):
+    scope = osm.run("r")
+    context = contextvars.copy_context()
+    context.run(scope.__enter__)
+    boom = RuntimeError("host failure")
+    # exited from a different context (a task other than the one that entered it)
+    assert scope.__exit__(RuntimeError, boom, None) is None
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("failed",): 1}
+
+
+# ---------------------------------------------------------------- evaluations and cost: clear errors
+# Input no check would otherwise catch: a histogram drops a negative score silently, a huge int
+# overflows deep in the SDK. The message names the problem, not a megabyte of input.
+@pytest.mark.parametrize(("call", "error"), [
+    (lambda: osm.record_evaluation("suite", -0.25), ValueError),
+    (lambda: osm.record_evaluation("suite", 10 ** 400), ValueError),  # not an OverflowError
+    (lambda: runs.add_cost(10 ** 400), ValueError),
+    (lambda: osm.record_evaluation("suite", 0.5, run="my-run"), TypeError),
+])
+def test_bad_scores_and_costs_are_short_clear_errors(call, error):
+    with pytest.raises(error) as caught:
+        call()
+    assert len(str(caught.value)) < 300
+
+
+def test_a_negative_score_is_not_silently_dropped(mcp_instrumented):
+    with pytest.raises(ValueError, match="score"):
+        osm.record_evaluation("suite", -0.25)
+    osm.record_evaluation("suite", 0.0)
+    (point,) = mcp_instrumented.points(names.METRIC_EVALUATION_SCORE)
+    assert point.count == 1
+
+
+# ---------------------------------------------------------------- bounded memory in a long-lived process
+def test_a_long_run_serving_many_remote_traces_stays_bounded(mcp_instrumented):
+    # A run around a server loop: every request arrives with its own remote trace.
+    with osm.run("serve") as serving:
+        for i in range(1, 3 * state.MAX_OPEN_RUNS):
+            remote = SpanContext(trace_id=i, span_id=i, is_remote=True, trace_flags=TraceFlags(1))
+            with OTHER.start_as_current_span("handle", context=trace.set_span_in_context(NonRecordingSpan(remote)),
+                                             kind=trace.SpanKind.SERVER):
+                pass
+        assert len(serving._trace_ids) <= state.MAX_OPEN_RUNS
+
+
+def test_a_chain_of_jobs_each_started_from_the_last_keeps_no_chain_of_runs(mcp_instrumented):
+    # A worker whose job schedules the next job from inside its run (the next task copies the
+    # context, so its run is entered under the previous one, which ends first).
+    context = contextvars.copy_context()
+
+    def job():
+        with osm.run("job") as current:
+            return contextvars.copy_context(), current
+
+    for _ in range(3 * 1000):  # deeper than the recursion limit
+        context, last = context.run(job)
+    kept, parent = 0, last._parent
+    while parent is not None:
+        kept, parent = kept + 1, parent._parent
+    assert kept <= 1  # not every earlier run, alive through its child
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME) == {("job",): 3000}

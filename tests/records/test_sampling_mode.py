@@ -1,17 +1,27 @@
-"""Automatic degraded mode over real MCP sessions and the real anthropic SDK: reasons, canary, boundary, runs."""
+"""The degraded mode of sampling requests, as their records end over real MCP sessions and the
+real anthropic SDK (the fake provider): each reason of the request table (the rule:
+tests/rules/test_degraded_mode.py), canary traffic, named degradations, the compliance boundary,
+and a host run around ``call_tool`` that owns the request.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
+
 import anthropic
 import anyio
 import mcp_types as types
-import pytest
 from mcp import Client
 
 import otel_sampling as osm
+from conftest import _instrumented
 from otel_sampling import names
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from sampling_server import build_server
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
@@ -149,10 +159,6 @@ def test_a_named_degradation_degrades_a_primary_request(with_policy, instrumente
 ])
 def test_compliance_boundary(with_policy, fake_provider, telemetry, boundary, crossed):
     with_policy(boundary)
-    from conftest import _instrumented
-    from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
-    from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-
     fixture = _instrumented(telemetry, MCPSamplingInstrumentor, AnthropicInstrumentor)
     next(fixture)
     try:

@@ -1,0 +1,387 @@
+"""How a sampling request or a provider call ended (``otel_sampling.rules.endings``).
+
+Expected endings come from the MCP spec 2025-11-25 (client/sampling: code ``-1`` "User rejected
+sampling request"), the mcp SDK (``REQUEST_TIMEOUT = -32001``; a cancel reason
+``timed out after {t}s``), the provider SDKs' own exception classes and error bodies, and the
+tables of ``docs/telemetry.md`` ("Ending rules", "Provider ``error.type`` values", "Provider call
+endings"). Every classifier is also total: whatever a peer sends, one ending from
+``names.ENDINGS``, never an exception.
+"""
+
+# ruff: noqa: SIM300 - a specification states the expected value first
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import anthropic
+import anyio
+import httpx2
+import openai
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import codes, exceptions, frame_data, hostile_text, json_leaf, json_value, stop_reasons
+from otel_sampling import names
+from otel_sampling.policy import EndingRule
+from otel_sampling.rules import endings
+from otel_sampling.rules.endings import ending_of, error_type_of, failure_of, fallback_failure
+from otel_sampling.rules.values import Ending, Failure, Response, Usage
+
+try:
+    from mcp import MCPError  # mcp 2.x; mcp 1.x names it McpError and builds it from an ErrorData
+except ImportError:  # pragma: no cover - the mcp 1.x matrix cells
+    MCPError = None
+needs_mcp2 = pytest.mark.skipif(MCPError is None, reason="mcp 2.x's MCPError")
+
+if sys.version_info < (3, 11):  # anyio brings the backport there
+    from exceptiongroup import ExceptionGroup
+
+#: The policy file's ``[[ending_rules]]`` of a host whose denials use their own code and message.
+HOST_RULES = (EndingRule(ending="policy.budget_exhausted", code=-32099),
+              EndingRule(ending="policy.denied", message_contains="QUOTA"))
+ending_rules = st.lists(st.builds(EndingRule, ending=st.sampled_from([e for e in names.ENDINGS if e != "completed"]),
+                                  code=st.none() | codes, message_contains=st.none() | hostile_text), max_size=3)
+
+
+class TestErrorFrames:
+    """``from_error_frame``: an ``ErrorData`` returned, or the frame of an ``MCPError`` raised."""
+
+    @pytest.mark.parametrize(("ending", "code", "data"), [
+        # 1. data.reason is itself an ending other than completed: that ending
+        ("policy.budget_exhausted", -32003, {"reason": "policy.budget_exhausted"}),
+        ("model.unavailable", -32603, {"reason": "model.unavailable"}),  # whatever the code
+        ("error", -32603, {"reason": "completed"}),  # an error frame is never a completion
+        # 2. code -1 (MCP spec: user rejected sampling request)
+        ("user.denied", -1, None),
+        ("user.denied", -1, {"reason": "policy:pii"}),  # not an ending: the code decides
+        # 3. code -32003 (the otel-sampling convention for policy refusals)
+        ("policy.denied", -32003, None),
+        ("policy.denied", -32003, {"reason": "something-else"}),
+        ("policy.denied", -32003, "not a mapping"),
+        # 4. code -32001 (mcp REQUEST_TIMEOUT)
+        ("timeout", -32001, None),
+        # 5. anything else
+        ("error", 0, None),
+        ("error", -32600, None),
+    ])
+    def test_the_first_matching_rule_decides(self, ending, code, data):
+        """The "Ending rules" table, first match wins; ``error.type`` is the code as a string."""
+        got = endings.from_error_frame(code, data)
+
+        assert (ending, str(code)) == (got.ending, got.error_type)
+
+    @pytest.mark.parametrize(("ending", "code", "data", "message"), [
+        ("policy.budget_exhausted", -32099, None, "over budget"),  # a host rule by code
+        ("policy.denied", -32000, None, "monthly quota hit"),  # by message, case-insensitive
+        ("user.denied", -32099, {"reason": "user.denied"}, "x"),  # data.reason still comes first
+        ("user.denied", -1, None, "User rejected"),  # the built-in rules come after the host's
+    ])
+    def test_host_rules_come_after_data_reason_and_before_the_built_in_codes(self, ending, code, data, message):
+        """Rule 1b: the policy file's ``[[ending_rules]]``, in file order."""
+        assert ending == endings.from_error_frame(code, data, message, HOST_RULES).ending
+
+    def test_the_first_host_rule_in_file_order_wins(self):
+        """Two rules matching one frame: the one earlier in the file decides."""
+        rules = (EndingRule(ending="policy.denied", code=-32099), EndingRule(ending="timeout", code=-32099))
+
+        assert "policy.denied" == endings.from_error_frame(-32099, None, "x", rules).ending
+
+    def test_resets_at_is_read_from_data(self):
+        """``data.resetsAt`` is kept when it is a string, else dropped."""
+        got = endings.from_error_frame(-32003, {"reason": "policy.budget_exhausted",
+                                                "resetsAt": "2026-12-01T00:00:00Z"})
+
+        assert "2026-12-01T00:00:00Z" == got.resets_at
+        assert None is endings.from_error_frame(-32003, {"resetsAt": 12}).resets_at
+
+    @settings(max_examples=500)
+    @given(code=codes | json_leaf, data=frame_data, message=json_leaf, rules=ending_rules)
+    def test_every_frame_gets_one_ending_and_never_completed(self, code, data, message, rules):
+        """However malformed the frame and whatever the host's rules: one ending, never
+        ``completed``, and ``error.type`` always set (MCP semantic conventions: the code)."""
+        got = endings.from_error_frame(code, data, message, rules)
+
+        assert got.ending in names.ENDINGS and got.ending != names.ENDING_COMPLETED
+        assert str(code) == got.error_type
+        assert got.resets_at is None or isinstance(got.resets_at, str)
+
+
+class TestResults:
+    """``from_result``: a ``CreateMessageResult`` by its ``stopReason`` (an open string in MCP)."""
+
+    @pytest.mark.parametrize(("ending", "stop_reason"), [
+        ("completed", "endTurn"), ("completed", "maxTokens"), ("completed", "toolUse"), ("completed", None),
+        ("refused", "refusal"), ("refused", "content_filter"),
+    ])
+    def test_a_result_is_completed_unless_the_model_refused(self, ending, stop_reason):
+        """``refusal`` (anthropic) and ``content_filter`` (openai) say the model declined."""
+        assert ending == endings.from_result(stop_reason).ending
+
+    @settings(max_examples=300)
+    @given(stop_reason=stop_reasons | json_value)
+    def test_every_result_is_completed_or_refused(self, stop_reason):
+        """Any stopReason: ``refused`` for the two refusal reasons, else ``completed``; no error.type."""
+        got = endings.from_result(stop_reason)
+
+        assert (names.ENDING_REFUSED if stop_reason in ("refusal", "content_filter")
+                else names.ENDING_COMPLETED) == got.ending
+        assert None is got.error_type
+
+
+class TestCancellations:
+    """``from_cancellation`` by the peer's ``notifications/cancelled`` reason; ``is_cancellation``."""
+
+    @pytest.mark.parametrize(("ending", "reason"), [
+        ("timeout", "timed out after 0.5s"),  # mcp SDK: jsonrpc_dispatcher "timed out after {t}s"
+        ("timeout", "Request timeout"),
+        ("cancelled", "caller cancelled"),
+        ("cancelled", None),
+    ])
+    def test_a_cancel_that_says_it_timed_out_is_a_timeout(self, ending, reason):
+        """A reason mentioning a timeout: ``timeout``; any other cancel: ``cancelled``."""
+        assert ending == endings.from_cancellation(reason).ending
+
+    @settings(max_examples=300)
+    @given(reason=st.none() | hostile_text)
+    def test_every_cancellation_is_timeout_or_cancelled(self, reason):
+        """Whatever the peer writes as the reason."""
+        assert endings.from_cancellation(reason).ending in (names.ENDING_TIMEOUT, names.ENDING_CANCELLED)
+
+    def test_task_cancellation_is_recognised(self):
+        """asyncio's ``CancelledError``, and anyio's cancellation on asyncio, are cancellations;
+        a ``TimeoutError`` or a ``KeyboardInterrupt`` is not."""
+
+        async def anyio_cancelled() -> BaseException:
+            return anyio.get_cancelled_exc_class()()
+
+        assert endings.is_cancellation(asyncio.CancelledError())
+        assert endings.is_cancellation(anyio.run(anyio_cancelled))
+        assert not endings.is_cancellation(TimeoutError())
+        assert not endings.is_cancellation(KeyboardInterrupt())
+
+
+class TestExceptions:
+    """``from_exception``: what a sampling callback raised, not a cancellation."""
+
+    def test_an_exception_that_is_not_an_mcp_error_is_error_with_its_class_name(self):
+        """``error`` with the qualified class name as ``error.type`` (builtins unqualified)."""
+        assert ("error", "RuntimeError", None) == endings.from_exception(RuntimeError("x"))
+        assert "TimeoutError" == endings.from_exception(asyncio.TimeoutError()).error_type
+
+    @pytest.mark.parametrize("exc", [KeyboardInterrupt(), SystemExit(1)])
+    def test_keyboard_interrupt_and_system_exit_are_errors(self, exc):
+        """They end the request as ``error`` too (docs/telemetry.md "Ending rules")."""
+        assert "error" == endings.from_exception(exc).ending
+
+    @needs_mcp2
+    def test_an_mcp_error_is_classified_by_its_frame(self):
+        """The SDK sends the raised ``MCPError``'s frame on the wire: the frame rules read it."""
+        got = endings.from_exception(MCPError(-1, "User rejected sampling request"))
+
+        assert ("user.denied", "-1") == (got.ending, got.error_type)
+
+    @needs_mcp2
+    def test_a_group_of_one_mcp_error_is_classified_by_its_frame(self):
+        """anyio task groups wrap what a callback raised (the mcp 2026-07-28 input-required driver)."""
+        group = ExceptionGroup("unhandled errors in a TaskGroup", [
+            MCPError(-32003, "Daily limit", data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01"})])
+
+        assert Ending("policy.budget_exhausted", "-32003", "2026-12-01") == endings.from_exception(group)
+
+    def test_nested_groups_of_one_are_classified_by_the_innermost(self):
+        """Groups of one inside groups of one: the one exception inside."""
+        group = ExceptionGroup("g", [ExceptionGroup("h", [ValueError("x")])])
+
+        assert ("error", "ValueError", None) == endings.from_exception(group)
+
+    def test_a_group_of_several_is_an_error_of_the_group(self):
+        """A group holding more than one exception is not one of them."""
+        group = ExceptionGroup("g", [ValueError("x"), KeyError("y")])
+
+        assert ("error", "ExceptionGroup", None) == endings.from_exception(group)
+
+    @needs_mcp2
+    @settings(max_examples=500)
+    @given(exc=exceptions, rules=ending_rules)
+    def test_every_exception_gets_one_ending(self, exc, rules):
+        """Any exception or group, any host rules: one ending, never ``completed``, an error.type."""
+        got = (endings.from_cancellation(None) if endings.is_cancellation(exc)
+               else endings.from_exception(exc, rules))
+
+        assert got.ending in names.ENDINGS and got.ending != names.ENDING_COMPLETED
+        assert isinstance(got.error_type, str) and got.error_type
+
+
+class TestQualifiedName:
+    """``qualified_name``: the general OTel ``error.type`` form of an exception class."""
+
+    @needs_mcp2
+    def test_module_and_qualified_name(self):
+        """``module.QualName``, as the mcp SDK defines ``MCPError``."""
+        assert "mcp.shared.exceptions.MCPError" == endings.qualified_name(MCPError)
+
+    def test_builtins_are_unqualified(self):
+        """A builtin exception is its bare name."""
+        assert "ValueError" == endings.qualified_name(ValueError)
+
+
+class TestFinishReasons:
+    """``finish_reasons``: ``gen_ai.response.finish_reasons`` from one stop reason."""
+
+    @pytest.mark.parametrize(("reasons", "stop_reason"), [
+        (("endTurn",), "endTurn"), ((), None), ((), ""), ((), 3),
+    ])
+    def test_one_reason_or_none(self, reasons, stop_reason):
+        """A non-empty string is the one reason; anything else gives none."""
+        assert reasons == endings.finish_reasons(stop_reason)
+
+
+class TestOrFallback:
+    """``or_fallback``: a request whose ending cannot be classified still ends."""
+
+    def test_the_classification_when_it_works(self):
+        """The classifier's answer, from the arguments given."""
+        assert Ending("refused") == endings.or_fallback(endings.from_result, endings.COMPLETED, "refusal")
+
+    def test_the_fallback_when_classifying_raises(self):
+        """A broken ending rule (or a hostile value) gives the fallback, not an exception."""
+
+        class Broken(EndingRule):
+            def matches(self, code, message):
+                raise RuntimeError("broken rule")
+
+        fallback = Ending("error", "-32099")
+
+        assert fallback == endings.or_fallback(endings.from_error_frame, fallback, -32099, None, "x",
+                                               (Broken(ending="policy.denied", code=-32099),))
+
+
+# ---------------------------------------------------------------- provider calls
+ANTHROPIC_REQUEST = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+OPENAI_REQUEST = httpx2.Request("POST", "https://api.openai.com/v1/chat/completions")
+# What each provider's instrumentor passes (instrumentation/_provider.py): the SDK's classes, raw httpx2 errors.
+TIMEOUTS = (anthropic.APITimeoutError, httpx2.TimeoutException)
+CONNECTIONS = (anthropic.APIConnectionError, httpx2.TransportError)
+OPENAI_TIMEOUTS = (openai.APITimeoutError, httpx2.TimeoutException)
+OPENAI_CONNECTIONS = (openai.APIConnectionError, httpx2.TransportError)
+OPENAI_ENVELOPE = ("code", "type")
+
+
+def anthropic_status_error(status: int, body: object) -> anthropic.APIStatusError:
+    """The exception the anthropic SDK raises for an HTTP ``status`` answer with JSON ``body``."""
+    response = httpx2.Response(status, request=ANTHROPIC_REQUEST, json=body)
+    return anthropic.Anthropic(api_key="k")._make_status_error_from_response(response)
+
+
+def anthropic_envelope(status: int, error_type: str) -> anthropic.APIStatusError:
+    """An anthropic error envelope (``{"type": "error", "error": {"type": ..., "message": ...}}``)."""
+    return anthropic_status_error(status, {"type": "error", "error": {"type": error_type, "message": "m"}})
+
+
+def openai_status_error(status: int, error: dict) -> openai.APIStatusError:
+    """The exception the openai SDK raises for an HTTP ``status`` answer with ``{"error": error}``."""
+    response = httpx2.Response(status, request=OPENAI_REQUEST, json={"error": error})
+    return openai.OpenAI(api_key="k")._make_status_error_from_response(response)
+
+
+class TestProviderFailures:
+    """``failure_of``: ``error.type`` and ending of a provider SDK exception (docs/telemetry.md
+    "Provider ``error.type`` values" and "Provider call endings")."""
+
+    @pytest.mark.parametrize(("expected", "exc"), [
+        (("cancelled", "cancelled"), asyncio.CancelledError()),
+        (("timeout", "timeout"), anthropic.APITimeoutError(request=ANTHROPIC_REQUEST)),
+        (("timeout", "timeout"), httpx2.ReadTimeout("read")),
+        (("connection_error", "model.unavailable"), anthropic.APIConnectionError(request=ANTHROPIC_REQUEST)),
+        (("connection_error", "model.unavailable"), httpx2.RemoteProtocolError("dropped")),
+        (("overloaded_error", "model.unavailable"), anthropic_envelope(529, "overloaded_error")),
+        (("rate_limit_error", "model.unavailable"), anthropic_envelope(429, "rate_limit_error")),
+        (("503", "model.unavailable"), anthropic_status_error(503, "upstream down")),  # a non-JSON body: the status
+        (("timeout_error", "timeout"), anthropic_envelope(408, "timeout_error")),
+        (("invalid_request_error", "error"), anthropic_envelope(400, "invalid_request_error")),
+        (("ValueError", "error"), ValueError("ours")),
+    ])
+    def test_anthropic_exceptions(self, expected, exc):
+        """anthropic's envelope ``type``, else the status, else the transport failure's kind."""
+        assert Failure(*expected) == failure_of(exc, TIMEOUTS, CONNECTIONS)
+
+    @pytest.mark.parametrize(("expected", "exc"), [
+        (("insufficient_quota", "model.unavailable"),
+         openai_status_error(429, {"message": "quota", "type": "insufficient_quota", "code": "insufficient_quota"})),
+        (("model_not_found", "error"),  # the code comes before the type
+         openai_status_error(400, {"message": "x", "type": "invalid_request_error", "code": "model_not_found"})),
+        (("server_error", "model.unavailable"),  # no code: the type
+         openai_status_error(500, {"message": "x", "type": "server_error", "code": None})),
+        (("timeout", "timeout"), openai.APITimeoutError(request=OPENAI_REQUEST)),  # subclasses APIConnectionError
+        (("504", "timeout"), openai_status_error(504, {"message": "gateway"})),
+    ])
+    def test_openai_exceptions(self, expected, exc):
+        """openai's envelope ``code``, then its ``type``; a timeout before a connection failure."""
+        assert Failure(*expected) == failure_of(exc, OPENAI_TIMEOUTS, OPENAI_CONNECTIONS, OPENAI_ENVELOPE)
+
+    def test_error_type_alone(self):
+        """``error_type_of`` is the ``error.type`` half of the same rule."""
+        exc = openai_status_error(400, {"message": "x", "type": "invalid_request_error", "code": "model_not_found"})
+
+        assert "model_not_found" == error_type_of(exc, OPENAI_TIMEOUTS, OPENAI_CONNECTIONS, OPENAI_ENVELOPE)
+        assert "invalid_request_error" == error_type_of(exc, OPENAI_TIMEOUTS, OPENAI_CONNECTIONS)
+
+    @needs_mcp2
+    @settings(max_examples=300)
+    @given(exc=exceptions)
+    def test_every_provider_exception_gets_one_ending(self, exc):
+        """Whatever was raised: one ending and a non-empty ``error.type``."""
+        failure = failure_of(exc, (TimeoutError,), (OSError,))
+
+        assert failure.ending in names.ENDINGS and isinstance(failure.error_type, str) and failure.error_type
+
+    @pytest.mark.parametrize(("expected", "exc"), [
+        (("cancelled", "cancelled"), asyncio.CancelledError()),
+        (("ValueError", "error"), ValueError("x")),
+    ])
+    def test_the_fallback_when_classifying_failed(self, expected, exc):
+        """``fallback_failure``: a cancellation stays ``cancelled``; anything else is ``error``."""
+        assert Failure(*expected) == fallback_failure(exc)
+
+
+usage_counts = st.none() | st.integers(min_value=-(2**70), max_value=2**70) | hostile_text | st.booleans()
+responses = st.builds(Response, model=st.none() | hostile_text, response_id=st.none() | hostile_text,
+                      finish_reasons=st.lists(hostile_text | st.sampled_from(["refusal", "content_filter"]),
+                                              max_size=3).map(tuple),
+                      usage=st.builds(Usage, usage_counts, usage_counts, usage_counts, usage_counts),
+                      provider_fallback=st.booleans(), output=st.none(),
+                      error_type=st.none() | hostile_text | st.sampled_from(["overloaded_error", "timeout_error"]))
+
+
+class TestProviderAnswers:
+    """``ending_of``: a call that raised nothing, or failed without an exception."""
+
+    @pytest.mark.parametrize(("ending", "reasons"), [
+        ("completed", ("end_turn",)), ("refused", ("refusal",)), ("refused", ("content_filter",)), ("completed", ()),
+    ])
+    def test_a_response_is_completed_unless_a_finish_reason_refused(self, ending, reasons):
+        """anthropic ``stop_reason="refusal"``, openai ``finish_reason="content_filter"``."""
+        assert ending == ending_of(Response("m", None, reasons, Usage()), None)
+
+    def test_an_incomplete_stream_is_an_error(self):
+        """A stream that ended without its terminal event."""
+        assert "error" == ending_of(None, names.ERROR_TYPE_INCOMPLETE_STREAM)
+
+    @pytest.mark.parametrize(("ending", "error_type"), [
+        ("model.unavailable", "server_error"),  # openai Responses status failed with error.code server_error
+        ("timeout", "timeout_error"),
+        ("error", "failed"),  # status failed without a code
+    ])
+    def test_a_failure_the_answer_reports_follows_the_envelope_rule(self, ending, error_type):
+        """openai Responses failures that raise nothing end like an envelope of that type."""
+        assert ending == ending_of(None, error_type)
+
+    @settings(max_examples=300)
+    @given(response=st.none() | responses, error_type=st.none() | hostile_text | st.sampled_from(
+        ["overloaded_error", "rate_limit_exceeded", "timeout_error", "server_error"]))
+    def test_every_provider_answer_gets_one_ending(self, response, error_type):
+        """Whatever the answer held."""
+        assert ending_of(response, error_type) in names.ENDINGS
