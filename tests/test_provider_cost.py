@@ -99,7 +99,7 @@ def test_sampling_request_sums_the_cost_of_its_calls(priced, fake_provider):
 
 
 def test_unknown_model_records_no_cost_and_logs_once(priced, fake_provider, caplog):
-    caplog.set_level(logging.DEBUG, logger="otel_sampling.rules.cost")
+    caplog.set_level(logging.DEBUG, logger="otel_sampling.records.provider_call")
     for _ in range(3):
         client(fake_provider).messages.create(model="claude-unpriced-x", max_tokens=64,
                                               messages=[{"role": "user", "content": "hi"}])

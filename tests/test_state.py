@@ -6,8 +6,6 @@ functions directly; what the state does on spans, log records and gauges is in
 tests/test_degradation.py and tests/test_runs.py.
 """
 
-# ruff: noqa: SIM300 - a specification states the expected value first
-
 from __future__ import annotations
 
 import datetime as dt

@@ -6,8 +6,6 @@ a call on another model then succeeded, under the same key, the sampling request
 (:class:`FailedModels`) or, outside any request, their parent span (:class:`FailoverTracker`).
 """
 
-# ruff: noqa: SIM300 - a specification states the expected value first
-
 from __future__ import annotations
 
 from otel_sampling.records.failover import MAX_FAILED_MODELS, MAX_FAILOVER_PARENTS, FailedModels, FailoverTracker

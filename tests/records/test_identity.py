@@ -9,8 +9,6 @@ SHA-256 (first 128 bits, hex) over ``messages``, ``systemPrompt``, ``maxTokens``
 ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS`` after it was last written.
 """
 
-# ruff: noqa: SIM300 - a specification states the expected value first
-
 from __future__ import annotations
 
 import re

@@ -8,8 +8,6 @@ endings"). Every classifier is also total: whatever a peer sends, one ending fro
 ``names.ENDINGS``, never an exception.
 """
 
-# ruff: noqa: SIM300 - a specification states the expected value first
-
 from __future__ import annotations
 
 import asyncio
@@ -385,3 +383,36 @@ class TestProviderAnswers:
     def test_every_provider_answer_gets_one_ending(self, response, error_type):
         """Whatever the answer held."""
         assert ending_of(response, error_type) in names.ENDINGS
+
+
+class TestStreamEndings:
+    """``stream_ending``: a stream that raised nothing, once it is closed or collected."""
+
+    def test_a_complete_stream_ends_by_its_finish_reasons(self):
+        assert (None, "completed") == endings.stream_ending(
+            Response("m", "id", ("end_turn",), Usage()), complete=True, exhausted=True)
+        assert (None, "refused") == endings.stream_ending(
+            Response("m", "id", ("refusal",), Usage()), complete=True, exhausted=False)
+
+    def test_read_to_the_end_without_its_final_event_is_an_incomplete_stream(self):
+        assert ("incomplete_stream", "error") == endings.stream_ending(None, complete=False, exhausted=True)
+
+    def test_left_early_by_the_host_is_cancelled(self):
+        assert (None, "cancelled") == endings.stream_ending(None, complete=False, exhausted=False)
+
+
+class TestFallbackEndings:
+    """What an ending is when classifying it failed (our failure, never the host's)."""
+
+    def test_an_error_frame_keeps_its_code(self):
+        assert Ending("error", "-32603") == endings.failed_frame(-32603)
+
+    def test_an_error_frame_without_an_integer_code_is_unknown(self):
+        assert Ending("error", "_unknown") == endings.failed_frame("x")
+
+    def test_an_exception_is_error_of_unknown_type_a_cancellation_stays_cancelled(self):
+        assert Ending("error", "_unknown") == endings.FAILED
+        assert Ending("cancelled", "cancelled") == endings.CANCELLED
+
+    def test_an_unanswered_request_names_itself(self):
+        assert Ending("unanswered", "unanswered") == endings.UNANSWERED

@@ -104,3 +104,14 @@ class TestSameFamily:
         assert same_family("claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022")
         assert same_family("claude-3-5-sonnet-20241022", "claude-3-5-sonnet-latest")
         assert same_family("claude-3-5-sonnet-20241022", "claude-3-5-sonnet")
+
+
+class TestJudgeWithoutAServedModel:
+    """``judge(..., failed=)``: nothing served. A failed request substituted nothing (``none``); a
+    result that names no model cannot be judged (``unjudged``)."""
+
+    def test_a_failure_substituted_nothing(self):
+        assert judge(["claude-sonnet"], None, ["claude-sonnet-5-5"], failed=True) == "none"
+
+    def test_a_result_without_a_model_is_unjudged(self):
+        assert judge(["claude-sonnet"], None, ["claude-sonnet-5-5"], failed=False) == "unjudged"

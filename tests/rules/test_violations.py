@@ -7,8 +7,6 @@ shown found when it happens and not when it does not. ``includeContext`` widens
 over real mcp sessions: tests/test_mcp_violations.py.
 """
 
-# ruff: noqa: SIM300 - a specification states the expected value first
-
 from __future__ import annotations
 
 import pytest
