@@ -313,7 +313,7 @@ def test_a_huge_server_name_is_not_kept_once_per_session(both):
     for i in range(5):
         anyio.run(call, build_server(huge + "x"), "legacy", returning(denied), "sample", {"text": f"ticket {i}"})
     anyio.run(call, build_server(huge + "y"), "legacy", returning(result()), "sample", {"text": "ticket 4"})
-    ledger = otel_sampling.sampling_api._ledger
+    ledger = otel_sampling.state.host_ledger()
     kept = [seen for _, seen in ledger.identity._entries.items()]
     assert len(kept) == 5
     servers = [s.server for s in kept] + [d.server for s in kept for d in s.decisions] + [s.denied_server for s in kept]
@@ -508,7 +508,7 @@ def test_server_and_model_labels_stay_within_the_label_value_limit(telemetry, mo
         for i in range(1, 5):
             anyio.run(call, build_server(f"server-{i}"), "legacy", returning(result(model=f"model-{i}")),
                       "sample", {"text": "same"})
-        ledger = otel_sampling.sampling_api._ledger
+        ledger = otel_sampling.state.host_ledger()
 
         async def stalling(ctx, params):
             import time as clock
