@@ -9,11 +9,16 @@
 | ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS`` | how long a fingerprint is remembered, seconds | 3600 |
 | ``OTEL_SAMPLING_MAX_PENDING`` | pending requests watched for stalls / awaiting a 2026-07-28 retry | 10000 |
 | ``OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS`` | server side: a 2026-07-28 request not answered by a retry within this is ``unanswered`` | 300 |
+| ``OTEL_SAMPLING_FINGERPRINT_KEY`` | HMAC key of the request fingerprint, shared by the processes that must agree on it: at least 32 characters, its UTF-8 bytes the key, surrounding whitespace ignored | a random key per process |
+| ``OTEL_SAMPLING_OMIT_FINGERPRINT`` | ``true``: no ``mcp.sampling.request.fingerprint`` on spans (identity tracking goes on) | false |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
-(telemetry settings must not stop a host). A policy file that is missing or malformed is logged
-at ERROR, once, with the file, key, line and problem, and instrumentation goes on without a
-policy (substitutions are then ``unjudged``): raising from ``instrument()`` would make
+(telemetry settings must not stop a host); so is a fingerprint key shorter than 32 characters (the
+message never shows the key; a key of the process is used). Booleans follow the OpenTelemetry
+environment variable specification: only ``true`` (any case) is true; unset, empty and ``false``
+are false; any other value is false and logged once at WARNING. A policy file that is missing or
+malformed is logged at ERROR, once, with the file, key, line and problem, and instrumentation goes
+on without a policy (substitutions are then ``unjudged``): raising from ``instrument()`` would make
 ``opentelemetry-instrument`` abandon every instrumentation after ours. Check a policy file
 before deploying it with ``python -m otel_sampling.policy FILE`` (exit 1 and the message when
 it is malformed).
@@ -24,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from otel_sampling import names
 from otel_sampling.policy import EMPTY_POLICY, Policy, load_policy
@@ -37,6 +42,8 @@ DEFAULT_IDENTITY_MAX_ENTRIES = 10_000
 DEFAULT_IDENTITY_TTL_SECONDS = 3600
 DEFAULT_MAX_PENDING = 10_000
 DEFAULT_UNANSWERED_AFTER_SECONDS = 300
+# RFC 2104 section 3: a key shorter than the hash output (32 bytes for SHA-256) weakens the HMAC.
+FINGERPRINT_KEY_MIN_LENGTH = 32
 _reported: set[str] = set()  # configuration problems already logged
 
 
@@ -53,6 +60,11 @@ class Settings:
         max_pending: pending requests watched at once (stall watch, server-side retries).
         unanswered_after_seconds: seconds a server waits for the retry that answers a
             2026-07-28 request before the request is recorded ``unanswered``.
+        fingerprint_key: the HMAC key of the request fingerprint shared across processes, bytes
+            (``OTEL_SAMPLING_FINGERPRINT_KEY``); None: each process uses a random key of its own
+            (:func:`otel_sampling.state.fingerprint_key`). Left out of ``repr``.
+        omit_fingerprint: True leaves ``mcp.sampling.request.fingerprint`` off spans; the identity
+            store (and the violations it finds) works the same.
     """
 
     policy: Policy = EMPTY_POLICY
@@ -62,6 +74,8 @@ class Settings:
     identity_ttl_seconds: int = DEFAULT_IDENTITY_TTL_SECONDS
     max_pending: int = DEFAULT_MAX_PENDING
     unanswered_after_seconds: int = DEFAULT_UNANSWERED_AFTER_SECONDS
+    fingerprint_key: bytes | None = field(default=None, repr=False)
+    omit_fingerprint: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -81,6 +95,8 @@ class Settings:
             max_pending=_positive_int(env, names.ENV_MAX_PENDING, DEFAULT_MAX_PENDING),
             unanswered_after_seconds=_positive_int(
                 env, names.ENV_UNANSWERED_AFTER_SECONDS, DEFAULT_UNANSWERED_AFTER_SECONDS),
+            fingerprint_key=_fingerprint_key(env),
+            omit_fingerprint=_boolean(env, names.ENV_OMIT_FINGERPRINT),
         )
 
 
@@ -116,3 +132,33 @@ def _positive_int(env: Mapping[str, str], key: str, default: int) -> int:
         report_once(logging.WARNING, "%s=%r is not a positive integer; using %d", key, raw, default)
         return default
     return value
+
+
+def _fingerprint_key(env: Mapping[str, str]) -> bytes | None:
+    """The shared fingerprint key: the UTF-8 bytes of the stripped value, or None when unset,
+    empty or too short (reported, without the value: it is a secret)."""
+    raw = (env.get(names.ENV_FINGERPRINT_KEY) or "").strip()
+    if not raw:
+        return None
+    if len(raw) < FINGERPRINT_KEY_MIN_LENGTH:
+        report_once(logging.WARNING, "%s is shorter than %d characters; using a random key of this process "
+                    "(fingerprints then differ between processes)", names.ENV_FINGERPRINT_KEY,
+                    FINGERPRINT_KEY_MIN_LENGTH)
+        return None
+    try:  # surrogateescape: the bytes the environment held, also when not UTF-8 (POSIX decodes os.environ so)
+        return raw.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate from a mapping built in code: no bytes to key with
+        report_once(logging.WARNING, "%s cannot be encoded as bytes; using a random key of this process",
+                    names.ENV_FINGERPRINT_KEY)
+        return None
+
+
+def _boolean(env: Mapping[str, str], key: str) -> bool:
+    """An OpenTelemetry boolean (SDK environment variable specification): true only for ``true``
+    in any case; unset, empty and ``false`` are false; any other value is false, reported once."""
+    raw = env.get(key, "").strip()
+    if raw.lower() == "true":
+        return True
+    if raw and raw.lower() != "false":
+        report_once(logging.WARNING, "%s=%r is neither true nor false; using false", key, raw)
+    return False

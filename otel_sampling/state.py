@@ -17,7 +17,9 @@ What the whole process shares is here:
   ledger the API's grants go to (:func:`bind_host_ledger`), the ``mcp.sampling.in_flight`` counts
   per meter provider (:func:`in_flight_store`);
 * how many instrumentors are instrumented (:func:`hooks_enabled`: the span processor and log
-  fields run while one is), the span processor of each tracer provider and the log record factory.
+  fields run while one is), the span processor of each tracer provider and the log record factory;
+* the request fingerprint's key of this process (:func:`fingerprint_key`), used when
+  ``OTEL_SAMPLING_FINGERPRINT_KEY`` names no shared one.
 
 Not here: the sets that keep a log message from repeating (``settings``, ``content``, unpriced
 models in :mod:`otel_sampling.records.provider_call`); they change no telemetry.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -214,6 +217,21 @@ def remove_user(uninstall_hooks: Callable[[], None]) -> None:
         _users -= 1
         if _users == 0:
             uninstall_hooks()
+
+
+# ---------------------------------------------------------------------- the fingerprint key
+#: Bytes of the key made for this process (the SHA-256 output size: RFC 2104 section 3).
+FINGERPRINT_KEY_BYTES = 32
+# Made at import: a secret never written anywhere, so fingerprints made with it cannot be matched
+# against guesses by whoever reads the trace backend, nor compared with another process's.
+_fingerprint_key = os.urandom(FINGERPRINT_KEY_BYTES)
+
+
+def fingerprint_key() -> bytes:
+    """The HMAC key of request fingerprints in this process when no shared key is configured:
+    ``FINGERPRINT_KEY_BYTES`` bytes from ``os.urandom``, the same for the life of the process (a
+    child forked from it inherits it with the rest of its memory)."""
+    return _fingerprint_key
 
 
 # ---------------------------------------------------------------------- the watchdog

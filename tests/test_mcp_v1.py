@@ -10,6 +10,8 @@ runs it against the oldest and the newest supported mcp 1.x.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 import subprocess
 import sys
@@ -531,13 +533,27 @@ def events(span, name=names.EVENT_SAMPLING_VIOLATION):
     return [e for e in span.events if e.name == name]
 
 
-def test_the_fingerprint_is_the_one_mcp_2x_gives_the_same_request(v1_instrumented):
-    """The fingerprint hashes the wire form: the request ``sample`` sends by default (one text
-    message, maxTokens 64, a system prompt) has on mcp 1.x the fingerprint mcp 2.3's table records
-    for the same request from tests/sampling_server.py (a real run, on both of its paths)."""
+SHARED_FINGERPRINT_KEY = "a shared key of at least 32 characters"
+# The canonical form of the request ``sample`` sends by default (one text message, maxTokens 64, a
+# system prompt): its unkeyed SHA-256 prefix is the fingerprint mcp 2.3's table recorded for the
+# same request from tests/sampling_server.py in a real run on both of its paths, before the
+# fingerprint was keyed.
+DEFAULT_REQUEST_CANONICAL = (b'{"maxTokens":64,"messages":[{"content":{"text":"Printer on fire","type":"text"},'
+                             b'"role":"user"}],"systemPrompt":"You summarise tickets."}')
+
+
+@pytest.fixture
+def shared_fingerprint_key(monkeypatch):
+    monkeypatch.setenv(names.ENV_FINGERPRINT_KEY, SHARED_FINGERPRINT_KEY)  # before v1_instrumented reads it
+
+
+def test_the_fingerprint_is_the_one_mcp_2x_gives_the_same_request(shared_fingerprint_key, v1_instrumented):
+    """The fingerprint hashes the wire form: with a shared key, the request on mcp 1.x has the
+    fingerprint of the canonical form mcp 2.3 gives the same request."""
+    assert hashlib.sha256(DEFAULT_REQUEST_CANONICAL).hexdigest()[:32] == "6681dcafc91edd54b6ff4b3ca74bf999"
     anyio.run(call, callback_returning(result()))
-    assert only_sampling_span(v1_instrumented).attributes[names.SAMPLING_FINGERPRINT] == (
-        "6681dcafc91edd54b6ff4b3ca74bf999")
+    assert only_sampling_span(v1_instrumented).attributes[names.SAMPLING_FINGERPRINT] == hmac.new(
+        SHARED_FINGERPRINT_KEY.encode(), DEFAULT_REQUEST_CANONICAL, hashlib.sha256).hexdigest()[:32]
 
 
 def test_wider_requested_scope_on_retry_is_scope_widened(v1_instrumented):

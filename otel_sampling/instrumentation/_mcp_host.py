@@ -30,6 +30,7 @@ from otel_sampling import state as otel_state
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.metrics import Instruments
+from otel_sampling.records.identity import server_key
 from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.sampling import SamplingRecord
 
@@ -43,21 +44,27 @@ _opened_transport: ContextVar[Any] = ContextVar("otel_sampling_opened_transport"
 
 
 class ServerFacts(NamedTuple):
-    """What the host knows of the server that sent a request; each field None when unknown."""
+    """What the host knows of the server that sent a request; each field None when unknown.
+
+    Read once per session (each table keeps them per ``ClientSession``), so that ``key``, a hash
+    over the whole name when it is long, is computed once per session rather than per request.
+    """
 
     name: str | None  # serverInfo.name
     version: str | None  # serverInfo.version
     protocol_version: str | None  # the negotiated MCP protocol version
+    key: str | None  # identity.server_key(name): how the identity store and the ledger keep the server
 
     @classmethod
     def of(cls, server_info: Any, protocol_version: Any) -> ServerFacts:
         """Read an ``Implementation`` (``serverInfo``) and a protocol version; non-strings are None."""
         name, version = getattr(server_info, "name", None), getattr(server_info, "version", None)
-        return cls(name if isinstance(name, str) else None, version if isinstance(version, str) else None,
-                   protocol_version if isinstance(protocol_version, str) else None)
+        name = name if isinstance(name, str) else None
+        return cls(name, version if isinstance(version, str) else None,
+                   protocol_version if isinstance(protocol_version, str) else None, server_key(name))
 
 
-UNKNOWN_SERVER = ServerFacts(None, None, None)
+UNKNOWN_SERVER = ServerFacts(None, None, None, None)
 
 
 class Connections:
@@ -130,6 +137,7 @@ def start_record(state: HostState, session: Any, *, request_id: object, params: 
         record = SamplingRecord(
             state.instruments,
             server_name=server.name,
+            server_key=server.key,
             path=path_of(server.protocol_version),
             request_id=request_id,
             protocol_version=server.protocol_version,

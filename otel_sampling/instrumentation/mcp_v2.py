@@ -82,7 +82,7 @@ class _CancelReasons:
 class State(HostState):
     """The shared host state, the mcp 2.x types the wrappers read, and the peers' cancel reasons."""
 
-    __slots__ = ("cancel_reasons", "request_type", "error_type", "result_types", "answer_types",
+    __slots__ = ("cancel_reasons", "servers", "request_type", "error_type", "result_types", "answer_types",
                  "client_response")
 
     def __init__(self, instruments: Instruments) -> None:
@@ -93,6 +93,8 @@ class State(HostState):
 
         super().__init__(instruments)
         self.cancel_reasons = _CancelReasons(coerce_request_id)
+        # session -> (the serverInfo object read, its facts): a session's facts are read once.
+        self.servers: weakref.WeakKeyDictionary[Any, tuple[Any, ServerFacts]] = weakref.WeakKeyDictionary()
         self.request_type = mcp_types.CreateMessageRequest
         self.error_type = mcp_types.ErrorData
         self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
@@ -100,8 +102,15 @@ class State(HostState):
         self.client_response = ClientResponse  # how mcp reads whatever the callback returned
 
     def server_facts(self, session: Any) -> ServerFacts:
-        """mcp 2.x keeps ``serverInfo`` and the negotiated version on the session."""
-        return ServerFacts.of(session.server_info, session.protocol_version)
+        """mcp 2.x keeps ``serverInfo`` and the negotiated version on the session: read again only
+        when the session holds another ``serverInfo`` object or version than last time."""
+        info, version = session.server_info, session.protocol_version
+        known = self.servers.get(session)
+        if known is not None and known[0] is info and known[1].protocol_version == version:
+            return known[1]
+        facts = ServerFacts.of(info, version)
+        self.servers[session] = (info, facts)
+        return facts
 
 
 def _end_with_return(state: State, record: SamplingRecord, result: Any) -> None:

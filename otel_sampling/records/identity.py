@@ -1,13 +1,15 @@
 """Request identity: a fingerprint per sampling request and what the host decided for it before.
 
-A fingerprint is a hash (SHA-256, first 128 bits, hex) over what makes two
+A fingerprint is a keyed hash (HMAC-SHA-256, first 128 bits, hex) over what makes two
 ``sampling/createMessage`` requests "the same question": ``messages``, ``systemPrompt``,
 ``maxTokens``, ``temperature``, ``stopSequences``, ``metadata``, ``tools`` and ``toolChoice``. It
 leaves out the requesting server (so a request re-sent by another server has the same
 fingerprint), ``includeContext`` (so a retry with another scope does too), ``modelPreferences``
 and ``_meta`` (trace context). The hash is taken over the wire form (``by_alias``: ``systemPrompt``,
 ``mimeType``, ...), so a request has the same fingerprint whichever mcp major parsed it. No content
-is kept: only the hash.
+is kept: only the hash. The key (the process's own, or ``OTEL_SAMPLING_FINGERPRINT_KEY``) is what
+keeps a reader of the trace backend from hashing guesses of low-entropy content (a PIN in a known
+prompt template) and comparing (docs/security.md).
 
 :class:`IdentityStore` remembers, per fingerprint, the last decision and scopes (bounded: LRU of
 ``OTEL_SAMPLING_IDENTITY_MAX_ENTRIES`` entries, each forgotten ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``
@@ -18,6 +20,7 @@ request at hand) live in :mod:`otel_sampling.rules.violations`.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import threading
 import time
@@ -33,8 +36,11 @@ _FINGERPRINT_FIELDS = {"messages", "system_prompt", "max_tokens", "temperature",
                        "tools", "tool_choice"}
 
 
-def fingerprint(params: Any) -> str:
-    """The identity of a ``CreateMessageRequestParams``: 32 hex characters.
+def fingerprint(params: Any, key: bytes) -> str:
+    """The identity of a ``CreateMessageRequestParams`` under ``key``: 32 hex characters, the first
+    128 bits of HMAC-SHA-256 (RFC 2104) keyed with ``key`` over the canonical form: the fields above
+    as JSON, null ones left out, keys sorted, separators ``","`` and ``":"``, non-ASCII characters
+    as they are, UTF-8.
 
     ``params`` is an mcp 2.x model, or any object whose ``model_dump(mode=, include=, exclude_none=,
     by_alias=)`` takes mcp 2.x's field names in ``include`` (the mcp 1.x table's view of its
@@ -49,7 +55,7 @@ def fingerprint(params: Any) -> str:
     except ValueError:  # pydantic's serialisation errors: content built in-process (bytes, sets...)
         body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True, by_alias=True)
     canonical = _CANONICAL.encode(body)
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return hmac.digest(key, canonical.encode("utf-8", "surrogatepass"), "sha256").hex()[:32]
 
 
 SERVER_KEY_MAX_LENGTH = 256
@@ -59,7 +65,8 @@ def server_key(name: str | None) -> str | None:
     """How the identity store and the ledger remember a server: its name, or for a name longer
     than ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it (``"sha256:<hex>"``), so that a
     hostile 1 MB ``serverInfo.name``, copied afresh by each session, is not kept per request.
-    Equal names give equal keys; idempotent."""
+    Equal names give equal keys; idempotent. The host tables compute it once per session
+    (``ServerFacts.key``): hashing a long name per request costs as much as the request."""
     if name is None or len(name) <= SERVER_KEY_MAX_LENGTH:
         return name
     return "sha256:" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()

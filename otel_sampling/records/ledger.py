@@ -1,7 +1,7 @@
 """Host-side state shared by the sampling requests of one instrumentor: bounded, thread-safe.
 
 * the request identity store (``identity.IdentityStore``: decision flips, widened scopes,
-  reroutes after a denial);
+  reroutes after a denial) and the key its fingerprints are made with (:attr:`Ledger.fingerprint_key`);
 * the stall watch (``stalls.PendingWatch``), swept by the shared watchdog thread;
 * the last ending and the last grant per server (is a grant answering a budget exhaustion? did
   one come between an exhaustion and a completion of the same request?);
@@ -31,6 +31,8 @@ class Ledger:
         settings = instruments.settings
         self.instruments = instruments
         self.identity = IdentityStore(settings.identity_max_entries, settings.identity_ttl_seconds)
+        #: The HMAC key of request fingerprints: the shared one configured, else the process's own.
+        self.fingerprint_key = settings.fingerprint_key or state.fingerprint_key()
         self.pending = PendingWatch(settings.max_pending, settings.policy.stall_threshold_seconds,
                                     lambda record, seconds: record.mark_stalled(seconds))
         self._last_endings: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)

@@ -51,6 +51,9 @@ class SamplingRecord:
     Args:
         instruments: the instrumentor's tracer, meter and label sets.
         server_name: ``serverInfo.name`` of the requesting server, or None when unknown.
+        server_key: how the ledger and the identity store keep that server,
+            :func:`~otel_sampling.records.identity.server_key` of ``server_name`` (a hash over a
+            long name: the caller computes it once per session, not per request).
         path: ``names.PATH_RPC`` or ``names.PATH_MRTR``.
         request_id: the JSON-RPC id (rpc path only), or None.
         protocol_version: the negotiated MCP protocol version, or None.
@@ -80,6 +83,7 @@ class SamplingRecord:
         instruments: Instruments,
         *,
         server_name: str | None,
+        server_key: str | None,
         path: str,
         request_id: object,
         protocol_version: str | None,
@@ -105,7 +109,7 @@ class SamplingRecord:
         self._output_tokens = 0
         self._cost_usd = 0.0
         self._server_name = server_name
-        self._server_key = identity.server_key(server_name)  # what the identity store and ledger keep
+        self._server_key = server_key
         self._server_label = instruments.server_label.value(server_name)
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
@@ -115,7 +119,7 @@ class SamplingRecord:
         self._granted: str | None = None
         self._violations: set[str] = set()
         self._tool_name = tool_name
-        self._fingerprint = _fingerprint(params) if ledger is not None else None
+        self._fingerprint = _fingerprint(params, ledger.fingerprint_key) if ledger is not None else None
         self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
         links = [Link(SpanContext(self._earlier.trace_id, self._earlier.span_id, is_remote=False,
                                   trace_flags=TraceFlags(TraceFlags.SAMPLED)))] if self._earlier else None
@@ -142,11 +146,12 @@ class SamplingRecord:
     def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any,
                   server_version: str | None, session_id: str | None, transport: str | None) -> None:
         """The span's attributes known at the start, in one ``set_attributes`` (each call takes the span's lock)."""
-        max_length = self._instruments.settings.attribute_max_length
+        settings = self._instruments.settings
+        max_length = settings.attribute_max_length
         facts = [(names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, self._server_name),
                  (names.MCP_SERVER_VERSION, server_version), (names.MCP_SESSION_ID, session_id),
                  (names.NETWORK_TRANSPORT, transport), (names.GEN_AI_TOOL_NAME, self._tool_name),
-                 (names.SAMPLING_FINGERPRINT, self._fingerprint)]
+                 (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint)]
         attributes = start_attributes(params, self._path, self._hints, max_length, facts)
         if request_id is not None and self._path == names.PATH_RPC:
             attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
@@ -395,9 +400,9 @@ _IDENTITY_VIOLATIONS = frozenset({names.VIOLATION_SCOPE_WIDENED, names.VIOLATION
                                   names.VIOLATION_REROUTED_AFTER_DENIAL})
 
 
-def _fingerprint(params: Any) -> str | None:
+def _fingerprint(params: Any, key: bytes) -> str | None:
     try:
-        return identity.fingerprint(params)
+        return identity.fingerprint(params, key)
     except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
         logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
         return None

@@ -26,6 +26,8 @@ from otel_sampling.rules.violations import Seen
 BOUND = 100
 REQUESTS = 10 * BOUND  # the smallest count that shows the bound holds: ten times over, a third never remembered
 
+KEY = b"k" * 32  # any key: these rules are about which requests are the same question
+
 
 def _params(i: int = 0, **fields) -> types.CreateMessageRequestParams:
     return types.CreateMessageRequestParams(
@@ -42,7 +44,7 @@ class TestFingerprint:
 
     def test_a_hash_of_128_bits_in_hex(self):
         """32 hex characters; no content is kept."""
-        assert re.fullmatch(r"[0-9a-f]{32}", fingerprint(_params()))
+        assert re.fullmatch(r"[0-9a-f]{32}", fingerprint(_params(), KEY))
 
     @pytest.mark.parametrize("fields", [
         {"include_context": "allServers"},  # a retry with another scope is the same question
@@ -51,7 +53,7 @@ class TestFingerprint:
     ])
     def test_scope_preferences_and_meta_are_left_out(self, fields):
         """The same request with another ``includeContext``, ``modelPreferences`` or ``_meta``."""
-        assert fingerprint(_params()) == fingerprint(_params(**fields))
+        assert fingerprint(_params(), KEY) == fingerprint(_params(**fields), KEY)
 
     @pytest.mark.parametrize("fields", [
         {"system_prompt": "You triage tickets."},
@@ -61,20 +63,20 @@ class TestFingerprint:
     ])
     def test_the_question_itself_counts(self, fields):
         """Another system prompt, temperature, stop sequences or metadata is another question."""
-        assert fingerprint(_params()) != fingerprint(_params(**fields))
+        assert fingerprint(_params(), KEY) != fingerprint(_params(**fields), KEY)
 
     def test_messages_and_max_tokens_count(self):
         """Another message, or another ``maxTokens``, is another question."""
-        assert fingerprint(_params(0)) != fingerprint(_params(1))
-        assert fingerprint(_params()) != fingerprint(types.CreateMessageRequestParams(
-            messages=_params().messages, max_tokens=65))
+        assert fingerprint(_params(0), KEY) != fingerprint(_params(1), KEY)
+        assert fingerprint(_params(), KEY) != fingerprint(types.CreateMessageRequestParams(
+            messages=_params().messages, max_tokens=65), KEY)
 
     def test_content_json_cannot_carry_is_hashed_stably(self):
         """A request built in-process with bytes or a set in ``metadata`` still has one fingerprint."""
-        first = fingerprint(_params(metadata={"raw": b"\x00\x01", "tags": {"b", "a"}}))
+        first = fingerprint(_params(metadata={"raw": b"\x00\x01", "tags": {"b", "a"}}), KEY)
 
-        assert first == fingerprint(_params(metadata={"raw": b"\x00\x01", "tags": {"a", "b"}}))
-        assert first != fingerprint(_params(metadata={"raw": b"\x00\x02", "tags": {"a", "b"}}))
+        assert first == fingerprint(_params(metadata={"raw": b"\x00\x01", "tags": {"a", "b"}}), KEY)
+        assert first != fingerprint(_params(metadata={"raw": b"\x00\x02", "tags": {"a", "b"}}), KEY)
 
 
 class TestServerKey:
@@ -107,7 +109,7 @@ class TestIdentityStore:
         try:
             full = None
             for i in range(REQUESTS):
-                key = fingerprint(_params(i))
+                key = fingerprint(_params(i), KEY)
                 if i % 3:  # a third never end, so are never remembered
                     store.put(key, _seen(i + 1))
                 if full is None and len(store) == BOUND:
