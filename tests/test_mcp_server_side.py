@@ -15,7 +15,7 @@ from mcp import Client, MCPError
 from opentelemetry.trace import SpanKind, StatusCode
 
 from conftest import TRACER_PROVIDER
-from otel_sampling import names, sampling_api
+from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from sampling_server import SERVER_NAME, build_server
@@ -148,7 +148,7 @@ def test_mcp_error_raised_on_the_2026_path_is_still_budget_exhausted(both):
 def test_stall_event_names_server_and_tool(both):
     """The watchdog's sweep (run here by the test at a later clock) flags a pending request once."""
     telemetry, _ = both
-    ledger = sampling_api._ledger
+    ledger = state.host_ledger()
     swept = []
 
     async def callback(ctx, params):
@@ -170,7 +170,7 @@ def test_stall_event_names_server_and_tool(both):
 
 def test_no_stall_before_the_threshold(both):
     telemetry, _ = both
-    ledger = sampling_api._ledger
+    ledger = state.host_ledger()
 
     async def callback(ctx, params):
         ledger.pending.sweep(time.monotonic() + 29)

@@ -14,10 +14,10 @@ table leaves out is charged at the input price (the table is then read as "no di
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from otel_sampling import locks
 from otel_sampling.policy import Price
 from otel_sampling.rules.substitution import same_model
 
@@ -67,7 +67,7 @@ class UnpricedModels:
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = locks.new()
 
     def report(self, model: str | None) -> None:
         key = model or ""
