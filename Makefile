@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers venv-bench lint test test-peers soak demo generate prometheus clean test-matrix bench profile
+.PHONY: venv venv-peers venv-bench lint test test-peers test-py310 soak demo generate prometheus clean test-matrix bench profile
 
 venv: $(STAMP)
 
@@ -66,6 +66,29 @@ lint: $(STAMP)
 test: $(STAMP) lint $(PEERS_STAMP) prometheus
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest
 
+# A core-only install (`pip install .`, no extras) on Python 3.10, the oldest supported, in a fresh
+# .venv-py310: it compiles, imports, and every entry point loads, instruments and uninstruments
+# (tests/core_install_check.py). PYTHON310 is found on PATH, through pyenv or in the usual places
+# (or given: make test-py310 PYTHON310=/path/to/python3.10); without one the target says so and
+# passes, skipped.
+PY310_VENV := .venv-py310
+PYTHON310 ?= $(shell for py in python3.10 \
+	"$$(PYENV_VERSION="$$(pyenv versions --bare 2>/dev/null | grep '^3\.10' | tail -n 1)" pyenv which python3.10 2>/dev/null)" \
+	/usr/local/bin/python3.10 /usr/bin/python3.10 /opt/python3.10/bin/python3.10 ~/.pyenv/versions/3.10*/bin/python3.10; do \
+	"$$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 10))' 2>/dev/null && { command -v "$$py"; break; }; done)
+
+test-py310:
+	@py="$(PYTHON310)"; \
+	if [ -z "$$py" ]; then \
+		echo "make test-py310: skipped: no Python 3.10 found (PATH, pyenv, /usr/bin, /usr/local/bin); give one with PYTHON310=..."; \
+		exit 0; \
+	fi; \
+	set -ex; \
+	rm -rf $(PY310_VENV); \
+	"$$py" -m venv $(PY310_VENV); \
+	$(PY310_VENV)/bin/python -m pip install --quiet .; \
+	cd $(PY310_VENV) && bin/python -I ../tests/core_install_check.py
+
 # The long versions of the reliability tests (marked soak; the default suite runs a short version of each).
 soak: $(STAMP) prometheus
 	$(PY) -m pytest -m soak -o timeout=1800
@@ -83,7 +106,7 @@ demo: $(STAMP) prometheus
 	$(PY) examples/triage/demo.py
 
 clean:
-	rm -rf $(VENV) $(PEERS_VENV) $(BENCH_VENV) $(MATRIX) .demo .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) $(PEERS_VENV) $(BENCH_VENV) $(PY310_VENV) $(MATRIX) .demo .pytest_cache build dist *.egg-info
 
 # ---------------------------------------------------------------- version matrix (slow: not part of `make test`)
 # One venv per cell under .matrix/, the package installed with the oldest (pinned) or the newest

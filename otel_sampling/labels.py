@@ -9,9 +9,9 @@ every later one to ``_other`` (``names.OVERFLOW_LABEL``), so metric cardinality 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterable
 
+from otel_sampling import locks
 from otel_sampling.names import OVERFLOW_LABEL, UNKNOWN_LABEL
 
 # Longest label value kept; longer ones are cut (a 1 MB server name must not reach a metric).
@@ -68,7 +68,7 @@ class BoundedLabel:
     def __init__(self, limit: int, always: Iterable[str] = ()) -> None:
         self._limit = max(1, limit)
         self._seen: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = locks.new()
         self._always = frozenset(always)
 
     def value(self, raw: object) -> str:

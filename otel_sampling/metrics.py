@@ -11,7 +11,6 @@ own set. :class:`ApiInstruments`: the public API's, bound by :mod:`otel_sampling
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -19,7 +18,7 @@ from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider, get_logger
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from otel_sampling import names
+from otel_sampling import locks, names
 from otel_sampling.labels import BoundedLabel
 from otel_sampling.settings import Settings
 from otel_sampling.version import __version__
@@ -248,12 +247,17 @@ class InFlight:
 
     def __init__(self) -> None:
         self._counts: dict[tuple[tuple[str, str], ...], int] = {}
-        self._lock = threading.Lock()
+        self._lock = locks.new()
 
     def add(self, amount: int, attributes: Mapping[str, str]) -> None:
         key = tuple(attributes.items())
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + amount
+
+    def forget(self) -> None:
+        """Every count 0 (a forked child: the requests in flight are the parent's)."""
+        with self._lock:
+            self._counts = dict.fromkeys(self._counts, 0)
 
     def observe(self, options: CallbackOptions) -> Iterable[Observation]:
         with self._lock:

@@ -25,7 +25,25 @@ Not here: the sets that keep a log message from repeating (``settings``, ``conte
 models in :mod:`otel_sampling.records.provider_call`); they change no telemetry.
 
 Locks: the degradation registry and the run registry each have one; readers of the active tuple
-need none (it is replaced whole).
+need none (it is replaced whole). Every lock comes from :func:`otel_sampling.locks.new`.
+
+After ``fork()`` (gunicorn ``--preload``, uWSGI, Celery prefork, ``multiprocessing`` with the
+"fork" start method) only the forking thread goes on in the child. One handler, registered here
+with ``os.register_at_fork``, runs in the child before ``fork()`` returns there, in this order:
+
+1. every lock of the package is unlocked (each is made by :func:`otel_sampling.locks.new`): one
+   that another parent thread held at fork time would otherwise never be released;
+2. every store registered with :func:`forget_after_fork` forgets what it holds of the parent's
+   pending requests: the stall watch, the server's 2026-07-28 table, the in-flight counts. Those
+   requests end in the parent (their spans, metric points and retries are the parent's), so the
+   child neither reports them stalled or ``unanswered`` nor counts them in flight;
+3. the watchdog thread is started again when it has sweeps (the parent's is not running in the
+   child).
+
+What outlives a request stays as the parent left it: the degradations, the open runs, the bound
+instruments, request identities and failover memory. A child that goes on running the parent's
+event loop (not a prefork server: they fork before serving) ends the parent's requests there
+too, without their stall reports and with ``mcp.sampling.in_flight`` below 0 until they all end.
 """
 
 from __future__ import annotations
@@ -38,10 +56,11 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import metrics, trace
 
+from otel_sampling import locks
 from otel_sampling.metrics import SAMPLING_IN_FLIGHT, ApiInstruments, InFlight, create
 from otel_sampling.rules.degraded_mode import named_reasons
 from otel_sampling.settings import Settings
@@ -69,7 +88,7 @@ MAX_KNOWN = 1000
 #: active degradations must not put thousands of strings on every span.
 MAX_STAMPED = 16
 
-_degradations_lock = threading.Lock()
+_degradations_lock = locks.new()
 _active: tuple[Degradation, ...] = ()  # replaced whole under the lock: readers need no lock
 _known: dict[tuple[str, str], None] = {}
 
@@ -139,7 +158,7 @@ class RunRegistry:
     __slots__ = ("lock", "by_trace", "open", "by_span")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = locks.new()
         self.by_trace: OrderedDict[int, Run] = OrderedDict()  # trace id -> run owning it, oldest first
         self.open: OrderedDict[int, Run] = OrderedDict()  # id(run) -> run, oldest first
         # span id -> run, for spans of an explicit run whose trace another run owns (a run nested in a run)
@@ -149,7 +168,7 @@ class RunRegistry:
 runs = RunRegistry()
 
 # ---------------------------------------------------------------------- API instruments
-_api_lock = threading.Lock()
+_api_lock = locks.new()
 _api: ApiInstruments | None = None
 
 
@@ -173,9 +192,9 @@ def api_instruments() -> ApiInstruments:
 
 
 # ---------------------------------------------------------------------- instrumentors
-_users_lock = threading.Lock()
+_users_lock = locks.new()
 _users = 0  # instrumentors currently instrumented
-processors_lock = threading.Lock()
+processors_lock = locks.new()
 #: tracer provider -> the span processor installed on it (once per provider however many instrumentors ask)
 span_processors: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
@@ -241,22 +260,21 @@ SWEEP_INTERVAL_SECONDS = 0.5  # stall reports are at most this late
 class Watchdog:
     """One daemon thread calling every registered ``sweep()`` each ``interval`` seconds.
 
-    The thread starts with the first registration and stops when the last one is removed.
+    The thread starts with the first registration and stops when the last one is removed; a
+    forked child starts its own (:meth:`restart_after_fork`).
     """
 
     def __init__(self, interval: float = SWEEP_INTERVAL_SECONDS) -> None:
         self._interval = interval
         self._sweeps: list[Callable[[], Any]] = []
-        self._lock = threading.Lock()
+        self._lock = locks.new()
         self._stop: threading.Event | None = None
 
     def register(self, sweep: Callable[[], Any]) -> None:
         with self._lock:
             self._sweeps.append(sweep)
             if self._stop is None:
-                self._stop = threading.Event()
-                threading.Thread(target=self._run, args=(self._stop,), name="otel-sampling-watchdog",
-                                 daemon=True).start()
+                self._start()
 
     def unregister(self, sweep: Callable[[], Any]) -> None:
         with self._lock:
@@ -265,6 +283,17 @@ class Watchdog:
             if not self._sweeps and self._stop is not None:
                 self._stop.set()
                 self._stop = None
+
+    def restart_after_fork(self) -> None:
+        """In a forked child: the thread again, when there are sweeps (the parent's did not survive)."""
+        with self._lock:
+            self._stop = None
+            if self._sweeps:
+                self._start()
+
+    def _start(self) -> None:  # called with the lock held
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, args=(self._stop,), name="otel-sampling-watchdog", daemon=True).start()
 
     def _run(self, stop: threading.Event) -> None:
         while not stop.wait(self._interval):
@@ -306,7 +335,7 @@ class _GlobalProvider:
 # or after them: before, each got a proxy meter of its own, and the proxies' instruments all land
 # on the same meter once the provider is set.
 _GLOBAL = _GlobalProvider()
-_in_flight_lock = threading.Lock()
+_in_flight_lock = locks.new()
 _in_flight_by_provider: weakref.WeakKeyDictionary[object, InFlight] = weakref.WeakKeyDictionary()
 
 
@@ -318,5 +347,39 @@ def in_flight_store(meter_provider: metrics.MeterProvider | None, meter: metrics
         store = _in_flight_by_provider.get(key)
         if store is None:
             store = _in_flight_by_provider[key] = InFlight()
+            forget_after_fork(store)
             create(meter, SAMPLING_IN_FLIGHT, [store.observe])
         return store
+
+
+# ---------------------------------------------------------------------- after fork
+class PerProcess(Protocol):
+    """A store of this process's pending requests."""
+
+    def forget(self) -> None:
+        """Drop them all, reporting nothing (called in a forked child only)."""
+
+
+_per_process: weakref.WeakSet[PerProcess] = weakref.WeakSet()
+
+
+def forget_after_fork(store: PerProcess) -> None:
+    """Have a forked child call ``store.forget()`` (``store`` is held weakly: registering costs
+    nothing once it is gone)."""
+    _per_process.add(store)
+
+
+def _after_fork_in_child() -> None:
+    """The at-fork handler (see the module docstring); never raises into the host's ``fork()``."""
+    steps: tuple[Callable[[], Any], ...] = (locks.reinit_after_fork,
+                                            *(store.forget for store in list(_per_process)),
+                                            watchdog.restart_after_fork)
+    for step in steps:
+        try:
+            step()
+        except Exception:
+            logger.debug("otel-sampling: could not reset %r in a forked child", step, exc_info=True)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; where there is no fork() there is nothing to do
+    os.register_at_fork(after_in_child=_after_fork_in_child)

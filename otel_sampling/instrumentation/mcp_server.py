@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from typing import Any
@@ -37,7 +36,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from otel_sampling import names
+from otel_sampling import locks, names
 from otel_sampling import state as otel_state
 from otel_sampling.bounded import EvictingTTLCache
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
@@ -57,13 +56,15 @@ class _Pending:
     """2026-07-28 requests awaiting the retry that answers them: ``requestState`` -> {input key:
     record}; bounded and expiring, every dropped request ends ``unanswered``. Records are ended
     after the lock is released: ending one runs the span processors (a synchronous exporter), and
-    the event loop's ``add`` / ``take`` must not wait for the watchdog's export."""
+    the event loop's ``add`` / ``take`` must not wait for the watchdog's export. A forked child
+    starts with none (:func:`otel_sampling.state.forget_after_fork`)."""
 
     def __init__(self, max_entries: int, ttl_seconds: float) -> None:
         self._evicted: list[dict[str, ServerSamplingRecord]] = []  # dropped under the lock, ended after it
         self._by_state = EvictingTTLCache(max_entries, ttl_seconds,
                                           lambda state, records: self._evicted.append(records))
-        self._lock = threading.Lock()
+        self._lock = locks.new()
+        otel_state.forget_after_fork(self)
 
     @staticmethod
     def _end_unanswered(dropped: list[dict[str, ServerSamplingRecord]]) -> None:
@@ -96,6 +97,13 @@ class _Pending:
             self._by_state.expire(now)
             dropped = self._take_evicted()
         self._end_unanswered(dropped)
+
+    def forget(self) -> None:
+        """Drop every pending request without ending it (a forked child: the parent's requests
+        end in the parent, where their retries arrive)."""
+        with self._lock:
+            self._by_state.clear()
+            self._evicted = []
 
     def close(self) -> None:
         """End every pending request ``unanswered`` (the process is going away: no retry can come)."""

@@ -9,8 +9,9 @@ instrumentor). Bounded: ``MAX_FAILED_MODELS`` models per key, ``MAX_FAILOVER_PAR
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
+
+from otel_sampling import locks
 
 MAX_FAILED_MODELS = 16  # distinct failed models remembered per key (a host looping on models)
 MAX_FAILOVER_PARENTS = 1024  # parent spans remembered (least recently used forgotten first)
@@ -46,7 +47,7 @@ class FailoverTracker:
 
     def __init__(self) -> None:
         self._by_parent: OrderedDict[tuple[int, int], FailedModels] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = locks.new()
 
     def observe(self, parent: tuple[int, int] | None, model: str | None, failed: bool) -> bool:
         """Record one ended call under ``parent``; True when it failed over (see :meth:`FailedModels.observe`)."""

@@ -22,13 +22,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from cachetools import TTLCache
 
+from otel_sampling import locks
 from otel_sampling.rules.violations import Seen
 
 # Field names (mcp 2.x's; pydantic's include= takes field names, the dump then uses the aliases).
@@ -96,7 +96,7 @@ class IdentityStore:
 
     def __init__(self, max_entries: int, ttl_seconds: float, timer: Callable[[], float] = time.monotonic) -> None:
         self._entries: TTLCache[Any, Any] = TTLCache(max_entries, ttl_seconds, timer)
-        self._lock = threading.Lock()
+        self._lock = locks.new()
 
     def get(self, key: str) -> Seen | None:
         with self._lock:

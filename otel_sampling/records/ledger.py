@@ -10,14 +10,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 from cachetools import TTLCache
 from opentelemetry import trace
 
-from otel_sampling import names, state
+from otel_sampling import locks, names, state
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.identity import IdentityStore, server_key
 from otel_sampling.records.stalls import PendingWatch
@@ -37,7 +36,7 @@ class Ledger:
                                     lambda record, seconds: record.mark_stalled(seconds))
         self._last_endings: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
         self._last_grants: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
-        self._lock = threading.Lock()
+        self._lock = locks.new()
 
     @staticmethod
     def now() -> float:

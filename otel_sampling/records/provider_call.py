@@ -15,7 +15,6 @@ Everything here is provider-independent: an SDK module only turns its responses 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -24,7 +23,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import names, state
+from otel_sampling import locks, names, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.labels import clean, otlp_int
 from otel_sampling.metrics import Instruments
@@ -46,7 +45,7 @@ class UnpricedModels:
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = locks.new()
 
     def report(self, model: str | None) -> None:
         key = model or ""

@@ -23,7 +23,6 @@ reads or writes it.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from contextvars import Token
 from typing import Any
@@ -32,7 +31,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import names, state
+from otel_sampling import locks, names, state
 from otel_sampling.labels import finite
 from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
 
@@ -55,7 +54,7 @@ class Run:
     def __init__(self, name: str, root_span_id: int | None = None, parent: Run | None = None) -> None:
         self.name = name
         self._parent = parent  # the run this one is nested in: what happens inside counts there too
-        self._lock = threading.Lock()
+        self._lock = locks.new()
         self._degraded = False
         self._reasons: dict[str, None] = {}
         self._outside_policy = False

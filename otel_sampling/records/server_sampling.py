@@ -8,13 +8,12 @@ gives up) never tells the server, which only sees that no retry carried the answ
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from otel_sampling import names
+from otel_sampling import locks, names
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.request_attributes import add_result_attributes, hint_names, start_attributes
 from otel_sampling.rules import endings
@@ -44,7 +43,7 @@ class ServerSamplingRecord:
         self._instruments = instruments
         self._path = path
         self._ended = False
-        self._lock = threading.Lock()
+        self._lock = locks.new()
         self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
         if span.is_recording():
             facts = ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),

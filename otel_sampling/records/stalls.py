@@ -4,17 +4,19 @@ No task or thread per request: every instrumentor registers one sweep function w
 process-wide watchdog (:data:`otel_sampling.state.watchdog`), whose single daemon thread calls each
 sweep every ``state.SWEEP_INTERVAL_SECONDS``. A :class:`PendingWatch` keeps pending requests in arrival order, so a
 sweep walks only the requests that have passed the threshold (each is reported once and leaves
-the watch) and stops at the first one that has not.
+the watch) and stops at the first one that has not. A forked child forgets the parent's pending
+requests (:func:`otel_sampling.state.forget_after_fork`): they are the parent's to report.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+
+from otel_sampling import locks, state
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +41,8 @@ class PendingWatch:
         self._on_stall = on_stall
         self._timer = timer
         self._started: OrderedDict[Any, float] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = locks.new()
+        state.forget_after_fork(self)
 
     def add(self, item: Any) -> None:
         with self._lock:
@@ -50,6 +53,11 @@ class PendingWatch:
     def remove(self, item: Any) -> None:
         with self._lock:
             self._started.pop(item, None)
+
+    def forget(self) -> None:
+        """Drop every watched request unreported (a forked child: they are the parent's)."""
+        with self._lock:
+            self._started.clear()
 
     def sweep(self, now: float | None = None) -> int:
         """Report every request pending for at least the threshold; returns how many."""

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 if sys.version_info >= (3, 11):
     _GROUP: type = BaseExceptionGroup  # noqa: F821 - a builtin from 3.11, the only version this branch runs on
-else:  # pragma: no cover - anyio brings the backport on 3.10
+else:  # pragma: no cover - the backport, a dependency on 3.10
     from exceptiongroup import BaseExceptionGroup as _GROUP
 
 logger = logging.getLogger(__name__)
