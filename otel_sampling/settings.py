@@ -9,9 +9,11 @@
 | ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS`` | how long a fingerprint is remembered, seconds | 3600 |
 | ``OTEL_SAMPLING_MAX_PENDING`` | pending requests watched for stalls / awaiting a 2026-07-28 retry | 10000 |
 | ``OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS`` | server side: a 2026-07-28 request not answered by a retry within this is ``unanswered`` | 300 |
+| ``OTEL_SAMPLING_PROPAGATE_TO_PROVIDER`` | provider requests whose SDK sends no trace context (openai) carry the global propagator's headers for our span | true |
 
-A number that does not parse, or is below 1, is logged once at WARNING and the default is used
-(telemetry settings must not stop a host). A policy file that is missing or malformed is logged
+A number that does not parse, or is below 1, and a boolean that is neither ``true`` nor ``false``
+(any case), are logged once at WARNING and the default is used (telemetry settings must not stop
+a host). A policy file that is missing or malformed is logged
 at ERROR, once, with the file, key, line and problem, and instrumentation goes on without a
 policy (substitutions are then ``unjudged``): raising from ``instrument()`` would make
 ``opentelemetry-instrument`` abandon every instrumentation after ours. Check a policy file
@@ -53,6 +55,8 @@ class Settings:
         max_pending: pending requests watched at once (stall watch, server-side retries).
         unanswered_after_seconds: seconds a server waits for the retry that answers a
             2026-07-28 request before the request is recorded ``unanswered``.
+        propagate_to_provider: requests to a provider whose SDK sends no trace context of its own
+            carry the global propagator's headers for our ``chat`` span.
     """
 
     policy: Policy = EMPTY_POLICY
@@ -62,6 +66,7 @@ class Settings:
     identity_ttl_seconds: int = DEFAULT_IDENTITY_TTL_SECONDS
     max_pending: int = DEFAULT_MAX_PENDING
     unanswered_after_seconds: int = DEFAULT_UNANSWERED_AFTER_SECONDS
+    propagate_to_provider: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -81,6 +86,7 @@ class Settings:
             max_pending=_positive_int(env, names.ENV_MAX_PENDING, DEFAULT_MAX_PENDING),
             unanswered_after_seconds=_positive_int(
                 env, names.ENV_UNANSWERED_AFTER_SECONDS, DEFAULT_UNANSWERED_AFTER_SECONDS),
+            propagate_to_provider=_boolean(env, names.ENV_PROPAGATE_TO_PROVIDER, default=True),
         )
 
 
@@ -116,3 +122,15 @@ def _positive_int(env: Mapping[str, str], key: str, default: int) -> int:
         report_once(logging.WARNING, "%s=%r is not a positive integer; using %d", key, raw, default)
         return default
     return value
+
+
+def _boolean(env: Mapping[str, str], key: str, *, default: bool) -> bool:
+    """``true`` / ``false`` in any case, surrounding blanks ignored (OpenTelemetry's boolean
+    environment variables); unset or empty: ``default``."""
+    raw = env.get(key)
+    value = raw.strip().lower() if raw is not None else ""
+    if value in ("true", "false"):
+        return value == "true"
+    if value:
+        report_once(logging.WARNING, "%s=%r is neither true nor false; using %s", key, raw, str(default).lower())
+    return default
