@@ -44,15 +44,24 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 class ExemplarTelemetry(Telemetry):
-    """The conftest telemetry, its meter provider with the trace-based exemplar filter named."""
+    """The conftest telemetry, its meter provider with the trace-based exemplar filter named.
+
+    The SDK hands each exemplar to one collection only (the reservoir is emptied when collected),
+    so every metric is read from the first collection after the workload.
+    """
 
     def __init__(self) -> None:
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader], exemplar_filter=TraceBasedExemplarFilter())
+        self._collected = None
 
     def exemplar_spans(self, metric: str) -> set[tuple[int, int]]:
         """``(trace_id, span_id)`` of every exemplar of every point of ``metric``."""
-        found = {(e.trace_id, e.span_id) for p in self.points(metric) for e in p.exemplars}
+        if self._collected is None:
+            self._collected = self.reader.get_metrics_data()
+        points = [p for rm in self._collected.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+                  if m.name == metric for p in m.data.data_points]
+        found = {(e.trace_id, e.span_id) for p in points for e in p.exemplars}
         assert found, f"{metric}: no exemplar at all"
         return found
 
@@ -171,3 +180,19 @@ def test_an_implicit_run_names_its_root_span(host, fake_provider):
     (root,) = host.spans("triage-task", scope=None)
     for metric in RUN_METRICS:
         assert host.exemplar_spans(metric) == ids(root), metric
+
+
+@pytest.mark.parametrize("inside_a_span", [True, False])
+def test_a_grant_names_the_span_that_carries_its_event(inside_a_span, host):
+    def grant():
+        otel_sampling.record_grant("sampling-test-server", 5.0, "2026-12-01T00:00:00Z", "approver-1")
+
+    if inside_a_span:
+        with TRACER_PROVIDER.get_tracer("host").start_as_current_span("approval"):
+            grant()
+        (span,) = host.spans("approval", scope=None)
+    else:
+        grant()
+        (span,) = host.spans(names.SPAN_SAMPLING_GRANT)
+    for metric in (names.METRIC_SAMPLING_GRANTS, names.METRIC_SAMPLING_GRANTED_USD):
+        assert host.exemplar_spans(metric) == ids(span), metric
