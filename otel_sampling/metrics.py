@@ -7,6 +7,9 @@ in :mod:`otel_sampling.names` and ``docs/telemetry.md``. :data:`SPECS` lists the
 :class:`Instruments`: one per instrumentor, built from the ``tracer_provider`` / ``meter_provider``
 it is given (the global ones by default), so tests and hosts with their own providers get their
 own set. :class:`ApiInstruments`: the public API's, bound by :mod:`otel_sampling.state`.
+
+Every point of a request, call or run is recorded with ``context=`` :func:`recorded_in` of its span,
+so that exemplars name that span.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, Final, NamedTuple
 
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider, get_logger
+from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Observation
 
 from otel_sampling import locks, names
@@ -191,6 +195,19 @@ def create(meter: metrics.Meter, spec: Spec, callbacks: Sequence[Callback] = ())
                                                        description=spec.description)
     return meter.create_observable_gauge(spec.name, callbacks=list(callbacks), unit=spec.unit,
                                          description=spec.description)
+
+
+def recorded_in(span: trace.Span) -> Context:
+    """The context to record the metric points of ``span``'s request, call or run in
+    (``add(..., context=)`` / ``record(..., context=)``, OpenTelemetry metrics API).
+
+    The SDK's exemplar filter (``OTEL_METRICS_EXEMPLAR_FILTER``, default ``trace_based``) reads the
+    span of the context a measurement is recorded in. Ours are recorded once the span stopped being
+    current (after the callback or the SDK call returned) or on the watchdog thread (stalls), where
+    the current span is the parent or none: recorded in this context, an exemplar names ``span``.
+    Build it once per ending, for all of its points.
+    """
+    return trace.set_span_in_context(span, Context())
 
 
 

@@ -20,6 +20,7 @@ from opentelemetry import trace
 
 from otel_sampling import instants, names, state
 from otel_sampling.labels import clean, finite
+from otel_sampling.metrics import recorded_in
 from otel_sampling.records.ledger import record_violation
 
 if TYPE_CHECKING:
@@ -157,13 +158,14 @@ def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_b
     label = instruments.server_label.value(server)
     attributes = {names.MCP_SERVER_NAME: label}
     ledger.note_grant(server)
-    instruments.sampling_grants.add(1, attributes)
-    instruments.sampling_granted_usd.add(add_usd, attributes)
     current = trace.get_current_span()
     # Outside any span (a host with no tracing of its own) the grant gets a short span of its own.
     own = None if current.is_recording() else instruments.tracer.start_span(names.SPAN_SAMPLING_GRANT)
     span = own or current
     try:
+        context = recorded_in(span)  # the exemplars name the span that carries the grant event
+        instruments.sampling_grants.add(1, attributes, context=context)
+        instruments.sampling_granted_usd.add(add_usd, attributes, context=context)
         max_length = instruments.settings.attribute_max_length
         span.add_event(names.EVENT_SAMPLING_GRANT, {
             names.MCP_SERVER_NAME: clean(server, max_length),

@@ -11,6 +11,7 @@
 | ``OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS`` | server side: a 2026-07-28 request not answered by a retry within this is ``unanswered`` | 300 |
 | ``OTEL_SAMPLING_FINGERPRINT_KEY`` | HMAC key of the request fingerprint, shared by the processes that must agree on it: at least 32 characters, its UTF-8 bytes the key, surrounding whitespace ignored | a random key per process |
 | ``OTEL_SAMPLING_OMIT_FINGERPRINT`` | ``true``: no ``mcp.sampling.request.fingerprint`` on spans (identity tracking goes on) | false |
+| ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` | ``true``: provider requests whose SDK sends no trace context of its own (openai) do not carry the global propagator's headers for our span | false |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host); so is a fingerprint key shorter than 32 characters (the
@@ -65,6 +66,9 @@ class Settings:
             (:func:`otel_sampling.state.fingerprint_key`). Left out of ``repr``.
         omit_fingerprint: True leaves ``mcp.sampling.request.fingerprint`` off spans; the identity
             store (and the violations it finds) works the same.
+        propagate_to_provider: requests to a provider whose SDK sends no trace context of its own
+            carry the global propagator's headers for our ``chat`` span (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT``
+            turns it off).
     """
 
     policy: Policy = EMPTY_POLICY
@@ -76,6 +80,7 @@ class Settings:
     unanswered_after_seconds: int = DEFAULT_UNANSWERED_AFTER_SECONDS
     fingerprint_key: bytes | None = field(default=None, repr=False)
     omit_fingerprint: bool = False
+    propagate_to_provider: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -97,6 +102,7 @@ class Settings:
                 env, names.ENV_UNANSWERED_AFTER_SECONDS, DEFAULT_UNANSWERED_AFTER_SECONDS),
             fingerprint_key=_fingerprint_key(env),
             omit_fingerprint=_boolean(env, names.ENV_OMIT_FINGERPRINT),
+            propagate_to_provider=not _boolean(env, names.ENV_OMIT_PROVIDER_TRACE_CONTEXT),
         )
 
 

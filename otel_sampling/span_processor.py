@@ -12,6 +12,9 @@ and does nothing). It sees spans from every instrumentation on that provider, no
   active it adds nothing and removes nothing.
 * Runs: ``on_start`` attributes the span to a run (a local root outside any run starts one),
   ``on_end`` folds its mode and substitution into the run and ends an implicit run with its root.
+* Inside ``opentelemetry.instrumentation.utils.suppress_instrumentation()``, ``on_start`` does
+  nothing: a span that a library starts there anyway (mcp's own spans do) is neither stamped nor
+  a run, so suppressed work records no ``agent.run*`` points.
 
 The same install also adds the degradation fields to log records (:mod:`otel_sampling.log_fields`).
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_sampling import instants, log_fields, names, state
@@ -35,7 +39,7 @@ class DegradationSpanProcessor(SpanProcessor):
     """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.records.run` about every span."""
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
-        if not state.hooks_enabled():
+        if not state.hooks_enabled() or not is_instrumentation_enabled():
             return
         try:
             reasons = state.active_reasons()

@@ -50,7 +50,7 @@ import openai
 import pytest
 import wrapt
 from mcp import Client, MCPError
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.sdk import metrics as sdk_metrics
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import SpanProcessor
@@ -243,6 +243,7 @@ OPENAI_STEPS = [
     _attr(openai_module.StreamAccumulator, "response"),
     _attr(openai_responses.ResponsesStreamAccumulator, "observe"),
     _attr(openai_responses.ResponsesStreamAccumulator, "response"),
+    _attr(propagate, "inject"),  # the trace context openai's requests carry (its SDK sends none)
 ]
 
 
@@ -653,6 +654,7 @@ COVERED = {
     "_provider._end_unseen": "ProviderCall.end",
     "_provider._end_unparsed": "ProviderCall.end",
     "_provider._server": "ProviderState.server_of",  # its guard
+    "_provider._with_trace_context": "propagate.inject",
     ".server_of": "ProviderState.server_of",
 }
 

@@ -15,6 +15,12 @@ way for both, and the connection facts both SDK majors expose under the same nam
   created next in that task binds to that mark. ``ClientSession.call_tool`` notes the tool calls in
   flight per session: a server's JSON-RPC request carries no related id the client can read, so
   the tool is named only when exactly one call is in flight on that session.
+
+Every wrapper of both tables passes straight through inside
+``opentelemetry.instrumentation.utils.suppress_instrumentation()`` (no span, no metric point, no
+in-flight change, no connection fact kept). Suppression is read in the context the callback is
+called in: for a server's JSON-RPC request, the task that reads the session (the context the
+session was opened in); on mcp 2.x's 2026-07-28 path, the task of the host's ``call_tool``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NamedTuple
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import names
 from otel_sampling import state as otel_state
@@ -158,6 +166,8 @@ def start_record(state: HostState, session: Any, *, request_id: object, params: 
 
 def _stdio_opened_wrapper(state: HostState) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         process = await wrapped(*args, **kwargs)
         _opened_transport.set(names.TRANSPORT_PIPE)  # the ClientSession opened next in this task
         return process
@@ -167,13 +177,18 @@ def _stdio_opened_wrapper(state: HostState) -> Callable[..., Any]:
 
 def _http_opened_wrapper(state: HostState) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        wrapped(*args, **kwargs)
+        if not is_instrumentation_enabled():
+            return wrapped(*args, **kwargs)
+        initialised = wrapped(*args, **kwargs)
         _opened_transport.set(instance)  # read its session_id at sampling time: it is set later
+        return initialised
     return wrapper
 
 
 def _session_init_wrapper(state: HostState) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return wrapped(*args, **kwargs)
         wrapped(*args, **kwargs)
         try:
             transport = _opened_transport.get()
@@ -188,6 +203,8 @@ def _session_init_wrapper(state: HostState) -> Callable[..., Any]:
 def _call_tool_wrapper(state: HostState) -> Callable[..., Any]:
     """``ClientSession.call_tool``: the session's tool calls in flight."""
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
         calls = None
         try:

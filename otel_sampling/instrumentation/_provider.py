@@ -10,10 +10,20 @@ not filled); a body not read yet (a streaming response, or SSE) is left alone an
 when the caller parses it (the SDK's ``_parse``, wrapped through :func:`parse_wrapper`: a parsed
 stream is proxied like any stream), or, if never parsed, when the caller closes the response
 (:func:`close_wrapper`; leaving a ``with_streaming_response`` block does) or it is collected.
+
+Suppressed instrumentation (``opentelemetry.instrumentation.utils.suppress_instrumentation``): a
+call made inside it passes straight through (no span, no metric point, no proxy, no headers). The
+wrappers that only end a call (``_parse``, ``close``) have nothing to end for such a call; a call
+made outside it ends as usual even when its body is read inside.
+
+Trace context: an SDK that does not send it itself (``ProviderState.inject_trace_context``) gets the
+global propagator's headers for our span on the request options (a copy: the caller's options and
+header dict are left as they were); a header the caller set on the call is kept.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import logging
@@ -22,6 +32,9 @@ import os
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
+
+from opentelemetry import propagate
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling.content import Content, capture_mode
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
@@ -69,12 +82,16 @@ class ProviderState:
         raw_response_type: dotted path of the SDK's raw response base class (``with_raw_response``).
         extra_raw_response_types: further raw response classes (openai's ``with_raw_response``
             returns its ``LegacyAPIResponse``, ``with_streaming_response`` an ``APIResponse``).
+        inject_trace_context: the SDK sends no trace context of its own (openai), so the request
+            carries the global propagator's headers for our span (unless
+            ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` is ``true``: ``propagates``, set per ``instrument()``).
 
     Overridable: :meth:`request_of` (what a wrapped call asked for; None: not a call we trace),
     :meth:`input_content` (content capture of the request), :meth:`server_of`, :meth:`decode_raw`,
     :meth:`new_accumulator` (an SDK whose endpoints stream different events picks by stream).
     Set per ``instrument()``: ``capture`` (the content capture mode, from the environment),
-    ``failovers`` (the failover memory), ``pending`` (raw responses not parsed yet).
+    ``propagates`` (requests carry our trace context), ``failovers`` (the failover memory),
+    ``pending`` (raw responses not parsed yet).
     """
 
     provider: str
@@ -88,6 +105,7 @@ class ProviderState:
     extra_response_types: tuple[str, ...] = ()
     raw_response_type: str = "_response.BaseAPIResponse"
     extra_raw_response_types: tuple[str, ...] = ()
+    inject_trace_context: bool = False
 
     def __init__(self, instruments: Instruments) -> None:
         import httpx2  # both SDKs' HTTP library; raw httpx2 errors can escape mid-stream
@@ -104,6 +122,7 @@ class ProviderState:
         self._timeout_types = (sdk.APITimeoutError, httpx2.TimeoutException)
         self._connection_types = (sdk.APIConnectionError, httpx2.TransportError)
         self.capture = capture_mode(os.environ)
+        self.propagates = self.inject_trace_context and instruments.settings.propagate_to_provider
         # The last client base URL read and its server: a client's URL is one immutable object,
         # read on every call; its host and port are Python properties (IDNA decoding).
         self._url_type = httpx2.URL
@@ -174,6 +193,32 @@ def request_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any,
     if extra and isinstance(extra, Mapping):  # most calls have none: no ABC check then
         body = {**body, **extra}
     return options, body
+
+
+def _with_trace_context(state: ProviderState, args: tuple[Any, ...],
+                        kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments of the SDK's ``request(cast_to, options, ...)`` with a copy of ``options``
+    whose headers add the global propagator's (``opentelemetry.propagate.inject``) for the current
+    span, ours: the call is active. A header the caller set on the call (any case) is kept. The
+    arguments as given when this SDK sends its own, propagation is off, or this failed (logged)."""
+    if not state.propagates:
+        return args, kwargs
+    try:
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        positional = len(args) > 1
+        options = args[1] if positional else kwargs["options"]
+        headers = options.headers if isinstance(options.headers, Mapping) else {}  # NotGiven: none
+        given = {key.lower() for key in headers}
+        added = {key: value for key, value in carrier.items() if key.lower() not in given}
+        if not added:
+            return args, kwargs
+        options = copy.copy(options)  # the SDK's pydantic model, shallow: the caller's dict stays theirs
+        options.headers = {**headers, **added}
+        return ((args[0], options, *args[2:]), kwargs) if positional else (args, {**kwargs, "options": options})
+    except Exception:
+        logger.debug("otel-sampling: could not add the trace context to a %s request", state.provider, exc_info=True)
+        return args, kwargs
 
 
 def _sdk_class(provider: str, path: str) -> type | None:
@@ -297,9 +342,12 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for a synchronous call (``create``, or the SDK's ``request``)."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return wrapped(*args, **kwargs)
         call = _start(state, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
+        args, kwargs = _with_trace_context(state, args, kwargs)
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -314,9 +362,12 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for an ``async def`` call (``create``, or the SDK's ``request``)."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         call = _start(state, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
+        args, kwargs = _with_trace_context(state, args, kwargs)
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:

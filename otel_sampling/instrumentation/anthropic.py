@@ -13,7 +13,9 @@ methods instead misses the platform copies and a ``with_raw_response`` cached be
 instrumenting. ``instrumentation_dependencies`` pins the SDK range this private hook was read
 from. Our span is current while ``request`` runs, so the span anthropic 2.x emits itself
 (``anthropic.messages.create``, on by default) is its child, never a sibling; anthropic records
-no metrics, so nothing is counted twice.
+no metrics, so nothing is counted twice. That span's ``traceparent`` is what the SDK sends with each
+attempt (``anthropic._tracing.inject_trace_headers``, unless the client's ``propagation`` option is
+off), so requests already join our trace: we add no headers of our own.
 
 Usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is anthropic's
 ``input_tokens`` plus ``cache_read_input_tokens`` plus ``cache_creation_input_tokens`` (anthropic's

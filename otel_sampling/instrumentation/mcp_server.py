@@ -22,7 +22,9 @@ reports the client span for a request it initiates) and ``mcp.sampling.server.re
   ``unanswered``) and swept by the shared watchdog thread.
 
 A separate entry point from the host side (``otel_sampling_mcp``) so that a process can switch
-either side off with ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS``.
+either side off with ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS``. Inside
+``opentelemetry.instrumentation.utils.suppress_instrumentation()`` both wrappers pass straight
+through: no span, no metric point, no pending request.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import locks, names
 from otel_sampling import state as otel_state
@@ -142,6 +145,8 @@ class _State:
 
 def _send_request_wrapper(state: _State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         request = kwargs.get("request", args[0] if args else None)
         if not isinstance(request, state.request_type):
             return await wrapped(*args, **kwargs)
@@ -197,6 +202,8 @@ def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecor
 
 def _on_request_wrapper(state: _State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         method = args[1] if len(args) > 1 else kwargs.get("method")
         params = args[2] if len(args) > 2 else kwargs.get("params")
         if isinstance(params, Mapping) and "inputResponses" in params:

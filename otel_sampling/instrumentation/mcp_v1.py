@@ -48,6 +48,7 @@ import weakref
 from collections.abc import Callable, Collection
 from typing import Any
 
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from pydantic.alias_generators import to_camel
 
 from otel_sampling.instrumentation._mcp_host import (
@@ -170,6 +171,8 @@ def _finish(state: State, record: SamplingRecord, answer: _Answer, exc: BaseExce
 
 def _received_request_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         responder: Any = args[0] if args else kwargs.get("responder")
         request = getattr(getattr(responder, "request", None), "root", None)
         if not isinstance(request, state.request_type) or getattr(request.params, "task", None) is not None:
@@ -197,6 +200,8 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
 
 def _initialize_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         result = await wrapped(*args, **kwargs)
         try:
             state.servers[instance] = ServerFacts.of(result.serverInfo, result.protocolVersion)

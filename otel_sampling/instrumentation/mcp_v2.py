@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
 from otel_sampling.instrumentation._mcp_host import (
     CONNECTION_TARGETS,
     INVALID_RESULT_CODE,
@@ -156,6 +158,8 @@ def _finish(state: State, record: SamplingRecord, session: Any, ctx: Any,
 
 def _dispatch_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         request = args[1] if len(args) > 1 else kwargs.get("request")
         if not isinstance(request, state.request_type):
             return await wrapped(*args, **kwargs)
@@ -177,6 +181,8 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
 
 def _notification_wrapper(state: State) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return wrapped(*args, **kwargs)
         try:
             message = args[0] if args else kwargs.get("msg")
             if getattr(message, "method", None) == "notifications/cancelled":
@@ -191,6 +197,8 @@ def _notification_wrapper(state: State) -> Callable[..., Any]:
 def _client_call_tool_wrapper(state: State) -> Callable[..., Any]:
     """``Client.call_tool``: the input-required driver's callbacks run in this task's context."""
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
         token = _calling_tool.set(name) if isinstance(name, str) else None
         try:

@@ -21,6 +21,11 @@ token limit and ``stream``. Raw responses: ``with_raw_response`` returns a
 ``APIResponse`` (its body still on the wire: the span ends when the caller parses it, closes it,
 or drops it); both ``_parse`` methods and the ``close`` methods are wrapped for that.
 
+Trace context: the SDK sends none of its own, so each request (every attempt) carries the global
+propagator's headers (W3C ``traceparent`` by default) for our ``chat`` span, also when HTTP client
+spans are suppressed, so that a gateway or the provider can join the trace
+(``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off).
+
 Chat usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is ``prompt_tokens``,
 which already includes ``prompt_tokens_details.cached_tokens`` (reported as
 ``gen_ai.usage.cache_read.input_tokens``). A chat stream carries usage only when the request set
@@ -167,6 +172,7 @@ class _State(ProviderState):
     extra_response_types = ("types.responses.Response",)
     raw_response_type = "_response.BaseAPIResponse"  # with_streaming_response
     extra_raw_response_types = ("_legacy_response.LegacyAPIResponse",)  # with_raw_response
+    inject_trace_context = True  # the SDK sends no traceparent of its own
 
     def __init__(self, instruments: Instruments) -> None:
         super().__init__(instruments)

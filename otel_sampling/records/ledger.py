@@ -17,7 +17,7 @@ from cachetools import TTLCache
 from opentelemetry import trace
 
 from otel_sampling import locks, names, state
-from otel_sampling.metrics import Instruments
+from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records.identity import IdentityStore, server_key
 from otel_sampling.records.stalls import PendingWatch
 from otel_sampling.rules.violations import Seen
@@ -72,9 +72,11 @@ class Ledger:
 
 def record_violation(instruments: Instruments, span: trace.Span, kind: str, server_label: str,
                      earlier: Seen | None = None) -> None:
-    """Record one violation: the violations counter, and an event on ``span`` (with the earlier
-    request's ids when it has one). Needs no ledger: a record built without one still counts."""
-    instruments.sampling_violations.add(1, {names.MCP_SERVER_NAME: server_label, names.SAMPLING_VIOLATION_KIND: kind})
+    """Record one violation: the violations counter (its exemplar names ``span``), and an event on
+    ``span`` (with the earlier request's ids when it has one). Needs no ledger: a record built
+    without one still counts."""
+    instruments.sampling_violations.add(1, {names.MCP_SERVER_NAME: server_label, names.SAMPLING_VIOLATION_KIND: kind},
+                                        context=recorded_in(span))
     if span.is_recording():
         attributes: dict[str, Any] = {names.SAMPLING_VIOLATION_KIND: kind, names.MCP_SERVER_NAME: server_label}
         if earlier is not None:

@@ -26,7 +26,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_sampling import locks, names, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.labels import clean, otlp_int
-from otel_sampling.metrics import Instruments
+from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.sampling import region_of
@@ -275,6 +275,7 @@ class ProviderCall:
     def _record_metrics(self, duration: float, response_model: str | None, usage: Usage, mode: str,
                         error_type: str | None, ending: str, usd: float | None) -> None:
         instruments = self._instruments
+        context = recorded_in(self._span)
         model_label = instruments.model_label.value(response_model)
         metric_attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
@@ -287,18 +288,20 @@ class ProviderCall:
             metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
         if error_type is not None:
             metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
-        instruments.operation_duration.record(duration, {**metric_attributes, names.ENDING: ending})
+        instruments.operation_duration.record(duration, {**metric_attributes, names.ENDING: ending}, context=context)
         if self._stream and self._first_chunk is not None:
-            instruments.time_to_first_chunk.record(self._first_chunk - self._start, metric_attributes)
+            instruments.time_to_first_chunk.record(self._first_chunk - self._start, metric_attributes,
+                                                   context=context)
         for count, token_type in zip(usage, _TOKEN_TYPES, strict=True):
             if count is not None and (count or token_type in _ALWAYS_RECORDED):
-                instruments.token_usage.record(count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type})
+                instruments.token_usage.record(count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type},
+                                               context=context)
         if usd is not None:
             instruments.cost.add(usd, {
                 names.GEN_AI_PROVIDER_NAME: self._provider,
                 names.GEN_AI_RESPONSE_MODEL: model_label,
                 names.DEGRADATION_MODE: mode,
-            })
+            }, context=context)
 
 
 _USAGE_ATTRIBUTES = (

@@ -33,6 +33,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names, state
 from otel_sampling.labels import finite
+from otel_sampling.metrics import recorded_in
 from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
 
 logger = logging.getLogger(__name__)
@@ -367,9 +368,11 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
     disclosed = "true" if ended.disclosed else "false"
     reasons = [telemetry.reason_label.value(r) for r in ended.reasons]
     base = {names.AGENT_RUN_NAME: name, names.DEGRADATION_MODE: mode, names.AGENT_RUN_OUTCOME: outcome}
-    telemetry.agent_runs.add(1, {**base, names.AGENT_RUN_DISCLOSED: disclosed})
-    telemetry.run_cost.add(ended.cost_usd, base)  # also 0: cost per completed task divides by runs of every mode
-    telemetry.run_duration.record(duration_s, base)
+    context = _recorded_in(span, incident_parent)
+    telemetry.agent_runs.add(1, {**base, names.AGENT_RUN_DISCLOSED: disclosed}, context=context)
+    # Also 0: cost per completed task divides by runs of every mode.
+    telemetry.run_cost.add(ended.cost_usd, base, context=context)
+    telemetry.run_duration.record(duration_s, base, context=context)
 
     if span is not None and span.is_recording():
         attributes: dict[str, Any] = {names.DEGRADATION_MODE: mode, names.AGENT_RUN_OUTCOME: outcome,
@@ -383,7 +386,7 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
                                     inside_open_run=ended._parent is not None and not ended._parent._ended)
     if not causes:
         return
-    telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name})
+    telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name}, context=context)
     event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: list(causes)}
     if reasons:
         event[names.DEGRADATION_REASON] = reasons
@@ -397,3 +400,12 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
         child = telemetry.tracer.start_span(names.EVENT_SILENT_INCIDENT, context=parent, kind=SpanKind.INTERNAL)
         child.add_event(names.EVENT_SILENT_INCIDENT, event)
         child.end()
+
+
+def _recorded_in(span: trace.Span | None, root: trace.SpanContext | None) -> otel_context.Context | None:
+    """Where a run's points are recorded: in its own span (explicit run) or its root span (implicit
+    run, ended already), so that their exemplars name it; None (the current context) when neither
+    is known."""
+    if span is not None:
+        return recorded_in(span)
+    return recorded_in(trace.NonRecordingSpan(root)) if root is not None else None

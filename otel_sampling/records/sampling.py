@@ -24,7 +24,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from otel_sampling import names, state
 from otel_sampling.labels import clean, otlp_int
-from otel_sampling.metrics import Instruments
+from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records import identity
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
@@ -243,7 +243,7 @@ class SamplingRecord:
         """Called by the stall watchdog (another thread) once the request passed the threshold."""
         if self._ended:
             return
-        self._instruments.sampling_stalls.add(1, self._server_attributes)
+        self._instruments.sampling_stalls.add(1, self._server_attributes, context=recorded_in(self._span))
         if self._span.is_recording():
             max_length = self._instruments.settings.attribute_max_length
             attributes: dict[str, Any] = {names.MCP_SERVER_NAME: self._server_label,
@@ -334,10 +334,12 @@ class SamplingRecord:
     def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None,
                         degradation_reasons: tuple[str, ...] = ()) -> None:
         instruments = self._instruments
+        context = recorded_in(self._span)
         instruments.sampling_in_flight.add(-1, self._server_attributes)
         instruments.sampling_duration.record(
             time.perf_counter() - self._start,
             {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending},
+            context=context,
         )
         instruments.sampling_requests.add(1, {
             names.MCP_SERVER_NAME: self._server_label,
@@ -350,7 +352,7 @@ class SamplingRecord:
             names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
             **({names.DEGRADATION_REASON: state.api_instruments().reason_label.value(degradation_reasons[0])}
                if degradation_reasons else {}),
-        })
+        }, context=context)
 
     def _end_span(self, ending: Ending, judged: str, mode: str, served: str | None,
                   stop_reason: Any, cancel_reason: str | None, degradation_reasons: tuple[str, ...] = ()) -> None:

@@ -14,7 +14,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names
-from otel_sampling.metrics import Instruments
+from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records.request_attributes import add_result_attributes, hint_names, start_attributes
 from otel_sampling.rules import endings
 from otel_sampling.rules.values import Ending
@@ -87,7 +87,7 @@ class ServerSamplingRecord:
                 names.SAMPLING_PATH: self._path,
                 names.SAMPLING_ENDING: ending.ending,
                 names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
-            })
+            }, context=recorded_in(span))
         finally:
             try:
                 if span.is_recording():
