@@ -128,7 +128,8 @@ ERROR_TYPE_CONNECTION: Final = "connection_error"  # the provider could not be r
 ERROR_TYPE_INCOMPLETE_STREAM: Final = "incomplete_stream"  # a stream that ended without its terminal event
 ERROR_TYPE_CANCELLED: Final = "cancelled"  # the caller cancelled the call (asyncio.CancelledError)
 ERROR_TYPE_RESPONSE_FAILED: Final = "failed"  # openai Responses status failed without an error code
-ERROR_TYPE_ERROR_EVENT: Final = "error"  # openai Responses stream `error` event without a code
+ERROR_TYPE_ERROR_EVENT: Final = "error"  # an error an answer reports without naming it (an error body, a stream event)
+ERROR_TYPE_EMPTY_RESPONSE: Final = "empty_response"  # HTTP 200 without choices / content / output and without an error
 
 OVERFLOW_LABEL: Final = "_other"  # a label value past its cap
 UNKNOWN_LABEL: Final = "_unknown"  # a label value that was not observable
