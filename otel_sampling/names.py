@@ -128,7 +128,8 @@ ERROR_TYPE_CONNECTION: Final = "connection_error"  # the provider could not be r
 ERROR_TYPE_INCOMPLETE_STREAM: Final = "incomplete_stream"  # a stream that ended without its terminal event
 ERROR_TYPE_CANCELLED: Final = "cancelled"  # the caller cancelled the call (asyncio.CancelledError)
 ERROR_TYPE_RESPONSE_FAILED: Final = "failed"  # openai Responses status failed without an error code
-ERROR_TYPE_ERROR_EVENT: Final = "error"  # openai Responses stream `error` event without a code
+ERROR_TYPE_ERROR_EVENT: Final = "error"  # an error an answer reports without naming it (an error body, a stream event)
+ERROR_TYPE_EMPTY_RESPONSE: Final = "empty_response"  # HTTP 200 without choices / content / output and without an error
 
 OVERFLOW_LABEL: Final = "_other"  # a label value past its cap
 UNKNOWN_LABEL: Final = "_unknown"  # a label value that was not observable
@@ -225,7 +226,7 @@ CACHE_PROVENANCE_MODE: Final = "cache.provenance.mode"  # MODES, or "unstamped"
 CACHE_PROVENANCE_MATCH: Final = "cache.provenance.match"  # "match" | "mismatch" | "unstamped"
 CACHE_UNSTAMPED: Final = "unstamped"
 
-COST_USD: Final = "otel_sampling.rules.cost.usd"  # ours; a provider call's cost from the policy price table, USD
+COST_USD: Final = "otel_sampling.cost.usd"  # ours; a provider call's cost from the policy price table, USD
 ENDING: Final = "otel_sampling.ending"  # ENDINGS, on provider call spans and gen_ai.client.operation.duration
 TOKEN_TYPE_CACHE_READ: Final = "cache_read"  # gen_ai.token.type for cache reads (part of input)
 TOKEN_TYPE_CACHE_CREATION: Final = "cache_creation"  # gen_ai.token.type for cache writes (part of input)

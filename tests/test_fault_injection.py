@@ -650,6 +650,7 @@ COVERED = {
     "_provider._fail": "_State.failure",
     "_provider._succeed": "ProviderCall.end",
     "_provider._proxy_or_end": "StreamProxy.__init__",
+    "_provider.is_object": "not a step: an isinstance check",
     "_provider._raw": "ProviderState.decode_raw",
     "_provider._end_unseen": "ProviderCall.end",
     "_provider._end_unparsed": "ProviderCall.end",

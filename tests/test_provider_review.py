@@ -569,6 +569,8 @@ ODD_ANSWERS = {
     "responses output None": ("responses", {"id": "r", "object": "response", "created_at": 1, "model": "gpt-4o",
                                             "status": None, "output": None, "usage": None}),
 }
+# No content / choices / output and no error: an empty answer (rules/endings.py "Provider answers", row 2).
+EMPTY_ANSWERS = {"anthropic no model, no content", "openai choices None", "responses output None"}
 
 
 @pytest.mark.parametrize("capture", [None, "SPAN_AND_EVENT"])
@@ -598,7 +600,11 @@ def test_odd_answers_reach_the_caller_and_still_make_one_span(telemetry, monkeyp
     assert result.id == answer["id"]
     (span,) = telemetry.spans()
     a = span.attributes
-    assert span.status.status_code is StatusCode.UNSET and a[names.ENDING] == "completed"
+    if name in EMPTY_ANSWERS:
+        assert span.status.status_code is StatusCode.ERROR
+        assert (a[names.ENDING], a[names.ERROR_TYPE]) == ("error", "empty_response")
+    else:
+        assert span.status.status_code is StatusCode.UNSET and a[names.ENDING] == "completed"
     assert a.get(names.GEN_AI_RESPONSE_MODEL) == answer["model"]  # omitted when the answer has none
     assert a[names.GEN_AI_RESPONSE_ID] == answer["id"]
 

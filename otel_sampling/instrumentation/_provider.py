@@ -237,6 +237,16 @@ def sequence(value: Any) -> list[Any] | tuple[Any, ...]:
     return value if isinstance(value, (list, tuple)) else ()
 
 
+# What a JSON scalar or array reads as; anything else the SDKs built from JSON came as an object.
+_NOT_OBJECTS = (str, int, float, bool, list, tuple, type(None))
+
+
+def is_object(value: Any) -> bool:
+    """``value`` came as a JSON object: the SDK made it a model, or left it a dict (it does not
+    validate answers, so a field typed as a model may hold any JSON value)."""
+    return not isinstance(value, _NOT_OBJECTS)
+
+
 def base_url_of(resource: Any) -> Any:
     """The SDK client's ``base_url`` (of a resource or the client itself), or None."""
     url = getattr(resource, "base_url", None)  # the client itself
@@ -304,14 +314,21 @@ def _fail(state: ProviderState, call: ProviderCall, exc: BaseException) -> None:
         logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
 
 
-def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any) -> Any:
-    """A stream gets a proxy that ends the call; a parsed response ends it now."""
+def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct: bool = False) -> Any:
+    """A stream gets a proxy that ends the call; a parsed response ends it now.
+
+    ``direct``: ``result`` is what the SDK's ``request`` built from the body as the call's
+    response type. The SDK hands a JSON body that is not an object (a list, a string, a number,
+    null) back as it is: an answer that holds nothing, read as one. (A raw response's ``parse(to=...)``
+    may ask for any type: there a result of another type is an answer we did not read.)
+    """
     sync_stream, async_stream = state.stream_types
     if isinstance(result, sync_stream):
         return StreamProxy(result, call, state.new_accumulator(result), state.failure)
     if isinstance(result, async_stream):
         return AsyncStreamProxy(result, call, state.new_accumulator(result), state.failure)
-    call.end(state.parsed(result) if isinstance(result, state.response_class) else None)
+    read = isinstance(result, state.response_class) or (direct and not is_object(result))
+    call.end(state.parsed(result) if read else None)
     return result
 
 
@@ -322,7 +339,7 @@ def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
         if isinstance(result, state.raw_response_classes):
             _raw(state, call, result)
             return result
-        return _proxy_or_end(state, call, result)
+        return _proxy_or_end(state, call, result, direct=True)
     except Exception:
         logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
         _end_unseen(state, call)

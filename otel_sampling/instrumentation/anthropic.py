@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_sampling import names
 from otel_sampling.content import Content, text_part
 from otel_sampling.instrumentation._provider import (
     ProviderState,
@@ -42,36 +41,42 @@ from otel_sampling.instrumentation._provider import (
     async_create_wrapper,
     close_wrapper,
     create_wrapper,
+    is_object,
     parse_wrapper,
     request_options,
     sequence,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.rules.values import Response, Usage
+from otel_sampling.rules.endings import reported_error_type
+from otel_sampling.rules.values import Response, Usage, token_count
 
 PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_name of every Messages call
 # gen_ai.provider.name well-known values of the cloud platforms the SDK has clients for, by client module.
 _PLATFORMS = (("anthropic.lib.bedrock.", "aws.bedrock"), ("anthropic.lib.vertex.", "gcp.vertex_ai"))
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+# A stream's content delta type -> (the block key it adds to, the delta field that holds the text).
+_DELTA_FIELDS: dict[str, tuple[str, str]] = {"text_delta": ("text", "text"), "thinking_delta": ("thinking", "thinking"),
+                                             "input_json_delta": ("input", "partial_json")}
 
 
-def to_usage(fields: dict[str, int | None]) -> Usage:
+def to_usage(fields: dict[str, int]) -> Usage:
     """Semantic-convention usage from anthropic usage fields (cache tokens added to input)."""
     base = fields.get("input_tokens")
     cache_read = fields.get("cache_read_input_tokens")
     cache_creation = fields.get("cache_creation_input_tokens")
-    total_input = None if base is None else base + (cache_read or 0) + (cache_creation or 0)
+    total_input = None if base is None else token_count(base + (cache_read or 0) + (cache_creation or 0))
     return Usage(total_input, fields.get("output_tokens"), cache_read, cache_creation)
 
 
-def _usage_fields(usage: Any, into: dict[str, int | None]) -> None:
-    """Copy the int usage fields present on ``usage`` into ``into`` (later values overwrite)."""
+def _usage_fields(usage: Any, into: dict[str, int]) -> None:
+    """Copy the usage fields on ``usage`` that are token counts into ``into`` (later values
+    overwrite); one that is none is left off before it is summed, as if not reported."""
     if usage is None:
         return
     for field in _USAGE_FIELDS:
-        value = getattr(usage, field, None)
-        if isinstance(value, int) and not isinstance(value, bool):
+        value = token_count(getattr(usage, field, None))
+        if value is not None:
             into[field] = value
 
 
@@ -95,28 +100,33 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
 def _error_envelope(message: Any) -> str | None:
-    """``error.type`` of an error body the SDK parsed as a message (``{"type": "error", "error":
-    {"type": "overloaded_error", ...}}`` sent with HTTP 200), else None."""
-    if getattr(message, "type", None) != "error":
-        return None
+    """``error.type`` of the error a body the SDK parsed as a message reports (``{"type": "error",
+    "error": {"type": "overloaded_error", ...}}`` sent with HTTP 200, or an ``error`` member of
+    any JSON type), else None (:func:`~otel_sampling.rules.endings.reported_error_type`)."""
     error = getattr(message, "error", None)
-    kind = error.get("type") if isinstance(error, dict) else getattr(error, "type", None)
-    return _str(kind) or names.ERROR_TYPE_ERROR_EVENT
+    return reported_error_type(error, (_get(error, "type"),), marked=getattr(message, "type", None) == "error")
 
 
 def response_of(message: Any) -> Response:
     """What a non-streamed ``Message`` / ``BetaMessage`` reports (output content not read); an
-    error body that came with HTTP 200 ends the call as that error (``Response.error_type``)."""
-    fields: dict[str, int | None] = {}
+    error body that came with HTTP 200 ends the call as that error (``Response.error_type``), one
+    without a ``content`` list holds no answer (``Response.answered``; the SDK does not validate
+    answers: a body that is not a JSON object reaches us as it is)."""
+    fields: dict[str, int] = {}
     usage = getattr(message, "usage", None)
     _usage_fields(usage, fields)
     stop_reason = _str(getattr(message, "stop_reason", None))
-    content = sequence(getattr(message, "content", None))  # the SDK does not validate answers
+    blocks = getattr(message, "content", None)
+    content = sequence(blocks)
     fallback = _is_fallback_usage(usage) or any(getattr(b, "type", None) == "fallback" for b in content)
     return Response(_str(getattr(message, "model", None)), _str(getattr(message, "id", None)),
                     (stop_reason,) if stop_reason else (), to_usage(fields), fallback,
-                    error_type=_error_envelope(message))
+                    error_type=_error_envelope(message), answered=isinstance(blocks, (list, tuple)))
 
 
 def _block_part(block: Any) -> dict[str, Any]:
@@ -157,38 +167,43 @@ def output_messages(stop_reason: str | None, blocks: Any) -> list[Any]:
 
 
 class StreamAccumulator:
-    """Reads ``RawMessageStreamEvent``s: model and usage from ``message_start``, stop reason and
-    final usage from ``message_delta``, completion from ``message_stop``; with ``capture``, the
-    content blocks too."""
+    """Reads ``RawMessageStreamEvent``s: model and usage from ``message_start`` (whose message is
+    the answer: a stream without one holds none), stop reason and final usage from
+    ``message_delta``, completion from ``message_stop``; with ``capture``, the content blocks too.
+    The SDK builds events without validating them: a field may be missing or of any JSON type."""
 
-    __slots__ = ("complete", "_model", "_id", "_stop_reason", "_usage", "_fallback", "_blocks")
+    __slots__ = ("complete", "_model", "_id", "_stop_reason", "_usage", "_fallback", "_blocks", "_answered")
 
     def __init__(self, capture: bool = False) -> None:
         self.complete = False
         self._model: str | None = None
         self._id: str | None = None
         self._stop_reason: str | None = None
-        self._usage: dict[str, int | None] = {}
+        self._usage: dict[str, int] = {}
         self._fallback = False
         self._blocks: dict[int, dict[str, Any]] | None = {} if capture else None
+        self._answered = False
 
     def observe(self, event: Any) -> None:
         kind = getattr(event, "type", None)
         if kind == "message_start":
-            message = event.message
+            message = getattr(event, "message", None)
+            self._answered = self._answered or is_object(message)
             self._model = _str(getattr(message, "model", None))
             self._id = _str(getattr(message, "id", None))
             _usage_fields(getattr(message, "usage", None), self._usage)
         elif kind == "content_block_start":
-            block = event.content_block
+            block: Any = getattr(event, "content_block", None)
             if getattr(block, "type", None) == "fallback":
                 self._fallback = True
-            if self._blocks is not None:
-                self._blocks[event.index] = block.to_dict() if hasattr(block, "to_dict") else {"type": block.type}
+            if self._blocks is not None and isinstance(index := getattr(event, "index", None), int):
+                self._blocks[index] = block.to_dict() if hasattr(block, "to_dict") else {"type": _get(block, "type")}
         elif kind == "content_block_delta" and self._blocks is not None:
-            self._add_delta(self._blocks.setdefault(event.index, {"type": "text", "text": ""}), event.delta)
+            if isinstance(index := getattr(event, "index", None), int):
+                self._add_delta(self._blocks.setdefault(index, {"type": "text", "text": ""}),
+                                getattr(event, "delta", None))
         elif kind == "message_delta":
-            self._stop_reason = _str(getattr(event.delta, "stop_reason", None)) or self._stop_reason
+            self._stop_reason = _str(getattr(getattr(event, "delta", None), "stop_reason", None)) or self._stop_reason
             usage = getattr(event, "usage", None)
             _usage_fields(usage, self._usage)
             self._fallback = self._fallback or _is_fallback_usage(usage)
@@ -198,19 +213,19 @@ class StreamAccumulator:
     @staticmethod
     def _add_delta(block: dict[str, Any], delta: Any) -> None:
         kind = getattr(delta, "type", None)
-        if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta.text
-        elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.thinking
-        elif kind == "input_json_delta":
-            block["input"] = (block.get("input") if isinstance(block.get("input"), str) else "") + delta.partial_json
+        fields = _DELTA_FIELDS.get(kind) if isinstance(kind, str) else None
+        if fields is None or not isinstance(more := getattr(delta, fields[1], None), str):
+            return
+        seen = block.get(fields[0])
+        block[fields[0]] = (seen if isinstance(seen, str) else "") + more
 
     def response(self) -> Response:
         reasons = (self._stop_reason,) if self._stop_reason else ()
         output = None
         if self._blocks is not None:
             output = output_messages(self._stop_reason, [self._blocks[i] for i in sorted(self._blocks)])
-        return Response(self._model, self._id, reasons, to_usage(self._usage), self._fallback, output)
+        return Response(self._model, self._id, reasons, to_usage(self._usage), self._fallback, output,
+                        answered=self._answered)
 
 
 class _State(ProviderState):

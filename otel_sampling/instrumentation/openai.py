@@ -50,13 +50,14 @@ from otel_sampling.instrumentation._provider import (
     async_create_wrapper,
     close_wrapper,
     create_wrapper,
+    is_object,
     parse_wrapper,
     request_options,
     sequence,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
-from otel_sampling.instrumentation.openai_fields import as_int, as_str, error_envelope, field
+from otel_sampling.instrumentation.openai_fields import as_str, error_envelope, field, usage_of
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.rules.values import Response, Usage
@@ -78,31 +79,38 @@ _APIS = {
 
 def to_usage(usage: Any) -> Usage:
     """Semantic-convention usage from an openai ``CompletionUsage`` (or its JSON); None: nothing reported."""
-    if usage is None:
-        return Usage()
-    details = field(usage, "prompt_tokens_details")
-    return Usage(as_int(field(usage, "prompt_tokens")), as_int(field(usage, "completion_tokens")),
-                 as_int(field(details, "cached_tokens")), as_int(field(details, "cache_write_tokens")))
+    return usage_of(usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 
 
 def _finish_reasons(choices: Any) -> tuple[str, ...]:
     return tuple(r for c in sequence(choices) if isinstance(r := field(c, "finish_reason"), str))
 
 
+def _is_refusal(message: Any) -> bool:
+    """A ``message`` / ``delta`` whose ``refusal`` holds the model's refusal (a non-empty string)."""
+    refusal = field(message, "refusal")
+    return isinstance(refusal, str) and bool(refusal)
+
+
 def chat_response_of(completion: Any) -> Response:
-    """What a non-streamed ``ChatCompletion`` reports (output content not read); an error body that
-    came with HTTP 200 ends the call as that error (:func:`error_envelope`)."""
+    """What a non-streamed ``ChatCompletion`` reports (output content not read): an error body that
+    came with HTTP 200 ends the call as that error (:func:`error_envelope`); ``answered`` when a
+    choice object came (the SDK does not validate answers: ``choices`` may be null, or the body
+    not a JSON object at all); ``refusal`` when a choice's ``message.refusal`` holds one."""
+    choices = sequence(field(completion, "choices"))
     return Response(as_str(field(completion, "model")) or None, as_str(field(completion, "id")),
-                    _finish_reasons(field(completion, "choices")), to_usage(field(completion, "usage")),
-                    error_type=error_envelope(completion))
+                    _finish_reasons(choices), to_usage(field(completion, "usage")),
+                    error_type=error_envelope(completion), answered=any(is_object(c) for c in choices),
+                    refusal=any(_is_refusal(field(c, "message")) for c in choices))
 
 
 class StreamAccumulator:
     """Reads ``ChatCompletionChunk``s: model and id from any chunk, finish reasons per choice,
-    usage from the final chunk when ``include_usage`` was asked for; with ``capture``, each
-    choice's text and tool calls too."""
+    usage from the final chunk when ``include_usage`` was asked for, a refusal from any choice's
+    ``delta.refusal``; with ``capture``, each choice's text and tool calls too. (A chunk with an
+    ``error`` member the SDK raises as ``APIError`` itself.)"""
 
-    __slots__ = ("complete", "_model", "_id", "_finish_reasons", "_usage", "_choices")
+    __slots__ = ("complete", "_model", "_id", "_finish_reasons", "_usage", "_choices", "_answered", "_refusal")
 
     def __init__(self, capture: bool = False) -> None:
         self.complete = False
@@ -112,6 +120,8 @@ class StreamAccumulator:
         self._usage: Any = None
         # choice index -> {"text": [...], "tools": {tool index: {"id", "name", "arguments"}}}
         self._choices: dict[int, dict[str, Any]] | None = {} if capture else None
+        self._answered = False
+        self._refusal = False
 
     def observe(self, chunk: Any) -> None:
         if self._model is None and isinstance(model := getattr(chunk, "model", None), str) and model:
@@ -119,14 +129,19 @@ class StreamAccumulator:
         if self._id is None and isinstance(chunk_id := getattr(chunk, "id", None), str):
             self._id = chunk_id
         for choice in sequence(getattr(chunk, "choices", None)):
+            if not is_object(choice):
+                continue
+            self._answered = True
             index = getattr(choice, "index", 0)
+            index = index if isinstance(index, int) else 0
             reason = getattr(choice, "finish_reason", None)
             if isinstance(reason, str):
                 self._finish_reasons[index] = reason
                 self.complete = True
+            delta = getattr(choice, "delta", None)
+            self._refusal = self._refusal or _is_refusal(delta)
             if self._choices is not None:
-                self._add_delta(self._choices.setdefault(index, {"text": [], "tools": {}}),
-                                getattr(choice, "delta", None))
+                self._add_delta(self._choices.setdefault(index, {"text": [], "tools": {}}), delta)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._usage = usage
@@ -158,7 +173,8 @@ class StreamAccumulator:
     def response(self) -> Response:
         reasons = tuple(self._finish_reasons[i] for i in sorted(self._finish_reasons))
         output = self._output(self._choices) if self._choices is not None else None
-        return Response(self._model, self._id, reasons, to_usage(self._usage), output=output)
+        return Response(self._model, self._id, reasons, to_usage(self._usage), output=output,
+                        answered=self._answered, refusal=self._refusal)
 
 
 class _State(ProviderState):

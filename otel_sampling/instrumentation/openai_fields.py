@@ -2,7 +2,8 @@
 
 Responses are SDK models; request bodies (``options.json_data``, read for content capture) are
 JSON, since the SDK dumps any model the caller passes into plain dicts: the extractors read both,
-so every field access goes through :func:`field`.
+so every field access goes through :func:`field`. The SDK builds answers without validating them,
+so any field may hold any JSON value.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from otel_sampling import names
+from otel_sampling.rules.endings import reported_error_type
+from otel_sampling.rules.values import Usage, token_count
 
 
 def field(obj: Any, name: str) -> Any:
@@ -17,19 +20,34 @@ def field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
-def as_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def error_envelope(body: Any) -> str | None:
-    """``error.type`` of an error body (``{"error": {"code": ..., "type": ...}}``) the SDK parsed as
-    a result because it came with HTTP 200: ``code``, then ``type`` (as for a raised ``APIError``),
-    else ``error``; None when the body carries no error object."""
-    error = field(body, "error")
-    if error is None or isinstance(error, (str, int, float, bool, list)):
-        return None
-    return as_str(field(error, "code")) or as_str(field(error, "type")) or names.ERROR_TYPE_ERROR_EVENT
+def as_sent(value: Any) -> Any:
+    """``value`` as the provider sent it, for a truthiness test: an SDK model built from ``{}`` is ``{}``."""
+    fields_set = getattr(value, "model_fields_set", None)
+    if isinstance(fields_set, set) and not fields_set and not getattr(value, "__pydantic_extra__", None):
+        return {}
+    return value
+
+
+def usage_of(usage: Any, input_key: str, output_key: str, details_key: str) -> Usage:
+    """Semantic-convention usage from an openai usage object (or its JSON): input, output, and the
+    details' ``cached_tokens`` / ``cache_write_tokens``; each a token count or None."""
+    if usage is None:
+        return Usage()
+    details = field(usage, details_key)
+    return Usage(token_count(field(usage, input_key)), token_count(field(usage, output_key)),
+                 token_count(field(details, "cached_tokens")), token_count(field(details, "cache_write_tokens")))
+
+
+def error_envelope(body: Any, *, marked: bool = False, named_by: tuple[str, ...] = ("code", "type"),
+                   fallback: str = names.ERROR_TYPE_ERROR_EVENT) -> str | None:
+    """``error.type`` of the error a body reports in its ``error`` member (an error body the SDK
+    parsed as a result because it came with HTTP 200; ``marked``: the body says it failed), named
+    by the error's ``named_by`` fields (:func:`~otel_sampling.rules.endings.reported_error_type`);
+    None when it reports none."""
+    error = as_sent(field(body, "error"))
+    return reported_error_type(error, tuple(field(error, name) for name in named_by), marked=marked,
+                               fallback=fallback)

@@ -15,7 +15,8 @@ each event to a provider-specific accumulator and ends the call with the ending
 
 A failure the provider sends as an event, which the SDK yields instead of raising (openai's
 Responses ``error`` / ``response.failed``), reaches the call through the accumulator's response
-(``Response.error_type``): the call ends with it whatever the exit.
+(``Response.error_type``): the call ends with it whatever the exit. How a stream ended is the
+rule :func:`otel_sampling.rules.endings.stream_ending`.
 
 The first event fixes the call's time to first chunk.
 """
@@ -106,9 +107,8 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
         if exc is not None:
             failure = self._self_failure(exc)
             return response, failure.error_type, failure.ending
-        complete = accumulator.complete or (exhausted and self._self_blind)
-        error_type, ending = stream_ending(response, complete, exhausted)
-        return response, error_type, ending
+        ended = stream_ending(response, accumulator.complete, exhausted, self._self_blind)
+        return response, ended.error_type, ended.ending
 
     def __del__(self) -> None:
         try:

@@ -25,14 +25,14 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
-from otel_sampling.labels import clean, otlp_int
+from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.sampling import region_of
 from otel_sampling.rules import cost, degraded_mode
-from otel_sampling.rules.endings import ending_of
-from otel_sampling.rules.values import Response, Usage
+from otel_sampling.rules.endings import answer_ending
+from otel_sampling.rules.values import Response, Usage, clean_usage
 
 logger = logging.getLogger(__name__)
 
@@ -158,21 +158,22 @@ class ProviderCall:
         Args:
             response: what was seen (may be partial, None when nothing was).
             error_type: ``error.type`` when the call failed.
-            ending: the ending (``names.ENDINGS``); by default :func:`ending_of`.
+            ending: the ending (``names.ENDINGS``); by default, and then its ``error.type`` too,
+                the answer's (:func:`~otel_sampling.rules.endings.answer_ending`: a response that
+                reports its own failure ends as that failure, unless ``error_type`` names another).
 
-        A response that reports its own failure (``Response.error_type``) ends as that failure,
-        unless ``error_type`` names another.
+        Token counts that are none (:func:`~otel_sampling.rules.values.clean_usage`) are left off
+        everywhere: span, metrics, cost, the request and the run.
         """
         if self._ended:
             return
         self._ended = True
-        if error_type is None and response is not None and response.error_type is not None:
-            error_type, ending = response.error_type, None
         duration = time.perf_counter() - self._start
         response_model = response.model if response else None
-        usage = response.usage if response else Usage()
+        usage = clean_usage(response.usage) if response else Usage()
         if ending is None:
-            ending = ending_of(response, error_type)
+            decided = answer_ending(response, error_type)
+            error_type, ending = decided.error_type, decided.ending
 
         failed = error_type is not None
         reason = None
@@ -245,7 +246,7 @@ class ProviderCall:
                         reasons = [clean(r, max_length) for r in response.finish_reasons]
                         attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
                 for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
-                    if value is not None and otlp_int(value) is not None:  # a hostile provider's counts can pass int64
+                    if value is not None:  # a count (clean_usage): within int64, as OTLP carries it
                         attributes[key] = value
                 if self._stream and self._first_chunk is not None:
                     attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self._first_chunk - self._start

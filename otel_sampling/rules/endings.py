@@ -21,12 +21,39 @@ the wire); any other exception is ``error``. Cancellation is ``timeout`` when th
 ``notifications/cancelled`` reason says the request timed out, else ``cancelled``.
 A result is ``completed``, or ``refused`` when its stopReason says the model refused.
 
-Provider calls (:func:`failure_of`, :func:`ending_of`): a failed call's ending follows from its
-exception or its error envelope (``timeout``, ``model.unavailable``, ``cancelled``, ``error``); a
-call that raised nothing is ``refused`` when a finish reason says so, else ``completed``
-(``docs/telemetry.md`` "Provider call endings"). A stream that raised nothing (:func:`stream_ending`)
-ends by its finish reasons when complete, ``error`` (``incomplete_stream``) when read to the end
-without its final event, ``cancelled`` when the host left it early.
+Provider calls (``docs/telemetry.md`` "Provider call endings"). A call that raised is classified
+by its exception (:func:`failure_of`: ``cancelled``, ``timeout``, ``model.unavailable``, ``error``).
+A call that raised nothing ends by its answer (:func:`answer_ending`). Provider answers, first
+match wins:
+
+1. It reports an error (:func:`reported_error_type`): anthropic ``type: "error"``; a Responses
+   ``status: "failed"``, ``response.failed`` or ``error`` event; an ``error`` member of any JSON
+   type (string, list, number, object) that is not null, false, 0, ``""``, ``[]`` or ``{}``.
+   ``error.type``: its name (below); ending by that name as for a raised envelope
+   (:func:`reported_ending`: ``timeout``, ``model.unavailable``, else ``error``).
+2. It holds no answer: no choice object (Chat Completions), no ``content`` list (Messages), no
+   ``output`` list (Responses), a body that is not a JSON object; a complete stream without its
+   message (anthropic ``message_start``) or output (the Responses terminal event's).
+   ``error``, ``error.type`` ``empty_response``.
+3. A finish reason says the model declined (:data:`REFUSAL_REASONS`: anthropic ``refusal``,
+   openai ``content_filter``): ``refused``.
+4. The model's refusal came in a field of its own: Chat Completions ``message.refusal``
+   (``delta.refusal`` in a stream) holds a non-empty string, a Responses output has a
+   ``refusal`` content part: ``refused``.
+5. Anything else, and an answer we never read (a raw response closed unparsed; the SDK raised
+   nothing): ``completed``.
+
+Rule 1 names the error by the first of the provider's naming fields (openai ``code`` then
+``type``, anthropic ``type``) that is a non-empty string, or an integer written as its decimal
+string (the openai SDK writes a raised error's ``code`` as ``str(code)``, so a body and a stream
+chunk give one name; :func:`error_type_of` reads a raised one the same way); else ``error``
+(``failed`` for a failed Responses status): one low-cardinality name for an error sent as a
+string, a list or a number. The empty ``error`` values are the openai SDK's own test before it
+raises an error sent in a stream, so a body and a chunk agree. Anthropic's documented empty answer
+(``content: []`` with ``stop_reason: "end_turn"``, "Handling stop reasons") holds its ``content``
+list: rule 5. A stream (:func:`stream_ending`): rule 1 however it ended; with its final event,
+rules 2 to 5; read to its end without it, ``error`` (``incomplete_stream``); left early by the
+host, ``cancelled``.
 
 Fallbacks, for when classifying fails (our failure, never the host's): :data:`FAILED`,
 :data:`CANCELLED`, :func:`failed_frame`. The server side's ``unanswered``: :data:`UNANSWERED`.
@@ -73,6 +100,7 @@ _TIMEOUT_MARKERS = ("timed out", "timeout")
 
 
 COMPLETED = Ending(names.ENDING_COMPLETED)
+REFUSED = Ending(names.ENDING_REFUSED)
 #: Server side, 2026-07-28 path: no retry carried an answer (denied, abandoned or lost on the client).
 UNANSWERED = Ending(names.ENDING_UNANSWERED, names.ENDING_UNANSWERED)
 #: What an ending is when classifying it failed (a broken ending rule, a hostile value: our failure):
@@ -124,7 +152,7 @@ def or_fallback(classify_ending: Callable[..., Ending], fallback: Ending, *args:
 def from_result(stop_reason: object) -> Ending:
     """Classify a ``CreateMessageResult`` by its ``stopReason``."""
     if isinstance(stop_reason, str) and stop_reason in REFUSAL_REASONS:
-        return Ending(names.ENDING_REFUSED)
+        return REFUSED
     return COMPLETED
 
 
@@ -181,20 +209,80 @@ def finish_reasons(stop_reason: Any) -> tuple[str, ...]:
 _UNAVAILABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error",
                                       "rate_limit_exceeded", "insufficient_quota"})
 _TIMEOUT_ERROR_TYPES = frozenset({"timeout_error"})
+EMPTY_RESPONSE = Ending(names.ENDING_ERROR, names.ERROR_TYPE_EMPTY_RESPONSE)
+INCOMPLETE_STREAM = Ending(names.ENDING_ERROR, names.ERROR_TYPE_INCOMPLETE_STREAM)
+LEFT_EARLY = Ending(names.ENDING_CANCELLED)  # the host closed a stream: its choice, no error
+
+
+def error_name(value: object) -> str | None:
+    """A value that names an error: a non-empty string as sent, an integer as its decimal string
+    (as the openai SDK writes a raised error's ``code``); None for anything else (null, a bool, a
+    float, an object, a list)."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return str(value)
+        except ValueError:  # past Python's int-to-str digit limit (JSON parsers refuse such ints first)
+            return None
+    return None
+
+
+def reported_error_type(error: object, named_by: Sequence[object] = (), *, marked: bool = False,
+                        fallback: str = names.ERROR_TYPE_ERROR_EVENT) -> str | None:
+    """``error.type`` of the error an answer reports in its body (rule 1), or None when it reports none.
+
+    Args:
+        error: the answer's ``error`` member as sent, any JSON value (None: absent).
+        named_by: the values of the fields that may name it, in the provider's order (openai
+            ``code`` then ``type``, anthropic ``type``), as sent (None when absent).
+        marked: the answer says it failed, whatever its ``error`` member (anthropic
+            ``type: "error"``, Responses ``status: "failed"``, a Responses stream ``error`` event).
+        fallback: the name when no field names it.
+
+    An answer reports an error when it is ``marked`` or its ``error`` member is JSON-truthy (not
+    null, false, 0, ``""``, ``[]`` or ``{}``: the openai SDK's own test before it raises an error
+    sent in a stream). It is named by the first :func:`error_name` of ``named_by``, else ``fallback``.
+    """
+    if not marked and not error:
+        return None
+    return next((name for value in named_by if (name := error_name(value)) is not None), fallback)
+
+
+def reported_ending(error_type: str) -> str:
+    """The ending of a failure named ``error_type``: ``timeout`` for ``timeout_error``;
+    ``model.unavailable`` for an overloaded, rate-limited or server error; else ``error``."""
+    if error_type in _TIMEOUT_ERROR_TYPES:
+        return names.ENDING_TIMEOUT
+    if error_type in _UNAVAILABLE_ERROR_TYPES:
+        return names.ENDING_MODEL_UNAVAILABLE
+    return names.ENDING_ERROR
+
+
+def answer_ending(response: Response | None, error_type: str | None = None) -> Ending:
+    """Ending and ``error.type`` of a call that raised nothing: the table in the module docstring.
+
+    Args:
+        response: what its answer reported (None: we never read it, rule 5).
+        error_type: a failure found without an exception (an incomplete stream), which ends the
+            call as rule 1 does, before what the answer reports.
+    """
+    if error_type is None and response is not None:
+        error_type = response.error_type
+    if error_type is not None:
+        return Ending(reported_ending(error_type), error_type)
+    if response is None:
+        return COMPLETED
+    if not response.answered:
+        return EMPTY_RESPONSE
+    if response.refusal or any(reason in REFUSAL_REASONS for reason in response.finish_reasons):
+        return REFUSED
+    return COMPLETED
+
 
 def ending_of(response: Response | None, error_type: str | None) -> str:
-    """The ending of a call that raised nothing (``error_type`` None) or failed without an
-    exception (a failure the answer reports: by its envelope type as in :func:`failure_of`, else
-    ``error``; an incomplete stream: ``error``)."""
-    if error_type is not None:
-        if error_type in _TIMEOUT_ERROR_TYPES:
-            return names.ENDING_TIMEOUT
-        if error_type in _UNAVAILABLE_ERROR_TYPES:
-            return names.ENDING_MODEL_UNAVAILABLE
-        return names.ENDING_ERROR
-    if response is not None and any(r in REFUSAL_REASONS for r in response.finish_reasons):
-        return names.ENDING_REFUSED
-    return names.ENDING_COMPLETED
+    """The ending alone of :func:`answer_ending`."""
+    return answer_ending(response, error_type).ending
 
 
 def failure_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
@@ -232,7 +320,8 @@ def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connectio
     """Low-cardinality ``error.type`` for a provider SDK exception.
 
     ``cancelled`` for a cancellation; the first of ``envelope_fields`` the provider's error body
-    set (anthropic ``type``: ``overloaded_error``; openai ``code``, then ``type``); else the HTTP
+    set that is an :func:`error_name` (anthropic ``type``: ``overloaded_error``; openai ``code``,
+    then ``type``; an integer as its decimal string, as in an answer's body); else the HTTP
     status code; else ``timeout`` / ``connection_error`` for transport failures (including raw
     ``httpx2`` errors raised mid-stream); else the exception's qualified class name. Metric labels
     pass it through a bounded label set.
@@ -240,9 +329,9 @@ def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connectio
     if not isinstance(exc, Exception):  # asyncio.CancelledError and other BaseExceptions
         return names.ERROR_TYPE_CANCELLED
     for field in envelope_fields:
-        value = getattr(exc, field, None)
-        if isinstance(value, str) and value:
-            return value
+        name = error_name(getattr(exc, field, None))
+        if name is not None:
+            return name
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         return str(status)
@@ -253,21 +342,27 @@ def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connectio
     return qualified_name(type(exc))
 
 
-def stream_ending(response: Response | None, complete: bool, exhausted: bool) -> tuple[str | None, str]:
-    """``(error.type, ending)`` of a stream that raised nothing, once it is closed or collected.
+def stream_ending(response: Response | None, complete: bool, exhausted: bool, blind: bool = False) -> Ending:
+    """Ending and ``error.type`` of a stream that raised nothing, once it is closed or collected.
 
     Args:
         response: what its events said so far.
-        complete: the stream delivered its final event (or its events could not be read at all and
-            it was read to the end: nothing says it was cut short).
+        complete: the stream delivered its final event.
         exhausted: the host read it to the end (False: closed or dropped early).
+        blind: an event could not be read (our failure, not the provider's): nothing says the
+            stream was cut short or held no answer, so one that is complete or read to its end
+            is judged by rules 1 and 3 to 5 only.
 
-    A complete stream ends by its finish reasons (:func:`ending_of`); one read to the end without
-    its final event is ``error`` (``error.type`` ``incomplete_stream``); one the host left early is
-    ``cancelled``.
+    An error its events reported (rule 1) ends it, however it ended; a complete stream ends by its
+    answer (:func:`answer_ending`); one read to the end without its final event is ``error``
+    (``error.type`` ``incomplete_stream``); one the host left early is ``cancelled``.
     """
+    if response is not None and response.error_type is not None:
+        return answer_ending(response)
+    if blind and (complete or exhausted):
+        return answer_ending(response._replace(answered=True) if response is not None else None)
     if complete:
-        return None, ending_of(response, None)
+        return answer_ending(response)
     if exhausted:
-        return names.ERROR_TYPE_INCOMPLETE_STREAM, names.ENDING_ERROR
-    return None, names.ENDING_CANCELLED
+        return INCOMPLETE_STREAM
+    return LEFT_EARLY

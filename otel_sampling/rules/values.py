@@ -1,12 +1,16 @@
 """The value types every layer passes: an ending, token usage, a provider response, a failure.
 
-Plain immutable tuples, no behaviour: the rules in this package decide over them, records fill
-them from what an SDK reported.
+Plain immutable tuples: the rules in this package decide over them, records fill them from what
+an SDK reported. One check belongs to the values themselves: what a token count is
+(:func:`token_count`, :func:`clean_usage`), so that no layer sees a count that is none.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
+
+#: A token count is an int in ``[0, MAX_TOKEN_COUNT]``: OTLP carries int attributes as int64.
+MAX_TOKEN_COUNT = 2**63 - 1
 
 
 class Ending(NamedTuple):
@@ -19,12 +23,30 @@ class Ending(NamedTuple):
 
 
 class Usage(NamedTuple):
-    """Token counts in semantic-convention terms: ``input_tokens`` includes cache reads and writes."""
+    """Token counts in semantic-convention terms: ``input_tokens`` includes cache reads and writes.
+
+    Each is a count (:func:`token_count`) or None (not reported).
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
+
+
+def token_count(value: object) -> int | None:
+    """``value`` when it is a token count: an int (not a bool) from 0 to :data:`MAX_TOKEN_COUNT`.
+    Anything else a provider sends there (negative, beyond int64, a float such as ``NaN`` or
+    ``1.5``, a bool, a string) is None: left off, as if not reported."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
+        return value
+    return None
+
+
+def clean_usage(usage: Usage) -> Usage:
+    """``usage`` with every field that is not a :func:`token_count` left off (None)."""
+    cleaned = Usage(*(token_count(value) for value in usage))
+    return usage if cleaned == usage else cleaned
 
 
 class Response(NamedTuple):
@@ -33,9 +55,14 @@ class Response(NamedTuple):
     ``provider_fallback``: the provider served the request with another model server-side
     (anthropic's ``fallback`` content block / ``fallback_message`` iteration). ``output``: the
     output messages in the GenAI semconv shape, only filled when content capture is on.
-    ``error_type``: the answer itself reports a failure, without an exception (openai's Responses
-    ``status="failed"``, or its ``error`` / ``response.failed`` stream events): the call ends with
-    that ``error.type``.
+    ``error_type``: the answer itself reports a failure, without an exception (an error body
+    sent with HTTP 200, openai's Responses ``status="failed"``, or its ``error`` /
+    ``response.failed`` stream events; named by
+    :func:`otel_sampling.rules.endings.reported_error_type`): the call ends with that
+    ``error.type``. ``answered``: the answer holds what the API answers with (a choice, a
+    ``content`` list, an ``output`` list; False: it holds none). ``refusal``: the model's
+    refusal came in a field of its own (Chat Completions ``message.refusal`` / ``delta.refusal``,
+    a Responses ``refusal`` content part).
     """
 
     model: str | None
@@ -45,6 +72,8 @@ class Response(NamedTuple):
     provider_fallback: bool = False
     output: list[Any] | None = None
     error_type: str | None = None
+    answered: bool = True
+    refusal: bool = False
 
 
 class Failure(NamedTuple):

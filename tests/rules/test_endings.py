@@ -388,17 +388,21 @@ class TestProviderAnswers:
 class TestStreamEndings:
     """``stream_ending``: a stream that raised nothing, once it is closed or collected."""
 
-    def test_a_complete_stream_ends_by_its_finish_reasons(self):
-        assert (None, "completed") == endings.stream_ending(
-            Response("m", "id", ("end_turn",), Usage()), complete=True, exhausted=True)
-        assert (None, "refused") == endings.stream_ending(
-            Response("m", "id", ("refusal",), Usage()), complete=True, exhausted=False)
+    def test_a_complete_stream_ends_by_its_answer(self):
+        assert Ending("completed") == endings.stream_ending(
+            Response("m", "id", ("end_turn",), Usage(), answered=True), complete=True, exhausted=True)
+        assert Ending("refused") == endings.stream_ending(
+            Response("m", "id", ("refusal",), Usage(), answered=True), complete=True, exhausted=False)
 
     def test_read_to_the_end_without_its_final_event_is_an_incomplete_stream(self):
-        assert ("incomplete_stream", "error") == endings.stream_ending(None, complete=False, exhausted=True)
+        assert Ending("error", "incomplete_stream") == endings.stream_ending(None, complete=False, exhausted=True)
 
     def test_left_early_by_the_host_is_cancelled(self):
-        assert (None, "cancelled") == endings.stream_ending(None, complete=False, exhausted=False)
+        assert Ending("cancelled") == endings.stream_ending(None, complete=False, exhausted=False)
+
+    def test_an_error_its_events_reported_ends_it_however_it_ended(self):
+        reported = Response("m", "id", (), Usage(), error_type="overloaded_error")
+        assert "model.unavailable" == endings.stream_ending(reported, complete=False, exhausted=False).ending
 
 
 class TestFallbackEndings:
