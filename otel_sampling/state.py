@@ -22,7 +22,8 @@ What the whole process shares is here:
   ``OTEL_SAMPLING_FINGERPRINT_KEY`` names no shared one.
 
 Not here: the sets that keep a log message from repeating (``settings``, ``content``, unpriced
-models in :mod:`otel_sampling.records.provider_call`); they change no telemetry.
+models in :mod:`otel_sampling.records.provider_call`, the stdio trap's warnings in
+:mod:`otel_sampling.instrumentation._stdio_trap`); they change no telemetry.
 
 Locks: the degradation registry and the run registry each have one; readers of the active tuple
 need none (it is replaced whole). Every lock comes from :func:`otel_sampling.locks.new`.

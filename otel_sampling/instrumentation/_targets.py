@@ -5,12 +5,17 @@ table, so ``uninstrument()`` restores exactly what ``instrument()`` replaced. Ou
 marked, so that a target already wrapped by us is not wrapped twice, and so that unwrapping
 removes our layer even when another library has wrapped the same function on top of it (a
 plain ``unwrap`` would strip theirs and leave ours).
+
+Besides its own table, every instrumentor wraps the start of the server-side stdio transport
+(:mod:`~otel_sampling.instrumentation._stdio_trap`) in the mcp modules loaded at its
+``instrument()``; the last ``uninstrument()`` unwraps it.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -23,6 +28,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 
 from otel_sampling import span_processor
 from otel_sampling import state as otel_state
+from otel_sampling.instrumentation import _stdio_trap
 from otel_sampling.metrics import Instruments
 from otel_sampling.settings import settings_for_instrument
 
@@ -40,6 +46,17 @@ class Target(NamedTuple):
     module: str
     attribute: str
     factory: Callable[[Any], Wrapper]
+
+
+# The start of the server-side stdio transport, wherever mcp binds it.
+_STDIO_STARTS = tuple(Target(module, attribute, _stdio_trap.start_wrapper)
+                      for module, attribute in _stdio_trap.START_POINTS)
+
+
+def _loaded(targets: Iterable[Target]) -> list[Target]:
+    """The targets whose module is imported and binds the attribute (none is imported for them)."""
+    return [target for target in targets
+            if hasattr(sys.modules.get(target.module), target.attribute.split(".", 1)[0])]
 
 
 def _owner(target: Target) -> tuple[Any, str] | None:
@@ -147,6 +164,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                            type(self).__name__, exc_info=True)
             return
         wrap_targets(targets, state)
+        wrap_targets(_loaded(_STDIO_STARTS), None)
         # A state with background work (the stall watchdog) starts it here and stops it on uninstrument.
         self._state = state
         if hasattr(state, "start"):
@@ -160,6 +178,8 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             state.stop()
         if self.__dict__.pop("_otel_sampling_processor", False):
             span_processor.uninstall()
+        if not otel_state.hooks_enabled():  # the last instrumentor
+            unwrap_targets(_loaded(_STDIO_STARTS))
 
 
 def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider: Any, meter_provider: Any) -> None:
