@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers venv-bench lint test test-peers test-py310 soak demo generate prometheus clean test-matrix bench profile
+.PHONY: venv venv-peers venv-bench venv-hosts lint test test-peers test-py310 test-hosts soak demo generate prometheus clean test-matrix bench profile
 
 venv: $(STAMP)
 
@@ -98,6 +98,35 @@ prometheus:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
 		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus)
 
+# ---------------------------------------------------------------- real hosts (slow: not part of `make test`)
+# Three agent frameworks, each in its own venv under .venv-hosts/, pinned as a user installs them, with
+# this package (editable) beside them: each answers the sampling requests of a small MCP server under
+# opentelemetry-instrument against the fake provider, one tool call per scenario (tests/hosts/).
+# The report (scenario x host x expected and observed verdict) goes to build/hosts-report.md.
+HOSTS_VENV := .venv-hosts
+HOSTS      := pydantic-ai fastmcp mcp-use
+# pydantic-ai and fastmcp run on mcp 2.x (through fastmcp 4), mcp-use pins mcp<2.
+pins_pydantic-ai   := "pydantic-ai-slim[mcp,anthropic]==2.68.0"
+extras_pydantic-ai := mcp,anthropic,otlp
+pins_fastmcp       := "fastmcp[openai]==4.2.3"
+extras_fastmcp     := mcp,openai,otlp
+pins_mcp-use       := "mcp-use[anthropic]==1.7.1"
+extras_mcp-use     := mcp1,anthropic,otlp
+
+venv-hosts: $(HOSTS:%=$(HOSTS_VENV)/%/.installed-stamp)
+
+.PRECIOUS: $(HOSTS_VENV)/%/.installed-stamp
+
+$(HOSTS_VENV)/%/.installed-stamp: pyproject.toml Makefile
+	rm -rf $(HOSTS_VENV)/$*
+	$(PYTHON) -m venv $(HOSTS_VENV)/$*
+	$(HOSTS_VENV)/$*/bin/python -m pip install --quiet --upgrade pip
+	$(HOSTS_VENV)/$*/bin/python -m pip install --quiet $(pins_$*) -e ".[$(extras_$*)]"
+	touch $@
+
+test-hosts: $(STAMP) venv-hosts
+	OTEL_SAMPLING_HOSTS_VENVS=$(HOSTS_VENV) $(PY) -m pytest -m hosts tests/hosts -p no:cacheprovider
+
 # Regenerate dashboards/*.json and alerts/*.yaml from the metric contract (commit the result).
 generate: $(STAMP)
 	$(PY) -m otel_sampling.mixin --out .
@@ -106,7 +135,7 @@ demo: $(STAMP) prometheus
 	$(PY) examples/triage/demo.py
 
 clean:
-	rm -rf $(VENV) $(PEERS_VENV) $(BENCH_VENV) $(PY310_VENV) $(MATRIX) .demo .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) $(PEERS_VENV) $(BENCH_VENV) $(PY310_VENV) $(HOSTS_VENV) $(MATRIX) .demo .pytest_cache build dist *.egg-info
 
 # ---------------------------------------------------------------- version matrix (slow: not part of `make test`)
 # One venv per cell under .matrix/, the package installed with the oldest (pinned) or the newest

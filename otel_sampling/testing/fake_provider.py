@@ -83,6 +83,8 @@ SCENARIOS: dict[str, str] = {
                      "overloaded_error, 429 rate_limit_error, 500 api_error...; openai: 429 rate_limit_exceeded, "
                      "500 server_error...)",
     "fail_first=<n>": "with status=: fail only while x-stainless-retry-count < n, then succeed",
+    "fail_model=<m>": "with status=: fail only the requests for model <m>; a request for any other model "
+                      "succeeds (a primary that is down, its fallback that serves)",
     "retry_after_ms=<m>": "value of retry-after-ms on errors (default 1, so SDK retries are instant)",
     "no_retry": "send x-should-retry: false on errors (the SDK does not retry)",
     "error_message=<m>": "with status=: the error body's message is <m> (what a provider echoes)",
@@ -345,10 +347,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     # ------------------------------------------------------------------ errors
-    def _maybe_error(self, sc: dict[str, str], retry_count: int, provider: str) -> bool:
+    def _maybe_error(self, sc: dict[str, str], retry_count: int, provider: str, model: object) -> bool:
         if "status" not in sc and "error_200" not in sc:
             return False
         if "fail_first" in sc and retry_count >= int(sc["fail_first"]):
+            return False
+        if "fail_model" in sc and model != sc["fail_model"]:
             return False
         status = 200 if "error_200" in sc else int(sc["status"])
         headers = {"retry-after-ms": sc.get("retry_after_ms", "1")}
@@ -383,7 +387,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _anthropic(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
-        if self._maybe_error(sc, retry_count, "anthropic"):
+        if self._maybe_error(sc, retry_count, "anthropic", body.get("model")):
             return
         requested = body.get("model") or "claude-fake"
         served = sc.get("fallback") or sc.get("served_model") or _long_model(sc) or requested
@@ -480,7 +484,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _openai_chat(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
-        if self._maybe_error(sc, retry_count, "openai"):
+        if self._maybe_error(sc, retry_count, "openai", body.get("model")):
             return
         served = sc.get("served_model") or _long_model(sc) or body.get("model") or "gpt-fake"
         words = _words(sc)
@@ -536,7 +540,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------ openai responses
     def _openai_responses(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
-        if self._maybe_error(sc, retry_count, "openai"):
+        if self._maybe_error(sc, retry_count, "openai", body.get("model")):
             return
         served = sc.get("served_model") or _long_model(sc) or body.get("model") or "gpt-fake"
         words = _words(sc)

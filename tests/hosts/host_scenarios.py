@@ -1,0 +1,185 @@
+"""The real-host suite's shared table: model families, hosts, scenarios and their expected verdicts.
+
+Imported by the pytest module (the main venv) and by the host scripts (each host's own venv), so
+stdlib only. Nothing here reads what otel-sampling records: an expected verdict is what a person
+reading the fake provider's answers would say about the request (``docs/telemetry.md`` names the
+values), derived only from the scenario the provider was told to play.
+
+A family is the set of models one host is configured with and the policy of the server it talks
+to: the server hints the primary model, the host asks the provider for the primary first and for the
+fallback when the primary fails, and ``outside`` is a model the policy does not permit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOOL = "summarise"  # the server's one tool; gen_ai.tool.name on the sampling span
+TICKET = "Printer on fire"  # the tool's argument, the text the server asks to be summarised
+SERVER_VERSION = "1.0.0"  # serverInfo.version of both servers (server_v1.py, server_v2.py)
+
+
+@dataclass(frozen=True)
+class Family:
+    """The models one host uses and the policy of the server it talks to."""
+
+    provider: str  # "anthropic" | "openai": the SDK the host's model client uses
+    server: str  # the server's serverInfo.name, the policy table's key
+    hint: str  # modelPreferences.hints[0].name the server sends
+    primary: str  # the policy's primary_model; what the host asks for first
+    fallback: str  # permitted, not the primary: the host's fallback model
+    outside: str  # not permitted: what an outside-policy substitution serves
+
+    @property
+    def permitted(self) -> tuple[str, str]:
+        return (self.primary, self.fallback)
+
+
+ANTHROPIC = Family("anthropic", "tickets-anthropic", "claude-sonnet", "claude-sonnet-4-5", "claude-haiku-4-5",
+                   "claude-opus-4-1")
+# The hint must be an openai model id for fastmcp's OpenAISamplingHandler to pick it (it picks the
+# first hint that is a known ChatModel, else its default_model); no model here contains another's name.
+OPENAI = Family("openai", "tickets-openai", "gpt-4.1", "gpt-4.1", "gpt-4o-mini", "o3")
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str  # the venv under .venv-hosts/ and the script tests/hosts/host_<module>.py
+    module: str
+    family: Family
+    server_script: str  # the MCP server it drives: server_v2.py (mcp 2.x) or server_v1.py (mcp 1.x)
+    # mcp 1.x servers send sampling/createMessage whatever the client declared (the client's SDK then
+    # answers "Sampling not supported"); an mcp 2.x server's Sample fails the tool call before asking.
+    asked_without_capability: bool
+
+
+HOSTS = (
+    Host("pydantic-ai", "host_pydantic_ai", ANTHROPIC, "server_v2.py", asked_without_capability=False),
+    Host("fastmcp", "host_fastmcp", OPENAI, "server_v2.py", asked_without_capability=False),
+    Host("mcp-use", "host_mcp_use", ANTHROPIC, "server_v1.py", asked_without_capability=True),
+)
+
+# How the host is set up to answer sampling requests (the host scripts' --sampling):
+SAMPLING_MODEL = "model"  # its model client (primary, then fallback) answers
+SAMPLING_DECLINE = "decline"  # its sampling callback refuses, the framework's way
+SAMPLING_NONE = "none"  # sampling is not configured at all: the SDK's own default answer
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The verdict on the one sampling request of a scenario; None: not asserted (the issue
+    defines no value for it), ``DECLINED_NOT_ERROR``: any ending but ``error`` and ``completed``."""
+
+    ending: str
+    served: str | None  # gen_ai.response.model on the sampling span: what the provider served
+    substitution: str
+    mode: str
+    reasons: tuple[str, ...]
+    run_outcome: str | None
+    violations: tuple[str, ...] = ()
+
+
+DECLINED_NOT_ERROR = "<a decline ending, not error>"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    sampling: str  # SAMPLING_*
+    header: str  # the x-fake-scenario value; {primary}, {fallback}, {outside}, {status} filled per family
+    expected: Callable[[Family], Expected] = field(repr=False)
+
+
+SCENARIOS = (
+    Scenario("served", "the provider serves the requested (primary) model", SAMPLING_MODEL, "",
+             lambda f: Expected("completed", f.primary, "none", "primary", (), "completed")),
+    Scenario("substituted_within", "the provider answers the primary request with the permitted fallback model",
+             SAMPLING_MODEL, "served_model={fallback}",
+             lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("provider_fallback",),
+                                "completed")),
+    Scenario("substituted_outside", "the provider answers the primary request with a model outside the policy",
+             SAMPLING_MODEL, "served_model={outside}",
+             lambda f: Expected("completed", f.outside, "outside_policy", "degraded", ("substitution",),
+                                "completed", ("model_outside_policy",))),
+    Scenario("overload_fallback", "the primary is overloaded (529/503 on every try), the fallback model serves",
+             SAMPLING_MODEL, "status={status},fail_model={primary}",
+             lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("failover",), "completed")),
+    Scenario("refusal", "the primary model refuses (anthropic stop_reason refusal, openai content_filter)",
+             SAMPLING_MODEL, "refusal",
+             # A refusal's run outcome is not defined by issue 15: recorded, not asserted.
+             lambda f: Expected("refused", f.primary, "none", "primary", (), None)),
+    Scenario("all_failing", "every provider call fails (529/503 on every try, on every model)",
+             SAMPLING_MODEL, "status={status}",
+             lambda f: Expected("model.unavailable", None, "none", "primary", (), "failed")),
+    Scenario("declined", "the host's sampling callback refuses the request", SAMPLING_DECLINE, "",
+             lambda f: Expected("user.denied", None, "none", "primary", (), "denied")),
+    Scenario("unsupported", "the host configures no sampling: the SDK's default answer", SAMPLING_NONE, "",
+             lambda f: Expected(DECLINED_NOT_ERROR, None, "none", "primary", (), "denied")),
+)
+
+# The overload status per provider: anthropic's 529 overloaded_error, openai's 503 (it has no 529).
+OVERLOAD_STATUS = {"anthropic": "529", "openai": "503"}
+
+
+def expected_for(scenario: Scenario, host: Host) -> Expected | None:
+    """The expected verdict of the scenario on this host; None when the server never asks (no request)."""
+    if scenario.sampling == SAMPLING_NONE and not host.asked_without_capability:
+        return None
+    return scenario.expected(host.family)
+
+
+def scenario_header(scenario: Scenario, family: Family) -> str:
+    """The x-fake-scenario header value the host's model client sends in this scenario."""
+    return scenario.header.format(primary=family.primary, fallback=family.fallback, outside=family.outside,
+                                  status=OVERLOAD_STATUS[family.provider])
+
+
+def policy_toml() -> str:
+    """The policy file (OTEL_SAMPLING_POLICY) every instrumented host runs with."""
+    tables = []
+    for family in (ANTHROPIC, OPENAI):
+        permitted = ", ".join(f'"{m}"' for m in family.permitted)
+        tables.append(f'[servers."{family.server}"]\nprimary_model = "{family.primary}"\n'
+                      f"permitted_models = [{permitted}]\n")
+    return "\n".join(tables)
+
+
+# ---------------------------------------------------------------- what the host scripts share
+SCENARIO_HEADER = "x-fake-scenario"  # otel_sampling.testing.fake_provider.SCENARIO_HEADER (the hosts do not import it)
+OUTPUT_PREFIX = "HOST-OUTPUT "  # the one stdout line a host script ends with: this, then JSON
+
+
+def parse_host_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """A host script's command line: the provider URL, the scenario header, how sampling is set up,
+    and the server command (this interpreter and the server script beside the host scripts)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--provider-url", required=True, help="the fake provider, http://127.0.0.1:<port>")
+    parser.add_argument("--scenario", default="", help="the x-fake-scenario header value")
+    parser.add_argument("--sampling", choices=(SAMPLING_MODEL, SAMPLING_DECLINE, SAMPLING_NONE), required=True)
+    parser.add_argument("--host", required=True, choices=[host.name for host in HOSTS])
+    args = parser.parse_args(argv)
+    host = next(h for h in HOSTS if h.name == args.host)
+    args.family = host.family
+    args.server_command = sys.executable
+    args.server_args = [str(Path(__file__).with_name(host.server_script)), "--name", host.family.server,
+                        "--hint", host.family.hint]
+    return args
+
+
+def run_host(main: Callable[[argparse.Namespace], Awaitable[str]]) -> None:
+    """Run a host's ``main(args)`` and print what the host ended with as the last stdout line: the
+    tool result as the framework handed it over, or the exception the framework raised (the host's
+    own behaviour either way; the process still exits 0)."""
+    args = parse_host_args()
+    try:
+        output = asyncio.run(main(args))
+    except Exception as exc:  # noqa: BLE001 - what the framework raised is the host's output here
+        output = f"raised {type(exc).__name__}: {exc}"
+    print(OUTPUT_PREFIX + json.dumps({"output": output}), flush=True)
