@@ -9,7 +9,8 @@
   suppression tests run them.
 * :class:`Sandwich`: a recording wrapper below ours (what the SDK's function returned or raised)
   and one above ours (what the host received), on every target of the given target tables.
-* :class:`SpanBalance`: counts the spans of ours that start and that end.
+* :class:`SpanBalance` (counts the spans of ours that start and that end) and
+  :func:`add_span_processor`; :data:`ANTHROPIC_MESSAGE`, an anthropic answer as the API sends it.
 """
 
 from __future__ import annotations

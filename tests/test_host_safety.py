@@ -172,7 +172,7 @@ def test_session_opened_before_instrument_still_learns_timeouts(telemetry):
 
 
 def test_a_matching_hint_past_the_sixteenth_still_counts(mcp_instrumented):
-    hints = ",".join([f"other-{i}" for i in range(19)] + ["claude-sonnet"])
+    hints = ",".join([f"other-{i}" for i in range(16)] + ["claude-sonnet"])  # the match is the 17th
     anyio.run(call, "legacy", callback_returning(result()), "sample", {"hint": hints, "include_context": "none"})
     span = only_sampling_span(mcp_instrumented)
     assert span.attributes[names.SAMPLING_SUBSTITUTION] == "none"
