@@ -250,3 +250,19 @@ async def call_sample_tool(mode: str, callback) -> Any:
             return await client.call_tool("sample", SAMPLE_ARGS)
         except Exception as exc:  # noqa: BLE001 - what the client got is the subject
             return exc
+
+
+# ---------------------------------------------------------------- both MCP sides, trace context
+@pytest.fixture
+def mcp_both_instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
+    """The host and the server instrumentors, sharing one meter provider."""
+    from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+
+    yield from _instrumented(telemetry, MCPSamplingInstrumentor, MCPServerSamplingInstrumentor)
+
+
+def traceparent_of(span) -> str:
+    """W3C Trace Context ``traceparent`` naming ``span``: version 00, trace id, span id, trace flags."""
+    context = span.get_span_context()
+    ids = f"{trace.format_trace_id(context.trace_id)}-{trace.format_span_id(context.span_id)}"
+    return f"00-{ids}-{int(context.trace_flags):02x}"

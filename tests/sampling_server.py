@@ -6,7 +6,8 @@ Tools:
 * ``sample_with_deadline(deadline_s)``: legacy path only; the server sets a read deadline.
 
 :func:`build_asking_server` builds a server whose one tool ``ask`` samples with any request
-fields a test gives it (a hostile server's huge ``maxTokens``, image content, sentinels...).
+fields a test gives it (a hostile server's huge ``maxTokens``, image content, sentinels...);
+:func:`build_fault_server` one whose tool fails after its sampling request completed.
 """
 
 from typing import Annotated
@@ -65,7 +66,7 @@ def build_server(name: str = SERVER_NAME) -> MCPServer:
 def build_asking_server(**fields) -> MCPServer:
     """A server whose tool ``ask`` samples with ``fields`` (``messages`` defaults to one text
     message, ``max_tokens`` to 64); returns ``"<model>|<stopReason>"``."""
-    server = MCPServer("review-server", version="1.0.0")
+    server = MCPServer("asking-server", version="1.0.0")
     messages = fields.pop("messages", None) or _messages("hi")
     fields.setdefault("max_tokens", 64)
 
@@ -75,6 +76,25 @@ def build_asking_server(**fields) -> MCPServer:
     @server.tool()
     async def ask(answer: Annotated[types.CreateMessageResult, Resolve(sample)]) -> str:
         return f"{answer.model}|{answer.stop_reason}"
+
+    return server
+
+
+def build_fault_server() -> MCPServer:
+    """A server ("fault-server") whose tools sample one short message: ``sample`` returns the served
+    model; ``sample_then_fail`` raises once the answer came (a tool error after a completed request)."""
+    server = MCPServer("fault-server", version="1.0.0")
+
+    def ask_briefly() -> Sample:
+        return Sample(_messages("hi"), max_tokens=8)
+
+    @server.tool()
+    async def sample(answer: Annotated[types.CreateMessageResult, Resolve(ask_briefly)]) -> str:
+        return answer.model
+
+    @server.tool()
+    async def sample_then_fail(answer: Annotated[types.CreateMessageResult, Resolve(ask_briefly)]) -> str:
+        raise ValueError(f"the tool failed after {answer.model} answered")
 
     return server
 

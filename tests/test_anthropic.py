@@ -15,7 +15,10 @@ import httpx2
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
+from conftest import TRACER_PROVIDER
+from drivers import ANTHROPIC_MESSAGE
 from otel_sampling import names
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 
 MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
 
@@ -162,3 +165,101 @@ def test_raw_response_is_returned_untouched(anthropic_instrumented, fake_provide
     assert raw.status_code == 200
     assert raw.parse().model == "claude-req"  # the body was not consumed by telemetry
     assert len(chat_spans(anthropic_instrumented)) == 1
+
+
+# ---------------------------------------------------------------- the model asked for, platform ids, cost per read path
+def test_extra_body_model_is_the_model_asked_for(anthropic_instrumented, fake_provider):
+    # The SDK merges extra_body over the body it sends: the provider was asked for claude-other.
+    c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+    message = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                                extra_body={"model": "claude-other", "max_tokens": 16})
+    assert fake_provider.requests[-1]["model"] == message.model == "claude-other"
+    (span,) = anthropic_instrumented.spans()
+    a = span.attributes
+    assert (span.name, a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_REQUEST_MAX_TOKENS]) == (
+        "chat claude-other", "claude-other", 16)
+    assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a  # no substitution
+
+
+@pytest.mark.parametrize(("platform", "model"), [
+    # Bedrock: a model id, or an inference profile; Vertex AI: model@version. Both answer with the
+    # Anthropic model name (e.g. AWS's InvokeModel example: "model": "claude-3-7-sonnet-20250219").
+    ("bedrock", "anthropic.claude-3-7-sonnet-20250219-v1:0"),
+    ("bedrock", "us.anthropic.claude-3-7-sonnet-20250219-v1:0"),
+    ("vertex", "claude-3-7-sonnet@20250219"),
+])
+def test_platform_model_ids_are_no_substitution(anthropic_instrumented, platform, model):
+    answer = {**ANTHROPIC_MESSAGE, "id": "msg_bdrk_01", "model": "claude-3-7-sonnet-20250219"}
+    http = httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer)))
+    if platform == "bedrock":
+        c = anthropic.AnthropicBedrock(api_key="k", aws_region="us-east-1", base_url="http://bedrock.test",
+                                       max_retries=0, open_telemetry=False, http_client=http)
+    else:
+        c = anthropic.AnthropicVertex(region="us-east5", project_id="p", access_token="t", base_url="http://vertex.test",
+                                      max_retries=0, open_telemetry=False, http_client=http)
+    message = c.messages.create(model=model, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    assert message.id == "msg_bdrk_01"
+    (span,) = anthropic_instrumented.spans()
+    a = span.attributes
+    assert (a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (model, "claude-3-7-sonnet-20250219")
+    assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
+
+
+def test_a_latest_entry_admits_and_prices_the_snapshots_it_resolves_to(telemetry, tmp_path, monkeypatch, fake_provider):
+    # docs/configuration.md: an entry admits (and prices) its dated snapshots; a -latest entry names
+    # the model whose snapshots the provider serves under that alias.
+    from otel_sampling.policy import Price
+    from otel_sampling.rules import cost, substitution
+
+    price = Price(1.0, 5.0)
+    assert substitution.same_model("claude-haiku-5-5-latest", "claude-haiku-5-5-20261001")
+    assert substitution.judge(["gpt-4o"], "claude-haiku-5-5-20261001", ["claude-haiku-5-5-latest"]) == "within_policy"
+    assert cost.price_for({"claude-haiku-5-5-latest": price}, "claude-haiku-5-5-20261001") is price
+    assert cost.price_for({"claude-haiku-5-5-latest": price}, "claude-haiku-5-6-20261001") is None
+    path = tmp_path / "policy.toml"
+    path.write_text('[prices."claude-haiku-5-5-latest"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n')
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+        c.messages.create(model="claude-haiku-5-5-latest", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                          extra_headers={"x-fake-scenario": "served_model=claude-haiku-5-5-20261001"})
+    finally:
+        instrumentor.uninstrument()
+    (span,) = telemetry.spans()
+    assert span.attributes[names.COST_USD] == pytest.approx((25 * 1.0 + 5 * 5.0) / 1e6)  # the fake's 25 in, 5 out
+
+
+@pytest.mark.parametrize("shape", ["create", "stream", "manager"])
+def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, monkeypatch, fake_provider, shape):
+    # The fake's `cache` answer: input_tokens 25 (anthropic's count excludes the cache), cache reads
+    # 400, cache writes 100, output 5. Semconv input = 525. Cost at 1.0 / 0.1 / 1.25 / 5.0 USD per
+    # million: 25 x 1.0 + 400 x 0.1 + 100 x 1.25 + 5 x 5.0 = 215 USD per million = 0.000215.
+    path = tmp_path / "policy.toml"
+    path.write_text('[prices."claude-haiku-5-5"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n'
+                    'cache_read_usd_per_mtok = 0.1\ncache_creation_usd_per_mtok = 1.25\n')
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    request = {"model": "claude-haiku-5-5", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+               "extra_headers": {"x-fake-scenario": "cache"}}
+    try:
+        c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+        if shape == "create":
+            c.messages.create(**request)
+        elif shape == "stream":
+            list(c.messages.create(**request, stream=True))
+        else:
+            with c.messages.stream(**request) as stream:
+                stream.until_done()
+    finally:
+        instrumentor.uninstrument()
+    (span,) = telemetry.spans()
+    a = span.attributes
+    assert (a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS],
+            a[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
+        525, 400, 100, 5)
+    assert a[names.COST_USD] == pytest.approx(0.000215)
+    (cost_point,) = telemetry.points(names.METRIC_GEN_AI_COST)
+    assert cost_point.value == pytest.approx(0.000215)

@@ -27,20 +27,32 @@ from opentelemetry.sdk.metrics import MeterProvider, TraceBasedExemplarFilter
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import otel_sampling
-from conftest import POLICY_TOML, SPANS, TRACER_PROVIDER, Telemetry, _instrumented
+from conftest import (
+    POLICY_TOML,
+    SPANS,
+    TRACER_PROVIDER,
+    Telemetry,
+    _instrumented,
+    call_sample_tool,
+    provider_host_callback,
+)
+from drivers import call, callback_returning, result
 from otel_sampling import names
 from otel_sampling import state as otel_state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from test_mcp_sampling import call as mcp_call
-from test_mcp_sampling import callback_returning, result
-from test_provider_cost import PRICES
-from test_sampling_with_provider import call, host_callback
+
+pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
 
 PATHS = ("legacy", "auto")
 MESSAGES = [{"role": "user", "content": "hi"}]
+PRICES = """
+[prices."claude-sonnet-5-5"]
+input_usd_per_mtok = 3.0
+output_usd_per_mtok = 15.0
+"""
 
 
 class ExemplarTelemetry(Telemetry):
@@ -97,7 +109,7 @@ def server() -> Iterator[ExemplarTelemetry]:
 
 @pytest.mark.parametrize("mode", PATHS)
 def test_a_sampling_request_and_its_provider_call_each_name_their_own_span(mode, host, fake_provider):
-    anyio.run(call, mode, host_callback(fake_provider))
+    anyio.run(call_sample_tool, mode, provider_host_callback(fake_provider))
     (sampling,) = host.spans(names.SPAN_SAMPLING)
     (chat,) = host.spans("chat claude-sonnet-5-5")
     for metric in (names.METRIC_SAMPLING_REQUESTS, names.METRIC_SAMPLING_DURATION):
@@ -127,7 +139,7 @@ def test_cost_and_a_violation_name_their_spans(host_with_policy, fake_provider):
         await client.close()
         return result(model="gpt-outside-policy")
 
-    anyio.run(call, "legacy", callback)
+    anyio.run(call_sample_tool, "legacy", callback)
     (sampling,) = host_with_policy.spans(names.SPAN_SAMPLING)
     (chat,) = host_with_policy.spans("chat claude-sonnet-5-5")
     assert host_with_policy.exemplar_spans(names.METRIC_GEN_AI_COST) == ids(chat)
@@ -143,14 +155,14 @@ def test_a_stall_reported_by_the_watchdog_thread_names_its_request(host, fake_pr
         sweep.join()
         return result()
 
-    anyio.run(mcp_call, "legacy", callback)
+    anyio.run(call, "legacy", callback)
     (sampling,) = host.spans(names.SPAN_SAMPLING)
     assert host.exemplar_spans(names.METRIC_SAMPLING_STALLS) == ids(sampling)
 
 
 @pytest.mark.parametrize("mode", PATHS)
 def test_the_server_s_request_names_its_client_span(mode, server):
-    anyio.run(mcp_call, mode, callback_returning(result()))
+    anyio.run(call, mode, callback_returning(result()))
     (client_span,) = [s for s in server.spans(names.SPAN_SAMPLING) if s.kind is trace.SpanKind.CLIENT]
     assert server.exemplar_spans(names.METRIC_SAMPLING_SERVER_REQUESTS) == ids(client_span)
 

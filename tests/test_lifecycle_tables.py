@@ -1,10 +1,11 @@
-"""Lifecycle, read from the target tables themselves (cases 9 and 10 of the failure kinds).
+"""Lifecycle, read from the target tables themselves.
 
 ``tests/test_lifecycle.py`` lists the wrapped functions from the SDKs' structure; here every entry
 of every target table (the tables ``instrument()`` and ``uninstrument()`` walk) is checked by
-identity, every call shape of the fault-injection drivers is run after ``uninstrument()`` and
-must emit nothing, and three process-level cases run in a fresh interpreter: the SDKs not
-installed, a library imported after ``instrument()``, and one imported after ``uninstrument()``.
+identity, every call shape of the drivers (``tests/drivers.py``) is run after ``uninstrument()`` and
+must emit nothing, and the process-level cases run in a fresh interpreter: the SDKs not installed,
+a library imported after ``instrument()`` (also after two), and one imported after
+``uninstrument()``, each wrapped once or not at all; a process left instrumented still exits.
 """
 
 from __future__ import annotations
@@ -19,32 +20,20 @@ from pathlib import Path
 import pytest
 
 from conftest import SPANS, TRACER_PROVIDER
+from drivers import DRIVERS, resolve, snapshot, tables
 from otel_sampling.instrumentation._targets import _is_ours, _layers
-from test_fault_injection import DRIVERS, _resolve, _tables
 
 HERE = Path(__file__).parent
-INSTRUMENTORS = list(_tables())
+INSTRUMENTORS = list(tables())
 
 
 def _current(table) -> list:
-    return [_resolve(t)[2] for t in table]
-
-
-def _snapshot(telemetry) -> dict:
-    """Every metric point we recorded: (metric, attributes) -> sum or count."""
-    data = telemetry.reader.get_metrics_data()
-    out = {}
-    for rm in (data.resource_metrics if data else ()):
-        for sm in rm.scope_metrics:
-            for m in sm.metrics:
-                for p in m.data.data_points:
-                    out[(m.name, frozenset(p.attributes.items()))] = p.value if hasattr(p, "value") else p.count
-    return out
+    return [resolve(t)[2] for t in table]
 
 
 @pytest.mark.parametrize("cls", INSTRUMENTORS, ids=lambda c: c.__name__)
 def test_every_table_entry_is_wrapped_once_and_restored_by_identity(cls, telemetry):
-    table = _tables()[cls]
+    table = tables()[cls]
     before = _current(table)
     instrumentor = cls()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
@@ -62,13 +51,13 @@ def test_every_table_entry_is_wrapped_once_and_restored_by_identity(cls, telemet
 
 
 def test_all_four_together_restore_every_entry_in_any_order(telemetry):
-    before = {cls: _current(t) for cls, t in _tables().items()}
+    before = {cls: _current(t) for cls, t in tables().items()}
     instrumentors = [cls() for cls in INSTRUMENTORS]
     for instrumentor in instrumentors:
         instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     for instrumentor in (instrumentors[2], instrumentors[0], instrumentors[3], instrumentors[1]):
         instrumentor.uninstrument()
-    for cls, table in _tables().items():
+    for cls, table in tables().items():
         assert all(a is b for a, b in zip(_current(table), before[cls], strict=True)), cls.__name__
 
 
@@ -106,13 +95,13 @@ def test_nothing_is_emitted_after_uninstrument_by_any_call_shape(telemetry, fake
     finally:
         for instrumentor in instrumentors:
             instrumentor.uninstrument()
-    before = _snapshot(telemetry)
+    before = snapshot(telemetry)
     assert before
     SPANS.clear()
     for driver in DRIVERS.values():
         driver.run(fake_provider)
     assert telemetry.spans() == []
-    assert _snapshot(telemetry) == before
+    assert snapshot(telemetry) == before
 
 
 # ---------------------------------------------------------------- in a fresh interpreter
@@ -249,3 +238,91 @@ def test_a_library_imported_after_uninstrument_is_not_instrumented(library):
                                         for sm in rm.scope_metrics for m in sm.metrics)}))
     """)
     assert _run(script) == {"spans": [], "points": 0}
+
+
+_MCP_LATE_IMPORT = """
+import sys, wrapt
+assert "mcp" not in sys.modules
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+host, server = MCPSamplingInstrumentor(), MCPServerSamplingInstrumentor()
+host.instrument(); server.instrument()
+from mcp.client.session import ClientSession            # imported after instrument(): wrapped
+from mcp.server.session import ServerSession
+print(isinstance(vars(ClientSession)["dispatch_input_request"], wrapt.FunctionWrapper),
+      isinstance(vars(ServerSession)["send_request"], wrapt.FunctionWrapper))
+server.uninstrument(); host.uninstrument()
+from mcp.client.session import ClientSession            # imported after uninstrument(): not wrapped
+from mcp.server.runner import ServerRunner
+print(isinstance(vars(ClientSession)["dispatch_input_request"], wrapt.FunctionWrapper),
+      isinstance(vars(ServerRunner)["_on_request"], wrapt.FunctionWrapper))
+import threading
+host.instrument()  # left instrumented: the watchdog thread must not keep the process alive
+print(all(t.daemon for t in threading.enumerate() if t.name == "otel-sampling-watchdog"))
+"""
+
+
+def test_mcp_imported_after_instrument_is_wrapped_and_after_uninstrument_is_not():
+    """In a fresh interpreter where mcp is not imported yet; a process that exits still
+    instrumented exits (the stall watchdog is a daemon thread)."""
+    proc = subprocess.run([sys.executable, "-c", _MCP_LATE_IMPORT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True", "False", "False", "True"]
+
+
+_PROVIDERS_LATE_IMPORT = """
+import sys, wrapt
+assert "anthropic" not in sys.modules and "openai" not in sys.modules
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.testing.fake_provider import FakeProvider
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+instrumentors = [AnthropicInstrumentor(), OpenAIInstrumentor()]
+if sys.argv[1] == "uninstrument-first":
+    for i in instrumentors:
+        i.instrument(tracer_provider=provider); i.uninstrument()
+else:
+    for i in instrumentors:
+        i.instrument(tracer_provider=provider); i.instrument(tracer_provider=provider)  # twice
+import anthropic, openai                                 # imported only now
+from anthropic._base_client import SyncAPIClient as A
+from openai._base_client import SyncAPIClient as O
+def layers(f):
+    n = 0
+    while isinstance(f, wrapt.FunctionWrapper):
+        n, f = n + 1, f.__wrapped__
+    return n
+print(layers(vars(A)["request"]), layers(vars(O)["request"]))
+def calls(fp):
+    anthropic.Anthropic(base_url=fp.url, api_key="k", max_retries=0, open_telemetry=False).messages.create(
+        model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    openai.OpenAI(base_url=fp.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+        model="gpt-req", messages=[{"role": "user", "content": "hi"}])
+    return len([s for s in spans.get_finished_spans() if s.instrumentation_scope.name == "otel_sampling"])
+with FakeProvider() as fp:
+    print(calls(fp))
+    for i in instrumentors:
+        i.uninstrument()
+    print(layers(vars(A)["request"]), layers(vars(O)["request"]), calls(fp))
+"""
+
+
+def _late_import(order: str) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", _PROVIDERS_LATE_IMPORT, order], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_providers_imported_after_instrument_twice_are_wrapped_once_and_restored():
+    # wrapped once each; one span per call (2); after uninstrument: no layer, still 2 spans
+    assert _late_import("instrument-twice") == ["1", "1", "2", "0", "0", "2"]
+
+
+def test_providers_imported_after_uninstrument_are_not_wrapped():
+    assert _late_import("uninstrument-first") == ["0", "0", "0", "0", "0", "0"]

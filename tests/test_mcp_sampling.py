@@ -16,42 +16,13 @@ from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry.trace import SpanKind, StatusCode
 
+from drivers import ARGS, PATHS, call, callback_returning, only_sampling_span, result
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from sampling_server import SERVER_NAME, build_server
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import BaseExceptionGroup
-
-PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
-ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
-
-
-def result(model: str = "claude-sonnet-5-5-20261001", stop_reason: str = "endTurn") -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=model,
-                                     stop_reason=stop_reason)
-
-
-def callback_returning(value):
-    async def callback(ctx, params):
-        return value
-    return callback
-
-
-async def call(mode: str, callback, tool: str = "sample", args: dict | None = None):
-    """Call a tool once; return the tool's text or the exception the host got."""
-    async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
-        try:
-            out = await client.call_tool(tool, ARGS if args is None else args)
-        except BaseException as exc:  # noqa: BLE001 - the test inspects what the host saw
-            return exc
-        return out.content[0].text if not out.is_error else ("tool_error", out.content[0].text)
-
-
-def only_sampling_span(telemetry):
-    spans = telemetry.spans(names.SPAN_SAMPLING)
-    assert len(spans) == 1, [s.name for s in spans]
-    return spans[0]
 
 
 @pytest.mark.parametrize("mode", PATHS)
@@ -200,6 +171,32 @@ def test_host_giving_up_is_a_cancellation(mcp_instrumented, mode):
     assert mcp_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
 
 
+@pytest.mark.parametrize("mode", PATHS)
+def test_the_host_cancelling_gets_its_cancellation_back(mcp_both_instrumented, mode):
+    """The cancellation propagates through our wrapper unchanged (the host's cancel scope
+    catches it, so it was not swallowed or replaced), and the request ends ``cancelled``."""
+    started = anyio.Event()
+
+    async def callback(ctx, params):
+        started.set()
+        await anyio.sleep(30)
+        return result()
+
+    async def main():
+        async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(client.call_tool, "sample", {"hint": "claude-sonnet"})
+                    await started.wait()
+                    scope.cancel()
+            await anyio.sleep(0.1)
+            return scope.cancelled_caught
+
+    assert anyio.run(main) is True
+    (host,) = [s for s in mcp_both_instrumented.spans(names.SPAN_SAMPLING) if s.kind is SpanKind.SERVER]
+    assert host.attributes[names.SAMPLING_ENDING] == "cancelled"
+
+
 SUBSTITUTIONS = [
     # (hint, served model, expected judgement, expected mode) under POLICY_TOML (conftest)
     ("claude-sonnet", "claude-sonnet-5-5-20261001", "none", "primary"),
@@ -293,8 +290,8 @@ def test_nothing_is_emitted_after_uninstrument(telemetry):
 
 
 def test_hostile_server_cannot_blow_up_labels_or_attributes(mcp_instrumented):
-    many_hints = ",".join(f"model-{i}" for i in range(10_000))
-    anyio.run(call, "legacy", callback_returning(result(model="x" * 100_000)), "sample",
+    many_hints = ",".join(f"model-{i}" for i in range(17))  # one past the 16 kept
+    anyio.run(call, "legacy", callback_returning(result(model="x" * 257)), "sample",
               {"hint": many_hints, "include_context": "thisServer"})
     span = only_sampling_span(mcp_instrumented)
     assert len(span.attributes[names.SAMPLING_MODEL_HINTS]) == 16

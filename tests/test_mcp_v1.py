@@ -1,6 +1,6 @@
 """Host-side MCP sampling on mcp 1.x: the same span, attributes, endings and metrics as on mcp 2.x,
 and the same host state (request identity and violations, stalls, grants, server and connection
-facts).
+facts); inside ``suppress_instrumentation()``, nothing.
 
 Real mcp 1.x sessions: in-memory (``create_connected_server_and_client_session``), a stdio
 subprocess and streamable HTTP on 127.0.0.1. Skipped when mcp 2.x is installed; ``make test-matrix``
@@ -34,6 +34,7 @@ from mcp.client.streamable_http import StreamableHTTPTransport, streamablehttp_c
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.shared.session import RequestResponder
 from opentelemetry import trace
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.trace import SpanKind, StatusCode
 
 import otel_sampling
@@ -309,9 +310,10 @@ def test_a_return_the_sdk_cannot_validate_is_an_error(v1_instrumented):
     assert span.attributes[names.ERROR_TYPE] == "pydantic_core._pydantic_core.ValidationError"
 
 
-HOSTILE_DATA = [None, "a string", 7, ["reason"], {"reason": 5}, {"reason": "x" * 100_000},
+# The strings one past the 256-character attribute bound.
+HOSTILE_DATA = [None, "a string", 7, ["reason"], {"reason": 5}, {"reason": "x" * 257},
                 {"reason": "policy.budget_exhausted", "resetsAt": {"nested": True}},
-                {"reason": "policy.budget_exhausted", "resetsAt": "\x1b[31m" + "9" * 100_000}]
+                {"reason": "policy.budget_exhausted", "resetsAt": "\x1b[31m" + "9" * 257}]
 
 
 @pytest.mark.parametrize("data", HOSTILE_DATA, ids=range(len(HOSTILE_DATA)))
@@ -328,8 +330,9 @@ def test_a_denial_with_odd_data_is_still_one_span_and_reaches_the_server(v1_inst
 
 
 def test_a_hostile_server_cannot_blow_up_labels_or_attributes(v1_instrumented):
-    name = "\x00\x1b\u202e" + "s" * 1_000_000 + "\n"
-    many_hints = ",".join(f"model-{i}\x00" for i in range(10_000))
+    # Each one past its bound: 256-character attributes (128 for labels), 16 hints.
+    name = "\x00\x1b\u202e" + "s" * 257 + "\n"
+    many_hints = ",".join(f"model-{i}\x00" for i in range(17))
 
     async def hostile(callback):
         async with create_connected_server_and_client_session(build_server(name)._mcp_server,
@@ -337,7 +340,7 @@ def test_a_hostile_server_cannot_blow_up_labels_or_attributes(v1_instrumented):
             return tool_output(await session.call_tool("sample", {"hint": many_hints,
                                                                   "include_context": "thisServer"}))
 
-    anyio.run(hostile, callback_returning(result(model="m\r\n" * 100_000)))
+    anyio.run(hostile, callback_returning(result(model="m\r\n" * 86)))
     span = only_sampling_span(v1_instrumented)
     assert len(span.attributes[names.SAMPLING_MODEL_HINTS]) == 16
     assert span.attributes[names.SAMPLING_MODEL_HINTS][0] == "model-0"  # the NUL dropped
@@ -767,3 +770,55 @@ def test_violation_over_streamable_http(v1_instrumented):
 
     anyio.run(_serve_http, body)
     assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
+
+
+# ---------------------------------------------------------------- suppressed instrumentation
+# Inside suppress_instrumentation() the table's wrappers (ClientSession.initialize, _received_request
+# and the connection targets) pass straight through: the host gets the same answers, the responder
+# is never shadowed, and nothing is recorded; outside it, as usual (mcp 2.x: tests/test_suppression.py).
+ERROR_FRAME = types.ErrorData(code=-1, message="User rejected sampling request")
+
+
+def _points(telemetry) -> list:
+    """Every metric point we recorded."""
+    data = telemetry.reader.get_metrics_data()
+    return [p for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics for m in sm.metrics
+            for p in m.data.data_points]
+
+
+def _shadowed_responders(monkeypatch) -> list:
+    """Every responder whose ``respond`` was shadowed on the instance while a request was handled."""
+    shadowed: list = []
+    original = RequestResponder.__exit__
+
+    def watching_exit(self, *exc_info):
+        if "respond" in vars(self):
+            shadowed.append(self)
+        return original(self, *exc_info)
+
+    monkeypatch.setattr(RequestResponder, "__exit__", watching_exit)
+    return shadowed
+
+
+async def _answers() -> list:
+    """One request answered, one refused with an error frame, one over stdio."""
+    return [await call_server(answering(result())), await call_server(answering(ERROR_FRAME)),
+            await call_server(answering(result()), server=STDIO)]
+
+
+def test_suppressed_requests_are_answered_as_without_instrumentation(v1_instrumented, monkeypatch):
+    shadowed = _shadowed_responders(monkeypatch)
+    with suppress_instrumentation():
+        answers = anyio.run(_answers)
+    assert answers[0] == answers[2] == f"{SERVED}|endTurn"
+    assert answers[1] == ("tool_error", "Error executing tool sample: User rejected sampling request")
+    assert shadowed == []
+    assert v1_instrumented.spans() == []
+    assert _points(v1_instrumented) == []
+
+
+def test_outside_suppression_they_are_recorded(v1_instrumented):
+    anyio.run(_answers)
+    assert len(v1_instrumented.spans(names.SPAN_SAMPLING)) == 3
+    assert v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {
+        ("completed",): 2, ("user.denied",): 1}

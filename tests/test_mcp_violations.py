@@ -1,7 +1,10 @@
 """Request identity and violations on real mcp sessions, both protocol paths (in-memory and stdio).
 
 Each violation kind is shown detected when it happens and not when it does not: the narrowing
-retry, the same decision repeated, a different request to another server.
+retry, the same decision repeated, a different request to another server. With the server side
+instrumented too, each is counted once: a retry wider both ways, a flip seen through a decision at
+another server, a reroute retried at its new server, a budget running out (no flip); and a request
+whose metadata JSON cannot carry (bytes, sets) still gets its identity.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry import trace
+from opentelemetry.trace import SpanKind
 
 import otel_sampling
 from otel_sampling import names
@@ -58,6 +62,10 @@ def violations(telemetry) -> dict:
 
 def sampling_spans(telemetry):
     return telemetry.spans(names.SPAN_SAMPLING)
+
+
+def host_spans(telemetry):
+    return [s for s in sampling_spans(telemetry) if s.kind is SpanKind.SERVER]
 
 
 def events(span, name=names.EVENT_SAMPLING_VIOLATION):
@@ -240,3 +248,83 @@ def test_exhausted_request_completed_after_a_grant_is_fine(mcp_instrumented, mod
     otel_sampling.record_grant(SERVER_NAME, 5, "2026-12-01T00:00:00Z", granted_by="u-123")
     anyio.run(lambda: call(mode, callback))
     assert violations(mcp_instrumented) == {}
+
+
+# ---------------------------------------------------------------- with the server side instrumented too
+def test_content_json_cannot_carry_still_gets_an_identity(mcp_both_instrumented):
+    """A host dispatching a request it built in-process (``dispatch_input_request``) can put bytes
+    or sets in ``metadata``: mcp accepts them (``dict[str, Any]``); the request still gets a
+    fingerprint, the same one when repeated, so the repeat is linked and judged."""
+    def request(blob: bytes):
+        return types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))], max_tokens=5,
+            metadata={"blob": blob, "ids": {3, 1, 2}}))
+
+    async def main():
+        async with Client(build_server(), mode="legacy", sampling_callback=answering(result())) as client:
+            ctx = type("Ctx", (), {"request_id": 1, "meta": None})()
+            for blob in (b"\xff\x00", b"\xff\x00", b"\xfe"):
+                await client.session.dispatch_input_request(ctx, request(blob))
+
+    anyio.run(main)
+    first, repeat, other = host_spans(mcp_both_instrumented)
+    assert first.attributes[names.SAMPLING_FINGERPRINT] == repeat.attributes[names.SAMPLING_FINGERPRINT]
+    assert other.attributes[names.SAMPLING_FINGERPRINT] != first.attributes[names.SAMPLING_FINGERPRINT]
+    assert [link.context.span_id for link in repeat.links] == [first.context.span_id]
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_one_retry_wider_both_ways_is_one_scope_widened(mcp_both_instrumented, mode):
+    """A retry that requests and is granted a wider scope is one violation, not two."""
+    def granting(scope):
+        async def callback(ctx, params):
+            otel_sampling.grant_context(scope)
+            return result()
+        return callback
+
+    anyio.run(lambda: call(mode, granting("none"), include_context="none"))
+    anyio.run(lambda: call(mode, granting("thisServer"), include_context="thisServer"))
+    counts = mcp_both_instrumented.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND)
+    assert counts == {(names.VIOLATION_SCOPE_WIDENED,): 1}
+    retry = host_spans(mcp_both_instrumented)[-1]
+    assert [e.attributes[names.SAMPLING_VIOLATION_KIND] for e in retry.events
+            if e.name == names.EVENT_SAMPLING_VIOLATION] == [names.VIOLATION_SCOPE_WIDENED]
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_a_flip_at_one_server_is_seen_through_a_decision_at_another(mcp_both_instrumented, mode):
+    """Denied by the host for server A, rerouted to B (completed there), then completed for A: the
+    host flipped its decision for A, whatever it decided for B in between."""
+    denied = otel_sampling.sampling_error("policy.denied", "Not for this server")
+    anyio.run(call, mode, answering(denied), build_server("server-a"))
+    anyio.run(call, mode, answering(result()), build_server("server-b"))
+    anyio.run(call, mode, answering(result()), build_server("server-a"))
+    counts = violations(mcp_both_instrumented)
+    assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL, "server-b"): 1,
+                      (names.VIOLATION_DECISION_FLIPPED, "server-a"): 1}
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_a_rerouted_request_retried_at_its_new_server_is_one_reroute(mcp_both_instrumented, mode):
+    """Denied for A, sent to B, then retried at B: one reroute (the retry at B is a repeat there)."""
+    denied = otel_sampling.sampling_error("policy.denied", "Not for this server")
+    anyio.run(call, mode, answering(denied), build_server("server-a"))
+    for _ in range(2):
+        anyio.run(call, mode, answering(result()), build_server("server-b"))
+    counts = violations(mcp_both_instrumented)
+    assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL, "server-b"): 1}
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_a_budget_running_out_on_a_repeated_request_is_not_a_flip(mcp_both_instrumented, mode):
+    """A server asking the same question several times (n samples) until the budget is spent: a
+    budget is a quantity that runs out, not a re-evaluation. The reverse (exhausted, then served
+    without a grant) stays a flip
+    (test_exhausted_request_completed_later_without_a_grant_is_decision_flipped)."""
+    budget = otel_sampling.sampling_error("policy.budget_exhausted", "Daily limit", resets_at="2026-12-01T00:00:00Z")
+    for answer in (result(), result(), budget, budget):
+        anyio.run(call, mode, answering(answer))
+    assert mcp_both_instrumented.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {}
+    anyio.run(call, mode, answering(result()))
+    assert mcp_both_instrumented.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
+        (names.VIOLATION_DECISION_FLIPPED,): 1}

@@ -9,14 +9,19 @@ output token per word of ``text=``. Error codes are the fake's openai error bodi
 from __future__ import annotations
 
 import asyncio
+import copy
+import gc
 import socket
 
+import httpx2
 import openai
 import pydantic
 import pytest
 from openai._legacy_response import LegacyAPIResponse
 from opentelemetry.trace import SpanKind, StatusCode
 
+from conftest import TRACER_PROVIDER, traceparent_of
+from drivers import SpanBalance, add_span_processor
 from otel_sampling import names
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
@@ -277,6 +282,38 @@ def test_streaming_response_read_without_parse_ends_at_close(openai_instrumented
     assert names.GEN_AI_RESPONSE_MODEL not in span.attributes and names.ERROR_TYPE not in span.attributes
 
 
+def test_every_call_shape_starts_and_ends_its_span_once(openai_instrumented, fake_provider, monkeypatch, caplog):
+    """As many of our spans end as start, each once, over every shape; the SDK warns when an
+    ended span is ended again, and never does here."""
+    balance = SpanBalance()
+    add_span_processor(monkeypatch, balance)
+    caplog.set_level("WARNING", logger="opentelemetry.sdk.trace")
+    for shape in SYNC_SHAPES.values():
+        shape(client(fake_provider))
+    for shape in ASYNC_SHAPES.values():
+        run_async_shape(fake_provider, shape)
+    calls = len(SYNC_SHAPES) + len(ASYNC_SHAPES)
+    gc.collect()
+    assert (balance.started, balance.ended) == (calls, calls)
+    assert not [r for r in caplog.records if "ended span" in r.getMessage()]
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+@pytest.mark.parametrize("shape", list(SYNC_SHAPES))
+def test_every_call_shape_sends_our_chat_span(shape, sync, openai_instrumented, fake_provider):
+    """openai's SDK sends no trace context: every request carries ours (test_provider_trace_context.py)."""
+    extra_headers = copy.deepcopy(CHAT["extra_headers"])
+    fake_provider.reset()
+    if sync:
+        SYNC_SHAPES[shape](client(fake_provider))
+    else:
+        run_async_shape(fake_provider, ASYNC_SHAPES[shape])
+    (span,) = openai_instrumented.spans()
+    sent = [r["headers"].get("traceparent") for r in fake_provider.requests]
+    assert sent == [traceparent_of(span)] * len(sent) and sent
+    assert CHAT["extra_headers"] == extra_headers  # the caller's headers are not changed
+
+
 def test_raw_response_namespace_touched_before_instrument(telemetry, fake_provider):
     """with_raw_response is a cached_property that binds the unwrapped create at first access."""
     from conftest import _instrumented
@@ -480,3 +517,44 @@ def test_cancelled_call_ends_cancelled_and_propagates(openai_instrumented, fake_
         asyncio.run(main())
     span = only_span(openai_instrumented)
     assert span.status.status_code is StatusCode.ERROR and span.attributes[names.ERROR_TYPE] == "cancelled"
+
+
+# ---------------------------------------------------------------- the model asked for, Azure OpenAI deployments
+def test_openai_model_given_only_in_extra_body(openai_instrumented, fake_provider):
+    c = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="k", max_retries=0)
+    completion = c.chat.completions.create(model=openai.omit, messages=[{"role": "user", "content": "hi"}],
+                                           extra_body={"model": "gpt-4o-mini"})
+    assert completion.model == "gpt-4o-mini"
+    (span,) = openai_instrumented.spans()
+    assert (span.name, span.attributes[names.GEN_AI_REQUEST_MODEL]) == ("chat gpt-4o-mini", "gpt-4o-mini")
+    assert span.attributes[names.DEGRADATION_MODE] == "primary"
+
+
+def test_azure_openai_deployment_names_are_no_substitution(telemetry):
+    # Azure OpenAI's `model` is the caller's deployment name; the answer names the model behind it.
+    # GenAI semconv: gen_ai.provider.name "azure.ai.openai".
+    answer = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    sent: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request.url.path)
+        return httpx2.Response(200, json=answer)
+
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        azure = openai.AzureOpenAI(api_key="k", api_version="2024-10-21", azure_endpoint="http://azure.test",
+                                   max_retries=0, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+        assert azure.chat.completions.create(model="prod-chat", messages=[{"role": "user", "content": "hi"}]).id == "c"
+    finally:
+        instrumentor.uninstrument()
+    assert sent == ["/openai/deployments/prod-chat/chat/completions"]
+    (span,) = telemetry.spans()
+    a = span.attributes
+    assert (a[names.GEN_AI_PROVIDER_NAME], a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (
+        "azure.ai.openai", "prod-chat", "gpt-4o-2024-08-06")
+    assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
+    modes = telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_PROVIDER_NAME, names.DEGRADATION_MODE)
+    assert modes == {("azure.ai.openai", "primary"): 1}

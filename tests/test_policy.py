@@ -788,6 +788,14 @@ def test_bad_stall_threshold_and_ending_rules_are_policy_errors(tmp_path, text, 
         load_policy(path)
 
 
+def test_an_ending_rule_cannot_map_error_frames_to_completed(tmp_path):
+    path = tmp_path / "policy.toml"
+    path.write_text('[[ending_rules]]\ncode = -32050\nending = "policy.denied"\n\n'
+                    '[[ending_rules]]\ncode = -32051\nending = "completed"\n')
+    with pytest.raises(PolicyError, match=r"policy.toml:7: ending_rules\[1\].ending: an error frame is never"):
+        load_policy(path)
+
+
 # ---------------------------------------------------------------- the compliance boundary
 # permitted_providers, permitted_regions and [endpoints]
 BOUNDARY = """\

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 
 import anthropic
+import httpx2
 import openai
 import pytest
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 
 from conftest import TRACER_PROVIDER
+from drivers import ANTHROPIC_MESSAGE
 from otel_sampling import names
 from otel_sampling.content import capture_mode
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
@@ -265,3 +267,124 @@ def test_openai_output_is_captured_on_raw_responses(capture, fake_provider, api,
     (output,) = json.loads(span.attributes[names.GEN_AI_OUTPUT_MESSAGES])
     assert output["parts"] == [{"type": "text", "content": DEFAULT_TEXT}]
     assert output["finish_reason"] == "stop"
+
+
+# ---------------------------------------------------------------- what capture reads, and what it never exports
+@pytest.fixture
+def capturing(telemetry, monkeypatch):
+    """The anthropic instrumentor with content capture on (span attributes)."""
+    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "SPAN_ONLY")
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    yield telemetry
+    instrumentor.uninstrument()
+
+
+def recording_client() -> tuple[anthropic.Anthropic, list[dict]]:
+    """A real anthropic client on an in-process transport that keeps every request body it is sent."""
+    bodies: list[dict] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        return httpx2.Response(200, json=ANTHROPIC_MESSAGE)
+
+    c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
+                            http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    return c, bodies
+
+
+@pytest.mark.parametrize(("kwargs", "sent"), [
+    ({"messages": (m for m in [{"role": "user", "content": "hi"}])},
+     {"messages": [{"role": "user", "content": "hi"}]}),
+    ({"messages": [{"role": "user", "content": (b for b in [{"type": "text", "text": "hi"}])}]},
+     {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}),
+    ({"system": (b for b in [{"type": "text", "text": "be brief"}]), "messages": [{"role": "user", "content": "hi"}]},
+     {"system": [{"type": "text", "text": "be brief"}], "messages": [{"role": "user", "content": "hi"}]}),
+])
+def test_capture_leaves_one_shot_iterables_in_the_request_to_the_sdk(capturing, kwargs, sent):
+    # anthropic's create() takes any Iterable and prepares it inside request(), after our wrapper ran:
+    # reading a generator there would send an empty list to the provider.
+    c, bodies = recording_client()
+    c.messages.create(model="claude-req", max_tokens=8, **kwargs)
+    (body,) = bodies
+    assert {k: body[k] for k in sent} == sent
+    (span,) = capturing.spans()
+    assert span.attributes[names.GEN_AI_RESPONSE_MODEL] == "claude-req"
+
+
+@pytest.mark.parametrize("broken", ["input_content", "output_of"])
+def test_a_content_capture_failure_keeps_the_span_and_what_the_response_said(capturing, monkeypatch, broken):
+    from otel_sampling.instrumentation import anthropic as ours
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("content extractor bug")
+
+    monkeypatch.setattr(ours._State, broken, boom if broken == "input_content" else staticmethod(boom))
+    c, _ = recording_client()
+    message = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    assert message.id == "msg_1"
+    (span,) = capturing.spans()
+    a = span.attributes
+    assert (a[names.GEN_AI_RESPONSE_MODEL], a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.ENDING]) == (
+        "claude-req", 3, "completed")
+
+
+def test_anthropic_sentinels_and_sdk_objects_never_reach_attributes(capturing):
+    # Omit / NOT_GIVEN and the SDK's own pydantic blocks (a previous answer's content sent back)
+    # in a request; content capture on, so every part is read.
+    c, bodies = recording_client()
+    previous = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    c.messages.create(model="claude-req", max_tokens=8, system=anthropic.omit, stop_sequences=anthropic.NOT_GIVEN,
+                      stream=anthropic.omit, messages=[{"role": "user", "content": "hi"},
+                                                      {"role": "assistant", "content": previous.content}])
+    assert "system" not in bodies[-1] and "stream" not in bodies[-1]
+    span = capturing.spans()[-1]
+    a = span.attributes
+    assert names.GEN_AI_SYSTEM_INSTRUCTIONS not in a and names.GEN_AI_REQUEST_STREAM not in a
+    assert all(isinstance(v, (str, int, float, bool, tuple)) for v in a.values())
+    assert "Omit" not in repr(dict(a)) and "NotGiven" not in repr(dict(a))
+    assert json.loads(a[names.GEN_AI_INPUT_MESSAGES])[1] == {"role": "assistant",
+                                                             "parts": [{"type": "text", "content": "x"}]}
+
+
+ECHOED = "SENTINEL-9c41"
+
+
+def _echoing(sdk: str):
+    """A provider that puts the prompt back into its error message (as validation errors do)."""
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        message = f"bad request: {request.content.decode()}"
+        error = ({"type": "error", "error": {"type": "invalid_request_error", "message": message}} if sdk == "anthropic"
+                 else {"error": {"message": message, "type": "invalid_request_error", "code": None, "param": None}})
+        return httpx2.Response(400, json=error)
+
+    return httpx2.Client(transport=httpx2.MockTransport(handler))
+
+
+def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_instrumented):
+    # Content off: the sentinel in tools, metadata and the provider's error message reaches nothing.
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
+    try:
+        a = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
+                                http_client=_echoing("anthropic"))
+        with pytest.raises(anthropic.BadRequestError) as info:
+            a.messages.create(model="claude-req", max_tokens=8, system=ECHOED, metadata={"user_id": ECHOED},
+                              messages=[{"role": "user", "content": ECHOED}],
+                              tools=[{"name": "t", "description": ECHOED, "input_schema": {"type": "object"}}])
+        assert ECHOED in str(info.value)  # the provider did echo it
+        o = openai.OpenAI(api_key="k", base_url="http://provider.test/v1", max_retries=0,
+                          http_client=_echoing("openai"))
+        with pytest.raises(openai.BadRequestError) as info:
+            o.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": ECHOED}],
+                                      tools=[{"type": "function", "function": {"name": "t", "description": ECHOED}}])
+        assert ECHOED in str(info.value)
+    finally:
+        instrumentor.uninstrument()
+    spans = anthropic_instrumented.spans()
+    assert len(spans) == 2 and all(s.attributes[names.ERROR_TYPE] == "invalid_request_error" for s in spans)
+    exported = repr([(s.name, dict(s.attributes), [dict(e.attributes) for e in s.events]) for s in spans])
+    points = anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)
+    exported += repr([dict(p.attributes) for p in points])
+    assert ECHOED not in exported

@@ -18,11 +18,10 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 
-from conftest import with_policy
+from conftest import call_sample_tool, with_policy
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from test_sampling_with_provider import call
 
 PRICES = """
 [prices."gpt-req"]
@@ -142,7 +141,7 @@ def test_sampling_request_records_the_openai_calls_and_their_cost(priced_openai,
         return types.CreateMessageResult(role="assistant", content=types.TextContent(text=response.output_text),
                                          model=response.model, stop_reason="endTurn")
 
-    anyio.run(call, "legacy", callback)
+    anyio.run(call_sample_tool, "legacy", callback)
     (sampling,) = priced_openai.spans(names.SPAN_SAMPLING)
     a = sampling.attributes
     assert (a[names.SAMPLING_PROVIDER_CALLS], a[names.SAMPLING_PROVIDER_MODEL]) == (2, "gpt-mini")

@@ -4,7 +4,8 @@ anthropic's SDK sends the W3C ``traceparent`` of its own ``anthropic.messages.cr
 (``anthropic._tracing.inject_trace_headers``, on each attempt, unless its ``propagation`` option is
 off); that span is a child of our ``chat`` span, so its requests already join our trace and we add
 nothing. openai's SDK sends none: its requests carry the global propagator's headers
-(``opentelemetry.propagate.inject``) for our ``chat`` span, on every call shape, also when HTTP
+(``opentelemetry.propagate.inject``) for our ``chat`` span, on every call shape (run by
+``tests/test_openai.py``), also when HTTP
 client spans are suppressed (``suppress_http_instrumentation``: no HTTP span of an HTTP client
 instrumentation then carries the context). ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it
 off. What the provider received is read from the fake provider's request log (``headers``).
@@ -12,29 +13,27 @@ off. What the provider received is read from the fake provider's request log (``
 
 from __future__ import annotations
 
-import copy
 import logging
 
 import anthropic
+import openai
 import pytest
-from opentelemetry import trace
 from opentelemetry.instrumentation.utils import suppress_http_instrumentation
 
-from conftest import SPANS, _instrumented
+from conftest import SPANS, _instrumented, traceparent_of
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.settings import Settings
-from test_openai import ASYNC_SHAPES, CHAT, SYNC_SHAPES, client, run_async_shape
 
 ANTHROPIC_KW = {"model": "claude-req", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+CHAT = {"model": "gpt-req", "messages": [{"role": "user", "content": "Summarise: printer on fire"}],
+        "max_completion_tokens": 64,
+        "extra_headers": {"x-fake-scenario": 'served_model=gpt-served,cache,text={"answer":"hi"}'}}
 
 
-def traceparent_of(span) -> str:
-    """W3C Trace Context ``traceparent`` naming ``span``: version 00, trace id, span id, trace flags."""
-    context = span.get_span_context()
-    ids = f"{trace.format_trace_id(context.trace_id)}-{trace.format_span_id(context.span_id)}"
-    return f"00-{ids}-{int(context.trace_flags):02x}"
+def client(fp, **kw) -> openai.OpenAI:
+    return openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", **{"max_retries": 0, **kw})
 
 
 def sent_headers(fake_provider) -> list[dict]:
@@ -53,22 +52,7 @@ def anthropic_off(telemetry, monkeypatch):
     yield from _instrumented(telemetry, AnthropicInstrumentor)
 
 
-# ---------------------------------------------------------------- openai
-@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
-@pytest.mark.parametrize("shape", list(SYNC_SHAPES))
-def test_every_openai_call_shape_sends_our_chat_span(shape, sync, openai_instrumented, fake_provider):
-    extra_headers = copy.deepcopy(CHAT["extra_headers"])
-    fake_provider.reset()
-    if sync:
-        SYNC_SHAPES[shape](client(fake_provider))
-    else:
-        run_async_shape(fake_provider, ASYNC_SHAPES[shape])
-    (span,) = openai_instrumented.spans()
-    sent = [h.get("traceparent") for h in sent_headers(fake_provider)]
-    assert sent == [traceparent_of(span)] * len(sent) and sent
-    assert CHAT["extra_headers"] == extra_headers  # the caller's headers are not changed
-
-
+# ---------------------------------------------------------------- openai (every call shape: test_openai.py)
 def test_http_suppression_leaves_the_trace_context_on(openai_instrumented, fake_provider):
     fake_provider.reset()
     with suppress_http_instrumentation():

@@ -26,13 +26,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan
 
+from drivers import call, callback_returning, result
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.records import provider_call, request_attributes
 from otel_sampling.records import sampling as sampling_record
-from test_mcp_sampling import call, callback_returning, result
+
+pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
 
 MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
 DURATIONS = {names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,

@@ -47,6 +47,18 @@ def test_grant_context_checks_the_scope_and_needs_a_request():
     assert otel_sampling.grant_context("thisServer") is False  # no sampling callback running
 
 
+@pytest.mark.parametrize("reason", [["policy.denied"], {"policy.denied": 1}, None, 7])
+def test_sampling_error_rejects_a_reason_of_the_wrong_type_with_value_error(reason):
+    with pytest.raises(ValueError, match="reason must be one of"):
+        otel_sampling.sampling_error(reason, "Denied")
+
+
+@pytest.mark.parametrize("scope", [["none"], {"none": 1}, None, 0])
+def test_grant_context_rejects_a_scope_of_the_wrong_type_with_value_error(scope):
+    with pytest.raises(ValueError, match="scope must be one of"):
+        otel_sampling.grant_context(scope)
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"server": ""}, "server must be"),
     ({"add_usd": 0}, "add_usd must be"),

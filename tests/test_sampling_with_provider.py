@@ -3,53 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import anthropic
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client
 
+from conftest import call_sample_tool, provider_host_callback, with_policy
 from otel_sampling import names
-from sampling_server import build_server
-
-ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
-
-
-def host_callback(fake_provider, primary_scenario: str = "", fallback: str | None = None):
-    """A host callback: primary claude-sonnet-5-5; on overload, the fallback model if given."""
-
-    async def callback(ctx, params):
-        client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
-        try:
-            try:
-                message = await client.messages.create(
-                    model="claude-sonnet-5-5", max_tokens=params.max_tokens,
-                    messages=[{"role": "user", "content": "hi"}],
-                    extra_headers={"x-fake-scenario": primary_scenario})
-            except anthropic.OverloadedError:
-                if fallback is None:
-                    return types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"})
-                message = await client.messages.create(
-                    model=fallback, max_tokens=params.max_tokens, messages=[{"role": "user", "content": "hi"}])
-        finally:
-            await client.close()
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=message.content[0].text),
-                                         model=message.model, stop_reason="endTurn")
-
-    return callback
-
-
-async def call(mode: str, callback):
-    async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
-        try:
-            return await client.call_tool("sample", ARGS)
-        except Exception as exc:  # noqa: BLE001
-            return exc
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
 
 def test_sampling_span_records_provider_model_and_usage(instrumented, fake_provider):
-    anyio.run(call, "auto", host_callback(fake_provider, "cache"))
+    anyio.run(call_sample_tool, "auto", provider_host_callback(fake_provider, "cache"))
     (sampling,) = instrumented.spans(names.SPAN_SAMPLING)
     (chat,) = instrumented.spans("chat claude-sonnet-5-5")
     assert chat.parent.span_id == sampling.context.span_id  # the provider call nests in the request
@@ -62,7 +30,8 @@ def test_sampling_span_records_provider_model_and_usage(instrumented, fake_provi
 
 
 def test_failover_to_fallback_is_degraded_one_request(instrumented, fake_provider):
-    out = anyio.run(call, "legacy", host_callback(fake_provider, "status=529", fallback="claude-haiku-5-5"))
+    callback = provider_host_callback(fake_provider, "status=529", fallback="claude-haiku-5-5")
+    out = anyio.run(call_sample_tool, "legacy", callback)
     assert out.content[0].text == "claude-haiku-5-5|endTurn"
     (sampling,) = instrumented.spans(names.SPAN_SAMPLING)
     a = sampling.attributes
@@ -80,7 +49,7 @@ def test_failover_to_fallback_is_degraded_one_request(instrumented, fake_provide
 
 
 def test_outage_without_fallback_is_model_unavailable(instrumented, fake_provider):
-    out = anyio.run(call, "auto", host_callback(fake_provider, "status=529"))
+    out = anyio.run(call_sample_tool, "auto", provider_host_callback(fake_provider, "status=529"))
     assert out.code == -32603
     (sampling,) = instrumented.spans(names.SPAN_SAMPLING)
     assert sampling.attributes[names.SAMPLING_ENDING] == "model.unavailable"
@@ -112,7 +81,8 @@ def two_model_callback(fake_provider, first: str, second: str, *, hedge: bool = 
 
 @pytest.mark.parametrize("hedge", [False, True])
 def test_two_models_without_an_error_are_not_a_failover(instrumented, fake_provider, hedge):
-    anyio.run(call, "auto", two_model_callback(fake_provider, "claude-haiku-5-5", "claude-sonnet-5-5", hedge=hedge))
+    callback = two_model_callback(fake_provider, "claude-haiku-5-5", "claude-sonnet-5-5", hedge=hedge)
+    anyio.run(call_sample_tool, "auto", callback)
     (sampling,) = instrumented.spans(names.SPAN_SAMPLING)
     assert sampling.attributes[names.DEGRADATION_MODE] == "primary"
     assert sampling.attributes[names.SAMPLING_PROVIDER_CALLS] == 2
@@ -136,9 +106,44 @@ def test_a_stream_ending_in_another_request_stays_with_its_own(instrumented, fak
         return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"),
                                          model="claude-sonnet-5-5")
 
-    anyio.run(call, "legacy", opens)
-    anyio.run(call, "legacy", closes)
+    anyio.run(call_sample_tool, "legacy", opens)
+    anyio.run(call_sample_tool, "legacy", closes)
     _first, second = instrumented.spans(names.SPAN_SAMPLING)
     # The stream ended after its own request had ended: counted there by no one, never in the other.
     assert names.SAMPLING_PROVIDER_CALLS not in second.attributes
     assert instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE) == {("primary",): 1}
+
+
+# ---------------------------------------------------------------- a -latest alias is its snapshots
+LATEST_POLICY = """
+[servers."sampling-test-server"]
+primary_model = "claude-sonnet-5-5-latest"
+permitted_models = ["claude-sonnet-5-5-latest"]
+"""
+
+
+@pytest.fixture
+def latest_primary(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    yield from with_policy(telemetry, tmp_path, monkeypatch, LATEST_POLICY,
+                           MCPSamplingInstrumentor, AnthropicInstrumentor)
+
+
+def test_a_latest_primary_served_by_its_dated_snapshot_is_primary(latest_primary, fake_provider):
+    # The provider resolves the alias: asked for claude-sonnet-5-5-latest, it names the snapshot it ran.
+    async def callback(ctx, params):
+        client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
+        try:
+            message = await client.messages.create(
+                model="claude-sonnet-5-5-latest", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"x-fake-scenario": "served_model=claude-sonnet-5-5-20261001"})
+        finally:
+            await client.close()
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model=message.model)
+
+    anyio.run(call_sample_tool, "auto", callback)
+    (chat,) = latest_primary.spans("chat claude-sonnet-5-5-latest")
+    assert chat.attributes[names.DEGRADATION_MODE] == "primary"
+    (sampling,) = latest_primary.spans(names.SPAN_SAMPLING)
+    a = sampling.attributes
+    assert a[names.GEN_AI_RESPONSE_MODEL] == "claude-sonnet-5-5-20261001"
+    assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a

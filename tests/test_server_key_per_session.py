@@ -1,10 +1,11 @@
 """A long server name is hashed once per session, not once per request.
 
 The identity store and the ledger keep a server by ``records.identity.server_key``: its name, or
-for a name over ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it. A hostile server's 1 MB
-``serverInfo.name`` is the same for every request of its session, so the host hashes it when it
-first reads the session's server facts. Counted here: calls to ``hashlib.sha256`` over at least
-the name's length, on real mcp sessions, both protocol paths.
+for a name over ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it. A hostile server's long
+``serverInfo.name`` (a megabyte costs as much to hash per request as it costs to keep) is the same
+for every request of its session, so the host hashes it when it first reads the session's server
+facts. Counted here: calls to ``hashlib.sha256`` over at least the name's length, on real mcp
+sessions, both protocol paths; and no store keeps the long name itself, once per session or at all.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+import otel_sampling
+from drivers import call, callback_returning, result
 from otel_sampling import names
 from otel_sampling.records.identity import SERVER_KEY_MAX_LENGTH
 from sampling_server import build_server
 
-LONG_NAME = "hostile-" + "n" * 1_000_000
+LONG_NAME = "hostile-" + "n" * (4 * SERVER_KEY_MAX_LENGTH)  # past the bound: hashed
 SESSIONS = 2
 REQUESTS = 4  # per session
 PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
@@ -76,3 +79,23 @@ def test_the_requests_of_a_long_named_server_are_still_one_server(mcp_instrument
     anyio.run(twice)
     counts = mcp_instrumented.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND)
     assert counts == {(names.VIOLATION_DECISION_FLIPPED,): 1}
+
+
+def test_a_huge_server_name_is_not_kept_once_per_session(mcp_both_instrumented):
+    """A host that opens a session per tool call gets a fresh copy of the server's long name each
+    time; the identity store and the per-server endings (kept an hour, 10k entries) must not hold
+    one copy per request. Detection still works: the repeat at another server is a reroute."""
+    huge = LONG_NAME
+    denied = otel_sampling.sampling_error("policy.denied", "No")
+    for i in range(5):
+        anyio.run(call, "legacy", callback_returning(denied), "sample", {"text": f"ticket {i}"},
+                  build_server(huge + "x"))
+    anyio.run(call, "legacy", callback_returning(result()), "sample", {"text": "ticket 4"}, build_server(huge + "y"))
+    ledger = otel_sampling.state.host_ledger()
+    kept = [seen for _, seen in ledger.identity._entries.items()]
+    assert len(kept) == 5
+    servers = [s.server for s in kept] + [d.server for s in kept for d in s.decisions] + [s.denied_server for s in kept]
+    servers += list(ledger._last_endings)
+    assert max(len(s) for s in servers) <= 256
+    counts = mcp_both_instrumented.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND)
+    assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL,): 1}

@@ -4,7 +4,7 @@ every wrapper of ours passes straight through.
 Telemetry pipelines that call models themselves (an evaluator, a summariser of traces) enter
 ``suppress_instrumentation()`` around those calls so that they do not trace their own work
 (``is_instrumentation_enabled()`` is false there, the contract every OpenTelemetry Python
-instrumentation honours). Every call shape of the fault-injection drivers (MCP host and server on
+instrumentation honours). Every call shape of the drivers (``tests/drivers.py``: MCP host and server on
 both protocol paths; anthropic and openai, sync and async, plain, streamed, raw and helper shapes)
 is run under suppression with all four instrumentors instrumented, between a recording wrapper
 below ours and one above ours on every target: each call of the host gets the very object the
@@ -27,18 +27,16 @@ import wrapt
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from conftest import SPANS, TRACER_PROVIDER
+from drivers import ANTHROPIC_KW, CHAT, DRIVERS, Sandwich, call, snapshot, tables
 from otel_sampling import names
-from test_fault_injection import ANTHROPIC_KW, CHAT, DRIVERS, Sandwich, _tables
-from test_lifecycle_tables import _snapshot
-from test_mcp_sampling import call
 
-INSTRUMENTORS = list(_tables())
+INSTRUMENTORS = list(tables())
 
 
 @pytest.fixture
 def sandwiched_all(telemetry):
     """All four instrumentors, between a recording wrapper below and one above ours on every target."""
-    sandwich = Sandwich([target for table in _tables().values() for target in table])
+    sandwich = Sandwich([target for table in tables().values() for target in table])
     instrumentors = [cls() for cls in INSTRUMENTORS]
     sandwich.install(above=False)
     try:
@@ -65,12 +63,12 @@ def _untouched(sandwich: Sandwich) -> None:
 @pytest.mark.parametrize("driver_name", DRIVERS)
 def test_every_call_shape_passes_straight_through_when_suppressed(driver_name, sandwiched_all, telemetry,
                                                                   fake_provider):
-    before = _snapshot(telemetry)  # gauges of degradations other tests entered read the same before and after
+    before = snapshot(telemetry)  # gauges of degradations other tests entered read the same before and after
     with suppress_instrumentation():
         DRIVERS[driver_name].run(fake_provider)  # the host-level answers are asserted inside
     _untouched(sandwiched_all)
     assert telemetry.spans() == []
-    assert _snapshot(telemetry) == before
+    assert snapshot(telemetry) == before
 
 
 @pytest.mark.parametrize("driver_name", DRIVERS)
@@ -80,7 +78,7 @@ def test_outside_suppression_the_same_call_shapes_give_telemetry(driver_name, sa
         pass  # entered and left: nothing stays suppressed
     DRIVERS[driver_name].run(fake_provider)
     assert telemetry.spans()
-    assert _snapshot(telemetry)
+    assert snapshot(telemetry)
 
 
 def test_an_openai_request_under_suppression_is_sent_as_without_instrumentation(openai_instrumented,

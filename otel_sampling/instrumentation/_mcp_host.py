@@ -25,7 +25,6 @@ session was opened in); on mcp 2.x's 2026-07-28 path, the task of the host's ``c
 
 from __future__ import annotations
 
-import logging
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -35,14 +34,13 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import names
 from otel_sampling import state as otel_state
+from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.identity import server_key
 from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.sampling import SamplingRecord
-
-logger = logging.getLogger(__name__)
 
 INVALID_RESULT_CODE = -32602  # mcp answers INVALID_PARAMS for a callback return it cannot validate
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
@@ -129,8 +127,9 @@ class HostState:
 
 
 def start_record(state: HostState, session: Any, *, request_id: object, params: Any, meta: Any,
-                 tool_name: str | None = None) -> SamplingRecord | None:
-    """Start and activate the record of one request on ``session``; None when that failed (logged).
+                 tool_name: str | None = None) -> SamplingRecord:
+    """Start and activate the record of one request on ``session`` (the tables call it through
+    :func:`~otel_sampling.instrumentation._guard.guarded`: None when it failed).
 
     Args:
         request_id: the JSON-RPC id of the request (kept on the ``rpc`` path only).
@@ -139,29 +138,25 @@ def start_record(state: HostState, session: Any, *, request_id: object, params: 
         tool_name: the tool call that triggered the request, when the table knows it; else the one
             call in flight on the session, if there is exactly one.
     """
-    try:
-        server = state.server_facts(session)
-        transport, session_id = state.connections.describe(session)
-        record = SamplingRecord(
-            state.instruments,
-            server_name=server.name,
-            server_key=server.key,
-            path=path_of(server.protocol_version),
-            request_id=request_id,
-            protocol_version=server.protocol_version,
-            params=params,
-            parent=parent_of(meta),
-            ledger=state.ledger,
-            server_version=server.version,
-            session_id=session_id,
-            transport=transport,
-            tool_name=tool_name or state.connections.tool_for(session),
-        )
-        record.activate()
-        return record
-    except Exception:
-        logger.debug("otel-sampling: could not start the sampling record", exc_info=True)
-        return None
+    server = state.server_facts(session)
+    transport, session_id = state.connections.describe(session)
+    record = SamplingRecord(
+        state.instruments,
+        server_name=server.name,
+        server_key=server.key,
+        path=path_of(server.protocol_version),
+        request_id=request_id,
+        protocol_version=server.protocol_version,
+        params=params,
+        parent=parent_of(meta),
+        ledger=state.ledger,
+        server_version=server.version,
+        session_id=session_id,
+        transport=transport,
+        tool_name=tool_name or state.connections.tool_for(session),
+    )
+    record.activate()
+    return record
 
 
 def _stdio_opened_wrapper(state: HostState) -> Callable[..., Any]:
@@ -185,19 +180,32 @@ def _http_opened_wrapper(state: HostState) -> Callable[..., Any]:
     return wrapper
 
 
+def _bind_transport(state: HostState, session: Any) -> None:
+    transport = _opened_transport.get()
+    if transport is not None:
+        state.connections.transports[session] = transport
+        _opened_transport.set(None)  # one transport, one session
+
+
 def _session_init_wrapper(state: HostState) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return wrapped(*args, **kwargs)
         wrapped(*args, **kwargs)
-        try:
-            transport = _opened_transport.get()
-            if transport is not None:
-                state.connections.transports[instance] = transport
-                _opened_transport.set(None)  # one transport, one session
-        except Exception:
-            logger.debug("otel-sampling: could not bind a session to its transport", exc_info=True)
+        guarded("bind a session to its transport", _bind_transport, state, instance)
+        return None  # __init__
     return wrapper
+
+
+def _note_tool_call(state: HostState, session: Any, name: Any) -> list[str] | None:
+    """The session's tool calls in flight, ``name`` among them; None when it is not noted."""
+    if not isinstance(name, str):
+        return None
+    calls = state.connections.tool_calls.setdefault(session, [])
+    if len(calls) >= TOOL_CALLS_PER_SESSION:
+        return None
+    calls.append(name)
+    return calls
 
 
 def _call_tool_wrapper(state: HostState) -> Callable[..., Any]:
@@ -206,16 +214,7 @@ def _call_tool_wrapper(state: HostState) -> Callable[..., Any]:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
-        calls = None
-        try:
-            if isinstance(name, str):
-                calls = state.connections.tool_calls.setdefault(instance, [])
-                if len(calls) < TOOL_CALLS_PER_SESSION:
-                    calls.append(name)
-                else:
-                    calls = None
-        except Exception:
-            logger.debug("otel-sampling: could not note a tool call", exc_info=True)
+        calls = guarded("note a tool call", _note_tool_call, state, instance, name)
         try:
             return await wrapped(*args, **kwargs)
         finally:

@@ -37,6 +37,7 @@ from opentelemetry import propagate
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling.content import Content, capture_mode
+from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.failover import FailoverTracker
@@ -195,30 +196,23 @@ def request_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any,
     return options, body
 
 
-def _with_trace_context(state: ProviderState, args: tuple[Any, ...],
-                        kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _with_trace_context(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The arguments of the SDK's ``request(cast_to, options, ...)`` with a copy of ``options``
     whose headers add the global propagator's (``opentelemetry.propagate.inject``) for the current
-    span, ours: the call is active. A header the caller set on the call (any case) is kept. The
-    arguments as given when this SDK sends its own, propagation is off, or this failed (logged)."""
-    if not state.propagates:
+    span, ours: the call is active. A header the caller set on the call (any case) is kept; the
+    arguments as given when the propagator adds nothing new."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    positional = len(args) > 1
+    options = args[1] if positional else kwargs["options"]
+    headers = options.headers if isinstance(options.headers, Mapping) else {}  # NotGiven: none
+    given = {key.lower() for key in headers}
+    added = {key: value for key, value in carrier.items() if key.lower() not in given}
+    if not added:
         return args, kwargs
-    try:
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)
-        positional = len(args) > 1
-        options = args[1] if positional else kwargs["options"]
-        headers = options.headers if isinstance(options.headers, Mapping) else {}  # NotGiven: none
-        given = {key.lower() for key in headers}
-        added = {key: value for key, value in carrier.items() if key.lower() not in given}
-        if not added:
-            return args, kwargs
-        options = copy.copy(options)  # the SDK's pydantic model, shallow: the caller's dict stays theirs
-        options.headers = {**headers, **added}
-        return ((args[0], options, *args[2:]), kwargs) if positional else (args, {**kwargs, "options": options})
-    except Exception:
-        logger.debug("otel-sampling: could not add the trace context to a %s request", state.provider, exc_info=True)
-        return args, kwargs
+    options = copy.copy(options)  # the SDK's pydantic model, shallow: the caller's dict stays theirs
+    options.headers = {**headers, **added}
+    return ((args[0], options, *args[2:]), kwargs) if positional else (args, {**kwargs, "options": options})
 
 
 def _sdk_class(provider: str, path: str) -> type | None:
@@ -267,51 +261,31 @@ def server_of_url(url: Any) -> tuple[str, int | None] | None:
 
 
 def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProviderCall | None:
-    try:
-        request = state.request_of(instance, args, kwargs)
-        if request is None:
-            return None
-        content = _input_content(state, request.body) if state.capture.enabled else None
-        call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
-                            request.stream, _server(state, instance), capture=state.capture,
-                            input_content=content, failovers=state.failovers, extra_attributes=request.attributes,
-                            compare_models=not request.deployment)
-        call.activate()
-        return call
-    except Exception:
-        logger.debug("otel-sampling: could not start the %s call", state.provider, exc_info=True)
+    """The started, active call; None for a call we do not trace. The server and the input content
+    are extras: when reading them fails (logged), the call is traced without them."""
+    request = state.request_of(instance, args, kwargs)
+    if request is None:
         return None
+    content: Content | None = None
+    if state.capture.enabled:
+        content = guarded("capture a provider call's input", state.input_content, request.body)
+    call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
+                        request.stream, guarded("read a provider client's server", state.server_of, instance),
+                        capture=state.capture, input_content=content, failovers=state.failovers,
+                        extra_attributes=request.attributes, compare_models=not request.deployment)
+    call.activate()
+    return call
 
 
-def _server(state: ProviderState, instance: Any) -> tuple[str, int | None] | None:
-    """``(server.address, server.port)``, or None when reading them failed (the call is still traced)."""
-    try:
-        return state.server_of(instance)
-    except Exception:
-        logger.debug("otel-sampling: could not read a %s client's server", state.provider, exc_info=True)
-        return None
-
-
-def _input_content(state: ProviderState, body: Any) -> Content | None:
-    """The request's content, or None when reading it failed (the call is still traced)."""
-    try:
-        return state.input_content(body)
-    except Exception:
-        logger.debug("otel-sampling: could not capture a %s call's input", state.provider, exc_info=True)
-        return None
+def _classify(state: ProviderState, call: ProviderCall, exc: BaseException) -> Failure:
+    call.deactivate()
+    return state.failure(exc)
 
 
 def _fail(state: ProviderState, call: ProviderCall, exc: BaseException) -> None:
-    try:
-        call.deactivate()
-        failure = state.failure(exc)
-    except Exception:
-        logger.debug("otel-sampling: could not classify a %s error", state.provider, exc_info=True)
-        failure = fallback_failure(exc)
-    try:
-        call.end(None, *failure)
-    except Exception:
-        logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
+    """End the call with the SDK's exception; when classifying it failed (logged), with the fallback failure."""
+    failure = guarded("classify a provider error", _classify, state, call, exc, fallback=fallback_failure(exc))
+    call.end(None, *failure)
 
 
 def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct: bool = False) -> Any:
@@ -334,16 +308,25 @@ def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct:
 
 def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
     """End the call (or hand it to a stream proxy or a raw response); return what the caller gets."""
-    try:
-        call.deactivate()
-        if isinstance(result, state.raw_response_classes):
-            _raw(state, call, result)
-            return result
-        return _proxy_or_end(state, call, result, direct=True)
-    except Exception:
-        logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
+    call.deactivate()
+    if isinstance(result, state.raw_response_classes):
+        _raw(state, call, result)
+        return result
+    return _proxy_or_end(state, call, result, direct=True)
+
+
+_NOT_HANDED = object()  # what guarded() gives back when ending the call failed
+
+
+def _hand_over(state: ProviderState, call: ProviderCall, result: Any,
+               end: Callable[[ProviderState, ProviderCall, Any], Any]) -> Any:
+    """What the caller gets: ``end(state, call, result)`` (the result, or the stream proxy around it);
+    when that failed (logged), the result itself, and the call ends without response details."""
+    handed = guarded("end a provider call", end, state, call, result, fallback=_NOT_HANDED)
+    if handed is _NOT_HANDED:
         _end_unseen(state, call)
-    return result
+        return result
+    return handed
 
 
 def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
@@ -361,16 +344,18 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return wrapped(*args, **kwargs)
-        call = _start(state, instance, args, kwargs)
+        call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
-        args, kwargs = _with_trace_context(state, args, kwargs)
+        if state.propagates:
+            args, kwargs = guarded("add the trace context to a provider request", _with_trace_context, args, kwargs,
+                                   fallback=(args, kwargs))
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
-            _fail(state, call, exc)
+            guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _succeed(state, call, result)
+        return _hand_over(state, call, result, _succeed)
 
     return wrapper
 
@@ -381,16 +366,18 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
-        call = _start(state, instance, args, kwargs)
+        call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
-        args, kwargs = _with_trace_context(state, args, kwargs)
+        if state.propagates:
+            args, kwargs = guarded("add the trace context to a provider request", _with_trace_context, args, kwargs,
+                                   fallback=(args, kwargs))
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
-            _fail(state, call, exc)
+            guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _succeed(state, call, result)
+        return _hand_over(state, call, result, _succeed)
 
     return wrapper
 
@@ -399,10 +386,7 @@ def _end_unseen(state: ProviderState, call: ProviderCall) -> None:
     """End a call whose response we did not see (or could not read). Runs in the caller's
     ``close()``, at collection or in a wrapper: our failure (a raising span processor) is logged,
     never raised there."""
-    try:
-        call.end(None)
-    except Exception:
-        logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
+    guarded("end a provider call", call.end, None)
 
 
 def _end_unparsed(state: ProviderState, raw: Any) -> None:
@@ -419,7 +403,7 @@ def close_wrapper(state: ProviderState) -> Callable[..., Any]:
         try:
             return wrapped(*args, **kwargs)
         finally:
-            _end_unparsed(state, instance)
+            guarded("end a raw response's call", _end_unparsed, state, instance)
 
     return wrapper
 
@@ -431,7 +415,7 @@ def async_close_wrapper(state: ProviderState) -> Callable[..., Any]:
         try:
             return await wrapped(*args, **kwargs)
         finally:
-            _end_unparsed(state, instance)
+            guarded("end a raw response's call", _end_unparsed, state, instance)
 
     return wrapper
 
@@ -447,14 +431,9 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
-            _fail(state, call, exc)
+            guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        try:
-            return _proxy_or_end(state, call, result)
-        except Exception:
-            logger.debug("otel-sampling: could not end the %s call", state.provider, exc_info=True)
-            _end_unseen(state, call)
-        return result
+        return _hand_over(state, call, result, _proxy_or_end)
 
     return wrapper
 

@@ -30,7 +30,6 @@ through: no span, no metric point, no pending request.
 from __future__ import annotations
 
 import atexit
-import logging
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from typing import Any
@@ -42,17 +41,17 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_sampling import locks, names
 from otel_sampling import state as otel_state
 from otel_sampling.bounded import EvictingTTLCache
+from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.server_sampling import ServerSamplingRecord
 
-logger = logging.getLogger(__name__)
-
 # (server name, tool name) of the inbound request being handled in this task: ServerSession
 # knows neither.
+_NO_NAMES: tuple[str | None, str | None] = (None, None)
 _handling: ContextVar[tuple[str | None, str | None]] = ContextVar("otel_sampling_server_handling",
-                                                                 default=(None, None))
+                                                                 default=_NO_NAMES)
 
 
 class _Pending:
@@ -73,7 +72,7 @@ class _Pending:
     def _end_unanswered(dropped: list[dict[str, ServerSamplingRecord]]) -> None:
         for records in dropped:
             for record in records.values():  # from the host's uninstrument() or exit, or the watchdog
-                _guarded(record.end_unanswered)
+                guarded("end an unanswered server-side request", record.end_unanswered)
 
     def _take_evicted(self) -> list[dict[str, ServerSamplingRecord]]:  # called with the lock held
         evicted, self._evicted = self._evicted, []
@@ -150,54 +149,46 @@ def _send_request_wrapper(state: _State) -> Callable[..., Any]:
         request = kwargs.get("request", args[0] if args else None)
         if not isinstance(request, state.request_type):
             return await wrapped(*args, **kwargs)
-        record = _start_rpc(state, instance, request)
+        record = guarded("start a server-side sampling record", _start_rpc, state, instance, request)
         if record is None:
             return await wrapped(*args, **kwargs)
-        token = _make_current(record)
+        token = guarded("make the server-side sampling span current", _make_current, record)
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
-            _guarded(record.end_with_exception, exc)
+            guarded("end a server-side sampling record", record.end_with_exception, exc)
             raise
         finally:
             if token is not None:
                 otel_context.detach(token)
         if isinstance(result, state.result_types):
-            _guarded(record.end_with_result, result.model, result.stop_reason)
+            guarded("end a server-side sampling record", record.end_with_result, result.model, result.stop_reason)
         else:
-            _guarded(record.end_with_result, None, None)
+            guarded("end a server-side sampling record", record.end_with_result, None, None)
         return result
 
     return wrapper
 
 
-def _make_current(record: ServerSamplingRecord) -> Token[otel_context.Context] | None:
+def _make_current(record: ServerSamplingRecord) -> Token[otel_context.Context]:
     """Make the record's span current while the SDK sends, so its "MCP send sampling/createMessage"
-    span is our child; the context token, or None when that failed (the send goes on)."""
-    try:
-        return otel_context.attach(trace.set_span_in_context(record.span))
-    except Exception:
-        logger.debug("otel-sampling: could not make the server-side sampling span current", exc_info=True)
-        return None
+    span is our child; the context token (when this fails, the send goes on without it)."""
+    return otel_context.attach(trace.set_span_in_context(record.span))
 
 
-def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecord | None:
-    try:
-        protocol_version = session.protocol_version
-        connection = getattr(session, "_connection", None)
-        server_name, tool_name = _handling.get()
-        return ServerSamplingRecord(
-            state.instruments,
-            path=path_of(protocol_version),
-            params=request.params,
-            protocol_version=protocol_version,
-            server_name=server_name,
-            session_id=getattr(connection, "session_id", None),
-            tool_name=tool_name,
-        )
-    except Exception:
-        logger.debug("otel-sampling: could not start the server-side sampling record", exc_info=True)
-        return None
+def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecord:
+    protocol_version = session.protocol_version
+    connection = getattr(session, "_connection", None)
+    server_name, tool_name = _handling.get()
+    return ServerSamplingRecord(
+        state.instruments,
+        path=path_of(protocol_version),
+        params=request.params,
+        protocol_version=protocol_version,
+        server_name=server_name,
+        session_id=getattr(connection, "session_id", None),
+        tool_name=tool_name,
+    )
 
 
 def _on_request_wrapper(state: _State) -> Callable[..., Any]:
@@ -207,19 +198,18 @@ def _on_request_wrapper(state: _State) -> Callable[..., Any]:
         method = args[1] if len(args) > 1 else kwargs.get("method")
         params = args[2] if len(args) > 2 else kwargs.get("params")
         if isinstance(params, Mapping) and "inputResponses" in params:
-            _guarded(_answer, state, params)
-        try:
-            handling = _names_of(instance, method, params)
-        except Exception:  # the names are extras: the request is handled without them
-            logger.debug("otel-sampling: could not read the server and tool names", exc_info=True)
-            handling = (None, None)
+            guarded("end the server-side requests a retry answers", _answer, state, params)
+        # The names are extras: when reading them fails, the request is handled without them.
+        handling = guarded("read the server and tool names", _names_of, instance, method, params,
+                           fallback=_NO_NAMES)
         token = _handling.set(handling)
         try:
             result = await wrapped(*args, **kwargs)
         finally:
             _handling.reset(token)
         if isinstance(result, Mapping) and result.get("resultType") == "input_required":
-            _guarded(_ask, state, instance, method, params, result)
+            guarded("start the server-side requests of an input-required result", _ask, state, instance, method,
+                    params, result)
         return result
 
     return wrapper
@@ -276,13 +266,6 @@ def _names_of(runner: Any, method: Any, params: Any) -> tuple[str | None, str | 
 
 def _state_key(request_state: Any) -> str | None:
     return request_state if isinstance(request_state, str) else None
-
-
-def _guarded(function: Callable[..., object], *args: Any) -> None:
-    try:
-        function(*args)
-    except Exception:
-        logger.debug("otel-sampling: server-side sampling telemetry failed", exc_info=True)
 
 
 _TARGETS = (

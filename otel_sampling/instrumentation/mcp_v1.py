@@ -43,7 +43,6 @@ What mcp 1.x does differently, and what the telemetry shows for it:
 
 from __future__ import annotations
 
-import logging
 import weakref
 from collections.abc import Callable, Collection
 from typing import Any
@@ -51,6 +50,7 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from pydantic.alias_generators import to_camel
 
+from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_host import (
     CONNECTION_TARGETS,
     INVALID_RESULT_CODE,
@@ -62,8 +62,6 @@ from otel_sampling.instrumentation._mcp_host import (
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.sampling import SamplingRecord
-
-logger = logging.getLogger(__name__)
 
 
 class _Answer:
@@ -79,22 +77,18 @@ class _Answer:
 def _watch_respond(responder: Any, answer: _Answer) -> bool:
     """Shadow ``responder.respond`` on this instance so that ``answer`` gets what it sends.
 
-    Returns False (and changes nothing) when the responder cannot take the attribute.
+    True once shadowed; raises (and changes nothing) when the responder cannot take the attribute.
     """
-    try:
-        send = responder.respond
+    send = responder.respond
 
-        async def respond(*args: Any, **kwargs: Any) -> Any:
-            if not getattr(responder, "cancelled", False):  # respond() sends nothing once cancelled
-                answer.response = args[0] if args else kwargs.get("response")
-                answer.sent = True
-            return await send(*args, **kwargs)
+    async def respond(*args: Any, **kwargs: Any) -> Any:
+        if not getattr(responder, "cancelled", False):  # respond() sends nothing once cancelled
+            answer.response = args[0] if args else kwargs.get("response")
+            answer.sent = True
+        return await send(*args, **kwargs)
 
-        responder.respond = respond
-        return True
-    except Exception:
-        logger.debug("otel-sampling: could not watch the request's responder", exc_info=True)
-        return False
+    responder.respond = respond
+    return True
 
 
 class _SnakeCaseView:
@@ -154,19 +148,18 @@ def _end_with_answer(state: State, record: SamplingRecord, answer: _Answer) -> N
         record.end_with_error_frame(INVALID_RESULT_CODE, None)
 
 
+def _end(state: State, record: SamplingRecord, answer: _Answer, exc: BaseException | None) -> None:
+    if exc is not None:
+        record.end_with_exception(exc, None)
+    else:
+        _end_with_answer(state, record, answer)
+
+
 def _finish(state: State, record: SamplingRecord, answer: _Answer, exc: BaseException | None = None) -> None:
     """End the record with what was sent or raised; never raises."""
-    try:  # on its own: a failure here must not leave the request pending (span open, in-flight up)
-        record.deactivate()
-    except Exception:
-        logger.debug("otel-sampling: could not deactivate the sampling record", exc_info=True)
-    try:
-        if exc is not None:
-            record.end_with_exception(exc, None)
-        else:
-            _end_with_answer(state, record, answer)
-    except Exception:
-        logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
+    # On its own: a failure here must not leave the request pending (span open, in-flight up).
+    guarded("deactivate a sampling record", record.deactivate)
+    guarded("end a sampling record", _end, state, record, answer, exc)
 
 
 def _received_request_wrapper(state: State) -> Callable[..., Any]:
@@ -178,11 +171,12 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
         if not isinstance(request, state.request_type) or getattr(request.params, "task", None) is not None:
             return await wrapped(*args, **kwargs)
         answer = _Answer()
-        if not _watch_respond(responder, answer):
+        if not guarded("watch the request's responder", _watch_respond, responder, answer, fallback=False):
             return await wrapped(*args, **kwargs)
         try:
-            record = start_record(state, instance, request_id=responder.request_id,
-                                  params=_SnakeCaseView(request.params), meta=responder.request_meta)
+            record = guarded("start a sampling record", start_record, state, instance,
+                             request_id=responder.request_id, params=_SnakeCaseView(request.params),
+                             meta=responder.request_meta)
             if record is None:
                 return await wrapped(*args, **kwargs)
             try:
@@ -198,15 +192,16 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
     return wrapper
 
 
+def _note_server(state: State, session: Any, result: Any) -> None:
+    state.servers[session] = ServerFacts.of(result.serverInfo, result.protocolVersion)
+
+
 def _initialize_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         result = await wrapped(*args, **kwargs)
-        try:
-            state.servers[instance] = ServerFacts.of(result.serverInfo, result.protocolVersion)
-        except Exception:
-            logger.debug("otel-sampling: could not read the initialize result", exc_info=True)
+        guarded("read the initialize result", _note_server, state, instance, result)
         return result
 
     return wrapper

@@ -24,7 +24,6 @@ the tool that triggered a request is named however many calls are in flight.
 
 from __future__ import annotations
 
-import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -33,6 +32,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_host import (
     CONNECTION_TARGETS,
     INVALID_RESULT_CODE,
@@ -44,8 +44,6 @@ from otel_sampling.instrumentation._targets import Target
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.sampling import SamplingRecord
-
-logger = logging.getLogger(__name__)
 
 CANCEL_REASONS_PER_DISPATCHER = 64  # cancel notifications remembered per connection until consumed
 CANCEL_REASON_MAX_LENGTH = 256
@@ -131,29 +129,27 @@ def _end_with_return(state: State, record: SamplingRecord, result: Any) -> None:
         record.end_with_error_frame(INVALID_RESULT_CODE, None)
 
 
+def _cancel_reason(state: State, session: Any, ctx: Any) -> str | None:
+    return state.cancel_reasons.pop(getattr(session, "_dispatcher", None), getattr(ctx, "request_id", None))
+
+
+def _end(state: State, record: SamplingRecord, reason: str | None, result: Any, exc: BaseException | None) -> None:
+    if exc is not None:
+        record.end_with_exception(exc, reason)
+    elif reason is not None:  # the peer cancelled it and mcp will not send this answer
+        record.end_with_cancellation(reason)
+    else:
+        _end_with_return(state, record, result)
+
+
 def _finish(state: State, record: SamplingRecord, session: Any, ctx: Any,
             result: Any = None, exc: BaseException | None = None) -> None:
     """End the record with what the callback returned or raised; never raises."""
     # Each step on its own: a failure before the ending must not leave the request pending (its
     # span open, in-flight up) for the rest of the process.
-    try:
-        record.deactivate()
-    except Exception:
-        logger.debug("otel-sampling: could not deactivate the sampling record", exc_info=True)
-    try:
-        reason = state.cancel_reasons.pop(getattr(session, "_dispatcher", None), getattr(ctx, "request_id", None))
-    except Exception:
-        logger.debug("otel-sampling: could not read the peer's cancel reason", exc_info=True)
-        reason = None
-    try:
-        if exc is not None:
-            record.end_with_exception(exc, reason)
-        elif reason is not None:  # the peer cancelled it and mcp will not send this answer
-            record.end_with_cancellation(reason)
-        else:
-            _end_with_return(state, record, result)
-    except Exception:
-        logger.debug("otel-sampling: could not end the sampling record", exc_info=True)
+    guarded("deactivate a sampling record", record.deactivate)
+    reason = guarded("read the peer's cancel reason", _cancel_reason, state, session, ctx)
+    guarded("end a sampling record", _end, state, record, reason, result, exc)
 
 
 def _dispatch_wrapper(state: State) -> Callable[..., Any]:
@@ -164,8 +160,9 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
         if not isinstance(request, state.request_type):
             return await wrapped(*args, **kwargs)
         ctx = args[0] if args else kwargs.get("ctx")
-        record = start_record(state, instance, request_id=getattr(ctx, "request_id", None), params=request.params,
-                              meta=getattr(ctx, "meta", None), tool_name=_calling_tool.get())
+        record = guarded("start a sampling record", start_record, state, instance,
+                         request_id=getattr(ctx, "request_id", None), params=request.params,
+                         meta=getattr(ctx, "meta", None), tool_name=_calling_tool.get())
         if record is None:
             return await wrapped(*args, **kwargs)
         try:
@@ -179,16 +176,16 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
     return wrapper
 
 
+def _note_cancel(state: State, dispatcher: Any, message: Any) -> None:
+    if getattr(message, "method", None) == "notifications/cancelled":
+        state.cancel_reasons.note(dispatcher, getattr(message, "params", None))
+
+
 def _notification_wrapper(state: State) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return wrapped(*args, **kwargs)
-        try:
-            message = args[0] if args else kwargs.get("msg")
-            if getattr(message, "method", None) == "notifications/cancelled":
-                state.cancel_reasons.note(instance, getattr(message, "params", None))
-        except Exception:
-            logger.debug("otel-sampling: could not read a cancel notification", exc_info=True)
+        guarded("read a cancel notification", _note_cancel, state, instance, args[0] if args else kwargs.get("msg"))
         return wrapped(*args, **kwargs)
 
     return wrapper

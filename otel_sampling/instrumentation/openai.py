@@ -36,13 +36,13 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from otel_sampling import names
 from otel_sampling.content import Content
 from otel_sampling.instrumentation import openai_responses
+from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -61,8 +61,6 @@ from otel_sampling.instrumentation.openai_fields import as_str, error_envelope, 
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.rules.values import Response, Usage
-
-logger = logging.getLogger(__name__)
 
 PROVIDER = "openai"  # gen_ai.provider.name well-known value
 AZURE_PROVIDER = "azure.ai.openai"  # gen_ai.provider.name well-known value of the SDK's Azure OpenAI clients
@@ -237,20 +235,23 @@ class _State(ProviderState):
         return StreamAccumulator(capture=capture)
 
 
+def _end_left(helper_stream: Any) -> None:
+    """End the call of the stream proxy a ``stream()`` helper's stream reads, as left by the caller
+    (the response is closed already: only the span is left to end)."""
+    raw = getattr(helper_stream, "_raw_stream", None)
+    if isinstance(raw, (StreamProxy, AsyncStreamProxy)):
+        raw._self_end(None, exhausted=False)  # what the proxy's own close() ends it with
+
+
 def _stream_close_wrapper(_state: _State) -> Callable[..., Any]:
     """``close()`` of the ``stream()`` helpers' streams closes the HTTP response directly, past our
-    proxy; close the proxy too, so the span ends when the caller leaves the ``with`` block."""
+    proxy; end the proxy's call too, so the span ends when the caller leaves the ``with`` block."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             return wrapped(*args, **kwargs)
         finally:
-            raw = getattr(instance, "_raw_stream", None)
-            if isinstance(raw, StreamProxy):
-                try:
-                    raw.close()  # the response is closed already: this only ends the span
-                except Exception:
-                    logger.debug("otel-sampling: could not end an openai stream's span", exc_info=True)
+            guarded("end an openai stream's span", _end_left, instance)
 
     return wrapper
 
@@ -262,12 +263,7 @@ def _stream_aclose_wrapper(_state: _State) -> Callable[..., Any]:
         try:
             return await wrapped(*args, **kwargs)
         finally:
-            raw = getattr(instance, "_raw_stream", None)
-            if isinstance(raw, AsyncStreamProxy):
-                try:
-                    await raw.close()
-                except Exception:
-                    logger.debug("otel-sampling: could not end an openai stream's span", exc_info=True)
+            guarded("end an openai stream's span", _end_left, instance)
 
     return wrapper
 

@@ -1,0 +1,389 @@
+"""How the tests act as a host: helpers, not tests (importable without mcp 2.x; the MCP helpers need it).
+
+* One tool call on the test MCP server (``sampling_server.py``) over a real in-memory session, on
+  either protocol path (:data:`PATHS`): :func:`call`, answered by :func:`callback_returning`.
+* The call-shape drivers (:data:`DRIVERS`): a real host workload for each wrapper family, run on
+  its success path and on a host-exception path, asserting the host-level answers inside: mcp host
+  and server on both protocol paths; the anthropic and openai SDKs, sync and async, plain,
+  streamed, raw and helper shapes, against the fake provider. The fault-injection, lifecycle and
+  suppression tests run them.
+* :class:`Sandwich`: a recording wrapper below ours (what the SDK's function returned or raised)
+  and one above ours (what the host received), on every target of the given target tables.
+* :class:`SpanBalance` (counts the spans of ours that start and that end) and
+  :func:`add_span_processor`; :data:`ANTHROPIC_MESSAGE`, an anthropic answer as the API sends it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, NamedTuple
+
+import anthropic
+import anyio
+import openai
+import pytest
+import wrapt
+from opentelemetry.sdk.trace import SpanProcessor
+
+from conftest import TRACER_PROVIDER
+from otel_sampling import names
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+
+PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}  # Client mode -> sampling.path
+ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
+SERVED = "claude-sonnet-5-5-20261001"
+
+
+# ---------------------------------------------------------------- one tool call on the test server
+# mcp 2.x is imported where it is used: the provider helpers below work without it.
+def result(model: str = SERVED, stop_reason: str = "endTurn") -> Any:
+    """A ``CreateMessageResult`` (mcp 2.x)."""
+    import mcp_types as types
+
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=model,
+                                     stop_reason=stop_reason)
+
+
+def callback_returning(value):
+    async def callback(ctx, params):
+        return value
+    return callback
+
+
+async def call(mode: str, callback, tool: str = "sample", args: dict | None = None, server: Any = None):
+    """Call a tool of ``server`` (default: the test server) once; return the tool's text or the
+    exception the host got."""
+    from mcp import Client
+
+    from sampling_server import build_server
+
+    async with Client(server or build_server(), mode=mode, sampling_callback=callback) as client:
+        try:
+            out = await client.call_tool(tool, ARGS if args is None else args)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects what the host saw
+            return exc
+        return out.content[0].text if not out.is_error else ("tool_error", out.content[0].text)
+
+
+def only_sampling_span(telemetry):
+    spans = telemetry.spans(names.SPAN_SAMPLING)
+    assert len(spans) == 1, [s.name for s in spans]
+    return spans[0]
+
+
+# ---------------------------------------------------------------- the call-shape drivers
+def answer() -> Any:
+    return result()
+
+
+def sampling_request() -> Any:
+    import mcp_types as types
+
+    return types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))], max_tokens=5,
+        model_preferences=types.ModelPreferences(hints=[types.ModelHint(name="claude-sonnet")])))
+
+
+def drive_mcp_host(mode: str) -> None:
+    """A tool call that samples (end to end), then the sampling dispatch called directly with a
+    callback that returns a result, returns an error frame, and raises."""
+    import mcp_types as types
+    from mcp import Client
+
+    from sampling_server import build_server
+
+    behaviour: dict[str, Any] = {}
+
+    async def callback(ctx, params):
+        if "raise" in behaviour:
+            raise behaviour["raise"]
+        return behaviour.get("return", answer())
+
+    async def main():
+        async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
+            out = await client.call_tool("sample", ARGS)
+            assert out.content[0].text == f"{SERVED}|endTurn"
+            ctx = type("Ctx", (), {"request_id": 7, "meta": {
+                "traceparent": "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-01"}})()
+            for returned in (answer(), types.ErrorData(code=-1, message="User rejected sampling request")):
+                behaviour["return"] = returned
+                assert await client.session.dispatch_input_request(ctx, sampling_request()) is returned
+            behaviour["raise"] = error = LookupError("the host's own failure")
+            with pytest.raises(LookupError) as info:
+                await client.session.dispatch_input_request(ctx, sampling_request())
+            assert info.value is error
+
+    anyio.run(main)
+
+
+def drive_mcp_server(mode: str) -> None:
+    """The server's sampling tool, answered, then denied (legacy: the server gets an MCPError)."""
+    import mcp_types as types
+    from mcp import Client, MCPError
+
+    from sampling_server import build_server
+
+    answers: list[Any] = [answer(), types.ErrorData(code=-1, message="User rejected sampling request")]
+
+    async def callback(ctx, params):
+        return answers.pop(0)
+
+    async def main():
+        async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
+            out = await client.call_tool("sample", ARGS)
+            assert out.content[0].text == f"{SERVED}|endTurn"
+            with pytest.raises(MCPError, match="User rejected sampling request"):  # as without instrumentation
+                await client.call_tool("sample", ARGS)
+
+    anyio.run(main)
+
+
+ANTHROPIC_KW = {"model": "claude-req", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+# An anthropic Messages answer as the API sends it (the body an in-process transport returns).
+ANTHROPIC_MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-req",
+                     "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "stop_sequence": None,
+                     "usage": {"input_tokens": 3, "output_tokens": 1}}
+
+
+def scenario(value: str) -> dict:
+    return {"extra_headers": {"x-fake-scenario": value}}
+
+
+def drive_anthropic_sync(fp) -> None:
+    c = anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
+    assert c.messages.create(**ANTHROPIC_KW).stop_reason == "end_turn"
+    assert [e.type for e in c.messages.create(**ANTHROPIC_KW, stream=True)][-1] == "message_stop"
+    with c.messages.stream(**ANTHROPIC_KW) as stream:
+        assert stream.get_final_message().stop_reason == "end_turn"
+    with c.messages.with_streaming_response.create(**ANTHROPIC_KW) as raw:
+        assert raw.parse().stop_reason == "end_turn"
+    assert c.messages.with_raw_response.create(**ANTHROPIC_KW).parse().stop_reason == "end_turn"
+    with pytest.raises(anthropic.OverloadedError) as info:
+        c.messages.create(**ANTHROPIC_KW, **scenario("status=529"))
+    assert info.value.status_code == 529
+    with pytest.raises(anthropic.APIStatusError) as info:
+        list(c.messages.create(**ANTHROPIC_KW, stream=True, **scenario("midstream_error")))
+    assert info.value.type == "overloaded_error"
+
+
+def drive_anthropic_async(fp) -> None:
+    async def main():
+        c = anthropic.AsyncAnthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
+        assert (await c.messages.create(**ANTHROPIC_KW)).stop_reason == "end_turn"
+        assert [e.type async for e in await c.messages.create(**ANTHROPIC_KW, stream=True)][-1] == "message_stop"
+        async with c.messages.with_streaming_response.create(**ANTHROPIC_KW) as raw:
+            assert (await raw.parse()).stop_reason == "end_turn"
+        assert (await (await c.messages.with_raw_response.create(**ANTHROPIC_KW)).parse()).stop_reason == "end_turn"
+        with pytest.raises(anthropic.OverloadedError):
+            await c.messages.create(**ANTHROPIC_KW, **scenario("status=529"))
+        await c.close()
+
+    anyio.run(main)
+
+
+CHAT = {"model": "gpt-req", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 64}
+RESP = {"model": "gpt-req", "input": "hi", "max_output_tokens": 64}
+USAGE = {"stream_options": {"include_usage": True}}
+
+
+def drive_openai_sync(fp) -> None:
+    c = openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
+    assert c.chat.completions.create(**CHAT).choices[0].finish_reason == "stop"
+    chunks = list(c.chat.completions.create(**CHAT, stream=True))
+    assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
+    with c.chat.completions.stream(**CHAT, **USAGE) as stream:
+        assert stream.get_final_completion().choices[0].finish_reason == "stop"
+    assert c.responses.create(**RESP).status == "completed"
+    with c.responses.stream(**RESP) as stream:
+        assert stream.get_final_response().status == "completed"
+    assert c.chat.completions.with_raw_response.create(**CHAT).parse().choices[0].finish_reason == "stop"
+    raw_stream = c.chat.completions.with_raw_response.create(**CHAT, stream=True)  # read when parsed
+    assert [k.choices[0].finish_reason for k in raw_stream.parse() if k.choices][-1] == "stop"
+    with c.chat.completions.with_streaming_response.create(**CHAT) as raw:
+        assert raw.parse().choices[0].finish_reason == "stop"
+    with pytest.raises(openai.RateLimitError) as info:
+        c.chat.completions.create(**CHAT, **scenario("status=429"))
+    assert info.value.status_code == 429
+
+
+def drive_openai_async(fp) -> None:
+    async def main():
+        c = openai.AsyncOpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
+        assert (await c.chat.completions.create(**CHAT)).choices[0].finish_reason == "stop"
+        chunks = [k async for k in await c.chat.completions.create(**CHAT, stream=True)]
+        assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
+        async with c.chat.completions.stream(**CHAT, **USAGE) as stream:
+            assert (await stream.get_final_completion()).choices[0].finish_reason == "stop"
+        async with c.responses.stream(**RESP) as stream:
+            assert (await stream.get_final_response()).status == "completed"
+        async with c.chat.completions.with_streaming_response.create(**CHAT) as raw:
+            assert (await raw.parse()).choices[0].finish_reason == "stop"
+        raw = await c.chat.completions.with_raw_response.create(**CHAT)
+        assert raw.parse().choices[0].finish_reason == "stop"
+        with pytest.raises(openai.RateLimitError):
+            await c.chat.completions.create(**CHAT, **scenario("status=429"))
+        await c.close()
+
+    anyio.run(main)
+
+
+class Driver(NamedTuple):
+    instrumentor: type
+    run: Callable[[Any], None]  # called with the fake provider
+
+
+DRIVERS = {
+    "mcp_host_legacy": Driver(MCPSamplingInstrumentor, lambda fp: drive_mcp_host("legacy")),
+    "mcp_host_2026": Driver(MCPSamplingInstrumentor, lambda fp: drive_mcp_host("auto")),
+    "mcp_server_legacy": Driver(MCPServerSamplingInstrumentor, lambda fp: drive_mcp_server("legacy")),
+    "mcp_server_2026": Driver(MCPServerSamplingInstrumentor, lambda fp: drive_mcp_server("auto")),
+    "anthropic_sync": Driver(AnthropicInstrumentor, drive_anthropic_sync),
+    "anthropic_async": Driver(AnthropicInstrumentor, drive_anthropic_async),
+    "openai_sync": Driver(OpenAIInstrumentor, drive_openai_sync),
+    "openai_async": Driver(OpenAIInstrumentor, drive_openai_async),
+}
+# Targets no driver here reaches, and why: their wrappers call nothing of ours but a ContextVar
+# set (the transport marks); test_mcp_sampling.py (stdio) and test_mcp_server_side.py (streamable
+# HTTP) drive them for real.
+UNDRIVEN = {"mcp.client.stdio._create_platform_compatible_process",
+            "mcp.client.streamable_http.StreamableHTTPTransport.__init__"}
+
+
+def tables() -> dict[type, tuple]:
+    """Each instrumentor's target table (the one ``instrument()`` wraps)."""
+    return {cls: cls()._table()[0] for cls in
+            (MCPSamplingInstrumentor, MCPServerSamplingInstrumentor, AnthropicInstrumentor, OpenAIInstrumentor)}
+
+
+def resolve(target):
+    """``(owner, attribute name, the function there now)`` of a target."""
+    module = importlib.import_module(target.module)
+    *path, name = target.attribute.split(".")
+    owner = module
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, name, vars(owner)[name]
+
+
+def snapshot(telemetry) -> dict:
+    """Every metric point we recorded: (metric, attributes) -> sum or count."""
+    data = telemetry.reader.get_metrics_data()
+    out = {}
+    for rm in (data.resource_metrics if data else ()):
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                for p in m.data.data_points:
+                    out[(m.name, frozenset(p.attributes.items()))] = p.value if hasattr(p, "value") else p.count
+    return out
+
+
+# ---------------------------------------------------------------- recording wrappers below and above ours
+_call_id: ContextVar[object | None] = ContextVar("drivers_call", default=None)
+_target: ContextVar[str | None] = ContextVar("drivers_target", default=None)
+
+
+def current_target() -> str | None:
+    """``module.attribute`` of the innermost target the host is calling now (inside a sandwich), or None."""
+    return _target.get()
+
+
+class Sandwich:
+    """A recording wrapper below ours (what the SDK's function returned or raised) and one above
+    ours (what the host received), on every target of the given tables."""
+
+    def __init__(self, targets) -> None:
+        self.slots = []
+        for target in targets:
+            self.slots.append((f"{target.module}.{target.attribute}", *resolve(target)))
+        self.below: dict[object, list] = {}
+        self.above: list = []
+
+    def _recorder(self, key: str, is_async: bool, above: bool):
+        def record(outcome):
+            if above:
+                self.above.append((key, _call_id.get(), outcome))
+            else:
+                self.below.setdefault(_call_id.get(), []).append(outcome)
+
+        if is_async:
+            async def wrapper(wrapped, instance, args, kwargs):
+                tokens = (_call_id.set(object()), _target.set(key)) if above else None
+                try:
+                    try:
+                        out = await wrapped(*args, **kwargs)
+                    except BaseException as exc:
+                        record(("raise", exc))
+                        raise
+                    record(("return", out))
+                    return out
+                finally:
+                    if tokens is not None:
+                        _call_id.reset(tokens[0])
+                        _target.reset(tokens[1])
+        else:
+            def wrapper(wrapped, instance, args, kwargs):
+                tokens = (_call_id.set(object()), _target.set(key)) if above else None
+                try:
+                    try:
+                        out = wrapped(*args, **kwargs)
+                    except BaseException as exc:
+                        record(("raise", exc))
+                        raise
+                    record(("return", out))
+                    return out
+                finally:
+                    if tokens is not None:
+                        _call_id.reset(tokens[0])
+                        _target.reset(tokens[1])
+        return wrapper
+
+    def install(self, above: bool) -> None:
+        for key, owner, name, original in self.slots:
+            wrapt.wrap_function_wrapper(owner, name, self._recorder(key, inspect.iscoroutinefunction(original), above))
+
+    def restore(self) -> None:
+        for _key, owner, name, original in self.slots:
+            setattr(owner, name, original)
+
+    def called(self) -> set[str]:
+        return {key for key, _cid, _outcome in self.above}
+
+    def check(self) -> None:
+        """Every call the host made got exactly what the wrapped function gave, the same object."""
+        for key, cid, (kind, obj) in self.above:
+            below = self.below.get(cid, [])
+            assert len(below) == 1, f"{key}: the wrapped function ran {len(below)} times for one call"
+            below_kind, below_obj = below[0]
+            assert kind == below_kind, f"{key}: the host got a {kind}, the function gave a {below_kind}"
+            if obj is below_obj:
+                continue
+            # A stream reaches the host as our transparent proxy around the very same object.
+            assert isinstance(obj, wrapt.ObjectProxy) and obj.__wrapped__ is below_obj, (
+                f"{key}: the host got {type(obj).__name__}, not the object the function gave")
+
+
+class SpanBalance(SpanProcessor):
+    """Counts the spans of ours that start and that end (each call's: one of each)."""
+
+    def __init__(self) -> None:
+        self.started = self.ended = 0
+
+    def on_start(self, span, parent_context=None) -> None:
+        if span.instrumentation_scope.name == names.SCOPE_NAME:
+            self.started += 1
+
+    def on_end(self, span) -> None:
+        if span.instrumentation_scope.name == names.SCOPE_NAME:
+            self.ended += 1
+
+
+def add_span_processor(monkeypatch: pytest.MonkeyPatch, processor: SpanProcessor) -> None:
+    """``processor`` on the session's tracer provider, until the test ends."""
+    multi = TRACER_PROVIDER._active_span_processor
+    monkeypatch.setattr(multi, "_span_processors", (*multi._span_processors, processor))
