@@ -57,14 +57,18 @@ if _mcp_major() == 1:
     collect_ignore = sorted(_ignored)
 
 
-
 # Under pytest-xdist (`make test` runs `--dist loadgroup`), a work unit is a group of tests that one
 # worker runs in a row. Each module is one group, so its module-scoped fixtures run once; modules
 # that share a session-scoped fixture too expensive to run once per worker share a group.
 SHARED_GROUPS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host"}
-# The long groups are handed out first (`--no-loadscope-reorder` keeps this order): a long group
-# handed out last would leave the other worker idle while it runs.
+# The groups holding a test with one of these marks are handed out first (`--no-loadscope-reorder`
+# keeps this order): they are the long ones, and a long group handed out last leaves the other
+# worker idle while it runs.
 LONG_MARKERS = ("e2e", "subprocess")
+
+
+def _group(item: pytest.Item) -> str:
+    return SHARED_GROUPS.get(item.path.name, item.path.name)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
@@ -72,12 +76,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not hasattr(config, "workerinput"):  # not an xdist worker: collection order, no groups
         return
     for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(name, name)))
-    long_groups = {item.path.name for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
-    long_groups |= {name for name, group in SHARED_GROUPS.items()
-                    if any(SHARED_GROUPS.get(other) == group for other in long_groups)}
-    items.sort(key=lambda item: item.path.name not in long_groups)  # stable: the order within each stays
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    long = {_group(item) for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
+    items.sort(key=lambda item: _group(item) not in long)  # a stable sort: each group keeps its order
 
 
 # One global tracer provider for the session: the mcp and anthropic SDKs trace through the global
@@ -187,9 +188,9 @@ def load_triage_demo() -> ModuleType:
 def triage_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
     """The triage host (examples/triage/host.py) under ``opentelemetry-instrument`` with the real
     Prometheus exporter, as ``make demo`` runs it, once per session: its scenario done, then held
-    until the session ends (it must then exit 0). Yields ``demo`` (demo.py), ``done`` (the
-    scenario-done event), ``scrape`` (its /metrics text when the scenario was done), ``target``
-    (``host:port`` of its /metrics) and ``log`` (its stderr)."""
+    until the session ends (it must then exit 0). Yields ``done`` (the scenario-done event),
+    ``scrape`` (its /metrics text when the scenario was done) and ``target`` (``host:port`` of its
+    /metrics)."""
     from harness.otlp_receiver import OTLPReceiver
 
     demo = load_triage_demo()
@@ -207,7 +208,7 @@ def triage_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleName
             done = demo.wait_for_done(lines, time.monotonic() + demo.HOST_TIMEOUT_S)
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
                 scrape = response.read().decode()
-            yield SimpleNamespace(demo=demo, done=done, scrape=scrape, target=f"127.0.0.1:{port}", log=log)
+            yield SimpleNamespace(done=done, scrape=scrape, target=f"127.0.0.1:{port}")
             host.stdin.write("\n")  # released: it exits, flushing its spans
             host.stdin.close()
             assert host.wait(timeout=30) == 0, f"the triage host exited with {host.returncode}; see {log}"
