@@ -65,7 +65,7 @@ lint: $(STAMP)
 # Lint first: a lint failure stops the run before the slow tests. The tests run on TEST_WORKERS
 # pytest-xdist workers (0: in this process), a module per work unit, the long ones first (tests/conftest.py).
 TEST_WORKERS ?= 2
-XDIST = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+XDIST = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP) lint $(PEERS_STAMP) prometheus
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest $(XDIST)

@@ -57,28 +57,40 @@ if _mcp_major() == 1:
     collect_ignore = sorted(_ignored)
 
 
-# Under pytest-xdist (`make test` runs `--dist loadgroup`), a work unit is a group of tests that one
-# worker runs in a row. Each module is one group, so its module-scoped fixtures run once; modules
-# that share a session-scoped fixture too expensive to run once per worker share a group.
-SHARED_GROUPS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host"}
-# The groups holding a test with one of these marks are handed out first (`--no-loadscope-reorder`
-# keeps this order): they are the long ones, and a long group handed out last leaves the other
-# worker idle while it runs.
+# Under pytest-xdist (`make test` runs `--dist loadfile`), a work unit is a module: one worker runs
+# it in a row, so its module-scoped fixtures run once. Modules that share a session-scoped fixture
+# too expensive to run once per worker are one unit. (xdist's `loadgroup` would do this, but it
+# marks a test's group in its node id, which pytest 9.2 no longer lets it change: pytest-xdist#1386.)
+SHARED_UNITS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host"}
+# The units holding a test with one of these marks are handed out first (`--no-loadscope-reorder`
+# keeps the collection order): they are the long ones, and a long unit handed out last leaves the
+# other worker idle while it runs.
 LONG_MARKERS = ("e2e", "subprocess")
 
 
-def _group(item: pytest.Item) -> str:
-    return SHARED_GROUPS.get(item.path.name, item.path.name)
+def _unit(nodeid: str) -> str:
+    """The work unit of a test: its module, or the unit its module shares."""
+    module = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(Path(module).name, module)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleUnits(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return ModuleUnits(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not hasattr(config, "workerinput"):  # not an xdist worker: collection order, no groups
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the collection order stays
         return
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
-    long = {_group(item) for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
-    items.sort(key=lambda item: _group(item) not in long)  # a stable sort: each group keeps its order
+    long = {_unit(item.nodeid) for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
+    items.sort(key=lambda item: _unit(item.nodeid) not in long)  # a stable sort: each unit keeps its order
 
 
 # One global tracer provider for the session: the mcp and anthropic SDKs trace through the global
