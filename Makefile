@@ -62,9 +62,13 @@ lint: $(STAMP)
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-# Lint first: a lint failure stops the run before the slow tests.
+# Lint first: a lint failure stops the run before the slow tests. The tests run on TEST_WORKERS
+# pytest-xdist workers (0: in this process), a module per work unit, the long ones first (tests/conftest.py).
+TEST_WORKERS ?= 2
+XDIST = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 test: $(STAMP) lint $(PEERS_STAMP) prometheus
-	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest
+	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest $(XDIST)
 
 # A core-only install (`pip install .`, no extras) on Python 3.10, the oldest supported, in a fresh
 # .venv-py310: it compiles, imports, and every entry point loads, instruments and uninstruments
@@ -175,4 +179,4 @@ $(MATRIX)/%/.installed: pyproject.toml Makefile
 # Not .PHONY: make skips pattern rules for phony targets.
 matrix-%: $(MATRIX)/%/.installed
 	@echo "== $*: $$($(MATRIX)/$*/bin/python -m pip freeze 2>/dev/null | grep -i -E '^(mcp|anthropic|openai|opentelemetry-(api|sdk|semantic-conventions))==' | tr '\n' ' ')"
-	$(MATRIX)/$*/bin/python -m pytest -q -p no:cacheprovider $(tests_$(firstword $(subst -, ,$*)))
+	$(MATRIX)/$*/bin/python -m pytest -q -p no:cacheprovider $(XDIST) $(tests_$(firstword $(subst -, ,$*)))

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import queue
+import signal
+import subprocess
 import sys
+import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
 
 import pytest
 from opentelemetry import trace
@@ -22,6 +31,7 @@ from otel_sampling.testing.fake_provider import FakeProvider
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # the test MCP server module
+TRIAGE = HERE.parent / "examples" / "triage"
 
 
 def _mcp_major() -> int | None:
@@ -45,6 +55,43 @@ if _mcp_major() == 1:
             break
         _ignored |= _more
     collect_ignore = sorted(_ignored)
+
+
+# Under pytest-xdist (`make test` runs `--dist loadfile`), a work unit is a module: one worker runs
+# it in a row, so its module-scoped fixtures run once. Modules that share a session-scoped fixture
+# too expensive to run once per worker are one unit. (xdist's `loadgroup` would do this, but it
+# marks a test's group in its node id, which pytest 9.2 no longer lets it change: pytest-xdist#1386.)
+SHARED_UNITS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host"}
+# The units holding a test with one of these marks are handed out first (`--no-loadscope-reorder`
+# keeps the collection order): they are the long ones, and a long unit handed out last leaves the
+# other worker idle while it runs.
+LONG_MARKERS = ("e2e", "subprocess")
+
+
+def _unit(nodeid: str) -> str:
+    """The work unit of a test: its module, or the unit its module shares."""
+    module = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(Path(module).name, module)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleUnits(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return ModuleUnits(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the collection order stays
+        return
+    long = {_unit(item.nodeid) for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
+    items.sort(key=lambda item: _unit(item.nodeid) not in long)  # a stable sort: each unit keeps its order
+
 
 # One global tracer provider for the session: the mcp and anthropic SDKs trace through the global
 # provider, and it can be set only once per process.
@@ -135,6 +182,52 @@ def instrumented(telemetry: Telemetry) -> Iterator[Telemetry]:
 def fake_provider() -> Iterator[FakeProvider]:
     with FakeProvider() as fp:
         yield fp
+
+
+def load_triage_demo() -> ModuleType:
+    """examples/triage/demo.py as a module, with its directory on ``sys.path`` (demo.py imports its
+    sibling modules, ``scenario`` and ``five_numbers_report`` among them, as it does when run as a script)."""
+    if str(TRIAGE) not in sys.path:
+        sys.path.insert(0, str(TRIAGE))
+    spec = importlib.util.spec_from_file_location("triage_demo", TRIAGE / "demo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def triage_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
+    """The triage host (examples/triage/host.py) under ``opentelemetry-instrument`` with the real
+    Prometheus exporter, as ``make demo`` runs it, once per session: its scenario done, then held
+    until the session ends (it must then exit 0). Yields ``done`` (the scenario-done event),
+    ``scrape`` (its /metrics text when the scenario was done) and ``target`` (``host:port`` of its
+    /metrics)."""
+    from harness.otlp_receiver import OTLPReceiver
+
+    demo = load_triage_demo()
+    port = demo.free_port()
+    log = tmp_path_factory.mktemp("triage") / "host.log"
+    command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable,
+               str(TRIAGE / "host.py"), "--hold"]
+    with FakeProvider() as provider, OTLPReceiver() as receiver, log.open("w") as log_file:
+        env = demo.host_env(provider.url, receiver.endpoint, port)
+        host = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=log_file, text=True, start_new_session=True)
+        try:
+            lines: queue.Queue[str | None] = queue.Queue()
+            threading.Thread(target=demo.pump, args=(host.stdout, lines), daemon=True).start()
+            done = demo.wait_for_done(lines, time.monotonic() + demo.HOST_TIMEOUT_S)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+                scrape = response.read().decode()
+            yield SimpleNamespace(done=done, scrape=scrape, target=f"127.0.0.1:{port}")
+            host.stdin.write("\n")  # released: it exits, flushing its spans
+            host.stdin.close()
+            assert host.wait(timeout=30) == 0, f"the triage host exited with {host.returncode}; see {log}"
+        finally:
+            if host.poll() is None:
+                os.killpg(host.pid, signal.SIGKILL)
+                host.wait()
 
 
 POLICY_TOML = """

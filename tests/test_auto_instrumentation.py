@@ -9,6 +9,8 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
+
 INSTRUMENT = str(Path(sys.executable).parent / "opentelemetry-instrument")
 HERE = Path(__file__).parent
 
@@ -62,6 +64,7 @@ def test_entry_points_are_ours_and_distinct_from_peers():
     }
 
 
+@pytest.mark.subprocess
 def test_opentelemetry_instrument_loads_both_and_exports_the_sampling_span():
     proc = run_host()
     assert proc.returncode == 0, proc.stderr
@@ -70,12 +73,14 @@ def test_opentelemetry_instrument_loads_both_and_exports_the_sampling_span():
     assert '"mcp.sampling.ending": "completed"' in proc.stdout
 
 
+@pytest.mark.subprocess
 def test_disabled_instrumentations_names_ours():
     proc = run_host(OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="otel_sampling_anthropic")
     assert proc.returncode == 0, proc.stderr
     assert wrapped(proc) == {"mcp": True, "anthropic": False, "openai": True}
 
 
+@pytest.mark.subprocess
 def test_malformed_policy_is_reported_once_and_nothing_is_lost(tmp_path):
     """A bad policy must not abort opentelemetry-instrument's loading of other instrumentations."""
     policy = tmp_path / "policy.toml"
@@ -106,6 +111,7 @@ def test_instrument_with_a_bad_policy_logs_and_instruments(tmp_path, monkeypatch
         instrumentor.uninstrument()
 
 
+@pytest.mark.subprocess
 def test_policy_checker_command(tmp_path):
     good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
     good.write_text('[servers."s"]\nprimary_model = "m"\n')

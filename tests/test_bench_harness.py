@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess  # the harness runs each configuration in a worker process
 RUN = Path(__file__).parent / "bench" / "run.py"
 PROVIDER_KINDS = ("anthropic-create", "anthropic-stream", "openai-create", "openai-stream")
 # The MCP call kinds drive the mcp 2.x API (tests/sampling_server.py): left out in the mcp 1.x matrix cells.

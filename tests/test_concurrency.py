@@ -252,6 +252,7 @@ def test_a_thousand_concurrent_requests_are_counted_exactly(traced, mode, sessio
     check(traced, mode, driven, sessions, dispatchers)
 
 
+@pytest.mark.subprocess
 def test_concurrent_requests_over_stdio(traced):
     server = StdioServerParameters(command=sys.executable, args=[str(Path(__file__))])
     driven, _seconds, dispatchers = anyio.run(run_sessions, "legacy", 1, 200, server)

@@ -7,7 +7,7 @@ configures (``BatchSpanProcessor``, ``PeriodicExportingMetricReader``) are point
 * a black hole: a real listening socket that accepts connections and never reads or answers (each
   export waits for its full timeout).
 
-A burst of 200 instrumented calls (the real anthropic SDK against the fake provider) completes in
+A burst of 50 instrumented calls (the real anthropic SDK against the fake provider) completes in
 far less than ONE export timeout, and no single call comes near it: no call waits on an export.
 The span queue is kept small, so the burst also fills it and spans are dropped (the SDK's
 behaviour under a long outage) without blocking. Shutdown is bounded by the short timeouts set
@@ -39,7 +39,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 
 EXPORT_TIMEOUT_S = 3.0  # each exporter's own timeout, and the processors' export timeout
-BURST = 200
+BURST = 50  # calls: more spans than the queue and one batch hold (16 + 16), so the queue fills
 KW = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
 
 

@@ -11,50 +11,29 @@ to say: they are checked against the exporter's own sums.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.otlp_receiver import OTLPReceiver
 from otel_sampling import names
 from otel_sampling.mixin import five_numbers
-from otel_sampling.testing.fake_provider import FakeProvider
 
-ROOT = Path(__file__).resolve().parents[1]
-TRIAGE = ROOT / "examples" / "triage"
-
-pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
-                                reason="promtool (Debian package prometheus) is not installed")
-
-
-def _load(name: str, path: Path):
-    if str(TRIAGE) not in sys.path:  # demo.py imports its sibling modules, as it does when run as a script
-        sys.path.insert(0, str(TRIAGE))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("promtool") is None,
+                                                  reason="promtool (Debian package prometheus) is not installed")]
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """(steps that ran, the scrape) of one run of the triage host."""
-    demo = _load("triage_demo_five", TRIAGE / "demo.py")
-    scenario = importlib.import_module("scenario")  # the sibling demo.py imports, on the path _load set
-    port = demo.free_port()
-    with FakeProvider() as provider, OTLPReceiver() as receiver:
-        env = demo.host_env(provider.url, receiver.endpoint, port)
-        done, text = demo.run_host(env, f"http://127.0.0.1:{port}/metrics",
-                                   tmp_path_factory.mktemp("demo") / "host.log")
+def demo_run(triage_host):
+    """(the scenario module, the steps that ran, the scrape) of the session's triage host run."""
+    scenario = importlib.import_module("scenario")  # demo.py's sibling, on the path triage_host set
     steps = {step.name: step for step in scenario.STEPS}
-    return scenario, [steps[s["step"]] for s in done["steps"]], text
+    return scenario, [steps[s["step"]] for s in triage_host.done["steps"]], triage_host.scrape
 
 
 def _implied(scenario, ran) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -94,7 +73,7 @@ def _exported(text: str, series: str, **labels: str) -> float:
 
 def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path):
     scenario, ran, text = demo_run
-    report = importlib.import_module("five_numbers_report")  # demo.py's sibling, on the path _load set
+    report = importlib.import_module("five_numbers_report")  # demo.py's sibling, on the path triage_host set
     scraped = report.from_scrape(text)
     assert _exported(text, five_numbers.RUNS) == len(ran)  # one run per step, no other run in the host
     assert sum(scraped.runs_by_mode.values()) == len(ran)

@@ -1,16 +1,20 @@
-"""A hostile MCP server (issue 7, item 3), on real mcp sessions: in-memory and stdio, the legacy
-path and the 2026-07-28 path. Its name is 1 MB with control characters and a lone surrogate; each
-request carries model hints never seen before (10 000 distinct ones in the default run), control
-characters and lone surrogates in hints, system prompt and stop sequences, metadata nested as deep
-as mcp sends it, image and audio content. The host behind it is naive: it serves whatever model
-was hinted first, and now and then calls the provider with that hint as the model.
+"""A hostile MCP server, on real mcp sessions: in-memory and stdio, the legacy path and the
+2026-07-28 path. Its name is 1 MB with control characters and a lone surrogate; each request
+carries model hints never seen before, control characters and lone surrogates in hints, system
+prompt and stop sequences, metadata nested as deep as mcp sends it, image and audio content. The
+host behind it is naive: it serves whatever model was hinted first, and now and then calls the
+provider with that hint as the model.
 
 Contained means: the host gets its answers unchanged; every metric label stays within
 ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` distinct values plus ``_other`` / ``_unknown``; every exported
 string (span names, attributes, event attributes) is at most ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH``
 characters (run with the default and with a small custom cap) and printable (no controls, no lone
-surrogates); memory stops growing once the bounded stores are full (tracemalloc; the 100 000
-request version is marked ``soak``). The numbers are printed for docs/security.md (``pytest -s``).
+surrogates); memory stops growing once the bounded stores are full (tracemalloc).
+
+A bound is proven by going past it: the default run sets a small label limit and sends just more
+servers, served models and provider models than it admits; the ``soak`` versions send thousands of
+requests against the limit of 50 and the 100 000-request memory run. Their numbers are printed for
+docs/security.md (``pytest -s -m soak``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import gc
 import sys
 import tracemalloc
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -42,12 +47,26 @@ from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.labels import LABEL_MAX_LENGTH
 from otel_sampling.settings import DEFAULT_ATTRIBUTE_MAX_LENGTH
 
-LIMIT = 50  # OTEL_SAMPLING_LABEL_VALUE_LIMIT for these tests
+
+class Scale(NamedTuple):
+    """The label limit a hostile run sets, and how far past it the server goes."""
+
+    limit: int  # OTEL_SAMPLING_LABEL_VALUE_LIMIT
+    flood: int  # legacy requests from the 1 MB-named server (4 distinct hints each; the first is served)
+    other_servers: int  # further sessions, each a server with a distinct hostile name
+    mrtr_calls: int  # 2026-07-28 tool calls (one request each)
+    provider_every: int  # the naive host calls the provider for one request in this many
+
+
+# Past every external label's limit of 8: 13 servers, 52 served models, 10 provider calls on the
+# legacy path, 12 served models on the 2026-07-28 path (a label that turns the first value past its
+# limit into _other turns them all; the soak run shows it for thousands).
+DEFAULT = Scale(limit=8, flood=40, other_servers=12, mrtr_calls=12, provider_every=4)
+# The run docs/security.md quotes: 10 240 distinct hints and 61 servers against a limit of 50.
+SOAK = Scale(limit=50, flood=2_500, other_servers=60, mrtr_calls=25, provider_every=50)
+LIMIT = DEFAULT.limit  # the label limit of the tests below that do not go past it
+MEMORY_LIMIT = SOAK.limit  # the memory runs: label stores of 50, as docs/security.md measured
 SMALL_CAP = 24  # a custom OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH far below every hostile string
-FLOOD = 2_500  # legacy requests in the default run: 4 distinct hints each, 10 000 hints
-MRTR_CALLS = 25  # 2026-07-28 tool calls in the default run (each one request, ~50 ms)
-PROVIDER_EVERY = 50  # the naive host calls the provider for one request in this many
-OTHER_SERVERS = LIMIT + 10  # sessions with distinct hostile names, past the server label limit
 # Labels whose values come from outside (server, model names, error types); ours are closed sets.
 EXTERNAL_LABELS = (names.MCP_SERVER_NAME, names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_REQUEST_MODEL,
                    names.SERVER_ADDRESS, names.ERROR_TYPE)
@@ -61,14 +80,15 @@ def sendable(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def naive_host(provider_url: str | None, stop_reason: str = HOSTILE_STOP_REASON):
-    """A sampling callback that serves the first hinted model, calling the provider with it now and then."""
+def naive_host(provider_url: str | None, stop_reason: str = HOSTILE_STOP_REASON, provider_every: int = 1):
+    """A sampling callback that serves the first hinted model, calling the provider with it for the
+    first request and then one in ``provider_every``."""
     calls = [0]
 
     async def callback(ctx, params):
         calls[0] += 1
         model = sendable(params.model_preferences.hints[0].name)
-        if provider_url and calls[0] % PROVIDER_EVERY == 1:  # the first request, then one in PROVIDER_EVERY
+        if provider_url and (calls[0] - 1) % provider_every == 0:  # calls 1, 1 + every, ...
             async with anthropic.AsyncAnthropic(base_url=provider_url, api_key="sk-fake", max_retries=0) as client:
                 message = await client.messages.create(model=model, max_tokens=8, system=sendable(params.system_prompt),
                                                        messages=[{"role": "user", "content": "hi"}])
@@ -78,8 +98,9 @@ def naive_host(provider_url: str | None, stop_reason: str = HOSTILE_STOP_REASON)
     return callback
 
 
-def instrument(telemetry, monkeypatch, cap: int | None, tracer_provider=TRACER_PROVIDER, meter_provider=None):
-    monkeypatch.setenv(names.ENV_LABEL_VALUE_LIMIT, str(LIMIT))
+def instrument(telemetry, monkeypatch, cap: int | None, tracer_provider=TRACER_PROVIDER, meter_provider=None,
+               limit: int = LIMIT):
+    monkeypatch.setenv(names.ENV_LABEL_VALUE_LIMIT, str(limit))
     if cap is not None:
         monkeypatch.setenv(names.ENV_ATTRIBUTE_MAX_LENGTH, str(cap))
     instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor()]
@@ -100,9 +121,9 @@ def series(telemetry) -> dict[str, list[dict]]:
     return out
 
 
-def assert_labels_bounded(telemetry) -> int:
-    """Each external label within LIMIT values (+ _other, _unknown); every value printable and short.
-    Returns the number of series exported by our scopes."""
+def assert_labels_bounded(telemetry, limit: int = LIMIT) -> int:
+    """Each external label within ``limit`` values (+ _other, _unknown); every value printable and
+    short. Returns the number of series exported by our scopes."""
     by_metric = series(telemetry)
     assert by_metric
     for metric, points in by_metric.items():
@@ -112,7 +133,7 @@ def assert_labels_bounded(telemetry) -> int:
                     assert value and len(value) <= LABEL_MAX_LENGTH and value.isprintable(), (metric, key, value[:60])
         for key in EXTERNAL_LABELS:
             values = {p[key] for p in points if key in p}
-            assert len(values - {names.OVERFLOW_LABEL, names.UNKNOWN_LABEL}) <= LIMIT, (metric, key, len(values))
+            assert len(values - {names.OVERFLOW_LABEL, names.UNKNOWN_LABEL}) <= limit, (metric, key, len(values))
     return sum(len(points) for points in by_metric.values())
 
 
@@ -140,28 +161,21 @@ def assert_strings_capped(spans, cap: int) -> int:
     return longest
 
 
-@pytest.fixture
-def hostile(telemetry, monkeypatch, request):
-    cap = request.param
-    instrumentors = instrument(telemetry, monkeypatch, cap)
-    yield telemetry, cap or DEFAULT_ATTRIBUTE_MAX_LENGTH
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
-
-
-async def _legacy_flood(fake_url: str) -> list:
-    async with Client(build_hostile_server(), mode="legacy", sampling_callback=naive_host(fake_url)) as client:
-        got = [(await client.call_tool("flood", {"seed": 0, "count": FLOOD})).content[0].text]
-    for i in range(OTHER_SERVERS):  # distinct hostile server names, past the label limit
+async def _legacy_flood(fake_url: str, scale: Scale) -> list:
+    host = naive_host(fake_url, provider_every=scale.provider_every)
+    async with Client(build_hostile_server(), mode="legacy", sampling_callback=host) as client:
+        got = [(await client.call_tool("flood", {"seed": 0, "count": scale.flood})).content[0].text]
+    for i in range(scale.other_servers):  # distinct hostile server names, past the server label limit
         name = f"evil-{i}{HOSTILE_SUFFIX}" + "n" * 300
         async with Client(build_hostile_server(name), mode="legacy", sampling_callback=naive_host(None)) as client:
-            got.append((await client.call_tool("ask", {"seed": FLOOD + i})).content[0].text)
+            got.append((await client.call_tool("ask", {"seed": scale.flood + i})).content[0].text)
     return got
 
 
-async def _mrtr_asks(fake_url: str) -> list:
-    async with Client(build_hostile_server(), mode="auto", sampling_callback=naive_host(fake_url)) as client:
-        return [(await client.call_tool("ask", {"seed": i})).content[0].text for i in range(MRTR_CALLS)]
+async def _mrtr_asks(fake_url: str, scale: Scale) -> list:
+    host = naive_host(fake_url, provider_every=scale.provider_every)
+    async with Client(build_hostile_server(), mode="auto", sampling_callback=host) as client:
+        return [(await client.call_tool("ask", {"seed": i})).content[0].text for i in range(scale.mrtr_calls)]
 
 
 def _served(seed: int, wire: bool = False) -> str:
@@ -171,38 +185,77 @@ def _served(seed: int, wire: bool = False) -> str:
     return hint.replace("\ud800", "") if wire else sendable(hint)
 
 
-@pytest.mark.parametrize("hostile", [None, SMALL_CAP], indirect=True, ids=["default cap", "small cap"])
-@pytest.mark.parametrize("path", ["legacy", "2026-07-28"])
-def test_a_hostile_server_is_contained(hostile, fake_provider, path, capsys):
-    telemetry, cap = hostile
-    if path == "legacy":
-        got = anyio.run(_legacy_flood, fake_provider.url)
-        # The host's answers reach the server unchanged (control characters, surrogates and all).
-        assert got[0] == str(FLOOD)
-        assert got[1:] == [f"{_served(FLOOD + i)}|{HOSTILE_STOP_REASON}" for i in range(OTHER_SERVERS)]
-        requests = FLOOD + OTHER_SERVERS
-    else:
-        got = anyio.run(_mrtr_asks, fake_provider.url)
-        assert got == [f"{_served(i)}|{HOSTILE_STOP_REASON}" for i in range(MRTR_CALLS)]
-        requests = MRTR_CALLS
+def overflowed(telemetry) -> set[str]:
+    """The external labels that reached ``_other`` in some exported series."""
+    return {key for points in series(telemetry).values() for point in points for key in EXTERNAL_LABELS
+            if point.get(key) == names.OVERFLOW_LABEL}
 
-    sampling = telemetry.spans(names.SPAN_SAMPLING)
-    assert len(sampling) == requests
-    assert {s.attributes[names.SAMPLING_PATH] for s in sampling} == {
-        names.PATH_RPC if path == "legacy" else names.PATH_MRTR}
-    assert {s.attributes[names.SAMPLING_ENDING] for s in sampling} == {names.ENDING_COMPLETED}
-    provider_calls = -(-(FLOOD if path == "legacy" else MRTR_CALLS) // PROVIDER_EVERY)  # calls 1, 51, 101...
-    assert len(telemetry.spans()) - requests == provider_calls  # one span per provider call
-    longest = assert_strings_capped(telemetry.spans(), cap)
-    count = assert_labels_bounded(telemetry)
-    requests_by_server = telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME)
-    if path == "legacy":
-        assert requests_by_server[(names.OVERFLOW_LABEL,)] >= OTHER_SERVERS + 1 - LIMIT
+
+def assert_contained(telemetry, monkeypatch, fake_provider, capsys, cap: int | None, path: str,
+                     scale: Scale) -> set[str]:
+    """The run of ``path`` at ``scale`` is contained; returns the external labels it drove to ``_other``."""
+    instrumentors = instrument(telemetry, monkeypatch, cap, limit=scale.limit)
+    cap = cap or DEFAULT_ATTRIBUTE_MAX_LENGTH
+    try:
+        if path == "legacy":
+            got = anyio.run(_legacy_flood, fake_provider.url, scale)
+            # The host's answers reach the server unchanged (control characters, surrogates and all).
+            assert got[0] == str(scale.flood)
+            assert got[1:] == [f"{_served(scale.flood + i)}|{HOSTILE_STOP_REASON}" for i in range(scale.other_servers)]
+            requests, hinted_host_requests = scale.flood + scale.other_servers, scale.flood
+        else:
+            got = anyio.run(_mrtr_asks, fake_provider.url, scale)
+            assert got == [f"{_served(i)}|{HOSTILE_STOP_REASON}" for i in range(scale.mrtr_calls)]
+            requests = hinted_host_requests = scale.mrtr_calls
+
+        sampling = telemetry.spans(names.SPAN_SAMPLING)
+        assert len(sampling) == requests
+        assert {s.attributes[names.SAMPLING_PATH] for s in sampling} == {
+            names.PATH_RPC if path == "legacy" else names.PATH_MRTR}
+        assert {s.attributes[names.SAMPLING_ENDING] for s in sampling} == {names.ENDING_COMPLETED}
+        provider_calls = -(-hinted_host_requests // scale.provider_every)  # calls 1, 1 + every, ...
+        assert len(telemetry.spans()) - requests == provider_calls  # one span per provider call
+        longest = assert_strings_capped(telemetry.spans(), cap)
+        count = assert_labels_bounded(telemetry, scale.limit)
+        requests_by_server = telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME)
+        if path == "legacy":
+            assert requests_by_server[(names.OVERFLOW_LABEL,)] >= scale.other_servers + 1 - scale.limit
+        over = overflowed(telemetry)
+    finally:
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
     with capsys.disabled():
-        print(f"\nhostile server, {path}, cap {cap}: {requests} requests, {4 * requests} distinct hints, "
-              f"{count} metric series, longest exported string {longest} characters")
+        print(f"\nhostile server, {path}, cap {cap}, label limit {scale.limit}: {requests} requests, "
+              f"{4 * requests} distinct hints, {count} metric series, longest exported string {longest} characters")
+    return over
 
 
+CAPS = pytest.mark.parametrize("cap", [None, SMALL_CAP], ids=["default cap", "small cap"])
+PATHS = pytest.mark.parametrize("path", ["legacy", "2026-07-28"])
+
+
+# The labels the default run drives past its limit, so that their bound is proven, not vacuous: on
+# the legacy path the sampling metrics' server and served model, and the provider metrics' models
+# (10 provider calls, past the provider instrumentor's own limit); on the 2026-07-28 path the served
+# model (12 requests, one server, 3 provider calls).
+DRIVEN_PAST = {"legacy": {names.MCP_SERVER_NAME, names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_REQUEST_MODEL},
+               "2026-07-28": {names.GEN_AI_RESPONSE_MODEL}}
+
+
+@CAPS
+@PATHS
+def test_a_hostile_server_is_contained(telemetry, monkeypatch, fake_provider, capsys, path, cap):
+    assert assert_contained(telemetry, monkeypatch, fake_provider, capsys, cap, path, DEFAULT) == DRIVEN_PAST[path]
+
+
+@pytest.mark.soak
+@CAPS
+@PATHS
+def test_a_hostile_flood_of_thousands_is_contained(telemetry, monkeypatch, fake_provider, capsys, path, cap):
+    assert_contained(telemetry, monkeypatch, fake_provider, capsys, cap, path, SOAK)
+
+
+@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_a_hostile_server_over_stdio_is_contained(telemetry, monkeypatch, mode):
     instrumentors = instrument(telemetry, monkeypatch, SMALL_CAP)
@@ -280,20 +333,20 @@ def _flood_memory(warm_up: int, total: int, batch: int, light: bool) -> tuple[in
 
 
 def _memory_run(telemetry, monkeypatch, warm_up: int, total: int, batch: int, identity_entries: int | None,
-                light: bool = False) -> None:
+                limit: int = MEMORY_LIMIT, light: bool = False) -> None:
     if identity_entries is not None:
         monkeypatch.setenv(names.ENV_IDENTITY_MAX_ENTRIES, str(identity_entries))
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     instrumentors = instrument(telemetry, monkeypatch, None, tracer_provider=TracerProvider(),
-                               meter_provider=meter_provider)
+                               meter_provider=meter_provider, limit=limit)
     try:
         after_warm_up, after_total, peak = _flood_memory(warm_up, total, batch, light)
     finally:
         for instrumentor in instrumentors:
             instrumentor.uninstrument()
     telemetry.reader = reader
-    count = assert_labels_bounded(telemetry)
+    count = assert_labels_bounded(telemetry, limit)
     meter_provider.shutdown()
     growth = after_total - after_warm_up
     print(f"\nmemory: {after_warm_up / 1e6:.2f} MB after {warm_up} hostile requests, {after_total / 1e6:.2f} MB "

@@ -76,6 +76,7 @@ print(seen, in_flight())
 """
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", PATHS)
 def test_in_flight_counts_when_instrumented_before_the_meter_provider_is_set(mode):
     tests = Path(__file__).parent

@@ -1,5 +1,6 @@
-"""Memory stays bounded: 100k distinct requests, a third never answered, leave the stall
-watch and the server's pending 2026-07-28 requests at their configured bounds.
+"""Memory stays bounded: distinct requests, a third never answered, leave the stall watch and the
+server's pending 2026-07-28 requests at their configured bounds (1,000 real server records against a
+bound of 100 for the pending requests).
 
 The stores are driven directly (100k real sessions would take minutes); the records are the
 real ones, with the real OTel SDK, and the sizes are measured with ``len`` (the identity store:
@@ -38,8 +39,14 @@ def test_stall_watch_stays_at_its_bound():
     print(f"stall watch: at most {BOUND} of {REQUESTS // 3 + 1} unanswered requests watched")
 
 
+# Real records, each with its span and metrics: a bound of 100 and 1,000 requests (334 never
+# answered) overflow it 234 times, which proves the bound as 100,000 requests would.
+PENDING_BOUND = 100
+PENDING_REQUESTS = 1_000
+
+
 def test_server_pending_requests_stay_at_their_bound_and_end_unanswered():
-    instruments = Instruments(Settings(max_pending=BOUND), TracerProvider(), MeterProvider())
+    instruments = Instruments(Settings(max_pending=PENDING_BOUND), TracerProvider(), MeterProvider())
     from otel_sampling.records.server_sampling import ServerSamplingRecord
 
     ended = []
@@ -51,17 +58,17 @@ def test_server_pending_requests_stay_at_their_bound_and_end_unanswered():
             ended.append(ending.ending)
             super()._end(ending, served, stop_reason)
 
-    pending = _Pending(BOUND, ttl_seconds=300)
-    for i in range(REQUESTS):
+    pending = _Pending(PENDING_BOUND, ttl_seconds=300)
+    for i in range(PENDING_REQUESTS):
         record = Counted(instruments, path=names.PATH_MRTR, params=None, protocol_version="2026-07-28",
                          server_name="s", session_id=None, tool_name="t")
         pending.add(f"state-{i}", {"k": record})
         if i % 3:  # two thirds answered by their retry
             for answered in pending.take(f"state-{i}").values():
                 answered.end_with_result("m", "endTurn")
-    assert len(pending) == BOUND
+    assert len(pending) == PENDING_BOUND
     unanswered = ended.count(names.ENDING_UNANSWERED)
-    assert unanswered == (REQUESTS + 2) // 3 - BOUND  # the overflow ended as it left
+    assert unanswered == (PENDING_REQUESTS + 2) // 3 - PENDING_BOUND  # the overflow ended as it left
     print(f"server pending: {len(pending)} held, {unanswered} ended unanswered on overflow")
 
 

@@ -1,5 +1,6 @@
 """End to end: the triage example under ``opentelemetry-instrument`` with the real Prometheus
-exporter, scraped by a real Prometheus that loads the generated rules (short windows).
+exporter (the session's ``triage_host``), scraped by a real Prometheus that loads the generated
+rules (short windows).
 
 Proves that every dashboard query and every variable query returns at least one series against
 the demo workload, and that the alerts the scenario drives (and only those) reach ``firing``.
@@ -7,28 +8,17 @@ the demo workload, and that the alerts the scenario drives (and only those) reac
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from harness.dashboards import dashboard_queries, expand, legend_labels
-from harness.otlp_receiver import OTLPReceiver
 from harness.prometheus import PrometheusServer, wait_until
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin.generate import RULES_FILE, write
 from otel_sampling.mixin.rules import PREFIX, rule_groups
-from otel_sampling.testing.fake_provider import FakeProvider
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.e2e
 CONFIG = MixinConfig.for_short_run()
 
 # Contract metrics, labels and label values that other issues are adding right now (see
@@ -61,16 +51,6 @@ EXPECTED_FIRING = {
 # DegradedTooLong and DegradationExpired (the outage ends within seconds, before its expiry).
 
 
-def load_demo():
-    triage = str(ROOT / "examples" / "triage")
-    if triage not in sys.path:  # demo.py imports its sibling modules, as it does when run as a script
-        sys.path.insert(0, triage)
-    spec = importlib.util.spec_from_file_location("triage_demo", ROOT / "examples" / "triage" / "demo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def recorded_expressions() -> dict[str, str]:
     return {rule["record"]: rule["expr"] for group in rule_groups(CONFIG)["groups"]
             for rule in group["rules"] if "record" in rule}
@@ -84,36 +64,15 @@ def not_yet_emitted(expr: str, recorded: dict[str, str]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def stack(triage_host, tmp_path_factory):
     """The held host (scenario done) scraped by Prometheus with the short-window rules; the
     dashboards generated with the same config are in ``stack.generated``."""
-    demo = load_demo()
     out = tmp_path_factory.mktemp("mixin")
     write(CONFIG, out)
-    metrics_port = demo.free_port()
-    with FakeProvider() as provider, OTLPReceiver() as receiver:
-        env = demo.host_env(provider.url, receiver.endpoint, metrics_port)
-        command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable,
-                   str(ROOT / "examples" / "triage" / "host.py"), "--hold"]
-        log = (out / "host.log").open("w")  # the host's step log, for a failing run
-        host = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=log, text=True, start_new_session=True)
-        try:
-            lines: queue.Queue[str | None] = queue.Queue()
-            threading.Thread(target=demo.pump, args=(host.stdout, lines), daemon=True).start()
-            demo.wait_for_done(lines, time.monotonic() + demo.HOST_TIMEOUT_S)
-            with PrometheusServer([f"127.0.0.1:{metrics_port}"], [out / "alerts" / RULES_FILE]) as prom:
-                prom.wait_for_scrape()
-                prom.wait_for_rules()
-                yield SimpleNamespace(prom=prom, generated=out)
-            host.stdin.write("\n")
-            host.stdin.close()
-            host.wait(timeout=30)
-        finally:
-            if host.poll() is None:
-                os.killpg(host.pid, signal.SIGKILL)
-                host.wait()
-            log.close()
+    with PrometheusServer([triage_host.target], [out / "alerts" / RULES_FILE]) as prom:
+        prom.wait_for_scrape()
+        prom.wait_for_rules()
+        yield SimpleNamespace(prom=prom, generated=out)
 
 
 def test_the_alerts_the_scenario_drives_reach_firing(stack):

@@ -279,6 +279,7 @@ def promtool(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.subprocess
 def test_check_rules_is_clean():
     result = promtool("check", "rules", "--lint=all", "--lint-fatal", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -293,6 +294,7 @@ def test_every_alert_has_a_firing_case_and_a_near_miss():
     assert near_miss == alerts
 
 
+@pytest.mark.subprocess
 def test_promtool_unit_tests_pass(tmp_path):
     files = []
     for step in ("1m", "10m"):
@@ -315,6 +317,7 @@ def test_every_runbook_link_has_its_section(alert):
     assert f"\n## {alert}\n" in runbook
 
 
+@pytest.mark.subprocess
 def test_the_degraded_share_is_not_recorded_over_a_quiet_window(tmp_path):
     """Requests that stopped more than a window ago: the share is absent (no NaN sample to graph or
     compare), like every five-numbers ratio; the request count still records 0."""
@@ -333,6 +336,7 @@ def test_the_degraded_share_is_not_recorded_over_a_quiet_window(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.subprocess
 def test_a_count_at_the_threshold_does_not_fire_when_increase_extrapolates(tmp_path):
     """Scrapes and rule evaluations are never aligned in production, so ``increase()`` extrapolates
     to the window's edges: 3 stalls read as about 3.03. The count alerts compare whole events

@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,11 @@ def collect(configs: list[str], kinds: list[str], rounds: int, iterations: int, 
             applicable = [k for k in kinds if k in CONFIGS[config].kinds]
             if not applicable:
                 continue
+            missing = _missing_peer(config)
+            if missing:  # nothing to measure: no worker, and no bare run to pair with it
+                results.append({"config": config, "error": missing, "kinds": {}, "round": r, "pair": config})
+                print(f"round {r + 1}/{rounds} {config}: {missing}", file=sys.stderr, flush=True)
+                continue
             for name in dict.fromkeys((BARE, config)):
                 out = run_worker(name, applicable, iterations, warmup, clock)
                 out.update(round=r, pair=config)
@@ -89,6 +95,18 @@ def collect(configs: list[str], kinds: list[str], rounds: int, iterations: int, 
                                                        else f"{k} failed" for k, v in out["kinds"].items())),
                       file=sys.stderr, flush=True)
     return results
+
+
+def _missing_peer(config: str) -> str | None:
+    """Why a peer instrumentation cannot run in this interpreter (the workers' too), or None."""
+    package = CONFIGS[config].package
+    if config not in PEERS or package is None:
+        return None
+    try:
+        metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return f"{package} is not installed"
+    return None
 
 
 def _check(config: str, kind: str, runs: list[dict[str, Any]]) -> str | None:
