@@ -26,7 +26,9 @@ import anyio
 import openai
 import pytest
 import wrapt
-from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from conftest import TRACER_PROVIDER
 from otel_sampling import names
@@ -387,3 +389,27 @@ def add_span_processor(monkeypatch: pytest.MonkeyPatch, processor: SpanProcessor
     """``processor`` on the session's tracer provider, until the test ends."""
     multi = TRACER_PROVIDER._active_span_processor
     monkeypatch.setattr(multi, "_span_processors", (*multi._span_processors, processor))
+
+
+# ---------------------------------------------------------------- spans left open
+class OpenSpans(SpanProcessor):
+    """Every span started and ended, by span id: a span left open shows as started, not ended."""
+
+    def __init__(self) -> None:
+        self.started: set[int] = set()
+        self.ended: set[int] = set()
+
+    def on_start(self, span, parent_context=None) -> None:
+        self.started.add(span.context.span_id)
+
+    def on_end(self, span) -> None:
+        self.ended.add(span.context.span_id)
+
+
+def tracked_provider() -> tuple[TracerProvider, InMemorySpanExporter, OpenSpans]:
+    """A tracer provider of its own: every span exported to memory and tracked open or ended."""
+    exporter, tracker = InMemorySpanExporter(), OpenSpans()
+    provider = TracerProvider()
+    provider.add_span_processor(tracker)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter, tracker

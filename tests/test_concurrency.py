@@ -25,10 +25,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
 from mcp.shared.message import ServerMessageMetadata
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from drivers import tracked_provider
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
@@ -148,29 +146,6 @@ async def drive(client: Client, kind: str, text: str) -> None:
         tg.start_soon(run)
         await STARTED[text].wait()
         tg.cancel_scope.cancel()
-
-
-class OpenSpans(SpanProcessor):
-    """Every span started and ended, by span id: a span left open shows as started, not ended."""
-
-    def __init__(self) -> None:
-        self.started: set[int] = set()
-        self.ended: set[int] = set()
-
-    def on_start(self, span, parent_context=None) -> None:
-        self.started.add(span.context.span_id)
-
-    def on_end(self, span) -> None:
-        self.ended.add(span.context.span_id)
-
-
-def tracked_provider() -> tuple[TracerProvider, InMemorySpanExporter, OpenSpans]:
-    """A tracer provider of its own: every span exported to memory and tracked open or ended."""
-    exporter, tracker = InMemorySpanExporter(), OpenSpans()
-    provider = TracerProvider()
-    provider.add_span_processor(tracker)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider, exporter, tracker
 
 
 @pytest.fixture

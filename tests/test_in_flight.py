@@ -12,11 +12,11 @@ import anyio
 import pytest
 
 from conftest import _instrumented
+from drivers import PATHS, call, result
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from sampling_server import SERVER_NAME
-from test_mcp_sampling import PATHS, call, result
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-from test_mcp_sampling import call, result
+from drivers import call, result
 
 AnthropicInstrumentor().instrument()
 MCPSamplingInstrumentor().instrument()

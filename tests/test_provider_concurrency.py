@@ -21,10 +21,10 @@ import httpx2
 import openai
 import pytest
 
+from drivers import tracked_provider
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from test_concurrency import tracked_provider
 
 CALLS = 200
 MSG = [{"role": "user", "content": "hi"}]
