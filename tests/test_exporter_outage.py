@@ -226,6 +226,7 @@ def burst(fake_provider, tracer_provider, meter_provider, calls: int = BURST, in
     return durations
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("outage", ["closed", "blackhole"])
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_a_burst_never_waits_on_an_unreachable_collector(protocol, outage, fake_provider):
@@ -248,6 +249,7 @@ def test_a_burst_never_waits_on_an_unreachable_collector(protocol, outage, fake_
 
 
 # ---------------------------------------------------------------- measured, not asserted: make soak
+@pytest.mark.subprocess
 @pytest.mark.soak
 def test_measure_the_added_latency_under_exporter_outage(fake_provider, capsys):
     """Median and p99 per-call time of N instrumented calls with a healthy collector (its own

@@ -146,6 +146,7 @@ def test_exit_leaves_no_threads_even_with_open_and_stalled_connections():
     assert leftover == []
 
 
+@pytest.mark.subprocess
 def test_cli_prints_url_and_exits_cleanly_on_sigterm():
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "otel_sampling.testing.fake_provider"],
@@ -171,6 +172,7 @@ def _help_scenarios(help_text: str) -> list[str]:
     return [line.split()[0] for line in section if line.startswith("  ") and not line.startswith("   ")]
 
 
+@pytest.mark.subprocess
 def test_cli_help_says_how_to_use_it_and_lists_every_scenario():
     result = subprocess.run([sys.executable, "-m", "otel_sampling.testing.fake_provider", "--help"],
                             capture_output=True, text=True, timeout=30)

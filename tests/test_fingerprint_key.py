@@ -168,6 +168,7 @@ def test_surrounding_whitespace_of_the_key_is_ignored(telemetry, monkeypatch):
 
 
 # ------------------------------------------------------------------ across processes
+@pytest.mark.subprocess
 @pytest.mark.timeout(240)  # one interpreter start with mcp and the SDK; the machine may be shared
 def test_processes_without_a_shared_key_give_different_values(telemetry, monkeypatch):
     monkeypatch.delenv(names.ENV_FINGERPRINT_KEY, raising=False)
@@ -177,6 +178,7 @@ def test_processes_without_a_shared_key_give_different_values(telemetry, monkeyp
     assert here != there
 
 
+@pytest.mark.subprocess
 @pytest.mark.timeout(240)
 def test_processes_with_a_shared_key_give_equal_values(telemetry, monkeypatch):
     monkeypatch.setenv(names.ENV_FINGERPRINT_KEY, SHARED_KEY)

@@ -122,6 +122,7 @@ def _series(metrics_text: str) -> list[dict]:
     return out
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(shutil.which("promtool") is None,
                     reason="promtool (Debian package prometheus) is not installed")
 def test_the_promql_evaluates_to_the_same_numbers(scrape, tmp_path: Path):
@@ -197,6 +198,7 @@ def test_prompt_cache_read_share_from_the_scrape():
     assert numbers.prompt_cache_read_share("unknown") is None
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(shutil.which("promtool") is None,
                     reason="promtool (Debian package prometheus) is not installed")
 def test_a_quiet_window_gives_no_ratio_rather_than_nan(scrape, tmp_path: Path):
@@ -245,6 +247,7 @@ def declined_workload() -> None:
             degraded_run.set_outcome(outcome)
 
 
+@pytest.mark.subprocess
 def test_a_declined_task_is_not_a_failed_one(scrape, tmp_path: Path):
     declined_workload()
     text = scrape()

@@ -32,9 +32,9 @@ from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from sampling_server import build_server
 
-pytestmark = pytest.mark.filterwarnings(
+pytestmark = [pytest.mark.subprocess, pytest.mark.filterwarnings(
     # Python 3.12+ warns on every fork of a threaded process; forking one is what this module tests.
-    "ignore:This process .* is multi-threaded:DeprecationWarning")
+    "ignore:This process .* is multi-threaded:DeprecationWarning")]
 
 FORK = multiprocessing.get_context("fork")
 STALL_SECONDS = 3  # the policy's stall threshold, and how long a server-side request may wait for its retry

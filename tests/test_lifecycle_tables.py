@@ -185,6 +185,7 @@ def _run(script: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("skip_dep_check", [True, False], ids=["opentelemetry-instrument", "instrument()"])
 def test_without_the_sdks_instrument_returns_quietly_and_wraps_nothing(skip_dep_check):
     """``opentelemetry-instrument`` (``skip_dep_check=True``): our check skips each instrumentor at
@@ -209,6 +210,7 @@ def test_without_the_sdks_instrument_returns_quietly_and_wraps_nothing(skip_dep_
         assert all("no installed version was found" in message for _, _, message in out["loud"])
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("library", _CALLS)
 def test_a_library_imported_after_instrument_is_instrumented(library):
     script = _SETUP.format(tests=str(HERE)) + textwrap.dedent(f"""
@@ -224,6 +226,7 @@ def test_a_library_imported_after_instrument_is_instrumented(library):
     assert _run(script)["spans"] == [expected]
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("library", _CALLS)
 def test_a_library_imported_after_uninstrument_is_not_instrumented(library):
     script = _SETUP.format(tests=str(HERE)) + textwrap.dedent(f"""
@@ -262,6 +265,7 @@ print(all(t.daemon for t in threading.enumerate() if t.name == "otel-sampling-wa
 """
 
 
+@pytest.mark.subprocess
 def test_mcp_imported_after_instrument_is_wrapped_and_after_uninstrument_is_not():
     """In a fresh interpreter where mcp is not imported yet; a process that exits still
     instrumented exits (the stall watchdog is a daemon thread)."""
@@ -319,10 +323,12 @@ def _late_import(order: str) -> list[str]:
     return proc.stdout.split()
 
 
+@pytest.mark.subprocess
 def test_providers_imported_after_instrument_twice_are_wrapped_once_and_restored():
     # wrapped once each; one span per call (2); after uninstrument: no layer, still 2 spans
     assert _late_import("instrument-twice") == ["1", "1", "2", "0", "0", "2"]
 
 
+@pytest.mark.subprocess
 def test_providers_imported_after_uninstrument_are_not_wrapped():
     assert _late_import("uninstrument-first") == ["0", "0", "0", "0", "0", "0"]

@@ -243,6 +243,7 @@ def test_span_is_parented_from_params_meta_traceparent(mcp_instrumented):
     assert server_spans == [ours]
 
 
+@pytest.mark.subprocess
 def test_stdio_subprocess_server(mcp_instrumented):
     params = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).parent / "sampling_server.py")])
 

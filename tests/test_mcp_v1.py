@@ -246,6 +246,7 @@ print(json.dumps(isinstance(ClientSession.__dict__["_received_request"], wrapt.F
 """
 
 
+@pytest.mark.subprocess
 def test_opentelemetry_instrument_selects_the_mcp_v1_table():
     environment = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
     environment.update({"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
@@ -559,6 +560,7 @@ def test_the_fingerprint_is_the_one_mcp_2x_gives_the_same_request(shared_fingerp
         SHARED_FINGERPRINT_KEY.encode(), DEFAULT_REQUEST_CANONICAL, hashlib.sha256).hexdigest()[:32]
 
 
+@pytest.mark.subprocess
 def test_wider_requested_scope_on_retry_is_scope_widened(v1_instrumented):
     callback = answering(result())
     anyio.run(lambda: call_server(callback, include_context="none"))
@@ -575,6 +577,7 @@ def test_wider_requested_scope_on_retry_is_scope_widened(v1_instrumented):
     assert first.attributes[names.SAMPLING_FINGERPRINT] == second.attributes[names.SAMPLING_FINGERPRINT]
 
 
+@pytest.mark.subprocess
 def test_narrowing_retry_is_fine(v1_instrumented):
     callback = answering(result())
     anyio.run(lambda: call_server(callback, include_context="allServers"))
@@ -583,6 +586,7 @@ def test_narrowing_retry_is_fine(v1_instrumented):
     assert all(events(s) == [] for s in v1_instrumented.spans(names.SPAN_SAMPLING))
 
 
+@pytest.mark.subprocess
 def test_wider_granted_scope_on_retry_is_scope_widened(v1_instrumented):
     anyio.run(lambda: call_server(answering(result(), grant="none"), include_context="allServers"))
     anyio.run(lambda: call_server(answering(result(), grant="thisServer"), include_context="allServers"))
@@ -591,6 +595,7 @@ def test_wider_granted_scope_on_retry_is_scope_widened(v1_instrumented):
     assert [s.attributes[names.SAMPLING_INCLUDE_CONTEXT_GRANTED] for s in spans] == ["none", "thisServer"]
 
 
+@pytest.mark.subprocess
 def test_repeated_request_with_another_decision_is_decision_flipped(v1_instrumented):
     callback = answering(result(), DENIED)
     anyio.run(lambda: call_server(callback))
@@ -600,6 +605,7 @@ def test_repeated_request_with_another_decision_is_decision_flipped(v1_instrumen
         "completed", "policy.denied"]
 
 
+@pytest.mark.subprocess
 def test_same_decision_repeated_is_fine(v1_instrumented):
     for _ in range(3):
         anyio.run(lambda: call_server(answering(DENIED)))
@@ -607,18 +613,21 @@ def test_same_decision_repeated_is_fine(v1_instrumented):
     assert len(v1_instrumented.spans(names.SPAN_SAMPLING)) == 3
 
 
+@pytest.mark.subprocess
 def test_denied_request_from_another_server_is_rerouted_after_denial(v1_instrumented):
     anyio.run(lambda: call_server(answering(DENIED)))
     anyio.run(lambda: call_server(answering(result()), build_server(OTHER_SERVER)))
     assert violations(v1_instrumented) == {(names.VIOLATION_REROUTED_AFTER_DENIAL, OTHER_SERVER): 1}
 
 
+@pytest.mark.subprocess
 def test_a_different_request_to_another_server_is_fine(v1_instrumented):
     anyio.run(lambda: call_server(answering(DENIED)))
     anyio.run(lambda: call_server(answering(result()), build_server(OTHER_SERVER), text="Another ticket"))
     assert violations(v1_instrumented) == {}
 
 
+@pytest.mark.subprocess
 def test_identity_violations_over_stdio(v1_instrumented):
     """A real subprocess server: a flip and a widened scope; no reroute claimed for the same server."""
     callback = answering(result(), DENIED)
@@ -633,6 +642,7 @@ def test_identity_violations_over_stdio(v1_instrumented):
         assert span.attributes[names.GEN_AI_TOOL_NAME] == "sample"  # the one call_tool in flight
 
 
+@pytest.mark.subprocess
 def test_grant_above_the_ceiling_is_context_above_ceiling(policy_env, v1_instrumented):
     # conftest POLICY_TOML: context_ceiling = "thisServer" for the test server.
     anyio.run(lambda: call_server(answering(result(), grant="thisServer"), include_context="allServers"))
@@ -645,12 +655,14 @@ def test_grant_above_the_ceiling_is_context_above_ceiling(policy_env, v1_instrum
     assert counts == {("allServers", "thisServer"): 1, ("allServers", "allServers"): 1}
 
 
+@pytest.mark.subprocess
 def test_no_grant_is_unreported(v1_instrumented):
     anyio.run(lambda: call_server(answering(result())))
     (span,) = v1_instrumented.spans(names.SPAN_SAMPLING)
     assert span.attributes[names.SAMPLING_INCLUDE_CONTEXT_GRANTED] == "unreported"
 
 
+@pytest.mark.subprocess
 def test_grant_after_exhaustion_is_fine_and_otherwise_a_violation(v1_instrumented):
     tracer = trace.get_tracer("test")
     budget = otel_sampling.sampling_error("policy.budget_exhausted", "Daily limit", resets_at="2026-12-01T00:00:00Z")
@@ -670,6 +682,7 @@ def test_grant_after_exhaustion_is_fine_and_otherwise_a_violation(v1_instrumente
         names.SAMPLING_GRANT_EXPIRES_AT: "2026-12-01T00:00:00Z", names.SAMPLING_GRANT_GRANTED_BY: "u-123"}
 
 
+@pytest.mark.subprocess
 def test_exhausted_request_completed_later_without_a_grant_is_decision_flipped(v1_instrumented):
     """A budget window that rolled (or a limiter that refilled) re-evaluates the same request."""
     callback = answering(BUDGET, result())
@@ -678,6 +691,7 @@ def test_exhausted_request_completed_later_without_a_grant_is_decision_flipped(v
     assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
 
 
+@pytest.mark.subprocess
 def test_exhausted_request_completed_after_a_grant_is_fine(v1_instrumented):
     callback = answering(BUDGET, result())
     anyio.run(lambda: call_server(callback))

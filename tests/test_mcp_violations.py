@@ -139,6 +139,7 @@ def test_a_different_request_to_another_server_is_fine(mcp_instrumented, mode):
     assert violations(mcp_instrumented) == {}
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", PATHS)
 def test_identity_violations_over_stdio(mcp_instrumented, mode):
     """A real subprocess server: a flip and a widened scope; no reroute claimed for the same server."""

@@ -238,6 +238,7 @@ def test_cli_rejects_a_bad_duration(capsys):
     assert "window: 'half an hour' is not a Prometheus duration" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_cli_help_runs_as_a_module():
     result = subprocess.run([sys.executable, "-m", "otel_sampling.mixin", "--help"], capture_output=True, text=True)
     assert result.returncode == 0
@@ -264,6 +265,7 @@ def test_config_accepts_label_matchers(selector):
     assert MixinConfig(rule_selector=selector).rule_selector == selector
 
 
+@pytest.mark.subprocess
 def test_instrumentation_never_imports_the_mixin():
     code = ("import sys, otel_sampling, otel_sampling.instrumentation.mcp, otel_sampling.instrumentation.anthropic, "
             "otel_sampling.instrumentation.openai; "
@@ -346,6 +348,7 @@ def panel_expr(stem: str, title: str) -> str:
 
 # A share whose numerator has no series (nothing completed, nothing failed) reads 0, not "No data";
 # an empty range reads nothing, not NaN.
+@pytest.mark.subprocess
 @pytest.mark.parametrize(("stem", "title", "series", "expected"), [
     ("mcp-sampling", "Completed",
      [('mcp_sampling_requests_total{job="j", mcp_server_name="s", mcp_sampling_ending="provider.error"}',

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 PEERS_PYTHON = os.environ.get("OTEL_SAMPLING_PEERS_PYTHON", "")
+pytestmark = pytest.mark.subprocess  # each test runs the peers venv's Python
 OURS = "otel_sampling"
 PEER_SCOPES = ("opentelemetry.instrumentation.anthropic", "openinference.instrumentation.anthropic")
 

@@ -281,6 +281,7 @@ def under_instrument(env: dict[str, str]) -> StdioServerParameters:
     return StdioServerParameters(command=INSTRUMENT, args=[sys.executable, SERVER], env=env)
 
 
+@pytest.mark.subprocess
 def test_a_console_exporter_in_a_stdio_server_is_named_once_on_stderr(tmp_path):
     """The trap as a host meets it: the server is started as plain ``python server.py`` with the
     environment of a host under ``opentelemetry-instrument`` (its sitecustomize on ``PYTHONPATH``,
@@ -301,6 +302,7 @@ def test_a_console_exporter_in_a_stdio_server_is_named_once_on_stderr(tmp_path):
     assert "StdioServerParameters(env=None)" in line and "OTEL_SDK_DISABLED=true" in line  # the fixes
 
 
+@pytest.mark.subprocess
 def test_mcp_s_default_environment_passes_no_instrumentation(tmp_path):
     """``StdioServerParameters(env=None)``: the server gets only mcp's allow-list, so neither the
     host's ``PYTHONPATH`` nor its ``OTEL_*``; it runs uninstrumented and its stdout stays JSON-RPC."""
@@ -311,6 +313,7 @@ def test_mcp_s_default_environment_passes_no_instrumentation(tmp_path):
     assert STDOUT_WARNING not in errlog.read_text()
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("env", [
     {},  # no exporter at all
     {"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"},  # the documented fix
@@ -333,6 +336,7 @@ def run_server(stdout, env: dict[str, str], command: list[str] | None = None) ->
     return proc
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(("kind", "warned"), [("pipe", True), ("socket", True), ("file", False), ("tty", False)])
 def test_only_a_pipe_or_a_socket_is_a_wire(tmp_path, kind, warned):
     """mcp's stdio_client gives its server a pipe, a libuv host (Node.js) a socketpair; a server
@@ -376,6 +380,7 @@ build_server().run()
 """
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(("out", "configured", "warned"), [
     ("", "none", True),  # ConsoleSpanExporter() writes to sys.stdout, whatever the environment says
     ("out=sys.stderr", "console", False),  # the fix in code: the environment no longer decides
@@ -393,6 +398,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.subprocess
 def test_the_prometheus_exporter_in_a_stdio_server_is_named_once():
     port = str(free_port())
     stderr = run_server(subprocess.PIPE, server_env(OTEL_METRICS_EXPORTER="prometheus",
@@ -402,6 +408,7 @@ def test_the_prometheus_exporter_in_a_stdio_server_is_named_once():
     assert f"127.0.0.1:{port}" in stderr
 
 
+@pytest.mark.subprocess
 def test_a_server_whose_host_holds_the_prometheus_port_starts_uninstrumented():
     """When the host listens first, the server's ``opentelemetry-instrument`` fails to set up at all
     (its only sign is the SDK's own error on stderr): nothing of ours is loaded to say more."""
