@@ -41,7 +41,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 
-EXPORT_TIMEOUT_S = 3.0  # each exporter's own timeout, and the processors' export timeout
+EXPORT_TIMEOUT_S = 1.0  # each exporter's own timeout, and the processors' export timeout
+SOAK_EXPORT_TIMEOUT_S = 3.0  # the measurement's (docs/deploy.md quotes it)
 BURST = 50  # calls: more spans than the queue and one batch hold (16 + 16), so the queue fills
 KW = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -144,20 +145,20 @@ def collector(kind: str, protocol: str) -> Iterator[tuple[int, BlackHole | None]
                 process.wait(timeout=30)
 
 
-def _exporters(protocol: str, port: int):
+def _exporters(protocol: str, port: int, timeout_s: float = EXPORT_TIMEOUT_S):
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         endpoint = f"127.0.0.1:{port}"
-        return (OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=EXPORT_TIMEOUT_S),
-                OTLPMetricExporter(endpoint=endpoint, insecure=True, timeout=EXPORT_TIMEOUT_S))
+        return (OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=timeout_s),
+                OTLPMetricExporter(endpoint=endpoint, insecure=True, timeout=timeout_s))
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     base = f"http://127.0.0.1:{port}"
-    return (OTLPSpanExporter(endpoint=f"{base}/v1/traces", timeout=EXPORT_TIMEOUT_S),
-            OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=EXPORT_TIMEOUT_S))
+    return (OTLPSpanExporter(endpoint=f"{base}/v1/traces", timeout=timeout_s),
+            OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=timeout_s))
 
 
 def _counting(exporter: object, threads: list[int] | None) -> object:
@@ -175,12 +176,13 @@ def _counting(exporter: object, threads: list[int] | None) -> object:
 
 
 def providers(protocol: str, port: int, simple: bool = False, queue_size: int = 16,
-              batch_size: int = 16, export_threads: list[int] | None = None) -> tuple[TracerProvider, MeterProvider]:
+              batch_size: int = 16, export_threads: list[int] | None = None,
+              timeout_s: float = EXPORT_TIMEOUT_S) -> tuple[TracerProvider, MeterProvider]:
     """Providers exporting often (every 10 ms) through a span queue of ``queue_size`` (by default one
     batch: shutdown drains one export, not many), with short timeouts; each export attempt's thread
     ident goes to ``export_threads`` when given."""
-    span_exporter, metric_exporter = (_counting(e, export_threads) for e in _exporters(protocol, port))
-    timeout_ms = EXPORT_TIMEOUT_S * 1000
+    span_exporter, metric_exporter = (_counting(e, export_threads) for e in _exporters(protocol, port, timeout_s))
+    timeout_ms = timeout_s * 1000
     tracer_provider = TracerProvider(shutdown_on_exit=False)
     tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter) if simple else BatchSpanProcessor(
         span_exporter, max_queue_size=queue_size, schedule_delay_millis=10, max_export_batch_size=batch_size,
@@ -197,7 +199,7 @@ def shut_down(*providers_: object) -> float:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=6 * EXPORT_TIMEOUT_S)
+        thread.join(timeout=60)  # a hang check, not a timing bound: shutdown is bounded by the timeouts
     assert not any(t.is_alive() for t in threads), "provider shutdown hung"
     return time.perf_counter() - start
 
@@ -244,7 +246,7 @@ def test_a_burst_never_waits_on_an_unreachable_collector(protocol, outage, fake_
           f"{len(export_threads)} export attempts, shutdown {took:.2f}s")
     assert export_threads, "no export was attempted: the outage was never met"
     assert threading.get_ident() not in export_threads, "an export ran on the calling thread"
-    # A call that waited on an export would take the export's own timeout (3 s) at the least.
+    # A call that waited on an export would take the export's own timeout (EXPORT_TIMEOUT_S) at the least.
     assert max(durations) < EXPORT_TIMEOUT_S
 
 
@@ -269,13 +271,14 @@ def test_measure_the_added_latency_under_exporter_outage(fake_provider, capsys):
         for protocol, outage, queue_size in conditions:
             with collector(outage, protocol) as (port, _hole):
                 tracer_provider, meter_provider = providers(protocol, port, queue_size=queue_size,
-                                                            batch_size=min(queue_size, 512))
+                                                            batch_size=min(queue_size, 512),
+                                                            timeout_s=SOAK_EXPORT_TIMEOUT_S)
                 name = f"{protocol} {outage}" + (" queue full" if queue_size < calls else "")
                 samples.setdefault(name, []).extend(
                     burst(fake_provider, tracer_provider, meter_provider, calls, cpu=cpu.setdefault(name, [])))
                 shut_down(tracer_provider, meter_provider)
     with collector("blackhole", "http") as (port, _hole):  # the synchronous processor, for contrast
-        tracer_provider, meter_provider = providers("http", port, simple=True)
+        tracer_provider, meter_provider = providers("http", port, simple=True, timeout_s=SOAK_EXPORT_TIMEOUT_S)
         name = "http blackhole SimpleSpanProcessor"
         samples[name] = burst(fake_provider, tracer_provider, meter_provider, 3, cpu=cpu.setdefault(name, []))
         shut_down(tracer_provider, meter_provider)
