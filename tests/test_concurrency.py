@@ -1,4 +1,4 @@
-"""Many sampling requests at once, over one session and over 20, on both protocol paths (issue 7, item 4).
+"""Many sampling requests at once, over one session and over 20, on both protocol paths.
 
 Each request's ending is chosen by the test (the request text names it) and produced the way a
 real host or server produces it: a result (completed, maxTokens, refusal), an error frame

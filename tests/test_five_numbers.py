@@ -233,7 +233,7 @@ def test_from_scrape_of_a_process_with_no_runs_has_no_ratios():
 def declined_workload() -> None:
     """Two primary runs completed, one declined by policy (the host says so), one degraded run
     completed and one failed: the declined task was never attempted, so it is no failure of the
-    primary (seed essay: a denial is a decision, not a coin flip; completion is of the tasks a
+    primary (a denial is a decision, not a coin flip; completion is of the tasks a
     mode was asked to do)."""
     for _ in range(2):
         with osm.run("triage"):

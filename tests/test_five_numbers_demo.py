@@ -1,4 +1,4 @@
-"""Issue 5's proof on the example workload: the triage host runs its scenario under
+"""The five numbers on the example workload: the triage host runs its scenario under
 ``opentelemetry-instrument`` with the real Prometheus exporter, its ``/metrics`` is scraped, and
 ``promtool`` evaluates every five-number expression to the value the scenario implies.
 

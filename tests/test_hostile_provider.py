@@ -1,4 +1,4 @@
-"""A hostile provider (issue 7, item 3): answers with ``model: null``, ``choices: null``, no usage, an
+"""A hostile provider: answers with ``model: null``, ``choices: null``, no usage, an
 error body with HTTP 200, an absurdly long model name, numbers where strings belong. Real anthropic
 and openai SDKs against the fake provider on 127.0.0.1, create and stream.
 

@@ -1,4 +1,4 @@
-"""Many provider calls at once (issue 7, item 4): anthropic and openai, from threads (sync clients)
+"""Many provider calls at once: anthropic and openai, from threads (sync clients)
 and from one event loop (async clients), against the local fake provider, with a mix of endings
 chosen by the test. Afterwards ``gen_ai.client.operation.duration`` counts exactly the calls driven,
 per ending (``otel_sampling.ending``), every span that started has ended, and there is one span per call.

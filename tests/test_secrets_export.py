@@ -1,4 +1,4 @@
-"""Content and secrets through the real exporters (issue 7, item 5; case 15).
+"""Content and secrets through the real exporters.
 
 One host run, on both MCP protocol paths, places a sentinel in every place content can hide:
 the tool arguments and the tool's result and error, the sampling messages, system prompt,

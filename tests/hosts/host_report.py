@@ -2,7 +2,7 @@
 
 Registered as a pytest plugin by the suite fixture: at the end of the run it renders every cell that
 ran, writes ``build/hosts-report.md`` and prints it. A cell reads ``✓ value`` when the observed
-value is the expected one, else ``✗ want … / got …``, with the build item of a known failure.
+value is the expected one, else ``✗ want … / got …``, with the rule a known failure breaks.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class ReportPlugin:
         observations = self.suite.observations
         lines = ["# Real hosts: sampling verdicts", "",
                  "Each cell: `✓ observed` when it is the expected verdict, else `✗ want … / got …`; "
-                 "a known failure names the issue-15 build item that fixes it (`xfail`). "
+                 "a known failure names the rule it breaks (`xfail`). "
                  "Expected verdicts come from what the fake provider served.", "", "Hosts:", ""]
         for host in HOSTS:
             pins = ", ".join(f"{name} {version}" for name, version in self.versions.get(host.name, {}).items())
@@ -55,7 +55,7 @@ class ReportPlugin:
                     known = self.known_failures.get((scenario.name, host.name, field))
                     xfail += bool(known)
                     failing += not known
-                    items = " + ".join(reason.split(":")[0].removeprefix("issue 15 ") for reason in known.split(" + "))
+                    items = " + ".join(reason.split(":")[0] for reason in known.split(" + "))
                     item = f" (xfail: {items})" if known else " **(FAIL)**"
                     cells.append(f"✗ want {_code(check.want)} / got {_code(check.got)}{item}")
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")

@@ -113,7 +113,7 @@ SCENARIOS = (
              lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("failover",), "completed")),
     Scenario("refusal", "the primary model refuses (anthropic stop_reason refusal, openai content_filter)",
              SAMPLING_MODEL, "refusal",
-             # A refusal's run outcome is not defined by issue 15: recorded, not asserted.
+             # A refusal's run outcome has no defined rule yet: recorded, not asserted.
              lambda f: Expected("refused", f.primary, "none", "primary", (), None)),
     Scenario("all_failing", "every provider call fails (529/503 on every try, on every model)",
              SAMPLING_MODEL, "status={status}",

@@ -10,7 +10,7 @@ cell; ``build/hosts-report.md`` gets the whole table (printed at the end of the 
 
 The expected verdicts come from the scenario (``test_the_provider_played_the_scenario`` checks the
 provider's request log agrees), never from what otel-sampling records. The cells that are wrong
-today (``_WRONG_TODAY``) are ``xfail(strict=True)``, each naming the issue-15 build item that fixes
+today (``_WRONG_TODAY``) are ``xfail(strict=True)``, each naming the rule the observed verdict breaks
 it: when a fix lands, its cells XPASS and fail the run; take them out of ``_WRONG_TODAY`` then.
 """
 
@@ -38,13 +38,13 @@ pytestmark = [pytest.mark.hosts, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[2]
 VENVS_VARIABLE = "OTEL_SAMPLING_HOSTS_VENVS"  # set by `make test-hosts`: then a missing venv is a failure
 
-ITEM1 = "issue 15 build item 1: the served model is the provider's, the host's report kept beside it"
-ITEM2 = "issue 15 build item 2: endings from what happened"
-ITEM3 = "issue 15 build item 3: a sampling request's own run when nothing else owns the trace; decisions are denied"
-ITEM7 = "issue 15 build item 7: reach (the tool name on fastmcp's client path, mcp 1.x attributes at parity)"
-# Not covered by a build item: fastmcp turns a sampling handler's exception into -32603 with the
+ITEM1 = "served model: the provider's, the host's report kept beside it"
+ITEM2 = "ending: from what happened, not from the frame"
+ITEM3 = "run: a sampling request's own when nothing else owns the trace; decisions are denied"
+ITEM7 = "reach: the tool name on fastmcp's client path, mcp 1.x attributes at parity"
+# No rule covers it yet: fastmcp turns a sampling handler's exception into -32603 with the
 # exception's text, so a host that declines that way sends the same frame as a crash.
-GAP_DECLINE = ("no issue-15 build item covers it: fastmcp sends a handler's refusal as -32603 "
+GAP_DECLINE = ("decline: no rule covers it yet; fastmcp sends a handler's refusal as -32603 "
                "'User rejected sampling request', the frame of a crash")
 
 _ALL_ASKED = ("served", "substituted_within", "substituted_outside", "overload_fallback", "refusal", "all_failing",
