@@ -35,7 +35,7 @@ from otel_sampling.instrumentation import anthropic as anthropic_instr
 from otel_sampling.instrumentation import openai as openai_instr
 from otel_sampling.instrumentation import openai_responses
 from otel_sampling.rules import endings
-from otel_sampling.rules.endings import ending_of
+from otel_sampling.rules.endings import answer_ending
 from sampling_server import build_server
 
 # ---------------------------------------------------------------- provider answers, through the readers
@@ -51,10 +51,10 @@ def test_every_provider_body_reads_into_a_response_with_one_ending(body):
     carries whatever JSON the provider sent); no shape makes them raise."""
     for read in (openai_instr.chat_response_of, openai_responses.response_of):
         response = read(body)
-        assert ending_of(response, response.error_type) in names.ENDINGS
+        assert answer_ending(response, response.error_type).ending in names.ENDINGS
         assert response.model is None or isinstance(response.model, str)
     response = anthropic_instr.response_of(type("Message", (), body)())
-    assert ending_of(response, response.error_type) in names.ENDINGS
+    assert answer_ending(response, response.error_type).ending in names.ENDINGS
     assert response.model is None or isinstance(response.model, str)
 
 

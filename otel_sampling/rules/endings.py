@@ -280,11 +280,6 @@ def answer_ending(response: Response | None, error_type: str | None = None) -> E
     return COMPLETED
 
 
-def ending_of(response: Response | None, error_type: str | None) -> str:
-    """The ending alone of :func:`answer_ending`."""
-    return answer_ending(response, error_type).ending
-
-
 def failure_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
                envelope_fields: tuple[str, ...] = ("type",)) -> Failure:
     """``error.type`` and ending of a provider SDK exception.

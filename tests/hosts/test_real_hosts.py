@@ -79,7 +79,7 @@ def _known_failures() -> dict[tuple[str, str, str], str]:
     return known
 
 
-# (scenario, host, field) -> why it is wrong today: the build item whose fix makes it right.
+# (scenario, host, field) -> why it is wrong today: the rule the observed verdict breaks.
 KNOWN_FAILURES = _known_failures()
 
 

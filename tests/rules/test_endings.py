@@ -25,7 +25,7 @@ from conftest import codes, exceptions, frame_data, hostile_text, json_leaf, jso
 from otel_sampling import names
 from otel_sampling.policy import EndingRule
 from otel_sampling.rules import endings
-from otel_sampling.rules.endings import ending_of, error_type_of, failure_of, fallback_failure
+from otel_sampling.rules.endings import answer_ending, error_type_of, failure_of, fallback_failure
 from otel_sampling.rules.values import Ending, Failure, Response, Usage
 
 try:
@@ -355,18 +355,18 @@ responses = st.builds(Response, model=st.none() | hostile_text, response_id=st.n
 
 
 class TestProviderAnswers:
-    """``ending_of``: a call that raised nothing, or failed without an exception."""
+    """``answer_ending``: a call that raised nothing, or failed without an exception."""
 
     @pytest.mark.parametrize(("ending", "reasons"), [
         ("completed", ("end_turn",)), ("refused", ("refusal",)), ("refused", ("content_filter",)), ("completed", ()),
     ])
     def test_a_response_is_completed_unless_a_finish_reason_refused(self, ending, reasons):
         """anthropic ``stop_reason="refusal"``, openai ``finish_reason="content_filter"``."""
-        assert ending == ending_of(Response("m", None, reasons, Usage()), None)
+        assert ending == answer_ending(Response("m", None, reasons, Usage()), None).ending
 
     def test_an_incomplete_stream_is_an_error(self):
         """A stream that ended without its terminal event."""
-        assert "error" == ending_of(None, names.ERROR_TYPE_INCOMPLETE_STREAM)
+        assert "error" == answer_ending(None, names.ERROR_TYPE_INCOMPLETE_STREAM).ending
 
     @pytest.mark.parametrize(("ending", "error_type"), [
         ("model.unavailable", "server_error"),  # openai Responses status failed with error.code server_error
@@ -375,14 +375,14 @@ class TestProviderAnswers:
     ])
     def test_a_failure_the_answer_reports_follows_the_envelope_rule(self, ending, error_type):
         """openai Responses failures that raise nothing end like an envelope of that type."""
-        assert ending == ending_of(None, error_type)
+        assert ending == answer_ending(None, error_type).ending
 
     @settings(max_examples=300)
     @given(response=st.none() | responses, error_type=st.none() | hostile_text | st.sampled_from(
         ["overloaded_error", "rate_limit_exceeded", "timeout_error", "server_error"]))
     def test_every_provider_answer_gets_one_ending(self, response, error_type):
         """Whatever the answer held."""
-        assert ending_of(response, error_type) in names.ENDINGS
+        assert answer_ending(response, error_type).ending in names.ENDINGS
 
 
 class TestStreamEndings:
