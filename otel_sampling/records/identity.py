@@ -28,6 +28,11 @@ from typing import Any
 
 from cachetools import TTLCache
 
+try:  # mcp's models are pydantic's: wherever there is a request to fingerprint, pydantic is there
+    from pydantic_core import to_jsonable_python as _jsonable
+except ImportError:  # pragma: no cover - a core install without mcp fingerprints nothing
+    _jsonable = repr  # type: ignore[assignment]
+
 from otel_sampling import locks
 from otel_sampling.rules.violations import Seen
 
@@ -44,16 +49,15 @@ def fingerprint(params: Any, key: bytes) -> str:
 
     ``params`` is an mcp 2.x model, or any object whose ``model_dump(mode=, include=, exclude_none=,
     by_alias=)`` takes mcp 2.x's field names in ``include`` (the mcp 1.x table's view of its
-    camelCase model does). Content JSON cannot carry (a host can build a request in-process with
-    bytes or sets in ``metadata``) is hashed in a stable form: bytes as hex, sets sorted, other
-    objects by ``repr``.
+    camelCase model does). The dump is taken in Python mode and made JSON here: values JSON
+    carries as pydantic's JSON mode would (URLs, dates and enums as pydantic writes them), and
+    content JSON cannot carry (a host can build a request in-process with bytes or sets in
+    ``metadata``) in a stable form: bytes as hex, sets sorted (pydantic's JSON mode would list a
+    set in iteration order, which depends on the process's hash seed), other objects by ``repr``.
     Raises whatever pydantic or ``json`` raise for a params object they cannot dump at all, e.g.
     mixed-type dict keys (callers guard).
     """
-    try:
-        body = params.model_dump(mode="json", include=_FINGERPRINT_FIELDS, exclude_none=True, by_alias=True)
-    except ValueError:  # pydantic's serialisation errors: content built in-process (bytes, sets...)
-        body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True, by_alias=True)
+    body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True, by_alias=True)
     canonical = _CANONICAL.encode(body)
     return hmac.digest(key, canonical.encode("utf-8", "surrogatepass"), "sha256").hex()[:32]
 
@@ -73,12 +77,16 @@ def server_key(name: str | None) -> str | None:
 
 
 def _json_fallback(value: Any) -> Any:
-    """What JSON cannot carry, in a stable form: bytes as hex, sets sorted, anything else its repr."""
+    """A value the JSON encoder does not know, in a stable form: bytes as hex, sets sorted, what
+    pydantic's JSON mode can write (a URL, a date, an enum) as it writes it, anything else its repr."""
     if isinstance(value, (bytes, bytearray)):
         return {"bytes": value.hex()}
     if isinstance(value, (set, frozenset)):
         return sorted(json.dumps(v, sort_keys=True, default=_json_fallback) for v in value)
-    return repr(value)
+    try:
+        return _jsonable(value)
+    except (TypeError, ValueError):  # pydantic_core.PydanticSerializationError is a ValueError
+        return repr(value)
 
 
 # The fingerprint's canonical JSON; built once (``json.dumps`` with options builds an encoder per call).

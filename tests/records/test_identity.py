@@ -11,7 +11,10 @@ SHA-256 (first 128 bits, hex) over ``messages``, ``systemPrompt``, ``maxTokens``
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import tracemalloc
 
 import pytest
@@ -71,14 +74,26 @@ class TestFingerprint:
         assert fingerprint(_params(), KEY) != fingerprint(types.CreateMessageRequestParams(
             messages=_params().messages, max_tokens=65), KEY)
 
-    @pytest.mark.xfail(strict=False, reason="known bug: pydantic's JSON-mode dump turns a set into a list in "
-                       "iteration order (hash-seed dependent) before the canonical form can sort it")
     def test_content_json_cannot_carry_is_hashed_stably(self):
         """A request built in-process with bytes or a set in ``metadata`` still has one fingerprint."""
         first = fingerprint(_params(metadata={"raw": b"\x00\x01", "tags": {"b", "a"}}), KEY)
 
         assert first == fingerprint(_params(metadata={"raw": b"\x00\x01", "tags": {"a", "b"}}), KEY)
         assert first != fingerprint(_params(metadata={"raw": b"\x00\x02", "tags": {"a", "b"}}), KEY)
+
+    @pytest.mark.subprocess
+    def test_a_set_has_one_fingerprint_whatever_the_hash_seed(self):
+        """A set iterates in an order that depends on ``PYTHONHASHSEED``: processes with other seeds
+        (another host replica, a restart) still give the same request one fingerprint."""
+        script = ("import mcp_types as t; from otel_sampling.records.identity import fingerprint; "
+                  "print(fingerprint(t.CreateMessageRequestParams(messages=[], max_tokens=1, "
+                  f"metadata={{'tags': {{'alpha', 'beta', 'gamma', 'delta', 'epsilon'}}}}), {KEY!r}))")
+        prints = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                 env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
+                  for seed in range(8)}
+
+        assert len(prints) == 1, prints
+        assert re.fullmatch(r"[0-9a-f]{32}", prints.pop())
 
 
 class TestServerKey:
