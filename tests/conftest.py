@@ -61,7 +61,8 @@ if _mcp_major() == 1:
 # it in a row, so its module-scoped fixtures run once. Modules that share a session-scoped fixture
 # too expensive to run once per worker are one unit. (xdist's `loadgroup` would do this, but it
 # marks a test's group in its node id, which pytest 9.2 no longer lets it change: pytest-xdist#1386.)
-SHARED_UNITS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host"}
+SHARED_UNITS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host",
+                "test_vmalert.py": "triage-host"}
 # The units holding a test with one of these marks are handed out first (`--no-loadscope-reorder`
 # keeps the collection order): they are the long ones, and a long unit handed out last leaves the
 # other worker idle while it runs.
