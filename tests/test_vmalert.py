@@ -57,7 +57,7 @@ def recorded_names() -> list[str]:
     return [rule["record"] for group in rules()["groups"] for rule in group["rules"] if "record" in rule]
 
 
-def alert_key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+def label_key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
 
 
@@ -78,7 +78,7 @@ def replayed(triage_host):
             history=history, steps=STEPS + 1,
             recorded=recorded,
             at_end={name: vm.samples_at(name, end) for name in recorded},
-            alerts={state: {alert_key(labels) for labels, _ in vm.samples_at(f'ALERTS{{alertstate="{state}"}}', end)}
+            alerts={state: {label_key(labels) for labels, _ in vm.samples_at(f'ALERTS{{alertstate="{state}"}}', end)}
                     for state in ("firing", "pending")})
 
 
@@ -115,7 +115,7 @@ def test_prometheus_gives_the_same_alerts_and_recorded_values(replayed, tmp_path
         tests.append({"expr": f"count({name})", "eval_time": f"{STEPS}m",
                       "exp_samples": [{"labels": "{}", "value": len(samples)}] if samples else []})
         for labels, value in samples:
-            key = alert_key(labels)
+            key = label_key(labels)
             tests.append({"expr": f"abs({selector(name, key)} - {value!r}) <= bool {abs(value) * RELATIVE_TOLERANCE!r}",
                           "eval_time": f"{STEPS}m", "exp_samples": [{"labels": selector("", key), "value": 1}]})
     spec = tmp_path / "same_data.test.json"
