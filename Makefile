@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers venv-bench venv-hosts lint test test-peers test-py310 test-hosts soak demo generate prometheus clean test-matrix bench profile
+.PHONY: venv venv-peers venv-bench venv-hosts lint test test-peers test-py310 test-hosts soak demo generate prometheus victoria-metrics clean test-matrix bench profile
 
 venv: $(STAMP)
 
@@ -67,7 +67,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 2
 XDIST = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-test: $(STAMP) lint $(PEERS_STAMP) prometheus
+test: $(STAMP) lint $(PEERS_STAMP) prometheus victoria-metrics
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest $(XDIST)
 
 # A core-only install (`pip install .`, no extras) on Python 3.10, the oldest supported, in a fresh
@@ -101,6 +101,12 @@ soak: $(STAMP) prometheus
 prometheus:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
 		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus)
+
+# VictoriaMetrics (single node) and vmalert, the second ruler the rule tests load the rules into
+# (tests/test_vmalert.py); both binaries are in the one Debian package.
+victoria-metrics:
+	@command -v victoria-metrics >/dev/null && command -v vmalert >/dev/null || \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends victoria-metrics)
 
 # ---------------------------------------------------------------- real hosts (slow: not part of `make test`)
 # Three agent frameworks, each in its own venv under .venv-hosts/, pinned as a user installs them, with

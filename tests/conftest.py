@@ -44,7 +44,8 @@ def _mcp_major() -> int | None:
 # The mcp 1.x cells of `make test-matrix`: modules written against the mcp 2.x API are left out.
 # They import `mcp_types` (a package only mcp 2.x brings), or are named here when they use other
 # 2.x-only names; mcp 1.x has its own module, test_mcp_v1.py.
-_MCP2_ONLY = {"test_lifecycle.py", "test_in_flight.py", "test_prometheus_e2e.py", "test_five_numbers_demo.py"}
+_MCP2_ONLY = {"test_lifecycle.py", "test_in_flight.py", "test_prometheus_e2e.py", "test_five_numbers_demo.py",
+              "test_fleet.py"}
 if _mcp_major() == 1:
     _sources = {p.name: p.read_text(encoding="utf-8") for p in HERE.glob("test_*.py")}
     _ignored = {name for name, text in _sources.items() if name in _MCP2_ONLY or "mcp_types" in text}
@@ -61,7 +62,8 @@ if _mcp_major() == 1:
 # it in a row, so its module-scoped fixtures run once. Modules that share a session-scoped fixture
 # too expensive to run once per worker are one unit. (xdist's `loadgroup` would do this, but it
 # marks a test's group in its node id, which pytest 9.2 no longer lets it change: pytest-xdist#1386.)
-SHARED_UNITS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host"}
+SHARED_UNITS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host",
+                "test_vmalert.py": "triage-host"}
 # The units holding a test with one of these marks are handed out first (`--no-loadscope-reorder`
 # keeps the collection order): they are the long ones, and a long unit handed out last leaves the
 # other worker idle while it runs.
