@@ -23,9 +23,10 @@ Not read: batch and service-tier prices (genai-prices' price variants; the stand
 applies) and prices genai-prices fetches at run time (``UpdatePrices``): the recorded source,
 ``genai-prices@<version>``, names the data that priced the call.
 
-Cheap per call: the provider and model found for each ``(gen_ai.provider.name, model)`` pair,
-misses included, are kept in an LRU of :data:`MAX_CACHED_MODELS` entries (``functools.lru_cache``);
-a price with neither dates nor tiers is kept there already converted. A model name longer than
+Cheap per call: what is found for each ``(gen_ai.provider.name, model)`` pair, misses included,
+is kept in an LRU of :data:`MAX_CACHED_MODELS` entries (``functools.lru_cache``), each price
+already converted: a call reads a dict, or for a dated or tiered model asks genai-prices which of
+its prices is in force and compares its input tokens with the tier starts. A model name longer than
 :data:`MAX_MODEL_LENGTH` characters is looked up by no one (no price). Never raises: a failure of
 genai-prices is logged at DEBUG and the call has no price from it.
 """
@@ -90,18 +91,16 @@ class GenaiPrices:
             return None
         try:
             found = self._find(provider, model)
-            if found is None or isinstance(found, Price):
-                return found
-            return _converted(found.get_prices(datetime.datetime.now(datetime.timezone.utc)), input_tokens)
+            return found.at(input_tokens) if isinstance(found, _Changing) else found
         except Exception:  # genai-prices failing prices nothing; the host's call goes on
             logger.debug("otel-sampling: genai-prices could not price %r of %r", model, provider, exc_info=True)
             return None
 
-    def _look_up(self, provider: str, model: str) -> Price | ModelInfo | None:
-        """The model's static price, else the model itself (dated or tiered prices are read per
-        call); None when genai-prices knows no such provider or model."""
+    def _look_up(self, provider: str, model: str) -> Price | _Changing | None:
+        """The model's one price, else its prices by date and tier; None when genai-prices knows
+        no such provider or model, or prices neither its input nor its output."""
         from genai_prices.data_snapshot import find_provider_by_id
-        from genai_prices.types import ModelPrice, TieredPrices
+        from genai_prices.types import ModelPrice
 
         found_provider = find_provider_by_id(self._providers, _PROVIDER_IDS.get(provider, provider))
         if found_provider is None:
@@ -109,18 +108,52 @@ class GenaiPrices:
         info = found_provider.find_model(model, all_providers=self._providers)
         if info is None:
             return None
-        prices = info.prices
-        if isinstance(prices, ModelPrice) and not any(isinstance(p, TieredPrices) for p in _parts(prices)):
-            return _converted(prices, 0)
-        return info
+        if isinstance(info.prices, ModelPrice):
+            tiers = _tiers(info.prices)
+            if len(tiers) == 1:
+                return tiers[0][1]
+        return _Changing(info)
+
+
+class _Changing:
+    """A model whose price depends on the date (genai-prices' conditional prices) or on the call's
+    input tokens (its tiers): genai-prices picks the price in force, converted once per price."""
+
+    __slots__ = ("_info", "_converted")
+
+    def __init__(self, info: ModelInfo) -> None:
+        from genai_prices.types import ModelPrice
+
+        self._info = info
+        listed = [info.prices] if isinstance(info.prices, ModelPrice) else [c.prices for c in info.prices]
+        # Keyed by identity: genai-prices hands back the listed price objects; one entry per listed price.
+        self._converted = {id(prices): _tiers(prices) for prices in listed}
+
+    def at(self, input_tokens: int) -> Price | None:
+        prices = self._info.get_prices(datetime.datetime.now(datetime.timezone.utc))
+        tiers = self._converted.get(id(prices)) or _tiers(prices)
+        for start, price in tiers:
+            if input_tokens > start:
+                return price
+        return None
 
 
 def _parts(prices: ModelPrice) -> tuple[Any, ...]:
     return (prices.input_mtok, prices.output_mtok, prices.cache_read_mtok, prices.cache_write_mtok)
 
 
+def _tiers(prices: ModelPrice) -> tuple[tuple[int, Price | None], ...]:
+    """``(start, price)`` pairs, highest start first: the price of a call of more than ``start``
+    input tokens. The base price has start -1 (every call); a tier's start is genai-prices'."""
+    from genai_prices.types import TieredPrices
+
+    starts = sorted({tier.start for part in _parts(prices) if isinstance(part, TieredPrices) for tier in part.tiers})
+    return tuple((start, _converted(prices, start + 1)) for start in reversed([-1, *starts]))
+
+
 def _converted(prices: ModelPrice, input_tokens: int) -> Price | None:
-    """The four token prices at the tier of ``input_tokens``; None when neither input nor output has one."""
+    """The four token prices for a call of ``input_tokens`` input tokens; None when neither input
+    nor output has one."""
     from genai_prices.types import calc_unit_price
 
     def per_mtok(value: Any) -> float | None:

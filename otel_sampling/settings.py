@@ -71,8 +71,9 @@ class Settings:
         propagate_to_provider: requests to a provider whose SDK sends no trace context of its own
             carry the global propagator's headers for our ``chat`` span (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT``
             turns it off).
-        price_source: prices models the policy's table leaves out (:mod:`otel_sampling.price_source`:
-            genai-prices when installed, loaded once per process); None: only the table prices calls.
+        price_source: prices models the policy's table leaves out (:mod:`otel_sampling.price_source`);
+            None: only the table prices calls. :meth:`from_env` gives genai-prices when it is
+            installed (loaded once per process) unless ``OTEL_SAMPLING_PRICE_SOURCE=none``.
     """
 
     policy: Policy = EMPTY_POLICY
@@ -85,7 +86,7 @@ class Settings:
     fingerprint_key: bytes | None = field(default=None, repr=False)
     omit_fingerprint: bool = False
     propagate_to_provider: bool = True
-    price_source: price_source.PriceSource | None = field(default_factory=price_source.installed)
+    price_source: price_source.PriceSource | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
