@@ -25,9 +25,9 @@ applies) and prices genai-prices fetches at run time (``UpdatePrices``): the rec
 
 Cheap per call: what is found for each ``(gen_ai.provider.name, model)`` pair, misses included,
 is kept in an LRU of :data:`MAX_CACHED_MODELS` entries (``functools.lru_cache``), each price
-already converted: a call reads a dict, or for a dated or tiered model asks genai-prices which of
+already converted: a call reads the LRU, or for a dated or tiered model asks genai-prices which of
 its prices is in force and compares its input tokens with the tier starts. A model name longer than
-:data:`MAX_MODEL_LENGTH` characters is looked up by no one (no price). Never raises: a failure of
+:data:`MAX_MODEL_LENGTH` characters is not looked up (no price). Never raises: a failure of
 genai-prices is logged at DEBUG and the call has no price from it.
 """
 
