@@ -226,7 +226,16 @@ CACHE_PROVENANCE_MODE: Final = "cache.provenance.mode"  # MODES, or "unstamped"
 CACHE_PROVENANCE_MATCH: Final = "cache.provenance.match"  # "match" | "mismatch" | "unstamped"
 CACHE_UNSTAMPED: Final = "unstamped"
 
-COST_USD: Final = "otel_sampling.cost.usd"  # ours; a provider call's cost from the policy price table, USD
+COST_USD: Final = "otel_sampling.cost.usd"  # ours; the summed cost of a request's provider calls, USD
+# A provider call's cost: semantic-conventions-genai proposal #443 (open), inference spans only.
+GEN_AI_USAGE_COST_AMOUNT: Final = "gen_ai.usage.cost.amount"  # in GEN_AI_USAGE_COST_CURRENCY
+GEN_AI_USAGE_COST_CURRENCY: Final = "gen_ai.usage.cost.currency"  # ISO 4217
+CURRENCY_USD: Final = "USD"
+GEN_AI_USAGE_COST_SOURCE: Final = "gen_ai.usage.cost.source"  # "provider" (sent in the answer) | "local"
+COST_SOURCE_LOCAL: Final = "local"  # computed here from token counts and a price
+COST_PRICE_SOURCE: Final = "otel_sampling.cost.price_source"  # ours; where the price came from
+PRICE_SOURCE_POLICY: Final = "policy"  # the policy file's [prices] table
+PRICE_SOURCE_GENAI_PRICES: Final = "genai-prices"  # recorded as genai-prices@<installed version>
 ENDING: Final = "otel_sampling.ending"  # ENDINGS, on provider call spans and gen_ai.client.operation.duration
 TOKEN_TYPE_CACHE_READ: Final = "cache_read"  # gen_ai.token.type for cache reads (part of input)
 TOKEN_TYPE_CACHE_CREATION: Final = "cache_creation"  # gen_ai.token.type for cache writes (part of input)
@@ -311,3 +320,5 @@ ENV_UNANSWERED_AFTER_SECONDS: Final = "OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS"
 ENV_FINGERPRINT_KEY: Final = "OTEL_SAMPLING_FINGERPRINT_KEY"  # shared HMAC key of the request fingerprint
 ENV_OMIT_FINGERPRINT: Final = "OTEL_SAMPLING_OMIT_FINGERPRINT"  # "true": no fingerprint attribute on spans
 ENV_OMIT_PROVIDER_TRACE_CONTEXT: Final = "OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT"  # "true": none of ours on openai
+ENV_PRICE_SOURCE: Final = "OTEL_SAMPLING_PRICE_SOURCE"  # PRICE_SOURCE_GENAI_PRICES (default) | PRICE_SOURCE_NONE
+PRICE_SOURCE_NONE: Final = "none"  # no price source: only the policy's [prices] table prices calls

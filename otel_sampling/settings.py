@@ -12,12 +12,14 @@
 | ``OTEL_SAMPLING_FINGERPRINT_KEY`` | HMAC key of the request fingerprint, shared by the processes that must agree on it: at least 32 characters, its UTF-8 bytes the key, surrounding whitespace ignored | a random key per process |
 | ``OTEL_SAMPLING_OMIT_FINGERPRINT`` | ``true``: no ``mcp.sampling.request.fingerprint`` on spans (identity tracking goes on) | false |
 | ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` | ``true``: provider requests whose SDK sends no trace context of its own (openai) do not carry the global propagator's headers for our span | false |
+| ``OTEL_SAMPLING_PRICE_SOURCE`` | ``genai-prices``: prices not in the policy's table come from genai-prices when it is installed (the ``prices`` extra); ``none``: only the table prices calls | ``genai-prices`` |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host); so is a fingerprint key shorter than 32 characters (the
 message never shows the key; a key of the process is used). Booleans follow the OpenTelemetry
 environment variable specification: only ``true`` (any case) is true; unset, empty and ``false``
-are false; any other value is false and logged once at WARNING. A policy file that is missing or
+are false; any other value is false and logged once at WARNING; so is a price source other than
+``genai-prices`` or ``none`` (the default applies). A policy file that is missing or
 malformed is logged at ERROR, once, with the file, key, line and problem, and instrumentation goes
 on without a policy (substitutions are then ``unjudged``): raising from ``instrument()`` would make
 ``opentelemetry-instrument`` abandon every instrumentation after ours. Check a policy file
@@ -32,7 +34,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from otel_sampling import names
+from otel_sampling import names, price_source
 from otel_sampling.policy import EMPTY_POLICY, Policy, load_policy
 
 logger = logging.getLogger(__name__)
@@ -69,6 +71,9 @@ class Settings:
         propagate_to_provider: requests to a provider whose SDK sends no trace context of its own
             carry the global propagator's headers for our ``chat`` span (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT``
             turns it off).
+        price_source: prices models the policy's table leaves out (:mod:`otel_sampling.price_source`);
+            None: only the table prices calls. :meth:`from_env` gives genai-prices when it is
+            installed (loaded once per process) unless ``OTEL_SAMPLING_PRICE_SOURCE=none``.
     """
 
     policy: Policy = EMPTY_POLICY
@@ -81,6 +86,7 @@ class Settings:
     fingerprint_key: bytes | None = field(default=None, repr=False)
     omit_fingerprint: bool = False
     propagate_to_provider: bool = True
+    price_source: price_source.PriceSource | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -103,6 +109,7 @@ class Settings:
             fingerprint_key=_fingerprint_key(env),
             omit_fingerprint=_boolean(env, names.ENV_OMIT_FINGERPRINT),
             propagate_to_provider=not _boolean(env, names.ENV_OMIT_PROVIDER_TRACE_CONTEXT),
+            price_source=_price_source(env),
         )
 
 
@@ -157,6 +164,16 @@ def _fingerprint_key(env: Mapping[str, str]) -> bytes | None:
         report_once(logging.WARNING, "%s cannot be encoded as bytes; using a random key of this process",
                     names.ENV_FINGERPRINT_KEY)
         return None
+
+
+def _price_source(env: Mapping[str, str]) -> price_source.PriceSource | None:
+    raw = env.get(names.ENV_PRICE_SOURCE, "").strip()
+    if raw.lower() == names.PRICE_SOURCE_NONE:
+        return None
+    if raw and raw.lower() != names.PRICE_SOURCE_GENAI_PRICES:
+        report_once(logging.WARNING, "%s=%r is neither %s nor %s; using %s", names.ENV_PRICE_SOURCE, raw,
+                    names.PRICE_SOURCE_GENAI_PRICES, names.PRICE_SOURCE_NONE, names.PRICE_SOURCE_GENAI_PRICES)
+    return price_source.installed()
 
 
 def _boolean(env: Mapping[str, str], key: str) -> bool:

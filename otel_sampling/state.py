@@ -23,7 +23,9 @@ What the whole process shares is here:
 
 Not here: the sets that keep a log message from repeating (``settings``, ``content``, unpriced
 models in :mod:`otel_sampling.records.provider_call`, the stdio trap's warnings in
-:mod:`otel_sampling.instrumentation._stdio_trap`); they change no telemetry.
+:mod:`otel_sampling.instrumentation._stdio_trap`); they change no telemetry. Nor the price
+source's look-up cache (:mod:`otel_sampling.price_source`): a bounded memo of genai-prices' fixed
+data, the same answer with or without it.
 
 Locks: the degradation registry and the run registry each have one; readers of the active tuple
 need none (it is replaced whole). Every lock comes from :func:`otel_sampling.locks.new`.

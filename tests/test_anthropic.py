@@ -228,7 +228,8 @@ def test_a_latest_entry_admits_and_prices_the_snapshots_it_resolves_to(telemetry
     finally:
         instrumentor.uninstrument()
     (span,) = telemetry.spans()
-    assert span.attributes[names.COST_USD] == pytest.approx((25 * 1.0 + 5 * 5.0) / 1e6)  # the fake's 25 in, 5 out
+    # the fake's 25 in, 5 out
+    assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx((25 * 1.0 + 5 * 5.0) / 1e6)
 
 
 @pytest.mark.parametrize("shape", ["create", "stream", "manager"])
@@ -260,6 +261,6 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     assert (a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS],
             a[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
         525, 400, 100, 5)
-    assert a[names.COST_USD] == pytest.approx(0.000215)
+    assert a[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(0.000215)
     (cost_point,) = telemetry.points(names.METRIC_GEN_AI_COST)
     assert cost_point.value == pytest.approx(0.000215)

@@ -61,7 +61,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from conftest import SPANS, TRACER_PROVIDER
 from drivers import ANTHROPIC_KW, DRIVERS, UNDRIVEN, Driver, Sandwich, answer, current_target, sampling_request, tables
-from otel_sampling import names
+from otel_sampling import names, price_source
 from otel_sampling.instrumentation import _guard, openai_responses
 from otel_sampling.instrumentation import _mcp_host as mcp_host_module
 from otel_sampling.instrumentation import anthropic as anthropic_module
@@ -222,7 +222,9 @@ PROVIDER_STEPS = [
     _attr(ProviderState, "decode_raw"),
     _attr(FailoverTracker, "observe"),
     _attr(degraded_mode, "stamped_reasons"),
-    _attr(cost, "price_for"),
+    _attr(cost, "quote"),
+    # The price source's look-up (genai-prices, when the prices extra is installed).
+    *([_attr(price_source.GenaiPrices, "price")] if price_source.installed() is not None else []),
 ]
 SYNC_PROVIDER_STEPS = [_attr(StreamProxy, "__init__")]
 ASYNC_PROVIDER_STEPS = [_attr(AsyncStreamProxy, "__init__")]
@@ -273,9 +275,8 @@ UNREACHABLE = {
     ("mcp_server_legacy", "mcp_server.parent_of"): "the legacy send has the ambient parent",
     ("mcp_server_legacy", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
     ("mcp_server_2026", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
-    **{(d, "Counter.add"): "the cost counter needs a policy price table; provider calls record histograms"
-       for d in DRIVERS if d.startswith(("anthropic", "openai"))},
-    **{(d, "cost.price_for"): "the price lookup runs only with a policy price table (none here)"
+    **{(d, "Counter.add"): "the cost counter needs a priced model (claude-req and gpt-req have no price in "
+                           "genai-prices, and no policy table is loaded); provider calls record histograms"
        for d in DRIVERS if d.startswith(("anthropic", "openai"))},
     **{(d, "ProviderState.new_accumulator"): "openai's state picks its accumulator itself (its own step)"
        for d in DRIVERS if d.startswith("openai")},

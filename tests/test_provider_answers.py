@@ -226,7 +226,7 @@ def check_one_call(telemetry: DeltaTelemetry, api: str, answer: object, answered
     points = telemetry.collect()
     durations = points.get(names.METRIC_GEN_AI_OPERATION_DURATION, [])
     assert sum(p.count for p in durations) == 1  # the call is on the metrics, whatever it answered
-    for usd in (attributes.get(names.COST_USD), run.cost_usd,
+    for usd in (attributes.get(names.GEN_AI_USAGE_COST_AMOUNT), run.cost_usd,
                 *(p.value for p in points.get(names.METRIC_GEN_AI_COST, []))):
         assert usd is None or (math.isfinite(usd) and usd >= 0), usd
     for key in (names.GEN_AI_USAGE_INPUT_TOKENS, names.GEN_AI_USAGE_OUTPUT_TOKENS,

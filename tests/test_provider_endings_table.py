@@ -268,7 +268,7 @@ def test_a_hostile_token_count_is_left_off_and_the_call_stays_on_the_metrics(pri
     (span,) = priced.spans()
     assert names.GEN_AI_USAGE_INPUT_TOKENS not in span.attributes  # as if not reported
     assert span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
-    assert span.attributes[names.COST_USD] == pytest.approx(5 * 5.0 / 1e6)  # the output alone
+    assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(5 * 5.0 / 1e6)  # the output alone
     assert sum(p.count for p in priced.points(names.METRIC_GEN_AI_OPERATION_DURATION)) == 1
     types_recorded = {p.attributes[names.GEN_AI_TOKEN_TYPE] for p in priced.points(names.METRIC_GEN_AI_TOKEN_USAGE)}
     assert types_recorded == {"output"}
@@ -285,7 +285,7 @@ def test_a_hostile_cache_count_is_left_off_before_anthropics_input_is_summed(pri
     assert span.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 100
     assert names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS not in span.attributes
     assert names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS not in span.attributes
-    assert span.attributes[names.COST_USD] == pytest.approx((100 * 1.0 + 5 * 5.0) / 1e6)
+    assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx((100 * 1.0 + 5 * 5.0) / 1e6)
 
 
 def test_counts_at_the_bounds_are_kept(providers):
@@ -337,5 +337,5 @@ def test_a_negative_count_inside_a_sampling_request_leaves_its_cost_whole(priced
     (sampling,) = priced.spans(names.SPAN_SAMPLING)
     assert sampling.attributes[names.COST_USD] == pytest.approx(100 * 1.0 / 1e6)  # the input alone
     (chat,) = priced.spans(f"chat {PRICED}")
-    assert chat.attributes[names.COST_USD] == pytest.approx(100 * 1.0 / 1e6)
+    assert chat.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(100 * 1.0 / 1e6)
     assert sum(p.count for p in priced.points(names.METRIC_GEN_AI_OPERATION_DURATION)) == 1

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from otel_sampling import price_source
 from otel_sampling.policy import EMPTY_POLICY, PolicyError
 from otel_sampling.settings import Settings
 
@@ -38,3 +39,26 @@ def test_policy_is_loaded(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text('[servers."s"]\nprimary_model = "m"\n')
     assert Settings.from_env({"OTEL_SAMPLING_POLICY": str(path)}).policy.server("s").primary_model == "m"
+
+
+def test_the_price_source_is_genai_prices_when_installed():
+    """Unset or ``genai-prices`` (any case): the installed genai-prices data, None without it."""
+    for env in ({}, {"OTEL_SAMPLING_PRICE_SOURCE": "genai-prices"}, {"OTEL_SAMPLING_PRICE_SOURCE": " GenAI-Prices "}):
+        assert price_source.installed() is Settings.from_env(env).price_source
+
+
+@pytest.mark.parametrize("raw", ["none", "NONE", " none "])
+def test_price_source_none_leaves_only_the_table(raw):
+    assert None is Settings.from_env({"OTEL_SAMPLING_PRICE_SOURCE": raw}).price_source
+
+
+def test_an_unknown_price_source_warns_and_keeps_the_default(caplog):
+    with caplog.at_level(logging.WARNING):
+        s = Settings.from_env({"OTEL_SAMPLING_PRICE_SOURCE": "litellm-prices"})
+    assert price_source.installed() is s.price_source
+    assert "OTEL_SAMPLING_PRICE_SOURCE='litellm-prices'" in caplog.text
+
+
+def test_settings_built_in_code_have_no_price_source():
+    """``Settings()`` (no environment read) prices with the policy's table only."""
+    assert None is Settings().price_source

@@ -4,8 +4,9 @@ Span: ``chat {gen_ai.request.model}``, kind CLIENT (GenAI semantic conventions, 
 Metrics: ``gen_ai.client.operation.duration`` (with the call's ``otel_sampling.ending``),
 ``gen_ai.client.token.usage`` (input, output, cache_read, cache_creation),
 ``gen_ai.client.operation.time_to_first_chunk`` (streams) and ``gen_ai.client.cost.usd`` (when
-the policy prices the served model). When the call runs inside a host's sampling callback, the
-sampling record is told the models, usage and cost it saw. Every method is called from guarded
+the policy's table or the price source prices the model, :mod:`otel_sampling.rules.cost`). When
+the call runs inside a host's sampling callback, the sampling record is told the models, usage
+and cost it saw. Every method is called from guarded
 wrapper code and ends the span at most once.
 
 Everything here is provider-independent: an SDK module only turns its responses into
@@ -27,6 +28,7 @@ from otel_sampling import locks, names, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments, recorded_in
+from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.sampling import region_of
@@ -47,16 +49,18 @@ class UnpricedModels:
         self._seen: set[str] = set()
         self._lock = locks.new()
 
-    def report(self, model: str | None) -> None:
-        key = model or ""
+    def report(self, model: str | None, source: PriceSource | None) -> None:
+        key = (model or "")[:MAX_MODEL_LENGTH]
         if key in self._seen:
             return
         with self._lock:
             if key in self._seen or len(self._seen) >= MAX_REPORTED_UNPRICED:
                 return
             self._seen.add(key)
-        logger.debug("otel-sampling: no price for model %r in the policy's price table; its cost is not recorded",
-                     model)
+        where = source.name if source is not None else (
+            f"no price source ({names.ENV_PRICE_SOURCE}=none, or genai-prices not installed: the 'prices' extra)")
+        logger.debug("otel-sampling: no price for model %r in the policy's price table nor in %s; its cost is not "
+                     "recorded", key or None, where)
 
 
 _unpriced = UnpricedModels()
@@ -177,7 +181,7 @@ class ProviderCall:
 
         failed = error_type is not None
         reason = None
-        usd = None
+        priced = None
         stamped = degraded_mode.stamped_reasons(getattr(self._span, "attributes", None))
         try:
             record = self._sampling
@@ -196,14 +200,15 @@ class ProviderCall:
                 compare_models=self._compare_models,
                 permitted=record.permitted_models() if record is not None else None)
             mode = degraded_mode.call_mode(reason, stamped, state.active_reasons())
-            usd = self._cost(response_model, usage)
+            priced = self._cost(response_model, usage)
+            usd = priced.usd if priced is not None else None
             if usd is not None:
                 if record is not None:
                     record.add_cost(usd)
                 run_records.add_cost(usd, span=self._span)
             self._record_metrics(duration, response_model, usage, mode, error_type, ending, usd)
         finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, reason, stamped, error_type, ending, usd)
+            self._end_span(response, usage, reason, stamped, error_type, ending, priced)
 
     def _note_served(self, response_model: str | None) -> None:
         """Tell the current run which model, provider and region served it (cache provenance reads it)."""
@@ -212,20 +217,20 @@ class ProviderCall:
             region = region_of(self._instruments.settings.policy.endpoints, self._server_address)
             current.last_served = (response_model or self._request_model, self._provider, region)
 
-    def _cost(self, response_model: str | None, usage: Usage) -> float | None:
+    def _cost(self, response_model: str | None, usage: Usage) -> cost.Cost | None:
+        """The call's cost (:mod:`otel_sampling.rules.cost`): None without token counts or a price."""
         if usage.input_tokens is None and usage.output_tokens is None:
             return None
-        prices = self._instruments.settings.policy.prices
-        if not prices:  # no price table (no policy): no model has a price, nothing to report
+        settings = self._instruments.settings
+        model = cost.priced_model(response_model, self._request_model if self._compare_models else None)
+        quoted = cost.quote(settings.policy.prices, settings.price_source, self._provider, model, usage.input_tokens)
+        if quoted is None:
+            _unpriced.report(model, settings.price_source)
             return None
-        price = cost.price_for(prices, response_model)
-        if price is None:
-            _unpriced.report(response_model)
-            return None
-        return cost.cost_usd(price, usage)
+        return cost.cost_of(quoted, usage)
 
     def _end_span(self, response: Response | None, usage: Usage, reason: str | None, stamped: tuple[str, ...],
-                  error_type: str | None, ending: str, usd: float | None) -> None:
+                  error_type: str | None, ending: str, priced: cost.Cost | None) -> None:
         instruments = self._instruments
         span = self._span
         try:
@@ -250,8 +255,11 @@ class ProviderCall:
                         attributes[key] = value
                 if self._stream and self._first_chunk is not None:
                     attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self._first_chunk - self._start
-                if usd is not None:
-                    attributes[names.COST_USD] = usd
+                if priced is not None:
+                    attributes[names.GEN_AI_USAGE_COST_AMOUNT] = priced.usd
+                    attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
+                    attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
+                    attributes[names.COST_PRICE_SOURCE] = priced.source
                 if error_type is not None:
                     attributes[names.ERROR_TYPE] = clean(error_type, max_length)
                     span.set_status(Status(StatusCode.ERROR))

@@ -1,15 +1,22 @@
-"""What a provider call cost, from the policy file's price table. Pure functions.
+"""What a provider call cost: which price applies, and the arithmetic. Pure functions.
 
-Prices are USD per million tokens (``[prices."<model>"]``, :class:`otel_sampling.policy.Price`).
-The price of a served model is the entry of the same name, else an entry it is a snapshot of
-(``claude-haiku-5-5`` or ``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``,
-:func:`otel_sampling.rules.substitution.same_model`).
+Prices are USD per million tokens (:class:`otel_sampling.policy.Price`). A call is priced at the
+model that served it (``gen_ai.response.model``), else at the requested model when the request
+names a model (not a deployment: Azure OpenAI's request ``model``): :func:`priced_model`.
+
+Which price (:func:`quote`): the policy's ``[prices."<model>"]`` entry wins, the entry of the
+same name, else an entry the model is a snapshot of (``claude-haiku-5-5`` or
+``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``,
+:func:`otel_sampling.rules.substitution.same_model`); else the price source's price for the
+provider and model (:mod:`otel_sampling.price_source`, genai-prices by default); else none: the
+call has no cost at all (not a cost of 0). The cost names where its price came from: ``policy``
+or the source's name (``genai-prices@0.2.3``).
 
 Cost = uncached input x input price + cache reads x cache-read price + cache writes x cache-write
 price + output x output price. Usage is in semantic-convention terms (``input_tokens`` includes
 cache reads and writes), so uncached input = input - cache reads - cache writes (never below 0). A
-cache price the table leaves out is charged at the input price (the table is then read as "no
-discount").
+cache price left out (of the table entry or the source's price) is charged at the input price
+(read as "no discount", as genai-prices computes it).
 
 A cost is never negative nor non-finite: a token count that is none (negative, beyond int64, not
 an int: :func:`otel_sampling.rules.values.clean_usage`) is left off, as if not reported, and a
@@ -21,21 +28,66 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+from otel_sampling import names
 from otel_sampling.policy import Price
 from otel_sampling.rules.substitution import same_model
 from otel_sampling.rules.values import clean_usage
 
 if TYPE_CHECKING:
+    from otel_sampling.price_source import PriceSource
     from otel_sampling.rules.values import Usage
 
 
 _MTOK = 1_000_000
 
 
+class Quote(NamedTuple):
+    """A price and its source: ``policy`` or the price source's name."""
+
+    price: Price
+    source: str
+
+
+class Cost(NamedTuple):
+    """What a call cost: ``usd`` (finite, >= 0) at a price from ``source`` (as in :class:`Quote`)."""
+
+    usd: float
+    source: str
+
+
+def priced_model(response_model: str | None, request_model: str | None) -> str | None:
+    """The model a call is priced at: the served model, else ``request_model`` (pass None when the
+    request names a deployment, not a model); None when neither is known."""
+    return response_model or request_model or None
+
+
+def quote(prices: Mapping[str, Price], source: PriceSource | None, provider: str, model: str | None,
+          input_tokens: int | None) -> Quote | None:
+    """The price of ``model`` served by ``provider`` (``gen_ai.provider.name``) for a call of
+    ``input_tokens`` input tokens (a source's tiered prices depend on it; None counts as 0): the
+    policy table's entry (:func:`price_for`), else ``source``'s price, else None (unknown)."""
+    if not model:
+        return None
+    price = price_for(prices, model)
+    if price is not None:
+        return Quote(price, names.PRICE_SOURCE_POLICY)
+    if source is None:
+        return None
+    price = source.price(provider, model, input_tokens or 0)
+    return Quote(price, source.name) if price is not None else None
+
+
+def cost_of(quoted: Quote, usage: Usage) -> Cost | None:
+    """The :class:`Cost` of ``usage`` at ``quoted`` (:func:`cost_usd`); None when it has none."""
+    usd = cost_usd(quoted.price, usage)
+    return Cost(usd, quoted.source) if usd is not None else None
+
+
 def price_for(prices: Mapping[str, Price], model: str | None) -> Price | None:
-    """The price of ``model``: an exact entry, else the entry it is a dated snapshot of; None if unknown."""
+    """The table's price of ``model``: an exact entry, else the entry it is a dated snapshot of;
+    None if unknown."""
     if not model:
         return None
     price = prices.get(model)

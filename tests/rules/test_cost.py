@@ -1,12 +1,12 @@
-"""What a provider call cost, from the policy file's price table (``otel_sampling.rules.cost``).
+"""What a provider call cost (``otel_sampling.rules.cost``): which price applies, and the arithmetic.
 
-Expected amounts are the price table's arithmetic (USD per million tokens, docs/configuration.md
-``[prices."<model>"]``): uncached input x input price + cache reads x cache-read price + cache
-writes x cache-write price + output x output price, with ``input_tokens`` in semantic-convention
-terms (cache reads and writes included). The cost of real calls: tests/test_provider_cost.py.
+Which price: the policy's ``[prices."<model>"]`` entry (docs/configuration.md), else the price
+source's (genai-prices by default, docs/telemetry.md "Cost"), else none at all. Expected amounts
+are the price's arithmetic (USD per million tokens): uncached input x input price + cache reads x
+cache-read price + cache writes x cache-write price + output x output price, with
+``input_tokens`` in semantic-convention terms (cache reads and writes included). The source's own
+prices: tests/test_price_source.py; the cost of real calls: tests/test_provider_cost.py.
 """
-
-
 
 from __future__ import annotations
 
@@ -19,6 +19,92 @@ from otel_sampling.rules.values import Usage
 HAIKU = Price(1.0, 5.0, 0.1, 1.25)
 #: 525 input tokens of which 400 cache reads and 100 cache writes (25 uncached), 5 output tokens.
 CACHED = Usage(input_tokens=525, output_tokens=5, cache_read_input_tokens=400, cache_creation_input_tokens=100)
+SOURCE_PRICE = Price(3.0, 15.0, 0.3, 3.75)
+
+
+class Source:
+    """A price source that knows one model and remembers what it was asked."""
+
+    name = "genai-prices@9.9.9"
+
+    def __init__(self, known: str = "claude-sonnet-4-5-20250929") -> None:
+        self.known = known
+        self.asked: list[tuple[str, str, int]] = []
+
+    def price(self, provider: str, model: str, input_tokens: int) -> Price | None:
+        self.asked.append((provider, model, input_tokens))
+        return SOURCE_PRICE if model == self.known else None
+
+
+class TestPricedModel:
+    """``priced_model``: a call is priced at the model that served it, else at the requested one."""
+
+    def test_the_served_model_first(self):
+        assert "claude-haiku-5-5-20261001" == cost.priced_model("claude-haiku-5-5-20261001", "claude-sonnet-5-5")
+
+    def test_the_requested_model_when_none_is_reported(self):
+        assert "gpt-4o" == cost.priced_model(None, "gpt-4o")
+        assert "gpt-4o" == cost.priced_model("", "gpt-4o")
+
+    def test_neither(self):
+        """No served model and a request that names a deployment (passed as None): no model to price."""
+        assert None is cost.priced_model(None, None)
+
+
+class TestQuote:
+    """``quote``: the policy table's entry, else the price source's price, else none."""
+
+    def test_the_policy_entry_wins_over_the_source(self):
+        """A model both price: the table's price, source ``policy``; the source is not asked."""
+        source = Source(known="claude-haiku-5-5-20261001")
+
+        quoted = cost.quote({"claude-haiku-5-5": HAIKU}, source, "anthropic", "claude-haiku-5-5-20261001", 525)
+
+        assert cost.Quote(HAIKU, "policy") == quoted
+        assert [] == source.asked
+
+    def test_the_source_prices_what_the_table_leaves_out(self):
+        """The source is asked for the provider, model and the call's input tokens (its tiers
+        depend on them), and named as the price's source."""
+        source = Source()
+
+        quoted = cost.quote({"claude-haiku-5-5": HAIKU}, source, "anthropic", "claude-sonnet-4-5-20250929", 525)
+
+        assert cost.Quote(SOURCE_PRICE, "genai-prices@9.9.9") == quoted
+        assert [("anthropic", "claude-sonnet-4-5-20250929", 525)] == source.asked
+
+    def test_no_input_count_asks_for_the_base_tier(self):
+        source = Source()
+        cost.quote({}, source, "anthropic", "claude-sonnet-4-5-20250929", None)
+        assert [("anthropic", "claude-sonnet-4-5-20250929", 0)] == source.asked
+
+    def test_a_model_neither_knows_has_no_price(self):
+        assert None is cost.quote({"claude-haiku-5-5": HAIKU}, Source(), "anthropic", "claude-unpriced-x", 525)
+
+    def test_without_a_source_only_the_table_prices(self):
+        """No price source (genai-prices not installed, or ``OTEL_SAMPLING_PRICE_SOURCE=none``)."""
+        assert None is cost.quote({}, None, "anthropic", "claude-sonnet-4-5-20250929", 525)
+        assert cost.Quote(HAIKU, "policy") == cost.quote({"claude-haiku-5-5": HAIKU}, None, "anthropic",
+                                                          "claude-haiku-5-5", 525)
+
+    def test_no_model_no_price(self):
+        source = Source()
+        assert None is cost.quote({"claude-haiku-5-5": HAIKU}, source, "anthropic", None, 525)
+        assert [] == source.asked
+
+
+class TestCostOf:
+    """``cost_of``: the cost of one call's usage at a quoted price, naming the price's source."""
+
+    def test_the_source_is_named_with_the_cost(self):
+        usd = (25 * 3.0 + 400 * 0.3 + 100 * 3.75 + 5 * 15.0) / 1e6
+        priced = cost.cost_of(cost.Quote(SOURCE_PRICE, "genai-prices@9.9.9"), CACHED)
+        assert priced is not None
+        assert (pytest.approx(usd), "genai-prices@9.9.9") == priced
+
+    def test_no_usage_no_cost(self):
+        """No token counts: no cost (not a cost of 0), whatever the price."""
+        assert None is cost.cost_of(cost.Quote(SOURCE_PRICE, "policy"), Usage())
 
 
 class TestPriceFor:

@@ -1,0 +1,180 @@
+"""The default price source: the dated prices bundled with genai-prices (PyPI ``genai-prices``).
+
+Installed by the ``prices`` extra (``pip install 'otel-sampling[prices]'``; genai-prices needs
+Python 3.11 or later). Without it, or with ``OTEL_SAMPLING_PRICE_SOURCE=none``, only the policy's
+``[prices]`` table prices calls (:mod:`otel_sampling.rules.cost` decides which price applies).
+
+What a look-up reads, all from genai-prices' own data and matching rules:
+
+* the provider: ``gen_ai.provider.name`` mapped to genai-prices' provider id (``anthropic``,
+  ``openai``; ``aws.bedrock`` is ``aws``, ``gcp.vertex_ai`` is ``google``, ``azure.ai.openai`` is
+  ``azure``, which falls back to openai's and anthropic's prices as genai-prices says);
+* the model: the first of that provider's models whose match rule admits the name (genai-prices
+  resolves snapshots itself: ``claude-sonnet-4-5-20250929`` and ``gpt-4o-2024-08-06`` are
+  ``claude-sonnet-4-5`` and ``gpt-4o``); a name it does not admit has no price (None);
+* the price in force at the call (a dated price from its start date, a time-of-day price), at the
+  tier of the call's input tokens (input tokens past a tier's start price every token at that
+  tier, as genai-prices computes it);
+* USD per million tokens of input (``input_mtok``), output (``output_mtok``), cache reads
+  (``cache_read_mtok``) and cache writes (``cache_write_mtok``, the 5-minute write price: usage
+  does not say a write's lifetime). A model priced for neither input nor output has no price.
+
+Not read: batch and service-tier prices (genai-prices' price variants; the standard price
+applies) and prices genai-prices fetches at run time (``UpdatePrices``): the recorded source,
+``genai-prices@<version>``, names the data that priced the call.
+
+Cheap per call: what is found for each ``(gen_ai.provider.name, model)`` pair, misses included,
+is kept in an LRU of :data:`MAX_CACHED_MODELS` entries (``functools.lru_cache``), each price
+already converted: a call reads the LRU, or for a dated or tiered model asks genai-prices which of
+its prices is in force and compares its input tokens with the tier starts. A model name longer than
+:data:`MAX_MODEL_LENGTH` characters is not looked up (no price). Never raises: a failure of
+genai-prices is logged at DEBUG and the call has no price from it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import logging
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from otel_sampling import names
+from otel_sampling.policy import Price
+
+if TYPE_CHECKING:
+    from genai_prices.types import ModelInfo, ModelPrice
+
+logger = logging.getLogger(__name__)
+
+MAX_CACHED_MODELS: Final = 1024  # (provider, model) look-ups kept, least recently used dropped first
+MAX_MODEL_LENGTH: Final = 256  # longer names (real ones are far shorter) are not looked up
+_MTOK: Final = 1_000_000
+
+# gen_ai.provider.name (GenAI semconv well-known values) -> genai-prices provider id, where they differ.
+_PROVIDER_IDS: Final = {"aws.bedrock": "aws", "gcp.vertex_ai": "google", "azure.ai.openai": "azure"}
+
+
+class PriceSource(Protocol):
+    """A maintained price list: prices a provider's model for one call."""
+
+    @property
+    def name(self) -> str:
+        """What the recorded cost names as its source (``otel_sampling.cost.price_source``)."""
+        ...
+
+    def price(self, provider: str, model: str, input_tokens: int) -> Price | None:
+        """USD per million tokens of ``model`` served by ``provider`` (``gen_ai.provider.name``)
+        for a call of ``input_tokens`` input tokens (cache reads and writes included); None
+        when the source has no price for it."""
+        ...
+
+
+class GenaiPrices:
+    """genai-prices' bundled data as a :class:`PriceSource` (see the module docstring).
+
+    Args:
+        providers: genai-prices' provider list (``genai_prices.data.providers``).
+        version: the installed genai-prices version, named in :attr:`name`.
+    """
+
+    def __init__(self, providers: list[Any], version: str) -> None:
+        self._providers = providers
+        self._name = f"{names.PRICE_SOURCE_GENAI_PRICES}@{version}"
+        self._find = functools.lru_cache(maxsize=MAX_CACHED_MODELS)(self._look_up)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def price(self, provider: str, model: str, input_tokens: int) -> Price | None:
+        if len(model) > MAX_MODEL_LENGTH:
+            return None
+        try:
+            found = self._find(provider, model)
+            return found.at(input_tokens) if isinstance(found, _Changing) else found
+        except Exception:  # genai-prices failing prices nothing; the host's call goes on
+            logger.debug("otel-sampling: genai-prices could not price %r of %r", model, provider, exc_info=True)
+            return None
+
+    def _look_up(self, provider: str, model: str) -> Price | _Changing | None:
+        """The model's one price, else its prices by date and tier; None when genai-prices knows
+        no such provider or model, or prices neither its input nor its output."""
+        from genai_prices.data_snapshot import find_provider_by_id
+        from genai_prices.types import ModelPrice
+
+        found_provider = find_provider_by_id(self._providers, _PROVIDER_IDS.get(provider, provider))
+        if found_provider is None:
+            return None
+        info = found_provider.find_model(model, all_providers=self._providers)
+        if info is None:
+            return None
+        if isinstance(info.prices, ModelPrice):
+            tiers = _tiers(info.prices)
+            if len(tiers) == 1:
+                return tiers[0][1]
+        return _Changing(info)
+
+
+class _Changing:
+    """A model whose price depends on the date (genai-prices' conditional prices) or on the call's
+    input tokens (its tiers): genai-prices picks the price in force, converted once per price."""
+
+    __slots__ = ("_info", "_converted")
+
+    def __init__(self, info: ModelInfo) -> None:
+        from genai_prices.types import ModelPrice
+
+        self._info = info
+        listed = [info.prices] if isinstance(info.prices, ModelPrice) else [c.prices for c in info.prices]
+        # Keyed by identity: genai-prices hands back the listed price objects; one entry per listed price.
+        self._converted = {id(prices): _tiers(prices) for prices in listed}
+
+    def at(self, input_tokens: int) -> Price | None:
+        prices = self._info.get_prices(datetime.datetime.now(datetime.timezone.utc))
+        tiers = self._converted.get(id(prices)) or _tiers(prices)
+        for start, price in tiers:
+            if input_tokens > start:
+                return price
+        return None
+
+
+def _parts(prices: ModelPrice) -> tuple[Any, ...]:
+    return (prices.input_mtok, prices.output_mtok, prices.cache_read_mtok, prices.cache_write_mtok)
+
+
+def _tiers(prices: ModelPrice) -> tuple[tuple[int, Price | None], ...]:
+    """``(start, price)`` pairs, highest start first: the price of a call of more than ``start``
+    input tokens. The base price has start -1 (every call); a tier's start is genai-prices'."""
+    from genai_prices.types import TieredPrices
+
+    starts = sorted({tier.start for part in _parts(prices) if isinstance(part, TieredPrices) for tier in part.tiers})
+    return tuple((start, _converted(prices, start + 1)) for start in reversed([-1, *starts]))
+
+
+def _converted(prices: ModelPrice, input_tokens: int) -> Price | None:
+    """The four token prices for a call of ``input_tokens`` input tokens; None when neither input
+    nor output has one."""
+    from genai_prices.types import calc_unit_price
+
+    def per_mtok(value: Any) -> float | None:
+        # genai-prices' own rule picks the tier: the price of one million tokens at this call's input size.
+        return None if value is None else float(calc_unit_price(value, _MTOK, input_tokens, _MTOK))
+
+    input_price, output_price, read_price, write_price = (per_mtok(p) for p in _parts(prices))
+    if input_price is None and output_price is None:
+        return None
+    return Price(input_price or 0.0, output_price or 0.0, read_price, write_price)
+
+
+@functools.cache
+def installed() -> GenaiPrices | None:
+    """The genai-prices source when genai-prices is importable, else None (logged at DEBUG).
+    Loaded once per process (its data takes a few hundred milliseconds to import)."""
+    try:
+        from genai_prices import __version__
+        from genai_prices.data import providers
+    except Exception:  # not installed (ImportError) or broken: no price source, the host goes on
+        logger.debug("otel-sampling: genai-prices is not available; only the policy's price table prices calls",
+                     exc_info=True)
+        return None
+    return GenaiPrices(providers, __version__)
