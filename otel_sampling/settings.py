@@ -12,6 +12,7 @@
 | ``OTEL_SAMPLING_FINGERPRINT_KEY`` | HMAC key of the request fingerprint, shared by the processes that must agree on it: at least 32 characters, its UTF-8 bytes the key, surrounding whitespace ignored | a random key per process |
 | ``OTEL_SAMPLING_OMIT_FINGERPRINT`` | ``true``: no ``mcp.sampling.request.fingerprint`` on spans (identity tracking goes on) | false |
 | ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` | ``true``: provider requests whose SDK sends no trace context of its own (openai) do not carry the global propagator's headers for our span | false |
+| ``OTEL_SAMPLING_DISCLOSURE_TRACKED`` | ``true``: the host tracks disclosure from the start, so its silent incidents are ``degradation.disclosure.tracked=true`` (paged) before its first ``disclose()`` call | false: tracked once the process calls ``disclose()`` |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host); so is a fingerprint key shorter than 32 characters (the
@@ -69,6 +70,8 @@ class Settings:
         propagate_to_provider: requests to a provider whose SDK sends no trace context of its own
             carry the global propagator's headers for our ``chat`` span (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT``
             turns it off).
+        disclosure_tracked: True: the host tracks disclosure from the start
+            (``OTEL_SAMPLING_DISCLOSURE_TRACKED``); False: from its first ``disclose()`` call.
     """
 
     policy: Policy = EMPTY_POLICY
@@ -81,6 +84,7 @@ class Settings:
     fingerprint_key: bytes | None = field(default=None, repr=False)
     omit_fingerprint: bool = False
     propagate_to_provider: bool = True
+    disclosure_tracked: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -103,6 +107,7 @@ class Settings:
             fingerprint_key=_fingerprint_key(env),
             omit_fingerprint=_boolean(env, names.ENV_OMIT_FINGERPRINT),
             propagate_to_provider=not _boolean(env, names.ENV_OMIT_PROVIDER_TRACE_CONTEXT),
+            disclosure_tracked=_boolean(env, names.ENV_DISCLOSURE_TRACKED),
         )
 
 
