@@ -171,7 +171,7 @@ class RunScope:
 
     def __enter__(self) -> Run:
         run = self._run
-        # Nested in the run current here, explicit or implicit (a framework's root span): what
+        # Nested in the run current here, explicit or implicit (a framework's agent span): what
         # happens inside counts there too, and the silent incident is counted once, out there.
         parent = current_run()
         run._parent = parent if parent is not None and not parent._ended else None
@@ -449,8 +449,8 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
     if span is not None:
         span.add_event(names.EVENT_SILENT_INCIDENT, event)
     elif incident_parent is not None:
-        # An implicit run ends with its root span, which is already read-only: the event goes on
-        # a zero-length child span of that root.
+        # An implicit run ends with (or after) its span, which is already read-only: the event
+        # goes on a zero-length child span of that span.
         parent = otel_context.Context() if not incident_parent.is_valid else trace.set_span_in_context(
             trace.NonRecordingSpan(incident_parent))
         child = telemetry.tracer.start_span(names.EVENT_SILENT_INCIDENT, context=parent, kind=SpanKind.INTERNAL)
@@ -459,9 +459,9 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
 
 
 def _recorded_in(span: trace.Span | None, root: trace.SpanContext | None) -> otel_context.Context | None:
-    """Where a run's points are recorded: in its own span (explicit run) or its root span (implicit
-    run, ended already), so that their exemplars name it; None (the current context) when neither
-    is known."""
+    """Where a run's points are recorded: in its own span (explicit run) or the span it is the run
+    of (implicit run: an agent span or a sampling request's span, ended already), so that their
+    exemplars name it; None (the current context) when neither is known."""
     if span is not None:
         return recorded_in(span)
     return recorded_in(trace.NonRecordingSpan(root)) if root is not None else None
