@@ -98,6 +98,9 @@ ENDINGS: Final = (
     ENDING_CANCELLED,
     ENDING_ERROR,
 )
+# The endings that are the host's decision not to sample (no model was asked): a run they end is
+# ``denied``, and a repeat of the request after one is a repeat after a denial.
+DECISION_ENDINGS: Final = (ENDING_POLICY_DENIED, ENDING_USER_DENIED, ENDING_BUDGET_EXHAUSTED)
 
 SUBSTITUTION_NONE: Final = "none"
 SUBSTITUTION_WITHIN_POLICY: Final = "within_policy"
@@ -220,6 +223,9 @@ OUTCOME_DENIED: Final = "denied"
 OUTCOMES: Final = (OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DENIED)
 DISCLOSURE_KIND: Final = "degradation.disclosure.kind"  # DISCLOSURE_KINDS
 DISCLOSURE_KINDS: Final = ("inline", "activity_log")
+# "true" | "false": whether the host tracks disclosure (it called disclose() in this process, or
+# OTEL_SAMPLING_DISCLOSURE_TRACKED=true); on degradation.silent_incidents and its span event
+DISCLOSURE_TRACKED: Final = "degradation.disclosure.tracked"
 
 CACHE_LOOKUP_RESULT: Final = "cache.lookup.result"  # "hit" | "miss"
 CACHE_PROVENANCE_MODE: Final = "cache.provenance.mode"  # MODES, or "unstamped"
@@ -269,6 +275,10 @@ UNIT_TRANSITION: Final = "{transition}"
 # Names these features add beyond the contract above. ``invoke_agent`` is the GenAI semconv
 # operation for an agent invocation (span ``invoke_agent {name}``); the rest are ours.
 OPERATION_INVOKE_AGENT: Final = "invoke_agent"  # gen_ai.operation.name of an explicit run's span
+OPERATION_INVOKE_WORKFLOW: Final = "invoke_workflow"  # GenAI semconv: a workflow of agents
+# gen_ai.operation.name of the GenAI agent spans (semconv "agent and framework spans"): one that no
+# run owns starts an implicit run.
+AGENT_OPERATIONS: Final = (OPERATION_INVOKE_AGENT, OPERATION_INVOKE_WORKFLOW)
 EVENT_DISCLOSURE: Final = "degradation.disclosure"  # span event: the person was told
 DISCLOSURE_MESSAGE_LENGTH: Final = "degradation.disclosure.message.length"  # characters; the text is not kept
 DISCLOSURE_MESSAGE: Final = "degradation.disclosure.message"  # only with content capture on
@@ -319,6 +329,7 @@ ENV_MAX_PENDING: Final = "OTEL_SAMPLING_MAX_PENDING"
 ENV_UNANSWERED_AFTER_SECONDS: Final = "OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS"
 ENV_FINGERPRINT_KEY: Final = "OTEL_SAMPLING_FINGERPRINT_KEY"  # shared HMAC key of the request fingerprint
 ENV_OMIT_FINGERPRINT: Final = "OTEL_SAMPLING_OMIT_FINGERPRINT"  # "true": no fingerprint attribute on spans
+ENV_DISCLOSURE_TRACKED: Final = "OTEL_SAMPLING_DISCLOSURE_TRACKED"  # "true": disclosure tracked from the start
 ENV_OMIT_PROVIDER_TRACE_CONTEXT: Final = "OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT"  # "true": none of ours on openai
 ENV_PRICE_SOURCE: Final = "OTEL_SAMPLING_PRICE_SOURCE"  # PRICE_SOURCE_GENAI_PRICES (default) | PRICE_SOURCE_NONE
 PRICE_SOURCE_NONE: Final = "none"  # no price source: only the policy's [prices] table prices calls

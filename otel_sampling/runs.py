@@ -50,6 +50,8 @@ def disclose(message: str, kind: str = "inline") -> None:
             find later).
 
     Marks the current run disclosed and adds a ``degradation.disclosure`` event to the current span.
+    The first call also marks the process as one that tracks disclosure: from then on its silent
+    incidents carry ``degradation.disclosure.tracked=true``, which the critical alert pages on.
 
     Raises:
         TypeError: ``message`` is not a string.  ValueError: ``kind`` is not one of the two.
@@ -58,6 +60,7 @@ def disclose(message: str, kind: str = "inline") -> None:
         raise TypeError(f"disclosure message must be a string, got {type(message).__name__}")
     if kind not in names.DISCLOSURE_KINDS:
         raise ValueError(f"disclosure kind must be one of {', '.join(names.DISCLOSURE_KINDS)}; got {kind!r}")
+    state.note_disclosure_call()
     current = current_run()
     if current is not None:
         current.note_disclosure()

@@ -13,6 +13,7 @@
 | ``OTEL_SAMPLING_OMIT_FINGERPRINT`` | ``true``: no ``mcp.sampling.request.fingerprint`` on spans (identity tracking goes on) | false |
 | ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` | ``true``: provider requests whose SDK sends no trace context of its own (openai) do not carry the global propagator's headers for our span | false |
 | ``OTEL_SAMPLING_PRICE_SOURCE`` | ``genai-prices``: prices not in the policy's table come from genai-prices when it is installed (the ``prices`` extra); ``none``: only the table prices calls | ``genai-prices`` |
+| ``OTEL_SAMPLING_DISCLOSURE_TRACKED`` | ``true``: the host tracks disclosure from the start, so its silent incidents are ``degradation.disclosure.tracked=true`` (paged) before its first ``disclose()`` call | false: tracked once the process calls ``disclose()`` |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host); so is a fingerprint key shorter than 32 characters (the
@@ -74,6 +75,8 @@ class Settings:
         price_source: prices models the policy's table leaves out (:mod:`otel_sampling.price_source`);
             None: only the table prices calls. :meth:`from_env` gives genai-prices when it is
             installed (loaded once per process) unless ``OTEL_SAMPLING_PRICE_SOURCE=none``.
+        disclosure_tracked: True: the host tracks disclosure from the start
+            (``OTEL_SAMPLING_DISCLOSURE_TRACKED``); False: from its first ``disclose()`` call.
     """
 
     policy: Policy = EMPTY_POLICY
@@ -87,6 +90,7 @@ class Settings:
     omit_fingerprint: bool = False
     propagate_to_provider: bool = True
     price_source: price_source.PriceSource | None = None
+    disclosure_tracked: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -110,6 +114,7 @@ class Settings:
             omit_fingerprint=_boolean(env, names.ENV_OMIT_FINGERPRINT),
             propagate_to_provider=not _boolean(env, names.ENV_OMIT_PROVIDER_TRACE_CONTEXT),
             price_source=_price_source(env),
+            disclosure_tracked=_boolean(env, names.ENV_DISCLOSURE_TRACKED),
         )
 
 

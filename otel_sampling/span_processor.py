@@ -10,8 +10,9 @@ and does nothing). It sees spans from every instrumentation on that provider, no
   started with, then every active reason), and, per active named degradation in entry order,
   ``degradation.component``, ``degradation.owner`` and ``degradation.expires_at``. With nothing
   active it adds nothing and removes nothing.
-* Runs: ``on_start`` attributes the span to a run (a local root outside any run starts one),
-  ``on_end`` folds its mode and substitution into the run and ends an implicit run with its root.
+* Runs: ``on_start`` attributes the span to a run (an agent span that no run owns starts one,
+  :mod:`otel_sampling.records.run`), ``on_end`` folds its mode and substitution into the run and
+  ends an agent span's run with that span.
 * Inside ``opentelemetry.instrumentation.utils.suppress_instrumentation()``, ``on_start`` does
   nothing: a span that a library starts there anyway (mcp's own spans do) is neither stamped nor
   a run, so suppressed work records no ``agent.run*`` points.
@@ -45,7 +46,7 @@ class DegradationSpanProcessor(SpanProcessor):
             reasons = state.active_reasons()
             if reasons:
                 _stamp(span, reasons)
-            run_records.span_started(span, parent_context)
+            run_records.span_started(span)
         except Exception:
             logger.debug("otel-sampling: span processor on_start failed", exc_info=True)
 

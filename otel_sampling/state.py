@@ -19,7 +19,10 @@ What the whole process shares is here:
 * how many instrumentors are instrumented (:func:`hooks_enabled`: the span processor and log
   fields run while one is), the span processor of each tracer provider and the log record factory;
 * the request fingerprint's key of this process (:func:`fingerprint_key`), used when
-  ``OTEL_SAMPLING_FINGERPRINT_KEY`` names no shared one.
+  ``OTEL_SAMPLING_FINGERPRINT_KEY`` names no shared one;
+* whether the host has called ``otel_sampling.disclose()`` in this process
+  (:func:`note_disclosure_call`, :func:`disclosure_called`): a host that never does is not paged
+  for silent incidents.
 
 Not here: the sets that keep a log message from repeating (``settings``, ``content``, unpriced
 models in :mod:`otel_sampling.records.provider_call`, the stdio trap's warnings in
@@ -44,7 +47,8 @@ with ``os.register_at_fork``, runs in the child before ``fork()`` returns there,
    child).
 
 What outlives a request stays as the parent left it: the degradations, the open runs, the bound
-instruments, request identities and failover memory. A child that goes on running the parent's
+instruments, request identities, failover memory and whether ``disclose()`` was called (the child
+runs the same host code). A child that goes on running the parent's
 event loop (not a prefork server: they fork before serving) ends the parent's requests there
 too, without their stall reports and with ``mcp.sampling.in_flight`` below 0 until they all end.
 """
@@ -254,6 +258,23 @@ def fingerprint_key() -> bytes:
     ``FINGERPRINT_KEY_BYTES`` bytes from ``os.urandom``, the same for the life of the process (a
     child forked from it inherits it with the rest of its memory)."""
     return _fingerprint_key
+
+
+# ---------------------------------------------------------------------- disclosure adoption
+# One bool, written once from False to True and never back: no lock, nothing to reset after fork.
+_disclosure_called = False
+
+
+def note_disclosure_call() -> None:
+    """The host called ``otel_sampling.disclose()``: from now on this process tracks disclosure."""
+    global _disclosure_called
+    _disclosure_called = True
+
+
+def disclosure_called() -> bool:
+    """True once the host has called ``otel_sampling.disclose()`` in this process (or in the parent
+    it was forked from, before the fork)."""
+    return _disclosure_called
 
 
 # ---------------------------------------------------------------------- the watchdog

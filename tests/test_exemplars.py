@@ -186,12 +186,23 @@ def test_an_explicit_run_names_its_run_span(host, fake_provider):
         assert host.exemplar_spans(metric) == ids(run_span), metric
 
 
-def test_an_implicit_run_names_its_root_span(host, fake_provider):
-    with TRACER_PROVIDER.get_tracer("host").start_as_current_span("triage-task"):
+def test_an_agent_span_s_run_names_that_span(host, fake_provider):
+    with TRACER_PROVIDER.get_tracer("host").start_as_current_span(
+            "triage-task", attributes={names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT}):
         _substituted_call(fake_provider)
     (root,) = host.spans("triage-task", scope=None)
     for metric in RUN_METRICS:
         assert host.exemplar_spans(metric) == ids(root), metric
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_a_sampling_request_s_own_run_names_its_sampling_span(mode, host_with_policy):
+    """No run owns the request: its own run's points name the request's span (the silent incident
+    too: served by a model outside the policy)."""
+    anyio.run(call, mode, callback_returning(result(model="claude-opus-5-5")))
+    (sampling,) = host_with_policy.spans(names.SPAN_SAMPLING)
+    for metric in RUN_METRICS:
+        assert host_with_policy.exemplar_spans(metric) == ids(sampling), metric
 
 
 @pytest.mark.parametrize("inside_a_span", [True, False])

@@ -72,6 +72,7 @@ from otel_sampling.instrumentation._provider import ProviderState
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import InFlight
 from otel_sampling.records import identity
+from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.provider_call import ProviderCall
@@ -197,6 +198,8 @@ MCP_HOST_STEPS = [
     _attr(Ledger, "note_ending"),
     _attr(mcp_host_module, "parent_of"),
     _attr(InFlight, "add"),  # in-flight counts (an asynchronous UpDownCounter: no SDK call per request)
+    _attr(run_records, "open_request_run"),  # a request no run owns is its own run
+    _attr(run_records, "end_request_run"),
 ]
 MCP_SERVER_STEPS = [
     _attr(ServerSamplingRecord, "__init__"),
@@ -275,6 +278,8 @@ UNREACHABLE = {
     ("mcp_server_legacy", "mcp_server.parent_of"): "the legacy send has the ambient parent",
     ("mcp_server_legacy", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
     ("mcp_server_2026", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
+    **{(d, "Histogram.record"): "the server side records one counter; its tools/call span is no run"
+       for d in ("mcp_server_legacy", "mcp_server_2026")},
     **{(d, "Counter.add"): "the cost counter needs a priced model (claude-req and gpt-req have no price in "
                            "genai-prices, and no policy table is loaded); provider calls record histograms"
        for d in DRIVERS if d.startswith(("anthropic", "openai"))},

@@ -23,6 +23,8 @@ RULES = ROOT / "alerts" / RULES_FILE
 CONFIG = MixinConfig()  # the committed file is generated from the defaults
 J = 'job="j"'
 S = 'mcp_server_name="s"'
+TRACKED = 'degradation_disclosure_tracked="true"'
+UNTRACKED = 'degradation_disclosure_tracked="false"'
 
 
 def req(labels: str) -> str:
@@ -73,13 +75,22 @@ CASES = [
     ("expired 3 minutes ago and still active", "DegradationExpired",
      [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x20")],
      "8m", []),
-    ("one incident, its series created at 1", "SilentDegradation",
-     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x5 1x30")], "10m",
+    # A host that adopted disclosure (it called disclose(), or OTEL_SAMPLING_DISCLOSURE_TRACKED=true)
+    # is paged for an undisclosed degraded run; the incidents from before its first disclose() call
+    # (tracked "false") do not add to the count.
+    ("a host that tracks disclosure: one incident, its series created at 1", "SilentDegradation",
+     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {TRACKED}}}', "_x5 1x30"),
+      (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {UNTRACKED}}}', "2x35")], "10m",
      [({"job": "j", "agent_run_name": "triage"},
        "1 silent-degradation incidents in run 'triage' of job j over the last 30m: a degraded ending or an "
        "outside-policy model with no disclosure.")]),
     ("an incident older than the window", "SilentDegradation",
-     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "1x120")], "100m", []),
+     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {TRACKED}}}', "1x120")], "100m", []),
+    # A zero-code host never calls disclose() (no framework does): its first ordinary fallback is
+    # an incident nobody could have prevented with a disclosure it does not make, so no page.
+    ("a zero-code host's first fallback", "SilentDegradation",
+     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="sampling/createMessage", {UNTRACKED}}}',
+       "_x5 1x30")], "10m", []),
     ("an outside-policy model", "SubstitutionOutsidePolicy",
      [(req('mcp_sampling_substitution="outside_policy"'), "_x5 1x30")], "10m",
      [({"job": "j", "mcp_server_name": "s"},

@@ -71,7 +71,7 @@ def test_failover_under_one_parent_is_degraded_and_costed_to_the_fallback(priced
     with trace.get_tracer("host").start_as_current_span("host step"):
         message = _overloaded_then_fallback(fake_provider)
     assert message.model == "claude-haiku-5-5"
-    # the host step is a run that ended degraded without a disclosure: its incident span is also ours
+    # (the host step is no run: an INTERNAL span of the host, not an agent span)
     primary, fallback = [s for s in priced.spans() if s.name.startswith("chat ")]
     assert primary.attributes[names.ENDING] == "model.unavailable"
     assert names.GEN_AI_USAGE_COST_AMOUNT not in primary.attributes  # no usage, no cost

@@ -119,7 +119,7 @@ def _rate_limited_then_mini(fp, api):
 def test_failover_under_one_parent_is_degraded_and_costed_to_the_fallback(priced_openai, fake_provider, api):
     with trace.get_tracer("host").start_as_current_span("host step"):
         assert _rate_limited_then_mini(fake_provider, api).model == "gpt-mini"
-    # the host step is a run that ended degraded without a disclosure: its incident span is also ours
+    # (the host step is no run: an INTERNAL span of the host, not an agent span)
     primary, fallback = [s for s in priced_openai.spans() if s.name.startswith("chat ")]
     assert (primary.attributes[names.ENDING], primary.attributes[names.DEGRADATION_MODE]) == (
         "model.unavailable", "primary")

@@ -1,4 +1,6 @@
-"""Runs: explicit and implicit (local root span), mode, outcome, cost, duration, disclosure, incidents, evaluations.
+"""Runs: explicit and implicit (an agent span no run owns), mode, outcome, cost, duration, disclosure,
+incidents, evaluations. What becomes a run: docs/telemetry.md "Runs" (a sampling request's own run:
+tests/test_request_runs.py).
 
 Also what a run cannot get wrong in a long-lived host: nested runs, runs outliving their parent or
 exited in another context count one incident each, and the memory they hold stays bounded.
@@ -17,13 +19,17 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 import otel_sampling as osm
-from conftest import TRACER_PROVIDER
+from conftest import TRACER_PROVIDER, _instrumented
 from otel_sampling import degradation, names, runs, state
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.settings import Settings
 
 LATER = "2099-01-01T00:00:00Z"
 OTHER = trace.get_tracer("someone-elses-instrumentation", tracer_provider=TRACER_PROVIDER)
 RUN_KEYS = (names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOME, names.AGENT_RUN_DISCLOSED)
 DEGRADED_SPAN = {names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}
+# A GenAI agent span (semconv "Invoke agent internal span"), as a framework starts it.
+AGENT = {names.GEN_AI_OPERATION_NAME: "invoke_agent"}
 
 
 @pytest.fixture(autouse=True)
@@ -155,9 +161,9 @@ def test_async_runs_are_separate_per_task(mcp_instrumented):
     assert t.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {("a",): 1.0, ("b",): 1.0}
 
 
-def test_a_local_root_span_is_a_run_by_default(mcp_instrumented):
+def test_an_agent_span_is_a_run_by_default(mcp_instrumented):
     t = mcp_instrumented
-    with OTHER.start_as_current_span("handle ticket") as root:
+    with OTHER.start_as_current_span("handle ticket", attributes=AGENT) as root:
         runs.add_cost(0.1)
         with OTHER.start_as_current_span("fallback call", attributes={names.DEGRADATION_MODE: "degraded",
                                                                       names.DEGRADATION_REASON: ["fallback"]}):
@@ -170,14 +176,46 @@ def test_a_local_root_span_is_a_run_by_default(mcp_instrumented):
     assert incident.events[0].attributes[names.DEGRADATION_REASON] == ("fallback",)
 
 
-def test_a_local_root_that_fails_is_a_failed_run(mcp_instrumented):
-    with pytest.raises(RuntimeError), OTHER.start_as_current_span("handle ticket"):
+@pytest.mark.parametrize(("kind", "name"), [(trace.SpanKind.SERVER, "GET /health"),
+                                          (trace.SpanKind.INTERNAL, "cache refresh"),
+                                          (trace.SpanKind.CONSUMER, "queue receive"),
+                                          (trace.SpanKind.CLIENT, "tools/call summarise")])
+def test_a_local_root_that_is_not_an_agent_span_is_no_run(mcp_instrumented, kind, name):
+    """A web framework's health check, another library's INTERNAL work, a message, a bare client
+    call: none is a task of the agent, degraded or not."""
+    with OTHER.start_as_current_span(name, kind=kind), OTHER.start_as_current_span("x", attributes=DEGRADED_SPAN):
+        assert runs.current_run() is None
+    assert mcp_instrumented.points(names.METRIC_AGENT_RUNS) == []
+    assert mcp_instrumented.points(names.METRIC_SILENT_INCIDENTS) == []
+
+
+@pytest.mark.parametrize("operation", ["invoke_agent", "invoke_workflow"])
+def test_an_agent_span_under_a_web_request_is_the_run(mcp_instrumented, operation):
+    """The agent span need not be a local root: under a framework's SERVER span (which is no run)
+    it is the task, and a nested agent span (a sub-agent) belongs to it."""
+    with OTHER.start_as_current_span("POST /triage", kind=trace.SpanKind.SERVER):
+        with OTHER.start_as_current_span(f"{operation} triage", attributes={names.GEN_AI_OPERATION_NAME: operation}):
+            with OTHER.start_as_current_span("invoke_agent helper", attributes=AGENT):
+                pass
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME) == {(f"{operation} triage",): 1}
+
+
+def test_an_agent_span_with_a_remote_parent_is_a_run(mcp_instrumented):
+    remote = SpanContext(trace_id=7, span_id=7, is_remote=True, trace_flags=TraceFlags(1))
+    with OTHER.start_as_current_span("invoke_agent remote", context=trace.set_span_in_context(NonRecordingSpan(remote)),
+                                     kind=trace.SpanKind.SERVER, attributes=AGENT):
+        pass
+    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME) == {("invoke_agent remote",): 1}
+
+
+def test_an_agent_span_that_fails_is_a_failed_run(mcp_instrumented):
+    with pytest.raises(RuntimeError), OTHER.start_as_current_span("handle ticket", attributes=AGENT):
         raise RuntimeError("x")
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_OUTCOME) == {("failed",): 1}
 
 
 def test_a_disclosure_in_an_implicit_run_prevents_the_incident(mcp_instrumented):
-    with OTHER.start_as_current_span("handle ticket"):
+    with OTHER.start_as_current_span("handle ticket", attributes=AGENT):
         with _outage():
             pass
         osm.disclose("reduced mode", kind="inline")
@@ -292,10 +330,13 @@ def test_a_nested_run_that_outlives_its_parent_counts_its_own_incident(mcp_instr
 
 
 @pytest.mark.parametrize("disclose", [True, False])
-def test_a_run_inside_a_framework_root_span_is_not_a_second_incident(mcp_instrumented, disclose):
-    # A web framework's SERVER span is the local root: an implicit run. The host's explicit run
-    # inside it is the task; a disclosure there reaches the person, so no incident anywhere.
-    with OTHER.start_as_current_span("POST /triage", kind=trace.SpanKind.SERVER), osm.run("ticket-triage"):
+@pytest.mark.parametrize("root", [{}, AGENT])
+def test_a_run_inside_a_framework_root_span_is_not_a_second_incident(mcp_instrumented, disclose, root):
+    # A web framework's SERVER span is no run; a framework's agent span is one, and the host's
+    # explicit run inside it is nested there. Either way the explicit run is the task; a disclosure
+    # there reaches the person, so no incident anywhere, and one without it.
+    with OTHER.start_as_current_span("POST /triage", kind=trace.SpanKind.SERVER, attributes=root), \
+            osm.run("ticket-triage"):
         with _outage():
             pass
         if disclose:
@@ -324,7 +365,7 @@ def test_a_substitution_outside_policy_without_disclosure_is_exactly_one_inciden
 
 @pytest.mark.parametrize("reason", [3, True, 2.5])
 def test_a_foreign_span_with_a_non_string_reason_still_ends_its_run(mcp_instrumented, reason):
-    with OTHER.start_as_current_span("handle", attributes={names.DEGRADATION_MODE: "degraded",
+    with OTHER.start_as_current_span("handle", attributes={**AGENT, names.DEGRADATION_MODE: "degraded",
                                                            names.DEGRADATION_REASON: reason}), _outage():
         with OTHER.start_as_current_span("inner", attributes={names.DEGRADATION_REASON: reason}):
             pass
@@ -340,7 +381,8 @@ def test_work_a_run_left_behind_after_it_ended_is_a_run_of_its_own(mcp_instrumen
 
     def later():
         assert runs.current_run() is None  # not the ended run
-        with OTHER.start_as_current_span("background job", context=otel_context.Context()):  # its own trace
+        with OTHER.start_as_current_span("background job", context=otel_context.Context(),  # its own trace
+                                         attributes=AGENT):
             with _outage():
                 pass
             osm.disclose("reduced mode")
@@ -414,3 +456,45 @@ def test_a_chain_of_jobs_each_started_from_the_last_keeps_no_chain_of_runs(mcp_i
         kept, parent = kept + 1, parent._parent
     assert kept <= 1  # not every earlier run, alive through its child
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME) == {("job",): 3000}
+
+
+# ---------------------------------------------------------------- who is paged: hosts that track disclosure
+def _tracked(t) -> dict:
+    return t.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME, names.DISCLOSURE_TRACKED)
+
+
+@pytest.fixture
+def zero_code(monkeypatch):
+    """A process that has not called disclose() (a host that never does: no framework makes the call)."""
+    monkeypatch.setattr(state, "_disclosure_called", False)
+
+
+def test_a_host_that_never_discloses_records_its_incident_untracked(mcp_instrumented, zero_code):
+    with osm.run("triage"), _outage():
+        pass
+    assert _tracked(mcp_instrumented) == {("triage", "false"): 1}
+    (event,) = mcp_instrumented.spans("invoke_agent triage")[0].events
+    assert event.attributes[names.DISCLOSURE_TRACKED] == "false"
+
+
+def test_a_host_that_called_disclose_once_tracks_disclosure_from_then_on(mcp_instrumented, zero_code):
+    with osm.run("first"), _outage():
+        pass  # before the host's first disclose() call: not yet known to track disclosure
+    with osm.run("told"), _outage():
+        osm.disclose("Reduced mode")
+    with osm.run("forgot"), _outage():
+        pass
+    assert _tracked(mcp_instrumented) == {("first", "false"): 1, ("forgot", "true"): 1}
+
+
+def test_the_setting_tracks_disclosure_from_the_start(telemetry, zero_code, monkeypatch):
+    monkeypatch.setenv(names.ENV_DISCLOSURE_TRACKED, "true")
+    for t in _instrumented(telemetry, MCPSamplingInstrumentor):
+        with osm.run("triage"), _outage():
+            pass
+        assert _tracked(t) == {("triage", "true"): 1}
+
+
+@pytest.mark.parametrize(("raw", "tracked"), [("true", True), ("TRUE", True), ("false", False), ("", False)])
+def test_the_setting_is_an_opentelemetry_boolean(raw, tracked):
+    assert Settings.from_env({names.ENV_DISCLOSURE_TRACKED: raw}).disclosure_tracked is tracked

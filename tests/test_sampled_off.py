@@ -7,9 +7,9 @@ of them) and on ``labels.clean`` (the per-attribute string work) as imported by 
 build span attributes. The metrics must not depend on sampling: the same workload under
 ``ALWAYS_ON`` and ``ALWAYS_OFF`` gives the same points with the same labels.
 
-Left out: the ``agent.run*`` metrics. An implicit run is a local root span as the span processor
-sees it start, and the SDK calls no processor for a span its sampler dropped, so sampled off a
-sampling request starts no implicit run (explicit ``otel_sampling.run()`` scopes still count).
+The ``agent.run*`` metrics too: a sampling request that no run owns is its own run, opened and
+ended by the request itself, so sampled off it is the same run. (An agent span's run is different:
+the span processor sees it start, and the SDK calls no processor for a span its sampler dropped.)
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
 
 MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
 DURATIONS = {names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
-             names.METRIC_SAMPLING_DURATION}
+             names.METRIC_SAMPLING_DURATION, names.METRIC_AGENT_RUN_DURATION}
 
 
 def _provider_calls(fp) -> None:
@@ -66,8 +66,6 @@ def _points(reader: InMemoryMetricReader) -> dict:
     for rm in reader.get_metrics_data().resource_metrics:
         for sm in rm.scope_metrics:
             for metric in sm.metrics:
-                if metric.name.startswith("agent."):
-                    continue  # runs: see the module docstring
                 points = out.setdefault(metric.name, [])
                 for p in metric.data.data_points:
                     value = p.count if metric.name in DURATIONS else getattr(p, "sum", getattr(p, "value", None))

@@ -82,6 +82,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
     component = f"{{{{ $labels.{m.COMPONENT} }}}}"
     by_server = f"{m.JOB}, {m.SERVER}"
     by_degradation = f"{m.JOB}, {m.COMPONENT}, {m.REASON}"
+    tracked = sel(matchers(**{m.DISCLOSURE_TRACKED: "true"}))
 
     def requests(**labels: str) -> str:
         return f"{r.requests_by_server}{{{matchers(**labels)}}}"
@@ -122,8 +123,11 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                "A degradation is still active past its expiry.",
                f"Degradation '{component}' (reason {{{{ $labels.{m.REASON} }}}}) on job {{{{ $labels.job }}}} "
                f"is past its expires_at and still active."),
+        # Only a host that tracks disclosure is paged: a zero-code host (no disclose() call, which
+        # no framework makes) would page on its first ordinary fallback. Its exposure still alerts
+        # (DegradedModeEntered, DegradedShareHigh, SubstitutionOutsidePolicy).
         _alert(c, "SilentDegradation",
-               f"sum by ({m.JOB}, {m.RUN_NAME}) ({counted(m.SILENT_INCIDENTS + sel(), w)}) > 0",
+               f"sum by ({m.JOB}, {m.RUN_NAME}) ({counted(m.SILENT_INCIDENTS + tracked, w)}) > 0",
                c.event_for, "critical",
                "A run was degraded without telling the user.",
                f"{{{{ $value | humanize }}}} silent-degradation incidents in run '{{{{ $labels.{m.RUN_NAME} }}}}' "

@@ -78,8 +78,8 @@ class ProviderCall:
         server: ``(server.address, server.port)`` of the API endpoint, or None.
         capture: where content goes (:mod:`otel_sampling.content`); off by default.
         input_content: system instructions and input messages, only built when capture is on.
-        failovers: the instrumentor's :class:`FailoverTracker` (None: failover outside a sampling
-            callback is not detected).
+        failovers: the instrumentor's :class:`FailoverTracker`, the failover memory of calls made
+            outside a sampling callback and a run (None: failover there is not detected).
         extra_attributes: further span attributes known at the start (openai's ``openai.api.type``);
             span only, never metric labels.
         compare_models: whether a served model other than ``request_model`` is a substitution or a
@@ -88,7 +88,7 @@ class ProviderCall:
 
     __slots__ = ("_instruments", "_provider", "_request_model", "_span", "_start", "_ended", "_attached",
                  "_server_address", "_sampling", "_first_chunk", "_stream", "_capture", "_input_content",
-                 "_failovers", "_parent", "_compare_models")
+                 "_failovers", "_parent", "_compare_models", "_run")
 
     def __init__(
         self, instruments: Instruments, provider: str, request_model: str | None,
@@ -114,6 +114,8 @@ class ProviderCall:
         # The sampling request this call serves is the one current when it starts (a stream may
         # end inside another request's callback).
         self._sampling = state.current_request.get()
+        # Outside a request, the run it is made in is the logical request its failover memory keys by.
+        self._run = run_records.current_run() if self._sampling is None else None
         max_length = instruments.settings.attribute_max_length
         model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
@@ -185,10 +187,13 @@ class ProviderCall:
         stamped = degraded_mode.stamped_reasons(getattr(self._span, "attributes", None))
         try:
             record = self._sampling
-            if record is not None:  # the request it serves remembers its failed models
+            # Failover memory (records/failover.py): the request it serves, else its run, else its parent span.
+            if record is not None:
                 failed_over = record.observe_provider_call(
                     self._provider, self._server_address, self._request_model, response_model,
                     usage.input_tokens, usage.output_tokens, failed)
+            elif self._run is not None:
+                failed_over = self._run.observe_call(self._request_model, failed)
             else:
                 failed_over = self._failovers is not None and self._failovers.observe(
                     self._parent, self._request_model, failed)

@@ -1,12 +1,23 @@
 """A run: one task of the agent, its mode, outcome, cost, and whether the person was told.
 
-A run is explicit (``with otel_sampling.run("ticket-triage"):``, sync or ``async with``; a
-:class:`contextvars.ContextVar` carries it into tasks) or, by default, the local root span: the
-span processor the instrumentors install treats every span started with no local parent, outside
-an explicit run, as the root of a run that ends when that span ends (except CLIENT and PRODUCER
-spans: an outgoing call with nothing around it, such as a connection handshake, is not a task). Spans belong to the run
-current when they start, or else to the run that owns their trace (so a sampling span whose
-parent came from the server through ``params._meta`` still lands in the host's run).
+What becomes a run (the same on both MCP protocol paths; ``docs/telemetry.md`` "Runs"):
+
+1. an explicit run: ``with otel_sampling.run("ticket-triage"):`` (sync or ``async with``; a
+   :class:`contextvars.ContextVar` carries it into tasks);
+2. an agent span that no run owns: a span started with ``gen_ai.operation.name`` ``invoke_agent``
+   or ``invoke_workflow`` (``names.AGENT_OPERATIONS``, the GenAI semantic conventions' agent and
+   framework spans, which name that attribute at span creation), whatever its kind and parent, is
+   an implicit run named after the span, ending with it (``failed`` when its status is ERROR);
+3. a host-side sampling request that no run owns, whatever its parent (a local CLIENT span such as
+   a framework's ``tools/call``, a remote parent from ``params._meta``, none): a run of its own named
+   ``sampling/createMessage``, ended by the request with the outcome of its ending
+   (:mod:`otel_sampling.rules.run_outcome`: ``completed``, ``denied`` for a decision, ``failed``).
+
+No other span starts a run: a web framework's ``GET /health`` SERVER span, an INTERNAL span of
+another library, a bare provider call. Spans belong to the run current when they start, or else to
+the run that owns their trace (so a sampling span whose parent came from the server through
+``params._meta`` still lands in the host's run). A run owns the traces of its spans while it is
+open.
 
 A run is degraded if anything inside it was: a span that ended inside it with
 ``degradation.mode=degraded``, or a named degradation active at any moment while it was open.
@@ -14,7 +25,12 @@ When it ends it records ``agent.runs``, ``agent.run.cost.usd`` (sum of :func:`ad
 it) and ``agent.run.duration``. A run that ended degraded, or that contains a substitution outside
 policy, without an ``otel_sampling.disclose()`` call is a silent-degradation incident (a signal
 that never reaches the person is a record, not a control): span event
-``degradation.silent_incident`` and ``degradation.silent_incidents``.
+``degradation.silent_incident`` and ``degradation.silent_incidents``, labelled with whether the
+host tracks disclosure at all (``degradation.disclosure.tracked``: it called ``disclose()`` in this
+process, or ``OTEL_SAMPLING_DISCLOSURE_TRACKED=true``), so that only a host that does is paged.
+
+A run is also the key of the failover memory for provider calls made in it outside a sampling
+request (:mod:`otel_sampling.records.failover`).
 
 The registry of open runs lives in :mod:`otel_sampling.state`; this module is the only one that
 reads or writes it.
@@ -34,14 +50,13 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_sampling import locks, names, state
 from otel_sampling.labels import finite
 from otel_sampling.metrics import recorded_in
+from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
 
 logger = logging.getLogger(__name__)
 
 MAX_REASONS = 16  # distinct degradation reasons remembered per run
-# An outgoing call with nothing around it (a connection handshake, a notification, a bare
-# provider call) is not a task: only INTERNAL, SERVER and CONSUMER local roots start runs.
-_NOT_A_TASK = (SpanKind.CLIENT, SpanKind.PRODUCER)
+_AGENT_OPERATIONS = frozenset(names.AGENT_OPERATIONS)
 
 _runs = state.runs  # the open runs and what they own (process-wide)
 
@@ -50,7 +65,7 @@ class Run:
     """State of one run. Hosts get it from ``with otel_sampling.run(...) as run`` to set the outcome."""
 
     __slots__ = ("name", "_lock", "_degraded", "_reasons", "_outside_policy", "_disclosed", "_cost", "_outcome",
-                 "_ended", "_trace_ids", "_root_span_id", "last_served", "_parent", "__weakref__")
+                 "_ended", "_trace_ids", "_root_span_id", "last_served", "_parent", "_failover", "__weakref__")
 
     def __init__(self, name: str, root_span_id: int | None = None, parent: Run | None = None) -> None:
         self.name = name
@@ -64,7 +79,8 @@ class Run:
         self._outcome: str | None = None
         self._ended = False
         self._trace_ids: dict[int, None] = {}  # traces it owns in _runs.by_trace (leave with their eviction)
-        self._root_span_id = root_span_id  # set for an implicit run: the local root span
+        self._root_span_id = root_span_id  # set for an agent span's run: the span that ends it
+        self._failover = FailedModels()  # provider calls made in the run outside a sampling request
         # (model, provider, region) of the last provider call that succeeded inside the run
         self.last_served: tuple[str | None, str, str | None] | None = None
 
@@ -128,6 +144,12 @@ class Run:
         with self._lock:
             self._cost += usd
 
+    def observe_call(self, model: str | None, failed: bool) -> bool:
+        """A provider call made in the run, outside any sampling request, ended on ``model``; True
+        when it failed over (:class:`~otel_sampling.records.failover.FailedModels`, keyed by the run)."""
+        with self._lock:
+            return self._failover.observe(model, failed)
+
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, degraded={self.degraded}, disclosed={self._disclosed})"
 
@@ -149,7 +171,7 @@ class RunScope:
 
     def __enter__(self) -> Run:
         run = self._run
-        # Nested in the run current here, explicit or implicit (a framework's root span): what
+        # Nested in the run current here, explicit or implicit (a framework's agent span): what
         # happens inside counts there too, and the silent incident is counted once, out there.
         parent = current_run()
         run._parent = parent if parent is not None and not parent._ended else None
@@ -251,8 +273,8 @@ def add_cost(usd: float, span: trace.Span | None = None) -> None:
 
 
 # ---------------------------------------------------------------------- called by the span processor
-def span_started(span: Any, parent_context: otel_context.Context | None) -> None:
-    """Attribute a started span to a run; a local root outside any run starts an implicit one."""
+def span_started(span: Any) -> None:
+    """Attribute a started span to a run; an agent span that no run owns starts an implicit one."""
     span_context = span.get_span_context()
     trace_id = span_context.trace_id
     explicit = _explicit()
@@ -264,23 +286,44 @@ def span_started(span: Any, parent_context: otel_context.Context | None) -> None
                 while len(_runs.by_span) > state.MAX_OPEN_RUNS:
                     _runs.by_span.popitem(last=False)
         return
-    # Cheapest test first: every provider call's span is CLIENT, and outside an explicit run none
-    # of the checks below can make a CLIENT span more than a return.
-    if getattr(span, "kind", None) in _NOT_A_TASK or trace_id in _runs.by_trace:
+    if trace_id in _runs.by_trace:
         return
-    parent = trace.get_current_span(parent_context).get_span_context()
-    if parent.is_valid and not parent.is_remote:
-        return  # a local child of a span that belongs to no run (started before instrumentation)
-    implicit = Run(getattr(span, "name", "") or names.UNKNOWN_LABEL, root_span_id=span_context.span_id)
-    active = state.active_reasons()
-    if active:
-        implicit.mark_degraded(active)
-    _register(implicit)
-    _own_trace(implicit, span_context)
+    attributes = getattr(span, "attributes", None)
+    if not attributes or attributes.get(names.GEN_AI_OPERATION_NAME) not in _AGENT_OPERATIONS:
+        return  # not an agent's span: an HTTP server span, a health check, another library's work
+    _start_implicit(getattr(span, "name", "") or names.UNKNOWN_LABEL, span_context, root=True)
+
+
+def open_request_run(span: trace.Span) -> Run | None:
+    """The run of a host-side sampling request that no run owns (explicit or owning its trace):
+    a run of its own named ``sampling/createMessage``, owning the request's trace; None when a run
+    owns it, when no instrumentor is instrumented (no span processor feeds runs) or when the
+    span has no valid context. The request ends it with :func:`end_request_run`."""
+    if not state.hooks_enabled():
+        return None
+    span_context = span.get_span_context()
+    if not span_context.is_valid or _explicit() is not None or span_context.trace_id in _runs.by_trace:
+        return None
+    return _start_implicit(names.SPAN_SAMPLING, span_context, root=False)
+
+
+def end_request_run(own: Run, outcome: str, reasons: tuple[str, ...], outside_policy: bool, duration_s: float,
+                    span_context: trace.SpanContext) -> None:
+    """End a sampling request's own run (:func:`open_request_run`) with ``outcome``
+    (:func:`~otel_sampling.rules.run_outcome.request_run_outcome`); ``reasons`` (its
+    ``degradation.reason`` values, empty when primary) and ``outside_policy`` fold the request's own
+    verdict in, also when its span was not recorded (sampled off: no span processor saw it)."""
+    if reasons:
+        own.mark_degraded(reasons)
+    if outside_policy:
+        own._note_outside_policy()
+    if own._outcome is None:
+        own._outcome = outcome
+    _finish(own, duration_s, None, incident_parent=span_context)
 
 
 def span_ended(span: Any) -> None:
-    """Fold an ended span into its run; the end of an implicit run's root ends the run."""
+    """Fold an ended span into its run; the end of an agent span's run's span ends the run."""
     span_context = span.get_span_context() if hasattr(span, "get_span_context") else span.context
     owner = _runs.by_span.pop(span_context.span_id, None) if _runs.by_span else None
     owner = owner or _runs.by_trace.get(span_context.trace_id)
@@ -313,6 +356,17 @@ def _explicit() -> Run | None:
     run in its context after the run ended: its later work is not that run's."""
     explicit = state.current_run.get()
     return explicit if explicit is not None and not explicit._ended else None
+
+
+def _start_implicit(name: str, span_context: trace.SpanContext, root: bool) -> Run:
+    """An implicit run owning ``span_context``'s trace; ``root``: the span's end ends it."""
+    implicit = Run(name, root_span_id=span_context.span_id if root else None)
+    active = state.active_reasons()
+    if active:
+        implicit.mark_degraded(active)
+    _register(implicit)
+    _own_trace(implicit, span_context)
+    return implicit
 
 
 def _register(new: Run) -> None:
@@ -386,15 +440,17 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
                                     inside_open_run=ended._parent is not None and not ended._parent._ended)
     if not causes:
         return
-    telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name}, context=context)
-    event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: list(causes)}
+    tracked = "true" if telemetry.settings.disclosure_tracked or state.disclosure_called() else "false"
+    telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name, names.DISCLOSURE_TRACKED: tracked},
+                                   context=context)
+    event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: list(causes), names.DISCLOSURE_TRACKED: tracked}
     if reasons:
         event[names.DEGRADATION_REASON] = reasons
     if span is not None:
         span.add_event(names.EVENT_SILENT_INCIDENT, event)
     elif incident_parent is not None:
-        # An implicit run ends with its root span, which is already read-only: the event goes on
-        # a zero-length child span of that root.
+        # An implicit run ends with (or after) its span, which is already read-only: the event
+        # goes on a zero-length child span of that span.
         parent = otel_context.Context() if not incident_parent.is_valid else trace.set_span_in_context(
             trace.NonRecordingSpan(incident_parent))
         child = telemetry.tracer.start_span(names.EVENT_SILENT_INCIDENT, context=parent, kind=SpanKind.INTERNAL)
@@ -403,9 +459,9 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
 
 
 def _recorded_in(span: trace.Span | None, root: trace.SpanContext | None) -> otel_context.Context | None:
-    """Where a run's points are recorded: in its own span (explicit run) or its root span (implicit
-    run, ended already), so that their exemplars name it; None (the current context) when neither
-    is known."""
+    """Where a run's points are recorded: in its own span (explicit run) or the span it is the run
+    of (implicit run: an agent span or a sampling request's span, ended already), so that their
+    exemplars name it; None (the current context) when neither is known."""
     if span is not None:
         return recorded_in(span)
     return recorded_in(trace.NonRecordingSpan(root)) if root is not None else None

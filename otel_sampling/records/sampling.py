@@ -26,6 +26,7 @@ from otel_sampling import names, state
 from otel_sampling.labels import clean, otlp_int
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records import identity
+from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
 from otel_sampling.records.request_attributes import (
@@ -35,6 +36,7 @@ from otel_sampling.records.request_attributes import (
     start_attributes,
 )
 from otel_sampling.rules import degraded_mode, endings, substitution, violations
+from otel_sampling.rules.run_outcome import request_run_outcome
 from otel_sampling.rules.values import Ending
 
 if TYPE_CHECKING:
@@ -75,7 +77,7 @@ class SamplingRecord:
         "_hints", "_include_context", "_path", "_ended", "_attached", "_provider_calls",
         "_failover", "_provider_model", "_canary", "_last_requested", "_served_by",
         "_input_tokens", "_output_tokens", "_cost_usd",
-        "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name",
+        "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name", "_run",
     )
 
     def __init__(
@@ -134,6 +136,7 @@ class SamplingRecord:
         except BaseException:
             span.end()
             raise
+        self._run = _own_run(span)  # its own run when no run owns it (records/run.py)
         if ledger is not None:
             try:  # the record is live now: our bookkeeping must not lose it
                 ledger.pending.add(self)
@@ -302,7 +305,23 @@ class SamplingRecord:
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             self._record_metrics(ending.ending, judged, mode, served, degradation_reasons)
         finally:  # the span ends even when a metric call fails
-            self._end_span(ending, judged, mode, served, stop_reason, cancel_reason, degradation_reasons)
+            try:
+                self._end_span(ending, judged, mode, served, stop_reason, cancel_reason, degradation_reasons)
+            finally:
+                self._end_run(ending.ending, judged, mode, degradation_reasons)
+
+    def _end_run(self, ending: str, judged: str, mode: str, degradation_reasons: tuple[str, ...]) -> None:
+        """End the request's own run, if it is one, with the outcome of its ending."""
+        own, self._run = self._run, None
+        if own is None:
+            return
+        try:
+            run_records.end_request_run(
+                own, request_run_outcome(ending), degradation_reasons if mode == names.MODE_DEGRADED else (),
+                judged == names.SUBSTITUTION_OUTSIDE_POLICY, time.perf_counter() - self._start,
+                self._span.get_span_context())
+        except Exception:
+            logger.debug("otel-sampling: could not end a sampling request's run", exc_info=True)
 
     def _track(self, ending: str, judged: str) -> None:
         """Violations visible at the end, then remember this request for the ones after it."""
@@ -400,6 +419,14 @@ class SamplingRecord:
 
 _IDENTITY_VIOLATIONS = frozenset({names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED,
                                   names.VIOLATION_REROUTED_AFTER_DENIAL})
+
+
+def _own_run(span: trace.Span) -> run_records.Run | None:
+    try:
+        return run_records.open_request_run(span)
+    except Exception:  # the request is recorded without a run of its own
+        logger.debug("otel-sampling: could not open a sampling request's run", exc_info=True)
+        return None
 
 
 def _fingerprint(params: Any, key: bytes) -> str | None:

@@ -32,7 +32,7 @@ _DECISIONS = {
     # the new answer legitimate: a budget is a quantity a user may decide to spend more of.
     names.ENDING_BUDGET_EXHAUSTED: DENY,
 }
-DENIALS = frozenset({names.ENDING_POLICY_DENIED, names.ENDING_USER_DENIED, names.ENDING_BUDGET_EXHAUSTED})
+DENIALS = frozenset(names.DECISION_ENDINGS)
 DECISION_SERVERS = 8  # servers whose last decision each fingerprint remembers
 _SCOPE_RANK = {scope: rank for rank, scope in enumerate(names.INCLUDE_CONTEXT_VALUES)}
 

@@ -116,7 +116,9 @@ class HostRunner:
         return self.venvs / host.name
 
     def _base_env(self) -> dict[str, str]:
-        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+        # PYTHONPATH: a checkout named there (a worktree) is the otel_sampling the hosts load, in
+        # front of the venvs' editable install.
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYTHONPATH")
         env = {key: os.environ[key] for key in keep if key in os.environ}
         env.update({
             "PYTHONUNBUFFERED": "1",

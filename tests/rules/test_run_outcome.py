@@ -1,0 +1,53 @@
+"""The outcome of a sampling request's own run (``otel_sampling.rules.run_outcome``).
+
+The rule (docs/telemetry.md "Runs"): a completion is ``completed``; a decision not to sample (the
+``names.DECISION_ENDINGS`` group: a policy denial, the user's, an exhausted budget) is ``denied``,
+the task declined before any model was asked; everything else, a refusal and a cancellation
+included, is ``failed``, a task attempted and not done.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from otel_sampling import names
+from otel_sampling.rules.run_outcome import request_run_outcome
+
+
+def test_a_completed_request_completes_its_run():
+    assert request_run_outcome("completed") == "completed"
+
+
+@pytest.mark.parametrize("ending", ["policy.denied", "user.denied", "policy.budget_exhausted"])
+def test_a_decision_not_to_sample_is_a_denied_run(ending):
+    """Declined before any model was asked: not attempted, so out of the completion rate."""
+    assert request_run_outcome(ending) == "denied"
+
+
+def test_every_ending_of_the_decision_group_is_denied():
+    """A decline ending added to the group is denied with no change here."""
+    assert {request_run_outcome(ending) for ending in names.DECISION_ENDINGS} == {"denied"}
+
+
+def test_a_refusal_is_a_failed_run():
+    """A model was asked and declined: attempted, not done (not a decision of the host)."""
+    assert request_run_outcome("refused") == "failed"
+
+
+def test_a_cancelled_request_is_a_failed_run():
+    """Withdrawn while being answered: attempted, not done."""
+    assert request_run_outcome("cancelled") == "failed"
+
+
+@pytest.mark.parametrize("ending", ["model.unavailable", "timeout", "error"])
+def test_a_failure_is_a_failed_run(ending):
+    assert request_run_outcome(ending) == "failed"
+
+
+def test_an_ending_no_rule_names_is_a_failed_run():
+    """An ending this version does not know is not taken for a completion or a decision."""
+    assert request_run_outcome("something.new") == "failed"
+
+
+def test_every_ending_has_one_of_the_three_outcomes():
+    assert {request_run_outcome(ending) for ending in names.ENDINGS} == set(names.OUTCOMES)
