@@ -72,6 +72,7 @@ SAMPLING_BUDGET_RESETS_AT: Final = "mcp.sampling.budget.resets_at"  # ErrorData.
 SAMPLING_CANCEL_REASON: Final = "mcp.sampling.cancel.reason"  # notifications/cancelled reason
 SAMPLING_PROVIDER_CALLS: Final = "mcp.sampling.provider.calls"  # provider calls made inside the callback
 SAMPLING_PROVIDER_MODEL: Final = "mcp.sampling.provider.response_model"  # last model a provider served
+SAMPLING_REPORTED_MODEL: Final = "mcp.sampling.reported_model"  # CreateMessageResult.model, the host's claim
 DEGRADATION_MODE: Final = "degradation.mode"  # MODES
 
 # ---------------------------------------------------------------- closed value sets
@@ -84,6 +85,7 @@ ENDING_POLICY_DENIED: Final = "policy.denied"
 ENDING_USER_DENIED: Final = "user.denied"
 ENDING_BUDGET_EXHAUSTED: Final = "policy.budget_exhausted"
 ENDING_MODEL_UNAVAILABLE: Final = "model.unavailable"
+ENDING_HOST_UNSUPPORTED: Final = "host.unsupported"  # the mcp SDK's default answer: no sampling callback set
 ENDING_TIMEOUT: Final = "timeout"
 ENDING_CANCELLED: Final = "cancelled"
 ENDING_ERROR: Final = "error"
@@ -94,6 +96,7 @@ ENDINGS: Final = (
     ENDING_USER_DENIED,
     ENDING_BUDGET_EXHAUSTED,
     ENDING_MODEL_UNAVAILABLE,
+    ENDING_HOST_UNSUPPORTED,
     ENDING_TIMEOUT,
     ENDING_CANCELLED,
     ENDING_ERROR,
@@ -176,6 +179,8 @@ VIOLATION_REROUTED_AFTER_DENIAL: Final = "rerouted_after_denial"
 VIOLATION_MODEL_OUTSIDE_POLICY: Final = "model_outside_policy"
 VIOLATION_CONTEXT_ABOVE_CEILING: Final = "context_above_ceiling"
 VIOLATION_BOUNDARY_CROSSED: Final = "boundary_crossed"
+# the host reported another model than the provider served
+VIOLATION_REPORTED_MODEL_MISMATCH: Final = "reported_model_mismatch"
 # a grant offered for anything but a budget exhaustion
 VIOLATION_GRANT_WITHOUT_EXHAUSTION: Final = "grant_without_exhaustion"
 VIOLATIONS: Final = (
@@ -186,6 +191,7 @@ VIOLATIONS: Final = (
     VIOLATION_CONTEXT_ABOVE_CEILING,
     VIOLATION_BOUNDARY_CROSSED,
     VIOLATION_GRANT_WITHOUT_EXHAUSTION,
+    VIOLATION_REPORTED_MODEL_MISMATCH,
 )
 ENDING_UNANSWERED: Final = "unanswered"  # server side only: a 2026-07-28 request the client never answered
 
@@ -311,3 +317,4 @@ ENV_UNANSWERED_AFTER_SECONDS: Final = "OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS"
 ENV_FINGERPRINT_KEY: Final = "OTEL_SAMPLING_FINGERPRINT_KEY"  # shared HMAC key of the request fingerprint
 ENV_OMIT_FINGERPRINT: Final = "OTEL_SAMPLING_OMIT_FINGERPRINT"  # "true": no fingerprint attribute on spans
 ENV_OMIT_PROVIDER_TRACE_CONTEXT: Final = "OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT"  # "true": none of ours on openai
+ENV_SERVED_MODEL_HEADERS: Final = "OTEL_SAMPLING_SERVED_MODEL_HEADERS"  # headers naming a gateway's served model
