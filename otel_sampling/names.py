@@ -72,6 +72,7 @@ SAMPLING_BUDGET_RESETS_AT: Final = "mcp.sampling.budget.resets_at"  # ErrorData.
 SAMPLING_CANCEL_REASON: Final = "mcp.sampling.cancel.reason"  # notifications/cancelled reason
 SAMPLING_PROVIDER_CALLS: Final = "mcp.sampling.provider.calls"  # provider calls made inside the callback
 SAMPLING_PROVIDER_MODEL: Final = "mcp.sampling.provider.response_model"  # last model a provider served
+SAMPLING_REPORTED_MODEL: Final = "mcp.sampling.reported_model"  # CreateMessageResult.model, the host's claim
 DEGRADATION_MODE: Final = "degradation.mode"  # MODES
 
 # ---------------------------------------------------------------- closed value sets
@@ -84,6 +85,7 @@ ENDING_POLICY_DENIED: Final = "policy.denied"
 ENDING_USER_DENIED: Final = "user.denied"
 ENDING_BUDGET_EXHAUSTED: Final = "policy.budget_exhausted"
 ENDING_MODEL_UNAVAILABLE: Final = "model.unavailable"
+ENDING_HOST_UNSUPPORTED: Final = "host.unsupported"  # the mcp SDK's default answer: no sampling callback set
 ENDING_TIMEOUT: Final = "timeout"
 ENDING_CANCELLED: Final = "cancelled"
 ENDING_ERROR: Final = "error"
@@ -94,6 +96,7 @@ ENDINGS: Final = (
     ENDING_USER_DENIED,
     ENDING_BUDGET_EXHAUSTED,
     ENDING_MODEL_UNAVAILABLE,
+    ENDING_HOST_UNSUPPORTED,
     ENDING_TIMEOUT,
     ENDING_CANCELLED,
     ENDING_ERROR,
@@ -179,6 +182,8 @@ VIOLATION_REROUTED_AFTER_DENIAL: Final = "rerouted_after_denial"
 VIOLATION_MODEL_OUTSIDE_POLICY: Final = "model_outside_policy"
 VIOLATION_CONTEXT_ABOVE_CEILING: Final = "context_above_ceiling"
 VIOLATION_BOUNDARY_CROSSED: Final = "boundary_crossed"
+# the host reported another model than the provider served
+VIOLATION_REPORTED_MODEL_MISMATCH: Final = "reported_model_mismatch"
 # a grant offered for anything but a budget exhaustion
 VIOLATION_GRANT_WITHOUT_EXHAUSTION: Final = "grant_without_exhaustion"
 VIOLATIONS: Final = (
@@ -189,6 +194,7 @@ VIOLATIONS: Final = (
     VIOLATION_CONTEXT_ABOVE_CEILING,
     VIOLATION_BOUNDARY_CROSSED,
     VIOLATION_GRANT_WITHOUT_EXHAUSTION,
+    VIOLATION_REPORTED_MODEL_MISMATCH,
 )
 ENDING_UNANSWERED: Final = "unanswered"  # server side only: a 2026-07-28 request the client never answered
 
@@ -333,3 +339,4 @@ ENV_DISCLOSURE_TRACKED: Final = "OTEL_SAMPLING_DISCLOSURE_TRACKED"  # "true": di
 ENV_OMIT_PROVIDER_TRACE_CONTEXT: Final = "OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT"  # "true": none of ours on openai
 ENV_PRICE_SOURCE: Final = "OTEL_SAMPLING_PRICE_SOURCE"  # PRICE_SOURCE_GENAI_PRICES (default) | PRICE_SOURCE_NONE
 PRICE_SOURCE_NONE: Final = "none"  # no price source: only the policy's [prices] table prices calls
+ENV_SERVED_MODEL_HEADERS: Final = "OTEL_SAMPLING_SERVED_MODEL_HEADERS"  # headers naming a gateway's served model

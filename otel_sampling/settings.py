@@ -14,13 +14,16 @@
 | ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` | ``true``: provider requests whose SDK sends no trace context of its own (openai) do not carry the global propagator's headers for our span | false |
 | ``OTEL_SAMPLING_PRICE_SOURCE`` | ``genai-prices``: prices not in the policy's table come from genai-prices when it is installed (the ``prices`` extra); ``none``: only the table prices calls | ``genai-prices`` |
 | ``OTEL_SAMPLING_DISCLOSURE_TRACKED`` | ``true``: the host tracks disclosure from the start, so its silent incidents are ``degradation.disclosure.tracked=true`` (paged) before its first ``disclose()`` call | false: tracked once the process calls ``disclose()`` |
+| ``OTEL_SAMPLING_SERVED_MODEL_HEADERS`` | response headers, comma separated, that name the model a gateway served (the first present wins); ``none``: read none | ``DEFAULT_SERVED_MODEL_HEADERS`` |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host); so is a fingerprint key shorter than 32 characters (the
 message never shows the key; a key of the process is used). Booleans follow the OpenTelemetry
 environment variable specification: only ``true`` (any case) is true; unset, empty and ``false``
 are false; any other value is false and logged once at WARNING; so is a price source other than
-``genai-prices`` or ``none`` (the default applies). A policy file that is missing or
+``genai-prices`` or ``none`` (the default applies). A header list entry that is not
+an HTTP header name (RFC 9110 token) is logged once at WARNING, naming the variable, and left out;
+past ``MAX_SERVED_MODEL_HEADERS`` entries the rest are. A policy file that is missing or
 malformed is logged at ERROR, once, with the file, key, line and problem, and instrumentation goes
 on without a policy (substitutions are then ``unjudged``): raising from ``instrument()`` would make
 ``opentelemetry-instrument`` abandon every instrumentation after ours. Check a policy file
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -46,6 +50,18 @@ DEFAULT_IDENTITY_MAX_ENTRIES = 10_000
 DEFAULT_IDENTITY_TTL_SECONDS = 3600
 DEFAULT_MAX_PENDING = 10_000
 DEFAULT_UNANSWERED_AFTER_SECONDS = 300
+#: Response headers in which gateways document the model that served a request while the body
+#: echoes the requested one, read in this order: ngrok AI Gateway ``Ngrok-AIG-Model`` ("names the
+#: upstream model that produced the response", ngrok changelog 2026-09-02, docs "AI Gateway: how it
+#: works, response headers"); Bifrost ``x-bifrost-routing-info-model`` and its older
+#: ``x-bifrost-resolved-model`` (docs.getbifrost.ai "Response Headers": which provider and model
+#: handled the request, the only place to read it on the drop-in SDK routes). LiteLLM's
+#: ``x-litellm-model-group`` (the client's alias) and ``x-litellm-model-id`` (a deployment id),
+#: Cloudflare AI Gateway's ``cf-aig-step`` and Portkey's ``x-portkey-last-used-option-index`` (the
+#: index of the fallback step) name no model, so they are not listed.
+DEFAULT_SERVED_MODEL_HEADERS = ("ngrok-aig-model", "x-bifrost-routing-info-model", "x-bifrost-resolved-model")
+MAX_SERVED_MODEL_HEADERS = 16
+_HEADER_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # RFC 9110 section 5.6.2 token
 # RFC 2104 section 3: a key shorter than the hash output (32 bytes for SHA-256) weakens the HMAC.
 FINGERPRINT_KEY_MIN_LENGTH = 32
 _reported: set[str] = set()  # configuration problems already logged
@@ -77,6 +93,8 @@ class Settings:
             installed (loaded once per process) unless ``OTEL_SAMPLING_PRICE_SOURCE=none``.
         disclosure_tracked: True: the host tracks disclosure from the start
             (``OTEL_SAMPLING_DISCLOSURE_TRACKED``); False: from its first ``disclose()`` call.
+        served_model_headers: lower-cased response header names that name the model a gateway
+            served (``OTEL_SAMPLING_SERVED_MODEL_HEADERS``), first present wins; () reads none.
     """
 
     policy: Policy = EMPTY_POLICY
@@ -91,6 +109,7 @@ class Settings:
     propagate_to_provider: bool = True
     price_source: price_source.PriceSource | None = None
     disclosure_tracked: bool = False
+    served_model_headers: tuple[str, ...] = DEFAULT_SERVED_MODEL_HEADERS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -115,6 +134,7 @@ class Settings:
             propagate_to_provider=not _boolean(env, names.ENV_OMIT_PROVIDER_TRACE_CONTEXT),
             price_source=_price_source(env),
             disclosure_tracked=_boolean(env, names.ENV_DISCLOSURE_TRACKED),
+            served_model_headers=_header_names(env, names.ENV_SERVED_MODEL_HEADERS, DEFAULT_SERVED_MODEL_HEADERS),
         )
 
 
@@ -179,6 +199,31 @@ def _price_source(env: Mapping[str, str]) -> price_source.PriceSource | None:
         report_once(logging.WARNING, "%s=%r is neither %s nor %s; using %s", names.ENV_PRICE_SOURCE, raw,
                     names.PRICE_SOURCE_GENAI_PRICES, names.PRICE_SOURCE_NONE, names.PRICE_SOURCE_GENAI_PRICES)
     return price_source.installed()
+
+
+def _header_names(env: Mapping[str, str], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated list of HTTP header names, lower-cased, in order, each once: unset or empty
+    gives ``default`` (the OpenTelemetry rule: an empty variable is an unset one), ``none`` gives ();
+    an entry that is not a header name is reported once and left out, as is every entry past
+    ``MAX_SERVED_MODEL_HEADERS``."""
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    if raw.lower() == "none":
+        return ()
+    found: list[str] = []
+    for entry in (part.strip().lower() for part in raw.split(",")):
+        if not entry or entry in found:
+            continue
+        if _HEADER_TOKEN.match(entry) is None:
+            report_once(logging.WARNING, "%s: %r is not an HTTP header name; left out", key, entry[:64])
+        elif len(found) >= MAX_SERVED_MODEL_HEADERS:
+            report_once(logging.WARNING, "%s names more than %d headers; the rest are left out", key,
+                        MAX_SERVED_MODEL_HEADERS)
+            break
+        else:
+            found.append(entry)
+    return tuple(found)
 
 
 def _boolean(env: Mapping[str, str], key: str) -> bool:

@@ -75,6 +75,7 @@ from otel_sampling.settings import Settings
 if TYPE_CHECKING:
     from otel_sampling.degradation import Degradation
     from otel_sampling.records.ledger import Ledger
+    from otel_sampling.records.provider_call import ProviderCall
     from otel_sampling.records.run import Run
     from otel_sampling.records.sampling import SamplingRecord
 
@@ -83,6 +84,9 @@ logger = logging.getLogger(__name__)
 # ---------------------------------------------------------------------- context variables
 #: The sampling request whose host callback is running in this context (set by the record).
 current_request: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_request", default=None)
+#: The provider call whose SDK request is being sent in this context (set by the call while the SDK
+#: sends it and parses its response).
+current_call: ContextVar[ProviderCall | None] = ContextVar("otel_sampling_current_call", default=None)
 #: The explicit run (``with otel_sampling.run(...)``) of this context.
 current_run: ContextVar[Run | None] = ContextVar("otel_sampling_current_run", default=None)
 #: True inside ``otel_sampling.canary()``.

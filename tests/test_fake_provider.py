@@ -75,6 +75,17 @@ def test_served_model_overrides_reported_model(client):
     assert msg.model == "claude-opus-4-1"
 
 
+@pytest.mark.parametrize(("scenario", "header"), [
+    ("gateway_model=claude-opus-4-1", "ngrok-aig-model"),
+    ("gateway_model=claude-opus-4-1,gateway_header=x-bifrost-resolved-model", "x-bifrost-resolved-model"),
+])
+def test_a_gateway_names_the_served_model_in_a_header_and_echoes_the_request(client, scenario, header):
+    raw = client.messages.with_raw_response.create(model=MODEL, max_tokens=50, messages=MESSAGES,
+                                                   **_scenario(scenario))
+    assert raw.parse().model == MODEL
+    assert raw.headers[header] == "claude-opus-4-1"
+
+
 @pytest.mark.parametrize(
     ("status", "exc"),
     [("529", "OverloadedError"), ("429", "RateLimitError"), ("500", "InternalServerError")],

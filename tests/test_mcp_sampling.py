@@ -70,14 +70,18 @@ ErrorDataBudget = types.ErrorData(code=-32003, message="Daily sampling budget ex
 
 DENIALS = [
     # (ErrorData the host returns, expected ending, expected error.type) -- rules from the MCP spec
-    # (-1 = user rejection) and the otel-sampling -32003 convention.
+    # (-1 and the text "User rejected sampling request" = user rejection), the mcp SDK's default
+    # callback and the otel-sampling -32003 convention.
     (types.ErrorData(code=-1, message="User rejected sampling request"), "user.denied", "-1"),
     (types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}), "policy.denied", "-32003"),
     (types.ErrorData(code=-32003, message="Denied"), "policy.denied", "-32003"),
     (ErrorDataBudget, "policy.budget_exhausted", "-32003"),
     (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}),
      "model.unavailable", "-32603"),
-    (types.ErrorData(code=-32600, message="Sampling not supported"), "error", "-32600"),
+    # The mcp SDK's own answer without a sampling callback: the host does not sample (a decision).
+    (types.ErrorData(code=-32600, message="Sampling not supported"), "host.unsupported", "-32600"),
+    # fastmcp sends a handler's refusal as -32603 with its text: the spec's rejection text decides.
+    (types.ErrorData(code=-32603, message="User rejected sampling request"), "user.denied", "-32603"),
 ]
 
 

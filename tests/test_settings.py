@@ -62,3 +62,33 @@ def test_an_unknown_price_source_warns_and_keeps_the_default(caplog):
 def test_settings_built_in_code_have_no_price_source():
     """``Settings()`` (no environment read) prices with the policy's table only."""
     assert None is Settings().price_source
+
+
+class TestServedModelHeaders:
+    """``OTEL_SAMPLING_SERVED_MODEL_HEADERS``: the response headers naming a gateway's served model."""
+
+    def test_the_documented_gateways_by_default(self):
+        """ngrok AI Gateway's Ngrok-AIG-Model; Bifrost's routing-info and older resolved-model headers."""
+        assert Settings.from_env({}).served_model_headers == (
+            "ngrok-aig-model", "x-bifrost-routing-info-model", "x-bifrost-resolved-model")
+        assert Settings.from_env({"OTEL_SAMPLING_SERVED_MODEL_HEADERS": " "}).served_model_headers == (
+            Settings().served_model_headers)  # empty is unset (OpenTelemetry environment variable spec)
+
+    def test_a_list_is_read_lower_cased_in_order_each_once(self):
+        s = Settings.from_env({"OTEL_SAMPLING_SERVED_MODEL_HEADERS": "X-Served-Model, x-b ,,x-served-model"})
+        assert s.served_model_headers == ("x-served-model", "x-b")
+
+    def test_none_reads_none(self):
+        assert Settings.from_env({"OTEL_SAMPLING_SERVED_MODEL_HEADERS": "None"}).served_model_headers == ()
+
+    def test_an_entry_that_is_not_a_header_name_is_left_out_and_named(self, caplog):
+        with caplog.at_level(logging.WARNING):
+            s = Settings.from_env({"OTEL_SAMPLING_SERVED_MODEL_HEADERS": "x-good,bad header,x:y"})
+        assert s.served_model_headers == ("x-good",)
+        assert "OTEL_SAMPLING_SERVED_MODEL_HEADERS" in caplog.text and "'bad header'" in caplog.text
+
+    def test_a_long_list_is_cut(self, caplog):
+        with caplog.at_level(logging.WARNING):
+            s = Settings.from_env({"OTEL_SAMPLING_SERVED_MODEL_HEADERS": ",".join(f"h{i}" for i in range(1000))})
+        assert s.served_model_headers == tuple(f"h{i}" for i in range(16))
+        assert "OTEL_SAMPLING_SERVED_MODEL_HEADERS" in caplog.text

@@ -16,6 +16,13 @@ call made inside it passes straight through (no span, no metric point, no proxy,
 wrappers that only end a call (``_parse``, ``close``) have nothing to end for such a call; a call
 made outside it ends as usual even when its body is read inside.
 
+Served model from a gateway's header: a gateway that serves another model than asked while its
+body echoes the request names the served model in a response header; the first header of
+``OTEL_SAMPLING_SERVED_MODEL_HEADERS`` (``settings.served_model_headers``) the response carries
+is the call's served model. The headers are read where the SDK already holds the HTTP response,
+without another request: its ``_parse`` (every parsed answer and stream goes through it, inside
+``request``, while the call is ``state.current_call``) and a raw response handed to the caller.
+
 Trace context: an SDK that does not send it itself (``ProviderState.inject_trace_context``) gets the
 global propagator's headers for our span on the request options (a copy: the caller's options and
 header dict are left as they were); a header the caller set on the call is kept.
@@ -36,6 +43,7 @@ from typing import Any, NamedTuple
 from opentelemetry import propagate
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_sampling import state as _state
 from otel_sampling.content import Content, capture_mode
 from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
@@ -129,6 +137,7 @@ class ProviderState:
         self._url_type = httpx2.URL
         self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
         self.failovers = FailoverTracker()
+        self.served_model_headers = instruments.settings.served_model_headers
         # Raw responses whose body is not read yet -> their call (ended at parse or collection).
         self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
 
@@ -329,8 +338,26 @@ def _hand_over(state: ProviderState, call: ProviderCall, result: Any,
     return handed
 
 
+def served_model_of(headers: Any, header_names: tuple[str, ...]) -> str | None:
+    """The model the first of ``header_names`` present in ``headers`` names (stripped; an empty
+    value names none), or None."""
+    for name in header_names:
+        value = headers.get(name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _note_served_model(state: ProviderState, call: ProviderCall, http_response: Any) -> None:
+    model = served_model_of(http_response.headers, state.served_model_headers)
+    if model is not None:
+        call.note_served_model(model)
+
+
 def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
     http = raw.http_response
+    if state.served_model_headers:
+        guarded("read a gateway's served-model header", _note_served_model, state, call, http)
     if not getattr(raw, "_is_sse_stream", False) and http.is_stream_consumed:
         call.end(state.decode_raw(raw))
         return
@@ -422,11 +449,16 @@ def async_close_wrapper(state: ProviderState) -> Callable[..., Any]:
 
 def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for a raw response's ``_parse`` (sync in both SDKs, also behind ``async parse``):
-    ends the call of a raw response whose body was not read when the call returned."""
+    ends the call of a raw response whose body was not read when the call returned; inside a call's
+    ``request``, reads the served-model headers of the answer the SDK is parsing."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = state.pending.pop(instance, None) if state.pending else None
         if call is None:
+            current = _state.current_call.get() if state.served_model_headers else None
+            if current is not None:  # the answer of the call being sent: its headers may name the served model
+                guarded("read a gateway's served-model header", _note_served_model, state, current,
+                        getattr(instance, "http_response", None))
             return wrapped(*args, **kwargs)
         try:
             result = wrapped(*args, **kwargs)

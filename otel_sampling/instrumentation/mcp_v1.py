@@ -36,7 +36,8 @@ What mcp 1.x does differently, and what the telemetry shows for it:
   JSON-RPC path).
 * A callback that raises, or returns something the SDK cannot validate, makes the SDK answer
   ``-32602 Invalid request parameters``; the ending is ``error`` with the exception's class name as
-  ``error.type``, as on mcp 2.x.
+  ``error.type``, as on mcp 2.x (after a provider call that failed, that call's ending: the rules
+  of :func:`~otel_sampling.rules.endings.from_what_happened`).
 * Parameters use the wire's camelCase names (``maxTokens``); the record reads them through
   :class:`_SnakeCaseView`.
 """

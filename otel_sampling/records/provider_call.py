@@ -34,7 +34,7 @@ from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.sampling import region_of
 from otel_sampling.rules import cost, degraded_mode
 from otel_sampling.rules.endings import answer_ending
-from otel_sampling.rules.values import Response, Usage, clean_usage
+from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class ProviderCall:
 
     __slots__ = ("_instruments", "_provider", "_request_model", "_span", "_start", "_ended", "_attached",
                  "_server_address", "_sampling", "_first_chunk", "_stream", "_capture", "_input_content",
-                 "_failovers", "_parent", "_compare_models", "_run")
+                 "_failovers", "_parent", "_compare_models", "_run", "_served_model")
 
     def __init__(
         self, instruments: Instruments, provider: str, request_model: str | None,
@@ -103,7 +103,8 @@ class ProviderCall:
         self._first_chunk: float | None = None
         self._stream = stream
         self._ended = False
-        self._attached: object | None = None
+        self._attached: tuple[object, object] | None = None
+        self._served_model: str | None = None  # named by a gateway's response header
         self._server_address = server[0] if server else None
         self._capture = capture
         self._input_content = input_content
@@ -145,13 +146,21 @@ class ProviderCall:
             span.set_attributes(attributes)
 
     def activate(self) -> None:
-        """Make the span current, so spans the SDK itself starts (anthropic's own) become children."""
-        self._attached = otel_context.attach(trace.set_span_in_context(self._span))
+        """Make the span current, so spans the SDK itself starts (anthropic's own) become children,
+        and this call ``state.current_call`` while the SDK sends it (its response is parsed then)."""
+        self._attached = (otel_context.attach(trace.set_span_in_context(self._span)), state.current_call.set(self))
 
     def deactivate(self) -> None:
         if self._attached is not None:
-            token, self._attached = self._attached, None
-            otel_context.detach(token)  # type: ignore[arg-type]
+            (otel_token, call_token), self._attached = self._attached, None
+            state.current_call.reset(call_token)  # type: ignore[arg-type]
+            otel_context.detach(otel_token)  # type: ignore[arg-type]
+
+    def note_served_model(self, model: str) -> None:
+        """A gateway's response header names the model that served this call (its body echoes the
+        request): the call's served model, whatever the body says."""
+        if not self._ended:
+            self._served_model = model
 
     def first_chunk(self) -> None:
         """A stream delivered an event: the first call fixes the time to first chunk."""
@@ -175,6 +184,8 @@ class ProviderCall:
             return
         self._ended = True
         duration = time.perf_counter() - self._start
+        if self._served_model is not None and response is not None:
+            response = response._replace(model=self._served_model)
         response_model = response.model if response else None
         usage = clean_usage(response.usage) if response else Usage()
         if ending is None:
@@ -191,7 +202,7 @@ class ProviderCall:
             if record is not None:
                 failed_over = record.observe_provider_call(
                     self._provider, self._server_address, self._request_model, response_model,
-                    usage.input_tokens, usage.output_tokens, failed)
+                    usage.input_tokens, usage.output_tokens, failed, Ending(ending, error_type))
             elif self._run is not None:
                 failed_over = self._run.observe_call(self._request_model, failed)
             else:

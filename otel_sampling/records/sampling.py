@@ -9,6 +9,13 @@ substitution, :mod:`~otel_sampling.rules.degraded_mode` the mode and
 :mod:`~otel_sampling.rules.violations` the violations; the record only gathers their inputs and
 writes their verdicts. Every method here is called from a wrapper that already guards against our
 own failures; the record itself never raises into the host.
+
+Which model the verdicts use (``docs/telemetry.md``): when provider calls ran inside the callback,
+the response model of the last one that did not fail (what the provider served); without them,
+the host's ``CreateMessageResult.model`` read as a model id
+(:mod:`~otel_sampling.rules.model_names`). The host's report is kept beside it
+(``mcp.sampling.reported_model``), and a report no member of which names the provider's model is a
+``reported_model_mismatch``.
 """
 
 from __future__ import annotations
@@ -35,9 +42,9 @@ from otel_sampling.records.request_attributes import (
     include_context,
     start_attributes,
 )
-from otel_sampling.rules import degraded_mode, endings, substitution, violations
+from otel_sampling.rules import degraded_mode, endings, model_names, substitution, violations
 from otel_sampling.rules.run_outcome import request_run_outcome
-from otel_sampling.rules.values import Ending
+from otel_sampling.rules.values import Ending, ProviderCalls
 
 if TYPE_CHECKING:
     from otel_sampling.policy import Endpoint, ServerPolicy
@@ -74,7 +81,7 @@ class SamplingRecord:
 
     __slots__ = (
         "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_server_key",
-        "_hints", "_include_context", "_path", "_ended", "_attached", "_provider_calls",
+        "_hints", "_include_context", "_path", "_ended", "_attached", "_calls",
         "_failover", "_provider_model", "_canary", "_last_requested", "_served_by",
         "_input_tokens", "_output_tokens", "_cost_usd",
         "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name", "_run",
@@ -101,9 +108,9 @@ class SamplingRecord:
         self._start = time.perf_counter()
         self._ended = False
         self._attached: tuple[object, object] | None = None
-        self._provider_calls = 0
+        self._calls = ProviderCalls()
         self._failover = FailedModels()
-        self._provider_model: str | None = None
+        self._provider_model: str | None = None  # response model of the last provider call that did not fail
         self._canary = False  # a provider call inside it, or the callback, ran in a canary block
         self._last_requested: str | None = None  # model the last successful provider call asked for
         self._served_by: list[tuple[str, str | None]] = []  # (provider, endpoint host) of the calls that served it
@@ -183,7 +190,7 @@ class SamplingRecord:
 
     def observe_provider_call(self, provider: str, address: str | None, requested_model: str | None,
                               response_model: str | None, input_tokens: int | None, output_tokens: int | None,
-                              failed: bool) -> bool:
+                              failed: bool, ending: Ending | None = None) -> bool:
         """A provider call started inside the callback ended; ignored once the request has ended.
 
         Args:
@@ -191,14 +198,18 @@ class SamplingRecord:
             requested_model / response_model: ``gen_ai.request.model`` / ``gen_ai.response.model``.
             input_tokens / output_tokens: its usage (None: not reported).
             failed: it failed.
+            ending: its ending and ``error.type``, set exactly when it failed (None: ``completed``,
+                or ``error`` when it failed).
 
         Returns:
             True when this request has failed over (a call succeeded on another model after one failed).
         """
         if self._ended:  # a stream that outlived its request
             return self._failover.failed_over
-        self._provider_calls += 1
-        if response_model:
+        if ending is None:
+            ending = endings.FAILED if failed else endings.COMPLETED
+        self._calls = self._calls.after(ending)
+        if not failed:
             self._provider_model = response_model
         self._input_tokens += input_tokens or 0
         self._output_tokens += output_tokens or 0
@@ -261,12 +272,13 @@ class SamplingRecord:
     def end_with_result(self, model: object, stop_reason: object) -> None:
         """The callback returned a ``CreateMessageResult`` (or ``...WithTools``)."""
         ending = endings.or_fallback(endings.from_result, endings.COMPLETED, stop_reason)
-        self._end(ending, model if isinstance(model, str) else None, stop_reason)
+        self._end(ending, model if isinstance(model, str) else None, stop_reason, result=True)
 
     def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
-        self._end(endings.or_fallback(endings.from_error_frame, endings.failed_frame(code), code, data, message,
-                              self._instruments.settings.policy.ending_rules), None, None)
+        ending = endings.or_fallback(endings.from_error_frame, endings.failed_frame(code), code, data, message,
+                                     self._instruments.settings.policy.ending_rules)
+        self._end(ending, None, None, generic=endings.is_generic_frame(code, ending))
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
         """The callback raised ``exc``; ``cancel_reason`` is the peer's cancel reason, if any."""
@@ -275,20 +287,23 @@ class SamplingRecord:
         else:
             rules = self._instruments.settings.policy.ending_rules
             ending = endings.or_fallback(endings.from_exception, endings.FAILED, exc, rules)
-            self._end(ending, None, None, cancel_reason)
+            self._end(ending, None, None, cancel_reason, generic=ending.ending == names.ENDING_ERROR)
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
         self._end(endings.or_fallback(endings.from_cancellation, endings.CANCELLED, cancel_reason), None, None,
                   cancel_reason)
 
-    def _end(self, ending: Ending, served: str | None, stop_reason: Any,
-             cancel_reason: str | None = None) -> None:
+    def _end(self, told: Ending, reported: str | None, stop_reason: Any, cancel_reason: str | None = None, *,
+             result: bool = False, generic: bool = False) -> None:
         if self._ended:
             return
         if self._ledger is not None:
             self._ledger.pending.remove(self)  # first: no stall report once the request has ended
         self._ended = True
+        ending = endings.or_fallback(endings.from_what_happened, told,
+                                     endings.Happened(told, result, generic, self._calls))
+        served = self._served(reported) if result else None
         policy = self.server_policy()
         permitted = policy.permitted_models if policy is not None else None
         judged = substitution.judge(self._hints, served, permitted, failed=ending.error_type is not None)
@@ -300,13 +315,13 @@ class SamplingRecord:
 
         try:
             try:
-                self._track(ending.ending, judged)
+                self._track(ending.ending, judged, reported)
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             self._record_metrics(ending.ending, judged, mode, served, degradation_reasons)
         finally:  # the span ends even when a metric call fails
             try:
-                self._end_span(ending, judged, mode, served, stop_reason, cancel_reason, degradation_reasons)
+                self._end_span(ending, judged, mode, served, reported, stop_reason, cancel_reason, degradation_reasons)
             finally:
                 self._end_run(ending.ending, judged, mode, degradation_reasons)
 
@@ -323,10 +338,27 @@ class SamplingRecord:
         except Exception:
             logger.debug("otel-sampling: could not end a sampling request's run", exc_info=True)
 
-    def _track(self, ending: str, judged: str) -> None:
+    def _served(self, reported: str | None) -> str | None:
+        """The normalised name of the model that served a result: the provider's, when a provider call
+        inside the callback did not fail and named its model; None when every call failed; else the
+        host's report, when it says which model served (never a composite's list of candidates)."""
+        try:
+            calls = self._calls
+            if calls.ended and calls.produced is None:
+                return None
+            if calls.produced is not None and self._provider_model:
+                return model_names.normalise(self._provider_model)
+            return model_names.served_member(model_names.read_report(reported)) if reported else None
+        except Exception:  # a name the rules cannot read: judged as unknown
+            logger.debug("otel-sampling: could not read a sampling request's served model", exc_info=True)
+            return None
+
+    def _track(self, ending: str, judged: str, reported: str | None) -> None:
         """Violations visible at the end, then remember this request for the ones after it."""
         if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
+        if self._calls.produced is not None and model_names.reports_another_model(reported, self._provider_model):
+            self._violate(names.VIOLATION_REPORTED_MODEL_MISMATCH)
         policy = self.server_policy()
         if policy is not None and self._served_by:
             endpoints = self._instruments.settings.policy.endpoints
@@ -373,7 +405,7 @@ class SamplingRecord:
                if degradation_reasons else {}),
         }, context=context)
 
-    def _end_span(self, ending: Ending, judged: str, mode: str, served: str | None,
+    def _end_span(self, ending: Ending, judged: str, mode: str, served: str | None, reported: str | None,
                   stop_reason: Any, cancel_reason: str | None, degradation_reasons: tuple[str, ...] = ()) -> None:
         instruments = self._instruments
         span = self._span
@@ -389,10 +421,12 @@ class SamplingRecord:
                 if degradation_reasons:
                     attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in degradation_reasons]
                 add_result_attributes(attributes, ending, served, stop_reason, max_length)
+                if reported:
+                    attributes[names.SAMPLING_REPORTED_MODEL] = clean(reported, max_length)
                 if cancel_reason:
                     attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
-                if self._provider_calls:
-                    attributes[names.SAMPLING_PROVIDER_CALLS] = self._provider_calls
+                if self._calls.ended:
+                    attributes[names.SAMPLING_PROVIDER_CALLS] = self._calls.ended
                     for key, tokens in ((names.GEN_AI_USAGE_INPUT_TOKENS, self._input_tokens),
                                         (names.GEN_AI_USAGE_OUTPUT_TOKENS, self._output_tokens)):
                         if otlp_int(tokens) is not None:  # a hostile provider's counts can pass int64
@@ -411,10 +445,11 @@ class SamplingRecord:
         """The request's mode and reasons (:func:`~otel_sampling.rules.degraded_mode.request_mode`),
         with the named degradations active now and those stamped on its span as it started."""
         stamped = degraded_mode.stamped_reasons(getattr(self._span, "attributes", None))
+        requested = model_names.normalise(self._last_requested) if self._last_requested else None
         return degraded_mode.request_mode(
             canary=self._canary or state.canary.get(), failed_over=self._failover.failed_over, judged=judged,
             served=served, primary=policy.primary_model if policy is not None else None,
-            last_requested=self._last_requested, named=(*state.active_reasons(), *stamped))
+            last_requested=requested, named=(*state.active_reasons(), *stamped))
 
 
 _IDENTITY_VIOLATIONS = frozenset({names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED,

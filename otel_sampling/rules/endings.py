@@ -10,16 +10,36 @@ Sampling requests. Rules for error frames, first match wins
    error frame is never a completion): that ending (so ``-32003`` with ``data.reason``
    ``policy.budget_exhausted`` is ``policy.budget_exhausted``).
 2. the host's own rules from the policy file (``[[ending_rules]]``), in file order.
-3. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
+3. the message is the MCP spec's text for a user's rejection, "User rejected sampling request"
+   (2025-11-25, client/sampling, Error Handling), whatever the code: ``user.denied`` (fastmcp
+   sends a handler's exception as ``-32603`` with the exception's text, so a host that declines by
+   raising sends that text with the code of a crash).
+4. code ``-32600`` with the message "Sampling not supported": ``host.unsupported``, the mcp SDK's
+   own answer (1.x and 2.x ``_default_sampling_callback``) when the host set no sampling callback:
+   the host's decision not to sample, not an error.
+5. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
    "User rejected sampling request").
-4. code ``-32003``: ``policy.denied`` (the otel-sampling convention for policy refusals).
-5. code ``-32001``: ``timeout`` (mcp SDK ``REQUEST_TIMEOUT``).
-6. anything else: ``error``.
+6. code ``-32003``: ``policy.denied`` (the otel-sampling convention for policy refusals).
+7. code ``-32001``: ``timeout`` (mcp SDK ``REQUEST_TIMEOUT``).
+8. anything else: ``error``.
 
 A callback that raises ``MCPError`` is classified by its error frame (the SDK sends that frame on
-the wire); any other exception is ``error``. Cancellation is ``timeout`` when the peer's
-``notifications/cancelled`` reason says the request timed out, else ``cancelled``.
-A result is ``completed``, or ``refused`` when its stopReason says the model refused.
+the wire); any other exception is ``user.denied`` when its text is the spec's rejection text (rule
+3: mcp sends a raising callback's text as the frame's message), else ``error``. Cancellation is
+``timeout`` when the peer's ``notifications/cancelled`` reason says the request timed out, else
+``cancelled``. A result is ``completed``, or ``refused`` when its stopReason says the model refused.
+
+Then what the host's provider calls inside the callback ended with (:func:`from_what_happened`,
+the rows of :data:`WHAT_HAPPENED`, first match wins): a host reports a provider's failure in its
+own words, so the frame alone is not the ending.
+
+a. a generic failure (a ``-32603`` frame the rules above read as ``error``, or a raised exception
+   they read as ``error``) after a last provider call that failed or was refused: that call's
+   ending (``model.unavailable``, ``timeout``, ``refused``, ...); ``error.type`` stays the frame's.
+b. a result while every provider call inside failed: the last failed call's ending and
+   ``error.type`` (the host turned the failure into an answer).
+c. a result read as ``completed`` whose last successful provider call ended ``refused``:
+   ``refused`` (pydantic-ai reports no stopReason, fastmcp maps ``content_filter`` to ``endTurn``).
 
 Provider calls (``docs/telemetry.md`` "Provider call endings"). A call that raised is classified
 by its exception (:func:`failure_of`: ``cancelled``, ``timeout``, ``model.unavailable``, ``error``).
@@ -65,10 +85,10 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from otel_sampling import names
-from otel_sampling.rules.values import Ending, Failure, Response
+from otel_sampling.rules.values import Ending, Failure, ProviderCalls, Response
 
 if TYPE_CHECKING:
     from otel_sampling.policy import EndingRule
@@ -84,6 +104,12 @@ NO_RULES: tuple[EndingRule, ...] = ()
 USER_REJECTED_CODE = names.ERROR_CODE_USER_REJECTED  # MCP spec: user rejected the sampling request
 POLICY_REFUSAL_CODE = names.ERROR_CODE_POLICY_REFUSAL  # otel-sampling convention (implementation-defined band)
 REQUEST_TIMEOUT_CODE = -32001  # mcp_types.REQUEST_TIMEOUT
+INVALID_REQUEST_CODE = -32600  # JSON-RPC 2.0 Invalid Request (mcp_types.INVALID_REQUEST)
+INTERNAL_ERROR_CODE = -32603  # JSON-RPC 2.0 Internal error (mcp_types.INTERNAL_ERROR)
+#: The MCP spec's text for a user's rejection (2025-11-25, client/sampling, Error Handling).
+USER_REJECTED_MESSAGE = "User rejected sampling request"
+#: The mcp SDK's answer when no sampling callback is set (mcp 1.x and 2.x ``_default_sampling_callback``).
+UNSUPPORTED_MESSAGE = "Sampling not supported"
 
 # An error frame is never a completion, whatever its data.reason says: the requester got an error.
 _FRAME_ENDINGS = frozenset(names.ENDINGS) - {names.ENDING_COMPLETED}
@@ -134,9 +160,19 @@ def from_error_frame(code: object, data: object, message: object = None,
         ending = str(reason)  # one of _FRAME_ENDINGS (checked above)
     elif matched is not None:
         ending = matched.ending
+    elif isinstance(message, str) and message == USER_REJECTED_MESSAGE:
+        ending = names.ENDING_USER_DENIED
+    elif code == INVALID_REQUEST_CODE and isinstance(message, str) and message == UNSUPPORTED_MESSAGE:
+        ending = names.ENDING_HOST_UNSUPPORTED
     else:
         ending = _CODE_ENDINGS.get(code, names.ENDING_ERROR) if isinstance(code, int) else names.ENDING_ERROR
     return Ending(ending, str(code), resets_at)
+
+
+def is_generic_frame(code: object, ending: Ending) -> bool:
+    """True for a ``-32603`` (JSON-RPC internal error) frame the rules read as ``error``: what a
+    host that turns every exception into a frame (fastmcp) sends for a provider's failure too."""
+    return ending.ending == names.ENDING_ERROR and code == INTERNAL_ERROR_CODE
 
 
 def or_fallback(classify_ending: Callable[..., Ending], fallback: Ending, *args: Any) -> Ending:
@@ -163,6 +199,66 @@ def from_cancellation(peer_reason: str | None) -> Ending:
     return Ending(names.ENDING_CANCELLED, names.ENDING_CANCELLED)
 
 
+class Happened(NamedTuple):
+    """A sampling request's ending as its frame or result said it, and what was around it.
+
+    Attributes:
+        told: the ending the rules gave the frame, result or exception.
+        result: the callback returned a result (not an error frame, not an exception).
+        generic: the frame is a generic failure (:func:`is_generic_frame`, or a raised exception
+            read as ``error``).
+        calls: what the provider calls inside the callback ended with.
+    """
+
+    told: Ending
+    result: bool
+    generic: bool
+    calls: ProviderCalls
+
+
+class WhatHappenedRule(NamedTuple):
+    """One row of :data:`WHAT_HAPPENED`: the ending it gives a request it applies to, or None."""
+
+    name: str
+    ending: Callable[[Happened], Ending | None]
+
+
+def _after_a_failed_call(h: Happened) -> Ending | None:
+    last = h.calls.last
+    if h.generic and last is not None and (last.error_type is not None or last.ending == names.ENDING_REFUSED):
+        return Ending(last.ending, h.told.error_type, h.told.resets_at)
+    return None
+
+
+def _every_call_failed(h: Happened) -> Ending | None:
+    calls = h.calls
+    return calls.last_failed if h.result and calls.produced is None else None
+
+
+def _produced_by_a_refusal(h: Happened) -> Ending | None:
+    produced = h.calls.produced
+    refused = produced is not None and produced.ending == names.ENDING_REFUSED
+    return REFUSED if h.result and refused and h.told.ending == names.ENDING_COMPLETED else None
+
+
+#: Rules a., b. and c. of the module docstring, in order; first match wins, else the frame's ending.
+WHAT_HAPPENED: tuple[WhatHappenedRule, ...] = (
+    WhatHappenedRule("a generic failure after a provider call that failed or was refused", _after_a_failed_call),
+    WhatHappenedRule("a result while every provider call failed", _every_call_failed),
+    WhatHappenedRule("a completed result produced by a refused provider call", _produced_by_a_refusal),
+)
+
+
+def from_what_happened(happened: Happened) -> Ending:
+    """The ending of a sampling request from what its provider calls ended with (:data:`WHAT_HAPPENED`,
+    first match wins), else the ending its frame, result or exception was given."""
+    for rule in WHAT_HAPPENED:
+        ending = rule.ending(happened)
+        if ending is not None:
+            return ending
+    return happened.told
+
+
 def is_cancellation(exc: BaseException) -> bool:
     """True for the task-cancellation exceptions of asyncio (which anyio uses there) and trio."""
     cls = type(exc)
@@ -182,7 +278,16 @@ def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES) -
     code = getattr(error, "code", None)
     if isinstance(code, int):  # mcp.MCPError carries its ErrorData
         return from_error_frame(code, getattr(error, "data", None), getattr(error, "message", None), rules)
+    if _text_is(exc, USER_REJECTED_MESSAGE):  # mcp sends a raising callback's text as the frame's message
+        return Ending(names.ENDING_USER_DENIED, qualified_name(type(exc)))
     return Ending(names.ENDING_ERROR, qualified_name(type(exc)))
+
+
+def _text_is(exc: BaseException, text: str) -> bool:
+    """``str(exc) == text``, read only for an exception holding one argument of that length (a
+    hostile ``__str__`` or a huge message is never formatted)."""
+    args = exc.args
+    return len(args) == 1 and isinstance(args[0], str) and len(args[0]) == len(text) and args[0] == text
 
 
 def _single_leaf(exc: BaseException) -> BaseException:

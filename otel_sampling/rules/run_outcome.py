@@ -10,6 +10,9 @@ ending (``names.ENDINGS``)                      outcome     why
 ``names.DECISION_ENDINGS`` (``policy.denied``,  denied      a decision not to sample: the task
 ``user.denied``, ``policy.budget_exhausted``,               was declined before any model was
 and every decline ending in that group)                     asked, so it was not attempted
+``host.unsupported``                            denied      the host answers no sampling at all
+                                                            (the SDK's default answer): nothing
+                                                            was attempted
 ``refused``                                     failed      a model was asked and declined: the
                                                             task was attempted and not done
 ``cancelled``                                   failed      the request was withdrawn while it
@@ -27,7 +30,9 @@ from __future__ import annotations
 
 from otel_sampling import names
 
-_DECISIONS = frozenset(names.DECISION_ENDINGS)
+# host.unsupported is no decision about one request (violations.DENIALS leaves it out), but its
+# run attempted nothing either.
+_DECISIONS = frozenset((*names.DECISION_ENDINGS, names.ENDING_HOST_UNSUPPORTED))
 
 
 def request_run_outcome(ending: str) -> str:

@@ -1,14 +1,18 @@
 """Was the served model the one asked for? Pure judgement functions.
 
-Judgement (``names.SUBSTITUTIONS``):
+Judgement (``names.SUBSTITUTIONS``), of the served model's normalised name
+(:mod:`~otel_sampling.rules.model_names`: a composite or prefixed name never reaches a hint):
 
 * ``none``: the served model matches a model hint as a substring (MCP spec 2025-11-25,
   client/sampling, Model Preferences: "hints are treated as substrings that can match model
-  names flexibly"), or no hint was given: nothing else was asked for. (Whether the policy
-  permits a model the server asked for is a policy question, not a substitution.)
+  names flexibly"), or no hint was given and the policy (if one covers the server) permits it:
+  nothing else was asked for. (Whether the policy permits a model the server hinted at is a
+  policy question, not a substitution.)
 * ``within_policy``: it matches no hint, but the policy's ``permitted_models`` for the server
   admits it.
-* ``outside_policy``: the policy names permitted models for the server and this is not one.
+* ``outside_policy``: the policy names permitted models for the server and this is not one, and
+  no hint asked for it: a hint that matches nothing, or no hint at all (a server that sends none
+  still gets only what the policy permits).
 * ``unjudged``: no hint matched and no policy covers the server, or no served model is known.
 
 A permitted-model entry admits the same name or that name followed by a dated or ``latest``
@@ -55,7 +59,7 @@ def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | N
 
     Args:
         hints: ``modelPreferences.hints[].name`` in order (may be empty).
-        served: the model that served the request (``CreateMessageResult.model``), or None.
+        served: the normalised name of the model that served the request, or None.
         permitted: the policy's permitted models for the server, or None when no policy covers it.
         failed: the request failed (an error frame, an exception, a cancellation): nothing was
             served, so nothing was substituted (``none``); a result without a model is ``unjudged``.
@@ -65,12 +69,12 @@ def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | N
     """
     if not served:
         return names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
-    if not hints or matches_hint(hints, served):
+    if hints and matches_hint(hints, served):
         return names.SUBSTITUTION_NONE
     if permitted is None:
-        return names.SUBSTITUTION_UNJUDGED
+        return names.SUBSTITUTION_NONE if not hints else names.SUBSTITUTION_UNJUDGED
     if is_permitted(permitted, served):
-        return names.SUBSTITUTION_WITHIN_POLICY
+        return names.SUBSTITUTION_WITHIN_POLICY if hints else names.SUBSTITUTION_NONE
     return names.SUBSTITUTION_OUTSIDE_POLICY
 
 

@@ -1,4 +1,4 @@
-"""The value types every layer passes: an ending, token usage, a provider response, a failure.
+"""The value types every layer passes: an ending, provider calls seen, token usage, a provider response, a failure.
 
 Plain immutable tuples: the rules in this package decide over them, records fill them from what
 an SDK reported. One check belongs to the values themselves: what a token count is
@@ -20,6 +20,29 @@ class Ending(NamedTuple):
     ending: str
     error_type: str | None = None
     resets_at: str | None = None
+
+
+class ProviderCalls(NamedTuple):
+    """What the provider calls inside one sampling callback ended with, each as an :class:`Ending`
+    (a failed call's ``error_type`` is set; ``refused`` and ``completed`` calls have none).
+
+    Attributes:
+        ended: how many ended.
+        last: the last call's ending.
+        last_failed: the last failed call's.
+        produced: the last call that did not fail, the one whose answer a result carries.
+    """
+
+    ended: int = 0
+    last: Ending | None = None
+    last_failed: Ending | None = None
+    produced: Ending | None = None
+
+    def after(self, ending: Ending) -> ProviderCalls:
+        """These calls and one more that ended with ``ending`` (failed when its ``error_type`` is set)."""
+        failed = ending.error_type is not None
+        return ProviderCalls(self.ended + 1, ending, ending if failed else self.last_failed,
+                             self.produced if failed else ending)
 
 
 class Usage(NamedTuple):

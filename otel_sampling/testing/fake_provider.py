@@ -95,6 +95,9 @@ SCENARIOS: dict[str, str] = {
     "drop": "SSE: abort the TCP connection (RST, no terminating chunk) at that point",
     "truncate": "SSE: end the body cleanly at that point, without message_stop / [DONE]",
     "served_model=<m>": "report model <m> instead of the requested one (silent substitution)",
+    "gateway_model=<m>": "a gateway that served model <m>: the body names the requested model, the response "
+                         "header ngrok-aig-model (or gateway_header's) names <m>",
+    "gateway_header=<h>": "with gateway_model=: the response header that names the served model",
     "cache": "non-zero prompt-cache usage (anthropic cache_* tokens, openai cached_tokens)",
     "fallback=<m>": "anthropic: the server-side fallback shape (a fallback content block, usage.iterations, "
                     "model=<m>)",
@@ -166,6 +169,15 @@ def parse_scenario(value: str | None) -> dict[str, str]:
 
 def _id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:24]}"
+
+
+GATEWAY_HEADER = "ngrok-aig-model"  # ngrok AI Gateway: "names the upstream model that produced the response"
+
+
+def _gateway_headers(sc: dict[str, str]) -> dict[str, str]:
+    """The header a gateway names its served model in (``gateway_model``), or none."""
+    model = sc.get("gateway_model")
+    return {sc.get("gateway_header") or GATEWAY_HEADER: model} if model else {}
 
 
 def _long_model(sc: dict[str, str]) -> str | None:
@@ -419,6 +431,7 @@ class _Handler(BaseHTTPRequestHandler):
             "anthropic-organization-id": "org-fake",
             "anthropic-ratelimit-requests-remaining": "999",
             "anthropic-ratelimit-input-tokens-remaining": "100000",
+            **_gateway_headers(sc),
         }
         if not body.get("stream"):
             self._send_json(200, _distort(sc, msg), headers)
@@ -492,7 +505,8 @@ class _Handler(BaseHTTPRequestHandler):
                   else "tool_calls" if "tool" in sc else "stop")
         cid, created = _id("chatcmpl-"), int(time.time())
         headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1",
-                   "x-ratelimit-remaining-requests": "999", "x-ratelimit-remaining-tokens": "100000"}
+                   "x-ratelimit-remaining-requests": "999", "x-ratelimit-remaining-tokens": "100000",
+                   **_gateway_headers(sc)}
         tool_calls = [{"id": _id("call_"), "type": "function",
                        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]
         base = {"id": cid, "created": created, "model": served, "system_fingerprint": "fp_fake",
@@ -571,7 +585,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "incomplete_details": {"reason": incomplete} if done and incomplete else None,
                     "instructions": None, "metadata": {}, "usage": use, "service_tier": "default"}
 
-        headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1"}
+        headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1", **_gateway_headers(sc)}
         if not body.get("stream"):
             self._send_json(200, _distort(sc, response(final, outputs, usage)), headers)
             return

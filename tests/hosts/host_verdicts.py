@@ -110,11 +110,24 @@ def reasons(obs: Observation, exp: Expected) -> Check:
     return _equal(exp.reasons, _attribute(obs, names.DEGRADATION_REASON))
 
 
+def reported_models(report: str) -> tuple[str, ...]:
+    """The models a host's report names: pydantic-ai's ``FallbackModel`` reports ``fallback:`` and its
+    members' names joined by ``,`` (its ``model_name``), naming its candidates; any other report one model."""
+    prefix = "fallback:"
+    return tuple(report[len(prefix):].split(",")) if report.startswith(prefix) else (report,)
+
+
 def violations(obs: Observation, exp: Expected) -> Check:
+    """The scenario's violations, and ``reported_model_mismatch`` when the host's report (its
+    uninstrumented run's) names none of the model the provider served."""
     span = obs.sampling
     kinds = sorted(e["attributes"].get(names.SAMPLING_VIOLATION_KIND) for e in (span["events"] if span else ())
                    if e["name"] == names.EVENT_SAMPLING_VIOLATION)
-    return _equal(sorted(exp.violations), kinds)
+    want = list(exp.violations)
+    report = host_reported(obs)
+    if report is not None and exp.served is not None and exp.served not in reported_models(report):
+        want.append(names.VIOLATION_REPORTED_MODEL_MISMATCH)
+    return _equal(sorted(want), kinds)
 
 
 def run_outcome(obs: Observation, exp: Expected) -> Check:

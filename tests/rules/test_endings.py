@@ -26,7 +26,7 @@ from otel_sampling import names
 from otel_sampling.policy import EndingRule
 from otel_sampling.rules import endings
 from otel_sampling.rules.endings import answer_ending, error_type_of, failure_of, fallback_failure
-from otel_sampling.rules.values import Ending, Failure, Response, Usage
+from otel_sampling.rules.values import Ending, Failure, ProviderCalls, Response, Usage
 
 try:
     from mcp import MCPError  # mcp 2.x; mcp 1.x names it McpError and builds it from an ErrorData
@@ -70,6 +70,42 @@ class TestErrorFrames:
         got = endings.from_error_frame(code, data)
 
         assert (ending, str(code)) == (got.ending, got.error_type)
+
+    @pytest.mark.parametrize(("ending", "code", "message"), [
+        # the MCP spec's rejection text, whatever the code: fastmcp sends a handler's refusal as -32603
+        ("user.denied", -32603, "User rejected sampling request"),
+        ("user.denied", -32000, "User rejected sampling request"),
+        ("user.denied", -1, "User rejected sampling request"),
+        ("error", -32603, "user rejected the request"),  # another text: a generic failure
+        # the mcp SDK's default answer without a sampling callback (1.x and 2.x): -32600 "Sampling not supported"
+        ("host.unsupported", -32600, "Sampling not supported"),
+        ("error", -32603, "Sampling not supported"),  # the text with another code is not the SDK's answer
+        ("error", -32600, "Invalid request"),
+        ("error", -32603, None),
+    ])
+    def test_the_spec_and_sdk_texts_decide_before_the_codes(self, ending, code, message):
+        """Rules 3 and 4: the spec's rejection text (any code), the SDK's "not supported" answer."""
+        got = endings.from_error_frame(code, None, message)
+
+        assert (ending, str(code)) == (got.ending, got.error_type)
+
+    def test_data_reason_and_host_rules_come_before_the_texts(self):
+        """Rules 1 and 2 still come first."""
+        assert "policy.denied" == endings.from_error_frame(
+            -32603, {"reason": "policy.denied"}, "User rejected sampling request").ending
+        rules = (EndingRule(ending="policy.denied", message_contains="rejected"),)
+        assert "policy.denied" == endings.from_error_frame(-32603, None, "User rejected sampling request", rules).ending
+
+    @pytest.mark.parametrize(("generic", "code", "message"), [
+        (True, -32603, "Error code: 503 - fake server_error (503)"),  # fastmcp: an exception's text
+        (False, -32603, "User rejected sampling request"),  # a decline, not a failure
+        (True, -32603, None),
+        (False, -32602, "Invalid request parameters"),
+        (False, -1, "User rejected sampling request"),
+    ])
+    def test_a_generic_frame_is_an_internal_error_read_as_error(self, generic, code, message):
+        """``is_generic_frame``: ``-32603`` (JSON-RPC 2.0 Internal error) that no rule named."""
+        assert generic is endings.is_generic_frame(code, endings.from_error_frame(code, None, message))
 
     @pytest.mark.parametrize(("ending", "code", "data", "message"), [
         ("policy.budget_exhausted", -32099, None, "over budget"),  # a host rule by code
@@ -169,6 +205,13 @@ class TestExceptions:
         assert ("error", "RuntimeError", None) == endings.from_exception(RuntimeError("x"))
         assert "TimeoutError" == endings.from_exception(asyncio.TimeoutError()).error_type
 
+    def test_an_exception_with_the_spec_rejection_text_is_a_user_denial(self):
+        """mcp sends a raising callback's text as the frame's message (``MCPError(INTERNAL_ERROR, str(e))``):
+        a host that declines by raising with the spec's text declined."""
+        assert ("user.denied", "RuntimeError", None) == endings.from_exception(
+            RuntimeError("User rejected sampling request"))
+        assert "error" == endings.from_exception(RuntimeError("User rejected sampling request", 1)).ending
+
     @pytest.mark.parametrize("exc", [KeyboardInterrupt(), SystemExit(1)])
     def test_keyboard_interrupt_and_system_exit_are_errors(self, exc):
         """They end the request as ``error`` too (docs/telemetry.md "Ending rules")."""
@@ -211,6 +254,83 @@ class TestExceptions:
 
         assert got.ending in names.ENDINGS and got.ending != names.ENDING_COMPLETED
         assert isinstance(got.error_type, str) and got.error_type
+
+
+OVERLOADED = Ending("model.unavailable", "overloaded_error")  # anthropic 529, the SDK's OverloadedError
+TIMED_OUT = Ending("timeout", "timeout")  # an SDK's APITimeoutError
+REFUSED_CALL = Ending("refused")  # anthropic stop_reason refusal / openai finish_reason content_filter
+ANSWERED = Ending("completed")
+
+
+def calls(*ended: Ending) -> ProviderCalls:
+    """The provider calls of one callback, in order."""
+    seen = ProviderCalls()
+    for call in ended:
+        seen = seen.after(call)
+    return seen
+
+
+def happened(told: Ending, *ended: Ending, result: bool = False, generic: bool = False) -> Ending:
+    return endings.from_what_happened(endings.Happened(told, result, generic, calls(*ended)))
+
+
+class TestWhatHappened:
+    """``from_what_happened``: the ending from the provider calls inside the callback, when the
+    frame is a host's generic failure or the result hides what the calls did (the rows of
+    ``WHAT_HAPPENED``, docs/telemetry.md "Ending rules")."""
+
+    @pytest.mark.parametrize(("ending", "last"), [
+        (OVERLOADED, OVERLOADED),  # fastmcp: -32603 "Error code: 529 ..." after a 529
+        (Ending("timeout", "-32603"), TIMED_OUT),
+        (Ending("refused", "-32603"), REFUSED_CALL),  # a host that raises on a refusal
+    ])
+    def test_a_generic_frame_after_a_failed_call_ends_as_that_call(self, ending, last):
+        """Row a: the call's ending; ``error.type`` stays the frame's code."""
+        frame = Ending("error", "-32603")
+        got = happened(frame, ANSWERED, last, generic=True)
+
+        assert (ending.ending, "-32603") == (got.ending, got.error_type)
+
+    def test_a_raised_exception_after_a_failed_call_ends_as_that_call(self):
+        """Row a, an exception the rules read as ``error`` (langchain's on mcp 1.x): its class stays ``error.type``."""
+        got = happened(Ending("error", "anthropic.OverloadedError"), OVERLOADED, OVERLOADED, generic=True)
+
+        assert Ending("model.unavailable", "anthropic.OverloadedError") == got
+
+    def test_a_generic_frame_after_a_successful_call_is_the_hosts_own_failure(self):
+        """The last call answered: the host failed after it, the frame's ending stays."""
+        frame = Ending("error", "-32603")
+        assert frame == happened(frame, OVERLOADED, ANSWERED, generic=True)
+
+    def test_a_frame_that_says_what_happened_is_kept(self):
+        """A decline, a timeout, a frame naming its reason: not generic, whatever the calls did."""
+        for frame in (Ending("user.denied", "-1"), Ending("model.unavailable", "-32603"), Ending("error", "-32602")):
+            assert frame == happened(frame, OVERLOADED)
+
+    def test_a_result_while_every_call_failed_ends_as_the_last_failure(self):
+        """Row b: a host that turned the failure into assistant text with endTurn."""
+        assert TIMED_OUT == happened(endings.COMPLETED, OVERLOADED, TIMED_OUT, result=True)
+
+    def test_a_result_produced_by_a_refused_call_is_refused(self):
+        """Row c: pydantic-ai reports no stopReason, fastmcp maps content_filter to endTurn."""
+        assert endings.REFUSED == happened(endings.COMPLETED, REFUSED_CALL, result=True)
+        assert endings.REFUSED == happened(endings.COMPLETED, OVERLOADED, REFUSED_CALL, result=True)
+
+    def test_a_result_produced_by_an_answer_after_a_refusal_is_completed(self):
+        """The host tried another model after a refusal and that one answered: its result."""
+        assert endings.COMPLETED == happened(endings.COMPLETED, REFUSED_CALL, ANSWERED, result=True)
+
+    def test_without_provider_calls_the_frame_decides(self):
+        frame = Ending("error", "-32603")
+        assert frame == happened(frame, generic=True)
+        assert endings.COMPLETED == happened(endings.COMPLETED, result=True)
+
+    def test_the_rules_table_is_the_documented_one(self):
+        """Three rows, in the documented order."""
+        assert [rule.name for rule in endings.WHAT_HAPPENED] == [
+            "a generic failure after a provider call that failed or was refused",
+            "a result while every provider call failed",
+            "a completed result produced by a refused provider call"]
 
 
 class TestQualifiedName:

@@ -3,7 +3,8 @@
 The rule (docs/telemetry.md "Runs"): a completion is ``completed``; a decision not to sample (the
 ``names.DECISION_ENDINGS`` group: a policy denial, the user's, an exhausted budget) is ``denied``,
 the task declined before any model was asked; everything else, a refusal and a cancellation
-included, is ``failed``, a task attempted and not done.
+included, is ``failed``, a task attempted and not done. A host that answers no sampling at all
+(``host.unsupported``) attempted nothing: ``denied``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ def test_a_decision_not_to_sample_is_a_denied_run(ending):
 def test_every_ending_of_the_decision_group_is_denied():
     """A decline ending added to the group is denied with no change here."""
     assert {request_run_outcome(ending) for ending in names.DECISION_ENDINGS} == {"denied"}
+
+
+def test_a_host_that_answers_no_sampling_is_a_denied_run():
+    """The SDK's default answer (no sampling callback set): nothing was attempted."""
+    assert request_run_outcome("host.unsupported") == "denied"
 
 
 def test_a_refusal_is_a_failed_run():

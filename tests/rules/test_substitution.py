@@ -2,7 +2,8 @@
 
 Expected judgements come from the MCP spec 2025-11-25 (client/sampling, Model Preferences: "hints
 are treated as substrings that can match model names flexibly"), the policy file's
-``permitted_models`` (docs/configuration.md), and the providers' snapshot names (anthropic
+``permitted_models`` (docs/configuration.md: a request without hints is still held to them), and
+the providers' snapshot names (anthropic
 ``claude-haiku-4-5-20251001``; openai ``gpt-4o-2024-08-06`` and the older ``gpt-4-0613``;
 mistral ``mistral-large-2407``).
 """
@@ -23,7 +24,11 @@ class TestJudge:
         ("none", ("claude-sonnet",), "claude-sonnet-5-5-20261001", PERMITTED),  # spec example: a family hint
         ("none", ("sonnet",), "claude-sonnet-5-5", None),
         ("none", ("Claude-Sonnet",), "claude-sonnet-5-5", None),
-        ("none", (), "claude-opus-5-5", PERMITTED),  # no hint: nothing else was asked for
+        # No hint: nothing else was asked for, but the policy still holds (a server that sends no
+        # hints, as most public servers do, gets only what the policy permits).
+        ("none", (), "claude-haiku-5-5", PERMITTED),
+        ("outside_policy", (), "claude-opus-5-5", PERMITTED),
+        ("none", (), "claude-opus-5-5", None),  # no hint and no policy: nothing to judge it against
         ("within_policy", ("gpt-4o",), "claude-haiku-5-5", PERMITTED),
         ("within_policy", ("gpt-4o",), "claude-haiku-5-5-20261001", PERMITTED),  # a snapshot of a permitted model
         ("outside_policy", ("gpt-4o",), "claude-opus-5-5", PERMITTED),
@@ -33,8 +38,9 @@ class TestJudge:
         ("outside_policy", ("gpt-4o",), "claude-haiku-5-5", ()),  # an empty list permits nothing
     ])
     def test_hints_first_then_the_policy(self, expected, hints, served, permitted):
-        """A matching hint (or none given) is ``none``; else the permitted models decide; without
-        a policy, or without a served model, ``unjudged``."""
+        """A matching hint is ``none``; else the permitted models decide (``within_policy`` for a
+        hinted request, ``none`` for an unhinted one, ``outside_policy`` for both); without a
+        policy, a hinted request that matched nothing, or one without a served model, ``unjudged``."""
         assert expected == judge(hints, served, permitted)
 
 
