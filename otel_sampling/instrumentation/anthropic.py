@@ -277,5 +277,5 @@ class AnthropicInstrumentor(TargetTableInstrumentor):
     """
 
     targets = _TARGETS
-    dependencies = ("anthropic >= 2.14, < 3",)
+    dependencies = ("anthropic >= 1.14, < 3",)
     state_class = _State

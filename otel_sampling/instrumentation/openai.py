@@ -289,9 +289,9 @@ class OpenAIInstrumentor(TargetTableInstrumentor):
 
     ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None)``; providers
     default to the global ones (the logger provider carries the opt-in content events).
-    Supported range: ``openai >= 3.57, < 4`` (``instrumentation_dependencies``).
+    Supported range: ``openai >= 3.0, < 4`` (``instrumentation_dependencies``).
     """
 
     targets = _TARGETS
-    dependencies = ("openai >= 3.57, < 4",)
+    dependencies = ("openai >= 3.0, < 4",)
     state_class = _State
