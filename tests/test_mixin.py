@@ -351,8 +351,10 @@ def test_the_scope_selector_reaches_every_raw_series_of_the_rules_and_dashboards
     assert len(selectors) > 60
     assert all(config.scope_selector in selector for selector in selectors), [
         s for s in selectors if config.scope_selector not in s]
-    recorded = {rule["record"] for group in rule_groups(config)["groups"] for rule in group["rules"] if "record" in rule}
-    reads_of_recorded = re.findall(r"\b(" + "|".join(map(re.escape, recorded)) + r")(\{[^}]*\})?", " ".join(dashboards))
+    recorded = {rule["record"] for group in rule_groups(config)["groups"] for rule in group["rules"]
+                if "record" in rule}
+    reads_of_recorded = re.findall(r"\b(" + "|".join(map(re.escape, recorded)) + r")(\{[^}]*\})?",
+                                   " ".join(dashboards))
     assert reads_of_recorded
     assert not [s for _, s in reads_of_recorded if "otel_scope" in s]
 

@@ -99,7 +99,8 @@ def test_an_installed_version_outside_the_range_warns_once_naming_version_and_ra
         caplog.clear()
         instrumentor = _installed_outside_the_range(f"PinnedBelow{auto}")()
         for _ in range(2):  # instrument, uninstrument, instrument again: still one line
-            instrumentor.instrument(meter_provider=telemetry.meter_provider, **({"skip_dep_check": True} if auto else {}))
+            instrumentor.instrument(meter_provider=telemetry.meter_provider,
+                                    **({"skip_dep_check": True} if auto else {}))
             assert not isinstance(vars(SyncAPIClient)["request"], wrapt.FunctionWrapper)  # nothing wrapped
             instrumentor.uninstrument()
         records = _our_records(caplog, logging.WARNING)
@@ -125,7 +126,8 @@ def test_a_library_that_is_not_installed_is_skipped_quietly(caplog, telemetry):
         instrumentor.uninstrument()
 
 
-@pytest.mark.parametrize(("extra", "instrumentor"), [("anthropic", AnthropicInstrumentor), ("openai", OpenAIInstrumentor)])
+@pytest.mark.parametrize(("extra", "instrumentor"),
+                         [("anthropic", AnthropicInstrumentor), ("openai", OpenAIInstrumentor)])
 def test_the_provider_instrumentors_check_the_range_their_extra_installs(extra, instrumentor):
     """The range an instrumentor accepts is the one ``pip install otel-sampling[<sdk>]`` installs."""
     pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8"))

@@ -3,8 +3,9 @@
 Every query reads metric and label names from ``otel_sampling.mixin.metrics`` and recorded series
 from ``otel_sampling.mixin.rules.Recorded``; thresholds come from the same ``MixinConfig`` as the
 alerts. A raw series is selected by ``$job`` and the config's ``scope_selector`` (:func:`_raw`); a
-recorded series by ``$job`` only (the rules aggregated the scope away after selecting it). Rates of low-traffic agent work are shown per minute (``reqpm``: Grafana's unit for
-requests/min; ``rpm`` would be reads/min).
+recorded series by ``$job`` only (the rules aggregated the scope away after selecting it). Rates
+of low-traffic agent work are shown per minute (``reqpm``: Grafana's unit for requests/min;
+``rpm`` would be reads/min).
 """
 
 from __future__ import annotations
@@ -127,8 +128,9 @@ def overview(config: MixinConfig) -> dash.Dashboard:
             .with_panel(timeseries_panel(
                 "Substitutions", "Sampling requests per minute whose served model matched no hint, by judgement "
                 "(within_policy, outside_policy, unjudged).",
-                [(_per_minute(m.SAMPLING_REQUESTS, _raw(config, SERVER, f'{m.SUBSTITUTION}!="{names.SUBSTITUTION_NONE}"'),
-                              m.SUBSTITUTION), f"{{{{{m.SUBSTITUTION}}}}}")], "reqpm", width=24)))
+                [(_per_minute(m.SAMPLING_REQUESTS,
+                              _raw(config, SERVER, f'{m.SUBSTITUTION}!="{names.SUBSTITUTION_NONE}"'), m.SUBSTITUTION),
+                  f"{{{{{m.SUBSTITUTION}}}}}")], "reqpm", width=24)))
 
 
 def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
