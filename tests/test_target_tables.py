@@ -83,8 +83,10 @@ def test_mcp_instrumentor_picks_the_table_of_the_installed_major(caplog, telemet
 
 
 def _installed_outside_the_range(name):
-    """An anthropic instrumentor whose range leaves out the installed anthropic (a host pinned below it)."""
-    return type(name, (AnthropicInstrumentor,), {"dependencies": ("anthropic < 1",)})
+    """An anthropic instrumentor whose range leaves out the installed anthropic (a host pinned below
+    it). Its own ``_instance``: BaseInstrumentor is a singleton per class, and a subclass would
+    otherwise inherit the real instrumentor's instance."""
+    return type(name, (AnthropicInstrumentor,), {"dependencies": ("anthropic < 1",), "_instance": None})
 
 
 def _our_records(caplog, level):
@@ -115,6 +117,7 @@ def test_a_library_that_is_not_installed_is_skipped_quietly(caplog, telemetry):
         "targets": (Target("textwrap", "TextWrapper.wrap", _passthrough),),
         "dependencies": ("no-such-sdk-distribution >= 1",),
         "state_class": staticmethod(lambda instruments: None),
+        "_instance": None,
     })()
     caplog.set_level(logging.DEBUG)
     instrumentor.instrument(meter_provider=telemetry.meter_provider, skip_dep_check=True)
