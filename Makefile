@@ -151,25 +151,42 @@ clean:
 # One venv per cell under .matrix/, the package installed with the oldest (pinned) or the newest
 # (whatever the declared ranges resolve to today) supported versions, then the tests that cell can
 # run. The mcp 1.x cells leave out the modules written against mcp 2.x (tests/conftest.py); the mcp 2.x cells run everything
-# (test_mcp_v1.py skips itself there). The supported ranges in pyproject.toml
-# and the README are the ones these cells prove.
+# (test_mcp_v1.py skips itself there). The oldest release of each provider SDK range has a cell of
+# its own (the other SDK and mcp as resolved today, OpenTelemetry at its oldest) that runs the tests
+# driving the provider SDKs. The supported ranges in pyproject.toml and the README are the ones
+# these cells prove.
 MATRIX := .matrix
-OLDEST := anthropic==2.14.0 openai==3.57.0 \
-	opentelemetry-api==1.45.1 opentelemetry-sdk==1.45.1 opentelemetry-exporter-otlp==1.45.1 \
+OLDEST := opentelemetry-api==1.45.1 opentelemetry-sdk==1.45.1 \
+	opentelemetry-exporter-otlp-proto-http==1.45.1 opentelemetry-exporter-otlp-proto-grpc==1.45.1 \
 	opentelemetry-semantic-conventions==0.66b1 opentelemetry-instrumentation==0.66b1 \
 	opentelemetry-distro==0.66b1 opentelemetry-exporter-prometheus==0.66b1
-MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest
+MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest
 
-extras_mcp1 := mcp1,anthropic,openai,otlp,prometheus,mixin,test
-extras_mcp2 := mcp,anthropic,openai,otlp,prometheus,mixin,test
+extras_mcp1 := mcp1,anthropic,openai,otlp,otlp-grpc,prometheus,mixin,test
+extras_mcp2 := mcp,anthropic,openai,otlp,otlp-grpc,prometheus,mixin,test
+extras_anthropic := $(extras_mcp2)
+extras_openai := $(extras_mcp2)
 # mcp 1.10 imports a pydantic internal that pydantic 2.12 removed: it runs with the pydantic of its time.
 pins_mcp1-oldest := mcp==1.10.0 pydantic==2.11.7 $(OLDEST)
 pins_mcp1-newest := "mcp<2"
 pins_mcp2-oldest := mcp==2.1.0 $(OLDEST)
 pins_mcp2-newest :=
+# The floors of the anthropic and openai extras: anthropic 1.14 is the first release whose request
+# options carry the span_name our wrapper reads, openai 3.0 the first on httpx2.
+pins_anthropic-oldest := anthropic==1.14.0 $(OLDEST)
+pins_openai-oldest := openai==3.0.0 $(OLDEST)
 # pyproject's warning filter names an mcp 2.x class, which pytest cannot resolve on mcp 1.x.
 tests_mcp1 := -o filterwarnings= tests
 tests_mcp2 := tests
+# Every module that drives a provider SDK: its wrappers, streams, endings, content, cost, failover,
+# sampling callbacks that call it, the range check, and loading under opentelemetry-instrument.
+PROVIDER_TESTS := $(wildcard tests/test_anthropic*.py tests/test_openai*.py tests/test_provider_*.py) \
+	tests/test_target_tables.py tests/test_sampling_with_provider.py tests/test_auto_instrumentation.py \
+	tests/test_hostile_provider.py tests/test_endings_total.py tests/test_fault_injection.py \
+	tests/test_suppression.py tests/test_degradation.py tests/test_exemplars.py tests/test_semconv.py \
+	tests/test_otlp_export.py tests/test_fake_provider.py tests/test_fake_provider_fail_model.py
+tests_anthropic := $(PROVIDER_TESTS)
+tests_openai := $(PROVIDER_TESTS)
 
 test-matrix: $(MATRIX_CELLS:%=matrix-%)
 

@@ -44,6 +44,11 @@ def duration_endings(telemetry) -> dict:
     return telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING, names.ERROR_TYPE)
 
 
+# The SDK's class for HTTP 504: GatewayTimeoutError from anthropic 2.0; 1.x raises its
+# InternalServerError for every 5xx but 529 (_client._make_status_error).
+GATEWAY_TIMEOUT = getattr(anthropic, "GatewayTimeoutError", anthropic.InternalServerError)
+
+
 # ---------------------------------------------------------------- non-stream errors
 @pytest.mark.parametrize(("status", "error_class", "error_type", "ending"), [
     (400, anthropic.BadRequestError, "invalid_request_error", "error"),
@@ -51,7 +56,7 @@ def duration_endings(telemetry) -> dict:
     (429, anthropic.RateLimitError, "rate_limit_error", "model.unavailable"),
     (500, anthropic.InternalServerError, "api_error", "model.unavailable"),
     (529, anthropic.OverloadedError, "overloaded_error", "model.unavailable"),
-    (504, anthropic.GatewayTimeoutError, "timeout_error", "timeout"),
+    (504, GATEWAY_TIMEOUT, "timeout_error", "timeout"),
 ])
 def test_error_status(anthropic_instrumented, fake_provider, status, error_class, error_type, ending):
     with pytest.raises(error_class) as info:

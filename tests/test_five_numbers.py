@@ -179,11 +179,17 @@ def test_recorded_names_follow_the_rule_naming_convention():
 
 def test_prompt_cache_read_share_from_the_scrape():
     """Token-usage points as the provider instrumentation records them (cache reads are part of
-    input; a call that read no cache records no cache_read point)."""
+    input; a call that read no cache records no cache_read point). A framework's own token counts
+    (another scope, no degradation.mode) are not read, as the PromQL does not select them."""
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
     tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(names.METRIC_GEN_AI_TOKEN_USAGE,
                                                                    unit=names.UNIT_TOKEN)
+    theirs = provider.get_meter("pydantic-ai").create_histogram(
+        names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN,
+        description="Measures number of input and output tokens used")
+    for token_type in (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_CACHE_READ):
+        theirs.record(1000, {names.GEN_AI_OPERATION_NAME: "chat", names.GEN_AI_TOKEN_TYPE: token_type})
     for mode, points in ((names.MODE_PRIMARY, [(525, 400), (525, 400), (25, None)]),
                          (names.MODE_DEGRADED, [(525, 400), (25, None), (25, None), (25, None)])):
         for input_tokens, cache_read in points:
@@ -196,6 +202,7 @@ def test_prompt_cache_read_share_from_the_scrape():
     assert numbers.prompt_cache_read_share(names.MODE_PRIMARY) == 800 / 1075
     assert numbers.prompt_cache_read_share(names.MODE_DEGRADED) == 400 / 600
     assert numbers.prompt_cache_read_share("unknown") is None
+    assert numbers.prompt_cache_read_share("") is None  # the framework's points: no mode, not read
 
 
 @pytest.mark.subprocess

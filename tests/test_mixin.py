@@ -254,6 +254,7 @@ def test_cli_help_runs_as_a_module():
     ({"rule_selector": "job=triage"}, "rule_selector: 'job=triage' is not a list of label matchers"),
     ({"rule_selector": '{job="triage"}'}, "is not a list of label matchers"),
     ({"flapping_transitions": 0}, "flapping_transitions: 0 must be at least 1"),  # '>= 0' fires always
+    ({"scope_selector": "otel_sampling"}, "scope_selector: 'otel_sampling' is not a list of label matchers"),
 ])
 def test_config_rejects_bad_values(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -333,6 +334,46 @@ def test_the_rule_selector_reaches_every_raw_series():
         match.group(0) for match in raw if not (match.group(2) or "").startswith('{job="triage-host"')]
 
 
+def _raw_selectors(exprs: list[str]) -> list[str]:
+    """The selector (``{...}`` or empty) of every raw series named in ``exprs``."""
+    series = re.compile(r"\b(" + "|".join(sorted(m.SERIES, key=len, reverse=True)) + r")\b(\{[^}]*\})?")
+    return [match.group(2) or "" for expr in exprs for match in series.finditer(expr)]
+
+
+@pytest.mark.parametrize("config", [MixinConfig(), MixinConfig(scope_selector='otel_scope_name=~"otel_sampling|x"')])
+def test_the_scope_selector_reaches_every_raw_series_of_the_rules_and_dashboards(config):
+    """Another instrumentation's metric of the same name (a framework's gen_ai.client.token.usage)
+    is never read; recorded series carry no scope (the rules summed it away) and are read without."""
+    rules = [rule["expr"] for group in rule_groups(config)["groups"] for rule in group["rules"]]
+    dashboards = [expr for path, text in render(config).items() if path.endswith(".json")
+                  for expr in _exprs(json.loads(text))]
+    selectors = _raw_selectors(rules + dashboards)
+    assert len(selectors) > 60
+    assert all(config.scope_selector in selector for selector in selectors), [
+        s for s in selectors if config.scope_selector not in s]
+    recorded = {rule["record"] for group in rule_groups(config)["groups"] for rule in group["rules"]
+                if "record" in rule}
+    reads_of_recorded = re.findall(r"\b(" + "|".join(map(re.escape, recorded)) + r")(\{[^}]*\})?",
+                                   " ".join(dashboards))
+    assert reads_of_recorded
+    assert not [s for _, s in reads_of_recorded if "otel_scope" in s]
+
+
+def _exprs(dashboard: dict) -> list[str]:
+    """Every PromQL of a dashboard model: variables, annotations, panel targets."""
+    out = [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    out += [a["expr"] for a in dashboard["annotations"].get("list", []) if "expr" in a]
+    return out + [t["expr"] for panel in panels(dashboard) for t in panel.get("targets", [])]
+
+
+def test_without_a_scope_selector_no_series_is_selected_by_scope():
+    """For an export path that drops the scope labels (docs/deploy.md): an empty scope_selector."""
+    config = MixinConfig(scope_selector="")
+    text = "".join(render(config).values())
+    assert "otel_scope" not in text
+    assert not re.search(r"[\w:]\{\}", text)  # no empty selector left behind
+
+
 def test_the_five_numbers_are_recorded_as_the_runtime_package_writes_them():
     config = MixinConfig(rule_selector='job="triage-host"')
     recorded = rule_groups(config)["groups"][0]["rules"]
@@ -347,19 +388,22 @@ def panel_expr(stem: str, title: str) -> str:
 
 
 # A share whose numerator has no series (nothing completed, nothing failed) reads 0, not "No data";
-# an empty range reads nothing, not NaN.
+# an empty range reads nothing, not NaN. (Raw series carry our scope label, as the exporter writes it.)
+OURS = f'job="j", otel_scope_name="{names.SCOPE_NAME}"'
+
+
 @pytest.mark.subprocess
 @pytest.mark.parametrize(("stem", "title", "series", "expected"), [
     ("mcp-sampling", "Completed",
-     [('mcp_sampling_requests_total{job="j", mcp_server_name="s", mcp_sampling_ending="provider.error"}',
+     [(f'mcp_sampling_requests_total{{{OURS}, mcp_server_name="s", mcp_sampling_ending="provider.error"}}',
        "0+1x90")], [0]),
     ("mcp-sampling", "Completed",
-     [('mcp_sampling_requests_total{job="j", mcp_server_name="s", mcp_sampling_ending="completed"}', "5x90")], []),
+     [(f'mcp_sampling_requests_total{{{OURS}, mcp_server_name="s", mcp_sampling_ending="completed"}}', "5x90")], []),
     ("providers", "Failed calls",
-     [('gen_ai_client_operation_duration_seconds_count{job="j", gen_ai_provider_name="anthropic"}', "0+1x90")],
+     [(f'gen_ai_client_operation_duration_seconds_count{{{OURS}, gen_ai_provider_name="anthropic"}}', "0+1x90")],
      [0]),
     ("providers", "Failed calls",
-     [('gen_ai_client_operation_duration_seconds_count{job="j", gen_ai_provider_name="anthropic"}', "5x90")], []),
+     [(f'gen_ai_client_operation_duration_seconds_count{{{OURS}, gen_ai_provider_name="anthropic"}}', "5x90")], []),
 ])
 def test_a_share_panel_reads_zero_without_numerator_and_nothing_without_traffic(tmp_path, stem, title, series,
                                                                                  expected):

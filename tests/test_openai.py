@@ -455,7 +455,7 @@ def test_response_without_model_omits_the_attribute(openai_instrumented, fake_pr
 
 
 def test_instrumentation_dependencies_declare_the_supported_range():
-    assert list(OpenAIInstrumentor().instrumentation_dependencies()) == ["openai >= 3.57, < 4"]
+    assert list(OpenAIInstrumentor().instrumentation_dependencies()) == ["openai >= 3.0, < 4"]
 
 
 # ---------------------------------------------------------------- cases every instrumentation must get right

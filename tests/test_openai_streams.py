@@ -12,16 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from importlib.metadata import version
 
 import httpx2
 import openai
 import pytest
 from opentelemetry.trace import StatusCode
+from packaging.version import Version
 
 from otel_sampling import names
 from otel_sampling.rules import endings
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+# openai's streams changed inside 3.x: AsyncStream.aclose() exists from 3.12, and the raw httpx2 errors
+# a transport raises mid-body reach the caller wrapped in APITimeoutError / APIConnectionError from
+# 3.14 (as they are before: both are named alike, docs/telemetry.md "Provider call endings").
+HAS_ACLOSE = hasattr(openai.AsyncStream, "aclose")
+WRAPS_TRANSPORT_ERRORS = Version(version("openai")) >= Version("3.14")
+DROPPED = openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else httpx2.RemoteProtocolError
 
 # fault -> (exception the SDK raises while reading, or None; error.type; ending) per API. Endings:
 # docs/telemetry.md "Provider call endings" (server_error and connection failures: model.unavailable).
@@ -30,8 +38,8 @@ FAULTS = {
     "midstream_error": {"chat": (openai.APIError, "server_error", "model.unavailable"),  # data: {"error": ...} raised
                         # an `error` event is yielded, not raised
                         "responses": (None, "server_error", "model.unavailable")},
-    "drop": {"chat": (openai.APIConnectionError, "connection_error", "model.unavailable"),
-             "responses": (openai.APIConnectionError, "connection_error", "model.unavailable")},
+    "drop": {"chat": (DROPPED, "connection_error", "model.unavailable"),
+             "responses": (DROPPED, "connection_error", "model.unavailable")},
     "truncate": {"chat": (None, "incomplete_stream", "error"), "responses": (None, "incomplete_stream", "error")},
     "chunk_delay=2": {"chat": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout"),
                       "responses": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout")},
@@ -171,6 +179,9 @@ ASYNC_EXITS = {"break_close": _abreak_close, "break_aclose": _abreak_aclose, "as
 @pytest.mark.parametrize("fault", EARLY_FAULTS)
 @pytest.mark.parametrize("exit_kind", [*ASYNC_EXITS, "gc"])
 def test_async_early_exit_is_not_an_error(openai_instrumented, fake_provider, api, fault, exit_kind):
+    if exit_kind == "break_aclose" and not HAS_ACLOSE:
+        pytest.skip("this openai's AsyncStream has no aclose()")
+
     async def main():
         async with async_client(fake_provider) as c:
             stream = await open_stream(c, api, fault)
@@ -250,9 +261,11 @@ CHUNK = (b'data: {"id":"c1","object":"chat.completion.chunk","created":0,"model"
 
 @pytest.mark.parametrize(("error", "raised", "error_type"), [
     (Boom(), Boom, endings.qualified_name(Boom)),  # passes through the SDK as is
-    # openai 3.x wraps the raw httpx2 errors a transport raises mid-body (anthropic does not)
-    (httpx2.ReadTimeout("read timed out"), openai.APITimeoutError, "timeout"),
-    (httpx2.RemoteProtocolError("peer closed connection"), openai.APIConnectionError, "connection_error"),
+    # openai wraps the raw httpx2 errors a transport raises mid-body from 3.14 (anthropic does not)
+    (httpx2.ReadTimeout("read timed out"),
+     openai.APITimeoutError if WRAPS_TRANSPORT_ERRORS else httpx2.ReadTimeout, "timeout"),
+    (httpx2.RemoteProtocolError("peer closed connection"),
+     openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else httpx2.RemoteProtocolError, "connection_error"),
 ])
 def test_mid_stream_exception_reaches_the_caller_unchanged(openai_instrumented, error, raised, error_type):
     def body():
@@ -290,7 +303,7 @@ def test_async_proxy_has_aclose_only_when_the_stream_has_one():
 
     from otel_sampling.instrumentation.streams import AsyncStreamProxy
 
-    assert hasattr(openai.AsyncStream, "aclose") and not hasattr(anthropic.AsyncStream, "aclose")
+    assert not hasattr(anthropic.AsyncStream, "aclose")  # openai's has one from 3.12
 
     class NoAclose:
         async def close(self):

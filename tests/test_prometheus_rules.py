@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from otel_sampling import __version__, names
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin.generate import RULES_FILE
 from otel_sampling.mixin.rules import PREFIX, alerting_rules, rule_groups
@@ -21,7 +22,14 @@ from otel_sampling.mixin.rules import PREFIX, alerting_rules, rule_groups
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / RULES_FILE
 CONFIG = MixinConfig()  # the committed file is generated from the defaults
-J = 'job="j"'
+# A raw series carries its job (the scrape's) and the instrumentation scope of the meter that wrote
+# it, in the labels the Python Prometheus exporter writes.
+SCOPE = (f'otel_scope_name="{names.SCOPE_NAME}", otel_scope_version="{__version__}", '
+         f'otel_scope_schema_url="{names.SCHEMA_URL}"')
+J = f'job="j", {SCOPE}'
+# Another instrumentation's meter writing a metric of the same name: pydantic-ai's
+# gen_ai.client.token.usage (its own attributes, no degradation.mode).
+FOREIGN = 'job="j", otel_scope_name="pydantic-ai", otel_scope_version="2.68.0", otel_scope_schema_url=""'
 S = 'mcp_server_name="s"'
 TRACKED = 'degradation_disclosure_tracked="true"'
 UNTRACKED = 'degradation_disclosure_tracked="false"'
@@ -217,8 +225,13 @@ FIVE_NUMBERS_SERIES = [
     (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="degraded", gen_ai_token_type="input"}}', "_x2 200x20"),
     (req('degradation_mode="degraded"'), "_x2 3x20"),
     (req('degradation_mode="primary"'), "_x2 9x20"),
+    # the framework's own token counts of the same calls, left out of every number
+    (f'gen_ai_client_token_usage_sum{{{FOREIGN}, gen_ai_operation_name="chat", gen_ai_token_type="input"}}',
+     "_x2 1200x20"),
+    (f'gen_ai_client_token_usage_sum{{{FOREIGN}, gen_ai_operation_name="chat", gen_ai_token_type="cache_read"}}',
+     "_x2 900x20"),
 ]
-FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value)
+FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such series)
     ("job:agent_run_duration_seconds_degraded:increase30m", {"job": "j"}, 4.5),
     ("job:agent_runs_degraded:ratio30m", {"job": "j"}, 0.4),
     ("job_mode:agent_runs_completed:ratio30m", {"job": "j", "degradation_mode": "primary"}, 1.0),
@@ -232,6 +245,8 @@ FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value)
     ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
     ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "primary"}, 0.5),
     ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0),
+    # no ratio for the framework's series (they have no mode): they were never read
+    ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": ""}, None),
     ("job_mode_outcome:agent_runs:increase30m",
      {"job": "j", "degradation_mode": "degraded", "agent_run_outcome": "failed"}, 2),
     ("job:mcp_sampling_degraded:ratio30m", {"job": "j"}, 0.25),
@@ -280,7 +295,8 @@ def promtool_tests(step: str) -> dict:
         "interval": "1m",
         "input_series": [{"series": s, "values": v} for s, v in FIVE_NUMBERS_SERIES],
         "promql_expr_test": [{"expr": promql_labels(series, labels), "eval_time": "10m",
-                              "exp_samples": [{"labels": promql_labels(series, labels), "value": value}]}
+                              "exp_samples": [] if value is None else [
+                                  {"labels": promql_labels(series, labels), "value": value}]}
                              for series, labels, value in FIVE_NUMBERS_EXPECTED],
     })
     return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}

@@ -1,15 +1,28 @@
 """Target tables: a target the installed SDK lacks is reported once at WARNING, and the others are
-still wrapped; the mcp instrumentor picks the table of the installed mcp major."""
+still wrapped; the mcp instrumentor picks the table of the installed mcp major. The supported
+range: an installed SDK outside it is reported once at WARNING (version and range), an SDK that
+is not installed at DEBUG, and nothing is wrapped."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import textwrap
 from importlib.metadata import version
+from pathlib import Path
 
+import pytest
 import wrapt
+from packaging.requirements import Requirement
 
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 
 def _passthrough(state):
@@ -67,3 +80,60 @@ def test_mcp_instrumentor_picks_the_table_of_the_installed_major(caplog, telemet
     finally:
         instrumentor.uninstrument()
     assert not isinstance(vars(ClientSession)[ours], wrapt.FunctionWrapper)
+
+
+def _installed_outside_the_range(name):
+    """An anthropic instrumentor whose range leaves out the installed anthropic (a host pinned below
+    it). Its own ``_instance``: BaseInstrumentor is a singleton per class, and a subclass would
+    otherwise inherit the real instrumentor's instance."""
+    return type(name, (AnthropicInstrumentor,), {"dependencies": ("anthropic < 1",), "_instance": None})
+
+
+def _our_records(caplog, level):
+    return [r for r in caplog.records if r.levelno >= level and r.name.startswith(("otel_sampling", "opentelemetry"))]
+
+
+def test_an_installed_version_outside_the_range_warns_once_naming_version_and_range(caplog, telemetry):
+    from anthropic._base_client import SyncAPIClient
+
+    caplog.set_level(logging.DEBUG)
+    for auto in (True, False):  # under opentelemetry-instrument (skip_dep_check) and called by hand
+        caplog.clear()
+        instrumentor = _installed_outside_the_range(f"PinnedBelow{auto}")()
+        for _ in range(2):  # instrument, uninstrument, instrument again: still one line
+            instrumentor.instrument(meter_provider=telemetry.meter_provider,
+                                    **({"skip_dep_check": True} if auto else {}))
+            assert not isinstance(vars(SyncAPIClient)["request"], wrapt.FunctionWrapper)  # nothing wrapped
+            instrumentor.uninstrument()
+        records = _our_records(caplog, logging.WARNING)
+        assert [r.levelno for r in records] == [logging.WARNING], [r.getMessage() for r in records]
+        message = records[0].getMessage()
+        assert f"anthropic {version('anthropic')}" in message and "anthropic < 1" in message, message
+
+
+def test_a_library_that_is_not_installed_is_skipped_quietly(caplog, telemetry):
+    """A host that does not use an SDK: opentelemetry-instrument loads its instrumentor anyway."""
+    instrumentor = type("NotInstalled", (TargetTableInstrumentor,), {
+        "targets": (Target("textwrap", "TextWrapper.wrap", _passthrough),),
+        "dependencies": ("no-such-sdk-distribution >= 1",),
+        "state_class": staticmethod(lambda instruments: None),
+        "_instance": None,
+    })()
+    caplog.set_level(logging.DEBUG)
+    instrumentor.instrument(meter_provider=telemetry.meter_provider, skip_dep_check=True)
+    try:
+        assert not isinstance(vars(textwrap.TextWrapper)["wrap"], wrapt.FunctionWrapper)
+        assert _our_records(caplog, logging.WARNING) == []
+        assert any("no-such-sdk-distribution" in r.getMessage() for r in _our_records(caplog, logging.DEBUG))
+    finally:
+        instrumentor.uninstrument()
+
+
+@pytest.mark.parametrize(("extra", "instrumentor"),
+                         [("anthropic", AnthropicInstrumentor), ("openai", OpenAIInstrumentor)])
+def test_the_provider_instrumentors_check_the_range_their_extra_installs(extra, instrumentor):
+    """The range an instrumentor accepts is the one ``pip install otel-sampling[<sdk>]`` installs."""
+    pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = [Requirement(r) for r in pyproject["project"]["optional-dependencies"][extra]]
+    checked = [Requirement(r) for r in instrumentor().instrumentation_dependencies()]
+    assert [(r.name, r.specifier) for r in checked] == [(r.name, r.specifier) for r in declared]

@@ -29,6 +29,7 @@ from otel_sampling.mixin.five_numbers import (
     TOKEN_TYPE,
     TOKENS_SUM,
 )
+from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL
 
 
 @dataclass
@@ -127,9 +128,12 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
 
 
 def _samples(metrics_text: str) -> Iterable[tuple[str, dict[str, str], float]]:
+    """Every sample our meter wrote (otel_scope_name, as the PromQL selects them: a framework's own
+    gen_ai.client.token.usage shares the name), and those with no scope label (target_info)."""
     for family in text_string_to_metric_families(metrics_text):
         for sample in family.samples:
-            yield sample.name, sample.labels, sample.value
+            if sample.labels.get(SCOPE_NAME_LABEL, names.SCOPE_NAME) == names.SCOPE_NAME:
+                yield sample.name, sample.labels, sample.value
 
 
 def _add(target: dict[Any, float], key: object, value: float) -> None:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import wrapt
 from opentelemetry import trace
-from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
+from opentelemetry.instrumentation.dependencies import DependencyConflict, get_dependency_conflicts
 
 # mypy does not resolve this class in the installed module (it reports no attribute); it is public there (__all__).
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _MARK = "_otel_sampling_wrapper"
 _reported_missing: set[tuple[str, str]] = set()  # once per process, not on every instrument()
+_reported_outside: set[tuple[str, str]] = set()  # (instrumentor, installed version): once per process
 
 
 class Target(NamedTuple):
@@ -120,9 +121,16 @@ def unwrap_targets(targets: Iterable[Target]) -> None:
 class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """An instrumentor that wraps one target table.
 
-    Subclasses set ``targets``, ``dependencies`` (the supported library range, checked by
-    ``opentelemetry-instrument`` before loading) and ``state_class`` (built from the
-    :class:`~otel_sampling.metrics.Instruments`, handed to every wrapper factory).
+    Subclasses set ``targets``, ``dependencies`` (the supported library range, as pip requirement
+    strings) and ``state_class`` (built from the :class:`~otel_sampling.metrics.Instruments`, handed
+    to every wrapper factory).
+
+    The range is checked at ``instrument()``, the same under ``opentelemetry-instrument`` and when
+    called by hand: a library that is not installed is skipped with a DEBUG line (the host does
+    not use it); an installed version outside the range is skipped with one WARNING per process
+    naming the version and the range (the host uses it, and gets no telemetry from it), unless
+    ``warns_outside_range`` is false (an instrumentor whose library is in every process of its
+    kind, most of which do not use the part it instruments).
 
     ``instrument(tracer_provider=None, meter_provider=None)``: providers default to the global ones;
     settings come from ``OTEL_SAMPLING_*`` (:func:`otel_sampling.settings.settings_for_instrument`:
@@ -132,6 +140,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     targets: tuple[Target, ...] = ()
     dependencies: tuple[str, ...] = ()
+    warns_outside_range = True
     state_class: Callable[[Instruments], Any]
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -145,12 +154,21 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         """
         return self.targets, self.state_class
 
+    def _check_dependency_conflicts(self) -> DependencyConflict | None:
+        # BaseInstrumentor.instrument() runs this check unless given skip_dep_check (as
+        # opentelemetry-instrument does: the dist declares no `instruments` extra, one package for
+        # three SDKs) and logs any conflict at ERROR. A version conflict _instrument warns of
+        # itself is left to it, so that both paths say it once, at WARNING; anything else keeps
+        # OTel's report (an instrumentor called by hand for a library that is not installed).
+        conflict: DependencyConflict | None = super()._check_dependency_conflicts()
+        if conflict is not None and conflict.found and self.warns_outside_range:
+            return None
+        return conflict
+
     def _instrument(self, **kwargs: Any) -> None:
-        # opentelemetry-instrument loads us with skip_dep_check=True (the dist declares no
-        # `instruments` extra: one package, three SDKs), so a missing SDK is skipped here, quietly.
         conflict = get_dependency_conflicts(self.dependencies)
         if conflict is not None:
-            logger.debug("otel-sampling: %s skipped: %s", type(self).__name__, conflict)
+            _report_conflict(type(self).__name__, conflict, self.warns_outside_range)
             return
         targets, state_class = self._table()
         tracer_provider, meter_provider = kwargs.get("tracer_provider"), kwargs.get("meter_provider")
@@ -180,6 +198,19 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             span_processor.uninstall()
         if not otel_state.hooks_enabled():  # the last instrumentor
             unwrap_targets(_loaded(_STDIO_STARTS))
+
+
+def _report_conflict(instrumentor: str, conflict: DependencyConflict, warns: bool) -> None:
+    """Say why an instrumentor wraps nothing: with ``warns``, WARNING, once per process, for an
+    installed version outside its range; else, and for a library that is not installed, DEBUG."""
+    if not (warns and conflict.found):
+        logger.debug("otel-sampling: %s skipped: %s", instrumentor, conflict)
+        return
+    if (instrumentor, conflict.found) in _reported_outside:
+        return
+    _reported_outside.add((instrumentor, conflict.found))
+    logger.warning("otel-sampling: %s instruments nothing: %s is installed, outside the supported range %s",
+                   instrumentor, conflict.found, conflict.required)
 
 
 def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider: Any, meter_provider: Any) -> None:

@@ -11,11 +11,13 @@ Why the wrap point is the client's ``request``: every one of those shapes reache
 inside), with ``options.span_name == "anthropic.messages.create"``; wrapping the resource
 methods instead misses the platform copies and a ``with_raw_response`` cached before
 instrumenting. ``instrumentation_dependencies`` pins the SDK range this private hook was read
-from. Our span is current while ``request`` runs, so the span anthropic 2.x emits itself
-(``anthropic.messages.create``, on by default) is its child, never a sibling; anthropic records
-no metrics, so nothing is counted twice. That span's ``traceparent`` is what the SDK sends with each
-attempt (``anthropic._tracing.inject_trace_headers``, unless the client's ``propagation`` option is
-off), so requests already join our trace: we add no headers of our own.
+from: ``anthropic >= 1.14, < 3`` (1.14 is the first release whose request options carry
+``span_name``; the 0.x releases run on httpx, not httpx2). Our span is current while ``request``
+runs, so the span anthropic emits itself (``anthropic.messages.create``, on by default from 1.14)
+is its child, never a sibling; anthropic records no metrics, so nothing is counted twice. That
+span's ``traceparent`` is what the SDK sends with each attempt
+(``anthropic._tracing.inject_trace_headers``, unless the client's ``propagation`` option is off),
+so requests already join our trace: we add no headers of our own.
 
 Usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is anthropic's
 ``input_tokens`` plus ``cache_read_input_tokens`` plus ``cache_creation_input_tokens`` (anthropic's
@@ -277,5 +279,5 @@ class AnthropicInstrumentor(TargetTableInstrumentor):
     """
 
     targets = _TARGETS
-    dependencies = ("anthropic >= 2.14, < 3",)
+    dependencies = ("anthropic >= 1.14, < 3",)
     state_class = _State

@@ -284,4 +284,6 @@ class MCPServerSamplingInstrumentor(TargetTableInstrumentor):
 
     targets = _TARGETS
     dependencies = ("mcp >= 2.1, < 3",)
+    # Every host on mcp 1.x loads this instrumentor too, and has no server side to instrument.
+    warns_outside_range = False
     state_class = _State

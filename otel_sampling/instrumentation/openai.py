@@ -289,9 +289,11 @@ class OpenAIInstrumentor(TargetTableInstrumentor):
 
     ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None)``; providers
     default to the global ones (the logger provider carries the opt-in content events).
-    Supported range: ``openai >= 3.57, < 4`` (``instrumentation_dependencies``).
+    Supported range: ``openai >= 3.0, < 4`` (``instrumentation_dependencies``; 3.0 is the first
+    release on httpx2, and the wrap points, request options, raw responses and stream helpers read
+    here are the same from 3.0 on).
     """
 
     targets = _TARGETS
-    dependencies = ("openai >= 3.57, < 4",)
+    dependencies = ("openai >= 3.0, < 4",)
     state_class = _State

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from otel_sampling.mixin.five_numbers import OUR_SCOPE
+
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")  # Prometheus duration syntax
 # One PromQL label matcher (name, operator, double-quoted string with escapes), a comma between two.
 _MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"([^"\\]|\\.)*"\s*'
@@ -31,11 +33,16 @@ class MixinConfig:
 
     Raises:
         ValueError: on a malformed duration, a window of 0, a ratio outside 0-1, a negative count,
-            ``flapping_transitions`` below 1 or a ``rule_selector`` that is not PromQL label matchers.
+            ``flapping_transitions`` below 1 or a ``rule_selector`` / ``scope_selector`` that is not
+            PromQL label matchers.
     """
 
     rule_selector: str = _option(
         "", 'label matchers added to every raw series the rules read, e.g. job="triage-host" (empty: all jobs)')
+    scope_selector: str = _option(
+        OUR_SCOPE, "label matchers added to every raw series the rules and dashboards read, so that another "
+        "instrumentation's metrics of the same name (a framework's own gen_ai.client.token.usage) are left out; "
+        "empty: every scope, for an export path that drops the otel_scope_* labels (docs/deploy.md)")
     window: str = _option("30m", "window of every recorded ratio and count the alerts and the overview read")
     day_window: str = _option("1d", "window of the per-day alerts (untested fallback, grants per server)")
     degraded_share_threshold: float = _option(
@@ -70,9 +77,11 @@ class MixinConfig:
                 raise ValueError(f"{field.name}: {value!r} must not be negative")
         if self.flapping_transitions < 1:  # ">= 0" entries would fire on every degradation ever entered
             raise ValueError(f"flapping_transitions: {self.flapping_transitions!r} must be at least 1")
-        if self.rule_selector and not _MATCHERS.match(self.rule_selector):
-            raise ValueError(f"rule_selector: {self.rule_selector!r} is not a list of label matchers "
-                             '(like job="triage-host", env!="dev"; no braces)')
+        for name in ("rule_selector", "scope_selector"):
+            value = getattr(self, name)
+            if value and not _MATCHERS.match(value):
+                raise ValueError(f"{name}: {value!r} is not a list of label matchers "
+                                 '(like job="triage-host", env!="dev"; no braces)')
 
     @classmethod
     def for_short_run(cls) -> MixinConfig:
@@ -83,6 +92,7 @@ class MixinConfig:
                    stalls_for="0m", fallback_untested_for="0m")
 
     def selector(self, *matchers: str) -> str:
-        """``{rule_selector, matchers...}``, or empty when there is nothing to match."""
-        parts = [m for m in (self.rule_selector, *matchers) if m]
+        """``{rule_selector, scope_selector, matchers...}`` for a raw series the rules read, or
+        empty when there is nothing to match."""
+        parts = [m for m in (self.rule_selector, self.scope_selector, *matchers) if m]
         return "{" + ", ".join(parts) + "}" if parts else ""

@@ -2,8 +2,10 @@
 
 Every query reads metric and label names from ``otel_sampling.mixin.metrics`` and recorded series
 from ``otel_sampling.mixin.rules.Recorded``; thresholds come from the same ``MixinConfig`` as the
-alerts. Rates of low-traffic agent work are shown per minute (``reqpm``: Grafana's unit for
-requests/min; ``rpm`` would be reads/min).
+alerts. A raw series is selected by ``$job`` and the config's ``scope_selector`` (:func:`_raw`); a
+recorded series by ``$job`` only (the rules aggregated the scope away after selecting it). Rates
+of low-traffic agent work are shown per minute (``reqpm``: Grafana's unit for requests/min;
+``rpm`` would be reads/min).
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def _sel(*parts: str) -> str:
     return "{" + ", ".join(p for p in parts if p) + "}"
 
 
+def _raw(config: MixinConfig, *parts: str) -> str:
+    """The selector of a raw series: ``$job``, our instrumentation scope, then ``parts``."""
+    return _sel(JOB, config.scope_selector, *parts)
+
+
 def _per_minute(series: str, selector: str, by: str) -> str:
     return f"sum by ({by}) (60 * rate({series}{selector}[{RATE}]))"
 
@@ -56,12 +63,12 @@ def _good_ratio(good: float, ok: float) -> dash.ThresholdsConfig:
 def overview(config: MixinConfig) -> dash.Dashboard:
     r, w, n = Recorded(config), config.window, config.min_requests
     job = _sel(JOB)
-    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, job)
+    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, _raw(config))
     d = dashboard(config, "otel-sampling-overview", "Overview",
                   "The five numbers of graceful degradation, endings and substitutions: are we degraded, and does it "
                   "hurt? The MCP server filter applies to the sampling-request panels (runs span servers).",
                   (server_var,))
-    servers = _sel(JOB, SERVER)
+    servers = _sel(JOB, SERVER)  # of the recorded series; raw ones add the scope
     degraded = _sel(JOB, SERVER, matchers(**{m.MODE: names.MODE_DEGRADED}))
     share = thresholds((None, "green"), (0.01, "yellow"), (config.degraded_share_threshold, "red"))
     small = f"n < {n}"
@@ -105,7 +112,8 @@ def overview(config: MixinConfig) -> dash.Dashboard:
             .with_panel(timeseries_panel(
                 "Sampling requests by ending", "Sampling requests per minute by ending (mcp.sampling.ending), "
                 "selected servers.",
-                [(_per_minute(m.SAMPLING_REQUESTS, servers, m.ENDING), f"{{{{{m.ENDING}}}}}")], "reqpm"))
+                [(_per_minute(m.SAMPLING_REQUESTS, _raw(config, SERVER), m.ENDING), f"{{{{{m.ENDING}}}}}")],
+                "reqpm"))
             .with_panel(timeseries_panel(
                 f"Degraded share of sampling requests ({w})",
                 f"Sampling requests served in degraded mode / all, over the last {w} (recorded "
@@ -120,17 +128,18 @@ def overview(config: MixinConfig) -> dash.Dashboard:
             .with_panel(timeseries_panel(
                 "Substitutions", "Sampling requests per minute whose served model matched no hint, by judgement "
                 "(within_policy, outside_policy, unjudged).",
-                [(_per_minute(m.SAMPLING_REQUESTS, _sel(JOB, SERVER, f'{m.SUBSTITUTION}!="{names.SUBSTITUTION_NONE}"'),
-                              m.SUBSTITUTION), f"{{{{{m.SUBSTITUTION}}}}}")], "reqpm", width=24)))
+                [(_per_minute(m.SAMPLING_REQUESTS,
+                              _raw(config, SERVER, f'{m.SUBSTITUTION}!="{names.SUBSTITUTION_NONE}"'), m.SUBSTITUTION),
+                  f"{{{{{m.SUBSTITUTION}}}}}")], "reqpm", width=24)))
 
 
 def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
-    s = _sel(JOB, SERVER)
-    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, _sel(JOB))
+    s = _raw(config, SERVER)
+    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, _raw(config))
     d = dashboard(config, "otel-sampling-mcp", "MCP sampling",
                   "Per MCP server: which server's sampling is failing, waiting or substituted, and why.", (server_var,))
-    completed = _sel(JOB, SERVER, f'{m.ENDING}="{names.ENDING_COMPLETED}"')
-    budget = _sel(JOB, SERVER, f'{m.ENDING}="{names.ENDING_BUDGET_EXHAUSTED}"')
+    completed = _raw(config, SERVER, f'{m.ENDING}="{names.ENDING_COMPLETED}"')
+    budget = _raw(config, SERVER, f'{m.ENDING}="{names.ENDING_BUDGET_EXHAUSTED}"')
     return (d
             .with_panel(stat_panel("Sampling requests", "Sampling requests in the selected range "
                                    "(the n behind the other numbers).",
@@ -188,11 +197,11 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
 
 
 def providers(config: MixinConfig) -> dash.Dashboard:
-    p = _sel(JOB, PROVIDER)
-    provider_var = label_variable("provider", "Provider", m.OPERATION_DURATION + "_count", m.PROVIDER, _sel(JOB))
+    p = _raw(config, PROVIDER)
+    provider_var = label_variable("provider", "Provider", m.OPERATION_DURATION + "_count", m.PROVIDER, _raw(config))
     d = dashboard(config, "otel-sampling-providers", "Providers",
                   "Provider SDK calls: is a provider failing, slow, falling back or expensive?", (provider_var,))
-    errors = _sel(JOB, PROVIDER, f'{m.ERROR_TYPE}!=""')
+    errors = _raw(config, PROVIDER, f'{m.ERROR_TYPE}!=""')
     bucket = f"{m.OPERATION_DURATION}_bucket{p}"
 
     calls = f"sum({counted(m.OPERATION_DURATION + '_count' + p, RANGE)})"
@@ -230,7 +239,8 @@ def providers(config: MixinConfig) -> dash.Dashboard:
             .with_panel(timeseries_panel("Prompt-cache share by mode", "Cache-read input tokens / input tokens, per "
                                          "mode (0 where calls read no cache). A failover that loses the provider's "
                                          "prompt cache shows as a lower share in degraded mode.",
-                                         [(five_numbers.expressions(RATE, selector=f"{JOB}, {PROVIDER}")[
+                                         [(five_numbers.expressions(RATE, selector=f"{JOB}, {PROVIDER}",
+                                                                   scope=config.scope_selector)[
                                              "prompt_cache_read_share_by_mode"], f"{{{{{m.MODE}}}}}")], "percentunit"))
             .with_panel(timeseries_panel("Cost ($/h)", "Provider cost in USD per hour by provider and served model.",
                                          [(f"sum by ({m.PROVIDER}, {m.RESPONSE_MODEL}) "
@@ -248,13 +258,13 @@ def providers(config: MixinConfig) -> dash.Dashboard:
 
 
 def degradation(config: MixinConfig) -> dash.Dashboard:
-    j = _sel(JOB)
+    j = _raw(config)
     d = dashboard(config, "otel-sampling-degradation", "Degradation",
                   "Named degradations: what is degraded, since when, is it flapping, and is the fallback exercised?")
-    canary = _sel(JOB, matchers(**{m.REASON: names.REASON_CANARY}))
-    degraded_done = _sel(JOB, matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
-    hits = _sel(JOB, matchers(**{m.CACHE_RESULT: "hit"}))
-    entered = _sel(JOB, matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))
+    canary = _raw(config, matchers(**{m.REASON: names.REASON_CANARY}))
+    degraded_done = _raw(config, matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
+    hits = _raw(config, matchers(**{m.CACHE_RESULT: "hit"}))
+    entered = _raw(config, matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))
     return (d
             .with_panel(stat_panel("Active degradations", "Named degradations active now.",
                                    [(f"count({m.DEGRADATION_ACTIVE}{j} > 0) or vector(0)", "active")], "short",

@@ -30,6 +30,10 @@ failover that silently loses the provider's prompt cache shows as a lower share 
 ``runs``: finished runs per mode and outcome, the n behind the numbers (dashboards hide a ratio
 over too few runs).
 
+Every series is selected by our instrumentation scope (``OUR_SCOPE``: ``otel_scope_name="otel_sampling"``):
+a framework's own GenAI instrumentation records ``gen_ai.client.token.usage`` too (without
+``degradation.mode``), into the same series names.
+
 Counts are taken with :func:`otel_sampling.mixin.promql.counted` (a series born inside the window
 counts with its whole value: the OTel SDK creates a series at its first ``add()``). A number that
 divides reads 0, not nothing, when its numerator has no series but its denominator has (the
@@ -45,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from otel_sampling import names
-from otel_sampling.mixin.prometheus_names import label_name, metric_name
+from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL, label_name, metric_name
 from otel_sampling.mixin.promql import counted, matchers
 
 RUNS = metric_name(names.METRIC_AGENT_RUNS, names.UNIT_RUN, counter=True)
@@ -60,6 +64,9 @@ MODE = label_name(names.DEGRADATION_MODE)
 OUTCOME = label_name(names.AGENT_RUN_OUTCOME)
 EVALUATION = label_name(names.GEN_AI_EVALUATION_NAME)
 TOKEN_TYPE = label_name(names.GEN_AI_TOKEN_TYPE)
+
+# The series our meter wrote, as the exporters label them (otel_scope_name).
+OUR_SCOPE = matchers(**{SCOPE_NAME_LABEL: names.SCOPE_NAME})
 
 _DEGRADED = matchers(**{MODE: names.MODE_DEGRADED})
 _PRIMARY = matchers(**{MODE: names.MODE_PRIMARY})
@@ -91,7 +98,8 @@ NUMBERS: dict[str, _Number] = {
 _LEVEL_NAMES = {MODE: "mode", OUTCOME: "outcome", EVALUATION: "evaluation"}
 
 
-def expressions(window: str = "1h", *, by: tuple[str, ...] = (), selector: str = "") -> dict[str, str]:
+def expressions(window: str = "1h", *, by: tuple[str, ...] = (), selector: str = "",
+                scope: str = OUR_SCOPE) -> dict[str, str]:
     """The PromQL of each number (and of ``runs``) over ``window``.
 
     Args:
@@ -99,10 +107,12 @@ def expressions(window: str = "1h", *, by: tuple[str, ...] = (), selector: str =
         by: labels every result keeps besides its own (``("job",)`` for one value per job);
             default: one value in all (per mode or evaluation name where the number has them).
         selector: label matchers added first to every series read, e.g. ``'job=~"$job"'``.
+        scope: label matchers that select our instrumentation scope, added next (empty: any
+            scope, for an export path that drops the ``otel_scope_*`` labels).
     """
 
     def count(series: str, *matching: str) -> str:
-        parts = [p for p in (selector, *matching) if p]
+        parts = [p for p in (selector, scope, *matching) if p]
         return counted(series + ("{" + ", ".join(parts) + "}" if parts else ""), window)
 
     def total(series: str, *matching: str, also: tuple[str, ...] = ()) -> str:
@@ -150,8 +160,9 @@ def record_name(key: str, window: str, by: tuple[str, ...] = ("job",)) -> str:
     return f"{level}:{number.metric}:{number.operation}{window}"
 
 
-def recording_rules(window: str = "1h", *, by: tuple[str, ...] = ("job",), selector: str = "") -> list[dict[str, str]]:
+def recording_rules(window: str = "1h", *, by: tuple[str, ...] = ("job",), selector: str = "",
+                    scope: str = OUR_SCOPE) -> list[dict[str, str]]:
     """``{"record", "expr"}`` for every number (and ``runs``), for a rule group; arguments as in
     :func:`expressions` and :func:`record_name`."""
     return [{"record": record_name(key, window, by), "expr": expr}
-            for key, expr in expressions(window, by=by, selector=selector).items()]
+            for key, expr in expressions(window, by=by, selector=selector, scope=scope).items()]

@@ -8,7 +8,7 @@ attribute changes every dashboard and rule at the next ``make generate``.
 from __future__ import annotations
 
 from otel_sampling import names
-from otel_sampling.mixin.prometheus_names import label_name, metric_name
+from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL, label_name, metric_name
 
 # ---------------------------------------------------------------- series (counters end in _total)
 SAMPLING_REQUESTS = metric_name(names.METRIC_SAMPLING_REQUESTS, names.UNIT_REQUEST, counter=True)
@@ -57,6 +57,7 @@ CACHE_RESULT = label_name(names.CACHE_LOOKUP_RESULT)
 CACHE_PROVENANCE_MODE = label_name(names.CACHE_PROVENANCE_MODE)
 CACHE_PROVENANCE_MATCH = label_name(names.CACHE_PROVENANCE_MATCH)
 JOB = "job"  # from the scrape configuration, not from the package
+SCOPE_NAME = SCOPE_NAME_LABEL  # from the exporter: the instrumentation scope of the series
 LE = "le"  # histogram bucket bound (Prometheus)
 
 HISTOGRAMS = (SAMPLING_DURATION, OPERATION_DURATION, TOKEN_USAGE, EVALUATION_SCORE, AGENT_RUN_DURATION)

@@ -109,7 +109,9 @@ def dashboard(config: MixinConfig, uid: str, title: str, description: str,
               extra_variables: tuple[dash.QueryVariable, ...] = ()) -> dash.Dashboard:
     """A read-only dashboard with ``datasource`` and ``job`` variables, links to its siblings, and
     annotations for this mixin's firing alerts and for degradation entries."""
-    entered = matchers(**{m.DIRECTION: names.DIRECTION_ENTER})
+    # Raw series: our instrumentation scope (config.scope_selector) besides the job.
+    entered = ", ".join(p for p in (JOB, config.scope_selector, matchers(**{m.DIRECTION: names.DIRECTION_ENTER})) if p)
+    ours = f"{{{config.scope_selector}}}" if config.scope_selector else ""
     d = (dash.Dashboard(f"Agent sampling / {title}").uid(uid).description(description).tags([TAG])
          .readonly().refresh(config.dashboard_refresh).time(config.dashboard_time_from, "now")
          .timezone("browser").tooltip(dm.DashboardCursorSync.CROSSHAIR)
@@ -118,13 +120,13 @@ def dashboard(config: MixinConfig, uid: str, title: str, description: str,
          .link(dash.DashboardLink("Agent sampling").type(dm.DashboardLinkType.DASHBOARDS).tags([TAG])
                .as_dropdown(True).include_vars(True).keep_time(True))
          .with_variable(dash.DatasourceVariable("datasource").label("Data source").type("prometheus"))
-         .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB))
+         .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB, ours))
          .annotation(annotation("Alerts firing", f'ALERTS{{alertstate="firing", alertname=~"{PREFIX}.*", {JOB}}}',
                                 "red"))
          .annotation(annotation(  # counted(): the first entry of a component creates its series at 1
              "Degradation entered",
              f"sum by ({m.COMPONENT}) "
-             f"({counted(m.DEGRADATION_TRANSITIONS + '{' + JOB + ', ' + entered + '}', '$__rate_interval')})"
+             f"({counted(m.DEGRADATION_TRANSITIONS + '{' + entered + '}', '$__rate_interval')})"
              " > 0", "orange")))
     for variable in extra_variables:
         d = d.with_variable(variable)

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import re
 
+# The label every exporter that follows the specification ("Instrumentation Scope") puts the
+# name of the meter's instrumentation scope in (with otel_scope_version and otel_scope_schema_url):
+# opentelemetry-exporter-prometheus, the Collector's prometheus and prometheus_remote_write
+# exporters, and Prometheus' and Mimir's OTLP endpoints where scope promotion is on.
+SCOPE_NAME_LABEL = "otel_scope_name"
+
 _INVALID = re.compile(r"[^a-zA-Z0-9_:]")
 # The exporter maps the dimensionless unit "1" to no suffix (opentelemetry-exporter-prometheus
 # _mapping.py: the specification says "ratio", the exporter does not): degradation_active.

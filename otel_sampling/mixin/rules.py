@@ -55,7 +55,7 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
         {"record": r.degraded_ratio,  # "or ... * 0": 0, not absent, while nothing ran degraded; "> 0": no NaN
          "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
                  f"/ ({r.requests} > 0)"},
-        *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector),
+        *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector, scope=config.scope_selector),
     ]
 
 
