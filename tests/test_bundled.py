@@ -5,6 +5,8 @@ committed files, and the project metadata the runbook links build on."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -154,3 +156,21 @@ def test_the_license_file_is_the_license_pyproject_names():
     assert PYPROJECT["project"]["license"] == "Apache-2.0"
     assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
     assert "END OF TERMS AND CONDITIONS" in text
+
+
+def pip_install_requirements(text: str) -> list[str]:
+    """The requirements of every ``pip install`` command in ``text`` (inline code and blocks)."""
+    out = []
+    for match in re.finditer(r"pip install ([^`\n#]+)", text):
+        out += [arg for arg in shlex.split(match.group(1)) if not arg.startswith("-")]
+    return out
+
+
+def test_every_install_line_in_the_docs_works_without_an_index():
+    """The package is not on an index: a requirement by name must say where it comes from."""
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "examples" / "triage" / "README.md"]
+    requirements = [r for doc in docs for r in pip_install_requirements(doc.read_text())]
+    by_name = [r for r in requirements if r.startswith("otel-sampling")]
+    assert len(by_name) >= 4
+    assert [r for r in by_name if not r.endswith(f" @ git+{REPOSITORY}")] == []
+    assert all(r.startswith((".", "./")) for r in requirements if r not in by_name)
