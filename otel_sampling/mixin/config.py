@@ -1,7 +1,7 @@
 """The one object that tunes every generated dashboard and rule (monitoring-mixin ``_config``).
 
 Selectors, windows, thresholds and ``for`` durations live here, so a dashboard's threshold line and
-the alert that pages on it cannot disagree. ``python -m otel_sampling.mixin --help`` lists each
+the alert that pages on it cannot disagree. ``otel-sampling rules --help`` lists each
 field as a command-line option.
 """
 
