@@ -137,9 +137,11 @@ $(HOSTS_VENV)/%/.installed-stamp: pyproject.toml Makefile
 test-hosts: $(STAMP) venv-hosts
 	OTEL_SAMPLING_HOSTS_VENVS=$(HOSTS_VENV) $(PY) -m pytest -m hosts tests/hosts -p no:cacheprovider
 
-# Regenerate dashboards/*.json and alerts/*.yaml from the metric contract (commit the result).
+# Regenerate dashboards/*.json and alerts/*.yaml from the metric contract, and their copy shipped in the
+# package (otel_sampling/mixin/data, what `otel-sampling dashboards|rules` exports); commit the result.
 generate: $(STAMP)
 	$(PY) -m otel_sampling.mixin --out .
+	$(PY) -m otel_sampling.mixin --out otel_sampling/mixin/data
 
 demo: $(STAMP) prometheus
 	$(PY) examples/triage/demo.py

@@ -7,6 +7,8 @@ the oldest supported Python, from outside the source tree, so the installed copy
 3. Every ``opentelemetry_instrumentor`` entry point loads, instruments and uninstruments, as
    ``opentelemetry-instrument`` calls it (``skip_dep_check=True``: an absent SDK is skipped by the
    instrumentor itself), with nothing logged at WARNING or above.
+4. The ``otel-sampling`` console script is installed and exports the bundled dashboards (JSON) and
+   rule file with no extra.
 
 Exit status 0 when all hold; otherwise 1, each failure on its own line.
 """
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 import compileall
 import importlib
+import json
 import logging
 import pkgutil
 import sys
+import tempfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -80,10 +84,30 @@ def main() -> int:
         else:
             print(f"entry point {ep.name}: loaded, instrumented, uninstrumented")
     failures.extend(f"logged {r.levelname} by {r.name}: {r.getMessage()}" for r in loud.records)
+    failures.extend(_export_failures())
 
     for failure in failures:
         print(f"FAILED {failure}")
     return 1 if failures else 0
+
+
+def _export_failures() -> list[str]:
+    """What keeps ``otel-sampling dashboards`` / ``rules`` from exporting the bundled files."""
+    scripts = [ep for ep in entry_points(group="console_scripts") if ep.name == "otel-sampling"]
+    if not scripts:
+        return ["no otel-sampling console script is installed"]
+    main = scripts[0].load()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        if main(["dashboards", "--out", str(out / "d")]) or main(["rules", "--out", str(out / "r.yaml")]):
+            return ["otel-sampling dashboards/rules: non-zero exit status"]
+        dashboards = sorted(out.joinpath("d").glob("*.json"))
+        if len(dashboards) != 4 or not all(json.loads(p.read_text())["panels"] for p in dashboards):
+            return [f"otel-sampling dashboards wrote {[p.name for p in dashboards]}"]
+        if "groups:" not in out.joinpath("r.yaml").read_text():
+            return ["otel-sampling rules wrote no rule groups"]
+    print("otel-sampling: exported 4 dashboards and the rule file")
+    return []
 
 
 if __name__ == "__main__":

@@ -13,14 +13,16 @@ import contextlib
 import contextvars
 import threading
 
+import anthropic
 import pytest
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 import otel_sampling as osm
-from conftest import TRACER_PROVIDER, _instrumented
+from conftest import TRACER_PROVIDER, _instrumented, with_policy
 from otel_sampling import degradation, names, runs, state
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.settings import Settings
 
@@ -498,3 +500,29 @@ def test_the_setting_tracks_disclosure_from_the_start(telemetry, zero_code, monk
 @pytest.mark.parametrize(("raw", "tracked"), [("true", True), ("TRUE", True), ("false", False), ("", False)])
 def test_the_setting_is_an_opentelemetry_boolean(raw, tracked):
     assert Settings.from_env({names.ENV_DISCLOSURE_TRACKED: raw}).disclosure_tracked is tracked
+
+
+PRICED = """
+[prices."claude-haiku-5-5"]
+input_usd_per_mtok = 1.0
+output_usd_per_mtok = 5.0
+"""
+CALL_USD = (25 * 1.0 + 5 * 5.0) / 1e6  # the fake provider's 25 input and 5 output tokens at the table's prices
+
+
+@pytest.fixture
+def priced(telemetry, tmp_path, monkeypatch):
+    yield from with_policy(telemetry, tmp_path, monkeypatch, PRICED, AnthropicInstrumentor)
+
+
+def test_a_priced_provider_call_is_part_of_the_run_cost(priced, fake_provider):
+    """docs/api.md, add_cost: the run carries its priced calls; add_cost adds only what is not priced."""
+    client = anthropic.Anthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+    with osm.run("priced") as run:
+        client.messages.create(model="claude-haiku-5-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+        runs.add_cost(1.0)  # a cost the price table cannot see
+    assert priced.counts(names.METRIC_GEN_AI_COST, names.GEN_AI_RESPONSE_MODEL) == {
+        ("claude-haiku-5-5",): pytest.approx(CALL_USD)}
+    assert run.cost_usd == pytest.approx(1.0 + CALL_USD)
+    assert priced.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {
+        ("priced",): pytest.approx(1.0 + CALL_USD)}

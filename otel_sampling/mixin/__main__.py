@@ -1,40 +1,42 @@
 """``python -m otel_sampling.mixin [--out DIR] [--window 1h] [--min-requests 50] ...``
 
-Writes ``dashboards/*.json`` and ``alerts/otel-sampling.yaml`` under ``--out`` (default: the
-current directory) from a ``MixinConfig`` whose fields are the options below.
+Regenerates every file into the repository's layout: ``dashboards/*.json`` and
+``alerts/otel-sampling.yaml`` under ``--out`` (default: the current directory), from a
+``MixinConfig`` whose fields are the options below. ``make generate`` runs it for the committed
+files and for the package copy (``otel_sampling/mixin/data``). Needs the ``mixin`` extra; to export
+or regenerate one kind of file, the ``otel-sampling`` command does the same per file.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
-from otel_sampling.mixin.config import MixinConfig
-from otel_sampling.mixin.generate import write
-
-_TYPES = {"str": str, "int": int, "float": float}
+from otel_sampling.mixin.cli import EXTRA, INSTALL_HINT, add_config_options, config_from
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m otel_sampling.mixin", description=__doc__.split("\n\n")[1])
     ap.add_argument("--out", type=Path, default=Path("."), help="directory to write into (default: .)")
-    for field in dataclasses.fields(MixinConfig):
-        ap.add_argument("--" + field.name.replace("_", "-"), dest=field.name, type=_TYPES[str(field.type)],
-                        default=field.default, help=f"{field.metadata['help']} (default: {field.default})")
+    add_config_options(ap)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = vars(parser().parse_args(argv))
-    out = args.pop("out")
+    args = parser().parse_args(argv)
     try:
-        config = MixinConfig(**args)
+        config = config_from(args)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for path in write(config, out):
+    try:
+        from otel_sampling.mixin.generate import write
+    except ModuleNotFoundError as e:
+        print(f"error: the generator needs the '{EXTRA}' extra ({e.name} is not installed): {INSTALL_HINT}",
+              file=sys.stderr)
+        return 1
+    for path in write(config, args.out):
         print(path)
     return 0
 

@@ -1,7 +1,7 @@
 """The one object that tunes every generated dashboard and rule (monitoring-mixin ``_config``).
 
 Selectors, windows, thresholds and ``for`` durations live here, so a dashboard's threshold line and
-the alert that pages on it cannot disagree. ``python -m otel_sampling.mixin --help`` lists each
+the alert that pages on it cannot disagree. ``otel-sampling rules --help`` lists each
 field as a command-line option.
 """
 
@@ -18,6 +18,13 @@ _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")  # Prometheus duration synta
 # One PromQL label matcher (name, operator, double-quoted string with escapes), a comma between two.
 _MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"([^"\\]|\\.)*"\s*'
 _MATCHERS = re.compile(rf"^{_MATCHER}(,{_MATCHER})*$")
+
+
+# The project's repository: [project.urls] in pyproject.toml names the same (tests/test_bundled.py).
+REPOSITORY = "https://github.com/otel-sampling/otel-sampling"
+# The runbook every alert links to by default (its runbook_url is this plus "#" and the alert name in
+# lower case); ``MixinConfig.runbook_url`` / ``--runbook-url`` points the alerts and dashboards elsewhere.
+RUNBOOK_URL = f"{REPOSITORY}/blob/main/docs/runbook.md"
 
 
 def _option(default: object, help_text: str) -> Any:
@@ -59,8 +66,8 @@ class MixinConfig:
     flapping_transitions: int = _option(4, "entries into one degradation in flapping_window that count as flapping")
     grants_per_day_threshold: int = _option(10, "consent grants per server per day_window above which GrantsHigh fires")
     fallback_untested_for: str = _option("1h", "for of FallbackUntested")
-    runbook_url: str = _option("https://github.com/otel-sampling/otel-sampling/blob/main/docs/runbook.md",
-                               "base of every alert's runbook_url; the anchor is the alert name in lower case")
+    runbook_url: str = _option(RUNBOOK_URL, "base of every alert's runbook_url and of the dashboards' Runbook link "
+                               "(an alert's anchor: its name in lower case)")
     dashboard_refresh: str = _option("1m", "dashboard auto-refresh")
     dashboard_time_from: str = _option("now-24h", "start of the dashboards' default time range")
 

@@ -1,8 +1,9 @@
-"""A thin layer over grafana-foundation-sdk (pinned ``1769699998!10.1.0``) that fixes its defaults.
+"""A thin layer over grafana-foundation-sdk (the Grafana 11.6 build pinned by the ``mixin`` extra) that
+fixes its defaults.
 
-The SDK leaves ``refId`` empty, hides legends (``showLegend: false``), serialises ``options: null``
-for a panel without options, and assigns no panel ids; every builder here sets those, and every
-panel and query points at the ``$datasource`` variable (dashboard-linter ``panel-datasource-rule``).
+The SDK leaves ``refId`` empty, hides legends (``showLegend: false``) and assigns no panel ids;
+every builder here sets those, and every panel and query points at the ``$datasource`` variable
+(dashboard-linter ``panel-datasource-rule``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def timeseries_panel(title: str, description: str, targets: list[tuple[str, str]
         p = p.draw_style(cm.GraphDrawStyle.BARS)
     if threshold is not None:
         p = (p.thresholds(thresholds((None, "green"), (threshold, "red")))
-             .thresholds_style(cb.GraphThresholdsStyleConfig().mode(cm.GraphTresholdsStyleMode.LINE)))
+             .thresholds_style(cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.LINE)))
     for ref, (expr, legend) in zip(REF_IDS, targets, strict=False):
         p = p.with_target(query(expr, legend, ref))
     return p

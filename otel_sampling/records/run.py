@@ -21,8 +21,8 @@ open.
 
 A run is degraded if anything inside it was: a span that ended inside it with
 ``degradation.mode=degraded``, or a named degradation active at any moment while it was open.
-When it ends it records ``agent.runs``, ``agent.run.cost.usd`` (sum of :func:`add_cost` inside
-it) and ``agent.run.duration``. A run that ended degraded, or that contains a substitution outside
+When it ends it records ``agent.runs``, ``agent.run.cost.usd`` (the priced provider calls inside
+it plus :func:`add_cost`) and ``agent.run.duration``. A run that ended degraded, or that contains a substitution outside
 policy, without an ``otel_sampling.disclose()`` call is a silent-degradation incident (a signal
 that never reaches the person is a record, not a control): span event
 ``degradation.silent_incident`` and ``degradation.silent_incidents``, labelled with whether the
