@@ -403,7 +403,8 @@ CALLS_NOTHING_OF_OURS = {
 def test_every_target_is_driven_and_every_wrapper_calls_our_code_through_the_guard(sandwiched, fake_provider,
                                                                                     monkeypatch):
     seen: set[tuple[str | None, str]] = set()
-    assert {"_mcp_connections", "_mcp_tool_call", "mcp_server", "_provider", "openai"} <= _patch_guard(monkeypatch, _recording_guard(seen))
+    patched = _patch_guard(monkeypatch, _recording_guard(seen))
+    assert {"_mcp_connections", "_mcp_tool_call", "mcp_server", "_provider", "openai"} <= patched
     driven: set[str] = set()
     gc.collect()  # what an earlier test dropped ends when collected: not inside a target here
     for driver in DRIVERS.values():

@@ -27,6 +27,7 @@ call's input-required loop (:func:`~otel_sampling.instrumentation._mcp_tool_call
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -35,13 +36,14 @@ import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from otel_sampling import names
+from otel_sampling import locks, names
 from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_tool_call import continue_trace
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.rules.server_names import stdio_endpoint, url_endpoint
 
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
+HELD_STREAM_MARKS = 64  # marks on streams no weak reference can point to, held until a session takes them
 
 
 class Opened(NamedTuple):
@@ -57,12 +59,46 @@ class Opened(NamedTuple):
 _opened: ContextVar[Opened | None] = ContextVar("otel_sampling_opened_transport", default=None)
 
 
+class StreamMarks:
+    """Marks on the read streams transports yielded, until the session made on them takes them.
+
+    Kept weakly where the stream allows a weak reference; a stream that does not (mcp 2.x's HTTP
+    transport yields a ``__slots__`` stream) is held with its mark, at most ``HELD_STREAM_MARKS``
+    of them, oldest dropped (holding it keeps its ``id`` from being reused while it is a key).
+    """
+
+    def __init__(self) -> None:
+        self._weak: weakref.WeakKeyDictionary[Any, Opened] = weakref.WeakKeyDictionary()
+        self._held: OrderedDict[int, tuple[Any, Opened]] = OrderedDict()
+        self._lock = locks.new()
+
+    def put(self, stream: Any, mark: Opened) -> None:
+        with self._lock:
+            try:
+                self._weak[stream] = mark
+            except TypeError:
+                self._held[id(stream)] = (stream, mark)
+                while len(self._held) > HELD_STREAM_MARKS:
+                    self._held.popitem(last=False)
+
+    def take(self, stream: Any) -> Opened | None:
+        with self._lock:
+            try:
+                mark = self._weak.pop(stream, None)
+            except TypeError:
+                mark = None
+            if mark is None:
+                held = self._held.pop(id(stream), None)
+                mark = held[1] if held is not None and held[0] is stream else None
+            return mark
+
+
 class Connections:
     """What each ``ClientSession`` is connected through, and its tool calls in flight (weak keys)."""
 
     def __init__(self) -> None:
         self.transports: weakref.WeakKeyDictionary[Any, Opened] = weakref.WeakKeyDictionary()
-        self.streams: weakref.WeakKeyDictionary[Any, Opened] = weakref.WeakKeyDictionary()  # read stream -> mark
+        self.streams = StreamMarks()
         self.tool_calls: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
 
     def describe(self, session: Any) -> tuple[str | None, str | None]:
@@ -87,9 +123,9 @@ class Connections:
 def _stdio_mark(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened:
     command = kwargs.get("command", args[0] if args else None)
     arguments = kwargs.get("args", args[1] if len(args) > 1 else ())
-    readable = (isinstance(command, str) and isinstance(arguments, Sequence)
-                and all(isinstance(a, str) for a in arguments))
-    return Opened(names.TRANSPORT_PIPE, stdio_endpoint(command, arguments) if readable else None)
+    if isinstance(command, str) and isinstance(arguments, Sequence) and all(isinstance(a, str) for a in arguments):
+        return Opened(names.TRANSPORT_PIPE, stdio_endpoint(command, arguments))
+    return Opened(names.TRANSPORT_PIPE, None)
 
 
 def _stdio_opened_wrapper(state: Any) -> Callable[..., Any]:
@@ -125,11 +161,11 @@ def _move_mark_to_stream(connections: Connections, streams: Any) -> None:
     """The mark this task got while the transport opened goes onto the read stream it yielded."""
     mark = _opened.get()
     if mark is not None and isinstance(streams, tuple) and streams:
-        connections.streams[streams[0]] = mark
+        connections.streams.put(streams[0], mark)
         _opened.set(None)
 
 
-class _OpeningTransport(wrapt.ObjectProxy):  # type: ignore[misc]
+class _OpeningTransport(wrapt.ObjectProxy):  # type: ignore[type-arg]  # wrapt 1.x cannot subscript it at run time
     """A transport context manager, unchanged but for where its mark goes once it is entered."""
 
     def __init__(self, manager: Any, connections: Connections) -> None:
@@ -159,12 +195,7 @@ def _transport_manager_wrapper(state: Any) -> Callable[..., Any]:
 
 def _bind_transport(state: Any, session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     read_stream = args[0] if args else kwargs.get("read_stream")
-    mark = None
-    if read_stream is not None:
-        try:
-            mark = state.connections.streams.pop(read_stream, None)
-        except TypeError:  # a stream no weak reference can point to: no mark can be on it
-            mark = None
+    mark = state.connections.streams.take(read_stream) if read_stream is not None else None
     if mark is None:
         mark = _opened.get()
         _opened.set(None)  # one transport, one session

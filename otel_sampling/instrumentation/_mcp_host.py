@@ -5,7 +5,8 @@ way for both.
 * :class:`HostState`: the instrumentor's :class:`~otel_sampling.metrics.Instruments`, its
   :class:`~otel_sampling.records.ledger.Ledger` (request identity, stall watch, grants: bound in
   :mod:`otel_sampling.state` between ``start`` and ``stop``) and its connections
-  (:class:`~otel_sampling.instrumentation._mcp_connections.Connections`). Each table subclasses it with the SDK types it reads and :meth:`HostState.server_facts`.
+  (:class:`~otel_sampling.instrumentation._mcp_connections.Connections`). Each table subclasses it
+  with the SDK types it reads and :meth:`HostState.server_facts`.
 * :func:`start_record`: one :class:`~otel_sampling.records.sampling.SamplingRecord` per request,
   with the same arguments on both majors (server facts, transport, session id, tool name, parent).
 * The connection facts (``network.transport``, ``mcp.session.id``, the endpoint, the tool calls in
