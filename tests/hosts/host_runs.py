@@ -116,7 +116,8 @@ class HostRunner:
         return self.venvs / host.name
 
     def _base_env(self) -> dict[str, str]:
-        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+        # PYTHONPATH: a checkout's otel_sampling ahead of the one installed in the host venvs.
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYTHONPATH")
         env = {key: os.environ[key] for key in keep if key in os.environ}
         env.update({
             "PYTHONUNBUFFERED": "1",
