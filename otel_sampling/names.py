@@ -78,6 +78,8 @@ DEGRADATION_MODE: Final = "degradation.mode"  # MODES
 # ---------------------------------------------------------------- closed value sets
 PATH_RPC: Final = "rpc"  # legacy server-to-client JSON-RPC request (protocol <= 2025-11-25)
 PATH_MRTR: Final = "mrtr"  # 2026-07-28 InputRequiredResult.input_requests (multi-round-trip)
+# Server side: a server-initiated JSON-RPC request the connection could not carry (NoBackChannelError).
+PATH_NO_BACK_CHANNEL: Final = "no_back_channel"
 
 ENDING_COMPLETED: Final = "completed"
 ENDING_REFUSED: Final = "refused"

@@ -250,11 +250,14 @@ DRIVERS = {
     "openai_sync": Driver(OpenAIInstrumentor, drive_openai_sync),
     "openai_async": Driver(OpenAIInstrumentor, drive_openai_async),
 }
-# Targets no driver here reaches, and why: their wrappers call nothing of ours but a ContextVar
-# set (the transport marks); test_mcp_sampling.py (stdio) and test_mcp_server_side.py (streamable
-# HTTP) drive them for real.
+# Targets no driver here reaches, and why: they open stdio and HTTP transports (the drivers' servers
+# are in-process); test_mcp_sampling.py and test_mcp_connections.py (stdio) and
+# test_mcp_server_side.py (streamable HTTP) drive them for real.
 UNDRIVEN = {"mcp.client.stdio._create_platform_compatible_process",
-            "mcp.client.streamable_http.StreamableHTTPTransport.__init__"}
+            "mcp.client.stdio.stdio_client",
+            "mcp.stdio_client",
+            "mcp.client.streamable_http.StreamableHTTPTransport.__init__",
+            "mcp.client.streamable_http.streamable_http_client"}
 
 
 def tables() -> dict[type, tuple]:

@@ -1,4 +1,6 @@
-"""The mcp 1.x MCP server the mcp 1.x tests talk to (in-process, or over stdio when run as a script).
+"""The mcp 1.x MCP server the mcp 1.x tests talk to (in-process, or over stdio when run as a script;
+with ``--generated-name`` it names itself as fastmcp names a server built without a name,
+``FastMCP-<4 hex digits>``, afresh in each process).
 
 Tools:
 * ``sample(hint, include_context, text)`` asks the client for a completion with
@@ -7,6 +9,9 @@ Tools:
 * ``sample_traced(traceparent)`` sends the request itself with ``params._meta.traceparent`` set, as
   a server with OpenTelemetry would (mcp 1.x injects nothing on its own).
 """
+
+import secrets
+import sys
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
@@ -47,4 +52,4 @@ def build_server(name: str = SERVER_NAME) -> FastMCP:
 
 
 if __name__ == "__main__":
-    build_server().run()
+    build_server(f"FastMCP-{secrets.token_hex(2)}" if "--generated-name" in sys.argv[1:] else SERVER_NAME).run()

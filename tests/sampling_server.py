@@ -1,4 +1,6 @@
-"""The MCP server the tests talk to (in-process, or over stdio when run as a script).
+"""The MCP server the tests talk to (in-process, or over stdio when run as a script; with
+``--generated-name`` it names itself as fastmcp names a server built without a name,
+``FastMCP-<4 hex digits>``, afresh in each process).
 
 Tools:
 * ``sample(hint, include_context, text)``: sampling through a ``Sample`` resolver, so it works on both
@@ -10,6 +12,8 @@ fields a test gives it (a hostile server's huge ``maxTokens``, image content, se
 :func:`build_fault_server` one whose tool fails after its sampling request completed.
 """
 
+import secrets
+import sys
 from typing import Annotated
 
 import mcp_types as types
@@ -99,5 +103,10 @@ def build_fault_server() -> MCPServer:
     return server
 
 
+def generated_name() -> str:
+    """A name as fastmcp's ``FastMCP.generate_name()`` makes one for an unnamed ``FastMCP`` server."""
+    return f"FastMCP-{secrets.token_hex(2)}"
+
+
 if __name__ == "__main__":
-    build_server().run()
+    build_server(generated_name() if "--generated-name" in sys.argv[1:] else SERVER_NAME).run()

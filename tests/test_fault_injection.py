@@ -63,6 +63,7 @@ from conftest import SPANS, TRACER_PROVIDER
 from drivers import ANTHROPIC_KW, DRIVERS, UNDRIVEN, Driver, Sandwich, answer, current_target, sampling_request, tables
 from otel_sampling import names, price_source
 from otel_sampling.instrumentation import _guard, openai_responses
+from otel_sampling.instrumentation import _mcp_connections as mcp_connections_module
 from otel_sampling.instrumentation import _mcp_host as mcp_host_module
 from otel_sampling.instrumentation import anthropic as anthropic_module
 from otel_sampling.instrumentation import mcp_server as mcp_server_module
@@ -193,8 +194,8 @@ MCP_HOST_STEPS = [
     _attr(degraded_mode, "request_mode"),
     _attr(mcp_v2_module._CancelReasons, "pop"),
     _attr(mcp_v2_module.State, "server_facts"),
-    _attr(mcp_host_module.Connections, "describe"),
-    _attr(mcp_host_module.Connections, "tool_for"),
+    _attr(mcp_connections_module.Connections, "describe"),
+    _attr(mcp_connections_module.Connections, "tool_for"),
     _attr(Ledger, "note_ending"),
     _attr(mcp_host_module, "parent_of"),
     _attr(InFlight, "add"),  # in-flight counts (an asynchronous UpDownCounter: no SDK call per request)
@@ -408,7 +409,8 @@ CALLS_NOTHING_OF_OURS = {
 def test_every_target_is_driven_and_every_wrapper_calls_our_code_through_the_guard(sandwiched, fake_provider,
                                                                                     monkeypatch):
     seen: set[tuple[str | None, str]] = set()
-    assert {"_mcp_host", "mcp_server", "_provider", "openai"} <= _patch_guard(monkeypatch, _recording_guard(seen))
+    patched = _patch_guard(monkeypatch, _recording_guard(seen))
+    assert {"_mcp_connections", "_mcp_tool_call", "mcp_server", "_provider", "openai"} <= patched
     driven: set[str] = set()
     gc.collect()  # what an earlier test dropped ends when collected: not inside a target here
     for driver in DRIVERS.values():

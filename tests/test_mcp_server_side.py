@@ -126,6 +126,32 @@ def test_mrtr_denial_never_reaches_the_server_and_is_unanswered(both):
     assert len(server._state.pending) == 0
 
 
+def test_a_request_with_no_back_channel_is_not_counted_as_an_mrtr_request(both):
+    """A tool that sends sampling/createMessage itself (``ServerSession.send_request``) on a 2026-07-28
+    connection: the SDK refuses it (``NoBackChannelError``, -32600), nothing reaches the client. Its
+    path says so, beside the same server's real multi-round-trip request."""
+    telemetry, _ = both
+    out = anyio.run(call, build_server(), "auto", returning(result()), "sample_with_deadline", {"deadline_s": 5})
+    assert isinstance(out, MCPError) and out.code == -32600  # the tool failed: the request could not be sent
+    assert host_spans(telemetry) == []  # the client never saw it
+    anyio.run(call, build_server(), "auto", returning(result()))  # a real one, through the Sample resolver
+    unsent, sent = server_spans(telemetry)
+    assert unsent.attributes[names.SAMPLING_PATH] == "no_back_channel"
+    assert unsent.attributes[names.SAMPLING_ENDING] == "error"
+    assert unsent.attributes[names.ERROR_TYPE] == "-32600"
+    assert sent.attributes[names.SAMPLING_PATH] == "mrtr"
+    assert server_counts(telemetry) == {("no_back_channel", "error", "_unknown"): 1, ("mrtr", "completed", SERVED): 1}
+
+
+def test_a_legacy_request_sent_over_json_rpc_is_rpc(both):
+    """The same tool on a legacy connection: the request goes out as a JSON-RPC request."""
+    telemetry, _ = both
+    anyio.run(call, build_server(), "legacy", returning(result()), "sample_with_deadline", {"deadline_s": 5})
+    (span,) = server_spans(telemetry)
+    assert span.attributes[names.SAMPLING_PATH] == "rpc"
+    assert server_counts(telemetry) == {("rpc", "completed", SERVED): 1}
+
+
 def test_mrtr_request_not_yet_due_stays_pending(both):
     telemetry, server = both
     anyio.run(call, build_server(), "auto", returning(types.ErrorData(code=-1, message="no")))

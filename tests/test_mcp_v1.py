@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import json
 import os
 import subprocess
 import sys
@@ -29,6 +30,7 @@ import uvicorn
 import wrapt
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client import stdio as mcp_stdio
+from mcp.client import streamable_http as mcp_streamable_http
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import StreamableHTTPTransport, streamablehttp_client
 from mcp.shared.memory import create_connected_server_and_client_session
@@ -41,6 +43,7 @@ import otel_sampling
 from mcp_v1_server import SERVER_NAME, SERVER_VERSION, build_server
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.rules.server_names import stdio_endpoint
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 SERVED = "claude-sonnet-5-5-20261001"
@@ -784,6 +787,92 @@ def test_violation_over_streamable_http(v1_instrumented):
 
     anyio.run(_serve_http, body)
     assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
+
+
+# ---------------------------------------------------------------- transports opened in a task of their own
+# mcp-use's connection managers enter the transport in a task of their own and hand its streams to
+# the task that makes the session. A host that imports the transport functions after instrument()
+# (opentelemetry-instrument) gets the wrapped ones: read through the module here for that reason.
+async def _in_a_task_of_its_own(open_transport, use):
+    done = anyio.Event()
+
+    async def connection_task(*, task_status):
+        async with open_transport() as streams:
+            task_status.started(streams)
+            await done.wait()
+
+    async with anyio.create_task_group() as tg:
+        streams = await tg.start(connection_task)
+        try:
+            return await use(streams)
+        finally:
+            done.set()
+
+
+async def _sample_on(streams):
+    async with ClientSession(streams[0], streams[1], sampling_callback=callback_returning(result())) as session:
+        await session.initialize()
+        return tool_output(await session.call_tool("sample", ARGS))
+
+
+@pytest.mark.subprocess
+def test_a_stdio_transport_opened_in_a_task_of_its_own_gives_the_same_facts(v1_instrumented):
+    out = anyio.run(_in_a_task_of_its_own, lambda: mcp_stdio.stdio_client(STDIO), _sample_on)
+    assert out == f"{SERVED}|endTurn"
+    attrs = only_sampling_span(v1_instrumented).attributes
+    assert attrs[names.NETWORK_TRANSPORT] == "pipe"
+    assert attrs[names.MCP_SERVER_NAME] == SERVER_NAME
+    assert attrs[names.MCP_SERVER_VERSION] == SERVER_VERSION
+    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+
+
+def test_a_streamable_http_transport_opened_in_a_task_of_its_own_gives_the_same_facts(v1_instrumented):
+    session_ids = []
+
+    async def use(streams):
+        out = await _sample_on(streams)
+        session_ids.append(streams[2]())
+        return out
+
+    async def body(url):
+        return await _in_a_task_of_its_own(lambda: mcp_streamable_http.streamablehttp_client(url), use)
+
+    assert anyio.run(_serve_http, body) == f"{SERVED}|endTurn"
+    attrs = only_sampling_span(v1_instrumented).attributes
+    assert attrs[names.NETWORK_TRANSPORT] == "tcp"
+    assert attrs[names.MCP_SESSION_ID] == session_ids[0]
+    assert attrs[names.MCP_SERVER_VERSION] == SERVER_VERSION
+    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+
+
+@pytest.mark.subprocess
+def test_restarts_of_a_stdio_server_with_a_generated_name_are_one_server(tmp_path, monkeypatch, telemetry):
+    """As on mcp 2.x (test_server_identity.py): labelled by the generator's prefix, kept and matched
+    to a policy by the command line."""
+    generated = StdioServerParameters(command=sys.executable, args=[*STDIO.args, "--generated-name"])
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'[servers.{json.dumps(stdio_endpoint(generated.command, generated.args))}]\n'
+                      'permitted_models = ["claude-haiku-5-5"]\n', encoding="utf-8")
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(policy))
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+
+    async def restart():
+        async with (stdio_client(generated) as (read, write),
+                    ClientSession(read, write, sampling_callback=callback_returning(result("claude-haiku-5-5")))
+                    as session):
+            await session.initialize()
+            await session.call_tool("sample", {"hint": "gpt-4o", "include_context": "none"})
+
+    try:
+        for _ in range(2):
+            anyio.run(restart)
+    finally:
+        instrumentor.uninstrument()
+    spans = telemetry.spans(names.SPAN_SAMPLING)
+    assert len({s.attributes[names.MCP_SERVER_NAME] for s in spans}) == 2  # a new name per process
+    assert [s.attributes[names.SAMPLING_SUBSTITUTION] for s in spans] == ["within_policy"] * 2
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME) == {("FastMCP-*",): 2}
 
 
 # ---------------------------------------------------------------- suppressed instrumentation

@@ -1,13 +1,16 @@
 """Target tables: a target the installed SDK lacks is reported once at WARNING, and the others are
 still wrapped; the mcp instrumentor picks the table of the installed mcp major. The supported
 range: an installed SDK outside it is reported once at WARNING (version and range), an SDK that
-is not installed at DEBUG, and nothing is wrapped."""
+is not installed at DEBUG, and nothing is wrapped. Targets in a library the host may not use
+(``HostTargets``) are wrapped only where it is installed within its range, once the host imports it."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import textwrap
+import uuid
 from importlib.metadata import version
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import pytest
 import wrapt
 from packaging.requirements import Requirement
 
-from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instrumentation._targets import HostTargets, Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
@@ -56,6 +59,21 @@ def test_missing_targets_warn_once_and_the_rest_is_wrapped(caplog, telemetry):
     assert len(warnings) == 2, warnings
     assert "textwrap.TextWrapper.renamed_in_a_later_release not found" in warnings[0]
     assert "no_such_sdk_module.Client.create not found" in warnings[1]
+
+
+class _Optional(TargetTableInstrumentor):
+    """A table with a name only some supported versions have."""
+
+    targets = (Target("textwrap", "TextWrapper.added_in_a_later_release", _passthrough, optional=True),)
+    state_class = staticmethod(lambda instruments: None)
+
+
+def test_a_missing_optional_target_is_not_reported(caplog, telemetry):
+    caplog.set_level(logging.WARNING, logger="otel_sampling.instrumentation._targets")
+    instrumentor = _Optional()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    instrumentor.uninstrument()
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == []
 
 
 def test_mcp_instrumentor_picks_the_table_of_the_installed_major(caplog, telemetry):
@@ -129,6 +147,58 @@ def test_a_library_that_is_not_installed_is_skipped_quietly(caplog, telemetry):
         instrumentor.uninstrument()
 
 
+# ---------------------------------------------------------------- targets in a library the host may not use
+def _host_library(tmp_path, monkeypatch) -> str:
+    """A module not imported yet, with a ``Client.call`` to wrap; its name."""
+    name = f"host_library_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text("class Client:\n    def call(self, x):\n        return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def _marking(state):
+    def wrapper(wrapped, instance, args, kwargs):
+        return ("wrapped", wrapped(*args, **kwargs))
+    return wrapper
+
+
+def _host_instrumentor(module: str, distribution: str, specifier: str) -> TargetTableInstrumentor:
+    class WithHostTargets(TargetTableInstrumentor):
+        host_targets = (HostTargets((distribution,), specifier, (Target(module, "Client.call", _marking),)),)
+        state_class = staticmethod(lambda instruments: object())
+    return WithHostTargets()
+
+
+def test_a_host_library_is_wrapped_when_the_host_imports_it_never_before(tmp_path, monkeypatch, caplog, telemetry):
+    module = _host_library(tmp_path, monkeypatch)
+    instrumentor = _host_instrumentor(module, "pytest", ">= 1")  # installed, in range
+    caplog.set_level(logging.DEBUG, logger="otel_sampling")
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    try:
+        assert module not in sys.modules  # instrument() imports nothing for it
+        library = importlib.import_module(module)
+        assert library.Client().call(1) == ("wrapped", 1)
+    finally:
+        instrumentor.uninstrument()
+    assert library.Client().call(1) == 1
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_hook_left_by_an_earlier_instrument_does_nothing(tmp_path, monkeypatch, telemetry):
+    """Import hooks cannot be removed: one registered before an uninstrument() finds another state."""
+    module = _host_library(tmp_path, monkeypatch)
+    instrumentor = _host_instrumentor(module, "pytest", ">= 1")
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    instrumentor.uninstrument()
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    try:
+        library = importlib.import_module(module)
+        assert library.Client().call(1) == ("wrapped", 1)  # one layer, not two
+        assert not isinstance(vars(library.Client)["call"].__wrapped__, wrapt.FunctionWrapper)
+    finally:
+        instrumentor.uninstrument()
+
+
 @pytest.mark.parametrize(("extra", "instrumentor"),
                          [("anthropic", AnthropicInstrumentor), ("openai", OpenAIInstrumentor)])
 def test_the_provider_instrumentors_check_the_range_their_extra_installs(extra, instrumentor):
@@ -137,3 +207,29 @@ def test_the_provider_instrumentors_check_the_range_their_extra_installs(extra, 
     declared = [Requirement(r) for r in pyproject["project"]["optional-dependencies"][extra]]
     checked = [Requirement(r) for r in instrumentor().instrumentation_dependencies()]
     assert [(r.name, r.specifier) for r in checked] == [(r.name, r.specifier) for r in declared]
+
+
+def test_a_host_library_not_installed_is_left_alone_silently(tmp_path, monkeypatch, caplog, telemetry):
+    module = _host_library(tmp_path, monkeypatch)
+    instrumentor = _host_instrumentor(module, "no-such-distribution-otel-sampling", ">= 1")
+    caplog.set_level(logging.DEBUG, logger="otel_sampling")
+    instrumentor.instrument(meter_provider=telemetry.meter_provider)
+    try:
+        assert importlib.import_module(module).Client().call(1) == 1
+    finally:
+        instrumentor.uninstrument()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_host_library_outside_its_range_warns_once_naming_version_and_range(tmp_path, monkeypatch, caplog,
+                                                                              telemetry):
+    module = _host_library(tmp_path, monkeypatch)
+    instrumentor = _host_instrumentor(module, "pytest", "< 1")
+    caplog.set_level(logging.WARNING, logger="otel_sampling.instrumentation._targets")
+    for _ in range(2):
+        instrumentor.instrument(meter_provider=telemetry.meter_provider)
+        assert importlib.import_module(module).Client().call(1) == 1
+        instrumentor.uninstrument()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert f"pytest {version('pytest')} is outside the supported range < 1" in warnings[0]

@@ -9,14 +9,21 @@ plain ``unwrap`` would strip theirs and leave ours).
 Besides its own table, every instrumentor wraps the start of the server-side stdio transport
 (:mod:`~otel_sampling.instrumentation._stdio_trap`) in the mcp modules loaded at its
 ``instrument()``; the last ``uninstrument()`` unwraps it.
+
+A table may also name :class:`HostTargets`: targets in a library the host may not use at all (an
+agent framework's own MCP client). They are wrapped only when that library is installed at a
+supported version, and only once the host imports their module (``instrument()`` never imports a
+framework for them: importing one can change the host, its logging for instance).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NamedTuple
 
 import wrapt
@@ -37,16 +44,65 @@ logger = logging.getLogger(__name__)
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 _MARK = "_otel_sampling_wrapper"
 _reported_missing: set[tuple[str, str]] = set()  # once per process, not on every instrument()
-_reported_outside: set[tuple[str, str]] = set()  # (instrumentor, installed version): once per process
+_reported_outside: set[tuple[str, str]] = set()  # (instrumentor or library, installed version): once per process
+
+
+def _warn_outside_range(key: tuple[str, str], message: str, *args: object) -> None:
+    """One WARNING per process for ``key`` (who, installed version) being outside its supported range."""
+    if key not in _reported_outside:
+        _reported_outside.add(key)
+        logger.warning(message, *args)
 
 
 class Target(NamedTuple):
     """One wrapped function: ``module``, dotted ``attribute`` inside it, and the wrapper factory
-    (called with the instrumentor's state, returns a wrapt wrapper)."""
+    (called with the instrumentor's state, returns a wrapt wrapper). ``optional``: the attribute
+    exists in some of the supported versions only (a name added or removed within the range), so
+    its absence is not reported."""
 
     module: str
     attribute: str
     factory: Callable[[Any], Wrapper]
+    optional: bool = False
+
+
+class HostTargets(NamedTuple):
+    """Targets in a library the host may or may not use.
+
+    ``distributions``: the names the library is installed under (the first one installed is the one
+    checked); ``specifier``: the PEP 440 range the targets are written for (``">= 4.2, < 5"``);
+    ``targets``: what is wrapped, each once the host imports its module. Not installed: nothing
+    happens, silently. Installed outside the range: one WARNING per process naming the version and
+    the range, and nothing is wrapped.
+    """
+
+    distributions: tuple[str, ...]
+    specifier: str
+    targets: tuple[Target, ...]
+
+
+def _installed_version(group: HostTargets) -> tuple[str, str] | None:
+    """(distribution, version) of the first of the group's distributions that is installed."""
+    for distribution in group.distributions:
+        try:
+            return distribution, version(distribution)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def supported(group: HostTargets) -> bool:
+    """True when the group's library is installed within its range (see :class:`HostTargets`)."""
+    installed = _installed_version(group)
+    if installed is None:
+        return False
+    distribution, found = installed
+    if get_dependency_conflicts([f"{distribution} {group.specifier}"]) is None:
+        return True
+    _warn_outside_range(installed, "otel-sampling: %s %s is outside the supported range %s; %s is not instrumented",
+                        distribution, found, group.specifier,
+                        ", ".join(f"{t.module}.{t.attribute}" for t in group.targets))
+    return False
 
 
 # The start of the server-side stdio transport, wherever mcp binds it.
@@ -84,11 +140,12 @@ def _is_ours(layer: Any) -> bool:
 
 
 def wrap_targets(targets: Iterable[Target], state: Any) -> None:
-    """Wrap every target that exists; a missing one is reported once at WARNING (the SDK changed)."""
+    """Wrap every target that exists; a missing one is reported once at WARNING (the SDK changed),
+    unless it is ``optional``."""
     for target in targets:
         owner = _owner(target)
         if owner is None:
-            if (target.module, target.attribute) not in _reported_missing:
+            if not target.optional and (target.module, target.attribute) not in _reported_missing:
                 _reported_missing.add((target.module, target.attribute))
                 logger.warning("otel-sampling: %s.%s not found (is the installed version supported?); "
                                "it is not instrumented", target.module, target.attribute)
@@ -139,6 +196,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """
 
     targets: tuple[Target, ...] = ()
+    host_targets: tuple[HostTargets, ...] = ()
     dependencies: tuple[str, ...] = ()
     warns_outside_range = True
     state_class: Callable[[Instruments], Any]
@@ -165,6 +223,31 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             return None
         return conflict
 
+    def _host_targets(self) -> tuple[HostTargets, ...]:
+        """The host-library targets for the installed library version (the class attribute by default)."""
+        return self.host_targets
+
+    def _watch_host_targets(self, state: Any) -> None:
+        """Wrap each supported host target when its module is imported (at once if it already is)."""
+        for group in self._host_targets():
+            try:
+                if not supported(group):
+                    continue
+                for target in group.targets:
+                    wrapt.register_post_import_hook(functools.partial(self._wrap_imported, target, state),
+                                                    target.module)
+            except Exception:
+                logger.debug("otel-sampling: could not watch %s", group.distributions, exc_info=True)
+
+    def _wrap_imported(self, target: Target, state: Any, module: Any) -> None:
+        # Called inside the host's import: never raise there. A hook left by an earlier
+        # instrument() (hooks cannot be removed) finds another state and does nothing.
+        if getattr(self, "_state", None) is state:
+            try:
+                wrap_targets((target,), state)
+            except Exception:
+                logger.debug("otel-sampling: could not wrap %s.%s", target.module, target.attribute, exc_info=True)
+
     def _instrument(self, **kwargs: Any) -> None:
         conflict = get_dependency_conflicts(self.dependencies)
         if conflict is not None:
@@ -187,10 +270,12 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         self._state = state
         if hasattr(state, "start"):
             state.start()
+        self._watch_host_targets(state)
         _install_degradation_state(self, settings, tracer_provider, meter_provider)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         unwrap_targets(self._table()[0])
+        unwrap_targets(_loaded(target for group in self._host_targets() for target in group.targets))
         state, self._state = getattr(self, "_state", None), None
         if state is not None and hasattr(state, "stop"):
             state.stop()
@@ -206,11 +291,9 @@ def _report_conflict(instrumentor: str, conflict: DependencyConflict, warns: boo
     if not (warns and conflict.found):
         logger.debug("otel-sampling: %s skipped: %s", instrumentor, conflict)
         return
-    if (instrumentor, conflict.found) in _reported_outside:
-        return
-    _reported_outside.add((instrumentor, conflict.found))
-    logger.warning("otel-sampling: %s instruments nothing: %s is installed, outside the supported range %s",
-                   instrumentor, conflict.found, conflict.required)
+    _warn_outside_range((instrumentor, conflict.found),
+                        "otel-sampling: %s instruments nothing: %s is installed, outside the supported range %s",
+                        instrumentor, conflict.found, conflict.required)
 
 
 def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider: Any, meter_provider: Any) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instrumentation._targets import HostTargets, Target, TargetTableInstrumentor
 from otel_sampling.metrics import Instruments
 
 
@@ -39,6 +39,14 @@ class MCPSamplingInstrumentor(TargetTableInstrumentor):
         else:
             from otel_sampling.instrumentation import mcp_v2 as table  # type: ignore[no-redef]
         return table.TARGETS, table.State
+
+    def _host_targets(self) -> tuple[HostTargets, ...]:
+        # mcp 1.x has no 2026-07-28 path: no host library drives an input-required loop there.
+        if _installed_mcp_major() == 1:
+            return ()
+        from otel_sampling.instrumentation import mcp_v2
+
+        return mcp_v2.HOST_TARGETS
 
 
 def _installed_mcp_major() -> int | None:

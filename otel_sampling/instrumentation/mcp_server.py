@@ -8,8 +8,10 @@ reports the client span for a request it initiates) and ``mcp.sampling.server.re
   ``ServerSession.create_message`` and the ``Sample`` resolver call **with keyword arguments**
   (``request=``, ``result_type=``, ...). The span is current while the SDK sends, so the SDK's
   own ``MCP send sampling/createMessage`` span is its child, never a sibling. The ending is the
-  client's result or error frame as the server got it (``MCPError``), a timeout (``-32001``), or
-  ``NoBackChannelError`` (``-32600``) when a 2026-07-28 connection cannot carry the request.
+  client's result or error frame as the server got it (``MCPError``) or a timeout (``-32001``),
+  with path ``rpc``. A request the connection cannot carry (``NoBackChannelError``, ``-32600``:
+  any 2026-07-28 connection, stateless or JSON-response streamable HTTP) was never sent: path
+  ``no_back_channel``, neither an ``rpc`` request nor a multi-round-trip one.
 * 2026-07-28 path: ``mcp.server.runner.ServerRunner._on_request`` (private; one call per inbound
   JSON-RPC request, before the server's middleware). A result with ``resultType``
   ``input_required`` starts a span for each ``sampling/createMessage`` in ``inputRequests``; the
@@ -42,7 +44,7 @@ from otel_sampling import locks, names
 from otel_sampling import state as otel_state
 from otel_sampling.bounded import EvictingTTLCache
 from otel_sampling.instrumentation._guard import guarded
-from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
+from otel_sampling.instrumentation._mcp_protocol import parent_of
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.server_sampling import ServerSamplingRecord
@@ -123,8 +125,10 @@ class _Pending:
 class _State:
     def __init__(self, instruments: Instruments) -> None:
         import mcp_types  # mcp is an optional extra
+        from mcp.shared.exceptions import NoBackChannelError
 
         self.instruments = instruments
+        self.no_back_channel_type = NoBackChannelError
         self.request_type = mcp_types.CreateMessageRequest
         self.params_type = mcp_types.CreateMessageRequestParams
         self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
@@ -156,7 +160,9 @@ def _send_request_wrapper(state: _State) -> Callable[..., Any]:
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
-            guarded("end a server-side sampling record", record.end_with_exception, exc)
+            ending = (record.end_without_back_channel if isinstance(exc, state.no_back_channel_type)
+                      else record.end_with_exception)
+            guarded("end a server-side sampling record", ending, exc)
             raise
         finally:
             if token is not None:
@@ -182,7 +188,7 @@ def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecor
     server_name, tool_name = _handling.get()
     return ServerSamplingRecord(
         state.instruments,
-        path=path_of(protocol_version),
+        path=names.PATH_RPC,  # ServerSession.send_request sends a JSON-RPC request, on any connection
         params=request.params,
         protocol_version=protocol_version,
         server_name=server_name,

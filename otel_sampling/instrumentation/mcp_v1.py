@@ -21,9 +21,10 @@ that one call. Two targets of its own, one job each:
   ``uninstrument()`` under a running callback would hide the answer of a request that was already
   being recorded).
 
-The connection targets (``network.transport``, ``mcp.session.id``, the tool calls in flight per
-session) are mcp 2.x's, under the same names in mcp 1.x
-(:data:`~otel_sampling.instrumentation._mcp_host.CONNECTION_TARGETS`).
+The connection targets (``network.transport``, ``mcp.session.id``, the endpoint, the tool calls
+in flight per session) are mcp 2.x's, under the same names in mcp 1.x
+(:mod:`~otel_sampling.instrumentation._mcp_connections`), plus mcp 1.x's own HTTP transport
+function, ``streamablehttp_client``.
 
 What mcp 1.x does differently, and what the telemetry shows for it:
 
@@ -52,8 +53,8 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from pydantic.alias_generators import to_camel
 
 from otel_sampling.instrumentation._guard import guarded
+from otel_sampling.instrumentation._mcp_connections import CONNECTION_TARGETS, HTTP_MANAGER_TARGETS_V1
 from otel_sampling.instrumentation._mcp_host import (
-    CONNECTION_TARGETS,
     INVALID_RESULT_CODE,
     UNKNOWN_SERVER,
     HostState,
@@ -194,7 +195,8 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
 
 
 def _note_server(state: State, session: Any, result: Any) -> None:
-    state.servers[session] = ServerFacts.of(result.serverInfo, result.protocolVersion)
+    state.servers[session] = ServerFacts.of(result.serverInfo, result.protocolVersion,
+                                            state.connections.endpoint(session))
 
 
 def _initialize_wrapper(state: State) -> Callable[..., Any]:
@@ -212,4 +214,5 @@ TARGETS = (
     Target("mcp.client.session", "ClientSession.initialize", _initialize_wrapper),
     Target("mcp.client.session", "ClientSession._received_request", _received_request_wrapper),
     *CONNECTION_TARGETS,
+    *HTTP_MANAGER_TARGETS_V1,
 )

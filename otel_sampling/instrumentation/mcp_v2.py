@@ -17,9 +17,11 @@ why a request was cancelled: the peer's ``notifications/cancelled`` reason ("tim
 
 The host state (identity, stall watch, grants), the connection facts (``network.transport``,
 ``mcp.session.id``) and the tool calls in flight per session are shared with mcp 1.x
-(:mod:`~otel_sampling.instrumentation._mcp_host`). Only on mcp 2.x: on the 2026-07-28 path,
-``Client.call_tool`` marks its task and the input-required driver's callbacks inherit the mark, so
-the tool that triggered a request is named however many calls are in flight.
+(:mod:`~otel_sampling.instrumentation._mcp_host`). Only on mcp 2.x: on the 2026-07-28 path, the
+client that drives the input-required loop (mcp's ``Client.call_tool``, fastmcp's
+``Client.call_tool_mcp``) marks its task with the tool call, so the tool that triggered a request
+is named however many calls are in flight, and the request's span is a child of the round of the
+call that asked for it (:mod:`~otel_sampling.instrumentation._mcp_tool_call`).
 """
 
 from __future__ import annotations
@@ -27,19 +29,19 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling.instrumentation._guard import guarded
+from otel_sampling.instrumentation._mcp_connections import CONNECTION_TARGETS, HTTP_MANAGER_TARGETS_V2
 from otel_sampling.instrumentation._mcp_host import (
-    CONNECTION_TARGETS,
     INVALID_RESULT_CODE,
     HostState,
     ServerFacts,
     start_record,
 )
+from otel_sampling.instrumentation._mcp_tool_call import FASTMCP_TARGETS, MCP_TARGETS, current, outside
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments
@@ -47,8 +49,6 @@ from otel_sampling.records.sampling import SamplingRecord
 
 CANCEL_REASONS_PER_DISPATCHER = 64  # cancel notifications remembered per connection until consumed
 CANCEL_REASON_MAX_LENGTH = 256
-
-_calling_tool: ContextVar[str | None] = ContextVar("otel_sampling_calling_tool", default=None)
 
 
 class _CancelReasons:
@@ -108,7 +108,7 @@ class State(HostState):
         known = self.servers.get(session)
         if known is not None and known[0] is info and known[1].protocol_version == version:
             return known[1]
-        facts = ServerFacts.of(info, version)
+        facts = ServerFacts.of(info, version, self.connections.endpoint(session))
         self.servers[session] = (info, facts)
         return facts
 
@@ -160,13 +160,16 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
         if not isinstance(request, state.request_type):
             return await wrapped(*args, **kwargs)
         ctx = args[0] if args else kwargs.get("ctx")
+        call = current()  # the 2026-07-28 path: the tool call whose input-required loop dispatches it
         record = guarded("start a sampling record", start_record, state, instance,
                          request_id=getattr(ctx, "request_id", None), params=request.params,
-                         meta=getattr(ctx, "meta", None), tool_name=_calling_tool.get())
+                         meta=getattr(ctx, "meta", None), tool_name=call.name if call else None,
+                         round_parent=call.round_context if call else None)
         if record is None:
             return await wrapped(*args, **kwargs)
         try:
-            result = await wrapped(*args, **kwargs)
+            with outside():
+                result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             _finish(state, record, instance, ctx, exc=exc)
             raise
@@ -191,24 +194,11 @@ def _notification_wrapper(state: State) -> Callable[..., Any]:
     return wrapper
 
 
-def _client_call_tool_wrapper(state: State) -> Callable[..., Any]:
-    """``Client.call_tool``: the input-required driver's callbacks run in this task's context."""
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
-            return await wrapped(*args, **kwargs)
-        name = args[0] if args else kwargs.get("name")
-        token = _calling_tool.set(name) if isinstance(name, str) else None
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            if token is not None:
-                _calling_tool.reset(token)
-    return wrapper
-
-
 TARGETS = (
     Target("mcp.client.session", "ClientSession.dispatch_input_request", _dispatch_wrapper),
     Target("mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher._dispatch_notification", _notification_wrapper),
     *CONNECTION_TARGETS,
-    Target("mcp.client.client", "Client.call_tool", _client_call_tool_wrapper),
+    *HTTP_MANAGER_TARGETS_V2,
+    *MCP_TARGETS,
 )
+HOST_TARGETS = (FASTMCP_TARGETS,)

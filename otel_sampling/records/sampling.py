@@ -61,8 +61,13 @@ class SamplingRecord:
         instruments: the instrumentor's tracer, meter and label sets.
         server_name: ``serverInfo.name`` of the requesting server, or None when unknown.
         server_key: how the ledger and the identity store keep that server,
-            :func:`~otel_sampling.records.identity.server_key` of ``server_name`` (a hash over a
-            long name: the caller computes it once per session, not per request).
+            :func:`~otel_sampling.records.identity.server_key` of the first name it is known by
+            (``policy_names``; a hash over a long name: the caller computes it once per session,
+            not per request).
+        server_label: what the ``mcp.server.name`` label is made of, the stable form of the name
+            (:func:`otel_sampling.rules.server_names.stable_name`); None: ``server_name``.
+        policy_names: the ``[servers."<name>"]`` tables that may cover the server, the first
+            present wins (:func:`otel_sampling.rules.server_names.known_as`); None: ``server_name``.
         path: ``names.PATH_RPC`` or ``names.PATH_MRTR``.
         request_id: the JSON-RPC id (rpc path only), or None.
         protocol_version: the negotiated MCP protocol version, or None.
@@ -84,7 +89,7 @@ class SamplingRecord:
         "_hints", "_include_context", "_path", "_ended", "_attached", "_calls",
         "_failover", "_provider_model", "_canary", "_last_requested", "_served_by",
         "_input_tokens", "_output_tokens", "_cost_usd",
-        "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name", "_run",
+        "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name", "_run", "_policy_names",
     )
 
     def __init__(
@@ -103,6 +108,8 @@ class SamplingRecord:
         session_id: str | None = None,
         transport: str | None = None,
         tool_name: str | None = None,
+        server_label: str | None = None,
+        policy_names: tuple[str, ...] | None = None,
     ) -> None:
         self._instruments = instruments
         self._start = time.perf_counter()
@@ -119,7 +126,8 @@ class SamplingRecord:
         self._cost_usd = 0.0
         self._server_name = server_name
         self._server_key = server_key
-        self._server_label = instruments.server_label.value(server_name)
+        self._server_label = instruments.server_label.value(server_label if server_label is not None else server_name)
+        self._policy_names = policy_names if policy_names is not None else ((server_name,) if server_name else ())
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
         self._hints = hint_names(params)
@@ -232,9 +240,14 @@ class SamplingRecord:
             self._cost_usd += usd
 
     def server_policy(self) -> ServerPolicy | None:
-        """The policy for the requesting server (None: no policy covers it, or the server is unnamed)."""
-        name = self._server_name
-        return self._instruments.settings.policy.server(name) if name else None
+        """The policy for the requesting server: the first of its policy names the policy has a table
+        for (None: no policy covers it, or the server is unnamed)."""
+        policy = self._instruments.settings.policy
+        for name in self._policy_names:
+            found = policy.server(name)
+            if found is not None:
+                return found
+        return None
 
     def permitted_models(self) -> tuple[str, ...] | None:
         """The policy's permitted models for the requesting server (None: no policy covers it)."""

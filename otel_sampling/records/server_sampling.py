@@ -26,7 +26,8 @@ class ServerSamplingRecord:
 
     Args:
         instruments: the server instrumentor's tracer, meter and label sets.
-        path: ``names.PATH_RPC`` or ``names.PATH_MRTR``.
+        path: ``names.PATH_RPC`` or ``names.PATH_MRTR`` (``PATH_NO_BACK_CHANNEL`` once
+            :meth:`end_without_back_channel` says the request could not be sent).
         params: the ``CreateMessageRequestParams`` (typed), or None when unreadable.
         protocol_version: the negotiated protocol version, when known.
         server_name: this server's own name (``serverInfo.name``), when known.
@@ -71,6 +72,15 @@ class ServerSamplingRecord:
             self._end(endings.or_fallback(endings.from_exception, endings.FAILED, exc,
                                            self._instruments.settings.policy.ending_rules), None, None)
 
+    def end_without_back_channel(self, exc: BaseException) -> None:
+        """The request was never sent: the connection has no back-channel for a server-initiated
+        request (mcp's ``NoBackChannelError``: any 2026-07-28 connection, stateless or JSON-response
+        streamable HTTP). Its path becomes ``no_back_channel``; the ending is the exception's."""
+        with self._lock:
+            if not self._ended:
+                self._path = names.PATH_NO_BACK_CHANNEL
+        self.end_with_exception(exc)
+
     def end_unanswered(self) -> None:
         """No retry carried an answer (2026-07-28 path): denied, abandoned or lost on the client."""
         self._end(endings.UNANSWERED, None, None)
@@ -92,7 +102,7 @@ class ServerSamplingRecord:
             try:
                 if span.is_recording():
                     max_length = instruments.settings.attribute_max_length
-                    attributes: dict[str, Any] = {names.SAMPLING_ENDING: ending.ending}
+                    attributes: dict[str, Any] = {names.SAMPLING_ENDING: ending.ending, names.SAMPLING_PATH: self._path}
                     add_result_attributes(attributes, ending, served, stop_reason, max_length)
                     if ending.error_type is not None:
                         span.set_status(Status(StatusCode.ERROR))

@@ -38,14 +38,8 @@ pytestmark = [pytest.mark.hosts, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[2]
 VENVS_VARIABLE = "OTEL_SAMPLING_HOSTS_VENVS"  # set by `make test-hosts`: then a missing venv is a failure
 
-ITEM7 = "reach: the tool name on fastmcp's client path, mcp 1.x attributes at parity"
-
-_ALL_ASKED = ("served", "substituted_within", "substituted_outside", "overload_fallback", "refusal", "all_failing",
-              "declined")
 # (reason, hosts, scenarios, fields): every combination is a cell that is wrong today for that reason.
 _WRONG_TODAY: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
-    (ITEM7, ("pydantic-ai", "fastmcp"), _ALL_ASKED, ("tool",)),
-    (ITEM7, ("mcp-use",), (*_ALL_ASKED, "unsupported"), ("server",)),
 )
 
 

@@ -1,0 +1,263 @@
+"""What a host's ``ClientSession`` is connected through, and which tool calls it has in flight
+(host side, the same module and attribute names in mcp 1.10+ and 2.x).
+
+``ClientSession`` does not know its transport, so the transports say what they open, as an
+:class:`Opened`: ``network.transport``, the endpoint (the stdio command line or the HTTP URL, in
+the form of :mod:`otel_sampling.rules.server_names`, which keys a server whose name is a
+placeholder) and, for streamable HTTP, the transport object (its ``session_id`` is set later).
+
+* Where a transport starts: ``mcp.client.stdio._create_platform_compatible_process`` (``pipe``,
+  its ``command`` and ``args``) and ``StreamableHTTPTransport.__init__`` (``tcp``, its ``url``).
+  Each marks the task that opens the transport (a context variable).
+* Where the host gets the streams: the transport context managers (``stdio_client``,
+  ``streamable_http_client``, mcp 1.x's ``streamablehttp_client``) hand the host a transparent
+  proxy of the context manager, which moves the mark of the task that entered it onto the read
+  stream it yields.
+* ``ClientSession.__init__`` binds the session to the mark of its read stream, else to the mark
+  of its own task. So a session binds whether the host opens the transport in the session's own
+  task or in a task of its own (mcp-use runs each transport in a connection-manager task); a host
+  that bound a transport function by name before ``instrument()`` still binds in the same task.
+
+``ClientSession.call_tool`` notes the tool calls in flight per session: a server's JSON-RPC
+request carries no related id the client can read, so the tool is named only when exactly one
+call is in flight on that session. On mcp 2.x's 2026-07-28 path it is also one round of a tool
+call's input-required loop (:func:`~otel_sampling.instrumentation._mcp_tool_call.continue_trace`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from typing import Any, NamedTuple
+
+import wrapt
+from opentelemetry import context as otel_context
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_sampling import locks, names
+from otel_sampling.instrumentation._guard import guarded
+from otel_sampling.instrumentation._mcp_tool_call import continue_trace
+from otel_sampling.instrumentation._targets import Target
+from otel_sampling.rules.server_names import stdio_endpoint, url_endpoint
+
+TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
+HELD_STREAM_MARKS = 64  # marks on streams no weak reference can point to, held until a session takes them
+
+
+class Opened(NamedTuple):
+    """A transport the host opened: ``transport`` (``names.TRANSPORT_*``), ``endpoint`` (None when
+    unreadable) and ``http``, the ``StreamableHTTPTransport`` (None for stdio)."""
+
+    transport: str
+    endpoint: str | None
+    http: Any = None
+
+
+# The transport opened last in this task, not yet bound to a session.
+_opened: ContextVar[Opened | None] = ContextVar("otel_sampling_opened_transport", default=None)
+
+
+class StreamMarks:
+    """Marks on the read streams transports yielded, until the session made on them takes them.
+
+    Kept weakly where the stream allows a weak reference; a stream that does not (mcp 2.x's HTTP
+    transport yields a ``__slots__`` stream) is held with its mark, at most ``HELD_STREAM_MARKS``
+    of them, oldest dropped (holding it keeps its ``id`` from being reused while it is a key).
+    """
+
+    def __init__(self) -> None:
+        self._weak: weakref.WeakKeyDictionary[Any, Opened] = weakref.WeakKeyDictionary()
+        self._held: OrderedDict[int, tuple[Any, Opened]] = OrderedDict()
+        self._lock = locks.new()
+
+    def put(self, stream: Any, mark: Opened) -> None:
+        with self._lock:
+            try:
+                self._weak[stream] = mark
+            except TypeError:
+                self._held[id(stream)] = (stream, mark)
+                while len(self._held) > HELD_STREAM_MARKS:
+                    self._held.popitem(last=False)
+
+    def take(self, stream: Any) -> Opened | None:
+        with self._lock:
+            try:
+                mark = self._weak.pop(stream, None)
+            except TypeError:
+                mark = None
+            if mark is None:
+                held = self._held.pop(id(stream), None)
+                mark = held[1] if held is not None and held[0] is stream else None
+            return mark
+
+
+class Connections:
+    """What each ``ClientSession`` is connected through, and its tool calls in flight (weak keys)."""
+
+    def __init__(self) -> None:
+        self.transports: weakref.WeakKeyDictionary[Any, Opened] = weakref.WeakKeyDictionary()
+        self.streams = StreamMarks()
+        self.tool_calls: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+
+    def describe(self, session: Any) -> tuple[str | None, str | None]:
+        """``(network.transport, mcp.session.id)`` of a session, each None when unknown."""
+        opened = self.transports.get(session)
+        if opened is None:
+            return None, None
+        session_id = getattr(opened.http, "session_id", None)
+        return opened.transport, session_id if isinstance(session_id, str) else None
+
+    def endpoint(self, session: Any) -> str | None:
+        """The endpoint of the transport ``session`` is bound to, when known."""
+        opened = self.transports.get(session)
+        return opened.endpoint if opened is not None else None
+
+    def tool_for(self, session: Any) -> str | None:
+        """The tool call in flight on ``session`` when there is exactly one, else None."""
+        calls = self.tool_calls.get(session)
+        return calls[0] if calls and len(calls) == 1 else None
+
+
+def _stdio_mark(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened:
+    command = kwargs.get("command", args[0] if args else None)
+    arguments = kwargs.get("args", args[1] if len(args) > 1 else ())
+    if isinstance(command, str) and isinstance(arguments, Sequence) and all(isinstance(a, str) for a in arguments):
+        return Opened(names.TRANSPORT_PIPE, stdio_endpoint(command, arguments))
+    return Opened(names.TRANSPORT_PIPE, None)
+
+
+def _stdio_opened_wrapper(state: Any) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
+        process = await wrapped(*args, **kwargs)
+        mark = guarded("read a stdio server's command", _stdio_mark, args, kwargs,
+                       fallback=Opened(names.TRANSPORT_PIPE, None))
+        _opened.set(mark)
+        return process
+
+    return wrapper
+
+
+def _http_mark(transport: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened:
+    url = kwargs.get("url", args[0] if args else None)
+    return Opened(names.TRANSPORT_TCP, url_endpoint(url) if isinstance(url, str) else None, transport)
+
+
+def _http_opened_wrapper(state: Any) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return wrapped(*args, **kwargs)
+        initialised = wrapped(*args, **kwargs)
+        _opened.set(guarded("read an HTTP server's URL", _http_mark, instance, args, kwargs,
+                            fallback=Opened(names.TRANSPORT_TCP, None, instance)))
+        return initialised
+    return wrapper
+
+
+def _move_mark_to_stream(connections: Connections, streams: Any) -> None:
+    """The mark this task got while the transport opened goes onto the read stream it yielded."""
+    mark = _opened.get()
+    if mark is not None and isinstance(streams, tuple) and streams:
+        connections.streams.put(streams[0], mark)
+        _opened.set(None)
+
+
+class _OpeningTransport(wrapt.ObjectProxy):  # type: ignore[type-arg]  # wrapt 1.x cannot subscript it at run time
+    """A transport context manager, unchanged but for where its mark goes once it is entered."""
+
+    def __init__(self, manager: Any, connections: Connections) -> None:
+        super().__init__(manager)
+        self._self_connections = connections
+
+    async def __aenter__(self) -> Any:
+        streams = await self.__wrapped__.__aenter__()
+        guarded("mark a transport's streams", _move_mark_to_stream, self._self_connections, streams)
+        return streams
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self.__wrapped__.__aexit__(*exc_info)
+
+
+def _transport_manager_wrapper(state: Any) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return wrapped(*args, **kwargs)
+        manager = wrapped(*args, **kwargs)
+        if not hasattr(manager, "__aenter__"):
+            return manager
+        return guarded("follow a transport's streams", _OpeningTransport, manager, state.connections,
+                       fallback=manager)
+    return wrapper
+
+
+def _bind_transport(state: Any, session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    read_stream = args[0] if args else kwargs.get("read_stream")
+    mark = state.connections.streams.take(read_stream) if read_stream is not None else None
+    if mark is None:
+        mark = _opened.get()
+        _opened.set(None)  # one transport, one session
+    if mark is not None:
+        state.connections.transports[session] = mark
+
+
+def _session_init_wrapper(state: Any) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return wrapped(*args, **kwargs)
+        wrapped(*args, **kwargs)
+        guarded("bind a session to its transport", _bind_transport, state, instance, args, kwargs)
+        return None  # __init__
+    return wrapper
+
+
+def _note_tool_call(state: Any, session: Any, name: Any) -> list[str] | None:
+    """The session's tool calls in flight, ``name`` among them; None when it is not noted."""
+    if not isinstance(name, str):
+        return None
+    calls: list[str] = state.connections.tool_calls.setdefault(session, [])
+    if len(calls) >= TOOL_CALLS_PER_SESSION:
+        return None
+    calls.append(name)
+    return calls
+
+
+def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
+    """``ClientSession.call_tool``: the session's tool calls in flight, and a round of a 2026-07-28
+    loop sent in the trace of the call's first round."""
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return await wrapped(*args, **kwargs)
+        name = args[0] if args else kwargs.get("name")
+        calls = guarded("note a tool call", _note_tool_call, state, instance, name)
+        token = guarded("continue a tool call's trace", continue_trace)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+            if calls is not None and name in calls:
+                calls.remove(name)
+    return wrapper
+
+
+# Both majors. stdio_client is also re-exported as mcp.stdio_client (a binding of its own).
+CONNECTION_TARGETS = (
+    Target("mcp.client.stdio", "_create_platform_compatible_process", _stdio_opened_wrapper),
+    Target("mcp.client.stdio", "stdio_client", _transport_manager_wrapper),
+    Target("mcp", "stdio_client", _transport_manager_wrapper),
+    Target("mcp.client.streamable_http", "StreamableHTTPTransport.__init__", _http_opened_wrapper),
+    Target("mcp.client.session", "ClientSession.__init__", _session_init_wrapper),
+    Target("mcp.client.session", "ClientSession.call_tool", _call_tool_wrapper),
+)
+# streamable_http_client: mcp 2.x, and mcp 1.x from 1.2x on; streamablehttp_client: mcp 1.x only
+# (from 1.2x on it calls streamable_http_client: its streams are then marked once, by the inner one).
+HTTP_MANAGER_TARGETS_V2 = (
+    Target("mcp.client.streamable_http", "streamable_http_client", _transport_manager_wrapper),
+)
+HTTP_MANAGER_TARGETS_V1 = (
+    Target("mcp.client.streamable_http", "streamablehttp_client", _transport_manager_wrapper),
+    Target("mcp.client.streamable_http", "streamable_http_client", _transport_manager_wrapper, optional=True),
+)

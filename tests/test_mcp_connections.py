@@ -1,0 +1,95 @@
+"""What a host's session is connected through, on mcp 2.x, whichever task opened the transport.
+
+mcp-use's connection managers (and hosts like them) enter the transport in a task of their own and
+hand its streams to the task that makes the ``ClientSession``; mcp's own ``Client`` opens both in
+one task. Either way the sampling span carries ``network.transport`` (and on HTTP ``mcp.session.id``),
+and the server is known by its endpoint when its name is a placeholder. A host that imports the
+transport functions after ``instrument()`` (``opentelemetry-instrument``) gets the wrapped ones: they
+are read through their module here for that reason. (mcp 1.x: tests/test_mcp_v1.py.)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+import uvicorn
+from mcp import StdioServerParameters
+from mcp.client import stdio as mcp_stdio
+from mcp.client import streamable_http as mcp_streamable_http
+from mcp.client.session import ClientSession
+
+from drivers import ARGS, SERVED, callback_returning, only_sampling_span, result
+from otel_sampling import names
+from sampling_server import SERVER_NAME, build_server
+
+STDIO = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("sampling_server.py"))])
+
+
+async def in_a_task_of_its_own(open_transport, use):
+    """Enter the transport in a task of its own (mcp-use's way) and ``use`` its streams in this one."""
+    done = anyio.Event()
+
+    async def connection_task(*, task_status):
+        async with open_transport() as streams:
+            task_status.started(streams)
+            await done.wait()
+
+    async with anyio.create_task_group() as tg:
+        streams = await tg.start(connection_task)
+        try:
+            return await use(streams)
+        finally:
+            done.set()
+
+
+async def sample_on(streams) -> str:
+    async with ClientSession(streams[0], streams[1], sampling_callback=callback_returning(result())) as session:
+        await session.initialize()
+        return (await session.call_tool("sample", ARGS)).content[0].text
+
+
+@pytest.mark.subprocess
+def test_a_stdio_transport_opened_in_a_task_of_its_own(mcp_instrumented):
+    assert anyio.run(in_a_task_of_its_own, lambda: mcp_stdio.stdio_client(STDIO), sample_on) == f"{SERVED}|endTurn"
+    attrs = only_sampling_span(mcp_instrumented).attributes
+    assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_PIPE
+    assert attrs[names.MCP_SERVER_NAME] == SERVER_NAME
+    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+
+
+@pytest.mark.subprocess
+def test_a_stdio_transport_opened_in_the_sessions_task(mcp_instrumented):
+    async def same_task():
+        async with mcp_stdio.stdio_client(STDIO) as streams:
+            return await sample_on(streams)
+
+    assert anyio.run(same_task) == f"{SERVED}|endTurn"
+    assert only_sampling_span(mcp_instrumented).attributes[names.NETWORK_TRANSPORT] == names.TRANSPORT_PIPE
+
+
+async def serve_http(body):
+    """The test server over streamable HTTP on 127.0.0.1 (a free port), around ``body(url)``."""
+    server = uvicorn.Server(uvicorn.Config(build_server().streamable_http_app(), host="127.0.0.1", port=0,
+                                           log_level="warning"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        while not server.started:
+            await anyio.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            return await body(f"http://127.0.0.1:{port}/mcp")
+        finally:
+            server.should_exit = True
+
+
+def test_a_streamable_http_transport_opened_in_a_task_of_its_own(mcp_instrumented):
+    async def body(url):
+        return await in_a_task_of_its_own(lambda: mcp_streamable_http.streamable_http_client(url), sample_on)
+
+    assert anyio.run(serve_http, body) == f"{SERVED}|endTurn"
+    attrs = only_sampling_span(mcp_instrumented).attributes
+    assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_TCP
+    assert len(attrs[names.MCP_SESSION_ID]) >= 16  # the legacy handshake's mcp-session-id
