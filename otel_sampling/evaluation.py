@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 
 def record_evaluation(name: str, score: float, run: runs.Run | None = None) -> None:
-    """Record one evaluation score in ``gen_ai.evaluation.score`` (histogram, unit ``1``).
+    """Record one evaluation score in ``otel_sampling.evaluation.score`` (histogram, unit ``1``).
 
     Args:
         name: the evaluation (suite) name, ``gen_ai.evaluation.name`` (GenAI semantic

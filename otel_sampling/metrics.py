@@ -76,8 +76,8 @@ GEN_AI_TIME_TO_FIRST_CHUNK: Final = Spec(
     "Time to receive the first chunk of a streamed response, from the request.",
     names.GEN_AI_DURATION_BUCKETS,
 )
-GEN_AI_COST: Final = Spec(
-    names.METRIC_GEN_AI_COST,
+CLIENT_COST: Final = Spec(
+    names.METRIC_CLIENT_COST,
     COUNTER,
     names.UNIT_USD,
     "Cost of provider calls in USD, from the policy file's price table.",
@@ -220,7 +220,7 @@ class Instruments:
         meter_provider: defaults to the global meter provider.
         logger_provider: for the content-capture events; defaults to the global logger provider.
         in_flight: a function ``(meter_provider, meter) -> InFlight`` giving the shared
-            ``mcp.sampling.in_flight`` counts (the instrumentors pass
+            ``otel_sampling.sampling.in_flight`` counts (the instrumentors pass
             :func:`otel_sampling.state.in_flight_store`); by default a store of this set's own.
     """
 
@@ -244,7 +244,7 @@ class Instruments:
         self.operation_duration = create(meter, GEN_AI_OPERATION_DURATION)
         self.token_usage = create(meter, GEN_AI_TOKEN_USAGE)
         self.time_to_first_chunk = create(meter, GEN_AI_TIME_TO_FIRST_CHUNK)
-        self.cost = create(meter, GEN_AI_COST)
+        self.cost = create(meter, CLIENT_COST)
         self.sampling_stalls = create(meter, SAMPLING_STALLS)
         self.sampling_violations = create(meter, SAMPLING_VIOLATIONS)
         self.sampling_grants = create(meter, SAMPLING_GRANTS)
@@ -253,7 +253,7 @@ class Instruments:
 
 
 class InFlight:
-    """``mcp.sampling.in_flight``: an asynchronous UpDownCounter over counts kept here.
+    """``otel_sampling.sampling.in_flight``: an asynchronous UpDownCounter over counts kept here.
 
     ``add(amount, attributes)`` as on a synchronous UpDownCounter; the SDK reads the counts at
     collection. The exported points are those of a synchronous UpDownCounter (a non-monotonic

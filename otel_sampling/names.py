@@ -11,7 +11,7 @@ Sources, per name:
 * ``mcp.method.name``, ``mcp.protocol.version``, ``jsonrpc.request.id``: the
   OpenTelemetry MCP semantic conventions (``docs/gen-ai/mcp.md``).
 * ``error.type``, ``server.address``, ``server.port``: OpenTelemetry general conventions.
-* ``mcp.sampling.*``, ``mcp.server.name``, ``degradation.*``: ours; the semantic conventions have
+* ``otel_sampling.sampling.*``, ``mcp.server.name``, ``degradation.*``: ours; the semantic conventions have
   no attribute for model hints, includeContext, denial endings or degraded mode. Changing any of
   them is a breaking change (``CHANGELOG.md``).
 """
@@ -52,7 +52,7 @@ GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
-GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"  # seconds, streams only
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # opt-in content (JSON string)
@@ -63,16 +63,16 @@ OPENAI_API_TYPE: Final = "openai.api.type"  # GenAI semconv for openai (span onl
 
 # ---------------------------------------------------------------- our sampling attributes
 MCP_SERVER_NAME: Final = "mcp.server.name"  # serverInfo.name the client saw at initialize/discover
-SAMPLING_PATH: Final = "mcp.sampling.path"  # PATH_* below
-SAMPLING_MODEL_HINTS: Final = "mcp.sampling.model_hints"  # modelPreferences.hints[].name
-SAMPLING_INCLUDE_CONTEXT_REQUESTED: Final = "mcp.sampling.include_context.requested"
-SAMPLING_ENDING: Final = "mcp.sampling.ending"  # ENDINGS
-SAMPLING_SUBSTITUTION: Final = "mcp.sampling.substitution"  # SUBSTITUTIONS
-SAMPLING_BUDGET_RESETS_AT: Final = "mcp.sampling.budget.resets_at"  # ErrorData.data.resetsAt, as sent
-SAMPLING_CANCEL_REASON: Final = "mcp.sampling.cancel.reason"  # notifications/cancelled reason
-SAMPLING_PROVIDER_CALLS: Final = "mcp.sampling.provider.calls"  # provider calls made inside the callback
-SAMPLING_PROVIDER_MODEL: Final = "mcp.sampling.provider.response_model"  # last model a provider served
-SAMPLING_REPORTED_MODEL: Final = "mcp.sampling.reported_model"  # CreateMessageResult.model, the host's claim
+SAMPLING_PATH: Final = "otel_sampling.sampling.path"  # PATH_* below
+SAMPLING_MODEL_HINTS: Final = "otel_sampling.sampling.model_hints"  # modelPreferences.hints[].name
+SAMPLING_INCLUDE_CONTEXT_REQUESTED: Final = "otel_sampling.sampling.include_context.requested"
+SAMPLING_ENDING: Final = "otel_sampling.sampling.ending"  # ENDINGS
+SAMPLING_SUBSTITUTION: Final = "otel_sampling.sampling.substitution"  # SUBSTITUTIONS
+SAMPLING_BUDGET_RESETS_AT: Final = "otel_sampling.sampling.budget.resets_at"  # ErrorData.data.resetsAt, as sent
+SAMPLING_CANCEL_REASON: Final = "otel_sampling.sampling.cancel.reason"  # notifications/cancelled reason
+SAMPLING_PROVIDER_CALLS: Final = "otel_sampling.sampling.provider.calls"  # provider calls made inside the callback
+SAMPLING_PROVIDER_MODEL: Final = "otel_sampling.sampling.provider.response_model"  # last model a provider served
+SAMPLING_REPORTED_MODEL: Final = "otel_sampling.sampling.reported_model"  # CreateMessageResult.model, the host's claim
 DEGRADATION_MODE: Final = "degradation.mode"  # MODES
 
 # ---------------------------------------------------------------- closed value sets
@@ -143,9 +143,9 @@ OVERFLOW_LABEL: Final = "_other"  # a label value past its cap
 UNKNOWN_LABEL: Final = "_unknown"  # a label value that was not observable
 
 # ---------------------------------------------------------------- metrics
-METRIC_SAMPLING_REQUESTS: Final = "mcp.sampling.requests"
-METRIC_SAMPLING_DURATION: Final = "mcp.sampling.duration"
-METRIC_SAMPLING_IN_FLIGHT: Final = "mcp.sampling.in_flight"
+METRIC_SAMPLING_REQUESTS: Final = "otel_sampling.sampling.requests"
+METRIC_SAMPLING_DURATION: Final = "otel_sampling.sampling.duration"
+METRIC_SAMPLING_IN_FLIGHT: Final = "otel_sampling.sampling.in_flight"
 METRIC_GEN_AI_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_GEN_AI_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"  # GenAI semconv, streams
@@ -175,9 +175,10 @@ MCP_SERVER_VERSION: Final = "mcp.server.version"  # ours; serverInfo.version
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # GenAI semconv; the tool call that triggered a request
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"  # GenAI semconv evaluation event attribute
 
-SAMPLING_INCLUDE_CONTEXT_GRANTED: Final = "mcp.sampling.include_context.granted"  # INCLUDE_CONTEXT_VALUES + unreported
+# INCLUDE_CONTEXT_VALUES + unreported
+SAMPLING_INCLUDE_CONTEXT_GRANTED: Final = "otel_sampling.sampling.include_context.granted"
 INCLUDE_CONTEXT_UNREPORTED: Final = "unreported"  # the host did not call grant_context()
-SAMPLING_VIOLATION_KIND: Final = "mcp.sampling.violation.kind"  # VIOLATIONS
+SAMPLING_VIOLATION_KIND: Final = "otel_sampling.sampling.violation.kind"  # VIOLATIONS
 VIOLATION_SCOPE_WIDENED: Final = "scope_widened"
 VIOLATION_DECISION_FLIPPED: Final = "decision_flipped"
 VIOLATION_REROUTED_AFTER_DENIAL: Final = "rerouted_after_denial"
@@ -252,14 +253,14 @@ PRICE_SOURCE_POLICY: Final = "policy"  # the policy file's [prices] table
 PRICE_SOURCE_GENAI_PRICES: Final = "genai-prices"  # recorded as genai-prices@<installed version>
 ENDING: Final = "otel_sampling.ending"  # ENDINGS, on provider call spans and gen_ai.client.operation.duration
 TOKEN_TYPE_CACHE_READ: Final = "cache_read"  # gen_ai.token.type for cache reads (part of input)
-TOKEN_TYPE_CACHE_CREATION: Final = "cache_creation"  # gen_ai.token.type for cache writes (part of input)
+TOKEN_TYPE_CACHE_WRITE: Final = "cache_write"  # gen_ai.token.type for cache writes (part of input)
 
-METRIC_SAMPLING_STALLS: Final = "mcp.sampling.stalls"
-METRIC_SAMPLING_VIOLATIONS: Final = "mcp.sampling.violations"
-METRIC_SAMPLING_GRANTS: Final = "mcp.sampling.grants"
-METRIC_SAMPLING_GRANTED_USD: Final = "mcp.sampling.granted.usd"
-METRIC_SAMPLING_SERVER_REQUESTS: Final = "mcp.sampling.server.requests"
-METRIC_GEN_AI_COST: Final = "gen_ai.client.cost.usd"
+METRIC_SAMPLING_STALLS: Final = "otel_sampling.sampling.stalls"
+METRIC_SAMPLING_VIOLATIONS: Final = "otel_sampling.sampling.violations"
+METRIC_SAMPLING_GRANTS: Final = "otel_sampling.sampling.grants"
+METRIC_SAMPLING_GRANTED_USD: Final = "otel_sampling.sampling.granted.usd"
+METRIC_SAMPLING_SERVER_REQUESTS: Final = "otel_sampling.sampling.server.requests"
+METRIC_CLIENT_COST: Final = "otel_sampling.client.cost.usd"
 METRIC_DEGRADATION_ACTIVE: Final = "degradation.active"
 METRIC_DEGRADATION_EXPIRED: Final = "degradation.expired"
 METRIC_DEGRADATION_TRANSITIONS: Final = "degradation.transitions"
@@ -267,8 +268,8 @@ METRIC_SILENT_INCIDENTS: Final = "degradation.silent_incidents"
 METRIC_AGENT_RUNS: Final = "agent.runs"
 METRIC_AGENT_RUN_COST: Final = "agent.run.cost.usd"
 METRIC_AGENT_RUN_DURATION: Final = "agent.run.duration"
-METRIC_EVALUATION_SCORE: Final = "gen_ai.evaluation.score"
-METRIC_CACHE_LOOKUPS: Final = "gen_ai.cache.lookups"
+METRIC_EVALUATION_SCORE: Final = "otel_sampling.evaluation.score"
+METRIC_CACHE_LOOKUPS: Final = "otel_sampling.cache.lookups"
 
 UNIT_USD: Final = "{USD}"  # an annotation: the Prometheus exporter adds no unit suffix
 UNIT_ONE: Final = "1"
@@ -299,7 +300,7 @@ CACHE_MATCH: Final = "match"
 CACHE_MISMATCH: Final = "mismatch"
 # agent.run.duration buckets, seconds: an agent task runs from a fraction of a second to an hour.
 RUN_DURATION_BUCKETS: Final = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
-# gen_ai.evaluation.score buckets: scores in [0, 1], one bucket per tenth.
+# otel_sampling.evaluation.score buckets: scores in [0, 1], one bucket per tenth.
 EVALUATION_SCORE_BUCKETS: Final = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 # ---------------------------------------------------------------- environment variables
@@ -315,17 +316,18 @@ CAPTURE_MODES: Final = (CAPTURE_NO_CONTENT, CAPTURE_SPAN_ONLY, CAPTURE_EVENT_ONL
 
 # ---------------------------------------------------------------- MCP sampling in depth: violations, stalls, grants
 # Span events and their attributes (ours): violations, stalls, grants; request identity.
-EVENT_SAMPLING_VIOLATION: Final = "mcp.sampling.violation"  # one per violation, on the request's span
-EVENT_SAMPLING_STALL: Final = "mcp.sampling.stall"  # the request passed the stall threshold
-EVENT_SAMPLING_GRANT: Final = "mcp.sampling.grant"  # record_grant(), on the current span
-SPAN_SAMPLING_GRANT: Final = "mcp.sampling.grant"  # INTERNAL span for a grant recorded outside any span
-SAMPLING_FINGERPRINT: Final = "mcp.sampling.request.fingerprint"  # hash of the request, no content
-SAMPLING_EARLIER_TRACE_ID: Final = "mcp.sampling.earlier.trace_id"  # the earlier request a violation refers to
-SAMPLING_EARLIER_SPAN_ID: Final = "mcp.sampling.earlier.span_id"
-SAMPLING_PENDING_SECONDS: Final = "mcp.sampling.pending.seconds"  # on a stall event, seconds pending
-SAMPLING_GRANT_ADD_USD: Final = "mcp.sampling.grant.add_usd"
-SAMPLING_GRANT_EXPIRES_AT: Final = "mcp.sampling.grant.expires_at"  # ISO 8601
-SAMPLING_GRANT_GRANTED_BY: Final = "mcp.sampling.grant.granted_by"  # span event only, never a label
+EVENT_SAMPLING_VIOLATION: Final = "otel_sampling.sampling.violation"  # one per violation, on the request's span
+EVENT_SAMPLING_STALL: Final = "otel_sampling.sampling.stall"  # the request passed the stall threshold
+EVENT_SAMPLING_GRANT: Final = "otel_sampling.sampling.grant"  # record_grant(), on the current span
+SPAN_SAMPLING_GRANT: Final = "otel_sampling.sampling.grant"  # INTERNAL span for a grant recorded outside any span
+SAMPLING_FINGERPRINT: Final = "otel_sampling.sampling.request.fingerprint"  # hash of the request, no content
+# the earlier request a violation refers to
+SAMPLING_EARLIER_TRACE_ID: Final = "otel_sampling.sampling.earlier.trace_id"
+SAMPLING_EARLIER_SPAN_ID: Final = "otel_sampling.sampling.earlier.span_id"
+SAMPLING_PENDING_SECONDS: Final = "otel_sampling.sampling.pending.seconds"  # on a stall event, seconds pending
+SAMPLING_GRANT_ADD_USD: Final = "otel_sampling.sampling.grant.add_usd"
+SAMPLING_GRANT_EXPIRES_AT: Final = "otel_sampling.sampling.grant.expires_at"  # ISO 8601
+SAMPLING_GRANT_GRANTED_BY: Final = "otel_sampling.sampling.grant.granted_by"  # span event only, never a label
 TRANSPORT_PIPE: Final = "pipe"  # network.transport for stdio
 TRANSPORT_TCP: Final = "tcp"  # network.transport for streamable HTTP / SSE
 ERROR_CODE_USER_REJECTED: Final = -1  # MCP spec 2025-11-25 client/sampling: user rejected

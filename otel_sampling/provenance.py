@@ -9,7 +9,7 @@ host stores :func:`stamp` beside each entry and passes it to :func:`lookup` when
     ...
     cache.put(key, answer, meta=otel_sampling.provenance.stamp())
 
-``gen_ai.cache.lookups`` counts lookups by result, the mode that produced the entry and whether
+``otel_sampling.cache.lookups`` counts lookups by result, the mode that produced the entry and whether
 that configuration matches the one serving now: a ``degraded`` entry served after recovery is a
 ``mismatch``.
 """
@@ -77,7 +77,7 @@ def lookup(hit: bool, stamp: Mapping[str, Any] | None = None) -> str:
             (no valid ``mode``), is ``unstamped``. A miss has no entry, so it is ``unstamped`` too.
 
     The entry matches when every field known on both sides (mode, model, provider, region,
-    config id) equals the current :func:`stamp`. Records ``gen_ai.cache.lookups`` and, on the
+    config id) equals the current :func:`stamp`. Records ``otel_sampling.cache.lookups`` and, on the
     current span, ``cache.lookup.result``, ``cache.provenance.mode``, ``cache.provenance.match``.
 
     Raises:

@@ -42,8 +42,8 @@ def grant_context(scope: str) -> bool:
     """Report the ``includeContext`` scope the host granted to the sampling request being handled.
 
     Call it inside the sampling callback (the request is found through context variables). The
-    scope becomes ``mcp.sampling.include_context.granted`` on the request's span and on
-    ``mcp.sampling.requests``; requests without a call are recorded ``unreported``. A scope
+    scope becomes ``otel_sampling.sampling.include_context.granted`` on the request's span and on
+    ``otel_sampling.sampling.requests``; requests without a call are recorded ``unreported``. A scope
     above the server's policy ``context_ceiling`` records a ``context_above_ceiling``
     violation; a retry granted a wider scope than the same request before, ``scope_widened``.
 
@@ -86,7 +86,7 @@ def sampling_error(reason: str, message: str,
             never recorded in telemetry.
         resets_at: when a budget resets: an aware ``datetime`` (sent as ISO 8601 UTC,
             ``2026-12-01T00:00:00Z``) or an ISO 8601 string with a UTC offset, sent as given.
-            Sent as ``data.resetsAt``; recorded as ``mcp.sampling.budget.resets_at``.
+            Sent as ``data.resetsAt``; recorded as ``otel_sampling.sampling.budget.resets_at``.
 
     Returns:
         ``ErrorData(code, message, data={"reason": reason[, "resetsAt": ...]})`` of the installed mcp:
@@ -118,10 +118,10 @@ def _error_data_type() -> type[mcp_types.ErrorData]:
 def record_grant(server: str, add_usd: float, expires_at: datetime.datetime | str, granted_by: str) -> None:
     """Record a grant: ``add_usd`` more USD of sampling for ``server`` until ``expires_at``.
 
-    Emits an ``mcp.sampling.grant`` event on the current span (outside any recording span, on an
-    INTERNAL span ``mcp.sampling.grant`` of its own) with every field (who granted is an
-    event attribute only, never a metric label), ``mcp.sampling.grants{mcp.server.name}`` +1 and
-    ``mcp.sampling.granted.usd{mcp.server.name}`` + ``add_usd``. A grant for a server whose
+    Emits an ``otel_sampling.sampling.grant`` event on the current span (outside any recording span, on an
+    INTERNAL span ``otel_sampling.sampling.grant`` of its own) with every field (who granted is an
+    event attribute only, never a metric label), ``otel_sampling.sampling.grants{mcp.server.name}`` +1 and
+    ``otel_sampling.sampling.granted.usd{mcp.server.name}`` + ``add_usd``. A grant for a server whose
     last ended sampling request (within ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``) did not end
     ``policy.budget_exhausted`` records a ``grant_without_exhaustion`` violation: a grant should
     answer an exhausted budget. Inside the callback of the request the grant unblocks, that

@@ -10,7 +10,7 @@
 | ``OTEL_SAMPLING_MAX_PENDING`` | pending requests watched for stalls / awaiting a 2026-07-28 retry | 10000 |
 | ``OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS`` | server side: a 2026-07-28 request not answered by a retry within this is ``unanswered`` | 300 |
 | ``OTEL_SAMPLING_FINGERPRINT_KEY`` | HMAC key of the request fingerprint, shared by the processes that must agree on it: at least 32 characters, its UTF-8 bytes the key, surrounding whitespace ignored | a random key per process |
-| ``OTEL_SAMPLING_OMIT_FINGERPRINT`` | ``true``: no ``mcp.sampling.request.fingerprint`` on spans (identity tracking goes on) | false |
+| ``OTEL_SAMPLING_OMIT_FINGERPRINT`` | ``true``: no ``otel_sampling.sampling.request.fingerprint`` on spans (identity tracking goes on) | false |
 | ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` | ``true``: provider requests whose SDK sends no trace context of its own (openai) do not carry the global propagator's headers for our span | false |
 | ``OTEL_SAMPLING_PRICE_SOURCE`` | ``genai-prices``: prices not in the policy's table come from genai-prices when it is installed (the ``prices`` extra); ``none``: only the table prices calls | ``genai-prices`` |
 | ``OTEL_SAMPLING_DISCLOSURE_TRACKED`` | ``true``: the host tracks disclosure from the start, so its silent incidents are ``degradation.disclosure.tracked=true`` (paged) before its first ``disclose()`` call | false: tracked once the process calls ``disclose()`` |
@@ -83,7 +83,7 @@ class Settings:
         fingerprint_key: the HMAC key of the request fingerprint shared across processes, bytes
             (``OTEL_SAMPLING_FINGERPRINT_KEY``); None: each process uses a random key of its own
             (:func:`otel_sampling.state.fingerprint_key`). Left out of ``repr``.
-        omit_fingerprint: True leaves ``mcp.sampling.request.fingerprint`` off spans; the identity
+        omit_fingerprint: True leaves ``otel_sampling.sampling.request.fingerprint`` off spans; the identity
             store (and the violations it finds) works the same.
         propagate_to_provider: requests to a provider whose SDK sends no trace context of its own
             carry the global propagator's headers for our ``chat`` span (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT``

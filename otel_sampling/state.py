@@ -14,7 +14,7 @@ What the whole process shares is here:
 * the API instruments bound by the most recent ``instrument()`` (:func:`bind_api`,
   :func:`api_instruments`);
 * the watchdog thread that sweeps pending requests for stalls (:data:`watchdog`), the host-side
-  ledger the API's grants go to (:func:`bind_host_ledger`), the ``mcp.sampling.in_flight`` counts
+  ledger the API's grants go to (:func:`bind_host_ledger`), the ``otel_sampling.sampling.in_flight`` counts
   per meter provider (:func:`in_flight_store`);
 * how many instrumentors are instrumented (:func:`hooks_enabled`: the span processor and log
   fields run while one is), the span processor of each tracer provider and the log record factory;
@@ -50,7 +50,7 @@ What outlives a request stays as the parent left it: the degradations, the open 
 instruments, request identities, failover memory and whether ``disclose()`` was called (the child
 runs the same host code). A child that goes on running the parent's
 event loop (not a prefork server: they fork before serving) ends the parent's requests there
-too, without their stall reports and with ``mcp.sampling.in_flight`` below 0 until they all end.
+too, without their stall reports and with ``otel_sampling.sampling.in_flight`` below 0 until they all end.
 """
 
 from __future__ import annotations
@@ -368,7 +368,7 @@ _in_flight_by_provider: weakref.WeakKeyDictionary[object, InFlight] = weakref.We
 
 
 def in_flight_store(meter_provider: metrics.MeterProvider | None, meter: metrics.Meter) -> InFlight:
-    """The ``mcp.sampling.in_flight`` counts of ``meter_provider`` (None: the global one), its
+    """The ``otel_sampling.sampling.in_flight`` counts of ``meter_provider`` (None: the global one), its
     instrument registered on ``meter`` the first time."""
     key = meter_provider if meter_provider not in (None, metrics.get_meter_provider()) else _GLOBAL
     with _in_flight_lock:

@@ -52,11 +52,11 @@ def test_create_span_attributes_and_metrics(anthropic_instrumented, fake_provide
     assert a[names.GEN_AI_USAGE_INPUT_TOKENS] == 25 + 400 + 100
     assert a[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
     assert a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 400
-    assert a[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] == 100
+    assert a[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] == 100
     assert a[names.SERVER_ADDRESS] == "127.0.0.1"
     assert a[names.SERVER_PORT] == int(fake_provider.url.rsplit(":", 1)[1])
     tokens = anthropic_instrumented.counts(names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_TOKEN_TYPE)
-    assert tokens == {("input",): 1, ("output",): 1, ("cache_read",): 1, ("cache_creation",): 1}
+    assert tokens == {("input",): 1, ("output",): 1, ("cache_read",): 1, ("cache_write",): 1}
     (input_point,) = [p for p in anthropic_instrumented.points(names.METRIC_GEN_AI_TOKEN_USAGE)
                       if p.attributes[names.GEN_AI_TOKEN_TYPE] == "input"]
     assert input_point.sum == 525
@@ -259,8 +259,8 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     (span,) = telemetry.spans()
     a = span.attributes
     assert (a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS],
-            a[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
+            a[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
         525, 400, 100, 5)
     assert a[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(0.000215)
-    (cost_point,) = telemetry.points(names.METRIC_GEN_AI_COST)
+    (cost_point,) = telemetry.points(names.METRIC_CLIENT_COST)
     assert cost_point.value == pytest.approx(0.000215)

@@ -75,7 +75,7 @@ def _check(span, cassette, raised):
     assert a[names.GEN_AI_USAGE_INPUT_TOKENS] == usage["input_tokens"] + cache_read + cache_creation
     assert a[names.GEN_AI_USAGE_OUTPUT_TOKENS] == usage["output_tokens"]
     assert a.get(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, 0) == cache_read
-    assert a.get(names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, 0) == cache_creation
+    assert a.get(names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS, 0) == cache_creation
     assert a[names.ENDING] == "completed"
     assert span.status.status_code is StatusCode.UNSET
 

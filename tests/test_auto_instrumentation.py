@@ -70,7 +70,7 @@ def test_opentelemetry_instrument_loads_both_and_exports_the_sampling_span():
     assert proc.returncode == 0, proc.stderr
     assert wrapped(proc) == {"mcp": True, "anthropic": True, "openai": True}
     assert '"name": "sampling/createMessage"' in proc.stdout  # ConsoleSpanExporter output
-    assert '"mcp.sampling.ending": "completed"' in proc.stdout
+    assert '"otel_sampling.sampling.ending": "completed"' in proc.stdout
 
 
 @pytest.mark.subprocess
@@ -92,7 +92,7 @@ def test_malformed_policy_is_reported_once_and_nothing_is_lost(tmp_path):
     assert proc.stderr.count(message) == 1, proc.stderr
     assert "'conversation'" in proc.stderr
     assert "Failed to auto initialize" not in proc.stderr
-    assert '"mcp.sampling.ending": "completed"' in proc.stdout
+    assert '"otel_sampling.sampling.ending": "completed"' in proc.stdout
 
 
 def test_instrument_with_a_bad_policy_logs_and_instruments(tmp_path, monkeypatch, caplog, telemetry):

@@ -58,7 +58,8 @@ def test_an_option_regenerates_with_its_value(tmp_path):
     assert main(["dashboards", "--out", str(tmp_path / "d"), *options]) == 0
     files = render(config)
     assert (tmp_path / "r.yaml").read_text() == files[f"alerts/{bundle.RULES_FILE}"]
-    assert "job:mcp_sampling_degraded:ratio1h > 0.1\n      and on (job) job:mcp_sampling_requests:increase1h >= 50" in (
+    assert ("job:otel_sampling_sampling_degraded:ratio1h > 0.1\n      and on (job) "
+            "job:otel_sampling_sampling_requests:increase1h >= 50") in (
         tmp_path / "r.yaml").read_text()
     assert {f"dashboards/{p.name}": p.read_text() for p in (tmp_path / "d").iterdir()} == {
         path: text for path, text in files.items() if path.startswith("dashboards/")}

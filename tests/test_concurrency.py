@@ -30,7 +30,7 @@ from drivers import tracked_provider
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
-# kind -> (expected mcp.sampling.ending, paths it can be driven on). Endings from the classify
+# kind -> (expected otel_sampling.sampling.ending, paths it can be driven on). Endings from the classify
 # rules (docs/telemetry.md "Ending rules"): -1 is a user denial (MCP spec), -32003 a policy
 # denial refined by data.reason, -32001 (mcp REQUEST_TIMEOUT) and a peer cancel reason saying
 # "timed out" are timeouts, any other cancellation is cancelled, maxTokens is a completion.

@@ -1,7 +1,7 @@
 """Every answer ends once, through the real code that reads it: whatever a provider sends, the
 readers make a response with one ending; whatever a sampling callback returns or raises, the
 host gets that very object (or exception) back and the request exactly one span and one
-``mcp.sampling.requests`` point, with the ending the rules give.
+``otel_sampling.sampling.requests`` point, with the ending the rules give.
 
 The rules themselves, and their totality over any value, are tests/rules/test_endings.py. Here
 real mcp ``ClientSession``s dispatch Hypothesis-generated ``CreateMessageRequest``s (fewer

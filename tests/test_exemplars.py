@@ -130,8 +130,8 @@ def test_a_stream_s_time_to_first_chunk_names_its_chat_span(host, fake_provider)
 
 
 def test_cost_and_a_violation_name_their_spans(host_with_policy, fake_provider):
-    """A priced call (gen_ai.client.cost.usd) inside a request whose answer names a model outside
-    the server's permitted models (mcp.sampling.violations)."""
+    """A priced call (otel_sampling.client.cost.usd) inside a request whose answer names a model outside
+    the server's permitted models (otel_sampling.sampling.violations)."""
 
     async def callback(ctx, params):
         client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
@@ -142,7 +142,7 @@ def test_cost_and_a_violation_name_their_spans(host_with_policy, fake_provider):
     anyio.run(call_sample_tool, "legacy", callback)
     (sampling,) = host_with_policy.spans(names.SPAN_SAMPLING)
     (chat,) = host_with_policy.spans("chat claude-sonnet-5-5")
-    assert host_with_policy.exemplar_spans(names.METRIC_GEN_AI_COST) == ids(chat)
+    assert host_with_policy.exemplar_spans(names.METRIC_CLIENT_COST) == ids(chat)
     assert host_with_policy.exemplar_spans(names.METRIC_SAMPLING_VIOLATIONS) == ids(sampling)
 
 

@@ -38,9 +38,10 @@ def test_prometheus_names_match_the_real_exporter():
         metric_name(names.METRIC_GEN_AI_TOKEN_USAGE, names.UNIT_TOKEN) + "_sum",
     }
     assert expected <= exported.keys()
-    assert expected == {"mcp_sampling_requests_total", "mcp_sampling_duration_seconds_count", "mcp_sampling_in_flight",
+    assert expected == {"otel_sampling_sampling_requests_total", "otel_sampling_sampling_duration_seconds_count",
+                        "otel_sampling_sampling_in_flight",
                         "gen_ai_client_operation_duration_seconds_bucket", "gen_ai_client_token_usage_sum"}
-    labels = exported["mcp_sampling_requests_total"]
+    labels = exported["otel_sampling_sampling_requests_total"]
     assert labels[label_name(names.MCP_SERVER_NAME)] == "s"
     assert labels[label_name(names.DEGRADATION_MODE)] == "primary"
     provider.shutdown()
@@ -57,5 +58,6 @@ def test_otlp_http_spans_arrive_intact():
         provider.shutdown()
         (span,) = receiver.spans
     assert span["name"] == "sampling/createMessage" and span["kind"] == "SERVER" and span["scope"] == "otel_sampling"
-    assert span["attributes"] == {"mcp.sampling.ending": "timeout", "mcp.sampling.model_hints": ["a", "b"],
+    assert span["attributes"] == {"otel_sampling.sampling.ending": "timeout",
+                                  "otel_sampling.sampling.model_hints": ["a", "b"],
                                   "gen_ai.request.max_tokens": 64}

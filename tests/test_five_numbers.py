@@ -95,7 +95,7 @@ def test_series_names_match_the_real_exporter(scrape):
     }
     assert expected <= exported
     assert expected == {"agent_runs_total", "agent_run_cost_usd_total", "agent_run_duration_seconds_sum",
-                        "gen_ai_evaluation_score_sum", "gen_ai_evaluation_score_count",
+                        "otel_sampling_evaluation_score_sum", "otel_sampling_evaluation_score_count",
                         "degradation_silent_incidents_total", "degradation_active", "degradation_transitions_total"}
 
 
@@ -170,7 +170,7 @@ def test_the_docs_show_the_promql_of_the_module():
 def test_recorded_names_follow_the_rule_naming_convention():
     assert five_numbers.record_name("completion_rate_by_mode", "30m") == "job_mode:agent_runs_completed:ratio30m"
     assert five_numbers.record_name("quality_delta", "1h", by=()) == (
-        "evaluation:gen_ai_evaluation_score:primary_minus_degraded1h")
+        "evaluation:otel_sampling_evaluation_score:primary_minus_degraded1h")
     with pytest.raises(ValueError, match="needs a level"):
         five_numbers.record_name("degraded_run_share", "1h", by=())
     with pytest.raises(KeyError):

@@ -1,4 +1,4 @@
-"""``mcp.sampling.in_flight`` counts a request while its callback runs, on both protocol paths,
+"""``otel_sampling.sampling.in_flight`` counts a request while its callback runs, on both protocol paths,
 also when several instrumentors share one meter provider (each builds its own instruments)."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def in_flight():
     data = reader.get_metrics_data()  # None when nothing was recorded
     return sorted((dict(p.attributes).get("mcp.server.name"), p.value)
                   for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics
-                  for m in sm.metrics if m.name == "mcp.sampling.in_flight" for p in m.data.data_points)
+                  for m in sm.metrics if m.name == "otel_sampling.sampling.in_flight" for p in m.data.data_points)
 
 seen = []
 async def callback(ctx, params):

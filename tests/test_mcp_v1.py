@@ -260,7 +260,7 @@ def test_opentelemetry_instrument_selects_the_mcp_v1_table():
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "true"
     assert '"name": "sampling/createMessage"' in proc.stdout  # ConsoleSpanExporter output
-    assert '"mcp.sampling.ending": "completed"' in proc.stdout
+    assert '"otel_sampling.sampling.ending": "completed"' in proc.stdout
     assert "otel-sampling" not in proc.stderr  # no missing target, no failed set-up: the 1.x table was chosen
 
 

@@ -146,13 +146,13 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
     target["id"] = broken["panels"][0]["id"]
     target["description"] = ""
     target["options"]["legend"]["showLegend"] = False
-    target["targets"][0]["expr"] = "sum(mcp_sampling_requests_total) + sum(x_total unless y_total offset 1m)"
+    target["targets"][0]["expr"] = "sum(otel_sampling_sampling_requests_total) + sum(x_total unless y_total offset 1m)"
     target["targets"][0]["legendFormat"] = "{{mcp_server_name}}"
     problems = "\n".join(lint(broken))
     for rule in ("panel ids not unique", "panel-title-description-rule", "legend hidden", "target-job-rule",
                  "target-counter-agg-rule", "legend label mcp_server_name not in the query"):
         assert rule in problems
-    for counter in ("mcp_sampling_requests_total", "x_total", "y_total"):  # "x unless y" is not the idiom
+    for counter in ("otel_sampling_sampling_requests_total", "x_total", "y_total"):  # "x unless y" is not the idiom
         assert f"{counter} outside rate/increase" in problems
 
 
@@ -192,8 +192,8 @@ def test_the_contract_check_sees_a_foreign_name():
 def test_cli_writes_files_with_the_given_thresholds(tmp_path, capsys):
     assert main(["--out", str(tmp_path), "--window", "1h", "--min-requests", "50"]) == 0
     rules = (tmp_path / "alerts" / "otel-sampling.yaml").read_text()
-    assert ("job:mcp_sampling_degraded:ratio1h > 0.1\n"
-            "      and on (job) job:mcp_sampling_requests:increase1h >= 50") in rules
+    assert ("job:otel_sampling_sampling_degraded:ratio1h > 0.1\n"
+            "      and on (job) job:otel_sampling_sampling_requests:increase1h >= 50") in rules
     assert sorted(p.name for p in (tmp_path / "dashboards").iterdir()) == [
         "degradation.json", "mcp-sampling.json", "overview.json", "providers.json"]
     assert str(tmp_path / "alerts" / "otel-sampling.yaml") in capsys.readouterr().out
@@ -254,7 +254,7 @@ CONTRACT = [
     ("counter", names.METRIC_SAMPLING_SERVER_REQUESTS, names.UNIT_REQUEST, m.SAMPLING_SERVER_REQUESTS),
     ("histogram", names.METRIC_GEN_AI_OPERATION_DURATION, names.UNIT_SECONDS, m.OPERATION_DURATION + "_count"),
     ("histogram", names.METRIC_GEN_AI_TOKEN_USAGE, names.UNIT_TOKEN, m.TOKEN_USAGE + "_sum"),
-    ("counter", names.METRIC_GEN_AI_COST, names.UNIT_USD, m.PROVIDER_COST),
+    ("counter", names.METRIC_CLIENT_COST, names.UNIT_USD, m.PROVIDER_COST),
     ("gauge", names.METRIC_DEGRADATION_ACTIVE, names.UNIT_ONE, m.DEGRADATION_ACTIVE),
     ("gauge", names.METRIC_DEGRADATION_EXPIRED, names.UNIT_ONE, m.DEGRADATION_EXPIRED),
     ("counter", names.METRIC_DEGRADATION_TRANSITIONS, names.UNIT_TRANSITION, m.DEGRADATION_TRANSITIONS),
@@ -361,10 +361,12 @@ OURS = f'job="j", otel_scope_name="{names.SCOPE_NAME}"'
 @pytest.mark.subprocess
 @pytest.mark.parametrize(("stem", "title", "series", "expected"), [
     ("mcp-sampling", "Completed",
-     [(f'mcp_sampling_requests_total{{{OURS}, mcp_server_name="s", mcp_sampling_ending="provider.error"}}',
+     [(f'otel_sampling_sampling_requests_total{{{OURS}, mcp_server_name="s", '
+       f'otel_sampling_sampling_ending="provider.error"}}',
        "0+1x90")], [0]),
     ("mcp-sampling", "Completed",
-     [(f'mcp_sampling_requests_total{{{OURS}, mcp_server_name="s", mcp_sampling_ending="completed"}}', "5x90")], []),
+     [(f'otel_sampling_sampling_requests_total{{{OURS}, mcp_server_name="s", '
+       f'otel_sampling_sampling_ending="completed"}}', "5x90")], []),
     ("providers", "Failed calls",
      [(f'gen_ai_client_operation_duration_seconds_count{{{OURS}, gen_ai_provider_name="anthropic"}}', "0+1x90")],
      [0]),

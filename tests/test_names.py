@@ -37,7 +37,7 @@ def test_buckets_are_documented():
 
 def test_docs_name_nothing_of_ours_that_the_module_lacks():
     ours = set(_string_values().values())
-    documented = set(re.findall(r"`((?:mcp\.sampling|degradation)\.[a-z_.]+)`", DOC))
+    documented = set(re.findall(r"`((?:otel_sampling\.sampling|degradation)\.[a-z_.]+)`", DOC))
     assert documented - ours == set()
 
 

@@ -105,10 +105,11 @@ def test_spans_arrive_with_our_attributes_scope_and_schema(exported):
     assert {k: a[k] for k in (names.MCP_METHOD_NAME, names.SAMPLING_PATH, names.MCP_SERVER_NAME,
                               names.SAMPLING_ENDING, names.SAMPLING_SUBSTITUTION, names.DEGRADATION_MODE,
                               names.GEN_AI_RESPONSE_MODEL, names.SAMPLING_INCLUDE_CONTEXT_REQUESTED)} == {
-        "mcp.method.name": "sampling/createMessage", "mcp.sampling.path": "rpc",
-        "mcp.server.name": SERVER_NAME, "mcp.sampling.ending": "completed", "mcp.sampling.substitution": "none",
+        "mcp.method.name": "sampling/createMessage", "otel_sampling.sampling.path": "rpc",
+        "mcp.server.name": SERVER_NAME, "otel_sampling.sampling.ending": "completed",
+        "otel_sampling.sampling.substitution": "none",
         "degradation.mode": "primary", "gen_ai.response.model": MODEL,
-        "mcp.sampling.include_context.requested": "thisServer",
+        "otel_sampling.sampling.include_context.requested": "thisServer",
     }
     assert a[names.SAMPLING_MODEL_HINTS] == ["claude-sonnet"]  # arrays survive as arrays
     assert a[names.GEN_AI_REQUEST_MAX_TOKENS] == 64  # ints as ints
@@ -122,7 +123,7 @@ def test_spans_arrive_with_our_attributes_scope_and_schema(exported):
 def test_metrics_arrive_with_names_units_kinds_and_buckets(exported):
     _, metrics = exported
     for metric in metrics.values():
-        if metric["name"].startswith(("mcp.sampling.", "gen_ai.client.")):
+        if metric["name"].startswith(("otel_sampling.sampling.", "gen_ai.client.")):
             assert (metric["scope"], metric["schema_url"]) == (names.SCOPE_NAME, names.SCHEMA_URL)
 
     requests = metrics[names.METRIC_SAMPLING_REQUESTS]
@@ -131,10 +132,11 @@ def test_metrics_arrive_with_names_units_kinds_and_buckets(exported):
     (point,) = requests["points"]
     assert point["value"] == 1
     assert point["attributes"] == {
-        "mcp.server.name": SERVER_NAME, "mcp.sampling.path": "rpc", "mcp.sampling.ending": "completed",
-        "mcp.sampling.substitution": "none", "degradation.mode": "primary",
-        "mcp.sampling.include_context.requested": "thisServer", "gen_ai.response.model": MODEL,
-        "mcp.sampling.include_context.granted": "unreported",  # the callback did not call grant_context()
+        "mcp.server.name": SERVER_NAME, "otel_sampling.sampling.path": "rpc",
+        "otel_sampling.sampling.ending": "completed",
+        "otel_sampling.sampling.substitution": "none", "degradation.mode": "primary",
+        "otel_sampling.sampling.include_context.requested": "thisServer", "gen_ai.response.model": MODEL,
+        "otel_sampling.sampling.include_context.granted": "unreported",  # the callback did not call grant_context()
     }
 
     in_flight = metrics[names.METRIC_SAMPLING_IN_FLIGHT]
@@ -147,7 +149,7 @@ def test_metrics_arrive_with_names_units_kinds_and_buckets(exported):
     assert point["explicit_bounds"] == [float(b) for b in names.MCP_DURATION_BUCKETS]  # MCP semconv advice
     assert len(point["bucket_counts"]) == len(names.MCP_DURATION_BUCKETS) + 1
     assert point["count"] == sum(point["bucket_counts"]) == 1
-    assert point["attributes"] == {"mcp.server.name": SERVER_NAME, "mcp.sampling.ending": "completed"}
+    assert point["attributes"] == {"mcp.server.name": SERVER_NAME, "otel_sampling.sampling.ending": "completed"}
 
     operation = metrics[names.METRIC_GEN_AI_OPERATION_DURATION]
     assert (operation["type"], operation["unit"]) == ("histogram", "s")

@@ -36,7 +36,7 @@ UNTRACKED = 'degradation_disclosure_tracked="false"'
 
 
 def req(labels: str) -> str:
-    return f"mcp_sampling_requests_total{{{J}, {S}, {labels}}}"
+    return f"otel_sampling_sampling_requests_total{{{J}, {S}, {labels}}}"
 
 
 # (case name, alert, [(series, values)], eval time, [(extra labels, description)] or [] for a near miss)
@@ -100,56 +100,62 @@ CASES = [
      [(f'degradation_silent_incidents_total{{{J}, agent_run_name="sampling/createMessage", {UNTRACKED}}}',
        "_x5 1x30")], "10m", []),
     ("an outside-policy model", "SubstitutionOutsidePolicy",
-     [(req('mcp_sampling_substitution="outside_policy"'), "_x5 1x30")], "10m",
+     [(req('otel_sampling_sampling_substitution="outside_policy"'), "_x5 1x30")], "10m",
      [({"job": "j", "mcp_server_name": "s"},
        "1 sampling requests from server 's' on job j were served by a model the policy does not permit "
        "over the last 30m.")]),
     ("within-policy substitutions only", "SubstitutionOutsidePolicy",
-     [(req('mcp_sampling_substitution="within_policy"'), "0+1x60")], "30m", []),
+     [(req('otel_sampling_sampling_substitution="within_policy"'), "0+1x60")], "30m", []),
     ("a retry with a wider scope", "ContextScopeWidened",
-     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="scope_widened"}}', "_x5 1x30")], "10m",
+     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
+       "_x5 1x30")], "10m",
      [({"job": "j", "mcp_server_name": "s"},
        "1 'scope_widened' violations by server 's' on job j over the last 30m.")]),
     ("a narrowing retry: two requests, no violation", "ContextScopeWidened",
-     [(req('mcp_sampling_include_context_requested="allServers"'), "_x5 1x30"),
-      (req('mcp_sampling_include_context_requested="thisServer"'), "_x6 1x30")], "10m", []),
+     [(req('otel_sampling_sampling_include_context_requested="allServers"'), "_x5 1x30"),
+      (req('otel_sampling_sampling_include_context_requested="thisServer"'), "_x6 1x30")], "10m", []),
     ("another kind of violation", "ContextScopeWidened",
-     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="decision_flipped"}}', "_x5 1x30")],
+     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="decision_flipped"}}',
+       "_x5 1x30")],
      "10m", []),
     ("a flipped decision", "DecisionFlipped",
-     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="decision_flipped"}}', "_x5 1x30")],
+     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="decision_flipped"}}',
+       "_x5 1x30")],
      "10m",
      [({"job": "j", "mcp_server_name": "s"},
        "1 'decision_flipped' violations by server 's' on job j over the last 30m.")]),
     ("another kind of violation", "DecisionFlipped",
-     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="scope_widened"}}', "_x5 1x30")],
+     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
+       "_x5 1x30")],
      "10m", []),
     ("a denied request re-sent elsewhere", "ReroutedAfterDenial",
-     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="rerouted_after_denial"}}', "_x5 1x30")],
+     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, '
+       f'otel_sampling_sampling_violation_kind="rerouted_after_denial"}}', "_x5 1x30")],
      "10m",
      [({"job": "j", "mcp_server_name": "s"},
        "1 'rerouted_after_denial' violations by server 's' on job j over the last 30m.")]),
     ("a denial that stays denied", "ReroutedAfterDenial",
-     [(req('mcp_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
+     [(req('otel_sampling_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
     ("another kind of violation", "ReroutedAfterDenial",
-     [(f'mcp_sampling_violations_total{{{J}, {S}, mcp_sampling_violation_kind="scope_widened"}}', "_x5 1x30")],
+     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
+       "_x5 1x30")],
      "10m", []),
     ("a budget exhaustion", "BudgetExhausted",
-     [(req('mcp_sampling_ending="policy.budget_exhausted"'), "_x5 1x30")], "10m",
+     [(req('otel_sampling_sampling_ending="policy.budget_exhausted"'), "_x5 1x30")], "10m",
      [({"job": "j", "mcp_server_name": "s"},
        "1 sampling requests from server 's' on job j ended policy.budget_exhausted over the last 30m; the reset "
-       "time is on the span (mcp.sampling.budget.resets_at).")]),
+       "time is on the span (otel_sampling.sampling.budget.resets_at).")]),
     ("policy denials are not exhaustions", "BudgetExhausted",
-     [(req('mcp_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
+     [(req('otel_sampling_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
     ("a stall a minute", "StallsHigh",
-     [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0+1x60")], "40m",
+     [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0+1x60")], "40m",
      [({"job": "j", "mcp_server_name": "s"},
        "30 sampling requests from server 's' on job j stalled over the last 30m (threshold 3).")]),
     # the three stalls happen within the window's first minutes, so the count has been 3 for longer than for
     ("three stalls, at the threshold", "StallsHigh",
-     [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0x10 1 2 3x60")], "40m", []),
+     [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0x10 1 2 3x60")], "40m", []),
     ("a burst of stalls shorter than for", "StallsHigh",
-     [(f"mcp_sampling_stalls_total{{{J}, {S}}}", "0x30 10x30")], "35m", []),
+     [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0x30 10x30")], "35m", []),
     ("four entries in an hour", "DegradationFlapping",
      [(f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="enter"}}',
        "0x10 1x10 2x10 3x10 4x30")], "45m",
@@ -161,38 +167,39 @@ CASES = [
       (f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="exit"}}',
        "0+1x90")], "45m", []),
     ("a day of primary traffic and no fallback", "FallbackUntested",
-     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160")], "25h",
+     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160")], "25h",
      [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
                      "was a canary request: the fallback is untested.")]),
     ("one completion on the fallback at hour 10", "FallbackUntested",
-     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
-      (req('degradation_mode="degraded", mcp_sampling_ending="completed"'), "0x60 1x100")], "25h", []),
+     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
+      (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0x60 1x100")], "25h", []),
     # the canary's answer was refused, so only the canary branch keeps the alert quiet
     ("a canary request at hour 10, refused on the fallback", "FallbackUntested",
-     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
-      (req('degradation_mode="degraded", degradation_reason="canary", mcp_sampling_ending="refused"'), "_x60 1x100")],
+     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
+      (req('degradation_mode="degraded", degradation_reason="canary", otel_sampling_sampling_ending="refused"'),
+       "_x60 1x100")],
      "25h", []),
     ("a degraded request that was refused is no tested fallback", "FallbackUntested",
-     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
-      (req('degradation_mode="degraded", degradation_reason="failover", mcp_sampling_ending="refused"'),
+     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
+      (req('degradation_mode="degraded", degradation_reason="failover", otel_sampling_sampling_ending="refused"'),
        "_x60 1x100")], "25h",
      [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
                      "was a canary request: the fallback is untested.")]),
     # "for a day": a job that started two hours ago has not yet gone a day without fallback traffic
     ("a new job with two hours of primary traffic", "FallbackUntested",
-     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "_x138 0+10x20")], "25h", []),
+     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "_x138 0+10x20")], "25h", []),
     ("a canary degradation is no canary request", "FallbackUntested",
-     [(req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+10x160"),
+     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
       (f'degradation_active{{{J}, degradation_component="search", degradation_reason="canary"}}', "0x60 1 0x99")],
      "25h",
      [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
                      "was a canary request: the fallback is untested.")]),
     ("a grant a minute", "GrantsHigh",
-     [(f"mcp_sampling_grants_total{{{J}, {S}}}", "0+1x100")], "60m",
+     [(f"otel_sampling_sampling_grants_total{{{J}, {S}}}", "0+1x100")], "60m",
      [({"job": "j", "mcp_server_name": "s"},
        "Server 's' on job j received 60 budget grants over the last 1d (threshold 10).")]),
     ("ten grants, at the threshold", "GrantsHigh",
-     [(f"mcp_sampling_grants_total{{{J}, {S}}}", "0+1x10 10x100")], "60m", []),
+     [(f"otel_sampling_sampling_grants_total{{{J}, {S}}}", "0+1x10 10x100")], "60m", []),
 ]
 
 
@@ -215,10 +222,10 @@ FIVE_NUMBERS_SERIES = [
     ("agent_run_duration_seconds_sum" + runs("primary", "completed"), "_x2 6x20"),
     ("agent_run_duration_seconds_sum" + runs("degraded", "completed"), "_x2 1.5x20"),
     ("agent_run_duration_seconds_sum" + runs("degraded", "failed"), "_x2 3x20"),
-    (f'gen_ai_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="primary"}}', "_x2 3.5x20"),
-    (f'gen_ai_evaluation_score_count{{{J}, {EVAL}, degradation_mode="primary"}}', "_x2 4x20"),
-    (f'gen_ai_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 1.25x20"),
-    (f'gen_ai_evaluation_score_count{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 2x20"),
+    (f'otel_sampling_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="primary"}}', "_x2 3.5x20"),
+    (f'otel_sampling_evaluation_score_count{{{J}, {EVAL}, degradation_mode="primary"}}', "_x2 4x20"),
+    (f'otel_sampling_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 1.25x20"),
+    (f'otel_sampling_evaluation_score_count{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 2x20"),
     (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x2 1x20"),
     (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="primary", gen_ai_token_type="input"}}', "_x2 1000x20"),
     (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="primary", gen_ai_token_type="cache_read"}}', "_x2 500x20"),
@@ -240,7 +247,7 @@ FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such seri
     ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "primary"}, 0.01),
     ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "degraded"}, 0.07),
     # 3.5 / 4 - 1.25 / 2
-    ("job_evaluation:gen_ai_evaluation_score:primary_minus_degraded30m",
+    ("job_evaluation:otel_sampling_evaluation_score:primary_minus_degraded30m",
      {"job": "j", "gen_ai_evaluation_name": "suite"}, 0.25),
     ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
     ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "primary"}, 0.5),
@@ -249,8 +256,8 @@ FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such seri
     ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": ""}, None),
     ("job_mode_outcome:agent_runs:increase30m",
      {"job": "j", "degradation_mode": "degraded", "agent_run_outcome": "failed"}, 2),
-    ("job:mcp_sampling_degraded:ratio30m", {"job": "j"}, 0.25),
-    ("job:mcp_sampling_requests:increase30m", {"job": "j"}, 12),
+    ("job:otel_sampling_sampling_degraded:ratio30m", {"job": "j"}, 0.25),
+    ("job:otel_sampling_sampling_requests:increase30m", {"job": "j"}, 12),
 ]
 
 
@@ -355,9 +362,9 @@ def test_the_degraded_share_is_not_recorded_over_a_quiet_window(tmp_path):
         "interval": "1m",
         "input_series": [{"series": req('degradation_mode="degraded"'), "values": "1x90"}],
         "promql_expr_test": [
-            {"expr": "job:mcp_sampling_degraded:ratio30m", "eval_time": "60m", "exp_samples": []},
-            {"expr": "job:mcp_sampling_requests:increase30m", "eval_time": "60m",
-             "exp_samples": [{"labels": promql_labels("job:mcp_sampling_requests:increase30m", {"job": "j"}),
+            {"expr": "job:otel_sampling_sampling_degraded:ratio30m", "eval_time": "60m", "exp_samples": []},
+            {"expr": "job:otel_sampling_sampling_requests:increase30m", "eval_time": "60m",
+             "exp_samples": [{"labels": promql_labels("job:otel_sampling_sampling_requests:increase30m", {"job": "j"}),
                               "value": 0}]},
         ],
     }]}
@@ -375,7 +382,7 @@ def test_a_count_at_the_threshold_does_not_fire_when_increase_extrapolates(tmp_p
     rules.write_text(yaml.safe_dump(rule_groups(MixinConfig(stalls_for="0m"))))
     tests = {"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [{
         "interval": "40s",  # a scrape every 40 s, an evaluation every minute: every other one is off the grid
-        "input_series": [{"series": f"mcp_sampling_stalls_total{{{J}, {S}}}", "values": "1x30 2 3 4x100"}],
+        "input_series": [{"series": f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "values": "1x30 2 3 4x100"}],
         "alert_rule_test": [{"eval_time": "41m", "alertname": f"{PREFIX}StallsHigh", "exp_alerts": []}],
     }]}
     (tmp_path / "extrapolated_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))

@@ -12,7 +12,7 @@ table that prices the model most answers name. For every call:
 * never ``completed`` (nor ``refused``) without an answer: what counts as one is read here from
   the body, per API reference (below), not from the code under test;
 * one ``gen_ai.client.operation.duration`` point more, whatever the answer;
-* no cost that is negative or not finite (span, ``gen_ai.client.cost.usd``, the run around it),
+* no cost that is negative or not finite (span, ``otel_sampling.client.cost.usd``, the run around it),
   no token count outside ``[0, 2**63)`` on the span or the token histogram.
 
 An answer, per API: Chat Completions, a choice object (a stream: a chunk choice with a
@@ -227,10 +227,10 @@ def check_one_call(telemetry: DeltaTelemetry, api: str, answer: object, answered
     durations = points.get(names.METRIC_GEN_AI_OPERATION_DURATION, [])
     assert sum(p.count for p in durations) == 1  # the call is on the metrics, whatever it answered
     for usd in (attributes.get(names.GEN_AI_USAGE_COST_AMOUNT), run.cost_usd,
-                *(p.value for p in points.get(names.METRIC_GEN_AI_COST, []))):
+                *(p.value for p in points.get(names.METRIC_CLIENT_COST, []))):
         assert usd is None or (math.isfinite(usd) and usd >= 0), usd
     for key in (names.GEN_AI_USAGE_INPUT_TOKENS, names.GEN_AI_USAGE_OUTPUT_TOKENS,
-                names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS):
+                names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS):
         assert key not in attributes or 0 <= attributes[key] < INT64
     for point in points.get(names.METRIC_GEN_AI_TOKEN_USAGE, []):
         assert point.min >= 0 and point.max < INT64

@@ -63,7 +63,7 @@ def _overloaded_then_fallback(fp) -> anthropic.types.Message:
 
 
 def costs(telemetry) -> dict:
-    return telemetry.counts(names.METRIC_GEN_AI_COST, names.GEN_AI_PROVIDER_NAME, names.GEN_AI_RESPONSE_MODEL,
+    return telemetry.counts(names.METRIC_CLIENT_COST, names.GEN_AI_PROVIDER_NAME, names.GEN_AI_RESPONSE_MODEL,
                             names.DEGRADATION_MODE)
 
 

@@ -272,7 +272,7 @@ def test_a_hostile_token_count_is_left_off_and_the_call_stays_on_the_metrics(pri
     assert sum(p.count for p in priced.points(names.METRIC_GEN_AI_OPERATION_DURATION)) == 1
     types_recorded = {p.attributes[names.GEN_AI_TOKEN_TYPE] for p in priced.points(names.METRIC_GEN_AI_TOKEN_USAGE)}
     assert types_recorded == {"output"}
-    assert [p.value for p in priced.points(names.METRIC_GEN_AI_COST)] == [pytest.approx(5 * 5.0 / 1e6)]
+    assert [p.value for p in priced.points(names.METRIC_CLIENT_COST)] == [pytest.approx(5 * 5.0 / 1e6)]
 
 
 def test_a_hostile_cache_count_is_left_off_before_anthropics_input_is_summed(priced):
@@ -284,7 +284,7 @@ def test_a_hostile_cache_count_is_left_off_before_anthropics_input_is_summed(pri
     (span,) = priced.spans()
     assert span.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 100
     assert names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS not in span.attributes
-    assert names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS not in span.attributes
+    assert names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS not in span.attributes
     assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx((100 * 1.0 + 5 * 5.0) / 1e6)
 
 

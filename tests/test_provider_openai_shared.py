@@ -55,7 +55,7 @@ def test_cost_and_ending(priced_openai, fake_provider):
     # prompt 425 of which 400 cached: 25 at 2.0, 400 at 0.5, 5 output at 8.0 (USD per million)
     expected = (25 * 2.0 + 400 * 0.5 + 5 * 8.0) / 1e6
     assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(expected)
-    assert priced_openai.counts(names.METRIC_GEN_AI_COST, names.GEN_AI_PROVIDER_NAME,
+    assert priced_openai.counts(names.METRIC_CLIENT_COST, names.GEN_AI_PROVIDER_NAME,
                                 names.GEN_AI_RESPONSE_MODEL) == {("openai", "gpt-req"): pytest.approx(expected)}
 
 
@@ -64,7 +64,7 @@ def test_responses_cost(priced_openai, fake_provider):
     (span,) = priced_openai.spans()
     assert span.attributes[names.OPENAI_API_TYPE] == "responses"
     assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(CACHED_USD)
-    assert priced_openai.counts(names.METRIC_GEN_AI_COST, names.GEN_AI_RESPONSE_MODEL) == {
+    assert priced_openai.counts(names.METRIC_CLIENT_COST, names.GEN_AI_RESPONSE_MODEL) == {
         ("gpt-req",): pytest.approx(CACHED_USD)}
 
 
@@ -126,7 +126,7 @@ def test_failover_under_one_parent_is_degraded_and_costed_to_the_fallback(priced
     a = fallback.attributes
     assert (a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == ("degraded", ("failover",))
     assert a[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(MINI_USD)
-    assert priced_openai.counts(names.METRIC_GEN_AI_COST, names.GEN_AI_RESPONSE_MODEL, names.DEGRADATION_MODE) == {
+    assert priced_openai.counts(names.METRIC_CLIENT_COST, names.GEN_AI_RESPONSE_MODEL, names.DEGRADATION_MODE) == {
         ("gpt-mini", "degraded"): pytest.approx(MINI_USD)}
 
 

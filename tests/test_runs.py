@@ -521,7 +521,7 @@ def test_a_priced_provider_call_is_part_of_the_run_cost(priced, fake_provider):
     with osm.run("priced") as run:
         client.messages.create(model="claude-haiku-5-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
         runs.add_cost(1.0)  # a cost the price table cannot see
-    assert priced.counts(names.METRIC_GEN_AI_COST, names.GEN_AI_RESPONSE_MODEL) == {
+    assert priced.counts(names.METRIC_CLIENT_COST, names.GEN_AI_RESPONSE_MODEL) == {
         ("claude-haiku-5-5",): pytest.approx(CALL_USD)}
     assert run.cost_usd == pytest.approx(1.0 + CALL_USD)
     assert priced.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {

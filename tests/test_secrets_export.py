@@ -20,7 +20,7 @@ JSON-escaped, URL-quoted and base64 forms.
   documented limit (``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH``, default 256): a marker past the limit
   never arrives. The API key never appears.
 
-Model hints and tool names are not content: they are recorded by design (``mcp.sampling.model_hints``,
+Model hints and tool names are not content: they are recorded by design (``otel_sampling.sampling.model_hints``,
 ``gen_ai.tool.name``), so no sentinel is put there.
 """
 

@@ -9,7 +9,7 @@ both protocol paths; anthropic and openai, sync and async, plain, streamed, raw 
 is run under suppression with all four instrumentors instrumented, between a recording wrapper
 below ours and one above ours on every target: each call of the host gets the very object the
 SDK's function returned or raised (no stream proxy either), and we emit no span and no metric
-point (``mcp.sampling.in_flight`` included). Outside suppression the same drivers give telemetry
+point (``otel_sampling.sampling.in_flight`` included). Outside suppression the same drivers give telemetry
 as usual, so the empty results are not vacuous.
 
 A call that started outside suppression keeps its telemetry: its stream or raw response read inside

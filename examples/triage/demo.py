@@ -133,7 +133,7 @@ def wait_for_done(lines: queue.Queue[str | None], deadline: float) -> dict:
 
 
 def request_samples(metrics_text: str) -> Iterator[tuple[dict[str, str], float]]:
-    """Labels and value of every ``mcp_sampling_requests_total`` series in a scrape."""
+    """Labels and value of every ``otel_sampling_sampling_requests_total`` series in a scrape."""
     for family in text_string_to_metric_families(metrics_text):
         for sample in family.samples:
             if sample.name == REQUESTS_SERIES:

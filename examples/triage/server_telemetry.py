@@ -46,7 +46,7 @@ def server_env(traces_endpoint: str, metrics_endpoint: str) -> dict[str, str]:
 
 
 def server_requests(metrics: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
-    """``mcp.sampling.server.requests`` by (path, ending): the sum of the delta points the server
+    """``otel_sampling.sampling.server.requests`` by (path, ending): the sum of the delta points the server
     processes posted (``OTLPReceiver.metrics``; one process per session, so deltas add up)."""
     found: Counter[tuple[str, str]] = Counter()
     for metric in metrics:

@@ -2,7 +2,7 @@
 
 What an MCP server sees of the sampling requests it sends, on both protocol paths: one
 CLIENT-kind ``sampling/createMessage`` span per request (MCP semantic conventions: the server
-reports the client span for a request it initiates) and ``mcp.sampling.server.requests``.
+reports the client span for a request it initiates) and ``otel_sampling.sampling.server.requests``.
 
 * Legacy path (protocol <= 2025-11-25): ``mcp.server.session.ServerSession.send_request``, which
   ``ServerSession.create_message`` and the ``Sample`` resolver call **with keyword arguments**

@@ -110,7 +110,8 @@ def overview(config: MixinConfig) -> dash.Dashboard:
         d = d.with_panel(panel)
     return (d
             .with_panel(timeseries_panel(
-                "Sampling requests by ending", "Sampling requests per minute by ending (mcp.sampling.ending), "
+                "Sampling requests by ending",
+                "Sampling requests per minute by ending (otel_sampling.sampling.ending), "
                 "selected servers.",
                 [(_per_minute(m.SAMPLING_REQUESTS, _raw(config, SERVER), m.ENDING), f"{{{{{m.ENDING}}}}}")],
                 "reqpm"))
@@ -148,7 +149,7 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
                                    [(_share(f"sum({counted(m.SAMPLING_REQUESTS + completed, RANGE)})",
                                             f"sum({counted(m.SAMPLING_REQUESTS + s, RANGE)})"), "completed")],
                                    "percentunit", steps=_good_ratio(0.98, 0.9), width=6))
-            .with_panel(stat_panel("p95 sampling latency", "95th percentile of mcp.sampling.duration "
+            .with_panel(stat_panel("p95 sampling latency", "95th percentile of otel_sampling.sampling.duration "
                                    "over the selected range "
                                    "(human approval included).",
                                    [(f"histogram_quantile(0.95, sum by ({m.LE}) "
@@ -219,7 +220,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
                                    [(f"histogram_quantile(0.95, sum by ({m.LE}) ({counted(bucket, RANGE)}))", "p95")],
                                    "s", width=6))
             .with_panel(stat_panel("Cost in range", "Provider cost in USD over the selected range "
-                                   "(gen_ai.client.cost.usd).",
+                                   "(otel_sampling.client.cost.usd).",
                                    [(f"sum({counted(m.PROVIDER_COST + p, RANGE)})", "USD")], "currencyUSD",
                                    decimals=2, width=6))
             .with_panel(timeseries_panel("Latency percentiles", "p50, p95 and p99 of gen_ai.client.operation.duration "

@@ -87,7 +87,7 @@ class _Number:
 NUMBERS: dict[str, _Number] = {
     "degraded_run_seconds": _Number((), "agent_run_duration_seconds_degraded", "increase"),
     "degraded_run_share": _Number((), "agent_runs_degraded", "ratio"),
-    "quality_delta": _Number((EVALUATION,), "gen_ai_evaluation_score", "primary_minus_degraded"),
+    "quality_delta": _Number((EVALUATION,), "otel_sampling_evaluation_score", "primary_minus_degraded"),
     "completion_rate_by_mode": _Number((MODE,), "agent_runs_completed", "ratio"),
     "silent_incidents": _Number((), INCIDENTS.removesuffix("_total"), "increase"),
     "cost_per_completed_task_by_mode": _Number((MODE,), RUN_COST.removesuffix("_total"), "per_completed_run"),

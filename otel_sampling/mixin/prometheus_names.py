@@ -31,7 +31,7 @@ def metric_name(otel_name: str, unit: str = "", *, counter: bool = False) -> str
     """The Prometheus series name of an OTel instrument.
 
     Args:
-        otel_name: the instrument name, e.g. ``mcp.sampling.duration``.
+        otel_name: the instrument name, e.g. ``otel_sampling.sampling.duration``.
         unit: its UCUM unit; ``{...}`` annotations add nothing, ``s`` adds ``_seconds``.
         counter: True for a monotonic Counter (adds ``_total``).
 

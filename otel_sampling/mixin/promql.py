@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def matchers(**labels: str) -> str:
-    """``mcp_sampling_ending="completed", ...`` from keyword arguments (values taken verbatim)."""
+    """``otel_sampling_sampling_ending="completed", ...`` from keyword arguments (values taken verbatim)."""
     return ", ".join(f'{k}="{v}"' for k, v in labels.items())
 
 

@@ -30,7 +30,7 @@ class Recorded:
         w = config.window
         self.requests_by_server = f"job_server:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
         self.requests = f"job:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
-        self.degraded_ratio = f"job:mcp_sampling_degraded:ratio{w}"
+        self.degraded_ratio = f"job:otel_sampling_sampling_degraded:ratio{w}"
         number = {key: five_numbers.record_name(key, w, BY_JOB) for key in five_numbers.NUMBERS}
         self.degraded_run_seconds = number["degraded_run_seconds"]
         self.runs = number["runs"]

@@ -5,7 +5,7 @@
 * the stall watch (``stalls.PendingWatch``), swept by the shared watchdog thread;
 * the last ending and the last grant per server (is a grant answering a budget exhaustion? did
   one come between an exhaustion and a completion of the same request?);
-* :func:`record_violation`: a span event and ``mcp.sampling.violations{kind, server}``.
+* :func:`record_violation`: a span event and ``otel_sampling.sampling.violations{kind, server}``.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Span: ``chat {gen_ai.request.model}``, kind CLIENT (GenAI semantic conventions, inference span).
 Metrics: ``gen_ai.client.operation.duration`` (with the call's ``otel_sampling.ending``),
-``gen_ai.client.token.usage`` (input, output, cache_read, cache_creation),
-``gen_ai.client.operation.time_to_first_chunk`` (streams) and ``gen_ai.client.cost.usd`` (when
+``gen_ai.client.token.usage`` (input, output, cache_read, cache_write),
+``gen_ai.client.operation.time_to_first_chunk`` (streams) and ``otel_sampling.client.cost.usd`` (when
 the policy's table or the price source prices the model, :mod:`otel_sampling.rules.cost`). When
 the call runs inside a host's sampling callback, the sampling record is told the models, usage
 and cost it saw. Every method is called from guarded
@@ -333,9 +333,9 @@ _USAGE_ATTRIBUTES = (
     names.GEN_AI_USAGE_INPUT_TOKENS,
     names.GEN_AI_USAGE_OUTPUT_TOKENS,
     names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-    names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+    names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
 )
 _TOKEN_TYPES = (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT, names.TOKEN_TYPE_CACHE_READ,
-                names.TOKEN_TYPE_CACHE_CREATION)
+                names.TOKEN_TYPE_CACHE_WRITE)
 # Input and output are recorded even when zero; cache parts only when the call used the cache.
 _ALWAYS_RECORDED = frozenset({names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT})

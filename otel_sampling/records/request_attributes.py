@@ -37,7 +37,7 @@ def include_context(params: Any) -> str:
 
 def start_attributes(params: Any, path: str, hints: Sequence[str], max_length: int,
                      facts: Iterable[tuple[str, object]] = ()) -> dict[str, Any]:
-    """``mcp.method.name``, ``mcp.sampling.path``, the requested ``includeContext``, the first
+    """``mcp.method.name``, ``otel_sampling.sampling.path``, the requested ``includeContext``, the first
     ``MAX_HINTS`` hints, ``gen_ai.request.max_tokens`` (when an OTLP exporter can carry it), and each
     ``(key, value)`` of ``facts`` whose value is a non-empty string; every string cut to ``max_length``."""
     attributes: dict[str, Any] = {
@@ -59,7 +59,7 @@ def start_attributes(params: Any, path: str, hints: Sequence[str], max_length: i
 def add_result_attributes(attributes: dict[str, Any], ending: Ending, served: str | None,
                           stop_reason: object, max_length: int) -> None:
     """What a sampling request's ending says, on either side's span: ``gen_ai.response.model``,
-    ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``mcp.sampling.budget.resets_at`` and
+    ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``otel_sampling.sampling.budget.resets_at`` and
     ``error.type``, each cut to ``max_length``."""
     if served:
         attributes[names.GEN_AI_RESPONSE_MODEL] = clean(served, max_length)

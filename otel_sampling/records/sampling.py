@@ -14,7 +14,7 @@ Which model the verdicts use (``docs/telemetry.md``): when provider calls ran in
 the response model of the last one that did not fail (what the provider served); without them,
 the host's ``CreateMessageResult.model`` read as a model id
 (:mod:`~otel_sampling.rules.model_names`). The host's report is kept beside it
-(``mcp.sampling.reported_model``), and a report no member of which names the provider's model is a
+(``otel_sampling.sampling.reported_model``), and a report no member of which names the provider's model is a
 ``reported_model_mismatch``.
 """
 

@@ -21,7 +21,7 @@ from otel_sampling.rules.values import Ending
 
 
 class ServerSamplingRecord:
-    """Span + ``mcp.sampling.server.requests`` of one request a server sent; ends exactly once
+    """Span + ``otel_sampling.sampling.server.requests`` of one request a server sent; ends exactly once
     (thread-safe: an ``unanswered`` ending comes from the watchdog thread).
 
     Args:

@@ -27,7 +27,7 @@ class PendingWatch:
 
     Args:
         max_entries: most requests watched (``OTEL_SAMPLING_MAX_PENDING``); past it the oldest
-            leaves the watch unreported (it still ends, and counts in ``mcp.sampling.in_flight``).
+            leaves the watch unreported (it still ends, and counts in ``otel_sampling.sampling.in_flight``).
         threshold_seconds: the stall threshold (policy ``stall_threshold_seconds``, default 30).
         on_stall: ``on_stall(item, pending_seconds)``, called from :meth:`sweep` under the watch's
             lock, so an item being removed waits until its report is done.

@@ -76,7 +76,7 @@ def _anthropic_usage(usage: Any) -> dict[str, int]:
     return {"gen_ai.usage.input_tokens": usage.input_tokens + cache_read + cache_creation,
             "gen_ai.usage.output_tokens": usage.output_tokens,
             "gen_ai.usage.cache_read.input_tokens": cache_read,
-            "gen_ai.usage.cache_creation.input_tokens": cache_creation}
+            "gen_ai.usage.cache_write.input_tokens": cache_creation}
 
 
 def _openai_usage(usage: Any) -> dict[str, int]:

@@ -4,7 +4,7 @@ Needs the ``prometheus`` binary (Debian package ``prometheus``; ``make test`` in
 
     with PrometheusServer(["127.0.0.1:9464"], rule_files=[rules]) as prom:
         prom.wait_for_scrape()
-        prom.query('sum(mcp_sampling_requests_total)')   # -> list of {"metric": {...}, "value": [t, "v"]}
+        prom.query('sum(otel_sampling_sampling_requests_total)')   # -> list of {"metric": {...}, "value": [t, "v"]}
 
 ``StaticMetrics`` serves a fixed exposition text (a scrape taken earlier) for Prometheus to scrape.
 """

@@ -152,7 +152,7 @@ def server(obs: Observation, exp: Expected) -> Check:
 
 
 def requests_metric(obs: Observation, exp: Expected) -> Check:
-    """``mcp.sampling.requests``: one request counted, with the expected ending, substitution and mode."""
+    """``otel_sampling.sampling.requests``: one request counted, with the expected ending, substitution and mode."""
     points = obs.metric_points(names.METRIC_SAMPLING_REQUESTS)
     keys = (names.SAMPLING_ENDING, names.SAMPLING_SUBSTITUTION, names.DEGRADATION_MODE)
     got = "; ".join("/".join(str(p["attributes"].get(k)) for k in keys) + (f" x{p['value']}" if p["value"] != 1 else "")
@@ -185,7 +185,7 @@ FIELDS: dict[str, tuple[str, Callable[[Observation, Any], Check]]] = {
     "run": ("run outcome", run_outcome),
     "tool": ("tool name", tool),
     "server": ("server (name version transport)", server),
-    "metric": ("mcp.sampling.requests", requests_metric),
+    "metric": ("otel_sampling.sampling.requests", requests_metric),
     "output": ("host output", output),
 }
 # Fields that still apply when the server never asked (the host declared no sampling capability).
