@@ -331,7 +331,13 @@ SAMPLING_GRANT_GRANTED_BY: Final = "otel_sampling.sampling.grant.granted_by"  # 
 TRANSPORT_PIPE: Final = "pipe"  # network.transport for stdio
 TRANSPORT_TCP: Final = "tcp"  # network.transport for streamable HTTP / SSE
 ERROR_CODE_USER_REJECTED: Final = -1  # MCP spec 2025-11-25 client/sampling: user rejected
-ERROR_CODE_POLICY_REFUSAL: Final = -32003  # otel-sampling convention, implementation-defined band
+# Policy refusals (policy.denied, policy.budget_exhausted, model.unavailable from sampling_error()):
+# MCP 2026-07-28 (basic/index.mdx, "Error Codes") leaves -32000..-32019 to legacy codes new
+# implementations SHOULD NOT use and reserves -32020..-32099 for codes the specification defines; a
+# code for another purpose SHOULD lie outside JSON-RPC's reserved -32768..-32000. The default does;
+# OTEL_SAMPLING_POLICY_REFUSAL_CODE names another.
+ERROR_CODE_POLICY_REFUSAL: Final = -31003
+ERROR_CODE_POLICY_REFUSAL_LEGACY: Final = -32003  # what hosts sent before; still read as a policy refusal
 
 ENV_IDENTITY_MAX_ENTRIES: Final = "OTEL_SAMPLING_IDENTITY_MAX_ENTRIES"
 ENV_IDENTITY_TTL_SECONDS: Final = "OTEL_SAMPLING_IDENTITY_TTL_SECONDS"
@@ -341,6 +347,7 @@ ENV_FINGERPRINT_KEY: Final = "OTEL_SAMPLING_FINGERPRINT_KEY"  # shared HMAC key 
 ENV_OMIT_FINGERPRINT: Final = "OTEL_SAMPLING_OMIT_FINGERPRINT"  # "true": no fingerprint attribute on spans
 ENV_DISCLOSURE_TRACKED: Final = "OTEL_SAMPLING_DISCLOSURE_TRACKED"  # "true": disclosure tracked from the start
 ENV_OMIT_PROVIDER_TRACE_CONTEXT: Final = "OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT"  # "true": none of ours on openai
+ENV_POLICY_REFUSAL_CODE: Final = "OTEL_SAMPLING_POLICY_REFUSAL_CODE"  # the code of a policy refusal
 ENV_PRICE_SOURCE: Final = "OTEL_SAMPLING_PRICE_SOURCE"  # PRICE_SOURCE_GENAI_PRICES (default) | PRICE_SOURCE_NONE
 PRICE_SOURCE_NONE: Final = "none"  # no price source: only the policy's [prices] table prices calls
 ENV_SERVED_MODEL_HEADERS: Final = "OTEL_SAMPLING_SERVED_MODEL_HEADERS"  # headers naming a gateway's served model

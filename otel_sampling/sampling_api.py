@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
-from otel_sampling import instants, names, state
+from otel_sampling import instants, names, settings, state
 from otel_sampling.labels import clean, finite
 from otel_sampling.metrics import recorded_in
 from otel_sampling.records.ledger import record_violation
@@ -30,13 +30,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Reasons :func:`sampling_error` accepts, and the JSON-RPC code each gets.
-ERROR_CODES = {
-    names.ENDING_USER_DENIED: names.ERROR_CODE_USER_REJECTED,
-    names.ENDING_POLICY_DENIED: names.ERROR_CODE_POLICY_REFUSAL,
-    names.ENDING_BUDGET_EXHAUSTED: names.ERROR_CODE_POLICY_REFUSAL,
-    names.ENDING_MODEL_UNAVAILABLE: names.ERROR_CODE_POLICY_REFUSAL,
-}
+#: Reasons :func:`sampling_error` accepts; all but the user's rejection get the policy refusal code.
+REASONS = (names.ENDING_USER_DENIED, names.ENDING_POLICY_DENIED, names.ENDING_BUDGET_EXHAUSTED,
+           names.ENDING_MODEL_UNAVAILABLE)
 _GRANTED_BY_MAX_LENGTH = 128
 def grant_context(scope: str) -> bool:
     """Report the ``includeContext`` scope the host granted to the sampling request being handled.
@@ -80,8 +76,11 @@ def sampling_error(reason: str, message: str,
 
     Args:
         reason: the ending, one of ``"user.denied"`` (code ``-1``, the MCP spec's user rejection),
-            ``"policy.denied"``, ``"policy.budget_exhausted"``, ``"model.unavailable"`` (code
-            ``-32003``, the otel-sampling convention for policy refusals). Sent as ``data.reason``.
+            ``"policy.denied"``, ``"policy.budget_exhausted"``, ``"model.unavailable"`` (the policy
+            refusal code: ``OTEL_SAMPLING_POLICY_REFUSAL_CODE``, default ``-31003``, outside
+            JSON-RPC's reserved range as MCP 2026-07-28 asks of codes it does not define; as read
+            at ``instrument()`` of the MCP host instrumentor, else from the environment now).
+            Sent as ``data.reason``, which the ending rules read first whatever the code.
         message: the human-readable ``message`` (not empty). It travels to the server; it is
             never recorded in telemetry.
         resets_at: when a budget resets: an aware ``datetime`` (sent as ISO 8601 UTC,
@@ -97,14 +96,22 @@ def sampling_error(reason: str, message: str,
             an ISO 8601 date-time with an offset.
         ImportError: neither mcp 2.x nor mcp 1.x is installed.
     """
-    if not isinstance(reason, str) or reason not in ERROR_CODES:  # a list or dict is unhashable
-        raise ValueError(f"reason must be one of {', '.join(ERROR_CODES)}; got {reason!r}")
+    if not isinstance(reason, str) or reason not in REASONS:
+        raise ValueError(f"reason must be one of {', '.join(REASONS)}; got {reason!r}")
     if not isinstance(message, str) or not message.strip():
         raise ValueError("message must be a non-empty string")
     data: dict[str, Any] = {"reason": reason}
     if resets_at is not None:
         data["resetsAt"] = iso_instant(resets_at, "resets_at")
-    return _error_data_type()(code=ERROR_CODES[reason], message=message, data=data)
+    code = names.ERROR_CODE_USER_REJECTED if reason == names.ENDING_USER_DENIED else _policy_refusal_code()
+    return _error_data_type()(code=code, message=message, data=data)
+
+
+def _policy_refusal_code() -> int:
+    ledger = state.host_ledger()
+    if ledger is not None:
+        return ledger.instruments.settings.policy_refusal_code
+    return settings.policy_refusal_code()
 
 
 def _error_data_type() -> type[mcp_types.ErrorData]:

@@ -12,6 +12,7 @@
 | ``OTEL_SAMPLING_FINGERPRINT_KEY`` | HMAC key of the request fingerprint, shared by the processes that must agree on it: at least 32 characters, its UTF-8 bytes the key, surrounding whitespace ignored | a random key per process |
 | ``OTEL_SAMPLING_OMIT_FINGERPRINT`` | ``true``: no ``otel_sampling.sampling.request.fingerprint`` on spans (identity tracking goes on) | false |
 | ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` | ``true``: provider requests whose SDK sends no trace context of its own (openai) do not carry the global propagator's headers for our span | false |
+| ``OTEL_SAMPLING_POLICY_REFUSAL_CODE`` | the JSON-RPC code :func:`otel_sampling.sampling_error` gives a policy refusal, and the code read as ``policy.denied`` besides the legacy ``-32003``: an integer outside JSON-RPC's reserved ``-32768..-32000`` (MCP 2026-07-28), or ``-32003`` for servers that know only it; not ``-1`` (the user's rejection) | ``-31003`` |
 | ``OTEL_SAMPLING_PRICE_SOURCE`` | ``genai-prices``: prices not in the policy's table come from genai-prices when it is installed (the ``prices`` extra); ``none``: only the table prices calls | ``genai-prices`` |
 | ``OTEL_SAMPLING_DISCLOSURE_TRACKED`` | ``true``: the host tracks disclosure from the start, so its silent incidents are ``degradation.disclosure.tracked=true`` (paged) before its first ``disclose()`` call | false: tracked once the process calls ``disclose()`` |
 | ``OTEL_SAMPLING_SERVED_MODEL_HEADERS`` | response headers, comma separated, that name the model a gateway served (the first present wins); ``none``: read none | ``DEFAULT_SERVED_MODEL_HEADERS`` |
@@ -21,7 +22,8 @@ A number that does not parse, or is below 1, is logged once at WARNING and the d
 message never shows the key; a key of the process is used). Booleans follow the OpenTelemetry
 environment variable specification: only ``true`` (any case) is true; unset, empty and ``false``
 are false; any other value is false and logged once at WARNING; so is a price source other than
-``genai-prices`` or ``none`` (the default applies). A header list entry that is not
+``genai-prices`` or ``none`` (the default applies), and a policy refusal code that is not an
+integer or is one the rule above excludes. A header list entry that is not
 an HTTP header name (RFC 9110 token) is logged once at WARNING, naming the variable, and left out;
 past ``MAX_SERVED_MODEL_HEADERS`` entries the rest are. A policy file that is missing or
 malformed is logged at ERROR, once, with the file, key, line and problem, and instrumentation goes
@@ -64,6 +66,9 @@ MAX_SERVED_MODEL_HEADERS = 16
 _HEADER_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # RFC 9110 section 5.6.2 token
 # RFC 2104 section 3: a key shorter than the hash output (32 bytes for SHA-256) weakens the HMAC.
 FINGERPRINT_KEY_MIN_LENGTH = 32
+# JSON-RPC 2.0 reserves -32768..-32000; MCP 2026-07-28 asks codes for other purposes to lie outside it.
+_RESERVED_CODES = range(-32768, -32000 + 1)
+_INT32 = range(-(2**31), 2**31)  # peers parse codes into 32-bit integers
 _reported: set[str] = set()  # configuration problems already logged
 
 
@@ -88,6 +93,10 @@ class Settings:
         propagate_to_provider: requests to a provider whose SDK sends no trace context of its own
             carry the global propagator's headers for our ``chat`` span (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT``
             turns it off).
+        policy_refusal_code: the JSON-RPC code of a policy refusal (``OTEL_SAMPLING_POLICY_REFUSAL_CODE``,
+            :func:`policy_refusal_code`): sent by :func:`otel_sampling.sampling_error` for
+            ``policy.*`` and ``model.unavailable``, read as ``policy.denied`` (besides the legacy
+            ``-32003``) by the ending rules.
         price_source: prices models the policy's table leaves out (:mod:`otel_sampling.price_source`);
             None: only the table prices calls. :meth:`from_env` gives genai-prices when it is
             installed (loaded once per process) unless ``OTEL_SAMPLING_PRICE_SOURCE=none``.
@@ -107,6 +116,7 @@ class Settings:
     fingerprint_key: bytes | None = field(default=None, repr=False)
     omit_fingerprint: bool = False
     propagate_to_provider: bool = True
+    policy_refusal_code: int = names.ERROR_CODE_POLICY_REFUSAL
     price_source: price_source.PriceSource | None = None
     disclosure_tracked: bool = False
     served_model_headers: tuple[str, ...] = DEFAULT_SERVED_MODEL_HEADERS
@@ -132,6 +142,7 @@ class Settings:
             fingerprint_key=_fingerprint_key(env),
             omit_fingerprint=_boolean(env, names.ENV_OMIT_FINGERPRINT),
             propagate_to_provider=not _boolean(env, names.ENV_OMIT_PROVIDER_TRACE_CONTEXT),
+            policy_refusal_code=policy_refusal_code(env),
             price_source=_price_source(env),
             disclosure_tracked=_boolean(env, names.ENV_DISCLOSURE_TRACKED),
             served_model_headers=_header_names(env, names.ENV_SERVED_MODEL_HEADERS, DEFAULT_SERVED_MODEL_HEADERS),
@@ -189,6 +200,35 @@ def _fingerprint_key(env: Mapping[str, str]) -> bytes | None:
         report_once(logging.WARNING, "%s cannot be encoded as bytes; using a random key of this process",
                     names.ENV_FINGERPRINT_KEY)
         return None
+
+
+def policy_refusal_code(environ: Mapping[str, str] | None = None) -> int:
+    """The JSON-RPC code of a policy refusal: ``OTEL_SAMPLING_POLICY_REFUSAL_CODE`` in ``environ``
+    (default ``os.environ``), else ``names.ERROR_CODE_POLICY_REFUSAL`` (``-31003``).
+
+    Accepted: an integer (32-bit) outside JSON-RPC's reserved ``-32768..-32000`` (the MCP 2026-07-28
+    specification, "Error Codes": ``-32000..-32019`` are legacy, "new implementations SHOULD NOT
+    use" them, ``-32020..-32099`` are the specification's own, and codes for other purposes "SHOULD
+    be allocated outside the JSON-RPC reserved range"), or ``-32003``, the legacy code, for servers
+    that read only it; never ``-1``, the user's rejection (MCP 2025-11-25). Anything else is logged
+    once at WARNING, naming the variable, and the default is used.
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(names.ENV_POLICY_REFUSAL_CODE, "").strip()
+    if not raw:
+        return names.ERROR_CODE_POLICY_REFUSAL
+    try:
+        code = int(raw)
+    except ValueError:
+        code = None
+    legacy = code == names.ERROR_CODE_POLICY_REFUSAL_LEGACY
+    if code is None or code not in _INT32 or code == names.ERROR_CODE_USER_REJECTED or (
+            code in _RESERVED_CODES and not legacy):
+        report_once(logging.WARNING, "%s=%r is not an integer outside JSON-RPC's reserved -32768..-32000 "
+                    "(nor -32003, nor -1); using %d", names.ENV_POLICY_REFUSAL_CODE, raw[:64],
+                    names.ERROR_CODE_POLICY_REFUSAL)
+        return names.ERROR_CODE_POLICY_REFUSAL
+    return code
 
 
 def _price_source(env: Mapping[str, str]) -> price_source.PriceSource | None:

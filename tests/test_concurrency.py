@@ -2,9 +2,9 @@
 
 Each request's ending is chosen by the test (the request text names it) and produced the way a
 real host or server produces it: a result (completed, maxTokens, refusal), an error frame
-(user denial -1, policy -32003, budget, model unavailable), a raising callback, the server's
-read deadline (legacy) or a -32001 frame (2026-07-28), the server abandoning its request, and the
-host cancelling its own tool call. Afterwards the exported metrics count exactly what was
+(user denial -1, policy -32003, the legacy refusal code, budget, model unavailable), a raising
+callback, the server's read deadline (legacy) or a -32001 frame (2026-07-28), the server abandoning
+its request, and the host cancelling its own tool call. Afterwards the exported metrics count exactly what was
 driven, every span that started has ended, in-flight is back to zero, and the instrumentor's
 bounded stores hold nothing for the requests that ended.
 
@@ -31,7 +31,7 @@ from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
 # kind -> (expected otel_sampling.sampling.ending, paths it can be driven on). Endings from the classify
-# rules (docs/telemetry.md "Ending rules"): -1 is a user denial (MCP spec), -32003 a policy
+# rules (docs/telemetry.md "Ending rules"): -1 is a user denial (MCP spec), -32003 (legacy) a policy
 # denial refined by data.reason, -32001 (mcp REQUEST_TIMEOUT) and a peer cancel reason saying
 # "timed out" are timeouts, any other cancellation is cancelled, maxTokens is a completion.
 KINDS = {

@@ -16,6 +16,8 @@ from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry.trace import SpanKind, StatusCode
 
+import otel_sampling
+from conftest import _instrumented
 from drivers import ARGS, PATHS, call, callback_returning, only_sampling_span, result
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -71,7 +73,7 @@ ErrorDataBudget = types.ErrorData(code=-32003, message="Daily sampling budget ex
 DENIALS = [
     # (ErrorData the host returns, expected ending, expected error.type) -- rules from the MCP spec
     # (-1 and the text "User rejected sampling request" = user rejection), the mcp SDK's default
-    # callback and the otel-sampling -32003 convention.
+    # callback and -32003, the policy refusal code hosts sent before -31003.
     (types.ErrorData(code=-1, message="User rejected sampling request"), "user.denied", "-1"),
     (types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}), "policy.denied", "-32003"),
     (types.ErrorData(code=-32003, message="Denied"), "policy.denied", "-32003"),
@@ -100,6 +102,28 @@ def test_error_frames_are_classified(mcp_instrumented, mode, error, ending, erro
     assert names.GEN_AI_RESPONSE_MODEL not in span.attributes
     if error is ErrorDataBudget:
         assert span.attributes[names.SAMPLING_BUDGET_RESETS_AT] == "2026-12-01T00:00:00Z"
+
+
+@pytest.fixture
+def mcp_refusal_code_4003(telemetry, monkeypatch):
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY_REFUSAL_CODE", "4003")
+    yield from _instrumented(telemetry, MCPSamplingInstrumentor)
+
+
+@pytest.mark.parametrize("mode", PATHS)
+@pytest.mark.parametrize("frame", ["sampling_error", "bare"])
+def test_the_configured_policy_refusal_code_is_sent_and_read(mcp_refusal_code_4003, mode, frame):
+    """``OTEL_SAMPLING_POLICY_REFUSAL_CODE=4003``, read at ``instrument()``: ``sampling_error()``
+    sends 4003, and a frame with that code and no ``data.reason`` is a policy denial."""
+    async def callback(context, params):
+        if frame == "bare":
+            return types.ErrorData(code=4003, message="Denied")
+        return otel_sampling.sampling_error("policy.denied", "Denied")
+
+    out = anyio.run(call, mode, callback)
+    assert isinstance(out, MCPError) and out.code == 4003
+    span = only_sampling_span(mcp_refusal_code_4003)
+    assert (span.attributes[names.SAMPLING_ENDING], span.attributes[names.ERROR_TYPE]) == ("policy.denied", "4003")
 
 
 def test_callback_that_raises_keeps_the_exception_and_records_error(mcp_instrumented):

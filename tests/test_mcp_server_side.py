@@ -413,7 +413,7 @@ def test_sampling_error_is_sent_and_read_back_unchanged(both, mode, how):
         (out,) = out.exceptions
     assert isinstance(out, MCPError)
     assert (out.error.code, out.error.message, out.error.data) == (
-        -32003, "Daily limit reached", {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+        -31003, "Daily limit reached", {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
     host = sampling_spans(telemetry, SpanKind.SERVER)
     server = sampling_spans(telemetry, SpanKind.CLIENT)
     # On the 2026-07-28 path a denial never reaches the server (it waits for a retry): no span yet.

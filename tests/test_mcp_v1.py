@@ -132,7 +132,7 @@ BUDGET = types.ErrorData(code=-32003, message="Daily sampling budget exhausted",
                          data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
 DENIALS = [
     # (ErrorData the host returns, expected ending, expected error.type): the same table as mcp 2.x
-    # (MCP spec: -1 is the user's rejection; -32003 + data.reason is the otel-sampling convention).
+    # (MCP spec: -1 is the user's rejection; -32003, the legacy policy refusal code, + data.reason).
     (types.ErrorData(code=-1, message="User rejected sampling request"), "user.denied", "-1"),
     (types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}), "policy.denied", "-32003"),
     (BUDGET, "policy.budget_exhausted", "-32003"),

@@ -18,10 +18,19 @@ def test_sampling_error_policy_refusal_shape():
     error = otel_sampling.sampling_error("policy.budget_exhausted", "Daily limit reached",
                                          resets_at=datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc))
     assert isinstance(error, types.ErrorData)
-    assert (error.code, error.message) == (-32003, "Daily limit reached")
+    # the default policy refusal code, outside JSON-RPC's reserved range (MCP 2026-07-28 "Error Codes")
+    assert (error.code, error.message) == (-31003, "Daily limit reached")
     assert error.data == {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"}
     assert endings.from_error_frame(error.code, error.data) == Ending(
-        "policy.budget_exhausted", "-32003", "2026-12-01T00:00:00Z")
+        "policy.budget_exhausted", "-31003", "2026-12-01T00:00:00Z")
+
+
+@pytest.mark.parametrize("reason", ["policy.denied", "policy.budget_exhausted", "model.unavailable"])
+def test_sampling_error_sends_the_configured_policy_refusal_code(reason, monkeypatch):
+    """Without the host instrumentor, ``OTEL_SAMPLING_POLICY_REFUSAL_CODE`` is read at the call."""
+    monkeypatch.setenv("OTEL_SAMPLING_POLICY_REFUSAL_CODE", "4003")
+    assert otel_sampling.sampling_error(reason, "Denied").code == 4003
+    assert otel_sampling.sampling_error("user.denied", "No").code == -1  # the spec's code, never configured
 
 
 def test_sampling_error_user_rejection_uses_the_spec_code():

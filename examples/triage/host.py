@@ -8,8 +8,8 @@ and once on a ``mode="auto"`` connection (protocol 2026-07-28, sampling rides ``
 Its sampling callback is a small host policy, in plain code:
 
 1. only servers the operator allowed may sample, and tickets marked ``[confidential]`` never leave
-   the host: ``ErrorData(-32003, "Sampling denied by policy", {"reason": "policy.denied"})``;
-2. a daily budget in USD: ``ErrorData(-32003, "Daily sampling budget exhausted",
+   the host: ``ErrorData(-31003, "Sampling denied by policy", {"reason": "policy.denied"})``;
+2. a daily budget in USD: ``ErrorData(-31003, "Daily sampling budget exhausted",
    {"reason": "policy.budget_exhausted", "resetsAt": <next midnight UTC>})``;
 3. the user approves each request (simulated): a rejection is the MCP spec's
    ``ErrorData(-1, "User rejected sampling request")``;
@@ -106,7 +106,9 @@ PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
 }
 DAILY_BUDGET_USD = 1.00
 
-POLICY_REFUSAL = -32003  # implementation-defined JSON-RPC band; data.reason says which rule
+# Outside JSON-RPC's reserved -32768..-32000, as MCP 2026-07-28 asks of codes it does not define;
+# otel-sampling's default policy refusal code. data.reason says which rule.
+POLICY_REFUSAL = -31003
 USER_REJECTED = -1  # MCP spec, client/sampling "Error Handling"
 NO_MODEL = types.INTERNAL_ERROR  # -32603: the host could not produce a completion
 GATEWAY_QUOTA = -32099  # the model gateway's own "out of quota" code

@@ -289,8 +289,9 @@ class SamplingRecord:
 
     def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
+        settings = self._instruments.settings
         ending = endings.or_fallback(endings.from_error_frame, endings.failed_frame(code), code, data, message,
-                                     self._instruments.settings.policy.ending_rules)
+                                     settings.policy.ending_rules, settings.policy_refusal_code)
         self._end(ending, None, None, generic=endings.is_generic_frame(code, ending))
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
@@ -298,8 +299,9 @@ class SamplingRecord:
         if endings.is_cancellation(exc):
             self.end_with_cancellation(cancel_reason)
         else:
-            rules = self._instruments.settings.policy.ending_rules
-            ending = endings.or_fallback(endings.from_exception, endings.FAILED, exc, rules)
+            settings = self._instruments.settings
+            ending = endings.or_fallback(endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules,
+                                         settings.policy_refusal_code)
             self._end(ending, None, None, cancel_reason, generic=ending.ending == names.ENDING_ERROR)
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:

@@ -69,8 +69,9 @@ class ServerSamplingRecord:
         if endings.is_cancellation(exc):
             self._end(endings.or_fallback(endings.from_cancellation, endings.CANCELLED, None), None, None)
         else:
-            self._end(endings.or_fallback(endings.from_exception, endings.FAILED, exc,
-                                           self._instruments.settings.policy.ending_rules), None, None)
+            settings = self._instruments.settings
+            self._end(endings.or_fallback(endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules,
+                                          settings.policy_refusal_code), None, None)
 
     def end_without_back_channel(self, exc: BaseException) -> None:
         """The request was never sent: the connection has no back-channel for a server-initiated

@@ -7,7 +7,7 @@ Sampling requests. Rules for error frames, first match wins
 (``docs/telemetry.md`` "Ending rules"):
 
 1. ``ErrorData.data.reason`` is itself an ending in the vocabulary other than ``completed`` (an
-   error frame is never a completion): that ending (so ``-32003`` with ``data.reason``
+   error frame is never a completion): that ending (so a policy refusal code with ``data.reason``
    ``policy.budget_exhausted`` is ``policy.budget_exhausted``).
 2. the host's own rules from the policy file (``[[ending_rules]]``), in file order.
 3. the message is the MCP spec's text for a user's rejection, "User rejected sampling request"
@@ -19,7 +19,9 @@ Sampling requests. Rules for error frames, first match wins
    the host's decision not to sample, not an error.
 5. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
    "User rejected sampling request").
-6. code ``-32003``: ``policy.denied`` (the otel-sampling convention for policy refusals).
+6. the policy refusal code (``refusal_code``: the setting ``OTEL_SAMPLING_POLICY_REFUSAL_CODE``,
+   default ``-31003``, outside JSON-RPC's reserved range as MCP 2026-07-28 asks), or ``-32003``,
+   the legacy code older hosts send: ``policy.denied``.
 7. code ``-32001``: ``timeout`` (mcp SDK ``REQUEST_TIMEOUT``).
 8. anything else: ``error``.
 
@@ -102,7 +104,8 @@ logger = logging.getLogger(__name__)
 NO_RULES: tuple[EndingRule, ...] = ()
 
 USER_REJECTED_CODE = names.ERROR_CODE_USER_REJECTED  # MCP spec: user rejected the sampling request
-POLICY_REFUSAL_CODE = names.ERROR_CODE_POLICY_REFUSAL  # otel-sampling convention (implementation-defined band)
+POLICY_REFUSAL_CODE = names.ERROR_CODE_POLICY_REFUSAL  # the default; the setting may name another
+LEGACY_POLICY_REFUSAL_CODE = names.ERROR_CODE_POLICY_REFUSAL_LEGACY  # older hosts' policy refusals
 REQUEST_TIMEOUT_CODE = -32001  # mcp_types.REQUEST_TIMEOUT
 INVALID_REQUEST_CODE = -32600  # JSON-RPC 2.0 Invalid Request (mcp_types.INVALID_REQUEST)
 INTERNAL_ERROR_CODE = -32603  # JSON-RPC 2.0 Internal error (mcp_types.INTERNAL_ERROR)
@@ -115,7 +118,7 @@ UNSUPPORTED_MESSAGE = "Sampling not supported"
 _FRAME_ENDINGS = frozenset(names.ENDINGS) - {names.ENDING_COMPLETED}
 _CODE_ENDINGS: Mapping[int, str] = {
     USER_REJECTED_CODE: names.ENDING_USER_DENIED,
-    POLICY_REFUSAL_CODE: names.ENDING_POLICY_DENIED,
+    LEGACY_POLICY_REFUSAL_CODE: names.ENDING_POLICY_DENIED,
     REQUEST_TIMEOUT_CODE: names.ENDING_TIMEOUT,
 }
 #: Stop / finish reasons that mean the model declined, for a sampling result's ``stopReason`` (an
@@ -141,11 +144,12 @@ def failed_frame(code: object) -> Ending:
 
 
 def from_error_frame(code: object, data: object, message: object = None,
-                     rules: Sequence[EndingRule] = NO_RULES) -> Ending:
+                     rules: Sequence[EndingRule] = NO_RULES, refusal_code: int = POLICY_REFUSAL_CODE) -> Ending:
     """Classify a JSON-RPC error frame (``ErrorData`` returned, or ``MCPError`` raised).
 
     ``rules`` are the policy file's ``[[ending_rules]]`` (tried after ``data.reason``, before the
-    built-in codes); ``message`` is the frame's message, which only those rules read.
+    built-in codes); ``message`` is the frame's message, which only those rules read;
+    ``refusal_code`` is the configured policy refusal code (``Settings.policy_refusal_code``).
     ``error.type`` is the code as a string (MCP semantic conventions).
     """
     reason = resets_at = None
@@ -165,7 +169,7 @@ def from_error_frame(code: object, data: object, message: object = None,
     elif code == INVALID_REQUEST_CODE and isinstance(message, str) and message == UNSUPPORTED_MESSAGE:
         ending = names.ENDING_HOST_UNSUPPORTED
     else:
-        ending = _CODE_ENDINGS.get(code, names.ENDING_ERROR) if isinstance(code, int) else names.ENDING_ERROR
+        ending = _code_ending(code, refusal_code)
     return Ending(ending, str(code), resets_at)
 
 
@@ -173,6 +177,14 @@ def is_generic_frame(code: object, ending: Ending) -> bool:
     """True for a ``-32603`` (JSON-RPC internal error) frame the rules read as ``error``: what a
     host that turns every exception into a frame (fastmcp) sends for a provider's failure too."""
     return ending.ending == names.ENDING_ERROR and code == INTERNAL_ERROR_CODE
+
+
+def _code_ending(code: object, refusal_code: int) -> str:
+    if not isinstance(code, int):
+        return names.ENDING_ERROR
+    if code == refusal_code:
+        return names.ENDING_POLICY_DENIED
+    return _CODE_ENDINGS.get(code, names.ENDING_ERROR)
 
 
 def or_fallback(classify_ending: Callable[..., Ending], fallback: Ending, *args: Any) -> Ending:
@@ -266,7 +278,8 @@ def is_cancellation(exc: BaseException) -> bool:
                                                        and cls.__module__.startswith("trio"))
 
 
-def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES) -> Ending:
+def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES,
+                   refusal_code: int = POLICY_REFUSAL_CODE) -> Ending:
     """Classify an exception the callback raised that is not a cancellation (``KeyboardInterrupt``
     and ``SystemExit`` included: they are ``error``).
 
@@ -277,7 +290,8 @@ def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES) -
     error = getattr(exc, "error", None)
     code = getattr(error, "code", None)
     if isinstance(code, int):  # mcp.MCPError carries its ErrorData
-        return from_error_frame(code, getattr(error, "data", None), getattr(error, "message", None), rules)
+        return from_error_frame(code, getattr(error, "data", None), getattr(error, "message", None), rules,
+                                refusal_code)
     if _text_is(exc, USER_REJECTED_MESSAGE):  # mcp sends a raising callback's text as the frame's message
         return Ending(names.ENDING_USER_DENIED, qualified_name(type(exc)))
     return Ending(names.ENDING_ERROR, qualified_name(type(exc)))

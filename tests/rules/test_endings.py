@@ -1,11 +1,12 @@
 """How a sampling request or a provider call ended (``otel_sampling.rules.endings``).
 
 Expected endings come from the MCP spec 2025-11-25 (client/sampling: code ``-1`` "User rejected
-sampling request"), the mcp SDK (``REQUEST_TIMEOUT = -32001``; a cancel reason
-``timed out after {t}s``), the provider SDKs' own exception classes and error bodies, and the
-tables of ``docs/telemetry.md`` ("Ending rules", "Provider ``error.type`` values", "Provider call
-endings"). Every classifier is also total: whatever a peer sends, one ending from
-``names.ENDINGS``, never an exception.
+sampling request"), the MCP spec 2026-07-28 ("Error Codes": a code it does not define lies outside
+JSON-RPC's reserved ``-32768..-32000``, so the policy refusal code is ``-31003`` by default), the
+mcp SDK (``REQUEST_TIMEOUT = -32001``; a cancel reason ``timed out after {t}s``), the provider
+SDKs' own exception classes and error bodies, and the tables of ``docs/telemetry.md`` ("Ending
+rules", "Provider ``error.type`` values", "Provider call endings"). Every classifier is also total:
+whatever a peer sends, one ending from ``names.ENDINGS``, never an exception.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ class TestErrorFrames:
         # 2. code -1 (MCP spec: user rejected sampling request)
         ("user.denied", -1, None),
         ("user.denied", -1, {"reason": "policy:pii"}),  # not an ending: the code decides
-        # 3. code -32003 (the otel-sampling convention for policy refusals)
+        # 3. the policy refusal code (default -31003), or -32003, the code hosts sent before
+        ("policy.denied", -31003, None),
+        ("policy.denied", -31003, {"reason": "something-else"}),
         ("policy.denied", -32003, None),
         ("policy.denied", -32003, {"reason": "something-else"}),
         ("policy.denied", -32003, "not a mapping"),
@@ -122,6 +125,17 @@ class TestErrorFrames:
         rules = (EndingRule(ending="policy.denied", code=-32099), EndingRule(ending="timeout", code=-32099))
 
         assert "policy.denied" == endings.from_error_frame(-32099, None, "x", rules).ending
+
+    def test_a_configured_refusal_code_replaces_the_default_and_the_legacy_code_stays(self):
+        """Rule 3 with ``OTEL_SAMPLING_POLICY_REFUSAL_CODE=4003``: 4003 and -32003 are policy
+        refusals; the default -31003 is then just another code."""
+        assert "policy.denied" == endings.from_error_frame(4003, None, refusal_code=4003).ending
+        assert "policy.denied" == endings.from_error_frame(-32003, None, refusal_code=4003).ending
+        assert ("error", "-31003") == endings.from_error_frame(-31003, None, refusal_code=4003)[:2]
+
+    @needs_mcp2
+    def test_a_raised_frame_is_read_with_the_configured_refusal_code(self):
+        assert "policy.denied" == endings.from_exception(MCPError(4003, "Denied"), refusal_code=4003).ending
 
     def test_resets_at_is_read_from_data(self):
         """``data.resetsAt`` is kept when it is a string, else dropped."""
