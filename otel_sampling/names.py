@@ -37,6 +37,7 @@ MCP_METHOD_NAME: Final = "mcp.method.name"
 MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
 JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
 ERROR_TYPE: Final = "error.type"
+RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"  # MCP semconv: the answer's JSON-RPC error code
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 

@@ -44,6 +44,7 @@ def test_completed_request_on_each_path(mcp_instrumented, mode):
     assert attrs[names.SAMPLING_INCLUDE_CONTEXT_REQUESTED] == "thisServer"
     assert attrs[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
     assert attrs[names.SAMPLING_SUBSTITUTION] == "none"  # hint is a substring of the served model
+    assert names.RPC_RESPONSE_STATUS_CODE not in attrs and names.ERROR_TYPE not in attrs
     assert span.status.status_code is StatusCode.UNSET
     counts = mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME, names.SAMPLING_ENDING)
     assert counts == {(SERVER_NAME, "completed"): 1}
@@ -97,6 +98,8 @@ def test_error_frames_are_classified(mcp_instrumented, mode, error, ending, erro
     span = only_sampling_span(mcp_instrumented)
     assert span.attributes[names.SAMPLING_ENDING] == ending
     assert span.attributes[names.ERROR_TYPE] == error_type
+    # MCP semconv: conditionally required when the answer carries an error code, the code as a string
+    assert span.attributes[names.RPC_RESPONSE_STATUS_CODE] == str(error.code)
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes[names.SAMPLING_SUBSTITUTION] == "none"
     assert names.GEN_AI_RESPONSE_MODEL not in span.attributes
@@ -139,6 +142,7 @@ def test_callback_that_raises_keeps_the_exception_and_records_error(mcp_instrume
     span = only_sampling_span(mcp_instrumented)
     assert span.attributes[names.SAMPLING_ENDING] == "error"
     assert span.attributes[names.ERROR_TYPE] == "RuntimeError"
+    assert names.RPC_RESPONSE_STATUS_CODE not in span.attributes  # no error frame: nothing reached the server
     assert span.status.status_code is StatusCode.ERROR
 
 
@@ -161,6 +165,7 @@ def test_mcp_error_raised_by_callback_is_classified_by_its_frame(mcp_instrumente
     span = only_sampling_span(mcp_instrumented)
     assert span.attributes[names.SAMPLING_ENDING] == "policy.budget_exhausted"
     assert span.attributes[names.SAMPLING_BUDGET_RESETS_AT] == "2026-12-01"
+    assert span.attributes[names.RPC_RESPONSE_STATUS_CODE] == "-32003"  # the frame the SDK sent
 
 
 def test_server_deadline_is_a_timeout(mcp_instrumented):

@@ -100,8 +100,26 @@ def test_legacy_denial_reaches_the_server(both):
     (span,) = server_spans(telemetry)
     assert span.attributes[names.SAMPLING_ENDING] == "user.denied"
     assert span.attributes[names.ERROR_TYPE] == "-1"
+    assert span.attributes[names.RPC_RESPONSE_STATUS_CODE] == "-1"  # MCP semconv: the answer's error code
     assert span.status.status_code is StatusCode.ERROR
     assert server_counts(telemetry) == {("rpc", "user.denied", "_unknown"): 1}
+
+
+def test_the_sdk_timeout_is_no_answer_and_has_no_status_code(both):
+    """The mcp SDK's own REQUEST_TIMEOUT (-32001) is raised on the server's side: ``error.type``
+    names it, ``rpc.response.status_code`` stays off (no answer carried a code; the SDK's own
+    ``MCP send`` span leaves it off too)."""
+    telemetry, _ = both
+
+    async def slow(ctx, params):
+        await anyio.sleep(5)
+        return result()
+
+    out = anyio.run(call, build_server(), "legacy", slow, "sample_with_deadline", {"deadline_s": 0.3})
+    assert isinstance(out, MCPError)
+    (span,) = server_spans(telemetry)
+    assert (span.attributes[names.SAMPLING_ENDING], span.attributes[names.ERROR_TYPE]) == ("timeout", "-32001")
+    assert names.RPC_RESPONSE_STATUS_CODE not in span.attributes
 
 
 def test_legacy_server_span_parents_the_sdk_send_span(both):

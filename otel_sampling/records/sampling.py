@@ -90,6 +90,7 @@ class SamplingRecord:
         "_failover", "_provider_model", "_canary", "_last_requested", "_served_by",
         "_input_tokens", "_output_tokens", "_cost_usd",
         "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name", "_run", "_policy_names",
+        "_status_code",
     )
 
     def __init__(
@@ -136,6 +137,7 @@ class SamplingRecord:
         self._granted: str | None = None
         self._violations: set[str] = set()
         self._tool_name = tool_name
+        self._status_code: str | None = None  # rpc.response.status_code: the error frame the host answered with
         self._fingerprint = _fingerprint(params, ledger.fingerprint_key) if ledger is not None else None
         self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
         links = [Link(SpanContext(self._earlier.trace_id, self._earlier.span_id, is_remote=False,
@@ -290,6 +292,7 @@ class SamplingRecord:
     def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
         settings = self._instruments.settings
+        self._status_code = endings.status_code(code)
         ending = endings.or_fallback(endings.from_error_frame, endings.failed_frame(code), code, data, message,
                                      settings.policy.ending_rules, settings.policy_refusal_code)
         self._end(ending, None, None, generic=endings.is_generic_frame(code, ending))
@@ -300,6 +303,7 @@ class SamplingRecord:
             self.end_with_cancellation(cancel_reason)
         else:
             settings = self._instruments.settings
+            self._status_code = endings.status_code(endings.frame_code(exc))  # a raised MCPError's frame
             ending = endings.or_fallback(endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules,
                                          settings.policy_refusal_code)
             self._end(ending, None, None, cancel_reason, generic=ending.ending == names.ENDING_ERROR)
@@ -438,6 +442,8 @@ class SamplingRecord:
                 add_result_attributes(attributes, ending, served, stop_reason, max_length)
                 if reported:
                     attributes[names.SAMPLING_REPORTED_MODEL] = clean(reported, max_length)
+                if self._status_code is not None:
+                    attributes[names.RPC_RESPONSE_STATUS_CODE] = self._status_code
                 if cancel_reason:
                     attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
                 if self._calls.ended:

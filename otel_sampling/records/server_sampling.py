@@ -36,7 +36,7 @@ class ServerSamplingRecord:
         parent: the parent context (None: the ambient one).
     """
 
-    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock")
+    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock", "_status_code")
 
     def __init__(self, instruments: Instruments, *, path: str, params: Any, protocol_version: str | None,
                  server_name: str | None, session_id: str | None, tool_name: str | None,
@@ -45,6 +45,7 @@ class ServerSamplingRecord:
         self._path = path
         self._ended = False
         self._lock = locks.new()
+        self._status_code: str | None = None  # rpc.response.status_code: the client's error frame
         self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
         if span.is_recording():
             facts = ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
@@ -70,6 +71,7 @@ class ServerSamplingRecord:
             self._end(endings.or_fallback(endings.from_cancellation, endings.CANCELLED, None), None, None)
         else:
             settings = self._instruments.settings
+            self._status_code = endings.status_code(endings.answered_code(exc))
             self._end(endings.or_fallback(endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules,
                                           settings.policy_refusal_code), None, None)
 
@@ -105,6 +107,8 @@ class ServerSamplingRecord:
                     max_length = instruments.settings.attribute_max_length
                     attributes: dict[str, Any] = {names.SAMPLING_ENDING: ending.ending, names.SAMPLING_PATH: self._path}
                     add_result_attributes(attributes, ending, served, stop_reason, max_length)
+                    if self._status_code is not None:
+                        attributes[names.RPC_RESPONSE_STATUS_CODE] = self._status_code
                     if ending.error_type is not None:
                         span.set_status(Status(StatusCode.ERROR))
                     span.set_attributes(attributes)

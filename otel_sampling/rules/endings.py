@@ -113,6 +113,10 @@ INTERNAL_ERROR_CODE = -32603  # JSON-RPC 2.0 Internal error (mcp_types.INTERNAL_
 USER_REJECTED_MESSAGE = "User rejected sampling request"
 #: The mcp SDK's answer when no sampling callback is set (mcp 1.x and 2.x ``_default_sampling_callback``).
 UNSUPPORTED_MESSAGE = "Sampling not supported"
+CONNECTION_CLOSED_CODE = -32000  # mcp_types.CONNECTION_CLOSED
+#: Codes the mcp SDK raises for a failure on its own side (a timeout, a closed connection), in an
+#: ``MCPError`` no answer carried; its own span records no ``rpc.response.status_code`` for them.
+_LOCAL_CODES = frozenset({REQUEST_TIMEOUT_CODE, CONNECTION_CLOSED_CODE})
 
 # An error frame is never a completion, whatever its data.reason says: the requester got an error.
 _FRAME_ENDINGS = frozenset(names.ENDINGS) - {names.ENDING_COMPLETED}
@@ -287,9 +291,9 @@ def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES,
     mcp 2026-07-28 input-required driver) is classified by that exception.
     """
     exc = _single_leaf(exc)
-    error = getattr(exc, "error", None)
-    code = getattr(error, "code", None)
-    if isinstance(code, int):  # mcp.MCPError carries its ErrorData
+    code = frame_code(exc)
+    if code is not None:  # mcp.MCPError carries its ErrorData
+        error = getattr(exc, "error", None)
         return from_error_frame(code, getattr(error, "data", None), getattr(error, "message", None), rules,
                                 refusal_code)
     if _text_is(exc, USER_REJECTED_MESSAGE):  # mcp sends a raising callback's text as the frame's message
@@ -302,6 +306,35 @@ def _text_is(exc: BaseException, text: str) -> bool:
     hostile ``__str__`` or a huge message is never formatted)."""
     args = exc.args
     return len(args) == 1 and isinstance(args[0], str) and len(args[0]) == len(text) and args[0] == text
+
+
+def frame_code(exc: BaseException) -> int | None:
+    """The JSON-RPC code of the error frame ``exc`` carries (``mcp.MCPError`` holds its
+    ``ErrorData``; a group of one exception is read by that exception), else None."""
+    code = getattr(getattr(_single_leaf(exc), "error", None), "code", None)
+    return code if isinstance(code, int) else None
+
+
+def status_code(code: object) -> str | None:
+    """``rpc.response.status_code`` of an answer with error code ``code``: the code as a string,
+    as the MCP semantic conventions and the mcp SDK write it (``"-32602"``); None for no integer."""
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None
+    try:
+        return str(code)
+    except ValueError:  # past Python's int-to-str digit limit (JSON parsers refuse such ints first)
+        return None
+
+
+def answered_code(exc: BaseException) -> int | None:
+    """The code of the error frame the peer answered with, for an exception raised while waiting
+    for the answer: :func:`frame_code`, except for the mcp SDK's own failures (a timeout, a closed
+    connection, ``NoBackChannelError``), which no answer carried."""
+    leaf = _single_leaf(exc)
+    code = frame_code(leaf)
+    if code in _LOCAL_CODES or type(leaf).__name__ == "NoBackChannelError":
+        return None
+    return code
 
 
 def _single_leaf(exc: BaseException) -> BaseException:

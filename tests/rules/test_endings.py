@@ -157,6 +157,28 @@ class TestErrorFrames:
         assert got.resets_at is None or isinstance(got.resets_at, str)
 
 
+class TestStatusCodes:
+    """``rpc.response.status_code`` (MCP semconv: conditionally required when the answer carries
+    an error code): the code as a string, as the mcp SDK's own spans write it."""
+
+    def test_an_integer_code_is_its_string_and_nothing_else_is_a_code(self):
+        assert ("-32602", "0", "4003") == tuple(endings.status_code(c) for c in (-32602, 0, 4003))
+        assert [None] * 4 == [endings.status_code(c) for c in (None, True, "-1", 1.0)]
+
+    @needs_mcp2
+    def test_a_raised_frame_is_the_answer_and_the_sdks_own_failures_are_not(self):
+        """On the server side an ``MCPError`` is the client's answer, unless the SDK raised it
+        itself: REQUEST_TIMEOUT -32001, CONNECTION_CLOSED -32000, ``NoBackChannelError``."""
+        from mcp.shared.exceptions import NoBackChannelError
+
+        assert -1 == endings.answered_code(MCPError(-1, "User rejected sampling request"))
+        assert -32003 == endings.frame_code(ExceptionGroup("g", [MCPError(-32003, "Denied")]))
+        assert None is endings.answered_code(MCPError(-32001, "Request 'sampling/createMessage' timed out"))
+        assert None is endings.answered_code(MCPError(-32000, "Connection closed"))
+        assert None is endings.answered_code(NoBackChannelError("sampling/createMessage"))
+        assert None is endings.frame_code(RuntimeError("x"))
+
+
 class TestResults:
     """``from_result``: a ``CreateMessageResult`` by its ``stopReason`` (an open string in MCP)."""
 
