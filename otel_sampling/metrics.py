@@ -55,6 +55,22 @@ SAMPLING_DURATION: Final = Spec(
     "Time from a sampling request reaching the host to its ending.",
     names.MCP_DURATION_BUCKETS,
 )
+MCP_SERVER_OPERATION_DURATION: Final = Spec(
+    names.METRIC_MCP_SERVER_OPERATION_DURATION,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "MCP request or notification duration as observed on the receiver from the time it was received "
+    "until the result or ack is sent.",
+    names.MCP_DURATION_BUCKETS,
+)
+MCP_CLIENT_OPERATION_DURATION: Final = Spec(
+    names.METRIC_MCP_CLIENT_OPERATION_DURATION,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "The duration of the MCP request or notification as observed on the sender from the time it was "
+    "sent until the response or ack is received.",
+    names.MCP_DURATION_BUCKETS,
+)
 GEN_AI_OPERATION_DURATION: Final = Spec(
     names.METRIC_GEN_AI_OPERATION_DURATION,
     HISTOGRAM,
@@ -250,6 +266,8 @@ class Instruments:
         self.sampling_grants = create(meter, SAMPLING_GRANTS)
         self.sampling_granted_usd = create(meter, SAMPLING_GRANTED_USD)
         self.sampling_server_requests = create(meter, SAMPLING_SERVER_REQUESTS)
+        self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
+        self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
 
 
 class InFlight:

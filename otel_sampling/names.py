@@ -147,6 +147,9 @@ UNKNOWN_LABEL: Final = "_unknown"  # a label value that was not observable
 METRIC_SAMPLING_REQUESTS: Final = "otel_sampling.sampling.requests"
 METRIC_SAMPLING_DURATION: Final = "otel_sampling.sampling.duration"
 METRIC_SAMPLING_IN_FLIGHT: Final = "otel_sampling.sampling.in_flight"
+# MCP semconv (model/mcp/metrics.yaml): the receiver's and the sender's duration of a request
+METRIC_MCP_SERVER_OPERATION_DURATION: Final = "mcp.server.operation.duration"  # the host, for sampling
+METRIC_MCP_CLIENT_OPERATION_DURATION: Final = "mcp.client.operation.duration"  # the MCP server, for sampling
 METRIC_GEN_AI_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_GEN_AI_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"  # GenAI semconv, streams
@@ -155,7 +158,7 @@ UNIT_REQUEST: Final = "{request}"
 UNIT_SECONDS: Final = "s"
 UNIT_TOKEN: Final = "{token}"
 
-# MCP semconv operation-duration buckets (mcp.client.operation.duration), seconds.
+# MCP semconv operation-duration buckets (mcp.client/server.operation.duration), seconds.
 MCP_DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 # GenAI semconv advice for gen_ai.client.operation.duration, seconds.
 GEN_AI_DURATION_BUCKETS: Final = (

@@ -129,6 +129,27 @@ def test_the_configured_policy_refusal_code_is_sent_and_read(mcp_refusal_code_40
     assert (span.attributes[names.SAMPLING_ENDING], span.attributes[names.ERROR_TYPE]) == ("policy.denied", "4003")
 
 
+@pytest.mark.parametrize("mode", PATHS)
+def test_mcp_server_operation_duration_of_a_completed_request(mcp_instrumented, mode):
+    """MCP semconv ``mcp.server.operation.duration`` (model/mcp/metrics.yaml): the receiver's
+    duration, by ``mcp.method.name`` and ``mcp.protocol.version``; no ``error.type`` when it succeeded."""
+    anyio.run(call, mode, callback_returning(result()))
+    span = only_sampling_span(mcp_instrumented)
+    (point,) = mcp_instrumented.points(names.METRIC_MCP_SERVER_OPERATION_DURATION)
+    assert dict(point.attributes) == {names.MCP_METHOD_NAME: "sampling/createMessage",
+                                      names.MCP_PROTOCOL_VERSION: span.attributes[names.MCP_PROTOCOL_VERSION]}
+    assert point.count == 1 and 0 < point.sum < (span.end_time - span.start_time) / 1e9 + 0.5
+    assert tuple(point.explicit_bounds) == names.MCP_DURATION_BUCKETS
+    assert not mcp_instrumented.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)  # the server's, not ours
+
+
+@pytest.mark.parametrize("mode", PATHS)
+def test_mcp_server_operation_duration_of_a_denial_names_its_code(mcp_instrumented, mode):
+    anyio.run(call, mode, callback_returning(types.ErrorData(code=-1, message="User rejected sampling request")))
+    (point,) = mcp_instrumented.points(names.METRIC_MCP_SERVER_OPERATION_DURATION)
+    assert (point.attributes[names.ERROR_TYPE], point.attributes[names.RPC_RESPONSE_STATUS_CODE]) == ("-1", "-1")
+
+
 def test_callback_that_raises_keeps_the_exception_and_records_error(mcp_instrumented):
     raised = RuntimeError("host bug")
 

@@ -105,6 +105,28 @@ def test_legacy_denial_reaches_the_server(both):
     assert server_counts(telemetry) == {("rpc", "user.denied", "_unknown"): 1}
 
 
+@pytest.mark.parametrize("mode", PATHS)
+def test_mcp_client_operation_duration_on_the_server(both, mode):
+    """MCP semconv ``mcp.client.operation.duration``: the sender's duration of its request, by
+    ``mcp.method.name`` and ``mcp.protocol.version``; with ``error.type`` and
+    ``rpc.response.status_code`` for a legacy denial (the client's frame)."""
+    telemetry, _ = both
+    anyio.run(call, build_server(), mode, returning(result()))
+    (span,) = server_spans(telemetry)
+    (point,) = telemetry.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)
+    assert dict(point.attributes) == {names.MCP_METHOD_NAME: "sampling/createMessage",
+                                      names.MCP_PROTOCOL_VERSION: span.attributes[names.MCP_PROTOCOL_VERSION]}
+    assert point.count == 1 and tuple(point.explicit_bounds) == names.MCP_DURATION_BUCKETS
+
+
+def test_mcp_client_operation_duration_of_a_legacy_denial(both):
+    telemetry, _ = both
+    anyio.run(call, build_server(), "legacy", returning(types.ErrorData(code=-1, message="User rejected")))
+    points = telemetry.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)
+    assert [(p.attributes[names.ERROR_TYPE], p.attributes[names.RPC_RESPONSE_STATUS_CODE]) for p in points] == [
+        ("-1", "-1")]
+
+
 def test_the_sdk_timeout_is_no_answer_and_has_no_status_code(both):
     """The mcp SDK's own REQUEST_TIMEOUT (-32001) is raised on the server's side: ``error.type``
     names it, ``rpc.response.status_code`` stays off (no answer carried a code; the SDK's own
@@ -120,6 +142,8 @@ def test_the_sdk_timeout_is_no_answer_and_has_no_status_code(both):
     (span,) = server_spans(telemetry)
     assert (span.attributes[names.SAMPLING_ENDING], span.attributes[names.ERROR_TYPE]) == ("timeout", "-32001")
     assert names.RPC_RESPONSE_STATUS_CODE not in span.attributes
+    (point,) = telemetry.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)
+    assert point.attributes[names.ERROR_TYPE] == "-32001" and names.RPC_RESPONSE_STATUS_CODE not in point.attributes
 
 
 def test_legacy_server_span_parents_the_sdk_send_span(both):
@@ -261,6 +285,9 @@ def test_streamable_http_session_id_and_transport(both, mode):
     (server,) = server_spans(telemetry)
     assert host.attributes[names.NETWORK_TRANSPORT] == "tcp"
     assert host.attributes[names.MCP_SERVER_VERSION] == "1.0.0"
+    # MCP semconv: the receiver's duration carries network.transport ("tcp" for HTTP)
+    (point,) = telemetry.points(names.METRIC_MCP_SERVER_OPERATION_DURATION)
+    assert point.attributes[names.NETWORK_TRANSPORT] == "tcp"
     assert server.attributes[names.SAMPLING_ENDING] == "completed"
     if mode == "legacy":  # the stateful legacy connection has a session id; 2026-07-28 is stateless
         session_id = host.attributes[names.MCP_SESSION_ID]

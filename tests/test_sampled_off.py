@@ -38,7 +38,8 @@ pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
 
 MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
 DURATIONS = {names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
-             names.METRIC_SAMPLING_DURATION, names.METRIC_AGENT_RUN_DURATION}
+             names.METRIC_SAMPLING_DURATION, names.METRIC_AGENT_RUN_DURATION,
+             names.METRIC_MCP_SERVER_OPERATION_DURATION, names.METRIC_MCP_CLIENT_OPERATION_DURATION}
 
 
 def _provider_calls(fp) -> None:

@@ -32,7 +32,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from otel_sampling import names, state
 from otel_sampling.labels import clean, otlp_int
 from otel_sampling.metrics import Instruments, recorded_in
-from otel_sampling.records import identity
+from otel_sampling.records import identity, operation_duration
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
@@ -90,7 +90,7 @@ class SamplingRecord:
         "_failover", "_provider_model", "_canary", "_last_requested", "_served_by",
         "_input_tokens", "_output_tokens", "_cost_usd",
         "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name", "_run", "_policy_names",
-        "_status_code",
+        "_status_code", "_operation",
     )
 
     def __init__(
@@ -138,6 +138,7 @@ class SamplingRecord:
         self._violations: set[str] = set()
         self._tool_name = tool_name
         self._status_code: str | None = None  # rpc.response.status_code: the error frame the host answered with
+        self._operation = operation_duration.start_attributes(protocol_version, transport)
         self._fingerprint = _fingerprint(params, ledger.fingerprint_key) if ledger is not None else None
         self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
         links = [Link(SpanContext(self._earlier.trace_id, self._earlier.span_id, is_remote=False,
@@ -338,6 +339,9 @@ class SamplingRecord:
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             self._record_metrics(ending.ending, judged, mode, served, degradation_reasons)
+            operation_duration.record(self._instruments.mcp_server_duration, time.perf_counter() - self._start,
+                                      self._operation, ending, self._status_code,
+                                      self._instruments.error_type_label, recorded_in(self._span))
         finally:  # the span ends even when a metric call fails
             try:
                 self._end_span(ending, judged, mode, served, reported, stop_reason, cancel_reason, degradation_reasons)

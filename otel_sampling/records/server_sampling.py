@@ -1,4 +1,4 @@
-"""One sampling request as the MCP server that sent it saw it: a CLIENT span and one metric point.
+"""One sampling request as the MCP server that sent it saw it: a CLIENT span and its metric points.
 
 The server side of ``sampling/createMessage`` (MCP semantic conventions: the server reports the
 client span for a request it initiates). Endings are the host's vocabulary as far as the server
@@ -8,6 +8,7 @@ gives up) never tells the server, which only sees that no retry carried the answ
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -15,6 +16,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names
 from otel_sampling.metrics import Instruments, recorded_in
+from otel_sampling.records import operation_duration
 from otel_sampling.records.request_attributes import add_result_attributes, hint_names, start_attributes
 from otel_sampling.rules import endings
 from otel_sampling.rules.values import Ending
@@ -36,7 +38,7 @@ class ServerSamplingRecord:
         parent: the parent context (None: the ambient one).
     """
 
-    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock", "_status_code")
+    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock", "_status_code", "_start", "_operation")
 
     def __init__(self, instruments: Instruments, *, path: str, params: Any, protocol_version: str | None,
                  server_name: str | None, session_id: str | None, tool_name: str | None,
@@ -46,6 +48,8 @@ class ServerSamplingRecord:
         self._ended = False
         self._lock = locks.new()
         self._status_code: str | None = None  # rpc.response.status_code: the client's error frame
+        self._start = time.perf_counter()
+        self._operation = operation_duration.start_attributes(protocol_version)
         self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
         if span.is_recording():
             facts = ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
@@ -96,11 +100,15 @@ class ServerSamplingRecord:
         instruments = self._instruments
         span = self._span
         try:
+            context = recorded_in(span)
             instruments.sampling_server_requests.add(1, {
                 names.SAMPLING_PATH: self._path,
                 names.SAMPLING_ENDING: ending.ending,
                 names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
-            }, context=recorded_in(span))
+            }, context=context)
+            operation_duration.record(instruments.mcp_client_duration, time.perf_counter() - self._start,
+                                      self._operation, ending, self._status_code, instruments.error_type_label,
+                                      context)
         finally:
             try:
                 if span.is_recording():
