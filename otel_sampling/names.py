@@ -178,6 +178,8 @@ NETWORK_TRANSPORT: Final = "network.transport"  # OTel general: "pipe" (stdio) o
 MCP_SERVER_VERSION: Final = "mcp.server.version"  # ours; serverInfo.version
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # GenAI semconv; the tool call that triggered a request
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"  # GenAI semconv evaluation event attribute
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"  # GenAI semconv; an explicit run's name, on its invoke_agent span
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"  # GenAI semconv; given by the host, never invented
 
 # INCLUDE_CONTEXT_VALUES + unreported
 SAMPLING_INCLUDE_CONTEXT_GRANTED: Final = "otel_sampling.sampling.include_context.granted"

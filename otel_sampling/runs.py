@@ -21,21 +21,26 @@ __all__ = ["Run", "RunScope", "add_cost", "current_mode", "current_reasons", "cu
 logger = logging.getLogger(__name__)
 
 
-def run(name: str) -> RunScope:
+def run(name: str, conversation_id: str | None = None) -> RunScope:
     """Scope one task of the agent: ``with run("ticket-triage") as r:`` (or ``async with``).
 
     Args:
         name: the task's name, a non-empty string; the ``agent.run.name`` label (capped like
-            every host-named label: use a task kind, not an id).
+            every host-named label: use a task kind, not an id) and the span's ``gen_ai.agent.name``.
+        conversation_id: the host's own id of the conversation (session, thread) the task belongs
+            to, when it has one: ``gen_ai.conversation.id`` on the span (GenAI semconv:
+            conditionally required when readily available; never invented, so none without it).
+            A span attribute only, never a metric label; cut to
+            ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` characters.
 
     The block starts an INTERNAL span ``invoke_agent {name}`` (GenAI semconv operation
     ``invoke_agent``), current inside it. Leaving it by an exception ends the run ``failed``
     (unless :meth:`Run.set_outcome` was called), else ``completed``; the exception propagates.
 
     Raises:
-        TypeError: ``name`` is not a string.  ValueError: it is empty.
+        TypeError: ``name`` (or a given ``conversation_id``) is not a string.  ValueError: it is empty.
     """
-    return RunScope(name)
+    return RunScope(name, conversation_id)
 
 
 def disclose(message: str, kind: str = "inline") -> None:

@@ -526,3 +526,33 @@ def test_a_priced_provider_call_is_part_of_the_run_cost(priced, fake_provider):
     assert run.cost_usd == pytest.approx(1.0 + CALL_USD)
     assert priced.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {
         ("priced",): pytest.approx(1.0 + CALL_USD)}
+
+
+def test_an_explicit_run_names_its_agent_and_the_hosts_conversation(mcp_instrumented):
+    """GenAI semconv on the ``invoke_agent {gen_ai.agent.name}`` span: ``gen_ai.agent.name`` is the
+    run's name; ``gen_ai.conversation.id`` only when the host gives one (never invented)."""
+    with osm.run("ticket-triage", conversation_id="thread-42"):
+        pass
+    with osm.run("ticket-triage"):
+        pass
+    given, none = mcp_instrumented.spans("invoke_agent ticket-triage")
+    assert given.attributes[names.GEN_AI_AGENT_NAME] == "ticket-triage"
+    assert given.attributes[names.GEN_AI_CONVERSATION_ID] == "thread-42"
+    assert none.attributes[names.GEN_AI_AGENT_NAME] == "ticket-triage"
+    assert names.GEN_AI_CONVERSATION_ID not in none.attributes
+    # a span attribute only: no metric point carries the conversation
+    points = mcp_instrumented.points(names.METRIC_AGENT_RUNS)
+    assert points and all(names.GEN_AI_CONVERSATION_ID not in p.attributes for p in points)
+
+
+@pytest.mark.parametrize(("conversation_id", "error"), [(42, TypeError), ("  ", ValueError)])
+def test_a_conversation_id_that_is_not_a_string_or_empty_is_refused(conversation_id, error):
+    with pytest.raises(error, match="conversation_id"):
+        osm.run("r", conversation_id=conversation_id)
+
+
+def test_a_huge_conversation_id_is_cut_to_the_attribute_length(mcp_instrumented):
+    with osm.run("r", conversation_id="c" * 100_000 + "\u202e"):
+        pass
+    (span,) = mcp_instrumented.spans("invoke_agent r")
+    assert span.attributes[names.GEN_AI_CONVERSATION_ID] == "c" * 256

@@ -48,7 +48,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names, state
-from otel_sampling.labels import finite
+from otel_sampling.labels import clean, finite
 from otel_sampling.metrics import recorded_in
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
@@ -157,13 +157,18 @@ class Run:
 class RunScope:
     """The explicit run scope :func:`run` returns: ``with`` / ``async with`` yields the :class:`Run`."""
 
-    __slots__ = ("_run", "_span", "_start", "_tokens")
+    __slots__ = ("_run", "_span", "_start", "_tokens", "_conversation_id")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, conversation_id: str | None = None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"run name must be a string, got {type(name).__name__}")
         if not name.strip():
             raise ValueError("run name must not be empty")
+        if conversation_id is not None and not isinstance(conversation_id, str):
+            raise TypeError(f"conversation_id must be a string, got {type(conversation_id).__name__}")
+        if conversation_id is not None and not conversation_id.strip():
+            raise ValueError("conversation_id must not be empty (leave it out when there is none)")
+        self._conversation_id = conversation_id
         self._run = Run(name)  # its parent is the run current where it is entered, not where it is built
         self._span: trace.Span | None = None
         self._start = 0.0
@@ -187,8 +192,13 @@ class RunScope:
             label = telemetry.run_name_label.value(run.name)
             span = telemetry.tracer.start_span(f"{names.OPERATION_INVOKE_AGENT} {label}", kind=SpanKind.INTERNAL)
             if span.is_recording():
-                span.set_attributes({names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
-                                     names.AGENT_RUN_NAME: label})
+                attributes = {names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+                              names.GEN_AI_AGENT_NAME: label, names.AGENT_RUN_NAME: label}
+                conversation = self._conversation_id and clean(self._conversation_id,
+                                                               telemetry.settings.attribute_max_length)
+                if conversation:
+                    attributes[names.GEN_AI_CONVERSATION_ID] = conversation
+                span.set_attributes(attributes)
             self._span = span
             _own_trace(run, span.get_span_context())
             otel_token = otel_context.attach(trace.set_span_in_context(span))
