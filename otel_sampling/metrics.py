@@ -318,15 +318,19 @@ class ApiInstruments:
             (:func:`otel_sampling.state.degradation_counts`), read by the two gauges.
         tracer_provider: defaults to the global tracer provider.
         meter_provider: defaults to the global meter provider.
+        logger_provider: for the evaluation events; defaults to the global logger provider.
     """
 
     def __init__(self, settings: Settings, degradation_counts: Callable[[], tuple[Counts, Counts]],
                  tracer_provider: trace.TracerProvider | None = None,
-                 meter_provider: metrics.MeterProvider | None = None) -> None:
+                 meter_provider: metrics.MeterProvider | None = None,
+                 logger_provider: LoggerProvider | None = None) -> None:
         self._degradation_counts = degradation_counts
         self.settings = settings
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
+        self.logger_provider = logger_provider
+        self.event_logger = get_logger(names.SCOPE_NAME, __version__, logger_provider, schema_url=names.SCHEMA_URL)
         self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
         meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider, schema_url=names.SCHEMA_URL)
         limit = settings.label_value_limit

@@ -178,6 +178,11 @@ NETWORK_TRANSPORT: Final = "network.transport"  # OTel general: "pipe" (stdio) o
 MCP_SERVER_VERSION: Final = "mcp.server.version"  # ours; serverInfo.version
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # GenAI semconv; the tool call that triggered a request
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"  # GenAI semconv evaluation event attribute
+# The GenAI semconv evaluation event (a log record) and its attributes, beside our score histogram.
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"  # only with content capture on events
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"  # GenAI semconv; an explicit run's name, on its invoke_agent span
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"  # GenAI semconv; given by the host, never invented
 

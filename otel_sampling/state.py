@@ -66,6 +66,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import metrics, trace
+from opentelemetry._logs import LoggerProvider
 
 from otel_sampling import locks
 from otel_sampling.metrics import SAMPLING_IN_FLIGHT, ApiInstruments, InFlight, create
@@ -184,15 +185,18 @@ _api: ApiInstruments | None = None
 
 
 def bind_api(settings: Settings, tracer_provider: trace.TracerProvider | None = None,
-             meter_provider: metrics.MeterProvider | None = None) -> ApiInstruments:
+             meter_provider: metrics.MeterProvider | None = None,
+             logger_provider: LoggerProvider | None = None) -> ApiInstruments:
     """Make the public API record through these providers (every ``instrument()`` calls it).
     Binding again to the same providers keeps the existing set, so the observable gauges are
     registered once per meter provider."""
     global _api
     with _api_lock:
         bound = _api
-        if bound is None or bound.tracer_provider is not tracer_provider or bound.meter_provider is not meter_provider:
-            _api = bound = ApiInstruments(settings, degradation_counts, tracer_provider, meter_provider)
+        if bound is None or bound.tracer_provider is not tracer_provider or bound.meter_provider is not meter_provider \
+                or bound.logger_provider is not logger_provider:
+            _api = bound = ApiInstruments(settings, degradation_counts, tracer_provider, meter_provider,
+                                          logger_provider)
         return bound
 
 

@@ -17,6 +17,7 @@ import anthropic
 import pytest
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 import otel_sampling as osm
@@ -239,6 +240,59 @@ def test_evaluations_take_the_mode_of_the_state(mcp_instrumented):
     points = {p.attributes[names.DEGRADATION_MODE]: p for p in mcp_instrumented.points(names.METRIC_EVALUATION_SCORE)}
     assert {m: (p.count, round(p.sum, 6)) for m, p in points.items()} == {"primary": (2, 1.7), "degraded": (3, 1.8)}
     assert points["primary"].attributes[names.GEN_AI_EVALUATION_NAME] == "triage-suite"
+
+
+class _Events(LogRecordProcessor):
+    def __init__(self) -> None:
+        self.records: list = []
+
+    def on_emit(self, log_record) -> None:
+        self.records.append(log_record.log_record)
+
+    def shutdown(self) -> None: ...
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+@pytest.fixture
+def evaluation_events(telemetry, monkeypatch):
+    """The MCP instrumentor with a logger provider of its own; ``(telemetry, records, set_capture)``."""
+    events = _Events()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(events)
+    instrumentor = MCPSamplingInstrumentor()
+    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider,
+                            logger_provider=logger_provider)
+    yield telemetry, events.records, lambda mode: monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, mode)
+    instrumentor.uninstrument()
+
+
+def test_an_evaluation_is_also_the_semconv_evaluation_result_event(evaluation_events):
+    """GenAI semconv ``gen_ai.evaluation.result``: ``gen_ai.evaluation.name``, ``.score.value``,
+    ``.score.label``, ``gen_ai.response.id``, emitted in the current span; the explanation only with
+    content capture on events (it may quote what was scored)."""
+    telemetry, records, set_capture = evaluation_events
+    with osm.run("ticket-triage"):
+        osm.record_evaluation("triage-suite", 0.75, label="pass", explanation="cites the ticket",
+                              response_id="msg_01")
+    set_capture("EVENT_ONLY")
+    osm.record_evaluation("triage-suite", 0.25, explanation="misses the ticket")
+    quiet, captured = records
+    assert quiet.event_name == captured.event_name == "gen_ai.evaluation.result"
+    assert dict(quiet.attributes) == {
+        "gen_ai.evaluation.name": "triage-suite", "gen_ai.evaluation.score.value": 0.75,
+        "gen_ai.evaluation.score.label": "pass", "gen_ai.response.id": "msg_01", "degradation.mode": "primary"}
+    (run_span,) = telemetry.spans("invoke_agent ticket-triage")
+    assert quiet.span_id == run_span.context.span_id  # the span current where the host scored
+    assert captured.attributes["gen_ai.evaluation.explanation"] == "misses the ticket"
+    assert telemetry.counts(names.METRIC_EVALUATION_SCORE, names.GEN_AI_EVALUATION_NAME) == {("triage-suite",): 2}
+
+
+@pytest.mark.parametrize("kwargs", [{"label": 1}, {"explanation": b"x"}, {"response_id": 7}])
+def test_evaluation_event_fields_must_be_strings(kwargs):
+    with pytest.raises(TypeError, match=r"evaluation (label|explanation|response_id) must be a string"):
+        osm.record_evaluation("s", 0.5, **kwargs)
 
 
 # The message names the argument and what was wrong (the standard: bad input gets a clear error),

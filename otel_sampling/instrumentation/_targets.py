@@ -271,7 +271,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         if hasattr(state, "start"):
             state.start()
         self._watch_host_targets(state)
-        _install_degradation_state(self, settings, tracer_provider, meter_provider)
+        _install_degradation_state(self, settings, tracer_provider, meter_provider, kwargs.get("logger_provider"))
 
     def _uninstrument(self, **kwargs: Any) -> None:
         unwrap_targets(self._table()[0])
@@ -296,11 +296,12 @@ def _report_conflict(instrumentor: str, conflict: DependencyConflict, warns: boo
                         instrumentor, conflict.found, conflict.required)
 
 
-def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider: Any, meter_provider: Any) -> None:
+def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider: Any, meter_provider: Any,
+                               logger_provider: Any = None) -> None:
     """Every instrumentor binds the public API's telemetry and installs the degradation span
     processor (once per tracer provider): whichever of them a host loads, degraded mode is stamped."""
     try:
-        otel_state.bind_api(settings, tracer_provider, meter_provider)
+        otel_state.bind_api(settings, tracer_provider, meter_provider, logger_provider)
         span_processor.install(tracer_provider if tracer_provider is not None else trace.get_tracer_provider())
         instrumentor._otel_sampling_processor = True
     except Exception:
