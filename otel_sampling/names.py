@@ -7,13 +7,20 @@ Attribute names, metric names, units, histogram bucket boundaries and the closed
 Sources, per name:
 
 * ``gen_ai.*``: OpenTelemetry GenAI semantic conventions (semantic-conventions-genai; values as in
-  opentelemetry-semantic-conventions 0.66b2 ``gen_ai_attributes``).
+  opentelemetry-semantic-conventions 0.66b2 ``gen_ai_attributes``, except the cache-write count
+  and token type, renamed to ``cache_write`` by semantic-conventions-genai #440 since).
+* ``mcp.server.operation.duration``, ``mcp.client.operation.duration``, ``rpc.response.status_code``:
+  the MCP semantic conventions (``model/mcp/metrics.yaml``, ``model/mcp/common.yaml``).
 * ``mcp.method.name``, ``mcp.protocol.version``, ``jsonrpc.request.id``: the
   OpenTelemetry MCP semantic conventions (``docs/gen-ai/mcp.md``).
 * ``error.type``, ``server.address``, ``server.port``: OpenTelemetry general conventions.
-* ``otel_sampling.sampling.*``, ``mcp.server.name``, ``degradation.*``: ours; the semantic conventions have
-  no attribute for model hints, includeContext, denial endings or degraded mode. Changing any of
-  them is a breaking change (``CHANGELOG.md``).
+* ``otel_sampling.*``: ours, in the project namespace (the instrumentation scope), never in a
+  namespace the conventions own; the conventions have no name for model hints, includeContext,
+  denial endings, substitutions, costs or evaluation scores. ``mcp.server.name`` /
+  ``mcp.server.version`` and ``gen_ai.usage.cost.*`` follow open upstream proposals (#437, #443);
+  ``degradation.*``, ``agent.*``, ``cache.*`` are ours, outside every OpenTelemetry namespace.
+  ``docs/telemetry.md`` ("Names: the conventions' and ours") gives each name's reason. Changing
+  any of them is a breaking change (``CHANGELOG.md``).
 """
 
 from __future__ import annotations

@@ -39,3 +39,21 @@ def test_provider_spans_use_the_current_genai_names_with_and_without_opt_in(
     assert "gen_ai.system" not in span.attributes
     (point,) = list(anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION))
     assert point.attributes[names.GEN_AI_PROVIDER_NAME] == "anthropic" and "gen_ai.system" not in point.attributes
+
+
+def test_the_conventions_names_we_emit_are_the_semconv_packages():
+    """Names the conventions define, as opentelemetry-semantic-conventions spells them (its
+    incubating modules; the MCP duration metrics' unit is its ``s``)."""
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+    from opentelemetry.semconv._incubating.attributes import rpc_attributes as rpc
+    from opentelemetry.semconv._incubating.metrics import mcp_metrics
+
+    assert names.METRIC_MCP_SERVER_OPERATION_DURATION == mcp_metrics.MCP_SERVER_OPERATION_DURATION
+    assert names.METRIC_MCP_CLIENT_OPERATION_DURATION == mcp_metrics.MCP_CLIENT_OPERATION_DURATION
+    assert names.RPC_RESPONSE_STATUS_CODE == rpc.RPC_RESPONSE_STATUS_CODE
+    assert (names.GEN_AI_AGENT_NAME, names.GEN_AI_CONVERSATION_ID) == (gen_ai.GEN_AI_AGENT_NAME,
+                                                                       gen_ai.GEN_AI_CONVERSATION_ID)
+    assert (names.GEN_AI_EVALUATION_SCORE_VALUE, names.GEN_AI_EVALUATION_SCORE_LABEL,
+            names.GEN_AI_EVALUATION_EXPLANATION) == (gen_ai.GEN_AI_EVALUATION_SCORE_VALUE,
+                                                     gen_ai.GEN_AI_EVALUATION_SCORE_LABEL,
+                                                     gen_ai.GEN_AI_EVALUATION_EXPLANATION)

@@ -85,13 +85,13 @@ class _Number:
 
 # What each expression keeps besides ``by``, and how its recording rule is named.
 NUMBERS: dict[str, _Number] = {
-    "degraded_run_seconds": _Number((), "agent_run_duration_seconds_degraded", "increase"),
-    "degraded_run_share": _Number((), "agent_runs_degraded", "ratio"),
-    "quality_delta": _Number((EVALUATION,), "otel_sampling_evaluation_score", "primary_minus_degraded"),
-    "completion_rate_by_mode": _Number((MODE,), "agent_runs_completed", "ratio"),
+    "degraded_run_seconds": _Number((), RUN_DURATION_SUM.removesuffix("_sum") + "_degraded", "increase"),
+    "degraded_run_share": _Number((), RUNS.removesuffix("_total") + "_degraded", "ratio"),
+    "quality_delta": _Number((EVALUATION,), SCORE_SUM.removesuffix("_sum"), "primary_minus_degraded"),
+    "completion_rate_by_mode": _Number((MODE,), RUNS.removesuffix("_total") + "_completed", "ratio"),
     "silent_incidents": _Number((), INCIDENTS.removesuffix("_total"), "increase"),
     "cost_per_completed_task_by_mode": _Number((MODE,), RUN_COST.removesuffix("_total"), "per_completed_run"),
-    "prompt_cache_read_share_by_mode": _Number((MODE,), "gen_ai_client_token_usage_cache_read", "ratio"),
+    "prompt_cache_read_share_by_mode": _Number((MODE,), TOKENS_SUM.removesuffix("_sum") + "_cache_read", "ratio"),
     "runs": _Number((MODE, OUTCOME), RUNS.removesuffix("_total"), "increase"),
 }
 # Label names as they appear in a rule's level (Prometheus rule naming joins the labels with "_").

@@ -15,6 +15,7 @@ from otel_sampling import names
 from otel_sampling.mixin import five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
+from otel_sampling.mixin.prometheus_names import label_name
 from otel_sampling.mixin.promql import counted, matchers
 
 PREFIX = "OtelSampling"
@@ -30,7 +31,8 @@ class Recorded:
         w = config.window
         self.requests_by_server = f"job_server:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
         self.requests = f"job:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
-        self.degraded_ratio = f"job:otel_sampling_sampling_degraded:ratio{w}"
+        sampling = label_name(names.METRIC_SAMPLING_REQUESTS.removesuffix(".requests"))  # the metrics' family
+        self.degraded_ratio = f"job:{sampling}_degraded:ratio{w}"
         number = {key: five_numbers.record_name(key, w, BY_JOB) for key in five_numbers.NUMBERS}
         self.degraded_run_seconds = number["degraded_run_seconds"]
         self.runs = number["runs"]
