@@ -89,6 +89,8 @@ def host_env(provider_url: str, port: int, policy: Path) -> dict[str, str]:
         "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
         "OTEL_EXPORTER_PROMETHEUS_PORT": str(port),
         names.ENV_POLICY: str(policy),
+        # Hosts that tell their users about degraded answers: their silent incidents page.
+        names.ENV_DISCLOSURE_TRACKED: "true",
         "ANTHROPIC_BASE_URL": provider_url,
     })
     return env
