@@ -113,8 +113,8 @@ SCENARIOS = (
              lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("failover",), "completed")),
     Scenario("refusal", "the primary model refuses (anthropic stop_reason refusal, openai content_filter)",
              SAMPLING_MODEL, "refusal",
-             # A refusal's run outcome has no defined rule yet: recorded, not asserted.
-             lambda f: Expected("refused", f.primary, "none", "primary", (), None)),
+             # A model was asked and declined: the task was attempted and not done (rules/run_outcome.py).
+             lambda f: Expected("refused", f.primary, "none", "primary", (), "failed")),
     Scenario("all_failing", "every provider call fails (529/503 on every try, on every model)",
              SAMPLING_MODEL, "status={status}",
              lambda f: Expected("model.unavailable", None, "none", "primary", (), "failed")),
