@@ -194,6 +194,42 @@ CASES = [
     ("ten grants, at the threshold", "GrantsHigh",
      [(f"mcp_sampling_grants_total{{{J}, {S}}}", "0+1x10 10x100")], "60m", []),
 ]
+# Drills (docs/api.md "Drills"): the window is the drill's named degradation, reason "drill".
+DRILL = f'degradation_active{{{J}, degradation_component="nightly", degradation_reason="drill"}}'
+DRILL_NO_ALERT = ("Drill 'nightly' on job j failed its target model within the last 2h and none of the degraded-mode "
+                  "alerts (DegradedShareHigh, DegradedTooLong, DegradationExpired, DegradationFlapping) fired: a real "
+                  "outage like it would go unnoticed.")
+DRILL_CASES = [
+    ("a 10-minute drill nobody was alerted to", "DrillWithoutAlert",
+     [(DRILL, "1x10 0x20"), (req('degradation_mode="degraded", mcp_sampling_ending="completed"'), "0+1x30")], "20m",
+     [({"job": "j", "degradation_component": "nightly"}, DRILL_NO_ALERT)]),
+    # DegradationFlapping (a warning) really fires during the drill: its ALERTS series is what is read
+    ("a drill during which a degraded-mode alert fired", "DrillWithoutAlert",
+     [(DRILL, "1x10 0x20"),
+      (f'degradation_transitions_total{{{J}, degradation_component="nightly", degradation_direction="enter"}}',
+       "_x2 4x28")], "20m", []),
+    ("a drill still running", "DrillWithoutAlert", [(DRILL, "1x30")], "20m", []),
+    ("a drill whose fallback fails: 1 of 3 requests completed", "DrillFallbackFailed",
+     [(DRILL, "1x30"), (req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+1x30"),
+      (req('degradation_mode="primary", mcp_sampling_ending="provider_error"'), "0+2x30")], "15m",
+     [({"job": "j"}, "During a drill on job j, over the last 30m either fewer than 90% of the sampling requests "
+                     "completed or none completed in degraded mode: the fallback does not work.")]),
+    ("a drill whose fallback serves every request", "DrillFallbackFailed",
+     [(DRILL, "1x30"), (req('degradation_mode="degraded", mcp_sampling_ending="completed"'), "0+1x30"),
+      (req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+3x30")], "15m", []),
+    ("the same failing requests without a drill", "DrillFallbackFailed",
+     [(DRILL, "0x30"), (req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+1x30"),
+      (req('degradation_mode="primary", mcp_sampling_ending="provider_error"'), "0+2x30")], "15m", []),
+    ("still degraded 20 minutes after the drill", "DrillRecoveryMissing",
+     [(DRILL, "1x10 0x40"), (req('degradation_mode="degraded", mcp_sampling_ending="completed"'), "0+1x50")], "30m",
+     [({"job": "j"}, "A drill on job j is over, yet sampling requests are still served in degraded mode (over the "
+                     "last 5m, for 10m): the exit from degraded mode does not happen.")]),
+    ("back to primary 2 minutes after the drill", "DrillRecoveryMissing",
+     [(DRILL, "1x10 0x40"), (req('degradation_mode="degraded", mcp_sampling_ending="completed"'), "0+1x12 13x38"),
+      (req('degradation_mode="primary", mcp_sampling_ending="completed"'), "0+1x50")], "30m", []),
+]
+CASES += DRILL_CASES
+
 
 
 def runs(mode: str, outcome: str) -> str:

@@ -193,6 +193,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                "The fallback path carried no traffic for a day.",
                f"Job {{{{ $labels.job }}}} served sampling requests over the last {dw} but none completed in degraded "
                f"mode and none was a canary request: the fallback is untested."),
+        *_drill_alerts(config),
         _alert(c, "GrantsHigh",
                f"round(sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)})) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
@@ -202,6 +203,68 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"{dw} (threshold {c.grants_per_day_threshold})."),
     ]
     return alerts
+
+
+#: The degraded-mode alerts that reach someone (severity warning or critical): a drill during
+#: which none of them fired was not noticed (DegradedModeEntered is info, routed nowhere, and
+#: fires on the drill's own degradation).
+DEGRADED_MODE_ALERTS = ("DegradedShareHigh", "DegradedTooLong", "DegradationExpired", "DegradationFlapping")
+
+
+def degraded_mode_alerts_firing(window: str, selector: str) -> str:
+    """Per job, how many of ``DEGRADED_MODE_ALERTS`` were firing at some point in ``window``
+    (Prometheus's own ``ALERTS`` series, which carries the rule selector's job but no scope)."""
+    names_ = "|".join(PREFIX + name for name in DEGRADED_MODE_ALERTS)
+    extra = f", {selector}" if selector else ""
+    return (f'count by ({m.JOB}) (max_over_time(ALERTS{{alertstate="firing", alertname=~"{names_}"{extra}}}'
+            f"[{window}]))")
+
+
+def _drill_alerts(config: MixinConfig) -> list[Rule]:
+    """What a drill proves (docs/runbook.md "Running a drill"): the drill window is the drill's
+    named degradation, ``degradation_active{degradation_reason="drill"}`` by drill name (component)."""
+    c, r, dw, sel = config, Recorded(config), config.drill_window, config.selector
+    by_drill = f"{m.JOB}, {m.COMPONENT}"
+    drill = m.DEGRADATION_ACTIVE + sel(matchers(**{m.REASON: names.REASON_DRILL}))
+    name = f"{{{{ $labels.{m.COMPONENT} }}}}"
+    # A drill that ran within the window and is over now (one series per job and drill name).
+    ended = (f"max by ({by_drill}) (max_over_time({drill}[{dw}])) > 0\n"
+             f"unless on ({by_drill}) max by ({by_drill}) ({drill}) > 0")
+    running = f"max by ({m.JOB}) ({drill}) > 0"
+    completed = f"sum by ({m.JOB}) ({r.requests_by_server}{{{matchers(**{m.ENDING: names.ENDING_COMPLETED})}}})"
+    degraded_done = (f"sum by ({m.JOB}) ({r.requests_by_server}"
+                     f"{{{matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED})}}})")
+    degraded_now = m.SAMPLING_REQUESTS + sel(matchers(**{m.MODE: names.MODE_DEGRADED}))
+    return [
+        _alert(c, "DrillWithoutAlert",
+               f"{ended}\n"
+               f"unless on ({m.JOB}) {degraded_mode_alerts_firing(dw, c.rule_selector)} > 0",
+               "0m", "warning",
+               "A drill ran and no degraded-mode alert fired.",
+               f"Drill '{name}' on job {{{{ $labels.job }}}} failed its target model within the last {dw} and "
+               f"none of the degraded-mode alerts ({', '.join(DEGRADED_MODE_ALERTS)}) fired: "
+               f"a real outage like it would go unnoticed."),
+        _alert(c, "DrillFallbackFailed",
+               f"(\n"
+               f"  ({completed} or {r.requests} * 0) / ({r.requests} > 0) < {c.drill_completion_threshold}\n"
+               f"  or ({r.requests} > 0 unless on ({m.JOB}) {degraded_done} > 0)\n"
+               f")\n"
+               f"and on ({m.JOB}) {running}",
+               c.drill_fallback_for, "critical",
+               "During a drill the fallback did not serve.",
+               f"During a drill on job {{{{ $labels.job }}}}, over the last {c.window} either fewer than "
+               f"{c.drill_completion_threshold:.0%} of the sampling requests completed or none completed in "
+               f"degraded mode: the fallback does not work."),
+        _alert(c, "DrillRecoveryMissing",
+               f"max by ({m.JOB}) (max_over_time({drill}[{dw}])) > 0\n"
+               f"unless on ({m.JOB}) {running}\n"
+               f"and on ({m.JOB}) sum by ({m.JOB}) ({counted(degraded_now, c.drill_recovery_window)}) > 0",
+               c.drill_recovery_for, "warning",
+               "After a drill the primary did not return.",
+               f"A drill on job {{{{ $labels.job }}}} is over, yet sampling requests are still served in degraded "
+               f"mode (over the last {c.drill_recovery_window}, for {c.drill_recovery_for}): the exit from degraded "
+               f"mode does not happen."),
+    ]
 
 
 def rule_groups(config: MixinConfig) -> dict[str, Any]:
