@@ -230,6 +230,28 @@ DRILL_CASES = [
 ]
 CASES += DRILL_CASES
 
+# Degraded exposure nobody was alerted to: 20% degraded at 5 requests a minute is silent until
+# DegradedShareHigh (for 30m) fires; its ALERTS series ends the exposure.
+SILENT_TO_OPERATORS = ("Job j has been exposed to degraded mode (degraded share above 10% or a named degradation "
+                       "active) for 15m while none of the degraded-mode alerts (DegradedShareHigh, DegradedTooLong, "
+                       "DegradationExpired, DegradationFlapping) was firing.")
+SHARE_20 = [(req('degradation_mode="degraded"'), "0+1x120"), (req('degradation_mode="primary"'), "0+4x120")]
+CASES += [
+    ("20% degraded for 20 minutes, before DegradedShareHigh fires", "SilentToOperators", SHARE_20, "20m",
+     [({"job": "j"}, SILENT_TO_OPERATORS)]),
+    ("the same exposure once DegradedShareHigh fires", "SilentToOperators", SHARE_20, "50m", []),
+    ("a named degradation active for 20 minutes with no warning alert", "SilentToOperators",
+     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x30")], "20m",
+     [({"job": "j"}, SILENT_TO_OPERATORS)]),
+    ("a 5% degraded share", "SilentToOperators",
+     [(req('degradation_mode="degraded"'), "0+1x60"), (req('degradation_mode="primary"'), "0+19x60")], "40m", []),
+    ("a drill's own degradation is not exposure", "SilentToOperators", [(DRILL, "1x30")], "20m", []),
+]
+# Incidents begun in the day window: a named degradation active 10 minutes, off 10, on 10, off.
+SILENT_INCIDENTS_SERIES = [
+    (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}',
+     "1x10 0x10 1x10 0x10")]
+
 
 
 def runs(mode: str, outcome: str) -> str:
@@ -334,6 +356,15 @@ def promtool_tests(step: str) -> dict:
                               "exp_samples": [] if value is None else [
                                   {"labels": promql_labels(series, labels), "value": value}]}
                              for series, labels, value in FIVE_NUMBERS_EXPECTED],
+    })
+    tests.append({
+        "name": "silent exposure incidents, recorded",
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in SILENT_INCIDENTS_SERIES],
+        "promql_expr_test": [
+            {"expr": "job:otel_sampling_silent_exposure:incidents1d", "eval_time": time,
+             "exp_samples": [{"labels": 'job:otel_sampling_silent_exposure:incidents1d{job="j"}', "value": value}]}
+            for time, value in (("5m", 1), ("15m", 1), ("25m", 2), ("40m", 2))],
     })
     return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
 

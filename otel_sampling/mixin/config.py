@@ -73,6 +73,8 @@ class MixinConfig:
     drill_fallback_for: str = _option("5m", "for of DrillFallbackFailed")
     drill_recovery_window: str = _option(
         "5m", "window after a drill in which requests still served degraded count (DrillRecoveryMissing)")
+    silent_exposure_for: str = _option(
+        "15m", "for of SilentToOperators: how long degraded exposure may go on with no degraded-mode alert firing")
     drill_recovery_for: str = _option("10m", "for of DrillRecoveryMissing: the hysteresis the primary gets to return")
     runbook_url: str = _option(RUNBOOK_URL, "base of every alert's runbook_url and of the dashboards' Runbook link "
                                "(an alert's anchor: its name in lower case)")

@@ -40,6 +40,8 @@ class Recorded:
         self.silent_incidents = number["silent_incidents"]
         self.cost_per_completed_run = number["cost_per_completed_task_by_mode"]
         self.prompt_cache_read_share = number["prompt_cache_read_share_by_mode"]
+        self.silent_exposure = "job:otel_sampling_silent_exposure:active"
+        self.silent_exposure_incidents = f"job:otel_sampling_silent_exposure:incidents{config.day_window}"
 
 
 def recording_rules(config: MixinConfig) -> list[Rule]:
@@ -56,7 +58,29 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
          "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
                  f"/ ({r.requests} > 0)"},
         *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector, scope=config.scope_selector),
+        *_silent_exposure_rules(config),
     ]
+
+
+def _silent_exposure_rules(config: MixinConfig) -> list[Rule]:
+    """Degradation nobody was alerted to, seen from the operator's side (docs/runbook.md
+    "OtelSamplingSilentToOperators"): per job, 1 while it is exposed to degraded mode (the degraded
+    share above ``degraded_share_threshold`` with at least ``min_requests`` requests, or a named
+    degradation other than a drill active) and none of ``DEGRADED_MODE_ALERTS`` is firing, else 0;
+    and how many such incidents began in ``day_window`` (one going on as the window opens counts)."""
+    r, c = Recorded(config), config
+    named = m.DEGRADATION_ACTIVE + c.selector(f'{m.REASON}!="{names.REASON_DRILL}"')
+    exposed = (f"count by ({m.JOB}) (\n"
+               f"  {r.degraded_ratio} > {c.degraded_share_threshold}"
+               f" and on ({m.JOB}) {r.requests} >= {c.min_requests}\n"
+               f"  or max by ({m.JOB}) ({named}) > 0\n"
+               f")")
+    silent = (f"{exposed}\nunless on ({m.JOB}) {degraded_mode_alerts_firing('1m', c.rule_selector)} > 0\n"
+              f"or on ({m.JOB}) ({r.requests} * 0 or max by ({m.JOB}) ({named}) * 0)")
+    # Rising edges of a 0/1 series in the window: (changes + value now) / 2, rounded up.
+    incidents = f"ceil((changes({r.silent_exposure}[{c.day_window}]) + {r.silent_exposure}) / 2)"
+    return [{"record": r.silent_exposure, "expr": silent},
+            {"record": r.silent_exposure_incidents, "expr": incidents}]
 
 
 def _alert(config: MixinConfig, name: str, expr: str, for_: str, severity: str, summary: str,
@@ -194,6 +218,13 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"Job {{{{ $labels.job }}}} served sampling requests over the last {dw} but none completed in degraded "
                f"mode and none was a canary request: the fallback is untested."),
         *_drill_alerts(config),
+        _alert(c, "SilentToOperators",
+               f"{r.silent_exposure} > 0",
+               c.silent_exposure_for, "warning",
+               "The job is degraded and no degraded-mode alert fires.",
+               f"Job {{{{ $labels.job }}}} has been exposed to degraded mode (degraded share above "
+               f"{c.degraded_share_threshold:.0%} or a named degradation active) for {c.silent_exposure_for} "
+               f"while none of the degraded-mode alerts ({', '.join(DEGRADED_MODE_ALERTS)}) was firing."),
         _alert(c, "GrantsHigh",
                f"round(sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)})) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
