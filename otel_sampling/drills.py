@@ -113,10 +113,12 @@ class Drill:
             now = registry.clock()
             self.ends_at = now + dt.timedelta(seconds=self.duration)
             self.degradation = Degradation(self.name, names.REASON_DRILL, self.owner, self.ends_at)
+            first = not registry.running
             registry.running = (*registry.running, self)
         self.degradation.enter()
         _install_sigterm_handler()
-        state.watchdog.register(_sweep)
+        if first:  # one sweep while any drill runs: the last one to end unregisters it
+            state.watchdog.register(_sweep)
         return self
 
     def stop(self) -> None:

@@ -365,3 +365,13 @@ def test_at_most_max_drills_run_at_once(clock: Clock):
     with pytest.raises(RuntimeError, match="drills are running already"):
         osm.drill("one-more", target_model="m", duration=60).start()
     assert all(d.running for d in started)
+
+
+def test_the_watchdog_sweeps_only_while_a_drill_runs(clock: Clock):
+    first = osm.drill("a", target_model="m", duration=60).start()
+    second = osm.drill("b", target_model="m", duration=60).start()
+    assert state.watchdog._sweeps.count(drills._sweep) == 1
+    first.stop()
+    assert state.watchdog._sweeps.count(drills._sweep) == 1
+    second.stop()
+    assert drills._sweep not in state.watchdog._sweeps
