@@ -159,7 +159,7 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
 PROMQL_WORDS = {
     "sum", "max", "min", "avg", "count", "by", "without", "on", "ignoring", "group_left", "group_right",
     "and", "or", "unless", "offset", "bool", "rate", "irate", "increase", "histogram_quantile",
-    "avg_over_time", "max_over_time", "sum_over_time", "vector", "label_values", "inf", "round", "ceil", "changes",
+    "avg_over_time", "max_over_time", "sum_over_time", "vector", "label_values", "inf", "round",
     "ALERTS", "alertname", "alertstate",  # Prometheus's own alert series
 }
 

@@ -247,10 +247,13 @@ CASES += [
      [(req('degradation_mode="degraded"'), "0+1x60"), (req('degradation_mode="primary"'), "0+19x60")], "40m", []),
     ("a drill's own degradation is not exposure", "SilentToOperators", [(DRILL, "1x30")], "20m", []),
 ]
-# Incidents begun in the day window: a named degradation active 10 minutes, off 10, on 10, off.
-SILENT_INCIDENTS_SERIES = [
-    (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}',
-     "1x10 0x10 1x10 0x10")]
+# Degraded exposure, 1 or 0 per job: a named degradation active 10 minutes, then exited (its
+# gauge reads 0); a drill's own degradation is no exposure.
+EXPOSURE_SERIES = [
+    (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x10 0x20"),
+    (DRILL, "1x30"),
+]
+EXPOSURE_EXPECTED = [("5m", 1), ("20m", 0)]
 
 
 
@@ -358,13 +361,13 @@ def promtool_tests(step: str) -> dict:
                              for series, labels, value in FIVE_NUMBERS_EXPECTED],
     })
     tests.append({
-        "name": "silent exposure incidents, recorded",
+        "name": "degraded exposure, recorded",
         "interval": "1m",
-        "input_series": [{"series": s, "values": v} for s, v in SILENT_INCIDENTS_SERIES],
+        "input_series": [{"series": s, "values": v} for s, v in EXPOSURE_SERIES],
         "promql_expr_test": [
-            {"expr": "job:otel_sampling_silent_exposure:incidents1d", "eval_time": time,
-             "exp_samples": [{"labels": 'job:otel_sampling_silent_exposure:incidents1d{job="j"}', "value": value}]}
-            for time, value in (("5m", 1), ("15m", 1), ("25m", 2), ("40m", 2))],
+            {"expr": "job:otel_sampling_degraded_exposure:active", "eval_time": time,
+             "exp_samples": [{"labels": 'job:otel_sampling_degraded_exposure:active{job="j"}', "value": value}]}
+            for time, value in EXPOSURE_EXPECTED],
     })
     return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
 

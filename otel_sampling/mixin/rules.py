@@ -40,8 +40,7 @@ class Recorded:
         self.silent_incidents = number["silent_incidents"]
         self.cost_per_completed_run = number["cost_per_completed_task_by_mode"]
         self.prompt_cache_read_share = number["prompt_cache_read_share_by_mode"]
-        self.silent_exposure = "job:otel_sampling_silent_exposure:active"
-        self.silent_exposure_incidents = f"job:otel_sampling_silent_exposure:incidents{config.day_window}"
+        self.degraded_exposure = "job:otel_sampling_degraded_exposure:active"
 
 
 def recording_rules(config: MixinConfig) -> list[Rule]:
@@ -58,29 +57,23 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
          "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
                  f"/ ({r.requests} > 0)"},
         *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector, scope=config.scope_selector),
-        *_silent_exposure_rules(config),
+        degraded_exposure_rule(config),
     ]
 
 
-def _silent_exposure_rules(config: MixinConfig) -> list[Rule]:
-    """Degradation nobody was alerted to, seen from the operator's side (docs/runbook.md
-    "OtelSamplingSilentToOperators"): per job, 1 while it is exposed to degraded mode (the degraded
-    share above ``degraded_share_threshold`` with at least ``min_requests`` requests, or a named
-    degradation other than a drill active) and none of ``DEGRADED_MODE_ALERTS`` is firing, else 0;
-    and how many such incidents began in ``day_window`` (one going on as the window opens counts)."""
+def degraded_exposure_rule(config: MixinConfig) -> Rule:
+    """Per job, 1 while it is exposed to degraded mode, else 0: the degraded share above
+    ``degraded_share_threshold`` with at least ``min_requests`` requests in the window, or a named
+    degradation other than a drill active (a drill is exercised on purpose: DrillWithoutAlert)."""
     r, c = Recorded(config), config
     named = m.DEGRADATION_ACTIVE + c.selector(f'{m.REASON}!="{names.REASON_DRILL}"')
-    exposed = (f"count by ({m.JOB}) (\n"
-               f"  {r.degraded_ratio} > {c.degraded_share_threshold}"
-               f" and on ({m.JOB}) {r.requests} >= {c.min_requests}\n"
-               f"  or max by ({m.JOB}) ({named}) > 0\n"
-               f")")
-    silent = (f"{exposed}\nunless on ({m.JOB}) {degraded_mode_alerts_firing('1m', c.rule_selector)} > 0\n"
-              f"or on ({m.JOB}) ({r.requests} * 0 or max by ({m.JOB}) ({named}) * 0)")
-    # Rising edges of a 0/1 series in the window: (changes + value now) / 2, rounded up.
-    incidents = f"ceil((changes({r.silent_exposure}[{c.day_window}]) + {r.silent_exposure}) / 2)"
-    return [{"record": r.silent_exposure, "expr": silent},
-            {"record": r.silent_exposure_incidents, "expr": incidents}]
+    return {"record": r.degraded_exposure,
+            "expr": (f"count by ({m.JOB}) (\n"
+                     f"  {r.degraded_ratio} > {c.degraded_share_threshold}"
+                     f" and on ({m.JOB}) {r.requests} >= {c.min_requests}\n"
+                     f"  or max by ({m.JOB}) ({named}) > 0\n"
+                     f")\n"
+                     f"or on ({m.JOB}) ({r.requests} * 0 or max by ({m.JOB}) ({named}) * 0)")}
 
 
 def _alert(config: MixinConfig, name: str, expr: str, for_: str, severity: str, summary: str,
@@ -219,7 +212,8 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                f"mode and none was a canary request: the fallback is untested."),
         *_drill_alerts(config),
         _alert(c, "SilentToOperators",
-               f"{r.silent_exposure} > 0",
+               f"{r.degraded_exposure} > 0\n"
+               f"unless on ({m.JOB}) {degraded_mode_alerts_firing('1m', c.rule_selector)} > 0",
                c.silent_exposure_for, "warning",
                "The job is degraded and no degraded-mode alert fires.",
                f"Job {{{{ $labels.job }}}} has been exposed to degraded mode (degraded share above "
@@ -298,9 +292,19 @@ def _drill_alerts(config: MixinConfig) -> list[Rule]:
     ]
 
 
+#: The alerts that read other alerts' ``ALERTS`` series: evaluated in a group of their own, after
+#: the alerts they read (a ruler that replays one group after the other, vmalert ``-replay``,
+#: has the ``ALERTS`` of the earlier groups by then; Prometheus reads the previous evaluation's).
+#: No recording rule reads ``ALERTS``: recording groups come first in a mixin (prometheusRules).
+READS_ALERTS = (f"{PREFIX}DrillWithoutAlert", f"{PREFIX}SilentToOperators")
+
+
 def rule_groups(config: MixinConfig) -> dict[str, Any]:
     """The ``groups:`` document of ``alerts/otel-sampling.yaml`` (a Prometheus rule file)."""
+    alerts = alerting_rules(config)
     return {"groups": [
         {"name": "otel-sampling.rules", "rules": recording_rules(config)},
-        {"name": "otel-sampling.alerts", "rules": alerting_rules(config)},
+        {"name": "otel-sampling.alerts", "rules": [a for a in alerts if a["alert"] not in READS_ALERTS]},
+        {"name": "otel-sampling.alerts-on-alerts",
+         "rules": [a for a in alerts if a["alert"] in READS_ALERTS]},
     ]}
