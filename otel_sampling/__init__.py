@@ -15,6 +15,7 @@ through the ``opentelemetry_instrumentor`` entry points ``otel_sampling_mcp`` (t
 
 For what no wrapper can see, a small API (``docs/api.md``): runs and disclosure
 (:mod:`otel_sampling.runs`), named degradations and canary traffic (:mod:`otel_sampling.degradation`),
+drills that fail one model's calls on purpose (:mod:`otel_sampling.drills`),
 evaluations, cache provenance, and inside a sampling callback :func:`grant_context` (the
 ``includeContext`` scope the host granted), :func:`sampling_error` (a well-formed denial
 ``ErrorData``) and :func:`record_grant` (USD added to a server's budget,
@@ -35,6 +36,7 @@ package is laid out: ``docs/architecture.md``.
 
 from otel_sampling import provenance
 from otel_sampling.degradation import Degradation, canary, degraded
+from otel_sampling.drills import Drill, drill
 from otel_sampling.evaluation import record_evaluation
 from otel_sampling.runs import Run, disclose, run
 from otel_sampling.sampling_api import grant_context, record_grant, sampling_error
@@ -44,6 +46,7 @@ __all__ = [
     "__version__",
     "run",
     "degraded",
+    "drill",
     "disclose",
     "canary",
     "record_evaluation",
@@ -53,4 +56,5 @@ __all__ = [
     "record_grant",
     "Run",
     "Degradation",
+    "Drill",
 ]

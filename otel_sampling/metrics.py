@@ -172,6 +172,12 @@ CACHE_LOOKUPS: Final = Spec(
     names.UNIT_LOOKUP,
     "Answer-cache lookups the host reported, by result and the provenance of the entry.",
 )
+DRILLS: Final = Spec(
+    names.METRIC_DRILLS,
+    COUNTER,
+    names.UNIT_DRILL,
+    "Drills that ended, by drill name and outcome.",
+)
 DEGRADATION_ACTIVE: Final = Spec(
     names.METRIC_DEGRADATION_ACTIVE,
     GAUGE,
@@ -350,6 +356,8 @@ class ApiInstruments:
         self.run_duration = create(meter, AGENT_RUN_DURATION)
         self.evaluation_score = create(meter, EVALUATION_SCORE)
         self.cache_lookups = create(meter, CACHE_LOOKUPS)
+        self.drills = create(meter, DRILLS)
+        self.drill_name_label = BoundedLabel(limit)
 
     def _observe(self, expired: bool) -> Iterable[Observation]:
 

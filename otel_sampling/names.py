@@ -232,13 +232,26 @@ REASON_PROVIDER_FALLBACK: Final = "provider_fallback"  # the provider served ano
 REASON_FAILOVER: Final = "failover"  # an error on one model, then a success on another
 REASON_SUBSTITUTION: Final = "substitution"  # served by a model outside policy
 REASON_CANARY: Final = "canary"  # deliberate traffic through the fallback
+REASON_DRILL: Final = "drill"  # a drill is failing a model's calls on purpose
 DEGRADATION_REASONS: Final = (
     REASON_FALLBACK,
     REASON_PROVIDER_FALLBACK,
     REASON_FAILOVER,
     REASON_SUBSTITUTION,
     REASON_CANARY,
+    REASON_DRILL,
 )
+# Drills (otel_sampling.drill, [[drills]] in the policy file): our own namespace.
+DRILL_NAME: Final = "otel_sampling.drill.name"  # span attribute (list: every drill running) and metric label
+DRILL_OUTCOME: Final = "otel_sampling.drill.outcome"  # DRILL_OUTCOMES
+DRILL_OUTCOME_COMPLETED: Final = "completed"  # ran its whole window
+DRILL_OUTCOME_STOPPED: Final = "stopped"  # stop() or the end of its with-block, before the window ran out
+DRILL_OUTCOME_ABORTED: Final = "aborted"  # ended by uninstrument() or SIGTERM
+DRILL_OUTCOMES: Final = (DRILL_OUTCOME_COMPLETED, DRILL_OUTCOME_STOPPED, DRILL_OUTCOME_ABORTED)
+DRILL_FAILURE_OVERLOADED: Final = "overloaded"  # anthropic 529 OverloadedError, openai 503 InternalServerError
+DRILL_FAILURE_RATE_LIMITED: Final = "rate_limited"  # 429 RateLimitError
+DRILL_FAILURE_TIMEOUT: Final = "timeout"  # APITimeoutError
+DRILL_FAILURES: Final = (DRILL_FAILURE_OVERLOADED, DRILL_FAILURE_RATE_LIMITED, DRILL_FAILURE_TIMEOUT)
 
 AGENT_RUN_NAME: Final = "agent.run.name"
 AGENT_RUN_OUTCOME: Final = "agent.run.outcome"  # OUTCOMES, or a value the host sets
@@ -288,6 +301,7 @@ METRIC_AGENT_RUN_COST: Final = "agent.run.cost.usd"
 METRIC_AGENT_RUN_DURATION: Final = "agent.run.duration"
 METRIC_EVALUATION_SCORE: Final = "otel_sampling.evaluation.score"
 METRIC_CACHE_LOOKUPS: Final = "otel_sampling.cache.lookups"
+METRIC_DRILLS: Final = "otel_sampling.drills"
 
 UNIT_USD: Final = "{USD}"  # an annotation: the Prometheus exporter adds no unit suffix
 UNIT_ONE: Final = "1"
@@ -297,6 +311,7 @@ UNIT_RUN: Final = "{run}"
 UNIT_INCIDENT: Final = "{incident}"
 UNIT_LOOKUP: Final = "{lookup}"
 UNIT_TRANSITION: Final = "{transition}"
+UNIT_DRILL: Final = "{drill}"
 
 # ---------------------------------------------------------------- runs, disclosure, evaluation, cache provenance
 # Names these features add beyond the contract above. ``invoke_agent`` is the GenAI semconv

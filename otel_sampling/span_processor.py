@@ -8,7 +8,8 @@ and does nothing). It sees spans from every instrumentation on that provider, no
 * ``on_start``: while a named degradation is active (or inside ``otel_sampling.canary()``), the
   span gets ``degradation.mode=degraded`` and ``degradation.reason`` (a reason the span was
   started with, then every active reason), and, per active named degradation in entry order,
-  ``degradation.component``, ``degradation.owner`` and ``degradation.expires_at``. With nothing
+  ``degradation.component``, ``degradation.owner`` and ``degradation.expires_at``; while a drill
+  runs, ``otel_sampling.drill.name`` (every running drill's name). With nothing
   active it adds nothing and removes nothing.
 * Runs: ``on_start`` attributes the span to a run (an agent span that no run owns starts one,
   :mod:`otel_sampling.records.run`), ``on_end`` folds its mode and substitution into the run and
@@ -70,6 +71,9 @@ def _stamp(span: Span, reasons: tuple[str, ...]) -> None:
         attributes[names.DEGRADATION_COMPONENT] = [d.component for d in active]
         attributes[names.DEGRADATION_OWNER] = [d.owner for d in active]
         attributes[names.DEGRADATION_EXPIRES_AT] = [instants.iso(d.expires_at) for d in active]
+    drilling = state.drills.running
+    if drilling:  # each drill is one of the active degradations too (at most state.MAX_DRILLS)
+        attributes[names.DRILL_NAME] = list(dict.fromkeys(d.name for d in drilling))
     span.set_attributes(attributes)
 
 

@@ -7,6 +7,8 @@ What the whole process shares is here:
 * the named degradations active now, and every ``(component, reason)`` pair entered so far (the
   gauges report 0 for those that exited): :func:`activate`, :func:`deactivate`,
   :func:`active_degradations`, :func:`active_reasons`, :func:`degradation_counts`;
+* the drills running now, the scheduled windows already started and the clock they read
+  (:data:`drills`, written by :mod:`otel_sampling.drills`);
 * the context variables: the sampling request whose callback runs here (:data:`current_request`),
   the explicit run (:data:`current_run`), the canary flag (:data:`canary`);
 * the open runs and the traces and spans they own (:data:`runs`, read and written by
@@ -46,6 +48,7 @@ with ``os.register_at_fork``, runs in the child before ``fork()`` returns there,
 3. the watchdog thread is started again when it has sweeps (the parent's is not running in the
    child).
 
+A running drill is not inherited: :data:`drills` forgets it (and its named degradation).
 What outlives a request stays as the parent left it: the degradations, the open runs, the bound
 instruments, request identities, failover memory and whether ``disclose()`` was called (the child
 runs the same host code). A child that goes on running the parent's
@@ -156,6 +159,47 @@ def degradation_counts(now: dt.datetime | None = None) -> tuple[dict[tuple[str, 
         if degradation.expired(now):
             expired[key] = expired.get(key, 0) + 1
     return active, expired
+
+
+# ---------------------------------------------------------------------- drills
+#: Drills running at once (each one is a named degradation too, so a leak must stay small).
+MAX_DRILLS = 16
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class DrillRegistry:
+    """The drills running now (:mod:`otel_sampling.drills`), the scheduled windows already
+    started (a window runs its drill once, also when stopped early), and the clock drills read.
+
+    ``running`` is replaced whole under :attr:`lock`: the provider wrappers read it without one
+    on every call. After ``fork()`` the child forgets both (:meth:`forget`): a drill is an
+    exercise of the process that started it, watched for its window; a prefork worker does not
+    carry its master's drill, and a ``[[drills]]`` schedule starts its window again in the
+    child (the schedule is configuration every process reads).
+    """
+
+    __slots__ = ("lock", "running", "started_windows", "clock", "__weakref__")
+
+    def __init__(self) -> None:
+        self.lock = locks.new()
+        self.running: tuple[Any, ...] = ()
+        self.started_windows: dict[tuple[str, dt.datetime], None] = {}
+        #: ``() -> aware datetime``: when now is for every drill (tests inject their own).
+        self.clock: Callable[[], dt.datetime] = _utc_now
+
+    def forget(self) -> None:
+        """In a forked child: no drill is running, no window started (nothing is counted)."""
+        global _active
+        running, self.running = self.running, ()
+        self.started_windows.clear()
+        degradations = {id(drill.degradation) for drill in running}
+        _active = tuple(d for d in _active if id(d) not in degradations)
+
+
+drills = DrillRegistry()
 
 
 # ---------------------------------------------------------------------- runs
@@ -412,6 +456,8 @@ def _after_fork_in_child() -> None:
         except Exception:
             logger.debug("otel-sampling: could not reset %r in a forked child", step, exc_info=True)
 
+
+forget_after_fork(drills)
 
 if hasattr(os, "register_at_fork"):  # POSIX; where there is no fork() there is nothing to do
     os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -122,7 +122,7 @@ def test_the_jsonnet_mixin_composes_like_a_mixin():
     snippet = ("local mixin = {prometheusAlerts+:: {groups+: [{name: 'other', rules: []}]}} "
                "+ import 'mixin.libsonnet'; [g.name for g in mixin.prometheusAlerts.groups]")
     assert json.loads(_jsonnet.evaluate_snippet("test", snippet, jpathdir=[str(ROOT)])) == [
-        "other", "otel-sampling.alerts"]
+        "other", "otel-sampling.alerts", "otel-sampling.alerts-on-alerts"]
 
 
 def test_jsonnetfile_is_a_jsonnet_bundler_manifest():

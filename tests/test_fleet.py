@@ -225,6 +225,9 @@ def expected_recorded(fleet: SimpleNamespace) -> dict[str, tuple[tuple[str, ...]
         r.cost_per_completed_run: (mode, ratio(fleet_sum(fleet, five_numbers.RUN_COST, mode), completed)),
         r.prompt_cache_read_share: (mode, ratio(tokens(names.TOKEN_TYPE_CACHE_READ), tokens(names.TOKEN_TYPE_INPUT))),
         r.runs: (outcome, fleet_sum(fleet, five_numbers.RUNS, outcome)),
+        # exposed: the fleet's degraded share (1/3 of 30 requests) is above the threshold, and
+        # `search` is active on two instances: one series for the job, 1
+        r.degraded_exposure: ((), {(): 1.0}),
     }
 
 

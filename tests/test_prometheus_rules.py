@@ -201,6 +201,70 @@ CASES = [
     ("ten grants, at the threshold", "GrantsHigh",
      [(f"otel_sampling_sampling_grants_total{{{J}, {S}}}", "0+1x10 10x100")], "60m", []),
 ]
+# Drills (docs/api.md "Drills"): the window is the drill's named degradation, reason "drill".
+DRILL = f'degradation_active{{{J}, degradation_component="nightly", degradation_reason="drill"}}'
+DRILL_NO_ALERT = ("Drill 'nightly' on job j failed its target model within the last 2h and none of the degraded-mode "
+                  "alerts (DegradedShareHigh, DegradedTooLong, DegradationExpired, DegradationFlapping) fired: a real "
+                  "outage like it would go unnoticed.")
+DRILL_CASES = [
+    ("a 10-minute drill nobody was alerted to", "DrillWithoutAlert",
+     [(DRILL, "1x10 0x20"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30")],
+     "20m",
+     [({"job": "j", "degradation_component": "nightly"}, DRILL_NO_ALERT)]),
+    # DegradationFlapping (a warning) really fires during the drill: its ALERTS series is what is read
+    ("a drill during which a degraded-mode alert fired", "DrillWithoutAlert",
+     [(DRILL, "1x10 0x20"),
+      (f'degradation_transitions_total{{{J}, degradation_component="nightly", degradation_direction="enter"}}',
+       "_x2 4x28")], "20m", []),
+    ("a drill still running", "DrillWithoutAlert", [(DRILL, "1x30")], "20m", []),
+    ("a drill whose fallback fails: 1 of 3 requests completed", "DrillFallbackFailed",
+     [(DRILL, "1x30"), (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+      (req('degradation_mode="primary", otel_sampling_sampling_ending="provider_error"'), "0+2x30")], "15m",
+     [({"job": "j"}, "During a drill on job j, over the last 30m either fewer than 90% of the sampling requests "
+                     "completed or none completed in degraded mode: the fallback does not work.")]),
+    ("a drill whose fallback serves every request", "DrillFallbackFailed",
+     [(DRILL, "1x30"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+      (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+3x30")], "15m", []),
+    ("the same failing requests without a drill", "DrillFallbackFailed",
+     [(DRILL, "0x30"), (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+      (req('degradation_mode="primary", otel_sampling_sampling_ending="provider_error"'), "0+2x30")], "15m", []),
+    ("still degraded 20 minutes after the drill", "DrillRecoveryMissing",
+     [(DRILL, "1x10 0x40"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x50")],
+     "30m",
+     [({"job": "j"}, "A drill on job j is over, yet sampling requests are still served in degraded mode (over the "
+                     "last 5m, for 10m): the exit from degraded mode does not happen.")]),
+    ("back to primary 2 minutes after the drill", "DrillRecoveryMissing",
+     [(DRILL, "1x10 0x40"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'),
+                             "0+1x12 13x38"),
+      (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x50")], "30m", []),
+]
+CASES += DRILL_CASES
+
+# Degraded exposure nobody was alerted to: 20% degraded at 5 requests a minute is silent until
+# DegradedShareHigh (for 30m) fires; its ALERTS series ends the exposure.
+SILENT_TO_OPERATORS = ("Job j has been exposed to degraded mode (degraded share above 10% or a named degradation "
+                       "active) for 15m while none of the degraded-mode alerts (DegradedShareHigh, DegradedTooLong, "
+                       "DegradationExpired, DegradationFlapping) was firing.")
+SHARE_20 = [(req('degradation_mode="degraded"'), "0+1x120"), (req('degradation_mode="primary"'), "0+4x120")]
+CASES += [
+    ("20% degraded for 20 minutes, before DegradedShareHigh fires", "SilentToOperators", SHARE_20, "20m",
+     [({"job": "j"}, SILENT_TO_OPERATORS)]),
+    ("the same exposure once DegradedShareHigh fires", "SilentToOperators", SHARE_20, "50m", []),
+    ("a named degradation active for 20 minutes with no warning alert", "SilentToOperators",
+     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x30")], "20m",
+     [({"job": "j"}, SILENT_TO_OPERATORS)]),
+    ("a 5% degraded share", "SilentToOperators",
+     [(req('degradation_mode="degraded"'), "0+1x60"), (req('degradation_mode="primary"'), "0+19x60")], "40m", []),
+    ("a drill's own degradation is not exposure", "SilentToOperators", [(DRILL, "1x30")], "20m", []),
+]
+# Degraded exposure, 1 or 0 per job: a named degradation active 10 minutes, then exited (its
+# gauge reads 0); a drill's own degradation is no exposure.
+EXPOSURE_SERIES = [
+    (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x10 0x20"),
+    (DRILL, "1x30"),
+]
+EXPOSURE_EXPECTED = [("5m", 1), ("20m", 0)]
+
 
 
 def runs(mode: str, outcome: str) -> str:
@@ -305,6 +369,15 @@ def promtool_tests(step: str) -> dict:
                               "exp_samples": [] if value is None else [
                                   {"labels": promql_labels(series, labels), "value": value}]}
                              for series, labels, value in FIVE_NUMBERS_EXPECTED],
+    })
+    tests.append({
+        "name": "degraded exposure, recorded",
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in EXPOSURE_SERIES],
+        "promql_expr_test": [
+            {"expr": "job:otel_sampling_degraded_exposure:active", "eval_time": time,
+             "exp_samples": [{"labels": 'job:otel_sampling_degraded_exposure:active{job="j"}', "value": value}]}
+            for time, value in EXPOSURE_EXPECTED],
     })
     return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
 

@@ -38,13 +38,15 @@ import operator
 import os
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from opentelemetry import propagate
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_sampling import drills, names
 from otel_sampling import state as _state
 from otel_sampling.content import Content, capture_mode
+from otel_sampling.drills import Drill
 from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
@@ -94,6 +96,8 @@ class ProviderState:
         inject_trace_context: the SDK sends no trace context of its own (openai), so the request
             carries the global propagator's headers for our span (unless
             ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` is ``true``: ``propagates``, set per ``instrument()``).
+        drill_answers: a drill's failure (``names.DRILL_FAILURES`` but ``timeout``) -> the HTTP
+            status and error type the provider answers it with (its body: :meth:`error_body`).
 
     Overridable: :meth:`request_of` (what a wrapped call asked for; None: not a call we trace),
     :meth:`input_content` (content capture of the request), :meth:`server_of`, :meth:`decode_raw`,
@@ -115,6 +119,7 @@ class ProviderState:
     raw_response_type: str = "_response.BaseAPIResponse"
     extra_raw_response_types: tuple[str, ...] = ()
     inject_trace_context: bool = False
+    drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {}
 
     def __init__(self, instruments: Instruments) -> None:
         import httpx2  # both SDKs' HTTP library; raw httpx2 errors can escape mid-stream
@@ -140,6 +145,31 @@ class ProviderState:
         self.served_model_headers = instruments.settings.served_model_headers
         # Raw responses whose body is not read yet -> their call (ended at parse or collection).
         self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
+        self.drill_schedules = instruments.settings.policy.drills
+        self._sdk = sdk
+        self._httpx = httpx2
+
+    def drill_error(self, client: Any, options: Any, drill: Drill) -> BaseException:
+        """The exception the SDK raises for ``drill.failure``, built as the SDK builds it: for a
+        timeout its ``APITimeoutError(request=...)``; else an HTTP answer with the status and
+        error body of ``drill_answers`` (its message names the drill; :meth:`error_body`) turned
+        into an exception by the client's own
+        ``_make_status_error_from_response``, so the class is the one a real
+        answer gets (anthropic 529: ``OverloadedError``). The request is built, never sent."""
+        url = client._prepare_url(options.url)
+        request = self._httpx.Request(str(getattr(options, "method", "post")).upper(), url)
+        if drill.failure == names.DRILL_FAILURE_TIMEOUT:
+            timeout: BaseException = self._sdk.APITimeoutError(request=request)
+            return timeout
+        status, error_type = self.drill_answers[drill.failure]
+        body = self.error_body(error_type, f"otel-sampling drill {drill.name!r}: {drill.failure}")
+        response = self._httpx.Response(status, request=request, json=body)
+        error: BaseException = client._make_status_error_from_response(response)
+        return error
+
+    def error_body(self, error_type: str, message: str) -> dict[str, Any]:
+        """The provider's JSON error body for an error of ``error_type`` (a drill's answer)."""
+        return {"error": {"type": error_type, "message": message}}
 
     def error_type(self, exc: BaseException) -> str:
         """``error.type`` of an exception raised by this SDK (:func:`~otel_sampling.rules.endings.error_type_of`)."""
@@ -286,6 +316,27 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     return call
 
 
+def _drill_error(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 call: ProviderCall) -> BaseException | None:
+    """The exception a running drill fails this call with (None: no drill targets its model)."""
+    drill = drills.failure_for(call.request_model)
+    if drill is None:
+        return None
+    options, _ = request_options(args, kwargs)
+    return state.drill_error(instance, options, drill)
+
+
+def _drilled(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+             call: ProviderCall) -> BaseException | None:
+    """Follow the policy's drill schedule, then the exception a drill fails this call with, if any:
+    nothing to do (two attribute reads) without a schedule or a running drill."""
+    if state.drill_schedules:
+        guarded("follow the drill schedule", drills.follow_schedule, state.drill_schedules)
+    if not _state.drills.running:
+        return None
+    return guarded("fail a provider call for a drill", _drill_error, state, instance, args, kwargs, call)
+
+
 def _classify(state: ProviderState, call: ProviderCall, exc: BaseException) -> Failure:
     call.deactivate()
     return state.failure(exc)
@@ -374,6 +425,10 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
         call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
+        drilled = _drilled(state, instance, args, kwargs, call)
+        if drilled is not None:  # the SDK's own exception, raised before any request is sent
+            guarded("end a failed provider call", _fail, state, call, drilled)
+            raise drilled
         if state.propagates:
             args, kwargs = guarded("add the trace context to a provider request", _with_trace_context, args, kwargs,
                                    fallback=(args, kwargs))
@@ -396,6 +451,10 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
         call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
+        drilled = _drilled(state, instance, args, kwargs, call)
+        if drilled is not None:  # the SDK's own exception, raised before any request is sent
+            guarded("end a failed provider call", _fail, state, call, drilled)
+            raise drilled
         if state.propagates:
             args, kwargs = guarded("add the trace context to a provider request", _with_trace_context, args, kwargs,
                                    fallback=(args, kwargs))

@@ -33,9 +33,10 @@ from opentelemetry.instrumentation.dependencies import DependencyConflict, get_d
 # mypy does not resolve this class in the installed module (it reports no attribute); it is public there (__all__).
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from otel_sampling import span_processor
+from otel_sampling import drills, span_processor
 from otel_sampling import state as otel_state
 from otel_sampling.instrumentation import _stdio_trap
+from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.metrics import Instruments
 from otel_sampling.settings import settings_for_instrument
 
@@ -274,6 +275,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         _install_degradation_state(self, settings, tracer_provider, meter_provider, kwargs.get("logger_provider"))
 
     def _uninstrument(self, **kwargs: Any) -> None:
+        guarded("end the running drills", drills.stop_all)  # a drill never outlives its instrumentation
         unwrap_targets(self._table()[0])
         unwrap_targets(_loaded(target for group in self._host_targets() for target in group.targets))
         state, self._state = getattr(self, "_state", None), None

@@ -33,8 +33,9 @@ there the request names a platform model id, which is not compared with the serv
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
+from otel_sampling import names
 from otel_sampling.content import Content, text_part
 from otel_sampling.instrumentation._provider import (
     ProviderState,
@@ -239,6 +240,15 @@ class _State(ProviderState):
     output_of = staticmethod(output_of)
     response_type = "types.Message"
     extra_response_types = ("types.beta.BetaMessage",)
+    # Anthropic's errors page: 529 overloaded_error, 429 rate_limit_error.
+    drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {
+        names.DRILL_FAILURE_OVERLOADED: (529, "overloaded_error"),
+        names.DRILL_FAILURE_RATE_LIMITED: (429, "rate_limit_error"),
+    }
+
+    def error_body(self, error_type: str, message: str) -> dict[str, Any]:
+        """Anthropic's error shape: ``{"type": "error", "error": {"type", "message"}}``."""
+        return {"type": "error", "error": {"type": error_type, "message": message}}
 
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(cast_to, options, *, stream=False, stream_cls=None)``: a Messages call or None."""

@@ -36,8 +36,8 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from otel_sampling import names
 from otel_sampling.content import Content
@@ -186,6 +186,15 @@ class _State(ProviderState):
     extra_response_types = ("types.responses.Response",)
     raw_response_type = "_response.BaseAPIResponse"  # with_streaming_response
     extra_raw_response_types = ("_legacy_response.LegacyAPIResponse",)  # with_raw_response
+    # OpenAI's error codes page: 503 "overloaded or not ready yet", 429 rate limit reached.
+    drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {
+        names.DRILL_FAILURE_OVERLOADED: (503, "server_error"),
+        names.DRILL_FAILURE_RATE_LIMITED: (429, "rate_limit_exceeded"),
+    }
+
+    def error_body(self, error_type: str, message: str) -> dict[str, Any]:
+        """OpenAI's error shape: ``{"error": {"message", "type", "param", "code"}}``."""
+        return {"error": {"message": message, "type": error_type, "param": None, "code": error_type}}
     inject_trace_context = True  # the SDK sends no traceparent of its own
 
     def __init__(self, instruments: Instruments) -> None:

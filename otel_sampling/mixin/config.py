@@ -66,6 +66,16 @@ class MixinConfig:
     flapping_transitions: int = _option(4, "entries into one degradation in flapping_window that count as flapping")
     grants_per_day_threshold: int = _option(10, "consent grants per server per day_window above which GrantsHigh fires")
     fallback_untested_for: str = _option("1h", "for of FallbackUntested")
+    drill_window: str = _option("2h", "how far back a drill window (degradation_active{degradation_reason=\"drill\"}) "
+                                "and the alerts during it are looked at (DrillWithoutAlert, DrillRecoveryMissing)")
+    drill_completion_threshold: float = _option(
+        0.9, "share of sampling requests completed during a drill below which DrillFallbackFailed fires")
+    drill_fallback_for: str = _option("5m", "for of DrillFallbackFailed")
+    drill_recovery_window: str = _option(
+        "5m", "window after a drill in which requests still served degraded count (DrillRecoveryMissing)")
+    silent_exposure_for: str = _option(
+        "15m", "for of SilentToOperators: how long degraded exposure may go on with no degraded-mode alert firing")
+    drill_recovery_for: str = _option("10m", "for of DrillRecoveryMissing: the hysteresis the primary gets to return")
     runbook_url: str = _option(RUNBOOK_URL, "base of every alert's runbook_url and of the dashboards' Runbook link "
                                "(an alert's anchor: its name in lower case)")
     dashboard_refresh: str = _option("1m", "dashboard auto-refresh")

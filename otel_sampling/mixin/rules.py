@@ -42,6 +42,7 @@ class Recorded:
         self.silent_incidents = number["silent_incidents"]
         self.cost_per_completed_run = number["cost_per_completed_task_by_mode"]
         self.prompt_cache_read_share = number["prompt_cache_read_share_by_mode"]
+        self.degraded_exposure = "job:otel_sampling_degraded_exposure:active"
 
 
 def recording_rules(config: MixinConfig) -> list[Rule]:
@@ -58,7 +59,23 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
          "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
                  f"/ ({r.requests} > 0)"},
         *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector, scope=config.scope_selector),
+        degraded_exposure_rule(config),
     ]
+
+
+def degraded_exposure_rule(config: MixinConfig) -> Rule:
+    """Per job, 1 while it is exposed to degraded mode, else 0: the degraded share above
+    ``degraded_share_threshold`` with at least ``min_requests`` requests in the window, or a named
+    degradation other than a drill active (a drill is exercised on purpose: DrillWithoutAlert)."""
+    r, c = Recorded(config), config
+    named = m.DEGRADATION_ACTIVE + c.selector(f'{m.REASON}!="{names.REASON_DRILL}"')
+    return {"record": r.degraded_exposure,
+            "expr": (f"count by ({m.JOB}) (\n"
+                     f"  {r.degraded_ratio} > {c.degraded_share_threshold}"
+                     f" and on ({m.JOB}) {r.requests} >= {c.min_requests}\n"
+                     f"  or max by ({m.JOB}) ({named}) > 0\n"
+                     f")\n"
+                     f"or on ({m.JOB}) ({r.requests} * 0 or max by ({m.JOB}) ({named}) * 0)")}
 
 
 def _alert(config: MixinConfig, name: str, expr: str, for_: str, severity: str, summary: str,
@@ -195,6 +212,15 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
                "The fallback path carried no traffic for a day.",
                f"Job {{{{ $labels.job }}}} served sampling requests over the last {dw} but none completed in degraded "
                f"mode and none was a canary request: the fallback is untested."),
+        *_drill_alerts(config),
+        _alert(c, "SilentToOperators",
+               f"{r.degraded_exposure} > 0\n"
+               f"unless on ({m.JOB}) {degraded_mode_alerts_firing('1m', c.rule_selector)} > 0",
+               c.silent_exposure_for, "warning",
+               "The job is degraded and no degraded-mode alert fires.",
+               f"Job {{{{ $labels.job }}}} has been exposed to degraded mode (degraded share above "
+               f"{c.degraded_share_threshold:.0%} or a named degradation active) for {c.silent_exposure_for} "
+               f"while none of the degraded-mode alerts ({', '.join(DEGRADED_MODE_ALERTS)}) was firing."),
         _alert(c, "GrantsHigh",
                f"round(sum by ({by_server}) ({counted(m.SAMPLING_GRANTS + sel(), dw)})) > {c.grants_per_day_threshold}",
                c.event_for, "warning",
@@ -206,9 +232,81 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
     return alerts
 
 
+#: The degraded-mode alerts that reach someone (severity warning or critical): a drill during
+#: which none of them fired was not noticed (DegradedModeEntered is info, routed nowhere, and
+#: fires on the drill's own degradation).
+DEGRADED_MODE_ALERTS = ("DegradedShareHigh", "DegradedTooLong", "DegradationExpired", "DegradationFlapping")
+
+
+def degraded_mode_alerts_firing(window: str, selector: str) -> str:
+    """Per job, how many of ``DEGRADED_MODE_ALERTS`` were firing at some point in ``window``
+    (Prometheus's own ``ALERTS`` series, which carries the rule selector's job but no scope)."""
+    names_ = "|".join(PREFIX + name for name in DEGRADED_MODE_ALERTS)
+    extra = f", {selector}" if selector else ""
+    return (f'count by ({m.JOB}) (max_over_time(ALERTS{{alertstate="firing", alertname=~"{names_}"{extra}}}'
+            f"[{window}]))")
+
+
+def _drill_alerts(config: MixinConfig) -> list[Rule]:
+    """What a drill proves (docs/runbook.md "Running a drill"): the drill window is the drill's
+    named degradation, ``degradation_active{degradation_reason="drill"}`` by drill name (component)."""
+    c, r, dw, sel = config, Recorded(config), config.drill_window, config.selector
+    by_drill = f"{m.JOB}, {m.COMPONENT}"
+    drill = m.DEGRADATION_ACTIVE + sel(matchers(**{m.REASON: names.REASON_DRILL}))
+    name = f"{{{{ $labels.{m.COMPONENT} }}}}"
+    # A drill that ran within the window and is over now (one series per job and drill name).
+    ended = (f"max by ({by_drill}) (max_over_time({drill}[{dw}])) > 0\n"
+             f"unless on ({by_drill}) max by ({by_drill}) ({drill}) > 0")
+    running = f"max by ({m.JOB}) ({drill}) > 0"
+    completed = f"sum by ({m.JOB}) ({r.requests_by_server}{{{matchers(**{m.ENDING: names.ENDING_COMPLETED})}}})"
+    degraded_done = (f"sum by ({m.JOB}) ({r.requests_by_server}"
+                     f"{{{matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED})}}})")
+    degraded_now = m.SAMPLING_REQUESTS + sel(matchers(**{m.MODE: names.MODE_DEGRADED}))
+    return [
+        _alert(c, "DrillWithoutAlert",
+               f"{ended}\n"
+               f"unless on ({m.JOB}) {degraded_mode_alerts_firing(dw, c.rule_selector)} > 0",
+               "0m", "warning",
+               "A drill ran and no degraded-mode alert fired.",
+               f"Drill '{name}' on job {{{{ $labels.job }}}} failed its target model within the last {dw} and "
+               f"none of the degraded-mode alerts ({', '.join(DEGRADED_MODE_ALERTS)}) fired: "
+               f"a real outage like it would go unnoticed."),
+        _alert(c, "DrillFallbackFailed",
+               f"(\n"
+               f"  ({completed} or {r.requests} * 0) / ({r.requests} > 0) < {c.drill_completion_threshold}\n"
+               f"  or ({r.requests} > 0 unless on ({m.JOB}) {degraded_done} > 0)\n"
+               f")\n"
+               f"and on ({m.JOB}) {running}",
+               c.drill_fallback_for, "critical",
+               "During a drill the fallback did not serve.",
+               f"During a drill on job {{{{ $labels.job }}}}, over the last {c.window} either fewer than "
+               f"{c.drill_completion_threshold:.0%} of the sampling requests completed or none completed in "
+               f"degraded mode: the fallback does not work."),
+        _alert(c, "DrillRecoveryMissing",
+               f"max by ({m.JOB}) (max_over_time({drill}[{dw}])) > 0\n"
+               f"unless on ({m.JOB}) {running}\n"
+               f"and on ({m.JOB}) sum by ({m.JOB}) ({counted(degraded_now, c.drill_recovery_window)}) > 0",
+               c.drill_recovery_for, "warning",
+               "After a drill the primary did not return.",
+               f"A drill on job {{{{ $labels.job }}}} is over, yet sampling requests are still served in degraded "
+               f"mode (over the last {c.drill_recovery_window}, for {c.drill_recovery_for}): the exit from degraded "
+               f"mode does not happen."),
+    ]
+
+
+#: The alerts that read other alerts' ``ALERTS`` series: evaluated in a group of their own, after
+#: the alerts they read (a ruler that replays one group after the other, vmalert ``-replay``,
+#: has the ``ALERTS`` of the earlier groups by then; Prometheus reads the previous evaluation's).
+#: No recording rule reads ``ALERTS``: recording groups come first in a mixin (prometheusRules).
+READS_ALERTS = (f"{PREFIX}DrillWithoutAlert", f"{PREFIX}SilentToOperators")
+
+
 def rule_groups(config: MixinConfig) -> dict[str, Any]:
     """The ``groups:`` document of ``alerts/otel-sampling.yaml`` (a Prometheus rule file)."""
+    alerts = alerting_rules(config)
     return {"groups": [
         {"name": "otel-sampling.rules", "rules": recording_rules(config)},
-        {"name": "otel-sampling.alerts", "rules": alerting_rules(config)},
+        {"name": "otel-sampling.alerts", "rules": [a for a in alerts if a["alert"] not in READS_ALERTS]},
+        {"name": "otel-sampling.alerts-on-alerts",
+         "rules": [a for a in alerts if a["alert"] in READS_ALERTS]},
     ]}

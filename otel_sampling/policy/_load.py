@@ -14,10 +14,12 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
+from otel_sampling.names import DRILL_FAILURE_OVERLOADED
 from otel_sampling.policy import _schema as schema
 from otel_sampling.policy._location import KeyPath, format_key, key_line
 from otel_sampling.policy._types import (
     DEFAULT_STALL_THRESHOLD_SECONDS,
+    DrillSchedule,
     EndingRule,
     Endpoint,
     Policy,
@@ -31,7 +33,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-_TOP_LEVEL_KEYS: Final = ("servers", "prices", "endpoints", "stall_threshold_seconds", "ending_rules")
+_TOP_LEVEL_KEYS: Final = ("servers", "prices", "endpoints", "stall_threshold_seconds", "ending_rules", "drills")
 _SERVER_KEYS: Final = ("primary_model", "permitted_models", "context_ceiling", "permitted_providers",
                        "permitted_regions")
 _ENDPOINT_KEYS: Final = ("region",)
@@ -43,6 +45,7 @@ _PRICE_KEYS: Final = (
     "as_of",
 )
 _ENDING_RULE_KEYS: Final = ("code", "message_contains", "ending")
+_DRILL_KEYS: Final = ("name", "target_model", "start", "duration", "every", "failure")
 _TOML_POSITION: Final = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
 _T = TypeVar("_T")
@@ -164,6 +167,7 @@ def _parse_document(file: _File, document: dict[str, Any]) -> Policy:
         stall_threshold_seconds=file.optional((), document, "stall_threshold_seconds", schema.seconds)
         or DEFAULT_STALL_THRESHOLD_SECONDS,
         ending_rules=_parse_ending_rules(file, document),
+        drills=_parse_drills(file, document),
     )
     _check_regions(file, policy)
     return policy
@@ -214,6 +218,33 @@ def _parse_ending_rule(file: _File, key: KeyPath, raw: Any) -> EndingRule:
     if code is None and contains is None:
         raise file.error(key, "a rule needs code, message_contains or both")
     return EndingRule(ending=ending, code=code, message_contains=contains)
+
+
+def _parse_drills(file: _File, document: Mapping[str, Any]) -> tuple[DrillSchedule, ...]:
+    entries = file.optional((), document, "drills", lambda v: schema.array_of_tables(v, "drills"))
+    drills = tuple(_parse_drill(file, ("drills", index), raw) for index, raw in enumerate(entries or ()))
+    seen: set[str] = set()
+    for index, drill in enumerate(drills):
+        if drill.name in seen:
+            raise file.error(("drills", index, "name"), f"drill {drill.name!r} is named twice")
+        seen.add(drill.name)
+    return drills
+
+
+def _parse_drill(file: _File, key: KeyPath, raw: Any) -> DrillSchedule:
+    table = file.table(key, raw, _DRILL_KEYS)
+    duration = file.required(key, table, "duration", schema.seconds)
+    every = file.optional(key, table, "every", schema.seconds)
+    if every is not None and every < duration:
+        raise file.error((*key, "every"), f"every ({every:g} s) is shorter than duration ({duration:g} s):"
+                                          " the windows would overlap")
+    return DrillSchedule(
+        name=file.required(key, table, "name", schema.drill_name),
+        target_model=file.required(key, table, "target_model", schema.model_name),
+        start=file.required(key, table, "start", schema.instant),
+        duration=duration, every=every,
+        failure=file.optional(key, table, "failure", schema.drill_failure) or DRILL_FAILURE_OVERLOADED,
+    )
 
 
 def _check_regions(file: _File, policy: Policy) -> None:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from otel_sampling.names import ENDING_COMPLETED, ENDINGS
+from otel_sampling.names import DRILL_FAILURES, ENDING_COMPLETED, ENDINGS
 from otel_sampling.policy._types import ALLOWED_CONTEXT_CEILINGS
 
 _T = TypeVar("_T")
@@ -193,6 +193,38 @@ def seconds(value: Any) -> float:
     if not math.isfinite(value) or value <= 0:
         raise Invalid(f"must be a finite number of seconds above 0; got {short_repr(value)}")
     return float(value)
+
+
+def drill_name(value: Any) -> str:
+    """A drill's name: not empty or blank, at most 128 characters (a metric label)."""
+    text = _non_empty_string(value, "drill name")
+    if len(text) > 128:
+        raise Invalid(f"a drill name is at most 128 characters; got {len(text)}")
+    return text
+
+
+def drill_failure(value: Any) -> str:
+    """How a drill fails calls: one of ``names.DRILL_FAILURES``."""
+    if not isinstance(value, str):
+        raise Invalid(wrong_type("a string", value))
+    if value not in DRILL_FAILURES:
+        raise Invalid(f"unknown drill failure {short_repr(value)}; allowed: {_listed(DRILL_FAILURES)}")
+    return value
+
+
+def instant(value: Any) -> datetime.datetime:
+    """An aware instant: a TOML offset date-time (``2026-12-01T03:00:00Z``) or the same as an
+    ISO 8601 string; a local date-time (no offset) is ambiguous, so refused."""
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise Invalid(f"not an ISO 8601 date-time: {short_repr(value)}") from None
+    if not isinstance(value, datetime.datetime):
+        raise Invalid(wrong_type("a date-time with an offset (2026-12-01T03:00:00Z)", value))
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise Invalid(f"a date-time needs a UTC offset (2026-12-01T03:00:00Z); got {short_repr(value)}")
+    return value
 
 
 def json_rpc_code(value: Any) -> int:

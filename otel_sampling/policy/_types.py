@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from otel_sampling.names import INCLUDE_CONTEXT_VALUES
+from otel_sampling.names import DRILL_FAILURE_OVERLOADED, INCLUDE_CONTEXT_VALUES
 
 #: The MCP ``includeContext`` values, narrowest first; a ``context_ceiling`` must be one of them.
 ALLOWED_CONTEXT_CEILINGS: Final = INCLUDE_CONTEXT_VALUES
@@ -154,6 +154,31 @@ class EndingRule:
 
 
 @dataclass(frozen=True, slots=True)
+class DrillSchedule:
+    """One ``[[drills]]`` entry: a drill the provider wrappers start in each of its windows.
+
+    The windows are ``[start + k * every, start + k * every + duration)``, k = 0, 1, 2, ...
+    (only the first without ``every``; :func:`otel_sampling.rules.drills.window_at`). A window's
+    drill starts at the first provider call inside it and ends with it.
+
+    Attributes:
+        name: the drill's name (``otel_sampling.drill.name``), unique in the file.
+        target_model: the ``gen_ai.request.model`` whose calls fail.
+        start: the first window's beginning, an aware datetime.
+        duration: seconds each window lasts.
+        every: seconds between two windows' beginnings (at least ``duration``); ``None``: once.
+        failure: how the calls fail, one of ``names.DRILL_FAILURES`` (default ``overloaded``).
+    """
+
+    name: str
+    target_model: str
+    start: datetime.datetime
+    duration: float
+    every: float | None = None
+    failure: str = DRILL_FAILURE_OVERLOADED
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     """A whole policy file.
 
@@ -167,6 +192,7 @@ class Policy:
             reported as a stall (``stall_threshold_seconds``; default 30).
         ending_rules: the host's own error-frame rules (``[[ending_rules]]``), tried in file order
             after ``data.reason`` and before the built-in rules.
+        drills: the drill schedule (``[[drills]]``, :class:`DrillSchedule`); none by default.
 
     Plain dicts passed to the constructor are copied into read-only mappings.
     """
@@ -177,6 +203,7 @@ class Policy:
     endpoints: Mapping[str, Endpoint] = dataclasses.field(default_factory=dict)
     stall_threshold_seconds: float = DEFAULT_STALL_THRESHOLD_SECONDS
     ending_rules: tuple[EndingRule, ...] = ()
+    drills: tuple[DrillSchedule, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "servers", types.MappingProxyType(dict(self.servers)))

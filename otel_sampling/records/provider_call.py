@@ -145,6 +145,11 @@ class ProviderCall:
                     attributes[names.SERVER_PORT] = server[1]
             span.set_attributes(attributes)
 
+    @property
+    def request_model(self) -> str | None:
+        """``gen_ai.request.model`` as asked (None when not given or not a string)."""
+        return self._request_model
+
     def activate(self) -> None:
         """Make the span current, so spans the SDK itself starts (anthropic's own) become children,
         and this call ``state.current_call`` while the SDK sends it (its response is parsed then)."""
