@@ -45,7 +45,7 @@ def _mcp_major() -> int | None:
 # They import `mcp_types` (a package only mcp 2.x brings), or are named here when they use other
 # 2.x-only names; mcp 1.x has its own module, test_mcp_v1.py.
 _MCP2_ONLY = {"test_lifecycle.py", "test_in_flight.py", "test_prometheus_e2e.py", "test_five_numbers_demo.py",
-              "test_fleet.py"}
+              "test_fleet.py", "test_mcp_connections.py", "test_mcp_tool_call.py"}
 if _mcp_major() == 1:
     _sources = {p.name: p.read_text(encoding="utf-8") for p in HERE.glob("test_*.py")}
     _ignored = {name for name, text in _sources.items() if name in _MCP2_ONLY or "mcp_types" in text}
