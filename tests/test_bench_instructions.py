@@ -16,8 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "bench"))
 
-import instructions  # noqa: E402
-from instructions import BARE, FLOOR, MCP_FLOOR, OURS, Measured  # noqa: E402
+import instructions
+from instructions import BARE, FLOOR, MCP_FLOOR, OURS, Measured
 
 
 def _dump(directory: Path, name: str, label: str, summary: int, thread: int = 1) -> None:
@@ -29,18 +29,18 @@ def _dump(directory: Path, name: str, label: str, summary: int, thread: int = 1)
 
 
 def test_only_the_main_threads_labelled_dumps_are_read(tmp_path):
-    _dump(tmp_path, "callgrind.7.1-01", "anthropic-create:0", 1_000)
-    _dump(tmp_path, "callgrind.7.2-01", "anthropic-create:1", 1_900)
-    _dump(tmp_path, "callgrind.7.1-02", "anthropic-create:0", 5, thread=2)  # the watchdog thread's
+    _dump(tmp_path, "callgrind.7.1-01", "anthropic-create:1", 1_000)
+    _dump(tmp_path, "callgrind.7.2-01", "anthropic-create:2", 1_900)
+    _dump(tmp_path, "callgrind.7.1-02", "anthropic-create:1", 5, thread=2)  # the watchdog thread's
     _dump(tmp_path, "callgrind.7-01", "x", 3)
     (tmp_path / "callgrind.7-01").write_text("version: 1\nthread: 1\ndesc: Trigger: Program termination\n"
                                              "summary: 123\n")
-    assert {"anthropic-create:0": 1_000, "anthropic-create:1": 1_900} == instructions.read_dumps(tmp_path)
+    assert {"anthropic-create:1": 1_000, "anthropic-create:2": 1_900} == instructions.read_dumps(tmp_path)
 
 
 def test_per_call_is_the_difference_of_the_windows_over_n():
-    # window 0: N calls + the marks; window 1: 2N calls + the same marks
-    assert 90 == instructions.per_call({"k:0": 10 * 90 + 500, "k:1": 20 * 90 + 500}, "k", 10)
+    # window 0: the settling calls (one-offs: not used); 1: N calls + the marks; 2: 2N calls + the same marks
+    assert 90 == instructions.per_call({"k:0": 10**6, "k:1": 10 * 90 + 500, "k:2": 20 * 90 + 500}, "k", 10)
 
 
 def _row(per_call: float) -> Measured:
@@ -49,7 +49,8 @@ def _row(per_call: float) -> Measured:
 
 def test_ratios_are_added_instructions_over_the_floors_and_the_lightest_peers():
     rows = {BARE: _row(1_000), OURS: _row(1_300), FLOOR: _row(1_200),
-            "opentelemetry-instrumentation-anthropic": _row(1_800), "openinference-instrumentation-anthropic": _row(1_600)}
+            "opentelemetry-instrumentation-anthropic": _row(1_800),
+            "openinference-instrumentation-anthropic": _row(1_600)}
     ours = instructions.ratios("anthropic-create", rows)[OURS]
     assert ours["added"] == 300
     assert ours["x_floor"] == pytest.approx(1.5)

@@ -6,7 +6,8 @@ processor sees every span); each element runs in windows of N and 2N uses betwee
 after warm-up uses (so its metric series already exist, as in a long-running host). Prints the
 element names as JSON; the counts are in callgrind's dumps. :func:`table` renders the results.
 
-The elements: a counter point and a histogram point by label count (outside any span, and in the
+Windows as in ``worker.count``: settling uses first, then N and 2N. The elements: a counter point
+and a histogram point by label count (outside any span, and in the
 context of a sampled span, where the SDK's default ``trace_based`` exemplar filter keeps an
 exemplar); a span by attribute count, and with a link; the request fingerprint and an identity
 store look-up and write; one label value bounded; a local root span under ours' span processor,
@@ -25,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import calls  # noqa: F401 - puts tests/ on the path (sampling_server)
-from worker import CONFIGS, Marks, telemetry
+from worker import CONFIGS, SETTLE, Marks, telemetry
 
 # Label sets shaped like the contract's: 9 is mcp.sampling.requests with a degradation reason.
 _LABELS = {"mcp.server.name": "sampling-test-server", "mcp.sampling.path": "rpc", "mcp.sampling.ending": "completed",
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.warmup):
             use()
         mark("start")
-        for window, size in enumerate((args.count, 2 * args.count)):
+        for window, size in enumerate((SETTLE, args.count, 2 * args.count)):
             for _ in range(size):
                 use()
             mark(str(window))

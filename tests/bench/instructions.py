@@ -3,9 +3,10 @@
 Every configuration runs in a fresh process under valgrind's callgrind (``--instr-atstart=no``:
 start-up and imports run uninstrumented), with the same telemetry set-up as ``make bench``
 (``worker.py``). Each call kind runs in a child forked after the set-up: warm-up calls, then GC
-off, counting on, a window of N calls and a window of 2N calls, each ended by a dump
+off, counting on, a few settling calls (their one-off costs after the switch and the collection
+are thrown away), a window of N calls and a window of 2N calls, each ended by a dump
 (``callgrind_marks.c``). Instructions per call = (I(2N window) - I(N window)) / N: whatever the
-windows share (the marks, the first call after the switch) cancels out. Only the main thread is
+two windows share (the marks around them) cancels out. Only the main thread is
 counted (``--separate-threads=yes``): the stall watchdog's thread wakes twice a second of wall
 time, and under valgrind a second is a few calls. Counts do not depend on the machine's load.
 
@@ -106,8 +107,8 @@ def read_dumps(directory: Path) -> dict[str, int]:
 
 
 def per_call(dumps: Mapping[str, int], kind: str, n: int) -> float:
-    """(I(2N window) - I(N window)) / N."""
-    return (dumps[f"{kind}:1"] - dumps[f"{kind}:0"]) / n
+    """(I(2N window) - I(N window)) / N: windows ``1`` and ``2`` (``0`` is the settling calls)."""
+    return (dumps[f"{kind}:2"] - dumps[f"{kind}:1"]) / n
 
 
 def run_counted(config: str, kinds: Sequence[str], n: int, warmup: int, scenario: calls.Scenario = calls.STANDARD,
@@ -138,7 +139,7 @@ def run_counted(config: str, kinds: Sequence[str], n: int, warmup: int, scenario
         measured = out["kinds"].get(kind, {"error": out.get("error", "not measured")})
         if "error" in measured:
             results[kind] = measured["error"]
-        elif f"{kind}:1" not in dumps:
+        elif f"{kind}:2" not in dumps:
             results[kind] = "no callgrind dump (is valgrind's callgrind working?)"
         else:
             results[kind] = Measured(per_call(dumps, kind, n), measured["own_spans_per_call"],

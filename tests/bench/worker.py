@@ -11,8 +11,8 @@ configuration's span, the histogram measurements per call, and what the mode mea
   (:func:`calls.time_calls`) and the objects still alive after the timed calls (per call, after a
   full collection);
 * ``--count N`` (``instructions.py``, under callgrind): each kind in a child forked after the
-  set-up, warm-up calls, then windows of N and 2N calls between the marks of
-  ``callgrind_marks.c`` (GC off around them): the instruction counts are in callgrind's dumps;
+  set-up, warm-up calls, then a few settling calls and windows of N and 2N calls between the marks
+  of ``callgrind_marks.c`` (GC off around them): the instruction counts are in callgrind's dumps;
 * ``--memory N``: the bytes still allocated (tracemalloc) per request held in flight, N held.
 
 Instrumentations monkey-patch SDK classes for the whole process, hence one process per
@@ -256,18 +256,25 @@ class Marks:
         gc.enable()
 
 
+# Calls counted right after counting starts, then thrown away: the first calls after the switch
+# (and after gc.collect()) pay a one-off that neither later window has.
+SETTLE = 5
+
+
 def count(kind: str, warmup: int, n: int, marks: str, scenario: calls.Scenario, exporter: CountingExporter,
           reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None) -> dict[str, Any]:
-    """Warm-up calls, then windows ``0`` (n calls) and ``1`` (2n calls) between callgrind marks
-    (the scenario's held requests open from before the warm-up to after the last window)."""
+    """Warm-up calls, then windows ``0`` (:data:`SETTLE` calls, not used), ``1`` (n calls) and ``2``
+    (2n calls) between callgrind marks (the scenario's held requests open from before the warm-up
+    to after the last window)."""
     before = Seen.now(exporter, reader)
     mark = Marks(marks, kind)
+    windows = (SETTLE, n, 2 * n)
     try:
-        calls.count_calls(kind, warmup, (n, 2 * n), mark, scenario)
+        calls.count_calls(kind, warmup, windows, mark, scenario)
     finally:
         mark.stop()
-    made = warmup + 3 * n + scenario.held  # the held requests end after the last window
-    return {"calls": n, "windows": [n, 2 * n], **before.per_call(exporter, reader, scope, made)}
+    made = warmup + sum(windows) + scenario.held  # the held requests end after the last window
+    return {"calls": n, "windows": list(windows), **before.per_call(exporter, reader, scope, made)}
 
 
 def memory(kind: str, warmup: int, held: int) -> dict[str, Any]:
