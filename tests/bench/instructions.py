@@ -28,6 +28,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -382,6 +383,48 @@ def check(n: int, warmup: int, drag: int) -> int:
     return 1 if failed else 0
 
 
+# ---------------------------------------------------------------------------------------- profile
+def profile(target: str, python: str, n: int, warmup: int, match: str) -> int:
+    """Instructions per call by Python function, inclusive (``--profile CONFIG:KIND --python PY``).
+
+    ``PY`` is a Python 3.12+ with the bench's packages (its ``-X perf`` gives each Python function
+    a trampoline of its own, which callgrind counts; ``/tmp/perf-<pid>.map`` names them). The
+    trampolines add about a quarter to the counts: for ranking, not for the tables. Async
+    wrappers include what they await.
+    """
+    config, _, kind = target.partition(":")
+    marks = build_marks()
+    with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as directory:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        environment.update(PYTHONHASHSEED="0", PYTHONPATH=str(ROOT))
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
+                        f"--callgrind-out-file={directory}/callgrind.%p", "--log-file=/dev/null", python, "-X", "perf",
+                        str(HERE / "worker.py"), config, "--kinds", kind, "--count", str(n), "--warmup", str(warmup),
+                        "--marks", str(marks)], env=environment, capture_output=True, check=True,
+                       timeout=WORKER_TIMEOUT_S)
+        pids = {path.name.split(".")[1].split("-")[0] for path in Path(directory).iterdir()}
+        functions: dict[int, str] = {}
+        for pid in pids:
+            perf_map = Path(tempfile.gettempdir()) / f"perf-{pid}.map"
+            if perf_map.exists():
+                for line in perf_map.read_text(encoding="utf-8").splitlines():
+                    address, _size, name = line.split(" ", 2)
+                    functions[int(address, 16)] = name.removeprefix("py::")
+                perf_map.unlink()
+        dump = next(path for path in Path(directory).iterdir() if path.name.endswith(".3-01"))  # the 2N window
+        annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)],
+                                   capture_output=True, text=True, check=True).stdout
+    inclusive: dict[str, int] = {}
+    for line in annotated.splitlines():  # "  1,234,567 (12.3%)  ???:0x0000000015da95a8 [???]": a trampoline
+        found = re.match(r"\s*([\d,]+) \([^)]*\)\s+\?\?\?:0x([0-9a-f]+)", line)
+        name = functions.get(int(found.group(2), 16)) if found else None
+        if found and name is not None and match in name:
+            inclusive[name] = max(inclusive.get(name, 0), int(found.group(1).replace(",", "")))
+    for name, count in sorted(inclusive.items(), key=lambda item: -item[1]):
+        print(f"{count / (2 * n) / 1000:10,.1f}k  {name}")
+    return 0
+
+
 # ---------------------------------------------------------------------------------------- main
 MAIN_CONFIGS = (BARE, UNTRACED, OURS, OURS_WITH_SERVER, FLOOR, MCP_FLOOR, MCP_FLOOR_NO_RUNS, *PEERS)
 
@@ -401,11 +444,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare ours' ratios with tests/bench/instructions.json")
     parser.add_argument("--drag", type=int, default=0,
                         help="with --check: slow ours by this many loop turns per call (to see the check fail)")
+    parser.add_argument("--profile", metavar="CONFIG:KIND", help="instructions by Python function (needs --python)")
+    parser.add_argument("--python", help="with --profile: a Python 3.12+ with the bench's packages")
+    parser.add_argument("--match", default="otel_sampling", help="with --profile: only functions whose name has this")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("instructions.py: valgrind is not installed (make bench-instructions installs it)")
     if args.check:
         return check(args.calls or 10, args.warmup, args.drag)
+    if args.profile:
+        if not args.python:
+            parser.error("--profile needs --python (a Python 3.12+ with the bench's packages)")
+        return profile(args.profile, args.python, args.calls or 20, args.warmup, args.match)
 
     n = args.calls or 20
     kinds = [k for k in args.kinds.split(",") if k]
