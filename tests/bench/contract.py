@@ -6,12 +6,12 @@ processor sees every span); each element runs in windows of N and 2N uses betwee
 after warm-up uses (so its metric series already exist, as in a long-running host). Prints the
 element names as JSON; the counts are in callgrind's dumps. :func:`table` renders the results.
 
-Windows as in ``worker.count``: settling uses first, then N and 2N. The elements: a counter point
-and a histogram point by label count (outside any span, and in the
-context of a sampled span, where the SDK's default ``trace_based`` exemplar filter keeps an
-exemplar); a span by attribute count, and with a link; the request fingerprint and an identity
-store look-up and write; one label value bounded; a local root span under ours' span processor,
-INTERNAL (an implicit run: its three points) and CLIENT (no run).
+Windows as in ``worker.count``: settling uses first, then N and 2N. The elements: a counter
+point and a histogram point by label count (outside any span, and in the context of a sampled
+span, where the SDK's default ``trace_based`` exemplar filter keeps an exemplar); a span by
+attribute count, and with a link; the request fingerprint and an identity store look-up and write;
+one label value bounded; a local root span under ours' span processor, INTERNAL (an implicit run:
+its three points) and CLIENT (no run).
 """
 
 from __future__ import annotations

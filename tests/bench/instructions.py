@@ -113,7 +113,7 @@ def per_call(dumps: Mapping[str, int], kind: str, n: int) -> float:
 
 
 def run_counted(config: str, kinds: Sequence[str], n: int, warmup: int, scenario: calls.Scenario = calls.STANDARD,
-                drag: int = 0) -> dict[str, Measured | str]:
+                drag: int = 0, settle: int | None = None) -> dict[str, Measured | str]:
     """One configuration under callgrind: per kind its :class:`Measured`, or why it did not run."""
     marks = build_marks()
     applicable = [k for k in kinds if k in CONFIGS[config].kinds]
@@ -125,6 +125,8 @@ def run_counted(config: str, kinds: Sequence[str], n: int, warmup: int, scenario
                    "--labels", str(scenario.labels), "--held", str(scenario.held), "--events", str(scenario.events)]
         if drag:
             command += ["--drag", str(drag)]
+        if settle is not None:
+            command += ["--settle", str(settle)]
         environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         environment["PYTHONHASHSEED"] = "0"
         proc = subprocess.run(command, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=environment,
@@ -153,14 +155,15 @@ def log(message: str) -> None:
 
 
 def measure_all(configs: Sequence[str], kinds: Sequence[str], n: int, warmup: int,
-                scenario: calls.Scenario = calls.STANDARD, drag: int = 0) -> dict[str, dict[str, Measured | str]]:
+                scenario: calls.Scenario = calls.STANDARD, drag: int = 0,
+                settle: int | None = None) -> dict[str, dict[str, Measured | str]]:
     """``kind -> config -> Measured | reason``, one process per configuration, :data:`JOBS` at a time
     (instruction counts do not depend on what else runs)."""
     table: dict[str, dict[str, Measured | str]] = {kind: {} for kind in kinds}
     applicable = [c for c in configs if any(k in CONFIGS[c].kinds for k in kinds)]
 
     def one(config: str) -> dict[str, Measured | str]:
-        results = run_counted(config, kinds, n, warmup, scenario, drag if config == OURS else 0)
+        results = run_counted(config, kinds, n, warmup, scenario, drag if config == OURS else 0, settle)
         for kind, result in results.items():
             shown = f"{result.per_call / 1000:,.0f}k/call" if isinstance(result, Measured) else f"did not run: {result}"
             log(f"{config} {kind} {scenario_name(scenario)}: {shown}")

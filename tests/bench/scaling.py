@@ -61,6 +61,20 @@ def _sweep(measure: Measure, kinds: Sequence[str], n: int, warmup: int, scenario
     return [measure(CONFIGS, kinds, n, max(warmup, scenario.labels), scenario) for scenario in scenarios]
 
 
+def _stream_sweep(measure: Measure, n: int, warmup: int) -> list[dict[str, dict[str, Any]]]:
+    """Long streams cost up to a billion instructions a call (the openai SDK parses each chunk into a
+    model): fewer calls and one settling call for them; per-event costs average over their events."""
+    return [measure((BARE, OURS, FLOOR), STREAM_KINDS, max(2, n * EVENTS[0] // events), min(warmup, 10),
+                    calls.Scenario(events=events), settle=None if events == EVENTS[0] else 1) for events in EVENTS]
+
+
+def measure_sweeps(measure: Measure, n: int, warmup: int) -> dict[str, list[dict[str, dict[str, Any]]]]:
+    """Every sweep's instruction tables, in :data:`LABELS`, :data:`HELD`, :data:`EVENTS` order."""
+    return {"labels": _sweep(measure, LABEL_KINDS, n, warmup, [calls.Scenario(labels=k) for k in LABELS]),
+            "held": _sweep(measure, HELD_KINDS, n, warmup, [calls.Scenario(held=k) for k in HELD]),
+            "streams": _stream_sweep(measure, n, warmup)}
+
+
 def _rows(kinds: Sequence[str], values: Sequence[int], shown: Callable[[int], str],
           measured: Sequence[dict[str, dict[str, Any]]]) -> list[str]:
     lines = []
@@ -101,10 +115,13 @@ def memory(configs: Sequence[str] = CONFIGS, kinds: Sequence[str] = HELD_KINDS, 
 
 
 def tables(measure: Measure, n: int, warmup: int) -> list[str]:
-    labels = _sweep(measure, LABEL_KINDS, n, warmup, [calls.Scenario(labels=k) for k in LABELS])
-    held = _sweep(measure, HELD_KINDS, n, warmup, [calls.Scenario(held=k) for k in HELD])
-    streams = _sweep(measure, STREAM_KINDS, n, warmup, [calls.Scenario(events=k) for k in EVENTS])
-    lines = [f"Windows of {n} and {2 * n} calls; instructions per call, added = over bare's.", "",
+    return render(measure_sweeps(measure, n, warmup), memory(), n)
+
+
+def render(sweeps: dict[str, list[dict[str, dict[str, Any]]]], found: dict[str, dict[str, float]], n: int) -> list[str]:
+    labels, held, streams = sweeps["labels"], sweeps["held"], sweeps["streams"]
+    lines = [f"Windows of {n} and {2 * n} calls (streams of 100 and 1,000 events: 2 and 4, after one settling "
+             "call); instructions per call, added = over bare's.", "",
              "Label cardinality (distinct model names the calls cycle through; the cap is 100):", "",
              *_header("model names"), *_rows(LABEL_KINDS, LABELS, str, labels), "",
              "Requests in flight while the measured calls run (the measured one included):", "",
@@ -125,7 +142,6 @@ def tables(measure: Measure, n: int, warmup: int) -> list[str]:
             ours, floor = slopes[OURS] - slopes[BARE], slopes[FLOOR] - slopes[BARE]
             lines.append(f"| {kind} | {slopes[BARE] / 1000:,.1f}k | {ours / 1000:,.1f}k | {floor / 1000:,.1f}k | "
                          f"{ours / floor:.2f}x |")
-    found = memory()
     lines += ["", f"Memory per request in flight ({MEMORY_HELD:,} held; tracemalloc, bytes still allocated), over "
               "bare's:", "", "| call kind | bare bytes/request | ours added | floor added |", "|---|---:|---:|---:|"]
     for kind, rows in found.items():

@@ -262,13 +262,13 @@ SETTLE = 5
 
 
 def count(kind: str, warmup: int, n: int, marks: str, scenario: calls.Scenario, exporter: CountingExporter,
-          reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None) -> dict[str, Any]:
-    """Warm-up calls, then windows ``0`` (:data:`SETTLE` calls, not used), ``1`` (n calls) and ``2``
+          reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None, settle: int = SETTLE) -> dict[str, Any]:
+    """Warm-up calls, then windows ``0`` (``settle`` calls, not used), ``1`` (n calls) and ``2``
     (2n calls) between callgrind marks (the scenario's held requests open from before the warm-up
     to after the last window)."""
     before = Seen.now(exporter, reader)
     mark = Marks(marks, kind)
-    windows = (SETTLE, n, 2 * n)
+    windows = (settle, n, 2 * n)
     try:
         calls.count_calls(kind, warmup, windows, mark, scenario)
     finally:
@@ -376,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", help="write a pyinstrument HTML profile of the timed calls here (one kind)")
     parser.add_argument("--count", type=int, metavar="N", help="count instructions: windows of N and 2N calls")
     parser.add_argument("--marks", help="with --count: the built callgrind_marks shared library")
+    parser.add_argument("--settle", type=int, default=SETTLE, help="with --count: settling calls, not counted")
     parser.add_argument("--memory", type=int, metavar="N", help="bytes per request held in flight, N held")
     parser.add_argument("--labels", type=int, default=1, help="distinct model names the calls cycle through")
     parser.add_argument("--held", type=int, default=0, help="requests held in flight while the calls run")
@@ -404,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for kind in kinds:
         if args.count:
             out["kinds"][kind] = _in_child(lambda kind=kind: count(kind, args.warmup, args.count, args.marks, scenario,
-                                                                   exporter, reader, config.scope))
+                                                                   exporter, reader, config.scope, args.settle))
             continue
         if args.memory:
             out["kinds"][kind] = _in_child(lambda kind=kind: memory(kind, args.warmup, args.memory))
