@@ -15,10 +15,11 @@ time, and under valgrind a second is a few calls. Counts do not depend on the ma
 Writes, between their markers in ``docs/performance.md``: the instruction table (every
 configuration and call kind, with ratios to the floor and to the lightest peer), the contract-cost
 table (``--contract``) and the scaling tables (``--scaling``); and ``tests/bench/instructions.json``,
-the ratios ``--check`` compares with. ``--check`` measures bare, ours and the floors with fewer
-calls and fails when a ratio to the floor rose by more than the tolerance stated in that file.
+the ratios ``--check`` compares with. ``--check`` measures bare, ours and the floors (no peers,
+one run) with the committed call counts and fails when a ratio to the floor rose by more than the
+tolerance stated in that file.
 
-Usage: ``python tests/bench/instructions.py [--calls 100] [--warmup 30] [--runs 2] [--contract]
+Usage: ``python tests/bench/instructions.py [--calls 20] [--warmup 30] [--runs 2] [--contract]
 [--scaling] [--no-write]`` / ``python tests/bench/instructions.py --check [--drag LOOPS]``.
 """
 
@@ -55,8 +56,8 @@ JOBS = int(os.environ.get("BENCH_JOBS", "2"))  # configurations measured at once
 OURS, OURS_WITH_SERVER, BARE, UNTRACED = "otel-sampling", "otel-sampling+server", "bare", "bare-untraced"
 FLOOR, MCP_FLOOR, MCP_FLOOR_NO_RUNS = "floor", "mcp-floor", "mcp-floor-no-runs"
 # The check's tolerance: a ratio to the floor may rise this much (relative) before --check fails.
-# Two runs of the same code differ by well under 1% in that ratio; one more contract point adds 5-10%.
-TOLERANCE = 0.03
+# Two runs of the same code differ by up to about 2% in that ratio; one more metric point adds about 10%.
+TOLERANCE = 0.05
 # Targets (the instruction-count ones of the performance issue).
 FLOOR_TARGET, PEER_TARGET, LESSER_PEER_TARGET = 1.15, 0.5, 1.0
 MCP_FLOOR_TARGET, MCP_BARE_TARGET = 1.3, 0.15
@@ -376,9 +377,11 @@ def compare(committed: Mapping[str, Mapping[str, float]], current: Mapping[str, 
     return lines
 
 
-def check(n: int, warmup: int, drag: int) -> int:
+def check(n: int | None, drag: int) -> int:
+    """Measure with the committed call counts (the per-call count depends a little on N) unless told."""
     committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
     kinds = list(committed["x_floor"])
+    n, warmup = n or committed["calls"], committed["warmup"]
     configs = [BARE, OURS, OURS_WITH_SERVER, FLOOR, MCP_FLOOR]
     table = measure_all(configs, kinds, n, warmup, drag=drag)
     lines = compare(committed["x_floor"], committed_ratios(table), committed["tolerance"])
@@ -438,7 +441,7 @@ MAIN_CONFIGS = (BARE, UNTRACED, OURS, OURS_WITH_SERVER, FLOOR, MCP_FLOOR, MCP_FL
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=None,
-                        help="N: the windows are N and 2N calls (default 20; 10 with --check)")
+                        help="N: the windows are N and 2N calls (default 20; with --check, the committed one)")
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--runs", type=int, default=2, help="repeat the instruction table this many times")
     parser.add_argument("--kinds", default=",".join(calls.KINDS))
@@ -457,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         raise SystemExit("instructions.py: valgrind is not installed (make bench-instructions installs it)")
     if args.check:
-        return check(args.calls or 10, args.warmup, args.drag)
+        return check(args.calls, args.drag)
     if args.profile:
         if not args.python:
             parser.error("--profile needs --python (a Python 3.12+ with the bench's packages)")
