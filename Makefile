@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers venv-bench venv-hosts lint test test-peers test-py310 test-hosts soak demo generate prometheus victoria-metrics clean test-matrix bench profile
+.PHONY: venv venv-peers venv-bench venv-hosts lint test test-peers test-py310 test-hosts soak demo generate prometheus victoria-metrics clean test-matrix bench profile bench-instructions bench-check valgrind
 
 venv: $(STAMP)
 
@@ -43,6 +43,28 @@ bench: $(BENCH_STAMP)
 # A pyinstrument profile of one configuration and call kind (PROFILE=CONFIG:KIND).
 profile: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python tests/bench/run.py --profile $(PROFILE) $(BENCH_ARGS)
+
+# Instructions per call under valgrind's callgrind (load does not change them): every configuration and
+# call kind, twice, the contract-cost and the scaling tables; rewrites their tables in docs/performance.md
+# and the ratios bench-check compares with (tests/bench/instructions.json). Takes a while: see
+# tests/bench/instructions.py --help for fewer (INSTRUCTIONS_ARGS="--runs 1 --no-write" etc.).
+INSTRUCTIONS_ARGS ?= --contract --scaling
+
+bench-instructions: $(BENCH_STAMP) valgrind
+	$(BENCH_VENV)/bin/python tests/bench/instructions.py $(INSTRUCTIONS_ARGS)
+
+# The regression guard (CI): ours' instruction ratios to the floors (no peers, one run) against the committed
+# ones; fails on a rise above the tolerance in tests/bench/instructions.json. To see it fail:
+# make bench-check CHECK_ARGS="--drag 1000" (ours slowed by an extra wrapper in the bench worker).
+CHECK_ARGS ?=
+
+bench-check: $(BENCH_STAMP) valgrind
+	$(BENCH_VENV)/bin/python tests/bench/instructions.py --check $(CHECK_ARGS)
+
+# valgrind (its callgrind headers come with the Debian package) and a C compiler for the bench's marks.
+valgrind:
+	@command -v valgrind >/dev/null && [ -f /usr/include/valgrind/callgrind.h ] && command -v cc >/dev/null || \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends valgrind gcc libc6-dev)
 
 test-peers: $(STAMP) $(PEERS_STAMP)
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest tests/test_peers.py

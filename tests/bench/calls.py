@@ -1,4 +1,4 @@
-"""The call kinds the benchmark times, each against an in-process transport.
+"""The call kinds the benchmark measures, each against an in-process transport.
 
 Provider calls use the real SDK clients on an ``httpx2.MockTransport`` that answers every request
 with a recorded exchange from ``tests/data/cassettes`` (JSON or SSE exactly as recorded, body in one
@@ -6,7 +6,10 @@ piece: the SDK still parses every SSE event). MCP calls are one tool call whose 
 over the in-memory transport, on each protocol path (``tests/sampling_server.py``).
 
 :func:`time_calls` runs warm-up calls, then times each call on its own (a stream is read to its last
-event: instrumentations end their span there).
+event: instrumentations end their span there). :func:`count_calls` runs warm-up calls, then the
+measured windows of calls back to back, calling ``mark`` between them (instruction counting).
+A :class:`Scenario` varies the standard call for the scaling measurements: label cardinality,
+requests held in flight, stream length.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))  # cassette_replay, sampling_server
@@ -40,30 +43,109 @@ CASSETTES = {
 # mcp.Client mode of each MCP kind: "legacy" = JSON-RPC over memory streams (2025-11-25),
 # "auto" = 2026-07-28, where sampling rides InputRequiredResult (multi-round-trip requests).
 MCP_MODES = {"mcp-legacy": "legacy", "mcp-mrtr": "auto"}
+MCP_MODEL = "claude-sonnet-5-5-20261001"  # what the host's sampling callback answers
+HOLD_HINT = "bench-hold"  # a held request's model hint: its callback waits until released
 
 Timings = list[int]  # nanoseconds per call, in call order
 Around = Callable[[], AbstractContextManager[Any]]
 Clock = Callable[[], int]
+Mark = Callable[[str], None]
 # The clocks a run can time with: this process's CPU time (all its threads; what the call costs,
 # without the time the OS gave to other processes: every call here runs in process, never waiting
 # on I/O) or wall time.
 CLOCKS: dict[str, Clock] = {"cpu": time.process_time_ns, "wall": time.perf_counter_ns}
 
 
-def _transport(cassette: dict[str, Any]) -> httpx2.MockTransport:
+class Scenario(NamedTuple):
+    """How the scaling measurements vary the standard call (the defaults are the standard call).
+
+    ``labels``: distinct model names the calls cycle through (the request and served model of a
+    provider call, the model a host answers a sampling request with), so that many label values
+    (metric series) exist; ``held``: requests opened before the measured calls and held in flight
+    until they are done (MCP: sampling requests whose callback waits; provider: streams read to
+    their first event); ``events``: events per provider stream (0: as recorded; more: the text
+    delta repeated).
+    """
+
+    labels: int = 1
+    held: int = 0
+    events: int = 0
+
+
+STANDARD = Scenario()
+
+
+def _sse_blocks(body: str) -> list[str]:
+    return [block for block in body.split("\n\n") if block.strip()]
+
+
+def _yielded(block: str) -> bool:
+    """Whether the SDK's stream yields this SSE block (anthropic skips pings, openai ends at [DONE])."""
+    return "event: ping" not in block and "data: [DONE]" not in block
+
+
+def stream_body(body: str, events: int) -> str:
+    """The recorded SSE ``body`` with its first text delta repeated so that the SDK yields ``events``
+    events (0 or fewer than recorded: as recorded)."""
+    blocks = _sse_blocks(body)
+    recorded = sum(map(_yielded, blocks))
+    if events <= recorded:
+        return body
+    delta = next(i for i, block in enumerate(blocks) if '"text_delta"' in block or '"delta":{"content"' in block)
+    blocks[delta + 1:delta + 1] = [blocks[delta]] * (events - recorded)
+    return "\n\n".join(blocks) + "\n\n"
+
+
+class _Answers:
+    """The response bodies of one provider call kind, one per model name the calls cycle through;
+    ``turn`` picks the next one (the transport answers with the body of the current turn)."""
+
+    def __init__(self, cassette: dict[str, Any], labels: int, events: int) -> None:
+        recorded = cassette["response"]["body"]
+        if events:
+            recorded = stream_body(recorded, events)
+        requested = cassette["request"]["body"]["model"]
+        self.models = [requested] + [f"{requested}-b{i}" for i in range(1, labels)]
+        served = _served_model(recorded)
+        # Variant i is requested and served under the same name: no substitution, whatever the label.
+        self.bodies = [recorded.encode("utf-8")] + [
+            recorded.replace(f'"{served}"', f'"{model}"').encode("utf-8") for model in self.models[1:]]
+        self.current = 0
+
+    def turn(self, i: int) -> str:
+        self.current = i % len(self.models)
+        return self.models[self.current]
+
+
+def _served_model(body: str) -> str:
+    marker = '"model":'
+    start = body.index(marker) + len(marker)
+    return body[start:].lstrip().split('"', 2)[1]
+
+
+def _transport(cassette: dict[str, Any], answers: _Answers) -> httpx2.MockTransport:
     answer = cassette["response"]
-    status, headers, body = answer["status"], answer.get("headers") or {}, answer["body"].encode("utf-8")
+    status, headers = answer["status"], answer.get("headers") or {}
 
     def handler(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(status, headers=headers, content=body)
+        return httpx2.Response(status, headers=headers, content=answers.bodies[answers.current])
 
     return httpx2.MockTransport(handler)
 
 
-def _provider_call(kind: str) -> Callable[[], Any]:
+class ProviderCalls(NamedTuple):
+    """``call(i)``: the i-th measured call, to its end; ``hold(n)``: open ``n`` streams (each read to
+    its first event) and return what finishes them."""
+
+    call: Callable[[int], Any]
+    hold: Callable[[int], Callable[[], None]]
+
+
+def provider_calls(kind: str, scenario: Scenario = STANDARD) -> ProviderCalls:
     cassette = load(CASSETTES[kind])
     body = dict(cassette["request"]["body"])
-    http = httpx2.Client(transport=_transport(cassette))
+    answers = _Answers(cassette, scenario.labels, scenario.events if body.get("stream") else 0)
+    http = httpx2.Client(transport=_transport(cassette, answers))
     if kind.startswith("anthropic"):
         import anthropic
 
@@ -76,59 +158,131 @@ def _provider_call(kind: str) -> Callable[[], Any]:
         client = openai.OpenAI(base_url=base_url(cassette), api_key="sk-bench", max_retries=0, http_client=http)
         create = client.chat.completions.create
 
+    def request(i: int) -> Any:
+        return create(**(body if scenario.labels == 1 else {**body, "model": answers.turn(i)}))
+
+    def hold(n: int) -> Callable[[], None]:
+        streams = [iter(create(**{**body, "stream": True})) for _ in range(n)]
+        for stream in streams:
+            next(stream)
+
+        def finish() -> None:
+            for stream in streams:
+                for _ in stream:
+                    pass
+        return finish
+
     if body.get("stream"):
-        def call() -> Any:
+        def call(i: int) -> Any:
             last = None
-            for last in create(**body):  # noqa: B007 - read to the end: the span ends with the stream
+            for last in request(i):  # noqa: B007 - read to the end: the span ends with the stream
                 pass
             return last
-        return call
+        return ProviderCalls(call, hold)
+    return ProviderCalls(request, hold)
 
-    def call_once() -> Any:
-        return create(**body)
-    return call_once
+
+def preload(kinds: Sequence[str]) -> None:
+    """Import what the call kinds use (a process that forks a child per kind imports it once)."""
+    if any(k.startswith("anthropic") for k in kinds):
+        import anthropic  # noqa: F401
+    if any(k.startswith("openai") for k in kinds):
+        import openai  # noqa: F401
+    if any(k in MCP_KINDS for k in kinds):
+        import anyio  # noqa: F401
+        import mcp  # noqa: F401
+
+        import sampling_server  # noqa: F401
+
+
+def _loop(call: Callable[[int], Any], calls: int, offset: int = 0) -> None:
+    for i in range(offset, offset + calls):
+        call(i)
 
 
 def _time_provider(kind: str, warmup: int, iterations: int, timed: Around, clock: Clock) -> Timings:
-    call = _provider_call(kind)
-    for _ in range(warmup):
-        call()
+    call = provider_calls(kind).call
+    _loop(call, warmup)
     timings = []
     with timed():
-        for _ in range(iterations):
+        for i in range(iterations):
             start = clock()
-            call()
+            call(i)
             timings.append(clock() - start)
     return timings
 
 
-async def _time_mcp(kind: str, warmup: int, iterations: int, timed: Around, clock: Clock) -> Timings:
-    """One ``call_tool("sample")`` per call on a session opened once; the loop runs inside the event
-    loop, so no thread hop is timed."""
+class McpCalls(NamedTuple):
+    """``call(i)``: one ``call_tool("sample")`` whose tool samples once; ``hold(n)``: start ``n``
+    more whose sampling callbacks wait, held in flight until the session closes (returns once all
+    ``n`` callbacks wait)."""
+
+    call: Callable[[int], Awaitable[Any]]
+    hold: Callable[[int], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def mcp_calls(kind: str, scenario: Scenario = STANDARD) -> AsyncIterator[McpCalls]:
+    """A session opened once, its calls and a way to hold requests in flight."""
+    import anyio
     import mcp_types as types
     from mcp import Client
 
     from sampling_server import build_server
 
-    answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),
-                                       model="claude-sonnet-5-5-20261001", stop_reason="endTurn")
+    models = [MCP_MODEL] + [f"{MCP_MODEL}-b{i}" for i in range(1, scenario.labels)]
+    answers = [types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=model,
+                                         stop_reason="endTurn") for model in models]
+    turn = [0]
+    release, waiting = anyio.Event(), [0]
 
     async def sampling_callback(context: Any, params: Any) -> Any:
-        return answer
+        hints = params.model_preferences.hints if params.model_preferences else None
+        if hints and hints[0].name == HOLD_HINT:
+            waiting[0] += 1
+            await release.wait()
+            return answers[0]
+        return answers[turn[0] % len(answers)]
 
     args = {"hint": "claude-sonnet", "include_context": "thisServer"}
-    timings = []
+    hold_args = {**args, "hint": HOLD_HINT}
     async with Client(build_server(), mode=MCP_MODES[kind], sampling_callback=sampling_callback) as client:
-        out = None
-        for _ in range(warmup):
+
+        async def call(i: int) -> Any:
+            turn[0] = i
             out = await client.call_tool("sample", args)
+            if out.is_error:
+                raise RuntimeError(f"the sampling tool failed: {out.content}")
+            return out
+
+        async with anyio.create_task_group() as group:
+
+            async def hold(n: int) -> None:
+                target = waiting[0] + n
+                for _ in range(n):
+                    group.start_soon(client.call_tool, "sample", hold_args)
+                while waiting[0] < target:
+                    await anyio.sleep(0)
+
+            try:
+                yield McpCalls(call, hold)
+            finally:
+                release.set()
+
+
+async def _time_mcp(kind: str, warmup: int, iterations: int, timed: Around, clock: Clock) -> Timings:
+    """One ``call_tool("sample")`` per call on a session opened once; the loop runs inside the event
+    loop, so no thread hop is timed."""
+    timings = []
+    async with mcp_calls(kind) as session:
+        call = session.call
+        for i in range(warmup):
+            await call(i)
         with timed():
-            for _ in range(iterations):
+            for i in range(iterations):
                 start = clock()
-                out = await client.call_tool("sample", args)
+                await call(i)
                 timings.append(clock() - start)
-    if out is not None and out.is_error:
-        raise RuntimeError(f"the sampling tool failed: {out.content}")
     return timings
 
 
@@ -144,3 +298,44 @@ def time_calls(kind: str, warmup: int, iterations: int, timed: Around = contextl
 
         return anyio.run(_time_mcp, kind, warmup, iterations, timed, clock)
     raise ValueError(f"unknown call kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+def count_calls(kind: str, warmup: int, windows: Sequence[int], mark: Mark, scenario: Scenario = STANDARD) -> None:
+    """Run ``warmup`` calls of ``kind``, then ``mark("start")``, then for each window its number of
+    calls followed by ``mark(str(index))``: the windows run back to back on the same client or
+    session (with ``scenario.held`` requests held in flight from before the warm-up to after the
+    last window)."""
+    if kind in PROVIDER_KINDS:
+        calls = provider_calls(kind, scenario)
+        finish = calls.hold(scenario.held)
+        _windows(calls.call, warmup, windows, mark)
+        finish()
+    elif kind in MCP_KINDS:
+        import anyio
+
+        async def run() -> None:
+            async with mcp_calls(kind, scenario) as session:
+                await session.hold(scenario.held)
+                call, done = session.call, 0
+                for i in range(warmup):
+                    await call(i)
+                mark("start")
+                for index, size in enumerate(windows):
+                    for i in range(done, done + size):
+                        await call(i)
+                    done += size
+                    mark(str(index))
+
+        anyio.run(run)
+    else:
+        raise ValueError(f"unknown call kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+def _windows(call: Callable[[int], Any], warmup: int, windows: Sequence[int], mark: Mark) -> None:
+    _loop(call, warmup)
+    mark("start")
+    done = 0
+    for index, size in enumerate(windows):
+        _loop(call, size, done)
+        done += size
+        mark(str(index))

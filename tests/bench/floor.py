@@ -5,9 +5,11 @@ A hand-written wrapper (``wrapt``) around ``Messages.create`` (anthropic) and
 puts on its span for the bench's calls (same keys, same count: request, server, ending, mode,
 response, usage, time to first chunk on streams), and the same histogram measurements (operation
 duration; input and output token usage; time to first chunk on streams), with the same bucket
-boundaries. No classification, no label bounding, no error handling, no content capture: nothing
-the bench's successful calls do not need. A stream is wrapped in a generator that reads each event
-and ends the span after the last one.
+boundaries, each recorded in the context of the call's span (so that, under the SDK's default
+``trace_based`` exemplar filter, its exemplar names that span, as the contract says). No
+classification, no label bounding, no error handling, no content capture: nothing the bench's
+successful calls do not need. A stream is wrapped in a generator that reads each event and ends
+the span after the last one.
 """
 
 from __future__ import annotations
@@ -48,16 +50,17 @@ def _end(instruments: _Instruments, span: Any, start: float, first_chunk: float 
                                                  "gen_ai.request.model", "server.address")}
     metric_attributes["gen_ai.response.model"] = response["gen_ai.response.model"]
     metric_attributes["degradation.mode"] = response["degradation.mode"]
+    context = trace.set_span_in_context(span)  # each point's exemplar names the call's span, as ours
     if first_chunk is not None:
         attributes["gen_ai.response.time_to_first_chunk"] = first_chunk - start
-        instruments.first_chunk.record(first_chunk - start, metric_attributes)
+        instruments.first_chunk.record(first_chunk - start, metric_attributes, context=context)
     span.set_attributes(attributes)
     span.end()
-    instruments.duration.record(duration, {**metric_attributes, "otel_sampling.ending": "completed"})
+    instruments.duration.record(duration, {**metric_attributes, "otel_sampling.ending": "completed"}, context=context)
     instruments.tokens.record(response["gen_ai.usage.input_tokens"],
-                              {**metric_attributes, "gen_ai.token.type": "input"})
+                              {**metric_attributes, "gen_ai.token.type": "input"}, context=context)
     instruments.tokens.record(response["gen_ai.usage.output_tokens"],
-                              {**metric_attributes, "gen_ai.token.type": "output"})
+                              {**metric_attributes, "gen_ai.token.type": "output"}, context=context)
 
 
 def _outcome(model: str, response_id: str, reason: str, usage: dict[str, int], requested: str) -> dict[str, Any]:

@@ -2,25 +2,35 @@
 
 Installs the same telemetry set-up for every configuration (a global ``TracerProvider`` with a
 ``SimpleSpanProcessor`` over an exporter that only counts spans, and a global ``MeterProvider``
-with an ``InMemoryMetricReader``), then the configuration's instrumentation, then times each call
-kind (:func:`calls.time_calls`). Prints one JSON object on stdout: per kind the median and the
-spread of the per-call times, the spans each instrumentation scope emitted per call, the attribute
-count of the configuration's span, the histogram measurements per call, and the objects still
-alive after the timed calls (per call, after a full collection).
+with an ``InMemoryMetricReader``; ``bare-untraced`` leaves the tracer provider out), then the
+configuration's instrumentation, then measures each call kind. Prints one JSON object on stdout:
+per kind the spans each instrumentation scope emitted per call, the attribute count of the
+configuration's span, the histogram measurements per call, and what the mode measured:
+
+* timing (``run.py``, the default): the median and spread of the per-call times
+  (:func:`calls.time_calls`) and the objects still alive after the timed calls (per call, after a
+  full collection);
+* ``--count N`` (``instructions.py``, under callgrind): each kind in a child forked after the
+  set-up, warm-up calls, then a few settling calls and windows of N and 2N calls between the marks
+  of ``callgrind_marks.c`` (GC off around them): the instruction counts are in callgrind's dumps;
+* ``--memory N``: the bytes still allocated (tracemalloc) per request held in flight, N held.
 
 Instrumentations monkey-patch SDK classes for the whole process, hence one process per
-configuration (the driver, ``run.py``, starts them).
+configuration (the drivers, ``run.py`` and ``instructions.py``, start them).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import gc
 import json
+import os
 import statistics
 import sys
 import traceback
+import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -62,6 +72,14 @@ def _floor() -> None:
     floor.install()
 
 
+def _mcp_floor(runs: bool = True) -> Callable[[], None]:
+    def install() -> None:
+        import mcp_floor
+
+        mcp_floor.install(runs=runs)
+    return install
+
+
 def _peer(module: str, cls: str) -> Callable[[], None]:
     def install() -> None:
         getattr(__import__(module, fromlist=[cls]), cls)().instrument()
@@ -70,20 +88,27 @@ def _peer(module: str, cls: str) -> Callable[[], None]:
 
 class Config(NamedTuple):
     """``kinds`` it applies to, the instrumentation ``scope`` prefix its spans carry (None: bare),
-    the ``install`` step, and the ``package`` whose version the report names."""
+    the ``install`` step, the ``package`` whose version the report names, and whether a global SDK
+    ``TracerProvider`` is set (``traced``; without one the SDKs' own spans cost next to nothing)."""
 
     kinds: tuple[str, ...]
     scope: str | tuple[str, ...] | None
     install: Callable[[], None]
     package: str | None = None
+    traced: bool = True
 
 
 CONFIGS: dict[str, Config] = {
     "bare": Config(calls.KINDS, None, lambda: None),
+    # The SDKs with no tracer provider: bare minus this is what their own spans cost (mcp 2.x, anthropic).
+    "bare-untraced": Config(calls.KINDS, None, lambda: None, traced=False),
     "otel-sampling": Config(calls.KINDS, "otel_sampling", _ours, "otel-sampling"),
     # Both sides of the in-memory round trip instrumented (host and server share the process here).
     "otel-sampling+server": Config(calls.MCP_KINDS, "otel_sampling", _ours_with_server, "otel-sampling"),
     "floor": Config(calls.PROVIDER_KINDS, "bench.floor", _floor),
+    "mcp-floor": Config(calls.MCP_KINDS, "bench.mcp_floor", _mcp_floor()),
+    # The MCP floor without the implicit runs' points: the difference is what they cost.
+    "mcp-floor-no-runs": Config(calls.MCP_KINDS, "bench.mcp_floor", _mcp_floor(runs=False)),
     "opentelemetry-instrumentation-anthropic": Config(
         ANTHROPIC_KINDS, "opentelemetry.instrumentation.anthropic",
         _peer("opentelemetry.instrumentation.anthropic", "AnthropicInstrumentor"),
@@ -137,14 +162,49 @@ def histogram_counts(reader: InMemoryMetricReader) -> Counter[str]:
     return counts
 
 
+def telemetry(traced: bool = True) -> tuple[CountingExporter, InMemoryMetricReader]:
+    """The global providers every configuration shares: with ``traced``, a ``TracerProvider`` with a
+    ``SimpleSpanProcessor`` over a :class:`CountingExporter`; a ``MeterProvider`` with an
+    ``InMemoryMetricReader``."""
+    exporter = CountingExporter()
+    if traced:
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(tracer_provider)
+    reader = InMemoryMetricReader()
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+    return exporter, reader
+
+
 def _alive() -> int:
     gc.collect()
     return len(gc.get_objects())
 
 
+class Seen(NamedTuple):
+    """Spans and histogram measurements so far: per call after the calls made since (:meth:`per_call`)."""
+
+    spans: Counter[str]
+    points: Counter[str]
+
+    @classmethod
+    def now(cls, exporter: CountingExporter, reader: InMemoryMetricReader) -> Seen:
+        return cls(Counter(exporter.spans), histogram_counts(reader))
+
+    def per_call(self, exporter: CountingExporter, reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None,
+                 made: int) -> dict[str, Any]:
+        """Spans per scope, the configuration's own spans and attribute count, histogram points, per call."""
+        spans = {s: (n - self.spans[s]) / made for s, n in exporter.spans.items() if n > self.spans[s]}
+        points = {m: (n - self.points[m]) / made for m, n in histogram_counts(reader).items() if n > self.points[m]}
+        mine = [s for s in spans if scope is not None and s.startswith(scope)]
+        return {"spans_per_call": spans, "own_spans_per_call": sum(spans[s] for s in mine),
+                "own_attributes": max((exporter.attributes[s] for s in mine), default=0),
+                "histogram_points_per_call": points}
+
+
 def measure(kind: str, warmup: int, iterations: int, exporter: CountingExporter, reader: InMemoryMetricReader,
             scope: str | tuple[str, ...] | None, profile: str | None, clock: str) -> dict[str, Any]:
-    spans_before, points_before = Counter(exporter.spans), histogram_counts(reader)
+    before = Seen.now(exporter, reader)
     alive: list[int] = []
 
     @contextlib.contextmanager
@@ -164,24 +224,136 @@ def measure(kind: str, warmup: int, iterations: int, exporter: CountingExporter,
         alive.append(_alive())
 
     timings = calls.time_calls(kind, warmup, iterations, timed, calls.CLOCKS[clock])
-    retained = (alive[1] - alive[0]) / iterations
-    made = warmup + iterations
-    spans = {s: (n - spans_before[s]) / made for s, n in exporter.spans.items() if n > spans_before[s]}
-    points = {m: (n - points_before[m]) / made for m, n in histogram_counts(reader).items() if n > points_before[m]}
-    own = sum(n for s, n in spans.items() if scope is not None and s.startswith(scope))
-    own_attributes = max((exporter.attributes[s] for s in spans if scope is not None and s.startswith(scope)),
-                         default=0)
     return {
         "median_ns": statistics.median(timings),
         "p10_ns": statistics.quantiles(timings, n=10)[0] if len(timings) > 1 else timings[0],
         "p90_ns": statistics.quantiles(timings, n=10)[-1] if len(timings) > 1 else timings[0],
         "calls": iterations,
-        "spans_per_call": spans,
-        "own_spans_per_call": own,
-        "own_attributes": own_attributes,
-        "histogram_points_per_call": points,
-        "retained_objects_per_call": retained,
+        **before.per_call(exporter, reader, scope, warmup + iterations),
+        "retained_objects_per_call": (alive[1] - alive[0]) / iterations,
     }
+
+
+class Marks:
+    """The callgrind marks of ``callgrind_marks.c`` (a shared library built by ``instructions.py``):
+    ``"start"`` collects garbage, turns GC off and starts counting; any other label dumps the count
+    since the last mark as ``<kind>:<label>``; :meth:`stop` stops counting and turns GC back on."""
+
+    def __init__(self, library: str, kind: str) -> None:
+        self._library = ctypes.CDLL(library)
+        self._kind = kind
+
+    def __call__(self, label: str) -> None:
+        if label == "start":
+            gc.collect()
+            gc.disable()
+            self._library.bench_start()
+        else:
+            self._library.bench_dump(f"{self._kind}:{label}".encode())
+
+    def stop(self) -> None:
+        self._library.bench_stop()
+        gc.enable()
+
+
+# Calls counted right after counting starts, then thrown away: the first calls after the switch
+# (and after gc.collect()) pay a one-off that neither later window has.
+SETTLE = 5
+
+
+def count(kind: str, warmup: int, n: int, marks: str, scenario: calls.Scenario, exporter: CountingExporter,
+          reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None, settle: int = SETTLE) -> dict[str, Any]:
+    """Warm-up calls, then windows ``0`` (``settle`` calls, not used), ``1`` (n calls) and ``2``
+    (2n calls) between callgrind marks (the scenario's held requests open from before the warm-up
+    to after the last window)."""
+    before = Seen.now(exporter, reader)
+    mark = Marks(marks, kind)
+    windows = (settle, n, 2 * n)
+    try:
+        calls.count_calls(kind, warmup, windows, mark, scenario)
+    finally:
+        mark.stop()
+    made = warmup + sum(windows) + scenario.held  # the held requests end after the last window
+    return {"calls": n, "windows": list(windows), **before.per_call(exporter, reader, scope, made)}
+
+
+def memory(kind: str, warmup: int, held: int) -> dict[str, Any]:
+    """Bytes still allocated (tracemalloc) per request held in flight: ``held`` of them, after warm-up."""
+    taken: list[int] = []
+
+    def snapshot() -> None:
+        gc.collect()
+        taken.append(tracemalloc.get_traced_memory()[0])
+
+    if kind in calls.PROVIDER_KINDS:
+        provider = calls.provider_calls(kind)
+        for i in range(warmup):
+            provider.call(i)
+        tracemalloc.start()
+        snapshot()
+        finish = provider.hold(held)
+        snapshot()
+        finish()
+    else:
+        import anyio
+
+        async def run() -> None:
+            async with calls.mcp_calls(kind) as session:
+                for i in range(warmup):
+                    await session.call(i)
+                tracemalloc.start()
+                snapshot()
+                await session.hold(held)
+                snapshot()
+
+        anyio.run(run)
+    tracemalloc.stop()
+    return {"held": held, "bytes_per_held": (taken[1] - taken[0]) / held}
+
+
+def _in_child(measure_one: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``measure_one()`` in a child forked from this process (the set-up done, no call made yet), so
+    that every call kind starts from the same state; its result comes back through a pipe."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read)
+        try:
+            result = measure_one()
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent, with the reason
+            result = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0], "traceback": traceback.format_exc()}
+        with os.fdopen(write, "w", encoding="utf-8") as pipe:
+            pipe.write(json.dumps(result))
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, encoding="utf-8") as pipe:
+        text = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    return json.loads(text) if text else {"error": f"the measuring child died (wait status {status})"}
+
+
+def drag(loops: int) -> None:
+    """Make every instrumented entry point slower by ``loops`` empty loop turns per call: a
+    deliberately slowed wrapper, to see ``make bench-check`` fail (``instructions.py --drag``)."""
+    import wrapt
+
+    def spin() -> None:
+        for _ in range(loops):
+            pass
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        spin()
+        return wrapped(*args, **kwargs)
+
+    async def async_wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        spin()
+        return await wrapped(*args, **kwargs)
+
+    wrapt.wrap_function_wrapper("anthropic.resources.messages.messages", "Messages.create", wrapper)
+    wrapt.wrap_function_wrapper("openai.resources.chat.completions.completions", "Completions.create", wrapper)
+    wrapt.wrap_function_wrapper("mcp.client.session", "ClientSession.dispatch_input_request", async_wrapper)
 
 
 def versions() -> dict[str, str | None]:
@@ -202,27 +374,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--clock", choices=sorted(calls.CLOCKS), default="cpu")
     parser.add_argument("--profile", help="write a pyinstrument HTML profile of the timed calls here (one kind)")
+    parser.add_argument("--count", type=int, metavar="N", help="count instructions: windows of N and 2N calls")
+    parser.add_argument("--marks", help="with --count: the built callgrind_marks shared library")
+    parser.add_argument("--settle", type=int, default=SETTLE, help="with --count: settling calls, not counted")
+    parser.add_argument("--memory", type=int, metavar="N", help="bytes per request held in flight, N held")
+    parser.add_argument("--labels", type=int, default=1, help="distinct model names the calls cycle through")
+    parser.add_argument("--held", type=int, default=0, help="requests held in flight while the calls run")
+    parser.add_argument("--events", type=int, default=0, help="events per provider stream (0: as recorded)")
+    parser.add_argument("--drag", type=int, default=0, help="slow every instrumented call by this many loop turns")
     args = parser.parse_args(argv)
     config = CONFIGS[args.config]
     kinds = [k for k in args.kinds.split(",") if k in config.kinds]
+    scenario = calls.Scenario(labels=args.labels, held=args.held, events=args.events)
 
-    exporter = CountingExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(tracer_provider)
-    reader = InMemoryMetricReader()
-    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+    exporter, reader = telemetry(config.traced)
 
     out: dict[str, Any] = {"config": args.config, "python": sys.version.split()[0], "versions": versions(),
-                           "kinds": {}}
+                           "scenario": scenario._asdict(), "kinds": {}}
     try:
         config.install()
+        if args.drag:
+            drag(args.drag)
     except Exception as exc:  # noqa: BLE001 - reported as "did not run", with the reason
         out["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
         out["traceback"] = traceback.format_exc()
         print(json.dumps(out))
         return 0
+    if args.count or args.memory:
+        calls.preload(kinds)
     for kind in kinds:
+        if args.count:
+            out["kinds"][kind] = _in_child(lambda kind=kind: count(kind, args.warmup, args.count, args.marks, scenario,
+                                                                   exporter, reader, config.scope, args.settle))
+            continue
+        if args.memory:
+            out["kinds"][kind] = _in_child(lambda kind=kind: memory(kind, args.warmup, args.memory))
+            continue
         try:
             out["kinds"][kind] = measure(kind, args.warmup, args.iterations, exporter, reader, config.scope,
                                          args.profile, args.clock)
