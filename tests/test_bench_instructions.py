@@ -79,7 +79,7 @@ def test_the_committed_ratios_cover_every_call_kind_with_a_stated_tolerance():
     committed = json.loads(instructions.COMMITTED.read_text(encoding="utf-8"))
     assert set(committed["x_floor"]) == set(instructions.calls.KINDS)
     assert all(OURS in ratios for ratios in committed["x_floor"].values())
-    assert 0 < committed["tolerance"] <= 0.05
+    assert 0 < committed["tolerance"] <= 0.1
 
 
 def test_a_stream_body_is_lengthened_by_repeating_its_first_text_delta():

@@ -56,8 +56,9 @@ JOBS = int(os.environ.get("BENCH_JOBS", "2"))  # configurations measured at once
 OURS, OURS_WITH_SERVER, BARE, UNTRACED = "otel-sampling", "otel-sampling+server", "bare", "bare-untraced"
 FLOOR, MCP_FLOOR, MCP_FLOOR_NO_RUNS = "floor", "mcp-floor", "mcp-floor-no-runs"
 # The check's tolerance: a ratio to the floor may rise this much (relative) before --check fails.
-# Two runs of the same code differ by up to about 2% in that ratio; one more metric point adds about 10%.
-TOLERANCE = 0.05
+# Processes running the same code differ by up to about 3.5% in that ratio (the floors' counts vary by
+# 20-30k a call between processes: random ids and exemplar sampling); one more metric point adds about 10%.
+TOLERANCE = 0.07
 # Targets (the instruction-count ones of the performance issue).
 FLOOR_TARGET, PEER_TARGET, LESSER_PEER_TARGET = 1.15, 0.5, 1.0
 MCP_FLOOR_TARGET, MCP_BARE_TARGET = 1.3, 0.15

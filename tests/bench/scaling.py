@@ -140,8 +140,10 @@ def render(sweeps: dict[str, list[dict[str, dict[str, Any]]]], found: dict[str, 
                 slopes[config] = (long[config].per_call - short[config].per_call) / span
         if len(slopes) == 3:
             ours, floor = slopes[OURS] - slopes[BARE], slopes[FLOOR] - slopes[BARE]
+            # Below 1k an event the floor's slope is the long streams' noise (a few calls of up to 10^9 each).
+            ratio = f"{ours / floor:.2f}x" if floor > 1000 else "the floor adds about nothing"
             lines.append(f"| {kind} | {slopes[BARE] / 1000:,.1f}k | {ours / 1000:,.1f}k | {floor / 1000:,.1f}k | "
-                         f"{ours / floor:.2f}x |")
+                         f"{ratio} |")
     lines += ["", f"Memory per request in flight ({MEMORY_HELD:,} held; tracemalloc, bytes still allocated), over "
               "bare's:", "", "| call kind | bare bytes/request | ours added | floor added |", "|---|---:|---:|---:|"]
     for kind, rows in found.items():
