@@ -33,10 +33,9 @@ import datetime as dt
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from otel_sampling import instants, names, state
-from otel_sampling.labels import LABEL_MAX_LENGTH, clean
+from otel_sampling.labels import host_text
 from otel_sampling.records import run as run_records
 
 logger = logging.getLogger(__name__)
@@ -68,9 +67,9 @@ class Degradation:
     __slots__ = ("component", "reason", "owner", "expires_at")
 
     def __init__(self, component: str, reason: str, owner: str, expires_at: dt.datetime | str) -> None:
-        self.component = _text("component", component)
-        self.reason = _text("reason", reason)
-        self.owner = _text("owner", owner)
+        self.component = host_text("degradation component", component)
+        self.reason = host_text("degradation reason", reason)
+        self.owner = host_text("degradation owner", owner)
         self.expires_at = instants.parse(expires_at, "degradation expires_at")
 
     def expired(self, now: dt.datetime | None = None) -> bool:
@@ -155,12 +154,3 @@ def _count_transition(degradation: Degradation, direction: str) -> None:
         })
     except Exception:
         logger.debug("otel-sampling: could not count a degradation transition", exc_info=True)
-
-
-def _text(what: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"degradation {what} must be a string, got {type(value).__name__}")
-    text = clean(value, LABEL_MAX_LENGTH)  # a host string on every span: bounded and printable
-    if not text.strip():
-        raise ValueError(f"degradation {what} must not be empty")
-    return text

@@ -47,7 +47,7 @@ from typing import Any
 
 from otel_sampling import names, state
 from otel_sampling.degradation import Degradation
-from otel_sampling.labels import LABEL_MAX_LENGTH, clean
+from otel_sampling.labels import host_text
 from otel_sampling.rules.drills import window_at
 
 logger = logging.getLogger(__name__)
@@ -76,22 +76,29 @@ class Drill:
         ValueError: an empty string, a duration not above 0 or not finite, an unknown failure.
     """
 
-    __slots__ = ("name", "target_model", "duration", "failure", "owner", "ends_at", "degradation", "_window")
+    __slots__ = ("name", "target_model", "duration", "failure", "owner", "degradation")
 
     def __init__(self, name: str, *, target_model: str, duration: float | dt.timedelta,
                  failure: str = names.DRILL_FAILURE_OVERLOADED, owner: str = DEFAULT_OWNER) -> None:
-        self.name = _text("name", name)
-        self.target_model = _text("target_model", target_model)
+        self.name = host_text("drill name", name)
+        self.target_model = host_text("drill target_model", target_model)
         self.duration = _seconds(duration)
         if not isinstance(failure, str):
             raise TypeError(f"drill failure must be a string, got {type(failure).__name__}")
         if failure not in names.DRILL_FAILURES:
             raise ValueError(f"drill failure must be one of {', '.join(names.DRILL_FAILURES)}, got {failure[:60]!r}")
         self.failure = failure
-        self.owner = _text("owner", owner)
-        self.ends_at: dt.datetime | None = None
-        self.degradation: Degradation | None = None
-        self._window: tuple[str, dt.datetime] | None = None
+        self.owner = host_text("drill owner", owner)
+        self.degradation: Degradation | None = None  # the named degradation of its last start
+
+    @property
+    def ends_at(self) -> dt.datetime | None:
+        """When its window ends (its named degradation's ``expires_at``); None before its first start."""
+        return self.degradation.expires_at if self.degradation is not None else None
+
+    def _over(self, now: dt.datetime) -> bool:
+        """True when its window has run out at ``now``."""
+        return self.degradation is not None and now >= self.degradation.expires_at
 
     @property
     def running(self) -> bool:
@@ -110,9 +117,8 @@ class Drill:
                 return self
             if len(registry.running) >= state.MAX_DRILLS:
                 raise RuntimeError(f"{state.MAX_DRILLS} drills are running already")
-            now = registry.clock()
-            self.ends_at = now + dt.timedelta(seconds=self.duration)
-            self.degradation = Degradation(self.name, names.REASON_DRILL, self.owner, self.ends_at)
+            ends_at = registry.clock() + dt.timedelta(seconds=self.duration)
+            self.degradation = Degradation(self.name, names.REASON_DRILL, self.owner, ends_at)
             first = not registry.running
             registry.running = (*registry.running, self)
         self.degradation.enter()
@@ -124,9 +130,7 @@ class Drill:
     def stop(self) -> None:
         """End it now (``stopped``; ``completed`` when its window had run out). Stopping a drill
         that is not running does nothing."""
-        now = state.drills.clock()
-        _end(self, names.DRILL_OUTCOME_COMPLETED if self.ends_at and now >= self.ends_at
-             else names.DRILL_OUTCOME_STOPPED)
+        _end(self, names.DRILL_OUTCOME_COMPLETED if self._over(state.drills.clock()) else names.DRILL_OUTCOME_STOPPED)
 
     def __enter__(self) -> Drill:
         return self.start()
@@ -166,7 +170,7 @@ def failure_for(model: Any) -> Drill | None:
     now = state.drills.clock()
     found = None
     for candidate in running:
-        if candidate.ends_at is not None and now >= candidate.ends_at:
+        if candidate._over(now):
             _end(candidate, names.DRILL_OUTCOME_COMPLETED)
         elif found is None and candidate.target_model == model:
             found = candidate
@@ -229,7 +233,7 @@ def _sweep() -> None:
     """Watchdog sweep: end the drills whose window ran out without a call to check them."""
     now = state.drills.clock()
     for running in state.drills.running:
-        if running.ends_at is not None and now >= running.ends_at:
+        if running._over(now):
             _end(running, names.DRILL_OUTCOME_COMPLETED)
 
 
@@ -264,15 +268,6 @@ def _sigterm_handler(previous: Any) -> Any:
         # SIG_IGN: the host ignores SIGTERM, and so do we
 
     return handler
-
-
-def _text(what: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"drill {what} must be a string, got {type(value).__name__}")
-    text = clean(value, LABEL_MAX_LENGTH)
-    if not text.strip():
-        raise ValueError(f"drill {what} must not be empty")
-    return text
 
 
 def _seconds(value: Any) -> float:

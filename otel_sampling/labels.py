@@ -50,6 +50,22 @@ def clean(value: object, max_length: int) -> str:
     return text
 
 
+def host_text(what: str, value: object) -> str:
+    """A string the host passes to name something stamped on every span (a degradation's
+    component, a drill's name): :func:`clean` at ``LABEL_MAX_LENGTH``.
+
+    Raises:
+        TypeError: ``value`` is not a string (the message names ``what``).
+        ValueError: nothing printable but blanks is left of it.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
+    text = clean(value, LABEL_MAX_LENGTH)
+    if not text.strip():
+        raise ValueError(f"{what} must not be empty")
+    return text
+
+
 class BoundedLabel:
     """The set of values one metric label may take: the first ``limit`` seen, then ``_other``.
 
