@@ -90,7 +90,7 @@ class SamplingRecord:
         "_failover", "_provider_model", "_canary", "_last_requested", "_served_by",
         "_input_tokens", "_output_tokens", "_cost_usd",
         "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name", "_run", "_policy_names",
-        "_status_code", "_operation",
+        "_operation",
     )
 
     def __init__(
@@ -137,7 +137,6 @@ class SamplingRecord:
         self._granted: str | None = None
         self._violations: set[str] = set()
         self._tool_name = tool_name
-        self._status_code: str | None = None  # rpc.response.status_code: the error frame the host answered with
         self._operation = operation_duration.start_attributes(protocol_version, transport)
         self._fingerprint = _fingerprint(params, ledger.fingerprint_key) if ledger is not None else None
         self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
@@ -293,10 +292,10 @@ class SamplingRecord:
     def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
         settings = self._instruments.settings
-        self._status_code = endings.status_code(code)
         ending = endings.or_fallback(endings.from_error_frame, endings.failed_frame(code), code, data, message,
                                      settings.policy.ending_rules, settings.policy_refusal_code)
-        self._end(ending, None, None, generic=endings.is_generic_frame(code, ending))
+        self._end(ending, None, None, generic=endings.is_generic_frame(code, ending),
+                  status_code=endings.status_code(code))
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
         """The callback raised ``exc``; ``cancel_reason`` is the peer's cancel reason, if any."""
@@ -304,10 +303,10 @@ class SamplingRecord:
             self.end_with_cancellation(cancel_reason)
         else:
             settings = self._instruments.settings
-            self._status_code = endings.status_code(endings.frame_code(exc))  # a raised MCPError's frame
             ending = endings.or_fallback(endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules,
                                          settings.policy_refusal_code)
-            self._end(ending, None, None, cancel_reason, generic=ending.ending == names.ENDING_ERROR)
+            self._end(ending, None, None, cancel_reason, generic=ending.ending == names.ENDING_ERROR,
+                      status_code=endings.status_code(endings.frame_code(exc)))  # a raised MCPError's frame
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
@@ -315,7 +314,9 @@ class SamplingRecord:
                   cancel_reason)
 
     def _end(self, told: Ending, reported: str | None, stop_reason: Any, cancel_reason: str | None = None, *,
-             result: bool = False, generic: bool = False) -> None:
+             result: bool = False, generic: bool = False, status_code: str | None = None) -> None:
+        """End the request once; ``status_code`` is ``rpc.response.status_code``, the code of the error
+        frame the host answered with (None: no frame)."""
         if self._ended:
             return
         if self._ledger is not None:
@@ -340,11 +341,12 @@ class SamplingRecord:
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             self._record_metrics(ending.ending, judged, mode, served, degradation_reasons)
             operation_duration.record(self._instruments.mcp_server_duration, time.perf_counter() - self._start,
-                                      self._operation, ending, self._status_code,
+                                      self._operation, ending, status_code,
                                       self._instruments.error_type_label, recorded_in(self._span))
         finally:  # the span ends even when a metric call fails
             try:
-                self._end_span(ending, judged, mode, served, reported, stop_reason, cancel_reason, degradation_reasons)
+                self._end_span(ending, judged, mode, served, reported, stop_reason, cancel_reason, status_code,
+                               degradation_reasons)
             finally:
                 self._end_run(ending.ending, judged, mode, degradation_reasons)
 
@@ -429,7 +431,8 @@ class SamplingRecord:
         }, context=context)
 
     def _end_span(self, ending: Ending, judged: str, mode: str, served: str | None, reported: str | None,
-                  stop_reason: Any, cancel_reason: str | None, degradation_reasons: tuple[str, ...] = ()) -> None:
+                  stop_reason: Any, cancel_reason: str | None, status_code: str | None,
+                  degradation_reasons: tuple[str, ...] = ()) -> None:
         instruments = self._instruments
         span = self._span
         try:
@@ -446,8 +449,8 @@ class SamplingRecord:
                 add_result_attributes(attributes, ending, served, stop_reason, max_length)
                 if reported:
                     attributes[names.SAMPLING_REPORTED_MODEL] = clean(reported, max_length)
-                if self._status_code is not None:
-                    attributes[names.RPC_RESPONSE_STATUS_CODE] = self._status_code
+                if status_code is not None:
+                    attributes[names.RPC_RESPONSE_STATUS_CODE] = status_code
                 if cancel_reason:
                     attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
                 if self._calls.ended:

@@ -38,7 +38,7 @@ class ServerSamplingRecord:
         parent: the parent context (None: the ambient one).
     """
 
-    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock", "_status_code", "_start", "_operation")
+    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock", "_start", "_operation")
 
     def __init__(self, instruments: Instruments, *, path: str, params: Any, protocol_version: str | None,
                  server_name: str | None, session_id: str | None, tool_name: str | None,
@@ -47,7 +47,6 @@ class ServerSamplingRecord:
         self._path = path
         self._ended = False
         self._lock = locks.new()
-        self._status_code: str | None = None  # rpc.response.status_code: the client's error frame
         self._start = time.perf_counter()
         self._operation = operation_duration.start_attributes(protocol_version)
         self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
@@ -75,9 +74,9 @@ class ServerSamplingRecord:
             self._end(endings.or_fallback(endings.from_cancellation, endings.CANCELLED, None), None, None)
         else:
             settings = self._instruments.settings
-            self._status_code = endings.status_code(endings.answered_code(exc))
             self._end(endings.or_fallback(endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules,
-                                          settings.policy_refusal_code), None, None)
+                                          settings.policy_refusal_code), None, None,
+                      endings.status_code(endings.answered_code(exc)))
 
     def end_without_back_channel(self, exc: BaseException) -> None:
         """The request was never sent: the connection has no back-channel for a server-initiated
@@ -92,7 +91,9 @@ class ServerSamplingRecord:
         """No retry carried an answer (2026-07-28 path): denied, abandoned or lost on the client."""
         self._end(endings.UNANSWERED, None, None)
 
-    def _end(self, ending: Ending, served: str | None, stop_reason: Any) -> None:
+    def _end(self, ending: Ending, served: str | None, stop_reason: Any, status_code: str | None = None) -> None:
+        """End the request once; ``status_code`` is ``rpc.response.status_code``, the code of the
+        client's error frame (None: no frame answered)."""
         with self._lock:
             if self._ended:
                 return
@@ -107,7 +108,7 @@ class ServerSamplingRecord:
                 names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
             }, context=context)
             operation_duration.record(instruments.mcp_client_duration, time.perf_counter() - self._start,
-                                      self._operation, ending, self._status_code, instruments.error_type_label,
+                                      self._operation, ending, status_code, instruments.error_type_label,
                                       context)
         finally:
             try:
@@ -115,8 +116,8 @@ class ServerSamplingRecord:
                     max_length = instruments.settings.attribute_max_length
                     attributes: dict[str, Any] = {names.SAMPLING_ENDING: ending.ending, names.SAMPLING_PATH: self._path}
                     add_result_attributes(attributes, ending, served, stop_reason, max_length)
-                    if self._status_code is not None:
-                        attributes[names.RPC_RESPONSE_STATUS_CODE] = self._status_code
+                    if status_code is not None:
+                        attributes[names.RPC_RESPONSE_STATUS_CODE] = status_code
                     if ending.error_type is not None:
                         span.set_status(Status(StatusCode.ERROR))
                     span.set_attributes(attributes)
