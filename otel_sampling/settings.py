@@ -232,13 +232,9 @@ def policy_refusal_code(environ: Mapping[str, str] | None = None) -> int:
 
 
 def _price_source(env: Mapping[str, str]) -> price_source.PriceSource | None:
-    raw = env.get(names.ENV_PRICE_SOURCE, "").strip()
-    if raw.lower() == names.PRICE_SOURCE_NONE:
-        return None
-    if raw and raw.lower() != names.PRICE_SOURCE_GENAI_PRICES:
-        report_once(logging.WARNING, "%s=%r is neither %s nor %s; using %s", names.ENV_PRICE_SOURCE, raw,
-                    names.PRICE_SOURCE_GENAI_PRICES, names.PRICE_SOURCE_NONE, names.PRICE_SOURCE_GENAI_PRICES)
-    return price_source.installed()
+    chosen = _choice(env, names.ENV_PRICE_SOURCE, (names.PRICE_SOURCE_GENAI_PRICES, names.PRICE_SOURCE_NONE),
+                     names.PRICE_SOURCE_GENAI_PRICES)
+    return None if chosen == names.PRICE_SOURCE_NONE else price_source.installed()
 
 
 def _header_names(env: Mapping[str, str], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -269,9 +265,16 @@ def _header_names(env: Mapping[str, str], key: str, default: tuple[str, ...]) ->
 def _boolean(env: Mapping[str, str], key: str) -> bool:
     """An OpenTelemetry boolean (SDK environment variable specification): true only for ``true``
     in any case; unset, empty and ``false`` are false; any other value is false, reported once."""
+    return _choice(env, key, ("true", "false"), "false") == "true"
+
+
+def _choice(env: Mapping[str, str], key: str, values: tuple[str, str], default: str) -> str:
+    """The one of ``values`` that ``key`` is set to (any case, surrounding blanks ignored), else
+    ``default``; a value that is neither (not unset nor empty) is reported once."""
     raw = env.get(key, "").strip()
-    if raw.lower() == "true":
-        return True
-    if raw and raw.lower() != "false":
-        report_once(logging.WARNING, "%s=%r is neither true nor false; using false", key, raw)
-    return False
+    chosen = raw.lower()
+    if chosen in values:
+        return chosen
+    if raw:
+        report_once(logging.WARNING, "%s=%r is neither %s nor %s; using %s", key, raw, *values, default)
+    return default
