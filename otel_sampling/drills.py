@@ -237,19 +237,15 @@ def _sweep() -> None:
             _end(running, names.DRILL_OUTCOME_COMPLETED)
 
 
-_sigterm_installed = False
-
-
 def _install_sigterm_handler() -> None:
     """Once per process, from the main thread only (``signal.signal`` works nowhere else; so
     only one thread ever gets past the first check, and no lock is needed)."""
-    global _sigterm_installed
-    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
+    if state.drills.sigterm_handler_installed or threading.current_thread() is not threading.main_thread():
         return
     try:
         previous = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, _sigterm_handler(previous))
-        _sigterm_installed = True
+        state.drills.sigterm_handler_installed = True
     except (ValueError, OSError, AttributeError):  # no SIGTERM here, or not the main interpreter
         logger.debug("otel-sampling: could not install the drills' SIGTERM handler", exc_info=True)
 

@@ -181,7 +181,7 @@ class DrillRegistry:
     child (the schedule is configuration every process reads).
     """
 
-    __slots__ = ("lock", "running", "started_windows", "clock", "__weakref__")
+    __slots__ = ("lock", "running", "started_windows", "clock", "sigterm_handler_installed", "__weakref__")
 
     def __init__(self) -> None:
         self.lock = locks.new()
@@ -189,6 +189,9 @@ class DrillRegistry:
         self.started_windows: dict[tuple[str, dt.datetime], None] = {}
         #: ``() -> aware datetime``: when now is for every drill (tests inject their own).
         self.clock: Callable[[], dt.datetime] = _utc_now
+        #: The drills' SIGTERM handler is in place (once per process; a forked child keeps the
+        #: handler, so :meth:`forget` keeps this too).
+        self.sigterm_handler_installed = False
 
     def forget(self) -> None:
         """In a forked child: no drill is running, no window started (nothing is counted)."""

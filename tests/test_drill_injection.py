@@ -224,7 +224,7 @@ def test_sigterm_ends_the_drill_and_runs_the_hosts_handler(providers: Telemetry,
                                                            monkeypatch: pytest.MonkeyPatch):
     seen: list[int] = []
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
-    monkeypatch.setattr(drills, "_sigterm_installed", False)
+    monkeypatch.setattr(state.drills, "sigterm_handler_installed", False)
     try:
         exercise = osm.drill("outage", target_model="gpt-4.1", duration=600).start()
         assert exercise.running
