@@ -410,7 +410,7 @@ def test_every_target_is_driven_and_every_wrapper_calls_our_code_through_the_gua
                                                                                     monkeypatch):
     seen: set[tuple[str | None, str]] = set()
     patched = _patch_guard(monkeypatch, _recording_guard(seen))
-    assert {"_mcp_connections", "_mcp_tool_call", "mcp_server", "_provider", "openai"} <= patched
+    assert {"_mcp_connections", "_mcp_tool_call", "mcp_server", "_provider"} <= patched
     driven: set[str] = set()
     gc.collect()  # what an earlier test dropped ends when collected: not inside a target here
     for driver in DRIVERS.values():

@@ -481,29 +481,36 @@ def _end_unparsed(state: ProviderState, raw: Any) -> None:
         _end_unseen(state, call)  # closed without being parsed: whatever the caller read, we did not see it
 
 
-def close_wrapper(state: ProviderState) -> Callable[..., Any]:
-    """wrapt wrapper for a raw response's ``close`` (``with_streaming_response`` leaving its
-    ``with`` block): a call whose body was never parsed ends here, without response details."""
+def finally_wrappers(step: str, end: Callable[[ProviderState, Any], None]) -> tuple[
+        Callable[[ProviderState], Callable[..., Any]], Callable[[ProviderState], Callable[..., Any]]]:
+    """wrapt wrapper factories, for a method and for an ``async def`` one, that run
+    ``end(state, instance)`` once the method returned or raised (through :func:`guarded`, as ``step``)."""
 
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            guarded("end a raw response's call", _end_unparsed, state, instance)
+    def factory(state: ProviderState) -> Callable[..., Any]:
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            try:
+                return wrapped(*args, **kwargs)
+            finally:
+                guarded(step, end, state, instance)
 
-    return wrapper
+        return wrapper
+
+    def async_factory(state: ProviderState) -> Callable[..., Any]:
+        async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
+                          kwargs: dict[str, Any]) -> Any:
+            try:
+                return await wrapped(*args, **kwargs)
+            finally:
+                guarded(step, end, state, instance)
+
+        return wrapper
+
+    return factory, async_factory
 
 
-def async_close_wrapper(state: ProviderState) -> Callable[..., Any]:
-    """:func:`close_wrapper` for an ``async def close``."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            guarded("end a raw response's call", _end_unparsed, state, instance)
-
-    return wrapper
+# A raw response's ``close`` (sync and async; ``with_streaming_response`` leaving its ``with``
+# block): a call whose body was never parsed ends here, without response details.
+close_wrapper, async_close_wrapper = finally_wrappers("end a raw response's call", _end_unparsed)
 
 
 def parse_wrapper(state: ProviderState) -> Callable[..., Any]:

@@ -23,7 +23,6 @@ import importlib
 import logging
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NamedTuple
 
 import wrapt
@@ -82,28 +81,19 @@ class HostTargets(NamedTuple):
     targets: tuple[Target, ...]
 
 
-def _installed_version(group: HostTargets) -> tuple[str, str] | None:
-    """(distribution, version) of the first of the group's distributions that is installed."""
-    for distribution in group.distributions:
-        try:
-            return distribution, version(distribution)
-        except PackageNotFoundError:
-            continue
-    return None
-
-
 def supported(group: HostTargets) -> bool:
     """True when the group's library is installed within its range (see :class:`HostTargets`)."""
-    installed = _installed_version(group)
-    if installed is None:
-        return False
-    distribution, found = installed
-    if get_dependency_conflicts([f"{distribution} {group.specifier}"]) is None:
-        return True
-    _warn_outside_range(installed, "otel-sampling: %s %s is outside the supported range %s; %s is not instrumented",
-                        distribution, found, group.specifier,
-                        ", ".join(f"{t.module}.{t.attribute}" for t in group.targets))
-    return False
+    for distribution in group.distributions:
+        conflict = get_dependency_conflicts([f"{distribution} {group.specifier}"])
+        if conflict is None:
+            return True
+        if conflict.found:  # installed (``"name version"``), outside the range
+            _warn_outside_range((distribution, conflict.found),
+                                "otel-sampling: %s is outside the supported range %s; %s is not instrumented",
+                                conflict.found, group.specifier,
+                                ", ".join(f"{t.module}.{t.attribute}" for t in group.targets))
+            return False
+    return False  # none of its distributions is installed
 
 
 # The start of the server-side stdio transport, wherever mcp binds it.

@@ -36,13 +36,12 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from otel_sampling import names
 from otel_sampling.content import Content
 from otel_sampling.instrumentation import openai_responses
-from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -50,6 +49,7 @@ from otel_sampling.instrumentation._provider import (
     async_create_wrapper,
     close_wrapper,
     create_wrapper,
+    finally_wrappers,
     is_object,
     parse_wrapper,
     request_options,
@@ -244,7 +244,7 @@ class _State(ProviderState):
         return StreamAccumulator(capture=capture)
 
 
-def _end_left(helper_stream: Any) -> None:
+def _end_left(state: ProviderState, helper_stream: Any) -> None:
     """End the call of the stream proxy a ``stream()`` helper's stream reads, as left by the caller
     (the response is closed already: only the span is left to end)."""
     raw = getattr(helper_stream, "_raw_stream", None)
@@ -252,29 +252,10 @@ def _end_left(helper_stream: Any) -> None:
         raw._self_end(None, exhausted=False)  # what the proxy's own close() ends it with
 
 
-def _stream_close_wrapper(_state: _State) -> Callable[..., Any]:
-    """``close()`` of the ``stream()`` helpers' streams closes the HTTP response directly, past our
-    proxy; end the proxy's call too, so the span ends when the caller leaves the ``with`` block."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            guarded("end an openai stream's span", _end_left, instance)
-
-    return wrapper
-
-
-def _stream_aclose_wrapper(_state: _State) -> Callable[..., Any]:
-    """:func:`_stream_close_wrapper` for the async helpers' ``async def close``."""
-
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            guarded("end an openai stream's span", _end_left, instance)
-
-    return wrapper
+# ``close()`` of the ``stream()`` helpers' streams (sync and async) closes the HTTP response
+# directly, past our proxy; the proxy's call ends too, so the span ends when the caller leaves
+# the ``with`` block.
+_stream_close_wrapper, _stream_aclose_wrapper = finally_wrappers("end an openai stream's span", _end_left)
 
 
 _CHAT_STREAMS = "openai.lib.streaming.chat._completions"
