@@ -41,6 +41,7 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from fleet_host import COMPONENT, FALLBACK_MODEL, PRIMARY_MODEL, REASON, RUN_NAME
 from harness.prometheus import JOB, PrometheusServer, free_port
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig, five_numbers
@@ -48,6 +49,7 @@ from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.generate import RULES_FILE
 from otel_sampling.mixin.rules import PREFIX, Recorded, rule_groups
 from otel_sampling.testing.fake_provider import FakeProvider
+from sampling_server import SERVER_NAME as SERVER
 
 pytestmark = [pytest.mark.e2e, pytest.mark.subprocess, pytest.mark.timeout(600)]
 HERE = Path(__file__).resolve().parent
@@ -59,21 +61,19 @@ HOSTS = {  # instance role: its fleet_host.py options
     "b": ["--hold-degradation"],
     "c": ["--fail-over", "--hold-degradation"],
 }
-SERVER = "sampling-test-server"  # sampling_server.SERVER_NAME
-RUN_NAME, EVALUATION_NAME, COMPONENT, REASON = "fleet-triage", "fleet-summary-quality", "search", "sources unavailable"
 READY_TIMEOUT_S = 240  # three interpreters starting together on a busy two-core machine
 ALERTS_TIMEOUT_S = 120
 POLICY = f"""
 [servers."{SERVER}"]
-primary_model = "claude-sonnet-5-5"
-permitted_models = ["claude-sonnet-5-5", "claude-haiku-5-5"]
+primary_model = "{PRIMARY_MODEL}"
+permitted_models = ["{PRIMARY_MODEL}", "{FALLBACK_MODEL}"]
 context_ceiling = "thisServer"
 
-[prices."claude-sonnet-5-5"]
+[prices."{PRIMARY_MODEL}"]
 input_usd_per_mtok = 3.0
 output_usd_per_mtok = 15.0
 
-[prices."claude-haiku-5-5"]
+[prices."{FALLBACK_MODEL}"]
 input_usd_per_mtok = 1.0
 output_usd_per_mtok = 5.0
 """

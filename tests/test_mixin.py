@@ -17,7 +17,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.dashboards import dashboard_queries, expand, legend_labels, load, panels
+from harness.dashboards import dashboard_queries, expand, legend_labels, load, panels, queries
 from harness.grafana_model import model_errors
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig, five_numbers
@@ -293,11 +293,10 @@ def test_the_mixin_names_are_what_the_real_exporter_exports():
 def test_the_rule_selector_reaches_every_raw_series():
     groups = rule_groups(MixinConfig(rule_selector='job="triage-host"'))["groups"]
     exprs = [rule["expr"] for group in groups for rule in group["rules"]]
-    series = re.compile(r"\b(" + "|".join(sorted(m.SERIES)) + r")\b(\{[^}]*\})?")
-    raw = [match for expr in exprs for match in series.finditer(expr)]
-    assert len(raw) > 30
-    assert all((match.group(2) or "").startswith('{job="triage-host"') for match in raw), [
-        match.group(0) for match in raw if not (match.group(2) or "").startswith('{job="triage-host"')]
+    selectors = _raw_selectors(exprs)
+    assert len(selectors) > 30
+    assert all(selector.startswith('{job="triage-host"') for selector in selectors), [
+        selector for selector in selectors if not selector.startswith('{job="triage-host"')]
 
 
 def _raw_selectors(exprs: list[str]) -> list[str]:
@@ -312,7 +311,7 @@ def test_the_scope_selector_reaches_every_raw_series_of_the_rules_and_dashboards
     is never read; recorded series carry no scope (the rules summed it away) and are read without."""
     rules = [rule["expr"] for group in rule_groups(config)["groups"] for rule in group["rules"]]
     dashboards = [expr for path, text in render(config).items() if path.endswith(".json")
-                  for expr in _exprs(json.loads(text))]
+                  for _, expr, _ in queries(json.loads(text), path)]
     selectors = _raw_selectors(rules + dashboards)
     assert len(selectors) > 60
     assert all(config.scope_selector in selector for selector in selectors), [
@@ -323,13 +322,6 @@ def test_the_scope_selector_reaches_every_raw_series_of_the_rules_and_dashboards
                                    " ".join(dashboards))
     assert reads_of_recorded
     assert not [s for _, s in reads_of_recorded if "otel_scope" in s]
-
-
-def _exprs(dashboard: dict) -> list[str]:
-    """Every PromQL of a dashboard model: variables, annotations, panel targets."""
-    out = [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
-    out += [a["expr"] for a in dashboard["annotations"].get("list", []) if "expr" in a]
-    return out + [t["expr"] for panel in panels(dashboard) for t in panel.get("targets", [])]
 
 
 def test_without_a_scope_selector_no_series_is_selected_by_scope():

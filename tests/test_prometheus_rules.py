@@ -263,8 +263,8 @@ EXPOSURE_SERIES = [
     (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x10 0x20"),
     (DRILL, "1x30"),
 ]
+EXPOSURE = "job:otel_sampling_degraded_exposure:active"
 EXPOSURE_EXPECTED = [("5m", 1), ("20m", 0)]
-
 
 
 def runs(mode: str, outcome: str) -> str:
@@ -375,8 +375,8 @@ def promtool_tests(step: str) -> dict:
         "interval": "1m",
         "input_series": [{"series": s, "values": v} for s, v in EXPOSURE_SERIES],
         "promql_expr_test": [
-            {"expr": "job:otel_sampling_degraded_exposure:active", "eval_time": time,
-             "exp_samples": [{"labels": 'job:otel_sampling_degraded_exposure:active{job="j"}', "value": value}]}
+            {"expr": EXPOSURE, "eval_time": time,
+             "exp_samples": [{"labels": promql_labels(EXPOSURE, {"job": "j"}), "value": value}]}
             for time, value in EXPOSURE_EXPECTED],
     })
     return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
@@ -387,6 +387,12 @@ PROMTOOL_TIMEOUT_S = 100  # under the suite's 120 s per-test timeout: promtool's
 
 def promtool(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=PROMTOOL_TIMEOUT_S)
+
+
+def promtool_test(path: Path, tests: dict) -> subprocess.CompletedProcess:
+    """``promtool test rules`` on the test document ``tests``, written to ``path``."""
+    path.write_text(yaml.safe_dump(tests, sort_keys=False))
+    return promtool("test", "rules", str(path))
 
 
 @pytest.mark.subprocess
@@ -441,8 +447,7 @@ def test_the_degraded_share_is_not_recorded_over_a_quiet_window(tmp_path):
                               "value": 0}]},
         ],
     }]}
-    (tmp_path / "quiet_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
-    result = promtool("test", "rules", str(tmp_path / "quiet_test.yaml"))
+    result = promtool_test(tmp_path / "quiet_test.yaml", tests)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -458,6 +463,5 @@ def test_a_count_at_the_threshold_does_not_fire_when_increase_extrapolates(tmp_p
         "input_series": [{"series": f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "values": "1x30 2 3 4x100"}],
         "alert_rule_test": [{"eval_time": "41m", "alertname": f"{PREFIX}StallsHigh", "exp_alerts": []}],
     }]}
-    (tmp_path / "extrapolated_test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
-    result = promtool("test", "rules", str(tmp_path / "extrapolated_test.yaml"))
+    result = promtool_test(tmp_path / "extrapolated_test.yaml", tests)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from harness.history import import_text, promtool_input, steady_history
+from harness.history import import_text, promtool_input, selector, steady_history
 from harness.prometheus import JOB, wait_until
 from harness.victoria_metrics import VictoriaMetrics, check_rules, replay
 from otel_sampling.mixin.generate import RULES_FILE
@@ -105,9 +105,6 @@ def test_vmalert_fires_what_the_steady_demo_drives(replayed):
 def test_prometheus_gives_the_same_alerts_and_recorded_values(replayed, tmp_path):
     """promtool evaluates the same file over the same history; every alert vmalert fired (or holds
     pending) at the end, and every series it recorded with its value, is what Prometheus has."""
-    def selector(name: str, key) -> str:
-        return name + "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in key) + "}"
-
     tests = [{"expr": f'ALERTS{{alertstate="{state}"}}', "eval_time": f"{STEPS}m",
               "exp_samples": [{"labels": selector("ALERTS", key), "value": 1} for key in sorted(keys)]}
              for state, keys in replayed.alerts.items()]

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from otel_sampling.mixin.cli import EXTRA, INSTALL_HINT, add_config_options, config_from
+from otel_sampling.mixin.cli import ExtraMissing, add_config_options, config_from, generator
 
 
 def parser() -> argparse.ArgumentParser:
@@ -31,12 +31,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        from otel_sampling.mixin.generate import write
-    except ModuleNotFoundError as e:
-        print(f"error: the generator needs the '{EXTRA}' extra ({e.name} is not installed): {INSTALL_HINT}",
-              file=sys.stderr)
+        generate = generator("the generator")
+    except ExtraMissing as e:
+        print(f"error: {e}", file=sys.stderr)
         return 1
-    for path in write(config, args.out):
+    for path in generate.write(config, args.out):
         print(path)
     return 0
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from otel_sampling.mixin import bundle
 from otel_sampling.mixin.config import REPOSITORY, MixinConfig
@@ -52,22 +54,31 @@ def config_from(args: argparse.Namespace) -> MixinConfig:
     return MixinConfig(**{field.name: getattr(args, field.name) for field in dataclasses.fields(MixinConfig)})
 
 
+def generator(needed_by: str) -> ModuleType:
+    """``otel_sampling.mixin.generate``, imported only when called: it needs the ``mixin`` extra.
+
+    Raises:
+        ExtraMissing: a module of the extra is not installed; the message starts with ``needed_by``
+            (what asked for the generator) and says what to install.
+    """
+    try:
+        return importlib.import_module("otel_sampling.mixin.generate")
+    except ModuleNotFoundError as e:
+        if (e.name or "").partition(".")[0] not in _EXTRA_MODULES:
+            raise
+        raise ExtraMissing(f"{needed_by} needs the '{EXTRA}' extra (grafana-foundation-sdk and PyYAML; "
+                           f"{e.name} is not installed): {INSTALL_HINT}") from None
+
+
 def generated(config: MixinConfig) -> dict[str, str]:
     """Relative path -> text of every file, from the package copy for the default config (no extra
     needed), regenerated otherwise. Raises ``ExtraMissing`` when regeneration needs the extra."""
     if config == MixinConfig():
         return bundle.files_by_path()
-    try:
-        from otel_sampling.mixin.generate import render
-    except ModuleNotFoundError as e:
-        if (e.name or "").partition(".")[0] not in _EXTRA_MODULES:
-            raise
-        changed = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(config)
-                   if getattr(config, f.name) != f.default]
-        raise ExtraMissing(f"regenerating with {', '.join(changed)} needs the '{EXTRA}' extra "
-                           f"(grafana-foundation-sdk and PyYAML; {e.name} is not installed): {INSTALL_HINT}. "
-                           "Without options, the bundled files are exported with no extra.") from None
-    return render(config)
+    changed = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(config)
+               if getattr(config, f.name) != f.default]
+    files: dict[str, str] = generator(f"regenerating with {', '.join(changed)}").render(config)
+    return files
 
 
 def parser() -> argparse.ArgumentParser:
@@ -100,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"otel-sampling: error: {e}", file=sys.stderr)
         return 2
     except ExtraMissing as e:
-        print(f"otel-sampling: error: {e}", file=sys.stderr)
+        print(f"otel-sampling: error: {e}. Without options, the bundled files are exported with no extra.",
+              file=sys.stderr)
         return 1
     if args.command == "dashboards":
         written = [_write(args.out / Path(relative).name, text) for relative, text in files.items()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_sampling.mixin.five_numbers import OUR_SCOPE
+from otel_sampling.mixin.promql import label_selector
 
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")  # Prometheus duration syntax
 # One PromQL label matcher (name, operator, double-quoted string with escapes), a comma between two.
@@ -111,5 +112,4 @@ class MixinConfig:
     def selector(self, *matchers: str) -> str:
         """``{rule_selector, scope_selector, matchers...}`` for a raw series the rules read, or
         empty when there is nothing to match."""
-        parts = [m for m in (self.rule_selector, self.scope_selector, *matchers) if m]
-        return "{" + ", ".join(parts) + "}" if parts else ""
+        return label_selector(self.rule_selector, self.scope_selector, *matchers)

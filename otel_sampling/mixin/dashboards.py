@@ -2,7 +2,7 @@
 
 Every query reads metric and label names from ``otel_sampling.mixin.metrics`` and recorded series
 from ``otel_sampling.mixin.rules.Recorded``; thresholds come from the same ``MixinConfig`` as the
-alerts. A raw series is selected by ``$job`` and the config's ``scope_selector`` (:func:`_raw`); a
+alerts. A raw series is selected by ``$job`` and the config's ``scope_selector`` (``panels.raw_selector``); a
 recorded series by ``$job`` only (the rules aggregated the scope away after selecting it). Rates
 of low-traffic agent work are shown per minute (``reqpm``: Grafana's unit for requests/min;
 ``rpm`` would be reads/min).
@@ -22,28 +22,20 @@ from otel_sampling.mixin.panels import (
     assign_panel_ids,
     dashboard,
     label_variable,
+    raw_selector,
     stat_panel,
     state_panel,
     table_panel,
     thresholds,
     timeseries_panel,
 )
-from otel_sampling.mixin.promql import counted, matchers
+from otel_sampling.mixin.promql import counted, label_selector, matchers
 from otel_sampling.mixin.rules import Recorded
 
 RATE = "$__rate_interval"
 RANGE = "$__range"
 SERVER = f'{m.SERVER}=~"$server"'
 PROVIDER = f'{m.PROVIDER}=~"$provider"'
-
-
-def _sel(*parts: str) -> str:
-    return "{" + ", ".join(p for p in parts if p) + "}"
-
-
-def _raw(config: MixinConfig, *parts: str) -> str:
-    """The selector of a raw series: ``$job``, our instrumentation scope, then ``parts``."""
-    return _sel(JOB, config.scope_selector, *parts)
 
 
 def _per_minute(series: str, selector: str, by: str) -> str:
@@ -62,14 +54,14 @@ def _good_ratio(good: float, ok: float) -> dash.ThresholdsConfig:
 
 def overview(config: MixinConfig) -> dash.Dashboard:
     r, w, n = Recorded(config), config.window, config.min_requests
-    job = _sel(JOB)
-    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, _raw(config))
+    job = label_selector(JOB)
+    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, raw_selector(config))
     d = dashboard(config, "otel-sampling-overview", "Overview",
                   "The five numbers of graceful degradation, endings and substitutions: are we degraded, and does it "
                   "hurt? The MCP server filter applies to the sampling-request panels (runs span servers).",
                   (server_var,))
-    servers = _sel(JOB, SERVER)  # of the recorded series; raw ones add the scope
-    degraded = _sel(JOB, SERVER, matchers(**{m.MODE: names.MODE_DEGRADED}))
+    servers = label_selector(JOB, SERVER)  # of the recorded series; raw ones add the scope
+    degraded = label_selector(JOB, SERVER, matchers(**{m.MODE: names.MODE_DEGRADED}))
     share = thresholds((None, "green"), (0.01, "yellow"), (config.degraded_share_threshold, "red"))
     small = f"n < {n}"
     completed = matchers(**{m.RUN_OUTCOME: names.OUTCOME_COMPLETED})
@@ -113,7 +105,7 @@ def overview(config: MixinConfig) -> dash.Dashboard:
                 "Sampling requests by ending",
                 "Sampling requests per minute by ending (otel_sampling.sampling.ending), "
                 "selected servers.",
-                [(_per_minute(m.SAMPLING_REQUESTS, _raw(config, SERVER), m.ENDING), f"{{{{{m.ENDING}}}}}")],
+                [(_per_minute(m.SAMPLING_REQUESTS, raw_selector(config, SERVER), m.ENDING), f"{{{{{m.ENDING}}}}}")],
                 "reqpm"))
             .with_panel(timeseries_panel(
                 f"Degraded share of sampling requests ({w})",
@@ -130,17 +122,18 @@ def overview(config: MixinConfig) -> dash.Dashboard:
                 "Substitutions", "Sampling requests per minute whose served model matched no hint, by judgement "
                 "(within_policy, outside_policy, unjudged).",
                 [(_per_minute(m.SAMPLING_REQUESTS,
-                              _raw(config, SERVER, f'{m.SUBSTITUTION}!="{names.SUBSTITUTION_NONE}"'), m.SUBSTITUTION),
+                              raw_selector(config, SERVER, f'{m.SUBSTITUTION}!="{names.SUBSTITUTION_NONE}"'),
+                              m.SUBSTITUTION),
                   f"{{{{{m.SUBSTITUTION}}}}}")], "reqpm", width=24)))
 
 
 def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
-    s = _raw(config, SERVER)
-    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, _raw(config))
+    s = raw_selector(config, SERVER)
+    server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, raw_selector(config))
     d = dashboard(config, "otel-sampling-mcp", "MCP sampling",
                   "Per MCP server: which server's sampling is failing, waiting or substituted, and why.", (server_var,))
-    completed = _raw(config, SERVER, f'{m.ENDING}="{names.ENDING_COMPLETED}"')
-    budget = _raw(config, SERVER, f'{m.ENDING}="{names.ENDING_BUDGET_EXHAUSTED}"')
+    completed = raw_selector(config, SERVER, f'{m.ENDING}="{names.ENDING_COMPLETED}"')
+    budget = raw_selector(config, SERVER, f'{m.ENDING}="{names.ENDING_BUDGET_EXHAUSTED}"')
     return (d
             .with_panel(stat_panel("Sampling requests", "Sampling requests in the selected range "
                                    "(the n behind the other numbers).",
@@ -198,11 +191,12 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
 
 
 def providers(config: MixinConfig) -> dash.Dashboard:
-    p = _raw(config, PROVIDER)
-    provider_var = label_variable("provider", "Provider", m.OPERATION_DURATION + "_count", m.PROVIDER, _raw(config))
+    p = raw_selector(config, PROVIDER)
+    provider_var = label_variable("provider", "Provider", m.OPERATION_DURATION + "_count", m.PROVIDER,
+                                  raw_selector(config))
     d = dashboard(config, "otel-sampling-providers", "Providers",
                   "Provider SDK calls: is a provider failing, slow, falling back or expensive?", (provider_var,))
-    errors = _raw(config, PROVIDER, f'{m.ERROR_TYPE}!=""')
+    errors = raw_selector(config, PROVIDER, f'{m.ERROR_TYPE}!=""')
     bucket = f"{m.OPERATION_DURATION}_bucket{p}"
 
     calls = f"sum({counted(m.OPERATION_DURATION + '_count' + p, RANGE)})"
@@ -259,13 +253,13 @@ def providers(config: MixinConfig) -> dash.Dashboard:
 
 
 def degradation(config: MixinConfig) -> dash.Dashboard:
-    j = _raw(config)
+    j = raw_selector(config)
     d = dashboard(config, "otel-sampling-degradation", "Degradation",
                   "Named degradations: what is degraded, since when, is it flapping, and is the fallback exercised?")
-    canary = _raw(config, matchers(**{m.REASON: names.REASON_CANARY}))
-    degraded_done = _raw(config, matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
-    hits = _raw(config, matchers(**{m.CACHE_RESULT: "hit"}))
-    entered = _raw(config, matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))
+    canary = raw_selector(config, matchers(**{m.REASON: names.REASON_CANARY}))
+    degraded_done = raw_selector(config, matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
+    hits = raw_selector(config, matchers(**{m.CACHE_RESULT: "hit"}))
+    entered = raw_selector(config, matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))
     return (d
             .with_panel(stat_panel("Active degradations", "Named degradations active now.",
                                    [(f"count({m.DEGRADATION_ACTIVE}{j} > 0) or vector(0)", "active")], "short",

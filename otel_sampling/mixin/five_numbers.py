@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from otel_sampling import names
 from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL, label_name, metric_name
-from otel_sampling.mixin.promql import counted, matchers
+from otel_sampling.mixin.promql import counted, label_selector, matchers
 
 RUNS = metric_name(names.METRIC_AGENT_RUNS, names.UNIT_RUN, counter=True)
 RUN_COST = metric_name(names.METRIC_AGENT_RUN_COST, names.UNIT_USD, counter=True)
@@ -112,8 +112,7 @@ def expressions(window: str = "1h", *, by: tuple[str, ...] = (), selector: str =
     """
 
     def count(series: str, *matching: str) -> str:
-        parts = [p for p in (selector, scope, *matching) if p]
-        return counted(series + ("{" + ", ".join(parts) + "}" if parts else ""), window)
+        return counted(series + label_selector(selector, scope, *matching), window)
 
     def total(series: str, *matching: str, also: tuple[str, ...] = ()) -> str:
         labels = ", ".join((*by, *also))

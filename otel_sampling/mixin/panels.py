@@ -19,13 +19,19 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from otel_sampling import names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
-from otel_sampling.mixin.promql import counted, matchers
+from otel_sampling.mixin.promql import counted, label_selector, matchers
 from otel_sampling.mixin.rules import PREFIX
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 JOB = f'{m.JOB}=~"$job"'
 TAG = "otel-sampling"
 REF_IDS = "ABCDEFGHIJ"
+
+
+def raw_selector(config: MixinConfig, *matchers: str) -> str:
+    """The selector of a raw series on a dashboard: ``$job``, the config's ``scope_selector``, then
+    ``matchers``. A recorded series takes ``$job`` only: the rules aggregated the scope away."""
+    return label_selector(JOB, config.scope_selector, *matchers)
 
 
 def query(expr: str, legend: str, ref: str, *, instant: bool = False, as_table: bool = False) -> prom.Dataquery:
@@ -110,9 +116,7 @@ def dashboard(config: MixinConfig, uid: str, title: str, description: str,
               extra_variables: tuple[dash.QueryVariable, ...] = ()) -> dash.Dashboard:
     """A read-only dashboard with ``datasource`` and ``job`` variables, links to its siblings, and
     annotations for this mixin's firing alerts and for degradation entries."""
-    # Raw series: our instrumentation scope (config.scope_selector) besides the job.
-    entered = ", ".join(p for p in (JOB, config.scope_selector, matchers(**{m.DIRECTION: names.DIRECTION_ENTER})) if p)
-    ours = f"{{{config.scope_selector}}}" if config.scope_selector else ""
+    entered = raw_selector(config, matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))
     d = (dash.Dashboard(f"Agent sampling / {title}").uid(uid).description(description).tags([TAG])
          .readonly().refresh(config.dashboard_refresh).time(config.dashboard_time_from, "now")
          .timezone("browser").tooltip(dm.DashboardCursorSync.CROSSHAIR)
@@ -121,13 +125,14 @@ def dashboard(config: MixinConfig, uid: str, title: str, description: str,
          .link(dash.DashboardLink("Agent sampling").type(dm.DashboardLinkType.DASHBOARDS).tags([TAG])
                .as_dropdown(True).include_vars(True).keep_time(True))
          .with_variable(dash.DatasourceVariable("datasource").label("Data source").type("prometheus"))
-         .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB, ours))
+         .with_variable(label_variable("job", "Job", m.SAMPLING_REQUESTS, m.JOB,
+                                       label_selector(config.scope_selector)))
          .annotation(annotation("Alerts firing", f'ALERTS{{alertstate="firing", alertname=~"{PREFIX}.*", {JOB}}}',
                                 "red"))
          .annotation(annotation(  # counted(): the first entry of a component creates its series at 1
              "Degradation entered",
              f"sum by ({m.COMPONENT}) "
-             f"({counted(m.DEGRADATION_TRANSITIONS + '{' + entered + '}', '$__rate_interval')})"
+             f"({counted(m.DEGRADATION_TRANSITIONS + entered, '$__rate_interval')})"
              " > 0", "orange")))
     for variable in extra_variables:
         d = d.with_variable(variable)

@@ -11,6 +11,13 @@ def matchers(**labels: str) -> str:
     return ", ".join(f'{k}="{v}"' for k, v in labels.items())
 
 
+def label_selector(*matchers: str) -> str:
+    """``{a, b}`` of the non-empty ``matchers`` (each one or more comma-separated label matchers),
+    or empty when every one is empty (no ``name{}`` left behind)."""
+    parts = [m for m in matchers if m]
+    return "{" + ", ".join(parts) + "}" if parts else ""
+
+
 def counted(series: str, window: str) -> str:
     """What a counter counted within ``window``, including the first count of a new series.
 

@@ -16,7 +16,7 @@ from otel_sampling.mixin import five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.prometheus_names import label_name
-from otel_sampling.mixin.promql import counted, matchers
+from otel_sampling.mixin.promql import counted, label_selector, matchers
 
 PREFIX = "OtelSampling"
 BY_JOB = (m.JOB,)  # the level of every recorded series
@@ -242,9 +242,8 @@ def degraded_mode_alerts_firing(window: str, selector: str) -> str:
     """Per job, how many of ``DEGRADED_MODE_ALERTS`` were firing at some point in ``window``
     (Prometheus's own ``ALERTS`` series, which carries the rule selector's job but no scope)."""
     names_ = "|".join(PREFIX + name for name in DEGRADED_MODE_ALERTS)
-    extra = f", {selector}" if selector else ""
-    return (f'count by ({m.JOB}) (max_over_time(ALERTS{{alertstate="firing", alertname=~"{names_}"{extra}}}'
-            f"[{window}]))")
+    alerts = "ALERTS" + label_selector('alertstate="firing"', f'alertname=~"{names_}"', selector)
+    return f"count by ({m.JOB}) (max_over_time({alerts}[{window}]))"
 
 
 def _drill_alerts(config: MixinConfig) -> list[Rule]:

@@ -1,8 +1,9 @@
 """Read the PromQL out of Grafana dashboard JSON, for checks against Prometheus.
 
-``dashboard_queries(directory)`` lists every panel target, annotation and ``label_values(expr,
-label)`` variable query of every ``*.json`` there; ``expand(expr)`` replaces Grafana variables the
-way grafana/dashboard-linter does, so Prometheus can run the result.
+``queries(dashboard, name)`` lists every panel target, annotation and ``label_values(expr, label)``
+variable query of a dashboard model, ``dashboard_queries(directory)`` those of every ``*.json``
+there; ``expand(expr)`` replaces Grafana variables the way grafana/dashboard-linter does, so
+Prometheus can run the result.
 """
 
 from __future__ import annotations
@@ -37,28 +38,31 @@ def expand(expr: str) -> str:
 
 
 def dashboard_queries(directory: Path) -> list[tuple[str, str, str]]:
+    """:func:`queries` of every ``*.json`` dashboard in ``directory``, each ``where`` starting with its file name."""
+    return [query for path in sorted(directory.glob("*.json")) for query in queries(load(path), path.name)]
+
+
+def queries(dashboard: dict[str, Any], name: str) -> list[tuple[str, str, str]]:
     """(where, expr, legend) for every panel target, annotation and ``label_values(expr, label)``
-    variable of the dashboards in ``directory`` (legend empty but for panel targets).
+    variable of one dashboard model, ``where`` starting with ``name`` (legend empty but for panel targets).
 
     Raises:
         ValueError: a query variable that is not ``label_values(expr, label)``.
     """
-    queries = []
-    for path in sorted(directory.glob("*.json")):
-        dashboard = load(path)
-        for variable in dashboard["templating"]["list"]:
-            if variable["type"] == "query":
-                match = re.fullmatch(r"label_values\((.*), *(\w+)\)", variable["query"])
-                if not match:
-                    raise ValueError(f"{path.name} variable {variable['name']}: not label_values(expr, label)")
-                queries.append((f"{path.name} variable {variable['name']}", match.group(1), ""))
-        for item in dashboard["annotations"].get("list", []):
-            queries.append((f"{path.name} annotation {item['name']}", item["expr"], ""))
-        for panel in panels(dashboard):
-            for target in panel.get("targets", []):
-                where = f"{path.name} panel {panel['id']} '{panel['title']}' {target['refId']}"
-                queries.append((where, target["expr"], target["legendFormat"]))
-    return queries
+    out = []
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            match = re.fullmatch(r"label_values\((.*), *(\w+)\)", variable["query"])
+            if not match:
+                raise ValueError(f"{name} variable {variable['name']}: not label_values(expr, label)")
+            out.append((f"{name} variable {variable['name']}", match.group(1), ""))
+    for item in dashboard["annotations"].get("list", []):
+        out.append((f"{name} annotation {item['name']}", item["expr"], ""))
+    for panel in panels(dashboard):
+        for target in panel.get("targets", []):
+            out.append((f"{name} panel {panel['id']} '{panel['title']}' {target['refId']}", target["expr"],
+                        target["legendFormat"]))
+    return out
 
 
 def legend_labels(legend: str) -> set[str]:

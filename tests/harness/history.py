@@ -36,8 +36,13 @@ class Series:
     values: tuple[float, ...]
 
     def selector(self) -> str:
-        """``name{label="value",...}``, labels sorted, values quoted as JSON strings (PromQL accepts them)."""
-        return self.name + "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in self.labels) + "}"
+        return selector(self.name, self.labels)
+
+
+def selector(name: str, labels: Iterable[tuple[str, str]]) -> str:
+    """``name{label="value",...}`` matching exactly these labels in their order, values quoted as JSON
+    strings (PromQL accepts them)."""
+    return name + "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in labels) + "}"
 
 
 def steady_history(scrape: str, steps: int, **labels: str) -> list[Series]:

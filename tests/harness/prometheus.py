@@ -7,6 +7,7 @@ Needs the ``prometheus`` binary (Debian package ``prometheus``; ``make test`` in
         prom.query('sum(otel_sampling_sampling_requests_total)')   # -> list of {"metric": {...}, "value": [t, "v"]}
 
 ``StaticMetrics`` serves a fixed exposition text (a scrape taken earlier) for Prometheus to scrape.
+``ServerProcess`` is the lifecycle of a server binary, shared with ``harness.victoria_metrics``.
 """
 
 from __future__ import annotations
@@ -55,47 +56,44 @@ def wait_until(probe: Callable[[], T | None], timeout_s: float, what: str) -> T:
         time.sleep(0.2)
 
 
-class PrometheusServer:
-    """``prometheus`` scraping ``targets`` every ``interval`` (rules evaluated as often), job ``job``.
+_Server = TypeVar("_Server", bound="ServerProcess")
 
-    Args:
-        targets: ``host:port`` of /metrics endpoints.
-        rule_files: rule files to load (their paths are used as given).
-        interval: scrape and evaluation interval (a Prometheus duration).
-        binary: the server executable.
 
-    Raises:
-        PrometheusError: the binary is missing, or the server was not ready within 30 s.
+class ServerProcess:
+    """A server executable for a test: on a free 127.0.0.1 port, in a temp dir of its own (its log
+    there too), ready when ``ready_path`` answers 200; on exit, or when it never got ready, stopped
+    (terminate, kill after 15 s) and the dir removed.
+
+    A subclass names itself (``name``: log and dir name), its readiness path and its error, and
+    gives its executable and arguments.
     """
 
-    def __init__(self, targets: Iterable[str], rule_files: Iterable[Path] = (), *, job: str = JOB,
-                 interval: str = "1s", binary: str = "prometheus") -> None:
-        self.targets, self.rule_files, self.job = list(targets), [str(p) for p in rule_files], job
-        self.interval, self.binary = interval, binary
+    name: str
+    ready_path: str
+    error: type[RuntimeError]
+
+    def __init__(self) -> None:
         self.url = ""
         self._dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
-    def __enter__(self) -> PrometheusServer:
-        executable = shutil.which(self.binary)
-        if executable is None:
-            raise PrometheusError(f"{self.binary} not found (Debian package 'prometheus'; `make test` installs it)")
-        self._dir = Path(tempfile.mkdtemp(prefix="otel-sampling-prometheus-"))
-        config = self._dir / "prometheus.yml"
-        config.write_text(json.dumps({  # JSON is YAML
-            "global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
-            "rule_files": self.rule_files,
-            "scrape_configs": [{"job_name": self.job, "static_configs": [{"targets": self.targets}]}],
-        }))
+    def _executable(self) -> str:
+        raise NotImplementedError
+
+    def _arguments(self, directory: Path, port: int) -> list[str]:
+        """The command-line arguments; may write the server's configuration into ``directory``."""
+        raise NotImplementedError
+
+    def __enter__(self: _Server) -> _Server:
+        executable = self._executable()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"otel-sampling-{self.name}-"))
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self._log = (self._dir / "prometheus.log").open("w")
+        self._log = (self._dir / f"{self.name}.log").open("w")
         try:
-            self._process = subprocess.Popen(
-                [executable, f"--config.file={config}", f"--storage.tsdb.path={self._dir / 'data'}",
-                 f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-                stdout=self._log, stderr=subprocess.STDOUT)
-            wait_until(self._ready, 30, "Prometheus to be ready")
+            self._process = subprocess.Popen([executable, *self._arguments(self._dir, port)],
+                                             stdout=self._log, stderr=subprocess.STDOUT)
+            wait_until(self._ready, 30, f"{self.name} to be ready")
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -117,9 +115,9 @@ class PrometheusServer:
 
     def _ready(self) -> bool:
         if self._process is not None and self._process.poll() is not None:
-            raise PrometheusError(f"prometheus exited with {self._process.returncode}:\n{self.log()}")
+            raise self.error(f"{self.name} exited with {self._process.returncode}:\n{self.log()}")
         try:
-            with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as response:
+            with urllib.request.urlopen(self.url + self.ready_path, timeout=2) as response:
                 status: int = response.status
                 return status == 200
         except OSError:
@@ -128,7 +126,47 @@ class PrometheusServer:
     def log(self) -> str:
         """The server's own log so far."""
         self._log.flush()
-        return (self._dir / "prometheus.log").read_text() if self._dir else ""
+        return (self._dir / f"{self.name}.log").read_text() if self._dir else ""
+
+
+class PrometheusServer(ServerProcess):
+    """``prometheus`` scraping ``targets`` every ``interval`` (rules evaluated as often), job ``job``.
+
+    Args:
+        targets: ``host:port`` of /metrics endpoints.
+        rule_files: rule files to load (their paths are used as given).
+        interval: scrape and evaluation interval (a Prometheus duration).
+        binary: the server executable.
+
+    Raises:
+        PrometheusError: the binary is missing, or the server was not ready within 30 s.
+    """
+
+    name = "prometheus"
+    ready_path = "/-/ready"
+    error = PrometheusError
+
+    def __init__(self, targets: Iterable[str], rule_files: Iterable[Path] = (), *, job: str = JOB,
+                 interval: str = "1s", binary: str = "prometheus") -> None:
+        super().__init__()
+        self.targets, self.rule_files, self.job = list(targets), [str(p) for p in rule_files], job
+        self.interval, self.binary = interval, binary
+
+    def _executable(self) -> str:
+        executable = shutil.which(self.binary)
+        if executable is None:
+            raise PrometheusError(f"{self.binary} not found (Debian package 'prometheus'; `make test` installs it)")
+        return executable
+
+    def _arguments(self, directory: Path, port: int) -> list[str]:
+        config = directory / "prometheus.yml"
+        config.write_text(json.dumps({  # JSON is YAML
+            "global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
+            "rule_files": self.rule_files,
+            "scrape_configs": [{"job_name": self.job, "static_configs": [{"targets": self.targets}]}],
+        }))
+        return [f"--config.file={config}", f"--storage.tsdb.path={directory / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
 
     def api(self, path: str, **params: str) -> Any:
         """``data`` of a GET ``/api/v1/<path>``; PrometheusError with Prometheus's message on failure."""

@@ -23,7 +23,6 @@ import datetime as dt
 import json
 import shutil
 import subprocess
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -31,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.prometheus import free_port, wait_until
+from harness.prometheus import ServerProcess, free_port
 
 DEBIAN_PACKAGE = "victoria-metrics"
 
@@ -47,7 +46,7 @@ def _binary(name: str) -> str:
     return executable
 
 
-class VictoriaMetrics:
+class VictoriaMetrics(ServerProcess):
     """``victoria-metrics`` on a free 127.0.0.1 port, storage in a temp dir, response cache off
     (the cache would hide samples backfilled into a range it has already answered).
 
@@ -55,56 +54,16 @@ class VictoriaMetrics:
         VictoriaMetricsError: the binary is missing, or the server was not healthy within 30 s.
     """
 
-    def __init__(self) -> None:
-        self.url = ""
-        self._dir: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+    name = "victoria-metrics"
+    ready_path = "/health"
+    error = VictoriaMetricsError
 
-    def __enter__(self) -> VictoriaMetrics:
-        executable = _binary("victoria-metrics")
-        self._dir = Path(tempfile.mkdtemp(prefix="otel-sampling-victoria-metrics-"))
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        self._log = (self._dir / "victoria-metrics.log").open("w")
-        try:
-            self._process = subprocess.Popen(
-                [executable, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={self._dir / 'data'}",
-                 "-search.disableCache", "-loggerLevel=WARN"],
-                stdout=self._log, stderr=subprocess.STDOUT)
-            wait_until(self._healthy, 30, "VictoriaMetrics to be healthy")
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
+    def _executable(self) -> str:
+        return _binary("victoria-metrics")
 
-    def __exit__(self, *exc_info: object) -> None:
-        try:
-            if self._process is not None and self._process.poll() is None:
-                self._process.terminate()
-                try:
-                    self._process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.wait()
-        finally:
-            self._log.close()
-            if self._dir is not None:
-                shutil.rmtree(self._dir, ignore_errors=True)
-
-    def _healthy(self) -> bool:
-        if self._process is not None and self._process.poll() is not None:
-            raise VictoriaMetricsError(f"victoria-metrics exited with {self._process.returncode}:\n{self.log()}")
-        try:
-            with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
-                status: int = response.status
-                return status == 200
-        except OSError:
-            return False
-
-    def log(self) -> str:
-        """The server's own log so far."""
-        self._log.flush()
-        return (self._dir / "victoria-metrics.log").read_text() if self._dir else ""
+    def _arguments(self, directory: Path, port: int) -> list[str]:
+        return [f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={directory / 'data'}",
+                "-search.disableCache", "-loggerLevel=WARN"]
 
     def import_text(self, text: str) -> None:
         """POST Prometheus text exposition (timestamps allowed) to ``/api/v1/import/prometheus``."""
