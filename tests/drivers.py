@@ -2,6 +2,8 @@
 
 * One tool call on the test MCP server (``sampling_server.py``) over a real in-memory session, on
   either protocol path (:data:`PATHS`): :func:`call`, answered by :func:`callback_returning`.
+* Transports as hosts open them, on mcp 1.x or 2.x: :func:`in_a_task_of_its_own` (mcp-use's way)
+  and :func:`serve_streamable_http` (a server on 127.0.0.1).
 * The call-shape drivers (:data:`DRIVERS`): a real host workload for each wrapper family, run on
   its success path and on a host-exception path, asserting the host-level answers inside: mcp host
   and server on both protocol paths; the anthropic and openai SDKs, sync and async, plain,
@@ -77,6 +79,42 @@ def only_sampling_span(telemetry):
     spans = telemetry.spans(names.SPAN_SAMPLING)
     assert len(spans) == 1, [s.name for s in spans]
     return spans[0]
+
+
+# ---------------------------------------------------------------- transports, either mcp major
+async def in_a_task_of_its_own(open_transport, use):
+    """Enter ``open_transport()`` in a task of its own and ``use`` its streams in this one (mcp-use's
+    connection managers' way); ``use``'s result."""
+    done = anyio.Event()
+
+    async def connection_task(*, task_status):
+        async with open_transport() as streams:
+            task_status.started(streams)
+            await done.wait()
+
+    async with anyio.create_task_group() as tg:
+        streams = await tg.start(connection_task)
+        try:
+            return await use(streams)
+        finally:
+            done.set()
+
+
+async def serve_streamable_http(server, body):
+    """The MCP ``server`` (mcp 1.x or 2.x ``FastMCP``) over streamable HTTP on 127.0.0.1 (a free
+    port) around ``body(url)``; ``body``'s result."""
+    import uvicorn  # mcp's dependency: imported with it
+
+    http = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=0, log_level="warning"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(http.serve)
+        while not http.started:
+            await anyio.sleep(0.02)
+        port = http.servers[0].sockets[0].getsockname()[1]
+        try:
+            return await body(f"http://127.0.0.1:{port}/mcp")
+        finally:
+            http.should_exit = True
 
 
 # ---------------------------------------------------------------- the call-shape drivers
