@@ -12,7 +12,8 @@
 * :class:`Sandwich`: a recording wrapper below ours (what the SDK's function returned or raised)
   and one above ours (what the host received), on every target of the given target tables.
 * :class:`SpanBalance` (counts the spans of ours that start and that end) and
-  :func:`add_span_processor`; :data:`ANTHROPIC_MESSAGE`, an anthropic answer as the API sends it.
+  :func:`add_span_processor`; :data:`ANTHROPIC_MESSAGE`, an anthropic answer as the API sends it;
+  :func:`recording_logger_provider` (the log records, events included, that we emit).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import anyio
 import openai
 import pytest
 import wrapt
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -271,6 +273,27 @@ def drive_openai_async(fp) -> None:
         await c.close()
 
     anyio.run(main)
+
+
+class _Recorded(LogRecordProcessor):
+    def __init__(self, records: list) -> None:
+        self.records = records
+
+    def on_emit(self, log_record) -> None:
+        self.records.append(log_record.log_record)
+
+    def shutdown(self) -> None: ...
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def recording_logger_provider() -> tuple[LoggerProvider, list]:
+    """A logger provider and the list it appends each emitted ``LogRecord`` to, in emit order."""
+    records: list = []
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(_Recorded(records))
+    return logger_provider, records
 
 
 class Driver(NamedTuple):
