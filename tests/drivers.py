@@ -18,9 +18,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
@@ -370,6 +371,20 @@ class Sandwich:
         self.below: dict[object, list] = {}
         self.above: list = []
 
+    @staticmethod
+    @contextlib.contextmanager
+    def _calling(key: str, above: bool) -> Iterator[None]:
+        """Above ours, one host call: a call id of its own and ``key`` current while it runs."""
+        if not above:
+            yield
+            return
+        call_id, target = _call_id.set(object()), _target.set(key)
+        try:
+            yield
+        finally:
+            _call_id.reset(call_id)
+            _target.reset(target)
+
     def _recorder(self, key: str, is_async: bool, above: bool):
         def record(outcome):
             if above:
@@ -379,8 +394,7 @@ class Sandwich:
 
         if is_async:
             async def wrapper(wrapped, instance, args, kwargs):
-                tokens = (_call_id.set(object()), _target.set(key)) if above else None
-                try:
+                with self._calling(key, above):
                     try:
                         out = await wrapped(*args, **kwargs)
                     except BaseException as exc:
@@ -388,14 +402,9 @@ class Sandwich:
                         raise
                     record(("return", out))
                     return out
-                finally:
-                    if tokens is not None:
-                        _call_id.reset(tokens[0])
-                        _target.reset(tokens[1])
         else:
             def wrapper(wrapped, instance, args, kwargs):
-                tokens = (_call_id.set(object()), _target.set(key)) if above else None
-                try:
+                with self._calling(key, above):
                     try:
                         out = wrapped(*args, **kwargs)
                     except BaseException as exc:
@@ -403,10 +412,6 @@ class Sandwich:
                         raise
                     record(("return", out))
                     return out
-                finally:
-                    if tokens is not None:
-                        _call_id.reset(tokens[0])
-                        _target.reset(tokens[1])
         return wrapper
 
     def install(self, above: bool) -> None:
