@@ -2,6 +2,8 @@
 
 * One tool call on the test MCP server (``sampling_server.py``) over a real in-memory session, on
   either protocol path (:data:`PATHS`): :func:`call`, answered by :func:`callback_returning`.
+* Transports as hosts open them, on mcp 1.x or 2.x: :func:`in_a_task_of_its_own` (mcp-use's way)
+  and :func:`serve_streamable_http` (a server on 127.0.0.1).
 * The call-shape drivers (:data:`DRIVERS`): a real host workload for each wrapper family, run on
   its success path and on a host-exception path, asserting the host-level answers inside: mcp host
   and server on both protocol paths; the anthropic and openai SDKs, sync and async, plain,
@@ -10,14 +12,16 @@
 * :class:`Sandwich`: a recording wrapper below ours (what the SDK's function returned or raised)
   and one above ours (what the host received), on every target of the given target tables.
 * :class:`SpanBalance` (counts the spans of ours that start and that end) and
-  :func:`add_span_processor`; :data:`ANTHROPIC_MESSAGE`, an anthropic answer as the API sends it.
+  :func:`add_span_processor`; :data:`ANTHROPIC_MESSAGE`, an anthropic answer as the API sends it;
+  :func:`recording_logger_provider` (the log records, events included, that we emit).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
@@ -26,6 +30,7 @@ import anyio
 import openai
 import pytest
 import wrapt
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -77,6 +82,42 @@ def only_sampling_span(telemetry):
     spans = telemetry.spans(names.SPAN_SAMPLING)
     assert len(spans) == 1, [s.name for s in spans]
     return spans[0]
+
+
+# ---------------------------------------------------------------- transports, either mcp major
+async def in_a_task_of_its_own(open_transport, use):
+    """Enter ``open_transport()`` in a task of its own and ``use`` its streams in this one (mcp-use's
+    connection managers' way); ``use``'s result."""
+    done = anyio.Event()
+
+    async def connection_task(*, task_status):
+        async with open_transport() as streams:
+            task_status.started(streams)
+            await done.wait()
+
+    async with anyio.create_task_group() as tg:
+        streams = await tg.start(connection_task)
+        try:
+            return await use(streams)
+        finally:
+            done.set()
+
+
+async def serve_streamable_http(server, body):
+    """The MCP ``server`` (mcp 1.x or 2.x ``FastMCP``) over streamable HTTP on 127.0.0.1 (a free
+    port) around ``body(url)``; ``body``'s result."""
+    import uvicorn  # mcp's dependency: imported with it
+
+    http = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=0, log_level="warning"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(http.serve)
+        while not http.started:
+            await anyio.sleep(0.02)
+        port = http.servers[0].sockets[0].getsockname()[1]
+        try:
+            return await body(f"http://127.0.0.1:{port}/mcp")
+        finally:
+            http.should_exit = True
 
 
 # ---------------------------------------------------------------- the call-shape drivers
@@ -235,6 +276,27 @@ def drive_openai_async(fp) -> None:
     anyio.run(main)
 
 
+class _Recorded(LogRecordProcessor):
+    def __init__(self, records: list) -> None:
+        self.records = records
+
+    def on_emit(self, log_record) -> None:
+        self.records.append(log_record.log_record)
+
+    def shutdown(self) -> None: ...
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def recording_logger_provider() -> tuple[LoggerProvider, list]:
+    """A logger provider and the list it appends each emitted ``LogRecord`` to, in emit order."""
+    records: list = []
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(_Recorded(records))
+    return logger_provider, records
+
+
 class Driver(NamedTuple):
     instrumentor: type
     run: Callable[[Any], None]  # called with the fake provider
@@ -309,6 +371,20 @@ class Sandwich:
         self.below: dict[object, list] = {}
         self.above: list = []
 
+    @staticmethod
+    @contextlib.contextmanager
+    def _calling(key: str, above: bool) -> Iterator[None]:
+        """Above ours, one host call: a call id of its own and ``key`` current while it runs."""
+        if not above:
+            yield
+            return
+        call_id, target = _call_id.set(object()), _target.set(key)
+        try:
+            yield
+        finally:
+            _call_id.reset(call_id)
+            _target.reset(target)
+
     def _recorder(self, key: str, is_async: bool, above: bool):
         def record(outcome):
             if above:
@@ -318,8 +394,7 @@ class Sandwich:
 
         if is_async:
             async def wrapper(wrapped, instance, args, kwargs):
-                tokens = (_call_id.set(object()), _target.set(key)) if above else None
-                try:
+                with self._calling(key, above):
                     try:
                         out = await wrapped(*args, **kwargs)
                     except BaseException as exc:
@@ -327,14 +402,9 @@ class Sandwich:
                         raise
                     record(("return", out))
                     return out
-                finally:
-                    if tokens is not None:
-                        _call_id.reset(tokens[0])
-                        _target.reset(tokens[1])
         else:
             def wrapper(wrapped, instance, args, kwargs):
-                tokens = (_call_id.set(object()), _target.set(key)) if above else None
-                try:
+                with self._calling(key, above):
                     try:
                         out = wrapped(*args, **kwargs)
                     except BaseException as exc:
@@ -342,10 +412,6 @@ class Sandwich:
                         raise
                     record(("return", out))
                     return out
-                finally:
-                    if tokens is not None:
-                        _call_id.reset(tokens[0])
-                        _target.reset(tokens[1])
         return wrapper
 
     def install(self, above: bool) -> None:

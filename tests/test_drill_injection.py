@@ -20,7 +20,7 @@ import openai
 import pytest
 
 import otel_sampling as osm
-from conftest import TRACER_PROVIDER, Telemetry, with_policy
+from conftest import TRACER_PROVIDER, Telemetry, _instrumented, with_policy
 from otel_sampling import drills, names, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
@@ -57,12 +57,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
 
 @pytest.fixture
 def providers(telemetry: Telemetry, clock: Clock) -> Iterator[Telemetry]:
-    instrumentors = [AnthropicInstrumentor(), OpenAIInstrumentor()]
-    for instrumentor in instrumentors:
-        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+    yield from _instrumented(telemetry, AnthropicInstrumentor, OpenAIInstrumentor)
 
 
 def call(sdk: str, fp, model: str, scenario: str = "", retries: int = 0) -> str:

@@ -15,34 +15,24 @@ from pathlib import Path
 
 import anyio
 import pytest
-import uvicorn
 from mcp import StdioServerParameters
 from mcp.client import stdio as mcp_stdio
 from mcp.client import streamable_http as mcp_streamable_http
 from mcp.client.session import ClientSession
 
-from drivers import ARGS, SERVED, callback_returning, only_sampling_span, result
+from drivers import (
+    ARGS,
+    SERVED,
+    callback_returning,
+    in_a_task_of_its_own,
+    only_sampling_span,
+    result,
+    serve_streamable_http,
+)
 from otel_sampling import names
 from sampling_server import SERVER_NAME, build_server
 
 STDIO = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("sampling_server.py"))])
-
-
-async def in_a_task_of_its_own(open_transport, use):
-    """Enter the transport in a task of its own (mcp-use's way) and ``use`` its streams in this one."""
-    done = anyio.Event()
-
-    async def connection_task(*, task_status):
-        async with open_transport() as streams:
-            task_status.started(streams)
-            await done.wait()
-
-    async with anyio.create_task_group() as tg:
-        streams = await tg.start(connection_task)
-        try:
-            return await use(streams)
-        finally:
-            done.set()
 
 
 async def sample_on(streams) -> str:
@@ -70,26 +60,11 @@ def test_a_stdio_transport_opened_in_the_sessions_task(mcp_instrumented):
     assert only_sampling_span(mcp_instrumented).attributes[names.NETWORK_TRANSPORT] == names.TRANSPORT_PIPE
 
 
-async def serve_http(body):
-    """The test server over streamable HTTP on 127.0.0.1 (a free port), around ``body(url)``."""
-    server = uvicorn.Server(uvicorn.Config(build_server().streamable_http_app(), host="127.0.0.1", port=0,
-                                           log_level="warning"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        while not server.started:
-            await anyio.sleep(0.02)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        try:
-            return await body(f"http://127.0.0.1:{port}/mcp")
-        finally:
-            server.should_exit = True
-
-
 def test_a_streamable_http_transport_opened_in_a_task_of_its_own(mcp_instrumented):
     async def body(url):
         return await in_a_task_of_its_own(lambda: mcp_streamable_http.streamable_http_client(url), sample_on)
 
-    assert anyio.run(serve_http, body) == f"{SERVED}|endTurn"
+    assert anyio.run(serve_streamable_http, build_server(), body) == f"{SERVED}|endTurn"
     attrs = only_sampling_span(mcp_instrumented).attributes
     assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_TCP
     assert len(attrs[names.MCP_SESSION_ID]) >= 16  # the legacy handshake's mcp-session-id

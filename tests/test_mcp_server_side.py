@@ -13,13 +13,13 @@ import time
 import anyio
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client, MCPError
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.trace import SpanKind, StatusCode
 
 import otel_sampling
 from conftest import TRACER_PROVIDER
+from drivers import ARGS, PATHS, SERVED, callback_returning, result, serve_streamable_http
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
@@ -27,11 +27,6 @@ from sampling_server import SERVER_NAME, build_asking_server, build_fault_server
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
-
-PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
-ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
-SERVED = "claude-sonnet-5-5-20261001"
-
 
 @pytest.fixture
 def both(telemetry):
@@ -42,17 +37,6 @@ def both(telemetry):
     yield telemetry, server
     server.uninstrument()
     host.uninstrument()
-
-
-def result(model: str = SERVED, stop_reason: str = "endTurn") -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=model,
-                                     stop_reason=stop_reason)
-
-
-def returning(value):
-    async def callback(ctx, params):
-        return value
-    return callback
 
 
 async def call(target, mode, callback, tool="sample", args=None):
@@ -79,7 +63,7 @@ def server_counts(telemetry):
 @pytest.mark.parametrize("mode", PATHS)
 def test_server_sees_the_completed_request(both, mode):
     telemetry, _ = both
-    anyio.run(call, build_server(), mode, returning(result()))
+    anyio.run(call, build_server(), mode, callback_returning(result()))
     (span,) = server_spans(telemetry)
     attrs = span.attributes
     assert attrs[names.MCP_METHOD_NAME] == "sampling/createMessage"
@@ -95,7 +79,7 @@ def test_server_sees_the_completed_request(both, mode):
 def test_legacy_denial_reaches_the_server(both):
     telemetry, _ = both
     denial = types.ErrorData(code=-1, message="User rejected sampling request")
-    out = anyio.run(call, build_server(), "legacy", returning(denial))
+    out = anyio.run(call, build_server(), "legacy", callback_returning(denial))
     assert isinstance(out, MCPError) and out.code == -1
     (span,) = server_spans(telemetry)
     assert span.attributes[names.SAMPLING_ENDING] == "user.denied"
@@ -111,7 +95,7 @@ def test_mcp_client_operation_duration_on_the_server(both, mode):
     ``mcp.method.name`` and ``mcp.protocol.version``; with ``error.type`` and
     ``rpc.response.status_code`` for a legacy denial (the client's frame)."""
     telemetry, _ = both
-    anyio.run(call, build_server(), mode, returning(result()))
+    anyio.run(call, build_server(), mode, callback_returning(result()))
     (span,) = server_spans(telemetry)
     (point,) = telemetry.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)
     assert dict(point.attributes) == {names.MCP_METHOD_NAME: "sampling/createMessage",
@@ -121,7 +105,7 @@ def test_mcp_client_operation_duration_on_the_server(both, mode):
 
 def test_mcp_client_operation_duration_of_a_legacy_denial(both):
     telemetry, _ = both
-    anyio.run(call, build_server(), "legacy", returning(types.ErrorData(code=-1, message="User rejected")))
+    anyio.run(call, build_server(), "legacy", callback_returning(types.ErrorData(code=-1, message="User rejected")))
     points = telemetry.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)
     assert [(p.attributes[names.ERROR_TYPE], p.attributes[names.RPC_RESPONSE_STATUS_CODE]) for p in points] == [
         ("-1", "-1")]
@@ -148,7 +132,7 @@ def test_the_sdk_timeout_is_no_answer_and_has_no_status_code(both):
 
 def test_legacy_server_span_parents_the_sdk_send_span(both):
     telemetry, _ = both
-    anyio.run(call, build_server(), "legacy", returning(result()))
+    anyio.run(call, build_server(), "legacy", callback_returning(result()))
     (ours,) = server_spans(telemetry)
     (send,) = [s for s in telemetry.spans(scope=None) if s.name == "MCP send sampling/createMessage"]
     assert send.parent is not None and send.parent.span_id == ours.context.span_id
@@ -157,7 +141,7 @@ def test_legacy_server_span_parents_the_sdk_send_span(both):
 def test_mrtr_denial_never_reaches_the_server_and_is_unanswered(both):
     telemetry, server = both
     denial = types.ErrorData(code=-1, message="User rejected sampling request")
-    out = anyio.run(call, build_server(), "auto", returning(denial))
+    out = anyio.run(call, build_server(), "auto", callback_returning(denial))
     assert isinstance(out, MCPError) and out.code == -1  # raised on the host; nothing was sent
     assert server_spans(telemetry) == []  # the server is still waiting for a retry
     server._state.pending.sweep(time.monotonic() + 301)  # the watchdog, once the wait is over (300 s)
@@ -173,10 +157,11 @@ def test_a_request_with_no_back_channel_is_not_counted_as_an_mrtr_request(both):
     connection: the SDK refuses it (``NoBackChannelError``, -32600), nothing reaches the client. Its
     path says so, beside the same server's real multi-round-trip request."""
     telemetry, _ = both
-    out = anyio.run(call, build_server(), "auto", returning(result()), "sample_with_deadline", {"deadline_s": 5})
+    out = anyio.run(call, build_server(), "auto", callback_returning(result()), "sample_with_deadline",
+                    {"deadline_s": 5})
     assert isinstance(out, MCPError) and out.code == -32600  # the tool failed: the request could not be sent
     assert host_spans(telemetry) == []  # the client never saw it
-    anyio.run(call, build_server(), "auto", returning(result()))  # a real one, through the Sample resolver
+    anyio.run(call, build_server(), "auto", callback_returning(result()))  # a real one, through the Sample resolver
     unsent, sent = server_spans(telemetry)
     assert unsent.attributes[names.SAMPLING_PATH] == "no_back_channel"
     assert unsent.attributes[names.SAMPLING_ENDING] == "error"
@@ -188,7 +173,7 @@ def test_a_request_with_no_back_channel_is_not_counted_as_an_mrtr_request(both):
 def test_a_legacy_request_sent_over_json_rpc_is_rpc(both):
     """The same tool on a legacy connection: the request goes out as a JSON-RPC request."""
     telemetry, _ = both
-    anyio.run(call, build_server(), "legacy", returning(result()), "sample_with_deadline", {"deadline_s": 5})
+    anyio.run(call, build_server(), "legacy", callback_returning(result()), "sample_with_deadline", {"deadline_s": 5})
     (span,) = server_spans(telemetry)
     assert span.attributes[names.SAMPLING_PATH] == "rpc"
     assert server_counts(telemetry) == {("rpc", "completed", SERVED): 1}
@@ -196,7 +181,7 @@ def test_a_legacy_request_sent_over_json_rpc_is_rpc(both):
 
 def test_mrtr_request_not_yet_due_stays_pending(both):
     telemetry, server = both
-    anyio.run(call, build_server(), "auto", returning(types.ErrorData(code=-1, message="no")))
+    anyio.run(call, build_server(), "auto", callback_returning(types.ErrorData(code=-1, message="no")))
     server._state.pending.sweep(time.monotonic() + 10)
     assert server_spans(telemetry) == [] and len(server._state.pending) == 1
 
@@ -254,32 +239,17 @@ def test_no_stall_before_the_threshold(both):
     assert [e for e in host_spans(telemetry)[0].events if e.name == names.EVENT_SAMPLING_STALL] == []
 
 
-async def _serve_http(body):
-    """Run the test server over streamable HTTP on 127.0.0.1 (a free port) around ``body(url)``."""
-    config = uvicorn.Config(build_server().streamable_http_app(), host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        while not server.started:
-            await anyio.sleep(0.02)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        try:
-            return await body(f"http://127.0.0.1:{port}/mcp")
-        finally:
-            server.should_exit = True
-
-
 @pytest.mark.parametrize("mode", PATHS)
 def test_streamable_http_session_id_and_transport(both, mode):
     telemetry, _ = both
     sessions = []
 
     async def body(url):
-        async with Client(url, mode=mode, sampling_callback=returning(result())) as client:
+        async with Client(url, mode=mode, sampling_callback=callback_returning(result())) as client:
             sessions.append(client.session)
             return await client.call_tool("sample", ARGS)
 
-    out = anyio.run(_serve_http, body)
+    out = anyio.run(serve_streamable_http, build_server(), body)
     assert out.content[0].text == f"{SERVED}|endTurn"
     (host,) = host_spans(telemetry)
     (server,) = server_spans(telemetry)
@@ -311,7 +281,7 @@ def test_violation_over_streamable_http(both, mode):
                 with contextlib.suppress(MCPError):
                     await client.call_tool("sample", ARGS)
 
-    anyio.run(_serve_http, body)
+    anyio.run(serve_streamable_http, build_server(), body)
     assert telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
         ("decision_flipped",): 1}
 
@@ -321,7 +291,7 @@ def test_uninstrument_ends_pending_requests_unanswered(telemetry):
     server = MCPServerSamplingInstrumentor()
     server.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     try:
-        anyio.run(call, build_server(), "auto", returning(types.ErrorData(code=-1, message="no")))
+        anyio.run(call, build_server(), "auto", callback_returning(types.ErrorData(code=-1, message="no")))
         assert server_spans(telemetry) == []
     finally:  # never leave the server side instrumented for later tests
         server.uninstrument()
@@ -343,7 +313,7 @@ def test_max_tokens_beyond_int64_is_left_off_the_spans_and_they_still_export(bot
     """JSON has no integer bound and mcp accepts any int; OTLP carries int64 only, so a huge
     ``maxTokens`` would make every exporter fail on the attribute (and log a traceback per span)."""
     telemetry, _ = both
-    out = anyio.run(call, build_asking_server(max_tokens=10**20), mode, returning(result()), "ask", {})
+    out = anyio.run(call, build_asking_server(max_tokens=10**20), mode, callback_returning(result()), "ask", {})
     assert out.content[0].text == f"{SERVED}|endTurn"
     spans = sampling_spans(telemetry)
     assert {s.kind for s in spans} == {SpanKind.SERVER, SpanKind.CLIENT}
@@ -356,7 +326,7 @@ def test_max_tokens_beyond_int64_is_left_off_the_spans_and_they_still_export(bot
 @pytest.mark.parametrize("max_tokens", [-5, INT64_MAX])
 def test_max_tokens_within_int64_is_recorded_as_sent(both, max_tokens):
     telemetry, _ = both
-    anyio.run(call, build_asking_server(max_tokens=max_tokens), "legacy", returning(result()), "ask", {})
+    anyio.run(call, build_asking_server(max_tokens=max_tokens), "legacy", callback_returning(result()), "ask", {})
     assert [s.attributes[names.GEN_AI_REQUEST_MAX_TOKENS] for s in sampling_spans(telemetry)] == [max_tokens] * 2
 
 
@@ -372,8 +342,8 @@ def test_image_and_audio_messages_never_reach_attributes_raw(both, mode):
             types.SamplingMessage(role="user", content=types.AudioContent(data="UklGRg==", mime_type="audio/wav")),
         ])
 
-    anyio.run(call, asking("aGVsbG8="), mode, returning(result()), "ask", {})
-    anyio.run(call, asking("d29ybGQ="), mode, returning(result()), "ask", {})
+    anyio.run(call, asking("aGVsbG8="), mode, callback_returning(result()), "ask", {})
+    anyio.run(call, asking("d29ybGQ="), mode, callback_returning(result()), "ask", {})
     spans = sampling_spans(telemetry)
     assert len(spans) == 4
     for span in spans:
@@ -394,7 +364,7 @@ def test_image_and_audio_messages_never_reach_attributes_raw(both, mode):
 def test_max_tokens_stop_reason_is_completed_and_truncation_recorded(both, mode):
     """MCP spec: stopReason "maxTokens" is a completed (truncated) result, not an error."""
     telemetry, _ = both
-    out = anyio.run(call, build_server(), mode, returning(result(stop_reason="maxTokens")), "sample",
+    out = anyio.run(call, build_server(), mode, callback_returning(result(stop_reason="maxTokens")), "sample",
                     {"hint": "claude-sonnet", "include_context": "none"})
     assert out.content[0].text == f"{SERVED}|maxTokens"
     for span in sampling_spans(telemetry):
@@ -474,7 +444,7 @@ def test_an_error_frame_claiming_completed_is_not_a_completion(both, mode):
     error. Read as ``completed`` it would count as served and as an "allow" decision."""
     telemetry, _ = both
     frame = types.ErrorData(code=-32003, message="Denied", data={"reason": "completed"})
-    out = anyio.run(call, build_server(), mode, returning(frame), "sample", {"hint": "claude-sonnet"})
+    out = anyio.run(call, build_server(), mode, callback_returning(frame), "sample", {"hint": "claude-sonnet"})
     assert isinstance(out, MCPError) and out.error.data == {"reason": "completed"}
     spans = sampling_spans(telemetry, SpanKind.SERVER)
     spans += sampling_spans(telemetry, SpanKind.CLIENT) if mode == "legacy" else []
@@ -486,7 +456,8 @@ def test_a_result_with_an_empty_model_names_no_model_and_is_unjudged(both, mode)
     """No served model means no ``gen_ai.response.model`` (not "", not the hint) and an
     ``unjudged`` substitution."""
     telemetry, _ = both
-    out = anyio.run(call, build_server(), mode, returning(result(model="")), "sample", {"hint": "claude-sonnet"})
+    out = anyio.run(call, build_server(), mode, callback_returning(result(model="")), "sample",
+                    {"hint": "claude-sonnet"})
     assert out.content[0].text == "|endTurn"
     for span in sampling_spans(telemetry, SpanKind.SERVER) + sampling_spans(telemetry, SpanKind.CLIENT):
         assert names.GEN_AI_RESPONSE_MODEL not in span.attributes
@@ -500,7 +471,7 @@ def test_a_result_with_an_empty_model_names_no_model_and_is_unjudged(both, mode)
 @pytest.mark.parametrize("name", ["\x00\x1b\u202e", "\ud800"])
 def test_a_server_name_of_nothing_printable_is_labelled_unknown(both, name):
     telemetry, _ = both
-    anyio.run(call, build_server(name), "legacy", returning(result()), "sample", {"hint": "claude-sonnet"})
+    anyio.run(call, build_server(name), "legacy", callback_returning(result()), "sample", {"hint": "claude-sonnet"})
     counts = telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME)
     assert counts == {(names.UNKNOWN_LABEL,): 1}
 
@@ -514,9 +485,9 @@ def test_server_and_model_labels_stay_within_the_label_value_limit(telemetry, mo
         instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     denied = otel_sampling.sampling_error("policy.denied", "No")
     try:
-        anyio.run(call, build_server("server-0"), "legacy", returning(denied), "sample", {"text": "same"})
+        anyio.run(call, build_server("server-0"), "legacy", callback_returning(denied), "sample", {"text": "same"})
         for i in range(1, 5):
-            anyio.run(call, build_server(f"server-{i}"), "legacy", returning(result(model=f"model-{i}")),
+            anyio.run(call, build_server(f"server-{i}"), "legacy", callback_returning(result(model=f"model-{i}")),
                       "sample", {"text": "same"})
         ledger = otel_sampling.state.host_ledger()
 
@@ -545,10 +516,10 @@ def test_the_session_id_never_reaches_a_metric(both):
     telemetry, _ = both
 
     async def body(url):
-        async with Client(url, mode="legacy", sampling_callback=returning(result())) as client:
+        async with Client(url, mode="legacy", sampling_callback=callback_returning(result())) as client:
             return await client.call_tool("sample", {"hint": "claude-sonnet"})
 
-    anyio.run(_serve_http, body)
+    anyio.run(serve_streamable_http, build_server(), body)
     session_ids = {s.attributes[names.MCP_SESSION_ID] for s in sampling_spans(telemetry)}
     assert len(session_ids) == 1
     metrics = telemetry.reader.get_metrics_data()
@@ -565,7 +536,8 @@ def test_a_tool_error_after_a_completed_sampling_request(both, mode):
     """The tool's error keeps ``error.type=tool_error`` on the SDK's tools/call span and reaches the
     host unchanged; the sampling request made inside that tool stays ``completed``."""
     telemetry, _ = both
-    out = anyio.run(call, build_fault_server(), mode, returning(result(model="claude-x")), "sample_then_fail", {})
+    out = anyio.run(call, build_fault_server(), mode, callback_returning(result(model="claude-x")), "sample_then_fail",
+                    {})
     assert out.is_error  # the tool's error, as mcp reports it to the host
     tool_spans = [s for s in telemetry.spans(scope=None) if s.name == "tools/call sample_then_fail"]
     # 2026-07-28: the first round answers input-required (no error); the round that ran the tool is the last

@@ -26,7 +26,6 @@ if int(version("mcp").split(".")[0]) != 1:
     pytest.skip("mcp 1.x only (mcp 2.x is covered by test_mcp_sampling.py)", allow_module_level=True)
 
 import anyio
-import uvicorn
 import wrapt
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client import stdio as mcp_stdio
@@ -40,6 +39,7 @@ from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.trace import SpanKind, StatusCode
 
 import otel_sampling
+from drivers import callback_returning, in_a_task_of_its_own, only_sampling_span, serve_streamable_http
 from mcp_v1_server import SERVER_NAME, SERVER_VERSION, build_server
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -52,12 +52,6 @@ SERVED = "claude-sonnet-5-5-20261001"
 def result(model: str = SERVED, stop_reason: str = "endTurn") -> types.CreateMessageResult:
     return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="ok"),
                                      model=model, stopReason=stop_reason)
-
-
-def callback_returning(value):
-    async def callback(ctx, params):
-        return value
-    return callback
 
 
 def tool_output(out: types.CallToolResult):
@@ -87,12 +81,6 @@ def v1_instrumented(telemetry):
     instrumentor.instrument(meter_provider=telemetry.meter_provider)  # the global (test) tracer provider
     yield telemetry
     instrumentor.uninstrument()
-
-
-def only_sampling_span(telemetry):
-    spans = telemetry.spans(names.SPAN_SAMPLING)
-    assert len(spans) == 1, [s.name for s in spans]
-    return spans[0]
 
 
 @pytest.mark.parametrize("transport", [call, call_stdio], ids=["memory", "stdio"])
@@ -737,21 +725,6 @@ def test_no_stall_before_the_threshold(v1_instrumented):
     assert events(only_sampling_span(v1_instrumented), names.EVENT_SAMPLING_STALL) == []
 
 
-async def _serve_http(body):
-    """Run the mcp 1.x test server over streamable HTTP on 127.0.0.1 (a free port) around ``body(url)``."""
-    config = uvicorn.Config(build_server().streamable_http_app(), host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        while not server.started:
-            await anyio.sleep(0.02)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        try:
-            return await body(f"http://127.0.0.1:{port}/mcp")
-        finally:
-            server.should_exit = True
-
-
 def test_streamable_http_session_id_and_transport(v1_instrumented):
     session_ids = []
 
@@ -763,7 +736,7 @@ def test_streamable_http_session_id_and_transport(v1_instrumented):
             session_ids.append(get_session_id())
             return out
 
-    assert anyio.run(_serve_http, body) == f"{SERVED}|endTurn"
+    assert anyio.run(serve_streamable_http, build_server(), body) == f"{SERVED}|endTurn"
     span = only_sampling_span(v1_instrumented)
     assert span.attributes[names.NETWORK_TRANSPORT] == "tcp"
     assert span.attributes[names.MCP_SERVER_VERSION] == SERVER_VERSION
@@ -785,7 +758,7 @@ def test_violation_over_streamable_http(v1_instrumented):
                 with contextlib.suppress(Exception):
                     await session.call_tool("sample", ARGS)
 
-    anyio.run(_serve_http, body)
+    anyio.run(serve_streamable_http, build_server(), body)
     assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
 
 
@@ -793,22 +766,6 @@ def test_violation_over_streamable_http(v1_instrumented):
 # mcp-use's connection managers enter the transport in a task of their own and hand its streams to
 # the task that makes the session. A host that imports the transport functions after instrument()
 # (opentelemetry-instrument) gets the wrapped ones: read through the module here for that reason.
-async def _in_a_task_of_its_own(open_transport, use):
-    done = anyio.Event()
-
-    async def connection_task(*, task_status):
-        async with open_transport() as streams:
-            task_status.started(streams)
-            await done.wait()
-
-    async with anyio.create_task_group() as tg:
-        streams = await tg.start(connection_task)
-        try:
-            return await use(streams)
-        finally:
-            done.set()
-
-
 async def _sample_on(streams):
     async with ClientSession(streams[0], streams[1], sampling_callback=callback_returning(result())) as session:
         await session.initialize()
@@ -817,7 +774,7 @@ async def _sample_on(streams):
 
 @pytest.mark.subprocess
 def test_a_stdio_transport_opened_in_a_task_of_its_own_gives_the_same_facts(v1_instrumented):
-    out = anyio.run(_in_a_task_of_its_own, lambda: mcp_stdio.stdio_client(STDIO), _sample_on)
+    out = anyio.run(in_a_task_of_its_own, lambda: mcp_stdio.stdio_client(STDIO), _sample_on)
     assert out == f"{SERVED}|endTurn"
     attrs = only_sampling_span(v1_instrumented).attributes
     assert attrs[names.NETWORK_TRANSPORT] == "pipe"
@@ -835,9 +792,9 @@ def test_a_streamable_http_transport_opened_in_a_task_of_its_own_gives_the_same_
         return out
 
     async def body(url):
-        return await _in_a_task_of_its_own(lambda: mcp_streamable_http.streamablehttp_client(url), use)
+        return await in_a_task_of_its_own(lambda: mcp_streamable_http.streamablehttp_client(url), use)
 
-    assert anyio.run(_serve_http, body) == f"{SERVED}|endTurn"
+    assert anyio.run(serve_streamable_http, build_server(), body) == f"{SERVED}|endTurn"
     attrs = only_sampling_span(v1_instrumented).attributes
     assert attrs[names.NETWORK_TRANSPORT] == "tcp"
     assert attrs[names.MCP_SESSION_ID] == session_ids[0]

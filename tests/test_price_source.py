@@ -113,9 +113,15 @@ class TestProviders:
         """genai-prices' azure provider lists no gpt-4o of its own and falls back to openai's."""
         assert SOURCE.price("azure.ai.openai", "gpt-4o-2024-08-06", 0) == SOURCE.price("openai", "gpt-4o", 0)
 
-    def test_bedrock_and_vertex_models(self):
-        assert SOURCE.price("aws.bedrock", "claude-sonnet-4-5-20250929", 0) is not None
-        assert SOURCE.price("gcp.vertex_ai", "claude-sonnet-4-5@20250929", 0) is not None
+    @pytest.mark.parametrize(("provider", "provider_id", "model"), [
+        ("aws.bedrock", "aws", "claude-sonnet-4-5-20250929"),
+        ("gcp.vertex_ai", "google", "claude-sonnet-4-5@20250929"),
+    ])
+    def test_bedrock_and_vertex_models(self, provider, provider_id, model):
+        """``aws.bedrock`` is genai-prices' ``aws``, ``gcp.vertex_ai`` its ``google``: their prices."""
+        priced = our_cost(provider, model, CACHED)
+        assert priced is not None
+        assert pytest.approx(genai_prices_total(provider_id, model, CACHED)) == priced.usd
 
     def test_another_providers_model_is_not_priced(self):
         """openai's model names are not anthropic's: no price, not a guess from another provider."""

@@ -14,10 +14,9 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 
 from conftest import TRACER_PROVIDER
-from drivers import ANTHROPIC_MESSAGE
+from drivers import ANTHROPIC_MESSAGE, recording_logger_provider
 from otel_sampling import names
 from otel_sampling.content import capture_mode
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
@@ -29,25 +28,10 @@ KW = {"model": "claude-req", "max_tokens": 64, "system": f"You are {SENTINEL}-sy
       "messages": [{"role": "user", "content": f"Tell me about {SENTINEL}-user"}]}
 
 
-class Events(LogRecordProcessor):
-    def __init__(self) -> None:
-        self.records = []
-
-    def on_emit(self, log_record) -> None:
-        self.records.append(log_record.log_record)
-
-    def shutdown(self) -> None: ...
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-
 @pytest.fixture
 def capture(telemetry, monkeypatch):
     """Instrument with a capture mode (and attribute limit) set in the environment first."""
-    events = Events()
-    logger_provider = LoggerProvider()
-    logger_provider.add_log_record_processor(events)
+    logger_provider, records = recording_logger_provider()
     instrumentors = []
 
     def instrument(mode: str | None, max_length: int | None = None, instrumentor_class=AnthropicInstrumentor):
@@ -59,7 +43,7 @@ def capture(telemetry, monkeypatch):
         instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider,
                                 logger_provider=logger_provider)
         instrumentors.append(instrumentor)
-        return telemetry, events.records
+        return telemetry, records
 
     yield instrument
     for instrumentor in instrumentors:

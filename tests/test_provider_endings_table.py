@@ -24,7 +24,7 @@ from mcp import Client
 from opentelemetry.trace import StatusCode
 
 import otel_sampling
-from conftest import TRACER_PROVIDER, with_policy
+from conftest import _instrumented, with_policy
 from mock_answers import call
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
@@ -100,12 +100,7 @@ def responses_events(final: dict, terminal: str = "response.completed") -> list:
 
 @pytest.fixture
 def providers(telemetry):
-    instrumentors = [AnthropicInstrumentor(), OpenAIInstrumentor()]
-    for instrumentor in instrumentors:
-        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+    yield from _instrumented(telemetry, AnthropicInstrumentor, OpenAIInstrumentor)
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ import anthropic
 import pytest
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER, _instrumented, with_policy
+from drivers import recording_logger_provider
 from otel_sampling import degradation, names, runs, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -242,29 +242,14 @@ def test_evaluations_take_the_mode_of_the_state(mcp_instrumented):
     assert points["primary"].attributes[names.GEN_AI_EVALUATION_NAME] == "triage-suite"
 
 
-class _Events(LogRecordProcessor):
-    def __init__(self) -> None:
-        self.records: list = []
-
-    def on_emit(self, log_record) -> None:
-        self.records.append(log_record.log_record)
-
-    def shutdown(self) -> None: ...
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-
 @pytest.fixture
 def evaluation_events(telemetry, monkeypatch):
     """The MCP instrumentor with a logger provider of its own; ``(telemetry, records, set_capture)``."""
-    events = _Events()
-    logger_provider = LoggerProvider()
-    logger_provider.add_log_record_processor(events)
+    logger_provider, records = recording_logger_provider()
     instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider,
                             logger_provider=logger_provider)
-    yield telemetry, events.records, lambda mode: monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, mode)
+    yield telemetry, records, lambda mode: monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, mode)
     instrumentor.uninstrument()
 
 

@@ -130,5 +130,7 @@ def test_sampled_off_does_no_attribute_work_and_records_the_same_metrics(fake_pr
     assert off_points == on_points
     expected = ({names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TOKEN_USAGE,
                  names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK} if workload is _provider_calls else
-                {names.METRIC_SAMPLING_REQUESTS, names.METRIC_SAMPLING_DURATION, names.METRIC_SAMPLING_IN_FLIGHT})
+                {names.METRIC_SAMPLING_REQUESTS, names.METRIC_SAMPLING_DURATION, names.METRIC_SAMPLING_IN_FLIGHT,
+                 names.METRIC_MCP_SERVER_OPERATION_DURATION,  # the host receives sampling/createMessage
+                 names.METRIC_AGENT_RUNS, names.METRIC_AGENT_RUN_DURATION})  # each request its own run
     assert expected <= set(off_points)

@@ -86,16 +86,10 @@ def host_reported(obs: Observation) -> str | None:
 
 
 def reported(obs: Observation, exp: Expected) -> Check:
-    """When the host reports another model than the provider served, its report is kept beside the
-    served model, in an attribute of its own (the name is the fixer's: any ``*reported*model*`` key)."""
-    report = host_reported(obs)
-    span = obs.sampling
-    kept = {k: v for k, v in (span["attributes"] if span else {}).items() if "reported" in k and "model" in k}
-    got = ", ".join(f"{k}={v}" for k, v in kept.items()) or "—"
-    if report is None or report == exp.served:
-        nothing = f"host reports {_show(report)}: nothing to keep beside"
-        return Check(nothing, nothing, True)
-    return Check(f"{report} (kept beside)", got, report in kept.values())
+    """The model the host reported is kept as ``otel_sampling.sampling.reported_model`` whenever a result
+    came back naming one, whether or not it is the model the provider served (docs/telemetry.md):
+    the report is the host's own, as the server echoed it in the uninstrumented run."""
+    return _equal(host_reported(obs), _attribute(obs, names.SAMPLING_REPORTED_MODEL))
 
 
 def substitution(obs: Observation, exp: Expected) -> Check:
