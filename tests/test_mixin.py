@@ -55,6 +55,10 @@ def test_the_schema_check_catches_a_broken_panel():
     assert "'sparkline' is not one of ['area', 'line', 'none']" in errors
     assert "/panels/2/gridPos/wide: not in the schema" in errors
     assert "/style: not in the schema" in errors
+    broken_row = copy.deepcopy(load(ROOT / "dashboards" / "degradation.json"))
+    index, row = next((i, p) for i, p in enumerate(broken_row["panels"]) if p["type"] == "row")
+    row["collapsed"] = "no"
+    assert model_errors(broken_row) == [f"/panels/{index}/collapsed: 'no' is not of type bool"]
     null_options = copy.deepcopy(dashboard)
     null_options["panels"][0]["options"] = None
     assert [e.split(":")[0] for e in model_errors(null_options)] == ["/panels/0"]
@@ -158,6 +162,10 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
         assert rule in problems
     for counter in ("otel_sampling_sampling_requests_total", "x_total", "y_total"):  # "x unless y" is not the idiom
         assert f"{counter} outside rate/increase" in problems
+    holding = copy.deepcopy(load(ROOT / "dashboards" / "degradation.json"))
+    row = next(p for p in holding["panels"] if p["type"] == "row")
+    row["panels"] = [holding["panels"].pop()]  # Grafana reads a row's own list only when it is collapsed
+    assert [p for p in lint(holding) if "only a collapsed row holds its panels" in p]
 
 
 PROMQL_WORDS = {
