@@ -17,14 +17,14 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.dashboards import dashboard_queries, expand, legend_labels, load, panels, queries
+from harness.dashboards import dashboard_queries, expand, legend_labels, load, panels, queries, rows
 from harness.grafana_model import model_errors
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig, five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.__main__ import main
 from otel_sampling.mixin.generate import render
-from otel_sampling.mixin.rules import rule_groups
+from otel_sampling.mixin.rules import DEGRADED_MODE_ALERTS, PREFIX, Recorded, alerting_rules, rule_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
@@ -55,6 +55,10 @@ def test_the_schema_check_catches_a_broken_panel():
     assert "'sparkline' is not one of ['area', 'line', 'none']" in errors
     assert "/panels/2/gridPos/wide: not in the schema" in errors
     assert "/style: not in the schema" in errors
+    broken_row = copy.deepcopy(load(ROOT / "dashboards" / "degradation.json"))
+    index, row = next((i, p) for i, p in enumerate(broken_row["panels"]) if p["type"] == "row")
+    row["collapsed"] = "no"
+    assert model_errors(broken_row) == [f"/panels/{index}/collapsed: 'no' is not of type bool"]
     null_options = copy.deepcopy(dashboard)
     null_options["panels"][0]["options"] = None
     assert [e.split(":")[0] for e in model_errors(null_options)] == ["/panels/0"]
@@ -93,6 +97,10 @@ def lint(dashboard: dict) -> list[str]:
                 problems.append(f"{where} overlaps panel {cells[cell]}")
                 break
             cells[cell] = panel["id"]
+        if panel["type"] == "row":  # the linter's panel rules skip rows: they hold no query
+            if not panel.get("title") or (panel.get("panels") and not panel.get("collapsed")):
+                problems.append(f"{where}: a row needs a title, and only a collapsed row holds its panels")
+            continue
         if panel["datasource"]["uid"] != "${datasource}":
             problems.append(f"panel-datasource-rule: {where}")
         if not panel.get("title") or not panel.get("description"):
@@ -154,6 +162,10 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
         assert rule in problems
     for counter in ("otel_sampling_sampling_requests_total", "x_total", "y_total"):  # "x unless y" is not the idiom
         assert f"{counter} outside rate/increase" in problems
+    holding = copy.deepcopy(load(ROOT / "dashboards" / "degradation.json"))
+    row = next(p for p in holding["panels"] if p["type"] == "row")
+    row["panels"] = [holding["panels"].pop()]  # Grafana reads a row's own list only when it is collapsed
+    assert [p for p in lint(holding) if "only a collapsed row holds its panels" in p]
 
 
 PROMQL_WORDS = {
@@ -264,6 +276,7 @@ CONTRACT = [
     ("histogram", names.METRIC_AGENT_RUN_DURATION, names.UNIT_SECONDS, m.AGENT_RUN_DURATION + "_sum"),
     ("histogram", names.METRIC_EVALUATION_SCORE, names.UNIT_ONE, m.EVALUATION_SCORE + "_count"),
     ("counter", names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, m.CACHE_LOOKUPS),
+    ("counter", names.METRIC_DRILLS, names.UNIT_DRILL, m.DRILLS),
 ]
 
 
@@ -376,4 +389,162 @@ def test_a_share_panel_reads_zero_without_numerator_and_nothing_without_traffic(
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
     result = subprocess.run(["promtool", "test", "rules", str(tmp_path / "test.yaml")],
                             capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------- the Drills and Silent-to-operators rows
+
+DEGRADATION = ROOT / "dashboards" / "degradation.json"
+ALERT_NAMES = [rule["alert"] for rule in alerting_rules(MixinConfig())]
+DRILL_ALERTS = [name for name in ALERT_NAMES if name.startswith(f"{PREFIX}Drill")]
+DRILL_ACTIVE = re.compile(rf'{m.DEGRADATION_ACTIVE}\{{[^}}]*{m.REASON}="{names.REASON_DRILL}"[^}}]*\}}')
+
+
+def row_queries(title: str) -> list[str]:
+    return [target["expr"] for panel in rows(load(DEGRADATION))[title] for target in panel["targets"]]
+
+
+def test_the_degradation_dashboard_has_a_drills_row_and_a_silent_to_operators_row():
+    layout = rows(load(DEGRADATION))
+    assert list(layout) == ["Drills", "Silent to operators"]
+    assert all(layout.values())
+    drills = "\n".join(row_queries("Drills"))
+    assert m.DRILLS in drills and m.DRILL_NAME in drills and m.DRILL_OUTCOME in drills
+    assert DRILL_ACTIVE.search(drills)  # the drill window: the drill's named degradation
+    assert len(DRILL_ALERTS) == 3
+    assert all(f'alertname="{alert}"' in drills for alert in DRILL_ALERTS)  # every Drill* alert of the rules
+    silent = "\n".join(row_queries("Silent to operators"))
+    assert Recorded(MixinConfig()).degraded_exposure in silent
+    assert f'alertname="{PREFIX}SilentToOperators"' in silent
+    assert all(f"{PREFIX}{alert}" in silent for alert in DEGRADED_MODE_ALERTS)
+
+
+def test_the_drill_windows_annotate_the_degradation_dashboard_only():
+    annotations = {path.stem: {a["name"]: a["expr"] for a in load(path)["annotations"]["list"]}
+                   for path in DASHBOARDS}
+    assert [stem for stem, named in annotations.items() if "Drill windows" in named] == ["degradation"]
+    expr = annotations["degradation"]["Drill windows"]
+    assert DRILL_ACTIVE.search(expr) and expr.startswith(f"max by ({m.COMPONENT}) (") and expr.endswith("> 0")
+
+
+def test_the_silent_to_operators_panels_link_to_its_runbook_section():
+    [rule] = [r for r in alerting_rules(MixinConfig()) if r["alert"] == f"{PREFIX}SilentToOperators"]
+    url = rule["annotations"]["runbook_url"]
+    assert all([link["url"] for link in panel["links"]] == [url] for panel in rows(load(DEGRADATION))[
+        "Silent to operators"])
+    anchor = url.split("#")[1]
+    headings = re.findall(r"^## (\S+)$", (ROOT / "docs" / "runbook.md").read_text(), re.M)
+    assert anchor in [heading.lower() for heading in headings]  # GitHub's anchor of the heading
+
+
+def test_the_drill_completion_line_is_the_drill_fallback_failed_threshold():
+    for threshold in (MixinConfig().drill_completion_threshold, 0.75):
+        model = json.loads(render(MixinConfig(drill_completion_threshold=threshold))["dashboards/degradation.json"])
+        [panel] = [p for p in rows(model)["Drills"] if p["title"] == "Sampling requests completed during drills"]
+        steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        assert [step["value"] for step in steps] == [None, threshold]
+        assert panel["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] == "line"
+
+
+def panel_exprs(title: str) -> list[str]:
+    """The queries of a Degradation panel (or annotation), in refId order, Grafana variables expanded."""
+    model = load(DEGRADATION)
+    annotations = [a["expr"] for a in model["annotations"]["list"] if a["name"] == title]
+    [targets] = [p["targets"] for p in panels(model) if p["title"] == title and p["type"] != "row"] or [[]]
+    return [str(expand(expr)) for expr in annotations + [t["expr"] for t in targets]]
+
+
+def drill_active(values: str) -> tuple[str, str]:
+    return (f'{m.DEGRADATION_ACTIVE}{{{OURS}, {m.COMPONENT}="claude-outage", {m.REASON}="{names.REASON_DRILL}"}}',
+            values)
+
+
+def requests(mode: str, ending: str, values: str) -> tuple[str, str]:
+    return (f'{m.SAMPLING_REQUESTS}{{{OURS}, {m.SERVER}="s", {m.MODE}="{mode}", {m.ENDING}="{ending}"}}', values)
+
+
+# A drill from 20m to 30m (the gauge absent before: no drill had run; 0 after), counted as it ends. Steady traffic,
+# so that every window's increase() extrapolates alike: 2 primary completions a minute, 1 degraded
+# completion and 1 degraded request the fallback model could not serve (model.unavailable).
+DRILL_RUN = [
+    drill_active("_x20 1x9 0x90"),
+    (f'{m.DRILLS}{{{OURS}, {m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="{names.DRILL_OUTCOME_COMPLETED}"}}',
+     "_x30 1x90"),
+    requests(names.MODE_PRIMARY, names.ENDING_COMPLETED, "0+2x120"),
+    requests(names.MODE_DEGRADED, names.ENDING_COMPLETED, "0+1x120"),
+    requests(names.MODE_DEGRADED, names.ENDING_MODEL_UNAVAILABLE, "0+1x120"),
+]
+SEARCH = f'{m.COMPONENT}="search", {m.REASON}="outage"'
+K = f'job="k", otel_scope_name="{names.SCOPE_NAME}"'
+# Job j: a named degradation active from 0m to 60m, past its expiry from 21m (DegradationExpired,
+# for 5m, fires at 26m); job k has the gauge at 0 (never exposed).
+SILENT_RUN = [
+    (f"{m.DEGRADATION_ACTIVE}{{{OURS}, {SEARCH}}}", "1x60 0x60"),
+    (f"{m.DEGRADATION_EXPIRED}{{{OURS}, {SEARCH}}}", "0x20 1x40 0x60"),
+    (f"{m.DEGRADATION_ACTIVE}{{{K}, {SEARCH}}}", "0x120"),
+]
+NORMAL, PENDING, FIRING = 0, 1, 2  # the Drill alerts panel's states
+EXPOSED_ALERTED, SILENT = 1, 2  # the Silent to operators panel's
+
+
+# (case, series, [(panel title, ref index, eval time, [(labels, value)])]); percentages as round(100 * x).
+BEHAVIOUR = [
+    ("drill windows and what completed during them", DRILL_RUN, [
+        ("Drill windows", 0, "25m", [(f'{{{m.COMPONENT}="claude-outage"}}', 1)]),
+        ("Drill windows", 0, "10m", []),
+        ("Drill windows", 0, "45m", []),
+        ("Drills by name and outcome", 0, "30m",
+         [(f'{{{m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="completed"}}', 1)]),
+        ("Drills by name and outcome", 0, "40m",
+         [(f'{{{m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="completed"}}', 0)]),
+        # 3 of 4 requests completed; of the degraded ones 1 of 2; the drill ran within the last 30m
+        ("Sampling requests completed during drills", 0, "45m", [('{job="j"}', 75)]),
+        ("Sampling requests completed during drills", 1, "45m", [('{job="j"}', 50)]),
+        ("Sampling requests completed during drills", 0, "70m", []),  # the drill ended 40m ago
+        ("Sampling requests completed during drills", 0, "15m", []),  # no drill yet
+        # 75% < 90%: DrillFallbackFailed pending from 20m, firing from 25m, resolved when the drill ends
+        ("Drill alerts", 1, "10m", []),
+        ("Drill alerts", 1, "22m", [("{}", PENDING)]),
+        ("Drill alerts", 1, "27m", [("{}", FIRING)]),
+        ("Drill alerts", 1, "35m", [("{}", NORMAL)]),
+        # still degraded after the drill: DrillRecoveryMissing pending from 30m, firing after its 10m
+        ("Drill alerts", 2, "35m", [("{}", PENDING)]),
+        ("Drill alerts", 2, "45m", [("{}", FIRING)]),
+    ]),
+    ("a drill with no traffic: no degraded-mode alert fired", [drill_active("_x20 1x9 0x90")], [
+        ("Drill alerts", 0, "25m", [("{}", NORMAL)]),
+        ("Drill alerts", 0, "35m", [("{}", FIRING)]),  # DrillWithoutAlert, once the drill ended
+        ("Drill alerts", 1, "35m", [("{}", NORMAL)]),
+        ("Drill alerts", 2, "35m", [("{}", NORMAL)]),
+    ]),
+    ("exposure nobody was alerted to", SILENT_RUN, [
+        ("Silent to operators", 0, "10m", [('{job="j"}', SILENT), ('{job="k"}', NORMAL)]),
+        ("Silent to operators", 0, "40m", [('{job="j"}', EXPOSED_ALERTED), ('{job="k"}', NORMAL)]),
+        ("Silent to operators", 0, "70m", [('{job="j"}', NORMAL), ('{job="k"}', NORMAL)]),
+        # SilentToOperators fired once (15m, after its for, until DegradationExpired fired at 26m)
+        ("Silent-to-operators incidents", 0, "60m", [('{job="j"}', 1), ('{job="k"}', 0)]),
+        ("Silent-to-operators incidents", 0, "10m", [('{job="j"}', 0), ('{job="k"}', 0)]),
+    ]),
+]
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(("series", "checks"), [case[1:] for case in BEHAVIOUR], ids=[case[0] for case in BEHAVIOUR])
+def test_the_drill_and_silent_panels_read_what_the_rules_record(tmp_path, series, checks):
+    """The panels' queries against the committed rule file (its recorded series and the ALERTS it
+    writes) in promtool, on a drill and on an exposure with the times the rules give them."""
+    def expr(title: str, ref: int) -> str:
+        query = panel_exprs(title)[ref]
+        return f"round(100 * ({query}))" if "completed during drills" in title else query
+
+    tests = {"rule_files": [str(ROOT / "alerts" / "otel-sampling.yaml")], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in series],
+        "promql_expr_test": [{"expr": expr(title, ref), "eval_time": time,
+                              "exp_samples": [{"labels": labels, "value": value} for labels, value in expected]}
+                             for title, ref, time, expected in checks],
+    }]}
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = subprocess.run(["promtool", "test", "rules", str(tmp_path / "test.yaml")],
+                            capture_output=True, text=True, timeout=100)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -19,10 +19,14 @@ from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.panels import (
     JOB,
+    PanelBuilder,
+    annotation,
     assign_panel_ids,
     dashboard,
     label_variable,
     raw_selector,
+    row,
+    runbook_link,
     stat_panel,
     state_panel,
     table_panel,
@@ -30,7 +34,14 @@ from otel_sampling.mixin.panels import (
     timeseries_panel,
 )
 from otel_sampling.mixin.promql import counted, label_selector, matchers
-from otel_sampling.mixin.rules import Recorded
+from otel_sampling.mixin.rules import (
+    ALERTS_LOOKBACK,
+    DEGRADED_MODE_ALERTS,
+    PREFIX,
+    Recorded,
+    alerting_rules,
+    degraded_mode_alerts_firing,
+)
 
 RATE = "$__rate_interval"
 RANGE = "$__range"
@@ -255,12 +266,14 @@ def providers(config: MixinConfig) -> dash.Dashboard:
 def degradation(config: MixinConfig) -> dash.Dashboard:
     j = raw_selector(config)
     d = dashboard(config, "otel-sampling-degradation", "Degradation",
-                  "Named degradations: what is degraded, since when, is it flapping, and is the fallback exercised?")
+                  "Named degradations: what is degraded, since when, is it flapping, is the fallback exercised, what "
+                  "did the drills prove, and was anyone alerted?")
     canary = raw_selector(config, matchers(**{m.REASON: names.REASON_CANARY}))
     degraded_done = raw_selector(config, matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED}))
     hits = raw_selector(config, matchers(**{m.CACHE_RESULT: "hit"}))
     entered = raw_selector(config, matchers(**{m.DIRECTION: names.DIRECTION_ENTER}))
-    return (d
+    drill_windows, drill_panels = _drills_row(config)
+    d = (d
             .with_panel(stat_panel("Active degradations", "Named degradations active now.",
                                    [(f"count({m.DEGRADATION_ACTIVE}{j} > 0) or vector(0)", "active")], "short",
                                    steps=thresholds((None, "green"), (1, "orange")), width=8))
@@ -275,8 +288,9 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
             .with_panel(state_panel("Degradation state", "Each named degradation over time (component, reason). "
                                     f"Owner and expiry are span attributes ({names.DEGRADATION_OWNER}, "
                                     f"{names.DEGRADATION_EXPIRES_AT}): find them on the spans of that time.",
-                                    f"max by ({m.COMPONENT}, {m.REASON}) ({m.DEGRADATION_ACTIVE}{j})",
-                                    f"{{{{{m.COMPONENT}}}}} ({{{{{m.REASON}}}}})", on_text="degraded"))
+                                    [(f"max by ({m.COMPONENT}, {m.REASON}) ({m.DEGRADATION_ACTIVE}{j})",
+                                      f"{{{{{m.COMPONENT}}}}} ({{{{{m.REASON}}}}})")],
+                                    states=(("normal", "green"), ("degraded", "orange"))))
             .with_panel(table_panel("Active and expired", "Degradations active now, with 1 in 'expired' when past "
                                     "their expires_at.",
                                     [(f"max by ({m.COMPONENT}, {m.REASON}) ({m.DEGRADATION_ACTIVE}{j})", "active"),
@@ -302,7 +316,96 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
                                            f"({counted(m.CACHE_LOOKUPS + hits, RATE)})",
                                            f"{{{{{m.CACHE_PROVENANCE_MODE}}}}} {{{{{m.CACHE_PROVENANCE_MATCH}}}}}")],
                                          "short",
-                                         width=12)))
+                                         width=12))
+            .annotation(drill_windows)
+            .with_row(row("Drills")))
+    for panel in drill_panels:
+        d = d.with_panel(panel)
+    d = d.with_row(row("Silent to operators"))
+    for panel in _silent_to_operators(config):
+        d = d.with_panel(panel)
+    return d
+
+
+def _drills_row(config: MixinConfig) -> tuple[dash.AnnotationQuery, list[PanelBuilder]]:
+    """The drill windows (an annotation on the drill's named degradation, by drill name) and the
+    panels of the Drills row."""
+    r, w, j = Recorded(config), config.window, raw_selector(config)
+    drill = m.DEGRADATION_ACTIVE + raw_selector(config, matchers(**{m.REASON: names.REASON_DRILL}))
+    # The recorded counts cover the last window, which overlaps a drill while one ran within it.
+    drilled = f"and on ({m.JOB}) max by ({m.JOB}) (max_over_time({drill}[{w}])) > 0"
+    degraded = {m.MODE: names.MODE_DEGRADED}
+    completed = {m.ENDING: names.ENDING_COMPLETED}
+
+    def requests(**labels: str) -> str:
+        return f"sum by ({m.JOB}) ({r.requests_by_server}{label_selector(JOB, matchers(**labels))})"
+
+    def alert_state(alert: str) -> str:
+        """2 while ``alert`` fires, 1 while it is pending, 0 from the first drill on (the drill's gauge
+        exists, at 0 once the drill ended)."""
+        def alerts(state: str) -> str:
+            return "ALERTS" + label_selector(matchers(alertstate=state, alertname=alert), JOB)
+        return f"max(2 * {alerts('firing')} or {alerts('pending')})\nor max({drill}) * 0"
+
+    drill_alerts = [rule["alert"] for rule in alerting_rules(config) if rule["alert"].startswith(f"{PREFIX}Drill")]
+    windows = annotation("Drill windows", f"max by ({m.COMPONENT}) ({drill}) > 0", "purple")
+    return windows, [
+        timeseries_panel("Drills by name and outcome", "Drills ended per interval by drill name and outcome "
+                         f"({names.DRILL_OUTCOME_COMPLETED}: its window ran out; {names.DRILL_OUTCOME_STOPPED}: "
+                         f"stopped before; {names.DRILL_OUTCOME_ABORTED}: uninstrument() or SIGTERM). The drill "
+                         "windows are the purple annotations on every time series of this dashboard.",
+                         [(f"sum by ({m.DRILL_NAME}, {m.DRILL_OUTCOME}) ({counted(m.DRILLS + j, RATE)})",
+                           f"{{{{{m.DRILL_NAME}}}}} {{{{{m.DRILL_OUTCOME}}}}}")], "short", bars=True),
+        timeseries_panel("Sampling requests completed during drills", "Sampling requests that completed / all "
+                         f"over the last {w} (recorded {r.requests_by_server}), of all requests and of those "
+                         f"served in degraded mode, drawn while a drill ran within those {w}; the line is the "
+                         "OtelSamplingDrillFallbackFailed threshold for all requests (it also fires when none "
+                         "completed in degraded mode).",
+                         [(f"({requests(**completed)} or {r.requests}{{{JOB}}} * 0)\n"
+                           f"/ ({r.requests}{{{JOB}}} > 0)\n{drilled}", "{{job}} all requests"),
+                          (f"({requests(**degraded, **completed)} or {requests(**degraded)} * 0)\n"
+                           f"/ ({requests(**degraded)} > 0)\n{drilled}", "{{job}} degraded mode")],
+                         "percentunit", threshold=config.drill_completion_threshold),
+        timeseries_panel("Back to primary after a drill", "Sampling requests per minute by mode. The time back "
+                         "to primary is the gap between a drill window's end (annotation) and the degraded line "
+                         "falling to 0 while primary traffic goes on. It is read off the graph, not computed: a "
+                         "counter scraped every interval dates the last degraded request only to that interval, "
+                         "and a pause in traffic would read as a recovery. Still degraded over the last "
+                         f"{config.drill_recovery_window}, for {config.drill_recovery_for}, after a drill: "
+                         "OtelSamplingDrillRecoveryMissing.",
+                         [(_per_minute(m.SAMPLING_REQUESTS, j, m.MODE), f"{{{{{m.MODE}}}}}")], "reqpm"),
+        state_panel("Drill alerts", "Each drill alert over time, from Prometheus's ALERTS series: firing, "
+                    "pending (waiting out its for) or normal; no data before a process's first drill (the "
+                    "drill's degradation_active series). Runbook: Running a drill.",
+                    [(alert_state(alert), alert.removeprefix(PREFIX)) for alert in drill_alerts],
+                    states=(("normal", "green"), ("pending", "yellow"), ("firing", "red")), width=12),
+    ]
+
+
+def _silent_to_operators(config: MixinConfig) -> list[PanelBuilder]:
+    """Degraded exposure while no degraded-mode alert fires (OtelSamplingSilentToOperators), per job."""
+    r, alert = Recorded(config), f"{PREFIX}SilentToOperators"
+    exposure = f"max by ({m.JOB}) ({r.degraded_exposure}{{{JOB}}})"  # by job: the metric name dropped
+    alerted = degraded_mode_alerts_firing(ALERTS_LOOKBACK, JOB)
+    firing = "ALERTS" + label_selector(matchers(alertstate="firing", alertname=alert), JOB)
+    return [
+        state_panel("Silent to operators", f"Per job: exposed to degraded mode ({r.degraded_exposure}: the "
+                    f"degraded share above {config.degraded_share_threshold:.0%} with at least "
+                    f"{config.min_requests} requests in {config.window}, or a named degradation other than a "
+                    f"drill active) while none of the degraded-mode alerts ({', '.join(DEGRADED_MODE_ALERTS)}) "
+                    f"fires: silent; exposed while one fires: alerted. Silent for {config.silent_exposure_for} "
+                    f"fires {alert}.",
+                    [(f"2 * {exposure} unless on ({m.JOB}) {alerted} > 0\nor {exposure}", "{{job}}")],
+                    states=(("normal", "green"), ("alerted", "yellow"), ("silent", "red")), width=16)
+        .links([runbook_link(config, alert)]),
+        stat_panel("Silent-to-operators incidents", f"Firings of {alert} in the selected range, per job (its "
+                   "ALERTS series, counted at 1m resolution: a firing that ends and starts again within a "
+                   "minute counts once); 0 for a job the rules evaluated with none. Target 0.",
+                   [(f"sum by ({m.JOB}) (sum_over_time(({firing} unless {firing} offset 1m)[{RANGE}:1m]))\n"
+                     f"or {exposure} * 0", "{{job}}")], "short",
+                   steps=thresholds((None, "green"), (1, "red")), width=8)
+        .links([runbook_link(config, alert)]),
+    ]
 
 
 DASHBOARDS = {

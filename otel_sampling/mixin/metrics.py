@@ -31,6 +31,7 @@ AGENT_RUN_COST = metric_name(names.METRIC_AGENT_RUN_COST, names.UNIT_USD, counte
 AGENT_RUN_DURATION = metric_name(names.METRIC_AGENT_RUN_DURATION, names.UNIT_SECONDS)  # histogram
 EVALUATION_SCORE = metric_name(names.METRIC_EVALUATION_SCORE, names.UNIT_ONE)  # histogram
 CACHE_LOOKUPS = metric_name(names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, counter=True)
+DRILLS = metric_name(names.METRIC_DRILLS, names.UNIT_DRILL, counter=True)
 
 # ---------------------------------------------------------------- labels
 SERVER = label_name(names.MCP_SERVER_NAME)
@@ -56,6 +57,8 @@ EVALUATION_NAME = label_name(names.GEN_AI_EVALUATION_NAME)
 CACHE_RESULT = label_name(names.CACHE_LOOKUP_RESULT)
 CACHE_PROVENANCE_MODE = label_name(names.CACHE_PROVENANCE_MODE)
 CACHE_PROVENANCE_MATCH = label_name(names.CACHE_PROVENANCE_MATCH)
+DRILL_NAME = label_name(names.DRILL_NAME)
+DRILL_OUTCOME = label_name(names.DRILL_OUTCOME)
 JOB = "job"  # from the scrape configuration, not from the package
 SCOPE_NAME = SCOPE_NAME_LABEL  # from the exporter: the instrumentation scope of the series
 LE = "le"  # histogram bucket bound (Prometheus)
@@ -65,7 +68,7 @@ GAUGES = (SAMPLING_IN_FLIGHT, DEGRADATION_ACTIVE, DEGRADATION_EXPIRED)
 COUNTERS = (
     SAMPLING_REQUESTS, SAMPLING_STALLS, SAMPLING_VIOLATIONS, SAMPLING_GRANTS, SAMPLING_GRANTED_USD,
     SAMPLING_SERVER_REQUESTS, PROVIDER_COST, DEGRADATION_TRANSITIONS, SILENT_INCIDENTS, AGENT_RUNS,
-    AGENT_RUN_COST, CACHE_LOOKUPS,
+    AGENT_RUN_COST, CACHE_LOOKUPS, DRILLS,
 )
 # Every raw series a query may name (a histogram is read through its _bucket/_sum/_count series).
 SERIES = frozenset(COUNTERS + GAUGES + tuple(h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")))

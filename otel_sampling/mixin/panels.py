@@ -20,7 +20,7 @@ from otel_sampling import names
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.promql import counted, label_selector, matchers
-from otel_sampling.mixin.rules import PREFIX
+from otel_sampling.mixin.rules import PREFIX, alerting_rules
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 JOB = f'{m.JOB}=~"$job"'
@@ -46,6 +46,7 @@ def thresholds(*steps: tuple[float | None, str]) -> dash.ThresholdsConfig:
 
 
 NEUTRAL = thresholds((None, "text"))
+PanelBuilder = stat.Panel | timeseries.Panel | table.Panel | statetimeline.Panel
 
 
 def stat_panel(title: str, description: str, targets: list[tuple[str, str]], unit: str, *,
@@ -95,16 +96,33 @@ def table_panel(title: str, description: str, targets: list[tuple[str, str]], un
     return p
 
 
-def state_panel(title: str, description: str, expr: str, legend: str, *, on_text: str) -> statetimeline.Panel:
-    """0/1 states over time, mapped to words (the units rule does not apply with mappings)."""
-    return (statetimeline.Panel().title(title).description(description).datasource(DATASOURCE)
-            .span(24).height(6).show_value(cm.VisibilityMode.AUTO)
-            .legend(cb.VizLegendOptions().show_legend(True).display_mode(cm.LegendDisplayMode.LIST)
-                    .placement(cm.LegendPlacement.BOTTOM))
-            .mappings([dm.ValueMap(options={
-                "0": dm.ValueMappingResult(text="normal", color="green", index=0),
-                "1": dm.ValueMappingResult(text=on_text, color="orange", index=1)})])
-            .with_target(query(expr, legend, "A")))
+def state_panel(title: str, description: str, targets: list[tuple[str, str]], *,
+                states: tuple[tuple[str, str], ...], width: int = 24) -> statetimeline.Panel:
+    """States over time: the value ``i`` of a series is shown as ``states[i]`` (text, colour), so 0/1
+    (or 0/1/2) read as words (the units rule does not apply with mappings)."""
+    p = (statetimeline.Panel().title(title).description(description).datasource(DATASOURCE)
+         .span(width).height(6).show_value(cm.VisibilityMode.AUTO)
+         .legend(cb.VizLegendOptions().show_legend(True).display_mode(cm.LegendDisplayMode.LIST)
+                 .placement(cm.LegendPlacement.BOTTOM))
+         .mappings([dm.ValueMap(options={
+             str(value): dm.ValueMappingResult(text=text, color=color, index=value)
+             for value, (text, color) in enumerate(states)})]))
+    for ref, (expr, legend) in zip(REF_IDS, targets, strict=False):
+        p = p.with_target(query(expr, legend, ref))
+    return p
+
+
+def row(title: str) -> dash.Row:
+    """An expanded row: the panels added after it, up to the next row, are its panels."""
+    return dash.Row(title).collapsed(False)
+
+
+def runbook_link(config: MixinConfig, alert: str) -> dash.DashboardLink:
+    """A panel link to the runbook section of ``alert`` (a full name, ``OtelSampling...``): the
+    ``runbook_url`` the alert itself carries."""
+    [url] = [rule["annotations"]["runbook_url"] for rule in alerting_rules(config) if rule["alert"] == alert]
+    return (dash.DashboardLink(f"Runbook: {alert}").type(dm.DashboardLinkType.LINK).url(url)
+            .target_blank(True).icon("doc"))
 
 
 def annotation(name: str, expr: str, color: str) -> dash.AnnotationQuery:

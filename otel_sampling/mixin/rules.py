@@ -215,7 +215,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
         *_drill_alerts(config),
         _alert(c, "SilentToOperators",
                f"{r.degraded_exposure} > 0\n"
-               f"unless on ({m.JOB}) {degraded_mode_alerts_firing('1m', c.rule_selector)} > 0",
+               f"unless on ({m.JOB}) {degraded_mode_alerts_firing(ALERTS_LOOKBACK, c.rule_selector)} > 0",
                c.silent_exposure_for, "warning",
                "The job is degraded and no degraded-mode alert fires.",
                f"Job {{{{ $labels.job }}}} has been exposed to degraded mode (degraded share above "
@@ -236,6 +236,9 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
 #: which none of them fired was not noticed (DegradedModeEntered is info, routed nowhere, and
 #: fires on the drill's own degradation).
 DEGRADED_MODE_ALERTS = ("DegradedShareHigh", "DegradedTooLong", "DegradationExpired", "DegradationFlapping")
+#: How far back SilentToOperators (and the dashboard panel showing its condition) looks for a
+#: firing degraded-mode alert: one evaluation's ``ALERTS`` sample may be up to an interval old.
+ALERTS_LOOKBACK = "1m"
 
 
 def degraded_mode_alerts_firing(window: str, selector: str) -> str:

@@ -32,9 +32,24 @@ def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def rows(dashboard: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Row title -> its panels: those nested in a collapsed row, or for an expanded row the top-level
+    panels after it up to the next row (Grafana's layout). Panels above the first row are left out."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    current: list[dict[str, Any]] | None = None
+    for panel in dashboard.get("panels", []):
+        if panel["type"] == "row":
+            current = out.setdefault(panel["title"], list(panel.get("panels") or []))
+        elif current is not None:
+            current.append(panel)
+    return out
+
+
 def expand(expr: str) -> str:
-    """``$__rate_interval`` -> ``1m``, ``$__range`` -> ``1h``, ``$job`` / ``${job:regex}`` -> ``.+``."""
-    return re.sub(r"\$\{?(\w+)(?::\w+)?\}?", lambda g: GRAFANA_GLOBALS.get(g.group(1), ".+"), expr)
+    """``$__rate_interval`` -> ``1m``, ``$__range`` -> ``1h``, ``$job`` / ``${job:regex}`` -> ``.+``; a
+    format (``:regex``) only inside braces, as Grafana reads it (``[$__range:1m]`` is a subquery)."""
+    return re.sub(r"\$(?:\{(\w+)(?::\w+)?\}|(\w+))",
+                  lambda g: GRAFANA_GLOBALS.get(g.group(1) or g.group(2), ".+"), expr)
 
 
 def dashboard_queries(directory: Path) -> list[tuple[str, str, str]]:
