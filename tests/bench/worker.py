@@ -27,6 +27,7 @@ import ctypes
 import gc
 import json
 import os
+import random
 import statistics
 import sys
 import traceback
@@ -320,6 +321,9 @@ def _in_child(measure_one: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:  # the child
         os.close(read)
+        # The same random draws in every run (span ids, exemplar reservoir choices): their paths
+        # differ in length, and the runs should differ only in what they measure.
+        random.seed(0)
         try:
             result = measure_one()
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, with the reason
