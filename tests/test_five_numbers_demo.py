@@ -2,9 +2,10 @@
 ``opentelemetry-instrument`` with the real Prometheus exporter, its ``/metrics`` is scraped, and
 ``promtool`` evaluates every five-number expression to the value the scenario implies.
 
-What the scenario implies, per step that ran (``scenario.expected_run`` and the step's ending):
-its run's mode and whether it is a silent incident; it completed when its ending is
-``completed``; it was scored ``QUALITY_BY_MODEL[expected_model]`` in its mode when it completed.
+What the scenario implies, per run (a step, or the steps of a live run; ``scenario.expected_run``
+and the steps' endings): its mode and whether it is a silent incident; it completed when every
+step's ending is ``completed``; each completed step was scored ``QUALITY_BY_MODEL[expected_model]``
+in the run's mode.
 The scores are binary fractions, so the means are exact. Cost and run time are not the scenario's
 to say: they are checked against the exporter's own sums.
 """
@@ -30,22 +31,23 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("promtool") is No
 
 @pytest.fixture(scope="module")
 def demo_run(triage_host):
-    """(the scenario module, the steps that ran, the scrape) of the session's triage host run."""
+    """(the scenario module, the runs that ran, the scrape) of the session's triage host run."""
     scenario = importlib.import_module("scenario")  # demo.py's sibling, on the path triage_host set
-    steps = {step.name: step for step in scenario.STEPS}
-    return scenario, [steps[s["step"]] for s in triage_host.done["steps"]], triage_host.scrape
+    return scenario, scenario.runs_done(triage_host.done["steps"]), triage_host.scrape
 
 
 def _implied(scenario, ran) -> dict[str, list[tuple[dict[str, str], float]]]:
     runs, completed, incidents = Counter(), Counter(), 0
     scores: dict[str, list[float]] = {names.MODE_PRIMARY: [], names.MODE_DEGRADED: []}
-    for step in ran:
-        mode, incident = scenario.expected_run(step)
+    for run in ran:
+        mode, incident = scenario.expected_run(run)
         runs[mode] += 1
         incidents += incident
-        if step.expected_ending == names.ENDING_COMPLETED:
+        if all(step.expected_ending == names.ENDING_COMPLETED for step in run):
             completed[mode] += 1
-            scores[mode].append(scenario.QUALITY_BY_MODEL.get(step.expected_model, 0.5))  # as host.py scores
+        # as host.py scores: every usable answer (a completed step), in the run's mode
+        scores[mode] += [scenario.QUALITY_BY_MODEL.get(step.expected_model, 0.5)
+                         for step in run if step.expected_ending == names.ENDING_COMPLETED]
     delta = sum(scores["primary"]) / len(scores["primary"]) - sum(scores["degraded"]) / len(scores["degraded"])
     return {
         "degraded_run_share": [({}, runs["degraded"] / len(ran))],
@@ -75,7 +77,7 @@ def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path)
     scenario, ran, text = demo_run
     report = importlib.import_module("five_numbers_report")  # demo.py's sibling, on the path triage_host set
     scraped = report.from_scrape(text)
-    assert _exported(text, five_numbers.RUNS) == len(ran)  # one run per step, no other run in the host
+    assert _exported(text, five_numbers.RUNS) == len(ran)  # the scenario's runs, no other run in the host
     assert sum(scraped.runs_by_mode.values()) == len(ran)
     expected = _implied(scenario, ran)
     completed = {labels["degradation_mode"]: value for labels, value in expected.pop("_completed")}

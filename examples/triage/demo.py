@@ -1,15 +1,20 @@
 """`make demo`: the triage host under `opentelemetry-instrument`, and a report from its real telemetry.
 
 1. Starts the fake provider (anthropic API on 127.0.0.1) and an OTLP/HTTP trace receiver.
-2. Runs `opentelemetry-instrument python host.py --hold` with the Prometheus metrics exporter on a
-   free 127.0.0.1 port, spans exported over OTLP, and OTEL_SAMPLING_POLICY=policy.toml. The host
-   (which knows nothing of otel-sampling's wrappers; it uses only the small API for what no wrapper
-   can see: runs, declared degradations, disclosures, evaluations, cache provenance, canary traffic)
-   drives its scripted scenario over a real stdio MCP server.
-3. Scrapes /metrics while the host holds, lets it exit (spans flush), stops everything.
-4. Prints the report built from the scraped metrics and the received spans (with the five numbers
-   of degraded mode, five_numbers_report.py), writes them under .demo/, and exits 1 when the
-   telemetry does not show what the scenario drove.
+2. Starts a real Prometheus (1 s scrape and evaluation) that scrapes the host's /metrics while it
+   runs, with the bundled rules generated with short windows (``MixinConfig.for_short_run()``).
+3. Runs `opentelemetry-instrument python host.py --hold --checkpoints` with the Prometheus metrics
+   exporter on a free 127.0.0.1 port, spans exported over OTLP, and OTEL_SAMPLING_POLICY=policy.toml.
+   The host (which knows nothing of otel-sampling's wrappers; it uses only the small API for what no
+   wrapper can see: runs, declared degradations, disclosures, evaluations, cache provenance, canary
+   traffic, a drill) drives its scripted scenario over a real stdio MCP server; at the drill's
+   checkpoints it waits until Prometheus has seen what it must (drill_report.DrillWatch).
+4. Scrapes /metrics while the host holds, lets it exit (spans flush), stops everything.
+5. Prints the report built from the scraped metrics and the received spans (with the five numbers
+   of degraded mode, five_numbers_report.py), the alerts a second Prometheus fires on that scrape,
+   and the drill report read from the live Prometheus (drill_report.py: which drill alerts and
+   degraded-mode alerts fired and why, the fallback during the drill, the time to recover); writes
+   them under .demo/, and exits 1 when the telemetry does not show what the scenario drove.
 
 The OTLP receiver and the Prometheus server are the repository's test harnesses (tests/harness/):
 the demo runs from a checkout, as `make demo` runs it, and puts tests/ on sys.path for them.
@@ -17,6 +22,7 @@ the demo runs from a checkout, as `make demo` runs it, and puts tests/ on sys.pa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -25,12 +31,14 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -44,7 +52,9 @@ from server_telemetry import server_env, server_requests
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the harness package (see the module docstring)
+import drill_report  # noqa: E402  # reads the live Prometheus through the harness
 from harness.otlp_receiver import OTLPReceiver  # noqa: E402
+from scenario import DRILL_NAME, FALLBACK_MODEL, PRIMARY_MODEL, STEPS  # noqa: E402
 
 OUT = ROOT / ".demo"
 HOST_TIMEOUT_S = 120
@@ -83,19 +93,22 @@ def host_env(provider_url: str, traces_endpoint: str, metrics_port: int) -> dict
     return env
 
 
-def run_host(env: dict[str, str], metrics_url: str, log: Path) -> tuple[dict, str]:
-    """Run the host until it reports the scenario done; scrape metrics; release it; wait for exit."""
+def run_host(env: dict[str, str], metrics_url: str, log: Path,
+             on_checkpoint: Callable[[dict], None] | None = None) -> tuple[dict, str]:
+    """Run the host until it reports the scenario done (with ``on_checkpoint``: stopping at each
+    checkpoint until it returns); scrape metrics; release it; wait for exit."""
     instrument = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
     if instrument is None:
         raise SystemExit("opentelemetry-instrument is not installed next to this Python (run `make demo`)")
-    command = [instrument, sys.executable, str(HERE / "host.py"), "--hold"]
+    command = [instrument, sys.executable, str(HERE / "host.py"), "--hold",
+               *(["--checkpoints"] if on_checkpoint else [])]
     with log.open("w") as log_file:
         host = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=log_file, text=True, start_new_session=True)
         try:
             lines: queue.Queue[str | None] = queue.Queue()
             threading.Thread(target=pump, args=(host.stdout, lines), daemon=True).start()
-            done = wait_for_done(lines, time.monotonic() + HOST_TIMEOUT_S)
+            done = wait_for_done(lines, time.monotonic() + HOST_TIMEOUT_S, on_checkpoint, host.stdin)
             with urllib.request.urlopen(metrics_url, timeout=10) as response:
                 metrics_text = response.read().decode()
             host.stdin.write("\n")
@@ -116,7 +129,11 @@ def pump(stream, lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-def wait_for_done(lines: queue.Queue[str | None], deadline: float) -> dict:
+def wait_for_done(lines: queue.Queue[str | None], deadline: float,
+                  on_checkpoint: Callable[[dict], None] | None = None, stdin: IO[str] | None = None) -> dict:
+    """Read the host's stdout until its scenario-done event. A checkpoint event is handed to
+    ``on_checkpoint`` and then released with a line on ``stdin`` (the time it takes does not count
+    against ``deadline``)."""
     while True:
         try:
             line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
@@ -130,6 +147,12 @@ def wait_for_done(lines: queue.Queue[str | None], deadline: float) -> dict:
             continue
         if isinstance(event, dict) and event.get("event") == "scenario-done":
             return event
+        if isinstance(event, dict) and event.get("event") == "checkpoint" and on_checkpoint and stdin:
+            held = time.monotonic()
+            on_checkpoint(event)
+            stdin.write("\n")
+            stdin.flush()
+            deadline += time.monotonic() - held
 
 
 def request_samples(metrics_text: str) -> Iterator[tuple[dict[str, str], float]]:
@@ -226,10 +249,10 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
     sys.path.insert(0, str(HERE))
     import scenario
 
-    steps = {step.name: step for step in scenario.STEPS}
-    ran = [steps[s["step"]] for s in done.get("steps", [])]
-    expected_degraded = sum(scenario.expected_run(step)[0] == names.MODE_DEGRADED for step in ran)
-    expected_incidents = sum(scenario.expected_run(step)[1] for step in ran)
+    ran_runs = scenario.runs_done(done.get("steps", []))
+    ran = [step for run in ran_runs for step in run]
+    expected_degraded = sum(scenario.expected_run(run)[0] == names.MODE_DEGRADED for run in ran_runs)
+    expected_incidents = sum(scenario.expected_run(run)[1] for run in ran_runs)
     numbers = five_numbers_report.from_scrape(metrics_text)
     runs_series = metric_name(names.METRIC_AGENT_RUNS, names.UNIT_RUN, counter=True)
     lookups_series = metric_name(names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, counter=True)
@@ -246,14 +269,14 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
                   and labels.get(label_name(names.CACHE_PROVENANCE_MATCH)) == names.CACHE_MISMATCH):
                 stale_hits += int(sample.value)
     lines = [
-        f"Runs ({scenario.RUN_NAME!r}, one per step): {sum(runs_by_mode.values())}, degraded "
+        f"Runs ({scenario.RUN_NAME!r}, one per step or live run): {sum(runs_by_mode.values())}, degraded "
         f"{runs_by_mode[names.MODE_DEGRADED]}; canary requests {canary}; cache hits from another configuration "
         f"{stale_hits}",
         "Five numbers     " + numbers.summary().replace("\n", "\n                 "),
     ]
     problems = []
-    if sum(runs_by_mode.values()) != len(ran):
-        problems.append(f"{sum(runs_by_mode.values())} runs counted for {len(ran)} steps")
+    if sum(runs_by_mode.values()) != len(ran_runs):
+        problems.append(f"{sum(runs_by_mode.values())} runs counted, the scenario ran {len(ran_runs)}")
     if runs_by_mode[names.MODE_DEGRADED] != expected_degraded:
         problems.append(f"{runs_by_mode[names.MODE_DEGRADED]} degraded runs counted, "
                         f"the scenario drove {expected_degraded}")
@@ -281,7 +304,6 @@ def print_fired_alerts(metrics_text: str) -> None:
     if shutil.which("prometheus") is None:
         print("Alerts: skipped (no Prometheus server; `make prometheus` installs Debian's package)")
         return
-    import tempfile
 
     from harness.prometheus import PrometheusServer, StaticMetrics, wait_until
     from otel_sampling.mixin import MixinConfig
@@ -298,31 +320,64 @@ def print_fired_alerts(metrics_text: str) -> None:
     print(f"Alerts firing (Prometheus, alerts/{RULES_FILE} with short windows): {listed}")
 
 
+def live_prometheus(stack: contextlib.ExitStack, metrics_port: int) -> drill_report.DrillWatch | None:
+    """A Prometheus scraping the host's /metrics (every second) with the short-window rules, started
+    before the host; its watch of the drill's checkpoints. None without a Prometheus server."""
+    if shutil.which("prometheus") is None:
+        return None
+    from harness.prometheus import PrometheusServer
+    from otel_sampling.mixin import MixinConfig
+    from otel_sampling.mixin.generate import RULES_FILE, write
+
+    config = MixinConfig.for_short_run()
+    rules = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    write(config, rules)
+    prom = stack.enter_context(PrometheusServer([f"127.0.0.1:{metrics_port}"], [rules / "alerts" / RULES_FILE]))
+    return drill_report.DrillWatch(prom, config, DRILL_NAME)
+
+
+def expected_drill() -> drill_report.Expected:
+    """What the scenario's drill drives: its requests (one per drill step, on the fallback) and the
+    flaps after it (steps of the live run after the drill on which the primary fails again)."""
+    drill_steps = [s for s in STEPS if s.host.drill]
+    after = STEPS[STEPS.index(drill_steps[-1]) + 1:]
+    flaps = [s for s in after
+             if s.run == drill_steps[-1].run and s.provider.primary and s.expected_model == FALLBACK_MODEL]
+    return drill_report.Expected(drill_name=DRILL_NAME, fallback_model=FALLBACK_MODEL, primary_model=PRIMARY_MODEL,
+                                 drill_requests=len(drill_steps), flaps=len(flaps))
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     metrics_port = free_port()
     metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-    with FakeProvider() as provider, OTLPReceiver() as receiver:
+    with FakeProvider() as provider, OTLPReceiver() as receiver, contextlib.ExitStack() as stack:
+        watch = live_prometheus(stack, metrics_port)
         env = host_env(provider.url, receiver.endpoint, metrics_port)
         env.update(server_env(receiver.endpoint, receiver.metrics_endpoint))
-        done, metrics_text = run_host(env, metrics_url, OUT / "host.log")
+        done, metrics_text = run_host(env, metrics_url, OUT / "host.log", watch)
         spans = list(receiver.spans)
         server_counts = server_requests(receiver.metrics)
+        drill_lines, drill_problems = (drill_report.lines(watch, expected_drill()) if watch else
+                                       (["Drill report: skipped (no Prometheus server; `make prometheus` installs "
+                                         "Debian's package)"], []))
     (OUT / "metrics.txt").write_text(metrics_text)
     with (OUT / "spans.jsonl").open("w") as f:
         for span in spans:
             f.write(json.dumps(span) + "\n")
     text, problems = report(done, metrics_text, spans, metrics_url, server_counts)
     degradation_text, degradation_problems = degradation_report(done, metrics_text)
-    text, problems = f"{text}\n{degradation_text}", problems + degradation_problems
+    text, problems = f"{text}\n{degradation_text}", problems + degradation_problems + drill_problems
     print(text)
     print(f"Host log: {OUT.name}/host.log")
     print_fired_alerts(metrics_text)
+    print("\n".join(drill_lines))
+    (OUT / "drill-report.txt").write_text("\n".join(drill_lines) + "\n")
     if problems:
         print("\nDEMO FAILED:\n  " + "\n  ".join(problems))
         return 1
     print("\nAll checks passed: every ending the scenario drove is in the metrics, "
-          "with substitutions and a degraded share.")
+          "with substitutions and a degraded share; the drill was noticed, the fallback served, the primary returned.")
     return 0
 
 

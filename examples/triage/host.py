@@ -24,16 +24,23 @@ It reports to otel-sampling, when that is installed, what no wrapper can see: th
 (``otel_sampling.record_grant``). Its model gateway answers "out of quota" with its own code
 (``-32099``), which the demo's policy file maps to ``policy.budget_exhausted``.
 
+It runs a drill, as a host would, through the public API only: between two steps of a live run
+(one run of the task spanning several steps) it starts ``otel_sampling.drill`` on its primary model
+and stops it after the drill steps, so its own fallback code answers meanwhile (``scenario.py``).
+
 The result names the model the provider actually served (``response.model``). The server's
 ``temperature`` is advisory and dropped: this provider API (anthropic 2.x) takes none.
 
 Usage::
 
-    ANTHROPIC_BASE_URL=http://127.0.0.1:PORT python host.py [--hold]
+    ANTHROPIC_BASE_URL=http://127.0.0.1:PORT python host.py [--hold] [--checkpoints]
 
 stderr: one line per step (session, step, what came back, elapsed ms). stdout: one JSON line
-``{"event": "scenario-done", "steps": [...]}`` with the expected ending of every step run. With
-``--hold`` the host then waits for a line on stdin before it exits.
+``{"event": "scenario-done", "steps": [...]}`` with the expected ending of every step run (and the
+number of its run, ``run``). With ``--hold`` the host then waits for a line on stdin before it
+exits. With ``--checkpoints``, after each step that names a checkpoint it prints
+``{"event": "checkpoint", "name": ..., "session": ..., "step": ...}`` and waits for a line on stdin
+(the demo checks what Prometheus saw meanwhile); without it, it does not stop there.
 """
 
 from __future__ import annotations
@@ -68,6 +75,9 @@ import otel_sampling as osm  # noqa: E402  # the small API for what no wrapper c
 from otel_sampling.degradation import Degradation  # noqa: E402
 from scenario import (  # noqa: E402
     CONFIDENTIAL_MARKER,
+    DRILL_DURATION_S,
+    DRILL_FAILURE,
+    DRILL_NAME,
     EVALUATION_NAME,
     FALLBACK_MODEL,
     PRIMARY_MODEL,
@@ -76,6 +86,7 @@ from scenario import (  # noqa: E402
     STEPS,
     STEPS_BY_TICKET,
     Step,
+    runs_of,
 )
 
 if sys.version_info < (3, 11):  # anyio brings the backport there
@@ -176,6 +187,7 @@ class Host:
         self.in_flight = 0
         self.runs: dict[tuple[str, str], StepRun] = {}  # (session, ticket) -> run, for the fallback lookup
         self.session = ""
+        self.run_count = 0  # runs of the task so far (numbers the runs in the scenario-done event)
         # answer cache: key -> (result, provenance stamp of the configuration that produced it)
         self.cache: dict[str, tuple[types.CreateMessageResult, dict[str, Any]]] = {}
 
@@ -397,22 +409,70 @@ class Outage:
             self.current = None
 
 
-async def run_step_as_run(client: Client, host: Host, session: str, step: Step) -> None:
-    """One step as one run of the task (otel-sampling API): a run started during a declared outage
-    is degraded; the host tells the person when it knows the answer is degraded; the (simulated)
-    eval suite scores every usable answer."""
+class DrillSteps:
+    """The drill of the steps that ask for one (``step.host.drill``), through the public API: started
+    before the first of consecutive drill steps, stopped before the first step that is not one (or
+    when the session ends). Its window (``DRILL_DURATION_S``) is far longer than that: the host ends it."""
+
+    def __init__(self) -> None:
+        self.current: osm.Drill | None = None
+
+    def follow(self, step: Step) -> None:
+        if self.current is not None and not step.host.drill:
+            self.end()
+        if step.host.drill and self.current is None:
+            self.current = osm.drill(DRILL_NAME, target_model=PRIMARY_MODEL, duration=DRILL_DURATION_S,
+                                     failure=DRILL_FAILURE, owner="triage-oncall").start()
+            log(f"drill {DRILL_NAME!r} started on {PRIMARY_MODEL} ({DRILL_FAILURE})")
+
+    def end(self) -> None:
+        if self.current is not None:
+            self.current.stop()
+            self.current = None
+            log(f"drill {DRILL_NAME!r} stopped")
+
+
+Checkpoint = Callable[[str, str, Step], Awaitable[None]]
+
+
+async def run_steps_as_run(clients: Callable[[Step], Awaitable[Client]], host: Host, session: str,
+                           steps: tuple[Step, ...], before: Callable[[Step], None], checkpoint: Checkpoint) -> None:
+    """Steps as one run of the task (otel-sampling API; one step, or the steps of a live run): a run
+    during which a declared outage or the drill was active is degraded; the host tells the person
+    when it knows an answer is degraded; the (simulated) eval suite scores every usable answer.
+    ``before`` runs before each step (outages and the drill follow the steps), ``checkpoint`` after
+    each step that names one."""
+    served_models: list[str] = []
     with osm.run(RUN_NAME) as agent_run:
-        await run_step(client, host, session, step)
-        run = host.runs[(session, step.ticket)]
-        served = _summary_model(run.got)
-        if served is None:
-            # no usable summary: declined by the host's policy, user or budget (not attempted), or failed
-            agent_run.set_outcome("denied" if run.declined else "failed")
-        if step.host.disclose and (run.fell_back or run.from_cache or step.host.degradation or step.host.canary):
-            osm.disclose(f"Reduced mode: {f'summary by {served}' if served else 'no summary'}",
-                         kind="activity_log" if step.host.canary else "inline")
-    if served is not None:
+        for step in steps:
+            client = await clients(step)
+            before(step)
+            await run_step(client, host, session, step)
+            run = host.runs[(session, step.ticket)]
+            served = _summary_model(run.got)
+            if served is None:
+                # no usable summary: declined by the host's policy, user or budget (not attempted), or failed
+                agent_run.set_outcome("denied" if run.declined else "failed")
+            else:
+                served_models.append(served)
+            if step.host.disclose and (run.fell_back or run.from_cache or step.host.degradation or step.host.canary):
+                osm.disclose(f"Reduced mode: {f'summary by {served}' if served else 'no summary'}",
+                             kind="activity_log" if step.host.canary else "inline")
+            if step.checkpoint:
+                await checkpoint(step.checkpoint, session, step)
+    for served in served_models:
         osm.record_evaluation(EVALUATION_NAME, QUALITY_BY_MODEL.get(served, 0.5), run=agent_run)
+
+
+async def no_checkpoint(name: str, session: str, step: Step) -> None:
+    """Without ``--checkpoints`` the host does not stop at a checkpoint."""
+
+
+async def wait_at_checkpoint(name: str, session: str, step: Step) -> None:
+    """Tell the demo (stdout) and wait for its line on stdin."""
+    print(json.dumps({"event": "checkpoint", "name": name, "session": session, "step": step.name}), flush=True)
+    log(f"checkpoint {name!r}: waiting for a line on stdin")
+    await anyio.to_thread.run_sync(sys.stdin.readline)
 
 
 def _summary_model(got: str) -> str | None:
@@ -445,26 +505,38 @@ def connect(host: Host, session: str, name: str = SERVER_NAME) -> Client:
     )
 
 
-async def run_session(host: Host, session: str) -> list[dict[str, Any]]:
+async def run_session(host: Host, session: str, checkpoint: Checkpoint = no_checkpoint) -> list[dict[str, Any]]:
     done: list[dict[str, Any]] = []
     host.session = session
     others: dict[str, Client] = {}  # second servers, connected when a step first needs one
-    outage = Outage()
+    outage, drill = Outage(), DrillSteps()
     async with contextlib.AsyncExitStack() as stack:  # one stack: connections close in reverse order
         stack.callback(outage.end)  # also when the session fails mid-outage
+        stack.callback(drill.end)  # and mid-drill
         client = await stack.enter_async_context(connect(host, session))
         info = client.server_info
         log(f"{session}: connected to {info.name if info else '?'} {info.version if info else ''} "
             f"protocol {client.protocol_version}")
-        for step in STEPS:
-            if step.legacy_only and session != "legacy":
-                continue
-            if step.server is not None and step.server not in others:
+
+        async def client_for(step: Step) -> Client:
+            if step.server is None:
+                return client
+            if step.server not in others:
                 others[step.server] = await stack.enter_async_context(connect(host, session, step.server))
+            return others[step.server]
+
+        def before(step: Step) -> None:
             outage.follow(step)
-            await run_step_as_run(others[step.server] if step.server else client, host, session, step)
-            done.append({"session": session, "step": step.name, "expected_ending": step.expected_ending,
-                         "expected_model": step.expected_model})
+            drill.follow(step)
+
+        steps = [step for step in STEPS if not (step.legacy_only and session != "legacy")
+                 and step.session in (None, session)]
+        for steps_of_run in runs_of(steps):
+            await run_steps_as_run(client_for, host, session, steps_of_run, before, checkpoint)
+            host.run_count += 1
+            done += [{"session": session, "step": step.name, "run": host.run_count,
+                      "expected_ending": step.expected_ending, "expected_model": step.expected_model}
+                     for step in steps_of_run]
     return done
 
 
@@ -493,8 +565,10 @@ async def run_http_session(host: Host) -> list[dict[str, Any]]:
             log(f"{HTTP_SESSION}: connected over streamable HTTP, protocol {client.protocol_version}")
             for step in STEPS:
                 if step.name in HTTP_STEPS:
-                    await run_step_as_run(client, host, HTTP_SESSION, step)
-                    done.append({"session": HTTP_SESSION, "step": step.name,
+                    await run_steps_as_run(lambda _: client_ready(client), host, HTTP_SESSION, (step,),
+                                           lambda _: None, no_checkpoint)
+                    host.run_count += 1
+                    done.append({"session": HTTP_SESSION, "step": step.name, "run": host.run_count,
                                  "expected_ending": step.expected_ending, "expected_model": step.expected_model})
     finally:
         # SIGINT, not SIGTERM: uvicorn re-raises the signal after its graceful shutdown, and only
@@ -505,7 +579,11 @@ async def run_http_session(host: Host) -> list[dict[str, Any]]:
     return done
 
 
-async def main_async() -> int:
+async def client_ready(client: Client) -> Client:
+    return client
+
+
+async def main_async(checkpoints: bool = False) -> int:
     base_url = os.environ.get("ANTHROPIC_BASE_URL")
     if not base_url:
         log("ANTHROPIC_BASE_URL is not set (start the fake provider: python -m otel_sampling.testing.fake_provider)")
@@ -517,7 +595,7 @@ async def main_async() -> int:
         host = Host(llm)
         for session in SESSIONS:
             try:
-                steps.extend(await run_session(host, session))
+                steps.extend(await run_session(host, session, wait_at_checkpoint if checkpoints else no_checkpoint))
             except Exception as e:  # noqa: BLE001 - could not connect, or the server died: reported
                 failed = True
                 log(f"{session}: session failed: {_describe_exception(e)}")
@@ -534,8 +612,10 @@ async def main_async() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hold", action="store_true", help="after the scenario, wait for a line on stdin")
+    parser.add_argument("--checkpoints", action="store_true",
+                        help="after each step that names a checkpoint, print it and wait for a line on stdin")
     args = parser.parse_args()
-    code = anyio.run(main_async)
+    code = anyio.run(main_async, args.checkpoints)
     if args.hold and code != 2:
         print("[host] holding for telemetry; press Enter to exit", file=sys.stderr, flush=True)
         sys.stdin.readline()

@@ -2,7 +2,16 @@
 how the sampling request is expected to end.
 
 Pure data. ``host.py`` runs ``STEPS`` once per session (``legacy`` and ``auto``), skipping
-``legacy_only`` steps in the ``auto`` session, and prints the expectations as JSON when it is done.
+``legacy_only`` steps in the ``auto`` session and the steps of another ``session``, and prints the
+expectations as JSON when it is done. Each step is one run of the task, except consecutive steps
+that name the same ``run``: one live run spanning them (``runs_of``).
+
+The drill (``DRILL_*``, the ``drill`` steps): in the first session, between two steps of a live
+run, the host starts ``otel_sampling.drill`` on the primary model, so the primary's calls fail with
+the SDK's own ``OverloadedError`` and the host's fallback answers; it stops the drill after the
+last drill step, and the primary then flaps on the provider's side for two steps before it serves
+steadily (the exit, and its hysteresis). A ``checkpoint`` step ends with the host (run with
+``--checkpoints``) waiting for the demo, which checks meanwhile what Prometheus sees.
 
 Provider behaviour is the fake provider's ``x-fake-scenario`` header value (see
 ``otel_sampling.testing.fake_provider``), one for the call on the primary model and one for the
@@ -16,6 +25,7 @@ Expected endings come from this closed vocabulary: ``completed``, ``refused``, `
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -35,6 +45,21 @@ PRIMARY_MODEL: Final = "claude-sonnet-5-5"
 FALLBACK_MODEL: Final = "claude-haiku-5-5"
 CONFIDENTIAL_MARKER: Final = "[confidential]"  # the host never sends such a ticket to a provider
 PROMPT_CACHE: Final = "cache"  # the fake provider reads 400 input tokens from the prompt cache, writes 100
+# The drill the host runs (otel_sampling.drill): on the primary model, failing its calls as the SDK
+# fails an overloaded (529) answer. Its window is far longer than the demo ever holds it, so it ends
+# because the host stops it (outcome "stopped"), never because its window ran out.
+DRILL_NAME: Final = "primary-outage-drill"
+DRILL_FAILURE: Final = "overloaded"
+DRILL_DURATION_S: Final = 3600.0
+# Only the first session drills: DrillFallbackFailed reads the completion share of the job's whole
+# window, and in a later session that window holds the first session's denials and refusals (the
+# host's policy, not its fallback), below the threshold whatever the fallback does.
+DRILL_SESSION: Final = "legacy"
+DRILL_RUN: Final = "drill-run"  # the live run the drill interrupts
+CHECKPOINT_DRILL_STARTING: Final = "drill-starting"  # the live run's first step answered; next: the drill
+CHECKPOINT_DRILL_RUNNING: Final = "drill-running"  # the drill is running, its steps answered
+CHECKPOINT_EXIT_STEP: Final = "exit-step"  # a step of the exit answered (Prometheus sees each one)
+CHECKPOINT_DRILL_RECOVERED: Final = "drill-recovered"  # the drill is over, the primary serves again
 
 
 @dataclass(frozen=True)
@@ -64,6 +89,8 @@ class HostDecisions:
     grant_usd: float = 0.0  # USD an approver adds to the server's budget before the step (record_grant)
     gateway_quota: bool = False  # the host's model gateway is out of quota and answers with its own code
     raise_budget: bool = False  # the budget denial is raised as MCPError instead of returned
+    drill: bool = False  # the drill (DRILL_NAME) runs during this step: started before the first of
+    # consecutive drill steps, stopped before the first step after them
 
 
 @dataclass(frozen=True)
@@ -78,6 +105,9 @@ class Step:
     legacy_only: bool = False  # needs a server-to-client request (protocol <= 2025-11-25)
     server: str | None = None  # ask through a second server of this name (default: ticket-server)
     retry_of: str | None = None  # the earlier step this one repeats (same ticket, same request)
+    session: str | None = None  # run only in this session (None: every session)
+    run: str | None = None  # consecutive steps naming the same run are one live run of the task
+    checkpoint: str | None = None  # after this step the host (with --checkpoints) waits for the demo
 
     @property
     def ticket(self) -> str:
@@ -115,6 +145,36 @@ STEPS: Final[tuple[Step, ...]] = (
     _ticket("provider-serves-opus", "TCK-105: SSO login loops back to the start page.",
             provider=ProviderScenario(primary="served_model=claude-opus-5-5"),
             expected_ending="completed", expected_model="claude-opus-5-5"),
+    # --- a drill mid-run (first session only): one live run; the drill starts after its first step
+    # (the fallback answers the next five: the primary's calls fail before leaving the process) and
+    # stops after them; the primary then flaps (the provider overloaded twice more) and recovers.
+    # Before the drill the job has fewer than min_requests (10) requests: no degraded-share alert can
+    # fire earlier, so the one that fires during it is the drill's.
+    _ticket("drill-run-warmup", "TCK-141: onboarding checklist for the new support hires.",
+            session=DRILL_SESSION, run=DRILL_RUN, checkpoint=CHECKPOINT_DRILL_STARTING,
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    *(_ticket(f"drill-failover-{n}", f"TCK-14{n + 1}: {text}", session=DRILL_SESSION, run=DRILL_RUN,
+              host=HostDecisions(drill=True), checkpoint=CHECKPOINT_DRILL_RUNNING if n == 5 else None,
+              expected_ending="completed", expected_model=FALLBACK_MODEL)
+      for n, text in enumerate(("shared drive quota warnings for the design team.",
+                                "calendar invites arrive in the wrong time zone.",
+                                "the kiosk browser forgets its start page.",
+                                "laptop docking stations drop the second monitor.",
+                                "the VPN portal shows an expired certificate warning."), start=1)),
+    _ticket("exit-primary-flaps", "TCK-147: meeting-room displays show yesterday's bookings.",
+            session=DRILL_SESSION, run=DRILL_RUN, checkpoint=CHECKPOINT_EXIT_STEP,
+            provider=ProviderScenario(primary="status=529"),
+            expected_ending="completed", expected_model=FALLBACK_MODEL),
+    _ticket("exit-primary-back", "TCK-148: expense tool rejects receipts over 5 MB.",
+            session=DRILL_SESSION, run=DRILL_RUN, checkpoint=CHECKPOINT_EXIT_STEP,
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
+    _ticket("exit-primary-flaps-again", "TCK-149: the badge reader at door 4 beeps twice and stays shut.",
+            session=DRILL_SESSION, run=DRILL_RUN, checkpoint=CHECKPOINT_EXIT_STEP,
+            provider=ProviderScenario(primary="status=529"),
+            expected_ending="completed", expected_model=FALLBACK_MODEL),
+    _ticket("exit-primary-steady", "TCK-150: the intranet search ranks old policies first.",
+            session=DRILL_SESSION, run=DRILL_RUN, checkpoint=CHECKPOINT_DRILL_RECOVERED,
+            expected_ending="completed", expected_model=PRIMARY_MODEL),
     # --- degraded mode: the primary fails, the fallback serves (the first time from the fallback's
     # own prompt cache; the other failovers find none: the cache-read share drops in degraded mode)
     _ticket("primary-overloaded", "TCK-106: dashboard charts are blank in Safari.",
@@ -220,7 +280,7 @@ STEPS: Final[tuple[Step, ...]] = (
             expected_ending="completed", expected_model=PRIMARY_MODEL),
 )
 
-RUN_NAME: Final = "ticket-triage"  # every step is one run of this task
+RUN_NAME: Final = "ticket-triage"  # every run is of this task (one step, or the steps of one live run)
 # The host's (simulated) eval suite: the score an answer gets, by the model that wrote it.
 EVALUATION_NAME: Final = "triage-summary-quality"
 QUALITY_BY_MODEL: Final = {PRIMARY_MODEL: 0.875, FALLBACK_MODEL: 0.625, "claude-opus-5-5": 0.75}
@@ -228,17 +288,40 @@ QUALITY_BY_MODEL: Final = {PRIMARY_MODEL: 0.875, FALLBACK_MODEL: 0.625, "claude-
 
 def host_notices_degradation(step: Step) -> bool:
     """The host knows this step's answer is degraded: it fell back, declared it, chose it or cached it."""
-    fell_back = step.provider.primary is not None and step.expected_model == FALLBACK_MODEL
+    fell_back = (step.provider.primary is not None or step.host.drill) and step.expected_model == FALLBACK_MODEL
     return fell_back or bool(step.host.degradation or step.host.canary or step.host.cache_read)
 
 
-def expected_run(step: Step) -> tuple[str, bool]:
-    """(mode, silent incident) the step's run should end with: degraded when the answer came from
-    another model than the primary or a named degradation was active; an incident when degraded and
-    the host did not tell the person (it did not notice, or chose not to)."""
-    served_elsewhere = step.expected_model not in (None, PRIMARY_MODEL)
-    degraded = served_elsewhere or bool(step.host.degradation or step.host.canary)
-    disclosed = host_notices_degradation(step) and step.host.disclose
+def runs_of(steps: Iterable[Step]) -> list[tuple[Step, ...]]:
+    """The runs ``steps`` (as one session runs them, in order) make: consecutive steps naming the
+    same ``run`` are one run, every other step a run of its own."""
+    runs: list[list[Step]] = []
+    for step in steps:
+        if step.run is not None and runs and runs[-1][-1].run == step.run:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    return [tuple(run) for run in runs]
+
+
+def runs_done(done_steps: Iterable[dict[str, Any]]) -> list[tuple[Step, ...]]:
+    """The runs of the steps of a scenario-done event (``host.py``: each names its step and the
+    number of its run, ``run``), in order."""
+    by_name = {step.name: step for step in STEPS}
+    runs: dict[Any, list[Step]] = {}
+    for done in done_steps:
+        runs.setdefault(done["run"], []).append(by_name[done["step"]])
+    return [tuple(run) for run in runs.values()]
+
+
+def expected_run(steps: Sequence[Step]) -> tuple[str, bool]:
+    """(mode, silent incident) a run of these steps should end with: degraded when an answer came
+    from another model than the primary, a named degradation (or the drill) was active, or it was
+    canary traffic; an incident when degraded and the host told the person about none of it (it did
+    not notice, or chose not to)."""
+    degraded = any(step.expected_model not in (None, PRIMARY_MODEL)
+                   or step.host.degradation or step.host.canary or step.host.drill for step in steps)
+    disclosed = any(host_notices_degradation(step) and step.host.disclose for step in steps)
     return ("degraded" if degraded else "primary"), degraded and not disclosed
 
 

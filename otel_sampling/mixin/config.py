@@ -68,15 +68,18 @@ class MixinConfig:
     grants_per_day_threshold: int = _option(10, "consent grants per server per day_window above which GrantsHigh fires")
     fallback_untested_for: str = _option("1h", "for of FallbackUntested")
     drill_window: str = _option("2h", "how far back a drill window (degradation_active{degradation_reason=\"drill\"}) "
-                                "and the alerts during it are looked at (DrillWithoutAlert, DrillRecoveryMissing)")
+                                "and the alerts during it are looked at (DrillWithoutAlert, DrillRecoveryMissing); "
+                                "for_short_run: 45s, longer than a drill of seconds plus its recovery window and for")
     drill_completion_threshold: float = _option(
         0.9, "share of sampling requests completed during a drill below which DrillFallbackFailed fires")
-    drill_fallback_for: str = _option("5m", "for of DrillFallbackFailed")
+    drill_fallback_for: str = _option("5m", "for of DrillFallbackFailed; for_short_run: 2s")
     drill_recovery_window: str = _option(
-        "5m", "window after a drill in which requests still served degraded count (DrillRecoveryMissing)")
+        "5m", "window after a drill in which requests still served degraded count (DrillRecoveryMissing); "
+        "for_short_run: 5s")
     silent_exposure_for: str = _option(
         "15m", "for of SilentToOperators: how long degraded exposure may go on with no degraded-mode alert firing")
-    drill_recovery_for: str = _option("10m", "for of DrillRecoveryMissing: the hysteresis the primary gets to return")
+    drill_recovery_for: str = _option("10m", "for of DrillRecoveryMissing: the hysteresis the primary gets to return; "
+                                      "for_short_run: 20s")
     runbook_url: str = _option(RUNBOOK_URL, "base of every alert's runbook_url and of the dashboards' Runbook link "
                                "(an alert's anchor: its name in lower case)")
     dashboard_refresh: str = _option("1m", "dashboard auto-refresh")
@@ -104,10 +107,13 @@ class MixinConfig:
     @classmethod
     def for_short_run(cls) -> MixinConfig:
         """Windows of minutes and ``for`` of seconds, for a scenario that runs for seconds (the demo, the
-        end-to-end test); the thresholds stay the defaults, the traffic guard drops to 10 requests."""
+        end-to-end test); the thresholds stay the defaults, the traffic guard drops to 10 requests. The
+        drill alerts get windows of seconds: a drill held for seconds, a recovery window of 5s and a
+        hysteresis (``drill_recovery_for``) of 20s, all looked back at for 45s (``drill_window``)."""
         return cls(window="5m", day_window="5m", flapping_window="5m", min_requests=10,
                    degraded_share_for="2s", degraded_too_long_for="1m", expired_for="0m",
-                   stalls_for="0m", fallback_untested_for="0m")
+                   stalls_for="0m", fallback_untested_for="0m", drill_window="45s", drill_fallback_for="2s",
+                   drill_recovery_window="5s", drill_recovery_for="20s")
 
     def selector(self, *matchers: str) -> str:
         """``{rule_selector, scope_selector, matchers...}`` for a raw series the rules read, or
