@@ -46,7 +46,7 @@ from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.prometheus_names import label_name, metric_name
 from otel_sampling.mixin.promql import counted, matchers
-from otel_sampling.mixin.rules import DEGRADED_MODE_ALERTS, PREFIX, Recorded
+from otel_sampling.mixin.rules import DEGRADED_MODE_ALERTS, MODEL_ASKED, PREFIX, Recorded
 
 DEADLINE_S = 180.0  # per wait: generous, the machine is busy; a wait that runs out is reported, not raised
 STEP_S = 1.0  # query_range resolution: the scrape and evaluation interval of the demo's Prometheus
@@ -248,7 +248,8 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     primary_calls = m.OPERATION_DURATION + "_count" + config.selector(on_primary)
     calls = reader.delta(primary_calls, (m.ERROR_TYPE,), before, last_on)
     completed = f"sum({r.requests_by_server}{{{matchers(**{m.ENDING: names.ENDING_COMPLETED})}}})"
-    completion = [v for _, v in reader.one(f"{completed} / sum({r.requests})", first_on, last_on)]
+    asked = f"sum({r.requests_by_server}{{{MODEL_ASKED}}})"  # as the alert counts: denials left out
+    completion = [v for _, v in reader.one(f"{completed} / {asked}", first_on, last_on)]
     served_text = ", ".join(f"{mode}/{ending}/{model} {v:.0f}" for (mode, ending, model), v in sorted(served.items()))
     calls_text = ", ".join(f"{error or 'ok'} {v:.0f}" for (error,), v in sorted(calls.items())) or "none"
     out.append(f"  fallback during the drill: {fallback_done:.0f}/{total:.0f} sampling requests completed in degraded "

@@ -37,6 +37,7 @@ from otel_sampling.mixin.promql import counted, label_selector, matchers
 from otel_sampling.mixin.rules import (
     ALERTS_LOOKBACK,
     DEGRADED_MODE_ALERTS,
+    MODEL_ASKED,
     PREFIX,
     Recorded,
     alerting_rules,
@@ -337,8 +338,8 @@ def _drills_row(config: MixinConfig) -> tuple[dash.AnnotationQuery, list[PanelBu
     degraded = {m.MODE: names.MODE_DEGRADED}
     completed = {m.ENDING: names.ENDING_COMPLETED}
 
-    def requests(**labels: str) -> str:
-        return f"sum by ({m.JOB}) ({r.requests_by_server}{label_selector(JOB, matchers(**labels))})"
+    def requests(**labels: str) -> str:  # of those a model was asked for, as the alert counts them
+        return f"sum by ({m.JOB}) ({r.requests_by_server}{label_selector(JOB, MODEL_ASKED, matchers(**labels))})"
 
     def alert_state(alert: str) -> str:
         """2 while ``alert`` fires, 1 while it is pending, 0 from the first drill on (the drill's gauge
@@ -357,12 +358,13 @@ def _drills_row(config: MixinConfig) -> tuple[dash.AnnotationQuery, list[PanelBu
                          [(f"sum by ({m.DRILL_NAME}, {m.DRILL_OUTCOME}) ({counted(m.DRILLS + j, RATE)})",
                            f"{{{{{m.DRILL_NAME}}}}} {{{{{m.DRILL_OUTCOME}}}}}")], "short", bars=True),
         timeseries_panel("Sampling requests completed during drills", "Sampling requests that completed / all "
-                         f"over the last {w} (recorded {r.requests_by_server}), of all requests and of those "
+                         f"a model was asked for (the host's denials left out) over the last {w} (recorded "
+                         f"{r.requests_by_server}), of all requests and of those "
                          f"served in degraded mode, drawn while a drill ran within those {w}; the line is the "
                          "OtelSamplingDrillFallbackFailed threshold for all requests (it also fires when none "
                          "completed in degraded mode).",
-                         [(f"({requests(**completed)} or {r.requests}{{{JOB}}} * 0)\n"
-                           f"/ ({r.requests}{{{JOB}}} > 0)\n{drilled}", "{{job}} all requests"),
+                         [(f"({requests(**completed)} or {requests()} * 0)\n"
+                           f"/ ({requests()} > 0)\n{drilled}", "{{job}} all asked for a model"),
                           (f"({requests(**degraded, **completed)} or {requests(**degraded)} * 0)\n"
                            f"/ ({requests(**degraded)} > 0)\n{drilled}", "{{job}} degraded mode")],
                          "percentunit", threshold=config.drill_completion_threshold),

@@ -249,6 +249,14 @@ def degraded_mode_alerts_firing(window: str, selector: str) -> str:
     return f"count by ({m.JOB}) (max_over_time({alerts}[{window}]))"
 
 
+#: The sampling requests a model was asked for (a matcher): all but the host's decisions not to
+#: sample (a denial, no sampling support), which say nothing of a fallback, so a job that also
+#: denies requests does not fail its drill.
+MODEL_ASKED = (f'{m.ENDING}!~"'
+               + "|".join(e.replace(".", "\\\\.") for e in (*names.DECISION_ENDINGS, names.ENDING_HOST_UNSUPPORTED))
+               + '"')
+
+
 def _drill_alerts(config: MixinConfig) -> list[Rule]:
     """What a drill proves (docs/runbook.md "Running a drill"): the drill window is the drill's
     named degradation, ``degradation_active{degradation_reason="drill"}`` by drill name (component)."""
@@ -261,6 +269,7 @@ def _drill_alerts(config: MixinConfig) -> list[Rule]:
              f"unless on ({by_drill}) max by ({by_drill}) ({drill}) > 0")
     running = f"max by ({m.JOB}) ({drill}) > 0"
     completed = f"sum by ({m.JOB}) ({r.requests_by_server}{{{matchers(**{m.ENDING: names.ENDING_COMPLETED})}}})"
+    asked = f"sum by ({m.JOB}) ({r.requests_by_server}{{{MODEL_ASKED}}})"
     degraded_done = (f"sum by ({m.JOB}) ({r.requests_by_server}"
                      f"{{{matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED})}}})")
     degraded_now = m.SAMPLING_REQUESTS + sel(matchers(**{m.MODE: names.MODE_DEGRADED}))
@@ -275,14 +284,15 @@ def _drill_alerts(config: MixinConfig) -> list[Rule]:
                f"a real outage like it would go unnoticed."),
         _alert(c, "DrillFallbackFailed",
                f"(\n"
-               f"  ({completed} or {r.requests} * 0) / ({r.requests} > 0) < {c.drill_completion_threshold}\n"
-               f"  or ({r.requests} > 0 unless on ({m.JOB}) {degraded_done} > 0)\n"
+               f"  ({completed} or {asked} * 0) / ({asked} > 0) < {c.drill_completion_threshold}\n"
+               f"  or ({asked} > 0 unless on ({m.JOB}) {degraded_done} > 0)\n"
                f")\n"
                f"and on ({m.JOB}) {running}",
                c.drill_fallback_for, "critical",
                "During a drill the fallback did not serve.",
                f"During a drill on job {{{{ $labels.job }}}}, over the last {c.window} either fewer than "
-               f"{c.drill_completion_threshold:.0%} of the sampling requests completed or none completed in "
+               f"{c.drill_completion_threshold:.0%} of the sampling requests a model was asked for completed "
+               f"or none completed in "
                f"degraded mode: the fallback does not work."),
         _alert(c, "DrillRecoveryMissing",
                f"max by ({m.JOB}) (max_over_time({drill}[{dw}])) > 0\n"
