@@ -21,7 +21,9 @@ answers. Only when asked: an API call here, or a ``[[drills]]`` schedule in the 
 While it runs, a drill is a named degradation (component: the drill's name, reason ``drill``,
 owner ``owner``, expiring at the end of its window): every span started meanwhile carries
 ``degradation.mode=degraded``, ``degradation.reason=drill`` and ``otel_sampling.drill.name``,
-every metric point ``degradation.mode=degraded``, and ``degradation.active`` counts it.
+the metric points of every sampling request and provider call that ends meanwhile
+``degradation.mode=degraded`` and ``otel_sampling.drill.name`` (:func:`otel_sampling.state.drill_label`),
+and ``degradation.active`` counts it.
 ``otel_sampling.drills`` counts each drill as it ends, by name and outcome (``completed``: its
 window ran out; ``stopped``: stopped before; ``aborted``: ``uninstrument()`` or SIGTERM).
 

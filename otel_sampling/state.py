@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider
 
-from otel_sampling import locks
+from otel_sampling import locks, names
 from otel_sampling.metrics import SAMPLING_IN_FLIGHT, ApiInstruments, InFlight, create
 from otel_sampling.rules.degraded_mode import named_reasons
 from otel_sampling.settings import Settings
@@ -203,6 +203,16 @@ class DrillRegistry:
 
 
 drills = DrillRegistry()
+
+
+def drill_label() -> dict[str, str]:
+    """``{"otel_sampling.drill.name": name}`` while a drill runs (the first one started; the name
+    bounded like every label), else ``{}``: what every metric point made during a drill carries,
+    so a rule can count what happened inside it."""
+    running = drills.running
+    if not running:
+        return {}
+    return {names.DRILL_NAME: api_instruments().drill_name_label.value(running[0].name)}
 
 
 # ---------------------------------------------------------------------- runs

@@ -266,8 +266,10 @@ def test_spans_and_metric_points_inside_are_stamped(providers: Telemetry, fake_p
         assert list(span.attributes[names.DRILL_NAME]) == ["outage"]
         assert span.attributes[names.DEGRADATION_MODE] == names.MODE_DEGRADED
     assert spans[0].attributes[names.ERROR_TYPE] == "overloaded_error"  # the SDK's error body, classified as usual
-    modes = providers.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE)
-    assert modes == {(names.MODE_DEGRADED,): 2}
+    modes = providers.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE, names.DRILL_NAME)
+    assert modes == {(names.MODE_DEGRADED, "outage"): 2}  # the failed call and the fallback's
+    tokens = providers.points(names.METRIC_GEN_AI_TOKEN_USAGE)
+    assert tokens and {p.attributes[names.DRILL_NAME] for p in tokens} == {"outage"}
 
 
 def test_after_the_drill_nothing_is_stamped(providers: Telemetry, fake_provider):
@@ -277,6 +279,8 @@ def test_after_the_drill_nothing_is_stamped(providers: Telemetry, fake_provider)
     (span,) = providers.spans()
     assert names.DRILL_NAME not in span.attributes
     assert span.attributes[names.DEGRADATION_MODE] == names.MODE_PRIMARY
+    for metric in (names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TOKEN_USAGE):
+        assert all(names.DRILL_NAME not in p.attributes for p in providers.points(metric))
 
 
 # ---------------------------------------------------------------- [[drills]] in the policy file

@@ -459,13 +459,16 @@ def drill_active(values: str) -> tuple[str, str]:
             values)
 
 
-def requests(mode: str, ending: str, values: str) -> tuple[str, str]:
-    return (f'{m.SAMPLING_REQUESTS}{{{OURS}, {m.SERVER}="s", {m.MODE}="{mode}", {m.ENDING}="{ending}"}}', values)
+def requests(mode: str, ending: str, values: str, drill: str = "") -> tuple[str, str]:
+    during = f', {m.DRILL_NAME}="{drill}"' if drill else ""
+    return (f'{m.SAMPLING_REQUESTS}{{{OURS}, {m.SERVER}="s", {m.MODE}="{mode}", {m.ENDING}="{ending}"{during}}}',
+            values)
 
 
 # A drill from 20m to 30m (the gauge absent before: no drill had run; 0 after), counted as it ends. Steady traffic,
 # so that every window's increase() extrapolates alike: 2 primary completions a minute, 1 degraded
-# completion and 1 degraded request the fallback model could not serve (model.unavailable).
+# completion and 1 degraded request the fallback model could not serve (model.unavailable); the
+# requests that ended during the drill carry its name (10 minutes of the same mix).
 DRILL_RUN = [
     drill_active("_x20 1x9 0x90"),
     (f'{m.DRILLS}{{{OURS}, {m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="{names.DRILL_OUTCOME_COMPLETED}"}}',
@@ -473,6 +476,9 @@ DRILL_RUN = [
     requests(names.MODE_PRIMARY, names.ENDING_COMPLETED, "0+2x120"),
     requests(names.MODE_DEGRADED, names.ENDING_COMPLETED, "0+1x120"),
     requests(names.MODE_DEGRADED, names.ENDING_MODEL_UNAVAILABLE, "0+1x120"),
+    requests(names.MODE_PRIMARY, names.ENDING_COMPLETED, "_x20 0+2x10 20x90", drill="claude-outage"),
+    requests(names.MODE_DEGRADED, names.ENDING_COMPLETED, "_x20 0+1x10 10x90", drill="claude-outage"),
+    requests(names.MODE_DEGRADED, names.ENDING_MODEL_UNAVAILABLE, "_x20 0+1x10 10x90", drill="claude-outage"),
 ]
 SEARCH = f'{m.COMPONENT}="search", {m.REASON}="outage"'
 K = f'job="k", otel_scope_name="{names.SCOPE_NAME}"'
@@ -502,7 +508,8 @@ BEHAVIOUR = [
         ("Sampling requests completed during drills", 1, "45m", [('{job="j"}', 50)]),
         ("Sampling requests completed during drills", 0, "70m", []),  # the drill ended 40m ago
         ("Sampling requests completed during drills", 0, "15m", []),  # no drill yet
-        # 75% < 90%: DrillFallbackFailed pending from 20m, firing from 25m, resolved when the drill ends
+        # 75% < 90%: DrillFallbackFailed pending from 21m (the first requests that ended during the
+        # drill), firing from 26m, resolved when the drill ends
         ("Drill alerts", 1, "10m", []),
         ("Drill alerts", 1, "22m", [("{}", PENDING)]),
         ("Drill alerts", 1, "27m", [("{}", FIRING)]),

@@ -206,9 +206,14 @@ DRILL = f'degradation_active{{{J}, degradation_component="nightly", degradation_
 DRILL_NO_ALERT = ("Drill 'nightly' on job j failed its target model within the last 2h and none of the degraded-mode "
                   "alerts (DegradedShareHigh, DegradedTooLong, DegradationExpired, DegradationFlapping) fired: a real "
                   "outage like it would go unnoticed.")
-DRILL_FALLBACK_FAILED = ("During a drill on job j, over the last 30m either fewer than 90% of the sampling requests a "
-                         "model was asked for completed or none completed in degraded mode: the fallback does not "
-                         "work.")
+def in_drill(labels: str) -> str:
+    """A sampling-request series whose points were made while the drill 'nightly' ran."""
+    return req(f'otel_sampling_drill_name="nightly", {labels}')
+
+
+DRILL_FALLBACK_FAILED = ("During a drill on job j, of the sampling requests that ended during drills over the last "
+                         "30m, either fewer than 90% of those a model was asked for completed or none completed in "
+                         "degraded mode: the fallback does not work.")
 DRILL_CASES = [
     ("a 10-minute drill nobody was alerted to", "DrillWithoutAlert",
      [(DRILL, "1x10 0x20"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30")],
@@ -221,26 +226,32 @@ DRILL_CASES = [
        "_x2 4x28")], "20m", []),
     ("a drill still running", "DrillWithoutAlert", [(DRILL, "1x30")], "20m", []),
     ("a drill whose fallback fails: 1 of 3 requests completed", "DrillFallbackFailed",
-     [(DRILL, "1x30"), (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
-      (req('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'), "0+2x30")], "15m",
-     [({"job": "j"}, DRILL_FALLBACK_FAILED)]),
-    # denials are the host's decisions, not the fallback's: 3 completed of 3 asked for a model
-    ("a drill in a job that also denies requests", "DrillFallbackFailed",
-     [(DRILL, "1x30"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+3x30"),
-      (req('degradation_mode="degraded", otel_sampling_sampling_ending="policy.denied"'), "0+3x30"),
-      (req('degradation_mode="degraded", otel_sampling_sampling_ending="user.denied"'), "0+2x30"),
-      (req('degradation_mode="degraded", otel_sampling_sampling_ending="host.unsupported"'), "0+1x30")], "15m", []),
-    ("a drill whose fallback times out on 1 of 9 asked, beside denials", "DrillFallbackFailed",
-     [(DRILL, "1x30"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+8x30"),
-      (req('degradation_mode="degraded", otel_sampling_sampling_ending="timeout"'), "0+1x30"),
-      (req('degradation_mode="degraded", otel_sampling_sampling_ending="policy.denied"'), "0+9x30")], "15m",
+     [(DRILL, "1x30"), (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+      (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'), "0+2x30")], "15m",
      [({"job": "j"}, DRILL_FALLBACK_FAILED)]),
     ("a drill whose fallback serves every request", "DrillFallbackFailed",
-     [(DRILL, "1x30"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30"),
-      (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+3x30")], "15m", []),
+     [(DRILL, "1x30"), (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+      (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+3x30")], "15m", []),
     ("the same failing requests without a drill", "DrillFallbackFailed",
      [(DRILL, "0x30"), (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
       (req('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'), "0+2x30")], "15m", []),
+    # only what ended during the drill counts: the failures before it are no verdict on its fallback
+    ("failures before the drill, a fallback that serves during it", "DrillFallbackFailed",
+     [(DRILL, "0x10 1x20"), (req('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'),
+                             "0+5x10 50x20"),
+      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "_x10 0+1x20")], "25m", []),
+    # denials are the host's decisions, not the fallback's: 3 completed of 3 asked for a model
+    ("a drill in a job that also denies requests", "DrillFallbackFailed",
+     [(DRILL, "1x30"), (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+3x30"),
+      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="policy.denied"'), "0+3x30"),
+      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="user.denied"'), "0+2x30"),
+      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="host.unsupported"'), "0+1x30")], "15m",
+     []),
+    ("a drill whose fallback times out on 1 of 9 asked, beside denials", "DrillFallbackFailed",
+     [(DRILL, "1x30"), (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+8x30"),
+      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="timeout"'), "0+1x30"),
+      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="policy.denied"'), "0+9x30")], "15m",
+     [({"job": "j"}, DRILL_FALLBACK_FAILED)]),
     ("still degraded 20 minutes after the drill", "DrillRecoveryMissing",
      [(DRILL, "1x10 0x40"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x50")],
      "30m",

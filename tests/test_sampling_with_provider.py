@@ -48,6 +48,24 @@ def test_failover_to_fallback_is_degraded_one_request(instrumented, fake_provide
                         ("claude-haiku-5-5", None, "degraded"): 1}
 
 
+def test_a_request_answered_during_a_drill_is_counted_with_the_drills_name(instrumented, fake_provider):
+    import otel_sampling as osm
+
+    callback = provider_host_callback(fake_provider, fallback="claude-haiku-5-5")
+    with osm.drill("nightly", target_model="claude-sonnet-5-5", duration=600):
+        anyio.run(call_sample_tool, "legacy", callback)
+    anyio.run(call_sample_tool, "legacy", callback)  # after the drill: no drill label
+    requests = instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.DRILL_NAME, names.GEN_AI_RESPONSE_MODEL)
+    assert requests == {("nightly", "claude-haiku-5-5"): 1, (None, "claude-sonnet-5-5"): 1}
+    durations = instrumented.counts(names.METRIC_SAMPLING_DURATION, names.DRILL_NAME)
+    assert durations == {("nightly",): 1, (None,): 1}
+    calls = instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_REQUEST_MODEL, names.DRILL_NAME)
+    assert calls == {("claude-sonnet-5-5", "nightly"): 1, ("claude-haiku-5-5", "nightly"): 1,
+                     ("claude-sonnet-5-5", None): 1}
+    # the in-flight count goes up and down on one series, whenever the drill starts or ends
+    assert {p.attributes.get(names.DRILL_NAME) for p in instrumented.points(names.METRIC_SAMPLING_IN_FLIGHT)} == {None}
+
+
 def test_outage_without_fallback_is_model_unavailable(instrumented, fake_provider):
     out = anyio.run(call_sample_tool, "auto", provider_host_callback(fake_provider, "status=529"))
     assert out.code == -32603

@@ -51,10 +51,8 @@ PROMPT_CACHE: Final = "cache"  # the fake provider reads 400 input tokens from t
 DRILL_NAME: Final = "primary-outage-drill"
 DRILL_FAILURE: Final = "overloaded"
 DRILL_DURATION_S: Final = 3600.0
-# Only the first session drills: DrillFallbackFailed reads the completion share of the job's whole
-# window (of the requests a model was asked for), and in a later session that window holds the
-# first session's refusals, timeouts and unavailable models, below the threshold whatever the
-# fallback does.
+# Only the first session drills: one drill proves what it proves, and each costs the demo the
+# time Prometheus needs to see its stages.
 DRILL_SESSION: Final = "legacy"
 DRILL_RUN: Final = "drill-run"  # the live run the drill interrupts
 CHECKPOINT_DRILL_STARTING: Final = "drill-starting"  # the live run's first step answered; next: the drill

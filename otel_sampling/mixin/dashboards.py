@@ -338,8 +338,8 @@ def _drills_row(config: MixinConfig) -> tuple[dash.AnnotationQuery, list[PanelBu
     degraded = {m.MODE: names.MODE_DEGRADED}
     completed = {m.ENDING: names.ENDING_COMPLETED}
 
-    def requests(**labels: str) -> str:  # of those a model was asked for, as the alert counts them
-        return f"sum by ({m.JOB}) ({r.requests_by_server}{label_selector(JOB, MODEL_ASKED, matchers(**labels))})"
+    def requests(**labels: str) -> str:  # ended during drills, of those a model was asked for: as the alert counts
+        return f"sum by ({m.JOB}) ({r.drill_requests}{label_selector(JOB, MODEL_ASKED, matchers(**labels))})"
 
     def alert_state(alert: str) -> str:
         """2 while ``alert`` fires, 1 while it is pending, 0 from the first drill on (the drill's gauge
@@ -357,9 +357,9 @@ def _drills_row(config: MixinConfig) -> tuple[dash.AnnotationQuery, list[PanelBu
                          "windows are the purple annotations on every time series of this dashboard.",
                          [(f"sum by ({m.DRILL_NAME}, {m.DRILL_OUTCOME}) ({counted(m.DRILLS + j, RATE)})",
                            f"{{{{{m.DRILL_NAME}}}}} {{{{{m.DRILL_OUTCOME}}}}}")], "short", bars=True),
-        timeseries_panel("Sampling requests completed during drills", "Sampling requests that completed / all "
-                         f"a model was asked for (the host's denials left out) over the last {w} (recorded "
-                         f"{r.requests_by_server}), of all requests and of those "
+        timeseries_panel("Sampling requests completed during drills", "Of the sampling requests that ended during "
+                         f"drills over the last {w} (recorded {r.drill_requests}), those that completed / all a model "
+                         "was asked for (the host's denials left out), of all requests and of those "
                          f"served in degraded mode, drawn while a drill ran within those {w}; the line is the "
                          "OtelSamplingDrillFallbackFailed threshold for all requests (it also fires when none "
                          "completed in degraded mode).",

@@ -31,6 +31,8 @@ class Recorded:
         w = config.window
         self.requests_by_server = f"job_server:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
         self.requests = f"job:{m.SAMPLING_REQUESTS.removesuffix('_total')}:increase{w}"
+        # the requests that ended while a drill ran (their points carry the drill's name), by mode and ending
+        self.drill_requests = f"job:{m.SAMPLING_REQUESTS.removesuffix('_total')}_during_drills:increase{w}"
         sampling = label_name(names.METRIC_SAMPLING_REQUESTS.removesuffix(".requests"))  # the metrics' family
         self.degraded_ratio = f"job:{sampling}_degraded:ratio{w}"
         number = {key: five_numbers.record_name(key, w, BY_JOB) for key in five_numbers.NUMBERS}
@@ -50,11 +52,14 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
     exactly as ``otel_sampling.mixin.five_numbers`` writes them (per job); see ``Recorded`` for the names."""
     r, w, sel = Recorded(config), config.window, config.selector
     mode_degraded = matchers(**{m.MODE: names.MODE_DEGRADED})
+    in_a_drill = f'{m.DRILL_NAME}!=""'
     return [
         {"record": r.requests_by_server,  # keeps mode, ending and substitution for slicing
          "expr": f"sum by ({m.JOB}, {m.SERVER}, {m.MODE}, {m.ENDING}, {m.SUBSTITUTION}) "
                  f"({counted(m.SAMPLING_REQUESTS + sel(), w)})"},
         {"record": r.requests, "expr": f"sum by ({m.JOB}) ({r.requests_by_server})"},
+        {"record": r.drill_requests,
+         "expr": f"sum by ({m.JOB}, {m.MODE}, {m.ENDING}) ({counted(m.SAMPLING_REQUESTS + sel(in_a_drill), w)})"},
         {"record": r.degraded_ratio,  # "or ... * 0": 0, not absent, while nothing ran degraded; "> 0": no NaN
          "expr": f"(sum by ({m.JOB}) ({r.requests_by_server}{{{mode_degraded}}}) or {r.requests} * 0)\n"
                  f"/ ({r.requests} > 0)"},
@@ -250,8 +255,7 @@ def degraded_mode_alerts_firing(window: str, selector: str) -> str:
 
 
 #: The sampling requests a model was asked for (a matcher): all but the host's decisions not to
-#: sample (a denial, no sampling support), which say nothing of a fallback, so a job that also
-#: denies requests does not fail its drill.
+#: sample (a denial, no sampling support), which say nothing of a fallback.
 MODEL_ASKED = (f'{m.ENDING}!~"'
                + "|".join(e.replace(".", "\\\\.") for e in (*names.DECISION_ENDINGS, names.ENDING_HOST_UNSUPPORTED))
                + '"')
@@ -268,10 +272,12 @@ def _drill_alerts(config: MixinConfig) -> list[Rule]:
     ended = (f"max by ({by_drill}) (max_over_time({drill}[{dw}])) > 0\n"
              f"unless on ({by_drill}) max by ({by_drill}) ({drill}) > 0")
     running = f"max by ({m.JOB}) ({drill}) > 0"
-    completed = f"sum by ({m.JOB}) ({r.requests_by_server}{{{matchers(**{m.ENDING: names.ENDING_COMPLETED})}}})"
-    asked = f"sum by ({m.JOB}) ({r.requests_by_server}{{{MODEL_ASKED}}})"
-    degraded_done = (f"sum by ({m.JOB}) ({r.requests_by_server}"
-                     f"{{{matchers(**{m.MODE: names.MODE_DEGRADED, m.ENDING: names.ENDING_COMPLETED})}}})")
+    def during_drills(*matchers_: str) -> str:
+        return f"sum by ({m.JOB}) ({r.drill_requests}{label_selector(*matchers_)})"
+
+    completed = matchers(**{m.ENDING: names.ENDING_COMPLETED})
+    asked, asked_done = during_drills(MODEL_ASKED), during_drills(completed)
+    degraded_done = during_drills(matchers(**{m.MODE: names.MODE_DEGRADED}), completed)
     degraded_now = m.SAMPLING_REQUESTS + sel(matchers(**{m.MODE: names.MODE_DEGRADED}))
     return [
         _alert(c, "DrillWithoutAlert",
@@ -284,15 +290,15 @@ def _drill_alerts(config: MixinConfig) -> list[Rule]:
                f"a real outage like it would go unnoticed."),
         _alert(c, "DrillFallbackFailed",
                f"(\n"
-               f"  ({completed} or {asked} * 0) / ({asked} > 0) < {c.drill_completion_threshold}\n"
+               f"  ({asked_done} or {asked} * 0) / ({asked} > 0) < {c.drill_completion_threshold}\n"
                f"  or ({asked} > 0 unless on ({m.JOB}) {degraded_done} > 0)\n"
                f")\n"
                f"and on ({m.JOB}) {running}",
                c.drill_fallback_for, "critical",
                "During a drill the fallback did not serve.",
-               f"During a drill on job {{{{ $labels.job }}}}, over the last {c.window} either fewer than "
-               f"{c.drill_completion_threshold:.0%} of the sampling requests a model was asked for completed "
-               f"or none completed in "
+               f"During a drill on job {{{{ $labels.job }}}}, of the sampling requests that ended during drills "
+               f"over the last {c.window}, either fewer than {c.drill_completion_threshold:.0%} of those a model "
+               f"was asked for completed or none completed in "
                f"degraded mode: the fallback does not work."),
         _alert(c, "DrillRecoveryMissing",
                f"max by ({m.JOB}) (max_over_time({drill}[{dw}])) > 0\n"

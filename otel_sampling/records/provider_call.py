@@ -313,6 +313,7 @@ class ProviderCall:
             names.GEN_AI_REQUEST_MODEL: instruments.model_label.value(self._request_model),
             names.GEN_AI_RESPONSE_MODEL: model_label,
             names.DEGRADATION_MODE: mode,
+            **state.drill_label(),
         }
         if self._server_address:
             metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
@@ -331,6 +332,7 @@ class ProviderCall:
                 names.GEN_AI_PROVIDER_NAME: self._provider,
                 names.GEN_AI_RESPONSE_MODEL: model_label,
                 names.DEGRADATION_MODE: mode,
+                **state.drill_label(),
             }, context=context)
 
 

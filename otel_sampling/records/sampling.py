@@ -411,10 +411,11 @@ class SamplingRecord:
                         degradation_reasons: tuple[str, ...] = ()) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
-        instruments.sampling_in_flight.add(-1, self._server_attributes)
+        instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
+        drill = state.drill_label()
         instruments.sampling_duration.record(
             time.perf_counter() - self._start,
-            {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending},
+            {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending, **drill},
             context=context,
         )
         instruments.sampling_requests.add(1, {
@@ -428,6 +429,7 @@ class SamplingRecord:
             names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
             **({names.DEGRADATION_REASON: state.api_instruments().reason_label.value(degradation_reasons[0])}
                if degradation_reasons else {}),
+            **drill,
         }, context=context)
 
     def _end_span(self, ending: Ending, judged: str, mode: str, served: str | None, reported: str | None,
