@@ -9,6 +9,9 @@ In this order:
    scored (1.0 on the primary model, 0.5 on the fallback); its callback asks the primary model
    (claude-sonnet-5-5) with prompt-cache usage; with ``--fail-over`` the provider answers that
    call 529 (overloaded) and the callback takes the fallback (claude-haiku-5-5); nothing is disclosed;
+   with ``--drill``, the drill ``DRILL_NAME`` on the primary model runs from before the tasks until
+   the host is released (the primary's calls fail before they leave the process, and the callback
+   takes the fallback the same way);
 3. records ``--grants`` budget grants of 1 USD for the server;
 4. with ``--hold-degradation``, enters ``search`` again and stays in it.
 
@@ -41,6 +44,7 @@ RUN_NAME = "fleet-triage"
 EVALUATION_NAME = "fleet-summary-quality"
 SCORES = {PRIMARY_MODEL: 1.0, FALLBACK_MODEL: 0.5}  # binary fractions: every mean is exact
 COMPONENT = "search"
+DRILL_NAME = "fleet-drill"
 REASON = "sources unavailable"
 
 
@@ -93,16 +97,21 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=10, help="tasks to run, one sampling request each")
     parser.add_argument("--fail-over", action="store_true", help="the primary model is overloaded: every "
                         "request is served by the fallback")
+    parser.add_argument("--drill", action="store_true", help="a drill on the primary model from before the tasks "
+                        "until released")
     parser.add_argument("--grants", type=int, default=0, help="budget grants to record")
     parser.add_argument("--flaps", type=int, default=0, help="times to enter and leave the degradation first")
     parser.add_argument("--hold-degradation", action="store_true", help="stay in the degradation while held")
     args = parser.parse_args()
+    drill = osm.drill(DRILL_NAME, target_model=PRIMARY_MODEL, duration=3600).start() if args.drill else None
     anyio.run(work, args)
     held = degradation().enter() if args.hold_degradation else None
     print(json.dumps({"event": "ready"}), flush=True)
     sys.stdin.readline()
     if held is not None:
         held.exit()
+    if drill is not None:
+        drill.stop()
     return 0
 
 

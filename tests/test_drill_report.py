@@ -44,12 +44,13 @@ OVERLOADED = "overloaded_error"  # anthropic's error type for a 529 (the drill's
 
 
 class Metrics:
-    """The host's /metrics as the test sets it: ``requests[(mode, ending, model)]``, the drill's
+    """The host's /metrics as the test sets it: ``requests[(mode, ending, model, drill)]`` (``drill``:
+    the drill's name on a request that ended while it ran, as the points carry it, else ""), the drill's
     ``degradation_active``, ``calls[error_type]`` on the primary and the drills counter.
     ``degraded_every_scrape``: each scrape first counts one more request served degraded."""
 
     def __init__(self) -> None:
-        self.requests: Counter[tuple[str, str, str]] = Counter()
+        self.requests: Counter[tuple[str, str, str, str]] = Counter()
         self.calls: Counter[str] = Counter()
         self.drill_active: int | None = None
         self.drills: Counter[str] = Counter()
@@ -59,11 +60,12 @@ class Metrics:
     def text(self) -> str:
         with self.lock:
             if self.degraded_every_scrape:
-                self.requests[(names.MODE_DEGRADED, names.ENDING_COMPLETED, FALLBACK)] += 1
+                self.requests[(names.MODE_DEGRADED, names.ENDING_COMPLETED, FALLBACK, "")] += 1
             out = []
-            for (mode, ending, model), n in sorted(self.requests.items()):
+            for (mode, ending, model, drill), n in sorted(self.requests.items()):
+                during = f',{m.DRILL_NAME}="{drill}"' if drill else ""
                 out.append(f'{m.SAMPLING_REQUESTS}{{{SCOPE},{m.SERVER}="ticket-server",{m.MODE}="{mode}",'
-                           f'{m.ENDING}="{ending}",{m.RESPONSE_MODEL}="{model}",{m.SUBSTITUTION}="none"}} {n}')
+                           f'{m.ENDING}="{ending}",{m.RESPONSE_MODEL}="{model}",{m.SUBSTITUTION}="none"{during}}} {n}')
             for error, n in sorted(self.calls.items()):
                 out.append(f'{m.OPERATION_DURATION}_count{{{SCOPE},{m.REQUEST_MODEL}="{PRIMARY}",'
                            f'{m.ERROR_TYPE}="{error}"}} {n}')
@@ -102,7 +104,7 @@ class Metrics:
 
 def served(metrics: Metrics, mode: str, model: str, ending: str = names.ENDING_COMPLETED, n: int = 1) -> None:
     with metrics.lock:
-        metrics.requests[(mode, ending, model)] += n
+        metrics.requests[(mode, ending, model, DRILL if metrics.drill_active else "")] += n
 
 
 def run_drill(tmp_path: Path, fallback_serves: bool, primary_returns: bool) -> tuple[list[str], list[str]]:
@@ -171,7 +173,8 @@ def test_a_failed_fallback_and_a_missing_recovery_are_named(tmp_path: Path) -> N
     report, problems = run_drill(tmp_path, fallback_serves=False, primary_returns=False)
     text = "\n".join(report + problems)
     assert line(report, "fallback during the drill: 0/5 sampling requests completed in degraded mode"), text
-    assert "completion share over 5m 55% at its lowest" in line(report, "DrillFallbackFailed's condition"), text
+    # none of the 5 requests that ended during the drill completed
+    assert "completion share over 5m 0% at its lowest" in line(report, "DrillFallbackFailed's condition"), text
     assert any("0 of 5 sampling requests completed on the fallback" in p for p in problems), text
     assert any("DrillFallbackFailed was still pending as the drill ended" in p for p in problems) or (
         f"{drill_report.PREFIX}DrillFallbackFailed fired on the demo's drill" in problems), text

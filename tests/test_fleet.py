@@ -13,6 +13,9 @@ b      10, primary model       4       entered and left twice, then entered and 
 c      10, all failed over     4       entered and left twice, then entered and held
 =====  ======================  ======  ======================================================
 
+c fails over because a drill (``fleet_host.DRILL_NAME``, on the primary model) runs from before its
+requests until it is released: its requests are the fleet's requests during drills.
+
 So the fleet's facts differ from every instance's: one instance of three fully degraded is a
 degraded share of 1/3 (c alone is 100%), over 30 requests (each instance is under the rule's
 20-request traffic guard); 12 grants (each instance 4, under the threshold of 10); 8 entries into
@@ -41,7 +44,7 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleet_host import COMPONENT, FALLBACK_MODEL, PRIMARY_MODEL, REASON, RUN_NAME
+from fleet_host import COMPONENT, DRILL_NAME, FALLBACK_MODEL, PRIMARY_MODEL, REASON, RUN_NAME
 from harness.prometheus import JOB, PrometheusServer, free_port
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig, five_numbers
@@ -59,7 +62,7 @@ REQUESTS, GRANTS, FLAPS = 10, 4, 2
 HOSTS = {  # instance role: its fleet_host.py options
     "a": [],
     "b": ["--hold-degradation"],
-    "c": ["--fail-over", "--hold-degradation"],
+    "c": ["--drill", "--hold-degradation"],
 }
 READY_TIMEOUT_S = 240  # three interpreters starting together on a busy two-core machine
 ALERTS_TIMEOUT_S = 120
@@ -214,6 +217,8 @@ def expected_recorded(fleet: SimpleNamespace) -> dict[str, tuple[tuple[str, ...]
     return {
         r.requests_by_server: (by_server, fleet_sum(fleet, m.SAMPLING_REQUESTS, by_server)),
         r.requests: ((), fleet_sum(fleet, m.SAMPLING_REQUESTS)),
+        r.drill_requests: ((m.MODE, m.ENDING), fleet_sum(fleet, m.SAMPLING_REQUESTS, (m.MODE, m.ENDING),
+                                                         **{m.DRILL_NAME: DRILL_NAME})),
         r.degraded_ratio: ((), ratio(fleet_sum(fleet, m.SAMPLING_REQUESTS, **{m.MODE: names.MODE_DEGRADED}),
                                      fleet_sum(fleet, m.SAMPLING_REQUESTS))),
         r.degraded_run_seconds: ((), fleet_sum(fleet, five_numbers.RUN_DURATION_SUM, **degraded)),
@@ -269,6 +274,9 @@ def test_alerts_are_one_per_job_over_the_fleet(fleet):
     expected = {
         # two instances in `search`: one alert, the max of their gauges
         ("firing", "DegradedModeEntered", frozenset({**job, **component}.items())): 1.0,
+        # c's drill, running while held (a named degradation; the drill alerts judge it once it ends)
+        ("firing", "DegradedModeEntered",
+         frozenset({**job, m.COMPONENT: DRILL_NAME, m.REASON: names.REASON_DRILL}.items())): 1.0,
         # c's 10 requests served degraded
         ("firing", "DegradedModeEntered", frozenset({**job, **server}.items())): REQUESTS,
         # c's 10 runs degraded without a disclosure, counted once for the job
@@ -281,6 +289,9 @@ def test_alerts_are_one_per_job_over_the_fleet(fleet):
         ("pending", "DegradedShareHigh", frozenset(job.items())): 1 / 3,
         # `search` held (for: 4h)
         ("pending", "DegradedTooLong", frozenset({**job, **component}.items())): 1.0,
+        # and the drill (for: 4h; its hour-long window ends before)
+        ("pending", "DegradedTooLong",
+         frozenset({**job, m.COMPONENT: DRILL_NAME, m.REASON: names.REASON_DRILL}.items())): 1.0,
     }
 
     def active() -> dict:
@@ -293,4 +304,5 @@ def test_alerts_are_one_per_job_over_the_fleet(fleet):
     while set(got) != set(expected) and time.monotonic() < deadline:
         time.sleep(0.5)
         got = active()
+    assert set(got) == set(expected), f"missing {set(expected) - set(got)}, unexpected {set(got) - set(expected)}"
     assert got == pytest.approx(expected, rel=1e-9)

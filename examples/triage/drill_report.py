@@ -249,7 +249,7 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     calls = reader.delta(primary_calls, (m.ERROR_TYPE,), before, last_on)
     completed = f"sum({r.drill_requests}{{{matchers(**{m.ENDING: names.ENDING_COMPLETED})}}})"
     asked = f"sum({r.drill_requests}{{{MODEL_ASKED}}})"  # as the alert counts: denials left out
-    completion = [v for _, v in reader.one(f"{completed} / {asked}", first_on, last_on)]
+    completion = [v for _, v in reader.one(f"({completed} or {asked} * 0) / {asked}", first_on, last_on)]
     served_text = ", ".join(f"{mode}/{ending}/{model} {v:.0f}" for (mode, ending, model), v in sorted(served.items()))
     calls_text = ", ".join(f"{error or 'ok'} {v:.0f}" for (error,), v in sorted(calls.items())) or "none"
     out.append(f"  fallback during the drill: {fallback_done:.0f}/{total:.0f} sampling requests completed in degraded "
