@@ -16,8 +16,9 @@ from otel_sampling.rules.values import Usage, token_count
 
 
 def field(obj: Any, name: str) -> Any:
-    """``obj.name`` for an SDK model, ``obj[name]`` for a JSON object; None when absent."""
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    """``obj.name`` for an SDK model, ``obj[name]`` for a JSON object; None when absent. (A dict
+    by its type: see :func:`~otel_sampling.instrumentation._provider.is_object`.)"""
+    return obj.get(name) if issubclass(type(obj), dict) else getattr(obj, name, None)
 
 
 def as_str(value: Any) -> str | None:
