@@ -282,6 +282,21 @@ def is_object(value: Any) -> bool:
     return not issubclass(type(value), _NOT_OBJECTS)
 
 
+def member(answer: Any, name: str) -> Any:
+    """``answer.name`` (``answer[name]`` for a dict) as the SDK built it from the JSON, None when
+    absent: a model's field is in its instance dict, an undeclared member the SDK kept in its
+    pydantic extras. Read there rather than with ``getattr``, for which pydantic's ``__getattr__``
+    raises and catches an ``AttributeError`` when the name is neither (about 15k instructions): an
+    answer without an ``error`` member, every successful one, is read that way."""
+    if issubclass(type(answer), dict):
+        return answer.get(name)
+    fields = getattr(answer, "__dict__", None)
+    if isinstance(fields, dict) and name in fields:
+        return fields[name]
+    extra = getattr(answer, "__pydantic_extra__", None)
+    return extra.get(name) if isinstance(extra, dict) else None
+
+
 def base_url_of(resource: Any) -> Any:
     """The SDK client's ``base_url`` (of a resource or the client itself), or None."""
     url = getattr(resource, "base_url", None)  # the client itself

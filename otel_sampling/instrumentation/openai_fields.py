@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_sampling import names
+from otel_sampling.instrumentation._provider import member
 from otel_sampling.rules.endings import reported_error_type
 from otel_sampling.rules.values import Usage, token_count
 
@@ -49,6 +50,6 @@ def error_envelope(body: Any, *, marked: bool = False, named_by: tuple[str, ...]
     parsed as a result because it came with HTTP 200; ``marked``: the body says it failed), named
     by the error's ``named_by`` fields (:func:`~otel_sampling.rules.endings.reported_error_type`);
     None when it reports none."""
-    error = as_sent(field(body, "error"))
+    error = as_sent(member(body, "error"))
     return reported_error_type(error, tuple(field(error, name) for name in named_by), marked=marked,
                                fallback=fallback)
