@@ -408,9 +408,12 @@ def _hand_over(state: ProviderState, call: ProviderCall, result: Any,
 
 def served_model_of(headers: Any, header_names: tuple[str, ...]) -> str | None:
     """The model the first of ``header_names`` present in ``headers`` names (stripped; an empty
-    value names none), or None."""
+    value names none), or None. The names present are read in one pass over the headers: each
+    ``get`` of an absent name on ``httpx2.Headers`` scans them all and raises and catches a
+    ``KeyError``, and most answers carry none of these headers."""
+    present = headers.keys()
     for name in header_names:
-        value = headers.get(name)
+        value = headers.get(name) if name in present else None
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None
