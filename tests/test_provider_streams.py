@@ -202,6 +202,29 @@ def test_stream_proxies_answer_protocol_checks_like_the_stream(openai_instrument
         instrumentor.uninstrument()
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_an_iterator_of_a_dropped_stream_reads_it_to_the_end(anthropic_instrumented, fake_provider, asynchronous):
+    # As with the SDK's stream, whose iterator is a generator of its own that holds the stream: the
+    # caller keeps only the iterator, and the call ends when that iterator reaches the end.
+    request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    kw = {"base_url": fake_provider.url, "api_key": "k", "max_retries": 0, "open_telemetry": False}
+    if asynchronous:
+        async def main():
+            async with anthropic.AsyncAnthropic(**kw) as c:
+                events = aiter(await c.messages.create(**request))
+                gc.collect()
+                return [e.type async for e in events]
+        seen = asyncio.run(main())
+    else:
+        with anthropic.Anthropic(**kw) as c:
+            events = iter(c.messages.create(**request))
+            gc.collect()
+            seen = [e.type for e in events]
+    assert seen[0] == "message_start" and seen[-1] == "message_stop"
+    (span,) = anthropic_instrumented.spans()
+    assert span.attributes[names.ENDING] == "completed"
+
+
 def test_a_second_reader_thread_does_not_end_a_stream_that_goes_on(anthropic_instrumented):
     # Thread A waits inside the stream for its next event; the main thread reads the same stream
     # meanwhile and gets the generator's ValueError (the SDK's behaviour). The stream itself goes on

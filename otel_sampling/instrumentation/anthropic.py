@@ -45,6 +45,7 @@ from otel_sampling.instrumentation._provider import (
     close_wrapper,
     create_wrapper,
     is_object,
+    member,
     parse_wrapper,
     request_options,
     sequence,
@@ -111,7 +112,7 @@ def _error_envelope(message: Any) -> str | None:
     """``error.type`` of the error a body the SDK parsed as a message reports (``{"type": "error",
     "error": {"type": "overloaded_error", ...}}`` sent with HTTP 200, or an ``error`` member of
     any JSON type), else None (:func:`~otel_sampling.rules.endings.reported_error_type`)."""
-    error = getattr(message, "error", None)
+    error = member(message, "error")
     return reported_error_type(error, (_get(error, "type"),), marked=getattr(message, "type", None) == "error")
 
 

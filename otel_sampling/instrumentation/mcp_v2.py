@@ -41,7 +41,7 @@ from otel_sampling.instrumentation._mcp_host import (
     ServerFacts,
     start_record,
 )
-from otel_sampling.instrumentation._mcp_tool_call import FASTMCP_TARGETS, MCP_TARGETS, current, outside
+from otel_sampling.instrumentation._mcp_tool_call import FASTMCP_TARGETS, MCP_TARGETS, OutsideToolCall, current
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments
@@ -168,7 +168,7 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
         if record is None:
             return await wrapped(*args, **kwargs)
         try:
-            with outside():
+            with OutsideToolCall():
                 result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             _finish(state, record, instance, ctx, exc=exc)

@@ -102,6 +102,11 @@ def chat_response_of(completion: Any) -> Response:
                     refusal=any(_is_refusal(field(c, "message")) for c in choices))
 
 
+def _index_of(choice: Any) -> int:
+    index = getattr(choice, "index", 0)
+    return index if isinstance(index, int) else 0
+
+
 class StreamAccumulator:
     """Reads ``ChatCompletionChunk``s: model and id from any chunk, finish reasons per choice,
     usage from the final chunk when ``include_usage`` was asked for, a refusal from any choice's
@@ -130,16 +135,15 @@ class StreamAccumulator:
             if not is_object(choice):
                 continue
             self._answered = True
-            index = getattr(choice, "index", 0)
-            index = index if isinstance(index, int) else 0
             reason = getattr(choice, "finish_reason", None)
             if isinstance(reason, str):
-                self._finish_reasons[index] = reason
+                self._finish_reasons[_index_of(choice)] = reason
                 self.complete = True
             delta = getattr(choice, "delta", None)
-            self._refusal = self._refusal or _is_refusal(delta)
+            if not self._refusal:
+                self._refusal = _is_refusal(delta)
             if self._choices is not None:
-                self._add_delta(self._choices.setdefault(index, {"text": [], "tools": {}}), delta)
+                self._add_delta(self._choices.setdefault(_index_of(choice), {"text": [], "tools": {}}), delta)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._usage = usage

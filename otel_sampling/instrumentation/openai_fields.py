@@ -11,13 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from otel_sampling import names
+from otel_sampling.instrumentation._provider import member
 from otel_sampling.rules.endings import reported_error_type
 from otel_sampling.rules.values import Usage, token_count
 
 
 def field(obj: Any, name: str) -> Any:
-    """``obj.name`` for an SDK model, ``obj[name]`` for a JSON object; None when absent."""
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    """``obj.name`` for an SDK model, ``obj[name]`` for a JSON object; None when absent. (A dict
+    by its type: see :func:`~otel_sampling.instrumentation._provider.is_object`.)"""
+    return obj.get(name) if issubclass(type(obj), dict) else getattr(obj, name, None)
 
 
 def as_str(value: Any) -> str | None:
@@ -48,6 +50,6 @@ def error_envelope(body: Any, *, marked: bool = False, named_by: tuple[str, ...]
     parsed as a result because it came with HTTP 200; ``marked``: the body says it failed), named
     by the error's ``named_by`` fields (:func:`~otel_sampling.rules.endings.reported_error_type`);
     None when it reports none."""
-    error = as_sent(field(body, "error"))
+    error = as_sent(member(body, "error"))
     return reported_error_type(error, tuple(field(error, name) for name in named_by), marked=marked,
                                fallback=fallback)

@@ -18,14 +18,16 @@ Responses ``error`` / ``response.failed``), reaches the call through the accumul
 (``Response.error_type``): the call ends with it whatever the exit. How a stream ended is the
 rule :func:`otel_sampling.rules.endings.stream_ending`.
 
-The first event fixes the call's time to first chunk.
+The first event fixes the call's time to first chunk. ``iter(proxy)`` (``aiter``) is a generator
+of its own over the stream's events, as the SDK stream's ``__iter__`` (``__aiter__``) is, and
+``next(proxy)`` (``anext``) reads the same events.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
 
 import wrapt
@@ -56,38 +58,80 @@ def _step(stream: Any, iterate: str, step: str) -> Any:
     return getattr(iterate_method(), step)
 
 
-# wrapt 1.x (still supported) cannot subscript ObjectProxy at run time, so no ObjectProxy[Any] here.
-class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
-    def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
-                 failure: Callable[[BaseException], Failure]) -> None:
-        super().__init__(stream)
-        self._self_call: ProviderCall | None = call
-        self._self_accumulator = accumulator
-        self._self_failure = failure
-        self._self_blind = False  # an event could not be read: "no terminal event" would be our guess
-        self._self_first = True  # no event read yet: the next one fixes the time to first chunk
+class _Reading:
+    """One stream's call and what its events showed so far: the per-event path reads this plain
+    object, not the proxy (whose every attribute access goes through wrapt's forwarding)."""
+
+    __slots__ = ("call", "accumulator", "failure", "step", "blind", "first", "readers")
+
+    def __init__(self, call: ProviderCall | None, accumulator: Accumulator,
+                 failure: Callable[[BaseException], Failure], step: Any) -> None:
+        self.call = call  # None once ended
+        self.accumulator = accumulator
+        self.failure = failure
+        self.step = step  # reads the SDK stream's next event (:func:`_step`)
+        self.blind = False  # an event could not be read: "no terminal event" would be our guess
+        self.first = True  # no event read yet: the next one fixes the time to first chunk
         # Readers inside the stream now. A second one (another thread or task) gets the SDK
         # generator's "already executing" error while the first goes on reading: not the stream's end.
-        self._self_reading = 0
+        self.readers = 0
 
-    # __next__ / __anext__ feed each event to the accumulator inline (the per-event path is the
-    # proxy's frame and the accumulator's); these two run off that path.
-    def _self_first_event(self) -> None:
-        self._self_first = False
-        call = self._self_call
-        if call is not None:
-            call.first_chunk()
+    def read(self) -> Any:
+        """``next(stream)``: the next event (seen by the accumulator), or what the stream raised
+        (``StopIteration`` at its end); the call ends with how the stream ended."""
+        alone = not self.readers
+        self.readers += 1
+        try:
+            event = self.step()
+        except StopIteration:
+            self.end(None, exhausted=True)
+            raise
+        except BaseException as exc:
+            if alone:
+                self.end(exc, exhausted=False)
+            raise
+        finally:
+            self.readers -= 1
+        self.observe(event)
+        return event
 
-    def _self_unreadable(self) -> None:
-        self._self_blind = True
-        logger.debug("otel-sampling: could not read a stream event", exc_info=True)
+    async def read_async(self) -> Any:
+        """``await anext(stream)``: as :meth:`read`, ``StopAsyncIteration`` at the end."""
+        alone = not self.readers
+        self.readers += 1
+        try:
+            event = await self.step()
+        except StopAsyncIteration:
+            self.end(None, exhausted=True)
+            raise
+        except BaseException as exc:
+            if alone:
+                self.end(exc, exhausted=False)
+            raise
+        finally:
+            self.readers -= 1
+        self.observe(event)
+        return event
 
-    def _self_end(self, exc: BaseException | None, exhausted: bool) -> None:
-        call, self._self_call = self._self_call, None
+    def observe(self, event: Any) -> None:
+        try:
+            if self.first:
+                self.first = False
+                if self.call is not None:
+                    self.call.first_chunk()
+            self.accumulator.observe(event)
+        except Exception:  # an event we cannot read: the stream goes on, the call ends unreadable
+            self.blind = True
+            logger.debug("otel-sampling: could not read a stream event", exc_info=True)
+
+    def end(self, exc: BaseException | None, exhausted: bool) -> None:
+        """End the call once (later calls do nothing): with ``exc`` raised by the stream, else as
+        exhausted (read to its end) or not (closed or dropped before)."""
+        call, self.call = self.call, None
         if call is None:
             return
         try:
-            response, error_type, ending = self._self_outcome(exc, exhausted)
+            response, error_type, ending = self._outcome(exc, exhausted)
         except Exception:
             logger.debug("otel-sampling: could not read how a stream ended", exc_info=True)
             response = None
@@ -100,19 +144,52 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
         except Exception:
             logger.debug("otel-sampling: could not end a stream's span", exc_info=True)
 
-    def _self_outcome(self, exc: BaseException | None, exhausted: bool) -> tuple[Response, str | None, str]:
+    def _outcome(self, exc: BaseException | None, exhausted: bool) -> tuple[Response, str | None, str]:
         """What was seen, ``error.type`` (None: no error) and the ending."""
-        accumulator = self._self_accumulator
-        response = accumulator.response()
+        response = self.accumulator.response()
         if exc is not None:
-            failure = self._self_failure(exc)
+            failure = self.failure(exc)
             return response, failure.error_type, failure.ending
-        ended = stream_ending(response, accumulator.complete, exhausted, self._self_blind)
+        ended = stream_ending(response, self.accumulator.complete, exhausted, self.blind)
         return response, ended.error_type, ended.ending
+
+
+def _events(proxy: StreamProxy) -> Iterator[Any]:
+    """``iter(proxy)``: a generator over the stream's events, as the SDK stream's ``__iter__`` is
+    (its frame holds the proxy: a stream being read is not collected, so its call not ended)."""
+    read = proxy._self_reading.read
+    while True:
+        try:
+            event = read()
+        except StopIteration:
+            return
+        yield event
+
+
+async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
+    """``aiter(proxy)``: as :func:`_events`, an async generator as the SDK stream's ``__aiter__`` is."""
+    read = proxy._self_reading.read_async
+    while True:
+        try:
+            event = await read()
+        except StopAsyncIteration:
+            return
+        yield event
+
+
+# wrapt 1.x (still supported) cannot subscript ObjectProxy at run time, so no ObjectProxy[Any] here.
+class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
+    def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
+                 failure: Callable[[BaseException], Failure], step: Any) -> None:
+        super().__init__(stream)
+        self._self_reading = _Reading(call, accumulator, failure, step)
+
+    def _self_end(self, exc: BaseException | None, exhausted: bool) -> None:
+        self._self_reading.end(exc, exhausted)
 
     def __del__(self) -> None:
         try:
-            self._self_end(None, exhausted=False)
+            self._self_reading.end(None, exhausted=False)
         except Exception:  # a proxy whose construction failed has no call (nor stream) to end
             logger.debug("otel-sampling: could not end a collected stream's span", exc_info=True)
 
@@ -141,33 +218,13 @@ class StreamProxy(_StreamProxyBase):
 
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
                  failure: Callable[[BaseException], Failure]) -> None:
-        super().__init__(stream, call, accumulator, failure)
-        self._self_next = _step(stream, "__iter__", "__next__")
+        super().__init__(stream, call, accumulator, failure, _step(stream, "__iter__", "__next__"))
 
-    def __iter__(self) -> StreamProxy:
-        return self
+    def __iter__(self) -> Iterator[Any]:
+        return _events(self)
 
     def __next__(self) -> Any:
-        alone = not self._self_reading
-        self._self_reading += 1
-        try:
-            event = self._self_next()
-        except StopIteration:
-            self._self_end(None, exhausted=True)
-            raise
-        except BaseException as exc:
-            if alone:
-                self._self_end(exc, exhausted=False)
-            raise
-        finally:
-            self._self_reading -= 1
-        try:
-            if self._self_first:
-                self._self_first_event()
-            self._self_accumulator.observe(event)
-        except Exception:  # noqa: BLE001 - an event we cannot read: the stream goes on, the call ends unreadable
-            self._self_unreadable()
-        return event
+        return self._self_reading.read()
 
     def __enter__(self) -> StreamProxy:
         self.__wrapped__.__enter__()
@@ -196,33 +253,13 @@ class AsyncStreamProxy(_StreamProxyBase):
 
     def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
                  failure: Callable[[BaseException], Failure]) -> None:
-        super().__init__(stream, call, accumulator, failure)
-        self._self_next = _step(stream, "__aiter__", "__anext__")
+        super().__init__(stream, call, accumulator, failure, _step(stream, "__aiter__", "__anext__"))
 
-    def __aiter__(self) -> AsyncStreamProxy:
-        return self
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return _async_events(self)
 
     async def __anext__(self) -> Any:
-        alone = not self._self_reading
-        self._self_reading += 1
-        try:
-            event = await self._self_next()
-        except StopAsyncIteration:
-            self._self_end(None, exhausted=True)
-            raise
-        except BaseException as exc:
-            if alone:
-                self._self_end(exc, exhausted=False)
-            raise
-        finally:
-            self._self_reading -= 1
-        try:
-            if self._self_first:
-                self._self_first_event()
-            self._self_accumulator.observe(event)
-        except Exception:  # noqa: BLE001 - an event we cannot read: the stream goes on, the call ends unreadable
-            self._self_unreadable()
-        return event
+        return await self._self_reading.read_async()
 
     async def __aenter__(self) -> AsyncStreamProxy:
         await self.__wrapped__.__aenter__()
