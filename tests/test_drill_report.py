@@ -12,18 +12,15 @@ alerts Prometheus fired on them.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from harness.prometheus import PrometheusServer
+from harness.prometheus import PrometheusServer, StaticMetrics
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin import metrics as m
@@ -77,30 +74,6 @@ class Metrics:
                            f'{drill_report.DRILL_OUTCOME_LABEL}="{outcome}"}} {n}')
             return "\n".join(out) + "\n"
 
-    @contextlib.contextmanager
-    def serve(self) -> Iterator[str]:
-        """Serve it on 127.0.0.1; yields ``host:port``."""
-        metrics = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server API)
-                body = metrics.text().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            yield f"127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-
 
 def served(metrics: Metrics, mode: str, model: str, ending: str = names.ENDING_COMPLETED, n: int = 1) -> None:
     with metrics.lock:
@@ -112,7 +85,8 @@ def run_drill(tmp_path: Path, fallback_serves: bool, primary_returns: bool) -> t
     config = MixinConfig.for_short_run()
     write(config, tmp_path)
     metrics = Metrics()
-    with metrics.serve() as target, PrometheusServer([target], [tmp_path / "alerts" / RULES_FILE]) as prom:
+    with StaticMetrics(metrics.text) as endpoint, \
+            PrometheusServer([endpoint.target], [tmp_path / "alerts" / RULES_FILE]) as prom:
         watch = drill_report.DrillWatch(prom, config, DRILL)
         served(metrics, names.MODE_PRIMARY, PRIMARY, n=6)  # before the drill: under the traffic guard (10)
         with metrics.lock:

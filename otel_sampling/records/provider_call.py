@@ -307,13 +307,14 @@ class ProviderCall:
         instruments = self._instruments
         context = recorded_in(self._span)
         model_label = instruments.model_label.value(response_model)
+        drill = state.drill_label()
         metric_attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: self._provider,
             names.GEN_AI_REQUEST_MODEL: instruments.model_label.value(self._request_model),
             names.GEN_AI_RESPONSE_MODEL: model_label,
             names.DEGRADATION_MODE: mode,
-            **state.drill_label(),
+            **drill,
         }
         if self._server_address:
             metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
@@ -332,7 +333,7 @@ class ProviderCall:
                 names.GEN_AI_PROVIDER_NAME: self._provider,
                 names.GEN_AI_RESPONSE_MODEL: model_label,
                 names.DEGRADATION_MODE: mode,
-                **state.drill_label(),
+                **drill,
             }, context=context)
 
 

@@ -223,13 +223,15 @@ def _instant(rfc3339: str) -> datetime:
 
 
 class StaticMetrics:
-    """Serve ``text`` (Prometheus text exposition) at ``http://127.0.0.1:<port>/metrics``; ``.target`` is host:port."""
+    """Serve ``text`` (Prometheus text exposition) at ``http://127.0.0.1:<port>/metrics``; ``.target`` is
+    host:port. ``text`` may be a function, called at each scrape (a host whose counters move)."""
 
-    def __init__(self, text: str) -> None:
-        body = text.encode()
+    def __init__(self, text: str | Callable[[], str]) -> None:
+        render = text if callable(text) else (lambda: text)
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server API)
+                body = render().encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
