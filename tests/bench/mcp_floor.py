@@ -8,14 +8,15 @@ requests (same keys, same count: request, server, path, tool, fingerprint at the
 substitution, mode, granted scope, response at the end), a link to the span of the last request
 with the same fingerprint (a plain dict), the in-flight count kept in process and read by an
 observable up-down counter, and the same metric points: ``otel_sampling.sampling.duration`` and
-``otel_sampling.sampling.requests`` with the same labels and buckets. The fingerprint is the contract's
+``otel_sampling.sampling.requests`` with the same labels and buckets, and the MCP conventions'
+``mcp.server.operation.duration`` (method and protocol version). The fingerprint is the contract's
 (:func:`otel_sampling.records.identity.fingerprint`).
 
-Runs (``install(runs=True)``, the default): like ours, every local root span of kind INTERNAL,
-SERVER or CONSUMER that no open run owns the trace of ends a run with its span, recording
-``agent.runs``, ``agent.run.cost.usd`` and ``agent.run.duration`` (a span processor that does that
-and nothing else). ``runs=False`` leaves them out: the difference is what the implicit-run points
-cost.
+Runs (``install(runs=True)``, the default): like ours, a sampling request's span or an agent's span
+(``gen_ai.operation.name`` ``invoke_agent`` or ``invoke_workflow``) whose trace no open run owns
+ends a run with it, recording ``agent.runs``, ``agent.run.cost.usd`` and ``agent.run.duration`` (a
+span processor that does that and nothing else). ``runs=False`` leaves them out: the difference is
+what the implicit-run points cost.
 
 The tool name comes the way ours gets it: on the JSON-RPC path from the one ``ClientSession.call_tool``
 in flight on the session, on the 2026-07-28 path from ``Client.call_tool``'s task. No
@@ -42,7 +43,6 @@ from otel_sampling.records.identity import fingerprint
 
 SCOPE = "bench.mcp_floor"
 _KEY = os.urandom(32)  # the fingerprint key: per process, as ours without OTEL_SAMPLING_FINGERPRINT_KEY
-_NOT_A_TASK = (SpanKind.CLIENT, SpanKind.PRODUCER)
 _tool: ContextVar[str | None] = ContextVar("bench_mcp_floor_tool", default=None)
 
 
@@ -56,6 +56,8 @@ class _Floor:
         self.duration = meter.create_histogram(names.METRIC_SAMPLING_DURATION, unit=names.UNIT_SECONDS,
                                                explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS))
         self.requests = meter.create_counter(names.METRIC_SAMPLING_REQUESTS, unit=names.UNIT_REQUEST)
+        self.operation = meter.create_histogram(names.METRIC_MCP_SERVER_OPERATION_DURATION, unit=names.UNIT_SECONDS,
+                                                explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS))
         self.in_flight: dict[str, int] = {}
         meter.create_observable_up_down_counter(names.METRIC_SAMPLING_IN_FLIGHT, [self._observe_in_flight],
                                                 unit=names.UNIT_REQUEST)
@@ -101,8 +103,10 @@ class _Floor:
         ending = names.ENDING_COMPLETED
         substitution = names.SUBSTITUTION_NONE if any(result.model.startswith(h) for h in hints) \
             else names.SUBSTITUTION_UNJUDGED
-        self.duration.record(time.perf_counter() - start,
-                             {names.MCP_SERVER_NAME: server, names.SAMPLING_ENDING: ending}, context=context)
+        elapsed = time.perf_counter() - start
+        self.duration.record(elapsed, {names.MCP_SERVER_NAME: server, names.SAMPLING_ENDING: ending}, context=context)
+        self.operation.record(elapsed, {names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
+                                        names.MCP_PROTOCOL_VERSION: version}, context=context)
         self.requests.add(1, {names.MCP_SERVER_NAME: server, names.SAMPLING_PATH: path,
                               names.SAMPLING_ENDING: ending, names.SAMPLING_SUBSTITUTION: substitution,
                               names.DEGRADATION_MODE: names.MODE_PRIMARY,
@@ -136,7 +140,7 @@ class _Floor:
 
 
 class _Runs(SpanProcessor):
-    """Every local root span of a task kind that no open run owns the trace of ends a run with it."""
+    """A sampling request's or an agent's span that no open run owns the trace of ends a run with it."""
 
     def __init__(self) -> None:
         meter = metrics.get_meter(SCOPE)
@@ -147,8 +151,10 @@ class _Runs(SpanProcessor):
         self.open: dict[int, int] = {}  # trace id -> span id of the run's root
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
-        parent = span.parent
-        if span.kind in _NOT_A_TASK or (parent is not None and (not parent.is_remote or parent.trace_id in self.open)):
+        if span.context.trace_id in self.open:
+            return
+        if span.name != names.SPAN_SAMPLING and (span.attributes or {}).get(names.GEN_AI_OPERATION_NAME) \
+                not in names.AGENT_OPERATIONS:
             return
         self.open[span.context.trace_id] = span.context.span_id
 
