@@ -10,8 +10,9 @@ Windows as in ``worker.count``: settling uses first, then N and 2N. The elements
 point and a histogram point by label count (outside any span, and in the context of a sampled
 span, where the SDK's default ``trace_based`` exemplar filter keeps an exemplar); a span by
 attribute count, and with a link; the request fingerprint and an identity store look-up and write;
-one label value bounded; a local root span under ours' span processor, INTERNAL (an implicit run:
-its three points) and CLIENT (no run).
+one label value bounded; a local root span under ours' span processor, an agent's span (``gen_ai.operation.name``
+``invoke_agent``: an implicit run, its bookkeeping and three points) and the same span as a ``chat``
+(no run).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import calls  # noqa: F401 - puts tests/ on the path (sampling_server)
 from worker import CONFIGS, SETTLE, Marks, telemetry
+
+_RUN, _NO_RUN = "local root span, invoke_agent (a run under ours)", "local root span, chat (no run)"
 
 # Label sets shaped like the contract's: 9 is otel_sampling.sampling.requests with a degradation reason.
 _LABELS = {"mcp.server.name": "sampling-test-server", "otel_sampling.sampling.path": "rpc",
@@ -94,9 +97,11 @@ def elements(config: str) -> dict[str, Callable[[], Any]]:
     found["identity store get + put"] = look_up_and_write
     bounded = BoundedLabel(100)
     found["label value bounded (seen before)"] = lambda: bounded.value("claude-sonnet-5-5-20261001")
-    found["local root span, INTERNAL (a run under ours)"] = lambda: tracer.start_span(
-        "bench.root", kind=SpanKind.INTERNAL).end()
-    found["local root span, CLIENT (no run)"] = lambda: tracer.start_span("bench.root", kind=SpanKind.CLIENT).end()
+    # The same span twice, one attribute apart in value: an agent's span starts an implicit run, a chat does not.
+    agent = {names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT}
+    chat = {names.GEN_AI_OPERATION_NAME: "chat"}
+    found[_RUN] = lambda: tracer.start_span("bench.root", kind=SpanKind.INTERNAL, attributes=agent).end()
+    found[_NO_RUN] = lambda: tracer.start_span("bench.root", kind=SpanKind.INTERNAL, attributes=chat).end()
     return found
 
 
@@ -128,16 +133,16 @@ def table(run_counted_contract: Callable[[str, int], dict[str, float]], n: int =
     """The contract-cost table: every element under bare; the two span-processor rows as ours - bare."""
     bare = run_counted_contract("bare", n)
     ours = run_counted_contract("otel-sampling", n)
-    internal, client = "local root span, INTERNAL (a run under ours)", "local root span, CLIENT (no run)"
     lines = ["| contract element | instructions per use |", "|---|---:|"]
     for name, value in bare.items():
-        if name in (internal, client):
+        if name in (_RUN, _NO_RUN):
             continue
         lines.append(f"| {name} | {value / 1000:,.1f}k |")
-    processor = ours[client] - bare[client]
-    run = ours[internal] - bare[internal] - processor
-    lines += [f"| ours' span processor on a span that starts no run (CLIENT root) | {processor / 1000:,.1f}k |",
-              f"| an implicit run (INTERNAL root under ours: its bookkeeping and three points) | "
+    processor = ours[_NO_RUN] - bare[_NO_RUN]
+    run = ours[_RUN] - bare[_RUN] - processor
+    lines += [f"| ours' span processor on a span that starts no run (a local root `chat` span) | "
+              f"{processor / 1000:,.1f}k |",
+              f"| an implicit run (a local root `invoke_agent` span under ours: its bookkeeping and three points) | "
               f"{run / 1000:,.1f}k |"]
     return lines
 
