@@ -99,7 +99,7 @@ def elements(config: str) -> dict[str, Callable[[], Any]]:
     found["label value bounded (seen before)"] = lambda: bounded.value("claude-sonnet-5-5-20261001")
     # The same span twice, one attribute apart in value: an agent's span starts an implicit run, a chat does not.
     agent = {names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT}
-    chat = {names.GEN_AI_OPERATION_NAME: "chat"}
+    chat = {names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT}
     found[_RUN] = lambda: tracer.start_span("bench.root", kind=SpanKind.INTERNAL, attributes=agent).end()
     found[_NO_RUN] = lambda: tracer.start_span("bench.root", kind=SpanKind.INTERNAL, attributes=chat).end()
     return found

@@ -151,12 +151,10 @@ class _Runs(SpanProcessor):
         self.open: dict[int, int] = {}  # trace id -> span id of the run's root
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
-        if span.context.trace_id in self.open:
-            return
-        if span.name != names.SPAN_SAMPLING and (span.attributes or {}).get(names.GEN_AI_OPERATION_NAME) \
-                not in names.AGENT_OPERATIONS:
-            return
-        self.open[span.context.trace_id] = span.context.span_id
+        operation = (span.attributes or {}).get(names.GEN_AI_OPERATION_NAME)
+        starts_a_run = span.name == names.SPAN_SAMPLING or operation in names.AGENT_OPERATIONS
+        if starts_a_run and span.context.trace_id not in self.open:
+            self.open[span.context.trace_id] = span.context.span_id
 
     def on_end(self, span: ReadableSpan) -> None:
         context = span.context
