@@ -75,12 +75,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# Static checks (ruff, mypy --strict on otel_sampling/, the import-linter layer contract); configured in
+# Static checks (ruff check and ruff format --check, mypy --strict on otel_sampling/, the import-linter layer contract); configured in
 # pyproject.toml, installed by the dev extra.
 LINT_PATHS := otel_sampling tests examples
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 

@@ -27,8 +27,13 @@ class EvictingTTLCache(TTLCache[Any, Any]):
         timer: the clock, seconds (default ``time.monotonic``).
     """
 
-    def __init__(self, maxsize: int, ttl: float, on_evict: Callable[[Any, Any], None],
-                 timer: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        maxsize: int,
+        ttl: float,
+        on_evict: Callable[[Any, Any], None],
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(maxsize, ttl, timer)
         self._on_evict = on_evict
 

@@ -55,8 +55,13 @@ def capture_mode(environ: Mapping[str, str]) -> CaptureMode:
         return NO_CAPTURE
     mode = _MODES.get(raw.upper())
     if mode is None:
-        report_once(logging.WARNING, "%s=%r is not one of %s; content is not captured",
-                    names.ENV_CAPTURE_MESSAGE_CONTENT, raw, ", ".join(names.CAPTURE_MODES))
+        report_once(
+            logging.WARNING,
+            "%s=%r is not one of %s; content is not captured",
+            names.ENV_CAPTURE_MESSAGE_CONTENT,
+            raw,
+            ", ".join(names.CAPTURE_MODES),
+        )
         return NO_CAPTURE
     return mode
 
@@ -71,9 +76,11 @@ class Content(NamedTuple):
     def attributes(self, max_length: int) -> dict[str, str]:
         """The semconv content attributes, each a JSON string of at most ``max_length`` characters."""
         out = {}
-        for key, value in ((names.GEN_AI_SYSTEM_INSTRUCTIONS, self.system_instructions),
-                           (names.GEN_AI_INPUT_MESSAGES, self.input_messages),
-                           (names.GEN_AI_OUTPUT_MESSAGES, self.output_messages)):
+        for key, value in (
+            (names.GEN_AI_SYSTEM_INSTRUCTIONS, self.system_instructions),
+            (names.GEN_AI_INPUT_MESSAGES, self.input_messages),
+            (names.GEN_AI_OUTPUT_MESSAGES, self.output_messages),
+        ):
             if value:
                 out[key] = _printable_json(json.dumps(value, ensure_ascii=False, default=str))[:max_length]
         return out

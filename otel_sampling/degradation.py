@@ -110,8 +110,10 @@ class Degradation:
         self.exit()
 
     def __repr__(self) -> str:
-        return (f"Degradation(component={self.component!r}, reason={self.reason!r}, owner={self.owner!r}, "
-                f"expires_at={self.expires_at.isoformat()!r})")
+        return (
+            f"Degradation(component={self.component!r}, reason={self.reason!r}, owner={self.owner!r}, "
+            f"expires_at={self.expires_at.isoformat()!r})"
+        )
 
 
 def degraded(component: str, reason: str, owner: str, expires_at: dt.datetime | str) -> Degradation:
@@ -148,9 +150,12 @@ def canary() -> Iterator[None]:
 def _count_transition(degradation: Degradation, direction: str) -> None:
     try:
         telemetry = state.api_instruments()
-        telemetry.degradation_transitions.add(1, {
-            names.DEGRADATION_COMPONENT: telemetry.component_label.value(degradation.component),
-            names.DEGRADATION_DIRECTION: direction,
-        })
+        telemetry.degradation_transitions.add(
+            1,
+            {
+                names.DEGRADATION_COMPONENT: telemetry.component_label.value(degradation.component),
+                names.DEGRADATION_DIRECTION: direction,
+            },
+        )
     except Exception:
         logger.debug("otel-sampling: could not count a degradation transition", exc_info=True)

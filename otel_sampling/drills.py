@@ -80,8 +80,15 @@ class Drill:
 
     __slots__ = ("name", "target_model", "duration", "failure", "owner", "degradation")
 
-    def __init__(self, name: str, *, target_model: str, duration: float | dt.timedelta,
-                 failure: str = names.DRILL_FAILURE_OVERLOADED, owner: str = DEFAULT_OWNER) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        target_model: str,
+        duration: float | dt.timedelta,
+        failure: str = names.DRILL_FAILURE_OVERLOADED,
+        owner: str = DEFAULT_OWNER,
+    ) -> None:
         self.name = host_text("drill name", name)
         self.target_model = host_text("drill target_model", target_model)
         self.duration = _seconds(duration)
@@ -147,12 +154,20 @@ class Drill:
         self.stop()
 
     def __repr__(self) -> str:
-        return (f"Drill({self.name!r}, target_model={self.target_model!r}, duration={self.duration!r}, "
-                f"failure={self.failure!r})")
+        return (
+            f"Drill({self.name!r}, target_model={self.target_model!r}, duration={self.duration!r}, "
+            f"failure={self.failure!r})"
+        )
 
 
-def drill(name: str, *, target_model: str, duration: float | dt.timedelta,
-          failure: str = names.DRILL_FAILURE_OVERLOADED, owner: str = DEFAULT_OWNER) -> Drill:
+def drill(
+    name: str,
+    *,
+    target_model: str,
+    duration: float | dt.timedelta,
+    failure: str = names.DRILL_FAILURE_OVERLOADED,
+    owner: str = DEFAULT_OWNER,
+) -> Drill:
     """A drill: use it as a ``with`` / ``async with`` block, or call ``.start()`` / ``.stop()``.
 
     See :class:`Drill` for the arguments and the errors raised.
@@ -198,8 +213,12 @@ def follow_schedule(schedules: Sequence[Any]) -> None:
             if len(registry.started_windows) >= state.MAX_DRILLS * 64:  # a long-lived process: old windows go
                 registry.started_windows.clear()
             registry.started_windows[key] = None
-        scheduled = Drill(schedule.name, target_model=schedule.target_model,
-                          duration=(window[1] - now).total_seconds(), failure=schedule.failure)
+        scheduled = Drill(
+            schedule.name,
+            target_model=schedule.target_model,
+            duration=(window[1] - now).total_seconds(),
+            failure=schedule.failure,
+        )
         try:
             scheduled.start()
         except RuntimeError:
@@ -225,8 +244,9 @@ def _end(ended: Drill, outcome: str) -> None:
         state.watchdog.unregister(_sweep)
     try:
         telemetry = state.api_instruments()
-        telemetry.drills.add(1, {names.DRILL_NAME: telemetry.drill_name_label.value(ended.name),
-                                 names.DRILL_OUTCOME: outcome})
+        telemetry.drills.add(
+            1, {names.DRILL_NAME: telemetry.drill_name_label.value(ended.name), names.DRILL_OUTCOME: outcome}
+        )
     except Exception:
         logger.debug("otel-sampling: could not count a drill", exc_info=True)
 

@@ -22,8 +22,15 @@ logger = logging.getLogger(__name__)
 _LABEL_MAX_LENGTH = 128  # a label is a category ("pass", "relevant"), not a text
 
 
-def record_evaluation(name: str, score: float, run: runs.Run | None = None, *, label: str | None = None,
-                      explanation: str | None = None, response_id: str | None = None) -> None:
+def record_evaluation(
+    name: str,
+    score: float,
+    run: runs.Run | None = None,
+    *,
+    label: str | None = None,
+    explanation: str | None = None,
+    response_id: str | None = None,
+) -> None:
     """Record one evaluation score in ``otel_sampling.evaluation.score`` (histogram, unit ``1``) and
     as a ``gen_ai.evaluation.result`` event.
 
@@ -78,23 +85,38 @@ def record_evaluation(name: str, score: float, run: runs.Run | None = None, *, l
     try:
         telemetry = state.api_instruments()
         try:
-            telemetry.evaluation_score.record(float(score), {
-                names.GEN_AI_EVALUATION_NAME: telemetry.evaluation_name_label.value(name),
-                names.DEGRADATION_MODE: mode,
-            })
+            telemetry.evaluation_score.record(
+                float(score),
+                {
+                    names.GEN_AI_EVALUATION_NAME: telemetry.evaluation_name_label.value(name),
+                    names.DEGRADATION_MODE: mode,
+                },
+            )
         finally:  # the event goes out even when the histogram failed
             _emit_result(telemetry, name, float(score), mode, label, explanation, response_id)
     except Exception:  # our failure is not the host's
         logger.debug("otel-sampling: could not record an evaluation", exc_info=True)
 
 
-def _emit_result(telemetry: Any, name: str, score: float, mode: str, label: str | None, explanation: str | None,
-                 response_id: str | None) -> None:
+def _emit_result(
+    telemetry: Any,
+    name: str,
+    score: float,
+    mode: str,
+    label: str | None,
+    explanation: str | None,
+    response_id: str | None,
+) -> None:
     max_length = telemetry.settings.attribute_max_length
-    attributes: dict[str, Any] = {names.GEN_AI_EVALUATION_NAME: clean(name, max_length),
-                                  names.GEN_AI_EVALUATION_SCORE_VALUE: score, names.DEGRADATION_MODE: mode}
-    for key, value, limit in ((names.GEN_AI_EVALUATION_SCORE_LABEL, label, _LABEL_MAX_LENGTH),
-                              (names.GEN_AI_RESPONSE_ID, response_id, max_length)):
+    attributes: dict[str, Any] = {
+        names.GEN_AI_EVALUATION_NAME: clean(name, max_length),
+        names.GEN_AI_EVALUATION_SCORE_VALUE: score,
+        names.DEGRADATION_MODE: mode,
+    }
+    for key, value, limit in (
+        (names.GEN_AI_EVALUATION_SCORE_LABEL, label, _LABEL_MAX_LENGTH),
+        (names.GEN_AI_RESPONSE_ID, response_id, max_length),
+    ):
         if value:
             attributes[key] = clean(value, limit)
     if explanation and content.capture_mode(os.environ).event:  # it may quote content: GenAI opt-in

@@ -30,8 +30,9 @@ def parse(value: Any, what: str) -> dt.datetime:
     if not isinstance(value, dt.datetime):
         raise TypeError(f"{what} must be a datetime or an ISO 8601 string, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"{what} must be timezone-aware: an ISO 8601 date-time with a UTC offset "
-                         "(e.g. 2026-12-01T00:00:00Z)")
+        raise ValueError(
+            f"{what} must be timezone-aware: an ISO 8601 date-time with a UTC offset (e.g. 2026-12-01T00:00:00Z)"
+        )
     try:
         return value.astimezone(dt.timezone.utc)
     except OverflowError:  # 9999-12-31T23:59:59-01:00 is past datetime.max in UTC

@@ -210,13 +210,16 @@ def create(meter: metrics.Meter, spec: Spec, callbacks: Sequence[Callback] = ())
         return meter.create_counter(spec.name, unit=spec.unit, description=spec.description)
     if spec.kind == HISTOGRAM:
         advisory = list(spec.buckets) if spec.buckets is not None else None
-        return meter.create_histogram(spec.name, unit=spec.unit, description=spec.description,
-                                      explicit_bucket_boundaries_advisory=advisory)
+        return meter.create_histogram(
+            spec.name, unit=spec.unit, description=spec.description, explicit_bucket_boundaries_advisory=advisory
+        )
     if spec.kind == UP_DOWN_COUNTER:
-        return meter.create_observable_up_down_counter(spec.name, callbacks=list(callbacks), unit=spec.unit,
-                                                       description=spec.description)
-    return meter.create_observable_gauge(spec.name, callbacks=list(callbacks), unit=spec.unit,
-                                         description=spec.description)
+        return meter.create_observable_up_down_counter(
+            spec.name, callbacks=list(callbacks), unit=spec.unit, description=spec.description
+        )
+    return meter.create_observable_gauge(
+        spec.name, callbacks=list(callbacks), unit=spec.unit, description=spec.description
+    )
 
 
 def recorded_in(span: trace.Span) -> Context:
@@ -232,7 +235,6 @@ def recorded_in(span: trace.Span) -> Context:
     return trace.set_span_in_context(span, Context())
 
 
-
 class Instruments:
     """Tracer, meter, metric instruments and bounded label sets for one instrumentor.
 
@@ -246,10 +248,14 @@ class Instruments:
             :func:`otel_sampling.state.in_flight_store`); by default a store of this set's own.
     """
 
-    def __init__(self, settings: Settings, tracer_provider: trace.TracerProvider | None = None,
-                 meter_provider: metrics.MeterProvider | None = None,
-                 logger_provider: LoggerProvider | None = None,
-                 in_flight: Callable[[metrics.MeterProvider | None, metrics.Meter], InFlight] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
+        in_flight: Callable[[metrics.MeterProvider | None, metrics.Meter], InFlight] | None = None,
+    ) -> None:
         self.settings = settings
         self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
         # Events (GenAI content capture) are log records; the global logger provider by default.
@@ -327,10 +333,14 @@ class ApiInstruments:
         logger_provider: for the evaluation events; defaults to the global logger provider.
     """
 
-    def __init__(self, settings: Settings, degradation_counts: Callable[[], tuple[Counts, Counts]],
-                 tracer_provider: trace.TracerProvider | None = None,
-                 meter_provider: metrics.MeterProvider | None = None,
-                 logger_provider: LoggerProvider | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        degradation_counts: Callable[[], tuple[Counts, Counts]],
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
+    ) -> None:
         self._degradation_counts = degradation_counts
         self.settings = settings
         self.tracer_provider = tracer_provider

@@ -169,11 +169,37 @@ UNIT_TOKEN: Final = "{token}"
 MCP_DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 # GenAI semconv advice for gen_ai.client.operation.duration, seconds.
 GEN_AI_DURATION_BUCKETS: Final = (
-    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
 )
 # GenAI semconv advice for gen_ai.client.token.usage, tokens.
 GEN_AI_TOKEN_BUCKETS: Final = (
-    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+    1,
+    4,
+    16,
+    64,
+    256,
+    1024,
+    4096,
+    16384,
+    65536,
+    262144,
+    1048576,
+    4194304,
+    16777216,
+    67108864,
 )
 
 # ---------------------------------------------------------------- request context, degraded mode, substitution, cost

@@ -174,7 +174,8 @@ def installed() -> GenaiPrices | None:
         from genai_prices import __version__
         from genai_prices.data import providers
     except Exception:  # not installed (ImportError) or broken: no price source, the host goes on
-        logger.debug("otel-sampling: genai-prices is not available; only the policy's price table prices calls",
-                     exc_info=True)
+        logger.debug(
+            "otel-sampling: genai-prices is not available; only the policy's price table prices calls", exc_info=True
+        )
         return None
     return GenaiPrices(providers, __version__)

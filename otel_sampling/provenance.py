@@ -33,8 +33,9 @@ FIELDS = ("model", "provider", "region", "mode", "config_id", "created_at")
 _COMPARED = ("mode", "model", "provider", "region", "config_id")  # created_at always differs
 
 
-def stamp(*, model: str | None = None, provider: str | None = None, region: str | None = None,
-          config_id: str | None = None) -> dict[str, str | None]:
+def stamp(
+    *, model: str | None = None, provider: str | None = None, region: str | None = None, config_id: str | None = None
+) -> dict[str, str | None]:
     """The provenance of an answer produced now, as a small JSON-safe dict to store with it.
 
     Keys (all strings, or None when unknown): ``model``, ``provider``, ``region`` (default: the
@@ -88,8 +89,9 @@ def lookup(hit: bool, stamp: Mapping[str, Any] | None = None) -> str:
     entry_mode = stamp.get("mode") if hit and isinstance(stamp, Mapping) else None
     if entry_mode in names.MODES and isinstance(stamp, Mapping):
         now = _current_stamp()
-        differs = any(stamp.get(key) is not None and now[key] is not None and stamp.get(key) != now[key]
-                      for key in _COMPARED)
+        differs = any(
+            stamp.get(key) is not None and now[key] is not None and stamp.get(key) != now[key] for key in _COMPARED
+        )
         match = names.CACHE_MISMATCH if differs else names.CACHE_MATCH
     else:
         entry_mode, match = names.CACHE_UNSTAMPED, names.CACHE_UNSTAMPED
@@ -119,8 +121,9 @@ def _policy_digest() -> str | None:
         digested = _digested
         if digested is not None and digested[0] is policy:
             return digested[1]
-        content = repr((sorted(policy.servers.items()), sorted(policy.prices.items()),
-                        sorted(policy.endpoints.items())))
+        content = repr(
+            (sorted(policy.servers.items()), sorted(policy.prices.items()), sorted(policy.endpoints.items()))
+        )
     except Exception:  # our failure is not the host's: the stamp goes without a config id
         logger.debug("otel-sampling: could not digest the policy", exc_info=True)
         return None

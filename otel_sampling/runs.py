@@ -74,7 +74,7 @@ def disclose(message: str, kind: str = "inline") -> None:
         if span.is_recording():
             attributes: dict[str, Any] = {names.DISCLOSURE_KIND: kind, names.DISCLOSURE_MESSAGE_LENGTH: len(message)}
             if content.capture_mode(os.environ).span:  # the message is span content (GenAI opt-in)
-                attributes[names.DISCLOSURE_MESSAGE] = message[:state.api_instruments().settings.attribute_max_length]
+                attributes[names.DISCLOSURE_MESSAGE] = message[: state.api_instruments().settings.attribute_max_length]
             span.add_event(names.EVENT_DISCLOSURE, attributes)
     except Exception:
         logger.debug("otel-sampling: could not record a disclosure", exc_info=True)

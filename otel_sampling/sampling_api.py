@@ -31,9 +31,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: Reasons :func:`sampling_error` accepts; all but the user's rejection get the policy refusal code.
-REASONS = (names.ENDING_USER_DENIED, names.ENDING_POLICY_DENIED, names.ENDING_BUDGET_EXHAUSTED,
-           names.ENDING_MODEL_UNAVAILABLE)
+REASONS = (
+    names.ENDING_USER_DENIED,
+    names.ENDING_POLICY_DENIED,
+    names.ENDING_BUDGET_EXHAUSTED,
+    names.ENDING_MODEL_UNAVAILABLE,
+)
 _GRANTED_BY_MAX_LENGTH = 128
+
+
 def grant_context(scope: str) -> bool:
     """Report the ``includeContext`` scope the host granted to the sampling request being handled.
 
@@ -66,8 +72,7 @@ def grant_context(scope: str) -> bool:
     return True
 
 
-def sampling_error(reason: str, message: str,
-                   resets_at: datetime.datetime | str | None = None) -> mcp_types.ErrorData:
+def sampling_error(reason: str, message: str, resets_at: datetime.datetime | str | None = None) -> mcp_types.ErrorData:
     """A well-formed MCP ``ErrorData`` for denying a ``sampling/createMessage`` request.
 
     Return it from the sampling callback, or raise ``mcp.MCPError.from_error_data(...)``; both
@@ -174,12 +179,15 @@ def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_b
         instruments.sampling_grants.add(1, attributes, context=context)
         instruments.sampling_granted_usd.add(add_usd, attributes, context=context)
         max_length = instruments.settings.attribute_max_length
-        span.add_event(names.EVENT_SAMPLING_GRANT, {
-            names.MCP_SERVER_NAME: clean(server, max_length),
-            names.SAMPLING_GRANT_ADD_USD: add_usd,
-            names.SAMPLING_GRANT_EXPIRES_AT: expires,
-            names.SAMPLING_GRANT_GRANTED_BY: clean(granted_by, _GRANTED_BY_MAX_LENGTH),
-        })
+        span.add_event(
+            names.EVENT_SAMPLING_GRANT,
+            {
+                names.MCP_SERVER_NAME: clean(server, max_length),
+                names.SAMPLING_GRANT_ADD_USD: add_usd,
+                names.SAMPLING_GRANT_EXPIRES_AT: expires,
+                names.SAMPLING_GRANT_GRANTED_BY: clean(granted_by, _GRANTED_BY_MAX_LENGTH),
+            },
+        )
         if ledger.last_ending(server) != names.ENDING_BUDGET_EXHAUSTED:
             record_violation(instruments, span, names.VIOLATION_GRANT_WITHOUT_EXHAUSTION, label)
     finally:

@@ -138,7 +138,8 @@ class Settings:
             identity_ttl_seconds=_positive_int(env, names.ENV_IDENTITY_TTL_SECONDS, DEFAULT_IDENTITY_TTL_SECONDS),
             max_pending=_positive_int(env, names.ENV_MAX_PENDING, DEFAULT_MAX_PENDING),
             unanswered_after_seconds=_positive_int(
-                env, names.ENV_UNANSWERED_AFTER_SECONDS, DEFAULT_UNANSWERED_AFTER_SECONDS),
+                env, names.ENV_UNANSWERED_AFTER_SECONDS, DEFAULT_UNANSWERED_AFTER_SECONDS
+            ),
             fingerprint_key=_fingerprint_key(env),
             omit_fingerprint=_boolean(env, names.ENV_OMIT_FINGERPRINT),
             propagate_to_provider=not _boolean(env, names.ENV_OMIT_PROVIDER_TRACE_CONTEXT),
@@ -154,8 +155,11 @@ def settings_for_instrument(environ: Mapping[str, str] | None = None) -> Setting
     try:
         return Settings.from_env(environ)
     except Exception as exc:  # noqa: BLE001 - PolicyError, or anything else the file provokes: reported, never the host's problem
-        report_once(logging.ERROR, "otel-sampling: policy file ignored, substitutions stay unjudged until it "
-                     "is fixed: %s", str(exc))
+        report_once(
+            logging.ERROR,
+            "otel-sampling: policy file ignored, substitutions stay unjudged until it is fixed: %s",
+            str(exc),
+        )
         env = os.environ if environ is None else environ
         return Settings.from_env({k: v for k, v in env.items() if k != names.ENV_POLICY})
 
@@ -190,15 +194,22 @@ def _fingerprint_key(env: Mapping[str, str]) -> bytes | None:
     if not raw:
         return None
     if len(raw) < FINGERPRINT_KEY_MIN_LENGTH:
-        report_once(logging.WARNING, "%s is shorter than %d characters; using a random key of this process "
-                    "(fingerprints then differ between processes)", names.ENV_FINGERPRINT_KEY,
-                    FINGERPRINT_KEY_MIN_LENGTH)
+        report_once(
+            logging.WARNING,
+            "%s is shorter than %d characters; using a random key of this process "
+            "(fingerprints then differ between processes)",
+            names.ENV_FINGERPRINT_KEY,
+            FINGERPRINT_KEY_MIN_LENGTH,
+        )
         return None
     try:  # surrogateescape: the bytes the environment held, also when not UTF-8 (POSIX decodes os.environ so)
         return raw.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a lone surrogate from a mapping built in code: no bytes to key with
-        report_once(logging.WARNING, "%s cannot be encoded as bytes; using a random key of this process",
-                    names.ENV_FINGERPRINT_KEY)
+        report_once(
+            logging.WARNING,
+            "%s cannot be encoded as bytes; using a random key of this process",
+            names.ENV_FINGERPRINT_KEY,
+        )
         return None
 
 
@@ -222,18 +233,30 @@ def policy_refusal_code(environ: Mapping[str, str] | None = None) -> int:
     except ValueError:
         code = None
     legacy = code == names.ERROR_CODE_POLICY_REFUSAL_LEGACY
-    if code is None or code not in _INT32 or code == names.ERROR_CODE_USER_REJECTED or (
-            code in _RESERVED_CODES and not legacy):
-        report_once(logging.WARNING, "%s=%r is not an integer outside JSON-RPC's reserved -32768..-32000 "
-                    "(nor -32003, nor -1); using %d", names.ENV_POLICY_REFUSAL_CODE, raw[:64],
-                    names.ERROR_CODE_POLICY_REFUSAL)
+    if (
+        code is None
+        or code not in _INT32
+        or code == names.ERROR_CODE_USER_REJECTED
+        or (code in _RESERVED_CODES and not legacy)
+    ):
+        report_once(
+            logging.WARNING,
+            "%s=%r is not an integer outside JSON-RPC's reserved -32768..-32000 (nor -32003, nor -1); using %d",
+            names.ENV_POLICY_REFUSAL_CODE,
+            raw[:64],
+            names.ERROR_CODE_POLICY_REFUSAL,
+        )
         return names.ERROR_CODE_POLICY_REFUSAL
     return code
 
 
 def _price_source(env: Mapping[str, str]) -> price_source.PriceSource | None:
-    chosen = _choice(env, names.ENV_PRICE_SOURCE, (names.PRICE_SOURCE_GENAI_PRICES, names.PRICE_SOURCE_NONE),
-                     names.PRICE_SOURCE_GENAI_PRICES)
+    chosen = _choice(
+        env,
+        names.ENV_PRICE_SOURCE,
+        (names.PRICE_SOURCE_GENAI_PRICES, names.PRICE_SOURCE_NONE),
+        names.PRICE_SOURCE_GENAI_PRICES,
+    )
     return None if chosen == names.PRICE_SOURCE_NONE else price_source.installed()
 
 
@@ -254,8 +277,9 @@ def _header_names(env: Mapping[str, str], key: str, default: tuple[str, ...]) ->
         if _HEADER_TOKEN.match(entry) is None:
             report_once(logging.WARNING, "%s: %r is not an HTTP header name; left out", key, entry[:64])
         elif len(found) >= MAX_SERVED_MODEL_HEADERS:
-            report_once(logging.WARNING, "%s names more than %d headers; the rest are left out", key,
-                        MAX_SERVED_MODEL_HEADERS)
+            report_once(
+                logging.WARNING, "%s names more than %d headers; the rest are left out", key, MAX_SERVED_MODEL_HEADERS
+            )
             break
         else:
             found.append(entry)

@@ -36,7 +36,6 @@ from otel_sampling.rules.degraded_mode import reasons_of
 logger = logging.getLogger(__name__)
 
 
-
 class DegradationSpanProcessor(SpanProcessor):
     """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.records.run` about every span."""
 
@@ -64,9 +63,9 @@ def _stamp(span: Span, reasons: tuple[str, ...]) -> None:
     own = reasons_of((span.attributes or {}).get(names.DEGRADATION_REASON))  # stays first
     attributes: dict[str, Any] = {
         names.DEGRADATION_MODE: names.MODE_DEGRADED,
-        names.DEGRADATION_REASON: list(dict.fromkeys(own + reasons))[:state.MAX_STAMPED],
+        names.DEGRADATION_REASON: list(dict.fromkeys(own + reasons))[: state.MAX_STAMPED],
     }
-    active = state.active_degradations()[:state.MAX_STAMPED]
+    active = state.active_degradations()[: state.MAX_STAMPED]
     if active:  # who answers for each active degradation, and until when (one entry each, entry order)
         attributes[names.DEGRADATION_COMPONENT] = [d.component for d in active]
         attributes[names.DEGRADATION_OWNER] = [d.owner for d in active]

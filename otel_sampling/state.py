@@ -241,19 +241,27 @@ _api_lock = locks.new()
 _api: ApiInstruments | None = None
 
 
-def bind_api(settings: Settings, tracer_provider: trace.TracerProvider | None = None,
-             meter_provider: metrics.MeterProvider | None = None,
-             logger_provider: LoggerProvider | None = None) -> ApiInstruments:
+def bind_api(
+    settings: Settings,
+    tracer_provider: trace.TracerProvider | None = None,
+    meter_provider: metrics.MeterProvider | None = None,
+    logger_provider: LoggerProvider | None = None,
+) -> ApiInstruments:
     """Make the public API record through these providers (every ``instrument()`` calls it).
     Binding again to the same providers keeps the existing set, so the observable gauges are
     registered once per meter provider."""
     global _api
     with _api_lock:
         bound = _api
-        if bound is None or bound.tracer_provider is not tracer_provider or bound.meter_provider is not meter_provider \
-                or bound.logger_provider is not logger_provider:
-            _api = bound = ApiInstruments(settings, degradation_counts, tracer_provider, meter_provider,
-                                          logger_provider)
+        if (
+            bound is None
+            or bound.tracer_provider is not tracer_provider
+            or bound.meter_provider is not meter_provider
+            or bound.logger_provider is not logger_provider
+        ):
+            _api = bound = ApiInstruments(
+                settings, degradation_counts, tracer_provider, meter_provider, logger_provider
+            )
         return bound
 
 
@@ -460,9 +468,11 @@ def forget_after_fork(store: PerProcess) -> None:
 
 def _after_fork_in_child() -> None:
     """The at-fork handler (see the module docstring); never raises into the host's ``fork()``."""
-    steps: tuple[Callable[[], Any], ...] = (locks.reinit_after_fork,
-                                            *(store.forget for store in list(_per_process)),
-                                            watchdog.restart_after_fork)
+    steps: tuple[Callable[[], Any], ...] = (
+        locks.reinit_after_fork,
+        *(store.forget for store in list(_per_process)),
+        watchdog.restart_after_fork,
+    )
     for step in steps:
         try:
             step()

@@ -44,7 +44,7 @@ def transport(cassette: dict[str, Any], *, asynchronous: bool = False) -> httpx2
 
     def pieces() -> Iterator[bytes]:
         for start in range(0, len(body), CHUNK_SIZE):
-            yield body[start:start + CHUNK_SIZE]
+            yield body[start : start + CHUNK_SIZE]
 
     async def async_pieces() -> AsyncIterator[bytes]:
         for piece in pieces():
@@ -52,8 +52,9 @@ def transport(cassette: dict[str, Any], *, asynchronous: bool = False) -> httpx2
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         assert (request.method, request.url.path) == (recorded["method"], recorded["path"])
-        return httpx2.Response(answer["status"], headers=answer.get("headers") or {},
-                               content=async_pieces() if asynchronous else pieces())
+        return httpx2.Response(
+            answer["status"], headers=answer.get("headers") or {}, content=async_pieces() if asynchronous else pieces()
+        )
 
     return httpx2.MockTransport(handler)
 

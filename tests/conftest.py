@@ -44,14 +44,24 @@ def _mcp_major() -> int | None:
 # The mcp 1.x cells of `make test-matrix`: modules written against the mcp 2.x API are left out.
 # They import `mcp_types` (a package only mcp 2.x brings), or are named here when they use other
 # 2.x-only names; mcp 1.x has its own module, test_mcp_v1.py.
-_MCP2_ONLY = {"test_lifecycle.py", "test_in_flight.py", "test_prometheus_e2e.py", "test_five_numbers_demo.py",
-              "test_fleet.py", "test_mcp_connections.py", "test_mcp_tool_call.py"}
+_MCP2_ONLY = {
+    "test_lifecycle.py",
+    "test_in_flight.py",
+    "test_prometheus_e2e.py",
+    "test_five_numbers_demo.py",
+    "test_fleet.py",
+    "test_mcp_connections.py",
+    "test_mcp_tool_call.py",
+}
 if _mcp_major() == 1:
     _sources = {p.name: p.read_text(encoding="utf-8") for p in HERE.glob("test_*.py")}
     _ignored = {name for name, text in _sources.items() if name in _MCP2_ONLY or "mcp_types" in text}
     while True:  # and the modules that import one of those
-        _more = {name for name, text in _sources.items() if name not in _ignored
-                 and any(f"from {other[:-3]} import" in text for other in _ignored)}
+        _more = {
+            name
+            for name, text in _sources.items()
+            if name not in _ignored and any(f"from {other[:-3]} import" in text for other in _ignored)
+        }
         if not _more:
             break
         _ignored |= _more
@@ -62,8 +72,11 @@ if _mcp_major() == 1:
 # it in a row, so its module-scoped fixtures run once. Modules that share a session-scoped fixture
 # too expensive to run once per worker are one unit. (xdist's `loadgroup` would do this, but it
 # marks a test's group in its node id, which pytest 9.2 no longer lets it change: pytest-xdist#1386.)
-SHARED_UNITS = {"test_prometheus_e2e.py": "triage-host", "test_five_numbers_demo.py": "triage-host",
-                "test_vmalert.py": "triage-host"}
+SHARED_UNITS = {
+    "test_prometheus_e2e.py": "triage-host",
+    "test_five_numbers_demo.py": "triage-host",
+    "test_vmalert.py": "triage-host",
+}
 # The units holding a test with one of these marks are handed out first (`--no-loadscope-reorder`
 # keeps the collection order): they are the long ones, and a long unit handed out last leaves the
 # other worker idle while it runs.
@@ -111,13 +124,16 @@ class Telemetry:
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
 
     def spans(self, name: str | None = None, scope: str | None = "otel_sampling") -> list:
-        return [s for s in SPANS.get_finished_spans()
-                if (name is None or s.name == name) and (scope is None or s.instrumentation_scope.name == scope)]
+        return [
+            s
+            for s in SPANS.get_finished_spans()
+            if (name is None or s.name == name) and (scope is None or s.instrumentation_scope.name == scope)
+        ]
 
     def points(self, metric: str) -> list:
         data = self.reader.get_metrics_data()
         found = []
-        for rm in (data.resource_metrics if data else ()):
+        for rm in data.resource_metrics if data else ():
             for sm in rm.scope_metrics:
                 for m in sm.metrics:
                     if m.name == metric:
@@ -141,8 +157,9 @@ def telemetry() -> Iterator[Telemetry]:
     t.meter_provider.shutdown()
 
 
-def with_policy(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy_toml: str,
-                *classes) -> Iterator[Telemetry]:
+def with_policy(
+    telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy_toml: str, *classes
+) -> Iterator[Telemetry]:
     """``policy_toml`` as the OTEL_SAMPLING_POLICY file (read at instrument()), then ``classes`` instrumented."""
     path = tmp_path / "policy.toml"
     path.write_text(policy_toml)
@@ -210,12 +227,23 @@ def triage_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleName
     demo = load_triage_demo()
     port = demo.free_port()
     log = tmp_path_factory.mktemp("triage") / "host.log"
-    command = [str(Path(sys.executable).parent / "opentelemetry-instrument"), sys.executable,
-               str(TRIAGE / "host.py"), "--hold"]
+    command = [
+        str(Path(sys.executable).parent / "opentelemetry-instrument"),
+        sys.executable,
+        str(TRIAGE / "host.py"),
+        "--hold",
+    ]
     with FakeProvider() as provider, OTLPReceiver() as receiver, log.open("w") as log_file:
         env = demo.host_env(provider.url, receiver.endpoint, port)
-        host = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=log_file, text=True, start_new_session=True)
+        host = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            text=True,
+            start_new_session=True,
+        )
         try:
             lines: queue.Queue[str | None] = queue.Queue()
             threading.Thread(target=demo.pump, args=(host.stdout, lines), daemon=True).start()
@@ -264,19 +292,28 @@ if sys.version_info < (3, 11):  # anyio brings the backport there
 from otel_sampling import names  # noqa: E402
 
 # Text as a hostile peer sends it: controls, bidi overrides, lone surrogates, long runs.
-hostile_text = st.text(st.characters(codec=None, categories=None), max_size=64) | st.sampled_from(
-    ["", "\x00", "\ud800", "\u202e", "timed out after 1s", "policy.denied", "completed"]) | st.integers(
-    1000, 20_000).map(lambda n: "x" * n)
+hostile_text = (
+    st.text(st.characters(codec=None, categories=None), max_size=64)
+    | st.sampled_from(["", "\x00", "\ud800", "\u202e", "timed out after 1s", "policy.denied", "completed"])
+    | st.integers(1000, 20_000).map(lambda n: "x" * n)
+)
 codes = st.integers(min_value=-(2**63), max_value=2**63) | st.sampled_from([-1, -32001, -32003, -32600, -32603, 0])
 json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | hostile_text
-json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=4)
-                          | st.dictionaries(hostile_text, inner, max_size=4), max_leaves=20)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(hostile_text, inner, max_size=4),
+    max_leaves=20,
+)
 #: ``ErrorData.data`` as sent: any JSON, or a mapping whose ``reason`` may or may not be an ending.
 frame_data = json_value | st.fixed_dictionaries(
     {"reason": st.sampled_from(names.ENDINGS) | hostile_text | json_leaf},
-    optional={"resetsAt": json_leaf, "extra": json_value})
-stop_reasons = st.none() | st.sampled_from(["endTurn", "stopSequence", "maxTokens", "refusal", "content_filter",
-                                            "toolUse"]) | hostile_text
+    optional={"resetsAt": json_leaf, "extra": json_value},
+)
+stop_reasons = (
+    st.none()
+    | st.sampled_from(["endTurn", "stopSequence", "maxTokens", "refusal", "content_filter", "toolUse"])
+    | hostile_text
+)
 
 
 def exception_of(kind: str, code: int, message: str, data: Any) -> BaseException:
@@ -291,15 +328,35 @@ def exception_of(kind: str, code: int, message: str, data: Any) -> BaseException
         return BaseExceptionGroup("g", [ValueError(message), MCPError(code=code, message=message)])
     if kind == "nested group":
         return BaseExceptionGroup("g", [BaseExceptionGroup("h", [ValueError(message)])])
-    return {"cancelled": asyncio.CancelledError, "timeout": TimeoutError, "value": ValueError,
-            "runtime": RuntimeError, "key": KeyError, "keyboard": KeyboardInterrupt, "exit": SystemExit,
-            "os": OSError}[kind](message)
+    return {
+        "cancelled": asyncio.CancelledError,
+        "timeout": TimeoutError,
+        "value": ValueError,
+        "runtime": RuntimeError,
+        "key": KeyError,
+        "keyboard": KeyboardInterrupt,
+        "exit": SystemExit,
+        "os": OSError,
+    }[kind](message)
 
 
-EXCEPTION_KINDS = ("mcp", "group", "nested group", "wide group", "cancelled", "timeout", "value", "runtime", "key",
-                   "keyboard", "exit", "os")
-exceptions = st.builds(exception_of, st.sampled_from(EXCEPTION_KINDS), codes.filter(lambda c: abs(c) < 2**31),
-                       hostile_text, json_value)
+EXCEPTION_KINDS = (
+    "mcp",
+    "group",
+    "nested group",
+    "wide group",
+    "cancelled",
+    "timeout",
+    "value",
+    "runtime",
+    "key",
+    "keyboard",
+    "exit",
+    "os",
+)
+exceptions = st.builds(
+    exception_of, st.sampled_from(EXCEPTION_KINDS), codes.filter(lambda c: abs(c) < 2**31), hostile_text, json_value
+)
 
 
 # ---------------------------------------------------------------- a host calling the real anthropic SDK
@@ -317,18 +374,25 @@ def provider_host_callback(fake_provider: FakeProvider, primary_scenario: str = 
         try:
             try:
                 message = await client.messages.create(
-                    model="claude-sonnet-5-5", max_tokens=params.max_tokens,
+                    model="claude-sonnet-5-5",
+                    max_tokens=params.max_tokens,
                     messages=[{"role": "user", "content": "hi"}],
-                    extra_headers={"x-fake-scenario": primary_scenario})
+                    extra_headers={"x-fake-scenario": primary_scenario},
+                )
             except anthropic.OverloadedError:
                 if fallback is None:
                     return types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"})
                 message = await client.messages.create(
-                    model=fallback, max_tokens=params.max_tokens, messages=[{"role": "user", "content": "hi"}])
+                    model=fallback, max_tokens=params.max_tokens, messages=[{"role": "user", "content": "hi"}]
+                )
         finally:
             await client.close()
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=message.content[0].text),
-                                         model=message.model, stop_reason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(text=message.content[0].text),
+            model=message.model,
+            stop_reason="endTurn",
+        )
 
     return callback
 

@@ -53,13 +53,15 @@ def result(model: str = SERVED, stop_reason: str = "endTurn") -> Any:
     """A ``CreateMessageResult`` (mcp 2.x)."""
     import mcp_types as types
 
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=model,
-                                     stop_reason=stop_reason)
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text="ok"), model=model, stop_reason=stop_reason
+    )
 
 
 def callback_returning(value):
     async def callback(ctx, params):
         return value
+
     return callback
 
 
@@ -128,9 +130,13 @@ def answer() -> Any:
 def sampling_request() -> Any:
     import mcp_types as types
 
-    return types.CreateMessageRequest(params=types.CreateMessageRequestParams(
-        messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))], max_tokens=5,
-        model_preferences=types.ModelPreferences(hints=[types.ModelHint(name="claude-sonnet")])))
+    return types.CreateMessageRequest(
+        params=types.CreateMessageRequestParams(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))],
+            max_tokens=5,
+            model_preferences=types.ModelPreferences(hints=[types.ModelHint(name="claude-sonnet")]),
+        )
+    )
 
 
 def drive_mcp_host(mode: str) -> None:
@@ -152,8 +158,11 @@ def drive_mcp_host(mode: str) -> None:
         async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
             out = await client.call_tool("sample", ARGS)
             assert out.content[0].text == f"{SERVED}|endTurn"
-            ctx = type("Ctx", (), {"request_id": 7, "meta": {
-                "traceparent": "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-01"}})()
+            ctx = type(
+                "Ctx",
+                (),
+                {"request_id": 7, "meta": {"traceparent": "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-01"}},
+            )()
             for returned in (answer(), types.ErrorData(code=-1, message="User rejected sampling request")):
                 behaviour["return"] = returned
                 assert await client.session.dispatch_input_request(ctx, sampling_request()) is returned
@@ -189,9 +198,16 @@ def drive_mcp_server(mode: str) -> None:
 
 ANTHROPIC_KW = {"model": "claude-req", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
 # An anthropic Messages answer as the API sends it (the body an in-process transport returns).
-ANTHROPIC_MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-req",
-                     "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn", "stop_sequence": None,
-                     "usage": {"input_tokens": 3, "output_tokens": 1}}
+ANTHROPIC_MESSAGE = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-req",
+    "content": [{"type": "text", "text": "x"}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 1},
+}
 
 
 def scenario(value: str) -> dict:
@@ -315,17 +331,21 @@ DRIVERS = {
 # Targets no driver here reaches, and why: they open stdio and HTTP transports (the drivers' servers
 # are in-process); test_mcp_sampling.py and test_mcp_connections.py (stdio) and
 # test_mcp_server_side.py (streamable HTTP) drive them for real.
-UNDRIVEN = {"mcp.client.stdio._create_platform_compatible_process",
-            "mcp.client.stdio.stdio_client",
-            "mcp.stdio_client",
-            "mcp.client.streamable_http.StreamableHTTPTransport.__init__",
-            "mcp.client.streamable_http.streamable_http_client"}
+UNDRIVEN = {
+    "mcp.client.stdio._create_platform_compatible_process",
+    "mcp.client.stdio.stdio_client",
+    "mcp.stdio_client",
+    "mcp.client.streamable_http.StreamableHTTPTransport.__init__",
+    "mcp.client.streamable_http.streamable_http_client",
+}
 
 
 def tables() -> dict[type, tuple]:
     """Each instrumentor's target table (the one ``instrument()`` wraps)."""
-    return {cls: cls()._table()[0] for cls in
-            (MCPSamplingInstrumentor, MCPServerSamplingInstrumentor, AnthropicInstrumentor, OpenAIInstrumentor)}
+    return {
+        cls: cls()._table()[0]
+        for cls in (MCPSamplingInstrumentor, MCPServerSamplingInstrumentor, AnthropicInstrumentor, OpenAIInstrumentor)
+    }
 
 
 def resolve(target):
@@ -342,7 +362,7 @@ def snapshot(telemetry) -> dict:
     """Every metric point we recorded: (metric, attributes) -> sum or count."""
     data = telemetry.reader.get_metrics_data()
     out = {}
-    for rm in (data.resource_metrics if data else ()):
+    for rm in data.resource_metrics if data else ():
         for sm in rm.scope_metrics:
             for m in sm.metrics:
                 for p in m.data.data_points:
@@ -393,6 +413,7 @@ class Sandwich:
                 self.below.setdefault(_call_id.get(), []).append(outcome)
 
         if is_async:
+
             async def wrapper(wrapped, instance, args, kwargs):
                 with self._calling(key, above):
                     try:
@@ -403,6 +424,7 @@ class Sandwich:
                     record(("return", out))
                     return out
         else:
+
             def wrapper(wrapped, instance, args, kwargs):
                 with self._calling(key, above):
                     try:
@@ -412,6 +434,7 @@ class Sandwich:
                         raise
                     record(("return", out))
                     return out
+
         return wrapper
 
     def install(self, above: bool) -> None:
@@ -436,7 +459,8 @@ class Sandwich:
                 continue
             # A stream reaches the host as our transparent proxy around the very same object.
             assert isinstance(obj, wrapt.ObjectProxy) and obj.__wrapped__ is below_obj, (
-                f"{key}: the host got {type(obj).__name__}, not the object the function gave")
+                f"{key}: the host got {type(obj).__name__}, not the object the function gave"
+            )
 
 
 class SpanBalance(SpanProcessor):

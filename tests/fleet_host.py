@@ -62,13 +62,25 @@ def sampling_callback(llm: anthropic.AsyncAnthropic, fail_over: bool):
     async def callback(ctx, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         messages = [{"role": "user", "content": "Summarise the ticket"}]
         try:
-            message = await llm.messages.create(model=PRIMARY_MODEL, max_tokens=params.max_tokens, messages=messages,
-                                                extra_headers={SCENARIO_HEADER: primary_scenario})
+            message = await llm.messages.create(
+                model=PRIMARY_MODEL,
+                max_tokens=params.max_tokens,
+                messages=messages,
+                extra_headers={SCENARIO_HEADER: primary_scenario},
+            )
         except anthropic.OverloadedError:
-            message = await llm.messages.create(model=FALLBACK_MODEL, max_tokens=params.max_tokens, messages=messages,
-                                                extra_headers={SCENARIO_HEADER: "cache"})
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=message.content[0].text),
-                                         model=message.model, stop_reason="endTurn")
+            message = await llm.messages.create(
+                model=FALLBACK_MODEL,
+                max_tokens=params.max_tokens,
+                messages=messages,
+                extra_headers={SCENARIO_HEADER: "cache"},
+            )
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(text=message.content[0].text),
+            model=message.model,
+            stop_reason="endTurn",
+        )
 
     return callback
 
@@ -79,8 +91,9 @@ async def work(args: argparse.Namespace) -> None:
             pass
     llm = anthropic.AsyncAnthropic(base_url=os.environ["ANTHROPIC_BASE_URL"], api_key="sk-fake", max_retries=0)
     try:
-        async with Client(build_server(), mode="legacy", sampling_callback=sampling_callback(llm, args.fail_over)) \
-                as client:
+        async with Client(
+            build_server(), mode="legacy", sampling_callback=sampling_callback(llm, args.fail_over)
+        ) as client:
             for _ in range(args.requests):
                 with osm.run(RUN_NAME) as run:
                     result = await client.call_tool("sample", {"hint": "claude-sonnet"})
@@ -95,10 +108,14 @@ async def work(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--requests", type=int, default=10, help="tasks to run, one sampling request each")
-    parser.add_argument("--fail-over", action="store_true", help="the primary model is overloaded: every "
-                        "request is served by the fallback")
-    parser.add_argument("--drill", action="store_true", help="a drill on the primary model from before the tasks "
-                        "until released")
+    parser.add_argument(
+        "--fail-over",
+        action="store_true",
+        help="the primary model is overloaded: every request is served by the fallback",
+    )
+    parser.add_argument(
+        "--drill", action="store_true", help="a drill on the primary model from before the tasks until released"
+    )
     parser.add_argument("--grants", type=int, default=0, help="budget grants to record")
     parser.add_argument("--flaps", type=int, default=0, help="times to enter and leave the degradation first")
     parser.add_argument("--hold-degradation", action="store_true", help="stay in the degradation while held")

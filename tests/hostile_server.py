@@ -54,8 +54,10 @@ def hostile_params(seed: int, depth: int | None = None) -> dict:
     ``metadata`` nested ``depth`` levels (default ``METADATA_DEPTH``)."""
     rng = random.Random(seed)  # noqa: S311 - reproducible test data, not cryptography
     suffix = HOSTILE_SUFFIX.replace("\ud800", SURROGATE)
-    hints = [types.ModelHint(name=f"{seed}-{rng.getrandbits(64):x}{suffix}" + "h" * rng.randrange(0, 400))
-             for _ in range(HINTS_PER_REQUEST)]
+    hints = [
+        types.ModelHint(name=f"{seed}-{rng.getrandbits(64):x}{suffix}" + "h" * rng.randrange(0, 400))
+        for _ in range(HINTS_PER_REQUEST)
+    ]
     return {
         "max_tokens": rng.choice([1, 64, 2**62, 2**80]),
         "system_prompt": f"sys\x00\x1b{SURROGATE}{seed}" + "s" * 2000,
@@ -68,11 +70,17 @@ def hostile_params(seed: int, depth: int | None = None) -> dict:
 
 def hostile_messages(seed: int, media: bool = True) -> list:
     text = [types.SamplingMessage(role="user", content=types.TextContent(text=f"hi\x00{SURROGATE} {seed}"))]
-    return text if not media else [
-        *text,
-        types.SamplingMessage(role="user", content=types.ImageContent(data=IMAGE, mime_type="image/png\x00")),
-        types.SamplingMessage(role="user", content=types.AudioContent(data=AUDIO, mime_type="audio/wav" + SURROGATE)),
-    ]
+    return (
+        text
+        if not media
+        else [
+            *text,
+            types.SamplingMessage(role="user", content=types.ImageContent(data=IMAGE, mime_type="image/png\x00")),
+            types.SamplingMessage(
+                role="user", content=types.AudioContent(data=AUDIO, mime_type="audio/wav" + SURROGATE)
+            ),
+        ]
+    )
 
 
 def build_hostile_server(name: str = HOSTILE_NAME) -> MCPServer:
@@ -90,11 +98,16 @@ def build_hostile_server(name: str = HOSTILE_NAME) -> MCPServer:
     async def flood(seed: int, count: int, ctx: Context, light: bool = False) -> int:
         answered = 0
         for i in range(seed, seed + count):
-            request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
-                messages=hostile_messages(i, media=not light), **hostile_params(i, 8 if light else None)))
+            request = types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(
+                    messages=hostile_messages(i, media=not light), **hostile_params(i, 8 if light else None)
+                )
+            )
             await ctx.session.send_request(
-                request, types.CreateMessageResult,
-                metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id))
+                request,
+                types.CreateMessageResult,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id),
+            )
             answered += 1
         return answered
 

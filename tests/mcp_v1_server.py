@@ -25,8 +25,9 @@ def build_server(name: str = SERVER_NAME) -> FastMCP:
     server._mcp_server.version = SERVER_VERSION  # FastMCP 1.x takes no version; its low-level server does
 
     @server.tool()
-    async def sample(ctx: Context, hint: str = "claude-sonnet", include_context: str = "thisServer",
-                     text: str = "Printer on fire") -> str:
+    async def sample(
+        ctx: Context, hint: str = "claude-sonnet", include_context: str = "thisServer", text: str = "Printer on fire"
+    ) -> str:
         hints = [types.ModelHint(name=h) for h in hint.split(",") if h]
         result = await ctx.session.create_message(
             messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))],
@@ -44,8 +45,10 @@ def build_server(name: str = SERVER_NAME) -> FastMCP:
             maxTokens=8,
             _meta=types.RequestParams.Meta(traceparent=traceparent),
         )
-        result = await ctx.session.send_request(types.ServerRequest(types.CreateMessageRequest(
-            method="sampling/createMessage", params=params)), types.CreateMessageResult)
+        result = await ctx.session.send_request(
+            types.ServerRequest(types.CreateMessageRequest(method="sampling/createMessage", params=params)),
+            types.CreateMessageResult,
+        )
         return result.model
 
     return server

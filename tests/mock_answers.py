@@ -48,8 +48,9 @@ def _sync_call(api: str, content: bytes, stream: bool) -> Any:
     http = httpx2.Client(transport=_transport(content, stream))
     model = REQUEST_MODEL[api]
     if api == "anthropic":
-        client: Any = anthropic.Anthropic(api_key="k", base_url=_BASE_URL, max_retries=0, open_telemetry=False,
-                                          http_client=http)
+        client: Any = anthropic.Anthropic(
+            api_key="k", base_url=_BASE_URL, max_retries=0, open_telemetry=False, http_client=http
+        )
         result = client.messages.create(model=model, max_tokens=8, messages=MESSAGES, stream=stream)
     elif api == "chat":
         client = openai.OpenAI(api_key="k", base_url=_BASE_URL + "/v1", max_retries=0, http_client=http)
@@ -65,8 +66,9 @@ async def _async_call(api: str, content: bytes, stream: bool) -> Any:
     http = httpx2.AsyncClient(transport=_transport(content, stream))
     model = REQUEST_MODEL[api]
     if api == "anthropic":
-        client: Any = anthropic.AsyncAnthropic(api_key="k", base_url=_BASE_URL, max_retries=0,
-                                               open_telemetry=False, http_client=http)
+        client: Any = anthropic.AsyncAnthropic(
+            api_key="k", base_url=_BASE_URL, max_retries=0, open_telemetry=False, http_client=http
+        )
         result = await client.messages.create(model=model, max_tokens=8, messages=MESSAGES, stream=stream)
     elif api == "chat":
         client = openai.AsyncOpenAI(api_key="k", base_url=_BASE_URL + "/v1", max_retries=0, http_client=http)

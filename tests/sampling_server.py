@@ -56,10 +56,13 @@ def build_server(name: str = SERVER_NAME) -> MCPServer:
 
     @server.tool()
     async def sample_with_deadline(deadline_s: float, ctx: Context) -> str:
-        request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
-            messages=_messages(), **_params("claude-sonnet", None)))
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(messages=_messages(), **_params("claude-sonnet", None))
+        )
         result = await ctx.session.send_request(
-            request, types.CreateMessageResult, request_read_timeout_seconds=deadline_s,
+            request,
+            types.CreateMessageResult,
+            request_read_timeout_seconds=deadline_s,
             metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id),
         )
         return result.model

@@ -37,7 +37,8 @@ def chat_spans(telemetry):
 
 def test_create_span_attributes_and_metrics(anthropic_instrumented, fake_provider):
     message = client(fake_provider).messages.create(
-        model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("cache,served_model=claude-served"))
+        model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("cache,served_model=claude-served")
+    )
     assert isinstance(message, anthropic.types.Message)
     (span,) = chat_spans(anthropic_instrumented)
     assert span.kind is SpanKind.CLIENT
@@ -57,8 +58,11 @@ def test_create_span_attributes_and_metrics(anthropic_instrumented, fake_provide
     assert a[names.SERVER_PORT] == int(fake_provider.url.rsplit(":", 1)[1])
     tokens = anthropic_instrumented.counts(names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_TOKEN_TYPE)
     assert tokens == {("input",): 1, ("output",): 1, ("cache_read",): 1, ("cache_write",): 1}
-    (input_point,) = [p for p in anthropic_instrumented.points(names.METRIC_GEN_AI_TOKEN_USAGE)
-                      if p.attributes[names.GEN_AI_TOKEN_TYPE] == "input"]
+    (input_point,) = [
+        p
+        for p in anthropic_instrumented.points(names.METRIC_GEN_AI_TOKEN_USAGE)
+        if p.attributes[names.GEN_AI_TOKEN_TYPE] == "input"
+    ]
     assert input_point.sum == 525
     assert input_point.attributes[names.GEN_AI_RESPONSE_MODEL] == "claude-served"
     assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {(None,): 1}
@@ -74,14 +78,16 @@ def test_anthropic_own_span_is_a_child_never_a_sibling(anthropic_instrumented, f
 
 def test_error_passes_through_unchanged(anthropic_instrumented, fake_provider):
     with pytest.raises(anthropic.OverloadedError) as info:
-        client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES,
-                                              **scenario("status=529"))
+        client(fake_provider).messages.create(
+            model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("status=529")
+        )
     (span,) = chat_spans(anthropic_instrumented)
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes[names.ERROR_TYPE] == "overloaded_error"  # the provider's error envelope type
     assert info.value.status_code == 529
     assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {
-        ("overloaded_error",): 1}
+        ("overloaded_error",): 1
+    }
 
 
 def test_stream_passes_every_event_and_ends_once(anthropic_instrumented, fake_provider):
@@ -101,8 +107,9 @@ def test_stream_passes_every_event_and_ends_once(anthropic_instrumented, fake_pr
 
 
 def test_stream_dropped_midway_raises_the_same_error(anthropic_instrumented, fake_provider):
-    stream = client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, stream=True,
-                                                   **scenario("drop"))
+    stream = client(fake_provider).messages.create(
+        model="claude-req", max_tokens=64, messages=MESSAGES, stream=True, **scenario("drop")
+    )
     with pytest.raises(httpx2.TransportError):
         list(stream)
     (span,) = chat_spans(anthropic_instrumented)
@@ -171,32 +178,55 @@ def test_raw_response_is_returned_untouched(anthropic_instrumented, fake_provide
 def test_extra_body_model_is_the_model_asked_for(anthropic_instrumented, fake_provider):
     # The SDK merges extra_body over the body it sends: the provider was asked for claude-other.
     c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
-    message = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
-                                extra_body={"model": "claude-other", "max_tokens": 16})
+    message = c.messages.create(
+        model="claude-req",
+        max_tokens=8,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_body={"model": "claude-other", "max_tokens": 16},
+    )
     assert fake_provider.requests[-1]["model"] == message.model == "claude-other"
     (span,) = anthropic_instrumented.spans()
     a = span.attributes
     assert (span.name, a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_REQUEST_MAX_TOKENS]) == (
-        "chat claude-other", "claude-other", 16)
+        "chat claude-other",
+        "claude-other",
+        16,
+    )
     assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a  # no substitution
 
 
-@pytest.mark.parametrize(("platform", "model"), [
-    # Bedrock: a model id, or an inference profile; Vertex AI: model@version. Both answer with the
-    # Anthropic model name (e.g. AWS's InvokeModel example: "model": "claude-3-7-sonnet-20250219").
-    ("bedrock", "anthropic.claude-3-7-sonnet-20250219-v1:0"),
-    ("bedrock", "us.anthropic.claude-3-7-sonnet-20250219-v1:0"),
-    ("vertex", "claude-3-7-sonnet@20250219"),
-])
+@pytest.mark.parametrize(
+    ("platform", "model"),
+    [
+        # Bedrock: a model id, or an inference profile; Vertex AI: model@version. Both answer with the
+        # Anthropic model name (e.g. AWS's InvokeModel example: "model": "claude-3-7-sonnet-20250219").
+        ("bedrock", "anthropic.claude-3-7-sonnet-20250219-v1:0"),
+        ("bedrock", "us.anthropic.claude-3-7-sonnet-20250219-v1:0"),
+        ("vertex", "claude-3-7-sonnet@20250219"),
+    ],
+)
 def test_platform_model_ids_are_no_substitution(anthropic_instrumented, platform, model):
     answer = {**ANTHROPIC_MESSAGE, "id": "msg_bdrk_01", "model": "claude-3-7-sonnet-20250219"}
     http = httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer)))
     if platform == "bedrock":
-        c = anthropic.AnthropicBedrock(api_key="k", aws_region="us-east-1", base_url="http://bedrock.test",
-                                       max_retries=0, open_telemetry=False, http_client=http)
+        c = anthropic.AnthropicBedrock(
+            api_key="k",
+            aws_region="us-east-1",
+            base_url="http://bedrock.test",
+            max_retries=0,
+            open_telemetry=False,
+            http_client=http,
+        )
     else:
-        c = anthropic.AnthropicVertex(region="us-east5", project_id="p", access_token="t", base_url="http://vertex.test",
-                                      max_retries=0, open_telemetry=False, http_client=http)
+        c = anthropic.AnthropicVertex(
+            region="us-east5",
+            project_id="p",
+            access_token="t",
+            base_url="http://vertex.test",
+            max_retries=0,
+            open_telemetry=False,
+            http_client=http,
+        )
     message = c.messages.create(model=model, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
     assert message.id == "msg_bdrk_01"
     (span,) = anthropic_instrumented.spans()
@@ -223,8 +253,12 @@ def test_a_latest_entry_admits_and_prices_the_snapshots_it_resolves_to(telemetry
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     try:
         c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
-        c.messages.create(model="claude-haiku-5-5-latest", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
-                          extra_headers={"x-fake-scenario": "served_model=claude-haiku-5-5-20261001"})
+        c.messages.create(
+            model="claude-haiku-5-5-latest",
+            max_tokens=8,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-fake-scenario": "served_model=claude-haiku-5-5-20261001"},
+        )
     finally:
         instrumentor.uninstrument()
     (span,) = telemetry.spans()
@@ -238,13 +272,19 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     # 400, cache writes 100, output 5. Semconv input = 525. Cost at 1.0 / 0.1 / 1.25 / 5.0 USD per
     # million: 25 x 1.0 + 400 x 0.1 + 100 x 1.25 + 5 x 5.0 = 215 USD per million = 0.000215.
     path = tmp_path / "policy.toml"
-    path.write_text('[prices."claude-haiku-5-5"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n'
-                    'cache_read_usd_per_mtok = 0.1\ncache_creation_usd_per_mtok = 1.25\n')
+    path.write_text(
+        '[prices."claude-haiku-5-5"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n'
+        "cache_read_usd_per_mtok = 0.1\ncache_creation_usd_per_mtok = 1.25\n"
+    )
     monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
     instrumentor = AnthropicInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    request = {"model": "claude-haiku-5-5", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
-               "extra_headers": {"x-fake-scenario": "cache"}}
+    request = {
+        "model": "claude-haiku-5-5",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": "hi"}],
+        "extra_headers": {"x-fake-scenario": "cache"},
+    }
     try:
         c = anthropic.Anthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
         if shape == "create":
@@ -258,9 +298,12 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
         instrumentor.uninstrument()
     (span,) = telemetry.spans()
     a = span.attributes
-    assert (a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS],
-            a[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
-        525, 400, 100, 5)
+    assert (
+        a[names.GEN_AI_USAGE_INPUT_TOKENS],
+        a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS],
+        a[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS],
+        a[names.GEN_AI_USAGE_OUTPUT_TOKENS],
+    ) == (525, 400, 100, 5)
     assert a[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(0.000215)
     (cost_point,) = telemetry.points(names.METRIC_CLIENT_COST)
     assert cost_point.value == pytest.approx(0.000215)

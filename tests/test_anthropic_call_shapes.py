@@ -34,13 +34,15 @@ class City(pydantic.BaseModel):
 
 
 def client(fp, native: bool) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0,
-                               open_telemetry=None if native else False)
+    return anthropic.Anthropic(
+        base_url=fp.url, api_key="sk-fake", max_retries=0, open_telemetry=None if native else False
+    )
 
 
 def aclient(fp, native: bool) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=fp.url, api_key="sk-fake", max_retries=0,
-                                    open_telemetry=None if native else False)
+    return anthropic.AsyncAnthropic(
+        base_url=fp.url, api_key="sk-fake", max_retries=0, open_telemetry=None if native else False
+    )
 
 
 # ---------------------------------------------------------------- sync shapes: each returns what the caller got
@@ -113,8 +115,20 @@ def beta_streaming_response(c):
         return response.parse()
 
 
-SYNC_SHAPES = [create, create_stream, stream_manager, stream_manager_text, parse, beta_create, beta_stream,
-               beta_parse, raw_response, raw_response_stream, streaming_response, beta_streaming_response]
+SYNC_SHAPES = [
+    create,
+    create_stream,
+    stream_manager,
+    stream_manager_text,
+    parse,
+    beta_create,
+    beta_stream,
+    beta_parse,
+    raw_response,
+    raw_response_stream,
+    streaming_response,
+    beta_streaming_response,
+]
 
 
 # ---------------------------------------------------------------- async shapes
@@ -164,8 +178,17 @@ async def astreaming_response(c):
         return await response.parse()
 
 
-ASYNC_SHAPES = [acreate, acreate_stream, astream_manager, aparse, abeta_create, abeta_stream, araw_response,
-                araw_response_stream, astreaming_response]
+ASYNC_SHAPES = [
+    acreate,
+    acreate_stream,
+    astream_manager,
+    aparse,
+    abeta_create,
+    abeta_stream,
+    araw_response,
+    araw_response_stream,
+    astreaming_response,
+]
 
 
 def check_one_call(telemetry, native: bool, stream: bool, output_tokens: int = 5) -> None:
@@ -186,8 +209,17 @@ def check_one_call(telemetry, native: bool, stream: bool, output_tokens: int = 5
     assert telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING) == {("completed",): 1}
 
 
-STREAMED = {"create_stream", "stream_manager", "stream_manager_text", "beta_stream", "raw_response_stream",
-            "acreate_stream", "astream_manager", "abeta_stream", "araw_response_stream"}
+STREAMED = {
+    "create_stream",
+    "stream_manager",
+    "stream_manager_text",
+    "beta_stream",
+    "raw_response_stream",
+    "acreate_stream",
+    "astream_manager",
+    "abeta_stream",
+    "araw_response_stream",
+}
 
 
 def _output_tokens(shape) -> int:
@@ -215,8 +247,9 @@ def test_async_shape(anthropic_instrumented, fake_provider, shape, native):
     check_one_call(anthropic_instrumented, native, shape.__name__ in STREAMED, _output_tokens(shape))
 
 
-def test_every_call_shape_and_stream_fault_starts_and_ends_its_spans_once(anthropic_instrumented, fake_provider,
-                                                                          monkeypatch, caplog):
+def test_every_call_shape_and_stream_fault_starts_and_ends_its_spans_once(
+    anthropic_instrumented, fake_provider, monkeypatch, caplog
+):
     """As many of our spans end as start, each once: every shape (anthropic's own tracing on and
     off) and every stream fault, read to its error or left mid-way and collected. The SDK warns
     when an ended span is ended again; it never does here. (openai: test_openai.py.)"""
@@ -288,8 +321,14 @@ def test_unparsed_streaming_response_ends_when_dropped(anthropic_instrumented, f
 
 def test_vertex_beta_messages_copy_is_instrumented(anthropic_instrumented, fake_provider):
     """anthropic.lib.vertex's beta Messages copies ``create`` at import; it still reaches ``request``."""
-    vertex = anthropic.AnthropicVertex(region="us-east5", project_id="p", access_token="t", base_url=fake_provider.url,
-                                       max_retries=0, open_telemetry=False)
+    vertex = anthropic.AnthropicVertex(
+        region="us-east5",
+        project_id="p",
+        access_token="t",
+        base_url=fake_provider.url,
+        max_retries=0,
+        open_telemetry=False,
+    )
     message = vertex.beta.messages.create(**KW)
     assert message.model == MODEL
     assert fake_provider.requests[-1]["path"].endswith(f"/models/{MODEL}:rawPredict")
@@ -299,8 +338,9 @@ def test_vertex_beta_messages_copy_is_instrumented(anthropic_instrumented, fake_
 
 def test_bedrock_beta_messages_copy_is_instrumented(anthropic_instrumented, fake_provider):
     """anthropic.lib.bedrock's beta Messages copies ``create`` at import; it still reaches ``request``."""
-    bedrock = anthropic.AnthropicBedrock(api_key="k", aws_region="us-east-1", base_url=fake_provider.url,
-                                         max_retries=0, open_telemetry=False)
+    bedrock = anthropic.AnthropicBedrock(
+        api_key="k", aws_region="us-east-1", base_url=fake_provider.url, max_retries=0, open_telemetry=False
+    )
     message = bedrock.beta.messages.create(**KW)
     assert message.model == MODEL
     assert fake_provider.requests[-1]["path"] == f"/model/{MODEL}/invoke"

@@ -83,8 +83,12 @@ def _check(span, cassette, raised):
 @pytest.mark.parametrize("name", FILES)
 def test_replay_sync(anthropic_instrumented, name):
     cassette = load(f"anthropic/{name}")
-    client = anthropic.Anthropic(api_key="test", base_url=base_url(cassette), max_retries=0,
-                                 http_client=httpx2.Client(transport=transport(cassette)))
+    client = anthropic.Anthropic(
+        api_key="test",
+        base_url=base_url(cassette),
+        max_retries=0,
+        http_client=httpx2.Client(transport=transport(cassette)),
+    )
     raised = None
     try:
         _invoke(_resource(client, cassette), cassette)
@@ -102,8 +106,9 @@ def test_replay_async(anthropic_instrumented, name):
 
     async def main():
         http_client = httpx2.AsyncClient(transport=transport(cassette, asynchronous=True))
-        client = anthropic.AsyncAnthropic(api_key="test", base_url=base_url(cassette), max_retries=0,
-                                          http_client=http_client)
+        client = anthropic.AsyncAnthropic(
+            api_key="test", base_url=base_url(cassette), max_retries=0, http_client=http_client
+        )
         try:
             await _ainvoke(client.messages, cassette)
         except anthropic.APIError as exc:

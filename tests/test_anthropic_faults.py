@@ -50,14 +50,17 @@ GATEWAY_TIMEOUT = getattr(anthropic, "GatewayTimeoutError", anthropic.InternalSe
 
 
 # ---------------------------------------------------------------- non-stream errors
-@pytest.mark.parametrize(("status", "error_class", "error_type", "ending"), [
-    (400, anthropic.BadRequestError, "invalid_request_error", "error"),
-    (404, anthropic.NotFoundError, "not_found_error", "error"),
-    (429, anthropic.RateLimitError, "rate_limit_error", "model.unavailable"),
-    (500, anthropic.InternalServerError, "api_error", "model.unavailable"),
-    (529, anthropic.OverloadedError, "overloaded_error", "model.unavailable"),
-    (504, GATEWAY_TIMEOUT, "timeout_error", "timeout"),
-])
+@pytest.mark.parametrize(
+    ("status", "error_class", "error_type", "ending"),
+    [
+        (400, anthropic.BadRequestError, "invalid_request_error", "error"),
+        (404, anthropic.NotFoundError, "not_found_error", "error"),
+        (429, anthropic.RateLimitError, "rate_limit_error", "model.unavailable"),
+        (500, anthropic.InternalServerError, "api_error", "model.unavailable"),
+        (529, anthropic.OverloadedError, "overloaded_error", "model.unavailable"),
+        (504, GATEWAY_TIMEOUT, "timeout_error", "timeout"),
+    ],
+)
 def test_error_status(anthropic_instrumented, fake_provider, status, error_class, error_type, ending):
     with pytest.raises(error_class) as info:
         client(fake_provider).messages.create(**KW, **scenario(f"status={status}"))
@@ -89,8 +92,10 @@ def test_connection_refused(anthropic_instrumented):
     with pytest.raises(anthropic.APIConnectionError):
         anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="k", max_retries=0).messages.create(**KW)
     span = only_span(anthropic_instrumented)
-    assert (span.attributes[names.ERROR_TYPE], span.attributes[names.ENDING]) == ("connection_error",
-                                                                                 "model.unavailable")
+    assert (span.attributes[names.ERROR_TYPE], span.attributes[names.ENDING]) == (
+        "connection_error",
+        "model.unavailable",
+    )
 
 
 def test_async_cancellation_ends_cancelled(anthropic_instrumented, fake_provider):
@@ -135,18 +140,23 @@ async def _async_manager(c, sc):
         return await stream.get_final_message()
 
 
-@pytest.mark.parametrize("reader", [_sync_create_stream, _sync_manager, _async_create_stream, _async_manager],
-                         ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize(
+    "reader",
+    [_sync_create_stream, _sync_manager, _async_create_stream, _async_manager],
+    ids=lambda f: f.__name__.strip("_"),
+)
 @pytest.mark.parametrize("kind", list(STREAM_ERRORS))
 def test_stream_error_midway(anthropic_instrumented, fake_provider, kind, reader):
     sc, options, exc_class, error_type, ending = STREAM_ERRORS[kind]
     if asyncio.iscoroutinefunction(reader):
+
         async def main():
             c = aclient(fake_provider, **options)
             try:
                 await reader(c, sc)
             finally:
                 await c.close()
+
         run = lambda: asyncio.run(main())  # noqa: E731
     else:
         run = lambda: reader(client(fake_provider, **options), sc)  # noqa: E731
@@ -219,17 +229,30 @@ async def _aleave_manager_early(c):
             break
 
 
-@pytest.mark.parametrize("leave", [_leave_break_in_with, _leave_close, _leave_gc, _leave_manager_early,
-                                   _leave_manager_unread, _aleave_close, _aleave_break_in_with,
-                                   _aleave_manager_early], ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize(
+    "leave",
+    [
+        _leave_break_in_with,
+        _leave_close,
+        _leave_gc,
+        _leave_manager_early,
+        _leave_manager_unread,
+        _aleave_close,
+        _aleave_break_in_with,
+        _aleave_manager_early,
+    ],
+    ids=lambda f: f.__name__.strip("_"),
+)
 def test_stream_left_early_ends_once_cancelled(anthropic_instrumented, fake_provider, leave):
     if asyncio.iscoroutinefunction(leave):
+
         async def main():
             c = aclient(fake_provider)
             try:
                 await leave(c)
             finally:
                 await c.close()
+
         asyncio.run(main())
     else:
         leave(client(fake_provider))
@@ -255,10 +278,13 @@ def test_stream_time_to_first_chunk(anthropic_instrumented, fake_provider):
 
 
 # ---------------------------------------------------------------- served model, fallback, refusal
-@pytest.mark.parametrize(("served", "mode", "reason"), [
-    ("claude-other", "degraded", ("substitution",)),
-    (f"{MODEL}-20261001", "primary", None),  # a dated snapshot of the requested model is no substitution
-])
+@pytest.mark.parametrize(
+    ("served", "mode", "reason"),
+    [
+        ("claude-other", "degraded", ("substitution",)),
+        (f"{MODEL}-20261001", "primary", None),  # a dated snapshot of the requested model is no substitution
+    ],
+)
 def test_served_model_change(anthropic_instrumented, fake_provider, served, mode, reason):
     message = client(fake_provider).messages.create(**KW, **scenario(f"served_model={served}"))
     span = only_span(anthropic_instrumented)
@@ -270,8 +296,12 @@ def test_served_model_change(anthropic_instrumented, fake_provider, served, mode
 @pytest.mark.parametrize("stream", [False, True])
 def test_server_side_fallback(anthropic_instrumented, fake_provider, stream):
     c = client(fake_provider)
-    kwargs = dict(KW, betas=["server-side-fallback-2026-07-01"], fallbacks=[{"model": "claude-fb"}],
-                  **scenario("fallback=claude-fb"))
+    kwargs = dict(
+        KW,
+        betas=["server-side-fallback-2026-07-01"],
+        fallbacks=[{"model": "claude-fb"}],
+        **scenario("fallback=claude-fb"),
+    )
     if stream:
         with c.beta.messages.stream(**kwargs) as s:
             message = s.get_final_message()
@@ -282,8 +312,9 @@ def test_server_side_fallback(anthropic_instrumented, fake_provider, stream):
     a = span.attributes
     assert (a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (MODEL, "claude-fb")
     assert (a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == ("degraded", ("provider_fallback",))
-    tokens = anthropic_instrumented.counts(names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_RESPONSE_MODEL,
-                                           names.DEGRADATION_MODE)
+    tokens = anthropic_instrumented.counts(
+        names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_RESPONSE_MODEL, names.DEGRADATION_MODE
+    )
     assert tokens == {("claude-fb", "degraded"): 2}  # input and output, on the model that served
 
 
@@ -304,10 +335,12 @@ def test_an_internal_failure_changes_nothing_for_the_caller(fake_provider, telem
     def boom(*args, **kwargs):
         raise RuntimeError("extractor bug")
 
-    owner, name, value = {"response_of": (ours._State, "response_of", staticmethod(boom)),
-                          "accumulator": (ours.StreamAccumulator, "observe", boom),
-                          "stream_response": (ours.StreamAccumulator, "response", boom),
-                          "failure": (ours._State, "failure", boom)}[broken]
+    owner, name, value = {
+        "response_of": (ours._State, "response_of", staticmethod(boom)),
+        "accumulator": (ours.StreamAccumulator, "observe", boom),
+        "stream_response": (ours.StreamAccumulator, "response", boom),
+        "failure": (ours._State, "failure", boom),
+    }[broken]
     monkeypatch.setattr(owner, name, value)
     instrumentor = ours.AnthropicInstrumentor()
     instrumentor.instrument(meter_provider=telemetry.meter_provider)

@@ -43,10 +43,18 @@ print(json.dumps({{
 
 def run_host(**env: str) -> subprocess.CompletedProcess:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
-    environment.update({"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
-                        "OTEL_LOGS_EXPORTER": "none", "OTEL_SERVICE_NAME": "auto-test", **env})
-    return subprocess.run([INSTRUMENT, sys.executable, "-c", HOST], env=environment, capture_output=True,
-                          text=True, timeout=60)
+    environment.update(
+        {
+            "OTEL_TRACES_EXPORTER": "console",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+            "OTEL_SERVICE_NAME": "auto-test",
+            **env,
+        }
+    )
+    return subprocess.run(
+        [INSTRUMENT, sys.executable, "-c", HOST], env=environment, capture_output=True, text=True, timeout=60
+    )
 
 
 def wrapped(proc: subprocess.CompletedProcess) -> dict:
@@ -54,8 +62,11 @@ def wrapped(proc: subprocess.CompletedProcess) -> dict:
 
 
 def test_entry_points_are_ours_and_distinct_from_peers():
-    ours = {ep.name: ep.value for ep in entry_points(group="opentelemetry_instrumentor")
-            if ep.name.startswith("otel_sampling")}
+    ours = {
+        ep.name: ep.value
+        for ep in entry_points(group="opentelemetry_instrumentor")
+        if ep.name.startswith("otel_sampling")
+    }
     assert ours == {
         "otel_sampling_mcp": "otel_sampling.instrumentation.mcp:MCPSamplingInstrumentor",
         "otel_sampling_mcp_server": "otel_sampling.instrumentation.mcp_server:MCPServerSamplingInstrumentor",
@@ -88,7 +99,7 @@ def test_malformed_policy_is_reported_once_and_nothing_is_lost(tmp_path):
     proc = run_host(OTEL_SAMPLING_POLICY=str(policy))
     assert proc.returncode == 0, proc.stderr
     assert wrapped(proc) == {"mcp": True, "anthropic": True, "openai": True}
-    message = f"{policy}:3: servers.\"ticket-server\".context_ceiling"
+    message = f'{policy}:3: servers."ticket-server".context_ceiling'
     assert proc.stderr.count(message) == 1, proc.stderr
     assert "'conversation'" in proc.stderr
     assert "Failed to auto initialize" not in proc.stderr
@@ -106,7 +117,7 @@ def test_instrument_with_a_bad_policy_logs_and_instruments(tmp_path, monkeypatch
     try:
         assert instrumentor.is_instrumented_by_opentelemetry
         errors = [r for r in caplog.records if r.levelname == "ERROR"]
-        assert len(errors) == 1 and f"{policy}:2: servers.\"s\".primary_model" in errors[0].getMessage()
+        assert len(errors) == 1 and f'{policy}:2: servers."s".primary_model' in errors[0].getMessage()
     finally:
         instrumentor.uninstrument()
 
@@ -118,7 +129,8 @@ def test_policy_checker_command(tmp_path):
     bad.write_text('[servers."s"]\nprimary_model = 42\n')
     ok = subprocess.run([sys.executable, "-m", "otel_sampling.policy", str(good)], capture_output=True, text=True)
     assert (ok.returncode, ok.stdout.strip()) == (0, f"{good}: ok (1 server, 0 prices)")
-    fail = subprocess.run([sys.executable, "-m", "otel_sampling.policy", str(good), str(bad)],
-                          capture_output=True, text=True)
+    fail = subprocess.run(
+        [sys.executable, "-m", "otel_sampling.policy", str(good), str(bad)], capture_output=True, text=True
+    )
     assert fail.returncode == 1
-    assert fail.stderr.startswith(f"{bad}:2: servers.\"s\".primary_model: ")
+    assert fail.stderr.startswith(f'{bad}:2: servers."s".primary_model: ')

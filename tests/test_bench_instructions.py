@@ -25,7 +25,8 @@ def _dump(directory: Path, name: str, label: str, summary: int, thread: int = 1)
         "# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npid: 7\ncmd: python\npart: 1\n"
         f"thread: {thread}\n\ndesc: I1 cache: \ndesc: Timerange: Basic block 0 - 9\n"
         f"desc: Trigger: Client Request: {label}\n\npositions: line\nevents: Ir\nsummary: {summary}\n\n"
-        f"fl=(1) x.c\nfn=(1) f\n1 {summary}\n\ntotals: {summary}\n")
+        f"fl=(1) x.c\nfn=(1) f\n1 {summary}\n\ntotals: {summary}\n"
+    )
 
 
 def test_only_the_main_threads_labelled_dumps_are_read(tmp_path):
@@ -33,8 +34,9 @@ def test_only_the_main_threads_labelled_dumps_are_read(tmp_path):
     _dump(tmp_path, "callgrind.7.2-01", "anthropic-create:2", 1_900)
     _dump(tmp_path, "callgrind.7.1-02", "anthropic-create:1", 5, thread=2)  # the watchdog thread's
     _dump(tmp_path, "callgrind.7-01", "x", 3)
-    (tmp_path / "callgrind.7-01").write_text("version: 1\nthread: 1\ndesc: Trigger: Program termination\n"
-                                             "summary: 123\n")
+    (tmp_path / "callgrind.7-01").write_text(
+        "version: 1\nthread: 1\ndesc: Trigger: Program termination\nsummary: 123\n"
+    )
     assert {"anthropic-create:1": 1_000, "anthropic-create:2": 1_900} == instructions.read_dumps(tmp_path)
 
 
@@ -48,16 +50,21 @@ def _row(per_call: float) -> Measured:
 
 
 def test_ratios_are_added_instructions_over_the_floors_and_the_lightest_peers():
-    rows = {BARE: _row(1_000), OURS: _row(1_300), FLOOR: _row(1_200),
-            "opentelemetry-instrumentation-anthropic": _row(1_800),
-            "openinference-instrumentation-anthropic": _row(1_600)}
+    rows = {
+        BARE: _row(1_000),
+        OURS: _row(1_300),
+        FLOOR: _row(1_200),
+        "opentelemetry-instrumentation-anthropic": _row(1_800),
+        "openinference-instrumentation-anthropic": _row(1_600),
+    }
     ours = instructions.ratios("anthropic-create", rows)[OURS]
     assert ours["added"] == 300
     assert ours["x_floor"] == pytest.approx(1.5)
     assert ours["x_peer"] == pytest.approx(0.5)  # openinference adds 600, the least
     assert ours["x_bare"] == pytest.approx(0.3)
-    assert instructions.ratios("mcp-legacy", {BARE: _row(1_000), OURS: _row(1_300), MCP_FLOOR: _row(1_100)})[
-        OURS]["x_floor"] == pytest.approx(3.0)  # MCP kinds divide by the MCP floor
+    assert instructions.ratios("mcp-legacy", {BARE: _row(1_000), OURS: _row(1_300), MCP_FLOOR: _row(1_100)})[OURS][
+        "x_floor"
+    ] == pytest.approx(3.0)  # MCP kinds divide by the MCP floor
 
 
 def test_a_peer_that_did_not_run_is_no_reference():

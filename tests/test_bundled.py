@@ -58,11 +58,13 @@ def test_an_option_regenerates_with_its_value(tmp_path):
     assert main(["dashboards", "--out", str(tmp_path / "d"), *options]) == 0
     files = render(config)
     assert (tmp_path / "r.yaml").read_text() == files[f"alerts/{bundle.RULES_FILE}"]
-    assert ("job:otel_sampling_sampling_degraded:ratio1h > 0.1\n      and on (job) "
-            "job:otel_sampling_sampling_requests:increase1h >= 50") in (
-        tmp_path / "r.yaml").read_text()
+    assert (
+        "job:otel_sampling_sampling_degraded:ratio1h > 0.1\n      and on (job) "
+        "job:otel_sampling_sampling_requests:increase1h >= 50"
+    ) in (tmp_path / "r.yaml").read_text()
     assert {f"dashboards/{p.name}": p.read_text() for p in (tmp_path / "d").iterdir()} == {
-        path: text for path, text in files.items() if path.startswith("dashboards/")}
+        path: text for path, text in files.items() if path.startswith("dashboards/")
+    }
 
 
 def test_regeneration_without_the_extra_names_it(tmp_path, monkeypatch, capsys):
@@ -102,8 +104,10 @@ def test_a_command_and_its_out_are_required(capsys):
 
 
 def jsonnet_mixin() -> dict:
-    snippet = ("local mixin = import 'mixin.libsonnet'; {rules: mixin.prometheusRules, "
-               "alerts: mixin.prometheusAlerts, dashboards: mixin.grafanaDashboards}")
+    snippet = (
+        "local mixin = import 'mixin.libsonnet'; {rules: mixin.prometheusRules, "
+        "alerts: mixin.prometheusAlerts, dashboards: mixin.grafanaDashboards}"
+    )
     return json.loads(_jsonnet.evaluate_snippet("test", snippet, jpathdir=[str(ROOT)]))
 
 
@@ -113,30 +117,39 @@ def test_the_jsonnet_mixin_evaluates_to_the_committed_files():
     assert mixin["rules"]["groups"] + mixin["alerts"]["groups"] == groups
     assert all("record" in rule for group in mixin["rules"]["groups"] for rule in group["rules"])
     assert all("alert" in rule for group in mixin["alerts"]["groups"] for rule in group["rules"])
-    assert mixin["dashboards"] == {f"otel-sampling-{name}": json.loads(text)
-                                   for name, text in COMMITTED_DASHBOARDS.items()}
+    assert mixin["dashboards"] == {
+        f"otel-sampling-{name}": json.loads(text) for name, text in COMMITTED_DASHBOARDS.items()
+    }
 
 
 def test_the_jsonnet_mixin_composes_like_a_mixin():
     """kube-prometheus adds mixins together: ours extends, not replaces, what is already there."""
-    snippet = ("local mixin = {prometheusAlerts+:: {groups+: [{name: 'other', rules: []}]}} "
-               "+ import 'mixin.libsonnet'; [g.name for g in mixin.prometheusAlerts.groups]")
+    snippet = (
+        "local mixin = {prometheusAlerts+:: {groups+: [{name: 'other', rules: []}]}} "
+        "+ import 'mixin.libsonnet'; [g.name for g in mixin.prometheusAlerts.groups]"
+    )
     assert json.loads(_jsonnet.evaluate_snippet("test", snippet, jpathdir=[str(ROOT)])) == [
-        "other", "otel-sampling.alerts", "otel-sampling.alerts-on-alerts"]
+        "other",
+        "otel-sampling.alerts",
+        "otel-sampling.alerts-on-alerts",
+    ]
 
 
 def test_jsonnetfile_is_a_jsonnet_bundler_manifest():
     assert json.loads((ROOT / "jsonnetfile.json").read_text()) == {
-        "version": 1, "dependencies": [], "legacyImports": True}
+        "version": 1,
+        "dependencies": [],
+        "legacyImports": True,
+    }
 
 
 def test_every_runbook_link_starts_with_the_one_base():
-    alerts = [rule for group in yaml.safe_load(COMMITTED_RULES)["groups"] for rule in group["rules"]
-              if "alert" in rule]
+    alerts = [rule for group in yaml.safe_load(COMMITTED_RULES)["groups"] for rule in group["rules"] if "alert" in rule]
     assert alerts
     assert all(a["annotations"]["runbook_url"] == f"{RUNBOOK_URL}#{a['alert'].lower()}" for a in alerts)
-    links = [link["url"] for text in COMMITTED_DASHBOARDS.values() for link in json.loads(text)["links"]
-             if link.get("url")]
+    links = [
+        link["url"] for text in COMMITTED_DASHBOARDS.values() for link in json.loads(text)["links"] if link.get("url")
+    ]
     assert links == [RUNBOOK_URL] * len(COMMITTED_DASHBOARDS)
     other = "https://runbooks.example.com/otel-sampling.md"
     regenerated = render(MixinConfig(runbook_url=other))

@@ -54,8 +54,11 @@ STARTED: dict[str, anyio.Event] = {}  # request text -> the host callback is run
 
 
 def _request(text: str) -> dict:
-    return {"messages": [types.SamplingMessage(role="user", content=types.TextContent(text=text))],
-            "max_tokens": 64, "model_preferences": types.ModelPreferences(hints=[types.ModelHint(name="claude")])}
+    return {
+        "messages": [types.SamplingMessage(role="user", content=types.TextContent(text=text))],
+        "max_tokens": 64,
+        "model_preferences": types.ModelPreferences(hints=[types.ModelHint(name="claude")]),
+    }
 
 
 def _ask(text: str) -> Sample:
@@ -73,8 +76,11 @@ def build_server(name: str = "conc-server") -> MCPServer:
     async def send(ctx: Context, text: str, deadline_s: float | None) -> types.CreateMessageResult:
         request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(**_request(text)))
         return await ctx.session.send_request(
-            request, types.CreateMessageResult, request_read_timeout_seconds=deadline_s,
-            metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id))
+            request,
+            types.CreateMessageResult,
+            request_read_timeout_seconds=deadline_s,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id),
+        )
 
     @server.tool()
     async def sample_with_deadline(text: str, deadline_s: float, ctx: Context) -> str:
@@ -92,8 +98,9 @@ def build_server(name: str = "conc-server") -> MCPServer:
 
 
 def _result(stop_reason: str) -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),
-                                     model="claude-sonnet-5-5", stop_reason=stop_reason)
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text="ok"), model="claude-sonnet-5-5", stop_reason=stop_reason
+    )
 
 
 ANSWERS = {
@@ -161,8 +168,7 @@ def traced(telemetry):
 async def run_sessions(mode: str, sessions: int, per_session: int, server) -> tuple[list, float, list]:
     """``sessions`` clients, each with ``per_session`` concurrent requests; all sessions at once.
     Returns the (kind, text) pairs driven, the seconds taken and the client sessions' dispatchers."""
-    plans = [plan(mode, per_session, in_process=not isinstance(server, StdioServerParameters))
-             for _ in range(sessions)]
+    plans = [plan(mode, per_session, in_process=not isinstance(server, StdioServerParameters)) for _ in range(sessions)]
     plans = [[(kind, f"{text}:s{s}") for kind, text in p] for s, p in enumerate(plans)]
     for kind, text in (pair for p in plans for pair in p):
         if kind in HANGING:
@@ -189,8 +195,9 @@ def check(traced, mode: str, driven: list, sessions: int, dispatchers: list) -> 
     path = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}[mode]
     expected = Counter((path, KINDS[kind][0]) for kind, _ in driven)
     assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_PATH, names.SAMPLING_ENDING) == expected
-    assert telemetry.counts(names.METRIC_SAMPLING_DURATION, names.SAMPLING_ENDING) == \
-        Counter({(ending,): n for (_, ending), n in expected.items()})
+    assert telemetry.counts(names.METRIC_SAMPLING_DURATION, names.SAMPLING_ENDING) == Counter(
+        {(ending,): n for (_, ending), n in expected.items()}
+    )
     in_flight = telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME)
     assert len(in_flight) == sessions and set(in_flight.values()) == {0}, in_flight
     # One span per request, every one ended, each with the ending its request was driven to.

@@ -42,8 +42,11 @@ def test_foreign_span_inside_a_degradation_is_stamped(mcp_instrumented):
     (theirs,) = mcp_instrumented.spans("their work", scope=None)
     assert theirs.instrumentation_scope.name == "someone-elses-instrumentation"
     assert dict(theirs.attributes) == {
-        "their.key": "kept", names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: ("sources unavailable",),
-        names.DEGRADATION_COMPONENT: ("search",), names.DEGRADATION_OWNER: ("oncall-search",),
+        "their.key": "kept",
+        names.DEGRADATION_MODE: "degraded",
+        names.DEGRADATION_REASON: ("sources unavailable",),
+        names.DEGRADATION_COMPONENT: ("search",),
+        names.DEGRADATION_OWNER: ("oncall-search",),
         names.DEGRADATION_EXPIRES_AT: (LATER,),
     }
 
@@ -56,8 +59,11 @@ def test_nothing_added_or_removed_when_nothing_is_degraded(mcp_instrumented):
 
 
 def test_every_active_reason_is_on_the_span(mcp_instrumented):
-    with (_search_down(), osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=LATER),
-          OTHER.start_as_current_span("both")):
+    with (
+        _search_down(),
+        osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=LATER),
+        OTHER.start_as_current_span("both"),
+    ):
         pass
     (span,) = mcp_instrumented.spans("both", scope=None)
     assert span.attributes[names.DEGRADATION_REASON] == ("sources unavailable", "verification pass off")
@@ -120,18 +126,24 @@ def test_gauges_and_transitions(mcp_instrumented):
     fresh = _search_down().enter()
     stale = osm.degraded("verify", reason="verification pass off", owner="team-a", expires_at=EARLIER).enter()
     fresh.enter()  # entering an active one again is not a transition
-    assert t.counts(names.METRIC_DEGRADATION_ACTIVE, *key) == {("search", "sources unavailable"): 1,
-                                                              ("verify", "verification pass off"): 1}
-    assert t.counts(names.METRIC_DEGRADATION_EXPIRED, *key) == {("search", "sources unavailable"): 0,
-                                                               ("verify", "verification pass off"): 1}
+    assert t.counts(names.METRIC_DEGRADATION_ACTIVE, *key) == {
+        ("search", "sources unavailable"): 1,
+        ("verify", "verification pass off"): 1,
+    }
+    assert t.counts(names.METRIC_DEGRADATION_EXPIRED, *key) == {
+        ("search", "sources unavailable"): 0,
+        ("verify", "verification pass off"): 1,
+    }
     fresh.exit()
     stale.exit()
     stale.exit()
-    assert t.counts(names.METRIC_DEGRADATION_ACTIVE, *key) == {("search", "sources unavailable"): 0,
-                                                              ("verify", "verification pass off"): 0}
-    assert mcp_instrumented.counts(names.METRIC_DEGRADATION_TRANSITIONS, names.DEGRADATION_COMPONENT,
-                                   names.DEGRADATION_DIRECTION) == {
-        ("search", "enter"): 1, ("search", "exit"): 1, ("verify", "enter"): 1, ("verify", "exit"): 1}
+    assert t.counts(names.METRIC_DEGRADATION_ACTIVE, *key) == {
+        ("search", "sources unavailable"): 0,
+        ("verify", "verification pass off"): 0,
+    }
+    assert mcp_instrumented.counts(
+        names.METRIC_DEGRADATION_TRANSITIONS, names.DEGRADATION_COMPONENT, names.DEGRADATION_DIRECTION
+    ) == {("search", "enter"): 1, ("search", "exit"): 1, ("verify", "enter"): 1, ("verify", "exit"): 1}
 
 
 def test_log_records_carry_the_mode_only_while_degraded(mcp_instrumented):
@@ -148,8 +160,10 @@ def test_log_records_carry_the_mode_only_while_degraded(mcp_instrumented):
     finally:
         log.removeHandler(handler)
     inside, outside = records
-    assert logging.Formatter("%(degradation.mode)s %(degradation.reason)s %(message)s").format(inside) == \
-        "degraded sources unavailable inside"
+    assert (
+        logging.Formatter("%(degradation.mode)s %(degradation.reason)s %(message)s").format(inside)
+        == "degraded sources unavailable inside"
+    )
     assert names.DEGRADATION_MODE not in vars(outside)
 
 
@@ -158,8 +172,11 @@ def test_one_processor_per_provider_and_off_after_the_last_uninstrument(telemetr
     for instrumentor in instrumentors:
         instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     try:
-        processors = [p for p in TRACER_PROVIDER._active_span_processor._span_processors
-                      if isinstance(p, DegradationSpanProcessor)]
+        processors = [
+            p
+            for p in TRACER_PROVIDER._active_span_processor._span_processors
+            if isinstance(p, DegradationSpanProcessor)
+        ]
         assert len(processors) == 1
         for instrumentor in instrumentors[:2]:
             instrumentor.uninstrument()
@@ -176,15 +193,18 @@ def test_one_processor_per_provider_and_off_after_the_last_uninstrument(telemetr
     assert names.DEGRADATION_MODE not in telemetry.spans("none left", scope=None)[0].attributes
 
 
-@pytest.mark.parametrize(("kwargs", "error"), [
-    ({"component": ""}, ValueError),
-    ({"reason": "  "}, ValueError),
-    ({"owner": None}, TypeError),
-    ({"expires_at": "2026-12-01T00:00:00"}, ValueError),  # no offset: ambiguous
-    ({"expires_at": "next tuesday"}, ValueError),
-    ({"expires_at": dt.datetime(2026, 12, 1)}, ValueError),
-    ({"expires_at": 1764547200}, TypeError),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"component": ""}, ValueError),
+        ({"reason": "  "}, ValueError),
+        ({"owner": None}, TypeError),
+        ({"expires_at": "2026-12-01T00:00:00"}, ValueError),  # no offset: ambiguous
+        ({"expires_at": "next tuesday"}, ValueError),
+        ({"expires_at": dt.datetime(2026, 12, 1)}, ValueError),
+        ({"expires_at": 1764547200}, TypeError),
+    ],
+)
 def test_bad_arguments_are_clear_errors(kwargs, error):
     arguments = {"component": "search", "reason": "down", "owner": "me", "expires_at": LATER, **kwargs}
     with pytest.raises(error):
@@ -199,11 +219,14 @@ def test_expiry_accepts_offsets_and_datetimes():
     assert not aware.expired(dt.datetime(2026, 11, 30, 23, 59, 59, tzinfo=dt.timezone.utc))
 
 
-@pytest.mark.parametrize("call", [
-    lambda: degradation.Degradation("c", "r", "o", "9999-12-31T23:59:59-01:00"),  # past datetime.max in UTC
-    lambda: osm.degraded("c", "r", "o", "2026-12-01T00:00:00"),
-    lambda: osm.degraded("c", "r", "o", "x" * 1_000_000),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: degradation.Degradation("c", "r", "o", "9999-12-31T23:59:59-01:00"),  # past datetime.max in UTC
+        lambda: osm.degraded("c", "r", "o", "2026-12-01T00:00:00"),
+        lambda: osm.degraded("c", "r", "o", "x" * 1_000_000),
+    ],
+)
 def test_a_bad_expiry_is_a_short_clear_error(call):
     with pytest.raises(ValueError, match="expires_at") as caught:  # the message names the argument
         call()
@@ -218,7 +241,8 @@ def test_host_reasons_cannot_push_the_reason_vocabulary_into_other(mcp_instrumen
             pass
     mcp_instrumented.points(names.METRIC_DEGRADATION_ACTIVE)  # the gauges label every known reason
     assert [state.api_instruments().reason_label.value(r) for r in names.DEGRADATION_REASONS] == list(
-        names.DEGRADATION_REASONS)
+        names.DEGRADATION_REASONS
+    )
 
 
 def test_a_huge_reason_is_cut_on_spans_logs_and_memory(mcp_instrumented):
@@ -239,8 +263,12 @@ def test_many_active_degradations_put_a_bounded_list_on_each_span(mcp_instrument
     with OTHER.start_as_current_span("their work"):
         pass
     (span,) = mcp_instrumented.spans("their work", scope=None)
-    for key in (names.DEGRADATION_REASON, names.DEGRADATION_COMPONENT, names.DEGRADATION_OWNER,
-                names.DEGRADATION_EXPIRES_AT):
+    for key in (
+        names.DEGRADATION_REASON,
+        names.DEGRADATION_COMPONENT,
+        names.DEGRADATION_OWNER,
+        names.DEGRADATION_EXPIRES_AT,
+    ):
         assert 0 < len(span.attributes[key]) <= state.MAX_STAMPED
     assert span.attributes[names.DEGRADATION_REASON][0] == "r0"
     for outage in leaked:
@@ -256,8 +284,11 @@ def test_a_span_that_brings_its_own_reason_keeps_it_inside_a_degradation(mcp_ins
 
 
 def test_owner_and_expiry_are_on_the_spans_of_a_degradation(mcp_instrumented):
-    with _search_down(), osm.degraded("verify", reason="verification off", owner="team-a",
-                                 expires_at="2030-06-01T12:00:00+02:00"), OTHER.start_as_current_span("their work"):
+    with (
+        _search_down(),
+        osm.degraded("verify", reason="verification off", owner="team-a", expires_at="2030-06-01T12:00:00+02:00"),
+        OTHER.start_as_current_span("their work"),
+    ):
         pass
     (span,) = mcp_instrumented.spans("their work", scope=None)
     assert span.attributes[names.DEGRADATION_COMPONENT] == ("search", "verify")

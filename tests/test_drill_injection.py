@@ -30,8 +30,12 @@ MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
 # Per SDK: (target, fallback); the status each SDK's provider answers an overload with
 # (Anthropic's errors page: 529 overloaded_error; OpenAI's: 503).
 MODELS = {"anthropic": ("claude-sonnet-5-5", "claude-haiku-5-5"), "openai": ("gpt-4.1", "gpt-4o-mini")}
-STATUS = {("anthropic", "overloaded"): 529, ("openai", "overloaded"): 503,
-          ("anthropic", "rate_limited"): 429, ("openai", "rate_limited"): 429}
+STATUS = {
+    ("anthropic", "overloaded"): 529,
+    ("openai", "overloaded"): 503,
+    ("anthropic", "rate_limited"): 429,
+    ("openai", "rate_limited"): 429,
+}
 SDKS = pytest.mark.parametrize("sdk", list(MODELS))
 T0 = dt.datetime(2026, 12, 1, 3, 0, tzinfo=dt.timezone.utc)
 
@@ -100,7 +104,8 @@ def real_error(sdk: str, fp, status: int) -> BaseException:
 @SDKS
 @pytest.mark.parametrize("failure", ["overloaded", "rate_limited"])
 def test_a_drill_fails_the_target_with_the_class_the_sdk_raises_on_a_real_answer(
-        providers: Telemetry, fake_provider, sdk: str, failure: str):
+    providers: Telemetry, fake_provider, sdk: str, failure: str
+):
     expected = type(real_error(sdk, fake_provider, STATUS[sdk, failure]))
     fake_provider.reset()
     with osm.drill("outage", target_model=MODELS[sdk][0], duration=600, failure=failure):
@@ -135,7 +140,8 @@ def test_a_timeout_drill_raises_the_sdk_timeout_error(providers: Telemetry, fake
 @SDKS
 @pytest.mark.parametrize("failure", ["overloaded", "rate_limited", "timeout"])
 def test_the_hosts_fallback_serves_and_the_target_never_reaches_the_provider(
-        providers: Telemetry, fake_provider, sdk: str, failure: str):
+    providers: Telemetry, fake_provider, sdk: str, failure: str
+):
     primary, fallback = MODELS[sdk]
     fake_provider.reset()
     with osm.drill("outage", target_model=primary, duration=600, failure=failure):
@@ -177,7 +183,8 @@ def test_a_drill_never_outlives_its_window(providers: Telemetry, fake_provider, 
     assert not exercise.running
     assert models_sent(fake_provider) == [MODELS[sdk][1], primary]
     assert providers.counts(names.METRIC_DRILLS, names.DRILL_NAME, names.DRILL_OUTCOME) == {
-        ("outage", names.DRILL_OUTCOME_COMPLETED): 1}
+        ("outage", names.DRILL_OUTCOME_COMPLETED): 1
+    }
 
 
 def test_the_watchdog_ends_a_drill_whose_window_ran_out_without_a_call(providers: Telemetry, clock: Clock):
@@ -192,7 +199,8 @@ def test_stop_before_the_window_ends_counts_stopped(providers: Telemetry, clock:
     with osm.drill("short", target_model="gpt-4.1", duration=600):
         clock.advance(10)
     assert providers.counts(names.METRIC_DRILLS, names.DRILL_NAME, names.DRILL_OUTCOME) == {
-        ("short", names.DRILL_OUTCOME_STOPPED): 1}
+        ("short", names.DRILL_OUTCOME_STOPPED): 1
+    }
 
 
 # ---------------------------------------------------------------- uninstrument, SIGTERM, fork
@@ -215,8 +223,9 @@ def test_uninstrument_ends_the_drill_at_once(telemetry: Telemetry, fake_provider
     assert telemetry.counts(names.METRIC_DRILLS, names.DRILL_OUTCOME) == {(names.DRILL_OUTCOME_ABORTED,): 1}
 
 
-def test_sigterm_ends_the_drill_and_runs_the_hosts_handler(providers: Telemetry, clock: Clock,
-                                                           monkeypatch: pytest.MonkeyPatch):
+def test_sigterm_ends_the_drill_and_runs_the_hosts_handler(
+    providers: Telemetry, clock: Clock, monkeypatch: pytest.MonkeyPatch
+):
     seen: list[int] = []
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
     monkeypatch.setattr(state.drills, "sigterm_handler_installed", False)
@@ -256,8 +265,9 @@ def test_a_forked_child_does_not_inherit_a_running_drill(providers: Telemetry, c
 def test_spans_and_metric_points_inside_are_stamped(providers: Telemetry, fake_provider):
     with osm.drill("outage", target_model="claude-sonnet-5-5", duration=600):
         host_answer("anthropic", fake_provider)
-        active = providers.counts(names.METRIC_DEGRADATION_ACTIVE, names.DEGRADATION_COMPONENT,
-                                  names.DEGRADATION_REASON)
+        active = providers.counts(
+            names.METRIC_DEGRADATION_ACTIVE, names.DEGRADATION_COMPONENT, names.DEGRADATION_REASON
+        )
     assert active[("outage", names.REASON_DRILL)] == 1  # a drill is a named degradation while it runs
     spans = providers.spans()
     assert [s.attributes[names.GEN_AI_REQUEST_MODEL] for s in spans] == ["claude-sonnet-5-5", "claude-haiku-5-5"]
@@ -313,10 +323,15 @@ def test_a_scheduled_drill_fails_calls_only_inside_its_window(scheduled: Telemet
     assert host_answer("anthropic", fake_provider)[0] == "claude-sonnet-5-5"  # the window is over
     clock.now = T0 + dt.timedelta(days=1, seconds=5)
     assert host_answer("anthropic", fake_provider)[0] == "claude-haiku-5-5"  # the next day's window
-    assert models_sent(fake_provider) == ["claude-sonnet-5-5", "claude-haiku-5-5", "claude-sonnet-5-5",
-                                          "claude-haiku-5-5"]
+    assert models_sent(fake_provider) == [
+        "claude-sonnet-5-5",
+        "claude-haiku-5-5",
+        "claude-sonnet-5-5",
+        "claude-haiku-5-5",
+    ]
     assert scheduled.counts(names.METRIC_DRILLS, names.DRILL_NAME, names.DRILL_OUTCOME) == {
-        ("nightly-claude", names.DRILL_OUTCOME_COMPLETED): 1}
+        ("nightly-claude", names.DRILL_OUTCOME_COMPLETED): 1
+    }
 
 
 def test_a_window_runs_its_drill_once_even_when_stopped_early(scheduled: Telemetry, fake_provider, clock: Clock):
@@ -337,17 +352,23 @@ def test_without_a_schedule_no_drill_starts(providers: Telemetry, fake_provider,
 # ---------------------------------------------------------------- arguments
 
 
-@pytest.mark.parametrize(("kwargs", "error", "says"), [
-    ({"name": "", "target_model": "m", "duration": 1}, ValueError, "drill name must not be empty"),
-    ({"name": 3, "target_model": "m", "duration": 1}, TypeError, "drill name must be a string"),
-    ({"name": "d", "target_model": " ", "duration": 1}, ValueError, "drill target_model must not be empty"),
-    ({"name": "d", "target_model": "m", "duration": 0}, ValueError, "drill duration must be above 0"),
-    ({"name": "d", "target_model": "m", "duration": float("inf")}, ValueError, "finite"),
-    ({"name": "d", "target_model": "m", "duration": True}, TypeError, "drill duration must be seconds"),
-    ({"name": "d", "target_model": "m", "duration": "10m"}, TypeError, "drill duration must be seconds"),
-    ({"name": "d", "target_model": "m", "duration": 1, "failure": "boom"}, ValueError,
-     "drill failure must be one of overloaded, rate_limited, timeout"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "says"),
+    [
+        ({"name": "", "target_model": "m", "duration": 1}, ValueError, "drill name must not be empty"),
+        ({"name": 3, "target_model": "m", "duration": 1}, TypeError, "drill name must be a string"),
+        ({"name": "d", "target_model": " ", "duration": 1}, ValueError, "drill target_model must not be empty"),
+        ({"name": "d", "target_model": "m", "duration": 0}, ValueError, "drill duration must be above 0"),
+        ({"name": "d", "target_model": "m", "duration": float("inf")}, ValueError, "finite"),
+        ({"name": "d", "target_model": "m", "duration": True}, TypeError, "drill duration must be seconds"),
+        ({"name": "d", "target_model": "m", "duration": "10m"}, TypeError, "drill duration must be seconds"),
+        (
+            {"name": "d", "target_model": "m", "duration": 1, "failure": "boom"},
+            ValueError,
+            "drill failure must be one of overloaded, rate_limited, timeout",
+        ),
+    ],
+)
 def test_bad_arguments_get_a_clear_error(kwargs, error, says):
     name = kwargs.pop("name")
     with pytest.raises(error, match=says):

@@ -30,9 +30,14 @@ TRIAGE = Path(__file__).resolve().parents[1] / "examples" / "triage"
 sys.path.insert(0, str(TRIAGE))
 import drill_report  # noqa: E402
 
-pytestmark = [pytest.mark.e2e, pytest.mark.subprocess, pytest.mark.timeout(600),
-              pytest.mark.skipif(shutil.which("prometheus") is None,
-                                 reason="the Prometheus server (Debian package prometheus) is not installed")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.subprocess,
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(
+        shutil.which("prometheus") is None, reason="the Prometheus server (Debian package prometheus) is not installed"
+    ),
+]
 
 DRILL = "primary-outage-drill"
 PRIMARY, FALLBACK = "claude-sonnet-5-5", "claude-haiku-5-5"
@@ -61,17 +66,25 @@ class Metrics:
             out = []
             for (mode, ending, model, drill), n in sorted(self.requests.items()):
                 during = f',{m.DRILL_NAME}="{drill}"' if drill else ""
-                out.append(f'{m.SAMPLING_REQUESTS}{{{SCOPE},{m.SERVER}="ticket-server",{m.MODE}="{mode}",'
-                           f'{m.ENDING}="{ending}",{m.RESPONSE_MODEL}="{model}",{m.SUBSTITUTION}="none"{during}}} {n}')
+                out.append(
+                    f'{m.SAMPLING_REQUESTS}{{{SCOPE},{m.SERVER}="ticket-server",{m.MODE}="{mode}",'
+                    f'{m.ENDING}="{ending}",{m.RESPONSE_MODEL}="{model}",{m.SUBSTITUTION}="none"{during}}} {n}'
+                )
             for error, n in sorted(self.calls.items()):
-                out.append(f'{m.OPERATION_DURATION}_count{{{SCOPE},{m.REQUEST_MODEL}="{PRIMARY}",'
-                           f'{m.ERROR_TYPE}="{error}"}} {n}')
+                out.append(
+                    f'{m.OPERATION_DURATION}_count{{{SCOPE},{m.REQUEST_MODEL}="{PRIMARY}",'
+                    f'{m.ERROR_TYPE}="{error}"}} {n}'
+                )
             if self.drill_active is not None:
-                out.append(f'{m.DEGRADATION_ACTIVE}{{{SCOPE},{m.COMPONENT}="{DRILL}",'
-                           f'{m.REASON}="{names.REASON_DRILL}"}} {self.drill_active}')
+                out.append(
+                    f'{m.DEGRADATION_ACTIVE}{{{SCOPE},{m.COMPONENT}="{DRILL}",'
+                    f'{m.REASON}="{names.REASON_DRILL}"}} {self.drill_active}'
+                )
             for outcome, n in sorted(self.drills.items()):
-                out.append(f'{drill_report.DRILLS}{{{SCOPE},{drill_report.DRILL_NAME_LABEL}="{DRILL}",'
-                           f'{drill_report.DRILL_OUTCOME_LABEL}="{outcome}"}} {n}')
+                out.append(
+                    f'{drill_report.DRILLS}{{{SCOPE},{drill_report.DRILL_NAME_LABEL}="{DRILL}",'
+                    f'{drill_report.DRILL_OUTCOME_LABEL}="{outcome}"}} {n}'
+                )
             return "\n".join(out) + "\n"
 
 
@@ -85,8 +98,10 @@ def run_drill(tmp_path: Path, fallback_serves: bool, primary_returns: bool) -> t
     config = MixinConfig.for_short_run()
     write(config, tmp_path)
     metrics = Metrics()
-    with StaticMetrics(metrics.text) as endpoint, \
-            PrometheusServer([endpoint.target], [tmp_path / "alerts" / RULES_FILE]) as prom:
+    with (
+        StaticMetrics(metrics.text) as endpoint,
+        PrometheusServer([endpoint.target], [tmp_path / "alerts" / RULES_FILE]) as prom,
+    ):
         watch = drill_report.DrillWatch(prom, config, DRILL)
         served(metrics, names.MODE_PRIMARY, PRIMARY, n=6)  # before the drill: under the traffic guard (10)
         with metrics.lock:
@@ -104,8 +119,11 @@ def run_drill(tmp_path: Path, fallback_serves: bool, primary_returns: bool) -> t
             metrics.drill_active = 0
             metrics.drills[names.DRILL_OUTCOME_STOPPED] += 1
         if primary_returns:  # the exit: the primary flaps twice, then serves
-            for mode, model in ((names.MODE_DEGRADED, FALLBACK), (names.MODE_PRIMARY, PRIMARY),
-                                (names.MODE_DEGRADED, FALLBACK)):
+            for mode, model in (
+                (names.MODE_DEGRADED, FALLBACK),
+                (names.MODE_PRIMARY, PRIMARY),
+                (names.MODE_DEGRADED, FALLBACK),
+            ):
                 served(metrics, mode, model)
                 watch({"name": "exit-step"})
             served(metrics, names.MODE_PRIMARY, PRIMARY)
@@ -113,8 +131,9 @@ def run_drill(tmp_path: Path, fallback_serves: bool, primary_returns: bool) -> t
             metrics.degraded_every_scrape = True  # every request keeps going to the fallback
         watch({"name": drill_report.RECOVERED})
         metrics.degraded_every_scrape = False
-        expected = drill_report.Expected(drill_name=DRILL, fallback_model=FALLBACK, primary_model=PRIMARY,
-                                         drill_requests=5, flaps=2)
+        expected = drill_report.Expected(
+            drill_name=DRILL, fallback_model=FALLBACK, primary_model=PRIMARY, drill_requests=5, flaps=2
+        )
         return drill_report.lines(watch, expected)
 
 
@@ -130,8 +149,7 @@ def test_a_drill_the_fallback_serves_proves_every_point(tmp_path: Path) -> None:
     assert "degraded-mode alerts firing: none" in line(report, "before the drill: 6 sampling requests")
     # 5 of 11 requests degraded: above 10% with at least 10 requests
     assert "degraded share 45% > 10% over 11 requests" in line(report, "fired during the drill: OtelSamplingDegradedSh")
-    assert line(report, "fallback during the drill: 5/5 sampling requests completed in degraded mode on "
-                        f"{FALLBACK}")
+    assert line(report, f"fallback during the drill: 5/5 sampling requests completed in degraded mode on {FALLBACK}")
     assert f"{OVERLOADED} 5" in line(report, "fallback during the drill")
     assert "completion share over 5m 100% at its lowest" in line(report, "DrillFallbackFailed's condition")
     exit_line = line(report, "exit, as Prometheus saw it")
@@ -151,7 +169,8 @@ def test_a_failed_fallback_and_a_missing_recovery_are_named(tmp_path: Path) -> N
     assert "completion share over 5m 0% at its lowest" in line(report, "DrillFallbackFailed's condition"), text
     assert any("0 of 5 sampling requests completed on the fallback" in p for p in problems), text
     assert any("DrillFallbackFailed was still pending as the drill ended" in p for p in problems) or (
-        f"{drill_report.PREFIX}DrillFallbackFailed fired on the demo's drill" in problems), text
+        f"{drill_report.PREFIX}DrillFallbackFailed fired on the demo's drill" in problems
+    ), text
     # degraded traffic every second after the stop, for longer than drill_recovery_for (20s)
     assert line(report, "OtelSamplingDrillRecoveryMissing: FIRED"), text
     assert "OtelSamplingDrillRecoveryMissing fired on the demo's drill" in problems, text

@@ -43,8 +43,14 @@ def error(tmp_path: Path, text: str) -> PolicyError:
 def test_a_schedule_is_read_in_file_order(tmp_path: Path):
     utc, plus_one = dt.timezone.utc, dt.timezone(dt.timedelta(hours=1))
     assert load(tmp_path, VALID).drills == (
-        DrillSchedule("nightly-claude", "claude-sonnet-5-5", dt.datetime(2026, 12, 1, 3, tzinfo=utc), 600.0,
-                      86400.0, "rate_limited"),
+        DrillSchedule(
+            "nightly-claude",
+            "claude-sonnet-5-5",
+            dt.datetime(2026, 12, 1, 3, tzinfo=utc),
+            600.0,
+            86400.0,
+            "rate_limited",
+        ),
         DrillSchedule("once", "gpt-4.1", dt.datetime(2026, 12, 2, 4, tzinfo=plus_one), 60.0, None, "overloaded"),
     )
 
@@ -56,18 +62,29 @@ def test_no_drills_by_default(tmp_path: Path):
 BASE = 'name = "d"\ntarget_model = "m"\nstart = 2026-12-01T03:00:00Z\nduration = 600\n'
 
 
-@pytest.mark.parametrize(("entry", "key", "says"), [
-    ('target_model = "m"\nstart = 2026-12-01T03:00:00Z\nduration = 600\n', "drills[0].name", "missing required key"),
-    ('name = "d"\nstart = 2026-12-01T03:00:00Z\nduration = 600\n', "drills[0].target_model", "missing required key"),
-    (BASE.replace("2026-12-01T03:00:00Z", "2026-12-01T03:00:00"), "drills[0].start", "needs a UTC offset"),
-    (BASE.replace("2026-12-01T03:00:00Z", '"tomorrow"'), "drills[0].start", "not an ISO 8601 date-time"),
-    (BASE.replace("600", "0"), "drills[0].duration", "above 0"),
-    (BASE.replace("600", '"10m"'), "drills[0].duration", "expected a number of seconds"),
-    (BASE + "every = 60\n", "drills[0].every", "shorter than duration"),
-    (BASE + 'failure = "boom"\n', "drills[0].failure", "unknown drill failure 'boom'"),
-    (BASE + 'target = "m"\n', "drills[0].target", "unknown key"),
-    (BASE.replace('"d"', '""'), "drills[0].name", "empty drill name"),
-])
+@pytest.mark.parametrize(
+    ("entry", "key", "says"),
+    [
+        (
+            'target_model = "m"\nstart = 2026-12-01T03:00:00Z\nduration = 600\n',
+            "drills[0].name",
+            "missing required key",
+        ),
+        (
+            'name = "d"\nstart = 2026-12-01T03:00:00Z\nduration = 600\n',
+            "drills[0].target_model",
+            "missing required key",
+        ),
+        (BASE.replace("2026-12-01T03:00:00Z", "2026-12-01T03:00:00"), "drills[0].start", "needs a UTC offset"),
+        (BASE.replace("2026-12-01T03:00:00Z", '"tomorrow"'), "drills[0].start", "not an ISO 8601 date-time"),
+        (BASE.replace("600", "0"), "drills[0].duration", "above 0"),
+        (BASE.replace("600", '"10m"'), "drills[0].duration", "expected a number of seconds"),
+        (BASE + "every = 60\n", "drills[0].every", "shorter than duration"),
+        (BASE + 'failure = "boom"\n', "drills[0].failure", "unknown drill failure 'boom'"),
+        (BASE + 'target = "m"\n', "drills[0].target", "unknown key"),
+        (BASE.replace('"d"', '""'), "drills[0].name", "empty drill name"),
+    ],
+)
 def test_a_bad_entry_names_its_key(tmp_path: Path, entry: str, key: str, says: str):
     problem = error(tmp_path, "[[drills]]\n" + entry)
     assert problem.key == key

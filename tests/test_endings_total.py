@@ -40,8 +40,24 @@ from sampling_server import build_server
 
 # ---------------------------------------------------------------- provider answers, through the readers
 answer_bodies = st.dictionaries(
-    st.sampled_from(["model", "id", "type", "stop_reason", "content", "choices", "output", "usage", "status",
-                     "error", "incomplete_details"]), json_value, max_size=8)
+    st.sampled_from(
+        [
+            "model",
+            "id",
+            "type",
+            "stop_reason",
+            "content",
+            "choices",
+            "output",
+            "usage",
+            "status",
+            "error",
+            "incomplete_details",
+        ]
+    ),
+    json_value,
+    max_size=8,
+)
 
 
 @settings(max_examples=500)
@@ -59,32 +75,54 @@ def test_every_provider_body_reads_into_a_response_with_one_ending(body):
 
 
 # ---------------------------------------------------------------- through the real mcp wrapper
-content_blocks = (st.builds(types.TextContent, text=hostile_text)
-                  | st.builds(types.ImageContent, data=st.just("iVBORw0KGgo="), mime_type=hostile_text)
-                  | st.builds(types.AudioContent, data=st.just("UklGRg=="), mime_type=hostile_text))
+content_blocks = (
+    st.builds(types.TextContent, text=hostile_text)
+    | st.builds(types.ImageContent, data=st.just("iVBORw0KGgo="), mime_type=hostile_text)
+    | st.builds(types.AudioContent, data=st.just("UklGRg=="), mime_type=hostile_text)
+)
 params = st.builds(
     types.CreateMessageRequestParams,
-    messages=st.lists(st.builds(types.SamplingMessage, role=st.sampled_from(["user", "assistant"]),
-                                content=content_blocks), min_size=1, max_size=3),
+    messages=st.lists(
+        st.builds(types.SamplingMessage, role=st.sampled_from(["user", "assistant"]), content=content_blocks),
+        min_size=1,
+        max_size=3,
+    ),
     max_tokens=st.integers(min_value=-(2**80), max_value=2**80),
-    model_preferences=st.none() | st.builds(types.ModelPreferences, hints=st.none() | st.lists(
-        st.builds(types.ModelHint, name=st.none() | hostile_text), max_size=20)),
+    model_preferences=st.none()
+    | st.builds(
+        types.ModelPreferences,
+        hints=st.none() | st.lists(st.builds(types.ModelHint, name=st.none() | hostile_text), max_size=20),
+    ),
     system_prompt=st.none() | hostile_text,
     include_context=st.none() | st.sampled_from(["none", "thisServer", "allServers"]),
     stop_sequences=st.none() | st.lists(hostile_text, max_size=4),
     metadata=st.none() | st.dictionaries(hostile_text, json_value, max_size=4),
 )
-results = st.builds(types.CreateMessageResult, role=st.just("assistant"), content=content_blocks,
-                    model=hostile_text, stop_reason=stop_reasons)
-error_frames = st.builds(types.ErrorData, code=codes.filter(lambda c: abs(c) < 2**31), message=hostile_text,
-                         data=frame_data)
+results = st.builds(
+    types.CreateMessageResult,
+    role=st.just("assistant"),
+    content=content_blocks,
+    model=hostile_text,
+    stop_reason=stop_reasons,
+)
+error_frames = st.builds(
+    types.ErrorData, code=codes.filter(lambda c: abs(c) < 2**31), message=hostile_text, data=frame_data
+)
 # What mcp reads without instrumentation too: a dict it validates, or something it cannot.
 odd_returns = st.none() | st.integers() | hostile_text | st.dictionaries(hostile_text, json_value, max_size=3)
-wrapper_exceptions = st.builds(exception_of, st.sampled_from([k for k in EXCEPTION_KINDS
-                                                               if k not in ("keyboard", "exit")]),
-                               codes.filter(lambda c: abs(c) < 2**31), hostile_text, json_value)
-answers = results.map(lambda r: ("return", r)) | error_frames.map(lambda e: ("return", e)) \
-    | odd_returns.map(lambda v: ("return", v)) | wrapper_exceptions.map(lambda e: ("raise", e))
+wrapper_exceptions = st.builds(
+    exception_of,
+    st.sampled_from([k for k in EXCEPTION_KINDS if k not in ("keyboard", "exit")]),
+    codes.filter(lambda c: abs(c) < 2**31),
+    hostile_text,
+    json_value,
+)
+answers = (
+    results.map(lambda r: ("return", r))
+    | error_frames.map(lambda e: ("return", e))
+    | odd_returns.map(lambda v: ("return", v))
+    | wrapper_exceptions.map(lambda e: ("raise", e))
+)
 
 
 def expected_ending(how: str, answer: object) -> str | None:
@@ -117,15 +155,24 @@ async def _dispatch_all(cases: list) -> list:
             current[:] = [case]
             ctx = type("Ctx", (), {"request_id": i, "meta": None})()
             try:
-                got.append(("return", await client.session.dispatch_input_request(
-                    ctx, types.CreateMessageRequest(params=request_params))))
+                got.append(
+                    (
+                        "return",
+                        await client.session.dispatch_input_request(
+                            ctx, types.CreateMessageRequest(params=request_params)
+                        ),
+                    )
+                )
             except BaseException as exc:  # noqa: BLE001 - what the host got is the subject
                 got.append(("raise", exc))
     return got
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(cases=st.lists(st.tuples(params, answers), min_size=1, max_size=8))
 def test_through_the_wrapper_the_host_gets_its_answer_and_each_request_one_ending(mcp_instrumented, cases):
     SPANS.clear()

@@ -71,8 +71,14 @@ class ExemplarTelemetry(Telemetry):
         """``(trace_id, span_id)`` of every exemplar of every point of ``metric``."""
         if self._collected is None:
             self._collected = self.reader.get_metrics_data()
-        points = [p for rm in self._collected.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
-                  if m.name == metric for p in m.data.data_points]
+        points = [
+            p
+            for rm in self._collected.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == metric
+            for p in m.data.data_points
+        ]
         found = {(e.trace_id, e.span_id) for p in points for e in p.exemplars}
         assert found, f"{metric}: no exemplar at all"
         return found
@@ -120,12 +126,16 @@ def test_a_sampling_request_and_its_provider_call_each_name_their_own_span(mode,
 
 def test_a_stream_s_time_to_first_chunk_names_its_chat_span(host, fake_provider):
     c = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0)
-    for _ in c.chat.completions.create(model="gpt-req", messages=MESSAGES, stream=True,
-                                       stream_options={"include_usage": True}):
+    for _ in c.chat.completions.create(
+        model="gpt-req", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+    ):
         pass
     (chat,) = host.spans("chat gpt-req")
-    for metric in (names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK, names.METRIC_GEN_AI_OPERATION_DURATION,
-                   names.METRIC_GEN_AI_TOKEN_USAGE):
+    for metric in (
+        names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+        names.METRIC_GEN_AI_OPERATION_DURATION,
+        names.METRIC_GEN_AI_TOKEN_USAGE,
+    ):
         assert host.exemplar_spans(metric) == ids(chat), metric
 
 
@@ -167,15 +177,20 @@ def test_the_server_s_request_names_its_client_span(mode, server):
     assert server.exemplar_spans(names.METRIC_SAMPLING_SERVER_REQUESTS) == ids(client_span)
 
 
-RUN_METRICS = (names.METRIC_AGENT_RUNS, names.METRIC_AGENT_RUN_DURATION, names.METRIC_AGENT_RUN_COST,
-               names.METRIC_SILENT_INCIDENTS)
+RUN_METRICS = (
+    names.METRIC_AGENT_RUNS,
+    names.METRIC_AGENT_RUN_DURATION,
+    names.METRIC_AGENT_RUN_COST,
+    names.METRIC_SILENT_INCIDENTS,
+)
 
 
 def _substituted_call(fake_provider) -> None:
     """A call whose served model is not the one asked for: degraded, so the run is a silent incident."""
     c = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0)
-    c.chat.completions.create(model="gpt-req", messages=MESSAGES,
-                              extra_headers={"x-fake-scenario": "served_model=gpt-served"})
+    c.chat.completions.create(
+        model="gpt-req", messages=MESSAGES, extra_headers={"x-fake-scenario": "served_model=gpt-served"}
+    )
 
 
 def test_an_explicit_run_names_its_run_span(host, fake_provider):
@@ -188,7 +203,8 @@ def test_an_explicit_run_names_its_run_span(host, fake_provider):
 
 def test_an_agent_span_s_run_names_that_span(host, fake_provider):
     with TRACER_PROVIDER.get_tracer("host").start_as_current_span(
-            "triage-task", attributes={names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT}):
+        "triage-task", attributes={names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT}
+    ):
         _substituted_call(fake_provider)
     (root,) = host.spans("triage-task", scope=None)
     for metric in RUN_METRICS:

@@ -28,8 +28,9 @@ def test_prometheus_names_match_the_real_exporter():
     instruments.sampling_in_flight.add(1, attrs)
     instruments.operation_duration.record(0.5, attrs)
     instruments.token_usage.record(5, attrs)
-    exported = {s.name: s.labels for f in text_string_to_metric_families(generate_latest(registry).decode())
-                for s in f.samples}
+    exported = {
+        s.name: s.labels for f in text_string_to_metric_families(generate_latest(registry).decode()) for s in f.samples
+    }
     expected = {
         metric_name(names.METRIC_SAMPLING_REQUESTS, names.UNIT_REQUEST, counter=True),
         metric_name(names.METRIC_SAMPLING_DURATION, names.UNIT_SECONDS) + "_count",
@@ -38,9 +39,13 @@ def test_prometheus_names_match_the_real_exporter():
         metric_name(names.METRIC_GEN_AI_TOKEN_USAGE, names.UNIT_TOKEN) + "_sum",
     }
     assert expected <= exported.keys()
-    assert expected == {"otel_sampling_sampling_requests_total", "otel_sampling_sampling_duration_seconds_count",
-                        "otel_sampling_sampling_in_flight",
-                        "gen_ai_client_operation_duration_seconds_bucket", "gen_ai_client_token_usage_sum"}
+    assert expected == {
+        "otel_sampling_sampling_requests_total",
+        "otel_sampling_sampling_duration_seconds_count",
+        "otel_sampling_sampling_in_flight",
+        "gen_ai_client_operation_duration_seconds_bucket",
+        "gen_ai_client_token_usage_sum",
+    }
     labels = exported["otel_sampling_sampling_requests_total"]
     assert labels[label_name(names.MCP_SERVER_NAME)] == "s"
     assert labels[label_name(names.DEGRADATION_MODE)] == "primary"
@@ -53,11 +58,18 @@ def test_otlp_http_spans_arrive_intact():
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint)))
         tracer = provider.get_tracer(names.SCOPE_NAME)
         with tracer.start_as_current_span(names.SPAN_SAMPLING, kind=SpanKind.SERVER) as s:
-            s.set_attributes({names.SAMPLING_ENDING: "timeout", names.SAMPLING_MODEL_HINTS: ["a", "b"],
-                              names.GEN_AI_REQUEST_MAX_TOKENS: 64})
+            s.set_attributes(
+                {
+                    names.SAMPLING_ENDING: "timeout",
+                    names.SAMPLING_MODEL_HINTS: ["a", "b"],
+                    names.GEN_AI_REQUEST_MAX_TOKENS: 64,
+                }
+            )
         provider.shutdown()
         (span,) = receiver.spans
     assert span["name"] == "sampling/createMessage" and span["kind"] == "SERVER" and span["scope"] == "otel_sampling"
-    assert span["attributes"] == {"otel_sampling.sampling.ending": "timeout",
-                                  "otel_sampling.sampling.model_hints": ["a", "b"],
-                                  "gen_ai.request.max_tokens": 64}
+    assert span["attributes"] == {
+        "otel_sampling.sampling.ending": "timeout",
+        "otel_sampling.sampling.model_hints": ["a", "b"],
+        "gen_ai.request.max_tokens": 64,
+    }

@@ -51,9 +51,13 @@ def _installed(module: str) -> bool:
 
 
 # The gRPC exporter comes with the otlp-grpc extra (the dev extra has it; otlp is OTLP/HTTP only).
-GRPC = pytest.param("grpc", marks=pytest.mark.skipif(
-    not _installed("opentelemetry.exporter.otlp.proto.grpc"),
-    reason="the OTLP gRPC exporter (extra otlp-grpc) is not installed"))
+GRPC = pytest.param(
+    "grpc",
+    marks=pytest.mark.skipif(
+        not _installed("opentelemetry.exporter.otlp.proto.grpc"),
+        reason="the OTLP gRPC exporter (extra otlp-grpc) is not installed",
+    ),
+)
 
 EXPORT_TIMEOUT_S = 1.0  # each exporter's own timeout, and the processors' export timeout
 SOAK_EXPORT_TIMEOUT_S = 3.0  # the measurement's (docs/deploy.md quotes it)
@@ -150,8 +154,9 @@ def collector(kind: str, protocol: str) -> Iterator[tuple[int, BlackHole | None]
             yield hole.port, hole
     else:
         script = _HEALTHY.format(tests=str(Path(__file__).parent), protocol=protocol)
-        with subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True) as process:
+        with subprocess.Popen(
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        ) as process:
             try:
                 yield int(process.stdout.readline()), None
             finally:
@@ -165,14 +170,18 @@ def _exporters(protocol: str, port: int, timeout_s: float = EXPORT_TIMEOUT_S):
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         endpoint = f"127.0.0.1:{port}"
-        return (OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=timeout_s),
-                OTLPMetricExporter(endpoint=endpoint, insecure=True, timeout=timeout_s))
+        return (
+            OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=timeout_s),
+            OTLPMetricExporter(endpoint=endpoint, insecure=True, timeout=timeout_s),
+        )
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     base = f"http://127.0.0.1:{port}"
-    return (OTLPSpanExporter(endpoint=f"{base}/v1/traces", timeout=timeout_s),
-            OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=timeout_s))
+    return (
+        OTLPSpanExporter(endpoint=f"{base}/v1/traces", timeout=timeout_s),
+        OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=timeout_s),
+    )
 
 
 def _counting(exporter: object, threads: list[int] | None) -> object:
@@ -189,20 +198,33 @@ def _counting(exporter: object, threads: list[int] | None) -> object:
     return exporter
 
 
-def providers(protocol: str, port: int, simple: bool = False, queue_size: int = 16,
-              batch_size: int = 16, export_threads: list[int] | None = None,
-              timeout_s: float = EXPORT_TIMEOUT_S) -> tuple[TracerProvider, MeterProvider]:
+def providers(
+    protocol: str,
+    port: int,
+    simple: bool = False,
+    queue_size: int = 16,
+    batch_size: int = 16,
+    export_threads: list[int] | None = None,
+    timeout_s: float = EXPORT_TIMEOUT_S,
+) -> tuple[TracerProvider, MeterProvider]:
     """Providers exporting often (every 10 ms) through a span queue of ``queue_size`` (by default one
     batch: shutdown drains one export, not many), with short timeouts; each export attempt's thread
     ident goes to ``export_threads`` when given."""
     span_exporter, metric_exporter = (_counting(e, export_threads) for e in _exporters(protocol, port, timeout_s))
     timeout_ms = timeout_s * 1000
     tracer_provider = TracerProvider(shutdown_on_exit=False)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter) if simple else BatchSpanProcessor(
-        span_exporter, max_queue_size=queue_size, schedule_delay_millis=10, max_export_batch_size=batch_size,
-        export_timeout_millis=timeout_ms))
-    reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=10,
-                                           export_timeout_millis=timeout_ms)
+    tracer_provider.add_span_processor(
+        SimpleSpanProcessor(span_exporter)
+        if simple
+        else BatchSpanProcessor(
+            span_exporter,
+            max_queue_size=queue_size,
+            schedule_delay_millis=10,
+            max_export_batch_size=batch_size,
+            export_timeout_millis=timeout_ms,
+        )
+    )
+    reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=10, export_timeout_millis=timeout_ms)
     return tracer_provider, MeterProvider(metric_readers=[reader], shutdown_on_exit=False)
 
 
@@ -218,8 +240,14 @@ def shut_down(*providers_: object) -> float:
     return time.perf_counter() - start
 
 
-def burst(fake_provider, tracer_provider, meter_provider, calls: int = BURST, instrumented: bool = True,
-          cpu: list[float] | None = None) -> list[float]:
+def burst(
+    fake_provider,
+    tracer_provider,
+    meter_provider,
+    calls: int = BURST,
+    instrumented: bool = True,
+    cpu: list[float] | None = None,
+) -> list[float]:
     """``calls`` anthropic calls (each checked); the seconds each took (wall clock), and in ``cpu``
     the calling thread's CPU seconds for each (what the call itself did, free of scheduling noise)."""
     instrumentor = AnthropicInstrumentor()
@@ -256,8 +284,10 @@ def test_a_burst_never_waits_on_an_unreachable_collector(protocol, outage, fake_
         if hole is not None:  # not vacuous: an export was stuck in the hole while the burst ran
             assert hole.accepted >= 1
         took = shut_down(tracer_provider, meter_provider)  # asserts that shutdown returned
-    print(f"{protocol} {outage}: {BURST} calls, slowest {max(durations) * 1e3:.1f} ms, "
-          f"{len(export_threads)} export attempts, shutdown {took:.2f}s")
+    print(
+        f"{protocol} {outage}: {BURST} calls, slowest {max(durations) * 1e3:.1f} ms, "
+        f"{len(export_threads)} export attempts, shutdown {took:.2f}s"
+    )
     assert export_threads, "no export was attempted: the outage was never met"
     assert threading.get_ident() not in export_threads, "an export ran on the calling thread"
     # A call that waited on an export would take the export's own timeout (EXPORT_TIMEOUT_S) at the least.
@@ -277,19 +307,28 @@ def test_measure_the_added_latency_under_exporter_outage(fake_provider, capsys):
     calls, rounds = 500, 4
     samples: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
-    conditions = [(p, o, q) for p in ("grpc", "http") for o, q in
-                  (("healthy", 2048), ("closed", 2048), ("blackhole", 2048), ("blackhole", 16))]
+    conditions = [
+        (p, o, q)
+        for p in ("grpc", "http")
+        for o, q in (("healthy", 2048), ("closed", 2048), ("blackhole", 2048), ("blackhole", 16))
+    ]
     for _ in range(rounds):  # interleaved rounds: the machine's load drifts
         samples.setdefault("uninstrumented", []).extend(
-            burst(fake_provider, None, None, calls, instrumented=False, cpu=cpu.setdefault("uninstrumented", [])))
+            burst(fake_provider, None, None, calls, instrumented=False, cpu=cpu.setdefault("uninstrumented", []))
+        )
         for protocol, outage, queue_size in conditions:
             with collector(outage, protocol) as (port, _hole):
-                tracer_provider, meter_provider = providers(protocol, port, queue_size=queue_size,
-                                                            batch_size=min(queue_size, 512),
-                                                            timeout_s=SOAK_EXPORT_TIMEOUT_S)
+                tracer_provider, meter_provider = providers(
+                    protocol,
+                    port,
+                    queue_size=queue_size,
+                    batch_size=min(queue_size, 512),
+                    timeout_s=SOAK_EXPORT_TIMEOUT_S,
+                )
                 name = f"{protocol} {outage}" + (" queue full" if queue_size < calls else "")
                 samples.setdefault(name, []).extend(
-                    burst(fake_provider, tracer_provider, meter_provider, calls, cpu=cpu.setdefault(name, [])))
+                    burst(fake_provider, tracer_provider, meter_provider, calls, cpu=cpu.setdefault(name, []))
+                )
                 shut_down(tracer_provider, meter_provider)
     with collector("blackhole", "http") as (port, _hole):  # the synchronous processor, for contrast
         tracer_provider, meter_provider = providers("http", port, simple=True, timeout_s=SOAK_EXPORT_TIMEOUT_S)
@@ -304,12 +343,17 @@ def test_measure_the_added_latency_under_exporter_outage(fake_provider, capsys):
     base = {p: quantiles(samples[f"{p} healthy"])[0] for p in ("grpc", "http")}
     base_cpu = {p: statistics.median(cpu[f"{p} healthy"]) * 1e6 for p in ("grpc", "http")}
     with capsys.disabled():
-        print(f"\nper-call time, N={calls * rounds} calls per row: wall median / p99 and the calling thread's "
-              "CPU median (µs); added = median - healthy median")
+        print(
+            f"\nper-call time, N={calls * rounds} calls per row: wall median / p99 and the calling thread's "
+            "CPU median (µs); added = median - healthy median"
+        )
         for name, values in samples.items():
             median, p99 = quantiles(values)
             cpu_median = statistics.median(cpu[name]) * 1e6
             protocol = name.split()[0]
-            added = (f"  added {median - base[protocol]:+8.1f} wall, {cpu_median - base_cpu[protocol]:+7.1f} cpu"
-                     if protocol in base else "")
+            added = (
+                f"  added {median - base[protocol]:+8.1f} wall, {cpu_median - base_cpu[protocol]:+7.1f} cpu"
+                if protocol in base
+                else ""
+            )
             print(f"  {name:38s} {median:10.1f} / {p99:10.1f}  cpu {cpu_median:8.1f}{added}   (n={len(values)})")

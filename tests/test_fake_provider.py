@@ -60,8 +60,9 @@ def test_create_without_scenario_header_echoes_model_and_usage(fp, client):
 
 
 def test_stream_yields_message_start_to_message_stop(client):
-    with client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, stream=True,
-                                **_scenario("text=one+two+three")) as stream:
+    with client.messages.create(
+        model=MODEL, max_tokens=50, messages=MESSAGES, stream=True, **_scenario("text=one+two+three")
+    ) as stream:
         types = [event.type for event in stream]
     assert types[0] == "message_start"
     assert types[-1] == "message_stop"
@@ -70,18 +71,21 @@ def test_stream_yields_message_start_to_message_stop(client):
 
 
 def test_served_model_overrides_reported_model(client):
-    msg = client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES,
-                                 **_scenario("served_model=claude-opus-4-1"))
+    msg = client.messages.create(
+        model=MODEL, max_tokens=50, messages=MESSAGES, **_scenario("served_model=claude-opus-4-1")
+    )
     assert msg.model == "claude-opus-4-1"
 
 
-@pytest.mark.parametrize(("scenario", "header"), [
-    ("gateway_model=claude-opus-4-1", "ngrok-aig-model"),
-    ("gateway_model=claude-opus-4-1,gateway_header=x-bifrost-resolved-model", "x-bifrost-resolved-model"),
-])
+@pytest.mark.parametrize(
+    ("scenario", "header"),
+    [
+        ("gateway_model=claude-opus-4-1", "ngrok-aig-model"),
+        ("gateway_model=claude-opus-4-1,gateway_header=x-bifrost-resolved-model", "x-bifrost-resolved-model"),
+    ],
+)
 def test_a_gateway_names_the_served_model_in_a_header_and_echoes_the_request(client, scenario, header):
-    raw = client.messages.with_raw_response.create(model=MODEL, max_tokens=50, messages=MESSAGES,
-                                                   **_scenario(scenario))
+    raw = client.messages.with_raw_response.create(model=MODEL, max_tokens=50, messages=MESSAGES, **_scenario(scenario))
     assert raw.parse().model == MODEL
     assert raw.headers[header] == "claude-opus-4-1"
 
@@ -110,8 +114,12 @@ def test_delay_past_client_timeout_raises_api_timeout(fp, client):
 
 def test_request_log_records_scenario_header(fp, client):
     traceparent = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
-    client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES,
-                           extra_headers={"x-fake-scenario": "cache,text=a+b", "traceparent": traceparent})
+    client.messages.create(
+        model=MODEL,
+        max_tokens=50,
+        messages=MESSAGES,
+        extra_headers={"x-fake-scenario": "cache,text=a+b", "traceparent": traceparent},
+    )
     entry = fp.requests[-1]
     assert entry["path"].startswith("/v1/messages")
     assert entry["scenario"] == {"cache": "1", "text": "a+b"}
@@ -160,8 +168,13 @@ def test_exit_leaves_no_threads_even_with_open_and_stalled_connections():
 @pytest.mark.subprocess
 def test_cli_prints_url_and_exits_cleanly_on_sigterm():
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "otel_sampling.testing.fake_provider"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "otel_sampling.testing.fake_provider"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")
@@ -185,8 +198,12 @@ def _help_scenarios(help_text: str) -> list[str]:
 
 @pytest.mark.subprocess
 def test_cli_help_says_how_to_use_it_and_lists_every_scenario():
-    result = subprocess.run([sys.executable, "-m", "otel_sampling.testing.fake_provider", "--help"],
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "otel_sampling.testing.fake_provider", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert (result.returncode, result.stderr) == (0, "")
     assert f"{SCENARIO_HEADER}: status=529,fail_first=1" in result.stdout  # the header, with an example
     assert "base_url=URL/v1" in result.stdout and "OPENAI_BASE_URL=URL/v1" in result.stdout  # openai's /v1
@@ -197,7 +214,8 @@ def test_cli_help_says_how_to_use_it_and_lists_every_scenario():
 
 def test_the_scenario_table_names_every_key_the_server_reads():
     source = inspect.getsource(fake_provider)
-    read = {key for match in re.findall(r'"(\w+)" in sc\b|sc\.get\("(\w+)"|sc\["(\w+)"\]', source)
-            for key in match if key}
+    read = {
+        key for match in re.findall(r'"(\w+)" in sc\b|sc\.get\("(\w+)"|sc\["(\w+)"\]', source) for key in match if key
+    }
     read |= set(re.findall(r'"(\w+)"', re.search(r"sc\.keys\(\) & \{([^}]*)\}", source).group(1)))
     assert read == {token.partition("=")[0] for token in SCENARIOS}

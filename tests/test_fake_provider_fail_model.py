@@ -30,8 +30,12 @@ def test_anthropic_fails_the_named_model_and_serves_another(fp):
 
 
 def test_openai_fails_the_named_model_and_serves_another(fp):
-    client = openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0,
-                           default_headers={SCENARIO_HEADER: "status=503,fail_model=gpt-4.1"})
+    client = openai.OpenAI(
+        base_url=fp.url + "/v1",
+        api_key="sk-fake",
+        max_retries=0,
+        default_headers={SCENARIO_HEADER: "status=503,fail_model=gpt-4.1"},
+    )
     with pytest.raises(openai.APIStatusError) as failed:
         client.chat.completions.create(model="gpt-4.1", messages=MESSAGES)
     assert failed.value.status_code == 503

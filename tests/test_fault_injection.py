@@ -123,6 +123,7 @@ def _method_for_our_scope(cls: type, name: str, injector: Injector, scope_of: Ca
         if _ours(scope_of(self)):
             return injector(*args, **kwargs)
         return original(self, *args, **kwargs)
+
     return patched
 
 
@@ -162,8 +163,10 @@ def _attr(owner: Any, name: str, wrap: Callable[[Injector], Any] = lambda i: i) 
 
 
 def _sdk_scoped(cls: type, name: str, scope_of: Callable[[Any], Any]) -> Step:
-    return Step(f"sdk.{cls.__name__}.{name}",
-                lambda mp, inj: mp.setattr(cls, name, _method_for_our_scope(cls, name, inj, scope_of)))
+    return Step(
+        f"sdk.{cls.__name__}.{name}",
+        lambda mp, inj: mp.setattr(cls, name, _method_for_our_scope(cls, name, inj, scope_of)),
+    )
 
 
 SDK_STEPS = [
@@ -279,13 +282,21 @@ UNREACHABLE = {
     ("mcp_server_legacy", "mcp_server.parent_of"): "the legacy send has the ambient parent",
     ("mcp_server_legacy", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
     ("mcp_server_2026", "endings.from_result"): "ServerSamplingRecord classifies a result itself",
-    **{(d, "Histogram.record"): "the server side records one counter; its tools/call span is no run"
-       for d in ("mcp_server_legacy", "mcp_server_2026")},
-    **{(d, "Counter.add"): "the cost counter needs a priced model (claude-req and gpt-req have no price in "
-                           "genai-prices, and no policy table is loaded); provider calls record histograms"
-       for d in DRIVERS if d.startswith(("anthropic", "openai"))},
-    **{(d, "ProviderState.new_accumulator"): "openai's state picks its accumulator itself (its own step)"
-       for d in DRIVERS if d.startswith("openai")},
+    **{
+        (d, "Histogram.record"): "the server side records one counter; its tools/call span is no run"
+        for d in ("mcp_server_legacy", "mcp_server_2026")
+    },
+    **{
+        (d, "Counter.add"): "the cost counter needs a priced model (claude-req and gpt-req have no price in "
+        "genai-prices, and no policy table is loaded); provider calls record histograms"
+        for d in DRIVERS
+        if d.startswith(("anthropic", "openai"))
+    },
+    **{
+        (d, "ProviderState.new_accumulator"): "openai's state picks its accumulator itself (its own step)"
+        for d in DRIVERS
+        if d.startswith("openai")
+    },
 }
 
 
@@ -343,8 +354,9 @@ def _check(sandwich: Sandwich, caplog, injector: Injector, step: str) -> None:
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # a __del__ that raised
 @pytest.mark.parametrize(("driver_name", "step"), list(_pairs()))
-def test_an_internal_step_that_raises_never_reaches_the_host(driver_name, step, sandwiched, fake_provider,
-                                                             monkeypatch, caplog):
+def test_an_internal_step_that_raises_never_reaches_the_host(
+    driver_name, step, sandwiched, fake_provider, monkeypatch, caplog
+):
     injector = Injector(runtime_fault)
     step.patch(monkeypatch, injector)
     sandwich = sandwiched(DRIVERS[driver_name], fake_provider)  # the host-level answers are asserted inside
@@ -354,14 +366,19 @@ def test_an_internal_step_that_raises_never_reaches_the_host(driver_name, step, 
 
 # One step of each kind: an SDK step under our span's end, a classification behind the guard, the
 # server's pending table, and the per-event path of a stream proxy (its own handler, not the guard).
-WEIRD_PAIRS = [("openai_async", "sdk.Span.end"), ("mcp_host_legacy", "endings.from_result"),
-               ("mcp_server_2026", "_Pending.add"), ("anthropic_sync", "StreamAccumulator.observe")]
+WEIRD_PAIRS = [
+    ("openai_async", "sdk.Span.end"),
+    ("mcp_host_legacy", "endings.from_result"),
+    ("mcp_server_2026", "_Pending.add"),
+    ("anthropic_sync", "StreamAccumulator.observe"),
+]
 
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize(("driver_name", "step_name"), WEIRD_PAIRS)
-def test_a_fault_whose_str_and_repr_raise_never_reaches_the_host(driver_name, step_name, sandwiched,
-                                                                  fake_provider, monkeypatch, caplog):
+def test_a_fault_whose_str_and_repr_raise_never_reaches_the_host(
+    driver_name, step_name, sandwiched, fake_provider, monkeypatch, caplog
+):
     """The debug log formats the fault (its message, its traceback): formatting failing must stay ours too."""
     injector = Injector(WeirdFault)
     _steps(driver_name)[step_name].patch(monkeypatch, injector)
@@ -384,8 +401,11 @@ def _patch_guard(monkeypatch: pytest.MonkeyPatch, guard: Callable[..., Any]) -> 
     """``guard`` in place of the guard in every module that calls it; their names."""
     patched = set()
     for name, module in list(sys.modules.items()):
-        if (name.startswith("otel_sampling.instrumentation.") and module is not _guard
-                and getattr(module, "guarded", None) is GUARDED):
+        if (
+            name.startswith("otel_sampling.instrumentation.")
+            and module is not _guard
+            and getattr(module, "guarded", None) is GUARDED
+        ):
             monkeypatch.setattr(module, "guarded", guard)
             patched.add(name.rpartition(".")[2])
     return patched
@@ -393,9 +413,11 @@ def _patch_guard(monkeypatch: pytest.MonkeyPatch, guard: Callable[..., Any]) -> 
 
 def _recording_guard(seen: set[tuple[str | None, str]]) -> Callable[..., Any]:
     """The real guard, noting (the target the host is calling, the step) of every call."""
+
     def guard(step, function, /, *args, fallback=None, **kwargs):
         seen.add((current_target(), step))
         return GUARDED(step, function, *args, fallback=fallback, **kwargs)
+
     return guard
 
 
@@ -406,8 +428,9 @@ CALLS_NOTHING_OF_OURS = {
 }
 
 
-def test_every_target_is_driven_and_every_wrapper_calls_our_code_through_the_guard(sandwiched, fake_provider,
-                                                                                    monkeypatch):
+def test_every_target_is_driven_and_every_wrapper_calls_our_code_through_the_guard(
+    sandwiched, fake_provider, monkeypatch
+):
     seen: set[tuple[str | None, str]] = set()
     patched = _patch_guard(monkeypatch, _recording_guard(seen))
     assert {"_mcp_connections", "_mcp_tool_call", "mcp_server", "_provider"} <= patched
@@ -423,8 +446,9 @@ def test_every_target_is_driven_and_every_wrapper_calls_our_code_through_the_gua
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize("driver_name", DRIVERS)
-def test_every_guarded_step_that_raises_never_reaches_the_host(driver_name, sandwiched, fake_provider, monkeypatch,
-                                                               caplog):
+def test_every_guarded_step_that_raises_never_reaches_the_host(
+    driver_name, sandwiched, fake_provider, monkeypatch, caplog
+):
     """Each step the guard runs under this driver, raising (before it did anything): the host's
     answers (asserted inside the driver) and objects are unchanged, and the guard logged it by name."""
     seen: set[tuple[str | None, str]] = set()
@@ -447,8 +471,11 @@ def test_every_guarded_step_that_raises_never_reaches_the_host(driver_name, sand
             sandwich = sandwiched(DRIVERS[driver_name], fake_provider)
         assert injector.fired, f"{raising!r} did not run again under {driver_name}"
         sandwich.check()
-        assert any(r.getMessage() == f"otel-sampling: could not {raising}" and r.exc_info[1] in injector.raised
-                   for r in caplog.records if r.exc_info), f"the {raising!r} failure was not logged by name"
+        assert any(
+            r.getMessage() == f"otel-sampling: could not {raising}" and r.exc_info[1] in injector.raised
+            for r in caplog.records
+            if r.exc_info
+        ), f"the {raising!r} failure was not logged by name"
 
 
 # ---------------------------------------------------------------- faults at instrument() time
@@ -464,8 +491,9 @@ class RaisingMeterProvider(sdk_metrics.MeterProvider):
 
 @pytest.mark.parametrize("provider", ["tracer_provider", "meter_provider"])
 @pytest.mark.parametrize("driver_name", ["mcp_host_legacy", "mcp_server_2026", "anthropic_sync", "openai_async"])
-def test_a_provider_that_raises_at_instrument_leaves_the_host_alone(driver_name, provider, telemetry, fake_provider,
-                                                                     caplog):
+def test_a_provider_that_raises_at_instrument_leaves_the_host_alone(
+    driver_name, provider, telemetry, fake_provider, caplog
+):
     driver = DRIVERS[driver_name]
     providers = {"tracer_provider": TRACER_PROVIDER, "meter_provider": telemetry.meter_provider}
     providers[provider] = RaisingTracerProvider() if provider == "tracer_provider" else RaisingMeterProvider()
@@ -519,10 +547,13 @@ def _dispatch_calls(fp, calls: int) -> list[float]:
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize(("driver_name", "calls", "rounds", "measure"), [
-    ("anthropic_sync", 40, 15, _anthropic_calls), ("mcp_host_legacy", 1000, 3, _dispatch_calls)])
-def test_measure_the_added_latency_of_fault_paths(driver_name, calls, rounds, measure, telemetry, fake_provider,
-                                                  monkeypatch, capsys):
+@pytest.mark.parametrize(
+    ("driver_name", "calls", "rounds", "measure"),
+    [("anthropic_sync", 40, 15, _anthropic_calls), ("mcp_host_legacy", 1000, 3, _dispatch_calls)],
+)
+def test_measure_the_added_latency_of_fault_paths(
+    driver_name, calls, rounds, measure, telemetry, fake_provider, monkeypatch, capsys
+):
     """Median time of one call, uninstrumented, instrumented and healthy, and with each step
     raising (short rounds interleaved, one process: the machine's load drifts); printed, never
     asserted (the machine is shared). A step the call never reaches is reported as such: its row

@@ -51,8 +51,11 @@ def prompt(pin: str) -> str:
 def canonical(text: str) -> bytes:
     """The canonical form of the request ``sample(text=...)`` sends (sampling_server.py: one user
     text message, ``maxTokens`` 64, the system prompt), built from the documented definition."""
-    body = {"messages": [{"role": "user", "content": {"type": "text", "text": text}}],
-            "systemPrompt": "You summarise tickets.", "maxTokens": 64}
+    body = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        "systemPrompt": "You summarise tickets.",
+        "maxTokens": 64,
+    }
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -73,12 +76,17 @@ def answering(*answers):
 
     async def callback(ctx, params):
         return queue.pop(0) if len(queue) > 1 else queue[0]
+
     return callback
 
 
 def result() -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),
-                                     model="claude-sonnet-5-5-20261001", stop_reason="endTurn")
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(text="ok"),
+        model="claude-sonnet-5-5-20261001",
+        stop_reason="endTurn",
+    )
 
 
 async def ask(text: str, callback) -> None:
@@ -141,8 +149,15 @@ def in_another_process(text: str, key: str | None) -> str:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS.parent), env.get("PYTHONPATH")) if p)
     if key is not None:
         env[names.ENV_FINGERPRINT_KEY] = key
-    done = subprocess.run([sys.executable, "-c", CHILD, text], cwd=TESTS, env=env, capture_output=True,
-                          text=True, timeout=110, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, text],
+        cwd=TESTS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -204,11 +219,19 @@ def test_a_short_key_is_reported_once_and_a_key_of_the_process_used(telemetry, m
     assert value == process_value != keyed(short, prompt(PIN))
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    (None, None), ("", None), ("   ", None),
-    ("k" * 32, b"k" * 32), (" " + "k" * 32 + "\n", b"k" * 32), ("é" * 32, ("é" * 32).encode("utf-8")),
-    ("k" * 31, None), ("k" * 32 + "\ud800", None),  # too short; a lone surrogate has no bytes
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (None, None),
+        ("", None),
+        ("   ", None),
+        ("k" * 32, b"k" * 32),
+        (" " + "k" * 32 + "\n", b"k" * 32),
+        ("é" * 32, ("é" * 32).encode("utf-8")),
+        ("k" * 31, None),
+        ("k" * 32 + "\ud800", None),  # too short; a lone surrogate has no bytes
+    ],
+)
 def test_the_key_setting(raw, expected, monkeypatch):
     monkeypatch.setattr(settings, "_reported", set())
     env = {} if raw is None else {names.ENV_FINGERPRINT_KEY: raw}
@@ -220,11 +243,20 @@ def test_the_key_is_not_in_the_settings_repr():
 
 
 # ------------------------------------------------------------------ leaving the fingerprint off spans
-@pytest.mark.parametrize(("raw", "omit", "warned"), [
-    (None, False, False), ("", False, False), ("false", False, False), ("FALSE", False, False),
-    ("true", True, False), ("True", True, False), ("TRUE", True, False),
-    ("yes", False, True), ("1", False, True),  # OTel booleans: only "true" is true; others warn
-])
+@pytest.mark.parametrize(
+    ("raw", "omit", "warned"),
+    [
+        (None, False, False),
+        ("", False, False),
+        ("false", False, False),
+        ("FALSE", False, False),
+        ("true", True, False),
+        ("True", True, False),
+        ("TRUE", True, False),
+        ("yes", False, True),
+        ("1", False, True),  # OTel booleans: only "true" is true; others warn
+    ],
+)
 def test_the_omit_setting_is_an_otel_boolean(raw, omit, warned, monkeypatch, caplog):
     monkeypatch.setattr(settings, "_reported", set())
     env = {} if raw is None else {names.ENV_OMIT_FINGERPRINT: raw}
@@ -242,6 +274,7 @@ def test_omitted_from_spans_the_violations_are_still_detected(telemetry, monkeyp
     first, second = telemetry.spans(names.SPAN_SAMPLING)
     assert names.SAMPLING_FINGERPRINT not in first.attributes
     assert names.SAMPLING_FINGERPRINT not in second.attributes
-    assert telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND, names.MCP_SERVER_NAME) \
-        == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
+    assert telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND, names.MCP_SERVER_NAME) == {
+        (names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1
+    }
     assert [link.context.span_id for link in second.links] == [first.context.span_id]

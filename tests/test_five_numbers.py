@@ -76,8 +76,10 @@ def workload() -> float:
         osm.disclose("Answered without sources", kind="inline")
         osm.record_evaluation(EVAL, 0.5)
     with pytest.raises(RuntimeError), osm.run("triage") as failed:
-        with OTHER.start_as_current_span("fallback call", attributes={
-                names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]}):
+        with OTHER.start_as_current_span(
+            "fallback call",
+            attributes={names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: [names.REASON_FALLBACK]},
+        ):
             runs.add_cost(0.25)
         raise RuntimeError("the fallback's answer did not parse")
     osm.record_evaluation(EVAL, 0.25, run=failed)
@@ -88,15 +90,26 @@ def test_series_names_match_the_real_exporter(scrape):
     workload()
     exported = {s.name for f in text_string_to_metric_families(scrape()) for s in f.samples}
     expected = {
-        five_numbers.RUNS, five_numbers.RUN_COST, five_numbers.RUN_DURATION_SUM, five_numbers.SCORE_SUM,
-        five_numbers.SCORE_COUNT, five_numbers.INCIDENTS,
+        five_numbers.RUNS,
+        five_numbers.RUN_COST,
+        five_numbers.RUN_DURATION_SUM,
+        five_numbers.SCORE_SUM,
+        five_numbers.SCORE_COUNT,
+        five_numbers.INCIDENTS,
         metric_name(names.METRIC_DEGRADATION_ACTIVE, names.UNIT_ONE),
         metric_name(names.METRIC_DEGRADATION_TRANSITIONS, names.UNIT_TRANSITION, counter=True),
     }
     assert expected <= exported
-    assert expected == {"agent_runs_total", "agent_run_cost_usd_total", "agent_run_duration_seconds_sum",
-                        "otel_sampling_evaluation_score_sum", "otel_sampling_evaluation_score_count",
-                        "degradation_silent_incidents_total", "degradation_active", "degradation_transitions_total"}
+    assert expected == {
+        "agent_runs_total",
+        "agent_run_cost_usd_total",
+        "agent_run_duration_seconds_sum",
+        "otel_sampling_evaluation_score_sum",
+        "otel_sampling_evaluation_score_count",
+        "degradation_silent_incidents_total",
+        "degradation_active",
+        "degradation_transitions_total",
+    }
 
 
 def test_the_five_numbers_from_the_scrape(scrape):
@@ -123,8 +136,7 @@ def _series(metrics_text: str) -> list[dict]:
 
 
 @pytest.mark.subprocess
-@pytest.mark.skipif(shutil.which("promtool") is None,
-                    reason="promtool (Debian package prometheus) is not installed")
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) is not installed")
 def test_the_promql_evaluates_to_the_same_numbers(scrape, tmp_path: Path):
     wall = workload()
     text = scrape()
@@ -135,25 +147,39 @@ def test_the_promql_evaluates_to_the_same_numbers(scrape, tmp_path: Path):
         "quality_delta": [({"gen_ai_evaluation_name": EVAL}, 0.5)],
         "completion_rate_by_mode": [({"degradation_mode": "primary"}, 1.0), ({"degradation_mode": "degraded"}, 0.5)],
         "silent_incidents": [({}, 1.0)],
-        "cost_per_completed_task_by_mode": [({"degradation_mode": "primary"}, 0.25),
-                                            ({"degradation_mode": "degraded"}, 0.75)],
+        "cost_per_completed_task_by_mode": [
+            ({"degradation_mode": "primary"}, 0.25),
+            ({"degradation_mode": "degraded"}, 0.75),
+        ],
         # the histogram's own sum: the PromQL must read exactly the degraded runs' time
         "degraded_run_seconds": [({}, five_numbers_report.from_scrape(text).degraded_run_seconds)],
     }
     assert 0 < expected["degraded_run_seconds"][0][1] < wall
-    tests = [{
-        "expr": promql[key], "eval_time": "1m",
-        "exp_samples": [{"labels": "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}",
-                         "value": value} for labels, value in samples],
-    } for key, samples in expected.items()]
+    tests = [
+        {
+            "expr": promql[key],
+            "eval_time": "1m",
+            "exp_samples": [
+                {"labels": "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}", "value": value}
+                for labels, value in samples
+            ],
+        }
+        for key, samples in expected.items()
+    ]
     rules = tmp_path / "five_numbers.rules.json"  # JSON is YAML
-    rules.write_text(json.dumps({"groups": [{"name": "otel-sampling-five-numbers",
-                                             "rules": five_numbers.recording_rules(window)}]}))
+    rules.write_text(
+        json.dumps({"groups": [{"name": "otel-sampling-five-numbers", "rules": five_numbers.recording_rules(window)}]})
+    )
     spec = tmp_path / "five_numbers.test.json"
-    spec.write_text(json.dumps({
-        "rule_files": [rules.name], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}],
-    }))
+    spec.write_text(
+        json.dumps(
+            {
+                "rule_files": [rules.name],
+                "evaluation_interval": "1m",
+                "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}],
+            }
+        )
+    )
     checked = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
@@ -170,7 +196,8 @@ def test_the_docs_show_the_promql_of_the_module():
 def test_recorded_names_follow_the_rule_naming_convention():
     assert five_numbers.record_name("completion_rate_by_mode", "30m") == "job_mode:agent_runs_completed:ratio30m"
     assert five_numbers.record_name("quality_delta", "1h", by=()) == (
-        "evaluation:otel_sampling_evaluation_score:primary_minus_degraded1h")
+        "evaluation:otel_sampling_evaluation_score:primary_minus_degraded1h"
+    )
     with pytest.raises(ValueError, match="needs a level"):
         five_numbers.record_name("degraded_run_share", "1h", by=())
     with pytest.raises(KeyError):
@@ -183,20 +210,26 @@ def test_prompt_cache_read_share_from_the_scrape():
     (another scope, no degradation.mode) are not read, as the PromQL does not select them."""
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(names.METRIC_GEN_AI_TOKEN_USAGE,
-                                                                   unit=names.UNIT_TOKEN)
+    tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(
+        names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN
+    )
     theirs = provider.get_meter("pydantic-ai").create_histogram(
-        names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN,
-        description="Measures number of input and output tokens used")
+        names.METRIC_GEN_AI_TOKEN_USAGE,
+        unit=names.UNIT_TOKEN,
+        description="Measures number of input and output tokens used",
+    )
     for token_type in (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_CACHE_READ):
         theirs.record(1000, {names.GEN_AI_OPERATION_NAME: "chat", names.GEN_AI_TOKEN_TYPE: token_type})
-    for mode, points in ((names.MODE_PRIMARY, [(525, 400), (525, 400), (25, None)]),
-                         (names.MODE_DEGRADED, [(525, 400), (25, None), (25, None), (25, None)])):
+    for mode, points in (
+        (names.MODE_PRIMARY, [(525, 400), (525, 400), (25, None)]),
+        (names.MODE_DEGRADED, [(525, 400), (25, None), (25, None), (25, None)]),
+    ):
         for input_tokens, cache_read in points:
             tokens.record(input_tokens, {names.DEGRADATION_MODE: mode, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT})
             if cache_read is not None:
-                tokens.record(cache_read, {names.DEGRADATION_MODE: mode,
-                                           names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_CACHE_READ})
+                tokens.record(
+                    cache_read, {names.DEGRADATION_MODE: mode, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_CACHE_READ}
+                )
     numbers = five_numbers_report.from_scrape(generate_latest(registry).decode())
     provider.shutdown()
     assert numbers.prompt_cache_read_share(names.MODE_PRIMARY) == 800 / 1075
@@ -206,34 +239,50 @@ def test_prompt_cache_read_share_from_the_scrape():
 
 
 @pytest.mark.subprocess
-@pytest.mark.skipif(shutil.which("promtool") is None,
-                    reason="promtool (Debian package prometheus) is not installed")
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) is not installed")
 def test_a_quiet_window_gives_no_ratio_rather_than_nan(scrape, tmp_path: Path):
     """Every series exists (the process ran before) but nothing happened in the window: a share, a
     rate, a delta or a cost per task has nothing to divide and is absent, not NaN or +Inf; the
     counts are 0."""
     workload()
     quiet = [{**s, "values": f"{s['values'].split()[1]}x3"} for s in _series(scrape())]  # flat for 3 minutes
-    quiet += [{"series": f'{five_numbers.TOKENS_SUM}{{degradation_mode="primary",gen_ai_token_type="{kind}"}}',
-               "values": "100x3"} for kind in ("input", "cache_read")]  # no provider instrumented here
+    quiet += [
+        {
+            "series": f'{five_numbers.TOKENS_SUM}{{degradation_mode="primary",gen_ai_token_type="{kind}"}}',
+            "values": "100x3",
+        }
+        for kind in ("input", "cache_read")
+    ]  # no provider instrumented here
     promql = {key: expr for key, expr in five_numbers.expressions("1m").items() if key != "runs"}  # counts, 0
     expected = {key: [] for key in promql}
     expected["degraded_run_seconds"] = [({}, 0.0)]
     expected["silent_incidents"] = [({}, 0.0)]
-    tests = [{"expr": promql[key], "eval_time": "3m",
-              "exp_samples": [{"labels": "{}", "value": v} for _, v in samples]}
-             for key, samples in expected.items()]
+    tests = [
+        {"expr": promql[key], "eval_time": "3m", "exp_samples": [{"labels": "{}", "value": v} for _, v in samples]}
+        for key, samples in expected.items()
+    ]
     spec = tmp_path / "quiet.test.json"
-    spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
-                                "tests": [{"interval": "1m", "input_series": quiet, "promql_expr_test": tests}]}))
+    spec.write_text(
+        json.dumps(
+            {
+                "rule_files": [],
+                "evaluation_interval": "1m",
+                "tests": [{"interval": "1m", "input_series": quiet, "promql_expr_test": tests}],
+            }
+        )
+    )
     result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_from_scrape_of_a_process_with_no_runs_has_no_ratios():
     numbers = five_numbers_report.from_scrape("")
-    assert (numbers.degraded_run_share, numbers.completion_rate("primary"),
-            numbers.cost_per_completed_task("degraded"), numbers.quality_delta()) == (None, None, None, {})
+    assert (
+        numbers.degraded_run_share,
+        numbers.completion_rate("primary"),
+        numbers.cost_per_completed_task("degraded"),
+        numbers.quality_delta(),
+    ) == (None, None, None, {})
     assert "n/a" in numbers.summary()
 
 
@@ -265,12 +314,25 @@ def test_a_declined_task_is_not_a_failed_one(scrape, tmp_path: Path):
     if shutil.which("promtool") is None:  # reported as a skip, not a silent pass (make test installs it)
         pytest.skip("promtool (Debian package prometheus) is not installed")
     promql = five_numbers.expressions("5m")
-    tests = [{"expr": promql["completion_rate_by_mode"], "eval_time": "1m", "exp_samples": [
-        {"labels": '{degradation_mode="primary"}', "value": 1.0},
-        {"labels": '{degradation_mode="degraded"}', "value": 0.5}]}]
+    tests = [
+        {
+            "expr": promql["completion_rate_by_mode"],
+            "eval_time": "1m",
+            "exp_samples": [
+                {"labels": '{degradation_mode="primary"}', "value": 1.0},
+                {"labels": '{degradation_mode="degraded"}', "value": 0.5},
+            ],
+        }
+    ]
     spec = tmp_path / "declined.test.json"
-    spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
-                                "tests": [{"interval": "1m", "input_series": _series(text),
-                                           "promql_expr_test": tests}]}))
+    spec.write_text(
+        json.dumps(
+            {
+                "rule_files": [],
+                "evaluation_interval": "1m",
+                "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}],
+            }
+        )
+    )
     result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -25,8 +25,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from otel_sampling import names
 from otel_sampling.mixin import five_numbers
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("promtool") is None,
-                                                  reason="promtool (Debian package prometheus) is not installed")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        shutil.which("promtool") is None, reason="promtool (Debian package prometheus) is not installed"
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +50,11 @@ def _implied(scenario, ran) -> dict[str, list[tuple[dict[str, str], float]]]:
         if all(step.expected_ending == names.ENDING_COMPLETED for step in run):
             completed[mode] += 1
         # as host.py scores: every usable answer (a completed step), in the run's mode
-        scores[mode] += [scenario.QUALITY_BY_MODEL.get(step.expected_model, 0.5)
-                         for step in run if step.expected_ending == names.ENDING_COMPLETED]
+        scores[mode] += [
+            scenario.QUALITY_BY_MODEL.get(step.expected_model, 0.5)
+            for step in run
+            if step.expected_ending == names.ENDING_COMPLETED
+        ]
     delta = sum(scores["primary"]) / len(scores["primary"]) - sum(scores["degraded"]) / len(scores["degraded"])
     return {
         "degraded_run_share": [({}, runs["degraded"] / len(ran))],
@@ -69,8 +76,12 @@ def _series(text: str) -> list[dict]:
 def _exported(text: str, series: str, **labels: str) -> float:
     """Sum of the exporter's samples of ``series`` with these labels, read with prometheus_client
     (not with five_numbers_report.from_scrape, which is under test here)."""
-    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
-               if sample.name == series and all(sample.labels.get(k) == v for k, v in labels.items()))
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == series and all(sample.labels.get(k) == v for k, v in labels.items())
+    )
 
 
 def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path):
@@ -89,23 +100,42 @@ def test_promql_gives_the_numbers_the_scenario_implies(demo_run, tmp_path: Path)
     # the host decides which runs were declined (outcome "denied"); completion is over the others
     denied = {five_numbers.OUTCOME: names.OUTCOME_DENIED}
     expected["completion_rate_by_mode"] = [
-        ({"degradation_mode": mode}, completed[mode] / (runs(mode) - runs(mode, **denied))) for mode in completed]
+        ({"degradation_mode": mode}, completed[mode] / (runs(mode) - runs(mode, **denied))) for mode in completed
+    ]
     # cost and run time are not the scenario's to say: the exporter's own sums
     expected["cost_per_completed_task_by_mode"] = [
-        ({"degradation_mode": mode},
-         _exported(text, five_numbers.RUN_COST, **{five_numbers.MODE: mode}) / completed[mode])
-        for mode in completed]
-    expected["degraded_run_seconds"] = [({}, _exported(text, five_numbers.RUN_DURATION_SUM,
-                                                       **{five_numbers.MODE: names.MODE_DEGRADED}))]
+        (
+            {"degradation_mode": mode},
+            _exported(text, five_numbers.RUN_COST, **{five_numbers.MODE: mode}) / completed[mode],
+        )
+        for mode in completed
+    ]
+    expected["degraded_run_seconds"] = [
+        ({}, _exported(text, five_numbers.RUN_DURATION_SUM, **{five_numbers.MODE: names.MODE_DEGRADED}))
+    ]
     assert expected["silent_incidents"][0][1] >= 1 and 0 < expected["degraded_run_share"][0][1] < 1
 
     promql = five_numbers.expressions("5m")
-    tests = [{"expr": promql[key], "eval_time": "1m", "exp_samples": [
-        {"labels": "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}", "value": value}
-        for labels, value in samples]} for key, samples in expected.items()]
+    tests = [
+        {
+            "expr": promql[key],
+            "eval_time": "1m",
+            "exp_samples": [
+                {"labels": "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}", "value": value}
+                for labels, value in samples
+            ],
+        }
+        for key, samples in expected.items()
+    ]
     spec = tmp_path / "demo.test.json"
-    spec.write_text(json.dumps({"rule_files": [], "evaluation_interval": "1m",
-                                "tests": [{"interval": "1m", "input_series": _series(text),
-                                           "promql_expr_test": tests}]}))
+    spec.write_text(
+        json.dumps(
+            {
+                "rule_files": [],
+                "evaluation_interval": "1m",
+                "tests": [{"interval": "1m", "input_series": _series(text), "promql_expr_test": tests}],
+            }
+        )
+    )
     result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

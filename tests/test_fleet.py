@@ -84,18 +84,20 @@ output_usd_per_mtok = 5.0
 
 def host_env(provider_url: str, port: int, policy: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        "OTEL_SERVICE_NAME": "fleet-host",  # one service: the instances differ by their scrape target only
-        "OTEL_TRACES_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_METRICS_EXPORTER": "prometheus",
-        "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
-        "OTEL_EXPORTER_PROMETHEUS_PORT": str(port),
-        names.ENV_POLICY: str(policy),
-        # Hosts that tell their users about degraded answers: their silent incidents page.
-        names.ENV_DISCLOSURE_TRACKED: "true",
-        "ANTHROPIC_BASE_URL": provider_url,
-    })
+    env.update(
+        {
+            "OTEL_SERVICE_NAME": "fleet-host",  # one service: the instances differ by their scrape target only
+            "OTEL_TRACES_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+            "OTEL_METRICS_EXPORTER": "prometheus",
+            "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
+            "OTEL_EXPORTER_PROMETHEUS_PORT": str(port),
+            names.ENV_POLICY: str(policy),
+            # Hosts that tell their users about degraded answers: their silent incidents page.
+            names.ENV_DISCLOSURE_TRACKED: "true",
+            "ANTHROPIC_BASE_URL": provider_url,
+        }
+    )
     return env
 
 
@@ -136,9 +138,15 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]
                 log = out / f"host-{name}.log"
                 with log.open("w") as log_file:
                     command = [instrument, sys.executable, str(HERE / "fleet_host.py"), *common, *options]
-                    host = subprocess.Popen(command, env=host_env(provider.url, port, policy), stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=log_file, text=True,
-                                            start_new_session=True)
+                    host = subprocess.Popen(
+                        command,
+                        env=host_env(provider.url, port, policy),
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=log_file,
+                        text=True,
+                        start_new_session=True,
+                    )
                 hosts.append(host)
                 lines: queue.Queue[str | None] = queue.Queue()
                 threading.Thread(target=_pump, args=(host.stdout, lines), daemon=True).start()
@@ -170,8 +178,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]
 # ---------------------------------------------------------------- the instances' own counts
 def exported(scrape: str, series: str, **labels: str) -> dict[tuple[tuple[str, str], ...], float]:
     """The samples of ``series`` in one scrape with these labels, by their full label set."""
-    return {tuple(sorted(s.labels.items())): s.value for family in text_string_to_metric_families(scrape)
-            for s in family.samples if s.name == series and all(s.labels.get(k) == v for k, v in labels.items())}
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for family in text_string_to_metric_families(scrape)
+        for s in family.samples
+        if s.name == series and all(s.labels.get(k) == v for k, v in labels.items())
+    }
 
 
 def fleet_sum(fleet: SimpleNamespace, series: str, by: tuple[str, ...] = (), **labels: str) -> dict[tuple, float]:
@@ -206,8 +218,10 @@ def expected_recorded(fleet: SimpleNamespace) -> dict[str, tuple[tuple[str, ...]
 
     def mean_score(mode_value: str) -> dict[tuple, float]:
         labels = {five_numbers.MODE: mode_value}
-        return ratio(fleet_sum(fleet, five_numbers.SCORE_SUM, evaluation, **labels),
-                     fleet_sum(fleet, five_numbers.SCORE_COUNT, evaluation, **labels))
+        return ratio(
+            fleet_sum(fleet, five_numbers.SCORE_SUM, evaluation, **labels),
+            fleet_sum(fleet, five_numbers.SCORE_COUNT, evaluation, **labels),
+        )
 
     primary_score, degraded_score = mean_score(names.MODE_PRIMARY), mean_score(names.MODE_DEGRADED)
 
@@ -217,14 +231,23 @@ def expected_recorded(fleet: SimpleNamespace) -> dict[str, tuple[tuple[str, ...]
     return {
         r.requests_by_server: (by_server, fleet_sum(fleet, m.SAMPLING_REQUESTS, by_server)),
         r.requests: ((), fleet_sum(fleet, m.SAMPLING_REQUESTS)),
-        r.drill_requests: ((m.MODE, m.ENDING), fleet_sum(fleet, m.SAMPLING_REQUESTS, (m.MODE, m.ENDING),
-                                                         **{m.DRILL_NAME: DRILL_NAME})),
-        r.degraded_ratio: ((), ratio(fleet_sum(fleet, m.SAMPLING_REQUESTS, **{m.MODE: names.MODE_DEGRADED}),
-                                     fleet_sum(fleet, m.SAMPLING_REQUESTS))),
+        r.drill_requests: (
+            (m.MODE, m.ENDING),
+            fleet_sum(fleet, m.SAMPLING_REQUESTS, (m.MODE, m.ENDING), **{m.DRILL_NAME: DRILL_NAME}),
+        ),
+        r.degraded_ratio: (
+            (),
+            ratio(
+                fleet_sum(fleet, m.SAMPLING_REQUESTS, **{m.MODE: names.MODE_DEGRADED}),
+                fleet_sum(fleet, m.SAMPLING_REQUESTS),
+            ),
+        ),
         r.degraded_run_seconds: ((), fleet_sum(fleet, five_numbers.RUN_DURATION_SUM, **degraded)),
         r.runs_degraded_ratio: ((), ratio(fleet_sum(fleet, five_numbers.RUNS, **degraded), runs)),
-        r.score_delta: (evaluation, {key: primary_score[key] - degraded_score[key]
-                                     for key in primary_score if key in degraded_score}),
+        r.score_delta: (
+            evaluation,
+            {key: primary_score[key] - degraded_score[key] for key in primary_score if key in degraded_score},
+        ),
         r.completion_ratio: (mode, ratio(completed, attempted)),
         r.silent_incidents: ((), fleet_sum(fleet, five_numbers.INCIDENTS)),
         r.cost_per_completed_run: (mode, ratio(fleet_sum(fleet, five_numbers.RUN_COST, mode), completed)),
@@ -241,8 +264,10 @@ def test_the_fleet_is_what_the_table_says(fleet):
     """The instances' own counts: the premises of the other tests, none of them a fleet fact alone."""
     requests = {name: exported(scrape, m.SAMPLING_REQUESTS) for name, scrape in fleet.scrapes.items()}
     assert {name: sum(series.values()) for name, series in requests.items()} == dict.fromkeys(HOSTS, REQUESTS)
-    degraded = {name: sum(exported(scrape, m.SAMPLING_REQUESTS, **{m.MODE: names.MODE_DEGRADED}).values())
-                for name, scrape in fleet.scrapes.items()}
+    degraded = {
+        name: sum(exported(scrape, m.SAMPLING_REQUESTS, **{m.MODE: names.MODE_DEGRADED}).values())
+        for name, scrape in fleet.scrapes.items()
+    }
     assert degraded == {"a": 0, "b": 0, "c": REQUESTS}  # c fully degraded: a per-instance share of 100%
     grants = {name: sum(exported(scrape, m.SAMPLING_GRANTS).values()) for name, scrape in fleet.scrapes.items()}
     assert grants == dict.fromkeys(HOSTS, GRANTS)
@@ -251,8 +276,9 @@ def test_the_fleet_is_what_the_table_says(fleet):
 
 def test_every_recording_rule_is_one_series_per_job_over_the_fleet(fleet):
     expected = expected_recorded(fleet)
-    assert set(expected) == {rule["record"] for group in rule_groups(CONFIG)["groups"] for rule in group["rules"]
-                             if "record" in rule}, "a recording rule without an expectation here"
+    assert set(expected) == {
+        rule["record"] for group in rule_groups(CONFIG)["groups"] for rule in group["rules"] if "record" in rule
+    }, "a recording rule without an expectation here"
     for record, (labels, values) in expected.items():
         assert values, f"{record}: nothing to compare (the fleet emits none of its inputs)"
         got = {}
@@ -275,8 +301,11 @@ def test_alerts_are_one_per_job_over_the_fleet(fleet):
         # two instances in `search`: one alert, the max of their gauges
         ("firing", "DegradedModeEntered", frozenset({**job, **component}.items())): 1.0,
         # c's drill, running while held (a named degradation; the drill alerts judge it once it ends)
-        ("firing", "DegradedModeEntered",
-         frozenset({**job, m.COMPONENT: DRILL_NAME, m.REASON: names.REASON_DRILL}.items())): 1.0,
+        (
+            "firing",
+            "DegradedModeEntered",
+            frozenset({**job, m.COMPONENT: DRILL_NAME, m.REASON: names.REASON_DRILL}.items()),
+        ): 1.0,
         # c's 10 requests served degraded
         ("firing", "DegradedModeEntered", frozenset({**job, **server}.items())): REQUESTS,
         # c's 10 runs degraded without a disclosure, counted once for the job
@@ -290,14 +319,23 @@ def test_alerts_are_one_per_job_over_the_fleet(fleet):
         # `search` held (for: 4h)
         ("pending", "DegradedTooLong", frozenset({**job, **component}.items())): 1.0,
         # and the drill (for: 4h; its hour-long window ends before)
-        ("pending", "DegradedTooLong",
-         frozenset({**job, m.COMPONENT: DRILL_NAME, m.REASON: names.REASON_DRILL}.items())): 1.0,
+        (
+            "pending",
+            "DegradedTooLong",
+            frozenset({**job, m.COMPONENT: DRILL_NAME, m.REASON: names.REASON_DRILL}.items()),
+        ): 1.0,
     }
 
     def active() -> dict:
-        return {(alert["state"], alert["labels"]["alertname"].removeprefix(PREFIX),
-                 frozenset((k, v) for k, v in alert["labels"].items() if k not in ("alertname", "severity"))):
-                float(alert["value"]) for state in ("firing", "pending") for alert in fleet.prom.alerts(state)}
+        return {
+            (
+                alert["state"],
+                alert["labels"]["alertname"].removeprefix(PREFIX),
+                frozenset((k, v) for k, v in alert["labels"].items() if k not in ("alertname", "severity")),
+            ): float(alert["value"])
+            for state in ("firing", "pending")
+            for alert in fleet.prom.alerts(state)
+        }
 
     deadline = time.monotonic() + ALERTS_TIMEOUT_S
     got = active()

@@ -32,9 +32,13 @@ from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from sampling_server import build_server
 
-pytestmark = [pytest.mark.subprocess, pytest.mark.filterwarnings(
-    # Python 3.12+ warns on every fork of a threaded process; forking one is what this module tests.
-    "ignore:This process .* is multi-threaded:DeprecationWarning")]
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.filterwarnings(
+        # Python 3.12+ warns on every fork of a threaded process; forking one is what this module tests.
+        "ignore:This process .* is multi-threaded:DeprecationWarning"
+    ),
+]
 
 FORK = multiprocessing.get_context("fork")
 STALL_SECONDS = 3  # the policy's stall threshold, and how long a server-side request may wait for its retry
@@ -43,8 +47,12 @@ TIMEOUT = 30.0  # generous: how long anything here may take on a loaded machine
 
 
 def result() -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),
-                                     model="claude-sonnet-5-5-20261001", stop_reason="endTurn")
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(text="ok"),
+        model="claude-sonnet-5-5-20261001",
+        stop_reason="endTurn",
+    )
 
 
 async def call(server_name: str, mode: str, callback: Callable[..., Any]) -> str:
@@ -57,8 +65,14 @@ async def call(server_name: str, mode: str, callback: Callable[..., Any]) -> str
 def instrumented(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
     """Host and server sides instrumented, stall threshold and unanswered timeout STALL_SECONDS."""
     monkeypatch.setenv(names.ENV_UNANSWERED_AFTER_SECONDS, str(STALL_SECONDS))
-    yield from with_policy(telemetry, tmp_path, monkeypatch, f"stall_threshold_seconds = {STALL_SECONDS}\n",
-                           MCPSamplingInstrumentor, MCPServerSamplingInstrumentor)
+    yield from with_policy(
+        telemetry,
+        tmp_path,
+        monkeypatch,
+        f"stall_threshold_seconds = {STALL_SECONDS}\n",
+        MCPSamplingInstrumentor,
+        MCPServerSamplingInstrumentor,
+    )
 
 
 # ---------------------------------------------------------------------- the pool's workers
@@ -125,14 +139,14 @@ def _answer_in_child(kind: str) -> dict[str, Any]:
         _one_watchdog_round()  # the round that reported this stall has swept everything else too
     stalls = _sum(names.METRIC_SAMPLING_STALLS, names.MCP_SERVER_NAME)
     server_after = _sum(names.METRIC_SAMPLING_SERVER_REQUESTS, names.SAMPLING_PATH)
-    spans = [s for s in _child_spans.get_finished_spans()
-             if s.name == names.SPAN_SAMPLING and s.kind.name == "SERVER"]
+    spans = [s for s in _child_spans.get_finished_spans() if s.name == names.SPAN_SAMPLING and s.kind.name == "SERVER"]
     return {
         "out": out,
         "parent_in_flight": in_flight.get(PARENT_SERVER, 0),
         "stalls": {k: v - stalls_before.get(k, 0) for k, v in stalls.items() if v != stalls_before.get(k, 0)},
-        "server_requests": {k: v - server_before.get(k, 0) for k, v in server_after.items()
-                            if v != server_before.get(k, 0)},
+        "server_requests": {
+            k: v - server_before.get(k, 0) for k, v in server_after.items() if v != server_before.get(k, 0)
+        },
         "stall_events": [dict(e.attributes) for s in spans for e in s.events if e.name == names.EVENT_SAMPLING_STALL],
         "request_spans": [s.attributes[names.MCP_SERVER_NAME] for s in spans],
     }
@@ -165,9 +179,11 @@ def test_prefork_pool_workers_report_their_own_stalls_and_not_the_parents_reques
     # nor ended "unanswered" there (the parent's 2026-07-28 request would count on PATH_MRTR).
     own = {"out": "claude-sonnet-5-5-20261001|endTurn", "parent_in_flight": 0, "server_requests": {names.PATH_RPC: 1}}
     assert {key: stalled[key] for key in (*own, "stalls", "request_spans")} == {
-        **own, "stalls": {"child-stall": 1}, "request_spans": ["child-stall"]}
-    assert {key: answered[key] for key in (*own, "stalls", "stall_events")} == {
-        **own, "stalls": {}, "stall_events": []}
+        **own,
+        "stalls": {"child-stall": 1},
+        "request_spans": ["child-stall"],
+    }
+    assert {key: answered[key] for key in (*own, "stalls", "stall_events")} == {**own, "stalls": {}, "stall_events": []}
     (event,) = stalled["stall_events"]
     assert event[names.MCP_SERVER_NAME] == "child-stall"
     assert event[names.SAMPLING_PENDING_SECONDS] >= STALL_SECONDS
@@ -272,7 +288,8 @@ def test_every_lock_of_the_package_is_reinitialised_after_fork():
     package = Path(otel_sampling.__file__).parent
     made_elsewhere = [
         f"{path.relative_to(package)}:{number}"
-        for path in sorted(package.rglob("*.py")) if path.name != "locks.py" and "testing" not in path.parts
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "locks.py" and "testing" not in path.parts
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if re.search(r"\b(threading\.)?(R?Lock|Condition|Semaphore|BoundedSemaphore)\(", line)
     ]

@@ -61,7 +61,8 @@ def test_a_raising_span_processor_loses_no_metric(mcp_instrumented):
         out = anyio.run(call, "legacy", callback_returning(answer := result()))
     finally:
         TRACER_PROVIDER._active_span_processor._span_processors = tuple(
-            p for p in TRACER_PROVIDER._active_span_processor._span_processors if p is not processor)
+            p for p in TRACER_PROVIDER._active_span_processor._span_processors if p is not processor
+        )
     assert out == f"{answer.model}|endTurn"
     assert mcp_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
     assert mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {("completed",): 1}
@@ -95,12 +96,15 @@ def test_a_raising_meter_provider_does_not_reach_an_anthropic_caller(telemetry, 
         instrumentor.uninstrument()
 
 
-@pytest.mark.parametrize("meta", [
-    {"traceparent": 1},
-    {"traceparent": "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-01", "baggage": 5},
-    {"traceparent": "garbage"},
-    {"traceparent": "00-00000000000000000000000000000000-0000000000000000-01"},
-])
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"traceparent": 1},
+        {"traceparent": "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-01", "baggage": 5},
+        {"traceparent": "garbage"},
+        {"traceparent": "00-00000000000000000000000000000000-0000000000000000-01"},
+    ],
+)
 def test_poisoned_trace_context_still_gives_one_span_under_the_ambient_parent(mcp_instrumented, meta):
     tracer = TRACER_PROVIDER.get_tracer("host")
 
@@ -108,8 +112,11 @@ def test_poisoned_trace_context_still_gives_one_span_under_the_ambient_parent(mc
         async with Client(build_server(), mode="legacy", sampling_callback=callback_returning(result())) as client:
             with tracer.start_as_current_span("host work") as host_span:
                 ctx = type("Ctx", (), {"request_id": 1, "meta": meta})()
-                request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
-                    messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))], max_tokens=5))
+                request = types.CreateMessageRequest(
+                    params=types.CreateMessageRequestParams(
+                        messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))], max_tokens=5
+                    )
+                )
                 await client.session.dispatch_input_request(ctx, request)
                 return host_span
 
@@ -118,12 +125,23 @@ def test_poisoned_trace_context_still_gives_one_span_under_the_ambient_parent(mc
     assert span.parent is not None and span.parent.span_id == host_span.get_span_context().span_id
 
 
-@pytest.mark.parametrize(("returned", "ending", "model"), [
-    ({"code": -1, "message": "User rejected sampling request"}, "user.denied", None),
-    ({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "gpt-4o", "stopReason": "endTurn"},
-     "completed", "gpt-4o"),
-    (None, "error", None),
-])
+@pytest.mark.parametrize(
+    ("returned", "ending", "model"),
+    [
+        ({"code": -1, "message": "User rejected sampling request"}, "user.denied", None),
+        (
+            {
+                "role": "assistant",
+                "content": {"type": "text", "text": "ok"},
+                "model": "gpt-4o",
+                "stopReason": "endTurn",
+            },
+            "completed",
+            "gpt-4o",
+        ),
+        (None, "error", None),
+    ],
+)
 def test_returns_are_classified_the_way_mcp_reads_them(mcp_instrumented, returned, ending, model):
     anyio.run(call, "legacy", callback_returning(returned))
     span = only_sampling_span(mcp_instrumented)
@@ -188,8 +206,12 @@ def test_provider_error_types_are_a_bounded_label(telemetry, fake_provider, monk
     try:
         for status in (400, 401, 429, 500, 529):
             with pytest.raises(anthropic.APIStatusError):
-                client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}],
-                                       extra_headers={"x-fake-scenario": f"status={status}"})
+                client.messages.create(
+                    model="m",
+                    max_tokens=8,
+                    messages=[{"role": "user", "content": "x"}],
+                    extra_headers={"x-fake-scenario": f"status={status}"},
+                )
     finally:
         instrumentor.uninstrument()
     span_types = [s.attributes[names.ERROR_TYPE] for s in telemetry.spans() if s.name == "chat m"]
@@ -285,19 +307,24 @@ async def _deadline_exceeded(mode):
     async def slow(ctx, params):
         await anyio.sleep(5)
         return result()
+
     return await call(mode, slow, "sample_with_deadline", {"deadline_s": 0.3})
 
 
 async def _denied(mode):
-    return await call(mode, callback_returning(types.ErrorData(code=-32000, message="Host says no")),
-                      "sample", {"hint": "claude-sonnet"})
+    return await call(
+        mode,
+        callback_returning(types.ErrorData(code=-32000, message="Host says no")),
+        "sample",
+        {"hint": "claude-sonnet"},
+    )
 
 
-@pytest.mark.parametrize(("scenario", "mode"), [(_deadline_exceeded, "legacy"), (_denied, "legacy"),
-                                                (_denied, "auto")])
+@pytest.mark.parametrize(("scenario", "mode"), [(_deadline_exceeded, "legacy"), (_denied, "legacy"), (_denied, "auto")])
 def test_peer_errors_reach_the_host_as_without_instrumentation(telemetry, scenario, mode):
     """A JSON-RPC error frame and the SDK's -32001 timeout reach the caller with the same type,
     code, message and data whether or not we are installed."""
+
     def seen(exc):
         error = getattr(exc, "error", None)
         return type(exc), str(exc), getattr(error, "code", None), getattr(error, "data", None)
@@ -317,11 +344,13 @@ def test_peer_errors_reach_the_host_as_without_instrumentation(telemetry, scenar
 def test_an_exception_group_raised_by_the_callback_reaches_the_host_as_it_would_bare(telemetry):
     """2026-07-28 path: the host's own exception group, inside anyio's, is the very same object
     with and without us; the span reads its single leaf."""
+
     def raising():
         raised = ExceptionGroup("host checks", [ValueError("bad params")])
 
         async def callback(ctx, params):
             raise raised
+
         return raised, callback
 
     def leaves(exc):
@@ -361,8 +390,9 @@ def _provider_calls(fp) -> list:
     claude = anthropic.Anthropic(base_url=fp.url, api_key="k", max_retries=0, open_telemetry=False)
     gpt = openai.OpenAI(base_url=fp.url + "/v1", api_key="k", max_retries=0)
     for create in (
-            lambda h: claude.messages.create(model="claude-req", max_tokens=8, messages=MESSAGES, extra_headers=h),
-            lambda h: gpt.chat.completions.create(model="gpt-req", messages=MESSAGES, extra_headers=h)):
+        lambda h: claude.messages.create(model="claude-req", max_tokens=8, messages=MESSAGES, extra_headers=h),
+        lambda h: gpt.chat.completions.create(model="gpt-req", messages=MESSAGES, extra_headers=h),
+    ):
         response = create({})
         seen.append((type(response), response.model, str(response.usage)))
         try:
@@ -373,8 +403,9 @@ def _provider_calls(fp) -> list:
     return seen
 
 
-def test_broken_exporter_and_extractors_never_change_what_the_provider_caller_sees(telemetry, fake_provider,
-                                                                                   monkeypatch):
+def test_broken_exporter_and_extractors_never_change_what_the_provider_caller_sees(
+    telemetry, fake_provider, monkeypatch
+):
     bare = _provider_calls(fake_provider)
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(RaisingExporter()))
@@ -435,7 +466,8 @@ def raising_processor():
     TRACER_PROVIDER.add_span_processor(processor)
     yield
     TRACER_PROVIDER._active_span_processor._span_processors = tuple(
-        p for p in TRACER_PROVIDER._active_span_processor._span_processors if p is not processor)
+        p for p in TRACER_PROVIDER._active_span_processor._span_processors if p is not processor
+    )
 
 
 def _streaming_responses(fp, asynchronous: bool):
@@ -445,16 +477,23 @@ def _streaming_responses(fp, asynchronous: bool):
     a = (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(**a_kw)
     o = (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(**o_kw)
     return [
-        (a, a.messages.with_streaming_response.create,
-         {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}),
-        (o, o.chat.completions.with_streaming_response.create,
-         {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}),
+        (
+            a,
+            a.messages.with_streaming_response.create,
+            {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
+        ),
+        (
+            o,
+            o.chat.completions.with_streaming_response.create,
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+        ),
     ]
 
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_failing_span_end_at_close_or_collection_never_reaches_the_host(
-        anthropic_instrumented, fake_provider, raising_processor):
+    anthropic_instrumented, fake_provider, raising_processor
+):
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
     try:
@@ -477,19 +516,50 @@ def test_a_failing_span_end_at_close_or_collection_never_reaches_the_host(
         instrumentor.uninstrument()
     assert len(anthropic_instrumented.spans()) == 6  # each call still ended once
 
+
 ODD_ANSWERS = {
     "anthropic usage None": ("anthropic", {**ANTHROPIC_MESSAGE, "usage": None}),
-    "anthropic no model, no content": ("anthropic", {**ANTHROPIC_MESSAGE, "model": None, "content": None,
-                                                     "stop_reason": None}),
-    "anthropic unknown blocks": ("anthropic", {**ANTHROPIC_MESSAGE, "content": [
-        {"type": "block_from_the_future", "x": 1}, {"type": "tool_result", "tool_use_id": "t", "content": 5}]}),
-    "openai choices None": ("chat", {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-                                     "choices": None, "usage": None}),
-    "openai message None": ("chat", {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-                                     "choices": [{"index": 0, "message": None, "finish_reason": None}],
-                                     "usage": {"prompt_tokens": None, "completion_tokens": 3}}),
-    "responses output None": ("responses", {"id": "r", "object": "response", "created_at": 1, "model": "gpt-4o",
-                                            "status": None, "output": None, "usage": None}),
+    "anthropic no model, no content": (
+        "anthropic",
+        {**ANTHROPIC_MESSAGE, "model": None, "content": None, "stop_reason": None},
+    ),
+    "anthropic unknown blocks": (
+        "anthropic",
+        {
+            **ANTHROPIC_MESSAGE,
+            "content": [
+                {"type": "block_from_the_future", "x": 1},
+                {"type": "tool_result", "tool_use_id": "t", "content": 5},
+            ],
+        },
+    ),
+    "openai choices None": (
+        "chat",
+        {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o", "choices": None, "usage": None},
+    ),
+    "openai message None": (
+        "chat",
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "message": None, "finish_reason": None}],
+            "usage": {"prompt_tokens": None, "completion_tokens": 3},
+        },
+    ),
+    "responses output None": (
+        "responses",
+        {
+            "id": "r",
+            "object": "response",
+            "created_at": 1,
+            "model": "gpt-4o",
+            "status": None,
+            "output": None,
+            "usage": None,
+        },
+    ),
 }
 # No content / choices / output and no error: an empty answer (rules/endings.py "Provider answers", row 2).
 EMPTY_ANSWERS = {"anthropic no model, no content", "openai choices None", "responses output None"}
@@ -508,8 +578,9 @@ def test_odd_answers_reach_the_caller_and_still_make_one_span(telemetry, monkeyp
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     try:
         if sdk == "anthropic":
-            c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
-                                    http_client=client)
+            c = anthropic.Anthropic(
+                api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False, http_client=client
+            )
             result = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
         elif sdk == "chat":
             c = openai.OpenAI(api_key="k", base_url="http://provider.test/v1", max_retries=0, http_client=client)
@@ -540,8 +611,9 @@ def test_token_counts_beyond_int64_are_left_off_the_span(telemetry):
     instrumentor = AnthropicInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     try:
-        c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
-                                http_client=client)
+        c = anthropic.Anthropic(
+            api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False, http_client=client
+        )
         result = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
     finally:
         instrumentor.uninstrument()

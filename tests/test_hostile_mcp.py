@@ -68,8 +68,13 @@ LIMIT = DEFAULT.limit  # the label limit of the tests below that do not go past 
 MEMORY_LIMIT = SOAK.limit  # the memory runs: label stores of 50, as docs/security.md measured
 SMALL_CAP = 24  # a custom OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH far below every hostile string
 # Labels whose values come from outside (server, model names, error types); ours are closed sets.
-EXTERNAL_LABELS = (names.MCP_SERVER_NAME, names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_REQUEST_MODEL,
-                   names.SERVER_ADDRESS, names.ERROR_TYPE)
+EXTERNAL_LABELS = (
+    names.MCP_SERVER_NAME,
+    names.GEN_AI_RESPONSE_MODEL,
+    names.GEN_AI_REQUEST_MODEL,
+    names.SERVER_ADDRESS,
+    names.ERROR_TYPE,
+)
 HOSTILE_STOP_REASON = "endTurn\x00\ud800"
 WIRE_STOP_REASON = "endTurn\x00\u202e"  # mcp cannot put a lone surrogate on the wire (hostile_server.py)
 
@@ -90,23 +95,31 @@ def naive_host(provider_url: str | None, stop_reason: str = HOSTILE_STOP_REASON,
         model = sendable(params.model_preferences.hints[0].name)
         if provider_url and (calls[0] - 1) % provider_every == 0:  # calls 1, 1 + every, ...
             async with anthropic.AsyncAnthropic(base_url=provider_url, api_key="sk-fake", max_retries=0) as client:
-                message = await client.messages.create(model=model, max_tokens=8, system=sendable(params.system_prompt),
-                                                       messages=[{"role": "user", "content": "hi"}])
+                message = await client.messages.create(
+                    model=model,
+                    max_tokens=8,
+                    system=sendable(params.system_prompt),
+                    messages=[{"role": "user", "content": "hi"}],
+                )
             model = message.model
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok\x00"), model=model,
-                                         stop_reason=stop_reason)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="ok\x00"), model=model, stop_reason=stop_reason
+        )
+
     return callback
 
 
-def instrument(telemetry, monkeypatch, cap: int | None, tracer_provider=TRACER_PROVIDER, meter_provider=None,
-               limit: int = LIMIT):
+def instrument(
+    telemetry, monkeypatch, cap: int | None, tracer_provider=TRACER_PROVIDER, meter_provider=None, limit: int = LIMIT
+):
     monkeypatch.setenv(names.ENV_LABEL_VALUE_LIMIT, str(limit))
     if cap is not None:
         monkeypatch.setenv(names.ENV_ATTRIBUTE_MAX_LENGTH, str(cap))
     instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor()]
     for instrumentor in instrumentors:
-        instrumentor.instrument(tracer_provider=tracer_provider,
-                                meter_provider=meter_provider or telemetry.meter_provider)
+        instrumentor.instrument(
+            tracer_provider=tracer_provider, meter_provider=meter_provider or telemetry.meter_provider
+        )
     return instrumentors
 
 
@@ -139,8 +152,11 @@ def assert_labels_bounded(telemetry, limit: int = LIMIT) -> int:
 
 def exported_strings(span):
     yield "span name", span.name
-    for where, attributes in [("attribute", span.attributes), *(("event", e.attributes) for e in span.events),
-                              *(("link", link.attributes) for link in span.links)]:
+    for where, attributes in [
+        ("attribute", span.attributes),
+        *(("event", e.attributes) for e in span.events),
+        *(("link", link.attributes) for link in span.links),
+    ]:
         for key, value in (attributes or {}).items():
             for item in value if isinstance(value, tuple) else (value,):
                 if isinstance(item, str):
@@ -187,12 +203,18 @@ def _served(seed: int, wire: bool = False) -> str:
 
 def overflowed(telemetry) -> set[str]:
     """The external labels that reached ``_other`` in some exported series."""
-    return {key for points in series(telemetry).values() for point in points for key in EXTERNAL_LABELS
-            if point.get(key) == names.OVERFLOW_LABEL}
+    return {
+        key
+        for points in series(telemetry).values()
+        for point in points
+        for key in EXTERNAL_LABELS
+        if point.get(key) == names.OVERFLOW_LABEL
+    }
 
 
-def assert_contained(telemetry, monkeypatch, fake_provider, capsys, cap: int | None, path: str,
-                     scale: Scale) -> set[str]:
+def assert_contained(
+    telemetry, monkeypatch, fake_provider, capsys, cap: int | None, path: str, scale: Scale
+) -> set[str]:
     """The run of ``path`` at ``scale`` is contained; returns the external labels it drove to ``_other``."""
     instrumentors = instrument(telemetry, monkeypatch, cap, limit=scale.limit)
     cap = cap or DEFAULT_ATTRIBUTE_MAX_LENGTH
@@ -211,7 +233,8 @@ def assert_contained(telemetry, monkeypatch, fake_provider, capsys, cap: int | N
         sampling = telemetry.spans(names.SPAN_SAMPLING)
         assert len(sampling) == requests
         assert {s.attributes[names.SAMPLING_PATH] for s in sampling} == {
-            names.PATH_RPC if path == "legacy" else names.PATH_MRTR}
+            names.PATH_RPC if path == "legacy" else names.PATH_MRTR
+        }
         assert {s.attributes[names.SAMPLING_ENDING] for s in sampling} == {names.ENDING_COMPLETED}
         provider_calls = -(-hinted_host_requests // scale.provider_every)  # calls 1, 1 + every, ...
         assert len(telemetry.spans()) - requests == provider_calls  # one span per provider call
@@ -225,8 +248,10 @@ def assert_contained(telemetry, monkeypatch, fake_provider, capsys, cap: int | N
         for instrumentor in instrumentors:
             instrumentor.uninstrument()
     with capsys.disabled():
-        print(f"\nhostile server, {path}, cap {cap}, label limit {scale.limit}: {requests} requests, "
-              f"{4 * requests} distinct hints, {count} metric series, longest exported string {longest} characters")
+        print(
+            f"\nhostile server, {path}, cap {cap}, label limit {scale.limit}: {requests} requests, "
+            f"{4 * requests} distinct hints, {count} metric series, longest exported string {longest} characters"
+        )
     return over
 
 
@@ -238,8 +263,10 @@ PATHS = pytest.mark.parametrize("path", ["legacy", "2026-07-28"])
 # the legacy path the sampling metrics' server and served model, and the provider metrics' models
 # (10 provider calls, past the provider instrumentor's own limit); on the 2026-07-28 path the served
 # model (12 requests, one server, 3 provider calls).
-DRIVEN_PAST = {"legacy": {names.MCP_SERVER_NAME, names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_REQUEST_MODEL},
-               "2026-07-28": {names.GEN_AI_RESPONSE_MODEL}}
+DRIVEN_PAST = {
+    "legacy": {names.MCP_SERVER_NAME, names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_REQUEST_MODEL},
+    "2026-07-28": {names.GEN_AI_RESPONSE_MODEL},
+}
 
 
 @CAPS
@@ -259,8 +286,9 @@ def test_a_hostile_flood_of_thousands_is_contained(telemetry, monkeypatch, fake_
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_a_hostile_server_over_stdio_is_contained(telemetry, monkeypatch, mode):
     instrumentors = instrument(telemetry, monkeypatch, SMALL_CAP)
-    params = StdioServerParameters(command=sys.executable,
-                                   args=[str(Path(__file__).parent / "hostile_server.py"), "1000000"])
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(Path(__file__).parent / "hostile_server.py"), "1000000"]
+    )
 
     async def main():
         async with Client(params, mode=mode, sampling_callback=naive_host(None, WIRE_STOP_REASON)) as client:
@@ -283,8 +311,11 @@ def test_metadata_nested_ten_thousand_deep_in_process_still_gets_its_span(teleme
     """A host can dispatch a request built in-process, with metadata deeper than JSON or pydantic
     serialise (mcp's ``dict[str, Any]`` takes it): no fingerprint, everything else recorded."""
     instrumentors = instrument(telemetry, monkeypatch, None)
-    request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
-        messages=hostile_messages(1), **{**hostile_params(1), "metadata": nested(10_000)}))
+    request = types.CreateMessageRequest(
+        params=types.CreateMessageRequestParams(
+            messages=hostile_messages(1), **{**hostile_params(1), "metadata": nested(10_000)}
+        )
+    )
     answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model="m")
 
     async def callback(ctx, params):
@@ -332,14 +363,23 @@ def _flood_memory(warm_up: int, total: int, batch: int, light: bool) -> tuple[in
     return checkpoints[warm_up], checkpoints[total], peak
 
 
-def _memory_run(telemetry, monkeypatch, warm_up: int, total: int, batch: int, identity_entries: int | None,
-                limit: int = MEMORY_LIMIT, light: bool = False) -> None:
+def _memory_run(
+    telemetry,
+    monkeypatch,
+    warm_up: int,
+    total: int,
+    batch: int,
+    identity_entries: int | None,
+    limit: int = MEMORY_LIMIT,
+    light: bool = False,
+) -> None:
     if identity_entries is not None:
         monkeypatch.setenv(names.ENV_IDENTITY_MAX_ENTRIES, str(identity_entries))
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
-    instrumentors = instrument(telemetry, monkeypatch, None, tracer_provider=TracerProvider(),
-                               meter_provider=meter_provider, limit=limit)
+    instrumentors = instrument(
+        telemetry, monkeypatch, None, tracer_provider=TracerProvider(), meter_provider=meter_provider, limit=limit
+    )
     try:
         after_warm_up, after_total, peak = _flood_memory(warm_up, total, batch, light)
     finally:
@@ -349,8 +389,10 @@ def _memory_run(telemetry, monkeypatch, warm_up: int, total: int, batch: int, id
     count = assert_labels_bounded(telemetry, limit)
     meter_provider.shutdown()
     growth = after_total - after_warm_up
-    print(f"\nmemory: {after_warm_up / 1e6:.2f} MB after {warm_up} hostile requests, {after_total / 1e6:.2f} MB "
-          f"after {total} (growth {growth / 1e6:+.2f} MB, peak {peak / 1e6:.2f} MB), {count} metric series")
+    print(
+        f"\nmemory: {after_warm_up / 1e6:.2f} MB after {warm_up} hostile requests, {after_total / 1e6:.2f} MB "
+        f"after {total} (growth {growth / 1e6:+.2f} MB, peak {peak / 1e6:.2f} MB), {count} metric series"
+    )
     # Flat: the requests after the warm-up left less than 10 bytes each behind (one request's
     # hostile strings alone are over 20 kB: nothing per request is kept).
     assert growth < 10 * (total - warm_up), growth
@@ -367,5 +409,4 @@ def test_memory_stays_flat_over_100k_hostile_requests(telemetry, monkeypatch):
     # Default bounds (10 000 fingerprints): the warm-up fills the identity store. Light requests
     # (the hostile name, hints and strings; no image, audio or deep metadata, which the default
     # run covers and which nothing keeps), or 100 000 traced requests take over an hour.
-    _memory_run(telemetry, monkeypatch, warm_up=20_000, total=100_000, batch=1_000, identity_entries=None,
-                light=True)
+    _memory_run(telemetry, monkeypatch, warm_up=20_000, total=100_000, batch=1_000, identity_entries=None, light=True)

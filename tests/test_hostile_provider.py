@@ -26,72 +26,106 @@ from otel_sampling.labels import LABEL_MAX_LENGTH
 
 CAP = 40  # OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH for this module: far below the long model name
 LONG = 1_000_000
-SCENARIOS = ["null_model", "null_choices", "no_usage", "error_200", f"long_model={LONG}", "odd_types",
-             "null_model,null_choices,no_usage"]
+SCENARIOS = [
+    "null_model",
+    "null_choices",
+    "no_usage",
+    "error_200",
+    f"long_model={LONG}",
+    "odd_types",
+    "null_model,null_choices,no_usage",
+]
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 def _anthropic_create(fp):
     return lambda sc: anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0).messages.create(
-        model="claude-req", max_tokens=8, messages=MESSAGES, extra_headers={"x-fake-scenario": sc})
+        model="claude-req", max_tokens=8, messages=MESSAGES, extra_headers={"x-fake-scenario": sc}
+    )
 
 
 def _anthropic_stream(fp):
     def call(sc):
         client = anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
-        return list(client.messages.create(model="claude-req", max_tokens=8, messages=MESSAGES, stream=True,
-                                           extra_headers={"x-fake-scenario": sc}))
+        return list(
+            client.messages.create(
+                model="claude-req", max_tokens=8, messages=MESSAGES, stream=True, extra_headers={"x-fake-scenario": sc}
+            )
+        )
+
     return call
 
 
 def _chat_create(fp):
     return lambda sc: openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0).chat.completions.create(
-        model="gpt-req", messages=MESSAGES, extra_headers={"x-fake-scenario": sc})
+        model="gpt-req", messages=MESSAGES, extra_headers={"x-fake-scenario": sc}
+    )
 
 
 def _chat_stream(fp):
     def call(sc):
         client = openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
-        return list(client.chat.completions.create(model="gpt-req", messages=MESSAGES, stream=True,
-                                                   stream_options={"include_usage": True},
-                                                   extra_headers={"x-fake-scenario": sc}))
+        return list(
+            client.chat.completions.create(
+                model="gpt-req",
+                messages=MESSAGES,
+                stream=True,
+                stream_options={"include_usage": True},
+                extra_headers={"x-fake-scenario": sc},
+            )
+        )
+
     return call
 
 
 def _responses_create(fp):
     return lambda sc: openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0).responses.create(
-        model="gpt-req", input="hi", extra_headers={"x-fake-scenario": sc})
+        model="gpt-req", input="hi", extra_headers={"x-fake-scenario": sc}
+    )
 
 
 def _responses_stream(fp):
     def call(sc):
         client = openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
-        return list(client.responses.create(model="gpt-req", input="hi", stream=True,
-                                            extra_headers={"x-fake-scenario": sc}))
+        return list(
+            client.responses.create(model="gpt-req", input="hi", stream=True, extra_headers={"x-fake-scenario": sc})
+        )
+
     return call
 
 
 def _anthropic_async_create(fp):
     async def call(sc):
         async with anthropic.AsyncAnthropic(base_url=fp.url, api_key="sk-fake", max_retries=0) as client:
-            return await client.messages.create(model="claude-req", max_tokens=8, messages=MESSAGES,
-                                                extra_headers={"x-fake-scenario": sc})
+            return await client.messages.create(
+                model="claude-req", max_tokens=8, messages=MESSAGES, extra_headers={"x-fake-scenario": sc}
+            )
+
     return lambda sc: asyncio.run(call(sc))
 
 
 def _chat_async_stream(fp):
     async def call(sc):
         async with openai.AsyncOpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0) as client:
-            return [chunk async for chunk in await client.chat.completions.create(
-                model="gpt-req", messages=MESSAGES, stream=True, extra_headers={"x-fake-scenario": sc})]
+            return [
+                chunk
+                async for chunk in await client.chat.completions.create(
+                    model="gpt-req", messages=MESSAGES, stream=True, extra_headers={"x-fake-scenario": sc}
+                )
+            ]
+
     return lambda sc: asyncio.run(call(sc))
 
 
 CALLS = {
-    "anthropic create": _anthropic_create, "anthropic stream": _anthropic_stream,
+    "anthropic create": _anthropic_create,
+    "anthropic stream": _anthropic_stream,
     "anthropic async create": _anthropic_async_create,
-    "chat create": _chat_create, "chat stream": _chat_stream, "chat async stream": _chat_async_stream,
-    "responses create": _responses_create, "responses stream": _responses_stream,
+    "chat create": _chat_create,
+    "chat stream": _chat_stream,
+    "chat async stream": _chat_async_stream,
+    "responses create": _responses_create,
+    "responses stream": _responses_stream,
 }
 
 
@@ -116,7 +150,8 @@ def capped(telemetry, monkeypatch):
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("shape", list(CALLS))
 def test_a_hostile_answer_reaches_the_host_as_without_us_and_makes_one_clean_span(
-        capped, fake_provider, shape, scenario, caplog):
+    capped, fake_provider, shape, scenario, caplog
+):
     telemetry, instrumentors = capped
     call = CALLS[shape](fake_provider)
     bare = _outcome(call, scenario)
@@ -154,8 +189,9 @@ def test_a_hostile_answer_reaches_the_host_as_without_us_and_makes_one_clean_spa
 
 
 @pytest.mark.parametrize("capture", ["SPAN_ONLY", "SPAN_AND_EVENT"])
-def test_captured_content_with_controls_and_lone_surrogates_still_exports(telemetry, monkeypatch, fake_provider,
-                                                                          capture):
+def test_captured_content_with_controls_and_lone_surrogates_still_exports(
+    telemetry, monkeypatch, fake_provider, capture
+):
     """Content capture (opt-in) copies the request before the SDK encodes it: a lone surrogate the
     SDK then refuses (``UnicodeEncodeError``, the host's to handle) must not make our span
     unexportable, and controls or bidi overrides must not reach a backend raw. The content stays
@@ -170,10 +206,18 @@ def test_captured_content_with_controls_and_lone_surrogates_still_exports(teleme
     client = anthropic.Anthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
     try:
         with pytest.raises(UnicodeEncodeError):
-            client.messages.create(model="claude-req", max_tokens=8, system="sys\ud800",
-                                   messages=[{"role": "user", "content": "hi\x00\u202e"}])
-        client.messages.create(model="claude-req", max_tokens=8, system="sys\x1b[31m",
-                               messages=[{"role": "user", "content": "hi\x00\u202e\u2028"}])
+            client.messages.create(
+                model="claude-req",
+                max_tokens=8,
+                system="sys\ud800",
+                messages=[{"role": "user", "content": "hi\x00\u202e"}],
+            )
+        client.messages.create(
+            model="claude-req",
+            max_tokens=8,
+            system="sys\x1b[31m",
+            messages=[{"role": "user", "content": "hi\x00\u202e\u2028"}],
+        )
     finally:
         instrumentor.uninstrument()
     spans = telemetry.spans()

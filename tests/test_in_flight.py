@@ -37,8 +37,13 @@ def test_in_flight_is_one_inside_the_callback_and_zero_after(provider_first, mod
     assert anyio.run(call, mode, callback) == "claude-sonnet-5-5-20261001|endTurn"
     assert seen == [{(SERVER_NAME,): 1}]
     assert instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
-    (metric,) = [m for rm in instrumented.reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics
-                 for m in sm.metrics if m.name == names.METRIC_SAMPLING_IN_FLIGHT]
+    (metric,) = [
+        m
+        for rm in instrumented.reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == names.METRIC_SAMPLING_IN_FLIGHT
+    ]
     assert (metric.unit, metric.data.is_monotonic) == (names.UNIT_REQUEST, False)  # an UpDownCounter's sum
 
 
@@ -81,8 +86,11 @@ print(seen, in_flight())
 def test_in_flight_counts_when_instrumented_before_the_meter_provider_is_set(mode):
     tests = Path(__file__).parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", BEFORE_THE_PROVIDER, mode], capture_output=True, text=True,
-                          timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", BEFORE_THE_PROVIDER, mode], capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["claude-sonnet-5-5-20261001|endTurn",
-                                        f"[[('{SERVER_NAME}', 1)]] [('{SERVER_NAME}', 0)]"]
+    assert done.stdout.splitlines() == [
+        "claude-sonnet-5-5-20261001|endTurn",
+        f"[[('{SERVER_NAME}', 1)]] [('{SERVER_NAME}', 0)]",
+    ]

@@ -32,24 +32,36 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
 WRAPPED = {
     MCPSamplingInstrumentor: [
-        (ClientSession, "dispatch_input_request"), (JSONRPCDispatcher, "_dispatch_notification"),
-        (mcp_stdio, "_create_platform_compatible_process"), (StreamableHTTPTransport, "__init__"),
-        (ClientSession, "__init__"), (ClientSession, "call_tool"), (Client, "call_tool"),
+        (ClientSession, "dispatch_input_request"),
+        (JSONRPCDispatcher, "_dispatch_notification"),
+        (mcp_stdio, "_create_platform_compatible_process"),
+        (StreamableHTTPTransport, "__init__"),
+        (ClientSession, "__init__"),
+        (ClientSession, "call_tool"),
+        (Client, "call_tool"),
     ],
     MCPServerSamplingInstrumentor: [(ServerSession, "send_request"), (ServerRunner, "_on_request")],
     # Every anthropic Messages call shape goes through the client's request (see anthropic.py).
-    AnthropicInstrumentor: [(anthropic._base_client.SyncAPIClient, "request"),
-                            (anthropic._base_client.AsyncAPIClient, "request"),
-                            (anthropic._response.BaseAPIResponse, "_parse"),
-                            (anthropic._response.APIResponse, "close"),
-                            (anthropic._response.AsyncAPIResponse, "close")],
+    AnthropicInstrumentor: [
+        (anthropic._base_client.SyncAPIClient, "request"),
+        (anthropic._base_client.AsyncAPIClient, "request"),
+        (anthropic._response.BaseAPIResponse, "_parse"),
+        (anthropic._response.APIResponse, "close"),
+        (anthropic._response.AsyncAPIResponse, "close"),
+    ],
     # Every openai Chat Completions and Responses call shape goes through the client's request (see openai.py).
-    OpenAIInstrumentor: [(openai._base_client.SyncAPIClient, "request"),
-                         (openai._base_client.AsyncAPIClient, "request"),
-                         (LegacyAPIResponse, "_parse"), (openai._response.BaseAPIResponse, "_parse"),
-                         (openai._response.APIResponse, "close"), (openai._response.AsyncAPIResponse, "close"),
-                         (ChatCompletionStream, "close"), (AsyncChatCompletionStream, "close"),
-                         (ResponseStream, "close"), (AsyncResponseStream, "close")],
+    OpenAIInstrumentor: [
+        (openai._base_client.SyncAPIClient, "request"),
+        (openai._base_client.AsyncAPIClient, "request"),
+        (LegacyAPIResponse, "_parse"),
+        (openai._response.BaseAPIResponse, "_parse"),
+        (openai._response.APIResponse, "close"),
+        (openai._response.AsyncAPIResponse, "close"),
+        (ChatCompletionStream, "close"),
+        (AsyncChatCompletionStream, "close"),
+        (ResponseStream, "close"),
+        (AsyncResponseStream, "close"),
+    ],
 }
 
 

@@ -174,8 +174,11 @@ async def main():
 anyio.run(main)
 """,
 }
-_INSTRUMENTORS = {"anthropic": "AnthropicInstrumentor", "openai": "OpenAIInstrumentor",
-                  "mcp": "MCPSamplingInstrumentor"}
+_INSTRUMENTORS = {
+    "anthropic": "AnthropicInstrumentor",
+    "openai": "OpenAIInstrumentor",
+    "mcp": "MCPSamplingInstrumentor",
+}
 
 
 def _run(script: str) -> dict:
@@ -191,7 +194,10 @@ def test_without_the_sdks_instrument_returns_quietly_and_wraps_nothing(skip_dep_
     """``opentelemetry-instrument`` (``skip_dep_check=True``): our check skips each instrumentor at
     DEBUG. A direct ``instrument()``: OpenTelemetry's ``BaseInstrumentor`` checks first and logs its
     own one ERROR line per instrumentor ("no installed version was found"); nothing else is said."""
-    script = _BLOCK + _SETUP.format(tests=str(HERE)) + textwrap.dedent(f"""
+    script = (
+        _BLOCK
+        + _SETUP.format(tests=str(HERE))
+        + textwrap.dedent(f"""
         instrumentors = [AnthropicInstrumentor(), OpenAIInstrumentor(), MCPSamplingInstrumentor(),
                          MCPServerSamplingInstrumentor()]
         for instrumentor in instrumentors:
@@ -200,28 +206,35 @@ def test_without_the_sdks_instrument_returns_quietly_and_wraps_nothing(skip_dep_
         print(json.dumps({{"loaded": loaded, "loud": [r for r in records if r[0] not in ("DEBUG", "INFO")],
                           "skipped": [r[2] for r in records if "skipped" in r[2]]}}))
     """)
+    )
     out = _run(script)
     assert out["loaded"] == []
     if skip_dep_check:
         assert out["loud"] == [] and len(out["skipped"]) == 4  # each instrumentor said why, at DEBUG
     else:
         assert [(level, logger) for level, logger, _ in out["loud"]] == [
-            ("ERROR", "opentelemetry.instrumentation.instrumentor")] * 4
+            ("ERROR", "opentelemetry.instrumentation.instrumentor")
+        ] * 4
         assert all("no installed version was found" in message for _, _, message in out["loud"])
 
 
 @pytest.mark.subprocess
 @pytest.mark.parametrize("library", _CALLS)
 def test_a_library_imported_after_instrument_is_instrumented(library):
-    script = _SETUP.format(tests=str(HERE)) + textwrap.dedent(f"""
+    script = (
+        _SETUP.format(tests=str(HERE))
+        + textwrap.dedent(f"""
         assert {library!r} not in sys.modules
         instrumentor = {_INSTRUMENTORS[library]}()
         instrumentor.instrument(**providers)
-    """) + _CALLS[library] + textwrap.dedent("""
+    """)
+        + _CALLS[library]
+        + textwrap.dedent("""
         instrumentor.uninstrument()
         print(json.dumps({"spans": [s.name for s in spans.get_finished_spans()
                                     if s.instrumentation_scope.name == "otel_sampling"]}))
     """)
+    )
     expected = "sampling/createMessage" if library == "mcp" else "chat m"
     assert _run(script)["spans"] == [expected]
 
@@ -229,17 +242,22 @@ def test_a_library_imported_after_instrument_is_instrumented(library):
 @pytest.mark.subprocess
 @pytest.mark.parametrize("library", _CALLS)
 def test_a_library_imported_after_uninstrument_is_not_instrumented(library):
-    script = _SETUP.format(tests=str(HERE)) + textwrap.dedent(f"""
+    script = (
+        _SETUP.format(tests=str(HERE))
+        + textwrap.dedent(f"""
         instrumentor = {_INSTRUMENTORS[library]}()
         instrumentor.instrument(**providers)
         instrumentor.uninstrument()  # the host's import below finds the modules instrument() had loaded
-    """) + _CALLS[library] + textwrap.dedent("""
+    """)
+        + _CALLS[library]
+        + textwrap.dedent("""
         data = reader.get_metrics_data()
         print(json.dumps({"spans": [s.name for s in spans.get_finished_spans()
                                     if s.instrumentation_scope.name == "otel_sampling"],
                           "points": sum(len(m.data.data_points) for rm in (data.resource_metrics if data else ())
                                         for sm in rm.scope_metrics for m in sm.metrics)}))
     """)
+    )
     assert _run(script) == {"spans": [], "points": 0}
 
 
@@ -317,8 +335,9 @@ with FakeProvider() as fp:
 
 
 def _late_import(order: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", _PROVIDERS_LATE_IMPORT, order], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROVIDERS_LATE_IMPORT, order], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
 

@@ -28,8 +28,7 @@ BOUND = 1_000
 
 def test_stall_watch_stays_at_its_bound():
     stalled = []
-    watch = PendingWatch(BOUND, threshold_seconds=30, on_stall=lambda item, s: stalled.append(item),
-                         timer=lambda: 0.0)
+    watch = PendingWatch(BOUND, threshold_seconds=30, on_stall=lambda item, s: stalled.append(item), timer=lambda: 0.0)
     for i in range(REQUESTS):
         watch.add(i)
         if i % 3:  # two thirds end; a third never do
@@ -60,8 +59,15 @@ def test_server_pending_requests_stay_at_their_bound_and_end_unanswered():
 
     pending = _Pending(PENDING_BOUND, ttl_seconds=300)
     for i in range(PENDING_REQUESTS):
-        record = Counted(instruments, path=names.PATH_MRTR, params=None, protocol_version="2026-07-28",
-                         server_name="s", session_id=None, tool_name="t")
+        record = Counted(
+            instruments,
+            path=names.PATH_MRTR,
+            params=None,
+            protocol_version="2026-07-28",
+            server_name="s",
+            session_id=None,
+            tool_name="t",
+        )
         pending.add(f"state-{i}", {"k": record})
         if i % 3:  # two thirds answered by their retry
             for answered in pending.take(f"state-{i}").values():
@@ -78,8 +84,15 @@ def test_server_pending_requests_sharing_a_state_are_never_lost():
     from otel_sampling.records.server_sampling import ServerSamplingRecord
 
     def record():
-        return ServerSamplingRecord(instruments, path=names.PATH_MRTR, params=None, protocol_version=None,
-                                    server_name=None, session_id=None, tool_name=None)
+        return ServerSamplingRecord(
+            instruments,
+            path=names.PATH_MRTR,
+            params=None,
+            protocol_version=None,
+            server_name=None,
+            session_id=None,
+            tool_name=None,
+        )
 
     pending = _Pending(10, ttl_seconds=300)
     first, second, again = record(), record(), record()

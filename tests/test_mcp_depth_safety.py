@@ -26,8 +26,9 @@ from otel_sampling.rules import endings
 from sampling_server import SERVER_NAME, build_fault_server, build_server
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
-RESULT = types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),
-                                   model="claude-sonnet-5-5", stop_reason="endTurn")
+RESULT = types.CreateMessageResult(
+    role="assistant", content=types.TextContent(text="ok"), model="claude-sonnet-5-5", stop_reason="endTurn"
+)
 
 
 async def callback(ctx, params):
@@ -67,8 +68,9 @@ def test_broken_server_side_records_do_not_reach_the_server(telemetry, monkeypat
 
 # ---------------------------------------------------------------- classification and bookkeeping failing
 ANSWERS = [
-    types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model="claude-x",
-                              stop_reason="endTurn"),
+    types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text="ok"), model="claude-x", stop_reason="endTurn"
+    ),
     types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}),
 ]
 
@@ -76,8 +78,10 @@ ANSWERS = [
 async def _ask_all(mode: str) -> list:
     seen = []
     for answer in ANSWERS:
+
         async def callback(ctx, params, answer=answer):
             return answer
+
         async with Client(build_fault_server(), mode=mode, sampling_callback=callback) as client:
             try:
                 out = await client.call_tool("sample", {})
@@ -111,16 +115,21 @@ def test_broken_classifiers_never_change_what_the_mcp_host_sees(telemetry, monke
     assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}
     assert bare[0] == ("result", False, "claude-x") and bare[1][1] == -32003
     # The fallback endings (docs/telemetry.md): a result is completed, an error frame error with its code.
-    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == \
-        {(names.ENDING_COMPLETED,): 2, (names.ENDING_POLICY_DENIED,): 1, (names.ENDING_ERROR,): 1}
-    (unclassified,) = [s for s in telemetry.spans(names.SPAN_SAMPLING) if s.kind.name == "SERVER"
-                       and s.attributes[names.SAMPLING_ENDING] == names.ENDING_ERROR]
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {
+        (names.ENDING_COMPLETED,): 2,
+        (names.ENDING_POLICY_DENIED,): 1,
+        (names.ENDING_ERROR,): 1,
+    }
+    (unclassified,) = [
+        s
+        for s in telemetry.spans(names.SPAN_SAMPLING)
+        if s.kind.name == "SERVER" and s.attributes[names.SAMPLING_ENDING] == names.ENDING_ERROR
+    ]
     assert unclassified.attributes[names.ERROR_TYPE] == "-32003"
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_unclassifiable_exceptions_and_cancellations_end_with_the_documented_fallbacks(telemetry, monkeypatch,
-                                                                                      mode):
+def test_unclassifiable_exceptions_and_cancellations_end_with_the_documented_fallbacks(telemetry, monkeypatch, mode):
     """docs/telemetry.md: an exception ends as ``error`` with ``error.type`` ``_unknown``, a
     cancellation as ``cancelled``, when classifying them raises."""
     monkeypatch.setattr(endings, "from_exception", broken)
@@ -150,10 +159,14 @@ def test_unclassifiable_exceptions_and_cancellations_end_with_the_documented_fal
         anyio.run(host)
     finally:
         instrumentor.uninstrument()
-    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == \
-        {(names.ENDING_ERROR,): 1, (names.ENDING_CANCELLED,): 1}
-    errors = {s.attributes[names.SAMPLING_ENDING]: s.attributes.get(names.ERROR_TYPE)
-              for s in telemetry.spans(names.SPAN_SAMPLING)}
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {
+        (names.ENDING_ERROR,): 1,
+        (names.ENDING_CANCELLED,): 1,
+    }
+    errors = {
+        s.attributes[names.SAMPLING_ENDING]: s.attributes.get(names.ERROR_TYPE)
+        for s in telemetry.spans(names.SPAN_SAMPLING)
+    }
     assert errors == {names.ENDING_ERROR: names.UNKNOWN_LABEL, names.ENDING_CANCELLED: names.ERROR_TYPE_CANCELLED}
     assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}
 
@@ -175,7 +188,9 @@ def test_broken_bookkeeping_before_the_ending_still_ends_every_request(telemetry
     finally:
         instrumentor.uninstrument()
     path = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}[mode]
-    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_PATH, names.SAMPLING_ENDING) == \
-        {(path, names.ENDING_COMPLETED): 1, (path, names.ENDING_POLICY_DENIED): 1}
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_PATH, names.SAMPLING_ENDING) == {
+        (path, names.ENDING_COMPLETED): 1,
+        (path, names.ENDING_POLICY_DENIED): 1,
+    }
     assert len(telemetry.spans(names.SPAN_SAMPLING)) == 2
     assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT) == {(): 0}

@@ -58,18 +58,26 @@ def test_same_request_same_telemetry_on_both_paths(mcp_instrumented):
     for mode in PATHS:
         anyio.run(call, mode, callback_returning(ErrorDataBudget))
         anyio.run(call, mode, callback_returning(result(model="claude-haiku-5-5")))
-        seen.append([
-            {k: v for k, v in s.attributes.items()
-             if k not in (names.SAMPLING_PATH, names.JSONRPC_REQUEST_ID, names.MCP_PROTOCOL_VERSION)}
-            for s in mcp_instrumented.spans(names.SPAN_SAMPLING)[-2:]
-        ])
+        seen.append(
+            [
+                {
+                    k: v
+                    for k, v in s.attributes.items()
+                    if k not in (names.SAMPLING_PATH, names.JSONRPC_REQUEST_ID, names.MCP_PROTOCOL_VERSION)
+                }
+                for s in mcp_instrumented.spans(names.SPAN_SAMPLING)[-2:]
+            ]
+        )
     assert seen[0] == seen[1]
     assert seen[0][0][names.SAMPLING_ENDING] == "policy.budget_exhausted"
     assert seen[0][1][names.SAMPLING_ENDING] == "completed"
 
 
-ErrorDataBudget = types.ErrorData(code=-32003, message="Daily sampling budget exhausted",
-                                  data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+ErrorDataBudget = types.ErrorData(
+    code=-32003,
+    message="Daily sampling budget exhausted",
+    data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"},
+)
 
 DENIALS = [
     # (ErrorData the host returns, expected ending, expected error.type) -- rules from the MCP spec
@@ -79,8 +87,11 @@ DENIALS = [
     (types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}), "policy.denied", "-32003"),
     (types.ErrorData(code=-32003, message="Denied"), "policy.denied", "-32003"),
     (ErrorDataBudget, "policy.budget_exhausted", "-32003"),
-    (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}),
-     "model.unavailable", "-32603"),
+    (
+        types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}),
+        "model.unavailable",
+        "-32603",
+    ),
     # The mcp SDK's own answer without a sampling callback: the host does not sample (a decision).
     (types.ErrorData(code=-32600, message="Sampling not supported"), "host.unsupported", "-32600"),
     # fastmcp sends a handler's refusal as -32603 with its text: the spec's rejection text decides.
@@ -118,6 +129,7 @@ def mcp_refusal_code_4003(telemetry, monkeypatch):
 def test_the_configured_policy_refusal_code_is_sent_and_read(mcp_refusal_code_4003, mode, frame):
     """``OTEL_SAMPLING_POLICY_REFUSAL_CODE=4003``, read at ``instrument()``: ``sampling_error()``
     sends 4003, and a frame with that code and no ``data.reason`` is a policy denial."""
+
     async def callback(context, params):
         if frame == "bare":
             return types.ErrorData(code=4003, message="Denied")
@@ -136,8 +148,10 @@ def test_mcp_server_operation_duration_of_a_completed_request(mcp_instrumented, 
     anyio.run(call, mode, callback_returning(result()))
     span = only_sampling_span(mcp_instrumented)
     (point,) = mcp_instrumented.points(names.METRIC_MCP_SERVER_OPERATION_DURATION)
-    assert dict(point.attributes) == {names.MCP_METHOD_NAME: "sampling/createMessage",
-                                      names.MCP_PROTOCOL_VERSION: span.attributes[names.MCP_PROTOCOL_VERSION]}
+    assert dict(point.attributes) == {
+        names.MCP_METHOD_NAME: "sampling/createMessage",
+        names.MCP_PROTOCOL_VERSION: span.attributes[names.MCP_PROTOCOL_VERSION],
+    }
     assert point.count == 1 and 0 < point.sum < (span.end_time - span.start_time) / 1e9 + 0.5
     assert tuple(point.explicit_bounds) == names.MCP_DURATION_BUCKETS
     assert not mcp_instrumented.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)  # the server's, not ours
@@ -262,19 +276,26 @@ SUBSTITUTIONS = [
 
 @pytest.mark.parametrize(("hint", "served", "judgement", "mode"), SUBSTITUTIONS)
 def test_substitution_and_mode_follow_hints_and_policy(policy_env, mcp_instrumented, hint, served, judgement, mode):
-    anyio.run(call, "legacy", callback_returning(result(model=served)), "sample",
-              {"hint": hint, "include_context": "none"})
+    anyio.run(
+        call, "legacy", callback_returning(result(model=served)), "sample", {"hint": hint, "include_context": "none"}
+    )
     span = only_sampling_span(mcp_instrumented)
     assert span.attributes[names.SAMPLING_SUBSTITUTION] == judgement
     assert span.attributes[names.DEGRADATION_MODE] == mode
-    counts = mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_SUBSTITUTION,
-                                     names.DEGRADATION_MODE)
+    counts = mcp_instrumented.counts(
+        names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_SUBSTITUTION, names.DEGRADATION_MODE
+    )
     assert counts == {(judgement, mode): 1}
 
 
 def test_without_policy_an_unhinted_model_is_unjudged(mcp_instrumented):
-    anyio.run(call, "legacy", callback_returning(result(model="claude-haiku-5-5")), "sample",
-              {"hint": "gpt-4o", "include_context": "none"})
+    anyio.run(
+        call,
+        "legacy",
+        callback_returning(result(model="claude-haiku-5-5")),
+        "sample",
+        {"hint": "gpt-4o", "include_context": "none"},
+    )
     assert only_sampling_span(mcp_instrumented).attributes[names.SAMPLING_SUBSTITUTION] == "unjudged"
 
 
@@ -292,8 +313,11 @@ def test_span_is_parented_from_params_meta_traceparent(mcp_instrumented):
     assert ours.parent is not None and ours.parent.span_id == sdk_send[0].context.span_id
     assert ours.context.trace_id == sdk_send[0].context.trace_id
     # mcp 2.x emits no client-side span for the inbound request: ours is the only SERVER span for it.
-    server_spans = [s for s in mcp_instrumented.spans(scope=None)
-                    if s.kind is SpanKind.SERVER and "sampling/createMessage" in s.name]
+    server_spans = [
+        s
+        for s in mcp_instrumented.spans(scope=None)
+        if s.kind is SpanKind.SERVER and "sampling/createMessage" in s.name
+    ]
     assert server_spans == [ours]
 
 
@@ -321,8 +345,12 @@ def test_other_input_requests_pass_through_untouched(mcp_instrumented):
         return roots
 
     async def main():
-        async with Client(build_server(), mode="legacy", sampling_callback=callback_returning(result()),
-                          list_roots_callback=list_roots) as client:
+        async with Client(
+            build_server(),
+            mode="legacy",
+            sampling_callback=callback_returning(result()),
+            list_roots_callback=list_roots,
+        ) as client:
             ctx = type("Ctx", (), {"request_id": 7, "meta": None})()
             return await client.session.dispatch_input_request(ctx, types.ListRootsRequest())
 
@@ -346,8 +374,13 @@ def test_nothing_is_emitted_after_uninstrument(telemetry):
 
 def test_hostile_server_cannot_blow_up_labels_or_attributes(mcp_instrumented):
     many_hints = ",".join(f"model-{i}" for i in range(17))  # one past the 16 kept
-    anyio.run(call, "legacy", callback_returning(result(model="x" * 257)), "sample",
-              {"hint": many_hints, "include_context": "thisServer"})
+    anyio.run(
+        call,
+        "legacy",
+        callback_returning(result(model="x" * 257)),
+        "sample",
+        {"hint": many_hints, "include_context": "thisServer"},
+    )
     span = only_sampling_span(mcp_instrumented)
     assert len(span.attributes[names.SAMPLING_MODEL_HINTS]) == 16
     assert len(span.attributes[names.GEN_AI_RESPONSE_MODEL]) == 256

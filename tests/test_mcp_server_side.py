@@ -28,6 +28,7 @@ from sampling_server import SERVER_NAME, build_asking_server, build_fault_server
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
 
+
 @pytest.fixture
 def both(telemetry):
     """Host and server instrumentors on one meter provider; yields (telemetry, server instrumentor)."""
@@ -56,8 +57,9 @@ def host_spans(telemetry):
 
 
 def server_counts(telemetry):
-    return telemetry.counts(names.METRIC_SAMPLING_SERVER_REQUESTS, names.SAMPLING_PATH, names.SAMPLING_ENDING,
-                            names.GEN_AI_RESPONSE_MODEL)
+    return telemetry.counts(
+        names.METRIC_SAMPLING_SERVER_REQUESTS, names.SAMPLING_PATH, names.SAMPLING_ENDING, names.GEN_AI_RESPONSE_MODEL
+    )
 
 
 @pytest.mark.parametrize("mode", PATHS)
@@ -98,8 +100,10 @@ def test_mcp_client_operation_duration_on_the_server(both, mode):
     anyio.run(call, build_server(), mode, callback_returning(result()))
     (span,) = server_spans(telemetry)
     (point,) = telemetry.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)
-    assert dict(point.attributes) == {names.MCP_METHOD_NAME: "sampling/createMessage",
-                                      names.MCP_PROTOCOL_VERSION: span.attributes[names.MCP_PROTOCOL_VERSION]}
+    assert dict(point.attributes) == {
+        names.MCP_METHOD_NAME: "sampling/createMessage",
+        names.MCP_PROTOCOL_VERSION: span.attributes[names.MCP_PROTOCOL_VERSION],
+    }
     assert point.count == 1 and tuple(point.explicit_bounds) == names.MCP_DURATION_BUCKETS
 
 
@@ -108,7 +112,8 @@ def test_mcp_client_operation_duration_of_a_legacy_denial(both):
     anyio.run(call, build_server(), "legacy", callback_returning(types.ErrorData(code=-1, message="User rejected")))
     points = telemetry.points(names.METRIC_MCP_CLIENT_OPERATION_DURATION)
     assert [(p.attributes[names.ERROR_TYPE], p.attributes[names.RPC_RESPONSE_STATUS_CODE]) for p in points] == [
-        ("-1", "-1")]
+        ("-1", "-1")
+    ]
 
 
 def test_the_sdk_timeout_is_no_answer_and_has_no_status_code(both):
@@ -157,8 +162,9 @@ def test_a_request_with_no_back_channel_is_not_counted_as_an_mrtr_request(both):
     connection: the SDK refuses it (``NoBackChannelError``, -32600), nothing reaches the client. Its
     path says so, beside the same server's real multi-round-trip request."""
     telemetry, _ = both
-    out = anyio.run(call, build_server(), "auto", callback_returning(result()), "sample_with_deadline",
-                    {"deadline_s": 5})
+    out = anyio.run(
+        call, build_server(), "auto", callback_returning(result()), "sample_with_deadline", {"deadline_s": 5}
+    )
     assert isinstance(out, MCPError) and out.code == -32600  # the tool failed: the request could not be sent
     assert host_spans(telemetry) == []  # the client never saw it
     anyio.run(call, build_server(), "auto", callback_returning(result()))  # a real one, through the Sample resolver
@@ -190,8 +196,9 @@ def test_mcp_error_raised_on_the_2026_path_is_still_budget_exhausted(both):
     """The SDK surfaces a raising callback as an exception group on 2026-07-28; the host span still
     reads the error frame."""
     telemetry, _ = both
-    raised = MCPError(-32003, "Daily limit", data={"reason": "policy.budget_exhausted",
-                                                    "resetsAt": "2026-12-01T00:00:00Z"})
+    raised = MCPError(
+        -32003, "Daily limit", data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"}
+    )
 
     async def callback(ctx, params):
         raise raised
@@ -283,7 +290,8 @@ def test_violation_over_streamable_http(both, mode):
 
     anyio.run(serve_streamable_http, build_server(), body)
     assert telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
-        ("decision_flipped",): 1}
+        ("decision_flipped",): 1
+    }
 
 
 def test_uninstrument_ends_pending_requests_unanswered(telemetry):
@@ -337,10 +345,12 @@ def test_image_and_audio_messages_never_reach_attributes_raw(both, mode):
     telemetry, _ = both
 
     def asking(data: str):
-        return build_asking_server(messages=[
-            types.SamplingMessage(role="user", content=types.ImageContent(data=data, mime_type="image/png")),
-            types.SamplingMessage(role="user", content=types.AudioContent(data="UklGRg==", mime_type="audio/wav")),
-        ])
+        return build_asking_server(
+            messages=[
+                types.SamplingMessage(role="user", content=types.ImageContent(data=data, mime_type="image/png")),
+                types.SamplingMessage(role="user", content=types.AudioContent(data="UklGRg==", mime_type="audio/wav")),
+            ]
+        )
 
     anyio.run(call, asking("aGVsbG8="), mode, callback_returning(result()), "ask", {})
     anyio.run(call, asking("d29ybGQ="), mode, callback_returning(result()), "ask", {})
@@ -354,18 +364,30 @@ def test_image_and_audio_messages_never_reach_attributes_raw(both, mode):
     first, second = (s.attributes[names.SAMPLING_FINGERPRINT] for s in host)
     assert first != second
     (labels,) = {tuple(sorted(p.attributes)) for p in telemetry.points(names.METRIC_SAMPLING_REQUESTS)}
-    assert set(labels) == {names.MCP_SERVER_NAME, names.SAMPLING_PATH, names.SAMPLING_ENDING,
-                           names.SAMPLING_SUBSTITUTION, names.DEGRADATION_MODE,
-                           names.SAMPLING_INCLUDE_CONTEXT_REQUESTED, names.SAMPLING_INCLUDE_CONTEXT_GRANTED,
-                           names.GEN_AI_RESPONSE_MODEL}
+    assert set(labels) == {
+        names.MCP_SERVER_NAME,
+        names.SAMPLING_PATH,
+        names.SAMPLING_ENDING,
+        names.SAMPLING_SUBSTITUTION,
+        names.DEGRADATION_MODE,
+        names.SAMPLING_INCLUDE_CONTEXT_REQUESTED,
+        names.SAMPLING_INCLUDE_CONTEXT_GRANTED,
+        names.GEN_AI_RESPONSE_MODEL,
+    }
 
 
 @pytest.mark.parametrize("mode", PATHS)
 def test_max_tokens_stop_reason_is_completed_and_truncation_recorded(both, mode):
     """MCP spec: stopReason "maxTokens" is a completed (truncated) result, not an error."""
     telemetry, _ = both
-    out = anyio.run(call, build_server(), mode, callback_returning(result(stop_reason="maxTokens")), "sample",
-                    {"hint": "claude-sonnet", "include_context": "none"})
+    out = anyio.run(
+        call,
+        build_server(),
+        mode,
+        callback_returning(result(stop_reason="maxTokens")),
+        "sample",
+        {"hint": "claude-sonnet", "include_context": "none"},
+    )
     assert out.content[0].text == f"{SERVED}|maxTokens"
     for span in sampling_spans(telemetry):
         assert span.attributes[names.SAMPLING_ENDING] == "completed"
@@ -381,8 +403,10 @@ def test_content_reaches_no_span_event_log_or_label(both, mode, ending, caplog):
     telemetry, _ = both
     server = build_asking_server(
         messages=[types.SamplingMessage(role="user", content=types.TextContent(text=f"ticket {SENTINEL}"))],
-        system_prompt=f"system {SENTINEL}", metadata={"note": SENTINEL, SENTINEL: 1},
-        stop_sequences=[SENTINEL])
+        system_prompt=f"system {SENTINEL}",
+        metadata={"note": SENTINEL, SENTINEL: 1},
+        stop_sequences=[SENTINEL],
+    )
 
     async def callback(ctx, params):
         if ending == "denied":
@@ -402,8 +426,14 @@ def test_content_reaches_no_span_event_log_or_label(both, mode, ending, caplog):
         texts += [str(v) for event in span.events for v in event.attributes.values()]
         assert not [t for t in texts if SENTINEL in t]
     metrics = telemetry.reader.get_metrics_data()
-    labels = [str(v) for rm in metrics.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
-              for p in m.data.data_points for v in p.attributes.values()]
+    labels = [
+        str(v)
+        for rm in metrics.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        for p in m.data.data_points
+        for v in p.attributes.values()
+    ]
     assert labels and not [v for v in labels if SENTINEL in v]
     ours = [r for r in caplog.records if r.name.startswith("otel_sampling")]
     assert not [r for r in ours if SENTINEL in r.getMessage() or SENTINEL in str(r.exc_info)]
@@ -415,8 +445,9 @@ def test_sampling_error_is_sent_and_read_back_unchanged(both, mode, how):
     """What ``sampling_error`` builds is a frame the mcp SDK sends as is: the server's call fails
     with that code, message and data, and both sides classify it as the budget exhaustion."""
     telemetry, _ = both
-    error = otel_sampling.sampling_error("policy.budget_exhausted", "Daily limit reached",
-                                         resets_at="2026-12-01T00:00:00Z")
+    error = otel_sampling.sampling_error(
+        "policy.budget_exhausted", "Daily limit reached", resets_at="2026-12-01T00:00:00Z"
+    )
 
     async def callback(ctx, params):
         if how == "raised":
@@ -428,7 +459,10 @@ def test_sampling_error_is_sent_and_read_back_unchanged(both, mode, how):
         (out,) = out.exceptions
     assert isinstance(out, MCPError)
     assert (out.error.code, out.error.message, out.error.data) == (
-        -31003, "Daily limit reached", {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+        -31003,
+        "Daily limit reached",
+        {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"},
+    )
     host = sampling_spans(telemetry, SpanKind.SERVER)
     server = sampling_spans(telemetry, SpanKind.CLIENT)
     # On the 2026-07-28 path a denial never reaches the server (it waits for a retry): no span yet.
@@ -456,8 +490,9 @@ def test_a_result_with_an_empty_model_names_no_model_and_is_unjudged(both, mode)
     """No served model means no ``gen_ai.response.model`` (not "", not the hint) and an
     ``unjudged`` substitution."""
     telemetry, _ = both
-    out = anyio.run(call, build_server(), mode, callback_returning(result(model="")), "sample",
-                    {"hint": "claude-sonnet"})
+    out = anyio.run(
+        call, build_server(), mode, callback_returning(result(model="")), "sample", {"hint": "claude-sonnet"}
+    )
     assert out.content[0].text == "|endTurn"
     for span in sampling_spans(telemetry, SpanKind.SERVER) + sampling_spans(telemetry, SpanKind.CLIENT):
         assert names.GEN_AI_RESPONSE_MODEL not in span.attributes
@@ -487,27 +522,40 @@ def test_server_and_model_labels_stay_within_the_label_value_limit(telemetry, mo
     try:
         anyio.run(call, build_server("server-0"), "legacy", callback_returning(denied), "sample", {"text": "same"})
         for i in range(1, 5):
-            anyio.run(call, build_server(f"server-{i}"), "legacy", callback_returning(result(model=f"model-{i}")),
-                      "sample", {"text": "same"})
+            anyio.run(
+                call,
+                build_server(f"server-{i}"),
+                "legacy",
+                callback_returning(result(model=f"model-{i}")),
+                "sample",
+                {"text": "same"},
+            )
         ledger = otel_sampling.state.host_ledger()
 
         async def stalling(ctx, params):
             ledger.pending.sweep(time.monotonic() + 3600)
             return result(model="model-9")
+
         anyio.run(call, build_server("server-9"), "legacy", stalling, "sample", {"text": "other"})
     finally:
         server.uninstrument()
         host.uninstrument()
-    for metric in (names.METRIC_SAMPLING_REQUESTS, names.METRIC_SAMPLING_DURATION, names.METRIC_SAMPLING_IN_FLIGHT,
-                   names.METRIC_SAMPLING_VIOLATIONS, names.METRIC_SAMPLING_STALLS,
-                   names.METRIC_SAMPLING_SERVER_REQUESTS):
+    for metric in (
+        names.METRIC_SAMPLING_REQUESTS,
+        names.METRIC_SAMPLING_DURATION,
+        names.METRIC_SAMPLING_IN_FLIGHT,
+        names.METRIC_SAMPLING_VIOLATIONS,
+        names.METRIC_SAMPLING_STALLS,
+        names.METRIC_SAMPLING_SERVER_REQUESTS,
+    ):
         points = telemetry.points(metric)
         assert points, metric
         for key in (names.MCP_SERVER_NAME, names.GEN_AI_RESPONSE_MODEL):
             values = {p.attributes[key] for p in points if key in p.attributes}
             assert len(values - {names.OVERFLOW_LABEL, names.UNKNOWN_LABEL}) <= 2, (metric, key, values)
     assert {p.attributes[names.MCP_SERVER_NAME] for p in telemetry.points(names.METRIC_SAMPLING_STALLS)} == {
-        names.OVERFLOW_LABEL}
+        names.OVERFLOW_LABEL
+    }
 
 
 def test_the_session_id_never_reaches_a_metric(both):
@@ -523,8 +571,9 @@ def test_the_session_id_never_reaches_a_metric(both):
     session_ids = {s.attributes[names.MCP_SESSION_ID] for s in sampling_spans(telemetry)}
     assert len(session_ids) == 1
     metrics = telemetry.reader.get_metrics_data()
-    points = [p for rm in metrics.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
-              for p in m.data.data_points]
+    points = [
+        p for rm in metrics.resource_metrics for sm in rm.scope_metrics for m in sm.metrics for p in m.data.data_points
+    ]
     assert points
     for point in points:
         assert names.MCP_SESSION_ID not in point.attributes
@@ -536,8 +585,9 @@ def test_a_tool_error_after_a_completed_sampling_request(both, mode):
     """The tool's error keeps ``error.type=tool_error`` on the SDK's tools/call span and reaches the
     host unchanged; the sampling request made inside that tool stays ``completed``."""
     telemetry, _ = both
-    out = anyio.run(call, build_fault_server(), mode, callback_returning(result(model="claude-x")), "sample_then_fail",
-                    {})
+    out = anyio.run(
+        call, build_fault_server(), mode, callback_returning(result(model="claude-x")), "sample_then_fail", {}
+    )
     assert out.is_error  # the tool's error, as mcp reports it to the host
     tool_spans = [s for s in telemetry.spans(scope=None) if s.name == "tools/call sample_then_fail"]
     # 2026-07-28: the first round answers input-required (no error); the round that ran the tool is the last

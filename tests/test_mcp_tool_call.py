@@ -135,8 +135,9 @@ print("ok")
 @pytest.mark.subprocess
 def test_fastmcp_is_wrapped_once_the_host_imports_it_and_never_imported_for_it():
     pytest.importorskip("fastmcp")
-    proc = subprocess.run([sys.executable, "-c", FRESH_HOST], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).parents[1])
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH_HOST], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1]
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
     assert "otel-sampling" not in proc.stderr  # no warning: the installed fastmcp is in range

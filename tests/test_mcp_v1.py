@@ -50,8 +50,9 @@ SERVED = "claude-sonnet-5-5-20261001"
 
 
 def result(model: str = SERVED, stop_reason: str = "endTurn") -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="ok"),
-                                     model=model, stopReason=stop_reason)
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="ok"), model=model, stopReason=stop_reason
+    )
 
 
 def tool_output(out: types.CallToolResult):
@@ -61,8 +62,9 @@ def tool_output(out: types.CallToolResult):
 
 async def call(callback, args: dict | None = None):
     """One tool call over an in-memory mcp 1.x session; the tool's text or its error text."""
-    async with create_connected_server_and_client_session(build_server()._mcp_server,
-                                                          sampling_callback=callback) as session:
+    async with create_connected_server_and_client_session(
+        build_server()._mcp_server, sampling_callback=callback
+    ) as session:
         return tool_output(await session.call_tool("sample", ARGS if args is None else args))
 
 
@@ -109,23 +111,34 @@ def test_completed_request(v1_instrumented, transport):
     assert attrs[names.GEN_AI_TOOL_NAME] == "sample"  # the one call_tool in flight on the session
     assert attrs.get(names.NETWORK_TRANSPORT) == ("pipe" if transport is call_stdio else None)  # in-memory: none
     assert names.MCP_SESSION_ID not in attrs  # only streamable HTTP has one
-    counts = v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME, names.SAMPLING_PATH,
-                                    names.SAMPLING_ENDING, names.GEN_AI_RESPONSE_MODEL)
+    counts = v1_instrumented.counts(
+        names.METRIC_SAMPLING_REQUESTS,
+        names.MCP_SERVER_NAME,
+        names.SAMPLING_PATH,
+        names.SAMPLING_ENDING,
+        names.GEN_AI_RESPONSE_MODEL,
+    )
     assert counts == {(SERVER_NAME, "rpc", "completed", SERVED): 1}
     assert v1_instrumented.counts(names.METRIC_SAMPLING_DURATION, names.SAMPLING_ENDING) == {("completed",): 1}
     assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
 
 
-BUDGET = types.ErrorData(code=-32003, message="Daily sampling budget exhausted",
-                         data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+BUDGET = types.ErrorData(
+    code=-32003,
+    message="Daily sampling budget exhausted",
+    data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"},
+)
 DENIALS = [
     # (ErrorData the host returns, expected ending, expected error.type): the same table as mcp 2.x
     # (MCP spec: -1 is the user's rejection; -32003, the legacy policy refusal code, + data.reason).
     (types.ErrorData(code=-1, message="User rejected sampling request"), "user.denied", "-1"),
     (types.ErrorData(code=-32003, message="Denied", data={"reason": "policy.denied"}), "policy.denied", "-32003"),
     (BUDGET, "policy.budget_exhausted", "-32003"),
-    (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}), "model.unavailable",
-     "-32603"),
+    (
+        types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}),
+        "model.unavailable",
+        "-32603",
+    ),
 ]
 
 
@@ -165,9 +178,12 @@ def test_session_closed_under_the_callback_is_cancelled(v1_instrumented):
         await anyio.sleep_forever()
 
     async def abandon():
-        async with (create_connected_server_and_client_session(build_server()._mcp_server,
-                                                               sampling_callback=callback) as session,
-                    anyio.create_task_group() as tg):
+        async with (
+            create_connected_server_and_client_session(
+                build_server()._mcp_server, sampling_callback=callback
+            ) as session,
+            anyio.create_task_group() as tg,
+        ):
             tg.start_soon(session.call_tool, "sample", ARGS)
             await started.wait()
             tg.cancel_scope.cancel()
@@ -184,8 +200,9 @@ def test_span_is_parented_from_params_meta_traceparent(v1_instrumented):
     trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"  # W3C trace-context example
 
     async def traced(callback):
-        async with create_connected_server_and_client_session(build_server()._mcp_server,
-                                                              sampling_callback=callback) as session:
+        async with create_connected_server_and_client_session(
+            build_server()._mcp_server, sampling_callback=callback
+        ) as session:
             out = await session.call_tool("sample_traced", {"traceparent": f"00-{trace_id}-{parent_id}-01"})
         return tool_output(out)
 
@@ -197,9 +214,14 @@ def test_span_is_parented_from_params_meta_traceparent(v1_instrumented):
 
 def test_instrument_wraps_once_and_uninstrument_restores_identity(telemetry):
     # Listed from the SDK's structure, not read from the target table.
-    targets = [(ClientSession, "initialize"), (ClientSession, "_received_request"), (ClientSession, "__init__"),
-               (ClientSession, "call_tool"), (mcp_stdio, "_create_platform_compatible_process"),
-               (StreamableHTTPTransport, "__init__")]
+    targets = [
+        (ClientSession, "initialize"),
+        (ClientSession, "_received_request"),
+        (ClientSession, "__init__"),
+        (ClientSession, "call_tool"),
+        (mcp_stdio, "_create_platform_compatible_process"),
+        (StreamableHTTPTransport, "__init__"),
+    ]
     original = [vars(owner)[name] for owner, name in targets]
     respond = vars(RequestResponder)["respond"]  # shared with server sessions: watched per request only
     instrumentor = MCPSamplingInstrumentor()
@@ -240,11 +262,18 @@ print(json.dumps(isinstance(ClientSession.__dict__["_received_request"], wrapt.F
 @pytest.mark.subprocess
 def test_opentelemetry_instrument_selects_the_mcp_v1_table():
     environment = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
-    environment.update({"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
-                        "OTEL_LOGS_EXPORTER": "none", "OTEL_SERVICE_NAME": "auto-test-v1"})
+    environment.update(
+        {
+            "OTEL_TRACES_EXPORTER": "console",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+            "OTEL_SERVICE_NAME": "auto-test-v1",
+        }
+    )
     instrument = str(Path(sys.executable).parent / "opentelemetry-instrument")
-    proc = subprocess.run([instrument, sys.executable, "-c", HOST], env=environment, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [instrument, sys.executable, "-c", HOST], env=environment, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "true"
     assert '"name": "sampling/createMessage"' in proc.stdout  # ConsoleSpanExporter output
@@ -274,8 +303,12 @@ def test_a_message_ending_rule_classifies_the_frame(tmp_path, monkeypatch, telem
 def test_a_dict_the_sdk_validates_is_a_completed_request(v1_instrumented):
     # mcp 1.x validates the callback's return with ClientResponse, so a plain dict of the result's
     # wire shape is a valid answer (camelCase keys, as on the wire).
-    answer = {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": SERVED,
-              "stopReason": "maxTokens"}
+    answer = {
+        "role": "assistant",
+        "content": {"type": "text", "text": "ok"},
+        "model": SERVED,
+        "stopReason": "maxTokens",
+    }
     assert anyio.run(call, callback_returning(answer)) == f"{SERVED}|maxTokens"
     span = only_sampling_span(v1_instrumented)
     assert span.attributes[names.SAMPLING_ENDING] == "completed"
@@ -303,9 +336,16 @@ def test_a_return_the_sdk_cannot_validate_is_an_error(v1_instrumented):
 
 
 # The strings one past the 256-character attribute bound.
-HOSTILE_DATA = [None, "a string", 7, ["reason"], {"reason": 5}, {"reason": "x" * 257},
-                {"reason": "policy.budget_exhausted", "resetsAt": {"nested": True}},
-                {"reason": "policy.budget_exhausted", "resetsAt": "\x1b[31m" + "9" * 257}]
+HOSTILE_DATA = [
+    None,
+    "a string",
+    7,
+    ["reason"],
+    {"reason": 5},
+    {"reason": "x" * 257},
+    {"reason": "policy.budget_exhausted", "resetsAt": {"nested": True}},
+    {"reason": "policy.budget_exhausted", "resetsAt": "\x1b[31m" + "9" * 257},
+]
 
 
 @pytest.mark.parametrize("data", HOSTILE_DATA, ids=range(len(HOSTILE_DATA)))
@@ -327,10 +367,10 @@ def test_a_hostile_server_cannot_blow_up_labels_or_attributes(v1_instrumented):
     many_hints = ",".join(f"model-{i}\x00" for i in range(17))
 
     async def hostile(callback):
-        async with create_connected_server_and_client_session(build_server(name)._mcp_server,
-                                                              sampling_callback=callback) as session:
-            return tool_output(await session.call_tool("sample", {"hint": many_hints,
-                                                                  "include_context": "thisServer"}))
+        async with create_connected_server_and_client_session(
+            build_server(name)._mcp_server, sampling_callback=callback
+        ) as session:
+            return tool_output(await session.call_tool("sample", {"hint": many_hints, "include_context": "thisServer"}))
 
     anyio.run(hostile, callback_returning(result(model="m\r\n" * 86)))
     span = only_sampling_span(v1_instrumented)
@@ -347,8 +387,9 @@ def test_a_hostile_server_cannot_blow_up_labels_or_attributes(v1_instrumented):
 
 def test_a_session_initialised_before_instrument_reports_no_server_name(telemetry):
     async def initialised_first():
-        async with create_connected_server_and_client_session(build_server()._mcp_server,
-                                                              sampling_callback=callback_returning(result())) as s:
+        async with create_connected_server_and_client_session(
+            build_server()._mcp_server, sampling_callback=callback_returning(result())
+        ) as s:
             instrumentor = MCPSamplingInstrumentor()
             instrumentor.instrument(meter_provider=telemetry.meter_provider)
             try:
@@ -367,8 +408,9 @@ def test_a_session_initialised_before_instrument_reports_no_server_name(telemetr
 @pytest.mark.parametrize("traceparent", ["garbage", "00-" + "0" * 32 + "-" + "0" * 16 + "-01", "x" * 100_000])
 def test_an_invalid_traceparent_starts_a_new_trace(v1_instrumented, traceparent):
     async def traced(callback):
-        async with create_connected_server_and_client_session(build_server()._mcp_server,
-                                                              sampling_callback=callback) as session:
+        async with create_connected_server_and_client_session(
+            build_server()._mcp_server, sampling_callback=callback
+        ) as session:
             return tool_output(await session.call_tool("sample_traced", {"traceparent": traceparent}))
 
     assert anyio.run(traced, callback_returning(result())) == SERVED
@@ -382,12 +424,16 @@ def test_concurrent_requests_on_one_session_each_get_their_own_span(v1_instrumen
 
     async def concurrently():
         outs: dict[str, object] = {}
-        async with (create_connected_server_and_client_session(build_server()._mcp_server,
-                                                               sampling_callback=served_from_hint) as session,
-                    anyio.create_task_group() as tg):
+        async with (
+            create_connected_server_and_client_session(
+                build_server()._mcp_server, sampling_callback=served_from_hint
+            ) as session,
+            anyio.create_task_group() as tg,
+        ):
+
             async def one(hint):
-                outs[hint] = tool_output(await session.call_tool("sample", {"hint": hint,
-                                                                            "include_context": "none"}))
+                outs[hint] = tool_output(await session.call_tool("sample", {"hint": hint, "include_context": "none"}))
+
             for hint in ("alpha", "beta", "gamma"):
                 tg.start_soon(one, hint)
         return outs
@@ -395,8 +441,9 @@ def test_concurrent_requests_on_one_session_each_get_their_own_span(v1_instrumen
     outs = anyio.run(concurrently)
     assert outs == {h: f"{h}-served|endTurn" for h in ("alpha", "beta", "gamma")}
     spans = v1_instrumented.spans(names.SPAN_SAMPLING)
-    assert sorted((s.attributes[names.SAMPLING_MODEL_HINTS][0], s.attributes[names.GEN_AI_RESPONSE_MODEL])
-                  for s in spans) == [(h, f"{h}-served") for h in ("alpha", "beta", "gamma")]
+    assert sorted(
+        (s.attributes[names.SAMPLING_MODEL_HINTS][0], s.attributes[names.GEN_AI_RESPONSE_MODEL]) for s in spans
+    ) == [(h, f"{h}-served") for h in ("alpha", "beta", "gamma")]
     assert len({s.attributes[names.JSONRPC_REQUEST_ID] for s in spans}) == 3
     assert {s.attributes[names.SAMPLING_SUBSTITUTION] for s in spans} == {"none"}
     # Three call_tool in flight on the session: which one a request belongs to is not known.
@@ -406,6 +453,7 @@ def test_concurrent_requests_on_one_session_each_get_their_own_span(v1_instrumen
 
 def _outermost(owner, name, seen):
     """Wrap ``owner.name`` on top of whatever is there; record what passes through it."""
+
     async def outer(wrapped, instance, args, kwargs):
         try:
             value = await wrapped(*args, **kwargs)
@@ -414,6 +462,7 @@ def _outermost(owner, name, seen):
             raise
         seen.append(("returned", value))
         return value
+
     wrapt.wrap_function_wrapper(owner, name, outer)
 
 
@@ -425,6 +474,7 @@ def _innermost(owner, name, monkeypatch, seen):
         value = await original(self, *args, **kwargs)
         seen.append(args[0] if name == "respond" else value)
         return value
+
     monkeypatch.setattr(owner, name, inner)
 
 
@@ -458,8 +508,7 @@ def test_results_and_exceptions_reach_mcp_as_the_same_objects(telemetry, monkeyp
     assert any(getattr(sent, "root", None) is answer for sent in responded)  # the callback's result, as is
     assert received[0] == ("returned", None)
     assert received[-1][0] == "raised" and received[-1][1] is boom  # the callback's exception, same object
-    assert [s.attributes[names.SAMPLING_ENDING] for s in telemetry.spans(names.SPAN_SAMPLING)] == ["completed",
-                                                                                                    "error"]
+    assert [s.attributes[names.SAMPLING_ENDING] for s in telemetry.spans(names.SPAN_SAMPLING)] == ["completed", "error"]
 
 
 def test_uninstrument_under_a_running_callback_still_records_how_it_ended(telemetry):
@@ -507,6 +556,7 @@ def answering(*answers, grant: str | None = None):
         if grant is not None:
             otel_sampling.grant_context(grant)
         return queue.pop(0) if len(queue) > 1 else queue[0]
+
     return callback
 
 
@@ -515,8 +565,9 @@ async def call_server(callback, server=None, **args):
     args = {"hint": "claude-sonnet", "include_context": "none", **args}
     if server is STDIO:
         return await call_stdio(callback, args)
-    async with create_connected_server_and_client_session((server or build_server())._mcp_server,
-                                                          sampling_callback=callback) as session:
+    async with create_connected_server_and_client_session(
+        (server or build_server())._mcp_server, sampling_callback=callback
+    ) as session:
         return tool_output(await session.call_tool("sample", args))
 
 
@@ -533,8 +584,10 @@ SHARED_FINGERPRINT_KEY = "a shared key of at least 32 characters"
 # system prompt): its unkeyed SHA-256 prefix is the fingerprint mcp 2.3's table recorded for the
 # same request from tests/sampling_server.py in a real run on both of its paths, before the
 # fingerprint was keyed.
-DEFAULT_REQUEST_CANONICAL = (b'{"maxTokens":64,"messages":[{"content":{"text":"Printer on fire","type":"text"},'
-                             b'"role":"user"}],"systemPrompt":"You summarise tickets."}')
+DEFAULT_REQUEST_CANONICAL = (
+    b'{"maxTokens":64,"messages":[{"content":{"text":"Printer on fire","type":"text"},'
+    b'"role":"user"}],"systemPrompt":"You summarise tickets."}'
+)
 
 
 @pytest.fixture
@@ -547,8 +600,10 @@ def test_the_fingerprint_is_the_one_mcp_2x_gives_the_same_request(shared_fingerp
     fingerprint of the canonical form mcp 2.3 gives the same request."""
     assert hashlib.sha256(DEFAULT_REQUEST_CANONICAL).hexdigest()[:32] == "6681dcafc91edd54b6ff4b3ca74bf999"
     anyio.run(call, callback_returning(result()))
-    assert only_sampling_span(v1_instrumented).attributes[names.SAMPLING_FINGERPRINT] == hmac.new(
-        SHARED_FINGERPRINT_KEY.encode(), DEFAULT_REQUEST_CANONICAL, hashlib.sha256).hexdigest()[:32]
+    assert (
+        only_sampling_span(v1_instrumented).attributes[names.SAMPLING_FINGERPRINT]
+        == hmac.new(SHARED_FINGERPRINT_KEY.encode(), DEFAULT_REQUEST_CANONICAL, hashlib.sha256).hexdigest()[:32]
+    )
 
 
 @pytest.mark.subprocess
@@ -593,7 +648,9 @@ def test_repeated_request_with_another_decision_is_decision_flipped(v1_instrumen
     anyio.run(lambda: call_server(callback))
     assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
     assert [s.attributes[names.SAMPLING_ENDING] for s in v1_instrumented.spans(names.SPAN_SAMPLING)] == [
-        "completed", "policy.denied"]
+        "completed",
+        "policy.denied",
+    ]
 
 
 @pytest.mark.subprocess
@@ -624,8 +681,10 @@ def test_identity_violations_over_stdio(v1_instrumented):
     callback = answering(result(), DENIED)
     anyio.run(lambda: call_server(callback, STDIO))
     anyio.run(lambda: call_server(callback, STDIO, include_context="thisServer"))
-    assert violations(v1_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1,
-                                           (names.VIOLATION_SCOPE_WIDENED, SERVER_NAME): 1}
+    assert violations(v1_instrumented) == {
+        (names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1,
+        (names.VIOLATION_SCOPE_WIDENED, SERVER_NAME): 1,
+    }
     for span in v1_instrumented.spans(names.SPAN_SAMPLING):
         assert span.attributes[names.NETWORK_TRANSPORT] == "pipe"
         assert span.attributes[names.MCP_SERVER_VERSION] == SERVER_VERSION
@@ -638,11 +697,13 @@ def test_grant_above_the_ceiling_is_context_above_ceiling(policy_env, v1_instrum
     # conftest POLICY_TOML: context_ceiling = "thisServer" for the test server.
     anyio.run(lambda: call_server(answering(result(), grant="thisServer"), include_context="allServers"))
     assert violations(v1_instrumented) == {}
-    anyio.run(lambda: call_server(answering(result(), grant="allServers"), include_context="allServers",
-                                  text="Second ticket"))
+    anyio.run(
+        lambda: call_server(answering(result(), grant="allServers"), include_context="allServers", text="Second ticket")
+    )
     assert violations(v1_instrumented) == {(names.VIOLATION_CONTEXT_ABOVE_CEILING, SERVER_NAME): 1}
-    counts = v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_INCLUDE_CONTEXT_REQUESTED,
-                                    names.SAMPLING_INCLUDE_CONTEXT_GRANTED)
+    counts = v1_instrumented.counts(
+        names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_INCLUDE_CONTEXT_REQUESTED, names.SAMPLING_INCLUDE_CONTEXT_GRANTED
+    )
     assert counts == {("allServers", "thisServer"): 1, ("allServers", "allServers"): 1}
 
 
@@ -669,8 +730,11 @@ def test_grant_after_exhaustion_is_fine_and_otherwise_a_violation(v1_instrumente
     assert v1_instrumented.counts(names.METRIC_SAMPLING_GRANTED_USD, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 7.5}
     (event,) = [e for e in approve.events if e.name == names.EVENT_SAMPLING_GRANT]
     assert dict(event.attributes) == {
-        names.MCP_SERVER_NAME: SERVER_NAME, names.SAMPLING_GRANT_ADD_USD: 5.0,
-        names.SAMPLING_GRANT_EXPIRES_AT: "2026-12-01T00:00:00Z", names.SAMPLING_GRANT_GRANTED_BY: "u-123"}
+        names.MCP_SERVER_NAME: SERVER_NAME,
+        names.SAMPLING_GRANT_ADD_USD: 5.0,
+        names.SAMPLING_GRANT_EXPIRES_AT: "2026-12-01T00:00:00Z",
+        names.SAMPLING_GRANT_GRANTED_BY: "u-123",
+    }
 
 
 @pytest.mark.subprocess
@@ -729,8 +793,10 @@ def test_streamable_http_session_id_and_transport(v1_instrumented):
     session_ids = []
 
     async def body(url):
-        async with (streamablehttp_client(url) as (read, write, get_session_id),
-                    ClientSession(read, write, sampling_callback=callback_returning(result())) as session):
+        async with (
+            streamablehttp_client(url) as (read, write, get_session_id),
+            ClientSession(read, write, sampling_callback=callback_returning(result())) as session,
+        ):
             await session.initialize()
             out = tool_output(await session.call_tool("sample", ARGS))
             session_ids.append(get_session_id())
@@ -752,8 +818,10 @@ def test_violation_over_streamable_http(v1_instrumented):
 
     async def body(url):
         for _ in range(2):
-            async with (streamablehttp_client(url) as (read, write, _),
-                        ClientSession(read, write, sampling_callback=callback) as session):
+            async with (
+                streamablehttp_client(url) as (read, write, _),
+                ClientSession(read, write, sampling_callback=callback) as session,
+            ):
                 await session.initialize()
                 with contextlib.suppress(Exception):
                     await session.call_tool("sample", ARGS)
@@ -808,16 +876,20 @@ def test_restarts_of_a_stdio_server_with_a_generated_name_are_one_server(tmp_pat
     to a policy by the command line."""
     generated = StdioServerParameters(command=sys.executable, args=[*STDIO.args, "--generated-name"])
     policy = tmp_path / "policy.toml"
-    policy.write_text(f'[servers.{json.dumps(stdio_endpoint(generated.command, generated.args))}]\n'
-                      'permitted_models = ["claude-haiku-5-5"]\n', encoding="utf-8")
+    policy.write_text(
+        f"[servers.{json.dumps(stdio_endpoint(generated.command, generated.args))}]\n"
+        'permitted_models = ["claude-haiku-5-5"]\n',
+        encoding="utf-8",
+    )
     monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(policy))
     instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(meter_provider=telemetry.meter_provider)
 
     async def restart():
-        async with (stdio_client(generated) as (read, write),
-                    ClientSession(read, write, sampling_callback=callback_returning(result("claude-haiku-5-5")))
-                    as session):
+        async with (
+            stdio_client(generated) as (read, write),
+            ClientSession(read, write, sampling_callback=callback_returning(result("claude-haiku-5-5"))) as session,
+        ):
             await session.initialize()
             await session.call_tool("sample", {"hint": "gpt-4o", "include_context": "none"})
 
@@ -842,9 +914,13 @@ ERROR_FRAME = types.ErrorData(code=-1, message="User rejected sampling request")
 def _points(telemetry) -> dict:
     """Every metric point we recorded: (metric, attributes) -> sum or count."""
     data = telemetry.reader.get_metrics_data()
-    return {(m.name, frozenset(p.attributes.items())): getattr(p, "value", None) or getattr(p, "count", None)
-            for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics for m in sm.metrics
-            for p in m.data.data_points}
+    return {
+        (m.name, frozenset(p.attributes.items())): getattr(p, "value", None) or getattr(p, "count", None)
+        for rm in (data.resource_metrics if data else ())
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        for p in m.data.data_points
+    }
 
 
 def _shadowed_responders(monkeypatch) -> list:
@@ -863,8 +939,11 @@ def _shadowed_responders(monkeypatch) -> list:
 
 async def _answers() -> list:
     """One request answered, one refused with an error frame, one over stdio."""
-    return [await call_server(answering(result())), await call_server(answering(ERROR_FRAME)),
-            await call_server(answering(result()), server=STDIO)]
+    return [
+        await call_server(answering(result())),
+        await call_server(answering(ERROR_FRAME)),
+        await call_server(answering(result()), server=STDIO),
+    ]
 
 
 def test_suppressed_requests_are_answered_as_without_instrumentation(v1_instrumented, monkeypatch):
@@ -883,4 +962,6 @@ def test_outside_suppression_they_are_recorded(v1_instrumented):
     anyio.run(_answers)
     assert len(v1_instrumented.spans(names.SPAN_SAMPLING)) == 3
     assert v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {
-        ("completed",): 2, ("user.denied",): 1}
+        ("completed",): 2,
+        ("user.denied",): 1,
+    }

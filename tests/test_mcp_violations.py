@@ -31,8 +31,9 @@ STDIO = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).p
 
 
 def result(model: str = "claude-sonnet-5-5-20261001") -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=model,
-                                     stop_reason="endTurn")
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text="ok"), model=model, stop_reason="endTurn"
+    )
 
 
 DENIED = types.ErrorData(code=-32003, message="Denied by policy", data={"reason": "policy.denied"})
@@ -46,6 +47,7 @@ def answering(*answers, grant: str | None = None):
         if grant is not None:
             otel_sampling.grant_context(grant)
         return queue.pop(0) if len(queue) > 1 else queue[0]
+
     return callback
 
 
@@ -114,7 +116,9 @@ def test_repeated_request_with_another_decision_is_decision_flipped(mcp_instrume
     anyio.run(lambda: call(mode, callback))
     assert violations(mcp_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1}
     assert [s.attributes[names.SAMPLING_ENDING] for s in sampling_spans(mcp_instrumented)] == [
-        "completed", "policy.denied"]
+        "completed",
+        "policy.denied",
+    ]
 
 
 @pytest.mark.parametrize("mode", PATHS)
@@ -146,8 +150,10 @@ def test_identity_violations_over_stdio(mcp_instrumented, mode):
     callback = answering(result(), DENIED)
     anyio.run(lambda: call(mode, callback, STDIO))
     anyio.run(lambda: call(mode, callback, STDIO, include_context="thisServer"))
-    assert violations(mcp_instrumented) == {(names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1,
-                                            (names.VIOLATION_SCOPE_WIDENED, SERVER_NAME): 1}
+    assert violations(mcp_instrumented) == {
+        (names.VIOLATION_DECISION_FLIPPED, SERVER_NAME): 1,
+        (names.VIOLATION_SCOPE_WIDENED, SERVER_NAME): 1,
+    }
     for span in sampling_spans(mcp_instrumented):
         assert span.attributes[names.NETWORK_TRANSPORT] == "pipe"
         assert span.attributes[names.MCP_SERVER_VERSION] == "1.0.0"
@@ -161,11 +167,13 @@ def test_grant_above_the_ceiling_is_context_above_ceiling(policy_env, mcp_instru
     # conftest POLICY_TOML: context_ceiling = "thisServer" for the test server.
     anyio.run(lambda: call(mode, answering(result(), grant="thisServer"), include_context="allServers"))
     assert violations(mcp_instrumented) == {}
-    anyio.run(lambda: call(mode, answering(result(), grant="allServers"), include_context="allServers",
-                           text="Second ticket"))
+    anyio.run(
+        lambda: call(mode, answering(result(), grant="allServers"), include_context="allServers", text="Second ticket")
+    )
     assert violations(mcp_instrumented) == {(names.VIOLATION_CONTEXT_ABOVE_CEILING, SERVER_NAME): 1}
-    counts = mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_INCLUDE_CONTEXT_REQUESTED,
-                                     names.SAMPLING_INCLUDE_CONTEXT_GRANTED)
+    counts = mcp_instrumented.counts(
+        names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_INCLUDE_CONTEXT_REQUESTED, names.SAMPLING_INCLUDE_CONTEXT_GRANTED
+    )
     assert counts == {("allServers", "thisServer"): 1, ("allServers", "allServers"): 1}
 
 
@@ -174,7 +182,8 @@ def test_no_grant_is_unreported(mcp_instrumented):
     (span,) = sampling_spans(mcp_instrumented)
     assert span.attributes[names.SAMPLING_INCLUDE_CONTEXT_GRANTED] == "unreported"
     assert mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_INCLUDE_CONTEXT_GRANTED) == {
-        ("unreported",): 1}
+        ("unreported",): 1
+    }
 
 
 def test_substitution_outside_policy_is_model_outside_policy(policy_env, mcp_instrumented):
@@ -197,8 +206,11 @@ def test_grant_after_exhaustion_is_fine_and_otherwise_a_violation(mcp_instrument
     assert mcp_instrumented.counts(names.METRIC_SAMPLING_GRANTED_USD, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 7.5}
     (event,) = [e for e in approve.events if e.name == names.EVENT_SAMPLING_GRANT]
     assert dict(event.attributes) == {
-        names.MCP_SERVER_NAME: SERVER_NAME, names.SAMPLING_GRANT_ADD_USD: 5.0,
-        names.SAMPLING_GRANT_EXPIRES_AT: "2026-12-01T00:00:00Z", names.SAMPLING_GRANT_GRANTED_BY: "u-123"}
+        names.MCP_SERVER_NAME: SERVER_NAME,
+        names.SAMPLING_GRANT_ADD_USD: 5.0,
+        names.SAMPLING_GRANT_EXPIRES_AT: "2026-12-01T00:00:00Z",
+        names.SAMPLING_GRANT_GRANTED_BY: "u-123",
+    }
     for point in mcp_instrumented.points(names.METRIC_SAMPLING_GRANTS):
         assert names.SAMPLING_GRANT_GRANTED_BY not in point.attributes
 
@@ -229,8 +241,9 @@ def test_grant_outside_any_span_gets_a_span_of_its_own(mcp_instrumented):
     assert [e.name for e in span.events] == [names.EVENT_SAMPLING_GRANT, names.EVENT_SAMPLING_VIOLATION]
 
 
-BUDGET = types.ErrorData(code=-32003, message="Daily limit",
-                         data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"})
+BUDGET = types.ErrorData(
+    code=-32003, message="Daily limit", data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"}
+)
 
 
 @pytest.mark.parametrize("mode", PATHS)
@@ -256,10 +269,15 @@ def test_content_json_cannot_carry_still_gets_an_identity(mcp_both_instrumented)
     """A host dispatching a request it built in-process (``dispatch_input_request``) can put bytes
     or sets in ``metadata``: mcp accepts them (``dict[str, Any]``); the request still gets a
     fingerprint, the same one when repeated, so the repeat is linked and judged."""
+
     def request(blob: bytes):
-        return types.CreateMessageRequest(params=types.CreateMessageRequestParams(
-            messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))], max_tokens=5,
-            metadata={"blob": blob, "ids": {3, 1, 2}}))
+        return types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(text="x"))],
+                max_tokens=5,
+                metadata={"blob": blob, "ids": {3, 1, 2}},
+            )
+        )
 
     async def main():
         async with Client(build_server(), mode="legacy", sampling_callback=answering(result())) as client:
@@ -277,10 +295,12 @@ def test_content_json_cannot_carry_still_gets_an_identity(mcp_both_instrumented)
 @pytest.mark.parametrize("mode", PATHS)
 def test_one_retry_wider_both_ways_is_one_scope_widened(mcp_both_instrumented, mode):
     """A retry that requests and is granted a wider scope is one violation, not two."""
+
     def granting(scope):
         async def callback(ctx, params):
             otel_sampling.grant_context(scope)
             return result()
+
         return callback
 
     anyio.run(lambda: call(mode, granting("none"), include_context="none"))
@@ -288,8 +308,9 @@ def test_one_retry_wider_both_ways_is_one_scope_widened(mcp_both_instrumented, m
     counts = mcp_both_instrumented.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND)
     assert counts == {(names.VIOLATION_SCOPE_WIDENED,): 1}
     retry = host_spans(mcp_both_instrumented)[-1]
-    assert [e.attributes[names.SAMPLING_VIOLATION_KIND] for e in retry.events
-            if e.name == names.EVENT_SAMPLING_VIOLATION] == [names.VIOLATION_SCOPE_WIDENED]
+    assert [
+        e.attributes[names.SAMPLING_VIOLATION_KIND] for e in retry.events if e.name == names.EVENT_SAMPLING_VIOLATION
+    ] == [names.VIOLATION_SCOPE_WIDENED]
 
 
 @pytest.mark.parametrize("mode", PATHS)
@@ -301,8 +322,10 @@ def test_a_flip_at_one_server_is_seen_through_a_decision_at_another(mcp_both_ins
     anyio.run(call, mode, answering(result()), build_server("server-b"))
     anyio.run(call, mode, answering(result()), build_server("server-a"))
     counts = violations(mcp_both_instrumented)
-    assert counts == {(names.VIOLATION_REROUTED_AFTER_DENIAL, "server-b"): 1,
-                      (names.VIOLATION_DECISION_FLIPPED, "server-a"): 1}
+    assert counts == {
+        (names.VIOLATION_REROUTED_AFTER_DENIAL, "server-b"): 1,
+        (names.VIOLATION_DECISION_FLIPPED, "server-a"): 1,
+    }
 
 
 @pytest.mark.parametrize("mode", PATHS)
@@ -328,4 +351,5 @@ def test_a_budget_running_out_on_a_repeated_request_is_not_a_flip(mcp_both_instr
     assert mcp_both_instrumented.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {}
     anyio.run(call, mode, answering(result()))
     assert mcp_both_instrumented.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
-        (names.VIOLATION_DECISION_FLIPPED,): 1}
+        (names.VIOLATION_DECISION_FLIPPED,): 1
+    }

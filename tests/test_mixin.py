@@ -91,8 +91,9 @@ def lint(dashboard: dict) -> list[str]:
         grid = panel["gridPos"]
         if grid["x"] + grid["w"] > 24:
             problems.append(f"{where}: wider than the 24-column grid")
-        for cell in ((x, y) for x in range(grid["x"], grid["x"] + grid["w"])
-                     for y in range(grid["y"], grid["y"] + grid["h"])):
+        for cell in (
+            (x, y) for x in range(grid["x"], grid["x"] + grid["w"]) for y in range(grid["y"], grid["y"] + grid["h"])
+        ):
             if cell in cells:
                 problems.append(f"{where} overlaps panel {cells[cell]}")
                 break
@@ -139,8 +140,12 @@ COUNTED = re.compile(r"\((\w+(?:\{[^}]*\})?) unless \1 offset [^)\s]+\)")
 
 def recorded_reads(expr: str) -> list[str]:
     """The expressions of the recorded series ``expr`` reads."""
-    return [rule["expr"] for group in rule_groups(MixinConfig())["groups"] for rule in group["rules"]
-            if rule.get("record", "\0") in expr]
+    return [
+        rule["expr"]
+        for group in rule_groups(MixinConfig())["groups"]
+        for rule in group["rules"]
+        if rule.get("record", "\0") in expr
+    ]
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
@@ -157,8 +162,14 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
     target["targets"][0]["expr"] = "sum(otel_sampling_sampling_requests_total) + sum(x_total unless y_total offset 1m)"
     target["targets"][0]["legendFormat"] = "{{mcp_server_name}}"
     problems = "\n".join(lint(broken))
-    for rule in ("panel ids not unique", "panel-title-description-rule", "legend hidden", "target-job-rule",
-                 "target-counter-agg-rule", "legend label mcp_server_name not in the query"):
+    for rule in (
+        "panel ids not unique",
+        "panel-title-description-rule",
+        "legend hidden",
+        "target-job-rule",
+        "target-counter-agg-rule",
+        "legend label mcp_server_name not in the query",
+    ):
         assert rule in problems
     for counter in ("otel_sampling_sampling_requests_total", "x_total", "y_total"):  # "x unless y" is not the idiom
         assert f"{counter} outside rate/increase" in problems
@@ -169,10 +180,36 @@ def test_the_linter_catches_what_the_sdk_gets_wrong():
 
 
 PROMQL_WORDS = {
-    "sum", "max", "min", "avg", "count", "by", "without", "on", "ignoring", "group_left", "group_right",
-    "and", "or", "unless", "offset", "bool", "rate", "irate", "increase", "histogram_quantile",
-    "avg_over_time", "max_over_time", "sum_over_time", "vector", "label_values", "inf", "round",
-    "ALERTS", "alertname", "alertstate",  # Prometheus's own alert series
+    "sum",
+    "max",
+    "min",
+    "avg",
+    "count",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "bool",
+    "rate",
+    "irate",
+    "increase",
+    "histogram_quantile",
+    "avg_over_time",
+    "max_over_time",
+    "sum_over_time",
+    "vector",
+    "label_values",
+    "inf",
+    "round",
+    "ALERTS",
+    "alertname",
+    "alertstate",  # Prometheus's own alert series
 }
 
 
@@ -185,8 +222,9 @@ def identifiers(expr: str) -> set[str]:
 
 
 def test_no_query_names_anything_outside_the_contract():
-    recorded = {rule["record"] for group in rule_groups(MixinConfig())["groups"] for rule in group["rules"]
-                if "record" in rule}
+    recorded = {
+        rule["record"] for group in rule_groups(MixinConfig())["groups"] for rule in group["rules"] if "record" in rule
+    }
     labels = {v for k, v in vars(m).items() if k.isupper() and isinstance(v, str)} - set(m.SERIES)
     known = set(m.SERIES) | recorded | labels | PROMQL_WORDS
     rules = yaml.safe_load((ROOT / "alerts" / "otel-sampling.yaml").read_text())
@@ -198,16 +236,25 @@ def test_no_query_names_anything_outside_the_contract():
 
 def test_the_contract_check_sees_a_foreign_name():
     assert identifiers('sum by (model) (rate(llm_calls_total{job=~"$job"}[5m]))') - PROMQL_WORDS == {
-        "model", "llm_calls_total", "job"}
+        "model",
+        "llm_calls_total",
+        "job",
+    }
 
 
 def test_cli_writes_files_with_the_given_thresholds(tmp_path, capsys):
     assert main(["--out", str(tmp_path), "--window", "1h", "--min-requests", "50"]) == 0
     rules = (tmp_path / "alerts" / "otel-sampling.yaml").read_text()
-    assert ("job:otel_sampling_sampling_degraded:ratio1h > 0.1\n"
-            "      and on (job) job:otel_sampling_sampling_requests:increase1h >= 50") in rules
+    assert (
+        "job:otel_sampling_sampling_degraded:ratio1h > 0.1\n"
+        "      and on (job) job:otel_sampling_sampling_requests:increase1h >= 50"
+    ) in rules
     assert sorted(p.name for p in (tmp_path / "dashboards").iterdir()) == [
-        "degradation.json", "mcp-sampling.json", "overview.json", "providers.json"]
+        "degradation.json",
+        "mcp-sampling.json",
+        "overview.json",
+        "providers.json",
+    ]
     assert str(tmp_path / "alerts" / "otel-sampling.yaml") in capsys.readouterr().out
 
 
@@ -223,17 +270,20 @@ def test_cli_help_runs_as_a_module():
     assert "--degraded-share-threshold" in result.stdout
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"degraded_share_threshold": 1.5}, "not a ratio"),
-    ({"min_requests": -1}, "must not be negative"),
-    ({"degraded_share_for": "15 minutes"}, "not a Prometheus duration"),
-    ({"window": "0m"}, "window: '0m' must be longer than 0"),  # PromQL rejects a [0m] range
-    ({"flapping_window": "0s"}, "flapping_window: '0s' must be longer than 0"),
-    ({"rule_selector": "job=triage"}, "rule_selector: 'job=triage' is not a list of label matchers"),
-    ({"rule_selector": '{job="triage"}'}, "is not a list of label matchers"),
-    ({"flapping_transitions": 0}, "flapping_transitions: 0 must be at least 1"),  # '>= 0' fires always
-    ({"scope_selector": "otel_sampling"}, "scope_selector: 'otel_sampling' is not a list of label matchers"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"degraded_share_threshold": 1.5}, "not a ratio"),
+        ({"min_requests": -1}, "must not be negative"),
+        ({"degraded_share_for": "15 minutes"}, "not a Prometheus duration"),
+        ({"window": "0m"}, "window: '0m' must be longer than 0"),  # PromQL rejects a [0m] range
+        ({"flapping_window": "0s"}, "flapping_window: '0s' must be longer than 0"),
+        ({"rule_selector": "job=triage"}, "rule_selector: 'job=triage' is not a list of label matchers"),
+        ({"rule_selector": '{job="triage"}'}, "is not a list of label matchers"),
+        ({"flapping_transitions": 0}, "flapping_transitions: 0 must be at least 1"),  # '>= 0' fires always
+        ({"scope_selector": "otel_sampling"}, "scope_selector: 'otel_sampling' is not a list of label matchers"),
+    ],
+)
 def test_config_rejects_bad_values(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         MixinConfig(**kwargs)
@@ -246,10 +296,12 @@ def test_config_accepts_label_matchers(selector):
 
 @pytest.mark.subprocess
 def test_instrumentation_never_imports_the_mixin():
-    code = ("import sys, otel_sampling, otel_sampling.instrumentation.mcp, otel_sampling.instrumentation.anthropic, "
-            "otel_sampling.instrumentation.openai; "
-            "print([m for m in sys.modules "
-            "if m.startswith(('otel_sampling.mixin', 'grafana_foundation_sdk', 'yaml'))])")
+    code = (
+        "import sys, otel_sampling, otel_sampling.instrumentation.mcp, otel_sampling.instrumentation.anthropic, "
+        "otel_sampling.instrumentation.openai; "
+        "print([m for m in sys.modules "
+        "if m.startswith(('otel_sampling.mixin', 'grafana_foundation_sdk', 'yaml'))])"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 
@@ -296,8 +348,11 @@ def test_the_mixin_names_are_what_the_real_exporter_exports():
             meter.create_gauge(otel_name, unit=unit).set(1, attributes)
         else:
             meter.create_histogram(otel_name, unit=unit).record(1, attributes)
-    exported = {sample.name for family in text_string_to_metric_families(generate_latest(registry).decode())
-                for sample in family.samples}
+    exported = {
+        sample.name
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        for sample in family.samples
+    }
     provider.shutdown()
     assert {series for *_, series in CONTRACT} <= exported
     assert set(m.SERIES) <= exported
@@ -309,7 +364,8 @@ def test_the_rule_selector_reaches_every_raw_series():
     selectors = _raw_selectors(exprs)
     assert len(selectors) > 30
     assert all(selector.startswith('{job="triage-host"') for selector in selectors), [
-        selector for selector in selectors if not selector.startswith('{job="triage-host"')]
+        selector for selector in selectors if not selector.startswith('{job="triage-host"')
+    ]
 
 
 def _raw_selectors(exprs: list[str]) -> list[str]:
@@ -323,16 +379,21 @@ def test_the_scope_selector_reaches_every_raw_series_of_the_rules_and_dashboards
     """Another instrumentation's metric of the same name (a framework's gen_ai.client.token.usage)
     is never read; recorded series carry no scope (the rules summed it away) and are read without."""
     rules = [rule["expr"] for group in rule_groups(config)["groups"] for rule in group["rules"]]
-    dashboards = [expr for path, text in render(config).items() if path.endswith(".json")
-                  for _, expr, _ in queries(json.loads(text), path)]
+    dashboards = [
+        expr
+        for path, text in render(config).items()
+        if path.endswith(".json")
+        for _, expr, _ in queries(json.loads(text), path)
+    ]
     selectors = _raw_selectors(rules + dashboards)
     assert len(selectors) > 60
     assert all(config.scope_selector in selector for selector in selectors), [
-        s for s in selectors if config.scope_selector not in s]
-    recorded = {rule["record"] for group in rule_groups(config)["groups"] for rule in group["rules"]
-                if "record" in rule}
-    reads_of_recorded = re.findall(r"\b(" + "|".join(map(re.escape, recorded)) + r")(\{[^}]*\})?",
-                                   " ".join(dashboards))
+        s for s in selectors if config.scope_selector not in s
+    ]
+    recorded = {
+        rule["record"] for group in rule_groups(config)["groups"] for rule in group["rules"] if "record" in rule
+    }
+    reads_of_recorded = re.findall(r"\b(" + "|".join(map(re.escape, recorded)) + r")(\{[^}]*\})?", " ".join(dashboards))
     assert reads_of_recorded
     assert not [s for _, s in reads_of_recorded if "otel_scope" in s]
 
@@ -364,31 +425,71 @@ OURS = f'job="j", otel_scope_name="{names.SCOPE_NAME}"'
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize(("stem", "title", "series", "expected"), [
-    ("mcp-sampling", "Completed",
-     [(f'otel_sampling_sampling_requests_total{{{OURS}, mcp_server_name="s", '
-       f'otel_sampling_sampling_ending="provider.error"}}',
-       "0+1x90")], [0]),
-    ("mcp-sampling", "Completed",
-     [(f'otel_sampling_sampling_requests_total{{{OURS}, mcp_server_name="s", '
-       f'otel_sampling_sampling_ending="completed"}}', "5x90")], []),
-    ("providers", "Failed calls",
-     [(f'gen_ai_client_operation_duration_seconds_count{{{OURS}, gen_ai_provider_name="anthropic"}}', "0+1x90")],
-     [0]),
-    ("providers", "Failed calls",
-     [(f'gen_ai_client_operation_duration_seconds_count{{{OURS}, gen_ai_provider_name="anthropic"}}', "5x90")], []),
-])
-def test_a_share_panel_reads_zero_without_numerator_and_nothing_without_traffic(tmp_path, stem, title, series,
-                                                                                 expected):
-    tests = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m",
-        "input_series": [{"series": s, "values": v} for s, v in series],
-        "promql_expr_test": [{"expr": panel_expr(stem, title), "eval_time": "90m",
-                              "exp_samples": [{"labels": "{}", "value": value} for value in expected]}],
-    }]}
+@pytest.mark.parametrize(
+    ("stem", "title", "series", "expected"),
+    [
+        (
+            "mcp-sampling",
+            "Completed",
+            [
+                (
+                    f'otel_sampling_sampling_requests_total{{{OURS}, mcp_server_name="s", '
+                    f'otel_sampling_sampling_ending="provider.error"}}',
+                    "0+1x90",
+                )
+            ],
+            [0],
+        ),
+        (
+            "mcp-sampling",
+            "Completed",
+            [
+                (
+                    f'otel_sampling_sampling_requests_total{{{OURS}, mcp_server_name="s", '
+                    f'otel_sampling_sampling_ending="completed"}}',
+                    "5x90",
+                )
+            ],
+            [],
+        ),
+        (
+            "providers",
+            "Failed calls",
+            [(f'gen_ai_client_operation_duration_seconds_count{{{OURS}, gen_ai_provider_name="anthropic"}}', "0+1x90")],
+            [0],
+        ),
+        (
+            "providers",
+            "Failed calls",
+            [(f'gen_ai_client_operation_duration_seconds_count{{{OURS}, gen_ai_provider_name="anthropic"}}', "5x90")],
+            [],
+        ),
+    ],
+)
+def test_a_share_panel_reads_zero_without_numerator_and_nothing_without_traffic(
+    tmp_path, stem, title, series, expected
+):
+    tests = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": v} for s, v in series],
+                "promql_expr_test": [
+                    {
+                        "expr": panel_expr(stem, title),
+                        "eval_time": "90m",
+                        "exp_samples": [{"labels": "{}", "value": value} for value in expected],
+                    }
+                ],
+            }
+        ],
+    }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
-    result = subprocess.run(["promtool", "test", "rules", str(tmp_path / "test.yaml")],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["promtool", "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -420,8 +521,7 @@ def test_the_degradation_dashboard_has_a_drills_row_and_a_silent_to_operators_ro
 
 
 def test_the_drill_windows_annotate_the_degradation_dashboard_only():
-    annotations = {path.stem: {a["name"]: a["expr"] for a in load(path)["annotations"]["list"]}
-                   for path in DASHBOARDS}
+    annotations = {path.stem: {a["name"]: a["expr"] for a in load(path)["annotations"]["list"]} for path in DASHBOARDS}
     assert [stem for stem, named in annotations.items() if "Drill windows" in named] == ["degradation"]
     expr = annotations["degradation"]["Drill windows"]
     assert DRILL_ACTIVE.search(expr) and expr.startswith(f"max by ({m.COMPONENT}) (") and expr.endswith("> 0")
@@ -430,8 +530,9 @@ def test_the_drill_windows_annotate_the_degradation_dashboard_only():
 def test_the_silent_to_operators_panels_link_to_its_runbook_section():
     [rule] = [r for r in alerting_rules(MixinConfig()) if r["alert"] == f"{PREFIX}SilentToOperators"]
     url = rule["annotations"]["runbook_url"]
-    assert all([link["url"] for link in panel["links"]] == [url] for panel in rows(load(DEGRADATION))[
-        "Silent to operators"])
+    assert all(
+        [link["url"] for link in panel["links"]] == [url] for panel in rows(load(DEGRADATION))["Silent to operators"]
+    )
     anchor = url.split("#")[1]
     headings = re.findall(r"^## (\S+)$", (ROOT / "docs" / "runbook.md").read_text(), re.M)
     assert anchor in [heading.lower() for heading in headings]  # GitHub's anchor of the heading
@@ -455,14 +556,18 @@ def panel_exprs(title: str) -> list[str]:
 
 
 def drill_active(values: str) -> tuple[str, str]:
-    return (f'{m.DEGRADATION_ACTIVE}{{{OURS}, {m.COMPONENT}="claude-outage", {m.REASON}="{names.REASON_DRILL}"}}',
-            values)
+    return (
+        f'{m.DEGRADATION_ACTIVE}{{{OURS}, {m.COMPONENT}="claude-outage", {m.REASON}="{names.REASON_DRILL}"}}',
+        values,
+    )
 
 
 def requests(mode: str, ending: str, values: str, drill: str = "") -> tuple[str, str]:
     during = f', {m.DRILL_NAME}="{drill}"' if drill else ""
-    return (f'{m.SAMPLING_REQUESTS}{{{OURS}, {m.SERVER}="s", {m.MODE}="{mode}", {m.ENDING}="{ending}"{during}}}',
-            values)
+    return (
+        f'{m.SAMPLING_REQUESTS}{{{OURS}, {m.SERVER}="s", {m.MODE}="{mode}", {m.ENDING}="{ending}"{during}}}',
+        values,
+    )
 
 
 # A drill from 20m to 30m (the gauge absent before: no drill had run; 0 after), counted as it ends. Steady traffic,
@@ -471,8 +576,10 @@ def requests(mode: str, ending: str, values: str, drill: str = "") -> tuple[str,
 # requests that ended during the drill carry its name (10 minutes of the same mix).
 DRILL_RUN = [
     drill_active("_x20 1x9 0x90"),
-    (f'{m.DRILLS}{{{OURS}, {m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="{names.DRILL_OUTCOME_COMPLETED}"}}',
-     "_x30 1x90"),
+    (
+        f'{m.DRILLS}{{{OURS}, {m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="{names.DRILL_OUTCOME_COMPLETED}"}}',
+        "_x30 1x90",
+    ),
     requests(names.MODE_PRIMARY, names.ENDING_COMPLETED, "0+2x120"),
     requests(names.MODE_DEGRADED, names.ENDING_COMPLETED, "0+1x120"),
     requests(names.MODE_DEGRADED, names.ENDING_MODEL_UNAVAILABLE, "0+1x120"),
@@ -495,43 +602,63 @@ EXPOSED_ALERTED, SILENT = 1, 2  # the Silent to operators panel's
 
 # (case, series, [(panel title, ref index, eval time, [(labels, value)])]); percentages as round(100 * x).
 BEHAVIOUR = [
-    ("drill windows and what completed during them", DRILL_RUN, [
-        ("Drill windows", 0, "25m", [(f'{{{m.COMPONENT}="claude-outage"}}', 1)]),
-        ("Drill windows", 0, "10m", []),
-        ("Drill windows", 0, "45m", []),
-        ("Drills by name and outcome", 0, "30m",
-         [(f'{{{m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="completed"}}', 1)]),
-        ("Drills by name and outcome", 0, "40m",
-         [(f'{{{m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="completed"}}', 0)]),
-        # 3 of 4 requests completed; of the degraded ones 1 of 2; the drill ran within the last 30m
-        ("Sampling requests completed during drills", 0, "45m", [('{job="j"}', 75)]),
-        ("Sampling requests completed during drills", 1, "45m", [('{job="j"}', 50)]),
-        ("Sampling requests completed during drills", 0, "70m", []),  # the drill ended 40m ago
-        ("Sampling requests completed during drills", 0, "15m", []),  # no drill yet
-        # 75% < 90%: DrillFallbackFailed pending from 21m (the first requests that ended during the
-        # drill), firing from 26m, resolved when the drill ends
-        ("Drill alerts", 1, "10m", []),
-        ("Drill alerts", 1, "22m", [("{}", PENDING)]),
-        ("Drill alerts", 1, "27m", [("{}", FIRING)]),
-        ("Drill alerts", 1, "35m", [("{}", NORMAL)]),
-        # still degraded after the drill: DrillRecoveryMissing pending from 30m, firing after its 10m
-        ("Drill alerts", 2, "35m", [("{}", PENDING)]),
-        ("Drill alerts", 2, "45m", [("{}", FIRING)]),
-    ]),
-    ("a drill with no traffic: no degraded-mode alert fired", [drill_active("_x20 1x9 0x90")], [
-        ("Drill alerts", 0, "25m", [("{}", NORMAL)]),
-        ("Drill alerts", 0, "35m", [("{}", FIRING)]),  # DrillWithoutAlert, once the drill ended
-        ("Drill alerts", 1, "35m", [("{}", NORMAL)]),
-        ("Drill alerts", 2, "35m", [("{}", NORMAL)]),
-    ]),
-    ("exposure nobody was alerted to", SILENT_RUN, [
-        ("Silent to operators", 0, "10m", [('{job="j"}', SILENT), ('{job="k"}', NORMAL)]),
-        ("Silent to operators", 0, "40m", [('{job="j"}', EXPOSED_ALERTED), ('{job="k"}', NORMAL)]),
-        ("Silent to operators", 0, "70m", [('{job="j"}', NORMAL), ('{job="k"}', NORMAL)]),
-        # SilentToOperators fired once (15m, after its for, until DegradationExpired fired at 26m)
-        ("Silent-to-operators incidents", 0, "60m", [('{job="j"}', 1), ('{job="k"}', 0)]),
-        ("Silent-to-operators incidents", 0, "10m", [('{job="j"}', 0), ('{job="k"}', 0)]),
-    ]),
+    (
+        "drill windows and what completed during them",
+        DRILL_RUN,
+        [
+            ("Drill windows", 0, "25m", [(f'{{{m.COMPONENT}="claude-outage"}}', 1)]),
+            ("Drill windows", 0, "10m", []),
+            ("Drill windows", 0, "45m", []),
+            (
+                "Drills by name and outcome",
+                0,
+                "30m",
+                [(f'{{{m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="completed"}}', 1)],
+            ),
+            (
+                "Drills by name and outcome",
+                0,
+                "40m",
+                [(f'{{{m.DRILL_NAME}="claude-outage", {m.DRILL_OUTCOME}="completed"}}', 0)],
+            ),
+            # 3 of 4 requests completed; of the degraded ones 1 of 2; the drill ran within the last 30m
+            ("Sampling requests completed during drills", 0, "45m", [('{job="j"}', 75)]),
+            ("Sampling requests completed during drills", 1, "45m", [('{job="j"}', 50)]),
+            ("Sampling requests completed during drills", 0, "70m", []),  # the drill ended 40m ago
+            ("Sampling requests completed during drills", 0, "15m", []),  # no drill yet
+            # 75% < 90%: DrillFallbackFailed pending from 21m (the first requests that ended during the
+            # drill), firing from 26m, resolved when the drill ends
+            ("Drill alerts", 1, "10m", []),
+            ("Drill alerts", 1, "22m", [("{}", PENDING)]),
+            ("Drill alerts", 1, "27m", [("{}", FIRING)]),
+            ("Drill alerts", 1, "35m", [("{}", NORMAL)]),
+            # still degraded after the drill: DrillRecoveryMissing pending from 30m, firing after its 10m
+            ("Drill alerts", 2, "35m", [("{}", PENDING)]),
+            ("Drill alerts", 2, "45m", [("{}", FIRING)]),
+        ],
+    ),
+    (
+        "a drill with no traffic: no degraded-mode alert fired",
+        [drill_active("_x20 1x9 0x90")],
+        [
+            ("Drill alerts", 0, "25m", [("{}", NORMAL)]),
+            ("Drill alerts", 0, "35m", [("{}", FIRING)]),  # DrillWithoutAlert, once the drill ended
+            ("Drill alerts", 1, "35m", [("{}", NORMAL)]),
+            ("Drill alerts", 2, "35m", [("{}", NORMAL)]),
+        ],
+    ),
+    (
+        "exposure nobody was alerted to",
+        SILENT_RUN,
+        [
+            ("Silent to operators", 0, "10m", [('{job="j"}', SILENT), ('{job="k"}', NORMAL)]),
+            ("Silent to operators", 0, "40m", [('{job="j"}', EXPOSED_ALERTED), ('{job="k"}', NORMAL)]),
+            ("Silent to operators", 0, "70m", [('{job="j"}', NORMAL), ('{job="k"}', NORMAL)]),
+            # SilentToOperators fired once (15m, after its for, until DegradationExpired fired at 26m)
+            ("Silent-to-operators incidents", 0, "60m", [('{job="j"}', 1), ('{job="k"}', 0)]),
+            ("Silent-to-operators incidents", 0, "10m", [('{job="j"}', 0), ('{job="k"}', 0)]),
+        ],
+    ),
 ]
 
 
@@ -540,18 +667,31 @@ BEHAVIOUR = [
 def test_the_drill_and_silent_panels_read_what_the_rules_record(tmp_path, series, checks):
     """The panels' queries against the committed rule file (its recorded series and the ALERTS it
     writes) in promtool, on a drill and on an exposure with the times the rules give them."""
+
     def expr(title: str, ref: int) -> str:
         query = panel_exprs(title)[ref]
         return f"round(100 * ({query}))" if "completed during drills" in title else query
 
-    tests = {"rule_files": [str(ROOT / "alerts" / "otel-sampling.yaml")], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m",
-        "input_series": [{"series": s, "values": v} for s, v in series],
-        "promql_expr_test": [{"expr": expr(title, ref), "eval_time": time,
-                              "exp_samples": [{"labels": labels, "value": value} for labels, value in expected]}
-                             for title, ref, time, expected in checks],
-    }]}
+    tests = {
+        "rule_files": [str(ROOT / "alerts" / "otel-sampling.yaml")],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": v} for s, v in series],
+                "promql_expr_test": [
+                    {
+                        "expr": expr(title, ref),
+                        "eval_time": time,
+                        "exp_samples": [{"labels": labels, "value": value} for labels, value in expected],
+                    }
+                    for title, ref, time, expected in checks
+                ],
+            }
+        ],
+    }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
-    result = subprocess.run(["promtool", "test", "rules", str(tmp_path / "test.yaml")],
-                            capture_output=True, text=True, timeout=100)
+    result = subprocess.run(
+        ["promtool", "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True, timeout=100
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -16,15 +16,18 @@ def _string_values() -> dict[str, str]:
     values = {}
     for key, value in vars(names).items():
         if key.isupper() and key not in SKIP:
-            for item in (value if isinstance(value, tuple) else (value,)):
+            for item in value if isinstance(value, tuple) else (value,):
                 if isinstance(item, str):
                     values[f"{key}={item}"] = item
     return values
 
 
 def test_every_name_is_documented():
-    missing = sorted(k for k, v in _string_values().items() if f"`{v}`" not in DOC and not v.startswith("OTEL_")
-                     and v not in ("s", "{request}", "{token}", "chat"))
+    missing = sorted(
+        k
+        for k, v in _string_values().items()
+        if f"`{v}`" not in DOC and not v.startswith("OTEL_") and v not in ("s", "{request}", "{token}", "chat")
+    )
     assert missing == []
     for env in (names.ENV_POLICY, names.ENV_LABEL_VALUE_LIMIT, names.ENV_ATTRIBUTE_MAX_LENGTH):
         assert f"`{env}`" in DOC
@@ -42,10 +45,16 @@ def test_docs_name_nothing_of_ours_that_the_module_lacks():
 
 
 # docs/telemetry.md "Metrics": | `name` | Kind ..., `unit` | ...
-_METRIC_ROWS = {name: (kind, unit) for name, kind, unit in re.findall(
-    r"^\| `([a-z_.]+)` \| (\w+)[^|]*?, `([^`]+)` \|", DOC, re.MULTILINE)}
-_KINDS = {metrics.COUNTER: "Counter", metrics.HISTOGRAM: "Histogram", metrics.UP_DOWN_COUNTER: "UpDownCounter",
-          metrics.GAUGE: "Gauge"}
+_METRIC_ROWS = {
+    name: (kind, unit)
+    for name, kind, unit in re.findall(r"^\| `([a-z_.]+)` \| (\w+)[^|]*?, `([^`]+)` \|", DOC, re.MULTILINE)
+}
+_KINDS = {
+    metrics.COUNTER: "Counter",
+    metrics.HISTOGRAM: "Histogram",
+    metrics.UP_DOWN_COUNTER: "UpDownCounter",
+    metrics.GAUGE: "Gauge",
+}
 
 
 def test_every_metric_spec_is_the_documented_instrument():

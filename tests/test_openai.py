@@ -27,10 +27,18 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
 MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
 SCENARIO = 'served_model=gpt-served,cache,text={"answer":"hi"}'  # one output word
-CHAT = {"model": "gpt-req", "messages": MESSAGES, "max_completion_tokens": 64,
-        "extra_headers": {"x-fake-scenario": SCENARIO}}
-RESP = {"model": "gpt-req", "input": "Summarise: printer on fire", "max_output_tokens": 64,
-        "extra_headers": {"x-fake-scenario": SCENARIO}}
+CHAT = {
+    "model": "gpt-req",
+    "messages": MESSAGES,
+    "max_completion_tokens": 64,
+    "extra_headers": {"x-fake-scenario": SCENARIO},
+}
+RESP = {
+    "model": "gpt-req",
+    "input": "Summarise: printer on fire",
+    "max_output_tokens": 64,
+    "extra_headers": {"x-fake-scenario": SCENARIO},
+}
 USAGE = {"include_usage": True}
 FULL = (425, 1, 400)  # input (cached included), output, cache read
 
@@ -54,6 +62,7 @@ def scenario(value: str) -> dict:
 # ---------------------------------------------------------------- call shapes
 # Each shape makes one call, consumes what it returns the way a caller would, checks the caller got
 # the SDK's own object, and names the usage the span must carry (None: no usage reported).
+
 
 def _check_raw(raw, parsed_type):
     assert type(raw) is LegacyAPIResponse and raw.headers["x-request-id"].startswith("req_")
@@ -129,10 +138,25 @@ def sync_shapes():
             assert list(response.parse())[-1].type == "response.completed"
         return FULL
 
-    return {f.__name__: f for f in (create, create_stream, create_stream_without_usage, chat_stream_helper,
-                                    chat_parse, chat_raw, responses_create, responses_create_stream,
-                                    responses_stream_helper, responses_parse, responses_raw, chat_raw_stream,
-                                    chat_unread_body, responses_unread_stream)}
+    return {
+        f.__name__: f
+        for f in (
+            create,
+            create_stream,
+            create_stream_without_usage,
+            chat_stream_helper,
+            chat_parse,
+            chat_raw,
+            responses_create,
+            responses_create_stream,
+            responses_stream_helper,
+            responses_parse,
+            responses_raw,
+            chat_raw_stream,
+            chat_unread_body,
+            responses_unread_stream,
+        )
+    }
 
 
 def async_shapes():
@@ -205,10 +229,25 @@ def async_shapes():
             assert [e async for e in await response.parse()][-1].type == "response.completed"
         return FULL
 
-    return {f.__name__: f for f in (create, create_stream, create_stream_without_usage, chat_stream_helper,
-                                    chat_parse, chat_raw, responses_create, responses_create_stream,
-                                    responses_stream_helper, responses_parse, responses_raw, chat_raw_stream,
-                                    chat_unread_body, responses_unread_stream)}
+    return {
+        f.__name__: f
+        for f in (
+            create,
+            create_stream,
+            create_stream_without_usage,
+            chat_stream_helper,
+            chat_parse,
+            chat_raw,
+            responses_create,
+            responses_create_stream,
+            responses_stream_helper,
+            responses_parse,
+            responses_raw,
+            chat_raw_stream,
+            chat_unread_body,
+            responses_unread_stream,
+        )
+    }
 
 
 SYNC_SHAPES, ASYNC_SHAPES = sync_shapes(), async_shapes()
@@ -237,13 +276,20 @@ def assert_one_inference_span(telemetry, usage, stream, api_type):
     assert a.get(names.GEN_AI_REQUEST_STREAM, False) is stream
     assert a[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
     assert a[names.SERVER_ADDRESS] == "127.0.0.1" and isinstance(a[names.SERVER_PORT], int)
-    got = tuple(a.get(k) for k in (names.GEN_AI_USAGE_INPUT_TOKENS, names.GEN_AI_USAGE_OUTPUT_TOKENS,
-                                   names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS))
+    got = tuple(
+        a.get(k)
+        for k in (
+            names.GEN_AI_USAGE_INPUT_TOKENS,
+            names.GEN_AI_USAGE_OUTPUT_TOKENS,
+            names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        )
+    )
     assert got == (usage or (None, None, None))
     assert names.ERROR_TYPE not in a
     token_types = {"input": 1, "output": 1, "cache_read": 1} if usage else {}
     assert telemetry.counts(names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_TOKEN_TYPE) == {
-        (t,): n for t, n in token_types.items()}
+        (t,): n for t, n in token_types.items()
+    }
     if stream:
         assert a[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] > 0
 
@@ -319,8 +365,12 @@ def test_raw_response_namespace_touched_before_instrument(telemetry, fake_provid
     from conftest import _instrumented
 
     sync_c, async_c = client(fake_provider), async_client(fake_provider)
-    early = [sync_c.chat.completions.with_raw_response, sync_c.responses.with_raw_response,
-             async_c.chat.completions.with_raw_response, async_c.responses.with_raw_response]
+    early = [
+        sync_c.chat.completions.with_raw_response,
+        sync_c.responses.with_raw_response,
+        async_c.chat.completions.with_raw_response,
+        async_c.responses.with_raw_response,
+    ]
     for _ in _instrumented(telemetry, OpenAIInstrumentor):
         _check_raw(early[0].create(**CHAT), openai.types.chat.ChatCompletion)
         _check_raw(early[1].create(**RESP), openai.types.responses.Response)
@@ -366,15 +416,15 @@ def only_span(telemetry):
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize(("status", "exc", "error_type"), ERRORS)
-def test_error_status_is_raised_unchanged_with_its_code(openai_instrumented, fake_provider, api, status, exc,
-                                                        error_type):
+def test_error_status_is_raised_unchanged_with_its_code(
+    openai_instrumented, fake_provider, api, status, exc, error_type
+):
     with pytest.raises(exc) as caught:
         call(client(fake_provider), api, f"status={status}")
     assert caught.value.status_code == status
     span = only_span(openai_instrumented)
     assert span.status.status_code is StatusCode.ERROR and span.attributes[names.ERROR_TYPE] == error_type
-    assert openai_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {
-        (error_type,): 1}
+    assert openai_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {(error_type,): 1}
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
@@ -421,14 +471,17 @@ def test_connection_refused(openai_instrumented):
 
 
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize(("api", "fault", "reasons"), [
-    ("chat", "refusal", ("content_filter",)),
-    ("chat", "length", ("length",)),
-    ("chat", "tool", ("tool_calls",)),
-    ("responses", "refusal", ("content_filter",)),  # status incomplete, reason content_filter
-    ("responses", "length", ("length",)),  # status incomplete, reason max_output_tokens
-    ("responses", "tool", ("tool_calls",)),  # a function_call output item
-])
+@pytest.mark.parametrize(
+    ("api", "fault", "reasons"),
+    [
+        ("chat", "refusal", ("content_filter",)),
+        ("chat", "length", ("length",)),
+        ("chat", "tool", ("tool_calls",)),
+        ("responses", "refusal", ("content_filter",)),  # status incomplete, reason content_filter
+        ("responses", "length", ("length",)),  # status incomplete, reason max_output_tokens
+        ("responses", "tool", ("tool_calls",)),  # a function_call output item
+    ],
+)
 def test_finish_reasons(openai_instrumented, fake_provider, api, fault, reasons, stream):
     result = call(client(fake_provider), api, fault, stream=stream)
     if stream:
@@ -460,10 +513,13 @@ def test_instrumentation_dependencies_declare_the_supported_range():
 
 # ---------------------------------------------------------------- cases every instrumentation must get right
 
+
 def test_async_streaming_response_is_untouched(openai_instrumented, fake_provider):
     async def main():
-        async with (async_client(fake_provider) as c,
-                    c.chat.completions.with_streaming_response.create(**CHAT) as response):
+        async with (
+            async_client(fake_provider) as c,
+            c.chat.completions.with_streaming_response.create(**CHAT) as response,
+        ):
             assert type(response) is openai._response.AsyncAPIResponse
             return (await response.parse()).model
 
@@ -481,8 +537,13 @@ def test_what_enter_returns_is_the_instrumented_stream(openai_instrumented, fake
 
 
 def test_omitted_parameters_never_reach_attributes(openai_instrumented, fake_provider):
-    client(fake_provider).chat.completions.create(model="gpt-req", messages=MESSAGES, max_tokens=openai.omit,
-                                                  max_completion_tokens=openai.NOT_GIVEN, stream=openai.omit)
+    client(fake_provider).chat.completions.create(
+        model="gpt-req",
+        messages=MESSAGES,
+        max_tokens=openai.omit,
+        max_completion_tokens=openai.NOT_GIVEN,
+        stream=openai.omit,
+    )
     a = only_span(openai_instrumented).attributes
     assert names.GEN_AI_REQUEST_MAX_TOKENS not in a and names.GEN_AI_REQUEST_STREAM not in a
     assert all(isinstance(v, (str, int, float, bool, tuple)) for v in a.values())
@@ -504,8 +565,11 @@ def test_a_failing_extractor_changes_nothing_the_caller_sees(openai_instrumented
 def test_cancelled_call_ends_cancelled_and_propagates(openai_instrumented, fake_provider, api):
     async def main():
         async with async_client(fake_provider) as c:
-            call_ = (c.chat.completions.create(model="gpt-req", messages=MESSAGES, **scenario("delay=5"))
-                     if api == "chat" else c.responses.create(model="gpt-req", input="hi", **scenario("delay=5")))
+            call_ = (
+                c.chat.completions.create(model="gpt-req", messages=MESSAGES, **scenario("delay=5"))
+                if api == "chat"
+                else c.responses.create(model="gpt-req", input="hi", **scenario("delay=5"))
+            )
             task = asyncio.ensure_future(call_)
             while not fake_provider.requests or fake_provider.requests[-1]["scenario"] != {"delay": "5"}:
                 await asyncio.sleep(0.01)  # until the request is on the wire
@@ -522,8 +586,9 @@ def test_cancelled_call_ends_cancelled_and_propagates(openai_instrumented, fake_
 # ---------------------------------------------------------------- the model asked for, Azure OpenAI deployments
 def test_openai_model_given_only_in_extra_body(openai_instrumented, fake_provider):
     c = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="k", max_retries=0)
-    completion = c.chat.completions.create(model=openai.omit, messages=[{"role": "user", "content": "hi"}],
-                                           extra_body={"model": "gpt-4o-mini"})
+    completion = c.chat.completions.create(
+        model=openai.omit, messages=[{"role": "user", "content": "hi"}], extra_body={"model": "gpt-4o-mini"}
+    )
     assert completion.model == "gpt-4o-mini"
     (span,) = openai_instrumented.spans()
     assert (span.name, span.attributes[names.GEN_AI_REQUEST_MODEL]) == ("chat gpt-4o-mini", "gpt-4o-mini")
@@ -533,9 +598,14 @@ def test_openai_model_given_only_in_extra_body(openai_instrumented, fake_provide
 def test_azure_openai_deployment_names_are_no_substitution(telemetry):
     # Azure OpenAI's `model` is the caller's deployment name; the answer names the model behind it.
     # GenAI semconv: gen_ai.provider.name "azure.ai.openai".
-    answer = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
-              "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}],
-              "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    answer = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-2024-08-06",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
     sent: list[str] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -545,8 +615,13 @@ def test_azure_openai_deployment_names_are_no_substitution(telemetry):
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
     try:
-        azure = openai.AzureOpenAI(api_key="k", api_version="2024-10-21", azure_endpoint="http://azure.test",
-                                   max_retries=0, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+        azure = openai.AzureOpenAI(
+            api_key="k",
+            api_version="2024-10-21",
+            azure_endpoint="http://azure.test",
+            max_retries=0,
+            http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        )
         assert azure.chat.completions.create(model="prod-chat", messages=[{"role": "user", "content": "hi"}]).id == "c"
     finally:
         instrumentor.uninstrument()
@@ -554,7 +629,10 @@ def test_azure_openai_deployment_names_are_no_substitution(telemetry):
     (span,) = telemetry.spans()
     a = span.attributes
     assert (a[names.GEN_AI_PROVIDER_NAME], a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (
-        "azure.ai.openai", "prod-chat", "gpt-4o-2024-08-06")
+        "azure.ai.openai",
+        "prod-chat",
+        "gpt-4o-2024-08-06",
+    )
     assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
     modes = telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_PROVIDER_NAME, names.DEGRADATION_MODE)
     assert modes == {("azure.ai.openai", "primary"): 1}

@@ -80,8 +80,14 @@ def test_recorded_success(openai_instrumented, name, replay):
     assert a[names.GEN_AI_REQUEST_MODEL] == cassette["request"]["body"]["model"]
     assert a[names.GEN_AI_RESPONSE_MODEL] == model
     assert a[names.GEN_AI_RESPONSE_FINISH_REASONS] == reasons
-    got = tuple(a.get(k) for k in (names.GEN_AI_USAGE_INPUT_TOKENS, names.GEN_AI_USAGE_OUTPUT_TOKENS,
-                                   names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS))
+    got = tuple(
+        a.get(k)
+        for k in (
+            names.GEN_AI_USAGE_INPUT_TOKENS,
+            names.GEN_AI_USAGE_OUTPUT_TOKENS,
+            names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        )
+    )
     assert got == (usage or (None, None, None))
     assert (a[names.SERVER_ADDRESS], a[names.SERVER_PORT]) == ("api.openai.com", 443)
     assert names.ERROR_TYPE not in a

@@ -35,14 +35,20 @@ DROPPED = openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else httpx2.Remote
 # docs/telemetry.md "Provider call endings" (server_error and connection failures: model.unavailable).
 FAULTS = {
     "none": {"chat": (None, None, "completed"), "responses": (None, None, "completed")},
-    "midstream_error": {"chat": (openai.APIError, "server_error", "model.unavailable"),  # data: {"error": ...} raised
-                        # an `error` event is yielded, not raised
-                        "responses": (None, "server_error", "model.unavailable")},
-    "drop": {"chat": (DROPPED, "connection_error", "model.unavailable"),
-             "responses": (DROPPED, "connection_error", "model.unavailable")},
+    "midstream_error": {
+        "chat": (openai.APIError, "server_error", "model.unavailable"),  # data: {"error": ...} raised
+        # an `error` event is yielded, not raised
+        "responses": (None, "server_error", "model.unavailable"),
+    },
+    "drop": {
+        "chat": (DROPPED, "connection_error", "model.unavailable"),
+        "responses": (DROPPED, "connection_error", "model.unavailable"),
+    },
     "truncate": {"chat": (None, "incomplete_stream", "error"), "responses": (None, "incomplete_stream", "error")},
-    "chunk_delay=2": {"chat": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout"),
-                      "responses": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout")},
+    "chunk_delay=2": {
+        "chat": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout"),
+        "responses": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout"),
+    },
 }
 EARLY_FAULTS = ["none", "midstream_error", "drop", "truncate"]  # the fault comes after the first event
 
@@ -50,8 +56,13 @@ EARLY_FAULTS = ["none", "midstream_error", "drop", "truncate"]  # the fault come
 def open_stream(c, api, fault):
     headers = {"x-fake-scenario": fault}
     if api == "chat":
-        return c.chat.completions.create(model="gpt-req", messages=MESSAGES, stream=True,
-                                         stream_options={"include_usage": True}, extra_headers=headers)
+        return c.chat.completions.create(
+            model="gpt-req",
+            messages=MESSAGES,
+            stream=True,
+            stream_options={"include_usage": True},
+            extra_headers=headers,
+        )
     return c.responses.create(model="gpt-req", input="hi", stream=True, extra_headers=headers)
 
 
@@ -80,6 +91,7 @@ def assert_status(span, error_type, ending=None):
 
 
 # ---------------------------------------------------------------- read to the end
+
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("fault", list(FAULTS))
@@ -125,6 +137,7 @@ def test_async_exhaustion(openai_instrumented, fake_provider, api, fault):
 
 
 # ---------------------------------------------------------------- leave early
+
 
 def _break_close(stream):
     next(iter(stream))
@@ -200,6 +213,7 @@ def test_async_early_exit_is_not_an_error(openai_instrumented, fake_provider, ap
 
 # ---------------------------------------------------------------- stream() managers
 
+
 def test_chat_stream_manager_span_ends_when_the_with_block_is_left(openai_instrumented, fake_provider):
     with sync_client(fake_provider).chat.completions.stream(model="gpt-req", messages=MESSAGES) as stream:
         for _ in stream:
@@ -223,8 +237,11 @@ def test_responses_stream_manager_span_ends_when_the_with_block_is_left(openai_i
 def test_async_stream_managers(openai_instrumented, fake_provider, api):
     async def main():
         async with async_client(fake_provider) as c:
-            manager = (c.chat.completions.stream(model="gpt-req", messages=MESSAGES) if api == "chat"
-                       else c.responses.stream(model="gpt-req", input="hi"))
+            manager = (
+                c.chat.completions.stream(model="gpt-req", messages=MESSAGES)
+                if api == "chat"
+                else c.responses.stream(model="gpt-req", input="hi")
+            )
             async with manager as stream:
                 async for _ in stream:
                     break
@@ -235,15 +252,21 @@ def test_async_stream_managers(openai_instrumented, fake_provider, api):
     assert_status(ended_once(openai_instrumented), None, "cancelled")  # as above
 
 
-@pytest.mark.parametrize(("api", "fault", "error_type"), [
-    ("chat", "truncate", "incomplete_stream"),
-    ("responses", "truncate", "incomplete_stream"),
-    ("responses", "midstream_error", "server_error"),
-])
+@pytest.mark.parametrize(
+    ("api", "fault", "error_type"),
+    [
+        ("chat", "truncate", "incomplete_stream"),
+        ("responses", "truncate", "incomplete_stream"),
+        ("responses", "midstream_error", "server_error"),
+    ],
+)
 def test_stream_manager_read_to_a_faulty_end(openai_instrumented, fake_provider, api, fault, error_type):
     c, headers = sync_client(fake_provider), {"x-fake-scenario": fault}
-    manager = (c.chat.completions.stream(model="gpt-req", messages=MESSAGES, extra_headers=headers) if api == "chat"
-               else c.responses.stream(model="gpt-req", input="hi", extra_headers=headers))
+    manager = (
+        c.chat.completions.stream(model="gpt-req", messages=MESSAGES, extra_headers=headers)
+        if api == "chat"
+        else c.responses.stream(model="gpt-req", input="hi", extra_headers=headers)
+    )
     with manager as stream:
         list(stream)
     assert_status(ended_once(openai_instrumented), error_type)
@@ -251,22 +274,34 @@ def test_stream_manager_read_to_a_faulty_end(openai_instrumented, fake_provider,
 
 # ---------------------------------------------------------------- the caller's exception is the same object
 
+
 class Boom(Exception):
     """An exception no SDK knows, raised by the transport in the middle of the body."""
 
 
-CHUNK = (b'data: {"id":"c1","object":"chat.completion.chunk","created":0,"model":"gpt-x",'
-         b'"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n')
+CHUNK = (
+    b'data: {"id":"c1","object":"chat.completion.chunk","created":0,"model":"gpt-x",'
+    b'"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+)
 
 
-@pytest.mark.parametrize(("error", "raised", "error_type"), [
-    (Boom(), Boom, endings.qualified_name(Boom)),  # passes through the SDK as is
-    # openai wraps the raw httpx2 errors a transport raises mid-body from 3.14 (anthropic does not)
-    (httpx2.ReadTimeout("read timed out"),
-     openai.APITimeoutError if WRAPS_TRANSPORT_ERRORS else httpx2.ReadTimeout, "timeout"),
-    (httpx2.RemoteProtocolError("peer closed connection"),
-     openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else httpx2.RemoteProtocolError, "connection_error"),
-])
+@pytest.mark.parametrize(
+    ("error", "raised", "error_type"),
+    [
+        (Boom(), Boom, endings.qualified_name(Boom)),  # passes through the SDK as is
+        # openai wraps the raw httpx2 errors a transport raises mid-body from 3.14 (anthropic does not)
+        (
+            httpx2.ReadTimeout("read timed out"),
+            openai.APITimeoutError if WRAPS_TRANSPORT_ERRORS else httpx2.ReadTimeout,
+            "timeout",
+        ),
+        (
+            httpx2.RemoteProtocolError("peer closed connection"),
+            openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else httpx2.RemoteProtocolError,
+            "connection_error",
+        ),
+    ],
+)
 def test_mid_stream_exception_reaches_the_caller_unchanged(openai_instrumented, error, raised, error_type):
     def body():
         yield CHUNK
@@ -275,8 +310,12 @@ def test_mid_stream_exception_reaches_the_caller_unchanged(openai_instrumented, 
     def handler(request):
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
-    c = openai.OpenAI(api_key="sk-fake", base_url="https://api.openai.com/v1", max_retries=0,
-                      http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    c = openai.OpenAI(
+        api_key="sk-fake",
+        base_url="https://api.openai.com/v1",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
     stream = c.chat.completions.create(model="gpt-req", messages=MESSAGES, stream=True)
     with pytest.raises(raised) as caught:
         list(stream)

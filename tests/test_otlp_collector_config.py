@@ -64,6 +64,10 @@ def test_endpoints_match_the_host_exporters_and_the_backends():
     # backend") and Mimir's remote-write path (Mimir docs "Configure the OpenTelemetry Collector").
     assert urlsplit(exporters["otlp_http/prometheus"]["metrics_endpoint"]).path == "/api/v1/otlp/v1/metrics"
     assert urlsplit(exporters["prometheus_remote_write/mimir"]["endpoint"]).path == "/api/v1/push"
-    traces = [e for p, pipeline in CONFIG["service"]["pipelines"].items() if _type(p) == "traces"
-              for e in pipeline["exporters"]]
+    traces = [
+        e
+        for p, pipeline in CONFIG["service"]["pipelines"].items()
+        if _type(p) == "traces"
+        for e in pipeline["exporters"]
+    ]
     assert all(exporters[e]["endpoint"].endswith(":4317") for e in traces)  # Tempo / Jaeger OTLP gRPC

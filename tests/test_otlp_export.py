@@ -47,8 +47,9 @@ def exported(fake_provider):
         tracer_provider = TracerProvider(resource=resource)
         tracer_provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint)))
         # The interval is long on purpose: shutdown() does the one export this test reads.
-        reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=receiver.metrics_endpoint),
-                                               export_interval_millis=3_600_000)
+        reader = PeriodicExportingMetricReader(
+            OTLPMetricExporter(endpoint=receiver.metrics_endpoint), export_interval_millis=3_600_000
+        )
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
         instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor()]
         for instrumentor in instrumentors:
@@ -70,12 +71,19 @@ def host_callback(fake_provider):
         client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
         try:
             message = await client.messages.create(
-                model=MODEL, max_tokens=params.max_tokens, messages=[{"role": "user", "content": "hi"}],
-                extra_headers={"x-fake-scenario": "cache"})
+                model=MODEL,
+                max_tokens=params.max_tokens,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"x-fake-scenario": "cache"},
+            )
         finally:
             await client.close()
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=message.content[0].text),
-                                         model=message.model, stop_reason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(text=message.content[0].text),
+            model=message.model,
+            stop_reason="endTurn",
+        )
 
     return callback
 
@@ -102,13 +110,26 @@ def test_spans_arrive_with_our_attributes_scope_and_schema(exported):
     # The provider call nests in the sampling request, across the export.
     assert chat["trace_id"] == sampling["trace_id"] and chat["parent_span_id"] == sampling["span_id"]
     a = sampling["attributes"]
-    assert {k: a[k] for k in (names.MCP_METHOD_NAME, names.SAMPLING_PATH, names.MCP_SERVER_NAME,
-                              names.SAMPLING_ENDING, names.SAMPLING_SUBSTITUTION, names.DEGRADATION_MODE,
-                              names.GEN_AI_RESPONSE_MODEL, names.SAMPLING_INCLUDE_CONTEXT_REQUESTED)} == {
-        "mcp.method.name": "sampling/createMessage", "otel_sampling.sampling.path": "rpc",
-        "mcp.server.name": SERVER_NAME, "otel_sampling.sampling.ending": "completed",
+    assert {
+        k: a[k]
+        for k in (
+            names.MCP_METHOD_NAME,
+            names.SAMPLING_PATH,
+            names.MCP_SERVER_NAME,
+            names.SAMPLING_ENDING,
+            names.SAMPLING_SUBSTITUTION,
+            names.DEGRADATION_MODE,
+            names.GEN_AI_RESPONSE_MODEL,
+            names.SAMPLING_INCLUDE_CONTEXT_REQUESTED,
+        )
+    } == {
+        "mcp.method.name": "sampling/createMessage",
+        "otel_sampling.sampling.path": "rpc",
+        "mcp.server.name": SERVER_NAME,
+        "otel_sampling.sampling.ending": "completed",
         "otel_sampling.sampling.substitution": "none",
-        "degradation.mode": "primary", "gen_ai.response.model": MODEL,
+        "degradation.mode": "primary",
+        "gen_ai.response.model": MODEL,
         "otel_sampling.sampling.include_context.requested": "thisServer",
     }
     assert a[names.SAMPLING_MODEL_HINTS] == ["claude-sonnet"]  # arrays survive as arrays
@@ -128,14 +149,21 @@ def test_metrics_arrive_with_names_units_kinds_and_buckets(exported):
 
     requests = metrics[names.METRIC_SAMPLING_REQUESTS]
     assert (requests["type"], requests["monotonic"], requests["temporality"], requests["unit"]) == (
-        "sum", True, "CUMULATIVE", "{request}")
+        "sum",
+        True,
+        "CUMULATIVE",
+        "{request}",
+    )
     (point,) = requests["points"]
     assert point["value"] == 1
     assert point["attributes"] == {
-        "mcp.server.name": SERVER_NAME, "otel_sampling.sampling.path": "rpc",
+        "mcp.server.name": SERVER_NAME,
+        "otel_sampling.sampling.path": "rpc",
         "otel_sampling.sampling.ending": "completed",
-        "otel_sampling.sampling.substitution": "none", "degradation.mode": "primary",
-        "otel_sampling.sampling.include_context.requested": "thisServer", "gen_ai.response.model": MODEL,
+        "otel_sampling.sampling.substitution": "none",
+        "degradation.mode": "primary",
+        "otel_sampling.sampling.include_context.requested": "thisServer",
+        "gen_ai.response.model": MODEL,
         "otel_sampling.sampling.include_context.granted": "unreported",  # the callback did not call grant_context()
     }
 
@@ -156,10 +184,19 @@ def test_metrics_arrive_with_names_units_kinds_and_buckets(exported):
     (point,) = operation["points"]
     assert point["explicit_bounds"] == [float(b) for b in names.GEN_AI_DURATION_BUCKETS]  # GenAI semconv advice
     assert point["count"] == 1
-    assert {k: point["attributes"][k] for k in (names.GEN_AI_OPERATION_NAME, names.GEN_AI_PROVIDER_NAME,
-                                                 names.GEN_AI_REQUEST_MODEL, names.GEN_AI_RESPONSE_MODEL)} == {
-        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic",
-        "gen_ai.request.model": MODEL, "gen_ai.response.model": MODEL,
+    assert {
+        k: point["attributes"][k]
+        for k in (
+            names.GEN_AI_OPERATION_NAME,
+            names.GEN_AI_PROVIDER_NAME,
+            names.GEN_AI_REQUEST_MODEL,
+            names.GEN_AI_RESPONSE_MODEL,
+        )
+    } == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "anthropic",
+        "gen_ai.request.model": MODEL,
+        "gen_ai.response.model": MODEL,
     }
     assert names.ERROR_TYPE not in point["attributes"]
 
@@ -179,8 +216,9 @@ def test_the_receiver_takes_every_compression_the_exporter_sends(compression):
 
     with OTLPReceiver() as receiver:
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint,
-                                                                         compression=Compression(compression))))
+        provider.add_span_processor(
+            SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint, compression=Compression(compression)))
+        )
         provider.get_tracer("compression-test").start_span("compressed", attributes={"k": "v"}).end()
         provider.shutdown()
         assert [(s["name"], s["attributes"]) for s in receiver.spans] == [("compressed", {"k": "v"})]

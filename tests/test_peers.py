@@ -66,11 +66,18 @@ def host_run(fake_provider):
         pytest.skip("the peers venv is not built (make test-peers builds .venv-peers)")
     instrument = python.parent / "opentelemetry-instrument"
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ANTHROPIC_"))}
-    environment.update({"FAKE_URL": fake_provider.url, "OTEL_TRACES_EXPORTER": "none",
-                        "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
-                        "OTEL_SERVICE_NAME": "peers-test"})
-    proc = subprocess.run([str(instrument), str(python), "-c", HOST], env=environment, capture_output=True,
-                          text=True, timeout=120)
+    environment.update(
+        {
+            "FAKE_URL": fake_provider.url,
+            "OTEL_TRACES_EXPORTER": "none",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+            "OTEL_SERVICE_NAME": "peers-test",
+        }
+    )
+    proc = subprocess.run(
+        [str(instrument), str(python), "-c", HOST], env=environment, capture_output=True, text=True, timeout=120
+    )
     if proc.returncode != 0:
         pytest.skip(f"the peers could not run with the installed SDK versions: {proc.stderr[-2000:]}")
     *log, report = proc.stderr.strip().splitlines()
@@ -83,8 +90,12 @@ def test_missing_sdks_are_skipped_quietly(host_run):
 
 
 def test_the_application_gets_its_answers(host_run):
-    assert host_run["got"] == {"create": "claude-req", "stream": "message_stop", "manager": 5,
-                               "error": "overloaded_error"}
+    assert host_run["got"] == {
+        "create": "claude-req",
+        "stream": "message_stop",
+        "manager": 5,
+        "error": "overloaded_error",
+    }
 
 
 def test_one_span_of_ours_per_call(host_run):
@@ -93,7 +104,11 @@ def test_one_span_of_ours_per_call(host_run):
     assert [s["name"] for s in ours] == ["chat claude-req"] * 4
     assert [s["attributes"].get("gen_ai.usage.output_tokens") for s in ours] == [5, 5, 5, None]
     assert [s["attributes"].get("otel_sampling.ending") for s in ours] == [
-        "completed", "completed", "completed", "model.unavailable"]
+        "completed",
+        "completed",
+        "completed",
+        "model.unavailable",
+    ]
     # anthropic's own span, on by default, is our child in every call: never a sibling of ours
     ids = {s["id"] for s in ours}
     native = [s for s in host_run["spans"] if s["scope"] == "com.anthropic.sdk.python"]

@@ -97,9 +97,7 @@ def test_full_file_round_trips(tmp_path: Path) -> None:
                 permitted_models=("claude-haiku-5-5",),
                 context_ceiling="none",
             ),
-            "everything": ServerPolicy(
-                primary_model=None, permitted_models=None, context_ceiling="allServers"
-            ),
+            "everything": ServerPolicy(primary_model=None, permitted_models=None, context_ceiling="allServers"),
         },
         prices={
             "claude-sonnet-5-5": Price(
@@ -162,14 +160,12 @@ def test_equivalent_toml_spellings_load_the_same(tmp_path: Path) -> None:
 
 
 def test_empty_permitted_models_is_an_empty_tuple(tmp_path: Path) -> None:
-    path = write(tmp_path, '[servers.locked]\npermitted_models = []\n')
+    path = write(tmp_path, "[servers.locked]\npermitted_models = []\n")
 
     assert load_policy(path).server("locked") == ServerPolicy(None, (), None)
 
 
-@pytest.mark.parametrize(
-    "text", ["", "\n\n", "# nothing configured yet\n", "[servers]\n[prices]\n"]
-)
+@pytest.mark.parametrize("text", ["", "\n\n", "# nothing configured yet\n", "[servers]\n[prices]\n"])
 def test_empty_file_gives_no_servers_and_no_prices(tmp_path: Path, text: str) -> None:
     path = write(tmp_path, text)
 
@@ -421,7 +417,7 @@ SCHEMA_ERRORS = {
         context_ceiling = "conversation"  # BAD
         """,
         'servers."wiki".context_ceiling',
-        "must be one of \"none\", \"thisServer\", \"allServers\"; got 'conversation'",
+        'must be one of "none", "thisServer", "allServers"; got \'conversation\'',
     ),
     "context ceiling is case-sensitive": (
         """\
@@ -586,9 +582,7 @@ SCHEMA_ERRORS = {
 
 
 @pytest.mark.parametrize(("text", "key", "problem"), SCHEMA_ERRORS.values(), ids=SCHEMA_ERRORS)
-def test_schema_error_names_file_key_and_line(
-    tmp_path: Path, text: str, key: str, problem: str
-) -> None:
+def test_schema_error_names_file_key_and_line(tmp_path: Path, text: str, key: str, problem: str) -> None:
     path = write(tmp_path, text)
     line = marked_line(path)
 
@@ -637,9 +631,9 @@ def test_policy_error_is_a_value_error_and_pickles(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- properties
 
 # Names an operator might give servers: anything printable, including quotes, dots and spaces.
-server_names = st.text(
-    st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20
-).filter(lambda name: name.strip() != "")
+server_names = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20).filter(
+    lambda name: name.strip() != ""
+)
 
 
 def toml_quote(name: str) -> str:
@@ -681,17 +675,16 @@ def test_bad_key_line_is_found_for_any_server_name(
 
     assert err.line == expected_line
     # Keys show the name as a JSON string, with characters that are not printable escaped too.
-    quoted = "".join(ch if ch.isprintable() else json.dumps(ch)[1:-1]
-                     for ch in json.dumps(bad_name, ensure_ascii=False))
+    quoted = "".join(
+        ch if ch.isprintable() else json.dumps(ch)[1:-1] for ch in json.dumps(bad_name, ensure_ascii=False)
+    )
     assert err.key == f"servers.{quoted}.context_ceiling"
     assert f"{path}:{expected_line}: " in str(err)
 
 
 @settings(max_examples=60, deadline=None)
 @given(names=st.lists(server_names, max_size=4, unique=True))
-def test_any_server_names_round_trip(
-    tmp_path_factory: pytest.TempPathFactory, names: list[str]
-) -> None:
+def test_any_server_names_round_trip(tmp_path_factory: pytest.TempPathFactory, names: list[str]) -> None:
     text = "".join(f'[servers.{toml_quote(name)}]\ncontext_ceiling = "none"\n' for name in names)
     path = tmp_path_factory.mktemp("prop") / "policy.toml"
     path.write_text(text, encoding="utf-8")
@@ -701,11 +694,14 @@ def test_any_server_names_round_trip(
     assert dict(policy.servers) == {name: ServerPolicy(context_ceiling="none") for name in names}
 
 
-@pytest.mark.parametrize("text", [
-    '[prices."m"]\ninput_usd_per_mtok = ' + "9" * 400 + "\noutput_usd_per_mtok = 1\n",
-    '[prices."m"]\ninput_usd_per_mtok = ' + "9" * 5000 + "\noutput_usd_per_mtok = 1\n",
-    "deep = " + "[" * 2000 + "]" * 2000 + "\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[prices."m"]\ninput_usd_per_mtok = ' + "9" * 400 + "\noutput_usd_per_mtok = 1\n",
+        '[prices."m"]\ninput_usd_per_mtok = ' + "9" * 5000 + "\noutput_usd_per_mtok = 1\n",
+        "deep = " + "[" * 2000 + "]" * 2000 + "\n",
+    ],
+)
 def test_pathological_values_are_policy_errors_not_tracebacks(tmp_path, text):
     path = tmp_path / "policy.toml"
     path.write_text(text)
@@ -748,11 +744,14 @@ ending = "error"
 """
 
 
-@pytest.mark.parametrize(("broken_line", "text", "where"), [
-    (11, ENDING_RULES.replace("\n[[ending_rules]]\nending = \"error\"\n", ""), "ending_rules[2].ending"),
-    (13, ENDING_RULES.replace('"nonsense"', '"error"'), "ending_rules[3]"),
-    (6, ENDING_RULES.replace('code = -32051', 'code = "x"'), "ending_rules[1].code"),
-])
+@pytest.mark.parametrize(
+    ("broken_line", "text", "where"),
+    [
+        (11, ENDING_RULES.replace('\n[[ending_rules]]\nending = "error"\n', ""), "ending_rules[2].ending"),
+        (13, ENDING_RULES.replace('"nonsense"', '"error"'), "ending_rules[3]"),
+        (6, ENDING_RULES.replace("code = -32051", 'code = "x"'), "ending_rules[1].code"),
+    ],
+)
 def test_an_error_in_a_later_ending_rule_names_its_own_line(tmp_path: Path, broken_line, text, where) -> None:
     """Each [[ending_rules]] entry is its own table: the error names the line of that entry's key
     (or header), never the first entry's."""
@@ -773,14 +772,17 @@ def test_policy_stall_threshold_and_ending_rules(tmp_path):
     assert load_policy(empty).stall_threshold_seconds == 30.0
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("stall_threshold_seconds = 0\n", "stall_threshold_seconds: must be a finite number of seconds above 0"),
-    ('stall_threshold_seconds = "30s"\n', "stall_threshold_seconds: expected a number of seconds"),
-    ('[[ending_rules]]\ncode = -1\nending = "denied"\n', "ending_rules[0].ending: must be one of"),
-    ('[[ending_rules]]\nending = "error"\n', "ending_rules[0]: a rule needs code, message_contains or both"),
-    ('[[ending_rules]]\ncode = "x"\nending = "error"\n', "ending_rules[0].code: expected an integer"),
-    ('[[ending_rules]]\ncode = 1\nending = "error"\nmatch = 2\n', "ending_rules[0].match: unknown key"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("stall_threshold_seconds = 0\n", "stall_threshold_seconds: must be a finite number of seconds above 0"),
+        ('stall_threshold_seconds = "30s"\n', "stall_threshold_seconds: expected a number of seconds"),
+        ('[[ending_rules]]\ncode = -1\nending = "denied"\n', "ending_rules[0].ending: must be one of"),
+        ('[[ending_rules]]\nending = "error"\n', "ending_rules[0]: a rule needs code, message_contains or both"),
+        ('[[ending_rules]]\ncode = "x"\nending = "error"\n', "ending_rules[0].code: expected an integer"),
+        ('[[ending_rules]]\ncode = 1\nending = "error"\nmatch = 2\n', "ending_rules[0].match: unknown key"),
+    ],
+)
 def test_bad_stall_threshold_and_ending_rules_are_policy_errors(tmp_path, text, message):
     path = tmp_path / "policy.toml"
     path.write_text(text)
@@ -790,8 +792,10 @@ def test_bad_stall_threshold_and_ending_rules_are_policy_errors(tmp_path, text, 
 
 def test_an_ending_rule_cannot_map_error_frames_to_completed(tmp_path):
     path = tmp_path / "policy.toml"
-    path.write_text('[[ending_rules]]\ncode = -32050\nending = "policy.denied"\n\n'
-                    '[[ending_rules]]\ncode = -32051\nending = "completed"\n')
+    path.write_text(
+        '[[ending_rules]]\ncode = -32050\nending = "policy.denied"\n\n'
+        '[[ending_rules]]\ncode = -32051\nending = "completed"\n'
+    )
     with pytest.raises(PolicyError, match=r"policy.toml:7: ending_rules\[1\].ending: an error frame is never"):
         load_policy(path)
 
@@ -825,21 +829,36 @@ def test_no_boundary_by_default(tmp_path):
     assert dict(policy.endpoints) == {}
 
 
-@pytest.mark.parametrize(("text", "key", "problem"), [
-    ('[servers."s"]\npermitted_providers = "anthropic"  # BAD\n',
-     'servers."s".permitted_providers', "expected an array of strings, got string"),
-    ('[servers."s"]\npermitted_providers = ["anthropic", 7]  # BAD\n',
-     'servers."s".permitted_providers[1]', "expected a string, got integer"),
-    ('[servers."s"]\npermitted_providers = [""]  # BAD\n',
-     'servers."s".permitted_providers[0]', "empty provider name"),
-    ('[endpoints."h"]\nregion = "eu"\n[servers."s"]\npermitted_regions = ["us"]  # BAD\n',
-     'servers."s".permitted_regions[0]', "region 'us' is not the region of any [endpoints] table (known: eu)"),
-    ('[endpoints."h"]  # BAD\n', 'endpoints."h".region', "missing required key"),
-    ('[endpoints."h"]\nregion = 1  # BAD\n', 'endpoints."h".region', "expected a string, got integer"),
-    ('[endpoints."h"]\nregion = "eu"\nzone = "a"  # BAD\n', 'endpoints."h".zone', "unknown key"),
-    ('[endpoints." "]  # BAD\nregion = "eu"\n', 'endpoints." "', "empty endpoint host"),
-    ('endpoints = 3  # BAD\n', "endpoints", "expected a table, got integer"),
-])
+@pytest.mark.parametrize(
+    ("text", "key", "problem"),
+    [
+        (
+            '[servers."s"]\npermitted_providers = "anthropic"  # BAD\n',
+            'servers."s".permitted_providers',
+            "expected an array of strings, got string",
+        ),
+        (
+            '[servers."s"]\npermitted_providers = ["anthropic", 7]  # BAD\n',
+            'servers."s".permitted_providers[1]',
+            "expected a string, got integer",
+        ),
+        (
+            '[servers."s"]\npermitted_providers = [""]  # BAD\n',
+            'servers."s".permitted_providers[0]',
+            "empty provider name",
+        ),
+        (
+            '[endpoints."h"]\nregion = "eu"\n[servers."s"]\npermitted_regions = ["us"]  # BAD\n',
+            'servers."s".permitted_regions[0]',
+            "region 'us' is not the region of any [endpoints] table (known: eu)",
+        ),
+        ('[endpoints."h"]  # BAD\n', 'endpoints."h".region', "missing required key"),
+        ('[endpoints."h"]\nregion = 1  # BAD\n', 'endpoints."h".region', "expected a string, got integer"),
+        ('[endpoints."h"]\nregion = "eu"\nzone = "a"  # BAD\n', 'endpoints."h".zone', "unknown key"),
+        ('[endpoints." "]  # BAD\nregion = "eu"\n', 'endpoints." "', "empty endpoint host"),
+        ("endpoints = 3  # BAD\n", "endpoints", "expected a table, got integer"),
+    ],
+)
 def test_boundary_errors_name_file_line_and_key(tmp_path, text, key, problem):
     path = write(tmp_path, text)
     line = marked_line(path)

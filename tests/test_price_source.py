@@ -25,10 +25,15 @@ CACHED = Usage(input_tokens=525, output_tokens=5, cache_read_input_tokens=400, c
 def genai_prices_total(provider_id: str, model: str, usage: Usage) -> float:
     """genai-prices' own total for ``usage`` (its ``calc_price``, at the current time)."""
     calculation = genai_prices.calc_price(
-        genai_prices.Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0,
-                           cache_read_tokens=usage.cache_read_input_tokens or 0,
-                           cache_write_tokens=usage.cache_creation_input_tokens or 0),
-        model, provider_id=provider_id)
+        genai_prices.Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_read_tokens=usage.cache_read_input_tokens or 0,
+            cache_write_tokens=usage.cache_creation_input_tokens or 0,
+        ),
+        model,
+        provider_id=provider_id,
+    )
     return float(calculation.total_price)
 
 
@@ -66,13 +71,16 @@ class TestKnownModels:
         assert pytest.approx((25 * 2.5 + 400 * 1.25 + 5 * 10) / 1e6) == priced.usd
         assert pytest.approx(genai_prices_total("openai", "gpt-4o-2024-08-06", usage)) == priced.usd
 
-    @pytest.mark.parametrize(("provider", "model"), [
-        ("anthropic", "claude-haiku-5-5-20261001"),
-        ("anthropic", "claude-opus-4-1"),
-        ("openai", "gpt-4o-mini-2024-07-18"),
-        ("openai", "gpt-5-mini"),
-        ("openai", "gpt-4.1"),
-    ])
+    @pytest.mark.parametrize(
+        ("provider", "model"),
+        [
+            ("anthropic", "claude-haiku-5-5-20261001"),
+            ("anthropic", "claude-opus-4-1"),
+            ("openai", "gpt-4o-mini-2024-07-18"),
+            ("openai", "gpt-5-mini"),
+            ("openai", "gpt-4.1"),
+        ],
+    )
     def test_equals_genai_prices_total(self, provider, model):
         usage = Usage(input_tokens=1200, output_tokens=300, cache_read_input_tokens=800)
         priced = our_cost(provider, model, usage)
@@ -113,10 +121,13 @@ class TestProviders:
         """genai-prices' azure provider lists no gpt-4o of its own and falls back to openai's."""
         assert SOURCE.price("azure.ai.openai", "gpt-4o-2024-08-06", 0) == SOURCE.price("openai", "gpt-4o", 0)
 
-    @pytest.mark.parametrize(("provider", "provider_id", "model"), [
-        ("aws.bedrock", "aws", "claude-sonnet-4-5-20250929"),
-        ("gcp.vertex_ai", "google", "claude-sonnet-4-5@20250929"),
-    ])
+    @pytest.mark.parametrize(
+        ("provider", "provider_id", "model"),
+        [
+            ("aws.bedrock", "aws", "claude-sonnet-4-5-20250929"),
+            ("gcp.vertex_ai", "google", "claude-sonnet-4-5@20250929"),
+        ],
+    )
     def test_bedrock_and_vertex_models(self, provider, provider_id, model):
         """``aws.bedrock`` is genai-prices' ``aws``, ``gcp.vertex_ai`` its ``google``: their prices."""
         priced = our_cost(provider, model, CACHED)

@@ -38,7 +38,8 @@ EXPECTED_FIRING = {
     # 25 of 81 requests degraded: primary-overloaded, primary-rate-limited, outage-answer-cached,
     # fallback-refuses (failovers), provider-serves-opus, canary-on-fallback, search-outage-*, and in
     # the legacy session the drill's five failovers and the two flaps after it
-    f"{PREFIX}DegradedShareHigh", f"{PREFIX}DegradedModeEntered",
+    f"{PREFIX}DegradedShareHigh",
+    f"{PREFIX}DegradedModeEntered",
     # provider-serves-opus: the provider serves a model the policy does not permit
     f"{PREFIX}SubstitutionOutsidePolicy",
     # budget-exhausted, gateway-quota (mapped by the policy file), budget-raised
@@ -63,8 +64,12 @@ EXPECTED_FIRING = {
 
 
 def recorded_expressions() -> dict[str, str]:
-    return {rule["record"]: rule["expr"] for group in rule_groups(CONFIG)["groups"]
-            for rule in group["rules"] if "record" in rule}
+    return {
+        rule["record"]: rule["expr"]
+        for group in rule_groups(CONFIG)["groups"]
+        for rule in group["rules"]
+        if "record" in rule
+    }
 
 
 def not_yet_emitted(expr: str, recorded: dict[str, str]) -> bool:
@@ -108,8 +113,12 @@ def test_every_dashboard_query_returns_data(stack):
         if not result:
             exempted = not_yet_emitted(expr, recorded) or NEEDS_A_RUNNING_DRILL in expr
             (exempt if exempted else empty).append(f"{where}: {expr}")
-        legends += [f"{where}: {{{{{label}}}}} missing from {series['metric']}"
-                    for series in result for label in legend_labels(legend) if label not in series["metric"]]
+        legends += [
+            f"{where}: {{{{{label}}}}} missing from {series['metric']}"
+            for series in result
+            for label in legend_labels(legend)
+            if label not in series["metric"]
+        ]
     assert not empty, "queries with no data:\n" + "\n".join(empty)
     assert len(queries) - len(exempt) >= 20  # the emitted metrics are proven, not exempted
     assert not legends, "legends naming a label the series lack:\n" + "\n".join(legends)

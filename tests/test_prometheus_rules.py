@@ -24,8 +24,10 @@ RULES = ROOT / "alerts" / RULES_FILE
 CONFIG = MixinConfig()  # the committed file is generated from the defaults
 # A raw series carries its job (the scrape's) and the instrumentation scope of the meter that wrote
 # it, in the labels the Python Prometheus exporter writes.
-SCOPE = (f'otel_scope_name="{names.SCOPE_NAME}", otel_scope_version="{__version__}", '
-         f'otel_scope_schema_url="{names.SCHEMA_URL}"')
+SCOPE = (
+    f'otel_scope_name="{names.SCOPE_NAME}", otel_scope_version="{__version__}", '
+    f'otel_scope_schema_url="{names.SCHEMA_URL}"'
+)
 J = f'job="j", {SCOPE}'
 # Another instrumentation's meter writing a metric of the same name: pydantic-ai's
 # gen_ai.client.token.usage (its own attributes, no degradation.mode).
@@ -41,244 +43,653 @@ def req(labels: str) -> str:
 
 # (case name, alert, [(series, values)], eval time, [(extra labels, description)] or [] for a near miss)
 CASES = [
-    ("20% degraded at 5 req/min fires after for", "DegradedShareHigh",
-     [(req('degradation_mode="degraded"'), "0+1x120"), (req('degradation_mode="primary"'), "0+4x120")], "60m",
-     [({"job": "j"}, "20% of the sampling requests of job j were served in degraded mode over the last 30m "
-                     "(threshold 10%, at least 20 requests).")]),
-    ("low traffic: 1 of 2 requests degraded per 30m", "DegradedShareHigh",
-     [(req('degradation_mode="degraded"'), "0x29 1x29 2x29 3x29"),
-      (req('degradation_mode="primary"'), "0x29 1x29 2x29 3x29")], "110m", []),
-    ("short spike: above the threshold for 19 of 30 minutes", "DegradedShareHigh",
-     [(req('degradation_mode="degraded"'), "0x60 5+5x4 25x55"), (req('degradation_mode="primary"'), "0+2x120")],
-     "80m", []),
-    ("a named degradation is active", "DegradedModeEntered",
-     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x10")], "5m",
-     [({"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
-       "Degradation 'search' (reason fallback) is active on job j.")]),
-    ("requests served degraded", "DegradedModeEntered",
-     [(req('degradation_mode="degraded"'), "_x2 1x10")], "5m",
-     [({"job": "j", "mcp_server_name": "s"},
-       "1 sampling requests from server 's' on job j were served in degraded mode over the last 30m.")]),
-    ("inactive degradation and primary traffic", "DegradedModeEntered",
-     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x10"),
-      (req('degradation_mode="primary"'), "0+1x10")], "5m", []),
-    ("active for 290 minutes", "DegradedTooLong",
-     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x300")], "290m",
-     [({"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
-       "Degradation 'search' (reason fallback) on job j has been active for more than 4h.")]),
-    ("active for 3 hours, then left", "DegradedTooLong",
-     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x180 0x120")],
-     "250m", []),
-    ("active for 200 minutes and still active", "DegradedTooLong",
-     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x300")],
-     "200m", []),
-    ("expired and still active", "DegradationExpired",
-     [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x20")],
-     "15m",
-     [({"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
-       "Degradation 'search' (reason fallback) on job j is past its expires_at and still active.")]),
-    ("expired for 3 minutes, then exited", "DegradationExpired",
-     [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x3 0x20")],
-     "15m", []),
-    ("expired 3 minutes ago and still active", "DegradationExpired",
-     [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x20")],
-     "8m", []),
+    (
+        "20% degraded at 5 req/min fires after for",
+        "DegradedShareHigh",
+        [(req('degradation_mode="degraded"'), "0+1x120"), (req('degradation_mode="primary"'), "0+4x120")],
+        "60m",
+        [
+            (
+                {"job": "j"},
+                "20% of the sampling requests of job j were served in degraded mode over the last 30m "
+                "(threshold 10%, at least 20 requests).",
+            )
+        ],
+    ),
+    (
+        "low traffic: 1 of 2 requests degraded per 30m",
+        "DegradedShareHigh",
+        [
+            (req('degradation_mode="degraded"'), "0x29 1x29 2x29 3x29"),
+            (req('degradation_mode="primary"'), "0x29 1x29 2x29 3x29"),
+        ],
+        "110m",
+        [],
+    ),
+    (
+        "short spike: above the threshold for 19 of 30 minutes",
+        "DegradedShareHigh",
+        [(req('degradation_mode="degraded"'), "0x60 5+5x4 25x55"), (req('degradation_mode="primary"'), "0+2x120")],
+        "80m",
+        [],
+    ),
+    (
+        "a named degradation is active",
+        "DegradedModeEntered",
+        [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x10")],
+        "5m",
+        [
+            (
+                {"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
+                "Degradation 'search' (reason fallback) is active on job j.",
+            )
+        ],
+    ),
+    (
+        "requests served degraded",
+        "DegradedModeEntered",
+        [(req('degradation_mode="degraded"'), "_x2 1x10")],
+        "5m",
+        [
+            (
+                {"job": "j", "mcp_server_name": "s"},
+                "1 sampling requests from server 's' on job j were served in degraded mode over the last 30m.",
+            )
+        ],
+    ),
+    (
+        "inactive degradation and primary traffic",
+        "DegradedModeEntered",
+        [
+            (f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x10"),
+            (req('degradation_mode="primary"'), "0+1x10"),
+        ],
+        "5m",
+        [],
+    ),
+    (
+        "active for 290 minutes",
+        "DegradedTooLong",
+        [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x300")],
+        "290m",
+        [
+            (
+                {"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
+                "Degradation 'search' (reason fallback) on job j has been active for more than 4h.",
+            )
+        ],
+    ),
+    (
+        "active for 3 hours, then left",
+        "DegradedTooLong",
+        [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x180 0x120")],
+        "250m",
+        [],
+    ),
+    (
+        "active for 200 minutes and still active",
+        "DegradedTooLong",
+        [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x300")],
+        "200m",
+        [],
+    ),
+    (
+        "expired and still active",
+        "DegradationExpired",
+        [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x20")],
+        "15m",
+        [
+            (
+                {"job": "j", "degradation_component": "search", "degradation_reason": "fallback"},
+                "Degradation 'search' (reason fallback) on job j is past its expires_at and still active.",
+            )
+        ],
+    ),
+    (
+        "expired for 3 minutes, then exited",
+        "DegradationExpired",
+        [
+            (
+                f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}',
+                "0x5 1x3 0x20",
+            )
+        ],
+        "15m",
+        [],
+    ),
+    (
+        "expired 3 minutes ago and still active",
+        "DegradationExpired",
+        [(f'degradation_expired{{{J}, degradation_component="search", degradation_reason="fallback"}}', "0x5 1x20")],
+        "8m",
+        [],
+    ),
     # A host that adopted disclosure (it called disclose(), or OTEL_SAMPLING_DISCLOSURE_TRACKED=true)
     # is paged for an undisclosed degraded run; the incidents from before its first disclose() call
     # (tracked "false") do not add to the count.
-    ("a host that tracks disclosure: one incident, its series created at 1", "SilentDegradation",
-     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {TRACKED}}}', "_x5 1x30"),
-      (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {UNTRACKED}}}', "2x35")], "10m",
-     [({"job": "j", "agent_run_name": "triage"},
-       "1 silent-degradation incidents in run 'triage' of job j over the last 30m: a degraded ending or an "
-       "outside-policy model with no disclosure.")]),
-    ("an incident older than the window", "SilentDegradation",
-     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {TRACKED}}}', "1x120")], "100m", []),
+    (
+        "a host that tracks disclosure: one incident, its series created at 1",
+        "SilentDegradation",
+        [
+            (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {TRACKED}}}', "_x5 1x30"),
+            (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {UNTRACKED}}}', "2x35"),
+        ],
+        "10m",
+        [
+            (
+                {"job": "j", "agent_run_name": "triage"},
+                "1 silent-degradation incidents in run 'triage' of job j over the last 30m: a degraded ending or an "
+                "outside-policy model with no disclosure.",
+            )
+        ],
+    ),
+    (
+        "an incident older than the window",
+        "SilentDegradation",
+        [(f'degradation_silent_incidents_total{{{J}, agent_run_name="triage", {TRACKED}}}', "1x120")],
+        "100m",
+        [],
+    ),
     # A zero-code host never calls disclose() (no framework does): its first ordinary fallback is
     # an incident nobody could have prevented with a disclosure it does not make, so no page.
-    ("a zero-code host's first fallback", "SilentDegradation",
-     [(f'degradation_silent_incidents_total{{{J}, agent_run_name="sampling/createMessage", {UNTRACKED}}}',
-       "_x5 1x30")], "10m", []),
-    ("an outside-policy model", "SubstitutionOutsidePolicy",
-     [(req('otel_sampling_sampling_substitution="outside_policy"'), "_x5 1x30")], "10m",
-     [({"job": "j", "mcp_server_name": "s"},
-       "1 sampling requests from server 's' on job j were served by a model the policy does not permit "
-       "over the last 30m.")]),
-    ("within-policy substitutions only", "SubstitutionOutsidePolicy",
-     [(req('otel_sampling_sampling_substitution="within_policy"'), "0+1x60")], "30m", []),
-    ("a retry with a wider scope", "ContextScopeWidened",
-     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
-       "_x5 1x30")], "10m",
-     [({"job": "j", "mcp_server_name": "s"},
-       "1 'scope_widened' violations by server 's' on job j over the last 30m.")]),
-    ("a narrowing retry: two requests, no violation", "ContextScopeWidened",
-     [(req('otel_sampling_sampling_include_context_requested="allServers"'), "_x5 1x30"),
-      (req('otel_sampling_sampling_include_context_requested="thisServer"'), "_x6 1x30")], "10m", []),
-    ("another kind of violation", "ContextScopeWidened",
-     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="decision_flipped"}}',
-       "_x5 1x30")],
-     "10m", []),
-    ("a flipped decision", "DecisionFlipped",
-     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="decision_flipped"}}',
-       "_x5 1x30")],
-     "10m",
-     [({"job": "j", "mcp_server_name": "s"},
-       "1 'decision_flipped' violations by server 's' on job j over the last 30m.")]),
-    ("another kind of violation", "DecisionFlipped",
-     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
-       "_x5 1x30")],
-     "10m", []),
-    ("a denied request re-sent elsewhere", "ReroutedAfterDenial",
-     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, '
-       f'otel_sampling_sampling_violation_kind="rerouted_after_denial"}}', "_x5 1x30")],
-     "10m",
-     [({"job": "j", "mcp_server_name": "s"},
-       "1 'rerouted_after_denial' violations by server 's' on job j over the last 30m.")]),
-    ("a denial that stays denied", "ReroutedAfterDenial",
-     [(req('otel_sampling_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
-    ("another kind of violation", "ReroutedAfterDenial",
-     [(f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
-       "_x5 1x30")],
-     "10m", []),
-    ("a budget exhaustion", "BudgetExhausted",
-     [(req('otel_sampling_sampling_ending="policy.budget_exhausted"'), "_x5 1x30")], "10m",
-     [({"job": "j", "mcp_server_name": "s"},
-       "1 sampling requests from server 's' on job j ended policy.budget_exhausted over the last 30m; the reset "
-       "time is on the span (otel_sampling.sampling.budget.resets_at).")]),
-    ("policy denials are not exhaustions", "BudgetExhausted",
-     [(req('otel_sampling_sampling_ending="policy.denied"'), "_x5 1x30")], "10m", []),
-    ("a stall a minute", "StallsHigh",
-     [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0+1x60")], "40m",
-     [({"job": "j", "mcp_server_name": "s"},
-       "30 sampling requests from server 's' on job j stalled over the last 30m (threshold 3).")]),
+    (
+        "a zero-code host's first fallback",
+        "SilentDegradation",
+        [
+            (
+                f'degradation_silent_incidents_total{{{J}, agent_run_name="sampling/createMessage", {UNTRACKED}}}',
+                "_x5 1x30",
+            )
+        ],
+        "10m",
+        [],
+    ),
+    (
+        "an outside-policy model",
+        "SubstitutionOutsidePolicy",
+        [(req('otel_sampling_sampling_substitution="outside_policy"'), "_x5 1x30")],
+        "10m",
+        [
+            (
+                {"job": "j", "mcp_server_name": "s"},
+                "1 sampling requests from server 's' on job j were served by a model the policy does not permit "
+                "over the last 30m.",
+            )
+        ],
+    ),
+    (
+        "within-policy substitutions only",
+        "SubstitutionOutsidePolicy",
+        [(req('otel_sampling_sampling_substitution="within_policy"'), "0+1x60")],
+        "30m",
+        [],
+    ),
+    (
+        "a retry with a wider scope",
+        "ContextScopeWidened",
+        [
+            (
+                f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
+                "_x5 1x30",
+            )
+        ],
+        "10m",
+        [
+            (
+                {"job": "j", "mcp_server_name": "s"},
+                "1 'scope_widened' violations by server 's' on job j over the last 30m.",
+            )
+        ],
+    ),
+    (
+        "a narrowing retry: two requests, no violation",
+        "ContextScopeWidened",
+        [
+            (req('otel_sampling_sampling_include_context_requested="allServers"'), "_x5 1x30"),
+            (req('otel_sampling_sampling_include_context_requested="thisServer"'), "_x6 1x30"),
+        ],
+        "10m",
+        [],
+    ),
+    (
+        "another kind of violation",
+        "ContextScopeWidened",
+        [
+            (
+                f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="decision_flipped"}}',
+                "_x5 1x30",
+            )
+        ],
+        "10m",
+        [],
+    ),
+    (
+        "a flipped decision",
+        "DecisionFlipped",
+        [
+            (
+                f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="decision_flipped"}}',
+                "_x5 1x30",
+            )
+        ],
+        "10m",
+        [
+            (
+                {"job": "j", "mcp_server_name": "s"},
+                "1 'decision_flipped' violations by server 's' on job j over the last 30m.",
+            )
+        ],
+    ),
+    (
+        "another kind of violation",
+        "DecisionFlipped",
+        [
+            (
+                f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
+                "_x5 1x30",
+            )
+        ],
+        "10m",
+        [],
+    ),
+    (
+        "a denied request re-sent elsewhere",
+        "ReroutedAfterDenial",
+        [
+            (
+                f"otel_sampling_sampling_violations_total{{{J}, {S}, "
+                f'otel_sampling_sampling_violation_kind="rerouted_after_denial"}}',
+                "_x5 1x30",
+            )
+        ],
+        "10m",
+        [
+            (
+                {"job": "j", "mcp_server_name": "s"},
+                "1 'rerouted_after_denial' violations by server 's' on job j over the last 30m.",
+            )
+        ],
+    ),
+    (
+        "a denial that stays denied",
+        "ReroutedAfterDenial",
+        [(req('otel_sampling_sampling_ending="policy.denied"'), "_x5 1x30")],
+        "10m",
+        [],
+    ),
+    (
+        "another kind of violation",
+        "ReroutedAfterDenial",
+        [
+            (
+                f'otel_sampling_sampling_violations_total{{{J}, {S}, otel_sampling_sampling_violation_kind="scope_widened"}}',
+                "_x5 1x30",
+            )
+        ],
+        "10m",
+        [],
+    ),
+    (
+        "a budget exhaustion",
+        "BudgetExhausted",
+        [(req('otel_sampling_sampling_ending="policy.budget_exhausted"'), "_x5 1x30")],
+        "10m",
+        [
+            (
+                {"job": "j", "mcp_server_name": "s"},
+                "1 sampling requests from server 's' on job j ended policy.budget_exhausted over the last 30m; the reset "
+                "time is on the span (otel_sampling.sampling.budget.resets_at).",
+            )
+        ],
+    ),
+    (
+        "policy denials are not exhaustions",
+        "BudgetExhausted",
+        [(req('otel_sampling_sampling_ending="policy.denied"'), "_x5 1x30")],
+        "10m",
+        [],
+    ),
+    (
+        "a stall a minute",
+        "StallsHigh",
+        [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0+1x60")],
+        "40m",
+        [
+            (
+                {"job": "j", "mcp_server_name": "s"},
+                "30 sampling requests from server 's' on job j stalled over the last 30m (threshold 3).",
+            )
+        ],
+    ),
     # the three stalls happen within the window's first minutes, so the count has been 3 for longer than for
-    ("three stalls, at the threshold", "StallsHigh",
-     [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0x10 1 2 3x60")], "40m", []),
-    ("a burst of stalls shorter than for", "StallsHigh",
-     [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0x30 10x30")], "35m", []),
-    ("four entries in an hour", "DegradationFlapping",
-     [(f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="enter"}}',
-       "0x10 1x10 2x10 3x10 4x30")], "45m",
-     [({"job": "j", "degradation_component": "search"},
-       "Degradation 'search' on job j was entered 4 times in the last 1h (threshold 4).")]),
-    ("three entries, and exits do not count", "DegradationFlapping",
-     [(f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="enter"}}',
-       "0x10 1x10 2x10 3x60"),
-      (f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="exit"}}',
-       "0+1x90")], "45m", []),
-    ("a day of primary traffic and no fallback", "FallbackUntested",
-     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160")], "25h",
-     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
-                     "was a canary request: the fallback is untested.")]),
-    ("one completion on the fallback at hour 10", "FallbackUntested",
-     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
-      (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0x60 1x100")], "25h", []),
+    (
+        "three stalls, at the threshold",
+        "StallsHigh",
+        [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0x10 1 2 3x60")],
+        "40m",
+        [],
+    ),
+    (
+        "a burst of stalls shorter than for",
+        "StallsHigh",
+        [(f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "0x30 10x30")],
+        "35m",
+        [],
+    ),
+    (
+        "four entries in an hour",
+        "DegradationFlapping",
+        [
+            (
+                f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="enter"}}',
+                "0x10 1x10 2x10 3x10 4x30",
+            )
+        ],
+        "45m",
+        [
+            (
+                {"job": "j", "degradation_component": "search"},
+                "Degradation 'search' on job j was entered 4 times in the last 1h (threshold 4).",
+            )
+        ],
+    ),
+    (
+        "three entries, and exits do not count",
+        "DegradationFlapping",
+        [
+            (
+                f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="enter"}}',
+                "0x10 1x10 2x10 3x60",
+            ),
+            (
+                f'degradation_transitions_total{{{J}, degradation_component="search", degradation_direction="exit"}}',
+                "0+1x90",
+            ),
+        ],
+        "45m",
+        [],
+    ),
+    (
+        "a day of primary traffic and no fallback",
+        "FallbackUntested",
+        [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160")],
+        "25h",
+        [
+            (
+                {"job": "j"},
+                "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
+                "was a canary request: the fallback is untested.",
+            )
+        ],
+    ),
+    (
+        "one completion on the fallback at hour 10",
+        "FallbackUntested",
+        [
+            (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
+            (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0x60 1x100"),
+        ],
+        "25h",
+        [],
+    ),
     # the canary's answer was refused, so only the canary branch keeps the alert quiet
-    ("a canary request at hour 10, refused on the fallback", "FallbackUntested",
-     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
-      (req('degradation_mode="degraded", degradation_reason="canary", otel_sampling_sampling_ending="refused"'),
-       "_x60 1x100")],
-     "25h", []),
-    ("a degraded request that was refused is no tested fallback", "FallbackUntested",
-     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
-      (req('degradation_mode="degraded", degradation_reason="failover", otel_sampling_sampling_ending="refused"'),
-       "_x60 1x100")], "25h",
-     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
-                     "was a canary request: the fallback is untested.")]),
+    (
+        "a canary request at hour 10, refused on the fallback",
+        "FallbackUntested",
+        [
+            (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
+            (
+                req(
+                    'degradation_mode="degraded", degradation_reason="canary", otel_sampling_sampling_ending="refused"'
+                ),
+                "_x60 1x100",
+            ),
+        ],
+        "25h",
+        [],
+    ),
+    (
+        "a degraded request that was refused is no tested fallback",
+        "FallbackUntested",
+        [
+            (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
+            (
+                req(
+                    'degradation_mode="degraded", degradation_reason="failover", otel_sampling_sampling_ending="refused"'
+                ),
+                "_x60 1x100",
+            ),
+        ],
+        "25h",
+        [
+            (
+                {"job": "j"},
+                "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
+                "was a canary request: the fallback is untested.",
+            )
+        ],
+    ),
     # "for a day": a job that started two hours ago has not yet gone a day without fallback traffic
-    ("a new job with two hours of primary traffic", "FallbackUntested",
-     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "_x138 0+10x20")], "25h", []),
-    ("a canary degradation is no canary request", "FallbackUntested",
-     [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
-      (f'degradation_active{{{J}, degradation_component="search", degradation_reason="canary"}}', "0x60 1 0x99")],
-     "25h",
-     [({"job": "j"}, "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
-                     "was a canary request: the fallback is untested.")]),
-    ("a grant a minute", "GrantsHigh",
-     [(f"otel_sampling_sampling_grants_total{{{J}, {S}}}", "0+1x100")], "60m",
-     [({"job": "j", "mcp_server_name": "s"},
-       "Server 's' on job j received 60 budget grants over the last 1d (threshold 10).")]),
-    ("ten grants, at the threshold", "GrantsHigh",
-     [(f"otel_sampling_sampling_grants_total{{{J}, {S}}}", "0+1x10 10x100")], "60m", []),
+    (
+        "a new job with two hours of primary traffic",
+        "FallbackUntested",
+        [(req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "_x138 0+10x20")],
+        "25h",
+        [],
+    ),
+    (
+        "a canary degradation is no canary request",
+        "FallbackUntested",
+        [
+            (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+10x160"),
+            (f'degradation_active{{{J}, degradation_component="search", degradation_reason="canary"}}', "0x60 1 0x99"),
+        ],
+        "25h",
+        [
+            (
+                {"job": "j"},
+                "Job j served sampling requests over the last 1d but none completed in degraded mode and none "
+                "was a canary request: the fallback is untested.",
+            )
+        ],
+    ),
+    (
+        "a grant a minute",
+        "GrantsHigh",
+        [(f"otel_sampling_sampling_grants_total{{{J}, {S}}}", "0+1x100")],
+        "60m",
+        [
+            (
+                {"job": "j", "mcp_server_name": "s"},
+                "Server 's' on job j received 60 budget grants over the last 1d (threshold 10).",
+            )
+        ],
+    ),
+    (
+        "ten grants, at the threshold",
+        "GrantsHigh",
+        [(f"otel_sampling_sampling_grants_total{{{J}, {S}}}", "0+1x10 10x100")],
+        "60m",
+        [],
+    ),
 ]
 # Drills (docs/api.md "Drills"): the window is the drill's named degradation, reason "drill".
 DRILL = f'degradation_active{{{J}, degradation_component="nightly", degradation_reason="drill"}}'
-DRILL_NO_ALERT = ("Drill 'nightly' on job j failed its target model within the last 2h and none of the degraded-mode "
-                  "alerts (DegradedShareHigh, DegradedTooLong, DegradationExpired, DegradationFlapping) fired: a real "
-                  "outage like it would go unnoticed.")
+DRILL_NO_ALERT = (
+    "Drill 'nightly' on job j failed its target model within the last 2h and none of the degraded-mode "
+    "alerts (DegradedShareHigh, DegradedTooLong, DegradationExpired, DegradationFlapping) fired: a real "
+    "outage like it would go unnoticed."
+)
+
+
 def in_drill(labels: str) -> str:
     """A sampling-request series whose points were made while the drill 'nightly' ran."""
     return req(f'otel_sampling_drill_name="nightly", {labels}')
 
 
-DRILL_FALLBACK_FAILED = ("During a drill on job j, of the sampling requests that ended during drills over the last "
-                         "30m, either fewer than 90% of those a model was asked for completed or none completed in "
-                         "degraded mode: the fallback does not work.")
+DRILL_FALLBACK_FAILED = (
+    "During a drill on job j, of the sampling requests that ended during drills over the last "
+    "30m, either fewer than 90% of those a model was asked for completed or none completed in "
+    "degraded mode: the fallback does not work."
+)
 DRILL_CASES = [
-    ("a 10-minute drill nobody was alerted to", "DrillWithoutAlert",
-     [(DRILL, "1x10 0x20"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30")],
-     "20m",
-     [({"job": "j", "degradation_component": "nightly"}, DRILL_NO_ALERT)]),
+    (
+        "a 10-minute drill nobody was alerted to",
+        "DrillWithoutAlert",
+        [
+            (DRILL, "1x10 0x20"),
+            (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+        ],
+        "20m",
+        [({"job": "j", "degradation_component": "nightly"}, DRILL_NO_ALERT)],
+    ),
     # DegradationFlapping (a warning) really fires during the drill: its ALERTS series is what is read
-    ("a drill during which a degraded-mode alert fired", "DrillWithoutAlert",
-     [(DRILL, "1x10 0x20"),
-      (f'degradation_transitions_total{{{J}, degradation_component="nightly", degradation_direction="enter"}}',
-       "_x2 4x28")], "20m", []),
+    (
+        "a drill during which a degraded-mode alert fired",
+        "DrillWithoutAlert",
+        [
+            (DRILL, "1x10 0x20"),
+            (
+                f'degradation_transitions_total{{{J}, degradation_component="nightly", degradation_direction="enter"}}',
+                "_x2 4x28",
+            ),
+        ],
+        "20m",
+        [],
+    ),
     ("a drill still running", "DrillWithoutAlert", [(DRILL, "1x30")], "20m", []),
-    ("a drill whose fallback fails: 1 of 3 requests completed", "DrillFallbackFailed",
-     [(DRILL, "1x30"), (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
-      (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'), "0+2x30")], "15m",
-     [({"job": "j"}, DRILL_FALLBACK_FAILED)]),
-    ("a drill whose fallback serves every request", "DrillFallbackFailed",
-     [(DRILL, "1x30"), (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30"),
-      (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+3x30")], "15m", []),
-    ("the same failing requests without a drill", "DrillFallbackFailed",
-     [(DRILL, "0x30"), (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
-      (req('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'), "0+2x30")], "15m", []),
+    (
+        "a drill whose fallback fails: 1 of 3 requests completed",
+        "DrillFallbackFailed",
+        [
+            (DRILL, "1x30"),
+            (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+            (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'), "0+2x30"),
+        ],
+        "15m",
+        [({"job": "j"}, DRILL_FALLBACK_FAILED)],
+    ),
+    (
+        "a drill whose fallback serves every request",
+        "DrillFallbackFailed",
+        [
+            (DRILL, "1x30"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+            (in_drill('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+3x30"),
+        ],
+        "15m",
+        [],
+    ),
+    (
+        "the same failing requests without a drill",
+        "DrillFallbackFailed",
+        [
+            (DRILL, "0x30"),
+            (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x30"),
+            (req('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'), "0+2x30"),
+        ],
+        "15m",
+        [],
+    ),
     # only what ended during the drill counts: the failures before it are no verdict on its fallback
-    ("failures before the drill, a fallback that serves during it", "DrillFallbackFailed",
-     [(DRILL, "0x10 1x20"), (req('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'),
-                             "0+5x10 50x20"),
-      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "_x10 0+1x20")], "25m", []),
+    (
+        "failures before the drill, a fallback that serves during it",
+        "DrillFallbackFailed",
+        [
+            (DRILL, "0x10 1x20"),
+            (req('degradation_mode="primary", otel_sampling_sampling_ending="model.unavailable"'), "0+5x10 50x20"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "_x10 0+1x20"),
+        ],
+        "25m",
+        [],
+    ),
     # denials are the host's decisions, not the fallback's: 3 completed of 3 asked for a model
-    ("a drill in a job that also denies requests", "DrillFallbackFailed",
-     [(DRILL, "1x30"), (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+3x30"),
-      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="policy.denied"'), "0+3x30"),
-      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="user.denied"'), "0+2x30"),
-      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="host.unsupported"'), "0+1x30")], "15m",
-     []),
-    ("a drill whose fallback times out on 1 of 9 asked, beside denials", "DrillFallbackFailed",
-     [(DRILL, "1x30"), (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+8x30"),
-      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="timeout"'), "0+1x30"),
-      (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="policy.denied"'), "0+9x30")], "15m",
-     [({"job": "j"}, DRILL_FALLBACK_FAILED)]),
-    ("still degraded 20 minutes after the drill", "DrillRecoveryMissing",
-     [(DRILL, "1x10 0x40"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x50")],
-     "30m",
-     [({"job": "j"}, "A drill on job j is over, yet sampling requests are still served in degraded mode (over the "
-                     "last 5m, for 10m): the exit from degraded mode does not happen.")]),
-    ("back to primary 2 minutes after the drill", "DrillRecoveryMissing",
-     [(DRILL, "1x10 0x40"), (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'),
-                             "0+1x12 13x38"),
-      (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x50")], "30m", []),
+    (
+        "a drill in a job that also denies requests",
+        "DrillFallbackFailed",
+        [
+            (DRILL, "1x30"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+3x30"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="policy.denied"'), "0+3x30"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="user.denied"'), "0+2x30"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="host.unsupported"'), "0+1x30"),
+        ],
+        "15m",
+        [],
+    ),
+    (
+        "a drill whose fallback times out on 1 of 9 asked, beside denials",
+        "DrillFallbackFailed",
+        [
+            (DRILL, "1x30"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+8x30"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="timeout"'), "0+1x30"),
+            (in_drill('degradation_mode="degraded", otel_sampling_sampling_ending="policy.denied"'), "0+9x30"),
+        ],
+        "15m",
+        [({"job": "j"}, DRILL_FALLBACK_FAILED)],
+    ),
+    (
+        "still degraded 20 minutes after the drill",
+        "DrillRecoveryMissing",
+        [
+            (DRILL, "1x10 0x40"),
+            (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x50"),
+        ],
+        "30m",
+        [
+            (
+                {"job": "j"},
+                "A drill on job j is over, yet sampling requests are still served in degraded mode (over the "
+                "last 5m, for 10m): the exit from degraded mode does not happen.",
+            )
+        ],
+    ),
+    (
+        "back to primary 2 minutes after the drill",
+        "DrillRecoveryMissing",
+        [
+            (DRILL, "1x10 0x40"),
+            (req('degradation_mode="degraded", otel_sampling_sampling_ending="completed"'), "0+1x12 13x38"),
+            (req('degradation_mode="primary", otel_sampling_sampling_ending="completed"'), "0+1x50"),
+        ],
+        "30m",
+        [],
+    ),
 ]
 CASES += DRILL_CASES
 
 # Degraded exposure nobody was alerted to: 20% degraded at 5 requests a minute is silent until
 # DegradedShareHigh (for 30m) fires; its ALERTS series ends the exposure.
-SILENT_TO_OPERATORS = ("Job j has been exposed to degraded mode (degraded share above 10% or a named degradation "
-                       "active) for 15m while none of the degraded-mode alerts (DegradedShareHigh, DegradedTooLong, "
-                       "DegradationExpired, DegradationFlapping) was firing.")
+SILENT_TO_OPERATORS = (
+    "Job j has been exposed to degraded mode (degraded share above 10% or a named degradation "
+    "active) for 15m while none of the degraded-mode alerts (DegradedShareHigh, DegradedTooLong, "
+    "DegradationExpired, DegradationFlapping) was firing."
+)
 SHARE_20 = [(req('degradation_mode="degraded"'), "0+1x120"), (req('degradation_mode="primary"'), "0+4x120")]
 CASES += [
-    ("20% degraded for 20 minutes, before DegradedShareHigh fires", "SilentToOperators", SHARE_20, "20m",
-     [({"job": "j"}, SILENT_TO_OPERATORS)]),
+    (
+        "20% degraded for 20 minutes, before DegradedShareHigh fires",
+        "SilentToOperators",
+        SHARE_20,
+        "20m",
+        [({"job": "j"}, SILENT_TO_OPERATORS)],
+    ),
     ("the same exposure once DegradedShareHigh fires", "SilentToOperators", SHARE_20, "50m", []),
-    ("a named degradation active for 20 minutes with no warning alert", "SilentToOperators",
-     [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x30")], "20m",
-     [({"job": "j"}, SILENT_TO_OPERATORS)]),
-    ("a 5% degraded share", "SilentToOperators",
-     [(req('degradation_mode="degraded"'), "0+1x60"), (req('degradation_mode="primary"'), "0+19x60")], "40m", []),
+    (
+        "a named degradation active for 20 minutes with no warning alert",
+        "SilentToOperators",
+        [(f'degradation_active{{{J}, degradation_component="search", degradation_reason="fallback"}}', "1x30")],
+        "20m",
+        [({"job": "j"}, SILENT_TO_OPERATORS)],
+    ),
+    (
+        "a 5% degraded share",
+        "SilentToOperators",
+        [(req('degradation_mode="degraded"'), "0+1x60"), (req('degradation_mode="primary"'), "0+19x60")],
+        "40m",
+        [],
+    ),
     ("a drill's own degradation is not exposure", "SilentToOperators", [(DRILL, "1x30")], "20m", []),
 ]
 # Degraded exposure, 1 or 0 per job: a named degradation active 10 minutes, then exited (its
@@ -321,10 +732,14 @@ FIVE_NUMBERS_SERIES = [
     (req('degradation_mode="degraded"'), "_x2 3x20"),
     (req('degradation_mode="primary"'), "_x2 9x20"),
     # the framework's own token counts of the same calls, left out of every number
-    (f'gen_ai_client_token_usage_sum{{{FOREIGN}, gen_ai_operation_name="chat", gen_ai_token_type="input"}}',
-     "_x2 1200x20"),
-    (f'gen_ai_client_token_usage_sum{{{FOREIGN}, gen_ai_operation_name="chat", gen_ai_token_type="cache_read"}}',
-     "_x2 900x20"),
+    (
+        f'gen_ai_client_token_usage_sum{{{FOREIGN}, gen_ai_operation_name="chat", gen_ai_token_type="input"}}',
+        "_x2 1200x20",
+    ),
+    (
+        f'gen_ai_client_token_usage_sum{{{FOREIGN}, gen_ai_operation_name="chat", gen_ai_token_type="cache_read"}}',
+        "_x2 900x20",
+    ),
 ]
 FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such series)
     ("job:agent_run_duration_seconds_degraded:increase30m", {"job": "j"}, 4.5),
@@ -335,15 +750,21 @@ FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such seri
     ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "primary"}, 0.01),
     ("job_mode:agent_run_cost_usd:per_completed_run30m", {"job": "j", "degradation_mode": "degraded"}, 0.07),
     # 3.5 / 4 - 1.25 / 2
-    ("job_evaluation:otel_sampling_evaluation_score:primary_minus_degraded30m",
-     {"job": "j", "gen_ai_evaluation_name": "suite"}, 0.25),
+    (
+        "job_evaluation:otel_sampling_evaluation_score:primary_minus_degraded30m",
+        {"job": "j", "gen_ai_evaluation_name": "suite"},
+        0.25,
+    ),
     ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
     ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "primary"}, 0.5),
     ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0),
     # no ratio for the framework's series (they have no mode): they were never read
     ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": ""}, None),
-    ("job_mode_outcome:agent_runs:increase30m",
-     {"job": "j", "degradation_mode": "degraded", "agent_run_outcome": "failed"}, 2),
+    (
+        "job_mode_outcome:agent_runs:increase30m",
+        {"job": "j", "degradation_mode": "degraded", "agent_run_outcome": "failed"},
+        2,
+    ),
     ("job:otel_sampling_sampling_degraded:ratio30m", {"job": "j"}, 0.25),
     ("job:otel_sampling_sampling_requests:increase30m", {"job": "j"}, 12),
 ]
@@ -366,43 +787,62 @@ def promtool_tests(step: str) -> dict:
         if (alert in DAY_ALERTS) != (step == "10m"):
             continue
         rule = rules[PREFIX + alert]
-        tests.append({
-            "name": f"{alert}: {name}",
-            "interval": step,
-            "input_series": [{"series": s, "values": v} for s, v in series],
-            "alert_rule_test": [{
-                "eval_time": eval_time,
-                "alertname": PREFIX + alert,
-                "exp_alerts": [{
-                    "exp_labels": {"severity": rule["labels"]["severity"], **labels},
-                    "exp_annotations": {
-                        "summary": rule["annotations"]["summary"],
-                        "description": description,
-                        "runbook_url": f"{CONFIG.runbook_url}#{(PREFIX + alert).lower()}",
-                    },
-                } for labels, description in expected],
-            }],
-        })
+        tests.append(
+            {
+                "name": f"{alert}: {name}",
+                "interval": step,
+                "input_series": [{"series": s, "values": v} for s, v in series],
+                "alert_rule_test": [
+                    {
+                        "eval_time": eval_time,
+                        "alertname": PREFIX + alert,
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {"severity": rule["labels"]["severity"], **labels},
+                                "exp_annotations": {
+                                    "summary": rule["annotations"]["summary"],
+                                    "description": description,
+                                    "runbook_url": f"{CONFIG.runbook_url}#{(PREFIX + alert).lower()}",
+                                },
+                            }
+                            for labels, description in expected
+                        ],
+                    }
+                ],
+            }
+        )
     if step == "10m":
         return {"rule_files": [str(RULES)], "evaluation_interval": step, "tests": tests}
-    tests.append({
-        "name": "the five numbers and the degraded share, recorded",
-        "interval": "1m",
-        "input_series": [{"series": s, "values": v} for s, v in FIVE_NUMBERS_SERIES],
-        "promql_expr_test": [{"expr": promql_labels(series, labels), "eval_time": "10m",
-                              "exp_samples": [] if value is None else [
-                                  {"labels": promql_labels(series, labels), "value": value}]}
-                             for series, labels, value in FIVE_NUMBERS_EXPECTED],
-    })
-    tests.append({
-        "name": "degraded exposure, recorded",
-        "interval": "1m",
-        "input_series": [{"series": s, "values": v} for s, v in EXPOSURE_SERIES],
-        "promql_expr_test": [
-            {"expr": EXPOSURE, "eval_time": time,
-             "exp_samples": [{"labels": promql_labels(EXPOSURE, {"job": "j"}), "value": value}]}
-            for time, value in EXPOSURE_EXPECTED],
-    })
+    tests.append(
+        {
+            "name": "the five numbers and the degraded share, recorded",
+            "interval": "1m",
+            "input_series": [{"series": s, "values": v} for s, v in FIVE_NUMBERS_SERIES],
+            "promql_expr_test": [
+                {
+                    "expr": promql_labels(series, labels),
+                    "eval_time": "10m",
+                    "exp_samples": [] if value is None else [{"labels": promql_labels(series, labels), "value": value}],
+                }
+                for series, labels, value in FIVE_NUMBERS_EXPECTED
+            ],
+        }
+    )
+    tests.append(
+        {
+            "name": "degraded exposure, recorded",
+            "interval": "1m",
+            "input_series": [{"series": s, "values": v} for s, v in EXPOSURE_SERIES],
+            "promql_expr_test": [
+                {
+                    "expr": EXPOSURE,
+                    "eval_time": time,
+                    "exp_samples": [{"labels": promql_labels(EXPOSURE, {"job": "j"}), "value": value}],
+                }
+                for time, value in EXPOSURE_EXPECTED
+            ],
+        }
+    )
     return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
 
 
@@ -461,16 +901,31 @@ def test_every_runbook_link_has_its_section(alert):
 def test_the_degraded_share_is_not_recorded_over_a_quiet_window(tmp_path):
     """Requests that stopped more than a window ago: the share is absent (no NaN sample to graph or
     compare), like every five-numbers ratio; the request count still records 0."""
-    tests = {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m",
-        "input_series": [{"series": req('degradation_mode="degraded"'), "values": "1x90"}],
-        "promql_expr_test": [
-            {"expr": "job:otel_sampling_sampling_degraded:ratio30m", "eval_time": "60m", "exp_samples": []},
-            {"expr": "job:otel_sampling_sampling_requests:increase30m", "eval_time": "60m",
-             "exp_samples": [{"labels": promql_labels("job:otel_sampling_sampling_requests:increase30m", {"job": "j"}),
-                              "value": 0}]},
+    tests = {
+        "rule_files": [str(RULES)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": req('degradation_mode="degraded"'), "values": "1x90"}],
+                "promql_expr_test": [
+                    {"expr": "job:otel_sampling_sampling_degraded:ratio30m", "eval_time": "60m", "exp_samples": []},
+                    {
+                        "expr": "job:otel_sampling_sampling_requests:increase30m",
+                        "eval_time": "60m",
+                        "exp_samples": [
+                            {
+                                "labels": promql_labels(
+                                    "job:otel_sampling_sampling_requests:increase30m", {"job": "j"}
+                                ),
+                                "value": 0,
+                            }
+                        ],
+                    },
+                ],
+            }
         ],
-    }]}
+    }
     result = promtool_test(tmp_path / "quiet_test.yaml", tests)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -482,10 +937,18 @@ def test_a_count_at_the_threshold_does_not_fire_when_increase_extrapolates(tmp_p
     (``for`` 0, as in ``MixinConfig.for_short_run``, so one evaluation decides)."""
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump(rule_groups(MixinConfig(stalls_for="0m"))))
-    tests = {"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [{
-        "interval": "40s",  # a scrape every 40 s, an evaluation every minute: every other one is off the grid
-        "input_series": [{"series": f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "values": "1x30 2 3 4x100"}],
-        "alert_rule_test": [{"eval_time": "41m", "alertname": f"{PREFIX}StallsHigh", "exp_alerts": []}],
-    }]}
+    tests = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "40s",  # a scrape every 40 s, an evaluation every minute: every other one is off the grid
+                "input_series": [
+                    {"series": f"otel_sampling_sampling_stalls_total{{{J}, {S}}}", "values": "1x30 2 3 4x100"}
+                ],
+                "alert_rule_test": [{"eval_time": "41m", "alertname": f"{PREFIX}StallsHigh", "exp_alerts": []}],
+            }
+        ],
+    }
     result = promtool_test(tmp_path / "extrapolated_test.yaml", tests)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -53,15 +53,21 @@ PYDANTIC_AI_SCOPE = ("pydantic-ai", "2.68.0")
 PYDANTIC_AI_DESCRIPTION = "Measures number of input and output tokens used"
 
 
-def _framework_tokens(provider: MeterProvider, scope: tuple[str, str], description: str,
-                      usages: list[tuple[str, int, int]]) -> None:
+def _framework_tokens(
+    provider: MeterProvider, scope: tuple[str, str], description: str, usages: list[tuple[str, int, int]]
+) -> None:
     """What the framework records for the same calls: input and output tokens per response, with
     its attributes (operation, provider, models, token type) and no degradation.mode."""
     tokens = provider.get_meter(*scope).create_histogram(
-        names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN, description=description)
+        names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN, description=description
+    )
     for served, input_tokens, output_tokens in usages:
-        attributes = {names.GEN_AI_OPERATION_NAME: "chat", names.GEN_AI_PROVIDER_NAME: "anthropic",
-                      names.GEN_AI_REQUEST_MODEL: MODEL, names.GEN_AI_RESPONSE_MODEL: served}
+        attributes = {
+            names.GEN_AI_OPERATION_NAME: "chat",
+            names.GEN_AI_PROVIDER_NAME: "anthropic",
+            names.GEN_AI_REQUEST_MODEL: MODEL,
+            names.GEN_AI_RESPONSE_MODEL: served,
+        }
         tokens.record(input_tokens, {**attributes, names.GEN_AI_TOKEN_TYPE: "input"})
         tokens.record(output_tokens, {**attributes, names.GEN_AI_TOKEN_TYPE: "output"})
 
@@ -72,8 +78,12 @@ def _workload(url: str) -> list[tuple[str, int, int]]:
     usages = []
     for scenario in CALLS:
         with osm.run("triage"):
-            message = client.messages.create(model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "hi"}],
-                                             extra_headers={"x-fake-scenario": scenario} if scenario else None)
+            message = client.messages.create(
+                model=MODEL,
+                max_tokens=16,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"x-fake-scenario": scenario} if scenario else None,
+            )
         usages.append((message.model, message.usage.input_tokens, message.usage.output_tokens))
     return usages
 
@@ -103,9 +113,12 @@ def stores(scrapes, tmp_path_factory) -> Iterator[tuple[PrometheusServer, Promet
     rules = tmp_path_factory.mktemp("rules")
     write(MixinConfig(), rules)
     ours, both = scrapes
-    with (StaticMetrics(ours) as a, StaticMetrics(both) as b,
-          PrometheusServer([a.target], [rules / "alerts" / RULES_FILE]) as only_ours,
-          PrometheusServer([b.target], [rules / "alerts" / RULES_FILE]) as mixed):
+    with (
+        StaticMetrics(ours) as a,
+        StaticMetrics(both) as b,
+        PrometheusServer([a.target], [rules / "alerts" / RULES_FILE]) as only_ours,
+        PrometheusServer([b.target], [rules / "alerts" / RULES_FILE]) as mixed,
+    ):
         for store in (only_ours, mixed):
             store.wait_for_scrape()
             store.wait_for_rules()
@@ -116,18 +129,24 @@ def _queries(config: MixinConfig, root: Path) -> dict[str, str]:
     """Every rule expression and dashboard query of ``config`` (Grafana variables expanded), by where
     it is; the ALERTS annotation is left out (it reads alert states, whose timing is the server's)."""
     write(config, root)
-    queries = {f"rule {rule.get('record') or rule['alert']}": rule["expr"]
-               for group in rule_groups(config)["groups"] for rule in group["rules"]}
-    queries.update({where: expand(expr) for where, expr, _ in dashboard_queries(root / "dashboards")
-                    if "ALERTS" not in expr})
+    queries = {
+        f"rule {rule.get('record') or rule['alert']}": rule["expr"]
+        for group in rule_groups(config)["groups"]
+        for rule in group["rules"]
+    }
+    queries.update(
+        {where: expand(expr) for where, expr, _ in dashboard_queries(root / "dashboards") if "ALERTS" not in expr}
+    )
     return queries
 
 
 def _result(store: PrometheusServer, expr: str, at: float) -> list[tuple[tuple[tuple[str, str], ...], str]]:
     """The instant vector of ``expr`` at ``at``: (labels, value) pairs, sorted; ``instance`` (the
     address each store scraped) left out."""
-    return sorted((tuple(sorted((k, v) for k, v in s["metric"].items() if k != "instance")), s["value"][1])
-                  for s in store.api("query", query=expr, time=str(at))["result"])
+    return sorted(
+        (tuple(sorted((k, v) for k, v in s["metric"].items() if k != "instance")), s["value"][1])
+        for s in store.api("query", query=expr, time=str(at))["result"]
+    )
 
 
 def _now(store: PrometheusServer) -> float:
@@ -136,12 +155,17 @@ def _now(store: PrometheusServer) -> float:
 
 def test_the_scrapes_hold_the_two_scopes_as_the_exporter_labels_them(scrapes):
     ours, both = scrapes
-    token_sums = [s for family in text_string_to_metric_families(both) for s in family.samples
-                  if s.name == "gen_ai_client_token_usage_sum"]
+    token_sums = [
+        s
+        for family in text_string_to_metric_families(both)
+        for s in family.samples
+        if s.name == "gen_ai_client_token_usage_sum"
+    ]
     assert {s.labels["otel_scope_name"] for s in token_sums} == {names.SCOPE_NAME, PYDANTIC_AI_SCOPE[0]}
     assert all(s.labels.get("degradation_mode") for s in token_sums if s.labels["otel_scope_name"] == names.SCOPE_NAME)
-    assert not any(s.labels.get("degradation_mode") for s in token_sums
-                   if s.labels["otel_scope_name"] == PYDANTIC_AI_SCOPE[0])
+    assert not any(
+        s.labels.get("degradation_mode") for s in token_sums if s.labels["otel_scope_name"] == PYDANTIC_AI_SCOPE[0]
+    )
     assert 'otel_scope_name="pydantic-ai"' not in ours
 
 
@@ -149,8 +173,11 @@ def test_a_second_scope_changes_no_query_result(stores, tmp_path):
     only_ours, mixed = stores
     at = min(_now(only_ours), _now(mixed))
     queries = _queries(MixinConfig(), tmp_path)
-    differ = {where: (a, b) for where, expr in queries.items()
-              if (a := _result(only_ours, expr, at)) != (b := _result(mixed, expr, at))}
+    differ = {
+        where: (a, b)
+        for where, expr in queries.items()
+        if (a := _result(only_ours, expr, at)) != (b := _result(mixed, expr, at))
+    }
     assert differ == {}
     # not vacuous: the token queries read our series
     tokens = [where for where, expr in queries.items() if "gen_ai_client_token_usage" in expr]
@@ -161,21 +188,31 @@ def test_without_the_scope_selector_the_framework_s_tokens_mix_in(stores, tmp_pa
     only_ours, mixed = stores
     at = min(_now(only_ours), _now(mixed))
     queries = _queries(MixinConfig(scope_selector=""), tmp_path)
-    tokens = {where: expr for where, expr in queries.items()
-              if "gen_ai_client_token_usage" in expr and where.startswith("providers.json")}
+    tokens = {
+        where: expr
+        for where, expr in queries.items()
+        if "gen_ai_client_token_usage" in expr and where.startswith("providers.json")
+    }
     assert tokens
     assert [where for where, expr in tokens.items() if _result(only_ours, expr, at) != _result(mixed, expr, at)]
 
 
-@pytest.mark.xfail(strict=True, reason="opentelemetry-exporter-prometheus 0.66b2 merges the series of one name, "
-                   "description and unit across scopes into one family with the label names of the scope that "
-                   "recorded first: a peer using the semantic conventions' description, recording first, "
-                   "relabels our token series")
+@pytest.mark.xfail(
+    strict=True,
+    reason="opentelemetry-exporter-prometheus 0.66b2 merges the series of one name, "
+    "description and unit across scopes into one family with the label names of the scope that "
+    "recorded first: a peer using the semantic conventions' description, recording first, "
+    "relabels our token series",
+)
 def test_a_peer_with_the_semconv_description_leaves_our_series_labels_intact(fake_provider):
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    _framework_tokens(provider, ("opentelemetry.instrumentation.genai_peer", "1.0"),
-                      "Number of input and output tokens used.", [(MODEL, 7, 3)])
+    _framework_tokens(
+        provider,
+        ("opentelemetry.instrumentation.genai_peer", "1.0"),
+        "Number of input and output tokens used.",
+        [(MODEL, 7, 3)],
+    )
     instrumentor = AnthropicInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=provider)
     try:
@@ -184,8 +221,11 @@ def test_a_peer_with_the_semconv_description_leaves_our_series_labels_intact(fak
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
-    ours = [s.labels for family in text_string_to_metric_families(text) for s in family.samples
-            if s.name == "gen_ai_client_token_usage_sum" and s.labels.get("otel_scope_name") == names.SCOPE_NAME]
+    ours = [
+        s.labels
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "gen_ai_client_token_usage_sum" and s.labels.get("otel_scope_name") == names.SCOPE_NAME
+    ]
     assert len(ours) >= len(CALLS)
     assert all(labels.get("degradation_mode") in (names.MODE_PRIMARY, names.MODE_DEGRADED) for labels in ours)
-

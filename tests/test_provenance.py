@@ -47,7 +47,11 @@ def test_a_stamp_names_the_configuration_that_produced_the_answer(endpoint_polic
     assert json.loads(json.dumps(stamp)) == stamp
     assert set(stamp) == set(provenance.FIELDS)
     assert {k: stamp[k] for k in ("model", "provider", "region", "mode")} == {
-        "model": "claude-sonnet-5-5", "provider": "anthropic", "region": "eu", "mode": "primary"}
+        "model": "claude-sonnet-5-5",
+        "provider": "anthropic",
+        "region": "eu",
+        "mode": "primary",
+    }
     assert re.fullmatch(r"[0-9a-f]{12}", stamp["config_id"])
     created = dt.datetime.fromisoformat(stamp["created_at"].replace("Z", "+00:00"))
     assert abs((dt.datetime.now(dt.timezone.utc) - created).total_seconds()) < 3600
@@ -68,8 +72,11 @@ def test_a_degraded_answer_served_after_recovery_is_a_mismatch(endpoint_policy, 
         assert provenance.lookup(hit=True, stamp={"mode": "sideways"}) == "unstamped"  # not a stamp of ours
         assert provenance.lookup(hit=False) == "unstamped"
     assert instrumented.counts(names.METRIC_CACHE_LOOKUPS, *KEYS) == {
-        ("hit", "degraded", "mismatch"): 1, ("hit", "primary", "match"): 1,
-        ("hit", "unstamped", "unstamped"): 2, ("miss", "unstamped", "unstamped"): 1}
+        ("hit", "degraded", "mismatch"): 1,
+        ("hit", "primary", "match"): 1,
+        ("hit", "unstamped", "unstamped"): 2,
+        ("miss", "unstamped", "unstamped"): 1,
+    }
     (run_span,) = instrumented.spans("invoke_agent later, recovered")
     # the span keeps the last lookup's attributes
     assert [run_span.attributes[k] for k in KEYS] == ["miss", "unstamped", "unstamped"]
@@ -88,10 +95,18 @@ def test_bad_arguments():
         provenance.stamp(model=5)
 
 
-@pytest.mark.parametrize("stamp", [
-    {"mode": ["primary"]}, {"mode": {"a": 1}}, {"mode": "primary", "model": 3, "region": ["eu"]},
-    {"mode": "degraded", "config_id": "c" * 1_000_000}, {1: 2}, "primary", 42,
-])
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        {"mode": ["primary"]},
+        {"mode": {"a": 1}},
+        {"mode": "primary", "model": 3, "region": ["eu"]},
+        {"mode": "degraded", "config_id": "c" * 1_000_000},
+        {1: 2},
+        "primary",
+        42,
+    ],
+)
 def test_a_malformed_stamp_is_counted_with_bounded_labels(mcp_instrumented, stamp):
     match = osm.provenance.lookup(hit=True, stamp=stamp)
     assert match in (names.CACHE_MATCH, names.CACHE_MISMATCH, names.CACHE_UNSTAMPED)

@@ -54,9 +54,10 @@ INT64 = 2**63
 
 # ---------------------------------------------------------------- JSON of any shape
 text = st.text(max_size=12) | st.sampled_from(["", "\x00", "\u202e", "refusal", "error"])
-json_leaf = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | text)
-json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=3)
-                          | st.dictionaries(text, inner, max_size=3), max_leaves=8)
+json_leaf = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | text
+json_value = st.recursive(
+    json_leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3), max_leaves=8
+)
 
 
 def either(shaped: st.SearchStrategy, odd_share: st.SearchStrategy = json_value) -> st.SearchStrategy:
@@ -68,81 +69,172 @@ def members(required: dict, optional: dict) -> st.SearchStrategy:
     return st.fixed_dictionaries(required, optional=optional)
 
 
-counts = st.integers(0, 10**6) | st.sampled_from([-1, -(10**9), INT64 - 1, INT64, 2**70, True, False, 1.5,
-                                                  float("nan"), float("inf"), "12", None])
+counts = st.integers(0, 10**6) | st.sampled_from(
+    [-1, -(10**9), INT64 - 1, INT64, 2**70, True, False, 1.5, float("nan"), float("inf"), "12", None]
+)
 models = st.sampled_from([PRICED, PRICED, "other-model"]) | json_leaf
 codes = st.sampled_from(["server_error", "rate_limit_exceeded", "timeout_error", "overloaded_error", 429, 500, ""])
-errors = st.sampled_from([None, None, None, False, 0, "", [], {}]) | json_value | members(
-    {}, {"code": codes | json_leaf, "type": codes | json_leaf, "message": text})
+errors = (
+    st.sampled_from([None, None, None, False, 0, "", [], {}])
+    | json_value
+    | members({}, {"code": codes | json_leaf, "type": codes | json_leaf, "message": text})
+)
 refusals = st.sampled_from([None, None, "", "I can't help with that."]) | json_leaf
 
 # Chat Completions
-chat_usage = members({}, {"prompt_tokens": counts, "completion_tokens": counts,
-                          "prompt_tokens_details": either(members({}, {"cached_tokens": counts}))})
+chat_usage = members(
+    {},
+    {
+        "prompt_tokens": counts,
+        "completion_tokens": counts,
+        "prompt_tokens_details": either(members({}, {"cached_tokens": counts})),
+    },
+)
 chat_message = members({}, {"role": st.just("assistant"), "content": st.none() | text, "refusal": refusals})
 finish_reasons = st.sampled_from(["stop", "length", "content_filter", "tool_calls"]) | json_leaf
-chat_choice = members({}, {"index": st.integers(0, 3), "message": either(chat_message),
-                           "finish_reason": finish_reasons})
-chat_body = members({}, {"id": text, "object": st.just("chat.completion"), "model": models,
-                         "choices": either(st.lists(either(chat_choice), max_size=2)),
-                         "usage": either(chat_usage), "error": errors})
+chat_choice = members(
+    {}, {"index": st.integers(0, 3), "message": either(chat_message), "finish_reason": finish_reasons}
+)
+chat_body = members(
+    {},
+    {
+        "id": text,
+        "object": st.just("chat.completion"),
+        "model": models,
+        "choices": either(st.lists(either(chat_choice), max_size=2)),
+        "usage": either(chat_usage),
+        "error": errors,
+    },
+)
 chat_delta = members({}, {"content": st.none() | text, "refusal": refusals})
-chat_chunk = members({}, {"id": text, "model": models, "usage": either(chat_usage),
-                          "choices": either(st.lists(either(members({}, {"index": st.integers(0, 3),
-                                                                         "delta": either(chat_delta),
-                                                                         "finish_reason": finish_reasons})),
-                                                     max_size=2)),
-                          "error": errors})
+chat_chunk = members(
+    {},
+    {
+        "id": text,
+        "model": models,
+        "usage": either(chat_usage),
+        "choices": either(
+            st.lists(
+                either(
+                    members(
+                        {}, {"index": st.integers(0, 3), "delta": either(chat_delta), "finish_reason": finish_reasons}
+                    )
+                ),
+                max_size=2,
+            )
+        ),
+        "error": errors,
+    },
+)
 chat_events = st.lists(either(chat_chunk).map(lambda data: (None, data)), max_size=4)
 
 # Messages (anthropic)
-anthropic_usage = members({}, {"input_tokens": counts, "output_tokens": counts, "cache_read_input_tokens": counts,
-                               "cache_creation_input_tokens": counts})
-blocks = st.lists(either(members({"type": st.sampled_from(["text", "tool_use", "thinking"])}, {"text": text})),
-                  max_size=2)
+anthropic_usage = members(
+    {},
+    {
+        "input_tokens": counts,
+        "output_tokens": counts,
+        "cache_read_input_tokens": counts,
+        "cache_creation_input_tokens": counts,
+    },
+)
+blocks = st.lists(
+    either(members({"type": st.sampled_from(["text", "tool_use", "thinking"])}, {"text": text})), max_size=2
+)
 stop_reasons = st.sampled_from(["end_turn", "max_tokens", "refusal", "tool_use"]) | json_leaf
-anthropic_body = members({}, {"id": text, "type": st.sampled_from(["message", "message", "error"]) | json_leaf,
-                              "role": st.just("assistant"), "model": models, "content": either(blocks),
-                              "stop_reason": stop_reasons, "usage": either(anthropic_usage), "error": errors})
+anthropic_body = members(
+    {},
+    {
+        "id": text,
+        "type": st.sampled_from(["message", "message", "error"]) | json_leaf,
+        "role": st.just("assistant"),
+        "model": models,
+        "content": either(blocks),
+        "stop_reason": stop_reasons,
+        "usage": either(anthropic_usage),
+        "error": errors,
+    },
+)
 anthropic_event = st.one_of(
     members({"type": st.just("message_start")}, {"message": either(anthropic_body)}),
     members({"type": st.just("content_block_start")}, {"index": st.integers(0, 2), "content_block": json_value}),
-    members({"type": st.just("content_block_delta")}, {"index": st.integers(0, 2), "delta": either(
-        members({"type": st.just("text_delta")}, {"text": text}))}),
-    members({"type": st.just("message_delta")}, {"delta": either(members({}, {"stop_reason": stop_reasons})),
-                                                 "usage": either(anthropic_usage)}),
+    members(
+        {"type": st.just("content_block_delta")},
+        {"index": st.integers(0, 2), "delta": either(members({"type": st.just("text_delta")}, {"text": text}))},
+    ),
+    members(
+        {"type": st.just("message_delta")},
+        {"delta": either(members({}, {"stop_reason": stop_reasons})), "usage": either(anthropic_usage)},
+    ),
     st.just({"type": "message_stop"}),
     members({"type": st.just("error")}, {"error": errors}),
     json_value,
 )
-event_names = st.sampled_from(["message_start", "content_block_start", "content_block_delta", "message_delta",
-                               "message_stop", "ping", "error"])
-anthropic_events = st.lists(st.tuples(st.none() | event_names, anthropic_event).map(
-    lambda pair: (pair[0] or (pair[1].get("type") if isinstance(pair[1], dict) else None), pair[1])), max_size=5)
+event_names = st.sampled_from(
+    ["message_start", "content_block_start", "content_block_delta", "message_delta", "message_stop", "ping", "error"]
+)
+anthropic_events = st.lists(
+    st.tuples(st.none() | event_names, anthropic_event).map(
+        lambda pair: (pair[0] or (pair[1].get("type") if isinstance(pair[1], dict) else None), pair[1])
+    ),
+    max_size=5,
+)
 
 # Responses
 part = members({"type": st.sampled_from(["output_text", "refusal"])}, {"text": text, "refusal": text})
-output_item = members({"type": st.sampled_from(["message", "function_call", "reasoning"])},
-                      {"role": st.just("assistant"), "content": either(st.lists(either(part), max_size=2))})
-responses_usage = members({}, {"input_tokens": counts, "output_tokens": counts,
-                               "input_tokens_details": either(members({}, {"cached_tokens": counts}))})
+output_item = members(
+    {"type": st.sampled_from(["message", "function_call", "reasoning"])},
+    {"role": st.just("assistant"), "content": either(st.lists(either(part), max_size=2))},
+)
+responses_usage = members(
+    {},
+    {
+        "input_tokens": counts,
+        "output_tokens": counts,
+        "input_tokens_details": either(members({}, {"cached_tokens": counts})),
+    },
+)
 statuses = st.sampled_from(["completed", "incomplete", "failed", "in_progress"]) | json_leaf
-responses_body = members({}, {"id": text, "object": st.just("response"), "model": models, "status": statuses,
-                              "output": either(st.lists(either(output_item), max_size=2)),
-                              "incomplete_details": either(members({}, {"reason": st.sampled_from(
-                                  ["max_output_tokens", "content_filter"]) | json_leaf})),
-                              "usage": either(responses_usage), "error": errors})
+responses_body = members(
+    {},
+    {
+        "id": text,
+        "object": st.just("response"),
+        "model": models,
+        "status": statuses,
+        "output": either(st.lists(either(output_item), max_size=2)),
+        "incomplete_details": either(
+            members({}, {"reason": st.sampled_from(["max_output_tokens", "content_filter"]) | json_leaf})
+        ),
+        "usage": either(responses_usage),
+        "error": errors,
+    },
+)
 responses_event = st.one_of(
-    members({"type": st.sampled_from(["response.created", "response.in_progress", "response.completed",
-                                      "response.incomplete", "response.failed"])},
-            {"response": either(responses_body), "sequence_number": st.integers(0, 9)}),
+    members(
+        {
+            "type": st.sampled_from(
+                [
+                    "response.created",
+                    "response.in_progress",
+                    "response.completed",
+                    "response.incomplete",
+                    "response.failed",
+                ]
+            )
+        },
+        {"response": either(responses_body), "sequence_number": st.integers(0, 9)},
+    ),
     members({"type": st.just("response.output_text.delta")}, {"delta": text}),
     members({"type": st.just("error")}, {"code": codes | json_leaf, "message": text}),
     json_value,
 )
-responses_events = st.lists(responses_event.map(
-    lambda data: (data.get("type") if isinstance(data, dict) and isinstance(data.get("type"), str) else None, data)),
-    max_size=4)
+responses_events = st.lists(
+    responses_event.map(
+        lambda data: (data.get("type") if isinstance(data, dict) and isinstance(data.get("type"), str) else None, data)
+    ),
+    max_size=4,
+)
 
 BODIES = {"anthropic": either(anthropic_body), "chat": either(chat_body), "responses": either(responses_body)}
 STREAMS = {"anthropic": anthropic_events, "chat": chat_events, "responses": responses_events}
@@ -168,7 +260,10 @@ def stream_has_answer(api: str, events: list) -> bool:
     if api == "chat":  # the SDK raises on a chunk with a truthy error before yielding it
         return not any(_truthy_error(d) for d in datas) and any(
             isinstance(c, dict) and isinstance(c.get("finish_reason"), str)
-            for d in datas if isinstance(d.get("choices"), list) for c in d["choices"])
+            for d in datas
+            if isinstance(d.get("choices"), list)
+            for c in d["choices"]
+        )
     if api == "anthropic":
         read = [d for name, d in events if name not in (None, "ping") and isinstance(d, dict)]
         if any(name == "error" for name, _ in events):  # the SDK raises an `event: error`
@@ -177,10 +272,19 @@ def stream_has_answer(api: str, events: list) -> bool:
         return started and any(d.get("type") == "message_stop" for d in read)
     if any(_truthy_error(d) for d in datas):  # the SDK raises it when the host reads that far
         return False
-    final = next((d for d in datas if d.get("type") in ("response.completed", "response.incomplete",
-                                                        "response.failed", "error")), None)  # the stream's end
-    return (final is not None and final["type"] in ("response.completed", "response.incomplete")
-            and has_answer("responses", final.get("response")))
+    final = next(
+        (
+            d
+            for d in datas
+            if d.get("type") in ("response.completed", "response.incomplete", "response.failed", "error")
+        ),
+        None,
+    )  # the stream's end
+    return (
+        final is not None
+        and final["type"] in ("response.completed", "response.incomplete")
+        and has_answer("responses", final.get("response"))
+    )
 
 
 # ---------------------------------------------------------------- the properties
@@ -188,15 +292,16 @@ class DeltaTelemetry(Telemetry):
     """Each collection holds only what was recorded since the last one: the points of one call."""
 
     def __init__(self) -> None:
-        self.reader = InMemoryMetricReader(preferred_temporality={Counter: AggregationTemporality.DELTA,
-                                                                  Histogram: AggregationTemporality.DELTA})
+        self.reader = InMemoryMetricReader(
+            preferred_temporality={Counter: AggregationTemporality.DELTA, Histogram: AggregationTemporality.DELTA}
+        )
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
 
     def collect(self) -> dict[str, list]:
         """Points by metric name, recorded since the last collection."""
         data = self.reader.get_metrics_data()
         found: dict[str, list] = {}
-        for rm in (data.resource_metrics if data else ()):
+        for rm in data.resource_metrics if data else ():
             for sm in rm.scope_metrics:
                 for metric in sm.metrics:
                     found.setdefault(metric.name, []).extend(metric.data.data_points)
@@ -210,8 +315,9 @@ def priced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     telemetry.meter_provider.shutdown()
 
 
-def check_one_call(telemetry: DeltaTelemetry, api: str, answer: object, answered: bool, stream: bool,
-                   run_async: bool = False) -> None:
+def check_one_call(
+    telemetry: DeltaTelemetry, api: str, answer: object, answered: bool, stream: bool, run_async: bool = False
+) -> None:
     SPANS.clear()
     telemetry.collect()
     with otel_sampling.run("answers") as run:
@@ -226,19 +332,28 @@ def check_one_call(telemetry: DeltaTelemetry, api: str, answer: object, answered
     points = telemetry.collect()
     durations = points.get(names.METRIC_GEN_AI_OPERATION_DURATION, [])
     assert sum(p.count for p in durations) == 1  # the call is on the metrics, whatever it answered
-    for usd in (attributes.get(names.GEN_AI_USAGE_COST_AMOUNT), run.cost_usd,
-                *(p.value for p in points.get(names.METRIC_CLIENT_COST, []))):
+    for usd in (
+        attributes.get(names.GEN_AI_USAGE_COST_AMOUNT),
+        run.cost_usd,
+        *(p.value for p in points.get(names.METRIC_CLIENT_COST, [])),
+    ):
         assert usd is None or (math.isfinite(usd) and usd >= 0), usd
-    for key in (names.GEN_AI_USAGE_INPUT_TOKENS, names.GEN_AI_USAGE_OUTPUT_TOKENS,
-                names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS):
+    for key in (
+        names.GEN_AI_USAGE_INPUT_TOKENS,
+        names.GEN_AI_USAGE_OUTPUT_TOKENS,
+        names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+    ):
         assert key not in attributes or 0 <= attributes[key] < INT64
     for point in points.get(names.METRIC_GEN_AI_TOKEN_USAGE, []):
         assert point.min >= 0 and point.max < INT64
 
 
-PROPERTY = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                           HealthCheck.data_too_large])
+PROPERTY = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.mark.parametrize("api", ["anthropic", "chat", "responses"])

@@ -55,8 +55,13 @@ TIMEOUT_S = 0.5  # the client's timeout on the "delay=5" calls: the answer never
 def _kwargs(provider: str, scenario: str, stream: bool, marker: str) -> dict:
     headers = {"x-fake-scenario": scenario, "x-test-marker": marker}
     if provider == "anthropic":
-        return {"model": "claude-sonnet-5-5", "max_tokens": 16, "messages": MSG, "stream": stream,
-                "extra_headers": headers}
+        return {
+            "model": "claude-sonnet-5-5",
+            "max_tokens": 16,
+            "messages": MSG,
+            "stream": stream,
+            "extra_headers": headers,
+        }
     extra = {"stream_options": {"include_usage": True}} if stream else {}
     return {"model": "gpt-4o", "messages": MSG, "stream": stream, "extra_headers": headers, **extra}
 
@@ -96,10 +101,13 @@ async def async_call(clients: dict, kind: str, marker: str) -> None:
 
 
 def clients_for(fp, asynchronous: bool) -> dict:
-    a_cls, o_cls = ((anthropic.AsyncAnthropic, openai.AsyncOpenAI) if asynchronous
-                    else (anthropic.Anthropic, openai.OpenAI))
-    return {"anthropic": a_cls(base_url=fp.url, api_key="sk-fake", max_retries=0),
-            "openai": o_cls(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)}
+    a_cls, o_cls = (
+        (anthropic.AsyncAnthropic, openai.AsyncOpenAI) if asynchronous else (anthropic.Anthropic, openai.OpenAI)
+    )
+    return {
+        "anthropic": a_cls(base_url=fp.url, api_key="sk-fake", max_retries=0),
+        "openai": o_cls(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0),
+    }
 
 
 @pytest.fixture

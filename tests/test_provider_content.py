@@ -24,8 +24,12 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.testing.fake_provider import DEFAULT_TEXT
 
 SENTINEL = "SENTINEL-7f3a"
-KW = {"model": "claude-req", "max_tokens": 64, "system": f"You are {SENTINEL}-system",
-      "messages": [{"role": "user", "content": f"Tell me about {SENTINEL}-user"}]}
+KW = {
+    "model": "claude-req",
+    "max_tokens": 64,
+    "system": f"You are {SENTINEL}-system",
+    "messages": [{"role": "user", "content": f"Tell me about {SENTINEL}-user"}],
+}
 
 
 @pytest.fixture
@@ -40,8 +44,9 @@ def capture(telemetry, monkeypatch):
         if max_length is not None:
             monkeypatch.setenv(names.ENV_ATTRIBUTE_MAX_LENGTH, str(max_length))
         instrumentor = instrumentor_class()
-        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider,
-                                logger_provider=logger_provider)
+        instrumentor.instrument(
+            tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider, logger_provider=logger_provider
+        )
         instrumentors.append(instrumentor)
         return telemetry, records
 
@@ -56,8 +61,11 @@ def client(fp) -> anthropic.Anthropic:
 
 def everything_exported(telemetry, records) -> str:
     spans = [(s.name, dict(s.attributes), [dict(e.attributes) for e in s.events]) for s in telemetry.spans()]
-    points = [dict(p.attributes) for m in (names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TOKEN_USAGE)
-              for p in telemetry.points(m)]
+    points = [
+        dict(p.attributes)
+        for m in (names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TOKEN_USAGE)
+        for p in telemetry.points(m)
+    ]
     return repr((spans, points, [(r.body, dict(r.attributes or {})) for r in records]))
 
 
@@ -78,11 +86,14 @@ def test_span_only(capture, fake_provider):
     (span,) = telemetry.spans()
     a = span.attributes
     assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
-        {"type": "text", "content": f"You are {SENTINEL}-system"}]
+        {"type": "text", "content": f"You are {SENTINEL}-system"}
+    ]
     assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == [
-        {"role": "user", "parts": [{"type": "text", "content": f"Tell me about {SENTINEL}-user"}]}]
+        {"role": "user", "parts": [{"type": "text", "content": f"Tell me about {SENTINEL}-user"}]}
+    ]
     assert json.loads(a[names.GEN_AI_OUTPUT_MESSAGES]) == [
-        {"role": "assistant", "parts": [{"type": "text", "content": DEFAULT_TEXT}], "finish_reason": "end_turn"}]
+        {"role": "assistant", "parts": [{"type": "text", "content": DEFAULT_TEXT}], "finish_reason": "end_turn"}
+    ]
     assert records == []
 
 
@@ -98,7 +109,10 @@ def test_event_only_with_a_stream_and_a_tool_call(capture, fake_provider):
     text, tool = output["parts"]
     assert text == {"type": "text", "content": DEFAULT_TEXT}
     assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == (
-        "tool_call", "get_weather", {"city": "Paris"})
+        "tool_call",
+        "get_weather",
+        {"city": "Paris"},
+    )
     assert output["finish_reason"] == "tool_use"
 
 
@@ -143,29 +157,49 @@ def test_output_is_captured_on_every_call_shape(capture, fake_provider, shape):
 # Request shapes: openai's API reference (chat ``messages`` with ``tool_calls`` / ``tool`` messages;
 # Responses ``instructions`` and ``input`` items ``function_call`` / ``function_call_output``).
 
-CHAT_KW = {"model": "gpt-req", "messages": [
-    {"role": "system", "content": f"You are {SENTINEL}-system"},
-    {"role": "user", "content": [{"type": "text", "text": f"Weather in {SENTINEL}-city?"}]},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-    {"role": "tool", "tool_call_id": "call_1", "content": "rainy"},
-]}
+CHAT_KW = {
+    "model": "gpt-req",
+    "messages": [
+        {"role": "system", "content": f"You are {SENTINEL}-system"},
+        {"role": "user", "content": [{"type": "text", "text": f"Weather in {SENTINEL}-city?"}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "rainy"},
+    ],
+}
 CHAT_INPUT = [
     {"role": "system", "parts": [{"type": "text", "content": f"You are {SENTINEL}-system"}]},
     {"role": "user", "parts": [{"type": "text", "content": f"Weather in {SENTINEL}-city?"}]},
-    {"role": "assistant", "parts": [
-        {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}]},
+    {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}],
+    },
     {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "rainy"}]},
 ]
-RESP_KW = {"model": "gpt-req", "instructions": f"You are {SENTINEL}-system", "input": [
-    {"role": "user", "content": f"Weather in {SENTINEL}-city?"},
-    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
-    {"type": "function_call_output", "call_id": "call_1", "output": "rainy"},
-]}
+RESP_KW = {
+    "model": "gpt-req",
+    "instructions": f"You are {SENTINEL}-system",
+    "input": [
+        {"role": "user", "content": f"Weather in {SENTINEL}-city?"},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "rainy"},
+    ],
+}
 RESP_INPUT = [
     {"role": "user", "parts": [{"type": "text", "content": f"Weather in {SENTINEL}-city?"}]},
-    {"role": "assistant", "parts": [
-        {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}]},
+    {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}],
+    },
     {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": "rainy"}]},
 ]
 TOOL_CALL = ("tool_call", "get_weather", {"city": "Paris"})  # the fake provider's openai tool call
@@ -207,7 +241,10 @@ def test_openai_chat_span_only(capture, fake_provider, stream):
     (output,) = json.loads(a[names.GEN_AI_OUTPUT_MESSAGES])
     text, tool = output["parts"]
     assert (output["role"], output["finish_reason"], text) == (
-        "assistant", "tool_calls", {"type": "text", "content": DEFAULT_TEXT})
+        "assistant",
+        "tool_calls",
+        {"type": "text", "content": DEFAULT_TEXT},
+    )
     assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == TOOL_CALL
     assert records == []
 
@@ -223,12 +260,16 @@ def test_openai_responses_event_only(capture, fake_provider, stream):
     assert record.span_id == span.context.span_id
     a = record.attributes
     assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
-        {"type": "text", "content": f"You are {SENTINEL}-system"}]
+        {"type": "text", "content": f"You are {SENTINEL}-system"}
+    ]
     assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == RESP_INPUT
     (output,) = json.loads(a[names.GEN_AI_OUTPUT_MESSAGES])
     text, tool = output["parts"]
     assert (output["role"], output["finish_reason"], text) == (
-        "assistant", "tool_calls", {"type": "text", "content": DEFAULT_TEXT})
+        "assistant",
+        "tool_calls",
+        {"type": "text", "content": DEFAULT_TEXT},
+    )
     assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == TOOL_CALL
 
 
@@ -237,13 +278,15 @@ def test_openai_string_input_is_one_user_message(capture, fake_provider):
     openai_client(fake_provider).responses.create(model="gpt-req", input=f"Tell me about {SENTINEL}")
     (span,) = telemetry.spans()
     assert json.loads(span.attributes[names.GEN_AI_INPUT_MESSAGES]) == [
-        {"role": "user", "parts": [{"type": "text", "content": f"Tell me about {SENTINEL}"}]}]
+        {"role": "user", "parts": [{"type": "text", "content": f"Tell me about {SENTINEL}"}]}
+    ]
     assert names.GEN_AI_SYSTEM_INSTRUCTIONS not in span.attributes
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-@pytest.mark.parametrize(("shape", "stream"), [("raw", False), ("streaming_response", False),
-                                               ("streaming_response", True)])
+@pytest.mark.parametrize(
+    ("shape", "stream"), [("raw", False), ("streaming_response", False), ("streaming_response", True)]
+)
 def test_openai_output_is_captured_on_raw_responses(capture, fake_provider, api, shape, stream):
     telemetry, _ = capture("SPAN_ONLY", instrumentor_class=OpenAIInstrumentor)
     _openai_call(openai_client(fake_provider), api, stream, shape)
@@ -272,19 +315,36 @@ def recording_client() -> tuple[anthropic.Anthropic, list[dict]]:
         bodies.append(json.loads(request.content))
         return httpx2.Response(200, json=ANTHROPIC_MESSAGE)
 
-    c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
-                            http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    c = anthropic.Anthropic(
+        api_key="k",
+        base_url="http://provider.test",
+        max_retries=0,
+        open_telemetry=False,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
     return c, bodies
 
 
-@pytest.mark.parametrize(("kwargs", "sent"), [
-    ({"messages": (m for m in [{"role": "user", "content": "hi"}])},
-     {"messages": [{"role": "user", "content": "hi"}]}),
-    ({"messages": [{"role": "user", "content": (b for b in [{"type": "text", "text": "hi"}])}]},
-     {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}),
-    ({"system": (b for b in [{"type": "text", "text": "be brief"}]), "messages": [{"role": "user", "content": "hi"}]},
-     {"system": [{"type": "text", "text": "be brief"}], "messages": [{"role": "user", "content": "hi"}]}),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "sent"),
+    [
+        (
+            {"messages": (m for m in [{"role": "user", "content": "hi"}])},
+            {"messages": [{"role": "user", "content": "hi"}]},
+        ),
+        (
+            {"messages": [{"role": "user", "content": (b for b in [{"type": "text", "text": "hi"}])}]},
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+        ),
+        (
+            {
+                "system": (b for b in [{"type": "text", "text": "be brief"}]),
+                "messages": [{"role": "user", "content": "hi"}],
+            },
+            {"system": [{"type": "text", "text": "be brief"}], "messages": [{"role": "user", "content": "hi"}]},
+        ),
+    ],
+)
 def test_capture_leaves_one_shot_iterables_in_the_request_to_the_sdk(capturing, kwargs, sent):
     # anthropic's create() takes any Iterable and prepares it inside request(), after our wrapper ran:
     # reading a generator there would send an empty list to the provider.
@@ -310,7 +370,10 @@ def test_a_content_capture_failure_keeps_the_span_and_what_the_response_said(cap
     (span,) = capturing.spans()
     a = span.attributes
     assert (a[names.GEN_AI_RESPONSE_MODEL], a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.ENDING]) == (
-        "claude-req", 3, "completed")
+        "claude-req",
+        3,
+        "completed",
+    )
 
 
 def test_anthropic_sentinels_and_sdk_objects_never_reach_attributes(capturing):
@@ -318,17 +381,24 @@ def test_anthropic_sentinels_and_sdk_objects_never_reach_attributes(capturing):
     # in a request; content capture on, so every part is read.
     c, bodies = recording_client()
     previous = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
-    c.messages.create(model="claude-req", max_tokens=8, system=anthropic.omit, stop_sequences=anthropic.NOT_GIVEN,
-                      stream=anthropic.omit, messages=[{"role": "user", "content": "hi"},
-                                                      {"role": "assistant", "content": previous.content}])
+    c.messages.create(
+        model="claude-req",
+        max_tokens=8,
+        system=anthropic.omit,
+        stop_sequences=anthropic.NOT_GIVEN,
+        stream=anthropic.omit,
+        messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": previous.content}],
+    )
     assert "system" not in bodies[-1] and "stream" not in bodies[-1]
     span = capturing.spans()[-1]
     a = span.attributes
     assert names.GEN_AI_SYSTEM_INSTRUCTIONS not in a and names.GEN_AI_REQUEST_STREAM not in a
     assert all(isinstance(v, (str, int, float, bool, tuple)) for v in a.values())
     assert "Omit" not in repr(dict(a)) and "NotGiven" not in repr(dict(a))
-    assert json.loads(a[names.GEN_AI_INPUT_MESSAGES])[1] == {"role": "assistant",
-                                                             "parts": [{"type": "text", "content": "x"}]}
+    assert json.loads(a[names.GEN_AI_INPUT_MESSAGES])[1] == {
+        "role": "assistant",
+        "parts": [{"type": "text", "content": "x"}],
+    }
 
 
 ECHOED = "SENTINEL-9c41"
@@ -339,8 +409,11 @@ def _echoing(sdk: str):
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         message = f"bad request: {request.content.decode()}"
-        error = ({"type": "error", "error": {"type": "invalid_request_error", "message": message}} if sdk == "anthropic"
-                 else {"error": {"message": message, "type": "invalid_request_error", "code": None, "param": None}})
+        error = (
+            {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+            if sdk == "anthropic"
+            else {"error": {"message": message, "type": "invalid_request_error", "code": None, "param": None}}
+        )
         return httpx2.Response(400, json=error)
 
     return httpx2.Client(transport=httpx2.MockTransport(handler))
@@ -351,18 +424,32 @@ def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_i
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
     try:
-        a = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
-                                http_client=_echoing("anthropic"))
+        a = anthropic.Anthropic(
+            api_key="k",
+            base_url="http://provider.test",
+            max_retries=0,
+            open_telemetry=False,
+            http_client=_echoing("anthropic"),
+        )
         with pytest.raises(anthropic.BadRequestError) as info:
-            a.messages.create(model="claude-req", max_tokens=8, system=ECHOED, metadata={"user_id": ECHOED},
-                              messages=[{"role": "user", "content": ECHOED}],
-                              tools=[{"name": "t", "description": ECHOED, "input_schema": {"type": "object"}}])
+            a.messages.create(
+                model="claude-req",
+                max_tokens=8,
+                system=ECHOED,
+                metadata={"user_id": ECHOED},
+                messages=[{"role": "user", "content": ECHOED}],
+                tools=[{"name": "t", "description": ECHOED, "input_schema": {"type": "object"}}],
+            )
         assert ECHOED in str(info.value)  # the provider did echo it
-        o = openai.OpenAI(api_key="k", base_url="http://provider.test/v1", max_retries=0,
-                          http_client=_echoing("openai"))
+        o = openai.OpenAI(
+            api_key="k", base_url="http://provider.test/v1", max_retries=0, http_client=_echoing("openai")
+        )
         with pytest.raises(openai.BadRequestError) as info:
-            o.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": ECHOED}],
-                                      tools=[{"type": "function", "function": {"name": "t", "description": ECHOED}}])
+            o.chat.completions.create(
+                model="gpt-4o",
+                messages=[{"role": "user", "content": ECHOED}],
+                tools=[{"type": "function", "function": {"name": "t", "description": ECHOED}}],
+            )
         assert ECHOED in str(info.value)
     finally:
         instrumentor.uninstrument()

@@ -40,8 +40,13 @@ cache_read_usd_per_mtok = 0.1
 cache_creation_usd_per_mtok = 1.25
 as_of = 2026-11-01
 """
-COST_ATTRIBUTES = (names.GEN_AI_USAGE_COST_AMOUNT, names.GEN_AI_USAGE_COST_CURRENCY, names.GEN_AI_USAGE_COST_SOURCE,
-                   names.COST_PRICE_SOURCE, names.COST_USD)
+COST_ATTRIBUTES = (
+    names.GEN_AI_USAGE_COST_AMOUNT,
+    names.GEN_AI_USAGE_COST_CURRENCY,
+    names.GEN_AI_USAGE_COST_SOURCE,
+    names.COST_PRICE_SOURCE,
+    names.COST_USD,
+)
 HAIKU_PLAIN_USD = (25 * 1.0 + 5 * 5.0) / 1e6  # the fake provider's 25 input and 5 output tokens
 
 
@@ -57,14 +62,19 @@ def client(fp) -> anthropic.Anthropic:
 def _overloaded_then_fallback(fp) -> anthropic.types.Message:
     c = client(fp)
     with pytest.raises(anthropic.OverloadedError):
-        c.messages.create(model="claude-sonnet-5-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}],
-                          extra_headers={"x-fake-scenario": "status=529"})
+        c.messages.create(
+            model="claude-sonnet-5-5",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-fake-scenario": "status=529"},
+        )
     return c.messages.create(model="claude-haiku-5-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
 
 
 def costs(telemetry) -> dict:
-    return telemetry.counts(names.METRIC_CLIENT_COST, names.GEN_AI_PROVIDER_NAME, names.GEN_AI_RESPONSE_MODEL,
-                            names.DEGRADATION_MODE)
+    return telemetry.counts(
+        names.METRIC_CLIENT_COST, names.GEN_AI_PROVIDER_NAME, names.GEN_AI_RESPONSE_MODEL, names.DEGRADATION_MODE
+    )
 
 
 def test_failover_under_one_parent_is_degraded_and_costed_to_the_fallback(priced, fake_provider):
@@ -77,7 +87,10 @@ def test_failover_under_one_parent_is_degraded_and_costed_to_the_fallback(priced
     assert names.GEN_AI_USAGE_COST_AMOUNT not in primary.attributes  # no usage, no cost
     a = fallback.attributes
     assert (a[names.GEN_AI_RESPONSE_MODEL], a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == (
-        "claude-haiku-5-5", "degraded", ("failover",))
+        "claude-haiku-5-5",
+        "degraded",
+        ("failover",),
+    )
     assert a[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(HAIKU_PLAIN_USD)
     assert costs(priced) == {("anthropic", "claude-haiku-5-5", "degraded"): pytest.approx(HAIKU_PLAIN_USD)}
 
@@ -89,16 +102,20 @@ def test_calls_under_different_parents_are_no_failover(priced, fake_provider):
 
 
 def test_cache_tokens_are_priced(priced, fake_provider):
-    client(fake_provider).messages.create(model="claude-haiku-5-5", max_tokens=64,
-                                          messages=[{"role": "user", "content": "hi"}],
-                                          extra_headers={"x-fake-scenario": "cache"})
+    client(fake_provider).messages.create(
+        model="claude-haiku-5-5",
+        max_tokens=64,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-fake-scenario": "cache"},
+    )
     expected = (25 * 1.0 + 400 * 0.1 + 100 * 1.25 + 5 * 5.0) / 1e6
     assert priced.spans()[0].attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(expected)
 
 
 def test_sampling_request_sums_the_cost_of_its_calls(priced, fake_provider):
-    anyio.run(call_sample_tool, "legacy", provider_host_callback(fake_provider, "status=529",
-                                                                  fallback="claude-haiku-5-5"))
+    anyio.run(
+        call_sample_tool, "legacy", provider_host_callback(fake_provider, "status=529", fallback="claude-haiku-5-5")
+    )
     (sampling,) = priced.spans(names.SPAN_SAMPLING)
     assert sampling.attributes[names.COST_USD] == pytest.approx(HAIKU_PLAIN_USD)
     fallback = priced.spans("chat claude-haiku-5-5")[0]
@@ -108,8 +125,9 @@ def test_sampling_request_sums_the_cost_of_its_calls(priced, fake_provider):
 def test_unknown_model_records_no_cost_and_logs_once(priced, fake_provider, caplog):
     caplog.set_level(logging.DEBUG, logger="otel_sampling.records.provider_call")
     for _ in range(3):
-        client(fake_provider).messages.create(model="claude-unpriced-x", max_tokens=64,
-                                              messages=[{"role": "user", "content": "hi"}])
+        client(fake_provider).messages.create(
+            model="claude-unpriced-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        )
     assert costs(priced) == {}
     assert all(key not in s.attributes for s in priced.spans() for key in COST_ATTRIBUTES)
     assert sum("claude-unpriced-x" in r.getMessage() for r in caplog.records) == 1
@@ -117,8 +135,9 @@ def test_unknown_model_records_no_cost_and_logs_once(priced, fake_provider, capl
 
 # ---------------------------------------------------------------- the default price source: genai-prices
 
-needs_genai_prices = pytest.mark.skipif(importlib.util.find_spec("genai_prices") is None,
-                                        reason="the prices extra (genai-prices) is not installed")
+needs_genai_prices = pytest.mark.skipif(
+    importlib.util.find_spec("genai_prices") is None, reason="the prices extra (genai-prices) is not installed"
+)
 #: genai-prices' data: claude-sonnet-4-5 input $3, output $15, cache read $0.30, cache write $3.75 per
 #: million; the fake's anthropic "cache" answer: 25 uncached, 400 cache reads, 100 cache writes, 5 output.
 SONNET_4_5_CACHED_USD = (25 * 3 + 400 * 0.3 + 100 * 3.75 + 5 * 15) / 1e6
@@ -149,17 +168,24 @@ def openai_client(fp) -> openai.OpenAI:
 def test_an_anthropic_call_is_priced_by_genai_prices(unpriced, fake_provider):
     """A dated snapshot name, cache reads and writes: genai-prices' claude-sonnet-4-5 prices,
     on the span (semconv proposal attributes and the price's source) and the cost metric."""
-    client(fake_provider).messages.create(model="claude-sonnet-4-5-20250929", max_tokens=64,
-                                          messages=[{"role": "user", "content": "hi"}],
-                                          extra_headers={"x-fake-scenario": "cache"})
+    client(fake_provider).messages.create(
+        model="claude-sonnet-4-5-20250929",
+        max_tokens=64,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-fake-scenario": "cache"},
+    )
     (span,) = unpriced.spans()
     a = span.attributes
     assert a[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(SONNET_4_5_CACHED_USD)
     assert (a[names.GEN_AI_USAGE_COST_CURRENCY], a[names.GEN_AI_USAGE_COST_SOURCE], a[names.COST_PRICE_SOURCE]) == (
-        "USD", "local", genai_prices_source())
+        "USD",
+        "local",
+        genai_prices_source(),
+    )
     assert names.COST_USD not in a  # the request's sum, on the sampling span only
     assert costs(unpriced) == {
-        ("anthropic", "claude-sonnet-4-5-20250929", "primary"): pytest.approx(SONNET_4_5_CACHED_USD)}
+        ("anthropic", "claude-sonnet-4-5-20250929", "primary"): pytest.approx(SONNET_4_5_CACHED_USD)
+    }
 
 
 @needs_genai_prices
@@ -167,8 +193,11 @@ def test_an_anthropic_call_is_priced_by_genai_prices(unpriced, fake_provider):
 def test_an_openai_call_with_cache_reads_is_priced_by_genai_prices(unpriced, fake_provider, api):
     c = openai_client(fake_provider)
     if api == "chat":
-        c.chat.completions.create(model="gpt-4o-2024-08-06", messages=[{"role": "user", "content": "hi"}],
-                                  extra_headers={"x-fake-scenario": "cache"})
+        c.chat.completions.create(
+            model="gpt-4o-2024-08-06",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-fake-scenario": "cache"},
+        )
     else:
         c.responses.create(model="gpt-4o-2024-08-06", input="hi", extra_headers={"x-fake-scenario": "cache"})
     (span,) = unpriced.spans()
@@ -178,8 +207,9 @@ def test_an_openai_call_with_cache_reads_is_priced_by_genai_prices(unpriced, fak
 
 @needs_genai_prices
 def test_a_response_without_a_model_is_priced_at_the_requested_model(unpriced, fake_provider):
-    openai_client(fake_provider).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
-                                                         extra_headers={"x-fake-scenario": "no_model"})
+    openai_client(fake_provider).chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "hi"}], extra_headers={"x-fake-scenario": "no_model"}
+    )
     (span,) = unpriced.spans()
     assert names.GEN_AI_RESPONSE_MODEL not in span.attributes
     assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(GPT_4O_PLAIN_USD)
@@ -198,13 +228,15 @@ output_usd_per_mtok = 5.0
 @needs_genai_prices
 def test_the_policy_price_overrides_genai_prices(sonnet_4_5_in_the_table, fake_provider):
     """The table's claude-sonnet-4-5 entry prices its snapshot, not genai-prices' price."""
-    client(fake_provider).messages.create(model="claude-sonnet-4-5-20250929", max_tokens=64,
-                                          messages=[{"role": "user", "content": "hi"}])
+    client(fake_provider).messages.create(
+        model="claude-sonnet-4-5-20250929", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    )
     (span,) = sonnet_4_5_in_the_table.spans()
     assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(HAIKU_PLAIN_USD)  # 25 x 1 + 5 x 5
     assert span.attributes[names.COST_PRICE_SOURCE] == "policy"
     assert costs(sonnet_4_5_in_the_table) == {
-        ("anthropic", "claude-sonnet-4-5-20250929", "primary"): pytest.approx(HAIKU_PLAIN_USD)}
+        ("anthropic", "claude-sonnet-4-5-20250929", "primary"): pytest.approx(HAIKU_PLAIN_USD)
+    }
 
 
 @needs_genai_prices
@@ -212,8 +244,9 @@ def test_a_model_genai_prices_does_not_know_records_no_cost(unpriced, fake_provi
     """No cost attribute and no cost metric point (not a cost of 0); logged once at DEBUG, naming the source."""
     caplog.set_level(logging.DEBUG, logger="otel_sampling.records.provider_call")
     for _ in range(2):
-        client(fake_provider).messages.create(model="claude-unpriced-y", max_tokens=64,
-                                              messages=[{"role": "user", "content": "hi"}])
+        client(fake_provider).messages.create(
+            model="claude-unpriced-y", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        )
     assert costs(unpriced) == {}
     assert all(key not in s.attributes for s in unpriced.spans() for key in COST_ATTRIBUTES)
     (logged,) = [r.getMessage() for r in caplog.records if "claude-unpriced-y" in r.getMessage()]
@@ -223,9 +256,12 @@ def test_a_model_genai_prices_does_not_know_records_no_cost(unpriced, fake_provi
 @needs_genai_prices
 def test_a_hostile_model_name_records_no_cost(unpriced, fake_provider):
     """A served model name of 100,000 characters: not looked up, no cost, the call recorded."""
-    client(fake_provider).messages.create(model="claude-sonnet-4-5", max_tokens=64,
-                                          messages=[{"role": "user", "content": "hi"}],
-                                          extra_headers={"x-fake-scenario": "long_model=100000"})
+    client(fake_provider).messages.create(
+        model="claude-sonnet-4-5",
+        max_tokens=64,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-fake-scenario": "long_model=100000"},
+    )
     (span,) = unpriced.spans()
     assert names.GEN_AI_USAGE_COST_AMOUNT not in span.attributes
     assert span.attributes[names.ENDING] == "completed"

@@ -45,8 +45,16 @@ TEXT = {"type": "text", "text": "hello"}
 
 
 def anthropic_message(**over: object) -> dict:
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [TEXT],
-               "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [TEXT],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
     return {**message, **over}
 
 
@@ -55,21 +63,39 @@ def chat_message(**over: object) -> dict:
 
 
 def chat_completion(message: dict | None = None, finish_reason: str = "stop", **over: object) -> dict:
-    completion = {"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-x",
-                  "choices": [{"index": 0, "message": message or chat_message(), "finish_reason": finish_reason}],
-                  "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    completion = {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-x",
+        "choices": [{"index": 0, "message": message or chat_message(), "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
     return {**completion, **over}
 
 
 def output_message(*parts: dict) -> dict:
-    return {"type": "message", "id": "m1", "role": "assistant", "status": "completed",
-            "content": list(parts) or [{"type": "output_text", "text": "hello", "annotations": []}]}
+    return {
+        "type": "message",
+        "id": "m1",
+        "role": "assistant",
+        "status": "completed",
+        "content": list(parts) or [{"type": "output_text", "text": "hello", "annotations": []}],
+    }
 
 
 def response(**over: object) -> dict:
-    body = {"id": "r1", "object": "response", "created_at": 1, "model": "gpt-x", "status": "completed",
-            "error": None, "incomplete_details": None, "output": [output_message()],
-            "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}}
+    body = {
+        "id": "r1",
+        "object": "response",
+        "created_at": 1,
+        "model": "gpt-x",
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "output": [output_message()],
+        "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4},
+    }
     return {**body, **over}
 
 
@@ -79,23 +105,42 @@ def valid(api: str, **over: object) -> dict:
 
 def chat_chunks(delta: dict | None = None, **first: object) -> list:
     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x"}
-    return [(None, {**chunk, "choices": [{"index": 0, "delta": delta or {"content": "hello"},
-                                          "finish_reason": None}], **first}),
-            (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})]
+    return [
+        (
+            None,
+            {
+                **chunk,
+                "choices": [{"index": 0, "delta": delta or {"content": "hello"}, "finish_reason": None}],
+                **first,
+            },
+        ),
+        (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]
 
 
 def anthropic_events(message: dict | None = None, start: bool = True) -> list:
     events = [("message_start", {"type": "message_start", "message": message or anthropic_message(content=[])})]
     return (events if start else []) + [
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                           "usage": {"output_tokens": 1}}),
-        ("message_stop", {"type": "message_stop"})]
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
 
 
 def responses_events(final: dict, terminal: str = "response.completed") -> list:
-    return [("response.created", {"type": "response.created", "sequence_number": 0,
-                                  "response": {**final, "status": "in_progress", "output": []}}),
-            (terminal, {"type": terminal, "sequence_number": 1, "response": final})]
+    return [
+        (
+            "response.created",
+            {
+                "type": "response.created",
+                "sequence_number": 0,
+                "response": {**final, "status": "in_progress", "output": []},
+            },
+        ),
+        (terminal, {"type": terminal, "sequence_number": 1, "response": final}),
+    ]
 
 
 @pytest.fixture
@@ -105,8 +150,9 @@ def providers(telemetry):
 
 @pytest.fixture
 def priced(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    yield from with_policy(telemetry, tmp_path, monkeypatch, PRICES, MCPSamplingInstrumentor, AnthropicInstrumentor,
-                           OpenAIInstrumentor)
+    yield from with_policy(
+        telemetry, tmp_path, monkeypatch, PRICES, MCPSamplingInstrumentor, AnthropicInstrumentor, OpenAIInstrumentor
+    )
 
 
 def ended(telemetry, api: str, answer: object, stream: bool = False) -> tuple[str | None, str]:
@@ -124,20 +170,30 @@ def ended(telemetry, api: str, answer: object, stream: bool = False) -> tuple[st
 
 # ---------------------------------------------------------------- row 1: the answer reports an error
 @pytest.mark.parametrize("api", ["anthropic", "chat", "responses"])
-@pytest.mark.parametrize("error", ["overloaded", ["overloaded", 529], 529, 1.5, True, {"message": "no name"}],
-                         ids=["string", "list", "integer", "float", "true", "object without a name"])
+@pytest.mark.parametrize(
+    "error",
+    ["overloaded", ["overloaded", 529], 529, 1.5, True, {"message": "no name"}],
+    ids=["string", "list", "integer", "float", "true", "object without a name"],
+)
 def test_row1_an_error_member_of_any_json_type_is_a_failure(providers, api, error):
     assert ended(providers, api, valid(api, error=error)) == ("error", "error")
 
 
-@pytest.mark.parametrize(("api", "error", "expected"), [
-    ("anthropic", {"type": "overloaded_error", "message": "m"}, ("overloaded_error", "model.unavailable")),
-    ("chat", {"code": "rate_limit_exceeded", "type": "requests"}, ("rate_limit_exceeded", "model.unavailable")),
-    ("chat", {"code": None, "type": "timeout_error"}, ("timeout_error", "timeout")),
-    ("responses", {"code": "server_error", "message": "m"}, ("server_error", "model.unavailable")),
-    ("chat", {"code": 429, "message": "m"}, ("429", "error")),  # an integer: its decimal string
-    ("chat", {"code": True, "type": "invalid_request_error"}, ("invalid_request_error", "error")),  # true names nothing
-])
+@pytest.mark.parametrize(
+    ("api", "error", "expected"),
+    [
+        ("anthropic", {"type": "overloaded_error", "message": "m"}, ("overloaded_error", "model.unavailable")),
+        ("chat", {"code": "rate_limit_exceeded", "type": "requests"}, ("rate_limit_exceeded", "model.unavailable")),
+        ("chat", {"code": None, "type": "timeout_error"}, ("timeout_error", "timeout")),
+        ("responses", {"code": "server_error", "message": "m"}, ("server_error", "model.unavailable")),
+        ("chat", {"code": 429, "message": "m"}, ("429", "error")),  # an integer: its decimal string
+        (
+            "chat",
+            {"code": True, "type": "invalid_request_error"},
+            ("invalid_request_error", "error"),
+        ),  # true names nothing
+    ],
+)
 def test_row1_an_error_object_is_named_by_its_fields(providers, api, error, expected):
     assert ended(providers, api, valid(api, error=error)) == expected
 
@@ -162,15 +218,31 @@ def test_row1_a_response_failed_event_is_a_failure_whatever_its_status_says(prov
     assert ended(providers, "responses", events, stream=True) == ("failed", "error")
 
 
-@pytest.mark.parametrize(("api", "body", "events", "expected"), [
-    ("chat", {"error": {"code": 429, "message": "m"}}, [(None, {"error": {"code": 429, "message": "m"}})], "429"),
-    ("anthropic", {"type": "error", "error": {"type": 529, "message": "m"}},
-     [("error", {"type": "error", "error": {"type": 529, "message": "m"}})], "529"),
-    ("responses", response(status="failed", error={"code": 500, "message": "m"}),
-     responses_events(response(status="failed", error={"code": 500, "message": "m"}), "response.failed"), "500"),
-    ("responses", response(status="failed", error={"code": 500, "message": "m"}),
-     [("error", {"type": "error", "sequence_number": 0, "code": 500, "message": "m", "param": None})], "500"),
-], ids=["chat", "anthropic", "responses failed", "responses error event"])
+@pytest.mark.parametrize(
+    ("api", "body", "events", "expected"),
+    [
+        ("chat", {"error": {"code": 429, "message": "m"}}, [(None, {"error": {"code": 429, "message": "m"}})], "429"),
+        (
+            "anthropic",
+            {"type": "error", "error": {"type": 529, "message": "m"}},
+            [("error", {"type": "error", "error": {"type": 529, "message": "m"}})],
+            "529",
+        ),
+        (
+            "responses",
+            response(status="failed", error={"code": 500, "message": "m"}),
+            responses_events(response(status="failed", error={"code": 500, "message": "m"}), "response.failed"),
+            "500",
+        ),
+        (
+            "responses",
+            response(status="failed", error={"code": 500, "message": "m"}),
+            [("error", {"type": "error", "sequence_number": 0, "code": 500, "message": "m", "param": None})],
+            "500",
+        ),
+    ],
+    ids=["chat", "anthropic", "responses failed", "responses error event"],
+)
 def test_row1_an_integer_code_is_the_same_error_type_on_stream_and_non_stream(providers, api, body, events, expected):
     call(api, body)
     call(api, events, stream=True)
@@ -179,29 +251,54 @@ def test_row1_an_integer_code_is_the_same_error_type_on_stream_and_non_stream(pr
 
 
 # ---------------------------------------------------------------- row 2: the answer holds no answer
-@pytest.mark.parametrize(("api", "answer"), [
-    ("chat", chat_completion(choices=None)),
-    ("chat", chat_completion(choices=[])),
-    ("chat", chat_completion(choices=[None, 3])),
-    ("chat", {"id": "c1", "model": "gpt-x"}),
-    ("anthropic", anthropic_message(content=None)),
-    ("anthropic", {"id": "msg_1", "type": "message", "model": "claude-x"}),
-    ("responses", response(output=None)),
-    ("responses", {"id": "r1", "model": "gpt-x", "status": "completed"}),
-    ("chat", []), ("anthropic", "a string"), ("responses", 5), ("chat", None),
-], ids=["chat choices null", "chat choices empty", "chat choices not objects", "chat no choices",
-        "anthropic content null", "anthropic no content", "responses output null", "responses no output",
-        "chat a list body", "anthropic a string body", "responses a number body", "chat a null body"])
+@pytest.mark.parametrize(
+    ("api", "answer"),
+    [
+        ("chat", chat_completion(choices=None)),
+        ("chat", chat_completion(choices=[])),
+        ("chat", chat_completion(choices=[None, 3])),
+        ("chat", {"id": "c1", "model": "gpt-x"}),
+        ("anthropic", anthropic_message(content=None)),
+        ("anthropic", {"id": "msg_1", "type": "message", "model": "claude-x"}),
+        ("responses", response(output=None)),
+        ("responses", {"id": "r1", "model": "gpt-x", "status": "completed"}),
+        ("chat", []),
+        ("anthropic", "a string"),
+        ("responses", 5),
+        ("chat", None),
+    ],
+    ids=[
+        "chat choices null",
+        "chat choices empty",
+        "chat choices not objects",
+        "chat no choices",
+        "anthropic content null",
+        "anthropic no content",
+        "responses output null",
+        "responses no output",
+        "chat a list body",
+        "anthropic a string body",
+        "responses a number body",
+        "chat a null body",
+    ],
+)
 def test_row2_an_answer_without_choices_content_or_output_is_empty(providers, api, answer):
     assert ended(providers, api, answer) == ("empty_response", "error")
 
 
-@pytest.mark.parametrize(("api", "events"), [
-    ("anthropic", anthropic_events(start=False)),
-    ("anthropic", [("message_start", {"type": "message_start", "message": None}), *anthropic_events(start=False)]),
-    ("responses", responses_events(response(output=None))),
-], ids=["anthropic without message_start", "anthropic message_start without a message",
-        "responses terminal output null"])
+@pytest.mark.parametrize(
+    ("api", "events"),
+    [
+        ("anthropic", anthropic_events(start=False)),
+        ("anthropic", [("message_start", {"type": "message_start", "message": None}), *anthropic_events(start=False)]),
+        ("responses", responses_events(response(output=None))),
+    ],
+    ids=[
+        "anthropic without message_start",
+        "anthropic message_start without a message",
+        "responses terminal output null",
+    ],
+)
 def test_row2_a_complete_stream_without_an_answer_is_empty(providers, api, events):
     assert ended(providers, api, events, stream=True) == ("empty_response", "error")
 
@@ -211,11 +308,14 @@ def test_row2_anthropics_documented_empty_end_turn_answer_is_completed(providers
 
 
 # ---------------------------------------------------------------- row 3: a finish reason says the model declined
-@pytest.mark.parametrize(("api", "answer"), [
-    ("anthropic", anthropic_message(stop_reason="refusal")),
-    ("chat", chat_completion(finish_reason="content_filter")),
-    ("responses", response(status="incomplete", incomplete_details={"reason": "content_filter"})),
-])
+@pytest.mark.parametrize(
+    ("api", "answer"),
+    [
+        ("anthropic", anthropic_message(stop_reason="refusal")),
+        ("chat", chat_completion(finish_reason="content_filter")),
+        ("responses", response(status="incomplete", incomplete_details={"reason": "content_filter"})),
+    ],
+)
 def test_row3_a_refusal_finish_reason_is_refused(providers, api, answer):
     assert ended(providers, api, answer) == (None, "refused")
 
@@ -224,13 +324,21 @@ def test_row3_a_refusal_finish_reason_is_refused(providers, api, answer):
 REFUSAL_PART = {"type": "refusal", "refusal": "I can't help with that."}
 
 
-@pytest.mark.parametrize(("api", "answer", "stream"), [
-    ("chat", chat_completion(chat_message(content=None, refusal="I can't help with that.")), False),
-    ("chat", chat_chunks({"refusal": "I can't help with that."}), True),
-    ("responses", response(output=[output_message(REFUSAL_PART)]), False),
-    ("responses", responses_events(response(output=[output_message(REFUSAL_PART)])), True),
-], ids=["chat message.refusal", "chat stream delta.refusal", "responses refusal part",
-        "responses stream refusal part"])
+@pytest.mark.parametrize(
+    ("api", "answer", "stream"),
+    [
+        ("chat", chat_completion(chat_message(content=None, refusal="I can't help with that.")), False),
+        ("chat", chat_chunks({"refusal": "I can't help with that."}), True),
+        ("responses", response(output=[output_message(REFUSAL_PART)]), False),
+        ("responses", responses_events(response(output=[output_message(REFUSAL_PART)])), True),
+    ],
+    ids=[
+        "chat message.refusal",
+        "chat stream delta.refusal",
+        "responses refusal part",
+        "responses stream refusal part",
+    ],
+)
 def test_row4_a_refusal_field_is_refused(providers, api, answer, stream):
     assert ended(providers, api, answer, stream=stream) == (None, "refused")
 
@@ -241,11 +349,17 @@ def test_row4_an_empty_or_odd_refusal_field_is_no_refusal(providers, refusal):
 
 
 # ---------------------------------------------------------------- row 5: anything else
-@pytest.mark.parametrize(("api", "answer", "stream"), [
-    ("anthropic", anthropic_message(), False), ("chat", chat_completion(), False), ("responses", response(), False),
-    ("anthropic", anthropic_events(), True), ("chat", chat_chunks(), True),
-    ("responses", responses_events(response()), True),
-])
+@pytest.mark.parametrize(
+    ("api", "answer", "stream"),
+    [
+        ("anthropic", anthropic_message(), False),
+        ("chat", chat_completion(), False),
+        ("responses", response(), False),
+        ("anthropic", anthropic_events(), True),
+        ("chat", chat_chunks(), True),
+        ("responses", responses_events(response()), True),
+    ],
+)
 def test_row5_an_answer_is_completed(providers, api, answer, stream):
     assert ended(providers, api, answer, stream=stream) == (None, "completed")
 
@@ -273,8 +387,12 @@ def test_a_hostile_token_count_is_left_off_and_the_call_stays_on_the_metrics(pri
 def test_a_hostile_cache_count_is_left_off_before_anthropics_input_is_summed(priced):
     """anthropic's ``input_tokens`` excludes cache tokens (semconv input = input + cache reads +
     cache writes): a hostile cache count is left off, as if not reported, before the sum."""
-    usage = {"input_tokens": 100, "cache_read_input_tokens": -50, "cache_creation_input_tokens": 2**63,
-             "output_tokens": 5}
+    usage = {
+        "input_tokens": 100,
+        "cache_read_input_tokens": -50,
+        "cache_creation_input_tokens": 2**63,
+        "output_tokens": 5,
+    }
     call("anthropic", anthropic_message(model=PRICED, usage=usage))
     (span,) = priced.spans()
     assert span.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 100
@@ -291,13 +409,16 @@ def test_counts_at_the_bounds_are_kept(providers):
 
 
 # ---------------------------------------------------------------- cost: never negative, never non-finite
-@pytest.mark.parametrize(("price", "usage"), [
-    (Price(1.0, 5.0), Usage(-1000, 5)),
-    (Price(1.0, 5.0), Usage(10, -5)),
-    (Price(1.0, 5.0, 5.0, 5.0), Usage(0, 5, -10**6, None)),
-    (Price(1.0, 5.0), Usage(2**70, 2**70)),
-    (Price(1e308, 1e308), Usage(10**6, 10**6)),
-])
+@pytest.mark.parametrize(
+    ("price", "usage"),
+    [
+        (Price(1.0, 5.0), Usage(-1000, 5)),
+        (Price(1.0, 5.0), Usage(10, -5)),
+        (Price(1.0, 5.0, 5.0, 5.0), Usage(0, 5, -(10**6), None)),
+        (Price(1.0, 5.0), Usage(2**70, 2**70)),
+        (Price(1e308, 1e308), Usage(10**6, 10**6)),
+    ],
+)
 def test_a_cost_is_never_negative_nor_non_finite(price, usage):
     usd = cost.cost_usd(price, usage)
     assert usd is None or (math.isfinite(usd) and usd >= 0)
@@ -305,24 +426,30 @@ def test_a_cost_is_never_negative_nor_non_finite(price, usage):
 
 def test_a_negative_count_inside_a_run_leaves_the_runs_cost_whole(priced):
     with otel_sampling.run("triage") as run:
-        call("chat", chat_completion(model=PRICED, usage={"prompt_tokens": 100, "completion_tokens": -10**9}))
+        call("chat", chat_completion(model=PRICED, usage={"prompt_tokens": 100, "completion_tokens": -(10**9)}))
         call("chat", chat_completion(model=PRICED, usage={"prompt_tokens": 100, "completion_tokens": 5}))
     assert sum(p.count for p in priced.points(names.METRIC_GEN_AI_OPERATION_DURATION)) == 2
     assert run.cost_usd == pytest.approx((100 * 1.0 + 100 * 1.0 + 5 * 5.0) / 1e6)
 
 
 def test_a_negative_count_inside_a_sampling_request_leaves_its_cost_whole(priced):
-    answer = anthropic_message(model=PRICED, usage={"input_tokens": 100, "output_tokens": -10**9})
+    answer = anthropic_message(model=PRICED, usage={"input_tokens": 100, "output_tokens": -(10**9)})
 
     async def callback(ctx, params):
         transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer))
-        async with anthropic.AsyncAnthropic(api_key="k", base_url="http://provider.test", max_retries=0,
-                                            open_telemetry=False,
-                                            http_client=httpx2.AsyncClient(transport=transport)) as client:
-            message = await client.messages.create(model=PRICED, max_tokens=8, messages=[{"role": "user",
-                                                                                          "content": "hi"}])
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="hello"),
-                                         model=message.model, stop_reason="endTurn")
+        async with anthropic.AsyncAnthropic(
+            api_key="k",
+            base_url="http://provider.test",
+            max_retries=0,
+            open_telemetry=False,
+            http_client=httpx2.AsyncClient(transport=transport),
+        ) as client:
+            message = await client.messages.create(
+                model=PRICED, max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+            )
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="hello"), model=message.model, stop_reason="endTurn"
+        )
 
     async def main():
         async with Client(build_server(), mode="legacy", sampling_callback=callback) as client:

@@ -79,8 +79,14 @@ def overload(sdk: str) -> str:
 def verdicts(t: Telemetry) -> list[tuple[str, str, tuple[str, ...]]]:
     """(model, mode, reasons) of every call, in the order they ended."""
     calls = sorted((s for s in t.spans() if s.name.startswith("chat ")), key=lambda s: s.end_time)
-    return [(s.attributes[names.GEN_AI_REQUEST_MODEL], s.attributes.get(names.DEGRADATION_MODE),
-             tuple(s.attributes.get(names.DEGRADATION_REASON, ()))) for s in calls]
+    return [
+        (
+            s.attributes[names.GEN_AI_REQUEST_MODEL],
+            s.attributes.get(names.DEGRADATION_MODE),
+            tuple(s.attributes.get(names.DEGRADATION_REASON, ())),
+        )
+        for s in calls
+    ]
 
 
 @SDKS
@@ -129,7 +135,8 @@ def test_a_run_is_one_logical_request_across_parent_spans(providers, fake_provid
             assert ask(sdk, fake_provider, fallback)
     assert verdicts(providers)[-1] == (fallback, "degraded", ("failover",))
     assert providers.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
-        ("triage", "degraded"): 1}
+        ("triage", "degraded"): 1
+    }
 
 
 @SDKS
@@ -153,19 +160,23 @@ def _callback(sdk: str, fp, steps: list[tuple[str, str]]):
         for model, scenario in steps:
             if await anyio.to_thread.run_sync(ask, sdk, fp, model, scenario):
                 served = model
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=served,
-                                         stop_reason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="ok"), model=served, stop_reason="endTurn"
+        )
 
     return callback
 
 
 @SDKS
-@pytest.mark.parametrize(("steps", "failed_over"), [
-    ("fail-primary,fallback", True),  # the primary is down, the fallback serves
-    # a 429 on the primary, retried successfully, then a small routing call on the fallback
-    ("429-primary,primary,fallback", False),
-    ("429-primary,primary", False),  # a retry that worked
-])
+@pytest.mark.parametrize(
+    ("steps", "failed_over"),
+    [
+        ("fail-primary,fallback", True),  # the primary is down, the fallback serves
+        # a 429 on the primary, retried successfully, then a small routing call on the fallback
+        ("429-primary,primary,fallback", False),
+        ("429-primary,primary", False),  # a retry that worked
+    ],
+)
 def test_inside_a_sampling_request(providers, telemetry, fake_provider, sdk, steps, failed_over):
     """The request is the key. No policy here, so the request's mode says only whether it failed over."""
     pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
@@ -174,8 +185,12 @@ def test_inside_a_sampling_request(providers, telemetry, fake_provider, sdk, ste
     from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 
     primary, fallback, _ = MODELS[sdk]
-    plan = {"fail-primary": (primary, overload(sdk)), "429-primary": (primary, "status=429"),
-            "primary": (primary, ""), "fallback": (fallback, "")}
+    plan = {
+        "fail-primary": (primary, overload(sdk)),
+        "429-primary": (primary, "status=429"),
+        "primary": (primary, ""),
+        "fallback": (fallback, ""),
+    }
     for _ in _instrumented(telemetry, MCPSamplingInstrumentor):
         anyio.run(call, "legacy", _callback(sdk, fake_provider, [plan[s] for s in steps.split(",")]))
     (sampling,) = telemetry.spans(names.SPAN_SAMPLING)

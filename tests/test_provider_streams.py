@@ -29,9 +29,19 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.testing.fake_provider import DEFAULT_TEXT
 
 KW = {"model": "claude-req", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
-MESSAGE_START = {"type": "message_start", "message": {
-    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-req", "content": [],
-    "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}}
+MESSAGE_START = {
+    "type": "message_start",
+    "message": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-req",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    },
+}
 
 
 def sse(event: dict) -> bytes:
@@ -45,17 +55,25 @@ def test_a_mid_stream_error_reaches_the_caller_as_the_same_object(anthropic_inst
         yield sse(MESSAGE_START)
         raise boom
 
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(
-        200, headers={"content-type": "text/event-stream"}, content=body()))
-    c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
-                            http_client=httpx2.Client(transport=transport))
+    transport = httpx2.MockTransport(
+        lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+    )
+    c = anthropic.Anthropic(
+        api_key="k",
+        base_url="http://provider.test",
+        max_retries=0,
+        open_telemetry=False,
+        http_client=httpx2.Client(transport=transport),
+    )
     stream = c.messages.create(**KW, stream=True)
     with pytest.raises(httpx2.RemoteProtocolError) as info:
         list(stream)
     assert info.value is boom
     (span,) = anthropic_instrumented.spans()
-    assert (span.attributes[names.ERROR_TYPE], span.attributes[names.ENDING]) == ("connection_error",
-                                                                                 "model.unavailable")
+    assert (span.attributes[names.ERROR_TYPE], span.attributes[names.ENDING]) == (
+        "connection_error",
+        "model.unavailable",
+    )
     assert span.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 3  # what message_start said
 
 
@@ -67,10 +85,16 @@ def test_an_async_error_reaches_the_caller_as_the_same_object(anthropic_instrume
         raise boom
 
     async def main():
-        transport = httpx2.MockTransport(lambda request: httpx2.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body()))
-        c = anthropic.AsyncAnthropic(api_key="k", base_url="http://provider.test", max_retries=0,
-                                     open_telemetry=False, http_client=httpx2.AsyncClient(transport=transport))
+        transport = httpx2.MockTransport(
+            lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+        )
+        c = anthropic.AsyncAnthropic(
+            api_key="k",
+            base_url="http://provider.test",
+            max_retries=0,
+            open_telemetry=False,
+            http_client=httpx2.AsyncClient(transport=transport),
+        )
         stream = await c.messages.create(**KW, stream=True)
         with pytest.raises(httpx2.ReadTimeout) as info:
             async for _ in stream:
@@ -83,11 +107,23 @@ def test_an_async_error_reaches_the_caller_as_the_same_object(anthropic_instrume
 
 
 def test_a_response_without_a_model_omits_the_attribute(anthropic_instrumented):
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "x"}],
-               "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "x"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
     transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=message))
-    c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
-                            http_client=httpx2.Client(transport=transport))
+    c = anthropic.Anthropic(
+        api_key="k",
+        base_url="http://provider.test",
+        max_retries=0,
+        open_telemetry=False,
+        http_client=httpx2.Client(transport=transport),
+    )
     assert c.messages.create(**KW).model is None
     (span,) = anthropic_instrumented.spans()
     assert names.GEN_AI_RESPONSE_MODEL not in span.attributes  # not None, not the request model
@@ -155,9 +191,17 @@ async def _misuse(stream) -> dict:
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(stream)
 
-    found: dict = {abc.__name__: isinstance(stream, abc) for abc in (
-        collections.abc.Iterable, collections.abc.Iterator, collections.abc.AsyncIterable,
-        collections.abc.AsyncIterator, contextlib.AbstractContextManager, contextlib.AbstractAsyncContextManager)}
+    found: dict = {
+        abc.__name__: isinstance(stream, abc)
+        for abc in (
+            collections.abc.Iterable,
+            collections.abc.Iterator,
+            collections.abc.AsyncIterable,
+            collections.abc.AsyncIterator,
+            contextlib.AbstractContextManager,
+            contextlib.AbstractAsyncContextManager,
+        )
+    }
     found["iter"] = raised(lambda: iter(stream))
     found["deepcopy"] = raised(lambda: copy.deepcopy(stream))
     found["pickle"] = raised(lambda: pickle.dumps(stream))
@@ -187,8 +231,10 @@ def test_stream_proxies_answer_protocol_checks_like_the_stream(openai_instrument
 
     async def compare():
         # Two streams of each kind: the misuses may close what they touch.
-        for proxy, other in ((sync_create(**request, stream=True), sync_create(**request, stream=True)),
-                             (await async_create(**request, stream=True), await async_create(**request, stream=True))):
+        for proxy, other in (
+            (sync_create(**request, stream=True), sync_create(**request, stream=True)),
+            (await async_create(**request, stream=True), await async_create(**request, stream=True)),
+        ):
             assert type(proxy).__name__.endswith("StreamProxy") and isinstance(proxy, type(other.__wrapped__))
             assert await _misuse(proxy) == await _misuse(other.__wrapped__)
             for stream in (proxy, other):
@@ -209,11 +255,13 @@ def test_an_iterator_of_a_dropped_stream_reads_it_to_the_end(anthropic_instrumen
     request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}], "stream": True}
     kw = {"base_url": fake_provider.url, "api_key": "k", "max_retries": 0, "open_telemetry": False}
     if asynchronous:
+
         async def main():
             async with anthropic.AsyncAnthropic(**kw) as c:
                 events = aiter(await c.messages.create(**request))
                 gc.collect()
                 return [e.type async for e in events]
+
         seen = asyncio.run(main())
     else:
         with anthropic.Anthropic(**kw) as c:
@@ -230,10 +278,23 @@ def test_a_second_reader_thread_does_not_end_a_stream_that_goes_on(anthropic_ins
     # meanwhile and gets the generator's ValueError (the SDK's behaviour). The stream itself goes on
     # and completes in A: the call is a success with its usage, not an error.
     reading, release = threading.Event(), threading.Event()
-    start = {"type": "message_start", "message": {**ANTHROPIC_MESSAGE, "content": [], "stop_reason": None,
-                                                  "usage": {"input_tokens": 3, "output_tokens": 1}}}
-    rest = [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-             "usage": {"output_tokens": 4}}, {"type": "message_stop"}]
+    start = {
+        "type": "message_start",
+        "message": {
+            **ANTHROPIC_MESSAGE,
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        },
+    }
+    rest = [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 4},
+        },
+        {"type": "message_stop"},
+    ]
 
     def body():
         yield sse(start)
@@ -241,12 +302,19 @@ def test_a_second_reader_thread_does_not_end_a_stream_that_goes_on(anthropic_ins
         release.wait()
         yield b"".join(sse(e) for e in rest)
 
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(
-        200, headers={"content-type": "text/event-stream"}, content=body()))
-    c = anthropic.Anthropic(api_key="k", base_url="http://provider.test", max_retries=0, open_telemetry=False,
-                            http_client=httpx2.Client(transport=transport))
-    stream = c.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
-                               stream=True)
+    transport = httpx2.MockTransport(
+        lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+    )
+    c = anthropic.Anthropic(
+        api_key="k",
+        base_url="http://provider.test",
+        max_retries=0,
+        open_telemetry=False,
+        http_client=httpx2.Client(transport=transport),
+    )
+    stream = c.messages.create(
+        model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True
+    )
     assert next(stream).type == "message_start"
     seen: list = []
     reader = threading.Thread(target=lambda: seen.extend(e.type for e in stream))
@@ -261,14 +329,30 @@ def test_a_second_reader_thread_does_not_end_a_stream_that_goes_on(anthropic_ins
     a = span.attributes
     assert span.status.status_code is StatusCode.UNSET and names.ERROR_TYPE not in a
     assert (a[names.ENDING], a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
-        "completed", 3, 4)
+        "completed",
+        3,
+        4,
+    )
 
 
 def test_a_second_reader_task_does_not_end_an_async_stream_that_goes_on(anthropic_instrumented):
-    start = {"type": "message_start", "message": {**ANTHROPIC_MESSAGE, "content": [], "stop_reason": None,
-                                                  "usage": {"input_tokens": 3, "output_tokens": 1}}}
-    rest = [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-             "usage": {"output_tokens": 4}}, {"type": "message_stop"}]
+    start = {
+        "type": "message_start",
+        "message": {
+            **ANTHROPIC_MESSAGE,
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        },
+    }
+    rest = [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 4},
+        },
+        {"type": "message_stop"},
+    ]
 
     async def main():
         reading, release = asyncio.Event(), asyncio.Event()
@@ -279,12 +363,19 @@ def test_a_second_reader_task_does_not_end_an_async_stream_that_goes_on(anthropi
             await release.wait()
             yield b"".join(sse(e) for e in rest)
 
-        transport = httpx2.MockTransport(lambda request: httpx2.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body()))
-        c = anthropic.AsyncAnthropic(api_key="k", base_url="http://provider.test", max_retries=0,
-                                     open_telemetry=False, http_client=httpx2.AsyncClient(transport=transport))
-        stream = await c.messages.create(model="claude-req", max_tokens=8,
-                                         messages=[{"role": "user", "content": "hi"}], stream=True)
+        transport = httpx2.MockTransport(
+            lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+        )
+        c = anthropic.AsyncAnthropic(
+            api_key="k",
+            base_url="http://provider.test",
+            max_retries=0,
+            open_telemetry=False,
+            http_client=httpx2.AsyncClient(transport=transport),
+        )
+        stream = await c.messages.create(
+            model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True
+        )
         assert (await stream.__anext__()).type == "message_start"
 
         async def read_rest():
@@ -314,12 +405,14 @@ def test_a_task_cancelled_mid_stream_ends_cancelled_and_propagates(anthropic_ins
     async def main():
         if sdk == "anthropic":
             c = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
-            stream = await c.messages.create(model="claude-req", max_tokens=8, stream=True,
-                                             messages=[{"role": "user", "content": "hi"}], **slow)
+            stream = await c.messages.create(
+                model="claude-req", max_tokens=8, stream=True, messages=[{"role": "user", "content": "hi"}], **slow
+            )
         else:
             c = openai.AsyncOpenAI(base_url=fake_provider.url + "/v1", api_key="k", max_retries=0)
-            stream = await c.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
-                                                     stream=True, **slow)
+            stream = await c.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True, **slow
+            )
         await stream.__anext__()
         task = asyncio.ensure_future(stream.__anext__())
         await asyncio.sleep(0)  # the task is now waiting for the next event
@@ -402,8 +495,11 @@ async def _akept_manager_early(c, request, kept):
             break
 
 
-@pytest.mark.parametrize("leave", [_kept_break_in_with, _kept_close, _kept_manager_early, _kept_manager_unread,
-                                   _akept_close, _akept_manager_early], ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize(
+    "leave",
+    [_kept_break_in_with, _kept_close, _kept_manager_early, _kept_manager_unread, _akept_close, _akept_manager_early],
+    ids=lambda f: f.__name__.strip("_"),
+)
 def test_a_stream_left_early_ends_when_left_not_when_collected(anthropic_instrumented, fake_provider, leave):
     # The span ends at close / leaving the with block, while the caller still holds the stream
     # (nothing is collected), exactly once.
@@ -411,9 +507,11 @@ def test_a_stream_left_early_ends_when_left_not_when_collected(anthropic_instrum
     request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
     kw = {"base_url": fake_provider.url, "api_key": "k", "max_retries": 0, "open_telemetry": False}
     if inspect.iscoroutinefunction(leave):
+
         async def main():
             async with anthropic.AsyncAnthropic(**kw) as c:
                 await leave(c, request, kept)
+
         asyncio.run(main())
     else:
         with anthropic.Anthropic(**kw) as c:
@@ -429,8 +527,11 @@ def test_the_stream_helpers_surface_works_through_the_proxy(anthropic_instrument
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=anthropic_instrumented.meter_provider)
     request = {"model": "claude-req", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
-    chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}],
-            "stream_options": {"include_usage": True}}
+    chat = {
+        "model": "gpt-4o",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream_options": {"include_usage": True},
+    }
     a_kw = {"base_url": fake_provider.url, "api_key": "k", "max_retries": 0, "open_telemetry": False}
     o_kw = {"base_url": fake_provider.url + "/v1", "api_key": "k", "max_retries": 0}
     try:

@@ -27,9 +27,12 @@ from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.settings import Settings
 
 ANTHROPIC_KW = {"model": "claude-req", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
-CHAT = {"model": "gpt-req", "messages": [{"role": "user", "content": "Summarise: printer on fire"}],
-        "max_completion_tokens": 64,
-        "extra_headers": {"x-fake-scenario": 'served_model=gpt-served,cache,text={"answer":"hi"}'}}
+CHAT = {
+    "model": "gpt-req",
+    "messages": [{"role": "user", "content": "Summarise: printer on fire"}],
+    "max_completion_tokens": 64,
+    "extra_headers": {"x-fake-scenario": 'served_model=gpt-served,cache,text={"answer":"hi"}'},
+}
 
 
 def client(fp, **kw) -> openai.OpenAI:
@@ -125,15 +128,18 @@ def test_anthropic_sends_its_own_span_a_child_of_ours(fixture, request, fake_pro
 
 def test_anthropic_without_its_own_propagation_gets_none_from_us(anthropic_instrumented, fake_provider):
     fake_provider.reset()
-    anthropic.Anthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0,
-                        open_telemetry=False).messages.create(**ANTHROPIC_KW)
+    anthropic.Anthropic(
+        base_url=fake_provider.url, api_key="sk-fake", max_retries=0, open_telemetry=False
+    ).messages.create(**ANTHROPIC_KW)
     (headers,) = sent_headers(fake_provider)
     assert "traceparent" not in headers  # the host turned the SDK's propagation off: we do not undo it
 
 
 # ---------------------------------------------------------------- the setting
-@pytest.mark.parametrize(("raw", "expected"), [
-    (None, True), ("", True), ("false", True), ("true", False), ("TRUE", False), (" true ", False)])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(None, True), ("", True), ("false", True), ("true", False), ("TRUE", False), (" true ", False)],
+)
 def test_propagate_to_provider_setting(raw, expected):
     env = {} if raw is None else {names.ENV_OMIT_PROVIDER_TRACE_CONTEXT: raw}
     assert Settings.from_env(env).propagate_to_provider is expected
@@ -142,5 +148,6 @@ def test_propagate_to_provider_setting(raw, expected):
 def test_a_value_that_is_not_a_boolean_is_reported_and_the_default_kept(caplog):
     caplog.set_level(logging.WARNING)
     assert Settings.from_env({names.ENV_OMIT_PROVIDER_TRACE_CONTEXT: "nope"}).propagate_to_provider is True
-    assert any(names.ENV_OMIT_PROVIDER_TRACE_CONTEXT in r.getMessage() and "'nope'" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        names.ENV_OMIT_PROVIDER_TRACE_CONTEXT in r.getMessage() and "'nope'" in r.getMessage() for r in caplog.records
+    )

@@ -55,16 +55,25 @@ def test_a_request_no_run_owns_is_its_own_completed_run(host, mode):
 
 
 @both_paths
-@pytest.mark.parametrize(("answer", "ending", "outcome"), [
-    (types.ErrorData(code=-1, message="User rejected sampling request"), "user.denied", "denied"),
-    (types.ErrorData(code=-32003, message="Denied by policy"), "policy.denied", "denied"),
-    (types.ErrorData(code=-32003, message="Budget", data={"reason": "policy.budget_exhausted"}),
-     "policy.budget_exhausted", "denied"),
-    (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}), "model.unavailable",
-     "failed"),
-    (types.ErrorData(code=-32603, message="Internal error"), "error", "failed"),
-    (result(stop_reason="refusal"), "refused", "failed"),
-])
+@pytest.mark.parametrize(
+    ("answer", "ending", "outcome"),
+    [
+        (types.ErrorData(code=-1, message="User rejected sampling request"), "user.denied", "denied"),
+        (types.ErrorData(code=-32003, message="Denied by policy"), "policy.denied", "denied"),
+        (
+            types.ErrorData(code=-32003, message="Budget", data={"reason": "policy.budget_exhausted"}),
+            "policy.budget_exhausted",
+            "denied",
+        ),
+        (
+            types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}),
+            "model.unavailable",
+            "failed",
+        ),
+        (types.ErrorData(code=-32603, message="Internal error"), "error", "failed"),
+        (result(stop_reason="refusal"), "refused", "failed"),
+    ],
+)
 def test_the_run_outcome_is_the_group_of_the_request_ending(host, mode, answer, ending, outcome):
     anyio.run(call, mode, callback_returning(answer))
     (span,) = host.spans(names.SPAN_SAMPLING)
@@ -76,6 +85,7 @@ def test_the_run_outcome_is_the_group_of_the_request_ending(host, mode, answer, 
 def test_a_request_under_a_local_client_span_is_its_own_run(host, mode):
     """A framework's ``tools/call`` CLIENT span roots the host's trace (fastmcp's does): it is no
     run, so the request under it is one."""
+
     async def tool_call():
         with FRAMEWORK.start_as_current_span("tools/call sample", kind=trace.SpanKind.CLIENT):
             return await call(mode, callback_returning(result()))
@@ -97,8 +107,9 @@ def test_an_explicit_run_around_the_tool_call_owns_the_request(host, mode):
 @both_paths
 def test_an_agent_span_around_the_tool_call_owns_the_request(host, mode):
     async def agent():
-        with FRAMEWORK.start_as_current_span("invoke_agent triage",
-                                             attributes={names.GEN_AI_OPERATION_NAME: "invoke_agent"}):
+        with FRAMEWORK.start_as_current_span(
+            "invoke_agent triage", attributes={names.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        ):
             return await call(mode, callback_returning(result()))
 
     anyio.run(agent)
@@ -110,10 +121,12 @@ def test_a_degraded_request_on_its_own_is_a_degraded_run_and_an_incident(host, m
     """Served by the permitted fallback, not the primary: degraded; nobody was told, and this host
     never calls disclose(): an incident, labelled untracked (recorded, not paged)."""
     anyio.run(call, mode, callback_returning(result(model="claude-haiku-5-5")))
-    assert host.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE,
-                       names.AGENT_RUN_DISCLOSED) == {(OWN, "degraded", "false"): 1}
+    assert host.counts(
+        names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED
+    ) == {(OWN, "degraded", "false"): 1}
     assert host.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME, names.DISCLOSURE_TRACKED) == {
-        (OWN, "false"): 1}
+        (OWN, "false"): 1
+    }
     (incident,) = host.spans(names.EVENT_SILENT_INCIDENT)
     (sampling,) = host.spans(names.SPAN_SAMPLING)
     assert incident.parent.span_id == sampling.context.span_id
@@ -128,5 +141,6 @@ def test_a_disclosure_in_the_callback_discloses_the_request_run(host, mode):
 
     anyio.run(call, mode, callback)
     assert host.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED) == {
-        ("degraded", "true"): 1}
+        ("degraded", "true"): 1
+    }
     assert host.points(names.METRIC_SILENT_INCIDENTS) == []

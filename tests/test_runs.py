@@ -92,8 +92,10 @@ def test_the_same_run_without_a_disclosure_is_exactly_one_incident(mcp_instrumen
     assert span.attributes[names.DEGRADATION_REASON] == ("sources unavailable",)
 
 
-@pytest.mark.parametrize(("capture", "kept"), [("SPAN_ONLY", True), ("span_and_event", True), ("EVENT_ONLY", False),
-                                            ("NO_CONTENT", False), ("true", False)])
+@pytest.mark.parametrize(
+    ("capture", "kept"),
+    [("SPAN_ONLY", True), ("span_and_event", True), ("EVENT_ONLY", False), ("NO_CONTENT", False), ("true", False)],
+)
 def test_disclosure_text_is_kept_when_capture_puts_content_on_spans(mcp_instrumented, monkeypatch, capture, kept):
     """The GenAI capture values the provider instrumentors read (docs/configuration.md); an unknown
     value ("true") captures nothing, as it does for provider calls."""
@@ -107,8 +109,12 @@ def test_disclosure_text_is_kept_when_capture_puts_content_on_spans(mcp_instrume
 
 
 def test_a_degraded_span_from_another_instrumentation_degrades_the_run(mcp_instrumented):
-    with osm.run("r"), OTHER.start_as_current_span("their call", attributes={
-            names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: "fallback"}):
+    with (
+        osm.run("r"),
+        OTHER.start_as_current_span(
+            "their call", attributes={names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: "fallback"}
+        ),
+    ):
         pass
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE) == {("degraded",): 1}
 
@@ -122,7 +128,9 @@ def test_a_degradation_entered_elsewhere_while_the_run_is_open_degrades_it(mcp_i
     with osm.run("later"):
         pass
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
-        ("r", "degraded"): 1, ("later", "primary"): 1}
+        ("r", "degraded"): 1,
+        ("later", "primary"): 1,
+    }
 
 
 def test_an_exception_fails_the_run_and_passes_through(mcp_instrumented):
@@ -160,7 +168,9 @@ def test_async_runs_are_separate_per_task(mcp_instrumented):
     asyncio.run(main())
     t = mcp_instrumented
     assert t.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
-        ("a", "degraded"): 1, ("b", "primary"): 1}
+        ("a", "degraded"): 1,
+        ("b", "primary"): 1,
+    }
     assert t.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {("a",): 1.0, ("b",): 1.0}
 
 
@@ -168,8 +178,9 @@ def test_an_agent_span_is_a_run_by_default(mcp_instrumented):
     t = mcp_instrumented
     with OTHER.start_as_current_span("handle ticket", attributes=AGENT) as root:
         runs.add_cost(0.1)
-        with OTHER.start_as_current_span("fallback call", attributes={names.DEGRADATION_MODE: "degraded",
-                                                                      names.DEGRADATION_REASON: ["fallback"]}):
+        with OTHER.start_as_current_span(
+            "fallback call", attributes={names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: ["fallback"]}
+        ):
             pass
     assert t.counts(names.METRIC_AGENT_RUNS, *RUN_KEYS) == {("handle ticket", "degraded", "completed", "false"): 1}
     assert t.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {("handle ticket",): 0.1}
@@ -179,10 +190,15 @@ def test_an_agent_span_is_a_run_by_default(mcp_instrumented):
     assert incident.events[0].attributes[names.DEGRADATION_REASON] == ("fallback",)
 
 
-@pytest.mark.parametrize(("kind", "name"), [(trace.SpanKind.SERVER, "GET /health"),
-                                          (trace.SpanKind.INTERNAL, "cache refresh"),
-                                          (trace.SpanKind.CONSUMER, "queue receive"),
-                                          (trace.SpanKind.CLIENT, "tools/call summarise")])
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        (trace.SpanKind.SERVER, "GET /health"),
+        (trace.SpanKind.INTERNAL, "cache refresh"),
+        (trace.SpanKind.CONSUMER, "queue receive"),
+        (trace.SpanKind.CLIENT, "tools/call summarise"),
+    ],
+)
 def test_a_local_root_that_is_not_an_agent_span_is_no_run(mcp_instrumented, kind, name):
     """A web framework's health check, another library's INTERNAL work, a message, a bare client
     call: none is a task of the agent, degraded or not."""
@@ -205,8 +221,12 @@ def test_an_agent_span_under_a_web_request_is_the_run(mcp_instrumented, operatio
 
 def test_an_agent_span_with_a_remote_parent_is_a_run(mcp_instrumented):
     remote = SpanContext(trace_id=7, span_id=7, is_remote=True, trace_flags=TraceFlags(1))
-    with OTHER.start_as_current_span("invoke_agent remote", context=trace.set_span_in_context(NonRecordingSpan(remote)),
-                                     kind=trace.SpanKind.SERVER, attributes=AGENT):
+    with OTHER.start_as_current_span(
+        "invoke_agent remote",
+        context=trace.set_span_in_context(NonRecordingSpan(remote)),
+        kind=trace.SpanKind.SERVER,
+        attributes=AGENT,
+    ):
         pass
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME) == {("invoke_agent remote",): 1}
 
@@ -224,7 +244,8 @@ def test_a_disclosure_in_an_implicit_run_prevents_the_incident(mcp_instrumented)
         osm.disclose("reduced mode", kind="inline")
     t = mcp_instrumented
     assert t.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED) == {
-        ("degraded", "true"): 1}
+        ("degraded", "true"): 1
+    }
     assert t.points(names.METRIC_SILENT_INCIDENTS) == []
 
 
@@ -247,8 +268,9 @@ def evaluation_events(telemetry, monkeypatch):
     """The MCP instrumentor with a logger provider of its own; ``(telemetry, records, set_capture)``."""
     logger_provider, records = recording_logger_provider()
     instrumentor = MCPSamplingInstrumentor()
-    instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider,
-                            logger_provider=logger_provider)
+    instrumentor.instrument(
+        tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider, logger_provider=logger_provider
+    )
     yield telemetry, records, lambda mode: monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, mode)
     instrumentor.uninstrument()
 
@@ -259,15 +281,18 @@ def test_an_evaluation_is_also_the_semconv_evaluation_result_event(evaluation_ev
     content capture on events (it may quote what was scored)."""
     telemetry, records, set_capture = evaluation_events
     with osm.run("ticket-triage"):
-        osm.record_evaluation("triage-suite", 0.75, label="pass", explanation="cites the ticket",
-                              response_id="msg_01")
+        osm.record_evaluation("triage-suite", 0.75, label="pass", explanation="cites the ticket", response_id="msg_01")
     set_capture("EVENT_ONLY")
     osm.record_evaluation("triage-suite", 0.25, explanation="misses the ticket")
     quiet, captured = records
     assert quiet.event_name == captured.event_name == "gen_ai.evaluation.result"
     assert dict(quiet.attributes) == {
-        "gen_ai.evaluation.name": "triage-suite", "gen_ai.evaluation.score.value": 0.75,
-        "gen_ai.evaluation.score.label": "pass", "gen_ai.response.id": "msg_01", "degradation.mode": "primary"}
+        "gen_ai.evaluation.name": "triage-suite",
+        "gen_ai.evaluation.score.value": 0.75,
+        "gen_ai.evaluation.score.label": "pass",
+        "gen_ai.response.id": "msg_01",
+        "degradation.mode": "primary",
+    }
     (run_span,) = telemetry.spans("invoke_agent ticket-triage")
     assert quiet.span_id == run_span.context.span_id  # the span current where the host scored
     assert captured.attributes["gen_ai.evaluation.explanation"] == "misses the ticket"
@@ -282,18 +307,21 @@ def test_evaluation_event_fields_must_be_strings(kwargs):
 
 # The message names the argument and what was wrong (the standard: bad input gets a clear error),
 # so a TypeError or ValueError raised by accident deeper down does not pass.
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda: runs.add_cost(-1), ValueError, r"cost must be a finite, non-negative number of USD, got -1"),
-    (lambda: runs.add_cost(float("nan")), ValueError, r"cost must be .* got nan"),
-    (lambda: runs.add_cost(True), TypeError, r"cost must be a number of USD, got bool"),
-    (lambda: osm.disclose("x", kind="toast"), ValueError, r"disclosure kind must be one of .*'toast'"),
-    (lambda: osm.disclose(None), TypeError, r"disclosure message must be a string, got NoneType"),
-    (lambda: osm.run(""), ValueError, r"run name must not be empty"),
-    (lambda: osm.run(3), TypeError, r"run name must be a string, got int"),
-    (lambda: osm.record_evaluation("", 0.5), ValueError, r"evaluation name must not be empty"),
-    (lambda: osm.record_evaluation("s", float("inf")), ValueError, r"evaluation score must be .* got inf"),
-    (lambda: osm.record_evaluation("s", "0.5"), TypeError, r"evaluation score must be a number, got str"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: runs.add_cost(-1), ValueError, r"cost must be a finite, non-negative number of USD, got -1"),
+        (lambda: runs.add_cost(float("nan")), ValueError, r"cost must be .* got nan"),
+        (lambda: runs.add_cost(True), TypeError, r"cost must be a number of USD, got bool"),
+        (lambda: osm.disclose("x", kind="toast"), ValueError, r"disclosure kind must be one of .*'toast'"),
+        (lambda: osm.disclose(None), TypeError, r"disclosure message must be a string, got NoneType"),
+        (lambda: osm.run(""), ValueError, r"run name must not be empty"),
+        (lambda: osm.run(3), TypeError, r"run name must be a string, got int"),
+        (lambda: osm.record_evaluation("", 0.5), ValueError, r"evaluation name must not be empty"),
+        (lambda: osm.record_evaluation("s", float("inf")), ValueError, r"evaluation score must be .* got inf"),
+        (lambda: osm.record_evaluation("s", "0.5"), TypeError, r"evaluation score must be a number, got str"),
+    ],
+)
 def test_bad_arguments_are_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -342,10 +370,9 @@ def test_a_run_nested_in_a_run_keeps_its_own_spans_and_counts_in_the_outer_one(m
             with OTHER.start_as_current_span("fallback", attributes={names.DEGRADATION_MODE: "degraded"}):
                 pass
             osm.disclose("reduced mode")
-    assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE,
-                                   names.AGENT_RUN_DISCLOSED) == {("inner", "degraded", "true"): 1,
-                                                                  ("outer", "degraded", "true"): 1,
-                                                                  ("sibling", "primary", "false"): 1}
+    assert mcp_instrumented.counts(
+        names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED
+    ) == {("inner", "degraded", "true"): 1, ("outer", "degraded", "true"): 1, ("sibling", "primary", "false"): 1}
 
 
 # ---------------------------------------------------------------- one incident per task, whatever the nesting
@@ -354,7 +381,9 @@ def test_a_silent_degradation_in_a_nested_run_is_one_incident_not_two(mcp_instru
         pass
     t = mcp_instrumented
     assert t.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
-        ("outer", "degraded"): 1, ("inner", "degraded"): 1}
+        ("outer", "degraded"): 1,
+        ("inner", "degraded"): 1,
+    }
     # one degradation the person was never told about: one incident, counted by the enclosing task
     assert t.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("outer",): 1}
 
@@ -376,8 +405,10 @@ def test_a_run_inside_a_framework_root_span_is_not_a_second_incident(mcp_instrum
     # A web framework's SERVER span is no run; a framework's agent span is one, and the host's
     # explicit run inside it is nested there. Either way the explicit run is the task; a disclosure
     # there reaches the person, so no incident anywhere, and one without it.
-    with OTHER.start_as_current_span("POST /triage", kind=trace.SpanKind.SERVER, attributes=root), \
-            osm.run("ticket-triage"):
+    with (
+        OTHER.start_as_current_span("POST /triage", kind=trace.SpanKind.SERVER, attributes=root),
+        osm.run("ticket-triage"),
+    ):
         with _outage():
             pass
         if disclose:
@@ -395,9 +426,10 @@ def test_a_run_built_outside_a_run_and_entered_inside_it_is_nested(mcp_instrumen
 
 @pytest.mark.parametrize("nested", [False, True])
 def test_a_substitution_outside_policy_without_disclosure_is_exactly_one_incident(mcp_instrumented, nested):
-    with (osm.run("task"), osm.run("step") if nested else contextlib.nullcontext()):
-        with OTHER.start_as_current_span("sampling", attributes={
-                names.SAMPLING_SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY}):
+    with osm.run("task"), osm.run("step") if nested else contextlib.nullcontext():
+        with OTHER.start_as_current_span(
+            "sampling", attributes={names.SAMPLING_SUBSTITUTION: names.SUBSTITUTION_OUTSIDE_POLICY}
+        ):
             pass
     assert mcp_instrumented.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME) == {("task",): 1}
     (event,) = [e for s in mcp_instrumented.spans("invoke_agent task") for e in s.events]
@@ -406,12 +438,17 @@ def test_a_substitution_outside_policy_without_disclosure_is_exactly_one_inciden
 
 @pytest.mark.parametrize("reason", [3, True, 2.5])
 def test_a_foreign_span_with_a_non_string_reason_still_ends_its_run(mcp_instrumented, reason):
-    with OTHER.start_as_current_span("handle", attributes={**AGENT, names.DEGRADATION_MODE: "degraded",
-                                                           names.DEGRADATION_REASON: reason}), _outage():
+    with (
+        OTHER.start_as_current_span(
+            "handle", attributes={**AGENT, names.DEGRADATION_MODE: "degraded", names.DEGRADATION_REASON: reason}
+        ),
+        _outage(),
+    ):
         with OTHER.start_as_current_span("inner", attributes={names.DEGRADATION_REASON: reason}):
             pass
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {
-        ("handle", "degraded"): 1}
+        ("handle", "degraded"): 1
+    }
     (inner,) = mcp_instrumented.spans("inner", scope=None)
     assert inner.attributes[names.DEGRADATION_REASON] == (str(reason), "sources unavailable")
 
@@ -422,8 +459,11 @@ def test_work_a_run_left_behind_after_it_ended_is_a_run_of_its_own(mcp_instrumen
 
     def later():
         assert runs.current_run() is None  # not the ended run
-        with OTHER.start_as_current_span("background job", context=otel_context.Context(),  # its own trace
-                                         attributes=AGENT):
+        with OTHER.start_as_current_span(
+            "background job",
+            context=otel_context.Context(),  # its own trace
+            attributes=AGENT,
+        ):
             with _outage():
                 pass
             osm.disclose("reduced mode")
@@ -431,7 +471,9 @@ def test_work_a_run_left_behind_after_it_ended_is_a_run_of_its_own(mcp_instrumen
 
     background.run(later)
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.AGENT_RUN_DISCLOSED) == {
-        ("request", "false"): 1, ("background job", "true"): 1}
+        ("request", "false"): 1,
+        ("background job", "true"): 1,
+    }
     assert mcp_instrumented.points(names.METRIC_SILENT_INCIDENTS) == []
 
 
@@ -449,12 +491,15 @@ def test_a_run_exited_in_another_context_passes_the_host_exception_through(mcp_i
 # ---------------------------------------------------------------- evaluations and cost: clear errors
 # Input no check would otherwise catch: a histogram drops a negative score silently, a huge int
 # overflows deep in the SDK. The message names the problem, not a megabyte of input.
-@pytest.mark.parametrize(("call", "error"), [
-    (lambda: osm.record_evaluation("suite", -0.25), ValueError),
-    (lambda: osm.record_evaluation("suite", 10 ** 400), ValueError),  # not an OverflowError
-    (lambda: runs.add_cost(10 ** 400), ValueError),
-    (lambda: osm.record_evaluation("suite", 0.5, run="my-run"), TypeError),
-])
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: osm.record_evaluation("suite", -0.25), ValueError),
+        (lambda: osm.record_evaluation("suite", 10**400), ValueError),  # not an OverflowError
+        (lambda: runs.add_cost(10**400), ValueError),
+        (lambda: osm.record_evaluation("suite", 0.5, run="my-run"), TypeError),
+    ],
+)
 def test_bad_scores_and_costs_are_short_clear_errors(call, error):
     with pytest.raises(error) as caught:
         call()
@@ -475,8 +520,9 @@ def test_a_long_run_serving_many_remote_traces_stays_bounded(mcp_instrumented):
     with osm.run("serve") as serving:
         for i in range(1, 3 * state.MAX_OPEN_RUNS):
             remote = SpanContext(trace_id=i, span_id=i, is_remote=True, trace_flags=TraceFlags(1))
-            with OTHER.start_as_current_span("handle", context=trace.set_span_in_context(NonRecordingSpan(remote)),
-                                             kind=trace.SpanKind.SERVER):
+            with OTHER.start_as_current_span(
+                "handle", context=trace.set_span_in_context(NonRecordingSpan(remote)), kind=trace.SpanKind.SERVER
+            ):
                 pass
         assert len(serving._trace_ids) <= state.MAX_OPEN_RUNS
 
@@ -561,10 +607,12 @@ def test_a_priced_provider_call_is_part_of_the_run_cost(priced, fake_provider):
         client.messages.create(model="claude-haiku-5-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
         runs.add_cost(1.0)  # a cost the price table cannot see
     assert priced.counts(names.METRIC_CLIENT_COST, names.GEN_AI_RESPONSE_MODEL) == {
-        ("claude-haiku-5-5",): pytest.approx(CALL_USD)}
+        ("claude-haiku-5-5",): pytest.approx(CALL_USD)
+    }
     assert run.cost_usd == pytest.approx(1.0 + CALL_USD)
     assert priced.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME) == {
-        ("priced",): pytest.approx(1.0 + CALL_USD)}
+        ("priced",): pytest.approx(1.0 + CALL_USD)
+    }
 
 
 def test_an_explicit_run_names_its_agent_and_the_hosts_conversation(mcp_instrumented):

@@ -37,9 +37,14 @@ from otel_sampling.records import sampling as sampling_record
 pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
 
 MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
-DURATIONS = {names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
-             names.METRIC_SAMPLING_DURATION, names.METRIC_AGENT_RUN_DURATION,
-             names.METRIC_MCP_SERVER_OPERATION_DURATION, names.METRIC_MCP_CLIENT_OPERATION_DURATION}
+DURATIONS = {
+    names.METRIC_GEN_AI_OPERATION_DURATION,
+    names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+    names.METRIC_SAMPLING_DURATION,
+    names.METRIC_AGENT_RUN_DURATION,
+    names.METRIC_MCP_SERVER_OPERATION_DURATION,
+    names.METRIC_MCP_CLIENT_OPERATION_DURATION,
+}
 
 
 def _provider_calls(fp) -> None:
@@ -50,8 +55,13 @@ def _provider_calls(fp) -> None:
         pass
     o = openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
     o.chat.completions.create(model="gpt-req", messages=MESSAGES, max_completion_tokens=64)
-    for _ in o.chat.completions.create(model="gpt-req", messages=MESSAGES, max_completion_tokens=64, stream=True,
-                                       stream_options={"include_usage": True}):
+    for _ in o.chat.completions.create(
+        model="gpt-req",
+        messages=MESSAGES,
+        max_completion_tokens=64,
+        stream=True,
+        stream_options={"include_usage": True},
+    ):
         pass
 
 
@@ -102,6 +112,7 @@ def attribute_work(monkeypatch):
         def hook(*args, **kwargs):
             calls.append(name)
             return original(*args, **kwargs) if original is not None else None
+
         return hook
 
     for method in ("set_attribute", "set_attributes", "add_event", "set_status", "add_link"):
@@ -113,8 +124,7 @@ def attribute_work(monkeypatch):
 
 
 @pytest.mark.parametrize("workload", [_provider_calls, _sampling_requests], ids=["provider_sdks", "mcp"])
-def test_sampled_off_does_no_attribute_work_and_records_the_same_metrics(fake_provider, attribute_work,
-                                                                        workload):
+def test_sampled_off_does_no_attribute_work_and_records_the_same_metrics(fake_provider, attribute_work, workload):
     def run():
         workload(fake_provider) if workload is _provider_calls else workload()
 
@@ -128,9 +138,20 @@ def test_sampled_off_does_no_attribute_work_and_records_the_same_metrics(fake_pr
     # Sampled off: the one clean left is a provider call's span name (the sampler's input), one per call.
     assert attribute_work == ["provider_call.clean"] * (4 if workload is _provider_calls else 0)
     assert off_points == on_points
-    expected = ({names.METRIC_GEN_AI_OPERATION_DURATION, names.METRIC_GEN_AI_TOKEN_USAGE,
-                 names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK} if workload is _provider_calls else
-                {names.METRIC_SAMPLING_REQUESTS, names.METRIC_SAMPLING_DURATION, names.METRIC_SAMPLING_IN_FLIGHT,
-                 names.METRIC_MCP_SERVER_OPERATION_DURATION,  # the host receives sampling/createMessage
-                 names.METRIC_AGENT_RUNS, names.METRIC_AGENT_RUN_DURATION})  # each request its own run
+    expected = (
+        {
+            names.METRIC_GEN_AI_OPERATION_DURATION,
+            names.METRIC_GEN_AI_TOKEN_USAGE,
+            names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+        }
+        if workload is _provider_calls
+        else {
+            names.METRIC_SAMPLING_REQUESTS,
+            names.METRIC_SAMPLING_DURATION,
+            names.METRIC_SAMPLING_IN_FLIGHT,
+            names.METRIC_MCP_SERVER_OPERATION_DURATION,  # the host receives sampling/createMessage
+            names.METRIC_AGENT_RUNS,
+            names.METRIC_AGENT_RUN_DURATION,
+        }
+    )  # each request its own run
     assert expected <= set(off_points)

@@ -15,14 +15,18 @@ from otel_sampling.rules.values import Ending
 
 
 def test_sampling_error_policy_refusal_shape():
-    error = otel_sampling.sampling_error("policy.budget_exhausted", "Daily limit reached",
-                                         resets_at=datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc))
+    error = otel_sampling.sampling_error(
+        "policy.budget_exhausted",
+        "Daily limit reached",
+        resets_at=datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc),
+    )
     assert isinstance(error, types.ErrorData)
     # the default policy refusal code, outside JSON-RPC's reserved range (MCP 2026-07-28 "Error Codes")
     assert (error.code, error.message) == (-31003, "Daily limit reached")
     assert error.data == {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"}
     assert endings.from_error_frame(error.code, error.data) == Ending(
-        "policy.budget_exhausted", "-31003", "2026-12-01T00:00:00Z")
+        "policy.budget_exhausted", "-31003", "2026-12-01T00:00:00Z"
+    )
 
 
 @pytest.mark.parametrize("reason", ["policy.denied", "policy.budget_exhausted", "model.unavailable"])
@@ -38,13 +42,16 @@ def test_sampling_error_user_rejection_uses_the_spec_code():
     assert error.code == -1 and error.data == {"reason": "user.denied"}
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("completed", "x"), "reason must be one of"),
-    (("policy.denied", " "), "message must be a non-empty string"),
-    (("policy.denied", "x", datetime.datetime(2026, 12, 1)), "resets_at must be timezone-aware"),
-    (("policy.denied", "x", "tomorrow"), "ISO 8601"),
-    (("policy.denied", "x", "2026-12-01T00:00:00"), "ISO 8601"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("completed", "x"), "reason must be one of"),
+        (("policy.denied", " "), "message must be a non-empty string"),
+        (("policy.denied", "x", datetime.datetime(2026, 12, 1)), "resets_at must be timezone-aware"),
+        (("policy.denied", "x", "tomorrow"), "ISO 8601"),
+        (("policy.denied", "x", "2026-12-01T00:00:00"), "ISO 8601"),
+    ],
+)
 def test_sampling_error_rejects_bad_input(args, message):
     with pytest.raises(ValueError, match=message):
         otel_sampling.sampling_error(*args)
@@ -68,14 +75,17 @@ def test_grant_context_rejects_a_scope_of_the_wrong_type_with_value_error(scope)
         otel_sampling.grant_context(scope)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"server": ""}, "server must be"),
-    ({"add_usd": 0}, "add_usd must be"),
-    ({"add_usd": float("nan")}, "add_usd must be"),
-    ({"add_usd": True}, "add_usd must be"),
-    ({"expires_at": "soon"}, "expires_at"),
-    ({"granted_by": ""}, "granted_by must be"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"server": ""}, "server must be"),
+        ({"add_usd": 0}, "add_usd must be"),
+        ({"add_usd": float("nan")}, "add_usd must be"),
+        ({"add_usd": True}, "add_usd must be"),
+        ({"expires_at": "soon"}, "expires_at"),
+        ({"granted_by": ""}, "granted_by must be"),
+    ],
+)
 def test_record_grant_rejects_bad_input(kwargs, message):
     good = {"server": "s", "add_usd": 5, "expires_at": "2026-12-01T00:00:00Z", "granted_by": "u-1"}
     with pytest.raises(ValueError, match=message):

@@ -41,11 +41,15 @@ def test_failover_to_fallback_is_degraded_one_request(instrumented, fake_provide
     assert a[names.GEN_AI_RESPONSE_MODEL] == "claude-haiku-5-5"
     # One logical request: counted once, completed once.
     assert instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING, names.DEGRADATION_MODE) == {
-        ("completed", "degraded"): 1}
-    provider = instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_REQUEST_MODEL,
-                                   names.ERROR_TYPE, names.DEGRADATION_MODE)
-    assert provider == {("claude-sonnet-5-5", "overloaded_error", "primary"): 1,
-                        ("claude-haiku-5-5", None, "degraded"): 1}
+        ("completed", "degraded"): 1
+    }
+    provider = instrumented.counts(
+        names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_REQUEST_MODEL, names.ERROR_TYPE, names.DEGRADATION_MODE
+    )
+    assert provider == {
+        ("claude-sonnet-5-5", "overloaded_error", "primary"): 1,
+        ("claude-haiku-5-5", None, "degraded"): 1,
+    }
 
 
 def test_a_request_answered_during_a_drill_is_counted_with_the_drills_name(instrumented, fake_provider):
@@ -60,8 +64,11 @@ def test_a_request_answered_during_a_drill_is_counted_with_the_drills_name(instr
     durations = instrumented.counts(names.METRIC_SAMPLING_DURATION, names.DRILL_NAME)
     assert durations == {("nightly",): 1, (None,): 1}
     calls = instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_REQUEST_MODEL, names.DRILL_NAME)
-    assert calls == {("claude-sonnet-5-5", "nightly"): 1, ("claude-haiku-5-5", "nightly"): 1,
-                     ("claude-sonnet-5-5", None): 1}
+    assert calls == {
+        ("claude-sonnet-5-5", "nightly"): 1,
+        ("claude-haiku-5-5", "nightly"): 1,
+        ("claude-sonnet-5-5", None): 1,
+    }
     # the in-flight count goes up and down on one series, whenever the drill starts or ends
     assert {p.attributes.get(names.DRILL_NAME) for p in instrumented.points(names.METRIC_SAMPLING_IN_FLIGHT)} == {None}
 
@@ -82,8 +89,9 @@ def two_model_callback(fake_provider, first: str, second: str, *, hedge: bool = 
         msgs = [{"role": "user", "content": "hi"}]
         try:
             if hedge:  # ask the first, then a backup that answers sooner; keep whichever ends first
-                slow = client.messages.create(model=first, max_tokens=8, messages=msgs,
-                                              extra_headers={"x-fake-scenario": "delay=0.3"})
+                slow = client.messages.create(
+                    model=first, max_tokens=8, messages=msgs, extra_headers={"x-fake-scenario": "delay=0.3"}
+                )
                 fast = client.messages.create(model=second, max_tokens=8, messages=msgs)
                 results = await asyncio.gather(slow, fast)
                 message = results[1]
@@ -113,16 +121,21 @@ def test_a_stream_ending_in_another_request_stays_with_its_own(instrumented, fak
 
     async def opens(ctx, params):
         client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
-        kept.append(await client.messages.create(model="claude-sonnet-5-5", max_tokens=8,
-                                                 messages=[{"role": "user", "content": "hi"}], stream=True))
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"),
-                                         model="claude-sonnet-5-5")
+        kept.append(
+            await client.messages.create(
+                model="claude-sonnet-5-5", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+        )
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="x"), model="claude-sonnet-5-5"
+        )
 
     async def closes(ctx, params):
         async for _ in kept.pop():
             pass
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"),
-                                         model="claude-sonnet-5-5")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="x"), model="claude-sonnet-5-5"
+        )
 
     anyio.run(call_sample_tool, "legacy", opens)
     anyio.run(call_sample_tool, "legacy", closes)
@@ -142,8 +155,9 @@ permitted_models = ["claude-sonnet-5-5-latest"]
 
 @pytest.fixture
 def latest_primary(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    yield from with_policy(telemetry, tmp_path, monkeypatch, LATEST_POLICY,
-                           MCPSamplingInstrumentor, AnthropicInstrumentor)
+    yield from with_policy(
+        telemetry, tmp_path, monkeypatch, LATEST_POLICY, MCPSamplingInstrumentor, AnthropicInstrumentor
+    )
 
 
 def test_a_latest_primary_served_by_its_dated_snapshot_is_primary(latest_primary, fake_provider):
@@ -152,8 +166,11 @@ def test_a_latest_primary_served_by_its_dated_snapshot_is_primary(latest_primary
         client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="k", max_retries=0, open_telemetry=False)
         try:
             message = await client.messages.create(
-                model="claude-sonnet-5-5-latest", max_tokens=8, messages=[{"role": "user", "content": "hi"}],
-                extra_headers={"x-fake-scenario": "served_model=claude-sonnet-5-5-20261001"})
+                model="claude-sonnet-5-5-latest",
+                max_tokens=8,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"x-fake-scenario": "served_model=claude-sonnet-5-5-20261001"},
+            )
         finally:
             await client.close()
         return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"), model=message.model)

@@ -73,12 +73,17 @@ def forms(secret: str) -> list[bytes]:
     """Byte strings any copy of ``secret`` would contain: raw, JSON-escaped (ASCII and not),
     URL-quoted, and the base64 characters fixed by the secret alone at each of the 3 alignments."""
     raw = secret.encode()
-    found = {raw, json.dumps(secret)[1:-1].encode(), json.dumps(secret, ensure_ascii=False)[1:-1].encode(),
-             quote(secret, safe="").encode(), quote(secret).encode()}
+    found = {
+        raw,
+        json.dumps(secret)[1:-1].encode(),
+        json.dumps(secret, ensure_ascii=False)[1:-1].encode(),
+        quote(secret, safe="").encode(),
+        quote(secret).encode(),
+    }
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + raw)
         first, last = -(-offset // 3), (offset + len(raw)) // 3  # whole 3-byte groups inside the secret
-        found.add(encoded[4 * first:4 * last])
+        found.add(encoded[4 * first : 4 * last])
     return sorted(found)
 
 
@@ -89,9 +94,14 @@ def leaks(secret: str, blobs: list[bytes]) -> list[bytes]:
 # ---------------------------------------------------------------- the MCP server
 def _params(note: str) -> dict:
     return {
-        "messages": [types.SamplingMessage(role="user", content=types.TextContent(
-            text=f"ticket {SENTINEL} {note} {LONG} {TAIL}"))],
-        "max_tokens": 64, "system_prompt": f"system {SENTINEL}", "metadata": {"note": SENTINEL, SENTINEL: 1},
+        "messages": [
+            types.SamplingMessage(
+                role="user", content=types.TextContent(text=f"ticket {SENTINEL} {note} {LONG} {TAIL}")
+            )
+        ],
+        "max_tokens": 64,
+        "system_prompt": f"system {SENTINEL}",
+        "metadata": {"note": SENTINEL, SENTINEL: 1},
         "stop_sequences": [SENTINEL],
         "model_preferences": types.ModelPreferences(hints=[types.ModelHint(name="claude")]),
     }
@@ -113,11 +123,14 @@ def build_server() -> MCPServer:
     async def ask_with_meta(note: str, ctx: Context) -> str:
         """Legacy path: a request whose ``_meta`` carries the sentinel (and a traceparent made of it)."""
         params = types.CreateMessageRequestParams(**_params(note))
-        params = params.model_copy(update={"meta": {"traceparent": f"00-{SENTINEL}-01", "note": SENTINEL,
-                                                    SENTINEL: SENTINEL}})
+        params = params.model_copy(
+            update={"meta": {"traceparent": f"00-{SENTINEL}-01", "note": SENTINEL, SENTINEL: SENTINEL}}
+        )
         result = await ctx.session.send_request(
-            types.CreateMessageRequest(params=params), types.CreateMessageResult,
-            metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id))
+            types.CreateMessageRequest(params=params),
+            types.CreateMessageResult,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_context.request_id),
+        )
         return result.model
 
     @server.tool()
@@ -132,9 +145,12 @@ def _clients(fp_url: str) -> tuple[anthropic.AsyncAnthropic, openai.AsyncOpenAI]
     """Clients carrying the key every way the SDKs send one."""
     userinfo_url = fp_url.replace("http://", f"http://user:{API_KEY}@")
     common = {"api_key": API_KEY, "max_retries": 0, "default_query": {"key": API_KEY}}
-    return (anthropic.AsyncAnthropic(base_url=userinfo_url, default_headers={"Authorization": f"Bearer {API_KEY}"},
-                                     **common),
-            openai.AsyncOpenAI(base_url=f"{userinfo_url}/v1", **common))
+    return (
+        anthropic.AsyncAnthropic(
+            base_url=userinfo_url, default_headers={"Authorization": f"Bearer {API_KEY}"}, **common
+        ),
+        openai.AsyncOpenAI(base_url=f"{userinfo_url}/v1", **common),
+    )
 
 
 def host_callback(fp_url: str):
@@ -143,29 +159,48 @@ def host_callback(fp_url: str):
         claude, gpt = _clients(fp_url)
         try:
             message = await claude.messages.create(
-                model="claude-sonnet-5-5", max_tokens=64, system=params.system_prompt,
-                messages=[{"role": "user", "content": text}], metadata={"user_id": SENTINEL},
-                extra_headers={"x-fake-scenario": f"text=answer+{SENTINEL}"})
+                model="claude-sonnet-5-5",
+                max_tokens=64,
+                system=params.system_prompt,
+                messages=[{"role": "user", "content": text}],
+                metadata={"user_id": SENTINEL},
+                extra_headers={"x-fake-scenario": f"text=answer+{SENTINEL}"},
+            )
             await gpt.chat.completions.create(
-                model="gpt-4o", user=SENTINEL, extra_headers={"x-fake-scenario": f"text=answer+{SENTINEL}"},
-                messages=[{"role": "system", "content": params.system_prompt}, {"role": "user", "content": text}])
+                model="gpt-4o",
+                user=SENTINEL,
+                extra_headers={"x-fake-scenario": f"text=answer+{SENTINEL}"},
+                messages=[{"role": "system", "content": params.system_prompt}, {"role": "user", "content": text}],
+            )
             failing = {"x-fake-scenario": f"status=400,error_message=bad request {SENTINEL}"}
-            for call in (claude.messages.create(model="claude-sonnet-5-5", max_tokens=8, extra_headers=failing,
-                                                messages=[{"role": "user", "content": SENTINEL}]),
-                         gpt.chat.completions.create(model="gpt-4o", extra_headers=failing,
-                                                     messages=[{"role": "user", "content": SENTINEL}])):
+            for call in (
+                claude.messages.create(
+                    model="claude-sonnet-5-5",
+                    max_tokens=8,
+                    extra_headers=failing,
+                    messages=[{"role": "user", "content": SENTINEL}],
+                ),
+                gpt.chat.completions.create(
+                    model="gpt-4o", extra_headers=failing, messages=[{"role": "user", "content": SENTINEL}]
+                ),
+            ):
                 with pytest.raises((anthropic.BadRequestError, openai.BadRequestError), match=re.escape(SENTINEL)):
                     await call  # the error body carries the sentinel
         finally:
             for client in (claude, gpt):
                 await client.close()
         if " deny " in text:
-            return types.ErrorData(code=-32003, message=f"denied {SENTINEL}",
-                                   data={"reason": "policy.denied", "detail": SENTINEL})
+            return types.ErrorData(
+                code=-32003, message=f"denied {SENTINEL}", data={"reason": "policy.denied", "detail": SENTINEL}
+            )
         if " raise " in text:
             raise RuntimeError(f"boom {SENTINEL}")
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=f"ok {SENTINEL}"),
-                                         model=message.model, stop_reason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(text=f"ok {SENTINEL}"),
+            model=message.model,
+            stop_reason="endTurn",
+        )
 
     return callback
 
@@ -173,8 +208,12 @@ def host_callback(fp_url: str):
 async def host_run(fp_url: str) -> None:
     for mode in PATHS:
         async with Client(build_server(), mode=mode, sampling_callback=host_callback(fp_url)) as client:
-            calls = [("ask", {"note": f" complete {SENTINEL}"}), ("ask", {"note": f" deny {SENTINEL}"}),
-                     ("ask", {"note": f" raise {SENTINEL}"}), ("fail", {"note": SENTINEL})]
+            calls = [
+                ("ask", {"note": f" complete {SENTINEL}"}),
+                ("ask", {"note": f" deny {SENTINEL}"}),
+                ("ask", {"note": f" raise {SENTINEL}"}),
+                ("fail", {"note": SENTINEL}),
+            ]
             if mode == "legacy":
                 calls.append(("ask_with_meta", {"note": f" complete {SENTINEL}"}))
             for tool, arguments in calls:
@@ -196,12 +235,25 @@ class Exported:
 
     def content_values(self) -> list[tuple[str, str, str]]:
         """(where, key, value) of every content attribute exported: spans, span events, log records."""
-        out = [(span["name"], k, v) for span in self.receiver.spans for k, v in span["attributes"].items()
-               if k in CONTENT_KEYS]
-        out += [(f"{span['name']}/{event['name']}", k, v) for span in self.receiver.spans
-                for event in span["events"] for k, v in event["attributes"].items() if k in CONTENT_KEYS]
-        out += [(record["event_name"], k, v) for record in self.receiver.logs
-                for k, v in record["attributes"].items() if k in CONTENT_KEYS]
+        out = [
+            (span["name"], k, v)
+            for span in self.receiver.spans
+            for k, v in span["attributes"].items()
+            if k in CONTENT_KEYS
+        ]
+        out += [
+            (f"{span['name']}/{event['name']}", k, v)
+            for span in self.receiver.spans
+            for event in span["events"]
+            for k, v in event["attributes"].items()
+            if k in CONTENT_KEYS
+        ]
+        out += [
+            (record["event_name"], k, v)
+            for record in self.receiver.logs
+            for k, v in record["attributes"].items()
+            if k in CONTENT_KEYS
+        ]
         return out
 
 
@@ -219,8 +271,12 @@ def _without_content(path: str, body: bytes) -> bytes:
                     attribute_lists.append(span.attributes)
                     attribute_lists.extend(event.attributes for event in span.events)
     else:
-        attribute_lists = [record.attributes for resource in request.resource_logs
-                           for scope in resource.scope_logs for record in scope.log_records]
+        attribute_lists = [
+            record.attributes
+            for resource in request.resource_logs
+            for scope in resource.scope_logs
+            for record in scope.log_records
+        ]
     for attributes in attribute_lists:
         for kv in attributes:
             if kv.key in CONTENT_KEYS:
@@ -248,19 +304,26 @@ def export_one_run(fake_provider, capture: str | None) -> Exported:
             env.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, capture)
         tracer_provider = TracerProvider()
         tracer_provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint)))
-        meter_provider = MeterProvider(metric_readers=[
-            PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=receiver.metrics_endpoint),
-                                          export_interval_millis=3_600_000),  # shutdown() exports
-            PrometheusMetricReader(registry=registry)])
+        meter_provider = MeterProvider(
+            metric_readers=[
+                PeriodicExportingMetricReader(
+                    OTLPMetricExporter(endpoint=receiver.metrics_endpoint), export_interval_millis=3_600_000
+                ),  # shutdown() exports
+                PrometheusMetricReader(registry=registry),
+            ]
+        )
         logger_provider = LoggerProvider()
-        logger_provider.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=receiver.logs_endpoint)))
+        logger_provider.add_log_record_processor(
+            SimpleLogRecordProcessor(OTLPLogExporter(endpoint=receiver.logs_endpoint))
+        )
         instrumentors = [MCPSamplingInstrumentor(), AnthropicInstrumentor(), OpenAIInstrumentor()]
         ours.addHandler(lines)
         ours.setLevel(logging.DEBUG)
         try:
             for instrumentor in instrumentors:
-                instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider,
-                                        logger_provider=logger_provider)
+                instrumentor.instrument(
+                    tracer_provider=tracer_provider, meter_provider=meter_provider, logger_provider=logger_provider
+                )
             anyio.run(host_run, fake_provider.url)
             prometheus = generate_latest(registry)
         finally:
@@ -310,8 +373,7 @@ def test_opted_in_content_is_only_where_the_convention_puts_it(capture_on):
     _ran_everything(capture_on)
     values = capture_on.content_values()
     # Captured (so the checks below are not vacuous), only on inference spans and their events.
-    assert values and all(where.startswith("chat ") or where == names.EVENT_INFERENCE_DETAILS
-                          for where, _, _ in values)
+    assert values and all(where.startswith("chat ") or where == names.EVENT_INFERENCE_DETAILS for where, _, _ in values)
     assert any(json.dumps(SENTINEL)[1:-1] in v for _, _, v in values)  # as JSON inside the JSON value
     assert {record["event_name"] for record in capture_on.receiver.logs} == {names.EVENT_INFERENCE_DETAILS}
     # Cut at the documented limit: the long prompt's value is exactly the limit, its tail never arrives.
@@ -329,4 +391,3 @@ def test_the_scan_finds_what_it_looks_for():
     for prefix in (b"", b"a", b"ab"):  # base64 of a blob holding the secret at any alignment
         assert leaks(SENTINEL, [base64.b64encode(prefix + SENTINEL.encode() + b"tail")])
     assert leaks(SENTINEL, [b"nothing here"]) == []
-

@@ -30,7 +30,8 @@ def semconv_opt_in(request, monkeypatch):
 
 
 def test_provider_spans_use_the_current_genai_names_with_and_without_opt_in(
-        semconv_opt_in, anthropic_instrumented, fake_provider):
+    semconv_opt_in, anthropic_instrumented, fake_provider
+):
     client = anthropic.Anthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
     client.messages.create(model="claude-req", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
     (span,) = anthropic_instrumented.spans("chat claude-req")
@@ -51,9 +52,16 @@ def test_the_conventions_names_we_emit_are_the_semconv_packages():
     assert names.METRIC_MCP_SERVER_OPERATION_DURATION == mcp_metrics.MCP_SERVER_OPERATION_DURATION
     assert names.METRIC_MCP_CLIENT_OPERATION_DURATION == mcp_metrics.MCP_CLIENT_OPERATION_DURATION
     assert names.RPC_RESPONSE_STATUS_CODE == rpc.RPC_RESPONSE_STATUS_CODE
-    assert (names.GEN_AI_AGENT_NAME, names.GEN_AI_CONVERSATION_ID) == (gen_ai.GEN_AI_AGENT_NAME,
-                                                                       gen_ai.GEN_AI_CONVERSATION_ID)
-    assert (names.GEN_AI_EVALUATION_SCORE_VALUE, names.GEN_AI_EVALUATION_SCORE_LABEL,
-            names.GEN_AI_EVALUATION_EXPLANATION) == (gen_ai.GEN_AI_EVALUATION_SCORE_VALUE,
-                                                     gen_ai.GEN_AI_EVALUATION_SCORE_LABEL,
-                                                     gen_ai.GEN_AI_EVALUATION_EXPLANATION)
+    assert (names.GEN_AI_AGENT_NAME, names.GEN_AI_CONVERSATION_ID) == (
+        gen_ai.GEN_AI_AGENT_NAME,
+        gen_ai.GEN_AI_CONVERSATION_ID,
+    )
+    assert (
+        names.GEN_AI_EVALUATION_SCORE_VALUE,
+        names.GEN_AI_EVALUATION_SCORE_LABEL,
+        names.GEN_AI_EVALUATION_EXPLANATION,
+    ) == (
+        gen_ai.GEN_AI_EVALUATION_SCORE_VALUE,
+        gen_ai.GEN_AI_EVALUATION_SCORE_LABEL,
+        gen_ai.GEN_AI_EVALUATION_EXPLANATION,
+    )

@@ -95,8 +95,14 @@ def test_a_policy_keyed_by_the_generator_covers_an_in_process_server(telemetry, 
     """In-process the host knows no endpoint: ``[servers."FastMCP-*"]`` covers every unnamed fastmcp server."""
     with instrumented_with_policy(telemetry, tmp_path, monkeypatch, within_policy_toml("FastMCP-*")):
         for _ in range(2):
-            anyio.run(call, "legacy", callback_returning(result(model="claude-haiku-5-5")), "sample", UNHINTED,
-                      build_server(generated_name()))
+            anyio.run(
+                call,
+                "legacy",
+                callback_returning(result(model="claude-haiku-5-5")),
+                "sample",
+                UNHINTED,
+                build_server(generated_name()),
+            )
     spans = telemetry.spans(names.SPAN_SAMPLING)
     assert [s.attributes[names.SAMPLING_SUBSTITUTION] for s in spans] == ["within_policy", "within_policy"]
 

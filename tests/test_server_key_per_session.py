@@ -31,8 +31,12 @@ PATHS = {"legacy": names.PATH_RPC, "auto": names.PATH_MRTR}
 
 
 async def callback(ctx, params):
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),
-                                     model="claude-sonnet-5-5-20261001", stop_reason="endTurn")
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(text="ok"),
+        model="claude-sonnet-5-5-20261001",
+        stop_reason="endTurn",
+    )
 
 
 async def sessions(mode: str) -> None:
@@ -64,8 +68,12 @@ def test_the_requests_of_a_long_named_server_are_still_one_server(mcp_instrument
     """The key computed once per session is the one the ledger and identity store use: a repeat
     from the same long-named server in another session is judged against the first."""
     denied = types.ErrorData(code=-32003, message="Denied by policy", data={"reason": "policy.denied"})
-    answers = [types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model="m",
-                                         stop_reason="endTurn"), denied]
+    answers = [
+        types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="ok"), model="m", stop_reason="endTurn"
+        ),
+        denied,
+    ]
 
     async def flipping(ctx, params):
         return answers.pop(0)
@@ -88,8 +96,9 @@ def test_a_huge_server_name_is_not_kept_once_per_session(mcp_both_instrumented):
     huge = LONG_NAME
     denied = otel_sampling.sampling_error("policy.denied", "No")
     for i in range(5):
-        anyio.run(call, "legacy", callback_returning(denied), "sample", {"text": f"ticket {i}"},
-                  build_server(huge + "x"))
+        anyio.run(
+            call, "legacy", callback_returning(denied), "sample", {"text": f"ticket {i}"}, build_server(huge + "x")
+        )
     anyio.run(call, "legacy", callback_returning(result()), "sample", {"text": "ticket 4"}, build_server(huge + "y"))
     ledger = otel_sampling.state.host_ledger()
     kept = [seen for _, seen in ledger.identity._entries.items()]

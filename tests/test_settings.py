@@ -70,9 +70,13 @@ class TestServedModelHeaders:
     def test_the_documented_gateways_by_default(self):
         """ngrok AI Gateway's Ngrok-AIG-Model; Bifrost's routing-info and older resolved-model headers."""
         assert Settings.from_env({}).served_model_headers == (
-            "ngrok-aig-model", "x-bifrost-routing-info-model", "x-bifrost-resolved-model")
+            "ngrok-aig-model",
+            "x-bifrost-routing-info-model",
+            "x-bifrost-resolved-model",
+        )
         assert Settings.from_env({"OTEL_SAMPLING_SERVED_MODEL_HEADERS": " "}).served_model_headers == (
-            Settings().served_model_headers)  # empty is unset (OpenTelemetry environment variable spec)
+            Settings().served_model_headers
+        )  # empty is unset (OpenTelemetry environment variable spec)
 
     def test_a_list_is_read_lower_cased_in_order_each_once(self):
         s = Settings.from_env({"OTEL_SAMPLING_SERVED_MODEL_HEADERS": "X-Served-Model, x-b ,,x-served-model"})
@@ -94,26 +98,38 @@ class TestServedModelHeaders:
         assert "OTEL_SAMPLING_SERVED_MODEL_HEADERS" in caplog.text
 
 
-@pytest.mark.parametrize(("raw", "code"), [
-    (None, -31003),  # the default: outside JSON-RPC's reserved -32768..-32000 (MCP 2026-07-28)
-    ("4003", 4003),
-    (" -31999 ", -31999),
-    ("-32769", -32769),  # just below the reserved range
-    ("-32003", -32003),  # the legacy code, for servers that read only it
-])
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (None, -31003),  # the default: outside JSON-RPC's reserved -32768..-32000 (MCP 2026-07-28)
+        ("4003", 4003),
+        (" -31999 ", -31999),
+        ("-32769", -32769),  # just below the reserved range
+        ("-32003", -32003),  # the legacy code, for servers that read only it
+    ],
+)
 def test_the_policy_refusal_code_is_read(raw, code):
     env = {} if raw is None else {"OTEL_SAMPLING_POLICY_REFUSAL_CODE": raw}
     assert Settings.from_env(env).policy_refusal_code == code
 
 
-@pytest.mark.parametrize("raw", [
-    "denied", "1.5",
-    "-32000", "-32019", "-32010",  # legacy: "new implementations SHOULD NOT use" (MCP 2026-07-28)
-    "-32020", "-32021", "-32099",  # reserved for the MCP specification
-    "-32603", "-32768",  # JSON-RPC's own
-    "-1",  # the user's rejection (MCP 2025-11-25)
-    str(2**31),  # past a 32-bit integer
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "denied",
+        "1.5",
+        "-32000",
+        "-32019",
+        "-32010",  # legacy: "new implementations SHOULD NOT use" (MCP 2026-07-28)
+        "-32020",
+        "-32021",
+        "-32099",  # reserved for the MCP specification
+        "-32603",
+        "-32768",  # JSON-RPC's own
+        "-1",  # the user's rejection (MCP 2025-11-25)
+        str(2**31),  # past a 32-bit integer
+    ],
+)
 def test_a_policy_refusal_code_outside_the_rule_warns_and_keeps_the_default(raw, caplog, monkeypatch):
     monkeypatch.setattr(settings, "_reported", set())
     with caplog.at_level(logging.WARNING):

@@ -117,8 +117,10 @@ class TestDegradationCounts:
         state.activate(search)
         state.deactivate(search)
 
-        assert ({("search", "sources unavailable"): 0}, {("search", "sources unavailable"): 0}) == \
-            state.degradation_counts()
+        assert (
+            {("search", "sources unavailable"): 0},
+            {("search", "sources unavailable"): 0},
+        ) == state.degradation_counts()
 
     def test_the_pairs_remembered_are_bounded(self):
         """At most ``MAX_KNOWN`` pairs are remembered for the gauges; later ones still count while active."""

@@ -55,15 +55,18 @@ NOT_JSON_RPC = "Failed to parse JSONRPC message from server"
 class TestExporterNames:
     """``exporter_names``: an ``OTEL_<SIGNAL>_EXPORTER`` value as the SDK's configurator reads it."""
 
-    @pytest.mark.parametrize(("value", "expected"), [
-        (None, ()),
-        ("", ()),
-        ("none", ()),
-        (" None ", ()),
-        ("console", ("console",)),
-        ("otlp, console", ("otlp", "console")),
-        ("otlp,prometheus", ("otlp", "prometheus")),
-    ])
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [
+            (None, ()),
+            ("", ()),
+            ("none", ()),
+            (" None ", ()),
+            ("console", ("console",)),
+            ("otlp, console", ("otlp", "console")),
+            ("otlp,prometheus", ("otlp", "prometheus")),
+        ],
+    )
     def test_a_comma_separated_list_of_stripped_names(self, value, expected):
         assert expected == exporter_names(value)
 
@@ -72,21 +75,33 @@ class TestExporterNames:
         assert ("Console",) == exporter_names("Console")
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    (None, False), ("", False), ("false", False), ("1", False), ("true", True), (" TRUE ", True), ("True", True),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, False),
+        ("", False),
+        ("false", False),
+        ("1", False),
+        ("true", True),
+        (" TRUE ", True),
+        ("True", True),
+    ],
+)
 def test_sdk_disabled_is_true_in_any_case(value, expected):
     assert expected == sdk_disabled(value)
 
 
-@pytest.mark.parametrize(("configured", "attached", "expected"), [
-    ("console", None, True),  # the provider could not be read: the configured names decide
-    ("otlp,console", None, True),
-    ("otlp", None, False),
-    (None, None, False),  # unset: the distro's default is otlp
-    ("otlp", True, True),  # a console exporter attached in code, whatever the environment says
-    ("console", False, False),  # the console exporter writes elsewhere (out=sys.stderr)
-])
+@pytest.mark.parametrize(
+    ("configured", "attached", "expected"),
+    [
+        ("console", None, True),  # the provider could not be read: the configured names decide
+        ("otlp,console", None, True),
+        ("otlp", None, False),
+        (None, None, False),  # unset: the distro's default is otlp
+        ("otlp", True, True),  # a console exporter attached in code, whatever the environment says
+        ("console", False, False),  # the console exporter writes elsewhere (out=sys.stderr)
+    ],
+)
 def test_what_is_attached_decides_before_what_is_configured(configured, attached, expected):
     assert expected == exports_to_stdout(configured, attached)
 
@@ -129,8 +144,9 @@ def test_stdout_kind_names_what_fd_it_is(tmp_path):
     controller, terminal = pty.openpty()
     try:
         with (tmp_path / "out").open("w") as file, open(os.devnull, "w") as device:
-            kinds = [_stdio_trap.stdout_kind(fd) for fd in (write, left.fileno(), terminal, file.fileno(),
-                                                            device.fileno())]
+            kinds = [
+                _stdio_trap.stdout_kind(fd) for fd in (write, left.fileno(), terminal, file.fileno(), device.fileno())
+            ]
     finally:
         for fd in (read, write, controller, terminal):
             os.close(fd)
@@ -150,8 +166,9 @@ class TestAttachedExporters:
     def test_console_exporters_on_stdout(self):
         tracer_provider = TracerProvider()
         tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=self.fd1())))
-        meter_provider = MeterProvider([PeriodicExportingMetricReader(ConsoleMetricExporter(out=self.fd1()),
-                                                                       export_interval_millis=3_600_000)])
+        meter_provider = MeterProvider(
+            [PeriodicExportingMetricReader(ConsoleMetricExporter(out=self.fd1()), export_interval_millis=3_600_000)]
+        )
         logger_provider = LoggerProvider()
         logger_provider.add_log_record_processor(BatchLogRecordProcessor(ConsoleLogRecordExporter(out=self.fd1())))
         try:
@@ -193,8 +210,10 @@ def wrapped(bindings) -> bool:
 def test_the_start_is_wrapped_while_an_instrumentor_is_instrumented(telemetry):
     """Every binding is wrapped by the first ``instrument()`` and given back by the last
     ``uninstrument()`` (another instrumentor still instrumented keeps the watch)."""
-    originals = {name: start.__wrapped__ if isinstance(start, wrapt.FunctionWrapper) else start
-                 for name, start in start_bindings().items()}
+    originals = {
+        name: start.__wrapped__ if isinstance(start, wrapt.FunctionWrapper) else start
+        for name, start in start_bindings().items()
+    }
     host, server = MCPSamplingInstrumentor(), MCPServerSamplingInstrumentor()
     for instrumentor in (host, server):
         instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
@@ -215,8 +234,11 @@ def on_a_wire(monkeypatch):
     monkeypatch.setattr(_stdio_trap, "_said", set())
     monkeypatch.setattr(_stdio_trap, "stdout_kind", lambda fd=1: "pipe")
     monkeypatch.setattr(_stdio_trap, "attached_stdout_exporters", dict)  # no SDK provider read
-    for name, value in {"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
-                        "OTEL_LOGS_EXPORTER": "none"}.items():
+    for name, value in {
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
 
@@ -253,25 +275,38 @@ def server_env(**env: str) -> dict[str, str]:
     """The server's own environment (over mcp's default one): this worktree's otel_sampling, the
     exporters a test names (none by default), our provider instrumentors off (the server makes
     no provider calls; loading those SDKs only slows it down)."""
-    return {"PYTHONPATH": str(REPO), "OTEL_SERVICE_NAME": "stdio-trap-server",
-            "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
-            "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "otel_sampling_anthropic,otel_sampling_openai", **env}
+    return {
+        "PYTHONPATH": str(REPO),
+        "OTEL_SERVICE_NAME": "stdio-trap-server",
+        "OTEL_TRACES_EXPORTER": "none",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "otel_sampling_anthropic,otel_sampling_openai",
+        **env,
+    }
 
 
 def sampling_callback():
     async def callback(ctx, params):
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),
-                                         model="claude-sonnet-5-5-20261001", stop_reason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(text="ok"),
+            model="claude-sonnet-5-5-20261001",
+            stop_reason="endTurn",
+        )
+
     return callback
 
 
 def session(params: StdioServerParameters, errlog: Path) -> str:
     """One sampling round trip with the server started from ``params`` (its stderr to ``errlog``):
     the tool's text."""
+
     async def main():
         with errlog.open("w") as err:
-            async with Client(stdio_client(params, errlog=err), mode="legacy",
-                              sampling_callback=sampling_callback()) as client:
+            async with Client(
+                stdio_client(params, errlog=err), mode="legacy", sampling_callback=sampling_callback()
+            ) as client:
                 return (await client.call_tool("sample", ARGS)).content[0].text
 
     return anyio.run(main)
@@ -290,8 +325,11 @@ def test_a_console_exporter_in_a_stdio_server_is_named_once_on_stderr(tmp_path):
     import opentelemetry.instrumentation.auto_instrumentation as auto
 
     sitecustomize = str(Path(auto.__file__).parent)
-    env = server_env(PYTHONPATH=os.pathsep.join([sitecustomize, str(REPO)]), OTEL_TRACES_EXPORTER="console",
-                     OTEL_METRICS_EXPORTER="console")
+    env = server_env(
+        PYTHONPATH=os.pathsep.join([sitecustomize, str(REPO)]),
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_METRICS_EXPORTER="console",
+    )
     errlog = tmp_path / "server.err"
     out = session(StdioServerParameters(command=sys.executable, args=[SERVER], env=env), errlog)
     assert out == "claude-sonnet-5-5-20261001|endTurn"  # the sampling request round-tripped
@@ -314,10 +352,14 @@ def test_mcp_s_default_environment_passes_no_instrumentation(tmp_path):
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("env", [
-    {},  # no exporter at all
-    {"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"},  # the documented fix
-], ids=["no-exporter", "sdk-disabled"])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},  # no exporter at all
+        {"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"},  # the documented fix
+    ],
+    ids=["no-exporter", "sdk-disabled"],
+)
 def test_no_warning_without_an_exporter_on_stdout(tmp_path, env, caplog):
     errlog = tmp_path / "server.err"
     out = session(under_instrument(server_env(**env)), errlog)
@@ -329,9 +371,16 @@ def test_no_warning_without_an_exporter_on_stdout(tmp_path, env, caplog):
 
 def run_server(stdout, env: dict[str, str], command: list[str] | None = None) -> subprocess.CompletedProcess:
     """Start the server with ``stdout``, its stdin at end of file (it serves, reads EOF and exits)."""
-    proc = subprocess.run(command or [INSTRUMENT, sys.executable, SERVER], stdin=subprocess.DEVNULL,
-                          stdout=stdout, stderr=subprocess.PIPE, env={**get_default_environment(), **env},
-                          text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        command or [INSTRUMENT, sys.executable, SERVER],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env={**get_default_environment(), **env},
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -381,14 +430,19 @@ build_server().run()
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize(("out", "configured", "warned"), [
-    ("", "none", True),  # ConsoleSpanExporter() writes to sys.stdout, whatever the environment says
-    ("out=sys.stderr", "console", False),  # the fix in code: the environment no longer decides
-], ids=["console-on-stdout", "console-on-stderr"])
+@pytest.mark.parametrize(
+    ("out", "configured", "warned"),
+    [
+        ("", "none", True),  # ConsoleSpanExporter() writes to sys.stdout, whatever the environment says
+        ("out=sys.stderr", "console", False),  # the fix in code: the environment no longer decides
+    ],
+    ids=["console-on-stdout", "console-on-stderr"],
+)
 def test_a_console_exporter_set_up_in_code(out, configured, warned):
     script = CODE_SERVER.format(here=str(HERE), out=out)
-    stderr = run_server(subprocess.PIPE, server_env(OTEL_TRACES_EXPORTER=configured),
-                        command=[sys.executable, "-c", script]).stderr
+    stderr = run_server(
+        subprocess.PIPE, server_env(OTEL_TRACES_EXPORTER=configured), command=[sys.executable, "-c", script]
+    ).stderr
     assert stderr.count(STDOUT_WARNING) == (1 if warned else 0), stderr
 
 
@@ -401,9 +455,14 @@ def free_port() -> int:
 @pytest.mark.subprocess
 def test_the_prometheus_exporter_in_a_stdio_server_is_named_once():
     port = str(free_port())
-    stderr = run_server(subprocess.PIPE, server_env(OTEL_METRICS_EXPORTER="prometheus",
-                                                    OTEL_EXPORTER_PROMETHEUS_HOST="127.0.0.1",
-                                                    OTEL_EXPORTER_PROMETHEUS_PORT=port)).stderr
+    stderr = run_server(
+        subprocess.PIPE,
+        server_env(
+            OTEL_METRICS_EXPORTER="prometheus",
+            OTEL_EXPORTER_PROMETHEUS_HOST="127.0.0.1",
+            OTEL_EXPORTER_PROMETHEUS_PORT=port,
+        ),
+    ).stderr
     assert stderr.count(PROMETHEUS_WARNING) == 1, stderr
     assert f"127.0.0.1:{port}" in stderr
 
@@ -416,8 +475,13 @@ def test_a_server_whose_host_holds_the_prometheus_port_starts_uninstrumented():
         host.bind(("127.0.0.1", 0))
         host.listen()
         port = str(host.getsockname()[1])
-        stderr = run_server(subprocess.PIPE, server_env(OTEL_METRICS_EXPORTER="prometheus",
-                                                        OTEL_EXPORTER_PROMETHEUS_HOST="127.0.0.1",
-                                                        OTEL_EXPORTER_PROMETHEUS_PORT=port)).stderr
+        stderr = run_server(
+            subprocess.PIPE,
+            server_env(
+                OTEL_METRICS_EXPORTER="prometheus",
+                OTEL_EXPORTER_PROMETHEUS_HOST="127.0.0.1",
+                OTEL_EXPORTER_PROMETHEUS_PORT=port,
+            ),
+        ).stderr
     assert "Failed to auto initialize OpenTelemetry" in stderr and "Address already in use" in stderr
     assert PROMETHEUS_WARNING not in stderr

@@ -61,8 +61,9 @@ def _untouched(sandwich: Sandwich) -> None:
 
 
 @pytest.mark.parametrize("driver_name", DRIVERS)
-def test_every_call_shape_passes_straight_through_when_suppressed(driver_name, sandwiched_all, telemetry,
-                                                                  fake_provider):
+def test_every_call_shape_passes_straight_through_when_suppressed(
+    driver_name, sandwiched_all, telemetry, fake_provider
+):
     before = snapshot(telemetry)  # gauges of degradations other tests entered read the same before and after
     with suppress_instrumentation():
         DRIVERS[driver_name].run(fake_provider)  # the host-level answers are asserted inside
@@ -72,8 +73,7 @@ def test_every_call_shape_passes_straight_through_when_suppressed(driver_name, s
 
 
 @pytest.mark.parametrize("driver_name", DRIVERS)
-def test_outside_suppression_the_same_call_shapes_give_telemetry(driver_name, sandwiched_all, telemetry,
-                                                                 fake_provider):
+def test_outside_suppression_the_same_call_shapes_give_telemetry(driver_name, sandwiched_all, telemetry, fake_provider):
     with suppress_instrumentation():
         pass  # entered and left: nothing stays suppressed
     DRIVERS[driver_name].run(fake_provider)
@@ -81,8 +81,7 @@ def test_outside_suppression_the_same_call_shapes_give_telemetry(driver_name, sa
     assert snapshot(telemetry)
 
 
-def test_an_openai_request_under_suppression_is_sent_as_without_instrumentation(openai_instrumented,
-                                                                                  fake_provider):
+def test_an_openai_request_under_suppression_is_sent_as_without_instrumentation(openai_instrumented, fake_provider):
     """No trace context of ours goes out either: there is no span of ours to name."""
     client = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0)
     fake_provider.reset()
@@ -93,18 +92,21 @@ def test_an_openai_request_under_suppression_is_sent_as_without_instrumentation(
 
 
 def test_a_provider_call_suppressed_inside_a_sampling_callback_is_not_a_provider_call_of_the_request(
-        instrumented, fake_provider):
+    instrumented, fake_provider
+):
     """A host whose sampling callback calls a model under suppression (its own pipeline's call):
     the request is recorded, the suppressed call is neither a span nor one of the request's calls."""
 
     async def callback(ctx, params):
-        client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0,
-                                          open_telemetry=False)
+        client = anthropic.AsyncAnthropic(
+            base_url=fake_provider.url, api_key="sk-fake", max_retries=0, open_telemetry=False
+        )
         with suppress_instrumentation():
             message = await client.messages.create(**ANTHROPIC_KW)
         await client.close()
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"),
-                                         model=message.model, stop_reason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="ok"), model=message.model, stop_reason="endTurn"
+        )
 
     assert anyio.run(call, "legacy", callback) == "claude-req|endTurn"
     (sampling,) = instrumented.spans()
@@ -115,8 +117,7 @@ def test_a_provider_call_suppressed_inside_a_sampling_callback_is_not_a_provider
 
 
 @pytest.mark.parametrize("shape", ["stream", "with_streaming_response"])
-def test_a_call_started_outside_suppression_ends_its_span_when_read_inside(shape, openai_instrumented,
-                                                                           fake_provider):
+def test_a_call_started_outside_suppression_ends_its_span_when_read_inside(shape, openai_instrumented, fake_provider):
     client = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0)
     SPANS.clear()
     if shape == "stream":

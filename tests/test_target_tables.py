@@ -31,6 +31,7 @@ else:
 def _passthrough(state):
     def wrapper(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
+
     return wrapper
 
 
@@ -84,8 +85,11 @@ def test_mcp_instrumentor_picks_the_table_of_the_installed_major(caplog, telemet
 
     major = int(version("mcp").split(".")[0])
     # The sampling entry point of each major (mcp 1.x: _received_request, mcp 2.x: dispatch_input_request).
-    ours, other = ("_received_request", "dispatch_input_request") if major == 1 else (
-        "dispatch_input_request", "_received_request")
+    ours, other = (
+        ("_received_request", "dispatch_input_request")
+        if major == 1
+        else ("dispatch_input_request", "_received_request")
+    )
     caplog.set_level(logging.DEBUG, logger="otel_sampling")
     instrumentor = MCPSamplingInstrumentor()
     instrumentor.instrument(meter_provider=telemetry.meter_provider)
@@ -119,8 +123,9 @@ def test_an_installed_version_outside_the_range_warns_once_naming_version_and_ra
         caplog.clear()
         instrumentor = _installed_outside_the_range(f"PinnedBelow{auto}")()
         for _ in range(2):  # instrument, uninstrument, instrument again: still one line
-            instrumentor.instrument(meter_provider=telemetry.meter_provider,
-                                    **({"skip_dep_check": True} if auto else {}))
+            instrumentor.instrument(
+                meter_provider=telemetry.meter_provider, **({"skip_dep_check": True} if auto else {})
+            )
             assert not isinstance(vars(SyncAPIClient)["request"], wrapt.FunctionWrapper)  # nothing wrapped
             instrumentor.uninstrument()
         records = _our_records(caplog, logging.WARNING)
@@ -131,12 +136,16 @@ def test_an_installed_version_outside_the_range_warns_once_naming_version_and_ra
 
 def test_a_library_that_is_not_installed_is_skipped_quietly(caplog, telemetry):
     """A host that does not use an SDK: opentelemetry-instrument loads its instrumentor anyway."""
-    instrumentor = type("NotInstalled", (TargetTableInstrumentor,), {
-        "targets": (Target("textwrap", "TextWrapper.wrap", _passthrough),),
-        "dependencies": ("no-such-sdk-distribution >= 1",),
-        "state_class": staticmethod(lambda instruments: None),
-        "_instance": None,
-    })()
+    instrumentor = type(
+        "NotInstalled",
+        (TargetTableInstrumentor,),
+        {
+            "targets": (Target("textwrap", "TextWrapper.wrap", _passthrough),),
+            "dependencies": ("no-such-sdk-distribution >= 1",),
+            "state_class": staticmethod(lambda instruments: None),
+            "_instance": None,
+        },
+    )()
     caplog.set_level(logging.DEBUG)
     instrumentor.instrument(meter_provider=telemetry.meter_provider, skip_dep_check=True)
     try:
@@ -159,6 +168,7 @@ def _host_library(tmp_path, monkeypatch) -> str:
 def _marking(state):
     def wrapper(wrapped, instance, args, kwargs):
         return ("wrapped", wrapped(*args, **kwargs))
+
     return wrapper
 
 
@@ -166,6 +176,7 @@ def _host_instrumentor(module: str, distribution: str, specifier: str) -> Target
     class WithHostTargets(TargetTableInstrumentor):
         host_targets = (HostTargets((distribution,), specifier, (Target(module, "Client.call", _marking),)),)
         state_class = staticmethod(lambda instruments: object())
+
     return WithHostTargets()
 
 
@@ -199,8 +210,9 @@ def test_a_hook_left_by_an_earlier_instrument_does_nothing(tmp_path, monkeypatch
         instrumentor.uninstrument()
 
 
-@pytest.mark.parametrize(("extra", "instrumentor"),
-                         [("anthropic", AnthropicInstrumentor), ("openai", OpenAIInstrumentor)])
+@pytest.mark.parametrize(
+    ("extra", "instrumentor"), [("anthropic", AnthropicInstrumentor), ("openai", OpenAIInstrumentor)]
+)
 def test_the_provider_instrumentors_check_the_range_their_extra_installs(extra, instrumentor):
     """The range an instrumentor accepts is the one ``pip install otel-sampling[<sdk>]`` installs."""
     pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
@@ -221,8 +233,7 @@ def test_a_host_library_not_installed_is_left_alone_silently(tmp_path, monkeypat
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
-def test_a_host_library_outside_its_range_warns_once_naming_version_and_range(tmp_path, monkeypatch, caplog,
-                                                                              telemetry):
+def test_a_host_library_outside_its_range_warns_once_naming_version_and_range(tmp_path, monkeypatch, caplog, telemetry):
     module = _host_library(tmp_path, monkeypatch)
     instrumentor = _host_instrumentor(module, "pytest", "< 1")
     caplog.set_level(logging.WARNING, logger="otel_sampling.instrumentation._targets")

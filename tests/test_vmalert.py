@@ -72,16 +72,23 @@ def replayed(triage_host):
     end = start + STEPS * STEP_S
     with VictoriaMetrics() as vm:
         vm.import_text(import_text(history, start, STEP_S))
-        wait_until(lambda: len(vm.samples_at('{__name__=~".+"}', end)) == len(history), 60,
-                   "the imported history to be searchable")
+        wait_until(
+            lambda: len(vm.samples_at('{__name__=~".+"}', end)) == len(history),
+            60,
+            "the imported history to be searchable",
+        )
         replay(vm, [RULES], start, end, interval_s=STEP_S)
         recorded = {name: vm.export(name, start, end) for name in recorded_names()}
         yield SimpleNamespace(
-            history=history, steps=STEPS + 1,
+            history=history,
+            steps=STEPS + 1,
             recorded=recorded,
             at_end={name: vm.samples_at(name, end) for name in recorded},
-            alerts={state: {label_key(labels) for labels, _ in vm.samples_at(f'ALERTS{{alertstate="{state}"}}', end)}
-                    for state in ("firing", "pending")})
+            alerts={
+                state: {label_key(labels) for labels, _ in vm.samples_at(f'ALERTS{{alertstate="{state}"}}', end)}
+                for state in ("firing", "pending")
+            },
+        )
 
 
 def test_vmalert_parses_the_bundled_rules():
@@ -107,20 +114,52 @@ def test_vmalert_fires_what_the_steady_demo_drives(replayed):
 def test_prometheus_gives_the_same_alerts_and_recorded_values(replayed, tmp_path):
     """promtool evaluates the same file over the same history; every alert vmalert fired (or holds
     pending) at the end, and every series it recorded with its value, is what Prometheus has."""
-    tests = [{"expr": f'ALERTS{{alertstate="{state}"}}', "eval_time": f"{STEPS}m",
-              "exp_samples": [{"labels": selector("ALERTS", key), "value": 1} for key in sorted(keys)]}
-             for state, keys in replayed.alerts.items()]
+    tests = [
+        {
+            "expr": f'ALERTS{{alertstate="{state}"}}',
+            "eval_time": f"{STEPS}m",
+            "exp_samples": [{"labels": selector("ALERTS", key), "value": 1} for key in sorted(keys)],
+        }
+        for state, keys in replayed.alerts.items()
+    ]
     for name, samples in replayed.at_end.items():
-        tests.append({"expr": f"count({name})", "eval_time": f"{STEPS}m",
-                      "exp_samples": [{"labels": "{}", "value": len(samples)}] if samples else []})
+        tests.append(
+            {
+                "expr": f"count({name})",
+                "eval_time": f"{STEPS}m",
+                "exp_samples": [{"labels": "{}", "value": len(samples)}] if samples else [],
+            }
+        )
         for labels, value in samples:
             key = label_key(labels)
-            tests.append({"expr": f"abs({selector(name, key)} - {value!r}) <= bool {abs(value) * RELATIVE_TOLERANCE!r}",
-                          "eval_time": f"{STEPS}m", "exp_samples": [{"labels": selector("", key), "value": 1}]})
+            tests.append(
+                {
+                    "expr": f"abs({selector(name, key)} - {value!r}) <= bool {abs(value) * RELATIVE_TOLERANCE!r}",
+                    "eval_time": f"{STEPS}m",
+                    "exp_samples": [{"labels": selector("", key), "value": 1}],
+                }
+            )
     spec = tmp_path / "same_data.test.json"
-    spec.write_text(json.dumps({"rule_files": [str(RULES)], "evaluation_interval": f"{STEP_S}s",
-                                "tests": [{"interval": f"{STEP_S}s", "input_series": promtool_input(replayed.history),
-                                           "promql_expr_test": tests}]}))
-    result = subprocess.run(["promtool", "test", "rules", spec.name], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=PROMTOOL_TIMEOUT_S)
+    spec.write_text(
+        json.dumps(
+            {
+                "rule_files": [str(RULES)],
+                "evaluation_interval": f"{STEP_S}s",
+                "tests": [
+                    {
+                        "interval": f"{STEP_S}s",
+                        "input_series": promtool_input(replayed.history),
+                        "promql_expr_test": tests,
+                    }
+                ],
+            }
+        )
+    )
+    result = subprocess.run(
+        ["promtool", "test", "rules", spec.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=PROMTOOL_TIMEOUT_S,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-20_000:]

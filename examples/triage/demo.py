@@ -59,13 +59,23 @@ from scenario import DRILL_NAME, FALLBACK_MODEL, PRIMARY_MODEL, STEPS  # noqa: E
 OUT = ROOT / ".demo"
 HOST_TIMEOUT_S = 120
 REQUIRED_ENDINGS = (
-    names.ENDING_COMPLETED, names.ENDING_POLICY_DENIED, names.ENDING_USER_DENIED,
-    names.ENDING_BUDGET_EXHAUSTED, names.ENDING_MODEL_UNAVAILABLE, names.ENDING_TIMEOUT,
+    names.ENDING_COMPLETED,
+    names.ENDING_POLICY_DENIED,
+    names.ENDING_USER_DENIED,
+    names.ENDING_BUDGET_EXHAUSTED,
+    names.ENDING_MODEL_UNAVAILABLE,
+    names.ENDING_TIMEOUT,
 )
 REQUESTS_SERIES = metric_name(names.METRIC_SAMPLING_REQUESTS, names.UNIT_REQUEST, counter=True)
 SERVER, ENDING, SUBSTITUTION, MODE, PATH = (
-    label_name(a) for a in (names.MCP_SERVER_NAME, names.SAMPLING_ENDING, names.SAMPLING_SUBSTITUTION,
-                            names.DEGRADATION_MODE, names.SAMPLING_PATH)
+    label_name(a)
+    for a in (
+        names.MCP_SERVER_NAME,
+        names.SAMPLING_ENDING,
+        names.SAMPLING_SUBSTITUTION,
+        names.DEGRADATION_MODE,
+        names.SAMPLING_PATH,
+    )
 )
 
 
@@ -77,34 +87,49 @@ def free_port() -> int:
 
 def host_env(provider_url: str, traces_endpoint: str, metrics_port: int) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        "OTEL_SERVICE_NAME": "triage-host",
-        "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "200",
-        "OTEL_METRICS_EXPORTER": "prometheus",
-        "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
-        "OTEL_EXPORTER_PROMETHEUS_PORT": str(metrics_port),
-        "OTEL_LOGS_EXPORTER": "none",
-        names.ENV_POLICY: str(HERE / "policy.toml"),
-        "ANTHROPIC_BASE_URL": provider_url,
-    })
+    env.update(
+        {
+            "OTEL_SERVICE_NAME": "triage-host",
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "200",
+            "OTEL_METRICS_EXPORTER": "prometheus",
+            "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1",
+            "OTEL_EXPORTER_PROMETHEUS_PORT": str(metrics_port),
+            "OTEL_LOGS_EXPORTER": "none",
+            names.ENV_POLICY: str(HERE / "policy.toml"),
+            "ANTHROPIC_BASE_URL": provider_url,
+        }
+    )
     return env
 
 
-def run_host(env: dict[str, str], metrics_url: str, log: Path,
-             on_checkpoint: Callable[[dict], None] | None = None) -> tuple[dict, str]:
+def run_host(
+    env: dict[str, str], metrics_url: str, log: Path, on_checkpoint: Callable[[dict], None] | None = None
+) -> tuple[dict, str]:
     """Run the host until it reports the scenario done (with ``on_checkpoint``: stopping at each
     checkpoint until it returns); scrape metrics; release it; wait for exit."""
     instrument = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
     if instrument is None:
         raise SystemExit("opentelemetry-instrument is not installed next to this Python (run `make demo`)")
-    command = [instrument, sys.executable, str(HERE / "host.py"), "--hold",
-               *(["--checkpoints"] if on_checkpoint else [])]
+    command = [
+        instrument,
+        sys.executable,
+        str(HERE / "host.py"),
+        "--hold",
+        *(["--checkpoints"] if on_checkpoint else []),
+    ]
     with log.open("w") as log_file:
-        host = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=log_file, text=True, start_new_session=True)
+        host = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            text=True,
+            start_new_session=True,
+        )
         try:
             lines: queue.Queue[str | None] = queue.Queue()
             threading.Thread(target=pump, args=(host.stdout, lines), daemon=True).start()
@@ -129,8 +154,12 @@ def pump(stream, lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-def wait_for_done(lines: queue.Queue[str | None], deadline: float,
-                  on_checkpoint: Callable[[dict], None] | None = None, stdin: IO[str] | None = None) -> dict:
+def wait_for_done(
+    lines: queue.Queue[str | None],
+    deadline: float,
+    on_checkpoint: Callable[[dict], None] | None = None,
+    stdin: IO[str] | None = None,
+) -> dict:
     """Read the host's stdout until its scenario-done event. A checkpoint event is handed to
     ``on_checkpoint`` and then released with a line on ``stdin`` (the time it takes does not count
     against ``deadline``)."""
@@ -172,8 +201,9 @@ def table(title: str, rows: list[tuple[str, list]], columns: list[str]) -> str:
     return "\n".join(out)
 
 
-def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str,
-           server_requests: Counter | None = None) -> tuple[str, list[str]]:
+def report(
+    done: dict, metrics_text: str, spans: list[dict], metrics_url: str, server_requests: Counter | None = None
+) -> tuple[str, list[str]]:
     samples = list(request_samples(metrics_text))
     by_server: dict[str, Counter] = {}
     by_path: dict[str, Counter] = {}
@@ -186,8 +216,11 @@ def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str,
         modes[labels[MODE]] += n
         substitutions[labels[SUBSTITUTION]] += n
     total = sum(endings.values())
-    sampling_spans = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["scope"] == names.SCOPE_NAME
-                      and s["kind"] == "SERVER"]  # the host's; the server's own are CLIENT spans
+    sampling_spans = [
+        s
+        for s in spans
+        if s["name"] == names.SPAN_SAMPLING and s["scope"] == names.SCOPE_NAME and s["kind"] == "SERVER"
+    ]  # the host's; the server's own are CLIENT spans
     provider_spans = [s for s in spans if s["name"].startswith(names.OPERATION_CHAT) and s["scope"] == names.SCOPE_NAME]
     served = Counter()
     for span in sampling_spans:
@@ -196,8 +229,9 @@ def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str,
         if model:
             hints = ",".join(attrs.get(names.SAMPLING_MODEL_HINTS, [])) or "(no hint)"
             served[(hints, model, attrs.get(names.SAMPLING_SUBSTITUTION), attrs.get(names.DEGRADATION_MODE))] += 1
-    provider_errors = Counter(s["attributes"].get(names.ERROR_TYPE)
-                              for s in provider_spans if s["status_code"] == "ERROR")
+    provider_errors = Counter(
+        s["attributes"].get(names.ERROR_TYPE) for s in provider_spans if s["status_code"] == "ERROR"
+    )
 
     columns = [e for e in names.ENDINGS if endings[e]]
     steps = done.get("steps", [])
@@ -211,9 +245,11 @@ def report(done: dict, metrics_text: str, spans: list[dict], metrics_url: str,
         "",
         table("Endings by protocol path", [(k, [v[e] for e in columns]) for k, v in sorted(by_path.items())], columns),
         "",
-        table("Served models (hinted -> served)",
-              [(f"{h} -> {m}", [n, sub, mode]) for (h, m, sub, mode), n in sorted(served.items())],
-              ["requests", "substitution", "mode"]),
+        table(
+            "Served models (hinted -> served)",
+            [(f"{h} -> {m}", [n, sub, mode]) for (h, m, sub, mode), n in sorted(served.items())],
+            ["requests", "substitution", "mode"],
+        ),
         "",
         f"Substitutions: {dict(sorted((k, v) for k, v in substitutions.items() if k != names.SUBSTITUTION_NONE))}",
         f"Degraded share: {modes[names.MODE_DEGRADED]}/{total} sampling requests "
@@ -262,11 +298,15 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
             labels = sample.labels
             if sample.name == runs_series and labels.get(label_name(names.AGENT_RUN_NAME)) == scenario.RUN_NAME:
                 runs_by_mode[labels[MODE]] += int(sample.value)
-            elif (sample.name == REQUESTS_SERIES
-                  and labels.get(label_name(names.DEGRADATION_REASON)) == names.REASON_CANARY):
+            elif (
+                sample.name == REQUESTS_SERIES
+                and labels.get(label_name(names.DEGRADATION_REASON)) == names.REASON_CANARY
+            ):
                 canary += int(sample.value)
-            elif (sample.name == lookups_series
-                  and labels.get(label_name(names.CACHE_PROVENANCE_MATCH)) == names.CACHE_MISMATCH):
+            elif (
+                sample.name == lookups_series
+                and labels.get(label_name(names.CACHE_PROVENANCE_MATCH)) == names.CACHE_MISMATCH
+            ):
                 stale_hits += int(sample.value)
     lines = [
         f"Runs ({scenario.RUN_NAME!r}, one per step or live run): {sum(runs_by_mode.values())}, degraded "
@@ -278,11 +318,13 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
     if sum(runs_by_mode.values()) != len(ran_runs):
         problems.append(f"{sum(runs_by_mode.values())} runs counted, the scenario ran {len(ran_runs)}")
     if runs_by_mode[names.MODE_DEGRADED] != expected_degraded:
-        problems.append(f"{runs_by_mode[names.MODE_DEGRADED]} degraded runs counted, "
-                        f"the scenario drove {expected_degraded}")
+        problems.append(
+            f"{runs_by_mode[names.MODE_DEGRADED]} degraded runs counted, the scenario drove {expected_degraded}"
+        )
     if numbers.silent_incidents != expected_incidents:
-        problems.append(f"{numbers.silent_incidents:.0f} silent incidents counted, "
-                        f"the scenario drove {expected_incidents}")
+        problems.append(
+            f"{numbers.silent_incidents:.0f} silent incidents counted, the scenario drove {expected_incidents}"
+        )
     if not numbers.quality_delta():
         problems.append("no evaluation scores in both modes")
     expected_canary = sum(step.host.canary for step in ran)
@@ -293,8 +335,10 @@ def degradation_report(done: dict, metrics_text: str) -> tuple[str, list[str]]:
     primary_cache = numbers.prompt_cache_read_share(names.MODE_PRIMARY)
     degraded_cache = numbers.prompt_cache_read_share(names.MODE_DEGRADED)
     if not primary_cache or not degraded_cache or degraded_cache >= primary_cache:
-        problems.append(f"prompt-cache read share primary {primary_cache} vs degraded {degraded_cache}: the scenario "
-                        "reads the cache in both modes, less of it after failovers")
+        problems.append(
+            f"prompt-cache read share primary {primary_cache} vs degraded {degraded_cache}: the scenario "
+            "reads the cache in both modes, less of it after failovers"
+        )
     return "\n".join(lines), problems
 
 
@@ -340,11 +384,17 @@ def expected_drill() -> drill_report.Expected:
     """What the scenario's drill drives: its requests (one per drill step, on the fallback) and the
     flaps after it (steps of the live run after the drill on which the primary fails again)."""
     drill_steps = [s for s in STEPS if s.host.drill]
-    after = STEPS[STEPS.index(drill_steps[-1]) + 1:]
-    flaps = [s for s in after
-             if s.run == drill_steps[-1].run and s.provider.primary and s.expected_model == FALLBACK_MODEL]
-    return drill_report.Expected(drill_name=DRILL_NAME, fallback_model=FALLBACK_MODEL, primary_model=PRIMARY_MODEL,
-                                 drill_requests=len(drill_steps), flaps=len(flaps))
+    after = STEPS[STEPS.index(drill_steps[-1]) + 1 :]
+    flaps = [
+        s for s in after if s.run == drill_steps[-1].run and s.provider.primary and s.expected_model == FALLBACK_MODEL
+    ]
+    return drill_report.Expected(
+        drill_name=DRILL_NAME,
+        fallback_model=FALLBACK_MODEL,
+        primary_model=PRIMARY_MODEL,
+        drill_requests=len(drill_steps),
+        flaps=len(flaps),
+    )
 
 
 def main() -> int:
@@ -358,9 +408,11 @@ def main() -> int:
         done, metrics_text = run_host(env, metrics_url, OUT / "host.log", watch)
         spans = list(receiver.spans)
         server_counts = server_requests(receiver.metrics)
-        drill_lines, drill_problems = (drill_report.lines(watch, expected_drill()) if watch else
-                                       (["Drill report: skipped (no Prometheus server; `make prometheus` installs "
-                                         "Debian's package)"], []))
+        drill_lines, drill_problems = (
+            drill_report.lines(watch, expected_drill())
+            if watch
+            else (["Drill report: skipped (no Prometheus server; `make prometheus` installs Debian's package)"], [])
+        )
     (OUT / "metrics.txt").write_text(metrics_text)
     with (OUT / "spans.jsonl").open("w") as f:
         for span in spans:
@@ -376,8 +428,10 @@ def main() -> int:
     if problems:
         print("\nDEMO FAILED:\n  " + "\n  ".join(problems))
         return 1
-    print("\nAll checks passed: every ending the scenario drove is in the metrics, "
-          "with substitutions and a degraded share; the drill was noticed, the fallback served, the primary returned.")
+    print(
+        "\nAll checks passed: every ending the scenario drove is in the metrics, "
+        "with substitutions and a degraded share; the drill was noticed, the fallback served, the primary returned."
+    )
     return 0
 
 

@@ -17,19 +17,32 @@ GRANTS = metric_name(names.METRIC_SAMPLING_GRANTS, names.UNIT_GRANT, counter=Tru
 GRANTED_USD = metric_name(names.METRIC_SAMPLING_GRANTED_USD, names.UNIT_USD, counter=True)
 STALLS = metric_name(names.METRIC_SAMPLING_STALLS, names.UNIT_REQUEST, counter=True)
 IN_FLIGHT = metric_name(names.METRIC_SAMPLING_IN_FLIGHT, names.UNIT_REQUEST)
-REQUESTED, GRANTED, KIND, SERVER = (label_name(a) for a in (
-    names.SAMPLING_INCLUDE_CONTEXT_REQUESTED, names.SAMPLING_INCLUDE_CONTEXT_GRANTED,
-    names.SAMPLING_VIOLATION_KIND, names.MCP_SERVER_NAME))
+REQUESTED, GRANTED, KIND, SERVER = (
+    label_name(a)
+    for a in (
+        names.SAMPLING_INCLUDE_CONTEXT_REQUESTED,
+        names.SAMPLING_INCLUDE_CONTEXT_GRANTED,
+        names.SAMPLING_VIOLATION_KIND,
+        names.MCP_SERVER_NAME,
+    )
+)
 EXPECTED_VIOLATIONS = (
-    names.VIOLATION_CONTEXT_ABOVE_CEILING, names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED,
-    names.VIOLATION_REROUTED_AFTER_DENIAL, names.VIOLATION_MODEL_OUTSIDE_POLICY,
+    names.VIOLATION_CONTEXT_ABOVE_CEILING,
+    names.VIOLATION_SCOPE_WIDENED,
+    names.VIOLATION_DECISION_FLIPPED,
+    names.VIOLATION_REROUTED_AFTER_DENIAL,
+    names.VIOLATION_MODEL_OUTSIDE_POLICY,
     names.VIOLATION_GRANT_WITHOUT_EXHAUSTION,
 )
 
 
 def _series(metrics_text: str, name: str) -> list[tuple[dict[str, str], float]]:
-    return [(s.labels, s.value) for family in text_string_to_metric_families(metrics_text)
-            for s in family.samples if s.name == name]
+    return [
+        (s.labels, s.value)
+        for family in text_string_to_metric_families(metrics_text)
+        for s in family.samples
+        if s.name == name
+    ]
 
 
 def lines(metrics_text: str, spans: list[dict], server_requests: Counter) -> tuple[list[str], list[str]]:
@@ -49,25 +62,34 @@ def lines(metrics_text: str, spans: list[dict], server_requests: Counter) -> tup
     server = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["kind"] == "CLIENT"]
     events = [(s, e) for s in spans for e in s.get("events", ())]
     stall_events = [e["attributes"] for _, e in events if e["name"] == names.EVENT_SAMPLING_STALL]
-    linked = [e for _, e in events if e["name"] == names.EVENT_SAMPLING_VIOLATION
-              and names.SAMPLING_EARLIER_TRACE_ID in e["attributes"]]
+    linked = [
+        e
+        for _, e in events
+        if e["name"] == names.EVENT_SAMPLING_VIOLATION and names.SAMPLING_EARLIER_TRACE_ID in e["attributes"]
+    ]
     grant_events = [e["attributes"] for _, e in events if e["name"] == names.EVENT_SAMPLING_GRANT]
     transports = Counter(s["attributes"].get(names.NETWORK_TRANSPORT) for s in host)
     versions = Counter(s["attributes"].get(names.MCP_SERVER_VERSION) for s in host)
     sessions = Counter(s["attributes"].get(names.MCP_SESSION_ID, "none (stdio has no session id)") for s in host)
-    resets = Counter(s["attributes"].get(names.SAMPLING_BUDGET_RESETS_AT) for s in host
-                     if s["attributes"].get(names.SAMPLING_ENDING) == names.ENDING_BUDGET_EXHAUSTED)
+    resets = Counter(
+        s["attributes"].get(names.SAMPLING_BUDGET_RESETS_AT)
+        for s in host
+        if s["attributes"].get(names.SAMPLING_ENDING) == names.ENDING_BUDGET_EXHAUSTED
+    )
 
     out = [
         "",
-        "Context scope (requested -> granted)  " + ", ".join(
-            f"{r} -> {g}: {n}" for (r, g), n in sorted(scopes.items())),
-        f"Violations ({VIOLATIONS})  " + ", ".join(f"{k} {n}" for k, n in sorted(violations.items()))
+        "Context scope (requested -> granted)  "
+        + ", ".join(f"{r} -> {g}: {n}" for (r, g), n in sorted(scopes.items())),
+        f"Violations ({VIOLATIONS})  "
+        + ", ".join(f"{k} {n}" for k, n in sorted(violations.items()))
         + f"; {len(linked)} violation events name the earlier request's trace",
         f"Grants: {int(grants)} ({GRANTS}), ${granted_usd:.2f} granted ({GRANTED_USD}); events by "
         + ", ".join(sorted({str(e.get(names.SAMPLING_GRANT_GRANTED_BY)) for e in grant_events})),
-        f"Stalls: {int(stalls)} ({STALLS}); events name " + ", ".join(sorted(
-            {f"{e.get(names.MCP_SERVER_NAME)}/{e.get(names.GEN_AI_TOOL_NAME, '?')}" for e in stall_events}))
+        f"Stalls: {int(stalls)} ({STALLS}); events name "
+        + ", ".join(
+            sorted({f"{e.get(names.MCP_SERVER_NAME)}/{e.get(names.GEN_AI_TOOL_NAME, '?')}" for e in stall_events})
+        )
         + f"; in flight now: {int(in_flight)}",
         f"Budget endings with resetsAt: {dict(resets)}",
         f"Connection: {names.NETWORK_TRANSPORT} {dict(transports)}, {names.MCP_SERVER_VERSION} {dict(versions)}, "
@@ -76,8 +98,9 @@ def lines(metrics_text: str, spans: list[dict], server_requests: Counter) -> tup
         f"{len(server)} CLIENT spans): " + ", ".join(f"{p} {e} {n}" for (p, e), n in sorted(server_requests.items())),
     ]
     problems = [f"no '{kind}' violation was recorded" for kind in EXPECTED_VIOLATIONS if not violations[kind]]
-    if not scopes.get(("allServers", "allServers")) or not any(g == names.INCLUDE_CONTEXT_UNREPORTED
-                                                                for _, g in scopes):
+    if not scopes.get(("allServers", "allServers")) or not any(
+        g == names.INCLUDE_CONTEXT_UNREPORTED for _, g in scopes
+    ):
         problems.append(f"granted scopes {dict(scopes)} lack a full grant or an unreported one")
     if not grants or not grant_events:
         problems.append("no grant was recorded")
@@ -88,7 +111,8 @@ def lines(metrics_text: str, spans: list[dict], server_requests: Counter) -> tup
     if names.TRANSPORT_PIPE not in transports:
         problems.append(f"network.transport {dict(transports)} lacks pipe")
     if not server_requests.get((names.PATH_MRTR, names.ENDING_UNANSWERED)) or not server_requests.get(
-            (names.PATH_RPC, names.ENDING_COMPLETED)):
+        (names.PATH_RPC, names.ENDING_COMPLETED)
+    ):
         problems.append(f"server side {dict(server_requests)} lacks rpc completed or mrtr unanswered")
     if sum(server_requests.values()) != len(server):
         problems.append(f"{len(server)} server spans for {sum(server_requests.values())} server-side requests")

@@ -83,12 +83,16 @@ class DrillWatch:
         if name == RUNNING:
             self._wait(lambda: self.prom.query(f"{drill} == 1"), "Prometheus to see the drill running")
             noticing = "|".join(NOTICING_ALERTS)
-            self._wait(lambda: self.prom.query(f'ALERTS{{alertstate="firing", alertname=~"{noticing}"}}'),
-                       "a degraded-mode alert to fire during the drill")
+            self._wait(
+                lambda: self.prom.query(f'ALERTS{{alertstate="firing", alertname=~"{noticing}"}}'),
+                "a degraded-mode alert to fire during the drill",
+            )
         elif name == RECOVERED:
             window = self.config.drill_window
-            self._wait(lambda: not self.prom.query(f"max_over_time({drill}[{window}]) > 0"),
-                       f"the drill to leave drill_window ({window})")
+            self._wait(
+                lambda: not self.prom.query(f"max_over_time({drill}[{window}]) > 0"),
+                f"the drill to leave drill_window ({window})",
+            )
         if name in (STARTING, RUNNING, RECOVERED):
             try:
                 self.prom.wait_for_rules(DEADLINE_S)
@@ -132,6 +136,7 @@ class Reader:
     def delta(self, expr: str, labels: tuple[str, ...], start: float, stop: float) -> dict[tuple[str, ...], float]:
         """How much ``sum by (labels) (expr)`` rose from ``start`` to ``stop``, by label values (a series
         absent at ``start`` counts from 0); only what rose."""
+
         def read(instant: float) -> dict[tuple[str, ...], float]:
             result = self.prom.api("query", query=f"sum by ({', '.join(labels)}) ({expr})", time=f"{instant:.3f}")
             return {tuple(x["metric"].get(k, "") for k in labels): float(x["value"][1]) for x in result["result"]}
@@ -141,8 +146,13 @@ class Reader:
 
     def series(self, expr: str, start: float | None = None, end: float | None = None) -> list[Series]:
         """``query_range`` of ``expr`` (default: the whole run) at ``STEP_S``: (labels, [(time, value)])."""
-        data = self.prom.api("query_range", query=expr, start=f"{start or self.start:.3f}",
-                             end=f"{end or self.end:.3f}", step=f"{STEP_S}")
+        data = self.prom.api(
+            "query_range",
+            query=expr,
+            start=f"{start or self.start:.3f}",
+            end=f"{end or self.end:.3f}",
+            step=f"{STEP_S}",
+        )
         return [(r["metric"], [(float(t), float(v)) for t, v in r["values"]]) for r in data["result"]]
 
     def one(self, expr: str, start: float | None = None, end: float | None = None) -> list[tuple[float, float]]:
@@ -191,9 +201,11 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     """The drill report and its problems (see the module docstring)."""
     config, marks = watch.config, watch.marks
     reader = Reader(watch.prom, watch.started, end or time.time())
-    out = [f"Drill report (Prometheus scraping the live host every {STEP_S:.0f}s; rules with short windows: "
-           f"drill_window {config.drill_window}, drill_recovery_window {config.drill_recovery_window}, "
-           f"drill_recovery_for {config.drill_recovery_for}, degraded_share_for {config.degraded_share_for})"]
+    out = [
+        f"Drill report (Prometheus scraping the live host every {STEP_S:.0f}s; rules with short windows: "
+        f"drill_window {config.drill_window}, drill_recovery_window {config.drill_recovery_window}, "
+        f"drill_recovery_for {config.drill_recovery_for}, degraded_share_for {config.degraded_share_for})"
+    ]
     problems = [f"drill report: timed out waiting: {note}" for note in watch.notes]
     if any(k not in marks for k in (STARTING, RUNNING, RECOVERED)):
         return out, [*problems, f"drill report: the host did not reach every checkpoint (reached: {sorted(marks)})"]
@@ -207,30 +219,40 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     off = next((t for t, v in active if t > last_on and v == 0), last_on + STEP_S)
     # before the drill: the host held at its checkpoint, everything so far scraped and evaluated
     before = marks[f"{STARTING}:released"]
-    out.append(f"  drill {expected.drill_name!r} on {expected.primary_model}: seen running for "
-               f"{last_on - first_on + STEP_S:.0f}s (from the first scrape that showed it, t=0), stopped by the "
-               f"host at +{off - first_on:.1f}s")
+    out.append(
+        f"  drill {expected.drill_name!r} on {expected.primary_model}: seen running for "
+        f"{last_on - first_on + STEP_S:.0f}s (from the first scrape that showed it, t=0), stopped by the "
+        f"host at +{off - first_on:.1f}s"
+    )
 
     # 1. noticed: a degraded-mode alert fires during the drill, none before it
     r = Recorded(config)
     alerts = alert_times(reader)
-    share_before, requests_before = reader.at(f"max({r.degraded_ratio})", before), reader.at(
-        f"sum({r.requests})", before)
+    share_before, requests_before = (
+        reader.at(f"max({r.degraded_ratio})", before),
+        reader.at(f"sum({r.requests})", before),
+    )
     fired_before = [a for a in NOTICING_ALERTS if any(t < first_on for t in alerts.get(a, AlertTimes()).firing)]
-    during = {a: [t for t in alerts.get(a, AlertTimes()).firing if first_on <= t <= off]
-              for a in (*NOTICING_ALERTS, PREFIX + "DegradedModeEntered")}
+    during = {
+        a: [t for t in alerts.get(a, AlertTimes()).firing if first_on <= t <= off]
+        for a in (*NOTICING_ALERTS, PREFIX + "DegradedModeEntered")
+    }
     noticed = [a for a in NOTICING_ALERTS if during[a]]
-    out.append(f"  before the drill: {requests_before or 0:.0f} sampling requests in {config.window}, degraded share "
-               f"{_pct(share_before)} (traffic guard {config.min_requests} requests): degraded-mode alerts firing: "
-               f"{', '.join(fired_before) or 'none'}")
+    out.append(
+        f"  before the drill: {requests_before or 0:.0f} sampling requests in {config.window}, degraded share "
+        f"{_pct(share_before)} (traffic guard {config.min_requests} requests): degraded-mode alerts firing: "
+        f"{', '.join(fired_before) or 'none'}"
+    )
     for alert in (*NOTICING_ALERTS, PREFIX + "DegradedModeEntered"):
         if during[alert]:
             at = during[alert][0]
             detail = ""
             if alert == PREFIX + "DegradedShareHigh":
                 share, requests = reader.at(f"max({r.degraded_ratio})", at), reader.at(f"sum({r.requests})", at)
-                detail = (f": degraded share {_pct(share)} > {config.degraded_share_threshold:.0%} over "
-                          f"{requests or 0:.0f} requests >= {config.min_requests}, for {config.degraded_share_for}")
+                detail = (
+                    f": degraded share {_pct(share)} > {config.degraded_share_threshold:.0%} over "
+                    f"{requests or 0:.0f} requests >= {config.min_requests}, for {config.degraded_share_for}"
+                )
             out.append(f"  fired during the drill: {alert} from +{at - first_on:.1f}s{detail}")
     if fired_before:
         problems.append(f"degraded-mode alerts {fired_before} fired before the drill: the drill is not what they saw")
@@ -241,9 +263,11 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     all_requests = m.SAMPLING_REQUESTS + config.selector()
     served = reader.delta(all_requests, (m.MODE, m.ENDING, m.RESPONSE_MODEL), before, last_on)
     total = sum(served.values())
-    fallback_done = sum(v for (mode, ending, model), v in served.items()
-                        if mode == names.MODE_DEGRADED and ending == names.ENDING_COMPLETED
-                        and model == expected.fallback_model)
+    fallback_done = sum(
+        v
+        for (mode, ending, model), v in served.items()
+        if mode == names.MODE_DEGRADED and ending == names.ENDING_COMPLETED and model == expected.fallback_model
+    )
     on_primary = matchers(**{m.REQUEST_MODEL: expected.primary_model})
     primary_calls = m.OPERATION_DURATION + "_count" + config.selector(on_primary)
     calls = reader.delta(primary_calls, (m.ERROR_TYPE,), before, last_on)
@@ -252,19 +276,27 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     completion = [v for _, v in reader.one(f"({completed} or {asked} * 0) / {asked}", first_on, last_on)]
     served_text = ", ".join(f"{mode}/{ending}/{model} {v:.0f}" for (mode, ending, model), v in sorted(served.items()))
     calls_text = ", ".join(f"{error or 'ok'} {v:.0f}" for (error,), v in sorted(calls.items())) or "none"
-    out.append(f"  fallback during the drill: {fallback_done:.0f}/{total:.0f} sampling requests completed in degraded "
-               f"mode on {expected.fallback_model} (mode/ending/model: {served_text}); calls to "
-               f"{expected.primary_model} by error type: {calls_text} (failed by the drill before leaving the process)")
+    out.append(
+        f"  fallback during the drill: {fallback_done:.0f}/{total:.0f} sampling requests completed in degraded "
+        f"mode on {expected.fallback_model} (mode/ending/model: {served_text}); calls to "
+        f"{expected.primary_model} by error type: {calls_text} (failed by the drill before leaving the process)"
+    )
     lowest = min(completion) if completion else None
-    out.append(f"  DrillFallbackFailed's condition during the drill: completion share over {config.window} "
-               f"{_pct(lowest)} at its lowest (fires below {config.drill_completion_threshold:.0%}), "
-               f"completed in degraded mode {fallback_done:.0f} (fires at 0)")
+    out.append(
+        f"  DrillFallbackFailed's condition during the drill: completion share over {config.window} "
+        f"{_pct(lowest)} at its lowest (fires below {config.drill_completion_threshold:.0%}), "
+        f"completed in degraded mode {fallback_done:.0f} (fires at 0)"
+    )
     if total != expected.drill_requests or fallback_done != expected.drill_requests:
-        problems.append(f"during the drill {fallback_done:.0f} of {total:.0f} sampling requests completed on the "
-                        f"fallback {expected.fallback_model}; the scenario drove {expected.drill_requests}")
+        problems.append(
+            f"during the drill {fallback_done:.0f} of {total:.0f} sampling requests completed on the "
+            f"fallback {expected.fallback_model}; the scenario drove {expected.drill_requests}"
+        )
     if calls.get((expected.drill_error_type,), 0) != expected.drill_requests:
-        problems.append(f"calls to {expected.primary_model} during the drill by error type {calls}: expected "
-                        f"{expected.drill_requests} failed as {expected.drill_error_type} by the drill")
+        problems.append(
+            f"calls to {expected.primary_model} during the drill by error type {calls}: expected "
+            f"{expected.drill_requests} failed as {expected.drill_error_type} by the drill"
+        )
 
     # 3. the exit: the primary flaps, then serves; recovery within the hysteresis
     held_until = marks[f"{RECOVERED}:released"]  # the host held, nothing served meanwhile (unless it failed)
@@ -283,13 +315,18 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     cleared = next((t for t, v in window_requests if t > last_degraded and v == 0), None)
     served_as = _changes(degraded, names.MODE_DEGRADED) + _changes(primary, names.MODE_PRIMARY)
     sequence = ", ".join(_runs(sorted(served_as), off)) or "nothing"
-    out.append(f"  exit, as Prometheus saw it after the stop: {sequence}; {flaps:.0f} requests served degraded "
-               f"(the primary flapping); mode back to primary " + (f"+{back - off:.1f}s" if back else "never")
-               + f" after the stop (time to recover; scrape resolution {STEP_S:.0f}s); degraded requests in the last "
-               f"{config.drill_recovery_window} back to 0 " + (f"at +{cleared - off:.1f}s" if cleared else "never"))
+    out.append(
+        f"  exit, as Prometheus saw it after the stop: {sequence}; {flaps:.0f} requests served degraded "
+        f"(the primary flapping); mode back to primary "
+        + (f"+{back - off:.1f}s" if back else "never")
+        + f" after the stop (time to recover; scrape resolution {STEP_S:.0f}s); degraded requests in the last "
+        f"{config.drill_recovery_window} back to 0 " + (f"at +{cleared - off:.1f}s" if cleared else "never")
+    )
     if flaps != expected.flaps:
-        problems.append(f"{flaps:.0f} requests served degraded after the drill; the scenario drove {expected.flaps} "
-                        "(the primary flapping)")
+        problems.append(
+            f"{flaps:.0f} requests served degraded after the drill; the scenario drove {expected.flaps} "
+            "(the primary flapping)"
+        )
     if back is None:
         problems.append("after the drill Prometheus never saw the primary serve again")
 
@@ -299,13 +336,14 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
         state = "FIRED" if times.firing else ("pending only" if times.pending else "quiet")
         why = {
             PREFIX + "DrillWithoutAlert": "degraded-mode alerts firing during the drill: "
-                                           + (", ".join(noticed) or "none"),
+            + (", ".join(noticed) or "none"),
             PREFIX + "DrillFallbackFailed": f"pending {_span(times.pending, first_on)}, for "
-                                             f"{config.drill_fallback_for}; "
-                                             + ("the fallback served the drill's requests" if fallback_done else
-                                                "no request completed in degraded mode"),
+            f"{config.drill_fallback_for}; "
+            + (
+                "the fallback served the drill's requests" if fallback_done else "no request completed in degraded mode"
+            ),
             PREFIX + "DrillRecoveryMissing": f"pending {_span(times.pending, off)} after the stop, for "
-                                              f"{config.drill_recovery_for} (the hysteresis)",
+            f"{config.drill_recovery_for} (the hysteresis)",
         }[alert]
         out.append(f"  {alert}: {state} (firing {_span(times.firing, first_on)}); {why}")
         if times.firing:
@@ -317,8 +355,11 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
 
     # 4. the drills counter
     # read while the host was still held (once it exits its series go stale)
-    counts = reader.by(f"sum by ({DRILL_OUTCOME_LABEL}) ({DRILLS}{{{DRILL_NAME_LABEL}=\"{expected.drill_name}\"}})",
-                       marks[f"{RECOVERED}:released"], DRILL_OUTCOME_LABEL)
+    counts = reader.by(
+        f'sum by ({DRILL_OUTCOME_LABEL}) ({DRILLS}{{{DRILL_NAME_LABEL}="{expected.drill_name}"}})',
+        marks[f"{RECOVERED}:released"],
+        DRILL_OUTCOME_LABEL,
+    )
     out.append(f"  {DRILLS} by outcome: {', '.join(f'{k} {v:.0f}' for k, v in sorted(counts.items())) or 'none'}")
     if counts != {names.DRILL_OUTCOME_STOPPED: 1.0}:
         problems.append(f"{DRILLS} for {expected.drill_name!r} is {counts}, expected stopped 1 (the host stopped it)")
@@ -338,8 +379,11 @@ def _runs(changes: list[tuple[float, str]], origin: float) -> list[str]:
             groups[-1].append(change)
         else:
             groups.append([change])
-    return [f"{g[0][1]} +{g[0][0] - origin:.1f}s" + (f"..+{g[-1][0] - origin:.1f}s ({len(g)} scrapes)" if len(g) > 1
-                                                     else "") for g in groups]
+    return [
+        f"{g[0][1]} +{g[0][0] - origin:.1f}s"
+        + (f"..+{g[-1][0] - origin:.1f}s ({len(g)} scrapes)" if len(g) > 1 else "")
+        for g in groups
+    ]
 
 
 def _pct(value: float | None) -> str:

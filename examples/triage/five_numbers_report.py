@@ -53,9 +53,11 @@ class FiveNumbers:
 
     def quality_delta(self) -> dict[str, float]:
         """Evaluation name -> primary mean minus degraded mean (only where both modes were scored)."""
-        return {name: means[names.MODE_PRIMARY] - means[names.MODE_DEGRADED]
-                for name, means in sorted(self.mean_score_by_mode.items())
-                if names.MODE_PRIMARY in means and names.MODE_DEGRADED in means}
+        return {
+            name: means[names.MODE_PRIMARY] - means[names.MODE_DEGRADED]
+            for name, means in sorted(self.mean_score_by_mode.items())
+            if names.MODE_PRIMARY in means and names.MODE_DEGRADED in means
+        }
 
     def completion_rate(self, mode: str) -> float | None:
         """Completed / attempted runs of ``mode`` (``denied`` ones were not attempted)."""
@@ -77,10 +79,14 @@ class FiveNumbers:
         runs = sum(self.runs_by_mode.values())
         degraded = self.runs_by_mode.get(names.MODE_DEGRADED, 0.0)
         deltas = self.quality_delta()
-        quality = ", ".join(
-            f"{name} primary {self.mean_score_by_mode[name][names.MODE_PRIMARY]:.2f} vs degraded "
-            f"{self.mean_score_by_mode[name][names.MODE_DEGRADED]:.2f} (delta {delta:+.2f})"
-            for name, delta in deltas.items()) or "no evaluation in both modes"
+        quality = (
+            ", ".join(
+                f"{name} primary {self.mean_score_by_mode[name][names.MODE_PRIMARY]:.2f} vs degraded "
+                f"{self.mean_score_by_mode[name][names.MODE_DEGRADED]:.2f} (delta {delta:+.2f})"
+                for name, delta in deltas.items()
+            )
+            or "no evaluation in both modes"
+        )
         return (
             f"degraded time {self.degraded_run_seconds:.2f} s of run time, runs degraded {degraded:.0f}/{runs:.0f}"
             f" ({_pct(share)}) | quality {quality}\n"

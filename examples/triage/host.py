@@ -223,8 +223,11 @@ class Host:
             self.in_flight += 1
             try:
                 outcome = await self._decide(server, params, run)
-                if isinstance(outcome, types.ErrorData) and outcome.code in (POLICY_REFUSAL, USER_REJECTED,
-                                                                              GATEWAY_QUOTA):
+                if isinstance(outcome, types.ErrorData) and outcome.code in (
+                    POLICY_REFUSAL,
+                    USER_REJECTED,
+                    GATEWAY_QUOTA,
+                ):
                     run.declined = True
                 if isinstance(outcome, types.ErrorData):
                     run.notes.append(f"cb -> ErrorData({outcome.code})")
@@ -250,20 +253,28 @@ class Host:
         # 1. who may sample, and what may leave the host
         models = PERMITTED_MODELS.get(server, ())
         if not models or not step.host.server_allowed or CONFIDENTIAL_MARKER in prompt:
-            return types.ErrorData(code=POLICY_REFUSAL, message="Sampling denied by policy",
-                                   data={"reason": "policy.denied"})
+            return types.ErrorData(
+                code=POLICY_REFUSAL, message="Sampling denied by policy", data={"reason": "policy.denied"}
+            )
 
         # 2. daily budget: the worst case of this request must fit in what is left
         primary, fallback = models[0], (models[1] if len(models) > 1 else None)
         worst_case = _cost_usd(primary, len(prompt) // 4 + 100, params.max_tokens)
         if step.host.raise_budget:  # the same denial, raised (an exception group on 2026-07-28)
             run.declined = True
-            raise MCPError.from_error_data(types.ErrorData(
-                code=POLICY_REFUSAL, message="Daily sampling budget exhausted",
-                data={"reason": "policy.budget_exhausted", "resetsAt": _next_midnight_utc()}))
+            raise MCPError.from_error_data(
+                types.ErrorData(
+                    code=POLICY_REFUSAL,
+                    message="Daily sampling budget exhausted",
+                    data={"reason": "policy.budget_exhausted", "resetsAt": _next_midnight_utc()},
+                )
+            )
         if step.host.budget_exhausted or self.spent_usd + worst_case > DAILY_BUDGET_USD + self.granted_usd:
-            return types.ErrorData(code=POLICY_REFUSAL, message="Daily sampling budget exhausted",
-                                   data={"reason": "policy.budget_exhausted", "resetsAt": _next_midnight_utc()})
+            return types.ErrorData(
+                code=POLICY_REFUSAL,
+                message="Daily sampling budget exhausted",
+                data={"reason": "policy.budget_exhausted", "resetsAt": _next_midnight_utc()},
+            )
 
         # 3. the user approves (simulated, decided per step)
         if not step.host.user_approves:
@@ -307,16 +318,18 @@ class Host:
         self.spent_usd += _cost_usd(response.model, response.usage.input_tokens, response.usage.output_tokens)
         text = "".join(block.text for block in response.content if block.type == "text")
         stop_reason = STOP_REASONS.get(response.stop_reason or "", response.stop_reason)
-        result = types.CreateMessageResult(role="assistant", content=types.TextContent(text=text),
-                                           model=response.model, stop_reason=stop_reason)
+        result = types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text=text), model=response.model, stop_reason=stop_reason
+        )
         if step.host.cache_store:
             self.cache[step.host.cache_store] = (result, osm.provenance.stamp())
         return result
 
     @staticmethod
     def _no_model() -> types.ErrorData:
-        return types.ErrorData(code=NO_MODEL, message="No permitted model available",
-                               data={"reason": "model.unavailable"})
+        return types.ErrorData(
+            code=NO_MODEL, message="No permitted model available", data={"reason": "model.unavailable"}
+        )
 
     async def _complete(
         self, model: str, params: types.CreateMessageRequestParams, scenario: str | None, canary: bool = False
@@ -400,8 +413,9 @@ class Outage:
         if self.current is not None and self.current.component != component:
             self.end()
         if component and self.current is None:
-            self.current = osm.degraded(component, reason="sources unavailable", owner="oncall-search",
-                                        expires_at=_next_midnight_utc()).enter()
+            self.current = osm.degraded(
+                component, reason="sources unavailable", owner="oncall-search", expires_at=_next_midnight_utc()
+            ).enter()
 
     def end(self) -> None:
         if self.current is not None:
@@ -421,8 +435,13 @@ class DrillSteps:
         if self.current is not None and not step.host.drill:
             self.end()
         if step.host.drill and self.current is None:
-            self.current = osm.drill(DRILL_NAME, target_model=PRIMARY_MODEL, duration=DRILL_DURATION_S,
-                                     failure=DRILL_FAILURE, owner="triage-oncall").start()
+            self.current = osm.drill(
+                DRILL_NAME,
+                target_model=PRIMARY_MODEL,
+                duration=DRILL_DURATION_S,
+                failure=DRILL_FAILURE,
+                owner="triage-oncall",
+            ).start()
             log(f"drill {DRILL_NAME!r} started on {PRIMARY_MODEL} ({DRILL_FAILURE})")
 
     def end(self) -> None:
@@ -435,8 +454,14 @@ class DrillSteps:
 Checkpoint = Callable[[str, str, Step], Awaitable[None]]
 
 
-async def run_steps_as_run(clients: Callable[[Step], Awaitable[Client]], host: Host, session: str,
-                           steps: tuple[Step, ...], before: Callable[[Step], None], checkpoint: Checkpoint) -> None:
+async def run_steps_as_run(
+    clients: Callable[[Step], Awaitable[Client]],
+    host: Host,
+    session: str,
+    steps: tuple[Step, ...],
+    before: Callable[[Step], None],
+    checkpoint: Checkpoint,
+) -> None:
     """Steps as one run of the task (otel-sampling API; one step, or the steps of a live run): a run
     during which a declared outage or the drill was active is degraded; the host tells the person
     when it knows an answer is degraded; the (simulated) eval suite scores every usable answer.
@@ -456,8 +481,10 @@ async def run_steps_as_run(clients: Callable[[Step], Awaitable[Client]], host: H
             else:
                 served_models.append(served)
             if step.host.disclose and (run.fell_back or run.from_cache or step.host.degradation or step.host.canary):
-                osm.disclose(f"Reduced mode: {f'summary by {served}' if served else 'no summary'}",
-                             kind="activity_log" if step.host.canary else "inline")
+                osm.disclose(
+                    f"Reduced mode: {f'summary by {served}' if served else 'no summary'}",
+                    kind="activity_log" if step.host.canary else "inline",
+                )
             if step.checkpoint:
                 await checkpoint(step.checkpoint, session, step)
     for served in served_models:
@@ -480,14 +507,17 @@ def _summary_model(got: str) -> str | None:
     prefix = "tool result: summary by "
     if not got.startswith(prefix) or "(stop: refusal)" in got:
         return None
-    return got[len(prefix):].split(" ", 1)[0]
+    return got[len(prefix) :].split(" ", 1)[0]
 
 
 def server_parameters(name: str = SERVER_NAME) -> StdioServerParameters:
     """How to launch server.py. ``TRIAGE_SERVER_LAUNCHER`` (e.g. ``opentelemetry-instrument``) runs
     it through that program; each ``TRIAGE_SERVER_ENV_<NAME>`` of the host is ``<NAME>`` for the server."""
-    env = {key.removeprefix("TRIAGE_SERVER_ENV_"): value for key, value in os.environ.items()
-           if key.startswith("TRIAGE_SERVER_ENV_")}
+    env = {
+        key.removeprefix("TRIAGE_SERVER_ENV_"): value
+        for key, value in os.environ.items()
+        if key.startswith("TRIAGE_SERVER_ENV_")
+    }
     env["TRIAGE_SERVER_NAME"] = name
     launcher = os.environ.get("TRIAGE_SERVER_LAUNCHER")
     args = [str(HERE / "server.py")]
@@ -515,8 +545,10 @@ async def run_session(host: Host, session: str, checkpoint: Checkpoint = no_chec
         stack.callback(drill.end)  # and mid-drill
         client = await stack.enter_async_context(connect(host, session))
         info = client.server_info
-        log(f"{session}: connected to {info.name if info else '?'} {info.version if info else ''} "
-            f"protocol {client.protocol_version}")
+        log(
+            f"{session}: connected to {info.name if info else '?'} {info.version if info else ''} "
+            f"protocol {client.protocol_version}"
+        )
 
         async def client_for(step: Step) -> Client:
             if step.server is None:
@@ -529,14 +561,22 @@ async def run_session(host: Host, session: str, checkpoint: Checkpoint = no_chec
             outage.follow(step)
             drill.follow(step)
 
-        steps = [step for step in STEPS if not (step.legacy_only and session != "legacy")
-                 and step.session in (None, session)]
+        steps = [
+            step for step in STEPS if not (step.legacy_only and session != "legacy") and step.session in (None, session)
+        ]
         for steps_of_run in runs_of(steps):
             await run_steps_as_run(client_for, host, session, steps_of_run, before, checkpoint)
             host.run_count += 1
-            done += [{"session": session, "step": step.name, "run": host.run_count,
-                      "expected_ending": step.expected_ending, "expected_model": step.expected_model}
-                     for step in steps_of_run]
+            done += [
+                {
+                    "session": session,
+                    "step": step.name,
+                    "run": host.run_count,
+                    "expected_ending": step.expected_ending,
+                    "expected_model": step.expected_model,
+                }
+                for step in steps_of_run
+            ]
     return done
 
 
@@ -546,9 +586,12 @@ async def run_http_session(host: Host) -> list[dict[str, Any]]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     params = server_parameters()
-    process = await anyio.open_process([params.command, *params.args, "--http", str(port)],
-                                       env={**get_default_environment(), **(params.env or {})},
-                                       stdout=subprocess.DEVNULL, stderr=None)
+    process = await anyio.open_process(
+        [params.command, *params.args, "--http", str(port)],
+        env={**get_default_environment(), **(params.env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=None,
+    )
     done: list[dict[str, Any]] = []
     try:
         with anyio.fail_after(HTTP_START_TIMEOUT_S):
@@ -559,17 +602,28 @@ async def run_http_session(host: Host) -> list[dict[str, Any]]:
                 except OSError:
                     await anyio.sleep(0.1)
         host.session = HTTP_SESSION
-        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy",
-                          sampling_callback=host.sampling_callback(SERVER_NAME),
-                          client_info=types.Implementation(name="triage-host", version="1.0.0")) as client:
+        async with Client(
+            f"http://127.0.0.1:{port}/mcp",
+            mode="legacy",
+            sampling_callback=host.sampling_callback(SERVER_NAME),
+            client_info=types.Implementation(name="triage-host", version="1.0.0"),
+        ) as client:
             log(f"{HTTP_SESSION}: connected over streamable HTTP, protocol {client.protocol_version}")
             for step in STEPS:
                 if step.name in HTTP_STEPS:
-                    await run_steps_as_run(lambda _: client_ready(client), host, HTTP_SESSION, (step,),
-                                           lambda _: None, no_checkpoint)
+                    await run_steps_as_run(
+                        lambda _: client_ready(client), host, HTTP_SESSION, (step,), lambda _: None, no_checkpoint
+                    )
                     host.run_count += 1
-                    done.append({"session": HTTP_SESSION, "step": step.name, "run": host.run_count,
-                                 "expected_ending": step.expected_ending, "expected_model": step.expected_model})
+                    done.append(
+                        {
+                            "session": HTTP_SESSION,
+                            "step": step.name,
+                            "run": host.run_count,
+                            "expected_ending": step.expected_ending,
+                            "expected_model": step.expected_model,
+                        }
+                    )
     finally:
         # SIGINT, not SIGTERM: uvicorn re-raises the signal after its graceful shutdown, and only
         # SIGINT (KeyboardInterrupt) lets the server's exit hooks flush its telemetry.
@@ -612,8 +666,11 @@ async def main_async(checkpoints: bool = False) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hold", action="store_true", help="after the scenario, wait for a line on stdin")
-    parser.add_argument("--checkpoints", action="store_true",
-                        help="after each step that names a checkpoint, print it and wait for a line on stdin")
+    parser.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="after each step that names a checkpoint, print it and wait for a line on stdin",
+    )
     args = parser.parse_args()
     code = anyio.run(main_async, args.checkpoints)
     if args.hold and code != 2:

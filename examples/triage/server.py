@@ -58,8 +58,9 @@ def _prompt(ticket: str) -> list[types.SamplingMessage]:
 
 
 def _preferences(hint: str) -> types.ModelPreferences:
-    return types.ModelPreferences(hints=[types.ModelHint(name=hint)], intelligence_priority=0.7,
-                                  speed_priority=0.5, cost_priority=0.3)
+    return types.ModelPreferences(
+        hints=[types.ModelHint(name=hint)], intelligence_priority=0.7, speed_priority=0.5, cost_priority=0.3
+    )
 
 
 def _describe(result: types.CreateMessageResult) -> str:
@@ -93,8 +94,9 @@ class SamplingErrorsAsText:
 
 
 # TRIAGE_SERVER_NAME lets the host run a second copy under another name (the reroute step).
-server = MCPServer(os.environ.get("TRIAGE_SERVER_NAME", "ticket-server"), version="1.0.0",
-                   middleware=[SamplingErrorsAsText()])
+server = MCPServer(
+    os.environ.get("TRIAGE_SERVER_NAME", "ticket-server"), version="1.0.0", middleware=[SamplingErrorsAsText()]
+)
 
 
 def ask_for_summary(ticket: str, hint: str, include_context: str) -> Sample:
@@ -124,8 +126,9 @@ async def summarize_ticket(
 
 
 @server.tool(structured_output=False)
-async def summarize_with_deadline(ticket: str, ctx: Context, deadline_s: float = 0.5,
-                                  hint: str = "claude-sonnet") -> str:
+async def summarize_with_deadline(
+    ticket: str, ctx: Context, deadline_s: float = 0.5, hint: str = "claude-sonnet"
+) -> str:
     """Summarize a ticket, giving the client's LLM at most ``deadline_s`` seconds."""
     params = types.CreateMessageRequestParams(
         messages=_prompt(ticket),

@@ -133,8 +133,9 @@ def _stdio_opened_wrapper(state: Any) -> Callable[..., Any]:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         process = await wrapped(*args, **kwargs)
-        mark = guarded("read a stdio server's command", _stdio_mark, args, kwargs,
-                       fallback=Opened(names.TRANSPORT_PIPE, None))
+        mark = guarded(
+            "read a stdio server's command", _stdio_mark, args, kwargs, fallback=Opened(names.TRANSPORT_PIPE, None)
+        )
         _opened.set(mark)
         return process
 
@@ -151,9 +152,18 @@ def _http_opened_wrapper(state: Any) -> Callable[..., Any]:
         if not is_instrumentation_enabled():
             return wrapped(*args, **kwargs)
         initialised = wrapped(*args, **kwargs)
-        _opened.set(guarded("read an HTTP server's URL", _http_mark, instance, args, kwargs,
-                            fallback=Opened(names.TRANSPORT_TCP, None, instance)))
+        _opened.set(
+            guarded(
+                "read an HTTP server's URL",
+                _http_mark,
+                instance,
+                args,
+                kwargs,
+                fallback=Opened(names.TRANSPORT_TCP, None, instance),
+            )
+        )
         return initialised
+
     return wrapper
 
 
@@ -188,8 +198,8 @@ def _transport_manager_wrapper(state: Any) -> Callable[..., Any]:
         manager = wrapped(*args, **kwargs)
         if not hasattr(manager, "__aenter__"):
             return manager
-        return guarded("follow a transport's streams", _OpeningTransport, manager, state.connections,
-                       fallback=manager)
+        return guarded("follow a transport's streams", _OpeningTransport, manager, state.connections, fallback=manager)
+
     return wrapper
 
 
@@ -210,6 +220,7 @@ def _session_init_wrapper(state: Any) -> Callable[..., Any]:
         wrapped(*args, **kwargs)
         guarded("bind a session to its transport", _bind_transport, state, instance, args, kwargs)
         return None  # __init__
+
     return wrapper
 
 
@@ -227,6 +238,7 @@ def _note_tool_call(state: Any, session: Any, name: Any) -> list[str] | None:
 def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
     """``ClientSession.call_tool``: the session's tool calls in flight, and a round of a 2026-07-28
     loop sent in the trace of the call's first round."""
+
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
@@ -240,6 +252,7 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
                 otel_context.detach(token)
             if calls is not None and name in calls:
                 calls.remove(name)
+
     return wrapper
 
 
@@ -254,9 +267,7 @@ CONNECTION_TARGETS = (
 )
 # streamable_http_client: mcp 2.x, and mcp 1.x from 1.2x on; streamablehttp_client: mcp 1.x only
 # (from 1.2x on it calls streamable_http_client: its streams are then marked once, by the inner one).
-HTTP_MANAGER_TARGETS_V2 = (
-    Target("mcp.client.streamable_http", "streamable_http_client", _transport_manager_wrapper),
-)
+HTTP_MANAGER_TARGETS_V2 = (Target("mcp.client.streamable_http", "streamable_http_client", _transport_manager_wrapper),)
 HTTP_MANAGER_TARGETS_V1 = (
     Target("mcp.client.streamable_http", "streamablehttp_client", _transport_manager_wrapper),
     Target("mcp.client.streamable_http", "streamable_http_client", _transport_manager_wrapper, optional=True),

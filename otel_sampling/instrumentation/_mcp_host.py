@@ -63,9 +63,14 @@ class ServerFacts(NamedTuple):
         name, version = getattr(server_info, "name", None), getattr(server_info, "version", None)
         name = name if isinstance(name, str) else None
         names_known = known_as(name, endpoint)
-        return cls(name, version if isinstance(version, str) else None,
-                   protocol_version if isinstance(protocol_version, str) else None,
-                   server_key(names_known[0] if names_known else None), stable_name(name), names_known)
+        return cls(
+            name,
+            version if isinstance(version, str) else None,
+            protocol_version if isinstance(protocol_version, str) else None,
+            server_key(names_known[0] if names_known else None),
+            stable_name(name),
+            names_known,
+        )
 
 
 UNKNOWN_SERVER = ServerFacts(None, None, None, None, None)
@@ -101,8 +106,16 @@ class HostState:
         otel_state.bind_host_ledger(None)
 
 
-def start_record(state: HostState, session: Any, *, request_id: object, params: Any, meta: Any,
-                 tool_name: str | None = None, round_parent: otel_context.Context | None = None) -> SamplingRecord:
+def start_record(
+    state: HostState,
+    session: Any,
+    *,
+    request_id: object,
+    params: Any,
+    meta: Any,
+    tool_name: str | None = None,
+    round_parent: otel_context.Context | None = None,
+) -> SamplingRecord:
     """Start and activate the record of one request on ``session`` (the tables call it through
     :func:`~otel_sampling.instrumentation._guard.guarded`: None when it failed).
 

@@ -89,6 +89,7 @@ def continue_trace() -> Token[otel_context.Context] | None:
 
 def _tool_call_wrapper(state: Any) -> Callable[..., Any]:
     """A client's tool call (``name`` first, or as a keyword): its loop's callbacks see the mark."""
+
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
@@ -97,6 +98,7 @@ def _tool_call_wrapper(state: Any) -> Callable[..., Any]:
             return await wrapped(*args, **kwargs)
         finally:
             _tool_call.reset(token)
+
     return wrapper
 
 
@@ -113,10 +115,12 @@ def _note_round() -> None:
 
 def _inject_wrapper(state: Any) -> Callable[..., Any]:
     """The SDK injects the trace context of a request it sends, inside that request's span."""
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if is_instrumentation_enabled():
             guarded("note a tool call's round", _note_round)
         return wrapped(*args, **kwargs)
+
     return wrapper
 
 
@@ -130,6 +134,7 @@ MCP_TARGETS = (
 # fastmcp-slim distribution since the split; "fastmcp" alone before. Range: the versions the
 # real-host suite runs.
 FASTMCP_TARGETS = HostTargets(
-    ("fastmcp-slim", "fastmcp"), ">= 4.2, < 5",
+    ("fastmcp-slim", "fastmcp"),
+    ">= 4.2, < 5",
     (Target("fastmcp.client.mixins.tools", "ClientToolsMixin.call_tool_mcp", _tool_call_wrapper),),
 )

@@ -127,11 +127,14 @@ class ProviderState:
         sdk = importlib.import_module(self.provider)
         self.instruments = instruments
         self.response_class: tuple[type, ...] = tuple(
-            operator.attrgetter(path)(sdk) for path in (self.response_type, *self.extra_response_types))
+            operator.attrgetter(path)(sdk) for path in (self.response_type, *self.extra_response_types)
+        )
         self.stream_types: tuple[type, type] = (sdk.Stream, sdk.AsyncStream)
         self.raw_response_classes: tuple[type, ...] = tuple(
-            cls for path in (self.raw_response_type, *self.extra_raw_response_types)
-            if (cls := _sdk_class(self.provider, path)) is not None)
+            cls
+            for path in (self.raw_response_type, *self.extra_raw_response_types)
+            if (cls := _sdk_class(self.provider, path)) is not None
+        )
         self._construct = importlib.import_module(f"{self.provider}._models").construct_type
         self._timeout_types = (sdk.APITimeoutError, httpx2.TimeoutException)
         self._connection_types = (sdk.APIConnectionError, httpx2.TransportError)
@@ -325,16 +328,26 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     content: Content | None = None
     if state.capture.enabled:
         content = guarded("capture a provider call's input", state.input_content, request.body)
-    call = ProviderCall(state.instruments, request.provider or state.provider, request.model, request.max_tokens,
-                        request.stream, guarded("read a provider client's server", state.server_of, instance),
-                        capture=state.capture, input_content=content, failovers=state.failovers,
-                        extra_attributes=request.attributes, compare_models=not request.deployment)
+    call = ProviderCall(
+        state.instruments,
+        request.provider or state.provider,
+        request.model,
+        request.max_tokens,
+        request.stream,
+        guarded("read a provider client's server", state.server_of, instance),
+        capture=state.capture,
+        input_content=content,
+        failovers=state.failovers,
+        extra_attributes=request.attributes,
+        compare_models=not request.deployment,
+    )
     call.activate()
     return call
 
 
-def _drill_error(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                 call: ProviderCall) -> BaseException | None:
+def _drill_error(
+    state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any], call: ProviderCall
+) -> BaseException | None:
     """The exception a running drill fails this call with (None: no drill targets its model)."""
     drill = drills.failure_for(call.request_model)
     if drill is None:
@@ -343,8 +356,9 @@ def _drill_error(state: ProviderState, instance: Any, args: tuple[Any, ...], kwa
     return state.drill_error(instance, options, drill)
 
 
-def _drilled(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-             call: ProviderCall) -> BaseException | None:
+def _drilled(
+    state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any], call: ProviderCall
+) -> BaseException | None:
     """Follow the policy's drill schedule, then the exception a drill fails this call with, if any:
     nothing to do (two attribute reads) without a schedule or a running drill."""
     if state.drill_schedules:
@@ -395,8 +409,9 @@ def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
 _NOT_HANDED = object()  # what guarded() gives back when ending the call failed
 
 
-def _hand_over(state: ProviderState, call: ProviderCall, result: Any,
-               end: Callable[[ProviderState, ProviderCall, Any], Any]) -> Any:
+def _hand_over(
+    state: ProviderState, call: ProviderCall, result: Any, end: Callable[[ProviderState, ProviderCall, Any], Any]
+) -> Any:
     """What the caller gets: ``end(state, call, result)`` (the result, or the stream proxy around it);
     when that failed (logged), the result itself, and the call ends without response details."""
     handed = guarded("end a provider call", end, state, call, result, fallback=_NOT_HANDED)
@@ -450,8 +465,13 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
             guarded("end a failed provider call", _fail, state, call, drilled)
             raise drilled
         if state.propagates:
-            args, kwargs = guarded("add the trace context to a provider request", _with_trace_context, args, kwargs,
-                                   fallback=(args, kwargs))
+            args, kwargs = guarded(
+                "add the trace context to a provider request",
+                _with_trace_context,
+                args,
+                kwargs,
+                fallback=(args, kwargs),
+            )
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -476,8 +496,13 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
             guarded("end a failed provider call", _fail, state, call, drilled)
             raise drilled
         if state.propagates:
-            args, kwargs = guarded("add the trace context to a provider request", _with_trace_context, args, kwargs,
-                                   fallback=(args, kwargs))
+            args, kwargs = guarded(
+                "add the trace context to a provider request",
+                _with_trace_context,
+                args,
+                kwargs,
+                fallback=(args, kwargs),
+            )
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -501,8 +526,9 @@ def _end_unparsed(state: ProviderState, raw: Any) -> None:
         _end_unseen(state, call)  # closed without being parsed: whatever the caller read, we did not see it
 
 
-def finally_wrappers(step: str, end: Callable[[ProviderState, Any], None]) -> tuple[
-        Callable[[ProviderState], Callable[..., Any]], Callable[[ProviderState], Callable[..., Any]]]:
+def finally_wrappers(
+    step: str, end: Callable[[ProviderState, Any], None]
+) -> tuple[Callable[[ProviderState], Callable[..., Any]], Callable[[ProviderState], Callable[..., Any]]]:
     """wrapt wrapper factories, for a method and for an ``async def`` one, that run
     ``end(state, instance)`` once the method returned or raised (through :func:`guarded`, as ``step``)."""
 
@@ -516,8 +542,9 @@ def finally_wrappers(step: str, end: Callable[[ProviderState, Any], None]) -> tu
         return wrapper
 
     def async_factory(state: ProviderState) -> Callable[..., Any]:
-        async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
-                          kwargs: dict[str, Any]) -> Any:
+        async def wrapper(
+            wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        ) -> Any:
             try:
                 return await wrapped(*args, **kwargs)
             finally:
@@ -543,8 +570,13 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
         if call is None:
             current = _state.current_call.get() if state.served_model_headers else None
             if current is not None:  # the answer of the call being sent: its headers may name the served model
-                guarded("read a gateway's served-model header", _note_served_model, state, current,
-                        getattr(instance, "http_response", None))
+                guarded(
+                    "read a gateway's served-model header",
+                    _note_served_model,
+                    state,
+                    current,
+                    getattr(instance, "http_response", None),
+                )
             return wrapped(*args, **kwargs)
         try:
             result = wrapped(*args, **kwargs)
@@ -554,5 +586,3 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
         return _hand_over(state, call, result, _proxy_or_end)
 
     return wrapper
-
-

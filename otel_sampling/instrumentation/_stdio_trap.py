@@ -58,8 +58,10 @@ START_POINTS = (
 _ENVIRONMENT = {"traces": OTEL_TRACES_EXPORTER, "metrics": OTEL_METRICS_EXPORTER, "logs": OTEL_LOGS_EXPORTER}
 # The Prometheus exporter's defaults (OpenTelemetry SDK environment variables specification).
 _PROMETHEUS_DEFAULTS = ("localhost", "9464")
-_FIX = ("Start the server with mcp's default environment (StdioServerParameters(env=None) passes only "
-        "HOME, LOGNAME, PATH, SHELL, TERM and USER) or with OTEL_SDK_DISABLED=true")
+_FIX = (
+    "Start the server with mcp's default environment (StdioServerParameters(env=None) passes only "
+    "HOME, LOGNAME, PATH, SHELL, TERM and USER) or with OTEL_SDK_DISABLED=true"
+)
 _SEE = 'otel-sampling docs/deploy.md, "MCP stdio servers"'
 _said: set[str] = set()  # a collision is said once per process
 
@@ -67,6 +69,7 @@ _said: set[str] = set()  # a collision is said once per process
 def start_wrapper(_state: object) -> Callable[..., Any]:
     """The wrapper of ``stdio_server(stdin=None, stdout=None)``: checks, then starts the transport
     exactly as called (its result, or its exception, unchanged)."""
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if kwargs.get("stdout", args[1] if len(args) > 1 else None) is None:  # it serves fd 1
             check()
@@ -79,8 +82,9 @@ def check() -> None:
     """Say each collision of this process's telemetry with its stdio wire that was not said yet."""
     try:
         configured = {signal: os.environ.get(name) for signal, name in _ENVIRONMENT.items()}
-        found = stdio_trap.collisions(stdout_kind(), configured, attached_stdout_exporters(),
-                                      os.environ.get(OTEL_SDK_DISABLED))
+        found = stdio_trap.collisions(
+            stdout_kind(), configured, attached_stdout_exporters(), os.environ.get(OTEL_SDK_DISABLED)
+        )
         for key, message in _messages(found):
             if key not in _said:
                 _said.add(key)
@@ -94,20 +98,28 @@ def _messages(found: Collisions) -> Iterable[tuple[str, str]]:
     if found.stdout:
         *others, last = found.stdout
         signals = f"{', '.join(others)} and {last}" if others else last
-        yield "stdout", (
-            f"otel-sampling: WARNING: this process serves MCP over stdio and exports its {signals} to stdout, "
-            "which is the JSON-RPC pipe to its host: the host reads telemetry where it expects messages "
-            "(mcp logs \"Failed to parse JSONRPC message from server\"). " + _FIX + "; to instrument the "
-            "server on purpose, export with otlp or write the console exporter to sys.stderr (" + _SEE + ").")
+        yield (
+            "stdout",
+            (
+                f"otel-sampling: WARNING: this process serves MCP over stdio and exports its {signals} to stdout, "
+                "which is the JSON-RPC pipe to its host: the host reads telemetry where it expects messages "
+                '(mcp logs "Failed to parse JSONRPC message from server"). ' + _FIX + "; to instrument the "
+                "server on purpose, export with otlp or write the console exporter to sys.stderr (" + _SEE + ")."
+            ),
+        )
     if found.prometheus:
         host = os.environ.get(OTEL_EXPORTER_PROMETHEUS_HOST) or _PROMETHEUS_DEFAULTS[0]
         port = os.environ.get(OTEL_EXPORTER_PROMETHEUS_PORT) or _PROMETHEUS_DEFAULTS[1]
-        yield "prometheus", (
-            f"otel-sampling: WARNING: this process serves MCP over stdio and runs the Prometheus exporter on "
-            f"{host}:{port}, the port of its host when the host passed its own environment on, and of every other "
-            "server started that way: whichever of them starts second cannot listen there. " + _FIX + "; to "
-            "instrument the server on purpose, give it its own OTEL_EXPORTER_PROMETHEUS_PORT or export its "
-            "metrics with otlp (" + _SEE + ").")
+        yield (
+            "prometheus",
+            (
+                f"otel-sampling: WARNING: this process serves MCP over stdio and runs the Prometheus exporter on "
+                f"{host}:{port}, the port of its host when the host passed its own environment on, and of every other "
+                "server started that way: whichever of them starts second cannot listen there. " + _FIX + "; to "
+                "instrument the server on purpose, give it its own OTEL_EXPORTER_PROMETHEUS_PORT or export its "
+                "metrics with otlp (" + _SEE + ")."
+            ),
+        )
 
 
 def stdout_kind(fd: int = 1) -> str:
@@ -119,15 +131,20 @@ def stdout_kind(fd: int = 1) -> str:
         mode = os.fstat(fd).st_mode
     except OSError:
         return stdio_trap.CLOSED
-    for test, kind in ((stat.S_ISFIFO, stdio_trap.PIPE), (stat.S_ISSOCK, stdio_trap.SOCKET),
-                       (stat.S_ISREG, stdio_trap.FILE), (stat.S_ISCHR, stdio_trap.DEVICE)):
+    for test, kind in (
+        (stat.S_ISFIFO, stdio_trap.PIPE),
+        (stat.S_ISSOCK, stdio_trap.SOCKET),
+        (stat.S_ISREG, stdio_trap.FILE),
+        (stat.S_ISCHR, stdio_trap.DEVICE),
+    ):
         if test(mode):
             return kind
     return stdio_trap.OTHER
 
 
-def attached_stdout_exporters(tracer_provider: Any = None, meter_provider: Any = None,
-                              logger_provider: Any = None) -> dict[str, bool | None]:
+def attached_stdout_exporters(
+    tracer_provider: Any = None, meter_provider: Any = None, logger_provider: Any = None
+) -> dict[str, bool | None]:
     """Signal -> whether an exporter attached to its provider (default: the global one) writes to
     stdout; None when the provider is not the SDK's or its exporters could not be read.
 
@@ -141,11 +158,13 @@ def attached_stdout_exporters(tracer_provider: Any = None, meter_provider: Any =
     meter_provider = meter_provider or metrics.get_meter_provider()
     logger_provider = logger_provider or _logs.get_logger_provider()
     return {
-        "traces": _writes_to_stdout(tracer_provider, sdk_trace.TracerProvider,
-                                    ("_active_span_processor", "_span_processors")),
+        "traces": _writes_to_stdout(
+            tracer_provider, sdk_trace.TracerProvider, ("_active_span_processor", "_span_processors")
+        ),
         "metrics": _writes_to_stdout(meter_provider, sdk_metrics.MeterProvider, ("_metric_readers",)),
-        "logs": _writes_to_stdout(logger_provider, sdk_logs.LoggerProvider,
-                                  ("_multi_log_record_processor", "_log_record_processors")),
+        "logs": _writes_to_stdout(
+            logger_provider, sdk_logs.LoggerProvider, ("_multi_log_record_processor", "_log_record_processors")
+        ),
     }
 
 

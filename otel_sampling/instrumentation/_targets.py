@@ -88,23 +88,26 @@ def supported(group: HostTargets) -> bool:
         if conflict is None:
             return True
         if conflict.found:  # installed (``"name version"``), outside the range
-            _warn_outside_range((distribution, conflict.found),
-                                "otel-sampling: %s is outside the supported range %s; %s is not instrumented",
-                                conflict.found, group.specifier,
-                                ", ".join(f"{t.module}.{t.attribute}" for t in group.targets))
+            _warn_outside_range(
+                (distribution, conflict.found),
+                "otel-sampling: %s is outside the supported range %s; %s is not instrumented",
+                conflict.found,
+                group.specifier,
+                ", ".join(f"{t.module}.{t.attribute}" for t in group.targets),
+            )
             return False
     return False  # none of its distributions is installed
 
 
 # The start of the server-side stdio transport, wherever mcp binds it.
-_STDIO_STARTS = tuple(Target(module, attribute, _stdio_trap.start_wrapper)
-                      for module, attribute in _stdio_trap.START_POINTS)
+_STDIO_STARTS = tuple(
+    Target(module, attribute, _stdio_trap.start_wrapper) for module, attribute in _stdio_trap.START_POINTS
+)
 
 
 def _loaded(targets: Iterable[Target]) -> list[Target]:
     """The targets whose module is imported and binds the attribute (none is imported for them)."""
-    return [target for target in targets
-            if hasattr(sys.modules.get(target.module), target.attribute.split(".", 1)[0])]
+    return [target for target in targets if hasattr(sys.modules.get(target.module), target.attribute.split(".", 1)[0])]
 
 
 def _owner(target: Target) -> tuple[Any, str] | None:
@@ -138,8 +141,11 @@ def wrap_targets(targets: Iterable[Target], state: Any) -> None:
         if owner is None:
             if not target.optional and (target.module, target.attribute) not in _reported_missing:
                 _reported_missing.add((target.module, target.attribute))
-                logger.warning("otel-sampling: %s.%s not found (is the installed version supported?); "
-                               "it is not instrumented", target.module, target.attribute)
+                logger.warning(
+                    "otel-sampling: %s.%s not found (is the installed version supported?); it is not instrumented",
+                    target.module,
+                    target.attribute,
+                )
             continue
         if any(_is_ours(layer) for layer in _layers(vars(owner[0]).get(owner[1]))):
             continue
@@ -225,8 +231,9 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 if not supported(group):
                     continue
                 for target in group.targets:
-                    wrapt.register_post_import_hook(functools.partial(self._wrap_imported, target, state),
-                                                    target.module)
+                    wrapt.register_post_import_hook(
+                        functools.partial(self._wrap_imported, target, state), target.module
+                    )
             except Exception:
                 logger.debug("otel-sampling: could not watch %s", group.distributions, exc_info=True)
 
@@ -248,12 +255,20 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         tracer_provider, meter_provider = kwargs.get("tracer_provider"), kwargs.get("meter_provider")
         try:
             settings = settings_for_instrument()
-            instruments = Instruments(settings, tracer_provider, meter_provider, kwargs.get("logger_provider"),
-                                      in_flight=otel_state.in_flight_store)
+            instruments = Instruments(
+                settings,
+                tracer_provider,
+                meter_provider,
+                kwargs.get("logger_provider"),
+                in_flight=otel_state.in_flight_store,
+            )
             state = state_class(instruments)
         except Exception:
-            logger.warning("otel-sampling: %s could not set up its telemetry; nothing is instrumented",
-                           type(self).__name__, exc_info=True)
+            logger.warning(
+                "otel-sampling: %s could not set up its telemetry; nothing is instrumented",
+                type(self).__name__,
+                exc_info=True,
+            )
             return
         wrap_targets(targets, state)
         wrap_targets(_loaded(_STDIO_STARTS), None)
@@ -283,13 +298,18 @@ def _report_conflict(instrumentor: str, conflict: DependencyConflict, warns: boo
     if not (warns and conflict.found):
         logger.debug("otel-sampling: %s skipped: %s", instrumentor, conflict)
         return
-    _warn_outside_range((instrumentor, conflict.found),
-                        "otel-sampling: %s instruments nothing: %s is installed, outside the supported range %s",
-                        instrumentor, conflict.found, conflict.required)
+    _warn_outside_range(
+        (instrumentor, conflict.found),
+        "otel-sampling: %s instruments nothing: %s is installed, outside the supported range %s",
+        instrumentor,
+        conflict.found,
+        conflict.required,
+    )
 
 
-def _install_degradation_state(instrumentor: Any, settings: Any, tracer_provider: Any, meter_provider: Any,
-                               logger_provider: Any = None) -> None:
+def _install_degradation_state(
+    instrumentor: Any, settings: Any, tracer_provider: Any, meter_provider: Any, logger_provider: Any = None
+) -> None:
     """Every instrumentor binds the public API's telemetry and installs the degradation span
     processor (once per tracer provider): whichever of them a host loads, degraded mode is stamped."""
     try:

@@ -60,8 +60,11 @@ MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_nam
 _PLATFORMS = (("anthropic.lib.bedrock.", "aws.bedrock"), ("anthropic.lib.vertex.", "gcp.vertex_ai"))
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 # A stream's content delta type -> (the block key it adds to, the delta field that holds the text).
-_DELTA_FIELDS: dict[str, tuple[str, str]] = {"text_delta": ("text", "text"), "thinking_delta": ("thinking", "thinking"),
-                                             "input_json_delta": ("input", "partial_json")}
+_DELTA_FIELDS: dict[str, tuple[str, str]] = {
+    "text_delta": ("text", "text"),
+    "thinking_delta": ("thinking", "thinking"),
+    "input_json_delta": ("input", "partial_json"),
+}
 
 
 def to_usage(fields: dict[str, int]) -> Usage:
@@ -128,9 +131,15 @@ def response_of(message: Any) -> Response:
     blocks = getattr(message, "content", None)
     content = sequence(blocks)
     fallback = _is_fallback_usage(usage) or any(getattr(b, "type", None) == "fallback" for b in content)
-    return Response(_str(getattr(message, "model", None)), _str(getattr(message, "id", None)),
-                    (stop_reason,) if stop_reason else (), to_usage(fields), fallback,
-                    error_type=_error_envelope(message), answered=isinstance(blocks, (list, tuple)))
+    return Response(
+        _str(getattr(message, "model", None)),
+        _str(getattr(message, "id", None)),
+        (stop_reason,) if stop_reason else (),
+        to_usage(fields),
+        fallback,
+        error_type=_error_envelope(message),
+        answered=isinstance(blocks, (list, tuple)),
+    )
 
 
 def _block_part(block: Any) -> dict[str, Any]:
@@ -159,8 +168,9 @@ def _parts(content: Any) -> list[dict[str, Any]]:
 
 def output_of(message: Any, response: Response) -> list[Any]:
     """The output messages of a non-streamed ``Message`` (content capture on)."""
-    return output_messages(response.finish_reasons[0] if response.finish_reasons else None,
-                           getattr(message, "content", None))
+    return output_messages(
+        response.finish_reasons[0] if response.finish_reasons else None, getattr(message, "content", None)
+    )
 
 
 def output_messages(stop_reason: str | None, blocks: Any) -> list[Any]:
@@ -204,8 +214,9 @@ class StreamAccumulator:
                 self._blocks[index] = block.to_dict() if hasattr(block, "to_dict") else {"type": _get(block, "type")}
         elif kind == "content_block_delta" and self._blocks is not None:
             if isinstance(index := getattr(event, "index", None), int):
-                self._add_delta(self._blocks.setdefault(index, {"type": "text", "text": ""}),
-                                getattr(event, "delta", None))
+                self._add_delta(
+                    self._blocks.setdefault(index, {"type": "text", "text": ""}), getattr(event, "delta", None)
+                )
         elif kind == "message_delta":
             self._stop_reason = _str(getattr(getattr(event, "delta", None), "stop_reason", None)) or self._stop_reason
             usage = getattr(event, "usage", None)
@@ -228,8 +239,9 @@ class StreamAccumulator:
         output = None
         if self._blocks is not None:
             output = output_messages(self._stop_reason, [self._blocks[i] for i in sorted(self._blocks)])
-        return Response(self._model, self._id, reasons, to_usage(self._usage), self._fallback, output,
-                        answered=self._answered)
+        return Response(
+            self._model, self._id, reasons, to_usage(self._usage), self._fallback, output, answered=self._answered
+        )
 
 
 class _State(ProviderState):
@@ -260,16 +272,25 @@ class _State(ProviderState):
         provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
         # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
         # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
-        return Request(body.get("model"), body.get("max_tokens"), kwargs.get("stream") is True, body, provider,
-                       deployment=provider is not None)
+        return Request(
+            body.get("model"),
+            body.get("max_tokens"),
+            kwargs.get("stream") is True,
+            body,
+            provider,
+            deployment=provider is not None,
+        )
 
     def input_content(self, body: Any) -> Content:
         system = body.get("system")
         messages = body.get("messages")
         return Content(
             _parts(system) if system else None,
-            [{"role": m.get("role"), "parts": _parts(m.get("content"))} for m in sequence(messages)
-             if isinstance(m, Mapping)],
+            [
+                {"role": m.get("role"), "parts": _parts(m.get("content"))}
+                for m in sequence(messages)
+                if isinstance(m, Mapping)
+            ],
         )
 
 

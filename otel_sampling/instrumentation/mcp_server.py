@@ -52,8 +52,7 @@ from otel_sampling.records.server_sampling import ServerSamplingRecord
 # (server name, tool name) of the inbound request being handled in this task: ServerSession
 # knows neither.
 _NO_NAMES: tuple[str | None, str | None] = (None, None)
-_handling: ContextVar[tuple[str | None, str | None]] = ContextVar("otel_sampling_server_handling",
-                                                                 default=_NO_NAMES)
+_handling: ContextVar[tuple[str | None, str | None]] = ContextVar("otel_sampling_server_handling", default=_NO_NAMES)
 
 
 class _Pending:
@@ -65,8 +64,9 @@ class _Pending:
 
     def __init__(self, max_entries: int, ttl_seconds: float) -> None:
         self._evicted: list[dict[str, ServerSamplingRecord]] = []  # dropped under the lock, ended after it
-        self._by_state = EvictingTTLCache(max_entries, ttl_seconds,
-                                          lambda state, records: self._evicted.append(records))
+        self._by_state = EvictingTTLCache(
+            max_entries, ttl_seconds, lambda state, records: self._evicted.append(records)
+        )
         self._lock = locks.new()
         otel_state.forget_after_fork(self)
 
@@ -160,8 +160,11 @@ def _send_request_wrapper(state: _State) -> Callable[..., Any]:
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
-            ending = (record.end_without_back_channel if isinstance(exc, state.no_back_channel_type)
-                      else record.end_with_exception)
+            ending = (
+                record.end_without_back_channel
+                if isinstance(exc, state.no_back_channel_type)
+                else record.end_with_exception
+            )
             guarded("end a server-side sampling record", ending, exc)
             raise
         finally:
@@ -206,16 +209,22 @@ def _on_request_wrapper(state: _State) -> Callable[..., Any]:
         if isinstance(params, Mapping) and "inputResponses" in params:
             guarded("end the server-side requests a retry answers", _answer, state, params)
         # The names are extras: when reading them fails, the request is handled without them.
-        handling = guarded("read the server and tool names", _names_of, instance, method, params,
-                           fallback=_NO_NAMES)
+        handling = guarded("read the server and tool names", _names_of, instance, method, params, fallback=_NO_NAMES)
         token = _handling.set(handling)
         try:
             result = await wrapped(*args, **kwargs)
         finally:
             _handling.reset(token)
         if isinstance(result, Mapping) and result.get("resultType") == "input_required":
-            guarded("start the server-side requests of an input-required result", _ask, state, instance, method,
-                    params, result)
+            guarded(
+                "start the server-side requests of an input-required result",
+                _ask,
+                state,
+                instance,
+                method,
+                params,
+                result,
+            )
         return result
 
     return wrapper

@@ -128,9 +128,11 @@ class State(HostState):
         self.request_type = types.CreateMessageRequest
         self.error_type = types.ErrorData
         # CreateMessageResultWithTools appeared during 1.x.
-        self.result_types = tuple(getattr(types, name)
-                                  for name in ("CreateMessageResult", "CreateMessageResultWithTools")
-                                  if hasattr(types, name))
+        self.result_types = tuple(
+            getattr(types, name)
+            for name in ("CreateMessageResult", "CreateMessageResultWithTools")
+            if hasattr(types, name)
+        )
 
     def server_facts(self, session: Any) -> ServerFacts:
         """mcp 1.x keeps ``serverInfo`` only in the initialize result (read by the initialize target)."""
@@ -176,9 +178,15 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
         if not guarded("watch the request's responder", _watch_respond, responder, answer, fallback=False):
             return await wrapped(*args, **kwargs)
         try:
-            record = guarded("start a sampling record", start_record, state, instance,
-                             request_id=responder.request_id, params=_SnakeCaseView(request.params),
-                             meta=responder.request_meta)
+            record = guarded(
+                "start a sampling record",
+                start_record,
+                state,
+                instance,
+                request_id=responder.request_id,
+                params=_SnakeCaseView(request.params),
+                meta=responder.request_meta,
+            )
             if record is None:
                 return await wrapped(*args, **kwargs)
             try:
@@ -195,8 +203,9 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
 
 
 def _note_server(state: State, session: Any, result: Any) -> None:
-    state.servers[session] = ServerFacts.of(result.serverInfo, result.protocolVersion,
-                                            state.connections.endpoint(session))
+    state.servers[session] = ServerFacts.of(
+        result.serverInfo, result.protocolVersion, state.connections.endpoint(session)
+    )
 
 
 def _initialize_wrapper(state: State) -> Callable[..., Any]:

@@ -82,8 +82,15 @@ class _CancelReasons:
 class State(HostState):
     """The shared host state, the mcp 2.x types the wrappers read, and the peers' cancel reasons."""
 
-    __slots__ = ("cancel_reasons", "servers", "request_type", "error_type", "result_types", "answer_types",
-                 "client_response")
+    __slots__ = (
+        "cancel_reasons",
+        "servers",
+        "request_type",
+        "error_type",
+        "result_types",
+        "answer_types",
+        "client_response",
+    )
 
     def __init__(self, instruments: Instruments) -> None:
         # Imported here: mcp is an optional extra.
@@ -142,8 +149,9 @@ def _end(state: State, record: SamplingRecord, reason: str | None, result: Any, 
         _end_with_return(state, record, result)
 
 
-def _finish(state: State, record: SamplingRecord, session: Any, ctx: Any,
-            result: Any = None, exc: BaseException | None = None) -> None:
+def _finish(
+    state: State, record: SamplingRecord, session: Any, ctx: Any, result: Any = None, exc: BaseException | None = None
+) -> None:
     """End the record with what the callback returned or raised; never raises."""
     # Each step on its own: a failure before the ending must not leave the request pending (its
     # span open, in-flight up) for the rest of the process.
@@ -161,10 +169,17 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
             return await wrapped(*args, **kwargs)
         ctx = args[0] if args else kwargs.get("ctx")
         call = current()  # the 2026-07-28 path: the tool call whose input-required loop dispatches it
-        record = guarded("start a sampling record", start_record, state, instance,
-                         request_id=getattr(ctx, "request_id", None), params=request.params,
-                         meta=getattr(ctx, "meta", None), tool_name=call.name if call else None,
-                         round_parent=call.round_context if call else None)
+        record = guarded(
+            "start a sampling record",
+            start_record,
+            state,
+            instance,
+            request_id=getattr(ctx, "request_id", None),
+            params=request.params,
+            meta=getattr(ctx, "meta", None),
+            tool_name=call.name if call else None,
+            round_parent=call.round_context if call else None,
+        )
         if record is None:
             return await wrapped(*args, **kwargs)
         try:

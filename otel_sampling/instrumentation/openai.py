@@ -69,8 +69,10 @@ RESPONSES_PATH = "/responses"
 # The span attributes (openai.api.type, GenAI semconv for openai; built once, read-only) and the
 # token-limit keys, first found wins, per endpoint.
 _APIS = {
-    CHAT_PATH: ({names.OPENAI_API_TYPE: names.OPENAI_API_TYPE_CHAT_COMPLETIONS},
-                ("max_completion_tokens", "max_tokens")),
+    CHAT_PATH: (
+        {names.OPENAI_API_TYPE: names.OPENAI_API_TYPE_CHAT_COMPLETIONS},
+        ("max_completion_tokens", "max_tokens"),
+    ),
     RESPONSES_PATH: ({names.OPENAI_API_TYPE: names.OPENAI_API_TYPE_RESPONSES}, ("max_output_tokens",)),
 }
 
@@ -96,10 +98,15 @@ def chat_response_of(completion: Any) -> Response:
     choice object came (the SDK does not validate answers: ``choices`` may be null, or the body
     not a JSON object at all); ``refusal`` when a choice's ``message.refusal`` holds one."""
     choices = sequence(field(completion, "choices"))
-    return Response(as_str(field(completion, "model")) or None, as_str(field(completion, "id")),
-                    _finish_reasons(choices), to_usage(field(completion, "usage")),
-                    error_type=error_envelope(completion), answered=any(is_object(c) for c in choices),
-                    refusal=any(_is_refusal(field(c, "message")) for c in choices))
+    return Response(
+        as_str(field(completion, "model")) or None,
+        as_str(field(completion, "id")),
+        _finish_reasons(choices),
+        to_usage(field(completion, "usage")),
+        error_type=error_envelope(completion),
+        answered=any(is_object(c) for c in choices),
+        refusal=any(_is_refusal(field(c, "message")) for c in choices),
+    )
 
 
 def _index_of(choice: Any) -> int:
@@ -175,8 +182,15 @@ class StreamAccumulator:
     def response(self) -> Response:
         reasons = tuple(self._finish_reasons[i] for i in sorted(self._finish_reasons))
         output = self._output(self._choices) if self._choices is not None else None
-        return Response(self._model, self._id, reasons, to_usage(self._usage), output=output,
-                        answered=self._answered, refusal=self._refusal)
+        return Response(
+            self._model,
+            self._id,
+            reasons,
+            to_usage(self._usage),
+            output=output,
+            answered=self._answered,
+            refusal=self._refusal,
+        )
 
 
 class _State(ProviderState):
@@ -199,6 +213,7 @@ class _State(ProviderState):
     def error_body(self, error_type: str, message: str) -> dict[str, Any]:
         """OpenAI's error shape: ``{"error": {"message", "type", "param", "code"}}``."""
         return {"error": {"message": message, "type": error_type, "param": None, "code": error_type}}
+
     inject_trace_context = True  # the SDK sends no traceparent of its own
 
     def __init__(self, instruments: Instruments) -> None:
@@ -232,9 +247,15 @@ class _State(ProviderState):
         max_tokens = next((body[k] for k in max_tokens_keys if k in body), None)
         # Azure OpenAI: ``model`` is the caller's deployment name, which says nothing of the model served.
         azure = isinstance(instance, self._azure_client)
-        return Request(body.get("model"), max_tokens, body.get("stream") is True, body,
-                       provider=AZURE_PROVIDER if azure else None, attributes=api_attributes,
-                       deployment=azure)
+        return Request(
+            body.get("model"),
+            max_tokens,
+            body.get("stream") is True,
+            body,
+            provider=AZURE_PROVIDER if azure else None,
+            attributes=api_attributes,
+            deployment=azure,
+        )
 
     def input_content(self, body: Any) -> Content:
         # Chat Completions requires ``messages``; the Responses API has ``input`` / ``instructions`` instead.

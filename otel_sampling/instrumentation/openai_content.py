@@ -46,8 +46,16 @@ def _tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
 def _chat_message(message: Any) -> dict[str, Any]:
     role = field(message, "role")
     if role == "tool":
-        return {"role": "tool", "parts": [{"type": "tool_call_response", "id": field(message, "tool_call_id"),
-                                           "response": field(message, "content")}]}
+        return {
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool_call_response",
+                    "id": field(message, "tool_call_id"),
+                    "response": field(message, "content"),
+                }
+            ],
+        }
     parts = _parts(field(message, "content"))
     for call in field(message, "tool_calls") or ():
         function = field(call, "function")
@@ -75,11 +83,15 @@ def chat_output(completion: Any) -> list[Any]:
 def _item_message(item: Any) -> dict[str, Any]:
     kind = field(item, "type")
     if kind == "function_call":
-        return {"role": "assistant",
-                "parts": [_tool_call(field(item, "call_id"), field(item, "name"), field(item, "arguments"))]}
+        return {
+            "role": "assistant",
+            "parts": [_tool_call(field(item, "call_id"), field(item, "name"), field(item, "arguments"))],
+        }
     if kind == "function_call_output":
-        return {"role": "tool", "parts": [{"type": "tool_call_response", "id": field(item, "call_id"),
-                                           "response": field(item, "output")}]}
+        return {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": field(item, "call_id"), "response": field(item, "output")}],
+        }
     role = field(item, "role")
     if kind in (None, "message") and role is not None:
         return {"role": role, "parts": _parts(field(item, "content"))}
@@ -110,8 +122,10 @@ def _output_parts(item: Any) -> list[dict[str, Any]]:
 
 def responses_output(response: Any, finish_reasons: tuple[str, ...]) -> list[Any]:
     """The output items of a Responses ``Response`` as one assistant message."""
-    message: dict[str, Any] = {"role": "assistant",
-                               "parts": [p for item in field(response, "output") or () for p in _output_parts(item)]}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "parts": [p for item in field(response, "output") or () for p in _output_parts(item)],
+    }
     if finish_reasons:
         message["finish_reason"] = finish_reasons[0]
     return [message]

@@ -40,16 +40,24 @@ def usage_of(usage: Any, input_key: str, output_key: str, details_key: str) -> U
     if usage is None:
         return Usage()
     details = field(usage, details_key)
-    return Usage(token_count(field(usage, input_key)), token_count(field(usage, output_key)),
-                 token_count(field(details, "cached_tokens")), token_count(field(details, "cache_write_tokens")))
+    return Usage(
+        token_count(field(usage, input_key)),
+        token_count(field(usage, output_key)),
+        token_count(field(details, "cached_tokens")),
+        token_count(field(details, "cache_write_tokens")),
+    )
 
 
-def error_envelope(body: Any, *, marked: bool = False, named_by: tuple[str, ...] = ("code", "type"),
-                   fallback: str = names.ERROR_TYPE_ERROR_EVENT) -> str | None:
+def error_envelope(
+    body: Any,
+    *,
+    marked: bool = False,
+    named_by: tuple[str, ...] = ("code", "type"),
+    fallback: str = names.ERROR_TYPE_ERROR_EVENT,
+) -> str | None:
     """``error.type`` of the error a body reports in its ``error`` member (an error body the SDK
     parsed as a result because it came with HTTP 200; ``marked``: the body says it failed), named
     by the error's ``named_by`` fields (:func:`~otel_sampling.rules.endings.reported_error_type`);
     None when it reports none."""
     error = as_sent(member(body, "error"))
-    return reported_error_type(error, tuple(field(error, name) for name in named_by), marked=marked,
-                               fallback=fallback)
+    return reported_error_type(error, tuple(field(error, name) for name in named_by), marked=marked, fallback=fallback)

@@ -83,10 +83,15 @@ def response_of(response: Any, failed: bool = False) -> Response:
     validate answers: it may be null, or the body not a JSON object at all)."""
     output = field(response, "output")
     items = sequence(output)
-    return Response(as_str(field(response, "model")) or None, as_str(field(response, "id")),
-                    finish_reasons(response), to_usage(field(response, "usage")),
-                    error_type=_failed(response, failed),
-                    answered=isinstance(output, (list, tuple)), refusal=_has_refusal(items))
+    return Response(
+        as_str(field(response, "model")) or None,
+        as_str(field(response, "id")),
+        finish_reasons(response),
+        to_usage(field(response, "usage")),
+        error_type=_failed(response, failed),
+        answered=isinstance(output, (list, tuple)),
+        refusal=_has_refusal(items),
+    )
 
 
 def output_of(response: Any, seen: Response) -> list[Any]:

@@ -64,8 +64,13 @@ class _Reading:
 
     __slots__ = ("call", "accumulator", "failure", "step", "blind", "first", "readers")
 
-    def __init__(self, call: ProviderCall | None, accumulator: Accumulator,
-                 failure: Callable[[BaseException], Failure], step: Any) -> None:
+    def __init__(
+        self,
+        call: ProviderCall | None,
+        accumulator: Accumulator,
+        failure: Callable[[BaseException], Failure],
+        step: Any,
+    ) -> None:
         self.call = call  # None once ended
         self.accumulator = accumulator
         self.failure = failure
@@ -179,8 +184,14 @@ async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
 
 # wrapt 1.x (still supported) cannot subscript ObjectProxy at run time, so no ObjectProxy[Any] here.
 class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
-    def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
-                 failure: Callable[[BaseException], Failure], step: Any) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        call: ProviderCall,
+        accumulator: Accumulator,
+        failure: Callable[[BaseException], Failure],
+        step: Any,
+    ) -> None:
         super().__init__(stream)
         self._self_reading = _Reading(call, accumulator, failure, step)
 
@@ -216,8 +227,9 @@ class StreamProxy(_StreamProxyBase):
     __aenter__ = None  # type: ignore[assignment]  # None on purpose: see above
     __aexit__ = None  # type: ignore[assignment]  # None on purpose: see above
 
-    def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
-                 failure: Callable[[BaseException], Failure]) -> None:
+    def __init__(
+        self, stream: Any, call: ProviderCall, accumulator: Accumulator, failure: Callable[[BaseException], Failure]
+    ) -> None:
         super().__init__(stream, call, accumulator, failure, _step(stream, "__iter__", "__next__"))
 
     def __iter__(self) -> Iterator[Any]:
@@ -251,8 +263,9 @@ class AsyncStreamProxy(_StreamProxyBase):
     __exit__ = None  # type: ignore[assignment]  # None on purpose: see above
     __iter__ = None  # type: ignore[assignment]  # None on purpose: see above
 
-    def __init__(self, stream: Any, call: ProviderCall, accumulator: Accumulator,
-                 failure: Callable[[BaseException], Failure]) -> None:
+    def __init__(
+        self, stream: Any, call: ProviderCall, accumulator: Accumulator, failure: Callable[[BaseException], Failure]
+    ) -> None:
         super().__init__(stream, call, accumulator, failure, _step(stream, "__aiter__", "__anext__"))
 
     def __aiter__(self) -> AsyncIterator[Any]:

@@ -16,8 +16,11 @@ RULES_DIR = "alerts"
 
 def _folder(name: str) -> dict[str, str]:
     folder = files("otel_sampling.mixin") / "data" / name
-    return {item.name: item.read_text(encoding="utf-8")
-            for item in sorted(folder.iterdir(), key=lambda item: item.name) if item.is_file()}
+    return {
+        item.name: item.read_text(encoding="utf-8")
+        for item in sorted(folder.iterdir(), key=lambda item: item.name)
+        if item.is_file()
+    }
 
 
 def dashboards() -> dict[str, str]:

@@ -45,8 +45,13 @@ def add_config_options(parser: argparse._ActionsContainer) -> None:
     """One ``--option`` per ``MixinConfig`` field (``rule_selector`` -> ``--rule-selector``), default
     the field's default, help its ``help`` metadata."""
     for field in dataclasses.fields(MixinConfig):
-        parser.add_argument("--" + field.name.replace("_", "-"), dest=field.name, type=_TYPES[str(field.type)],
-                            default=field.default, help=f"{field.metadata['help']} (default: {field.default})")
+        parser.add_argument(
+            "--" + field.name.replace("_", "-"),
+            dest=field.name,
+            type=_TYPES[str(field.type)],
+            default=field.default,
+            help=f"{field.metadata['help']} (default: {field.default})",
+        )
 
 
 def config_from(args: argparse.Namespace) -> MixinConfig:
@@ -66,8 +71,10 @@ def generator(needed_by: str) -> ModuleType:
     except ModuleNotFoundError as e:
         if (e.name or "").partition(".")[0] not in _EXTRA_MODULES:
             raise
-        raise ExtraMissing(f"{needed_by} needs the '{EXTRA}' extra (grafana-foundation-sdk and PyYAML; "
-                           f"{e.name} is not installed): {INSTALL_HINT}") from None
+        raise ExtraMissing(
+            f"{needed_by} needs the '{EXTRA}' extra (grafana-foundation-sdk and PyYAML; "
+            f"{e.name} is not installed): {INSTALL_HINT}"
+        ) from None
 
 
 def generated(config: MixinConfig) -> dict[str, str]:
@@ -75,21 +82,29 @@ def generated(config: MixinConfig) -> dict[str, str]:
     needed), regenerated otherwise. Raises ``ExtraMissing`` when regeneration needs the extra."""
     if config == MixinConfig():
         return bundle.files_by_path()
-    changed = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(config)
-               if getattr(config, f.name) != f.default]
+    changed = [
+        f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(config) if getattr(config, f.name) != f.default
+    ]
     files: dict[str, str] = generator(f"regenerating with {', '.join(changed)}").render(config)
     return files
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="otel-sampling", description=DESCRIPTION,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="otel-sampling", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    dashboards = commands.add_parser("dashboards", help="write the Grafana dashboards (JSON) into a directory",
-                                     description="Write the Grafana dashboards (one JSON file each) into --out.")
+    dashboards = commands.add_parser(
+        "dashboards",
+        help="write the Grafana dashboards (JSON) into a directory",
+        description="Write the Grafana dashboards (one JSON file each) into --out.",
+    )
     dashboards.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory to write into")
-    rules = commands.add_parser("rules", help="write the Prometheus rule file (YAML)",
-                                description="Write the Prometheus recording and alerting rules to --out.")
+    rules = commands.add_parser(
+        "rules",
+        help="write the Prometheus rule file (YAML)",
+        description="Write the Prometheus recording and alerting rules to --out.",
+    )
     rules.add_argument("--out", type=Path, required=True, metavar="FILE", help="rule file to write")
     for command in (dashboards, rules):
         add_config_options(command.add_argument_group("regeneration (needs the mixin extra)"))
@@ -111,12 +126,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"otel-sampling: error: {e}", file=sys.stderr)
         return 2
     except ExtraMissing as e:
-        print(f"otel-sampling: error: {e}. Without options, the bundled files are exported with no extra.",
-              file=sys.stderr)
+        print(
+            f"otel-sampling: error: {e}. Without options, the bundled files are exported with no extra.",
+            file=sys.stderr,
+        )
         return 1
     if args.command == "dashboards":
-        written = [_write(args.out / Path(relative).name, text) for relative, text in files.items()
-                   if relative.startswith(bundle.DASHBOARDS_DIR + "/")]
+        written = [
+            _write(args.out / Path(relative).name, text)
+            for relative, text in files.items()
+            if relative.startswith(bundle.DASHBOARDS_DIR + "/")
+        ]
     else:
         written = [_write(args.out, files[f"{bundle.RULES_DIR}/{bundle.RULES_FILE}"])]
     for path in written:

@@ -46,17 +46,22 @@ class MixinConfig:
     """
 
     rule_selector: str = _option(
-        "", 'label matchers added to every raw series the rules read, e.g. job="triage-host" (empty: all jobs)')
+        "", 'label matchers added to every raw series the rules read, e.g. job="triage-host" (empty: all jobs)'
+    )
     scope_selector: str = _option(
-        OUR_SCOPE, "label matchers added to every raw series the rules and dashboards read, so that another "
+        OUR_SCOPE,
+        "label matchers added to every raw series the rules and dashboards read, so that another "
         "instrumentation's metrics of the same name (a framework's own gen_ai.client.token.usage) are left out; "
-        "empty: every scope, for an export path that drops the otel_scope_* labels (docs/deploy.md)")
+        "empty: every scope, for an export path that drops the otel_scope_* labels (docs/deploy.md)",
+    )
     window: str = _option("30m", "window of every recorded ratio and count the alerts and the overview read")
     day_window: str = _option("1d", "window of the per-day alerts (untested fallback, grants per server)")
     degraded_share_threshold: float = _option(
-        0.10, "share of sampling requests served degraded above which DegradedShareHigh fires")
+        0.10, "share of sampling requests served degraded above which DegradedShareHigh fires"
+    )
     min_requests: int = _option(
-        20, "traffic guard: with fewer requests (or runs) in the window no ratio alerts or shows")
+        20, "traffic guard: with fewer requests (or runs) in the window no ratio alerts or shows"
+    )
     degraded_share_for: str = _option("30m", "for of DegradedShareHigh")
     degraded_too_long_for: str = _option("4h", "how long a named degradation may stay active (DegradedTooLong)")
     expired_for: str = _option("5m", "for of DegradationExpired")
@@ -67,21 +72,31 @@ class MixinConfig:
     flapping_transitions: int = _option(4, "entries into one degradation in flapping_window that count as flapping")
     grants_per_day_threshold: int = _option(10, "consent grants per server per day_window above which GrantsHigh fires")
     fallback_untested_for: str = _option("1h", "for of FallbackUntested")
-    drill_window: str = _option("2h", "how far back a drill window (degradation_active{degradation_reason=\"drill\"}) "
-                                "and the alerts during it are looked at (DrillWithoutAlert, DrillRecoveryMissing); "
-                                "for_short_run: 45s, longer than a drill of seconds plus its recovery window and for")
+    drill_window: str = _option(
+        "2h",
+        'how far back a drill window (degradation_active{degradation_reason="drill"}) '
+        "and the alerts during it are looked at (DrillWithoutAlert, DrillRecoveryMissing); "
+        "for_short_run: 45s, longer than a drill of seconds plus its recovery window and for",
+    )
     drill_completion_threshold: float = _option(
-        0.9, "share of sampling requests completed during a drill below which DrillFallbackFailed fires")
+        0.9, "share of sampling requests completed during a drill below which DrillFallbackFailed fires"
+    )
     drill_fallback_for: str = _option("5m", "for of DrillFallbackFailed; for_short_run: 2s")
     drill_recovery_window: str = _option(
-        "5m", "window after a drill in which requests still served degraded count (DrillRecoveryMissing); "
-        "for_short_run: 5s")
+        "5m",
+        "window after a drill in which requests still served degraded count (DrillRecoveryMissing); for_short_run: 5s",
+    )
     silent_exposure_for: str = _option(
-        "15m", "for of SilentToOperators: how long degraded exposure may go on with no degraded-mode alert firing")
-    drill_recovery_for: str = _option("10m", "for of DrillRecoveryMissing: the hysteresis the primary gets to return; "
-                                      "for_short_run: 20s")
-    runbook_url: str = _option(RUNBOOK_URL, "base of every alert's runbook_url and of the dashboards' Runbook link "
-                               "(an alert's anchor: its name in lower case)")
+        "15m", "for of SilentToOperators: how long degraded exposure may go on with no degraded-mode alert firing"
+    )
+    drill_recovery_for: str = _option(
+        "10m", "for of DrillRecoveryMissing: the hysteresis the primary gets to return; for_short_run: 20s"
+    )
+    runbook_url: str = _option(
+        RUNBOOK_URL,
+        "base of every alert's runbook_url and of the dashboards' Runbook link "
+        "(an alert's anchor: its name in lower case)",
+    )
     dashboard_refresh: str = _option("1m", "dashboard auto-refresh")
     dashboard_time_from: str = _option("now-24h", "start of the dashboards' default time range")
 
@@ -101,8 +116,9 @@ class MixinConfig:
         for name in ("rule_selector", "scope_selector"):
             value = getattr(self, name)
             if value and not _MATCHERS.match(value):
-                raise ValueError(f"{name}: {value!r} is not a list of label matchers "
-                                 '(like job="triage-host", env!="dev"; no braces)')
+                raise ValueError(
+                    f'{name}: {value!r} is not a list of label matchers (like job="triage-host", env!="dev"; no braces)'
+                )
 
     @classmethod
     def for_short_run(cls) -> MixinConfig:
@@ -110,10 +126,21 @@ class MixinConfig:
         end-to-end test); the thresholds stay the defaults, the traffic guard drops to 10 requests. The
         drill alerts get windows of seconds: a drill held for seconds, a recovery window of 5s and a
         hysteresis (``drill_recovery_for``) of 20s, all looked back at for 45s (``drill_window``)."""
-        return cls(window="5m", day_window="5m", flapping_window="5m", min_requests=10,
-                   degraded_share_for="2s", degraded_too_long_for="1m", expired_for="0m",
-                   stalls_for="0m", fallback_untested_for="0m", drill_window="45s", drill_fallback_for="2s",
-                   drill_recovery_window="5s", drill_recovery_for="20s")
+        return cls(
+            window="5m",
+            day_window="5m",
+            flapping_window="5m",
+            min_requests=10,
+            degraded_share_for="2s",
+            degraded_too_long_for="1m",
+            expired_for="0m",
+            stalls_for="0m",
+            fallback_untested_for="0m",
+            drill_window="45s",
+            drill_fallback_for="2s",
+            drill_recovery_window="5s",
+            drill_recovery_for="20s",
+        )
 
     def selector(self, *matchers: str) -> str:
         """``{rule_selector, scope_selector, matchers...}`` for a raw series the rules read, or

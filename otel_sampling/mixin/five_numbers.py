@@ -98,8 +98,9 @@ NUMBERS: dict[str, _Number] = {
 _LEVEL_NAMES = {MODE: "mode", OUTCOME: "outcome", EVALUATION: "evaluation"}
 
 
-def expressions(window: str = "1h", *, by: tuple[str, ...] = (), selector: str = "",
-                scope: str = OUR_SCOPE) -> dict[str, str]:
+def expressions(
+    window: str = "1h", *, by: tuple[str, ...] = (), selector: str = "", scope: str = OUR_SCOPE
+) -> dict[str, str]:
     """The PromQL of each number (and of ``runs``) over ``window``.
 
     Args:
@@ -155,13 +156,16 @@ def record_name(key: str, window: str, by: tuple[str, ...] = ("job",)) -> str:
     number = NUMBERS[key]
     level = "_".join(_LEVEL_NAMES.get(label, label) for label in (*by, *number.labels))
     if not level:
-        raise ValueError(f"{key}: a recording rule needs a level; pass by=(\"job\",) or other labels")
+        raise ValueError(f'{key}: a recording rule needs a level; pass by=("job",) or other labels')
     return f"{level}:{number.metric}:{number.operation}{window}"
 
 
-def recording_rules(window: str = "1h", *, by: tuple[str, ...] = ("job",), selector: str = "",
-                    scope: str = OUR_SCOPE) -> list[dict[str, str]]:
+def recording_rules(
+    window: str = "1h", *, by: tuple[str, ...] = ("job",), selector: str = "", scope: str = OUR_SCOPE
+) -> list[dict[str, str]]:
     """``{"record", "expr"}`` for every number (and ``runs``), for a rule group; arguments as in
     :func:`expressions` and :func:`record_name`."""
-    return [{"record": record_name(key, window, by), "expr": expr}
-            for key, expr in expressions(window, by=by, selector=selector, scope=scope).items()]
+    return [
+        {"record": record_name(key, window, by), "expr": expr}
+        for key, expr in expressions(window, by=by, selector=selector, scope=scope).items()
+    ]

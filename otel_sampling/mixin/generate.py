@@ -31,10 +31,13 @@ _BlockDumper.add_representer(str, _str)
 
 def render(config: MixinConfig) -> dict[str, str]:
     """Relative path -> file text, for every generated file."""
-    files = {f"{DASHBOARDS_DIR}/{stem}.json": JSONEncoder(sort_keys=True, indent=2).encode(model) + "\n"
-             for stem, model in build(config).items()}
-    files[f"{RULES_DIR}/{RULES_FILE}"] = HEADER + yaml.dump(rule_groups(config), Dumper=_BlockDumper,
-                                                       sort_keys=False, width=10_000)
+    files = {
+        f"{DASHBOARDS_DIR}/{stem}.json": JSONEncoder(sort_keys=True, indent=2).encode(model) + "\n"
+        for stem, model in build(config).items()
+    }
+    files[f"{RULES_DIR}/{RULES_FILE}"] = HEADER + yaml.dump(
+        rule_groups(config), Dumper=_BlockDumper, sort_keys=False, width=10_000
+    )
     return files
 
 

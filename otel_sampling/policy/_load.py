@@ -34,8 +34,13 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 _TOP_LEVEL_KEYS: Final = ("servers", "prices", "endpoints", "stall_threshold_seconds", "ending_rules", "drills")
-_SERVER_KEYS: Final = ("primary_model", "permitted_models", "context_ceiling", "permitted_providers",
-                       "permitted_regions")
+_SERVER_KEYS: Final = (
+    "primary_model",
+    "permitted_models",
+    "context_ceiling",
+    "permitted_providers",
+    "permitted_regions",
+)
 _ENDPOINT_KEYS: Final = ("region",)
 _PRICE_KEYS: Final = (
     "input_usd_per_mtok",
@@ -104,9 +109,7 @@ def _read_text(path: str) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise PolicyError(
-            path, f"policy file is not UTF-8 (byte offset {exc.start})", line=line
-        ) from None
+        raise PolicyError(path, f"policy file is not UTF-8 (byte offset {exc.start})", line=line) from None
 
 
 def _syntax_error(path: str, exc: tomllib.TOMLDecodeError) -> PolicyError:
@@ -183,8 +186,13 @@ def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
     regions = file.optional(key, table, "permitted_regions", schema.regions)
     if primary is not None and permitted is not None and primary not in permitted:
         raise file.error((*key, "primary_model"), f"{primary!r} is not in permitted_models {list(permitted)!r}")
-    return ServerPolicy(primary_model=primary, permitted_models=permitted, context_ceiling=ceiling,
-                        permitted_providers=providers, permitted_regions=regions)
+    return ServerPolicy(
+        primary_model=primary,
+        permitted_models=permitted,
+        context_ceiling=ceiling,
+        permitted_providers=providers,
+        permitted_regions=regions,
+    )
 
 
 def _parse_price(file: _File, key: KeyPath, raw: Any) -> Price:
@@ -236,13 +244,15 @@ def _parse_drill(file: _File, key: KeyPath, raw: Any) -> DrillSchedule:
     duration = file.required(key, table, "duration", schema.seconds)
     every = file.optional(key, table, "every", schema.seconds)
     if every is not None and every < duration:
-        raise file.error((*key, "every"), f"every ({every:g} s) is shorter than duration ({duration:g} s):"
-                                          " the windows would overlap")
+        raise file.error(
+            (*key, "every"), f"every ({every:g} s) is shorter than duration ({duration:g} s): the windows would overlap"
+        )
     return DrillSchedule(
         name=file.required(key, table, "name", schema.drill_name),
         target_model=file.required(key, table, "target_model", schema.model_name),
         start=file.required(key, table, "start", schema.instant),
-        duration=duration, every=every,
+        duration=duration,
+        every=every,
         failure=file.optional(key, table, "failure", schema.drill_failure) or DRILL_FAILURE_OVERLOADED,
     )
 
@@ -253,6 +263,8 @@ def _check_regions(file: _File, policy: Policy) -> None:
     for name, server in policy.servers.items():
         for index, region in enumerate(server.permitted_regions or ()):
             if region not in known:
-                raise file.error(("servers", name, "permitted_regions", index),
-                                 f"region {region!r} is not the region of any [endpoints] table"
-                                 f" (known: {', '.join(sorted(known)) or 'none'})")
+                raise file.error(
+                    ("servers", name, "permitted_regions", index),
+                    f"region {region!r} is not the region of any [endpoints] table"
+                    f" (known: {', '.join(sorted(known)) or 'none'})",
+                )

@@ -261,4 +261,3 @@ def short_repr(value: Any) -> str:
     """``repr(value)``, cut to 60 characters (ending ``...`` when cut)."""
     text = repr(value)
     return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."
-

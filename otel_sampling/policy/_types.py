@@ -59,9 +59,7 @@ class PolicyError(ValueError):
         return (type(self), (self.path, self.problem, self.key, self.line, self.column))
 
 
-def _format_error(
-    path: str, problem: str, key: str | None, line: int | None, column: int | None
-) -> str:
+def _format_error(path: str, problem: str, key: str | None, line: int | None, column: int | None) -> str:
     location = path
     if line is not None:
         location += f":{line}"

@@ -78,8 +78,9 @@ class FailoverTracker:
         clock: monotonic seconds (default :func:`time.monotonic`; tests pass their own).
     """
 
-    def __init__(self, window_seconds: float = FAILOVER_WINDOW_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, window_seconds: float = FAILOVER_WINDOW_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._by_parent: OrderedDict[tuple[int, int], FailedModels] = OrderedDict()
         self._lock = locks.new()
         self._window = window_seconds

@@ -37,8 +37,16 @@ from otel_sampling import locks
 from otel_sampling.rules.violations import Seen
 
 # Field names (mcp 2.x's; pydantic's include= takes field names, the dump then uses the aliases).
-_FINGERPRINT_FIELDS = {"messages", "system_prompt", "max_tokens", "temperature", "stop_sequences", "metadata",
-                       "tools", "tool_choice"}
+_FINGERPRINT_FIELDS = {
+    "messages",
+    "system_prompt",
+    "max_tokens",
+    "temperature",
+    "stop_sequences",
+    "metadata",
+    "tools",
+    "tool_choice",
+}
 
 
 def fingerprint(params: Any, key: bytes) -> str:

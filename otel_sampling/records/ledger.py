@@ -32,8 +32,11 @@ class Ledger:
         self.identity = IdentityStore(settings.identity_max_entries, settings.identity_ttl_seconds)
         #: The HMAC key of request fingerprints: the shared one configured, else the process's own.
         self.fingerprint_key = settings.fingerprint_key or state.fingerprint_key()
-        self.pending = PendingWatch(settings.max_pending, settings.policy.stall_threshold_seconds,
-                                    lambda record, seconds: record.mark_stalled(seconds))
+        self.pending = PendingWatch(
+            settings.max_pending,
+            settings.policy.stall_threshold_seconds,
+            lambda record, seconds: record.mark_stalled(seconds),
+        )
         self._last_endings: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
         self._last_grants: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
         self._lock = locks.new()
@@ -70,13 +73,15 @@ class Ledger:
         return last is not None and last >= since
 
 
-def record_violation(instruments: Instruments, span: trace.Span, kind: str, server_label: str,
-                     earlier: Seen | None = None) -> None:
+def record_violation(
+    instruments: Instruments, span: trace.Span, kind: str, server_label: str, earlier: Seen | None = None
+) -> None:
     """Record one violation: the violations counter (its exemplar names ``span``), and an event on
     ``span`` (with the earlier request's ids when it has one). Needs no ledger: a record built
     without one still counts."""
-    instruments.sampling_violations.add(1, {names.MCP_SERVER_NAME: server_label, names.SAMPLING_VIOLATION_KIND: kind},
-                                        context=recorded_in(span))
+    instruments.sampling_violations.add(
+        1, {names.MCP_SERVER_NAME: server_label, names.SAMPLING_VIOLATION_KIND: kind}, context=recorded_in(span)
+    )
     if span.is_recording():
         attributes: dict[str, Any] = {names.SAMPLING_VIOLATION_KIND: kind, names.MCP_SERVER_NAME: server_label}
         if earlier is not None:

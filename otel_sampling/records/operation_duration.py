@@ -33,8 +33,15 @@ def start_attributes(protocol_version: str | None, transport: str | None = None)
     return attributes
 
 
-def record(histogram: Any, duration_s: float, started: dict[str, str], ending: Ending, status_code: str | None,
-           error_label: BoundedLabel, context: Context) -> None:
+def record(
+    histogram: Any,
+    duration_s: float,
+    started: dict[str, str],
+    ending: Ending,
+    status_code: str | None,
+    error_label: BoundedLabel,
+    context: Context,
+) -> None:
     """One point of ``histogram`` (seconds) for a request that started with ``started`` and ended so."""
     attributes = dict(started)
     if ending.error_type is not None:

@@ -57,10 +57,16 @@ class UnpricedModels:
             if key in self._seen or len(self._seen) >= MAX_REPORTED_UNPRICED:
                 return
             self._seen.add(key)
-        where = source.name if source is not None else (
-            f"no price source ({names.ENV_PRICE_SOURCE}=none, or genai-prices not installed: the 'prices' extra)")
-        logger.debug("otel-sampling: no price for model %r in the policy's price table nor in %s; its cost is not "
-                     "recorded", key or None, where)
+        where = (
+            source.name
+            if source is not None
+            else (f"no price source ({names.ENV_PRICE_SOURCE}=none, or genai-prices not installed: the 'prices' extra)")
+        )
+        logger.debug(
+            "otel-sampling: no price for model %r in the policy's price table nor in %s; its cost is not recorded",
+            key or None,
+            where,
+        )
 
 
 _unpriced = UnpricedModels()
@@ -86,15 +92,40 @@ class ProviderCall:
             fallback (False when ``request_model`` names a deployment, as on Azure OpenAI).
     """
 
-    __slots__ = ("_instruments", "_provider", "_request_model", "_span", "_start", "_ended", "_attached",
-                 "_server_address", "_sampling", "_first_chunk", "_stream", "_capture", "_input_content",
-                 "_failovers", "_parent", "_compare_models", "_run", "_served_model")
+    __slots__ = (
+        "_instruments",
+        "_provider",
+        "_request_model",
+        "_span",
+        "_start",
+        "_ended",
+        "_attached",
+        "_server_address",
+        "_sampling",
+        "_first_chunk",
+        "_stream",
+        "_capture",
+        "_input_content",
+        "_failovers",
+        "_parent",
+        "_compare_models",
+        "_run",
+        "_served_model",
+    )
 
     def __init__(
-        self, instruments: Instruments, provider: str, request_model: str | None,
-        max_tokens: Any, stream: bool, server: tuple[str, int | None] | None, *,
-        capture: CaptureMode = NO_CAPTURE, input_content: Content | None = None,
-        failovers: FailoverTracker | None = None, extra_attributes: Mapping[str, Any] | None = None,
+        self,
+        instruments: Instruments,
+        provider: str,
+        request_model: str | None,
+        max_tokens: Any,
+        stream: bool,
+        server: tuple[str, int | None] | None,
+        *,
+        capture: CaptureMode = NO_CAPTURE,
+        input_content: Content | None = None,
+        failovers: FailoverTracker | None = None,
+        extra_attributes: Mapping[str, Any] | None = None,
         compare_models: bool = True,
     ) -> None:
         self._instruments = instruments
@@ -120,8 +151,9 @@ class ProviderCall:
         max_length = instruments.settings.attribute_max_length
         model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
-        span = instruments.tracer.start_span(f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT,
-                                             kind=SpanKind.CLIENT)
+        span = instruments.tracer.start_span(
+            f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT, kind=SpanKind.CLIENT
+        )
         self._span = span
         # Timed from the span's start (not before it), so that the time to first chunk and the
         # duration never exceed the span's own duration.
@@ -206,20 +238,32 @@ class ProviderCall:
             # Failover memory (records/failover.py): the request it serves, else its run, else its parent span.
             if record is not None:
                 failed_over = record.observe_provider_call(
-                    self._provider, self._server_address, self._request_model, response_model,
-                    usage.input_tokens, usage.output_tokens, failed, Ending(ending, error_type))
+                    self._provider,
+                    self._server_address,
+                    self._request_model,
+                    response_model,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    failed,
+                    Ending(ending, error_type),
+                )
             elif self._run is not None:
                 failed_over = self._run.observe_call(self._request_model, failed)
             else:
                 failed_over = self._failovers is not None and self._failovers.observe(
-                    self._parent, self._request_model, failed)
+                    self._parent, self._request_model, failed
+                )
             if not failed:
                 self._note_served(response_model)
             reason = degraded_mode.call_reason(
-                provider_fallback=response is not None and response.provider_fallback, failed=failed,
-                failed_over=failed_over, requested=self._request_model, served=response_model,
+                provider_fallback=response is not None and response.provider_fallback,
+                failed=failed,
+                failed_over=failed_over,
+                requested=self._request_model,
+                served=response_model,
                 compare_models=self._compare_models,
-                permitted=record.permitted_models() if record is not None else None)
+                permitted=record.permitted_models() if record is not None else None,
+            )
             mode = degraded_mode.call_mode(reason, stamped, state.active_reasons())
             priced = self._cost(response_model, usage)
             usd = priced.usd if priced is not None else None
@@ -250,8 +294,16 @@ class ProviderCall:
             return None
         return cost.cost_of(quoted, usage)
 
-    def _end_span(self, response: Response | None, usage: Usage, reason: str | None, stamped: tuple[str, ...],
-                  error_type: str | None, ending: str, priced: cost.Cost | None) -> None:
+    def _end_span(
+        self,
+        response: Response | None,
+        usage: Usage,
+        reason: str | None,
+        stamped: tuple[str, ...],
+        error_type: str | None,
+        ending: str,
+        priced: cost.Cost | None,
+    ) -> None:
         instruments = self._instruments
         span = self._span
         try:
@@ -299,11 +351,20 @@ class ProviderCall:
         if self._capture.span and span.is_recording():
             span.set_attributes(attributes)
         if self._capture.event:
-            self._instruments.event_logger.emit(event_name=names.EVENT_INFERENCE_DETAILS, attributes=attributes,
-                                                context=trace.set_span_in_context(span))
+            self._instruments.event_logger.emit(
+                event_name=names.EVENT_INFERENCE_DETAILS, attributes=attributes, context=trace.set_span_in_context(span)
+            )
 
-    def _record_metrics(self, duration: float, response_model: str | None, usage: Usage, mode: str,
-                        error_type: str | None, ending: str, usd: float | None) -> None:
+    def _record_metrics(
+        self,
+        duration: float,
+        response_model: str | None,
+        usage: Usage,
+        mode: str,
+        error_type: str | None,
+        ending: str,
+        usd: float | None,
+    ) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
         model_label = instruments.model_label.value(response_model)
@@ -322,19 +383,23 @@ class ProviderCall:
             metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
         instruments.operation_duration.record(duration, {**metric_attributes, names.ENDING: ending}, context=context)
         if self._stream and self._first_chunk is not None:
-            instruments.time_to_first_chunk.record(self._first_chunk - self._start, metric_attributes,
-                                                   context=context)
+            instruments.time_to_first_chunk.record(self._first_chunk - self._start, metric_attributes, context=context)
         for count, token_type in zip(usage, _TOKEN_TYPES, strict=True):
             if count is not None and (count or token_type in _ALWAYS_RECORDED):
-                instruments.token_usage.record(count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type},
-                                               context=context)
+                instruments.token_usage.record(
+                    count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type}, context=context
+                )
         if usd is not None:
-            instruments.cost.add(usd, {
-                names.GEN_AI_PROVIDER_NAME: self._provider,
-                names.GEN_AI_RESPONSE_MODEL: model_label,
-                names.DEGRADATION_MODE: mode,
-                **drill,
-            }, context=context)
+            instruments.cost.add(
+                usd,
+                {
+                    names.GEN_AI_PROVIDER_NAME: self._provider,
+                    names.GEN_AI_RESPONSE_MODEL: model_label,
+                    names.DEGRADATION_MODE: mode,
+                    **drill,
+                },
+                context=context,
+            )
 
 
 _USAGE_ATTRIBUTES = (
@@ -343,7 +408,11 @@ _USAGE_ATTRIBUTES = (
     names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
 )
-_TOKEN_TYPES = (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT, names.TOKEN_TYPE_CACHE_READ,
-                names.TOKEN_TYPE_CACHE_WRITE)
+_TOKEN_TYPES = (
+    names.TOKEN_TYPE_INPUT,
+    names.TOKEN_TYPE_OUTPUT,
+    names.TOKEN_TYPE_CACHE_READ,
+    names.TOKEN_TYPE_CACHE_WRITE,
+)
 # Input and output are recorded even when zero; cache parts only when the call used the cache.
 _ALWAYS_RECORDED = frozenset({names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT})

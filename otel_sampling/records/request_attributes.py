@@ -35,8 +35,9 @@ def include_context(params: Any) -> str:
     return getattr(params, "include_context", None) or "none"
 
 
-def start_attributes(params: Any, path: str, hints: Sequence[str], max_length: int,
-                     facts: Iterable[tuple[str, object]] = ()) -> dict[str, Any]:
+def start_attributes(
+    params: Any, path: str, hints: Sequence[str], max_length: int, facts: Iterable[tuple[str, object]] = ()
+) -> dict[str, Any]:
     """``mcp.method.name``, ``otel_sampling.sampling.path``, the requested ``includeContext``, the first
     ``MAX_HINTS`` hints, ``gen_ai.request.max_tokens`` (when an OTLP exporter can carry it), and each
     ``(key, value)`` of ``facts`` whose value is a non-empty string; every string cut to ``max_length``."""
@@ -56,8 +57,9 @@ def start_attributes(params: Any, path: str, hints: Sequence[str], max_length: i
     return attributes
 
 
-def add_result_attributes(attributes: dict[str, Any], ending: Ending, served: str | None,
-                          stop_reason: object, max_length: int) -> None:
+def add_result_attributes(
+    attributes: dict[str, Any], ending: Ending, served: str | None, stop_reason: object, max_length: int
+) -> None:
     """What a sampling request's ending says, on either side's span: ``gen_ai.response.model``,
     ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``otel_sampling.sampling.budget.resets_at`` and
     ``error.type``, each cut to ``max_length``."""

@@ -64,8 +64,23 @@ _runs = state.runs  # the open runs and what they own (process-wide)
 class Run:
     """State of one run. Hosts get it from ``with otel_sampling.run(...) as run`` to set the outcome."""
 
-    __slots__ = ("name", "_lock", "_degraded", "_reasons", "_outside_policy", "_disclosed", "_cost", "_outcome",
-                 "_ended", "_trace_ids", "_root_span_id", "last_served", "_parent", "_failover", "__weakref__")
+    __slots__ = (
+        "name",
+        "_lock",
+        "_degraded",
+        "_reasons",
+        "_outside_policy",
+        "_disclosed",
+        "_cost",
+        "_outcome",
+        "_ended",
+        "_trace_ids",
+        "_root_span_id",
+        "last_served",
+        "_parent",
+        "_failover",
+        "__weakref__",
+    )
 
     def __init__(self, name: str, root_span_id: int | None = None, parent: Run | None = None) -> None:
         self.name = name
@@ -192,10 +207,14 @@ class RunScope:
             label = telemetry.run_name_label.value(run.name)
             span = telemetry.tracer.start_span(f"{names.OPERATION_INVOKE_AGENT} {label}", kind=SpanKind.INTERNAL)
             if span.is_recording():
-                attributes = {names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
-                              names.GEN_AI_AGENT_NAME: label, names.AGENT_RUN_NAME: label}
-                conversation = self._conversation_id and clean(self._conversation_id,
-                                                               telemetry.settings.attribute_max_length)
+                attributes = {
+                    names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+                    names.GEN_AI_AGENT_NAME: label,
+                    names.AGENT_RUN_NAME: label,
+                }
+                conversation = self._conversation_id and clean(
+                    self._conversation_id, telemetry.settings.attribute_max_length
+                )
                 if conversation:
                     attributes[names.GEN_AI_CONVERSATION_ID] = conversation
                 span.set_attributes(attributes)
@@ -317,8 +336,14 @@ def open_request_run(span: trace.Span) -> Run | None:
     return _start_implicit(names.SPAN_SAMPLING, span_context, root=False)
 
 
-def end_request_run(own: Run, outcome: str, reasons: tuple[str, ...], outside_policy: bool, duration_s: float,
-                    span_context: trace.SpanContext) -> None:
+def end_request_run(
+    own: Run,
+    outcome: str,
+    reasons: tuple[str, ...],
+    outside_policy: bool,
+    duration_s: float,
+    span_context: trace.SpanContext,
+) -> None:
     """End a sampling request's own run (:func:`open_request_run`) with ``outcome``
     (:func:`~otel_sampling.rules.run_outcome.request_run_outcome`); ``reasons`` (its
     ``degradation.reason`` values, empty when primary) and ``outside_policy`` fold the request's own
@@ -407,8 +432,9 @@ def _forget_traces(ended: Run) -> None:  # called with _lock held
             del _runs.by_trace[trace_id]
 
 
-def _finish(ended: Run, duration_s: float, span: trace.Span | None,
-            incident_parent: trace.SpanContext | None = None) -> None:
+def _finish(
+    ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None = None
+) -> None:
     with _runs.lock:
         if ended._ended:
             return
@@ -439,20 +465,25 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
     telemetry.run_duration.record(duration_s, base, context=context)
 
     if span is not None and span.is_recording():
-        attributes: dict[str, Any] = {names.DEGRADATION_MODE: mode, names.AGENT_RUN_OUTCOME: outcome,
-                                      names.AGENT_RUN_DISCLOSED: disclosed}
+        attributes: dict[str, Any] = {
+            names.DEGRADATION_MODE: mode,
+            names.AGENT_RUN_OUTCOME: outcome,
+            names.AGENT_RUN_DISCLOSED: disclosed,
+        }
         if reasons:
             attributes[names.DEGRADATION_REASON] = reasons
         span.set_attributes(attributes)
 
-    causes = silent_incident_causes(degraded=ended.degraded, outside_policy=ended._outside_policy,
-                                    disclosed=ended.disclosed,
-                                    inside_open_run=ended._parent is not None and not ended._parent._ended)
+    causes = silent_incident_causes(
+        degraded=ended.degraded,
+        outside_policy=ended._outside_policy,
+        disclosed=ended.disclosed,
+        inside_open_run=ended._parent is not None and not ended._parent._ended,
+    )
     if not causes:
         return
     tracked = "true" if telemetry.settings.disclosure_tracked or state.disclosure_called() else "false"
-    telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name, names.DISCLOSURE_TRACKED: tracked},
-                                   context=context)
+    telemetry.silent_incidents.add(1, {names.AGENT_RUN_NAME: name, names.DISCLOSURE_TRACKED: tracked}, context=context)
     event = {names.AGENT_RUN_NAME: name, names.SILENT_INCIDENT_CAUSE: list(causes), names.DISCLOSURE_TRACKED: tracked}
     if reasons:
         event[names.DEGRADATION_REASON] = reasons
@@ -461,8 +492,11 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
     elif incident_parent is not None:
         # An implicit run ends with (or after) its span, which is already read-only: the event
         # goes on a zero-length child span of that span.
-        parent = otel_context.Context() if not incident_parent.is_valid else trace.set_span_in_context(
-            trace.NonRecordingSpan(incident_parent))
+        parent = (
+            otel_context.Context()
+            if not incident_parent.is_valid
+            else trace.set_span_in_context(trace.NonRecordingSpan(incident_parent))
+        )
         child = telemetry.tracer.start_span(names.EVENT_SILENT_INCIDENT, context=parent, kind=SpanKind.INTERNAL)
         child.add_event(names.EVENT_SILENT_INCIDENT, event)
         child.end()

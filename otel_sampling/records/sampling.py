@@ -85,11 +85,35 @@ class SamplingRecord:
     """
 
     __slots__ = (
-        "_instruments", "_span", "_start", "_server_label", "_server_attributes", "_server_name", "_server_key",
-        "_hints", "_include_context", "_path", "_ended", "_attached", "_calls",
-        "_failover", "_provider_model", "_canary", "_last_requested", "_served_by",
-        "_input_tokens", "_output_tokens", "_cost_usd",
-        "_ledger", "_fingerprint", "_earlier", "_granted", "_violations", "_tool_name", "_run", "_policy_names",
+        "_instruments",
+        "_span",
+        "_start",
+        "_server_label",
+        "_server_attributes",
+        "_server_name",
+        "_server_key",
+        "_hints",
+        "_include_context",
+        "_path",
+        "_ended",
+        "_attached",
+        "_calls",
+        "_failover",
+        "_provider_model",
+        "_canary",
+        "_last_requested",
+        "_served_by",
+        "_input_tokens",
+        "_output_tokens",
+        "_cost_usd",
+        "_ledger",
+        "_fingerprint",
+        "_earlier",
+        "_granted",
+        "_violations",
+        "_tool_name",
+        "_run",
+        "_policy_names",
         "_operation",
     )
 
@@ -140,8 +164,20 @@ class SamplingRecord:
         self._operation = operation_duration.start_attributes(protocol_version, transport)
         self._fingerprint = _fingerprint(params, ledger.fingerprint_key) if ledger is not None else None
         self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
-        links = [Link(SpanContext(self._earlier.trace_id, self._earlier.span_id, is_remote=False,
-                                  trace_flags=TraceFlags(TraceFlags.SAMPLED)))] if self._earlier else None
+        links = (
+            [
+                Link(
+                    SpanContext(
+                        self._earlier.trace_id,
+                        self._earlier.span_id,
+                        is_remote=False,
+                        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+                    )
+                )
+            ]
+            if self._earlier
+            else None
+        )
 
         span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER, links=links)
         self._span = span
@@ -163,15 +199,28 @@ class SamplingRecord:
             except Exception:
                 logger.debug("otel-sampling: could not track a sampling request", exc_info=True)
 
-    def _describe(self, span: trace.Span, request_id: object, protocol_version: str | None, params: Any,
-                  server_version: str | None, session_id: str | None, transport: str | None) -> None:
+    def _describe(
+        self,
+        span: trace.Span,
+        request_id: object,
+        protocol_version: str | None,
+        params: Any,
+        server_version: str | None,
+        session_id: str | None,
+        transport: str | None,
+    ) -> None:
         """The span's attributes known at the start, in one ``set_attributes`` (each call takes the span's lock)."""
         settings = self._instruments.settings
         max_length = settings.attribute_max_length
-        facts = [(names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, self._server_name),
-                 (names.MCP_SERVER_VERSION, server_version), (names.MCP_SESSION_ID, session_id),
-                 (names.NETWORK_TRANSPORT, transport), (names.GEN_AI_TOOL_NAME, self._tool_name),
-                 (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint)]
+        facts = [
+            (names.MCP_PROTOCOL_VERSION, protocol_version),
+            (names.MCP_SERVER_NAME, self._server_name),
+            (names.MCP_SERVER_VERSION, server_version),
+            (names.MCP_SESSION_ID, session_id),
+            (names.NETWORK_TRANSPORT, transport),
+            (names.GEN_AI_TOOL_NAME, self._tool_name),
+            (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint),
+        ]
         attributes = start_attributes(params, self._path, self._hints, max_length, facts)
         if request_id is not None and self._path == names.PATH_RPC:
             attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
@@ -198,9 +247,17 @@ class SamplingRecord:
             state.current_request.reset(record_token)  # type: ignore[arg-type]
             otel_context.detach(otel_token)  # type: ignore[arg-type]
 
-    def observe_provider_call(self, provider: str, address: str | None, requested_model: str | None,
-                              response_model: str | None, input_tokens: int | None, output_tokens: int | None,
-                              failed: bool, ending: Ending | None = None) -> bool:
+    def observe_provider_call(
+        self,
+        provider: str,
+        address: str | None,
+        requested_model: str | None,
+        response_model: str | None,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        failed: bool,
+        ending: Ending | None = None,
+    ) -> bool:
         """A provider call started inside the callback ended; ignored once the request has ended.
 
         Args:
@@ -275,8 +332,10 @@ class SamplingRecord:
         self._instruments.sampling_stalls.add(1, self._server_attributes, context=recorded_in(self._span))
         if self._span.is_recording():
             max_length = self._instruments.settings.attribute_max_length
-            attributes: dict[str, Any] = {names.MCP_SERVER_NAME: self._server_label,
-                                          names.SAMPLING_PENDING_SECONDS: round(pending_seconds, 3)}
+            attributes: dict[str, Any] = {
+                names.MCP_SERVER_NAME: self._server_label,
+                names.SAMPLING_PENDING_SECONDS: round(pending_seconds, 3),
+            }
             if self._tool_name:
                 attributes[names.GEN_AI_TOOL_NAME] = clean(self._tool_name, max_length)
             self._span.add_event(names.EVENT_SAMPLING_STALL, attributes)
@@ -292,10 +351,18 @@ class SamplingRecord:
     def end_with_error_frame(self, code: object, data: object, message: object = None) -> None:
         """The callback returned ``ErrorData`` (or a frame mcp reads as one)."""
         settings = self._instruments.settings
-        ending = endings.or_fallback(endings.from_error_frame, endings.failed_frame(code), code, data, message,
-                                     settings.policy.ending_rules, settings.policy_refusal_code)
-        self._end(ending, None, None, generic=endings.is_generic_frame(code, ending),
-                  status_code=endings.status_code(code))
+        ending = endings.or_fallback(
+            endings.from_error_frame,
+            endings.failed_frame(code),
+            code,
+            data,
+            message,
+            settings.policy.ending_rules,
+            settings.policy_refusal_code,
+        )
+        self._end(
+            ending, None, None, generic=endings.is_generic_frame(code, ending), status_code=endings.status_code(code)
+        )
 
     def end_with_exception(self, exc: BaseException, cancel_reason: str | None) -> None:
         """The callback raised ``exc``; ``cancel_reason`` is the peer's cancel reason, if any."""
@@ -303,18 +370,35 @@ class SamplingRecord:
             self.end_with_cancellation(cancel_reason)
         else:
             settings = self._instruments.settings
-            ending = endings.or_fallback(endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules,
-                                         settings.policy_refusal_code)
-            self._end(ending, None, None, cancel_reason, generic=ending.ending == names.ENDING_ERROR,
-                      status_code=endings.status_code(endings.frame_code(exc)))  # a raised MCPError's frame
+            ending = endings.or_fallback(
+                endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules, settings.policy_refusal_code
+            )
+            self._end(
+                ending,
+                None,
+                None,
+                cancel_reason,
+                generic=ending.ending == names.ENDING_ERROR,
+                status_code=endings.status_code(endings.frame_code(exc)),
+            )  # a raised MCPError's frame
 
     def end_with_cancellation(self, cancel_reason: str | None) -> None:
         """The request was cancelled (by the peer, with ``cancel_reason``, or by the host)."""
-        self._end(endings.or_fallback(endings.from_cancellation, endings.CANCELLED, cancel_reason), None, None,
-                  cancel_reason)
+        self._end(
+            endings.or_fallback(endings.from_cancellation, endings.CANCELLED, cancel_reason), None, None, cancel_reason
+        )
 
-    def _end(self, told: Ending, reported: str | None, stop_reason: Any, cancel_reason: str | None = None, *,
-             result: bool = False, generic: bool = False, status_code: str | None = None) -> None:
+    def _end(
+        self,
+        told: Ending,
+        reported: str | None,
+        stop_reason: Any,
+        cancel_reason: str | None = None,
+        *,
+        result: bool = False,
+        generic: bool = False,
+        status_code: str | None = None,
+    ) -> None:
         """End the request once; ``status_code`` is ``rpc.response.status_code``, the code of the error
         frame the host answered with (None: no frame)."""
         if self._ended:
@@ -322,8 +406,9 @@ class SamplingRecord:
         if self._ledger is not None:
             self._ledger.pending.remove(self)  # first: no stall report once the request has ended
         self._ended = True
-        ending = endings.or_fallback(endings.from_what_happened, told,
-                                     endings.Happened(told, result, generic, self._calls))
+        ending = endings.or_fallback(
+            endings.from_what_happened, told, endings.Happened(told, result, generic, self._calls)
+        )
         served = self._served(reported) if result else None
         policy = self.server_policy()
         permitted = policy.permitted_models if policy is not None else None
@@ -340,13 +425,20 @@ class SamplingRecord:
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             self._record_metrics(ending.ending, judged, mode, served, degradation_reasons)
-            operation_duration.record(self._instruments.mcp_server_duration, time.perf_counter() - self._start,
-                                      self._operation, ending, status_code,
-                                      self._instruments.error_type_label, recorded_in(self._span))
+            operation_duration.record(
+                self._instruments.mcp_server_duration,
+                time.perf_counter() - self._start,
+                self._operation,
+                ending,
+                status_code,
+                self._instruments.error_type_label,
+                recorded_in(self._span),
+            )
         finally:  # the span ends even when a metric call fails
             try:
-                self._end_span(ending, judged, mode, served, reported, stop_reason, cancel_reason, status_code,
-                               degradation_reasons)
+                self._end_span(
+                    ending, judged, mode, served, reported, stop_reason, cancel_reason, status_code, degradation_reasons
+                )
             finally:
                 self._end_run(ending.ending, judged, mode, degradation_reasons)
 
@@ -357,9 +449,13 @@ class SamplingRecord:
             return
         try:
             run_records.end_request_run(
-                own, request_run_outcome(ending), degradation_reasons if mode == names.MODE_DEGRADED else (),
-                judged == names.SUBSTITUTION_OUTSIDE_POLICY, time.perf_counter() - self._start,
-                self._span.get_span_context())
+                own,
+                request_run_outcome(ending),
+                degradation_reasons if mode == names.MODE_DEGRADED else (),
+                judged == names.SUBSTITUTION_OUTSIDE_POLICY,
+                time.perf_counter() - self._start,
+                self._span.get_span_context(),
+            )
         except Exception:
             logger.debug("otel-sampling: could not end a sampling request's run", exc_info=True)
 
@@ -387,8 +483,12 @@ class SamplingRecord:
         policy = self.server_policy()
         if policy is not None and self._served_by:
             endpoints = self._instruments.settings.policy.endpoints
-            if violations.crossed_boundary(self._served_by, policy.permitted_providers, policy.permitted_regions,
-                                           lambda address: region_of(endpoints, address)):
+            if violations.crossed_boundary(
+                self._served_by,
+                policy.permitted_providers,
+                policy.permitted_regions,
+                lambda address: region_of(endpoints, address),
+            ):
                 self._violate(names.VIOLATION_BOUNDARY_CROSSED)
         ledger = self._ledger
         if ledger is None:
@@ -396,19 +496,33 @@ class SamplingRecord:
         earlier = self._earlier
         if earlier is not None:
             before = earlier.decision_for(self._server_key)
-            granted_since = before is not None and before.budget_denied \
+            granted_since = (
+                before is not None
+                and before.budget_denied
                 and ledger.granted_since(self._server_key, before.decided_at)
+            )
             for kind in violations.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
                 self._violate(kind)
         ledger.note_ending(self._server_key, ending)
         if self._fingerprint:
             span_context = self._span.get_span_context()
-            ledger.identity.put(self._fingerprint, violations.Seen.after(
-                server=self._server_key, ending=ending, requested=self._include_context, granted=self._granted,
-                trace_id=span_context.trace_id, span_id=span_context.span_id, earlier=earlier, now=ledger.now()))
+            ledger.identity.put(
+                self._fingerprint,
+                violations.Seen.after(
+                    server=self._server_key,
+                    ending=ending,
+                    requested=self._include_context,
+                    granted=self._granted,
+                    trace_id=span_context.trace_id,
+                    span_id=span_context.span_id,
+                    earlier=earlier,
+                    now=ledger.now(),
+                ),
+            )
 
-    def _record_metrics(self, ending: str, judged: str, mode: str, served: str | None,
-                        degradation_reasons: tuple[str, ...] = ()) -> None:
+    def _record_metrics(
+        self, ending: str, judged: str, mode: str, served: str | None, degradation_reasons: tuple[str, ...] = ()
+    ) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
         instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
@@ -418,23 +532,39 @@ class SamplingRecord:
             {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending, **drill},
             context=context,
         )
-        instruments.sampling_requests.add(1, {
-            names.MCP_SERVER_NAME: self._server_label,
-            names.SAMPLING_PATH: self._path,
-            names.SAMPLING_ENDING: ending,
-            names.SAMPLING_SUBSTITUTION: judged,
-            names.DEGRADATION_MODE: mode,
-            names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
-            names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
-            names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
-            **({names.DEGRADATION_REASON: state.api_instruments().reason_label.value(degradation_reasons[0])}
-               if degradation_reasons else {}),
-            **drill,
-        }, context=context)
+        instruments.sampling_requests.add(
+            1,
+            {
+                names.MCP_SERVER_NAME: self._server_label,
+                names.SAMPLING_PATH: self._path,
+                names.SAMPLING_ENDING: ending,
+                names.SAMPLING_SUBSTITUTION: judged,
+                names.DEGRADATION_MODE: mode,
+                names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
+                names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
+                names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
+                **(
+                    {names.DEGRADATION_REASON: state.api_instruments().reason_label.value(degradation_reasons[0])}
+                    if degradation_reasons
+                    else {}
+                ),
+                **drill,
+            },
+            context=context,
+        )
 
-    def _end_span(self, ending: Ending, judged: str, mode: str, served: str | None, reported: str | None,
-                  stop_reason: Any, cancel_reason: str | None, status_code: str | None,
-                  degradation_reasons: tuple[str, ...] = ()) -> None:
+    def _end_span(
+        self,
+        ending: Ending,
+        judged: str,
+        mode: str,
+        served: str | None,
+        reported: str | None,
+        stop_reason: Any,
+        cancel_reason: str | None,
+        status_code: str | None,
+        degradation_reasons: tuple[str, ...] = (),
+    ) -> None:
         instruments = self._instruments
         span = self._span
         try:
@@ -457,8 +587,10 @@ class SamplingRecord:
                     attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
                 if self._calls.ended:
                     attributes[names.SAMPLING_PROVIDER_CALLS] = self._calls.ended
-                    for key, tokens in ((names.GEN_AI_USAGE_INPUT_TOKENS, self._input_tokens),
-                                        (names.GEN_AI_USAGE_OUTPUT_TOKENS, self._output_tokens)):
+                    for key, tokens in (
+                        (names.GEN_AI_USAGE_INPUT_TOKENS, self._input_tokens),
+                        (names.GEN_AI_USAGE_OUTPUT_TOKENS, self._output_tokens),
+                    ):
                         if otlp_int(tokens) is not None:  # a hostile provider's counts can pass int64
                             attributes[key] = tokens
                 if self._cost_usd:
@@ -477,13 +609,19 @@ class SamplingRecord:
         stamped = degraded_mode.stamped_reasons(getattr(self._span, "attributes", None))
         requested = model_names.normalise(self._last_requested) if self._last_requested else None
         return degraded_mode.request_mode(
-            canary=self._canary or state.canary.get(), failed_over=self._failover.failed_over, judged=judged,
-            served=served, primary=policy.primary_model if policy is not None else None,
-            last_requested=requested, named=(*state.active_reasons(), *stamped))
+            canary=self._canary or state.canary.get(),
+            failed_over=self._failover.failed_over,
+            judged=judged,
+            served=served,
+            primary=policy.primary_model if policy is not None else None,
+            last_requested=requested,
+            named=(*state.active_reasons(), *stamped),
+        )
 
 
-_IDENTITY_VIOLATIONS = frozenset({names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED,
-                                  names.VIOLATION_REROUTED_AFTER_DENIAL})
+_IDENTITY_VIOLATIONS = frozenset(
+    {names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED, names.VIOLATION_REROUTED_AFTER_DENIAL}
+)
 
 
 def _own_run(span: trace.Span) -> run_records.Run | None:

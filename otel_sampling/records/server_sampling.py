@@ -40,9 +40,18 @@ class ServerSamplingRecord:
 
     __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock", "_start", "_operation")
 
-    def __init__(self, instruments: Instruments, *, path: str, params: Any, protocol_version: str | None,
-                 server_name: str | None, session_id: str | None, tool_name: str | None,
-                 parent: otel_context.Context | None = None) -> None:
+    def __init__(
+        self,
+        instruments: Instruments,
+        *,
+        path: str,
+        params: Any,
+        protocol_version: str | None,
+        server_name: str | None,
+        session_id: str | None,
+        tool_name: str | None,
+        parent: otel_context.Context | None = None,
+    ) -> None:
         self._instruments = instruments
         self._path = path
         self._ended = False
@@ -51,10 +60,15 @@ class ServerSamplingRecord:
         self._operation = operation_duration.start_attributes(protocol_version)
         self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
         if span.is_recording():
-            facts = ((names.MCP_PROTOCOL_VERSION, protocol_version), (names.MCP_SERVER_NAME, server_name),
-                     (names.MCP_SESSION_ID, session_id), (names.GEN_AI_TOOL_NAME, tool_name))
-            attributes = start_attributes(params, path, hint_names(params), instruments.settings.attribute_max_length,
-                                          facts)
+            facts = (
+                (names.MCP_PROTOCOL_VERSION, protocol_version),
+                (names.MCP_SERVER_NAME, server_name),
+                (names.MCP_SESSION_ID, session_id),
+                (names.GEN_AI_TOOL_NAME, tool_name),
+            )
+            attributes = start_attributes(
+                params, path, hint_names(params), instruments.settings.attribute_max_length, facts
+            )
             span.set_attributes(attributes)
 
     @property
@@ -74,9 +88,18 @@ class ServerSamplingRecord:
             self._end(endings.or_fallback(endings.from_cancellation, endings.CANCELLED, None), None, None)
         else:
             settings = self._instruments.settings
-            self._end(endings.or_fallback(endings.from_exception, endings.FAILED, exc, settings.policy.ending_rules,
-                                          settings.policy_refusal_code), None, None,
-                      endings.status_code(endings.answered_code(exc)))
+            self._end(
+                endings.or_fallback(
+                    endings.from_exception,
+                    endings.FAILED,
+                    exc,
+                    settings.policy.ending_rules,
+                    settings.policy_refusal_code,
+                ),
+                None,
+                None,
+                endings.status_code(endings.answered_code(exc)),
+            )
 
     def end_without_back_channel(self, exc: BaseException) -> None:
         """The request was never sent: the connection has no back-channel for a server-initiated
@@ -102,14 +125,24 @@ class ServerSamplingRecord:
         span = self._span
         try:
             context = recorded_in(span)
-            instruments.sampling_server_requests.add(1, {
-                names.SAMPLING_PATH: self._path,
-                names.SAMPLING_ENDING: ending.ending,
-                names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
-            }, context=context)
-            operation_duration.record(instruments.mcp_client_duration, time.perf_counter() - self._start,
-                                      self._operation, ending, status_code, instruments.error_type_label,
-                                      context)
+            instruments.sampling_server_requests.add(
+                1,
+                {
+                    names.SAMPLING_PATH: self._path,
+                    names.SAMPLING_ENDING: ending.ending,
+                    names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
+                },
+                context=context,
+            )
+            operation_duration.record(
+                instruments.mcp_client_duration,
+                time.perf_counter() - self._start,
+                self._operation,
+                ending,
+                status_code,
+                instruments.error_type_label,
+                context,
+            )
         finally:
             try:
                 if span.is_recording():

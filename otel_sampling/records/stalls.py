@@ -21,7 +21,6 @@ from otel_sampling import locks, state
 logger = logging.getLogger(__name__)
 
 
-
 class PendingWatch:
     """Pending requests, oldest first, each reported once when pending longer than a threshold.
 
@@ -34,8 +33,13 @@ class PendingWatch:
         timer: the clock, seconds (default ``time.monotonic``).
     """
 
-    def __init__(self, max_entries: int, threshold_seconds: float, on_stall: Callable[[Any, float], None],
-                 timer: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        max_entries: int,
+        threshold_seconds: float,
+        on_stall: Callable[[Any, float], None],
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._max = max(1, max_entries)
         self._threshold = threshold_seconds
         self._on_stall = on_stall

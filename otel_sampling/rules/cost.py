@@ -63,8 +63,9 @@ def priced_model(response_model: str | None, request_model: str | None) -> str |
     return response_model or request_model or None
 
 
-def quote(prices: Mapping[str, Price], source: PriceSource | None, provider: str, model: str | None,
-          input_tokens: int | None) -> Quote | None:
+def quote(
+    prices: Mapping[str, Price], source: PriceSource | None, provider: str, model: str | None, input_tokens: int | None
+) -> Quote | None:
     """The price of ``model`` served by ``provider`` (``gen_ai.provider.name``) for a call of
     ``input_tokens`` input tokens (a source's tiered prices depend on it; None counts as 0): the
     policy table's entry (:func:`price_for`), else ``source``'s price, else None (unknown)."""

@@ -54,8 +54,16 @@ from otel_sampling import names
 from otel_sampling.rules.substitution import is_permitted, same_family
 
 
-def request_mode(*, canary: bool, failed_over: bool, judged: str, served: str | None, primary: str | None,
-                 last_requested: str | None, named: Sequence[str] = ()) -> tuple[str, tuple[str, ...]]:
+def request_mode(
+    *,
+    canary: bool,
+    failed_over: bool,
+    judged: str,
+    served: str | None,
+    primary: str | None,
+    last_requested: str | None,
+    named: Sequence[str] = (),
+) -> tuple[str, tuple[str, ...]]:
     """The mode of a sampling request as it ends, and its ``degradation.reason`` values (most specific first).
 
     Args:
@@ -90,8 +98,16 @@ def request_mode(*, canary: bool, failed_over: bool, judged: str, served: str | 
     return (names.MODE_DEGRADED if reasons else names.MODE_PRIMARY), tuple(reasons)
 
 
-def call_reason(*, provider_fallback: bool, failed: bool, failed_over: bool, requested: str | None,
-                served: str | None, compare_models: bool, permitted: Sequence[str] | None) -> str | None:
+def call_reason(
+    *,
+    provider_fallback: bool,
+    failed: bool,
+    failed_over: bool,
+    requested: str | None,
+    served: str | None,
+    compare_models: bool,
+    permitted: Sequence[str] | None,
+) -> str | None:
     """The ``degradation.reason`` of one provider call by what it did, or None when it did nothing degraded.
 
     Args:
@@ -151,8 +167,9 @@ def run_mode(degraded: bool) -> str:
     return names.MODE_DEGRADED if degraded else names.MODE_PRIMARY
 
 
-def silent_incident_causes(*, degraded: bool, outside_policy: bool, disclosed: bool,
-                           inside_open_run: bool) -> tuple[str, ...]:
+def silent_incident_causes(
+    *, degraded: bool, outside_policy: bool, disclosed: bool, inside_open_run: bool
+) -> tuple[str, ...]:
     """Why a run that ended is a silent-degradation incident (``degradation.silent_incident.cause``
     values: ``degraded``, ``outside_policy``), or () when it is not one: it was disclosed, nothing
     degraded happened, or it is nested in a run still open (which counts the one incident)."""

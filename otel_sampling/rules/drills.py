@@ -12,8 +12,9 @@ import datetime as dt
 import math
 
 
-def window_at(start: dt.datetime, duration: float, every: float | None,
-              now: dt.datetime) -> tuple[dt.datetime, dt.datetime] | None:
+def window_at(
+    start: dt.datetime, duration: float, every: float | None, now: dt.datetime
+) -> tuple[dt.datetime, dt.datetime] | None:
     """The window ``(begins, ends)`` that holds ``now``, or None when ``now`` is in none.
 
     Args:

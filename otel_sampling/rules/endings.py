@@ -147,8 +147,13 @@ def failed_frame(code: object) -> Ending:
     return Ending(names.ENDING_ERROR, str(code) if isinstance(code, int) else names.UNKNOWN_LABEL)
 
 
-def from_error_frame(code: object, data: object, message: object = None,
-                     rules: Sequence[EndingRule] = NO_RULES, refusal_code: int = POLICY_REFUSAL_CODE) -> Ending:
+def from_error_frame(
+    code: object,
+    data: object,
+    message: object = None,
+    rules: Sequence[EndingRule] = NO_RULES,
+    refusal_code: int = POLICY_REFUSAL_CODE,
+) -> Ending:
     """Classify a JSON-RPC error frame (``ErrorData`` returned, or ``MCPError`` raised).
 
     ``rules`` are the policy file's ``[[ending_rules]]`` (tried after ``data.reason``, before the
@@ -278,12 +283,14 @@ def from_what_happened(happened: Happened) -> Ending:
 def is_cancellation(exc: BaseException) -> bool:
     """True for the task-cancellation exceptions of asyncio (which anyio uses there) and trio."""
     cls = type(exc)
-    return isinstance(exc, asyncio.CancelledError) or (cls.__name__ == "Cancelled"
-                                                       and cls.__module__.startswith("trio"))
+    return isinstance(exc, asyncio.CancelledError) or (
+        cls.__name__ == "Cancelled" and cls.__module__.startswith("trio")
+    )
 
 
-def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES,
-                   refusal_code: int = POLICY_REFUSAL_CODE) -> Ending:
+def from_exception(
+    exc: BaseException, rules: Sequence[EndingRule] = NO_RULES, refusal_code: int = POLICY_REFUSAL_CODE
+) -> Ending:
     """Classify an exception the callback raised that is not a cancellation (``KeyboardInterrupt``
     and ``SystemExit`` included: they are ``error``).
 
@@ -294,8 +301,9 @@ def from_exception(exc: BaseException, rules: Sequence[EndingRule] = NO_RULES,
     code = frame_code(exc)
     if code is not None:  # mcp.MCPError carries its ErrorData
         error = getattr(exc, "error", None)
-        return from_error_frame(code, getattr(error, "data", None), getattr(error, "message", None), rules,
-                                refusal_code)
+        return from_error_frame(
+            code, getattr(error, "data", None), getattr(error, "message", None), rules, refusal_code
+        )
     if _text_is(exc, USER_REJECTED_MESSAGE):  # mcp sends a raising callback's text as the frame's message
         return Ending(names.ENDING_USER_DENIED, qualified_name(type(exc)))
     return Ending(names.ENDING_ERROR, qualified_name(type(exc)))
@@ -358,8 +366,9 @@ def finish_reasons(stop_reason: Any) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------------- provider calls
 # Endings of failed provider calls (docs/telemetry.md "Provider call endings").
-_UNAVAILABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error",
-                                      "rate_limit_exceeded", "insufficient_quota"})
+_UNAVAILABLE_ERROR_TYPES = frozenset(
+    {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded", "insufficient_quota"}
+)
 _TIMEOUT_ERROR_TYPES = frozenset({"timeout_error"})
 EMPTY_RESPONSE = Ending(names.ENDING_ERROR, names.ERROR_TYPE_EMPTY_RESPONSE)
 INCOMPLETE_STREAM = Ending(names.ENDING_ERROR, names.ERROR_TYPE_INCOMPLETE_STREAM)
@@ -380,8 +389,13 @@ def error_name(value: object) -> str | None:
     return None
 
 
-def reported_error_type(error: object, named_by: Sequence[object] = (), *, marked: bool = False,
-                        fallback: str = names.ERROR_TYPE_ERROR_EVENT) -> str | None:
+def reported_error_type(
+    error: object,
+    named_by: Sequence[object] = (),
+    *,
+    marked: bool = False,
+    fallback: str = names.ERROR_TYPE_ERROR_EVENT,
+) -> str | None:
     """``error.type`` of the error an answer reports in its body (rule 1), or None when it reports none.
 
     Args:
@@ -432,8 +446,12 @@ def answer_ending(response: Response | None, error_type: str | None = None) -> E
     return COMPLETED
 
 
-def failure_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
-               envelope_fields: tuple[str, ...] = ("type",)) -> Failure:
+def failure_of(
+    exc: BaseException,
+    timeout_types: tuple[type, ...],
+    connection_types: tuple[type, ...],
+    envelope_fields: tuple[str, ...] = ("type",),
+) -> Failure:
     """``error.type`` and ending of a provider SDK exception.
 
     Endings: ``cancelled`` for a cancellation (``asyncio.CancelledError``); ``timeout`` for a
@@ -447,10 +465,14 @@ def failure_of(exc: BaseException, timeout_types: tuple[type, ...], connection_t
         return Failure(error_type, names.ENDING_CANCELLED)
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
-    if (isinstance(exc, timeout_types) or status in (408, 504) or error_type in _TIMEOUT_ERROR_TYPES):
+    if isinstance(exc, timeout_types) or status in (408, 504) or error_type in _TIMEOUT_ERROR_TYPES:
         return Failure(error_type, names.ENDING_TIMEOUT)
-    if (isinstance(exc, connection_types) or status == 429 or (status is not None and status >= 500)
-            or error_type in _UNAVAILABLE_ERROR_TYPES):
+    if (
+        isinstance(exc, connection_types)
+        or status == 429
+        or (status is not None and status >= 500)
+        or error_type in _UNAVAILABLE_ERROR_TYPES
+    ):
         return Failure(error_type, names.ENDING_MODEL_UNAVAILABLE)
     return Failure(error_type, names.ENDING_ERROR)
 
@@ -462,8 +484,12 @@ def fallback_failure(exc: BaseException) -> Failure:
     return Failure(qualified_name(type(exc)), names.ENDING_ERROR)
 
 
-def error_type_of(exc: BaseException, timeout_types: tuple[type, ...], connection_types: tuple[type, ...],
-                  envelope_fields: tuple[str, ...] = ("type",)) -> str:
+def error_type_of(
+    exc: BaseException,
+    timeout_types: tuple[type, ...],
+    connection_types: tuple[type, ...],
+    envelope_fields: tuple[str, ...] = ("type",),
+) -> str:
     """Low-cardinality ``error.type`` for a provider SDK exception.
 
     ``cancelled`` for a cancellation; the first of ``envelope_fields`` the provider's error body

@@ -59,10 +59,10 @@ def normalise(name: str) -> str:
     plain = name.rsplit("/", 1)[-1]
     colon = _COLON_PREFIX.match(plain)
     if colon:
-        plain = plain[colon.end():]
+        plain = plain[colon.end() :]
     dotted = _DOTTED_PREFIX.match(plain)
     if dotted:
-        plain = _BEDROCK_VERSION.sub("", plain[dotted.end():])
+        plain = _BEDROCK_VERSION.sub("", plain[dotted.end() :])
     return plain or name
 
 
@@ -71,10 +71,10 @@ def read_report(name: str) -> ReportedModel:
     if not name.startswith(COMPOSITE_PREFIX):
         return ReportedModel((normalise(name),), False)
     members = []
-    for part in name[len(COMPOSITE_PREFIX):].split(",", MAX_MEMBERS)[:MAX_MEMBERS]:
+    for part in name[len(COMPOSITE_PREFIX) :].split(",", MAX_MEMBERS)[:MAX_MEMBERS]:
         part = part.strip()
         while part.startswith(COMPOSITE_PREFIX):  # a FallbackModel among the members names its own
-            part = part[len(COMPOSITE_PREFIX):]
+            part = part[len(COMPOSITE_PREFIX) :]
         if part:
             members.append(normalise(part))
     return ReportedModel(tuple(members), True)

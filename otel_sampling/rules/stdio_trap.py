@@ -78,8 +78,9 @@ def exports_to_stdout(configured: str | None, attached: bool | None) -> bool:
     return CONSOLE in exporter_names(configured)
 
 
-def collisions(stdout: str, configured: Mapping[str, str | None], attached: Mapping[str, bool | None],
-               disabled: str | None) -> Collisions:
+def collisions(
+    stdout: str, configured: Mapping[str, str | None], attached: Mapping[str, bool | None], disabled: str | None
+) -> Collisions:
     """What collides with an MCP stdio server's wire (see the module docstring).
 
     Args:
@@ -93,7 +94,6 @@ def collisions(stdout: str, configured: Mapping[str, str | None], attached: Mapp
     if stdout not in WIRES or sdk_disabled(disabled):
         return NONE
     return Collisions(
-        stdout=tuple(signal for signal in SIGNALS
-                     if exports_to_stdout(configured.get(signal), attached.get(signal))),
+        stdout=tuple(signal for signal in SIGNALS if exports_to_stdout(configured.get(signal), attached.get(signal))),
         prometheus=PROMETHEUS in exporter_names(configured.get("metrics")),
     )

@@ -39,8 +39,7 @@ def same_model(entry: str, served: str) -> bool:
     if served == entry:
         return True
     base = entry.removesuffix("-latest")
-    return served == base or (
-        served.startswith(base) and _SNAPSHOT_SUFFIX.fullmatch(served, len(base)) is not None)
+    return served == base or (served.startswith(base) and _SNAPSHOT_SUFFIX.fullmatch(served, len(base)) is not None)
 
 
 def matches_hint(hints: Sequence[str], served: str) -> bool:

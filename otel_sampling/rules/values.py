@@ -41,8 +41,9 @@ class ProviderCalls(NamedTuple):
     def after(self, ending: Ending) -> ProviderCalls:
         """These calls and one more that ended with ``ending`` (failed when its ``error_type`` is set)."""
         failed = ending.error_type is not None
-        return ProviderCalls(self.ended + 1, ending, ending if failed else self.last_failed,
-                             self.produced if failed else ending)
+        return ProviderCalls(
+            self.ended + 1, ending, ending if failed else self.last_failed, self.produced if failed else ending
+        )
 
 
 class Usage(NamedTuple):

@@ -86,13 +86,22 @@ class Seen(NamedTuple):
         return next((d for d in reversed(self.decisions) if d.server == server), None)
 
     @staticmethod
-    def after(*, server: str | None, ending: str, requested: str, granted: str | None,
-              trace_id: int, span_id: int, earlier: Seen | None = None, now: float = 0.0) -> Seen:
+    def after(
+        *,
+        server: str | None,
+        ending: str,
+        requested: str,
+        granted: str | None,
+        trace_id: int,
+        span_id: int,
+        earlier: Seen | None = None,
+        now: float = 0.0,
+    ) -> Seen:
         """The entry for a request that just ended, carrying over what ``earlier`` knew."""
         taken = decision(ending)
         decisions = earlier.decisions if earlier else ()
         if taken:
-            kept = tuple(d for d in decisions if d.server != server)[-(DECISION_SERVERS - 1):]
+            kept = tuple(d for d in decisions if d.server != server)[-(DECISION_SERVERS - 1) :]
             decisions = (*kept, Decision(server, taken, ending == names.ENDING_BUDGET_EXHAUSTED, now))
         return Seen(
             server=server,
@@ -110,16 +119,21 @@ def violations_at_start(earlier: Seen, server: str | None, requested: str) -> li
     another server than the one it was denied for; a retry by the server it was rerouted to, which
     already sent it last, is a repeat there, not another reroute), a wider requested scope."""
     found = []
-    if earlier.denied_server is not None and server is not None and server != earlier.denied_server \
-            and server != earlier.server:
+    if (
+        earlier.denied_server is not None
+        and server is not None
+        and server != earlier.denied_server
+        and server != earlier.server
+    ):
         found.append(names.VIOLATION_REROUTED_AFTER_DENIAL)
     if wider(requested, earlier.requested):
         found.append(names.VIOLATION_SCOPE_WIDENED)
     return found
 
 
-def violations_at_end(earlier: Seen, server: str | None, ending: str, granted: str | None,
-                      granted_budget_since: bool = False) -> list[str]:
+def violations_at_end(
+    earlier: Seen, server: str | None, ending: str, granted: str | None, granted_budget_since: bool = False
+) -> list[str]:
     """Violations visible when a repeated request ends: a flipped decision for the same server, a
     wider granted scope. A budget is a quantity: an allowed request exhausting it when repeated is
     not a flip (it ran out), nor is an exhausted one allowed after a grant for that server."""
@@ -127,16 +141,25 @@ def violations_at_end(earlier: Seen, server: str | None, ending: str, granted: s
     taken = decision(ending)
     before = earlier.decision_for(server)
     ran_out = ending == names.ENDING_BUDGET_EXHAUSTED
-    if taken and before is not None and taken != before.decision and not ran_out \
-            and not (before.budget_denied and taken == ALLOW and granted_budget_since):
+    if (
+        taken
+        and before is not None
+        and taken != before.decision
+        and not ran_out
+        and not (before.budget_denied and taken == ALLOW and granted_budget_since)
+    ):
         found.append(names.VIOLATION_DECISION_FLIPPED)
     if granted is not None and wider(granted, earlier.granted):
         found.append(names.VIOLATION_SCOPE_WIDENED)
     return found
 
 
-def crossed_boundary(served: Iterable[tuple[str, str | None]], permitted_providers: Collection[str] | None,
-                     permitted_regions: Collection[str] | None, region_of: Callable[[str | None], str | None]) -> bool:
+def crossed_boundary(
+    served: Iterable[tuple[str, str | None]],
+    permitted_providers: Collection[str] | None,
+    permitted_regions: Collection[str] | None,
+    region_of: Callable[[str | None], str | None],
+) -> bool:
     """True when a call that served the request ran outside the compliance boundary.
 
     Args:

@@ -80,45 +80,44 @@ DEFAULT_TEXT = "Hello from the fake provider"
 # prints this list. "SSE" marks the streamed answers (chunked text/event-stream).
 SCENARIOS: dict[str, str] = {
     "status=<code>": "answer with that HTTP status and a provider-shaped error body (anthropic: 529 "
-                     "overloaded_error, 429 rate_limit_error, 500 api_error...; openai: 429 rate_limit_exceeded, "
-                     "500 server_error...)",
+    "overloaded_error, 429 rate_limit_error, 500 api_error...; openai: 429 rate_limit_exceeded, "
+    "500 server_error...)",
     "fail_first=<n>": "with status=: fail only while x-stainless-retry-count < n, then succeed",
     "fail_model=<m>": "with status=: fail only the requests for model <m>; a request for any other model "
-                      "succeeds (a primary that is down, its fallback that serves)",
+    "succeeds (a primary that is down, its fallback that serves)",
     "retry_after_ms=<m>": "value of retry-after-ms on errors (default 1, so SDK retries are instant)",
     "no_retry": "send x-should-retry: false on errors (the SDK does not retry)",
     "error_message=<m>": "with status=: the error body's message is <m> (what a provider echoes)",
     "delay=<s>": "wait that many seconds before sending the response headers",
     "chunk_delay=<s>": "wait that many seconds before each SSE event",
     "midstream_error": "SSE: after min(2, words-1) text deltas send a provider error event (anthropic "
-                       "event: error, openai data: {\"error\": ...})",
+    'event: error, openai data: {"error": ...})',
     "drop": "SSE: abort the TCP connection (RST, no terminating chunk) at that point",
     "truncate": "SSE: end the body cleanly at that point, without message_stop / [DONE]",
     "served_model=<m>": "report model <m> instead of the requested one (silent substitution)",
     "gateway_model=<m>": "a gateway that served model <m>: the body names the requested model, the response "
-                         "header ngrok-aig-model (or gateway_header's) names <m>",
+    "header ngrok-aig-model (or gateway_header's) names <m>",
     "gateway_header=<h>": "with gateway_model=: the response header that names the served model",
     "cache": "non-zero prompt-cache usage (anthropic cache_* tokens, openai cached_tokens)",
-    "fallback=<m>": "anthropic: the server-side fallback shape (a fallback content block, usage.iterations, "
-                    "model=<m>)",
-    "refusal": "anthropic stop_reason=\"refusal\" (+ stop_details); openai finish_reason=\"content_filter\"; "
-               "Responses status=\"incomplete\" (incomplete_details.reason=\"content_filter\")",
+    "fallback=<m>": "anthropic: the server-side fallback shape (a fallback content block, usage.iterations, model=<m>)",
+    "refusal": 'anthropic stop_reason="refusal" (+ stop_details); openai finish_reason="content_filter"; '
+    'Responses status="incomplete" (incomplete_details.reason="content_filter")',
     "tool": "the model calls a tool (anthropic tool_use block, openai tool_calls, Responses a function_call "
-            "output item)",
+    "output item)",
     "text=<w1+w2+...>": "the output text, words separated by +",
-    "length": "openai: finish_reason=\"length\"; Responses status=\"incomplete\" "
-              "(incomplete_details.reason=\"max_output_tokens\", event response.incomplete)",
+    "length": 'openai: finish_reason="length"; Responses status="incomplete" '
+    '(incomplete_details.reason="max_output_tokens", event response.incomplete)',
     "no_model": "openai Chat Completions, not streamed: a body without model",
-    "failed": "openai Responses: status=\"failed\" with error.code=\"server_error\" (streamed: a "
-              "response.failed event instead of response.completed)",
+    "failed": 'openai Responses: status="failed" with error.code="server_error" (streamed: a '
+    "response.failed event instead of response.completed)",
     "error_200": "HTTP 200 carrying the provider's error body (JSON, also for a stream request)",
     "long_model=<n>": "report a served model name of n characters",
-    "null_model": "\"model\": null in every body and event that carries a model",
+    "null_model": '"model": null in every body and event that carries a model',
     "null_choices": "null for the output list: anthropic content, openai choices, Responses output (in every "
-                    "body and event that carries one)",
+    "body and event that carries one)",
     "no_usage": "leave usage out of every body and event",
     "odd_types": "wrong JSON types where strings are expected: model and id numbers, stop_reason / "
-                 "finish_reason / status numbers, token counts strings",
+    "finish_reason / status numbers, token counts strings",
 }
 _JOIN_TIMEOUT_S = 5.0
 _REDACTED_HEADERS = frozenset({"authorization", "x-api-key"})
@@ -348,7 +347,7 @@ class _Handler(BaseHTTPRequestHandler):
                 body.setdefault("model", path.rpartition("/models/")[2].partition(":")[0])
                 return self._anthropic(body, sc, retry_count)
             if path.startswith("/model/") and path.endswith("/invoke"):  # anthropic on Bedrock (JSON only)
-                body.setdefault("model", path[len("/model/"):-len("/invoke")])
+                body.setdefault("model", path[len("/model/") : -len("/invoke")])
                 return self._anthropic(body, sc, retry_count)
             if path.endswith("/chat/completions"):
                 return self._openai_chat(body, sc, retry_count)
@@ -408,21 +407,45 @@ class _Handler(BaseHTTPRequestHandler):
         usage = self._anthropic_usage(sc, len(words))
         if "fallback" in sc:
             usage["iterations"] = [
-                {"type": "message", "model": requested, "input_tokens": 25, "output_tokens": 3,
-                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
-                {"type": "fallback_message", "model": served, "input_tokens": 25, "output_tokens": len(words),
-                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+                {
+                    "type": "message",
+                    "model": requested,
+                    "input_tokens": 25,
+                    "output_tokens": 3,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0,
+                },
+                {
+                    "type": "fallback_message",
+                    "model": served,
+                    "input_tokens": 25,
+                    "output_tokens": len(words),
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0,
+                },
             ]
         content: list[dict[str, Any]] = []
         if "fallback" in sc:
-            content.append({"type": "fallback", "from": {"model": requested}, "to": {"model": served},
-                            "trigger": {"type": "refusal", "category": "cyber"}})
+            content.append(
+                {
+                    "type": "fallback",
+                    "from": {"model": requested},
+                    "to": {"model": served},
+                    "trigger": {"type": "refusal", "category": "cyber"},
+                }
+            )
         content.append({"type": "text", "text": "".join(words)})
         if "tool" in sc:
             content.append({"type": "tool_use", "id": _id("toolu_"), "name": "get_weather", "input": {"city": "Paris"}})
         msg: dict[str, Any] = {
-            "id": _id("msg_"), "type": "message", "role": "assistant", "model": served, "content": content,
-            "stop_reason": stop_reason, "stop_sequence": None, "usage": usage,
+            "id": _id("msg_"),
+            "type": "message",
+            "role": "assistant",
+            "model": served,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
         }
         if "refusal" in sc:
             msg["stop_details"] = {"type": "refusal", "category": "cyber", "explanation": "fake refusal"}
@@ -445,33 +468,59 @@ class _Handler(BaseHTTPRequestHandler):
         self._event(sc, {"type": "message_start", "message": start_msg}, "message_start")
         idx = 0
         if "fallback" in sc:
-            self._event(sc, {"type": "content_block_start", "index": idx, "content_block": content[0]},
-                        "content_block_start")
+            self._event(
+                sc, {"type": "content_block_start", "index": idx, "content_block": content[0]}, "content_block_start"
+            )
             self._event(sc, {"type": "content_block_stop", "index": idx}, "content_block_stop")
             idx += 1
-        self._event(sc, {"type": "content_block_start", "index": idx, "content_block": {"type": "text", "text": ""}},
-                    "content_block_start")
+        self._event(
+            sc,
+            {"type": "content_block_start", "index": idx, "content_block": {"type": "text", "text": ""}},
+            "content_block_start",
+        )
         self._event(sc, {"type": "ping"}, "ping")
         cut = min(2, max(len(words) - 1, 0))
         for n, w in enumerate(words):
-            if n == cut and self._stream_fault(sc, lambda: self._event(sc, {
-                    "type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
-                    "request_id": headers["request-id"]}, "error")):
+            if n == cut and self._stream_fault(
+                sc,
+                lambda: self._event(
+                    sc,
+                    {
+                        "type": "error",
+                        "error": {"type": "overloaded_error", "message": "Overloaded"},
+                        "request_id": headers["request-id"],
+                    },
+                    "error",
+                ),
+            ):
                 return
-            self._event(sc, {"type": "content_block_delta", "index": idx,
-                             "delta": {"type": "text_delta", "text": w}}, "content_block_delta")
+            self._event(
+                sc,
+                {"type": "content_block_delta", "index": idx, "delta": {"type": "text_delta", "text": w}},
+                "content_block_delta",
+            )
         self._event(sc, {"type": "content_block_stop", "index": idx}, "content_block_stop")
         if "tool" in sc:
             idx += 1
             tool = content[-1]
-            self._event(sc, {"type": "content_block_start", "index": idx, "content_block": dict(tool, input={})},
-                        "content_block_start")
-            self._event(sc, {"type": "content_block_delta", "index": idx,
-                             "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool["input"])}},
-                        "content_block_delta")
+            self._event(
+                sc,
+                {"type": "content_block_start", "index": idx, "content_block": dict(tool, input={})},
+                "content_block_start",
+            )
+            self._event(
+                sc,
+                {
+                    "type": "content_block_delta",
+                    "index": idx,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool["input"])},
+                },
+                "content_block_delta",
+            )
             self._event(sc, {"type": "content_block_stop", "index": idx}, "content_block_stop")
         delta_usage: dict[str, Any] = {
-            "output_tokens": len(words), "input_tokens": 25,
+            "output_tokens": len(words),
+            "input_tokens": 25,
             "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
             "cache_read_input_tokens": usage["cache_read_input_tokens"],
         }
@@ -490,10 +539,16 @@ class _Handler(BaseHTTPRequestHandler):
         cached = 400 if "cache" in sc else 0
         prompt = 25 + cached
         return {
-            "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
         }
 
     def _openai_chat(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
@@ -501,24 +556,52 @@ class _Handler(BaseHTTPRequestHandler):
             return
         served = sc.get("served_model") or _long_model(sc) or body.get("model") or "gpt-fake"
         words = _words(sc)
-        finish = ("content_filter" if "refusal" in sc else "length" if "length" in sc
-                  else "tool_calls" if "tool" in sc else "stop")
+        finish = (
+            "content_filter"
+            if "refusal" in sc
+            else "length"
+            if "length" in sc
+            else "tool_calls"
+            if "tool" in sc
+            else "stop"
+        )
         cid, created = _id("chatcmpl-"), int(time.time())
-        headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1",
-                   "x-ratelimit-remaining-requests": "999", "x-ratelimit-remaining-tokens": "100000",
-                   **_gateway_headers(sc)}
-        tool_calls = [{"id": _id("call_"), "type": "function",
-                       "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]
-        base = {"id": cid, "created": created, "model": served, "system_fingerprint": "fp_fake",
-                "service_tier": "default"}
+        headers = {
+            "x-request-id": _id("req_"),
+            "openai-processing-ms": "1",
+            "x-ratelimit-remaining-requests": "999",
+            "x-ratelimit-remaining-tokens": "100000",
+            **_gateway_headers(sc),
+        }
+        tool_calls = [
+            {
+                "id": _id("call_"),
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ]
+        base = {
+            "id": cid,
+            "created": created,
+            "model": served,
+            "system_fingerprint": "fp_fake",
+            "service_tier": "default",
+        }
         if not body.get("stream"):
-            message: dict[str, Any] = {"role": "assistant", "content": "".join(words), "refusal": None,
-                                       "annotations": []}
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": "".join(words),
+                "refusal": None,
+                "annotations": [],
+            }
             if "tool" in sc:
                 message["tool_calls"] = tool_calls
-            resp = dict(base, object="chat.completion",
-                        choices=[{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-                        usage=self._openai_usage(sc, len(words)))
+            resp = dict(
+                base,
+                object="chat.completion",
+                choices=[{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+                usage=self._openai_usage(sc, len(words)),
+            )
             if "no_model" in sc:
                 del resp["model"]
             self._send_json(200, _distort(sc, resp), headers)
@@ -533,19 +616,42 @@ class _Handler(BaseHTTPRequestHandler):
                 c["usage"] = usage
             return c
 
-        self._event(sc, chunk([{"index": 0, "delta": {"role": "assistant", "content": "", "refusal": None},
-                                "logprobs": None, "finish_reason": None}]))
+        self._event(
+            sc,
+            chunk(
+                [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": "", "refusal": None},
+                        "logprobs": None,
+                        "finish_reason": None,
+                    }
+                ]
+            ),
+        )
         cut = min(2, max(len(words) - 1, 0))
         for n, w in enumerate(words):
-            if n == cut and self._stream_fault(sc, lambda: self._event(sc, {"error": {
-                    "message": "The server had an error while processing your request.",
-                    "type": "server_error", "param": None, "code": None}})):
+            if n == cut and self._stream_fault(
+                sc,
+                lambda: self._event(
+                    sc,
+                    {
+                        "error": {
+                            "message": "The server had an error while processing your request.",
+                            "type": "server_error",
+                            "param": None,
+                            "code": None,
+                        }
+                    },
+                ),
+            ):
                 return
             self._event(sc, chunk([{"index": 0, "delta": {"content": w}, "logprobs": None, "finish_reason": None}]))
         if "tool" in sc:
             tc = dict(tool_calls[0], index=0)
-            self._event(sc, chunk([{"index": 0, "delta": {"tool_calls": [tc]}, "logprobs": None,
-                                    "finish_reason": None}]))
+            self._event(
+                sc, chunk([{"index": 0, "delta": {"tool_calls": [tc]}, "logprobs": None, "finish_reason": None}])
+            )
         self._event(sc, chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}]))
         if include_usage:
             self._event(sc, chunk([], self._openai_usage(sc, len(words))))
@@ -561,29 +667,57 @@ class _Handler(BaseHTTPRequestHandler):
         text = "".join(words)
         cached = 400 if "cache" in sc else 0
         rid, mid = _id("resp_"), _id("msg_")
-        usage = {"input_tokens": 25 + cached,
-                 "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
-                 "output_tokens": len(words), "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": 25 + cached + len(words)}
-        item = {"type": "message", "id": mid, "status": "completed", "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}
+        usage = {
+            "input_tokens": 25 + cached,
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+            "output_tokens": len(words),
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 25 + cached + len(words),
+        }
+        item = {
+            "type": "message",
+            "id": mid,
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+        }
         outputs = [item]
         if "tool" in sc:
-            outputs.append({"type": "function_call", "id": _id("fc_"), "call_id": _id("call_"), "name": "get_weather",
-                            "arguments": "{\"city\": \"Paris\"}", "status": "completed"})
+            outputs.append(
+                {
+                    "type": "function_call",
+                    "id": _id("fc_"),
+                    "call_id": _id("call_"),
+                    "name": "get_weather",
+                    "arguments": '{"city": "Paris"}',
+                    "status": "completed",
+                }
+            )
         # The final status: incomplete for a content filter or the output token limit, failed on request.
         incomplete = "content_filter" if "refusal" in sc else "max_output_tokens" if "length" in sc else None
         final = "failed" if "failed" in sc else "incomplete" if incomplete else "completed"
 
         def response(status: str, output: list[Any], use: object) -> dict[str, Any]:
             done = status == final
-            return {"id": rid, "object": "response", "created_at": time.time(), "status": status, "model": served,
-                    "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-                    "temperature": 1.0, "top_p": 1.0,
-                    "error": ({"code": "server_error", "message": "fake failure"}
-                              if done and final == "failed" else None),
-                    "incomplete_details": {"reason": incomplete} if done and incomplete else None,
-                    "instructions": None, "metadata": {}, "usage": use, "service_tier": "default"}
+            return {
+                "id": rid,
+                "object": "response",
+                "created_at": time.time(),
+                "status": status,
+                "model": served,
+                "output": output,
+                "parallel_tool_calls": True,
+                "tool_choice": "auto",
+                "tools": [],
+                "temperature": 1.0,
+                "top_p": 1.0,
+                "error": ({"code": "server_error", "message": "fake failure"} if done and final == "failed" else None),
+                "incomplete_details": {"reason": incomplete} if done and incomplete else None,
+                "instructions": None,
+                "metadata": {},
+                "usage": use,
+                "service_tier": "default",
+            }
 
         headers = {"x-request-id": _id("req_"), "openai-processing-ms": "1", **_gateway_headers(sc)}
         if not body.get("stream"):
@@ -598,12 +732,18 @@ class _Handler(BaseHTTPRequestHandler):
         ev("response.created", response=response("in_progress", [], None))
         ev("response.in_progress", response=response("in_progress", [], None))
         ev("response.output_item.added", output_index=0, item=dict(item, status="in_progress", content=[]))
-        ev("response.content_part.added", item_id=mid, output_index=0, content_index=0,
-           part={"type": "output_text", "text": "", "annotations": []})
+        ev(
+            "response.content_part.added",
+            item_id=mid,
+            output_index=0,
+            content_index=0,
+            part={"type": "output_text", "text": "", "annotations": []},
+        )
         cut = min(2, max(len(words) - 1, 0))
         for n, w in enumerate(words):
             if n == cut and self._stream_fault(
-                    sc, lambda: ev("error", code="server_error", message="fake mid-stream error", param=None)):
+                sc, lambda: ev("error", code="server_error", message="fake mid-stream error", param=None)
+            ):
                 return
             ev("response.output_text.delta", item_id=mid, output_index=0, content_index=0, delta=w, logprobs=[])
         ev("response.output_text.done", item_id=mid, output_index=0, content_index=0, text=text, logprobs=[])
@@ -646,8 +786,12 @@ class _Server(ThreadingHTTPServer):
         if self.stopping.is_set():
             self.shutdown_request(request)
             return
-        t = threading.Thread(target=self._serve_connection, args=(request, client_address),
-                             name=f"fake-provider-conn-{client_address[1]}", daemon=True)
+        t = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address),
+            name=f"fake-provider-conn-{client_address[1]}",
+            daemon=True,
+        )
         with self._lock:
             self._conns[t] = request
         t.start()
@@ -686,8 +830,9 @@ class FakeProvider:
 
     def __init__(self, port: int = 0, *, verbose: bool = False) -> None:
         self._httpd = _Server(("127.0.0.1", port), verbose=verbose)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-provider", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-provider", daemon=True
+        )
         self._started = False
         self._stopped = False
 
@@ -754,14 +899,21 @@ def _scenario_help(width: int = 100) -> str:
     column = 2 + max(len(token) for token in SCENARIOS) + 2
     lines = [f"scenarios ({SCENARIO_HEADER} tokens; SSE: streamed answers only):"]
     for token, description in SCENARIOS.items():
-        lines += textwrap.wrap(description, width, initial_indent=f"  {token}".ljust(column),
-                               subsequent_indent=" " * column, break_on_hyphens=False)
+        lines += textwrap.wrap(
+            description,
+            width,
+            initial_indent=f"  {token}".ljust(column),
+            subsequent_indent=" " * column,
+            break_on_hyphens=False,
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m otel_sampling.testing.fake_provider", description=_DESCRIPTION, epilog=_scenario_help(),
+        prog="python -m otel_sampling.testing.fake_provider",
+        description=_DESCRIPTION,
+        epilog=_scenario_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")

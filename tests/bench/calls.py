@@ -92,7 +92,7 @@ def stream_body(body: str, events: int) -> str:
     if events <= recorded:
         return body
     delta = next(i for i, block in enumerate(blocks) if '"text_delta"' in block or '"delta":{"content"' in block)
-    blocks[delta + 1:delta + 1] = [blocks[delta]] * (events - recorded)
+    blocks[delta + 1 : delta + 1] = [blocks[delta]] * (events - recorded)
     return "\n\n".join(blocks) + "\n\n"
 
 
@@ -109,7 +109,8 @@ class _Answers:
         served = _served_model(recorded)
         # Variant i is requested and served under the same name: no substitution, whatever the label.
         self.bodies = [recorded.encode("utf-8")] + [
-            recorded.replace(f'"{served}"', f'"{model}"').encode("utf-8") for model in self.models[1:]]
+            recorded.replace(f'"{served}"', f'"{model}"').encode("utf-8") for model in self.models[1:]
+        ]
         self.current = 0
 
     def turn(self, i: int) -> str:
@@ -149,8 +150,9 @@ def provider_calls(kind: str, scenario: Scenario = STANDARD) -> ProviderCalls:
     if kind.startswith("anthropic"):
         import anthropic
 
-        client: Any = anthropic.Anthropic(base_url=base_url(cassette), api_key="sk-bench", max_retries=0,
-                                          http_client=http)
+        client: Any = anthropic.Anthropic(
+            base_url=base_url(cassette), api_key="sk-bench", max_retries=0, http_client=http
+        )
         create = client.messages.create
     else:
         import openai
@@ -170,14 +172,17 @@ def provider_calls(kind: str, scenario: Scenario = STANDARD) -> ProviderCalls:
             for stream in streams:
                 for _ in stream:
                     pass
+
         return finish
 
     if body.get("stream"):
+
         def call(i: int) -> Any:
             last = None
             for last in request(i):  # noqa: B007 - read to the end: the span ends with the stream
                 pass
             return last
+
         return ProviderCalls(call, hold)
     return ProviderCalls(request, hold)
 
@@ -231,8 +236,12 @@ async def mcp_calls(kind: str, scenario: Scenario = STANDARD) -> AsyncIterator[M
     from sampling_server import build_server
 
     models = [MCP_MODEL] + [f"{MCP_MODEL}-b{i}" for i in range(1, scenario.labels)]
-    answers = [types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model=model,
-                                         stop_reason="endTurn") for model in models]
+    answers = [
+        types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="ok"), model=model, stop_reason="endTurn"
+        )
+        for model in models
+    ]
     turn = [0]
     release, waiting = anyio.Event(), [0]
 
@@ -286,8 +295,9 @@ async def _time_mcp(kind: str, warmup: int, iterations: int, timed: Around, cloc
     return timings
 
 
-def time_calls(kind: str, warmup: int, iterations: int, timed: Around = contextlib.nullcontext,
-               clock: Clock = time.process_time_ns) -> Timings:
+def time_calls(
+    kind: str, warmup: int, iterations: int, timed: Around = contextlib.nullcontext, clock: Clock = time.process_time_ns
+) -> Timings:
     """Run ``warmup`` untimed calls of ``kind`` (one of :data:`KINDS`), then time ``iterations`` calls on
     the same client or session with ``clock`` (nanoseconds); ``timed()`` is entered around the timed
     calls only (a profiler, a count of live objects)."""

@@ -32,12 +32,17 @@ from worker import CONFIGS, SETTLE, Marks, telemetry
 _RUN, _NO_RUN = "local root span, invoke_agent (a run under ours)", "local root span, chat (no run)"
 
 # Label sets shaped like the contract's: 9 is otel_sampling.sampling.requests with a degradation reason.
-_LABELS = {"mcp.server.name": "sampling-test-server", "otel_sampling.sampling.path": "rpc",
-           "otel_sampling.sampling.ending": "completed",
-           "otel_sampling.sampling.substitution": "none", "degradation.mode": "primary",
-           "otel_sampling.sampling.include_context.requested": "thisServer",
-           "otel_sampling.sampling.include_context.granted": "unreported",
-           "gen_ai.response.model": "claude-sonnet-5-5-20261001", "degradation.reason": "substitution"}
+_LABELS = {
+    "mcp.server.name": "sampling-test-server",
+    "otel_sampling.sampling.path": "rpc",
+    "otel_sampling.sampling.ending": "completed",
+    "otel_sampling.sampling.substitution": "none",
+    "degradation.mode": "primary",
+    "otel_sampling.sampling.include_context.requested": "thisServer",
+    "otel_sampling.sampling.include_context.granted": "unreported",
+    "gen_ai.response.model": "claude-sonnet-5-5-20261001",
+    "degradation.reason": "substitution",
+}
 LABEL_COUNTS = (1, 2, 4, 6, 9)
 ATTRIBUTE_COUNTS = (0, 8, 17)
 
@@ -64,8 +69,9 @@ def elements(config: str) -> dict[str, Callable[[], Any]]:
     meter = metrics.get_meter("bench.contract")
     tracer = trace.get_tracer("bench.contract")
     counter = meter.create_counter("bench.counter")
-    histogram = meter.create_histogram("bench.histogram", explicit_bucket_boundaries_advisory=list(
-        names.MCP_DURATION_BUCKETS))
+    histogram = meter.create_histogram(
+        "bench.histogram", explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS)
+    )
     sampled = trace.set_span_in_context(tracer.start_span("bench.sampled"))
     found: dict[str, Callable[[], Any]] = {}
     for count in LABEL_COUNTS:
@@ -75,14 +81,17 @@ def elements(config: str) -> dict[str, Callable[[], Any]]:
     found["counter point, 9 labels, in a sampled span"] = lambda: counter.add(1, _labels(9), context=sampled)
     found["histogram point, 2 labels, in a sampled span"] = lambda: histogram.record(0.1, _labels(2), context=sampled)
     for count in ATTRIBUTE_COUNTS:
+
         def span(attributes: Mapping[str, Any] = _attributes(count)) -> None:
             started = tracer.start_span("bench.span", kind=SpanKind.CLIENT)
             started.set_attributes(attributes)
             started.end()
+
         found[f"span start + end, {count} attributes"] = span
     link = [Link(tracer.start_span("bench.linked").get_span_context())]
     found["span start + end, 0 attributes, 1 link"] = lambda: tracer.start_span(
-        "bench.span", kind=SpanKind.CLIENT, links=link).end()
+        "bench.span", kind=SpanKind.CLIENT, links=link
+    ).end()
 
     # The bench's sampling request (tests/sampling_server.py, tool "sample" with its defaults).
     params = types.CreateMessageRequestParams(messages=_messages(), **_params("claude-sonnet", "thisServer"))
@@ -94,6 +103,7 @@ def elements(config: str) -> dict[str, Callable[[], Any]]:
     def look_up_and_write() -> None:
         store.get(value)
         store.put(value, None)  # type: ignore[arg-type] - the store keeps any object
+
     found["identity store get + put"] = look_up_and_write
     bounded = BoundedLabel(100)
     found["label value bounded (seen before)"] = lambda: bounded.value("claude-sonnet-5-5-20261001")
@@ -140,10 +150,11 @@ def table(run_counted_contract: Callable[[str, int], dict[str, float]], n: int =
         lines.append(f"| {name} | {value / 1000:,.1f}k |")
     processor = ours[_NO_RUN] - bare[_NO_RUN]
     run = ours[_RUN] - bare[_RUN] - processor
-    lines += [f"| ours' span processor on a span that starts no run (a local root `chat` span) | "
-              f"{processor / 1000:,.1f}k |",
-              f"| an implicit run (a local root `invoke_agent` span under ours: its bookkeeping and three points) | "
-              f"{run / 1000:,.1f}k |"]
+    lines += [
+        f"| ours' span processor on a span that starts no run (a local root `chat` span) | {processor / 1000:,.1f}k |",
+        f"| an implicit run (a local root `invoke_agent` span under ours: its bookkeeping and three points) | "
+        f"{run / 1000:,.1f}k |",
+    ]
     return lines
 
 

@@ -32,22 +32,36 @@ class _Instruments:
         self.tracer = trace.get_tracer(SCOPE)
         meter = metrics.get_meter(SCOPE)
         self.duration = meter.create_histogram(
-            names.METRIC_GEN_AI_OPERATION_DURATION, unit="s",
-            explicit_bucket_boundaries_advisory=list(names.GEN_AI_DURATION_BUCKETS))
+            names.METRIC_GEN_AI_OPERATION_DURATION,
+            unit="s",
+            explicit_bucket_boundaries_advisory=list(names.GEN_AI_DURATION_BUCKETS),
+        )
         self.tokens = meter.create_histogram(
-            names.METRIC_GEN_AI_TOKEN_USAGE, unit="{token}",
-            explicit_bucket_boundaries_advisory=list(names.GEN_AI_TOKEN_BUCKETS))
+            names.METRIC_GEN_AI_TOKEN_USAGE,
+            unit="{token}",
+            explicit_bucket_boundaries_advisory=list(names.GEN_AI_TOKEN_BUCKETS),
+        )
         self.first_chunk = meter.create_histogram(
-            names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK, unit="s",
-            explicit_bucket_boundaries_advisory=list(names.GEN_AI_DURATION_BUCKETS))
+            names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+            unit="s",
+            explicit_bucket_boundaries_advisory=list(names.GEN_AI_DURATION_BUCKETS),
+        )
 
 
-def _end(instruments: _Instruments, span: Any, start: float, first_chunk: float | None, request: dict[str, Any],
-         response: dict[str, Any]) -> None:
+def _end(
+    instruments: _Instruments,
+    span: Any,
+    start: float,
+    first_chunk: float | None,
+    request: dict[str, Any],
+    response: dict[str, Any],
+) -> None:
     duration = time.perf_counter() - start
     attributes = {**request, **response}
-    metric_attributes = {k: request[k] for k in ("gen_ai.operation.name", "gen_ai.provider.name",
-                                                 "gen_ai.request.model", "server.address")}
+    metric_attributes = {
+        k: request[k]
+        for k in ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address")
+    }
     metric_attributes["gen_ai.response.model"] = response["gen_ai.response.model"]
     metric_attributes["degradation.mode"] = response["degradation.mode"]
     context = trace.set_span_in_context(span)  # each point's exemplar names the call's span, as ours
@@ -57,16 +71,23 @@ def _end(instruments: _Instruments, span: Any, start: float, first_chunk: float 
     span.set_attributes(attributes)
     span.end()
     instruments.duration.record(duration, {**metric_attributes, "otel_sampling.ending": "completed"}, context=context)
-    instruments.tokens.record(response["gen_ai.usage.input_tokens"],
-                              {**metric_attributes, "gen_ai.token.type": "input"}, context=context)
-    instruments.tokens.record(response["gen_ai.usage.output_tokens"],
-                              {**metric_attributes, "gen_ai.token.type": "output"}, context=context)
+    instruments.tokens.record(
+        response["gen_ai.usage.input_tokens"], {**metric_attributes, "gen_ai.token.type": "input"}, context=context
+    )
+    instruments.tokens.record(
+        response["gen_ai.usage.output_tokens"], {**metric_attributes, "gen_ai.token.type": "output"}, context=context
+    )
 
 
 def _outcome(model: str, response_id: str, reason: str, usage: dict[str, int], requested: str) -> dict[str, Any]:
-    outcome: dict[str, Any] = {"otel_sampling.ending": "completed", "degradation.mode": "primary",
-                               "gen_ai.response.model": model, "gen_ai.response.id": response_id,
-                               "gen_ai.response.finish_reasons": (reason,), **usage}
+    outcome: dict[str, Any] = {
+        "otel_sampling.ending": "completed",
+        "degradation.mode": "primary",
+        "gen_ai.response.model": model,
+        "gen_ai.response.id": response_id,
+        "gen_ai.response.finish_reasons": (reason,),
+        **usage,
+    }
     if model != requested and not model.startswith(requested + "-20"):  # a snapshot of the requested model
         outcome["degradation.mode"] = "degraded"
         outcome["degradation.reason"] = ("substitution",)
@@ -76,22 +97,30 @@ def _outcome(model: str, response_id: str, reason: str, usage: dict[str, int], r
 def _anthropic_usage(usage: Any) -> dict[str, int]:
     cache_read = usage.cache_read_input_tokens or 0
     cache_creation = usage.cache_creation_input_tokens or 0
-    return {"gen_ai.usage.input_tokens": usage.input_tokens + cache_read + cache_creation,
-            "gen_ai.usage.output_tokens": usage.output_tokens,
-            "gen_ai.usage.cache_read.input_tokens": cache_read,
-            "gen_ai.usage.cache_write.input_tokens": cache_creation}
+    return {
+        "gen_ai.usage.input_tokens": usage.input_tokens + cache_read + cache_creation,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": cache_read,
+        "gen_ai.usage.cache_write.input_tokens": cache_creation,
+    }
 
 
 def _openai_usage(usage: Any) -> dict[str, int]:
     details = usage.prompt_tokens_details
-    return {"gen_ai.usage.input_tokens": usage.prompt_tokens, "gen_ai.usage.output_tokens": usage.completion_tokens,
-            "gen_ai.usage.cache_read.input_tokens": (details.cached_tokens if details else 0) or 0}
+    return {
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.completion_tokens,
+        "gen_ai.usage.cache_read.input_tokens": (details.cached_tokens if details else 0) or 0,
+    }
 
 
 def _request(provider: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     model = kwargs["model"]
-    request: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
-                               "gen_ai.request.model": model}
+    request: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model,
+    }
     if "max_tokens" in kwargs:
         request["gen_ai.request.max_tokens"] = kwargs["max_tokens"]
     if kwargs.get("stream"):
@@ -103,8 +132,9 @@ def _request(provider: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return request
 
 
-def _anthropic_stream(instruments: _Instruments, span: Any, start: float, request: dict[str, Any],
-                      stream: Any) -> Iterator[Any]:
+def _anthropic_stream(
+    instruments: _Instruments, span: Any, start: float, request: dict[str, Any], stream: Any
+) -> Iterator[Any]:
     first_chunk = None
     model = response_id = reason = ""
     usage: Any = None
@@ -116,12 +146,19 @@ def _anthropic_stream(instruments: _Instruments, span: Any, start: float, reques
         elif event.type == "message_delta":
             reason, usage = event.delta.stop_reason, event.usage
         yield event
-    _end(instruments, span, start, first_chunk, request,
-         _outcome(model, response_id, reason, _anthropic_usage(usage), request["gen_ai.request.model"]))
+    _end(
+        instruments,
+        span,
+        start,
+        first_chunk,
+        request,
+        _outcome(model, response_id, reason, _anthropic_usage(usage), request["gen_ai.request.model"]),
+    )
 
 
-def _openai_stream(instruments: _Instruments, span: Any, start: float, request: dict[str, Any],
-                   stream: Any) -> Iterator[Any]:
+def _openai_stream(
+    instruments: _Instruments, span: Any, start: float, request: dict[str, Any], stream: Any
+) -> Iterator[Any]:
     first_chunk = None
     model = response_id = reason = ""
     usage: Any = None
@@ -134,8 +171,14 @@ def _openai_stream(instruments: _Instruments, span: Any, start: float, request: 
         if chunk.usage is not None:
             usage = chunk.usage
         yield chunk
-    _end(instruments, span, start, first_chunk, request,
-         _outcome(model, response_id, reason, _openai_usage(usage), request["gen_ai.request.model"]))
+    _end(
+        instruments,
+        span,
+        start,
+        first_chunk,
+        request,
+        _outcome(model, response_id, reason, _openai_usage(usage), request["gen_ai.request.model"]),
+    )
 
 
 def _wrapper(instruments: _Instruments, provider: str) -> Any:
@@ -149,20 +192,33 @@ def _wrapper(instruments: _Instruments, provider: str) -> Any:
             follow = _anthropic_stream if provider == "anthropic" else _openai_stream
             return follow(instruments, span, start, request, result)
         if provider == "anthropic":
-            outcome = _outcome(result.model, result.id, result.stop_reason, _anthropic_usage(result.usage),
-                               request["gen_ai.request.model"])
+            outcome = _outcome(
+                result.model,
+                result.id,
+                result.stop_reason,
+                _anthropic_usage(result.usage),
+                request["gen_ai.request.model"],
+            )
         else:
-            outcome = _outcome(result.model, result.id, result.choices[0].finish_reason,
-                               _openai_usage(result.usage), request["gen_ai.request.model"])
+            outcome = _outcome(
+                result.model,
+                result.id,
+                result.choices[0].finish_reason,
+                _openai_usage(result.usage),
+                request["gen_ai.request.model"],
+            )
         _end(instruments, span, start, None, request, outcome)
         return result
+
     return wrapper
 
 
 def install() -> None:
     """Wrap both SDKs' chat entry points (global tracer and meter providers)."""
     instruments = _Instruments()
-    wrapt.wrap_function_wrapper("anthropic.resources.messages.messages", "Messages.create",
-                                _wrapper(instruments, "anthropic"))
-    wrapt.wrap_function_wrapper("openai.resources.chat.completions.completions", "Completions.create",
-                                _wrapper(instruments, "openai"))
+    wrapt.wrap_function_wrapper(
+        "anthropic.resources.messages.messages", "Messages.create", _wrapper(instruments, "anthropic")
+    )
+    wrapt.wrap_function_wrapper(
+        "openai.resources.chat.completions.completions", "Completions.create", _wrapper(instruments, "openai")
+    )

@@ -115,25 +115,53 @@ def per_call(dumps: Mapping[str, int], kind: str, n: int) -> float:
     return (dumps[f"{kind}:2"] - dumps[f"{kind}:1"]) / n
 
 
-def run_counted(config: str, kinds: Sequence[str], n: int, warmup: int, scenario: calls.Scenario = calls.STANDARD,
-                drag: int = 0, settle: int | None = None) -> dict[str, Measured | str]:
+def run_counted(
+    config: str,
+    kinds: Sequence[str],
+    n: int,
+    warmup: int,
+    scenario: calls.Scenario = calls.STANDARD,
+    drag: int = 0,
+    settle: int | None = None,
+) -> dict[str, Measured | str]:
     """One configuration under callgrind: per kind its :class:`Measured`, or why it did not run."""
     marks = build_marks()
     applicable = [k for k in kinds if k in CONFIGS[config].kinds]
     with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as directory:
-        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
-                   f"--callgrind-out-file={directory}/callgrind.%p", "--log-file=/dev/null",
-                   sys.executable, str(HERE / "worker.py"), config, "--kinds", ",".join(applicable),
-                   "--count", str(n), "--warmup", str(warmup), "--marks", str(marks),
-                   "--labels", str(scenario.labels), "--held", str(scenario.held), "--events", str(scenario.events)]
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            "--separate-threads=yes",
+            f"--callgrind-out-file={directory}/callgrind.%p",
+            "--log-file=/dev/null",
+            sys.executable,
+            str(HERE / "worker.py"),
+            config,
+            "--kinds",
+            ",".join(applicable),
+            "--count",
+            str(n),
+            "--warmup",
+            str(warmup),
+            "--marks",
+            str(marks),
+            "--labels",
+            str(scenario.labels),
+            "--held",
+            str(scenario.held),
+            "--events",
+            str(scenario.events),
+        ]
         if drag:
             command += ["--drag", str(drag)]
         if settle is not None:
             command += ["--settle", str(settle)]
         environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         environment["PYTHONHASHSEED"] = "0"
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=environment,
-                              check=False)
+        proc = subprocess.run(
+            command, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=environment, check=False
+        )
         try:
             out = json.loads(proc.stdout.strip().splitlines()[-1])
         except (json.JSONDecodeError, IndexError):
@@ -148,8 +176,12 @@ def run_counted(config: str, kinds: Sequence[str], n: int, warmup: int, scenario
         elif f"{kind}:2" not in dumps:
             results[kind] = "no callgrind dump (is valgrind's callgrind working?)"
         else:
-            results[kind] = Measured(per_call(dumps, kind, n), measured["own_spans_per_call"],
-                                     measured["own_attributes"], sum(measured["histogram_points_per_call"].values()))
+            results[kind] = Measured(
+                per_call(dumps, kind, n),
+                measured["own_spans_per_call"],
+                measured["own_attributes"],
+                sum(measured["histogram_points_per_call"].values()),
+            )
     return results
 
 
@@ -157,9 +189,15 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def measure_all(configs: Sequence[str], kinds: Sequence[str], n: int, warmup: int,
-                scenario: calls.Scenario = calls.STANDARD, drag: int = 0,
-                settle: int | None = None) -> dict[str, dict[str, Measured | str]]:
+def measure_all(
+    configs: Sequence[str],
+    kinds: Sequence[str],
+    n: int,
+    warmup: int,
+    scenario: calls.Scenario = calls.STANDARD,
+    drag: int = 0,
+    settle: int | None = None,
+) -> dict[str, dict[str, Measured | str]]:
     """``kind -> config -> Measured | reason``, one process per configuration, :data:`JOBS` at a time
     (instruction counts do not depend on what else runs)."""
     table: dict[str, dict[str, Measured | str]] = {kind: {} for kind in kinds}
@@ -242,9 +280,11 @@ def _pct(value: float | None) -> str:
 def render_main(runs: Sequence[dict[str, dict[str, Measured | str]]]) -> list[str]:
     """The instruction table (the first run's numbers; the spread over runs beside them)."""
     first = runs[0]
-    lines = ["| call kind | configuration | instructions/call | added | x floor | x lightest peer | % of bare | "
-             "run-to-run | own spans/call | attributes | histogram points/call | status |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| call kind | configuration | instructions/call | added | x floor | x lightest peer | % of bare | "
+        "run-to-run | own spans/call | attributes | histogram points/call | status |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for kind, rows in first.items():
         computed = ratios(kind, rows)
         for config, row in rows.items():
@@ -252,13 +292,28 @@ def render_main(runs: Sequence[dict[str, dict[str, Measured | str]]]) -> list[st
                 lines.append(f"| {kind} | {config} |  |  |  |  |  |  |  |  |  | did not run: {row} |")
                 continue
             entry = computed.get(config, {})
-            spread = spread_of([r[kind].get(config) for r in runs], [r[kind].get(BARE) for r in runs],
-                               config in (BARE, UNTRACED))
-            lines.append(" | ".join([
-                f"| {kind}", config, _k(row.per_call), _signed_k(entry.get("added")), _x(entry.get("x_floor")),
-                _x(entry.get("x_peer")), _pct(entry.get("x_bare")), spread,
-                f"{row.own_spans:g}" if config not in (BARE, UNTRACED) else "",
-                str(row.attributes) if row.attributes else "", f"{row.points:g}" if row.points else "", "ok"]) + " |")
+            spread = spread_of(
+                [r[kind].get(config) for r in runs], [r[kind].get(BARE) for r in runs], config in (BARE, UNTRACED)
+            )
+            lines.append(
+                " | ".join(
+                    [
+                        f"| {kind}",
+                        config,
+                        _k(row.per_call),
+                        _signed_k(entry.get("added")),
+                        _x(entry.get("x_floor")),
+                        _x(entry.get("x_peer")),
+                        _pct(entry.get("x_bare")),
+                        spread,
+                        f"{row.own_spans:g}" if config not in (BARE, UNTRACED) else "",
+                        str(row.attributes) if row.attributes else "",
+                        f"{row.points:g}" if row.points else "",
+                        "ok",
+                    ]
+                )
+                + " |"
+            )
     return lines
 
 
@@ -286,38 +341,68 @@ def render_targets(table: dict[str, dict[str, Measured | str]]) -> list[str]:
         computed = ratios(kind, rows)
         ours = computed.get(OURS, {})
         if kind in calls.PROVIDER_KINDS:
-            lines.append(line(kind, f"ours ≤ {FLOOR_TARGET}x floor", ours.get("x_floor"), FLOOR_TARGET,
-                              _x(ours.get("x_floor"))))
+            lines.append(
+                line(kind, f"ours ≤ {FLOOR_TARGET}x floor", ours.get("x_floor"), FLOOR_TARGET, _x(ours.get("x_floor")))
+            )
             mine = rows.get(OURS)
             for peer in (name for name in rows if name in PEERS and isinstance(rows[name], Measured)):
                 ours_added, peer_added, theirs = added(rows, OURS), added(rows, peer), rows[peer]
-                if ours_added is None or not peer_added or not isinstance(mine, Measured) \
-                        or not isinstance(theirs, Measured):
+                if (
+                    ours_added is None
+                    or not peer_added
+                    or not isinstance(mine, Measured)
+                    or not isinstance(theirs, Measured)
+                ):
                     continue
                 # A peer that records fewer span attributes or histogram points than ours: <= 1.0x.
                 lesser = theirs.attributes < mine.attributes or theirs.points < mine.points
                 limit = LESSER_PEER_TARGET if lesser else PEER_TARGET
-                lines.append(line(kind, f"ours ≤ {limit}x {peer} ({theirs.attributes} attributes, "
-                                  f"{theirs.points:g} points to ours' {mine.attributes}, {mine.points:g})",
-                                  ours_added / peer_added, limit, _x(ours_added / peer_added)))
+                lines.append(
+                    line(
+                        kind,
+                        f"ours ≤ {limit}x {peer} ({theirs.attributes} attributes, "
+                        f"{theirs.points:g} points to ours' {mine.attributes}, {mine.points:g})",
+                        ours_added / peer_added,
+                        limit,
+                        _x(ours_added / peer_added),
+                    )
+                )
         else:
-            lines.append(line(kind, f"ours ≤ {MCP_FLOOR_TARGET}x MCP floor", ours.get("x_floor"), MCP_FLOOR_TARGET,
-                              _x(ours.get("x_floor"))))
-            lines.append(line(kind, f"ours ≤ {MCP_BARE_TARGET:.0%} of the bare round trip", ours.get("x_bare"),
-                              MCP_BARE_TARGET, _pct(ours.get("x_bare"))))
+            lines.append(
+                line(
+                    kind,
+                    f"ours ≤ {MCP_FLOOR_TARGET}x MCP floor",
+                    ours.get("x_floor"),
+                    MCP_FLOOR_TARGET,
+                    _x(ours.get("x_floor")),
+                )
+            )
+            lines.append(
+                line(
+                    kind,
+                    f"ours ≤ {MCP_BARE_TARGET:.0%} of the bare round trip",
+                    ours.get("x_bare"),
+                    MCP_BARE_TARGET,
+                    _pct(ours.get("x_bare")),
+                )
+            )
     return lines
 
 
 def render_platform(table: dict[str, dict[str, Measured | str]]) -> list[str]:
     """What the SDKs' own spans cost: bare (an SDK tracer provider set) over bare without one."""
-    lines = ["| call kind | bare, no tracer provider | bare | the SDKs' own spans | % of the untraced call |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| call kind | bare, no tracer provider | bare | the SDKs' own spans | % of the untraced call |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for kind, rows in table.items():
         bare, untraced = rows.get(BARE), rows.get(UNTRACED)
         if isinstance(bare, Measured) and isinstance(untraced, Measured):
             own = bare.per_call - untraced.per_call
-            lines.append(f"| {kind} | {_k(untraced.per_call)} | {_k(bare.per_call)} | {_signed_k(own)} | "
-                         f"{_pct(own / untraced.per_call)} |")
+            lines.append(
+                f"| {kind} | {_k(untraced.per_call)} | {_k(bare.per_call)} | {_signed_k(own)} | "
+                f"{_pct(own / untraced.per_call)} |"
+            )
     return lines
 
 
@@ -325,11 +410,13 @@ def environment_line(n: int, warmup: int, runs: int) -> list[str]:
     from worker import versions
 
     found = {p: v for p, v in versions().items() if v}
-    return [f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: `make bench-instructions` "
-            f"({warmup} warm-up calls, windows of {n} and {2 * n} calls, {runs} run{'s' if runs > 1 else ''}; "
-            f"{_valgrind_version()}, Python {sys.version.split()[0]})",
-            "",
-            "- Versions: " + ", ".join(f"{p} {v}" for p, v in sorted(found.items()))]
+    return [
+        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: `make bench-instructions` "
+        f"({warmup} warm-up calls, windows of {n} and {2 * n} calls, {runs} run{'s' if runs > 1 else ''}; "
+        f"{_valgrind_version()}, Python {sys.version.split()[0]})",
+        "",
+        "- Versions: " + ", ".join(f"{p} {v}" for p, v in sorted(found.items())),
+    ]
 
 
 def _valgrind_version() -> str:
@@ -356,13 +443,15 @@ def committed_ratios(table: dict[str, dict[str, Measured | str]]) -> dict[str, d
     out: dict[str, dict[str, float]] = {}
     for kind, rows in table.items():
         computed = ratios(kind, rows)
-        out[kind] = {c: round(computed[c]["x_floor"], 4) for c in (OURS, OURS_WITH_SERVER)
-                     if "x_floor" in computed.get(c, {})}
+        out[kind] = {
+            c: round(computed[c]["x_floor"], 4) for c in (OURS, OURS_WITH_SERVER) if "x_floor" in computed.get(c, {})
+        }
     return out
 
 
-def compare(committed: Mapping[str, Mapping[str, float]], current: Mapping[str, Mapping[str, float]],
-            tolerance: float) -> list[str]:
+def compare(
+    committed: Mapping[str, Mapping[str, float]], current: Mapping[str, Mapping[str, float]], tolerance: float
+) -> list[str]:
     """One line per ratio; a line starting with ``FAIL`` for each that rose by more than ``tolerance``
     (relative) or could not be measured."""
     lines = []
@@ -374,8 +463,10 @@ def compare(committed: Mapping[str, Mapping[str, float]], current: Mapping[str, 
                 continue
             change = now / before - 1
             verdict = "FAIL" if change > tolerance else "ok  "
-            lines.append(f"{verdict} {kind} {config}: {now:.3f}x floor, committed {before:.3f}x ({change:+.1%}; "
-                         f"tolerance +{tolerance:.0%})")
+            lines.append(
+                f"{verdict} {kind} {config}: {now:.3f}x floor, committed {before:.3f}x ({change:+.1%}; "
+                f"tolerance +{tolerance:.0%})"
+            )
     return lines
 
 
@@ -389,8 +480,11 @@ def check(n: int | None, drag: int) -> int:
     lines = compare(committed["x_floor"], committed_ratios(table), committed["tolerance"])
     print("\n".join(lines))
     failed = [line for line in lines if line.startswith("FAIL")]
-    print(f"bench-check: {len(failed)} of {len(lines)} ratios above their committed value + "
-          f"{committed['tolerance']:.0%}" if failed else f"bench-check: {len(lines)} ratios within tolerance")
+    print(
+        f"bench-check: {len(failed)} of {len(lines)} ratios above their committed value + {committed['tolerance']:.0%}"
+        if failed
+        else f"bench-check: {len(lines)} ratios within tolerance"
+    )
     return 1 if failed else 0
 
 
@@ -408,11 +502,33 @@ def profile(target: str, python: str, n: int, warmup: int, match: str) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as directory:
         environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         environment.update(PYTHONHASHSEED="0", PYTHONPATH=str(ROOT))
-        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
-                        f"--callgrind-out-file={directory}/callgrind.%p", "--log-file=/dev/null", python, "-X", "perf",
-                        str(HERE / "worker.py"), config, "--kinds", kind, "--count", str(n), "--warmup", str(warmup),
-                        "--marks", str(marks)], env=environment, capture_output=True, check=True,
-                       timeout=WORKER_TIMEOUT_S)
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                "--separate-threads=yes",
+                f"--callgrind-out-file={directory}/callgrind.%p",
+                "--log-file=/dev/null",
+                python,
+                "-X",
+                "perf",
+                str(HERE / "worker.py"),
+                config,
+                "--kinds",
+                kind,
+                "--count",
+                str(n),
+                "--warmup",
+                str(warmup),
+                "--marks",
+                str(marks),
+            ],
+            env=environment,
+            capture_output=True,
+            check=True,
+            timeout=WORKER_TIMEOUT_S,
+        )
         pids = {path.name.split(".")[1].split("-")[0] for path in Path(directory).iterdir()}
         functions: dict[int, str] = {}
         for pid in pids:
@@ -423,8 +539,12 @@ def profile(target: str, python: str, n: int, warmup: int, match: str) -> int:
                     functions[int(address, 16)] = name.removeprefix("py::")
                 perf_map.unlink()
         dump = next(path for path in Path(directory).iterdir() if path.name.endswith(".3-01"))  # the 2N window
-        annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)],
-                                   capture_output=True, text=True, check=True).stdout
+        annotated = subprocess.run(
+            ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     inclusive: dict[str, int] = {}
     for line in annotated.splitlines():  # "  1,234,567 (12.3%)  ???:0x0000000015da95a8 [???]": a trampoline
         found = re.match(r"\s*([\d,]+) \([^)]*\)\s+\?\?\?:0x([0-9a-f]+)", line)
@@ -442,8 +562,12 @@ MAIN_CONFIGS = (BARE, UNTRACED, OURS, OURS_WITH_SERVER, FLOOR, MCP_FLOOR, MCP_FL
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=None,
-                        help="N: the windows are N and 2N calls (default 20; with --check, the committed one)")
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=None,
+        help="N: the windows are N and 2N calls (default 20; with --check, the committed one)",
+    )
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--runs", type=int, default=2, help="repeat the instruction table this many times")
     parser.add_argument("--kinds", default=",".join(calls.KINDS))
@@ -453,8 +577,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", choices=("contract", "scaling"), help="only that table (not the main one)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--check", action="store_true", help="compare ours' ratios with tests/bench/instructions.json")
-    parser.add_argument("--drag", type=int, default=0,
-                        help="with --check: slow ours by this many loop turns per call (to see the check fail)")
+    parser.add_argument(
+        "--drag",
+        type=int,
+        default=0,
+        help="with --check: slow ours by this many loop turns per call (to see the check fail)",
+    )
     parser.add_argument("--profile", metavar="CONFIG:KIND", help="instructions by Python function (needs --python)")
     parser.add_argument("--python", help="with --profile: a Python 3.12+ with the bench's packages")
     parser.add_argument("--match", default="otel_sampling", help="with --profile: only functions whose name has this")
@@ -473,21 +601,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     configs = [c for c in args.configs.split(",") if c]
     if args.only != "contract" and args.only != "scaling":
         runs = [measure_all(configs, kinds, n, args.warmup) for _ in range(args.runs)]
-        lines = [*environment_line(n, args.warmup, args.runs), "", "Instructions per call:", "",
-                 *render_main(runs), "", "Targets:", "", *render_targets(runs[0]), "",
-                 "What the SDKs' own spans cost (every configuration pays it):", "", *render_platform(runs[0])]
+        lines = [
+            *environment_line(n, args.warmup, args.runs),
+            "",
+            "Instructions per call:",
+            "",
+            *render_main(runs),
+            "",
+            "Targets:",
+            "",
+            *render_targets(runs[0]),
+            "",
+            "What the SDKs' own spans cost (every configuration pays it):",
+            "",
+            *render_platform(runs[0]),
+        ]
         print("\n".join(lines))
         RAW.parent.mkdir(parents=True, exist_ok=True)
-        RAW.write_text(json.dumps([{kind: {c: r._asdict() if isinstance(r, Measured) else r for c, r in rows.items()}
-                                    for kind, rows in run.items()} for run in runs]), encoding="utf-8")
+        RAW.write_text(
+            json.dumps(
+                [
+                    {
+                        kind: {c: r._asdict() if isinstance(r, Measured) else r for c, r in rows.items()}
+                        for kind, rows in run.items()
+                    }
+                    for run in runs
+                ]
+            ),
+            encoding="utf-8",
+        )
         if not args.no_write:
             write_block(DOC, "instructions", lines)
-            COMMITTED.write_text(json.dumps({
-                "tolerance": TOLERANCE, "calls": n, "warmup": args.warmup,
-                "x_floor": committed_ratios(runs[0]),
-                "instructions_per_call": {kind: {c: round(r.per_call) for c, r in rows.items()
-                                                 if isinstance(r, Measured)} for kind, rows in runs[0].items()},
-            }, indent=1) + "\n", encoding="utf-8")
+            COMMITTED.write_text(
+                json.dumps(
+                    {
+                        "tolerance": TOLERANCE,
+                        "calls": n,
+                        "warmup": args.warmup,
+                        "x_floor": committed_ratios(runs[0]),
+                        "instructions_per_call": {
+                            kind: {c: round(r.per_call) for c, r in rows.items() if isinstance(r, Measured)}
+                            for kind, rows in runs[0].items()
+                        },
+                    },
+                    indent=1,
+                )
+                + "\n",
+                encoding="utf-8",
+            )
     if args.contract or args.only == "contract":
         import contract
 
@@ -509,14 +670,28 @@ def contract_counts(config: str, n: int, warmup: int) -> dict[str, float]:
     """The contract elements' instructions per use, measured in ``config`` (``contract.py``)."""
     marks = build_marks()
     with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as directory:
-        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
-                   f"--callgrind-out-file={directory}/callgrind.%p", "--log-file=/dev/null",
-                   sys.executable, str(HERE / "contract.py"), config, "--count", str(n), "--warmup", str(warmup),
-                   "--marks", str(marks)]
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            "--separate-threads=yes",
+            f"--callgrind-out-file={directory}/callgrind.%p",
+            "--log-file=/dev/null",
+            sys.executable,
+            str(HERE / "contract.py"),
+            config,
+            "--count",
+            str(n),
+            "--warmup",
+            str(warmup),
+            "--marks",
+            str(marks),
+        ]
         environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         environment["PYTHONHASHSEED"] = "0"
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=environment,
-                              check=False)
+        proc = subprocess.run(
+            command, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=environment, check=False
+        )
         if proc.returncode != 0:
             raise SystemExit(f"contract.py {config} failed: {proc.stderr[-2000:]}")
         dumps = read_dumps(Path(directory))

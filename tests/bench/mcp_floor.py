@@ -53,14 +53,21 @@ class _Floor:
         self.request_type = mcp_types.CreateMessageRequest
         self.tracer = trace.get_tracer(SCOPE)
         meter = metrics.get_meter(SCOPE)
-        self.duration = meter.create_histogram(names.METRIC_SAMPLING_DURATION, unit=names.UNIT_SECONDS,
-                                               explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS))
+        self.duration = meter.create_histogram(
+            names.METRIC_SAMPLING_DURATION,
+            unit=names.UNIT_SECONDS,
+            explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS),
+        )
         self.requests = meter.create_counter(names.METRIC_SAMPLING_REQUESTS, unit=names.UNIT_REQUEST)
-        self.operation = meter.create_histogram(names.METRIC_MCP_SERVER_OPERATION_DURATION, unit=names.UNIT_SECONDS,
-                                                explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS))
+        self.operation = meter.create_histogram(
+            names.METRIC_MCP_SERVER_OPERATION_DURATION,
+            unit=names.UNIT_SECONDS,
+            explicit_bucket_boundaries_advisory=list(names.MCP_DURATION_BUCKETS),
+        )
         self.in_flight: dict[str, int] = {}
-        meter.create_observable_up_down_counter(names.METRIC_SAMPLING_IN_FLIGHT, [self._observe_in_flight],
-                                                unit=names.UNIT_REQUEST)
+        meter.create_observable_up_down_counter(
+            names.METRIC_SAMPLING_IN_FLIGHT, [self._observe_in_flight], unit=names.UNIT_REQUEST
+        )
         self.seen: dict[str, Any] = {}  # fingerprint -> span context of the last such request
         self.tool_calls: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
 
@@ -81,19 +88,30 @@ class _Floor:
             calls = self.tool_calls.get(session)
             tool = calls[0] if calls and len(calls) == 1 else None
         key = fingerprint(params, _KEY)
-        attributes = {names.MCP_METHOD_NAME: names.METHOD_SAMPLING, names.SAMPLING_PATH: path,
-                      names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: params.include_context or "none",
-                      names.SAMPLING_MODEL_HINTS: hints, names.GEN_AI_REQUEST_MAX_TOKENS: params.max_tokens,
-                      names.MCP_PROTOCOL_VERSION: version, names.MCP_SERVER_NAME: server,
-                      names.MCP_SERVER_VERSION: info.version, names.GEN_AI_TOOL_NAME: tool,
-                      names.SAMPLING_FINGERPRINT: key}
+        attributes = {
+            names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
+            names.SAMPLING_PATH: path,
+            names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: params.include_context or "none",
+            names.SAMPLING_MODEL_HINTS: hints,
+            names.GEN_AI_REQUEST_MAX_TOKENS: params.max_tokens,
+            names.MCP_PROTOCOL_VERSION: version,
+            names.MCP_SERVER_NAME: server,
+            names.MCP_SERVER_VERSION: info.version,
+            names.GEN_AI_TOOL_NAME: tool,
+            names.SAMPLING_FINGERPRINT: key,
+        }
         if path == names.PATH_RPC:
             attributes[names.JSONRPC_REQUEST_ID] = str(ctx.request_id)
         meta = ctx.meta
         parent = propagate.extract(meta) if meta and "traceparent" in meta else None
         earlier = self.seen.get(key)
-        span = self.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER,
-                                      links=[Link(earlier)] if earlier else None, attributes=attributes)
+        span = self.tracer.start_span(
+            names.SPAN_SAMPLING,
+            context=parent,
+            kind=SpanKind.SERVER,
+            links=[Link(earlier)] if earlier else None,
+            attributes=attributes,
+        )
         start = time.perf_counter()
         self.in_flight[server] = self.in_flight.get(server, 0) + 1
         with trace.use_span(span, end_on_exit=False):
@@ -101,29 +119,45 @@ class _Floor:
         self.in_flight[server] -= 1
         context = trace.set_span_in_context(span)
         ending = names.ENDING_COMPLETED
-        substitution = names.SUBSTITUTION_NONE if any(result.model.startswith(h) for h in hints) \
-            else names.SUBSTITUTION_UNJUDGED
+        substitution = (
+            names.SUBSTITUTION_NONE if any(result.model.startswith(h) for h in hints) else names.SUBSTITUTION_UNJUDGED
+        )
         elapsed = time.perf_counter() - start
         self.duration.record(elapsed, {names.MCP_SERVER_NAME: server, names.SAMPLING_ENDING: ending}, context=context)
-        self.operation.record(elapsed, {names.MCP_METHOD_NAME: names.METHOD_SAMPLING,
-                                        names.MCP_PROTOCOL_VERSION: version}, context=context)
-        self.requests.add(1, {names.MCP_SERVER_NAME: server, names.SAMPLING_PATH: path,
-                              names.SAMPLING_ENDING: ending, names.SAMPLING_SUBSTITUTION: substitution,
-                              names.DEGRADATION_MODE: names.MODE_PRIMARY,
-                              names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: params.include_context or "none",
-                              names.SAMPLING_INCLUDE_CONTEXT_GRANTED: names.INCLUDE_CONTEXT_UNREPORTED,
-                              names.GEN_AI_RESPONSE_MODEL: result.model}, context=context)
-        span.set_attributes({names.SAMPLING_ENDING: ending, names.SAMPLING_SUBSTITUTION: substitution,
-                             names.DEGRADATION_MODE: names.MODE_PRIMARY,
-                             names.SAMPLING_INCLUDE_CONTEXT_GRANTED: names.INCLUDE_CONTEXT_UNREPORTED,
-                             names.GEN_AI_RESPONSE_MODEL: result.model,
-                             names.GEN_AI_RESPONSE_FINISH_REASONS: [result.stop_reason]})
+        self.operation.record(
+            elapsed,
+            {names.MCP_METHOD_NAME: names.METHOD_SAMPLING, names.MCP_PROTOCOL_VERSION: version},
+            context=context,
+        )
+        self.requests.add(
+            1,
+            {
+                names.MCP_SERVER_NAME: server,
+                names.SAMPLING_PATH: path,
+                names.SAMPLING_ENDING: ending,
+                names.SAMPLING_SUBSTITUTION: substitution,
+                names.DEGRADATION_MODE: names.MODE_PRIMARY,
+                names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: params.include_context or "none",
+                names.SAMPLING_INCLUDE_CONTEXT_GRANTED: names.INCLUDE_CONTEXT_UNREPORTED,
+                names.GEN_AI_RESPONSE_MODEL: result.model,
+            },
+            context=context,
+        )
+        span.set_attributes(
+            {
+                names.SAMPLING_ENDING: ending,
+                names.SAMPLING_SUBSTITUTION: substitution,
+                names.DEGRADATION_MODE: names.MODE_PRIMARY,
+                names.SAMPLING_INCLUDE_CONTEXT_GRANTED: names.INCLUDE_CONTEXT_UNREPORTED,
+                names.GEN_AI_RESPONSE_MODEL: result.model,
+                names.GEN_AI_RESPONSE_FINISH_REASONS: [result.stop_reason],
+            }
+        )
         span.end()
         self.seen[key] = span.get_span_context()
         return result
 
-    async def session_call_tool(self, wrapped: Any, session: Any, args: tuple[Any, ...],
-                                kwargs: dict[str, Any]) -> Any:
+    async def session_call_tool(self, wrapped: Any, session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         calls = self.tool_calls.setdefault(session, [])
         calls.append(args[0])
         try:
@@ -146,8 +180,11 @@ class _Runs(SpanProcessor):
         meter = metrics.get_meter(SCOPE)
         self.runs = meter.create_counter(names.METRIC_AGENT_RUNS, unit=names.UNIT_RUN)
         self.cost = meter.create_counter(names.METRIC_AGENT_RUN_COST, unit=names.UNIT_USD)
-        self.duration = meter.create_histogram(names.METRIC_AGENT_RUN_DURATION, unit=names.UNIT_SECONDS,
-                                               explicit_bucket_boundaries_advisory=list(names.RUN_DURATION_BUCKETS))
+        self.duration = meter.create_histogram(
+            names.METRIC_AGENT_RUN_DURATION,
+            unit=names.UNIT_SECONDS,
+            explicit_bucket_boundaries_advisory=list(names.RUN_DURATION_BUCKETS),
+        )
         self.open: dict[int, int] = {}  # trace id -> span id of the run's root
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
@@ -161,8 +198,11 @@ class _Runs(SpanProcessor):
         if self.open.get(context.trace_id) != context.span_id:
             return
         del self.open[context.trace_id]
-        labels = {names.AGENT_RUN_NAME: span.name, names.DEGRADATION_MODE: names.MODE_PRIMARY,
-                  names.AGENT_RUN_OUTCOME: "failed" if span.status.status_code.name == "ERROR" else "completed"}
+        labels = {
+            names.AGENT_RUN_NAME: span.name,
+            names.DEGRADATION_MODE: names.MODE_PRIMARY,
+            names.AGENT_RUN_OUTCOME: "failed" if span.status.status_code.name == "ERROR" else "completed",
+        }
         in_span = trace.set_span_in_context(trace.NonRecordingSpan(context))
         self.runs.add(1, {**labels, names.AGENT_RUN_DISCLOSED: "false"}, context=in_span)
         self.cost.add(0.0, labels, context=in_span)

@@ -49,16 +49,29 @@ WORKER_TIMEOUT_S = 900
 CLOCK_NAMES = {"cpu": "process CPU time (time.process_time_ns)", "wall": "wall clock (time.perf_counter_ns)"}
 
 
-def run_worker(config: str, kinds: list[str], iterations: int, warmup: int, clock: str,
-               profile: str | None = None) -> dict[str, Any]:
+def run_worker(
+    config: str, kinds: list[str], iterations: int, warmup: int, clock: str, profile: str | None = None
+) -> dict[str, Any]:
     """One configuration in a fresh process; a crash becomes ``{"error": ...}``."""
-    command = [sys.executable, str(HERE / "worker.py"), config, "--kinds", ",".join(kinds),
-               "--iterations", str(iterations), "--warmup", str(warmup), "--clock", clock]
+    command = [
+        sys.executable,
+        str(HERE / "worker.py"),
+        config,
+        "--kinds",
+        ",".join(kinds),
+        "--iterations",
+        str(iterations),
+        "--warmup",
+        str(warmup),
+        "--clock",
+        clock,
+    ]
     if profile:
         command += ["--profile", profile]
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=environment,
-                          check=False)
+    proc = subprocess.run(
+        command, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=environment, check=False
+    )
     if profile:
         sys.stderr.write(proc.stderr)
     try:
@@ -68,15 +81,16 @@ def run_worker(config: str, kinds: list[str], iterations: int, warmup: int, cloc
         return {"config": config, "error": f"exit code {proc.returncode}: {last}", "kinds": {}}
 
 
-def collect(configs: list[str], kinds: list[str], rounds: int, iterations: int, warmup: int,
-            clock: str) -> list[dict[str, Any]]:
+def collect(
+    configs: list[str], kinds: list[str], rounds: int, iterations: int, warmup: int, clock: str
+) -> list[dict[str, Any]]:
     """``rounds`` x every configuration, interleaved (round r starts at the r-th configuration), each
     right after a bare run of the same call kinds: its pair, a few seconds away, so that a change of
     load on the machine between the two is as unlikely as it can be."""
     results = []
     measured = [c for c in configs if c != BARE] or [BARE]
     for r in range(rounds):
-        order = measured[r % len(measured):] + measured[:r % len(measured)]
+        order = measured[r % len(measured) :] + measured[: r % len(measured)]
         for config in order:
             applicable = [k for k in kinds if k in CONFIGS[config].kinds]
             if not applicable:
@@ -90,10 +104,18 @@ def collect(configs: list[str], kinds: list[str], rounds: int, iterations: int, 
                 out = run_worker(name, applicable, iterations, warmup, clock)
                 out.update(round=r, pair=config)
                 results.append(out)
-                print(f"round {r + 1}/{rounds} {name}: "
-                      + (out.get("error") or ", ".join(f"{k} {v['median_ns'] / 1000:.0f} µs" if "median_ns" in v
-                                                       else f"{k} failed" for k, v in out["kinds"].items())),
-                      file=sys.stderr, flush=True)
+                print(
+                    f"round {r + 1}/{rounds} {name}: "
+                    + (
+                        out.get("error")
+                        or ", ".join(
+                            f"{k} {v['median_ns'] / 1000:.0f} µs" if "median_ns" in v else f"{k} failed"
+                            for k, v in out["kinds"].items()
+                        )
+                    ),
+                    file=sys.stderr,
+                    flush=True,
+                )
     return results
 
 
@@ -126,8 +148,13 @@ def _check(config: str, kind: str, runs: list[dict[str, Any]]) -> str | None:
 
 def summarise(results: list[dict[str, Any]], configs: list[str], kinds: list[str]) -> dict[str, Any]:
     """Per (kind, config): median µs, added µs, its spread over rounds, span/metric counts, status."""
-    paired_bare = {(r["round"], r["pair"], k): v["median_ns"] for r in results if r["config"] == BARE
-                   for k, v in r["kinds"].items() if "median_ns" in v}
+    paired_bare = {
+        (r["round"], r["pair"], k): v["median_ns"]
+        for r in results
+        if r["config"] == BARE
+        for k, v in r["kinds"].items()
+        if "median_ns" in v
+    }
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for kind in kinds:
         table[kind] = {}
@@ -141,8 +168,11 @@ def summarise(results: list[dict[str, Any]], configs: list[str], kinds: list[str
             if problem is None:
                 measured = [r["kinds"][kind] for r in runs]
                 row["median_us"] = statistics.median(m["median_ns"] for m in measured) / 1000
-                added = [m["median_ns"] - paired_bare[(r["round"], config, kind)]
-                         for r, m in zip(runs, measured, strict=True) if (r["round"], config, kind) in paired_bare]
+                added = [
+                    m["median_ns"] - paired_bare[(r["round"], config, kind)]
+                    for r, m in zip(runs, measured, strict=True)
+                    if (r["round"], config, kind) in paired_bare
+                ]
                 if added and config != BARE:
                     row["added_us"] = statistics.median(added) / 1000
                     row["added_range_us"] = (min(added) / 1000, max(added) / 1000)
@@ -183,24 +213,35 @@ def _x(value: float | None) -> str:
 
 
 def render_tables(table: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
-    lines = ["| call kind | configuration | median µs/call | added µs | added range over rounds | "
-             "x floor | x lightest peer | % of bare | own spans/call | attributes | histogram points/call | "
-             "objects retained/call | status |",
-             "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| call kind | configuration | median µs/call | added µs | added range over rounds | "
+        "x floor | x lightest peer | % of bare | own spans/call | attributes | histogram points/call | "
+        "objects retained/call | status |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for kind, rows in table.items():
         for config, row in rows.items():
             spread = row.get("added_range_us")
-            lines.append(" | ".join([
-                f"| {kind}", config, _us(row.get("median_us")), _us(row.get("added_us")),
-                f"{spread[0]:,.1f} … {spread[1]:,.1f}" if spread else "",
-                _x(row.get("x_floor")), _x(row.get("x_lightest_peer")),
-                f"{100 * row['x_bare']:.1f}%" if "x_bare" in row else "",
-                f"{row['own_spans']:g}" if "own_spans" in row and config != BARE else "",
-                str(row["attributes"]) if row.get("attributes") else "",
-                f"{row['histogram_points']:g}" if row.get("histogram_points") else "",
-                f"{row['retained']:.2f}" if "retained" in row else "",
-                row["status"].replace("|", "/"),
-            ]) + " |")
+            lines.append(
+                " | ".join(
+                    [
+                        f"| {kind}",
+                        config,
+                        _us(row.get("median_us")),
+                        _us(row.get("added_us")),
+                        f"{spread[0]:,.1f} … {spread[1]:,.1f}" if spread else "",
+                        _x(row.get("x_floor")),
+                        _x(row.get("x_lightest_peer")),
+                        f"{100 * row['x_bare']:.1f}%" if "x_bare" in row else "",
+                        f"{row['own_spans']:g}" if "own_spans" in row and config != BARE else "",
+                        str(row["attributes"]) if row.get("attributes") else "",
+                        f"{row['histogram_points']:g}" if row.get("histogram_points") else "",
+                        f"{row['retained']:.2f}" if "retained" in row else "",
+                        row["status"].replace("|", "/"),
+                    ]
+                )
+                + " |"
+            )
     return lines
 
 
@@ -208,8 +249,9 @@ def render_targets(table: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     """One row per target: ours' added µs, the limit in µs, the ratio, met or the gap in µs."""
     lines = ["| call kind | target | added µs | limit µs | measured | met (gap) |", "|---|---|---:|---:|---:|---|"]
 
-    def line(kind: str, target: str, row: dict[str, Any], key: str, limit: float, reference: float | None,
-             shown: str) -> str:
+    def line(
+        kind: str, target: str, row: dict[str, Any], key: str, limit: float, reference: float | None, shown: str
+    ) -> str:
         added = row.get("added_us")
         if key not in row:
             verdict = "n/a (not measured)"
@@ -227,17 +269,44 @@ def render_targets(table: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
         if kind in calls.PROVIDER_KINDS:
             peer = ours.get("lightest_peer")
             peer_added = rows.get(peer, {}).get("added_us") if peer else None
-            lines.append(line(kind, f"≤ {PEER_TARGET}x lightest working peer ({peer or 'none ran'})", ours,
-                              "x_lightest_peer", PEER_TARGET, peer_added, _x(ours.get("x_lightest_peer"))))
-            lines.append(line(kind, f"≤ {FLOOR_TARGET}x floor", ours, "x_floor", FLOOR_TARGET,
-                              rows.get(FLOOR, {}).get("added_us"), _x(ours.get("x_floor"))))
+            lines.append(
+                line(
+                    kind,
+                    f"≤ {PEER_TARGET}x lightest working peer ({peer or 'none ran'})",
+                    ours,
+                    "x_lightest_peer",
+                    PEER_TARGET,
+                    peer_added,
+                    _x(ours.get("x_lightest_peer")),
+                )
+            )
+            lines.append(
+                line(
+                    kind,
+                    f"≤ {FLOOR_TARGET}x floor",
+                    ours,
+                    "x_floor",
+                    FLOOR_TARGET,
+                    rows.get(FLOOR, {}).get("added_us"),
+                    _x(ours.get("x_floor")),
+                )
+            )
         else:
             bare = rows.get(BARE, {}).get("median_us")
             for config in (OURS, OURS_WITH_SERVER):
                 row = rows.get(config, {})
                 share = row.get("x_bare")
-                lines.append(line(kind, f"{config}: ≤ {MCP_TARGET:.0%} of the bare round trip", row, "x_bare",
-                                  MCP_TARGET, bare, "" if share is None else f"{100 * share:.1f}%"))
+                lines.append(
+                    line(
+                        kind,
+                        f"{config}: ≤ {MCP_TARGET:.0%} of the bare round trip",
+                        row,
+                        "x_bare",
+                        MCP_TARGET,
+                        bare,
+                        "" if share is None else f"{100 * share:.1f}%",
+                    )
+                )
     return lines
 
 
@@ -250,12 +319,17 @@ def machine() -> dict[str, str]:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": str(os.cpu_count()), "python": platform.python_version(),
-            "system": f"{platform.system()} {platform.release()}"}
+    return {
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "python": platform.python_version(),
+        "system": f"{platform.system()} {platform.release()}",
+    }
 
 
-def render(table: dict[str, dict[str, dict[str, Any]]], results: list[dict[str, Any]], settings: dict[str, Any],
-           command: str) -> str:
+def render(
+    table: dict[str, dict[str, dict[str, Any]]], results: list[dict[str, Any]], settings: dict[str, Any], command: str
+) -> str:
     found: dict[str, str] = {}
     for result in results:
         for package, version in (result.get("versions") or {}).items():
@@ -297,8 +371,10 @@ def write(out: Path, generated: str) -> None:
 def profile(target: str, iterations: int, warmup: int, clock: str, out: str | None) -> int:
     config, _, kind = target.partition(":")
     if config not in CONFIGS or kind not in CONFIGS[config].kinds:
-        raise SystemExit(f"--profile takes CONFIG:KIND, CONFIG one of {', '.join(CONFIGS)} and a KIND it runs "
-                         f"({', '.join(calls.KINDS)})")
+        raise SystemExit(
+            f"--profile takes CONFIG:KIND, CONFIG one of {', '.join(CONFIGS)} and a KIND it runs "
+            f"({', '.join(calls.KINDS)})"
+        )
     path = out or str(Path(tempfile.gettempdir()) / f"profile-{config}-{kind}.html")
     result = run_worker(config, [kind], iterations, warmup, clock, profile=path)
     if "error" in result or "error" in result["kinds"].get(kind, {}):
@@ -315,8 +391,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50, help="untimed calls first, per call kind and round")
     parser.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of: {', '.join(CONFIGS)}")
     parser.add_argument("--kinds", default=",".join(calls.KINDS), help=f"comma-separated, of: {', '.join(calls.KINDS)}")
-    parser.add_argument("--clock", choices=sorted(calls.CLOCKS), default="cpu",
-                        help="cpu: the process's CPU time per call (robust to other processes' load); wall: elapsed")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(calls.CLOCKS),
+        default="cpu",
+        help="cpu: the process's CPU time per call (robust to other processes' load); wall: elapsed",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the Markdown file to update")
     parser.add_argument("--no-write", action="store_true", help="print the tables only")
     parser.add_argument("--json", type=Path, help="also write every worker's raw result here")
@@ -339,11 +419,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     table = summarise(results, configs, kinds)
-    command = "python tests/bench/run.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None
-                                                                                else sys.argv[1:]))
-    generated = render(table, results, {"rounds": args.rounds, "configs": configs, "warmup": args.warmup,
-                                        "iterations": args.iterations, "clock": args.clock, "load": load},
-                       command.strip())
+    command = "python tests/bench/run.py " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+    )
+    generated = render(
+        table,
+        results,
+        {
+            "rounds": args.rounds,
+            "configs": configs,
+            "warmup": args.warmup,
+            "iterations": args.iterations,
+            "clock": args.clock,
+            "load": load,
+        },
+        command.strip(),
+    )
     print(generated)
     if not args.no_write:
         write(args.out, generated)

@@ -78,12 +78,14 @@ def _mcp_floor(runs: bool = True) -> Callable[[], None]:
         import mcp_floor
 
         mcp_floor.install(runs=runs)
+
     return install
 
 
 def _peer(module: str, cls: str) -> Callable[[], None]:
     def install() -> None:
         getattr(__import__(module, fromlist=[cls]), cls)().instrument()
+
     return install
 
 
@@ -111,27 +113,44 @@ CONFIGS: dict[str, Config] = {
     # The MCP floor without the implicit runs' points: the difference is what they cost.
     "mcp-floor-no-runs": Config(calls.MCP_KINDS, "bench.mcp_floor", _mcp_floor(runs=False)),
     "opentelemetry-instrumentation-anthropic": Config(
-        ANTHROPIC_KINDS, "opentelemetry.instrumentation.anthropic",
+        ANTHROPIC_KINDS,
+        "opentelemetry.instrumentation.anthropic",
         _peer("opentelemetry.instrumentation.anthropic", "AnthropicInstrumentor"),
-        "opentelemetry-instrumentation-anthropic"),
+        "opentelemetry-instrumentation-anthropic",
+    ),
     "openinference-instrumentation-anthropic": Config(
-        ANTHROPIC_KINDS, "openinference.instrumentation.anthropic",
+        ANTHROPIC_KINDS,
+        "openinference.instrumentation.anthropic",
         _peer("openinference.instrumentation.anthropic", "AnthropicInstrumentor"),
-        "openinference-instrumentation-anthropic"),
+        "openinference-instrumentation-anthropic",
+    ),
     "opentelemetry-instrumentation-openai": Config(
-        OPENAI_KINDS, "opentelemetry.instrumentation.openai",
+        OPENAI_KINDS,
+        "opentelemetry.instrumentation.openai",
         _peer("opentelemetry.instrumentation.openai", "OpenAIInstrumentor"),
-        "opentelemetry-instrumentation-openai"),
+        "opentelemetry-instrumentation-openai",
+    ),
     "opentelemetry-instrumentation-openai-v2": Config(
         # Its spans come from the GenAI utility's handler, under that scope.
-        OPENAI_KINDS, ("opentelemetry.instrumentation.openai_v2", "opentelemetry.util.genai"),
+        OPENAI_KINDS,
+        ("opentelemetry.instrumentation.openai_v2", "opentelemetry.util.genai"),
         _peer("opentelemetry.instrumentation.openai_v2", "OpenAIInstrumentor"),
-        "opentelemetry-instrumentation-openai-v2"),
+        "opentelemetry-instrumentation-openai-v2",
+    ),
 }
 PEERS = tuple(name for name in CONFIGS if name.startswith(("opentelemetry-", "openinference-")))
 # Versions the report names (the SDKs every configuration shares, and the instrumentations).
-PACKAGES = ("anthropic", "openai", "mcp", "httpx2", "opentelemetry-api", "opentelemetry-sdk", "wrapt",
-            "otel-sampling", *PEERS)
+PACKAGES = (
+    "anthropic",
+    "openai",
+    "mcp",
+    "httpx2",
+    "opentelemetry-api",
+    "opentelemetry-sdk",
+    "wrapt",
+    "otel-sampling",
+    *PEERS,
+)
 
 
 class CountingExporter(SpanExporter):
@@ -192,19 +211,31 @@ class Seen(NamedTuple):
     def now(cls, exporter: CountingExporter, reader: InMemoryMetricReader) -> Seen:
         return cls(Counter(exporter.spans), histogram_counts(reader))
 
-    def per_call(self, exporter: CountingExporter, reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None,
-                 made: int) -> dict[str, Any]:
+    def per_call(
+        self, exporter: CountingExporter, reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None, made: int
+    ) -> dict[str, Any]:
         """Spans per scope, the configuration's own spans and attribute count, histogram points, per call."""
         spans = {s: (n - self.spans[s]) / made for s, n in exporter.spans.items() if n > self.spans[s]}
         points = {m: (n - self.points[m]) / made for m, n in histogram_counts(reader).items() if n > self.points[m]}
         mine = [s for s in spans if scope is not None and s.startswith(scope)]
-        return {"spans_per_call": spans, "own_spans_per_call": sum(spans[s] for s in mine),
-                "own_attributes": max((exporter.attributes[s] for s in mine), default=0),
-                "histogram_points_per_call": points}
+        return {
+            "spans_per_call": spans,
+            "own_spans_per_call": sum(spans[s] for s in mine),
+            "own_attributes": max((exporter.attributes[s] for s in mine), default=0),
+            "histogram_points_per_call": points,
+        }
 
 
-def measure(kind: str, warmup: int, iterations: int, exporter: CountingExporter, reader: InMemoryMetricReader,
-            scope: str | tuple[str, ...] | None, profile: str | None, clock: str) -> dict[str, Any]:
+def measure(
+    kind: str,
+    warmup: int,
+    iterations: int,
+    exporter: CountingExporter,
+    reader: InMemoryMetricReader,
+    scope: str | tuple[str, ...] | None,
+    profile: str | None,
+    clock: str,
+) -> dict[str, Any]:
     before = Seen.now(exporter, reader)
     alive: list[int] = []
 
@@ -262,8 +293,17 @@ class Marks:
 SETTLE = 5
 
 
-def count(kind: str, warmup: int, n: int, marks: str, scenario: calls.Scenario, exporter: CountingExporter,
-          reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None, settle: int = SETTLE) -> dict[str, Any]:
+def count(
+    kind: str,
+    warmup: int,
+    n: int,
+    marks: str,
+    scenario: calls.Scenario,
+    exporter: CountingExporter,
+    reader: InMemoryMetricReader,
+    scope: str | tuple[str, ...] | None,
+    settle: int = SETTLE,
+) -> dict[str, Any]:
     """Warm-up calls, then windows ``0`` (``settle`` calls, not used), ``1`` (n calls) and ``2``
     (2n calls) between callgrind marks (the scenario's held requests open from before the warm-up
     to after the last window)."""
@@ -393,8 +433,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     exporter, reader = telemetry(config.traced)
 
-    out: dict[str, Any] = {"config": args.config, "python": sys.version.split()[0], "versions": versions(),
-                           "scenario": scenario._asdict(), "kinds": {}}
+    out: dict[str, Any] = {
+        "config": args.config,
+        "python": sys.version.split()[0],
+        "versions": versions(),
+        "scenario": scenario._asdict(),
+        "kinds": {},
+    }
     try:
         config.install()
         if args.drag:
@@ -408,18 +453,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         calls.preload(kinds)
     for kind in kinds:
         if args.count:
-            out["kinds"][kind] = _in_child(lambda kind=kind: count(kind, args.warmup, args.count, args.marks, scenario,
-                                                                   exporter, reader, config.scope, args.settle))
+            out["kinds"][kind] = _in_child(
+                lambda kind=kind: count(
+                    kind, args.warmup, args.count, args.marks, scenario, exporter, reader, config.scope, args.settle
+                )
+            )
             continue
         if args.memory:
             out["kinds"][kind] = _in_child(lambda kind=kind: memory(kind, args.warmup, args.memory))
             continue
         try:
-            out["kinds"][kind] = measure(kind, args.warmup, args.iterations, exporter, reader, config.scope,
-                                         args.profile, args.clock)
+            out["kinds"][kind] = measure(
+                kind, args.warmup, args.iterations, exporter, reader, config.scope, args.profile, args.clock
+            )
         except Exception as exc:  # noqa: BLE001 - a configuration that breaks the SDK call is reported
-            out["kinds"][kind] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0],
-                                  "traceback": traceback.format_exc()}
+            out["kinds"][kind] = {
+                "error": f"{type(exc).__name__}: {exc}".splitlines()[0],
+                "traceback": traceback.format_exc(),
+            }
     print(json.dumps(out))
     return 0
 

@@ -48,8 +48,9 @@ def rows(dashboard: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 def expand(expr: str) -> str:
     """``$__rate_interval`` -> ``1m``, ``$__range`` -> ``1h``, ``$job`` / ``${job:regex}`` -> ``.+``; a
     format (``:regex``) only inside braces, as Grafana reads it (``[$__range:1m]`` is a subquery)."""
-    return re.sub(r"\$(?:\{(\w+)(?::\w+)?\}|(\w+))",
-                  lambda g: GRAFANA_GLOBALS.get(g.group(1) or g.group(2), ".+"), expr)
+    return re.sub(
+        r"\$(?:\{(\w+)(?::\w+)?\}|(\w+))", lambda g: GRAFANA_GLOBALS.get(g.group(1) or g.group(2), ".+"), expr
+    )
 
 
 def dashboard_queries(directory: Path) -> list[tuple[str, str, str]]:
@@ -75,8 +76,13 @@ def queries(dashboard: dict[str, Any], name: str) -> list[tuple[str, str, str]]:
         out.append((f"{name} annotation {item['name']}", item["expr"], ""))
     for panel in panels(dashboard):
         for target in panel.get("targets", []):
-            out.append((f"{name} panel {panel['id']} '{panel['title']}' {target['refId']}", target["expr"],
-                        target["legendFormat"]))
+            out.append(
+                (
+                    f"{name} panel {panel['id']} '{panel['title']}' {target['refId']}",
+                    target["expr"],
+                    target["legendFormat"],
+                )
+            )
     return out
 
 

@@ -55,14 +55,17 @@ def _decoder_errors(dashboard: dict[str, Any], error: Exception) -> list[str]:
 
 def _differences(written: Any, encoded: Any, path: str) -> list[str]:
     if isinstance(written, dict) and isinstance(encoded, dict):
-        out = [f"{path}/{key}: not in the schema (or null where it has an object)"
-               for key in written.keys() - encoded.keys()]
+        out = [
+            f"{path}/{key}: not in the schema (or null where it has an object)"
+            for key in written.keys() - encoded.keys()
+        ]
         for key in written.keys() & encoded.keys():
             out += _differences(written[key], encoded[key], f"{path}/{key}")
         return out
     if isinstance(written, list) and isinstance(encoded, list) and len(written) == len(encoded):
-        return [e for i, (w, x) in enumerate(zip(written, encoded, strict=True))
-                for e in _differences(w, x, f"{path}/{i}")]
+        return [
+            e for i, (w, x) in enumerate(zip(written, encoded, strict=True)) for e in _differences(w, x, f"{path}/{i}")
+        ]
     return [] if written == encoded else [f"{path}: {written!r} reads back as {encoded!r}"]
 
 
@@ -111,5 +114,8 @@ def _type_errors(value: Any, hint: Any, path: str) -> list[str]:
 
 
 def _model_errors(value: Any, path: str) -> list[str]:
-    return [e for name, hint in _hints(type(value)).items()
-            for e in _type_errors(getattr(value, name), hint, f"{path}/{name}")]
+    return [
+        e
+        for name, hint in _hints(type(value)).items()
+        for e in _type_errors(getattr(value, name), hint, f"{path}/{name}")
+    ]

@@ -76,8 +76,11 @@ def steady_history(scrape: str, steps: int, **labels: str) -> list[Series]:
 
 def import_text(history: Iterable[Series], start_s: int, step_s: int) -> str:
     """The history as text exposition with millisecond timestamps: sample ``k`` at ``start_s + k * step_s``."""
-    return "".join(f"{series.selector()} {value!r} {(start_s + k * step_s) * 1000}\n"
-                   for series in history for k, value in enumerate(series.values))
+    return "".join(
+        f"{series.selector()} {value!r} {(start_s + k * step_s) * 1000}\n"
+        for series in history
+        for k, value in enumerate(series.values)
+    )
 
 
 def promtool_input(history: Iterable[Series]) -> list[dict[str, str]]:

@@ -58,8 +58,12 @@ _KINDS = {value: name.removeprefix("SPAN_KIND_") for name, value in Span.SpanKin
 _STATUS = {value: name.removeprefix("STATUS_CODE_") for name, value in Status.StatusCode.items()}
 _TEMPORALITY = {value: name.removeprefix("AGGREGATION_TEMPORALITY_") for name, value in AggregationTemporality.items()}
 # The content codings the OTLP/HTTP exporters send (their Compression: none, gzip, deflate).
-_DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {"": bytes, "identity": bytes, "gzip": gzip.decompress,
-                                                    "deflate": zlib.decompress}
+_DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
+    "": bytes,
+    "identity": bytes,
+    "gzip": gzip.decompress,
+    "deflate": zlib.decompress,
+}
 
 
 def any_value(value: AnyValue) -> Any:
@@ -85,22 +89,26 @@ def decode(body: bytes) -> list[dict[str, Any]]:
         resource = _attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                spans.append({
-                    "name": span.name,
-                    "kind": _KINDS.get(span.kind, str(span.kind)),
-                    "trace_id": span.trace_id.hex(),
-                    "span_id": span.span_id.hex(),
-                    "parent_span_id": span.parent_span_id.hex() or None,
-                    "start_ns": span.start_time_unix_nano,
-                    "end_ns": span.end_time_unix_nano,
-                    "status_code": _STATUS.get(span.status.code, str(span.status.code)),
-                    "scope": scope_spans.scope.name,
-                    "schema_url": scope_spans.schema_url,
-                    "service_name": resource.get("service.name"),
-                    "attributes": _attributes(span.attributes),
-                    "events": [{"name": e.name, "attributes": _attributes(e.attributes)} for e in span.events],
-                    "links": [{"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex()} for link in span.links],
-                })
+                spans.append(
+                    {
+                        "name": span.name,
+                        "kind": _KINDS.get(span.kind, str(span.kind)),
+                        "trace_id": span.trace_id.hex(),
+                        "span_id": span.span_id.hex(),
+                        "parent_span_id": span.parent_span_id.hex() or None,
+                        "start_ns": span.start_time_unix_nano,
+                        "end_ns": span.end_time_unix_nano,
+                        "status_code": _STATUS.get(span.status.code, str(span.status.code)),
+                        "scope": scope_spans.scope.name,
+                        "schema_url": scope_spans.schema_url,
+                        "service_name": resource.get("service.name"),
+                        "attributes": _attributes(span.attributes),
+                        "events": [{"name": e.name, "attributes": _attributes(e.attributes)} for e in span.events],
+                        "links": [
+                            {"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex()} for link in span.links
+                        ],
+                    }
+                )
     return spans
 
 
@@ -108,23 +116,31 @@ def decode_logs(body: bytes) -> list[dict[str, Any]]:
     """Log records of one ``ExportLogsServiceRequest`` body, as dicts."""
     request = ExportLogsServiceRequest()
     request.ParseFromString(body)
-    return [{
-        "event_name": record.event_name,
-        "body": any_value(record.body),
-        "severity_text": record.severity_text,
-        "trace_id": record.trace_id.hex(),
-        "span_id": record.span_id.hex(),
-        "scope": scope_logs.scope.name,
-        "attributes": _attributes(record.attributes),
-    } for resource_logs in request.resource_logs for scope_logs in resource_logs.scope_logs
-        for record in scope_logs.log_records]
+    return [
+        {
+            "event_name": record.event_name,
+            "body": any_value(record.body),
+            "severity_text": record.severity_text,
+            "trace_id": record.trace_id.hex(),
+            "span_id": record.span_id.hex(),
+            "scope": scope_logs.scope.name,
+            "attributes": _attributes(record.attributes),
+        }
+        for resource_logs in request.resource_logs
+        for scope_logs in resource_logs.scope_logs
+        for record in scope_logs.log_records
+    ]
 
 
 def _point(point: Any, histogram: bool) -> dict[str, Any]:
     decoded: dict[str, Any] = {"attributes": _attributes(point.attributes)}
     if histogram:
-        decoded.update(count=point.count, sum=point.sum, bucket_counts=list(point.bucket_counts),
-                       explicit_bounds=list(point.explicit_bounds))
+        decoded.update(
+            count=point.count,
+            sum=point.sum,
+            bucket_counts=list(point.bucket_counts),
+            explicit_bounds=list(point.explicit_bounds),
+        )
     else:
         decoded["value"] = getattr(point, point.WhichOneof("value"))
     return decoded
@@ -141,19 +157,22 @@ def decode_metrics(body: bytes) -> list[dict[str, Any]]:
             for metric in scope_metrics.metrics:
                 kind = metric.WhichOneof("data")
                 data = getattr(metric, kind)
-                metrics.append({
-                    "name": metric.name,
-                    "unit": metric.unit,
-                    "description": metric.description,
-                    "type": kind,
-                    "monotonic": data.is_monotonic if kind == "sum" else None,
-                    "temporality": _TEMPORALITY.get(data.aggregation_temporality)
-                    if hasattr(data, "aggregation_temporality") else None,
-                    "scope": scope_metrics.scope.name,
-                    "schema_url": scope_metrics.schema_url,
-                    "service_name": resource.get("service.name"),
-                    "points": [_point(p, kind == "histogram") for p in data.data_points],
-                })
+                metrics.append(
+                    {
+                        "name": metric.name,
+                        "unit": metric.unit,
+                        "description": metric.description,
+                        "type": kind,
+                        "monotonic": data.is_monotonic if kind == "sum" else None,
+                        "temporality": _TEMPORALITY.get(data.aggregation_temporality)
+                        if hasattr(data, "aggregation_temporality")
+                        else None,
+                        "scope": scope_metrics.scope.name,
+                        "schema_url": scope_metrics.schema_url,
+                        "service_name": resource.get("service.name"),
+                        "points": [_point(p, kind == "histogram") for p in data.data_points],
+                    }
+                )
     return metrics
 
 

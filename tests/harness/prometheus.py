@@ -91,8 +91,9 @@ class ServerProcess:
         self.url = f"http://127.0.0.1:{port}"
         self._log = (self._dir / f"{self.name}.log").open("w")
         try:
-            self._process = subprocess.Popen([executable, *self._arguments(self._dir, port)],
-                                             stdout=self._log, stderr=subprocess.STDOUT)
+            self._process = subprocess.Popen(
+                [executable, *self._arguments(self._dir, port)], stdout=self._log, stderr=subprocess.STDOUT
+            )
             wait_until(self._ready, 30, f"{self.name} to be ready")
         except BaseException:
             self.__exit__(None, None, None)
@@ -146,8 +147,15 @@ class PrometheusServer(ServerProcess):
     ready_path = "/-/ready"
     error = PrometheusError
 
-    def __init__(self, targets: Iterable[str], rule_files: Iterable[Path] = (), *, job: str = JOB,
-                 interval: str = "1s", binary: str = "prometheus") -> None:
+    def __init__(
+        self,
+        targets: Iterable[str],
+        rule_files: Iterable[Path] = (),
+        *,
+        job: str = JOB,
+        interval: str = "1s",
+        binary: str = "prometheus",
+    ) -> None:
         super().__init__()
         self.targets, self.rule_files, self.job = list(targets), [str(p) for p in rule_files], job
         self.interval, self.binary = interval, binary
@@ -160,13 +168,21 @@ class PrometheusServer(ServerProcess):
 
     def _arguments(self, directory: Path, port: int) -> list[str]:
         config = directory / "prometheus.yml"
-        config.write_text(json.dumps({  # JSON is YAML
-            "global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
-            "rule_files": self.rule_files,
-            "scrape_configs": [{"job_name": self.job, "static_configs": [{"targets": self.targets}]}],
-        }))
-        return [f"--config.file={config}", f"--storage.tsdb.path={directory / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
+        config.write_text(
+            json.dumps(
+                {  # JSON is YAML
+                    "global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
+                    "rule_files": self.rule_files,
+                    "scrape_configs": [{"job_name": self.job, "static_configs": [{"targets": self.targets}]}],
+                }
+            )
+        )
+        return [
+            f"--config.file={config}",
+            f"--storage.tsdb.path={directory / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ]
 
     def api(self, path: str, **params: str) -> Any:
         """``data`` of a GET ``/api/v1/<path>``; PrometheusError with Prometheus's message on failure."""
@@ -193,19 +209,25 @@ class PrometheusServer(ServerProcess):
 
     def wait_for_scrape(self, timeout_s: float = 60) -> None:
         """Until every target was scraped successfully (the first scrape comes after ~5 s)."""
+
         def all_up() -> bool:
             targets = self.api("targets")["activeTargets"]
             return bool(targets) and all(t["health"] == "up" for t in targets)
+
         wait_until(all_up, timeout_s, f"a successful scrape of {self.targets}")
 
     def wait_for_rules(self, timeout_s: float = 60) -> None:
         """Until every rule group has been evaluated, healthy, after the targets' latest scrape, and
         then once more after every other group: groups run on their own tickers, so an alert that
         reads a recorded series sees it only from the evaluation after the recording group's."""
+
         def evaluated_after(since: datetime) -> Callable[[], bool]:
             def probe() -> bool:
-                return all(_instant(g["lastEvaluation"]) > since and all(r.get("health") == "ok" for r in g["rules"])
-                           for g in self.api("rules")["groups"])
+                return all(
+                    _instant(g["lastEvaluation"]) > since and all(r.get("health") == "ok" for r in g["rules"])
+                    for g in self.api("rules")["groups"]
+                )
+
             return probe
 
         # Fixed instants, read once: "after the latest scrape" re-read on every probe is a moving

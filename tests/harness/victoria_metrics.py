@@ -62,8 +62,12 @@ class VictoriaMetrics(ServerProcess):
         return _binary("victoria-metrics")
 
     def _arguments(self, directory: Path, port: int) -> list[str]:
-        return [f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={directory / 'data'}",
-                "-search.disableCache", "-loggerLevel=WARN"]
+        return [
+            f"-httpListenAddr=127.0.0.1:{port}",
+            f"-storageDataPath={directory / 'data'}",
+            "-search.disableCache",
+            "-loggerLevel=WARN",
+        ]
 
     def import_text(self, text: str) -> None:
         """POST Prometheus text exposition (timestamps allowed) to ``/api/v1/import/prometheus``."""
@@ -84,19 +88,32 @@ class VictoriaMetrics(ServerProcess):
     def samples_at(self, match: str, at_s: int) -> list[tuple[dict[str, str], float]]:
         """``(labels, value)`` of every series ``match`` selects that has a raw sample at ``at_s``
         exactly (no lookback: a series that ended earlier is not there)."""
-        return [(series["metric"], float(value)) for series in self.export(match, at_s, at_s)
-                for value, ts in zip(series["values"], series["timestamps"], strict=True) if ts == at_s * 1000]
+        return [
+            (series["metric"], float(value))
+            for series in self.export(match, at_s, at_s)
+            for value, ts in zip(series["values"], series["timestamps"], strict=True)
+            if ts == at_s * 1000
+        ]
 
 
 def check_rules(rule_files: Iterable[Path]) -> subprocess.CompletedProcess[str]:
     """``vmalert -dryRun``: parses every rule file (expressions and templates) and exits."""
     args = [f"-rule={path}" for path in rule_files]
-    return subprocess.run([_binary("vmalert"), "-dryRun", *args, "-loggerLevel=WARN"],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [_binary("vmalert"), "-dryRun", *args, "-loggerLevel=WARN"], capture_output=True, text=True, timeout=60
+    )
 
 
-def replay(vm: VictoriaMetrics, rule_files: Iterable[Path], start_s: int, end_s: int, *, interval_s: int = 60,
-           rules_delay_s: float = 3.0, timeout_s: float = 600) -> str:
+def replay(
+    vm: VictoriaMetrics,
+    rule_files: Iterable[Path],
+    start_s: int,
+    end_s: int,
+    *,
+    interval_s: int = 60,
+    rules_delay_s: float = 3.0,
+    timeout_s: float = 600,
+) -> str:
     """Evaluate the rules over ``[start_s, end_s]`` every ``interval_s`` with ``vmalert`` in
     replay mode, reading from and writing to ``vm``; returns vmalert's output.
 
@@ -111,17 +128,26 @@ def replay(vm: VictoriaMetrics, rule_files: Iterable[Path], start_s: int, end_s:
         VictoriaMetricsError: vmalert exited non-zero (its output in the message).
         subprocess.TimeoutExpired: it ran longer than ``timeout_s``.
     """
+
     def rfc3339(seconds: int) -> str:
         return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     command = [
-        _binary("vmalert"), *(f"-rule={path}" for path in rule_files),
-        f"-datasource.url={vm.url}", f"-remoteWrite.url={vm.url}",
-        f"-replay.timeFrom={rfc3339(start_s)}", f"-replay.timeTo={rfc3339(end_s)}",
-        f"-evaluationInterval={interval_s}s", f"-datasource.queryStep={interval_s}s",
-        f"-replay.rulesDelay={rules_delay_s}s", "-replay.disableProgressBar", "-disableAlertgroupLabel",
-        "-remoteWrite.flushInterval=500ms", "-remoteWrite.maxBatchSize=1000000",
-        f"-httpListenAddr=127.0.0.1:{free_port()}", "-loggerLevel=WARN",
+        _binary("vmalert"),
+        *(f"-rule={path}" for path in rule_files),
+        f"-datasource.url={vm.url}",
+        f"-remoteWrite.url={vm.url}",
+        f"-replay.timeFrom={rfc3339(start_s)}",
+        f"-replay.timeTo={rfc3339(end_s)}",
+        f"-evaluationInterval={interval_s}s",
+        f"-datasource.queryStep={interval_s}s",
+        f"-replay.rulesDelay={rules_delay_s}s",
+        "-replay.disableProgressBar",
+        "-disableAlertgroupLabel",
+        "-remoteWrite.flushInterval=500ms",
+        "-remoteWrite.maxBatchSize=1000000",
+        f"-httpListenAddr=127.0.0.1:{free_port()}",
+        "-loggerLevel=WARN",
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
     if result.returncode != 0:

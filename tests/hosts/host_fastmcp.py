@@ -38,10 +38,12 @@ async def main(args) -> str:
     family = args.family
     handler = None
     if args.sampling == SAMPLING_MODEL:
-        client = openai.AsyncOpenAI(base_url=args.provider_url + "/v1", api_key="sk-fake",
-                                    default_headers={SCENARIO_HEADER: args.scenario})
-        handler = FallbackSamplingHandler(OpenAISamplingHandler(family.primary, client),
-                                          OpenAISamplingHandler(family.fallback, client))
+        client = openai.AsyncOpenAI(
+            base_url=args.provider_url + "/v1", api_key="sk-fake", default_headers={SCENARIO_HEADER: args.scenario}
+        )
+        handler = FallbackSamplingHandler(
+            OpenAISamplingHandler(family.primary, client), OpenAISamplingHandler(family.fallback, client)
+        )
     elif args.sampling == SAMPLING_DECLINE:
         handler = decline
     transport = StdioTransport(command=args.server_command, args=args.server_args, keep_alive=False)

@@ -21,8 +21,13 @@ from mcp_use import MCPClient
 
 def model_callback(args):
     def chat(model: str) -> ChatAnthropic:
-        return ChatAnthropic(model=model, base_url=args.provider_url, api_key="sk-fake", max_tokens=64,
-                             default_headers={SCENARIO_HEADER: args.scenario})
+        return ChatAnthropic(
+            model=model,
+            base_url=args.provider_url,
+            api_key="sk-fake",
+            max_tokens=64,
+            default_headers={SCENARIO_HEADER: args.scenario},
+        )
 
     llm = chat(args.family.primary).with_fallbacks([chat(args.family.fallback)])
 
@@ -30,8 +35,12 @@ def model_callback(args):
         messages = [SystemMessage(params.systemPrompt or "")]
         messages += [HumanMessage(m.content.text) for m in params.messages if isinstance(m.content, types.TextContent)]
         response = await llm.ainvoke(messages)
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=response.text),
-                                         model=response.response_metadata.get("model_name", ""), stopReason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=response.text),
+            model=response.response_metadata.get("model_name", ""),
+            stopReason="endTurn",
+        )
 
     return sampling_callback
 

@@ -42,11 +42,13 @@ async def main(args) -> str:
     family = args.family
     transport = StdioTransport(command=args.server_command, args=args.server_args, keep_alive=False)
     if args.sampling == SAMPLING_MODEL:
-        client = AsyncAnthropic(base_url=args.provider_url, api_key="sk-fake",
-                                default_headers={SCENARIO_HEADER: args.scenario})
+        client = AsyncAnthropic(
+            base_url=args.provider_url, api_key="sk-fake", default_headers={SCENARIO_HEADER: args.scenario}
+        )
         provider = AnthropicProvider(anthropic_client=client)
-        model = FallbackModel(AnthropicModel(family.primary, provider=provider),
-                              AnthropicModel(family.fallback, provider=provider))
+        model = FallbackModel(
+            AnthropicModel(family.primary, provider=provider), AnthropicModel(family.fallback, provider=provider)
+        )
         toolset = MCPToolset(transport, sampling_model=model, max_retries=1)
     elif args.sampling == SAMPLING_DECLINE:
         toolset = MCPToolset(transport, sampling_handler=decline, max_retries=1)

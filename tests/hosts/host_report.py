@@ -26,10 +26,16 @@ class ReportPlugin:
 
     def render(self) -> str:
         observations = self.suite.observations
-        lines = ["# Real hosts: sampling verdicts", "",
-                 "Each cell: `✓ observed` when it is the expected verdict, else `✗ want … / got …`; "
-                 "a known failure names the rule it breaks (`xfail`). "
-                 "Expected verdicts come from what the fake provider served.", "", "Hosts:", ""]
+        lines = [
+            "# Real hosts: sampling verdicts",
+            "",
+            "Each cell: `✓ observed` when it is the expected verdict, else `✗ want … / got …`; "
+            "a known failure names the rule it breaks (`xfail`). "
+            "Expected verdicts come from what the fake provider served.",
+            "",
+            "Hosts:",
+            "",
+        ]
         for host in HOSTS:
             pins = ", ".join(f"{name} {version}" for name, version in self.versions.get(host.name, {}).items())
             lines.append(f"- **{host.name}** ({host.family.provider} SDK, {host.server_script}): {pins}")
@@ -38,9 +44,13 @@ class ReportPlugin:
             ran = [h for h in HOSTS if (scenario.name, h.name) in observations]
             if not ran:
                 continue
-            lines += ["", f"## {scenario.name}: {scenario.description}", "",
-                      "| field | " + " | ".join(h.name for h in ran) + " |",
-                      "|---|" + "---|" * len(ran)]
+            lines += [
+                "",
+                f"## {scenario.name}: {scenario.description}",
+                "",
+                "| field | " + " | ".join(h.name for h in ran) + " |",
+                "|---|" + "---|" * len(ran),
+            ]
             for field, (label, check_of) in FIELDS.items():
                 cells = []
                 for host in ran:
@@ -60,20 +70,33 @@ class ReportPlugin:
                     cells.append(f"✗ want {_code(check.want)} / got {_code(check.got)}{item}")
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
         reasons = sorted({reason for known in self.known_failures.values() for reason in known.split(" + ")})
-        lines += ["", f"Cells wrong today: {xfail} known (xfail), {failing} not known.", "",
-                  "Known failures, by the change that fixes them:", ""]
+        lines += [
+            "",
+            f"Cells wrong today: {xfail} known (xfail), {failing} not known.",
+            "",
+            "Known failures, by the change that fixes them:",
+            "",
+        ]
         lines += [f"- {reason}" for reason in reasons]
-        lines += ["", "## Runs", "",
-                  "| scenario | host | x-fake-scenario | provider requests (model: HTTP status) "
-                  "| host output (instrumented) | seconds (both runs) |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Runs",
+            "",
+            "| scenario | host | x-fake-scenario | provider requests (model: HTTP status) "
+            "| host output (instrumented) | seconds (both runs) |",
+            "|---|---|---|---|---|---|",
+        ]
         for (scenario_name, host_name), obs in observations.items():
-            requests = ", ".join(f"{r['model']}: {r['scenario'].get('status') if provider_failed(r) else 200}"
-                                 for r in obs.instrumented.requests)
+            requests = ", ".join(
+                f"{r['model']}: {r['scenario'].get('status') if provider_failed(r) else 200}"
+                for r in obs.instrumented.requests
+            )
             header = scenario_header(obs.scenario, obs.host.family) or "(none)"
-            lines.append(f"| {scenario_name} | {host_name} | {_code(header)} | {requests or '—'} | "
-                         f"{_code(obs.instrumented.output or '(none)')} | "
-                         f"{self.suite.seconds.get((scenario_name, host_name), 0):.0f} |")
+            lines.append(
+                f"| {scenario_name} | {host_name} | {_code(header)} | {requests or '—'} | "
+                f"{_code(obs.instrumented.output or '(none)')} | "
+                f"{self.suite.seconds.get((scenario_name, host_name), 0):.0f} |"
+            )
         return "\n".join(lines) + "\n"
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -30,8 +30,10 @@ HERE = Path(__file__).parent
 RUN_TIMEOUT_S = 120  # one host process: interpreter start, framework imports, one tool call
 # Ids the fake provider makes up per answer, and object addresses in reprs: they differ between
 # any two runs, instrumented or not.
-_VOLATILE = ((re.compile(r"\b(req|msg|chatcmpl|call|toolu|resp|fc)[_-][0-9a-f]{24}\b"), r"\1_<id>"),
-             (re.compile(r"\b0x[0-9a-f]{6,}\b"), "0x<addr>"))
+_VOLATILE = (
+    (re.compile(r"\b(req|msg|chatcmpl|call|toolu|resp|fc)[_-][0-9a-f]{24}\b"), r"\1_<id>"),
+    (re.compile(r"\b0x[0-9a-f]{6,}\b"), "0x<addr>"),
+)
 
 
 def normalised(output: str) -> str:
@@ -63,13 +65,18 @@ class Observation:
     # ------------------------------------------------------------------ the spans
     @property
     def sampling_spans(self) -> list[dict[str, Any]]:
-        return [s for s in self.instrumented.spans
-                if s["scope"] == names.SCOPE_NAME and s["name"] == names.SPAN_SAMPLING]
+        return [
+            s for s in self.instrumented.spans if s["scope"] == names.SCOPE_NAME and s["name"] == names.SPAN_SAMPLING
+        ]
 
     @property
     def chat_spans(self) -> list[dict[str, Any]]:
-        return [s for s in self.instrumented.spans if s["scope"] == names.SCOPE_NAME
-                and s["attributes"].get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_CHAT]
+        return [
+            s
+            for s in self.instrumented.spans
+            if s["scope"] == names.SCOPE_NAME
+            and s["attributes"].get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_CHAT
+        ]
 
     @property
     def sampling(self) -> dict[str, Any] | None:
@@ -93,8 +100,11 @@ def provider_failed(request: dict[str, Any]) -> bool:
     """Whether the fake provider answered this logged request with an error, by the documented meaning
     of its scenario tokens (``SCENARIOS`` in otel_sampling/testing/fake_provider.py)."""
     sc = request["scenario"]
-    return ("status" in sc and ("fail_model" not in sc or request["model"] == sc["fail_model"])
-            and ("fail_first" not in sc or request["retry_count"] < int(sc["fail_first"])))
+    return (
+        "status" in sc
+        and ("fail_model" not in sc or request["model"] == sc["fail_model"])
+        and ("fail_first" not in sc or request["retry_count"] < int(sc["fail_first"]))
+    )
 
 
 def provider_served(requests: list[dict[str, Any]]) -> str | None:
@@ -120,40 +130,65 @@ class HostRunner:
         # front of the venvs' editable install.
         keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYTHONPATH")
         env = {key: os.environ[key] for key in keep if key in os.environ}
-        env.update({
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "MCP_USE_ANONYMIZED_TELEMETRY": "false",  # mcp-use reports usage to posthog/scarf otherwise
-            # Anything that would leave the machine goes to a closed loopback port instead.
-            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
-            "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-        })
+        env.update(
+            {
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "MCP_USE_ANONYMIZED_TELEMETRY": "false",  # mcp-use reports usage to posthog/scarf otherwise
+                # Anything that would leave the machine goes to a closed loopback port instead.
+                "HTTP_PROXY": "http://127.0.0.1:9",
+                "HTTPS_PROXY": "http://127.0.0.1:9",
+                "http_proxy": "http://127.0.0.1:9",
+                "https_proxy": "http://127.0.0.1:9",
+                "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost",
+            }
+        )
         return env
 
     def run(self, host: Host, scenario: Scenario, instrumented: bool) -> Run:
         tag = f"{host.name}.{scenario.name}.{'instrumented' if instrumented else 'bare'}"
         header = ",".join(t for t in (scenario_header(scenario, host.family), f"run={tag}") if t)
         bin_dir = self.venv(host) / "bin"
-        command = [str(bin_dir / "python"), str(HERE / f"{host.module}.py"), "--host", host.name,
-                   "--provider-url", self.provider.url, "--scenario", header, "--sampling", scenario.sampling]
+        command = [
+            str(bin_dir / "python"),
+            str(HERE / f"{host.module}.py"),
+            "--host",
+            host.name,
+            "--provider-url",
+            self.provider.url,
+            "--scenario",
+            header,
+            "--sampling",
+            scenario.sampling,
+        ]
         env = self._base_env()
         if instrumented:
             command = [str(bin_dir / "opentelemetry-instrument"), *command]
-            env.update({
-                "OTEL_SERVICE_NAME": tag,
-                "OTEL_TRACES_EXPORTER": "otlp",
-                "OTEL_METRICS_EXPORTER": "otlp",
-                "OTEL_LOGS_EXPORTER": "none",
-                "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-                "OTEL_EXPORTER_OTLP_ENDPOINT": self.receiver.base_url,
-                "OTEL_BSP_SCHEDULE_DELAY": "200",
-                "OTEL_METRIC_EXPORT_INTERVAL": "60000",  # the export at shutdown is the one read
-                names.ENV_POLICY: str(self.policy),
-            })
+            env.update(
+                {
+                    "OTEL_SERVICE_NAME": tag,
+                    "OTEL_TRACES_EXPORTER": "otlp",
+                    "OTEL_METRICS_EXPORTER": "otlp",
+                    "OTEL_LOGS_EXPORTER": "none",
+                    "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": self.receiver.base_url,
+                    "OTEL_BSP_SCHEDULE_DELAY": "200",
+                    "OTEL_METRIC_EXPORT_INTERVAL": "60000",  # the export at shutdown is the one read
+                    names.ENV_POLICY: str(self.policy),
+                }
+            )
         # A session of its own: on a timeout the host and its stdio server go together.
-        proc = subprocess.Popen(command, env=env, cwd=HERE, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            cwd=HERE,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -161,7 +196,7 @@ class HostRunner:
             stdout, stderr = proc.communicate()
             stderr += f"\n(killed after {RUN_TIMEOUT_S} s)"
         lines = [line for line in stdout.splitlines() if line.startswith(OUTPUT_PREFIX)]
-        output = normalised(json.loads(lines[-1][len(OUTPUT_PREFIX):])["output"]) if lines else None
+        output = normalised(json.loads(lines[-1][len(OUTPUT_PREFIX) :])["output"]) if lines else None
         requests = [r for r in self.provider.requests if r["scenario"].get("run") == tag]
         run = Run(command, proc.returncode, output, stderr, requests)
         if instrumented:
@@ -182,16 +217,31 @@ class HostRunner:
 
     def versions(self, host: Host) -> dict[str, str]:
         """The installed versions of the packages that make the host what it is."""
-        wanted = ("pydantic-ai-slim", "fastmcp", "mcp-use", "mcp", "anthropic", "openai", "langchain-anthropic",
-                  "opentelemetry-sdk", "opentelemetry-distro", "opentelemetry-exporter-otlp-proto-http")
-        script = ("import importlib.metadata as m, json, sys\n"
-                  "out = {}\n"
-                  "for name in sys.argv[1:]:\n"
-                  "    try: out[name] = m.version(name)\n"
-                  "    except m.PackageNotFoundError: pass\n"
-                  "print(json.dumps(out))")
-        proc = subprocess.run([str(self.venv(host) / "bin" / "python"), "-c", script, *wanted],
-                              capture_output=True, text=True, timeout=60, check=True)
+        wanted = (
+            "pydantic-ai-slim",
+            "fastmcp",
+            "mcp-use",
+            "mcp",
+            "anthropic",
+            "openai",
+            "langchain-anthropic",
+            "opentelemetry-sdk",
+            "opentelemetry-distro",
+            "opentelemetry-exporter-otlp-proto-http",
+        )
+        script = (
+            "import importlib.metadata as m, json, sys\n"
+            "out = {}\n"
+            "for name in sys.argv[1:]:\n"
+            "    try: out[name] = m.version(name)\n"
+            "    except m.PackageNotFoundError: pass\n"
+            "print(json.dumps(out))"
+        )
+        proc = subprocess.run(
+            [str(self.venv(host) / "bin" / "python"), "-c", script, *wanted],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         return json.loads(proc.stdout)
-
-

@@ -41,8 +41,9 @@ class Family:
         return (self.primary, self.fallback)
 
 
-ANTHROPIC = Family("anthropic", "tickets-anthropic", "claude-sonnet", "claude-sonnet-4-5", "claude-haiku-4-5",
-                   "claude-opus-4-1")
+ANTHROPIC = Family(
+    "anthropic", "tickets-anthropic", "claude-sonnet", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1"
+)
 # The hint must be an openai model id for fastmcp's OpenAISamplingHandler to pick it (it picks the
 # first hint that is a known ChatModel, else its default_model); no model here contains another's name.
 OPENAI = Family("openai", "tickets-openai", "gpt-4.1", "gpt-4.1", "gpt-4o-mini", "o3")
@@ -98,30 +99,71 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("served", "the provider serves the requested (primary) model", SAMPLING_MODEL, "",
-             lambda f: Expected("completed", f.primary, "none", "primary", (), "completed")),
-    Scenario("substituted_within", "the provider answers the primary request with the permitted fallback model",
-             SAMPLING_MODEL, "served_model={fallback}",
-             lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("provider_fallback",),
-                                "completed")),
-    Scenario("substituted_outside", "the provider answers the primary request with a model outside the policy",
-             SAMPLING_MODEL, "served_model={outside}",
-             lambda f: Expected("completed", f.outside, "outside_policy", "degraded", ("substitution",),
-                                "completed", ("model_outside_policy",))),
-    Scenario("overload_fallback", "the primary is overloaded (529/503 on every try), the fallback model serves",
-             SAMPLING_MODEL, "status={status},fail_model={primary}",
-             lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("failover",), "completed")),
-    Scenario("refusal", "the primary model refuses (anthropic stop_reason refusal, openai content_filter)",
-             SAMPLING_MODEL, "refusal",
-             # A model was asked and declined: the task was attempted and not done (rules/run_outcome.py).
-             lambda f: Expected("refused", f.primary, "none", "primary", (), "failed")),
-    Scenario("all_failing", "every provider call fails (529/503 on every try, on every model)",
-             SAMPLING_MODEL, "status={status}",
-             lambda f: Expected("model.unavailable", None, "none", "primary", (), "failed")),
-    Scenario("declined", "the host's sampling callback refuses the request", SAMPLING_DECLINE, "",
-             lambda f: Expected("user.denied", None, "none", "primary", (), "denied")),
-    Scenario("unsupported", "the host configures no sampling: the SDK's default answer", SAMPLING_NONE, "",
-             lambda f: Expected(DECLINED_NOT_ERROR, None, "none", "primary", (), "denied")),
+    Scenario(
+        "served",
+        "the provider serves the requested (primary) model",
+        SAMPLING_MODEL,
+        "",
+        lambda f: Expected("completed", f.primary, "none", "primary", (), "completed"),
+    ),
+    Scenario(
+        "substituted_within",
+        "the provider answers the primary request with the permitted fallback model",
+        SAMPLING_MODEL,
+        "served_model={fallback}",
+        lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("provider_fallback",), "completed"),
+    ),
+    Scenario(
+        "substituted_outside",
+        "the provider answers the primary request with a model outside the policy",
+        SAMPLING_MODEL,
+        "served_model={outside}",
+        lambda f: Expected(
+            "completed",
+            f.outside,
+            "outside_policy",
+            "degraded",
+            ("substitution",),
+            "completed",
+            ("model_outside_policy",),
+        ),
+    ),
+    Scenario(
+        "overload_fallback",
+        "the primary is overloaded (529/503 on every try), the fallback model serves",
+        SAMPLING_MODEL,
+        "status={status},fail_model={primary}",
+        lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("failover",), "completed"),
+    ),
+    Scenario(
+        "refusal",
+        "the primary model refuses (anthropic stop_reason refusal, openai content_filter)",
+        SAMPLING_MODEL,
+        "refusal",
+        # A model was asked and declined: the task was attempted and not done (rules/run_outcome.py).
+        lambda f: Expected("refused", f.primary, "none", "primary", (), "failed"),
+    ),
+    Scenario(
+        "all_failing",
+        "every provider call fails (529/503 on every try, on every model)",
+        SAMPLING_MODEL,
+        "status={status}",
+        lambda f: Expected("model.unavailable", None, "none", "primary", (), "failed"),
+    ),
+    Scenario(
+        "declined",
+        "the host's sampling callback refuses the request",
+        SAMPLING_DECLINE,
+        "",
+        lambda f: Expected("user.denied", None, "none", "primary", (), "denied"),
+    ),
+    Scenario(
+        "unsupported",
+        "the host configures no sampling: the SDK's default answer",
+        SAMPLING_NONE,
+        "",
+        lambda f: Expected(DECLINED_NOT_ERROR, None, "none", "primary", (), "denied"),
+    ),
 )
 
 # The overload status per provider: anthropic's 529 overloaded_error, openai's 503 (it has no 529).
@@ -137,8 +179,12 @@ def expected_for(scenario: Scenario, host: Host) -> Expected | None:
 
 def scenario_header(scenario: Scenario, family: Family) -> str:
     """The x-fake-scenario header value the host's model client sends in this scenario."""
-    return scenario.header.format(primary=family.primary, fallback=family.fallback, outside=family.outside,
-                                  status=OVERLOAD_STATUS[family.provider])
+    return scenario.header.format(
+        primary=family.primary,
+        fallback=family.fallback,
+        outside=family.outside,
+        status=OVERLOAD_STATUS[family.provider],
+    )
 
 
 def policy_toml() -> str:
@@ -146,8 +192,9 @@ def policy_toml() -> str:
     tables = []
     for family in (ANTHROPIC, OPENAI):
         permitted = ", ".join(f'"{m}"' for m in family.permitted)
-        tables.append(f'[servers."{family.server}"]\nprimary_model = "{family.primary}"\n'
-                      f"permitted_models = [{permitted}]\n")
+        tables.append(
+            f'[servers."{family.server}"]\nprimary_model = "{family.primary}"\npermitted_models = [{permitted}]\n'
+        )
     return "\n".join(tables)
 
 
@@ -168,8 +215,13 @@ def parse_host_args(argv: list[str] | None = None) -> argparse.Namespace:
     host = next(h for h in HOSTS if h.name == args.host)
     args.family = host.family
     args.server_command = sys.executable
-    args.server_args = [str(Path(__file__).with_name(host.server_script)), "--name", host.family.server,
-                        "--hint", host.family.hint]
+    args.server_args = [
+        str(Path(__file__).with_name(host.server_script)),
+        "--name",
+        host.family.server,
+        "--hint",
+        host.family.hint,
+    ]
     return args
 
 

@@ -53,8 +53,11 @@ def spans(obs: Observation, exp: Expected | None) -> Check:
     """One sampling span per request, every provider call a child of it (none when nothing was asked)."""
     sampling, calls = obs.sampling_spans, obs.chat_spans
     if exp is None:
-        return Check("0 sampling spans, 0 calls", f"{len(sampling)} sampling spans, {len(calls)} calls",
-                     not sampling and not calls)
+        return Check(
+            "0 sampling spans, 0 calls",
+            f"{len(sampling)} sampling spans, {len(calls)} calls",
+            not sampling and not calls,
+        )
     under = [c for c in calls if len(sampling) == 1 and c["parent_span_id"] == sampling[0]["span_id"]]
     got = f"{len(sampling)} sampling span{'s' if len(sampling) != 1 else ''}, {len(under)}/{len(calls)} calls under it"
     return Check("1 sampling span, every call under it", got, len(sampling) == 1 and len(under) == len(calls))
@@ -82,7 +85,7 @@ def host_reported(obs: Observation) -> str | None:
     output = obs.bare.output or ""
     if not output.startswith("ok: ") or output.count("|") < 2:
         return None
-    return output[len("ok: "):].split("|", 1)[0]
+    return output[len("ok: ") :].split("|", 1)[0]
 
 
 def reported(obs: Observation, exp: Expected) -> Check:
@@ -108,15 +111,18 @@ def reported_models(report: str) -> tuple[str, ...]:
     """The models a host's report names: pydantic-ai's ``FallbackModel`` reports ``fallback:`` and its
     members' names joined by ``,`` (its ``model_name``), naming its candidates; any other report one model."""
     prefix = "fallback:"
-    return tuple(report[len(prefix):].split(",")) if report.startswith(prefix) else (report,)
+    return tuple(report[len(prefix) :].split(",")) if report.startswith(prefix) else (report,)
 
 
 def violations(obs: Observation, exp: Expected) -> Check:
     """The scenario's violations, and ``reported_model_mismatch`` when the host's report (its
     uninstrumented run's) names none of the model the provider served."""
     span = obs.sampling
-    kinds = sorted(e["attributes"].get(names.SAMPLING_VIOLATION_KIND) for e in (span["events"] if span else ())
-                   if e["name"] == names.EVENT_SAMPLING_VIOLATION)
+    kinds = sorted(
+        e["attributes"].get(names.SAMPLING_VIOLATION_KIND)
+        for e in (span["events"] if span else ())
+        if e["name"] == names.EVENT_SAMPLING_VIOLATION
+    )
     want = list(exp.violations)
     report = host_reported(obs)
     if report is not None and exp.served is not None and exp.served not in reported_models(report):
@@ -127,10 +133,19 @@ def violations(obs: Observation, exp: Expected) -> Check:
 def run_outcome(obs: Observation, exp: Expected) -> Check:
     """The host did one task (one tool call): one run, with the outcome of the request inside it."""
     runs = obs.metric_points(names.METRIC_AGENT_RUNS)
-    got = ", ".join(f"{p['attributes'].get(names.AGENT_RUN_NAME)}={p['attributes'].get(names.AGENT_RUN_OUTCOME)}"
-                    + (f" x{p['value']}" if p["value"] != 1 else "") for p in runs) or "no run"
-    ok = (len(runs) == 1 and runs[0]["value"] == 1
-          and runs[0]["attributes"].get(names.AGENT_RUN_OUTCOME) == exp.run_outcome)
+    got = (
+        ", ".join(
+            f"{p['attributes'].get(names.AGENT_RUN_NAME)}={p['attributes'].get(names.AGENT_RUN_OUTCOME)}"
+            + (f" x{p['value']}" if p["value"] != 1 else "")
+            for p in runs
+        )
+        or "no run"
+    )
+    ok = (
+        len(runs) == 1
+        and runs[0]["value"] == 1
+        and runs[0]["attributes"].get(names.AGENT_RUN_OUTCOME) == exp.run_outcome
+    )
     return Check(f"one run, {exp.run_outcome}", got, ok)
 
 
@@ -149,13 +164,21 @@ def requests_metric(obs: Observation, exp: Expected) -> Check:
     """``otel_sampling.sampling.requests``: one request counted, with the expected ending, substitution and mode."""
     points = obs.metric_points(names.METRIC_SAMPLING_REQUESTS)
     keys = (names.SAMPLING_ENDING, names.SAMPLING_SUBSTITUTION, names.DEGRADATION_MODE)
-    got = "; ".join("/".join(str(p["attributes"].get(k)) for k in keys) + (f" x{p['value']}" if p["value"] != 1 else "")
-                    for p in points) or "none counted"
+    got = (
+        "; ".join(
+            "/".join(str(p["attributes"].get(k)) for k in keys) + (f" x{p['value']}" if p["value"] != 1 else "")
+            for p in points
+        )
+        or "none counted"
+    )
     want = f"{exp.ending}/{exp.substitution}/{exp.mode}"
-    ok = (len(points) == 1 and points[0]["value"] == 1
-          and _ending_ok(exp.ending, points[0]["attributes"].get(names.SAMPLING_ENDING))
-          and points[0]["attributes"].get(names.SAMPLING_SUBSTITUTION) == exp.substitution
-          and points[0]["attributes"].get(names.DEGRADATION_MODE) == exp.mode)
+    ok = (
+        len(points) == 1
+        and points[0]["value"] == 1
+        and _ending_ok(exp.ending, points[0]["attributes"].get(names.SAMPLING_ENDING))
+        and points[0]["attributes"].get(names.SAMPLING_SUBSTITUTION) == exp.substitution
+        and points[0]["attributes"].get(names.DEGRADATION_MODE) == exp.mode
+    )
     return Check(want, got, ok)
 
 

@@ -39,8 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VENVS_VARIABLE = "OTEL_SAMPLING_HOSTS_VENVS"  # set by `make test-hosts`: then a missing venv is a failure
 
 # (reason, hosts, scenarios, fields): every combination is a cell that is wrong today for that reason.
-_WRONG_TODAY: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
-)
+_WRONG_TODAY: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 def _known_failures() -> dict[tuple[str, str, str], str]:
@@ -67,8 +66,12 @@ def _verdict_params() -> Iterator[Any]:
             marks = []
             reason = KNOWN_FAILURES.get((scenario.name, host.name, field))
             if reason:
-                marks.append(pytest.mark.xfail(strict=True, reason=f"{reason} [an XPASS means the fix landed: take "
-                                                                  "the cell out of _WRONG_TODAY]"))
+                marks.append(
+                    pytest.mark.xfail(
+                        strict=True,
+                        reason=f"{reason} [an XPASS means the fix landed: take the cell out of _WRONG_TODAY]",
+                    )
+                )
             yield pytest.param(scenario, host, field, marks=marks, id=f"{scenario.name}-{host.name}-{field}")
 
 

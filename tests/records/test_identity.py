@@ -34,8 +34,10 @@ KEY = b"k" * 32  # any key: these rules are about which requests are the same qu
 
 def _params(i: int = 0, **fields) -> types.CreateMessageRequestParams:
     return types.CreateMessageRequestParams(
-        messages=[types.SamplingMessage(role="user", content=types.TextContent(text=f"ticket {i}"))], max_tokens=64,
-        **fields)
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(text=f"ticket {i}"))],
+        max_tokens=64,
+        **fields,
+    )
 
 
 def _seen(i: int = 1) -> Seen:
@@ -49,21 +51,27 @@ class TestFingerprint:
         """32 hex characters; no content is kept."""
         assert re.fullmatch(r"[0-9a-f]{32}", fingerprint(_params(), KEY))
 
-    @pytest.mark.parametrize("fields", [
-        {"include_context": "allServers"},  # a retry with another scope is the same question
-        {"model_preferences": types.ModelPreferences(hints=[types.ModelHint(name="claude-sonnet")])},
-        {"meta": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}},
-    ])
+    @pytest.mark.parametrize(
+        "fields",
+        [
+            {"include_context": "allServers"},  # a retry with another scope is the same question
+            {"model_preferences": types.ModelPreferences(hints=[types.ModelHint(name="claude-sonnet")])},
+            {"meta": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}},
+        ],
+    )
     def test_scope_preferences_and_meta_are_left_out(self, fields):
         """The same request with another ``includeContext``, ``modelPreferences`` or ``_meta``."""
         assert fingerprint(_params(), KEY) == fingerprint(_params(**fields), KEY)
 
-    @pytest.mark.parametrize("fields", [
-        {"system_prompt": "You triage tickets."},
-        {"temperature": 0.2},
-        {"stop_sequences": ["END"]},
-        {"metadata": {"ticket": 7}},
-    ])
+    @pytest.mark.parametrize(
+        "fields",
+        [
+            {"system_prompt": "You triage tickets."},
+            {"temperature": 0.2},
+            {"stop_sequences": ["END"]},
+            {"metadata": {"ticket": 7}},
+        ],
+    )
     def test_the_question_itself_counts(self, fields):
         """Another system prompt, temperature, stop sequences or metadata is another question."""
         assert fingerprint(_params(), KEY) != fingerprint(_params(**fields), KEY)
@@ -71,8 +79,9 @@ class TestFingerprint:
     def test_messages_and_max_tokens_count(self):
         """Another message, or another ``maxTokens``, is another question."""
         assert fingerprint(_params(0), KEY) != fingerprint(_params(1), KEY)
-        assert fingerprint(_params(), KEY) != fingerprint(types.CreateMessageRequestParams(
-            messages=_params().messages, max_tokens=65), KEY)
+        assert fingerprint(_params(), KEY) != fingerprint(
+            types.CreateMessageRequestParams(messages=_params().messages, max_tokens=65), KEY
+        )
 
     def test_content_json_cannot_carry_is_hashed_stably(self):
         """A request built in-process with bytes or a set in ``metadata`` still has one fingerprint."""
@@ -85,12 +94,21 @@ class TestFingerprint:
     def test_a_set_has_one_fingerprint_whatever_the_hash_seed(self):
         """A set iterates in an order that depends on ``PYTHONHASHSEED``: processes with other seeds
         (another host replica, a restart) still give the same request one fingerprint."""
-        script = ("import mcp_types as t; from otel_sampling.records.identity import fingerprint; "
-                  "print(fingerprint(t.CreateMessageRequestParams(messages=[], max_tokens=1, "
-                  f"metadata={{'tags': {{'alpha', 'beta', 'gamma', 'delta', 'epsilon'}}}}), {KEY!r}))")
-        prints = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                                 env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
-                  for seed in range(8)}
+        script = (
+            "import mcp_types as t; from otel_sampling.records.identity import fingerprint; "
+            "print(fingerprint(t.CreateMessageRequestParams(messages=[], max_tokens=1, "
+            f"metadata={{'tags': {{'alpha', 'beta', 'gamma', 'delta', 'epsilon'}}}}), {KEY!r}))"
+        )
+        prints = {
+            subprocess.run(
+                [sys.executable, "-c", script],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            ).stdout.strip()
+            for seed in range(8)
+        }
 
         assert len(prints) == 1, prints
         assert re.fullmatch(r"[0-9a-f]{32}", prints.pop())

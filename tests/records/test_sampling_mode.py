@@ -45,6 +45,7 @@ def with_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         path = tmp_path / "policy.toml"
         path.write_text(POLICY.format(boundary=boundary))
         monkeypatch.setenv(names.ENV_POLICY, str(path))
+
     write()
     return write
 
@@ -60,12 +61,18 @@ def callback(fake_provider, *steps: tuple[str, str], canary: bool = False):
                     if canary:
                         with osm.canary():
                             message = await client.messages.create(
-                                model=model, max_tokens=8, messages=[{"role": "user", "content": "hi"}],
-                                extra_headers={"x-fake-scenario": scenario})
+                                model=model,
+                                max_tokens=8,
+                                messages=[{"role": "user", "content": "hi"}],
+                                extra_headers={"x-fake-scenario": scenario},
+                            )
                     else:
                         message = await client.messages.create(
-                            model=model, max_tokens=8, messages=[{"role": "user", "content": "hi"}],
-                            extra_headers={"x-fake-scenario": scenario})
+                            model=model,
+                            max_tokens=8,
+                            messages=[{"role": "user", "content": "hi"}],
+                            extra_headers={"x-fake-scenario": scenario},
+                        )
                     break
                 except anthropic.OverloadedError:
                     continue
@@ -73,8 +80,9 @@ def callback(fake_provider, *steps: tuple[str, str], canary: bool = False):
                 return types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"})
         finally:
             await client.close()
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="x"),
-                                         model=message.model, stop_reason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="x"), model=message.model, stop_reason="endTurn"
+        )
 
     return host
 
@@ -138,8 +146,10 @@ def test_canary_traffic_through_the_fallback_is_visible(with_policy, instrumente
     assert _sampling(instrumented)[names.DEGRADATION_REASON] == ("canary",)
     assert _requests(instrumented) == {("degraded", "canary"): 1}
     (chat,) = instrumented.spans("chat claude-haiku-5-5")
-    assert (chat.attributes[names.DEGRADATION_MODE],
-            chat.attributes[names.DEGRADATION_REASON]) == ("degraded", ("canary",))
+    assert (chat.attributes[names.DEGRADATION_MODE], chat.attributes[names.DEGRADATION_REASON]) == (
+        "degraded",
+        ("canary",),
+    )
 
 
 def test_a_named_degradation_degrades_a_primary_request(with_policy, instrumented, fake_provider):
@@ -151,12 +161,15 @@ def test_a_named_degradation_degrades_a_primary_request(with_policy, instrumente
     assert chat == {("degraded",): 1}
 
 
-@pytest.mark.parametrize(("boundary", "crossed"), [
-    ('permitted_providers = ["anthropic"]', 0),
-    ('permitted_providers = ["openai"]', 1),
-    ('permitted_regions = ["eu"]', 0),  # the fake provider's endpoint is 127.0.0.1, region eu
-    ('permitted_regions = ["us"]', 1),
-])
+@pytest.mark.parametrize(
+    ("boundary", "crossed"),
+    [
+        ('permitted_providers = ["anthropic"]', 0),
+        ('permitted_providers = ["openai"]', 1),
+        ('permitted_regions = ["eu"]', 0),  # the fake provider's endpoint is 127.0.0.1, region eu
+        ('permitted_regions = ["us"]', 1),
+    ],
+)
 def test_compliance_boundary(with_policy, fake_provider, telemetry, boundary, crossed):
     with_policy(boundary)
     fixture = _instrumented(telemetry, MCPSamplingInstrumentor, AnthropicInstrumentor)
@@ -165,16 +178,22 @@ def test_compliance_boundary(with_policy, fake_provider, telemetry, boundary, cr
         anyio.run(call, "auto", callback(fake_provider, ("claude-sonnet-5-5", "")))
     finally:
         next(fixture, None)
-    violations = telemetry.counts(names.METRIC_SAMPLING_VIOLATIONS, names.MCP_SERVER_NAME,
-                                  names.SAMPLING_VIOLATION_KIND)
+    violations = telemetry.counts(
+        names.METRIC_SAMPLING_VIOLATIONS, names.MCP_SERVER_NAME, names.SAMPLING_VIOLATION_KIND
+    )
     assert violations == ({("sampling-test-server", "boundary_crossed"): 1} if crossed else {})
 
 
 @pytest.mark.parametrize("disclose", [False, True])
 def test_a_host_run_around_call_tool_owns_the_sampling_request(with_policy, instrumented, fake_provider, disclose):
     # legacy: the sampling callback runs in mcp's receive task; the request's traceparent ties it to the run
-    anyio.run(call, "legacy", callback(fake_provider, ("claude-sonnet-5-5", "status=529"), ("claude-haiku-5-5", "")),
-              "triage", disclose)
+    anyio.run(
+        call,
+        "legacy",
+        callback(fake_provider, ("claude-sonnet-5-5", "status=529"), ("claude-haiku-5-5", "")),
+        "triage",
+        disclose,
+    )
     t = instrumented
     runs = t.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_DISCLOSED)
     # the only run: the request is the host run's, and the test server's own spans are no run

@@ -50,12 +50,14 @@ def hosted(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def result(model: str, stop_reason: str | None = "endTurn", text: str = "x") -> types.CreateMessageResult:
-    return types.CreateMessageResult(role="assistant", content=types.TextContent(text=text), model=model,
-                                     stop_reason=stop_reason)
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text=text), model=model, stop_reason=stop_reason
+    )
 
 
-def anthropic_host(fake_provider, *steps: tuple[str, str], reports: str | None = None, on_failure: str = "frame",
-                   stream: bool = False):
+def anthropic_host(
+    fake_provider, *steps: tuple[str, str], reports: str | None = None, on_failure: str = "frame", stream: bool = False
+):
     """A host asking the fake provider (anthropic SDK) for each ``(model, scenario)`` in turn until one
     answers; it reports ``reports`` (default: the model the answer names). When every call failed:
     ``frame`` answers ``-32603`` with the exception's text (fastmcp), ``raise`` raises it, ``text``
@@ -67,8 +69,12 @@ def anthropic_host(fake_provider, *steps: tuple[str, str], reports: str | None =
         try:
             for model, scenario in steps:
                 try:
-                    kwargs = {"model": model, "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
-                              "extra_headers": {"x-fake-scenario": scenario}}
+                    kwargs = {
+                        "model": model,
+                        "max_tokens": 8,
+                        "messages": [{"role": "user", "content": "hi"}],
+                        "extra_headers": {"x-fake-scenario": scenario},
+                    }
                     if stream:
                         async with client.messages.stream(**kwargs) as events:
                             message = await events.get_final_message()
@@ -102,13 +108,19 @@ def sampling(t: Telemetry):
 
 
 def violations(span) -> list[str]:
-    return sorted(e.attributes[names.SAMPLING_VIOLATION_KIND] for e in span.events
-                  if e.name == names.EVENT_SAMPLING_VIOLATION)
+    return sorted(
+        e.attributes[names.SAMPLING_VIOLATION_KIND] for e in span.events if e.name == names.EVENT_SAMPLING_VIOLATION
+    )
 
 
 def requests(t: Telemetry):
-    return t.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING, names.SAMPLING_SUBSTITUTION,
-                    names.DEGRADATION_MODE, names.GEN_AI_RESPONSE_MODEL)
+    return t.counts(
+        names.METRIC_SAMPLING_REQUESTS,
+        names.SAMPLING_ENDING,
+        names.SAMPLING_SUBSTITUTION,
+        names.DEGRADATION_MODE,
+        names.GEN_AI_RESPONSE_MODEL,
+    )
 
 
 class TestTheServedModel:
@@ -116,35 +128,48 @@ class TestTheServedModel:
 
     def test_a_host_reporting_its_configured_model_is_judged_on_the_providers(self, hosted, fake_provider):
         """pydantic-ai reports the model it asked for; the provider served haiku."""
-        host = anthropic_host(fake_provider, ("claude-sonnet-5-5", "served_model=claude-haiku-5-5"),
-                              reports="claude-sonnet-5-5")
+        host = anthropic_host(
+            fake_provider, ("claude-sonnet-5-5", "served_model=claude-haiku-5-5"), reports="claude-sonnet-5-5"
+        )
         anyio.run(call, host)
         span = sampling(hosted)
         a = span.attributes
         assert (a[names.GEN_AI_RESPONSE_MODEL], a[names.SAMPLING_REPORTED_MODEL]) == (
-            "claude-haiku-5-5", "claude-sonnet-5-5")
+            "claude-haiku-5-5",
+            "claude-sonnet-5-5",
+        )
         assert (a[names.SAMPLING_SUBSTITUTION], a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == (
-            "within_policy", "degraded", ("provider_fallback",))
+            "within_policy",
+            "degraded",
+            ("provider_fallback",),
+        )
         assert violations(span) == ["reported_model_mismatch"]
         assert hosted.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
-            ("reported_model_mismatch",): 1}
+            ("reported_model_mismatch",): 1
+        }
         assert requests(hosted) == {("completed", "within_policy", "degraded", "claude-haiku-5-5"): 1}
 
     def test_a_composite_report_naming_the_served_member_is_no_mismatch(self, hosted, fake_provider):
         """pydantic-ai's FallbackModel: the primary served, the composite is kept beside it."""
-        host = anthropic_host(fake_provider, ("claude-sonnet-5-5", ""),
-                              reports="fallback:claude-sonnet-5-5,claude-haiku-5-5")
+        host = anthropic_host(
+            fake_provider, ("claude-sonnet-5-5", ""), reports="fallback:claude-sonnet-5-5,claude-haiku-5-5"
+        )
         anyio.run(call, host)
         span = sampling(hosted)
         a = span.attributes
         assert (a[names.GEN_AI_RESPONSE_MODEL], a[names.SAMPLING_REPORTED_MODEL]) == (
-            "claude-sonnet-5-5", "fallback:claude-sonnet-5-5,claude-haiku-5-5")
+            "claude-sonnet-5-5",
+            "fallback:claude-sonnet-5-5,claude-haiku-5-5",
+        )
         assert (a[names.SAMPLING_SUBSTITUTION], a[names.DEGRADATION_MODE]) == ("none", "primary")
         assert violations(span) == []
 
     def test_a_composite_report_naming_none_of_the_served_model_is_a_mismatch(self, hosted, fake_provider):
-        host = anthropic_host(fake_provider, ("claude-sonnet-5-5", "served_model=claude-opus-5-5"),
-                              reports="fallback:claude-sonnet-5-5,claude-haiku-5-5")
+        host = anthropic_host(
+            fake_provider,
+            ("claude-sonnet-5-5", "served_model=claude-opus-5-5"),
+            reports="fallback:claude-sonnet-5-5,claude-haiku-5-5",
+        )
         anyio.run(call, host)
         span = sampling(hosted)
         assert span.attributes[names.SAMPLING_SUBSTITUTION] == "outside_policy"
@@ -158,8 +183,9 @@ class TestTheServedModel:
             claude = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
             gpt = openai.AsyncOpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0)
             try:
-                message = await claude.messages.create(model="claude-haiku-5-5", max_tokens=8,
-                                                       messages=[{"role": "user", "content": "hi"}])
+                message = await claude.messages.create(
+                    model="claude-haiku-5-5", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+                )
                 await gpt.responses.create(model="gpt-5", input="check", extra_headers={"x-fake-scenario": "failed"})
             finally:
                 await claude.close()
@@ -168,22 +194,32 @@ class TestTheServedModel:
 
         anyio.run(call, host)
         a = sampling(hosted).attributes
-        assert (a[names.SAMPLING_PROVIDER_CALLS], a[names.GEN_AI_RESPONSE_MODEL],
-                a[names.SAMPLING_PROVIDER_MODEL]) == (2, "claude-haiku-5-5", "claude-haiku-5-5")
+        assert (a[names.SAMPLING_PROVIDER_CALLS], a[names.GEN_AI_RESPONSE_MODEL], a[names.SAMPLING_PROVIDER_MODEL]) == (
+            2,
+            "claude-haiku-5-5",
+            "claude-haiku-5-5",
+        )
         assert a[names.SAMPLING_SUBSTITUTION] == "within_policy"
 
-    @pytest.mark.parametrize(("reported", "served", "substitution"), [
-        ("anthropic.claude-haiku-5-5", "claude-haiku-5-5", "within_policy"),  # a provider prefix
-        ("us.anthropic.claude-sonnet-5-5-20261001-v1:0", "claude-sonnet-5-5-20261001", "none"),  # Bedrock
-        ("anthropic/claude-opus-5-5", "claude-opus-5-5", "outside_policy"),  # a path
-    ])
+    @pytest.mark.parametrize(
+        ("reported", "served", "substitution"),
+        [
+            ("anthropic.claude-haiku-5-5", "claude-haiku-5-5", "within_policy"),  # a provider prefix
+            ("us.anthropic.claude-sonnet-5-5-20261001-v1:0", "claude-sonnet-5-5-20261001", "none"),  # Bedrock
+            ("anthropic/claude-opus-5-5", "claude-opus-5-5", "outside_policy"),  # a path
+        ],
+    )
     def test_without_provider_calls_the_report_is_read_as_a_model_id(self, hosted, reported, served, substitution):
         anyio.run(call, lambda ctx, params: _returning(result(reported)))
         a = sampling(hosted).attributes
         assert (a[names.GEN_AI_RESPONSE_MODEL], a[names.SAMPLING_REPORTED_MODEL], a[names.SAMPLING_SUBSTITUTION]) == (
-            served, reported, substitution)
-        assert requests(hosted) == {("completed", substitution, "primary" if substitution == "none" else "degraded",
-                                     served): 1}
+            served,
+            reported,
+            substitution,
+        )
+        assert requests(hosted) == {
+            ("completed", substitution, "primary" if substitution == "none" else "degraded", served): 1
+        }
 
     def test_a_composite_report_without_provider_calls_is_unjudged_and_never_a_label(self, hosted):
         """The member that served is unknown: no served model, the label ``_unknown``; a hint's
@@ -219,8 +255,11 @@ class TestAGatewaysServedModelHeader:
     def test_openai(self, hosted, fake_provider, raw):
         async def host(ctx, params):
             client = openai.AsyncOpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0)
-            kwargs = {"model": "claude-sonnet-5-5", "messages": [{"role": "user", "content": "hi"}],
-                      "extra_headers": {"x-fake-scenario": "gateway_model=claude-haiku-5-5"}}
+            kwargs = {
+                "model": "claude-sonnet-5-5",
+                "messages": [{"role": "user", "content": "hi"}],
+                "extra_headers": {"x-fake-scenario": "gateway_model=claude-haiku-5-5"},
+            }
             try:
                 if raw:
                     completion = (await client.chat.completions.with_raw_response.create(**kwargs)).parse()
@@ -241,8 +280,12 @@ class TestAGatewaysServedModelHeader:
         fixture = _instrumented(telemetry, MCPSamplingInstrumentor, AnthropicInstrumentor)
         next(fixture)
         try:
-            anyio.run(call, anthropic_host(fake_provider, (
-                "claude-sonnet-5-5", "gateway_model=claude-haiku-5-5,gateway_header=x-served-model")))
+            anyio.run(
+                call,
+                anthropic_host(
+                    fake_provider, ("claude-sonnet-5-5", "gateway_model=claude-haiku-5-5,gateway_header=x-served-model")
+                ),
+            )
             anyio.run(call, anthropic_host(fake_provider, ("claude-sonnet-5-5", "gateway_model=claude-opus-5-5")))
         finally:
             next(fixture, None)
@@ -255,11 +298,14 @@ class TestEndingsFromWhatHappened:
 
     def test_a_generic_frame_after_an_overload_is_model_unavailable(self, hosted, fake_provider):
         """fastmcp: a handler's exception becomes -32603 with its text."""
-        anyio.run(call, anthropic_host(fake_provider, ("claude-sonnet-5-5", "status=529"),
-                                       ("claude-haiku-5-5", "status=529")))
+        anyio.run(
+            call, anthropic_host(fake_provider, ("claude-sonnet-5-5", "status=529"), ("claude-haiku-5-5", "status=529"))
+        )
         span = sampling(hosted)
         assert (span.attributes[names.SAMPLING_ENDING], span.attributes[names.ERROR_TYPE]) == (
-            "model.unavailable", "-32603")
+            "model.unavailable",
+            "-32603",
+        )
         assert span.attributes[names.SAMPLING_PROVIDER_CALLS] == 2
 
     def test_a_raised_provider_error_after_an_overload_is_model_unavailable(self, hosted, fake_provider):
@@ -283,9 +329,12 @@ class TestEndingsFromWhatHappened:
         async def host(ctx, params):
             client = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
             try:
-                message = await client.messages.create(model="claude-sonnet-5-5", max_tokens=8,
-                                                       messages=[{"role": "user", "content": "hi"}],
-                                                       extra_headers={"x-fake-scenario": "refusal"})
+                message = await client.messages.create(
+                    model="claude-sonnet-5-5",
+                    max_tokens=8,
+                    messages=[{"role": "user", "content": "hi"}],
+                    extra_headers={"x-fake-scenario": "refusal"},
+                )
             finally:
                 await client.close()
             return result(message.model, stop_reason)
@@ -293,7 +342,10 @@ class TestEndingsFromWhatHappened:
         anyio.run(call, host)
         a = sampling(hosted).attributes
         assert (a[names.SAMPLING_ENDING], a[names.GEN_AI_RESPONSE_MODEL], a[names.DEGRADATION_MODE]) == (
-            "refused", "claude-sonnet-5-5", "primary")
+            "refused",
+            "claude-sonnet-5-5",
+            "primary",
+        )
         assert names.ERROR_TYPE not in a
 
     def test_a_host_declining_by_raising_the_spec_text_is_a_user_denial(self, hosted):
@@ -323,13 +375,15 @@ class TestPolicyWithoutHints:
     """A server that sends no model hints (most public servers) is still held to the policy."""
 
     def test_an_unhinted_request_served_outside_the_permitted_list_is_outside_policy(self, hosted, fake_provider):
-        anyio.run(call, anthropic_host(fake_provider, ("claude-sonnet-5-5", "served_model=claude-opus-5-5")),
-                  UNHINTED)
+        anyio.run(call, anthropic_host(fake_provider, ("claude-sonnet-5-5", "served_model=claude-opus-5-5")), UNHINTED)
         span = sampling(hosted)
         a = span.attributes
         assert names.SAMPLING_MODEL_HINTS not in a
         assert (a[names.SAMPLING_SUBSTITUTION], a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == (
-            "outside_policy", "degraded", ("substitution",))
+            "outside_policy",
+            "degraded",
+            ("substitution",),
+        )
         assert violations(span) == ["model_outside_policy"]
 
     def test_an_unhinted_request_served_by_a_permitted_fallback_is_a_fallback(self, hosted, fake_provider):
@@ -338,5 +392,8 @@ class TestPolicyWithoutHints:
         span = sampling(hosted)
         a = span.attributes
         assert (a[names.SAMPLING_SUBSTITUTION], a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == (
-            "none", "degraded", ("fallback",))
+            "none",
+            "degraded",
+            ("fallback",),
+        )
         assert violations(span) == []

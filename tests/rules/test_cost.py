@@ -84,8 +84,9 @@ class TestQuote:
     def test_without_a_source_only_the_table_prices(self):
         """No price source (genai-prices not installed, or ``OTEL_SAMPLING_PRICE_SOURCE=none``)."""
         assert None is cost.quote({}, None, "anthropic", "claude-sonnet-4-5-20250929", 525)
-        assert cost.Quote(HAIKU, "policy") == cost.quote({"claude-haiku-5-5": HAIKU}, None, "anthropic",
-                                                          "claude-haiku-5-5", 525)
+        assert cost.Quote(HAIKU, "policy") == cost.quote(
+            {"claude-haiku-5-5": HAIKU}, None, "anthropic", "claude-haiku-5-5", 525
+        )
 
     def test_no_model_no_price(self):
         source = Source()

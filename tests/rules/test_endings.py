@@ -39,53 +39,68 @@ if sys.version_info < (3, 11):  # anyio brings the backport there
     from exceptiongroup import ExceptionGroup
 
 #: The policy file's ``[[ending_rules]]`` of a host whose denials use their own code and message.
-HOST_RULES = (EndingRule(ending="policy.budget_exhausted", code=-32099),
-              EndingRule(ending="policy.denied", message_contains="QUOTA"))
-ending_rules = st.lists(st.builds(EndingRule, ending=st.sampled_from([e for e in names.ENDINGS if e != "completed"]),
-                                  code=st.none() | codes, message_contains=st.none() | hostile_text), max_size=3)
+HOST_RULES = (
+    EndingRule(ending="policy.budget_exhausted", code=-32099),
+    EndingRule(ending="policy.denied", message_contains="QUOTA"),
+)
+ending_rules = st.lists(
+    st.builds(
+        EndingRule,
+        ending=st.sampled_from([e for e in names.ENDINGS if e != "completed"]),
+        code=st.none() | codes,
+        message_contains=st.none() | hostile_text,
+    ),
+    max_size=3,
+)
 
 
 class TestErrorFrames:
     """``from_error_frame``: an ``ErrorData`` returned, or the frame of an ``MCPError`` raised."""
 
-    @pytest.mark.parametrize(("ending", "code", "data"), [
-        # 1. data.reason is itself an ending other than completed: that ending
-        ("policy.budget_exhausted", -32003, {"reason": "policy.budget_exhausted"}),
-        ("model.unavailable", -32603, {"reason": "model.unavailable"}),  # whatever the code
-        ("error", -32603, {"reason": "completed"}),  # an error frame is never a completion
-        # 2. code -1 (MCP spec: user rejected sampling request)
-        ("user.denied", -1, None),
-        ("user.denied", -1, {"reason": "policy:pii"}),  # not an ending: the code decides
-        # 3. the policy refusal code (default -31003), or -32003, the code hosts sent before
-        ("policy.denied", -31003, None),
-        ("policy.denied", -31003, {"reason": "something-else"}),
-        ("policy.denied", -32003, None),
-        ("policy.denied", -32003, {"reason": "something-else"}),
-        ("policy.denied", -32003, "not a mapping"),
-        # 4. code -32001 (mcp REQUEST_TIMEOUT)
-        ("timeout", -32001, None),
-        # 5. anything else
-        ("error", 0, None),
-        ("error", -32600, None),
-    ])
+    @pytest.mark.parametrize(
+        ("ending", "code", "data"),
+        [
+            # 1. data.reason is itself an ending other than completed: that ending
+            ("policy.budget_exhausted", -32003, {"reason": "policy.budget_exhausted"}),
+            ("model.unavailable", -32603, {"reason": "model.unavailable"}),  # whatever the code
+            ("error", -32603, {"reason": "completed"}),  # an error frame is never a completion
+            # 2. code -1 (MCP spec: user rejected sampling request)
+            ("user.denied", -1, None),
+            ("user.denied", -1, {"reason": "policy:pii"}),  # not an ending: the code decides
+            # 3. the policy refusal code (default -31003), or -32003, the code hosts sent before
+            ("policy.denied", -31003, None),
+            ("policy.denied", -31003, {"reason": "something-else"}),
+            ("policy.denied", -32003, None),
+            ("policy.denied", -32003, {"reason": "something-else"}),
+            ("policy.denied", -32003, "not a mapping"),
+            # 4. code -32001 (mcp REQUEST_TIMEOUT)
+            ("timeout", -32001, None),
+            # 5. anything else
+            ("error", 0, None),
+            ("error", -32600, None),
+        ],
+    )
     def test_the_first_matching_rule_decides(self, ending, code, data):
         """The "Ending rules" table, first match wins; ``error.type`` is the code as a string."""
         got = endings.from_error_frame(code, data)
 
         assert (ending, str(code)) == (got.ending, got.error_type)
 
-    @pytest.mark.parametrize(("ending", "code", "message"), [
-        # the MCP spec's rejection text, whatever the code: fastmcp sends a handler's refusal as -32603
-        ("user.denied", -32603, "User rejected sampling request"),
-        ("user.denied", -32000, "User rejected sampling request"),
-        ("user.denied", -1, "User rejected sampling request"),
-        ("error", -32603, "user rejected the request"),  # another text: a generic failure
-        # the mcp SDK's default answer without a sampling callback (1.x and 2.x): -32600 "Sampling not supported"
-        ("host.unsupported", -32600, "Sampling not supported"),
-        ("error", -32603, "Sampling not supported"),  # the text with another code is not the SDK's answer
-        ("error", -32600, "Invalid request"),
-        ("error", -32603, None),
-    ])
+    @pytest.mark.parametrize(
+        ("ending", "code", "message"),
+        [
+            # the MCP spec's rejection text, whatever the code: fastmcp sends a handler's refusal as -32603
+            ("user.denied", -32603, "User rejected sampling request"),
+            ("user.denied", -32000, "User rejected sampling request"),
+            ("user.denied", -1, "User rejected sampling request"),
+            ("error", -32603, "user rejected the request"),  # another text: a generic failure
+            # the mcp SDK's default answer without a sampling callback (1.x and 2.x): -32600 "Sampling not supported"
+            ("host.unsupported", -32600, "Sampling not supported"),
+            ("error", -32603, "Sampling not supported"),  # the text with another code is not the SDK's answer
+            ("error", -32600, "Invalid request"),
+            ("error", -32603, None),
+        ],
+    )
     def test_the_spec_and_sdk_texts_decide_before_the_codes(self, ending, code, message):
         """Rules 3 and 4: the spec's rejection text (any code), the SDK's "not supported" answer."""
         got = endings.from_error_frame(code, None, message)
@@ -94,28 +109,36 @@ class TestErrorFrames:
 
     def test_data_reason_and_host_rules_come_before_the_texts(self):
         """Rules 1 and 2 still come first."""
-        assert "policy.denied" == endings.from_error_frame(
-            -32603, {"reason": "policy.denied"}, "User rejected sampling request").ending
+        assert (
+            "policy.denied"
+            == endings.from_error_frame(-32603, {"reason": "policy.denied"}, "User rejected sampling request").ending
+        )
         rules = (EndingRule(ending="policy.denied", message_contains="rejected"),)
         assert "policy.denied" == endings.from_error_frame(-32603, None, "User rejected sampling request", rules).ending
 
-    @pytest.mark.parametrize(("generic", "code", "message"), [
-        (True, -32603, "Error code: 503 - fake server_error (503)"),  # fastmcp: an exception's text
-        (False, -32603, "User rejected sampling request"),  # a decline, not a failure
-        (True, -32603, None),
-        (False, -32602, "Invalid request parameters"),
-        (False, -1, "User rejected sampling request"),
-    ])
+    @pytest.mark.parametrize(
+        ("generic", "code", "message"),
+        [
+            (True, -32603, "Error code: 503 - fake server_error (503)"),  # fastmcp: an exception's text
+            (False, -32603, "User rejected sampling request"),  # a decline, not a failure
+            (True, -32603, None),
+            (False, -32602, "Invalid request parameters"),
+            (False, -1, "User rejected sampling request"),
+        ],
+    )
     def test_a_generic_frame_is_an_internal_error_read_as_error(self, generic, code, message):
         """``is_generic_frame``: ``-32603`` (JSON-RPC 2.0 Internal error) that no rule named."""
         assert generic is endings.is_generic_frame(code, endings.from_error_frame(code, None, message))
 
-    @pytest.mark.parametrize(("ending", "code", "data", "message"), [
-        ("policy.budget_exhausted", -32099, None, "over budget"),  # a host rule by code
-        ("policy.denied", -32000, None, "monthly quota hit"),  # by message, case-insensitive
-        ("user.denied", -32099, {"reason": "user.denied"}, "x"),  # data.reason still comes first
-        ("user.denied", -1, None, "User rejected"),  # the built-in rules come after the host's
-    ])
+    @pytest.mark.parametrize(
+        ("ending", "code", "data", "message"),
+        [
+            ("policy.budget_exhausted", -32099, None, "over budget"),  # a host rule by code
+            ("policy.denied", -32000, None, "monthly quota hit"),  # by message, case-insensitive
+            ("user.denied", -32099, {"reason": "user.denied"}, "x"),  # data.reason still comes first
+            ("user.denied", -1, None, "User rejected"),  # the built-in rules come after the host's
+        ],
+    )
     def test_host_rules_come_after_data_reason_and_before_the_built_in_codes(self, ending, code, data, message):
         """Rule 1b: the policy file's ``[[ending_rules]]``, in file order."""
         assert ending == endings.from_error_frame(code, data, message, HOST_RULES).ending
@@ -139,8 +162,9 @@ class TestErrorFrames:
 
     def test_resets_at_is_read_from_data(self):
         """``data.resetsAt`` is kept when it is a string, else dropped."""
-        got = endings.from_error_frame(-32003, {"reason": "policy.budget_exhausted",
-                                                "resetsAt": "2026-12-01T00:00:00Z"})
+        got = endings.from_error_frame(
+            -32003, {"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"}
+        )
 
         assert "2026-12-01T00:00:00Z" == got.resets_at
         assert None is endings.from_error_frame(-32003, {"resetsAt": 12}).resets_at
@@ -182,10 +206,17 @@ class TestStatusCodes:
 class TestResults:
     """``from_result``: a ``CreateMessageResult`` by its ``stopReason`` (an open string in MCP)."""
 
-    @pytest.mark.parametrize(("ending", "stop_reason"), [
-        ("completed", "endTurn"), ("completed", "maxTokens"), ("completed", "toolUse"), ("completed", None),
-        ("refused", "refusal"), ("refused", "content_filter"),
-    ])
+    @pytest.mark.parametrize(
+        ("ending", "stop_reason"),
+        [
+            ("completed", "endTurn"),
+            ("completed", "maxTokens"),
+            ("completed", "toolUse"),
+            ("completed", None),
+            ("refused", "refusal"),
+            ("refused", "content_filter"),
+        ],
+    )
     def test_a_result_is_completed_unless_the_model_refused(self, ending, stop_reason):
         """``refusal`` (anthropic) and ``content_filter`` (openai) say the model declined."""
         assert ending == endings.from_result(stop_reason).ending
@@ -196,20 +227,24 @@ class TestResults:
         """Any stopReason: ``refused`` for the two refusal reasons, else ``completed``; no error.type."""
         got = endings.from_result(stop_reason)
 
-        assert (names.ENDING_REFUSED if stop_reason in ("refusal", "content_filter")
-                else names.ENDING_COMPLETED) == got.ending
+        assert (
+            names.ENDING_REFUSED if stop_reason in ("refusal", "content_filter") else names.ENDING_COMPLETED
+        ) == got.ending
         assert None is got.error_type
 
 
 class TestCancellations:
     """``from_cancellation`` by the peer's ``notifications/cancelled`` reason; ``is_cancellation``."""
 
-    @pytest.mark.parametrize(("ending", "reason"), [
-        ("timeout", "timed out after 0.5s"),  # mcp SDK: jsonrpc_dispatcher "timed out after {t}s"
-        ("timeout", "Request timeout"),
-        ("cancelled", "caller cancelled"),
-        ("cancelled", None),
-    ])
+    @pytest.mark.parametrize(
+        ("ending", "reason"),
+        [
+            ("timeout", "timed out after 0.5s"),  # mcp SDK: jsonrpc_dispatcher "timed out after {t}s"
+            ("timeout", "Request timeout"),
+            ("cancelled", "caller cancelled"),
+            ("cancelled", None),
+        ],
+    )
     def test_a_cancel_that_says_it_timed_out_is_a_timeout(self, ending, reason):
         """A reason mentioning a timeout: ``timeout``; any other cancel: ``cancelled``."""
         assert ending == endings.from_cancellation(reason).ending
@@ -245,7 +280,8 @@ class TestExceptions:
         """mcp sends a raising callback's text as the frame's message (``MCPError(INTERNAL_ERROR, str(e))``):
         a host that declines by raising with the spec's text declined."""
         assert ("user.denied", "RuntimeError", None) == endings.from_exception(
-            RuntimeError("User rejected sampling request"))
+            RuntimeError("User rejected sampling request")
+        )
         assert "error" == endings.from_exception(RuntimeError("User rejected sampling request", 1)).ending
 
     @pytest.mark.parametrize("exc", [KeyboardInterrupt(), SystemExit(1)])
@@ -263,8 +299,10 @@ class TestExceptions:
     @needs_mcp2
     def test_a_group_of_one_mcp_error_is_classified_by_its_frame(self):
         """anyio task groups wrap what a callback raised (the mcp 2026-07-28 input-required driver)."""
-        group = ExceptionGroup("unhandled errors in a TaskGroup", [
-            MCPError(-32003, "Daily limit", data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01"})])
+        group = ExceptionGroup(
+            "unhandled errors in a TaskGroup",
+            [MCPError(-32003, "Daily limit", data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01"})],
+        )
 
         assert Ending("policy.budget_exhausted", "-32003", "2026-12-01") == endings.from_exception(group)
 
@@ -285,8 +323,7 @@ class TestExceptions:
     @given(exc=exceptions, rules=ending_rules)
     def test_every_exception_gets_one_ending(self, exc, rules):
         """Any exception or group, any host rules: one ending, never ``completed``, an error.type."""
-        got = (endings.from_cancellation(None) if endings.is_cancellation(exc)
-               else endings.from_exception(exc, rules))
+        got = endings.from_cancellation(None) if endings.is_cancellation(exc) else endings.from_exception(exc, rules)
 
         assert got.ending in names.ENDINGS and got.ending != names.ENDING_COMPLETED
         assert isinstance(got.error_type, str) and got.error_type
@@ -315,11 +352,14 @@ class TestWhatHappened:
     frame is a host's generic failure or the result hides what the calls did (the rows of
     ``WHAT_HAPPENED``, docs/telemetry.md "Ending rules")."""
 
-    @pytest.mark.parametrize(("ending", "last"), [
-        (OVERLOADED, OVERLOADED),  # fastmcp: -32603 "Error code: 529 ..." after a 529
-        (Ending("timeout", "-32603"), TIMED_OUT),
-        (Ending("refused", "-32603"), REFUSED_CALL),  # a host that raises on a refusal
-    ])
+    @pytest.mark.parametrize(
+        ("ending", "last"),
+        [
+            (OVERLOADED, OVERLOADED),  # fastmcp: -32603 "Error code: 529 ..." after a 529
+            (Ending("timeout", "-32603"), TIMED_OUT),
+            (Ending("refused", "-32603"), REFUSED_CALL),  # a host that raises on a refusal
+        ],
+    )
     def test_a_generic_frame_after_a_failed_call_ends_as_that_call(self, ending, last):
         """Row a: the call's ending; ``error.type`` stays the frame's code."""
         frame = Ending("error", "-32603")
@@ -366,7 +406,8 @@ class TestWhatHappened:
         assert [rule.name for rule in endings.WHAT_HAPPENED] == [
             "a generic failure after a provider call that failed or was refused",
             "a result while every provider call failed",
-            "a completed result produced by a refused provider call"]
+            "a completed result produced by a refused provider call",
+        ]
 
 
 class TestQualifiedName:
@@ -385,9 +426,15 @@ class TestQualifiedName:
 class TestFinishReasons:
     """``finish_reasons``: ``gen_ai.response.finish_reasons`` from one stop reason."""
 
-    @pytest.mark.parametrize(("reasons", "stop_reason"), [
-        (("endTurn",), "endTurn"), ((), None), ((), ""), ((), 3),
-    ])
+    @pytest.mark.parametrize(
+        ("reasons", "stop_reason"),
+        [
+            (("endTurn",), "endTurn"),
+            ((), None),
+            ((), ""),
+            ((), 3),
+        ],
+    )
     def test_one_reason_or_none(self, reasons, stop_reason):
         """A non-empty string is the one reason; anything else gives none."""
         assert reasons == endings.finish_reasons(stop_reason)
@@ -409,8 +456,9 @@ class TestOrFallback:
 
         fallback = Ending("error", "-32099")
 
-        assert fallback == endings.or_fallback(endings.from_error_frame, fallback, -32099, None, "x",
-                                               (Broken(ending="policy.denied", code=-32099),))
+        assert fallback == endings.or_fallback(
+            endings.from_error_frame, fallback, -32099, None, "x", (Broken(ending="policy.denied", code=-32099),)
+        )
 
 
 # ---------------------------------------------------------------- provider calls
@@ -445,33 +493,47 @@ class TestProviderFailures:
     """``failure_of``: ``error.type`` and ending of a provider SDK exception (docs/telemetry.md
     "Provider ``error.type`` values" and "Provider call endings")."""
 
-    @pytest.mark.parametrize(("expected", "exc"), [
-        (("cancelled", "cancelled"), asyncio.CancelledError()),
-        (("timeout", "timeout"), anthropic.APITimeoutError(request=ANTHROPIC_REQUEST)),
-        (("timeout", "timeout"), httpx2.ReadTimeout("read")),
-        (("connection_error", "model.unavailable"), anthropic.APIConnectionError(request=ANTHROPIC_REQUEST)),
-        (("connection_error", "model.unavailable"), httpx2.RemoteProtocolError("dropped")),
-        (("overloaded_error", "model.unavailable"), anthropic_envelope(529, "overloaded_error")),
-        (("rate_limit_error", "model.unavailable"), anthropic_envelope(429, "rate_limit_error")),
-        (("503", "model.unavailable"), anthropic_status_error(503, "upstream down")),  # a non-JSON body: the status
-        (("timeout_error", "timeout"), anthropic_envelope(408, "timeout_error")),
-        (("invalid_request_error", "error"), anthropic_envelope(400, "invalid_request_error")),
-        (("ValueError", "error"), ValueError("ours")),
-    ])
+    @pytest.mark.parametrize(
+        ("expected", "exc"),
+        [
+            (("cancelled", "cancelled"), asyncio.CancelledError()),
+            (("timeout", "timeout"), anthropic.APITimeoutError(request=ANTHROPIC_REQUEST)),
+            (("timeout", "timeout"), httpx2.ReadTimeout("read")),
+            (("connection_error", "model.unavailable"), anthropic.APIConnectionError(request=ANTHROPIC_REQUEST)),
+            (("connection_error", "model.unavailable"), httpx2.RemoteProtocolError("dropped")),
+            (("overloaded_error", "model.unavailable"), anthropic_envelope(529, "overloaded_error")),
+            (("rate_limit_error", "model.unavailable"), anthropic_envelope(429, "rate_limit_error")),
+            (("503", "model.unavailable"), anthropic_status_error(503, "upstream down")),  # a non-JSON body: the status
+            (("timeout_error", "timeout"), anthropic_envelope(408, "timeout_error")),
+            (("invalid_request_error", "error"), anthropic_envelope(400, "invalid_request_error")),
+            (("ValueError", "error"), ValueError("ours")),
+        ],
+    )
     def test_anthropic_exceptions(self, expected, exc):
         """anthropic's envelope ``type``, else the status, else the transport failure's kind."""
         assert Failure(*expected) == failure_of(exc, TIMEOUTS, CONNECTIONS)
 
-    @pytest.mark.parametrize(("expected", "exc"), [
-        (("insufficient_quota", "model.unavailable"),
-         openai_status_error(429, {"message": "quota", "type": "insufficient_quota", "code": "insufficient_quota"})),
-        (("model_not_found", "error"),  # the code comes before the type
-         openai_status_error(400, {"message": "x", "type": "invalid_request_error", "code": "model_not_found"})),
-        (("server_error", "model.unavailable"),  # no code: the type
-         openai_status_error(500, {"message": "x", "type": "server_error", "code": None})),
-        (("timeout", "timeout"), openai.APITimeoutError(request=OPENAI_REQUEST)),  # subclasses APIConnectionError
-        (("504", "timeout"), openai_status_error(504, {"message": "gateway"})),
-    ])
+    @pytest.mark.parametrize(
+        ("expected", "exc"),
+        [
+            (
+                ("insufficient_quota", "model.unavailable"),
+                openai_status_error(
+                    429, {"message": "quota", "type": "insufficient_quota", "code": "insufficient_quota"}
+                ),
+            ),
+            (
+                ("model_not_found", "error"),  # the code comes before the type
+                openai_status_error(400, {"message": "x", "type": "invalid_request_error", "code": "model_not_found"}),
+            ),
+            (
+                ("server_error", "model.unavailable"),  # no code: the type
+                openai_status_error(500, {"message": "x", "type": "server_error", "code": None}),
+            ),
+            (("timeout", "timeout"), openai.APITimeoutError(request=OPENAI_REQUEST)),  # subclasses APIConnectionError
+            (("504", "timeout"), openai_status_error(504, {"message": "gateway"})),
+        ],
+    )
     def test_openai_exceptions(self, expected, exc):
         """openai's envelope ``code``, then its ``type``; a timeout before a connection failure."""
         assert Failure(*expected) == failure_of(exc, OPENAI_TIMEOUTS, OPENAI_CONNECTIONS, OPENAI_ENVELOPE)
@@ -492,30 +554,43 @@ class TestProviderFailures:
 
         assert failure.ending in names.ENDINGS and isinstance(failure.error_type, str) and failure.error_type
 
-    @pytest.mark.parametrize(("expected", "exc"), [
-        (("cancelled", "cancelled"), asyncio.CancelledError()),
-        (("ValueError", "error"), ValueError("x")),
-    ])
+    @pytest.mark.parametrize(
+        ("expected", "exc"),
+        [
+            (("cancelled", "cancelled"), asyncio.CancelledError()),
+            (("ValueError", "error"), ValueError("x")),
+        ],
+    )
     def test_the_fallback_when_classifying_failed(self, expected, exc):
         """``fallback_failure``: a cancellation stays ``cancelled``; anything else is ``error``."""
         assert Failure(*expected) == fallback_failure(exc)
 
 
 usage_counts = st.none() | st.integers(min_value=-(2**70), max_value=2**70) | hostile_text | st.booleans()
-responses = st.builds(Response, model=st.none() | hostile_text, response_id=st.none() | hostile_text,
-                      finish_reasons=st.lists(hostile_text | st.sampled_from(["refusal", "content_filter"]),
-                                              max_size=3).map(tuple),
-                      usage=st.builds(Usage, usage_counts, usage_counts, usage_counts, usage_counts),
-                      provider_fallback=st.booleans(), output=st.none(),
-                      error_type=st.none() | hostile_text | st.sampled_from(["overloaded_error", "timeout_error"]))
+responses = st.builds(
+    Response,
+    model=st.none() | hostile_text,
+    response_id=st.none() | hostile_text,
+    finish_reasons=st.lists(hostile_text | st.sampled_from(["refusal", "content_filter"]), max_size=3).map(tuple),
+    usage=st.builds(Usage, usage_counts, usage_counts, usage_counts, usage_counts),
+    provider_fallback=st.booleans(),
+    output=st.none(),
+    error_type=st.none() | hostile_text | st.sampled_from(["overloaded_error", "timeout_error"]),
+)
 
 
 class TestProviderAnswers:
     """``answer_ending``: a call that raised nothing, or failed without an exception."""
 
-    @pytest.mark.parametrize(("ending", "reasons"), [
-        ("completed", ("end_turn",)), ("refused", ("refusal",)), ("refused", ("content_filter",)), ("completed", ()),
-    ])
+    @pytest.mark.parametrize(
+        ("ending", "reasons"),
+        [
+            ("completed", ("end_turn",)),
+            ("refused", ("refusal",)),
+            ("refused", ("content_filter",)),
+            ("completed", ()),
+        ],
+    )
     def test_a_response_is_completed_unless_a_finish_reason_refused(self, ending, reasons):
         """anthropic ``stop_reason="refusal"``, openai ``finish_reason="content_filter"``."""
         assert ending == answer_ending(Response("m", None, reasons, Usage()), None).ending
@@ -524,18 +599,25 @@ class TestProviderAnswers:
         """A stream that ended without its terminal event."""
         assert "error" == answer_ending(None, names.ERROR_TYPE_INCOMPLETE_STREAM).ending
 
-    @pytest.mark.parametrize(("ending", "error_type"), [
-        ("model.unavailable", "server_error"),  # openai Responses status failed with error.code server_error
-        ("timeout", "timeout_error"),
-        ("error", "failed"),  # status failed without a code
-    ])
+    @pytest.mark.parametrize(
+        ("ending", "error_type"),
+        [
+            ("model.unavailable", "server_error"),  # openai Responses status failed with error.code server_error
+            ("timeout", "timeout_error"),
+            ("error", "failed"),  # status failed without a code
+        ],
+    )
     def test_a_failure_the_answer_reports_follows_the_envelope_rule(self, ending, error_type):
         """openai Responses failures that raise nothing end like an envelope of that type."""
         assert ending == answer_ending(None, error_type).ending
 
     @settings(max_examples=300)
-    @given(response=st.none() | responses, error_type=st.none() | hostile_text | st.sampled_from(
-        ["overloaded_error", "rate_limit_exceeded", "timeout_error", "server_error"]))
+    @given(
+        response=st.none() | responses,
+        error_type=st.none()
+        | hostile_text
+        | st.sampled_from(["overloaded_error", "rate_limit_exceeded", "timeout_error", "server_error"]),
+    )
     def test_every_provider_answer_gets_one_ending(self, response, error_type):
         """Whatever the answer held."""
         assert answer_ending(response, error_type).ending in names.ENDINGS
@@ -546,9 +628,11 @@ class TestStreamEndings:
 
     def test_a_complete_stream_ends_by_its_answer(self):
         assert Ending("completed") == endings.stream_ending(
-            Response("m", "id", ("end_turn",), Usage(), answered=True), complete=True, exhausted=True)
+            Response("m", "id", ("end_turn",), Usage(), answered=True), complete=True, exhausted=True
+        )
         assert Ending("refused") == endings.stream_ending(
-            Response("m", "id", ("refusal",), Usage(), answered=True), complete=True, exhausted=False)
+            Response("m", "id", ("refusal",), Usage(), answered=True), complete=True, exhausted=False
+        )
 
     def test_read_to_the_end_without_its_final_event_is_an_incomplete_stream(self):
         assert Ending("error", "incomplete_stream") == endings.stream_ending(None, complete=False, exhausted=True)

@@ -28,32 +28,35 @@ from otel_sampling.rules.model_names import (
 class TestNormalise:
     """``normalise``: a path, one provider prefix and Bedrock's version suffix come off."""
 
-    @pytest.mark.parametrize(("reported", "model"), [
-        ("claude-sonnet-4-5", "claude-sonnet-4-5"),
-        # dotted provider prefixes: other hosts' names, Bedrock ids and inference profiles
-        ("anthropic.claude-sonnet-4-5", "claude-sonnet-4-5"),
-        ("generic.gpt-4o", "gpt-4o"),
-        ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
-        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
-        ("anthropic.claude-opus-4-6-v1", "claude-opus-4-6"),
-        ("anthropic.claude-v2:1", "claude-v2:1"),  # Claude 2.1: the version names the model
-        # pydantic-ai provider:model ids
-        ("openai:gpt-4o", "gpt-4o"),
-        ("google-gla:gemini-2.5-pro", "gemini-2.5-pro"),
-        ("bedrock:us.anthropic.claude-3-5-sonnet-20241022-v2:0", "claude-3-5-sonnet-20241022"),
-        # paths
-        ("anthropic/claude-sonnet-4.5", "claude-sonnet-4.5"),
-        ("models/gemini-2.5-pro", "gemini-2.5-pro"),
-        ("gateway/openai:gpt-5", "gpt-5"),
-        # dots and colons that belong to the model
-        ("gpt-4.1", "gpt-4.1"),
-        ("claude-3.5-sonnet", "claude-3.5-sonnet"),
-        ("llama3:latest", "llama3:latest"),
-        ("mistral:7b", "mistral:7b"),
-        ("phi:chat", "phi:chat"),
-        ("o3", "o3"),
-        ("Claude Sonnet 4.5", "Claude Sonnet 4.5"),  # a display name: no prefix to take off
-    ])
+    @pytest.mark.parametrize(
+        ("reported", "model"),
+        [
+            ("claude-sonnet-4-5", "claude-sonnet-4-5"),
+            # dotted provider prefixes: other hosts' names, Bedrock ids and inference profiles
+            ("anthropic.claude-sonnet-4-5", "claude-sonnet-4-5"),
+            ("generic.gpt-4o", "gpt-4o"),
+            ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
+            ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
+            ("anthropic.claude-opus-4-6-v1", "claude-opus-4-6"),
+            ("anthropic.claude-v2:1", "claude-v2:1"),  # Claude 2.1: the version names the model
+            # pydantic-ai provider:model ids
+            ("openai:gpt-4o", "gpt-4o"),
+            ("google-gla:gemini-2.5-pro", "gemini-2.5-pro"),
+            ("bedrock:us.anthropic.claude-3-5-sonnet-20241022-v2:0", "claude-3-5-sonnet-20241022"),
+            # paths
+            ("anthropic/claude-sonnet-4.5", "claude-sonnet-4.5"),
+            ("models/gemini-2.5-pro", "gemini-2.5-pro"),
+            ("gateway/openai:gpt-5", "gpt-5"),
+            # dots and colons that belong to the model
+            ("gpt-4.1", "gpt-4.1"),
+            ("claude-3.5-sonnet", "claude-3.5-sonnet"),
+            ("llama3:latest", "llama3:latest"),
+            ("mistral:7b", "mistral:7b"),
+            ("phi:chat", "phi:chat"),
+            ("o3", "o3"),
+            ("Claude Sonnet 4.5", "Claude Sonnet 4.5"),  # a display name: no prefix to take off
+        ],
+    )
     def test_the_provider_model_id(self, reported, model):
         assert model == normalise(reported)
 
@@ -75,12 +78,14 @@ class TestReadReport:
     def test_pydantic_ai_fallback_model_name(self):
         """``FallbackModel(AnthropicModel("claude-sonnet-4-5"), AnthropicModel("claude-haiku-4-5")).model_name``."""
         assert ReportedModel(("claude-sonnet-4-5", "claude-haiku-4-5"), True) == read_report(
-            "fallback:claude-sonnet-4-5,claude-haiku-4-5")
+            "fallback:claude-sonnet-4-5,claude-haiku-4-5"
+        )
 
     def test_a_fallback_model_among_the_members(self):
         """A nested ``FallbackModel`` names its members behind its own ``fallback:``."""
         assert ("gpt-4o", "claude-haiku-4-5", "gpt-4o-mini") == read_report(
-            "fallback:fallback:gpt-4o,claude-haiku-4-5,openai:gpt-4o-mini").members
+            "fallback:fallback:gpt-4o,claude-haiku-4-5,openai:gpt-4o-mini"
+        ).members
 
     def test_a_hostile_composite_is_read_up_to_its_first_members(self):
         report = read_report("fallback:" + ",".join(f"m-{i}" for i in range(100_000)))
@@ -99,7 +104,8 @@ class TestServedMember:
     def test_a_composite_of_one_model_does(self):
         assert "claude-sonnet-4-5" == served_member(read_report("fallback:claude-sonnet-4-5"))
         assert "claude-sonnet-4-5" == served_member(
-            read_report("fallback:claude-sonnet-4-5,claude-sonnet-4-5-20250929"))
+            read_report("fallback:claude-sonnet-4-5,claude-sonnet-4-5-20250929")
+        )
 
     def test_an_empty_composite_names_nothing(self):
         assert served_member(read_report("fallback:")) is None
@@ -108,13 +114,16 @@ class TestServedMember:
 class TestSameModelName:
     """``same_model_name``: one model up to case and a snapshot suffix."""
 
-    @pytest.mark.parametrize(("same", "a", "b"), [
-        (True, "claude-sonnet-4-5", "claude-sonnet-4-5-20250929"),
-        (True, "Claude-Sonnet-4-5", "claude-sonnet-4-5"),
-        (True, "gpt-4o-2024-08-06", "gpt-4o"),
-        (False, "gpt-4o", "gpt-4o-mini"),
-        (False, "claude-sonnet-4-5", "claude-haiku-4-5"),
-    ])
+    @pytest.mark.parametrize(
+        ("same", "a", "b"),
+        [
+            (True, "claude-sonnet-4-5", "claude-sonnet-4-5-20250929"),
+            (True, "Claude-Sonnet-4-5", "claude-sonnet-4-5"),
+            (True, "gpt-4o-2024-08-06", "gpt-4o"),
+            (False, "gpt-4o", "gpt-4o-mini"),
+            (False, "claude-sonnet-4-5", "claude-haiku-4-5"),
+        ],
+    )
     def test_case_and_snapshots(self, same, a, b):
         assert same is same_model_name(a, b)
 
@@ -122,17 +131,20 @@ class TestSameModelName:
 class TestReportsAnotherModel:
     """``reports_another_model``: the host's report names none of what the provider served."""
 
-    @pytest.mark.parametrize(("mismatch", "reported", "served"), [
-        (False, "claude-sonnet-4-5", "claude-sonnet-4-5-20250929"),  # a snapshot of the same model
-        (False, "anthropic.claude-sonnet-4-5", "claude-sonnet-4-5"),  # a prefix is not another model
-        (False, "CLAUDE-SONNET-4-5", "claude-sonnet-4-5"),
-        (True, "claude-sonnet-4-5", "claude-haiku-4-5"),  # the host's configured name, not the provider's
-        # a composite names its candidates: a member that served is no mismatch, a model none names is
-        (False, "fallback:claude-sonnet-4-5,claude-haiku-4-5", "claude-haiku-4-5"),
-        (True, "fallback:claude-sonnet-4-5,claude-haiku-4-5", "claude-opus-4-1"),
-        (False, None, "claude-haiku-4-5"),  # nothing reported
-        (False, "claude-sonnet-4-5", None),  # nothing served
-        (False, "", "claude-haiku-4-5"),  # an empty report names nothing
-    ])
+    @pytest.mark.parametrize(
+        ("mismatch", "reported", "served"),
+        [
+            (False, "claude-sonnet-4-5", "claude-sonnet-4-5-20250929"),  # a snapshot of the same model
+            (False, "anthropic.claude-sonnet-4-5", "claude-sonnet-4-5"),  # a prefix is not another model
+            (False, "CLAUDE-SONNET-4-5", "claude-sonnet-4-5"),
+            (True, "claude-sonnet-4-5", "claude-haiku-4-5"),  # the host's configured name, not the provider's
+            # a composite names its candidates: a member that served is no mismatch, a model none names is
+            (False, "fallback:claude-sonnet-4-5,claude-haiku-4-5", "claude-haiku-4-5"),
+            (True, "fallback:claude-sonnet-4-5,claude-haiku-4-5", "claude-opus-4-1"),
+            (False, None, "claude-haiku-4-5"),  # nothing reported
+            (False, "claude-sonnet-4-5", None),  # nothing served
+            (False, "", "claude-haiku-4-5"),  # an empty report names nothing
+        ],
+    )
     def test_reported_against_served(self, mismatch, reported, served):
         assert mismatch is reports_another_model(reported, served)

@@ -26,19 +26,22 @@ from otel_sampling.rules.server_names import (
 class TestStableName:
     """``stable_name``: a generated name's generator prefix with ``-*``; any other name itself."""
 
-    @pytest.mark.parametrize(("name", "stable"), [
-        ("FastMCP-3a7f", "FastMCP-*"),  # FastMCP()
-        ("FastMCPProxy-09be", "FastMCPProxy-*"),  # FastMCP.as_proxy(...) / create_proxy(...)
-        ("TicketServer-c2d1", "TicketServer-*"),  # class TicketServer(FastMCP), built without a name
-        ("tickets", "tickets"),
-        ("tickets-c2d1", "tickets-c2d1"),  # not a class name: a name someone chose
-        ("FastMCP-3A7F", "FastMCP-3A7F"),  # token_hex is lower case
-        ("FastMCP-3a7", "FastMCP-3a7"),  # token_hex(2) is 4 digits
-        ("FastMCP-3a7f0", "FastMCP-3a7f0"),
-        ("FastMCP-tickets-3a7f", "FastMCP-tickets-3a7f"),  # generate_name(name) is never used for a server
-        ("mcp-server", "mcp-server"),  # an SDK default is stable already
-        (None, None),
-    ])
+    @pytest.mark.parametrize(
+        ("name", "stable"),
+        [
+            ("FastMCP-3a7f", "FastMCP-*"),  # FastMCP()
+            ("FastMCPProxy-09be", "FastMCPProxy-*"),  # FastMCP.as_proxy(...) / create_proxy(...)
+            ("TicketServer-c2d1", "TicketServer-*"),  # class TicketServer(FastMCP), built without a name
+            ("tickets", "tickets"),
+            ("tickets-c2d1", "tickets-c2d1"),  # not a class name: a name someone chose
+            ("FastMCP-3A7F", "FastMCP-3A7F"),  # token_hex is lower case
+            ("FastMCP-3a7", "FastMCP-3a7"),  # token_hex(2) is 4 digits
+            ("FastMCP-3a7f0", "FastMCP-3a7f0"),
+            ("FastMCP-tickets-3a7f", "FastMCP-tickets-3a7f"),  # generate_name(name) is never used for a server
+            ("mcp-server", "mcp-server"),  # an SDK default is stable already
+            (None, None),
+        ],
+    )
     def test_generated_names_become_their_prefix(self, name, stable):
         assert stable == stable_name(name)
 
@@ -55,14 +58,17 @@ class TestStableName:
 class TestIsPlaceholder:
     """``is_placeholder``: generated names and SDK defaults do not tell servers apart."""
 
-    @pytest.mark.parametrize(("name", "placeholder"), [
-        ("FastMCP-3a7f", True),
-        ("mcp-server", True),  # mcp 2.x MCPServer(name=None)
-        ("FastMCP", True),  # mcp 1.x FastMCP(name=None)
-        ("tickets", False),
-        ("FastMCP-tickets", False),
-        (None, False),  # nothing reported: nothing to mistake for an identity
-    ])
+    @pytest.mark.parametrize(
+        ("name", "placeholder"),
+        [
+            ("FastMCP-3a7f", True),
+            ("mcp-server", True),  # mcp 2.x MCPServer(name=None)
+            ("FastMCP", True),  # mcp 1.x FastMCP(name=None)
+            ("tickets", False),
+            ("FastMCP-tickets", False),
+            (None, False),  # nothing reported: nothing to mistake for an identity
+        ],
+    )
     def test_generated_and_default_names(self, name, placeholder):
         assert placeholder is is_placeholder(name)
 
@@ -70,22 +76,28 @@ class TestIsPlaceholder:
 class TestEndpoints:
     """The endpoint forms a policy table and a grant name a server by."""
 
-    @pytest.mark.parametrize(("command", "args", "endpoint"), [
-        ("python", ["tickets.py"], "stdio:python tickets.py"),
-        ("uvx", ["mcp-server-fetch", "--ignore-robots-txt"], "stdio:uvx mcp-server-fetch --ignore-robots-txt"),
-        ("/opt/my server/run", ["a b"], "stdio:'/opt/my server/run' 'a b'"),  # shell quoting
-        ("node", [], "stdio:node"),
-    ])
+    @pytest.mark.parametrize(
+        ("command", "args", "endpoint"),
+        [
+            ("python", ["tickets.py"], "stdio:python tickets.py"),
+            ("uvx", ["mcp-server-fetch", "--ignore-robots-txt"], "stdio:uvx mcp-server-fetch --ignore-robots-txt"),
+            ("/opt/my server/run", ["a b"], "stdio:'/opt/my server/run' 'a b'"),  # shell quoting
+            ("node", [], "stdio:node"),
+        ],
+    )
     def test_stdio_is_the_command_line(self, command, args, endpoint):
         assert endpoint == stdio_endpoint(command, args)
 
-    @pytest.mark.parametrize(("url", "endpoint"), [
-        ("https://api.example.com/mcp", "https://api.example.com/mcp"),
-        ("HTTPS://API.Example.com:8443/mcp/", "https://api.example.com:8443/mcp/"),
-        ("https://user:secret@api.example.com/mcp?token=abc#frag", "https://api.example.com/mcp"),
-        ("http://[::1]:8000/mcp", "http://[::1]:8000/mcp"),
-        ("http://127.0.0.1:8000/mcp", "http://127.0.0.1:8000/mcp"),
-    ])
+    @pytest.mark.parametrize(
+        ("url", "endpoint"),
+        [
+            ("https://api.example.com/mcp", "https://api.example.com/mcp"),
+            ("HTTPS://API.Example.com:8443/mcp/", "https://api.example.com:8443/mcp/"),
+            ("https://user:secret@api.example.com/mcp?token=abc#frag", "https://api.example.com/mcp"),
+            ("http://[::1]:8000/mcp", "http://[::1]:8000/mcp"),
+            ("http://127.0.0.1:8000/mcp", "http://127.0.0.1:8000/mcp"),
+        ],
+    )
     def test_url_without_credentials_query_or_fragment(self, url, endpoint):
         assert endpoint == url_endpoint(url)
 
@@ -97,16 +109,19 @@ class TestEndpoints:
 class TestKnownAs:
     """``known_as``: the names a server is kept by (the first) and matched to a policy by (in order)."""
 
-    @pytest.mark.parametrize(("name", "endpoint", "known"), [
-        ("tickets", "stdio:python tickets.py", ("tickets",)),  # a real name is the identity
-        ("tickets", None, ("tickets",)),
-        ("FastMCP-3a7f", "stdio:python tickets.py", ("stdio:python tickets.py", "FastMCP-*")),
-        ("FastMCP-3a7f", None, ("FastMCP-*",)),  # in-process: only the generator is known
-        ("mcp-server", "https://api.example.com/mcp", ("https://api.example.com/mcp", "mcp-server")),
-        ("mcp-server", None, ("mcp-server",)),
-        (None, "stdio:python tickets.py", ("stdio:python tickets.py",)),
-        (None, None, ()),
-    ])
+    @pytest.mark.parametrize(
+        ("name", "endpoint", "known"),
+        [
+            ("tickets", "stdio:python tickets.py", ("tickets",)),  # a real name is the identity
+            ("tickets", None, ("tickets",)),
+            ("FastMCP-3a7f", "stdio:python tickets.py", ("stdio:python tickets.py", "FastMCP-*")),
+            ("FastMCP-3a7f", None, ("FastMCP-*",)),  # in-process: only the generator is known
+            ("mcp-server", "https://api.example.com/mcp", ("https://api.example.com/mcp", "mcp-server")),
+            ("mcp-server", None, ("mcp-server",)),
+            (None, "stdio:python tickets.py", ("stdio:python tickets.py",)),
+            (None, None, ()),
+        ],
+    )
     def test_placeholders_are_known_by_their_endpoint_first(self, name, endpoint, known):
         assert known == known_as(name, endpoint)
 

@@ -20,23 +20,26 @@ PERMITTED = ("claude-sonnet-5-5", "claude-haiku-5-5")
 class TestJudge:
     """``judge``: ``none``, ``within_policy``, ``outside_policy`` or ``unjudged``."""
 
-    @pytest.mark.parametrize(("expected", "hints", "served", "permitted"), [
-        ("none", ("claude-sonnet",), "claude-sonnet-5-5-20261001", PERMITTED),  # spec example: a family hint
-        ("none", ("sonnet",), "claude-sonnet-5-5", None),
-        ("none", ("Claude-Sonnet",), "claude-sonnet-5-5", None),
-        # No hint: nothing else was asked for, but the policy still holds (a server that sends no
-        # hints, as most public servers do, gets only what the policy permits).
-        ("none", (), "claude-haiku-5-5", PERMITTED),
-        ("outside_policy", (), "claude-opus-5-5", PERMITTED),
-        ("none", (), "claude-opus-5-5", None),  # no hint and no policy: nothing to judge it against
-        ("within_policy", ("gpt-4o",), "claude-haiku-5-5", PERMITTED),
-        ("within_policy", ("gpt-4o",), "claude-haiku-5-5-20261001", PERMITTED),  # a snapshot of a permitted model
-        ("outside_policy", ("gpt-4o",), "claude-opus-5-5", PERMITTED),
-        ("unjudged", ("gpt-4o",), "claude-haiku-5-5", None),  # no policy covers the server
-        ("unjudged", ("gpt-4o",), None, PERMITTED),  # no served model known
-        ("none", ("gpt-4o", "claude"), "claude-opus-5-5", PERMITTED),  # any hint may match
-        ("outside_policy", ("gpt-4o",), "claude-haiku-5-5", ()),  # an empty list permits nothing
-    ])
+    @pytest.mark.parametrize(
+        ("expected", "hints", "served", "permitted"),
+        [
+            ("none", ("claude-sonnet",), "claude-sonnet-5-5-20261001", PERMITTED),  # spec example: a family hint
+            ("none", ("sonnet",), "claude-sonnet-5-5", None),
+            ("none", ("Claude-Sonnet",), "claude-sonnet-5-5", None),
+            # No hint: nothing else was asked for, but the policy still holds (a server that sends no
+            # hints, as most public servers do, gets only what the policy permits).
+            ("none", (), "claude-haiku-5-5", PERMITTED),
+            ("outside_policy", (), "claude-opus-5-5", PERMITTED),
+            ("none", (), "claude-opus-5-5", None),  # no hint and no policy: nothing to judge it against
+            ("within_policy", ("gpt-4o",), "claude-haiku-5-5", PERMITTED),
+            ("within_policy", ("gpt-4o",), "claude-haiku-5-5-20261001", PERMITTED),  # a snapshot of a permitted model
+            ("outside_policy", ("gpt-4o",), "claude-opus-5-5", PERMITTED),
+            ("unjudged", ("gpt-4o",), "claude-haiku-5-5", None),  # no policy covers the server
+            ("unjudged", ("gpt-4o",), None, PERMITTED),  # no served model known
+            ("none", ("gpt-4o", "claude"), "claude-opus-5-5", PERMITTED),  # any hint may match
+            ("outside_policy", ("gpt-4o",), "claude-haiku-5-5", ()),  # an empty list permits nothing
+        ],
+    )
     def test_hints_first_then_the_policy(self, expected, hints, served, permitted):
         """A matching hint is ``none``; else the permitted models decide (``within_policy`` for a
         hinted request, ``none`` for an unhinted one, ``outside_policy`` for both); without a
@@ -47,13 +50,16 @@ class TestJudge:
 class TestMatchesHint:
     """``matches_hint``: a hint is a case-insensitive substring of the served model."""
 
-    @pytest.mark.parametrize(("expected", "hints", "served"), [
-        (True, ("sonnet",), "claude-sonnet-5-5"),
-        (True, ("CLAUDE",), "claude-sonnet-5-5"),
-        (False, ("gpt-4o",), "claude-sonnet-5-5"),
-        (False, ("",), "claude-sonnet-5-5"),  # an empty hint names nothing
-        (False, (), "claude-sonnet-5-5"),
-    ])
+    @pytest.mark.parametrize(
+        ("expected", "hints", "served"),
+        [
+            (True, ("sonnet",), "claude-sonnet-5-5"),
+            (True, ("CLAUDE",), "claude-sonnet-5-5"),
+            (False, ("gpt-4o",), "claude-sonnet-5-5"),
+            (False, ("",), "claude-sonnet-5-5"),  # an empty hint names nothing
+            (False, (), "claude-sonnet-5-5"),
+        ],
+    )
     def test_substring_case_insensitive(self, expected, hints, served):
         """MCP spec: hints "can match model names flexibly"."""
         assert expected is matches_hint(hints, served)
@@ -62,20 +68,23 @@ class TestMatchesHint:
 class TestSameModel:
     """``same_model``: a permitted-model entry admits its name and its dated or ``latest`` snapshots."""
 
-    @pytest.mark.parametrize(("same", "entry", "served"), [
-        (True, "claude-haiku-5-5", "claude-haiku-5-5"),
-        (True, "claude-haiku-5-5", "claude-haiku-5-5-20261001"),
-        (True, "gpt-4o", "gpt-4o-2024-08-06"),
-        # OpenAI's older snapshots carry MMDD (models page: gpt-4-0613, gpt-3.5-turbo-0125), Mistral's YYMM.
-        (True, "gpt-4", "gpt-4-0613"),
-        (True, "gpt-3.5-turbo", "gpt-3.5-turbo-0125"),
-        (True, "mistral-large", "mistral-large-2407"),
-        (False, "gpt-4", "gpt-4-32k-0613"),  # another model (32k context) in that snapshot
-        (True, "claude-haiku-5-5", "claude-haiku-5-5-latest"),
-        (False, "claude-haiku-5", "claude-haiku-5-5"),  # another model, not a snapshot
-        (False, "claude-haiku-5-5", "claude-haiku-5-5-fast"),
-        (False, "gpt-4o", "gpt-4o-mini"),
-    ])
+    @pytest.mark.parametrize(
+        ("same", "entry", "served"),
+        [
+            (True, "claude-haiku-5-5", "claude-haiku-5-5"),
+            (True, "claude-haiku-5-5", "claude-haiku-5-5-20261001"),
+            (True, "gpt-4o", "gpt-4o-2024-08-06"),
+            # OpenAI's older snapshots carry MMDD (models page: gpt-4-0613, gpt-3.5-turbo-0125), Mistral's YYMM.
+            (True, "gpt-4", "gpt-4-0613"),
+            (True, "gpt-3.5-turbo", "gpt-3.5-turbo-0125"),
+            (True, "mistral-large", "mistral-large-2407"),
+            (False, "gpt-4", "gpt-4-32k-0613"),  # another model (32k context) in that snapshot
+            (True, "claude-haiku-5-5", "claude-haiku-5-5-latest"),
+            (False, "claude-haiku-5", "claude-haiku-5-5"),  # another model, not a snapshot
+            (False, "claude-haiku-5-5", "claude-haiku-5-5-fast"),
+            (False, "gpt-4o", "gpt-4o-mini"),
+        ],
+    )
     def test_snapshots_of_one_model(self, same, entry, served):
         """How providers name snapshots of one model."""
         assert same is same_model(entry, served)

@@ -26,8 +26,9 @@ def seen(*endings_by_server: tuple[str | None, str], requested: str = "none", gr
     """What the host remembers after a request ended with each ``(server, ending)`` in turn."""
     entry = None
     for server, ending in endings_by_server:
-        entry = Seen.after(server=server, ending=ending, requested=requested, granted=granted, trace_id=1, span_id=1,
-                           earlier=entry)
+        entry = Seen.after(
+            server=server, ending=ending, requested=requested, granted=granted, trace_id=1, span_id=1, earlier=entry
+        )
     assert entry is not None
     return entry
 
@@ -35,16 +36,19 @@ def seen(*endings_by_server: tuple[str | None, str], requested: str = "none", gr
 class TestWider:
     """``wider``: the widening order of ``includeContext``."""
 
-    @pytest.mark.parametrize(("expected", "scope", "than"), [
-        (True, "thisServer", "none"),
-        (True, "allServers", "thisServer"),
-        (True, "allServers", "none"),
-        (False, "none", "thisServer"),  # narrowing
-        (False, "thisServer", "thisServer"),
-        (False, "everything", "none"),  # unknown values are never wider
-        (False, "allServers", "somewhere"),
-        (False, "allServers", None),
-    ])
+    @pytest.mark.parametrize(
+        ("expected", "scope", "than"),
+        [
+            (True, "thisServer", "none"),
+            (True, "allServers", "thisServer"),
+            (True, "allServers", "none"),
+            (False, "none", "thisServer"),  # narrowing
+            (False, "thisServer", "thisServer"),
+            (False, "everything", "none"),  # unknown values are never wider
+            (False, "allServers", "somewhere"),
+            (False, "allServers", None),
+        ],
+    )
     def test_order(self, expected, scope, than):
         """``none`` < ``thisServer`` < ``allServers``; unknown values compare as never wider."""
         assert expected is wider(scope, than)
@@ -53,17 +57,20 @@ class TestWider:
 class TestDecision:
     """``decision``: which endings are a decision about the request."""
 
-    @pytest.mark.parametrize(("expected", "ending"), [
-        ("allow", "completed"),
-        ("allow", "refused"),  # the host let it through; the model declined
-        ("deny", "policy.denied"),
-        ("deny", "user.denied"),
-        ("deny", "policy.budget_exhausted"),
-        (None, "timeout"),
-        (None, "cancelled"),
-        (None, "error"),
-        (None, "model.unavailable"),
-    ])
+    @pytest.mark.parametrize(
+        ("expected", "ending"),
+        [
+            ("allow", "completed"),
+            ("allow", "refused"),  # the host let it through; the model declined
+            ("deny", "policy.denied"),
+            ("deny", "user.denied"),
+            ("deny", "policy.budget_exhausted"),
+            (None, "timeout"),
+            (None, "cancelled"),
+            (None, "error"),
+            (None, "model.unavailable"),
+        ],
+    )
     def test_allowed_denied_or_no_decision(self, expected, ending):
         """Timeouts, cancellations and errors decide nothing."""
         assert expected == decision(ending)
@@ -127,8 +134,15 @@ class TestScopeWidened:
 
     def test_the_last_grant_is_remembered_across_requests_without_one(self):
         """An ended request that reported no grant keeps the earlier one."""
-        earlier = Seen.after(server="a", ending="completed", requested="none", granted=None, trace_id=2, span_id=2,
-                             earlier=seen(("a", "completed"), granted="none"))
+        earlier = Seen.after(
+            server="a",
+            ending="completed",
+            requested="none",
+            granted=None,
+            trace_id=2,
+            span_id=2,
+            earlier=seen(("a", "completed"), granted="none"),
+        )
 
         assert "none" == earlier.granted
         assert ["scope_widened"] == violations_at_end(earlier, "a", "completed", "allServers")
@@ -137,22 +151,28 @@ class TestScopeWidened:
 class TestDecisionFlipped:
     """A repeated request from the same server gets the other decision than the last one taken for it."""
 
-    @pytest.mark.parametrize(("before", "now"), [
-        ("completed", "policy.denied"),
-        ("refused", "user.denied"),
-        ("policy.denied", "completed"),
-        ("user.denied", "refused"),
-    ])
+    @pytest.mark.parametrize(
+        ("before", "now"),
+        [
+            ("completed", "policy.denied"),
+            ("refused", "user.denied"),
+            ("policy.denied", "completed"),
+            ("user.denied", "refused"),
+        ],
+    )
     def test_allowed_then_denied_or_the_reverse(self, before, now):
         """Allowed (``completed``, ``refused``) vs denied (``policy.denied``, ``user.denied``)."""
         assert ["decision_flipped"] == violations_at_end(seen(("a", before)), "a", now, None)
 
-    @pytest.mark.parametrize(("before", "now"), [
-        ("completed", "completed"),
-        ("policy.denied", "user.denied"),
-        ("completed", "timeout"),  # decides nothing
-        ("policy.denied", "error"),
-    ])
+    @pytest.mark.parametrize(
+        ("before", "now"),
+        [
+            ("completed", "completed"),
+            ("policy.denied", "user.denied"),
+            ("completed", "timeout"),  # decides nothing
+            ("policy.denied", "error"),
+        ],
+    )
     def test_the_same_decision_or_none_is_fine(self, before, now):
         """The same decision repeated, or an ending that decides nothing."""
         assert [] == violations_at_end(seen(("a", before)), "a", now, None)
@@ -237,16 +257,19 @@ class TestCrossedBoundary:
     """``crossed_boundary``: a call that served the request ran outside the server's
     ``permitted_providers`` / ``permitted_regions`` (the policy's ``[endpoints]`` give regions)."""
 
-    @pytest.mark.parametrize(("expected", "served", "providers", "regions"), [
-        (False, [("anthropic", "api.eu.example.com")], ["anthropic"], ["eu"]),
-        (True, [("openai", "api.eu.example.com")], ["anthropic"], None),  # another provider
-        (True, [("anthropic", "api.us.example.com")], None, ["eu"]),  # another region
-        (True, [("anthropic", "unknown.example.com")], None, ["eu"]),  # no known region: cannot be shown inside
-        (True, [("anthropic", None)], None, ["eu"]),  # no server.address
-        (False, [("openai", "unknown.example.com")], None, None),  # no boundary: anything goes
-        (True, [("anthropic", "api.eu.example.com"), ("openai", "api.eu.example.com")], ["anthropic"], None),
-        (False, [], ["anthropic"], ["eu"]),  # served by no provider call
-    ])
+    @pytest.mark.parametrize(
+        ("expected", "served", "providers", "regions"),
+        [
+            (False, [("anthropic", "api.eu.example.com")], ["anthropic"], ["eu"]),
+            (True, [("openai", "api.eu.example.com")], ["anthropic"], None),  # another provider
+            (True, [("anthropic", "api.us.example.com")], None, ["eu"]),  # another region
+            (True, [("anthropic", "unknown.example.com")], None, ["eu"]),  # no known region: cannot be shown inside
+            (True, [("anthropic", None)], None, ["eu"]),  # no server.address
+            (False, [("openai", "unknown.example.com")], None, None),  # no boundary: anything goes
+            (True, [("anthropic", "api.eu.example.com"), ("openai", "api.eu.example.com")], ["anthropic"], None),
+            (False, [], ["anthropic"], ["eu"]),  # served by no provider call
+        ],
+    )
     def test_any_call_outside_crosses(self, expected, served, providers, regions):
         """One call outside is enough; ``None`` permits any provider or region."""
         assert expected is crossed_boundary(served, providers, regions, region_of)
