@@ -119,10 +119,12 @@ SUBSTITUTION_NONE: Final = "none"
 SUBSTITUTION_WITHIN_POLICY: Final = "within_policy"
 SUBSTITUTION_OUTSIDE_POLICY: Final = "outside_policy"
 SUBSTITUTION_UNJUDGED: Final = "unjudged"
+SUBSTITUTION_WITHOUT_POLICY: Final = "without_policy"  # another model than asked, and no policy covers the server
 SUBSTITUTIONS: Final = (
     SUBSTITUTION_NONE,
     SUBSTITUTION_WITHIN_POLICY,
     SUBSTITUTION_OUTSIDE_POLICY,
+    SUBSTITUTION_WITHOUT_POLICY,
     SUBSTITUTION_UNJUDGED,
 )
 
@@ -253,10 +255,10 @@ DEGRADATION_DIRECTION: Final = "degradation.direction"  # DIRECTIONS
 DIRECTION_ENTER: Final = "enter"
 DIRECTION_EXIT: Final = "exit"
 DIRECTIONS: Final = (DIRECTION_ENTER, DIRECTION_EXIT)
-REASON_FALLBACK: Final = "fallback"  # served by a permitted model that is not the primary
-REASON_PROVIDER_FALLBACK: Final = "provider_fallback"  # the provider served another model server-side
+REASON_FALLBACK: Final = "fallback"  # served another model than asked (or than the primary), one the policy permits
+REASON_PROVIDER_FALLBACK: Final = "provider_fallback"  # the provider reports its own server-side fallback
 REASON_FAILOVER: Final = "failover"  # an error on one model, then a success on another
-REASON_SUBSTITUTION: Final = "substitution"  # served by a model outside policy
+REASON_SUBSTITUTION: Final = "substitution"  # served another model than asked, and no policy permits it
 REASON_CANARY: Final = "canary"  # deliberate traffic through the fallback
 REASON_DRILL: Final = "drill"  # a drill is failing a model's calls on purpose
 DEGRADATION_REASONS: Final = (

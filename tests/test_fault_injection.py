@@ -79,7 +79,7 @@ from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.provider_call import ProviderCall
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.records.server_sampling import ServerSamplingRecord
-from otel_sampling.rules import cost, degraded_mode, endings, substitution
+from otel_sampling.rules import cost, endings, substitution, verdict
 from sampling_server import build_server
 
 
@@ -194,7 +194,7 @@ MCP_HOST_STEPS = [
     _attr(endings, "from_error_frame"),
     _attr(endings, "from_exception"),
     _attr(substitution, "judge"),
-    _attr(degraded_mode, "request_mode"),
+    _attr(verdict, "judge_request"),
     _attr(mcp_v2_module._CancelReasons, "pop"),
     _attr(mcp_v2_module.State, "server_facts"),
     _attr(mcp_connections_module.Connections, "describe"),
@@ -228,7 +228,7 @@ PROVIDER_STEPS = [
     _attr(ProviderState, "new_accumulator"),
     _attr(ProviderState, "decode_raw"),
     _attr(FailoverTracker, "observe"),
-    _attr(degraded_mode, "stamped_reasons"),
+    _attr(verdict, "judge_call"),
     _attr(cost, "quote"),
     # The price source's look-up (genai-prices, when the prices extra is installed).
     *([_attr(price_source.GenaiPrices, "price")] if price_source.installed() is not None else []),

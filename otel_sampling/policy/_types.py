@@ -212,6 +212,11 @@ class Policy:
         """The policy for the server whose ``serverInfo.name`` is *name*, or ``None``."""
         return self.servers.get(name)
 
+    def region_of(self, address: str | None) -> str | None:
+        """The region ``[endpoints]`` gives an endpoint host, or ``None`` when unknown."""
+        endpoint = self.endpoints.get(address) if address else None
+        return endpoint.region if endpoint is not None else None
+
 
 #: No servers, no prices: what a host runs with when ``OTEL_SAMPLING_POLICY`` is unset.
 EMPTY_POLICY: Final = Policy(servers={}, prices={}, source=None)

@@ -4,10 +4,15 @@ Span: ``chat {gen_ai.request.model}``, kind CLIENT (GenAI semantic conventions, 
 Metrics: ``gen_ai.client.operation.duration`` (with the call's ``otel_sampling.ending``),
 ``gen_ai.client.token.usage`` (input, output, cache_read, cache_write),
 ``gen_ai.client.operation.time_to_first_chunk`` (streams) and ``otel_sampling.client.cost.usd`` (when
-the policy's table or the price source prices the model, :mod:`otel_sampling.rules.cost`). When
-the call runs inside a host's sampling callback, the sampling record is told the models, usage
-and cost it saw. Every method is called from guarded
-wrapper code and ends the span at most once.
+the policy's table or the price source prices the model, :mod:`otel_sampling.rules.cost`).
+
+As it ends, the call publishes one immutable :class:`~otel_sampling.rules.verdict.CallSummary` to
+its scope with one call (``scope.on_call(summary)``): the sampling request whose callback it runs
+in, else the run it is made in. The scope folds it in and returns the call's verdict
+(:func:`~otel_sampling.rules.verdict.judge_call`, against the request's hints and policy), which
+the span and the metric points carry. A call with neither scope is judged against no policy, its
+failover memory keyed by its parent span. Every method is called from guarded wrapper code and
+ends the span at most once.
 
 Everything here is provider-independent: an SDK module only turns its responses into
 :class:`Response` and its exceptions into :class:`Failure`.
@@ -18,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -31,10 +36,10 @@ from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
-from otel_sampling.records.sampling import region_of
-from otel_sampling.rules import cost, degraded_mode
+from otel_sampling.rules import cost
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
+from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict, judge_call, named_union
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +106,6 @@ class ProviderCall:
         "_ended",
         "_attached",
         "_server_address",
-        "_sampling",
         "_first_chunk",
         "_stream",
         "_capture",
@@ -109,8 +113,9 @@ class ProviderCall:
         "_failovers",
         "_parent",
         "_compare_models",
-        "_run",
+        "_scope",
         "_served_model",
+        "_named",
     )
 
     def __init__(
@@ -143,11 +148,10 @@ class ProviderCall:
         self._compare_models = compare_models
         parent = trace.get_current_span().get_span_context()
         self._parent = (parent.trace_id, parent.span_id) if parent.is_valid else None
-        # The sampling request this call serves is the one current when it starts (a stream may
-        # end inside another request's callback).
-        self._sampling = state.current_request.get()
-        # Outside a request, the run it is made in is the logical request its failover memory keys by.
-        self._run = run_records.current_run() if self._sampling is None else None
+        # Its scope is the sampling request current when it starts (a stream may end inside another
+        # request's callback), else the run it is made in (the key of its failover memory).
+        self._scope: _Scope | None = state.current_request.get() or run_records.current_run()
+        self._named = state.active_reasons()  # the named degradations around it as it starts
         max_length = instruments.settings.attribute_max_length
         model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
@@ -229,58 +233,38 @@ class ProviderCall:
             decided = answer_ending(response, error_type)
             error_type, ending = decided.error_type, decided.ending
 
-        failed = error_type is not None
-        reason = None
+        judged = CallVerdict(names.MODE_PRIMARY, ())
         priced = None
-        stamped = degraded_mode.stamped_reasons(getattr(self._span, "attributes", None))
         try:
-            record = self._sampling
-            # Failover memory (records/failover.py): the request it serves, else its run, else its parent span.
-            if record is not None:
-                failed_over = record.observe_provider_call(
-                    self._provider,
-                    self._server_address,
-                    self._request_model,
-                    response_model,
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    failed,
-                    Ending(ending, error_type),
-                )
-            elif self._run is not None:
-                failed_over = self._run.observe_call(self._request_model, failed)
-            else:
-                failed_over = self._failovers is not None and self._failovers.observe(
-                    self._parent, self._request_model, failed
-                )
-            if not failed:
-                self._note_served(response_model)
-            reason = degraded_mode.call_reason(
-                provider_fallback=response is not None and response.provider_fallback,
-                failed=failed,
-                failed_over=failed_over,
+            priced = self._cost(response_model, usage)
+            settings = self._instruments.settings
+            summary = CallSummary(
+                provider=self._provider,
+                address=self._server_address,
+                region=settings.policy.region_of(self._server_address),
                 requested=self._request_model,
                 served=response_model,
+                ending=Ending(ending, error_type),
+                usage=usage,
+                usd=priced.usd if priced is not None else None,
+                provider_fallback=response is not None and response.provider_fallback,
                 compare_models=self._compare_models,
-                permitted=record.permitted_models() if record is not None else None,
+                named=named_union(self._named, state.active_reasons()),
             )
-            mode = degraded_mode.call_mode(reason, stamped, state.active_reasons())
-            priced = self._cost(response_model, usage)
-            usd = priced.usd if priced is not None else None
-            if usd is not None:
-                if record is not None:
-                    record.add_cost(usd)
-                run_records.add_cost(usd, span=self._span)
-            self._record_metrics(duration, response_model, usage, mode, error_type, ending, usd)
+            judged = self._publish(summary)
+            self._record_metrics(duration, response_model, usage, judged.mode, error_type, ending, summary.usd)
         finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, reason, stamped, error_type, ending, priced)
+            self._end_span(response, usage, judged, error_type, ending, priced)
 
-    def _note_served(self, response_model: str | None) -> None:
-        """Tell the current run which model, provider and region served it (cache provenance reads it)."""
-        current = run_records.current_run()
-        if current is not None:
-            region = region_of(self._instruments.settings.policy.endpoints, self._server_address)
-            current.last_served = (response_model or self._request_model, self._provider, region)
+    def _publish(self, summary: CallSummary) -> CallVerdict:
+        """Tell the call's scope what it did, in one call; its verdict comes back."""
+        scope = self._scope
+        if scope is not None:
+            return scope.on_call(summary)
+        failed_over = self._failovers is not None and self._failovers.observe(
+            self._parent, summary.requested, summary.failed
+        )
+        return judge_call(summary, NO_POLICY, failed_over)
 
     def _cost(self, response_model: str | None, usage: Usage) -> cost.Cost | None:
         """The call's cost (:mod:`otel_sampling.rules.cost`): None without token counts or a price."""
@@ -298,8 +282,7 @@ class ProviderCall:
         self,
         response: Response | None,
         usage: Usage,
-        reason: str | None,
-        stamped: tuple[str, ...],
+        judged: CallVerdict,
         error_type: str | None,
         ending: str,
         priced: cost.Cost | None,
@@ -309,12 +292,9 @@ class ProviderCall:
         try:
             if span.is_recording():
                 max_length = instruments.settings.attribute_max_length
-                attributes: dict[str, Any] = {names.ENDING: ending}
-                if reason:
-                    attributes[names.DEGRADATION_MODE] = names.MODE_DEGRADED
-                    attributes[names.DEGRADATION_REASON] = [reason, *(r for r in stamped if r != reason)]
-                elif not stamped:
-                    attributes[names.DEGRADATION_MODE] = names.MODE_PRIMARY
+                attributes: dict[str, Any] = {names.ENDING: ending, names.DEGRADATION_MODE: judged.mode}
+                if judged.reasons:
+                    attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in judged.reasons]
                 if response is not None:
                     if response.model:
                         attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)
@@ -400,6 +380,12 @@ class ProviderCall:
                 },
                 context=context,
             )
+
+
+class _Scope(Protocol):
+    """Where a call publishes its summary: a sampling request, or a run."""
+
+    def on_call(self, call: CallSummary) -> CallVerdict: ...
 
 
 _USAGE_ATTRIBUTES = (

@@ -52,6 +52,7 @@ from otel_sampling.labels import clean, finite
 from otel_sampling.metrics import recorded_in
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
+from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict, judge_call
 
 logger = logging.getLogger(__name__)
 
@@ -159,11 +160,19 @@ class Run:
         with self._lock:
             self._cost += usd
 
-    def observe_call(self, model: str | None, failed: bool) -> bool:
-        """A provider call made in the run, outside any sampling request, ended on ``model``; True
-        when it failed over (:class:`~otel_sampling.records.failover.FailedModels`, keyed by the run)."""
+    def on_call(self, call: CallSummary, inside_request: bool = False) -> CallVerdict:
+        """A provider call made in the run ended: its cost is summed here (the innermost run) and a
+        call that served records what served it (cache provenance reads it). A call made outside any
+        sampling request (``inside_request`` False) is judged here, against no policy, with the run
+        as the key of its failover memory (:class:`~otel_sampling.records.failover.FailedModels`)."""
         with self._lock:
-            return self._failover.observe(model, failed)
+            failed_over = self._failover.observe(call.requested, call.failed) if not inside_request else False
+            if not self._ended:
+                if call.usd is not None:
+                    self._cost += call.usd
+                if not call.failed:
+                    self.last_served = (call.served or call.requested, call.provider, call.region)
+        return judge_call(call, NO_POLICY, failed_over)
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, degraded={self.degraded}, disclosed={self._disclosed})"
@@ -280,6 +289,15 @@ def current_reasons() -> tuple[str, ...]:
 def current_mode() -> str:
     """``degraded`` when :func:`current_reasons` is not empty, else ``primary``."""
     return run_mode(bool(current_reasons()))
+
+
+def run_owning(span: trace.Span) -> Run | None:
+    """The open run ``span`` belongs to: the explicit run of this context, else the run owning its trace."""
+    explicit = _explicit()
+    if explicit is not None:
+        return explicit
+    trace_id = span.get_span_context().trace_id
+    return _runs.by_trace.get(trace_id) if trace_id and _runs.by_trace else None
 
 
 def add_cost(usd: float, span: trace.Span | None = None) -> None:

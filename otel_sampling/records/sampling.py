@@ -1,11 +1,12 @@
 """One sampling request, from arrival at the host to its ending: owns its span and metric points.
 
 The MCP wrapper creates a :class:`SamplingRecord`, makes it current while the host's sampling
-callback runs (``state.current_request``: provider calls made inside report what they saw through
-:meth:`SamplingRecord.observe_provider_call`), then ends it exactly once with the result, the error
-frame or the exception (one of the ``end_with_*`` methods). At the end the rules decide:
-:mod:`~otel_sampling.rules.endings` the ending, :mod:`~otel_sampling.rules.substitution` the
-substitution, :mod:`~otel_sampling.rules.degraded_mode` the mode and
+callback runs (``state.current_request``: each provider call made inside publishes one
+:class:`~otel_sampling.rules.verdict.CallSummary` through :meth:`SamplingRecord.on_call`), then ends
+it exactly once with the result, the error frame or the exception (one of the ``end_with_*``
+methods). At the end the rules decide: :mod:`~otel_sampling.rules.endings` the ending,
+:func:`~otel_sampling.rules.verdict.judge_request` the substitution, mode and reasons (once: the
+span, the metric points and the request's run all read that one verdict), and
 :mod:`~otel_sampling.rules.violations` the violations; the record only gathers their inputs and
 writes their verdicts. Every method here is called from a wrapper that already guards against our
 own failures; the record itself never raises into the host.
@@ -22,14 +23,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from otel_sampling import names, state
+from otel_sampling import locks, names, state
 from otel_sampling.labels import clean, otlp_int
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records import identity, operation_duration
@@ -42,12 +42,13 @@ from otel_sampling.records.request_attributes import (
     include_context,
     start_attributes,
 )
-from otel_sampling.rules import degraded_mode, endings, model_names, substitution, violations
+from otel_sampling.rules import endings, model_names, verdict, violations
 from otel_sampling.rules.run_outcome import request_run_outcome
 from otel_sampling.rules.values import Ending, ProviderCalls
+from otel_sampling.rules.verdict import CallSummary, CallVerdict, Reference, RequestFacts, RequestVerdict
 
 if TYPE_CHECKING:
-    from otel_sampling.policy import Endpoint, ServerPolicy
+    from otel_sampling.policy import ServerPolicy
     from otel_sampling.records.ledger import Ledger
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,13 @@ class SamplingRecord:
         "_provider_model",
         "_canary",
         "_last_requested",
+        "_provider_fallback",
+        "_call_reasons",
+        "_named",
+        "_policy",
+        "_reference",
+        "_lock",
+        "_outer_run",
         "_served_by",
         "_input_tokens",
         "_output_tokens",
@@ -145,6 +153,9 @@ class SamplingRecord:
         self._provider_model: str | None = None  # response model of the last provider call that did not fail
         self._canary = False  # a provider call inside it, or the callback, ran in a canary block
         self._last_requested: str | None = None  # model the last successful provider call asked for
+        self._provider_fallback = False  # the last successful provider call fell back server-side
+        self._call_reasons: dict[str, None] = {}  # reasons of the calls inside it, first seen first
+        self._lock = locks.new()  # provider calls from many threads and tasks publish into one request
         self._served_by: list[tuple[str, str | None]] = []  # (provider, endpoint host) of the calls that served it
         self._input_tokens = 0
         self._output_tokens = 0
@@ -153,9 +164,17 @@ class SamplingRecord:
         self._server_key = server_key
         self._server_label = instruments.server_label.value(server_label if server_label is not None else server_name)
         self._policy_names = policy_names if policy_names is not None else ((server_name,) if server_name else ())
+        self._policy = self._server_policy()
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
         self._hints = hint_names(params)
+        self._reference = Reference(
+            tuple(self._hints),
+            self._policy.permitted_models if self._policy is not None else None,
+            self._policy.primary_model if self._policy is not None else None,
+            self._policy is not None,
+        )
+        self._named = state.active_reasons()  # the named degradations around it as it starts
         self._include_context = include_context(params)
         self._ledger = ledger
         self._granted: str | None = None
@@ -190,6 +209,8 @@ class SamplingRecord:
             span.end()
             raise
         self._run = _own_run(span)  # its own run when no run owns it (records/run.py)
+        # Where the costs and served models of the calls inside it go: its own run, else the run owning it.
+        self._outer_run = self._run or _owning_run(span)
         if ledger is not None:
             try:  # the record is live now: our bookkeeping must not lose it
                 ledger.pending.add(self)
@@ -247,58 +268,45 @@ class SamplingRecord:
             state.current_request.reset(record_token)  # type: ignore[arg-type]
             otel_context.detach(otel_token)  # type: ignore[arg-type]
 
-    def observe_provider_call(
-        self,
-        provider: str,
-        address: str | None,
-        requested_model: str | None,
-        response_model: str | None,
-        input_tokens: int | None,
-        output_tokens: int | None,
-        failed: bool,
-        ending: Ending | None = None,
-    ) -> bool:
-        """A provider call started inside the callback ended; ignored once the request has ended.
-
-        Args:
-            provider: its ``gen_ai.provider.name``.  address: its ``server.address``, or None.
-            requested_model / response_model: ``gen_ai.request.model`` / ``gen_ai.response.model``.
-            input_tokens / output_tokens: its usage (None: not reported).
-            failed: it failed.
-            ending: its ending and ``error.type``, set exactly when it failed (None: ``completed``,
-                or ``error`` when it failed).
-
-        Returns:
-            True when this request has failed over (a call succeeded on another model after one failed).
-        """
-        if self._ended:  # a stream that outlived its request
-            return self._failover.failed_over
-        if ending is None:
-            ending = endings.FAILED if failed else endings.COMPLETED
-        self._calls = self._calls.after(ending)
-        if not failed:
-            self._provider_model = response_model
-        self._input_tokens += input_tokens or 0
-        self._output_tokens += output_tokens or 0
-        self._failover.observe(requested_model, failed)
-        if not failed:
-            if state.canary.get():
-                self._canary = True
-            self._last_requested = requested_model
-            if len(self._served_by) < MAX_SERVED_CALLS:
-                self._served_by.append((provider, address))
-        return self._failover.failed_over
+    def on_call(self, call: CallSummary) -> CallVerdict:
+        """A provider call started inside the callback ended: fold its summary into this request
+        (under one lock: calls from many threads and tasks count exactly), pass its cost and served
+        model on to the run, and return its verdict, judged against this request's hints and policy.
+        A call that outlives the request (a stream) is judged, but no longer counted here."""
+        failed = call.failed
+        with self._lock:
+            if self._ended:
+                failed_over = self._failover.failed_over
+            else:
+                self._calls = self._calls.after(call.ending)
+                self._input_tokens += call.usage.input_tokens or 0
+                self._output_tokens += call.usage.output_tokens or 0
+                if call.usd is not None:
+                    self._cost_usd += call.usd
+                self._failover.observe(call.requested, failed)
+                failed_over = self._failover.failed_over
+                if not failed:
+                    self._provider_model = call.served
+                    self._last_requested = call.requested
+                    self._provider_fallback = call.provider_fallback
+                    if state.canary.get():
+                        self._canary = True
+                    if len(self._served_by) < MAX_SERVED_CALLS:
+                        self._served_by.append((call.provider, call.address))
+        judged = verdict.judge_call(call, self._reference, failed_over)
+        with self._lock:
+            if not self._ended:
+                self._call_reasons.update(dict.fromkeys(judged.reasons))
+        outer = self._outer_run
+        if outer is not None:
+            outer.on_call(call, inside_request=True)
+        return judged
 
     def note_canary(self) -> None:
         """The host entered ``otel_sampling.canary()`` while this request's callback runs."""
         self._canary = True
 
-    def add_cost(self, usd: float) -> None:
-        """A provider call inside the callback cost ``usd`` (policy price table); summed per request."""
-        if not self._ended:
-            self._cost_usd += usd
-
-    def server_policy(self) -> ServerPolicy | None:
+    def _server_policy(self) -> ServerPolicy | None:
         """The policy for the requesting server: the first of its policy names the policy has a table
         for (None: no policy covers it, or the server is unnamed)."""
         policy = self._instruments.settings.policy
@@ -308,11 +316,6 @@ class SamplingRecord:
                 return found
         return None
 
-    def permitted_models(self) -> tuple[str, ...] | None:
-        """The policy's permitted models for the requesting server (None: no policy covers it)."""
-        policy = self.server_policy()
-        return policy.permitted_models if policy is not None else None
-
     def grant_context(self, scope: str) -> None:
         """The host granted ``includeContext`` ``scope`` (one of ``names.INCLUDE_CONTEXT_VALUES``);
         a scope above the server's policy ``context_ceiling`` is a ``context_above_ceiling``
@@ -320,7 +323,7 @@ class SamplingRecord:
         if self._ended:
             return
         self._granted = scope
-        policy = self.server_policy()
+        policy = self._policy
         ceiling = policy.context_ceiling if policy is not None else None
         if ceiling is not None and violations.wider(scope, ceiling):
             self._violate(names.VIOLATION_CONTEXT_ABOVE_CEILING)
@@ -405,26 +408,24 @@ class SamplingRecord:
             return
         if self._ledger is not None:
             self._ledger.pending.remove(self)  # first: no stall report once the request has ended
-        self._ended = True
+        with self._lock:  # from here on the calls' summaries are read, no longer written
+            self._ended = True
         ending = endings.or_fallback(
             endings.from_what_happened, told, endings.Happened(told, result, generic, self._calls)
         )
         served = self._served(reported) if result else None
-        policy = self.server_policy()
-        permitted = policy.permitted_models if policy is not None else None
-        judged = substitution.judge(self._hints, served, permitted, failed=ending.error_type is not None)
         try:
-            mode, degradation_reasons = self._mode(policy, served, judged)
-        except Exception:  # the ending is still recorded, without a mode of its own
-            logger.debug("otel-sampling: could not decide a sampling request's mode", exc_info=True)
-            mode, degradation_reasons = names.MODE_PRIMARY, ()
+            judged = self._verdict(ending, served)
+        except Exception:  # the ending is still recorded, without a verdict of its own
+            logger.debug("otel-sampling: could not judge a sampling request", exc_info=True)
+            judged = RequestVerdict(names.SUBSTITUTION_UNJUDGED, names.MODE_PRIMARY, ())
 
         try:
             try:
-                self._track(ending.ending, judged, reported)
+                self._track(ending.ending, judged.substitution, reported)
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
-            self._record_metrics(ending.ending, judged, mode, served, degradation_reasons)
+            self._record_metrics(ending.ending, judged, served)
             operation_duration.record(
                 self._instruments.mcp_server_duration,
                 time.perf_counter() - self._start,
@@ -436,13 +437,26 @@ class SamplingRecord:
             )
         finally:  # the span ends even when a metric call fails
             try:
-                self._end_span(
-                    ending, judged, mode, served, reported, stop_reason, cancel_reason, status_code, degradation_reasons
-                )
+                self._end_span(ending, judged, served, reported, stop_reason, cancel_reason, status_code)
             finally:
-                self._end_run(ending.ending, judged, mode, degradation_reasons)
+                self._end_run(ending.ending, judged)
 
-    def _end_run(self, ending: str, judged: str, mode: str, degradation_reasons: tuple[str, ...]) -> None:
+    def _verdict(self, ending: Ending, served: str | None) -> RequestVerdict:
+        """The request's one verdict (:func:`~otel_sampling.rules.verdict.judge_request`), from what
+        the calls inside it published (no call counts here once ``_ended`` is set)."""
+        facts = RequestFacts(
+            served=served,
+            requested=self._last_requested if self._calls.produced is not None else None,
+            failed=ending.error_type is not None,
+            failed_over=self._failover.failed_over,
+            canary=self._canary or state.canary.get(),
+            provider_fallback=self._provider_fallback,
+            call_reasons=tuple(self._call_reasons),
+            named=verdict.named_union(self._named, state.active_reasons()),
+        )
+        return verdict.judge_request(facts, self._reference)
+
+    def _end_run(self, ending: str, judged: RequestVerdict) -> None:
         """End the request's own run, if it is one, with the outcome of its ending."""
         own, self._run = self._run, None
         if own is None:
@@ -451,8 +465,8 @@ class SamplingRecord:
             run_records.end_request_run(
                 own,
                 request_run_outcome(ending),
-                degradation_reasons if mode == names.MODE_DEGRADED else (),
-                judged == names.SUBSTITUTION_OUTSIDE_POLICY,
+                judged.reasons,
+                judged.substitution == names.SUBSTITUTION_OUTSIDE_POLICY,
                 time.perf_counter() - self._start,
                 self._span.get_span_context(),
             )
@@ -465,11 +479,9 @@ class SamplingRecord:
         host's report, when it says which model served (never a composite's list of candidates)."""
         try:
             calls = self._calls
-            if calls.ended and calls.produced is None:
-                return None
-            if calls.produced is not None and self._provider_model:
-                return model_names.normalise(self._provider_model)
-            return model_names.served_member(model_names.read_report(reported)) if reported else None
+            return verdict.served_model(
+                calls.produced is not None, bool(calls.ended) and calls.produced is None, self._provider_model, reported
+            )
         except Exception:  # a name the rules cannot read: judged as unknown
             logger.debug("otel-sampling: could not read a sampling request's served model", exc_info=True)
             return None
@@ -480,16 +492,18 @@ class SamplingRecord:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
         if self._calls.produced is not None and model_names.reports_another_model(reported, self._provider_model):
             self._violate(names.VIOLATION_REPORTED_MODEL_MISMATCH)
-        policy = self.server_policy()
-        if policy is not None and self._served_by:
-            endpoints = self._instruments.settings.policy.endpoints
-            if violations.crossed_boundary(
+        policy = self._policy
+        if (
+            policy is not None
+            and self._served_by
+            and violations.crossed_boundary(
                 self._served_by,
                 policy.permitted_providers,
                 policy.permitted_regions,
-                lambda address: region_of(endpoints, address),
-            ):
-                self._violate(names.VIOLATION_BOUNDARY_CROSSED)
+                self._instruments.settings.policy.region_of,
+            )
+        ):
+            self._violate(names.VIOLATION_BOUNDARY_CROSSED)
         ledger = self._ledger
         if ledger is None:
             return
@@ -520,9 +534,7 @@ class SamplingRecord:
                 ),
             )
 
-    def _record_metrics(
-        self, ending: str, judged: str, mode: str, served: str | None, degradation_reasons: tuple[str, ...] = ()
-    ) -> None:
+    def _record_metrics(self, ending: str, judged: RequestVerdict, served: str | None) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
         instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
@@ -538,14 +550,14 @@ class SamplingRecord:
                 names.MCP_SERVER_NAME: self._server_label,
                 names.SAMPLING_PATH: self._path,
                 names.SAMPLING_ENDING: ending,
-                names.SAMPLING_SUBSTITUTION: judged,
-                names.DEGRADATION_MODE: mode,
+                names.SAMPLING_SUBSTITUTION: judged.substitution,
+                names.DEGRADATION_MODE: judged.mode,
                 names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
                 names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
                 names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
                 **(
-                    {names.DEGRADATION_REASON: state.api_instruments().reason_label.value(degradation_reasons[0])}
-                    if degradation_reasons
+                    {names.DEGRADATION_REASON: state.api_instruments().reason_label.value(judged.reasons[0])}
+                    if judged.reasons
                     else {}
                 ),
                 **drill,
@@ -556,14 +568,12 @@ class SamplingRecord:
     def _end_span(
         self,
         ending: Ending,
-        judged: str,
-        mode: str,
+        judged: RequestVerdict,
         served: str | None,
         reported: str | None,
         stop_reason: Any,
         cancel_reason: str | None,
         status_code: str | None,
-        degradation_reasons: tuple[str, ...] = (),
     ) -> None:
         instruments = self._instruments
         span = self._span
@@ -572,12 +582,12 @@ class SamplingRecord:
                 max_length = instruments.settings.attribute_max_length
                 attributes: dict[str, Any] = {
                     names.SAMPLING_ENDING: ending.ending,
-                    names.SAMPLING_SUBSTITUTION: judged,
-                    names.DEGRADATION_MODE: mode,
+                    names.SAMPLING_SUBSTITUTION: judged.substitution,
+                    names.DEGRADATION_MODE: judged.mode,
                     names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
                 }
-                if degradation_reasons:
-                    attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in degradation_reasons]
+                if judged.reasons:
+                    attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in judged.reasons]
                 add_result_attributes(attributes, ending, served, stop_reason, max_length)
                 if reported:
                     attributes[names.SAMPLING_REPORTED_MODEL] = clean(reported, max_length)
@@ -603,21 +613,6 @@ class SamplingRecord:
         finally:
             span.end()
 
-    def _mode(self, policy: ServerPolicy | None, served: str | None, judged: str) -> tuple[str, tuple[str, ...]]:
-        """The request's mode and reasons (:func:`~otel_sampling.rules.degraded_mode.request_mode`),
-        with the named degradations active now and those stamped on its span as it started."""
-        stamped = degraded_mode.stamped_reasons(getattr(self._span, "attributes", None))
-        requested = model_names.normalise(self._last_requested) if self._last_requested else None
-        return degraded_mode.request_mode(
-            canary=self._canary or state.canary.get(),
-            failed_over=self._failover.failed_over,
-            judged=judged,
-            served=served,
-            primary=policy.primary_model if policy is not None else None,
-            last_requested=requested,
-            named=(*state.active_reasons(), *stamped),
-        )
-
 
 _IDENTITY_VIOLATIONS = frozenset(
     {names.VIOLATION_SCOPE_WIDENED, names.VIOLATION_DECISION_FLIPPED, names.VIOLATION_REROUTED_AFTER_DENIAL}
@@ -632,6 +627,14 @@ def _own_run(span: trace.Span) -> run_records.Run | None:
         return None
 
 
+def _owning_run(span: trace.Span) -> run_records.Run | None:
+    try:
+        return run_records.run_owning(span)
+    except Exception:  # the calls inside it are recorded without a run to tell
+        logger.debug("otel-sampling: could not find a sampling request's run", exc_info=True)
+        return None
+
+
 def _fingerprint(params: Any, key: bytes) -> str | None:
     try:
         return identity.fingerprint(params, key)
@@ -642,9 +645,3 @@ def _fingerprint(params: Any, key: bytes) -> str | None:
 
 def _context_label(value: str) -> str:
     return value if value in names.INCLUDE_CONTEXT_VALUES else names.OVERFLOW_LABEL
-
-
-def region_of(endpoints: Mapping[str, Endpoint], address: str | None) -> str | None:
-    """The region the policy's ``[endpoints]`` gives an endpoint host, or None when unknown."""
-    endpoint = endpoints.get(address) if address else None
-    return endpoint.region if endpoint is not None else None

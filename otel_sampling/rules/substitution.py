@@ -3,17 +3,20 @@
 Judgement (``names.SUBSTITUTIONS``), of the served model's normalised name
 (:mod:`~otel_sampling.rules.model_names`: a composite or prefixed name never reaches a hint):
 
-* ``none``: the served model matches a model hint as a substring (MCP spec 2025-11-25,
-  client/sampling, Model Preferences: "hints are treated as substrings that can match model
-  names flexibly"), or no hint was given and the policy (if one covers the server) permits it:
-  nothing else was asked for. (Whether the policy permits a model the server hinted at is a
-  policy question, not a substitution.)
-* ``within_policy``: it matches no hint, but the policy's ``permitted_models`` for the server
-  admits it.
-* ``outside_policy``: the policy names permitted models for the server and this is not one, and
-  no hint asked for it: a hint that matches nothing, or no hint at all (a server that sends none
-  still gets only what the policy permits).
-* ``unjudged``: no hint matched and no policy covers the server, or no served model is known.
+The reference is the model the host asked the provider for (the last provider call that served
+the request), else the server's hints. "As asked" is that model up to a snapshot suffix, or,
+without a provider call, a hint that matches the served model as a substring (MCP spec 2025-11-25,
+client/sampling, Model Preferences: "hints are treated as substrings that can match model names
+flexibly").
+
+* ``none``: served as asked (and, with a policy, a model it permits or one the server hinted
+  at: whether the policy permits a hinted model is a policy question, not a substitution), or
+  nothing was asked for and the policy (if one covers the server) permits it.
+* ``within_policy``: served another model than asked, one the policy's ``permitted_models`` admits.
+* ``outside_policy``: the policy names permitted models for the server and this is not one (a
+  server that sends no hint still gets only what the policy permits).
+* ``without_policy``: served another model than asked, and no policy covers the server.
+* ``unjudged``: no served model is known.
 
 A permitted-model entry admits the same name or that name followed by a dated or ``latest``
 suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``, ``gpt-4`` admits
@@ -53,8 +56,18 @@ def is_permitted(permitted: Iterable[str], served: str) -> bool:
     return any(same_model(entry, served) for entry in permitted)
 
 
-def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | None, failed: bool = False) -> str:
-    """Judge one served model against the hints and the permitted models.
+def judge(
+    hints: Sequence[str],
+    served: str | None,
+    permitted: Sequence[str] | None,
+    failed: bool = False,
+    requested: str | None = None,
+) -> str:
+    """Judge one served model against the model asked for and the permitted models.
+
+    The reference is ``requested`` (what the host asked the provider for) when known, else the
+    hints; a served model is "as asked" when it is the requested model up to a snapshot suffix
+    (:func:`same_family`, case ignored) or, without a requested model, when a hint matches it.
 
     Args:
         hints: ``modelPreferences.hints[].name`` in order (may be empty).
@@ -62,18 +75,24 @@ def judge(hints: Sequence[str], served: str | None, permitted: Sequence[str] | N
         permitted: the policy's permitted models for the server, or None when no policy covers it.
         failed: the request failed (an error frame, an exception, a cancellation): nothing was
             served, so nothing was substituted (``none``); a result without a model is ``unjudged``.
+        requested: the normalised name of the model the host asked the provider for, or None.
 
     Returns:
         one of ``names.SUBSTITUTIONS``.
     """
     if not served:
         return names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
-    if hints and matches_hint(hints, served):
-        return names.SUBSTITUTION_NONE
+    asked: bool | None = None  # nothing asked for: no requested model and no hint
+    if requested:
+        asked = same_family(requested.casefold(), served.casefold())
+    elif hints:
+        asked = matches_hint(hints, served)
     if permitted is None:
-        return names.SUBSTITUTION_NONE if not hints else names.SUBSTITUTION_UNJUDGED
+        return names.SUBSTITUTION_WITHOUT_POLICY if asked is False else names.SUBSTITUTION_NONE
+    if asked and not requested:  # the server hinted at it: whether the policy permits it is a policy question
+        return names.SUBSTITUTION_NONE
     if is_permitted(permitted, served):
-        return names.SUBSTITUTION_WITHIN_POLICY if hints else names.SUBSTITUTION_NONE
+        return names.SUBSTITUTION_WITHIN_POLICY if asked is False else names.SUBSTITUTION_NONE
     return names.SUBSTITUTION_OUTSIDE_POLICY
 
 

@@ -118,14 +118,18 @@ def test_failover_after_an_error(with_policy, instrumented, fake_provider, mode)
 def test_a_permitted_model_that_is_not_the_primary_is_a_fallback(with_policy, instrumented, fake_provider):
     anyio.run(call, "auto", callback(fake_provider, ("claude-haiku-5-5", "")))
     a = _sampling(instrumented)
-    assert a[names.SAMPLING_SUBSTITUTION] == "within_policy"
+    assert a[names.SAMPLING_SUBSTITUTION] == "none"  # served as the host asked the provider
     assert a[names.DEGRADATION_REASON] == ("fallback",)
     assert _requests(instrumented) == {("degraded", "fallback"): 1}
 
 
-def test_the_provider_serving_another_permitted_model_is_a_provider_fallback(with_policy, instrumented, fake_provider):
+def test_the_provider_serving_another_permitted_model_is_a_fallback_on_both_spans(
+    with_policy, instrumented, fake_provider
+):
     anyio.run(call, "auto", callback(fake_provider, ("claude-sonnet-5-5", "served_model=claude-haiku-5-5")))
-    assert _sampling(instrumented)[names.DEGRADATION_REASON] == ("provider_fallback",)
+    assert _sampling(instrumented)[names.DEGRADATION_REASON] == ("fallback",)
+    (chat,) = instrumented.spans("chat claude-sonnet-5-5")
+    assert chat.attributes[names.DEGRADATION_REASON] == ("fallback",)
 
 
 def test_a_model_outside_policy_is_a_substitution(with_policy, instrumented, fake_provider):
@@ -143,12 +147,13 @@ def test_the_primary_has_no_reason(with_policy, instrumented, fake_provider):
 
 def test_canary_traffic_through_the_fallback_is_visible(with_policy, instrumented, fake_provider):
     anyio.run(call, "legacy", callback(fake_provider, ("claude-haiku-5-5", ""), canary=True))
-    assert _sampling(instrumented)[names.DEGRADATION_REASON] == ("canary",)
+    # The canary first; the call's own reason (off the primary) follows it on the request.
+    assert _sampling(instrumented)[names.DEGRADATION_REASON] == ("canary", "fallback")
     assert _requests(instrumented) == {("degraded", "canary"): 1}
     (chat,) = instrumented.spans("chat claude-haiku-5-5")
     assert (chat.attributes[names.DEGRADATION_MODE], chat.attributes[names.DEGRADATION_REASON]) == (
         "degraded",
-        ("canary",),
+        ("fallback", "canary"),
     )
 
 

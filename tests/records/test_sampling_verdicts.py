@@ -141,7 +141,7 @@ class TestTheServedModel:
         assert (a[names.SAMPLING_SUBSTITUTION], a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == (
             "within_policy",
             "degraded",
-            ("provider_fallback",),
+            ("fallback",),
         )
         assert violations(span) == ["reported_model_mismatch"]
         assert hosted.counts(names.METRIC_SAMPLING_VIOLATIONS, names.SAMPLING_VIOLATION_KIND) == {
@@ -199,7 +199,7 @@ class TestTheServedModel:
             "claude-haiku-5-5",
             "claude-haiku-5-5",
         )
-        assert a[names.SAMPLING_SUBSTITUTION] == "within_policy"
+        assert a[names.SAMPLING_SUBSTITUTION] == "none"  # the model the host asked for served
 
     @pytest.mark.parametrize(
         ("reported", "served", "substitution"),

@@ -18,7 +18,7 @@ PERMITTED = ("claude-sonnet-5-5", "claude-haiku-5-5")
 
 
 class TestJudge:
-    """``judge``: ``none``, ``within_policy``, ``outside_policy`` or ``unjudged``."""
+    """``judge``: ``none``, ``within_policy``, ``outside_policy``, ``without_policy`` or ``unjudged``."""
 
     @pytest.mark.parametrize(
         ("expected", "hints", "served", "permitted"),
@@ -34,7 +34,7 @@ class TestJudge:
             ("within_policy", ("gpt-4o",), "claude-haiku-5-5", PERMITTED),
             ("within_policy", ("gpt-4o",), "claude-haiku-5-5-20261001", PERMITTED),  # a snapshot of a permitted model
             ("outside_policy", ("gpt-4o",), "claude-opus-5-5", PERMITTED),
-            ("unjudged", ("gpt-4o",), "claude-haiku-5-5", None),  # no policy covers the server
+            ("without_policy", ("gpt-4o",), "claude-haiku-5-5", None),  # no policy covers the server
             ("unjudged", ("gpt-4o",), None, PERMITTED),  # no served model known
             ("none", ("gpt-4o", "claude"), "claude-opus-5-5", PERMITTED),  # any hint may match
             ("outside_policy", ("gpt-4o",), "claude-haiku-5-5", ()),  # an empty list permits nothing
@@ -43,8 +43,25 @@ class TestJudge:
     def test_hints_first_then_the_policy(self, expected, hints, served, permitted):
         """A matching hint is ``none``; else the permitted models decide (``within_policy`` for a
         hinted request, ``none`` for an unhinted one, ``outside_policy`` for both); without a
-        policy, a hinted request that matched nothing, or one without a served model, ``unjudged``."""
+        policy, a hinted request that matched nothing is ``without_policy``; one without a served
+        model ``unjudged``."""
         assert expected == judge(hints, served, permitted)
+
+    @pytest.mark.parametrize(
+        ("expected", "requested", "served", "permitted"),
+        [
+            ("none", "claude-sonnet-5-5", "claude-sonnet-5-5-20261001", None),  # a snapshot of the model asked for
+            ("without_policy", "claude-sonnet-5-5", "claude-haiku-5-5", None),
+            ("none", "claude-haiku-5-5", "claude-haiku-5-5", PERMITTED),  # the host asked for it, and it is permitted
+            ("within_policy", "claude-sonnet-5-5", "claude-haiku-5-5", PERMITTED),
+            ("outside_policy", "claude-opus-5-5", "claude-opus-5-5", PERMITTED),  # asked for, but not permitted
+        ],
+    )
+    def test_the_model_the_host_asked_for_is_the_reference_before_the_hints(
+        self, expected, requested, served, permitted
+    ):
+        """The hint (``claude-sonnet``) does not match haiku; the model the host asked the provider for decides."""
+        assert expected == judge(("claude-sonnet",), served, permitted, requested=requested)
 
 
 class TestMatchesHint:
