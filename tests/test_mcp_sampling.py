@@ -288,7 +288,8 @@ def test_substitution_and_mode_follow_hints_and_policy(policy_env, mcp_instrumen
     assert counts == {(judgement, mode): 1}
 
 
-def test_without_policy_an_unhinted_model_is_unjudged(mcp_instrumented):
+def test_without_policy_a_model_the_hint_does_not_name_is_a_substitution(mcp_instrumented):
+    """No provider call seen: the hint is the reference (docs/telemetry.md "Verdicts without a policy")."""
     anyio.run(
         call,
         "legacy",
@@ -296,7 +297,12 @@ def test_without_policy_an_unhinted_model_is_unjudged(mcp_instrumented):
         "sample",
         {"hint": "gpt-4o", "include_context": "none"},
     )
-    assert only_sampling_span(mcp_instrumented).attributes[names.SAMPLING_SUBSTITUTION] == "unjudged"
+    a = only_sampling_span(mcp_instrumented).attributes
+    assert (a[names.SAMPLING_SUBSTITUTION], a[names.DEGRADATION_MODE], a[names.DEGRADATION_REASON]) == (
+        "without_policy",
+        "degraded",
+        ("substitution",),
+    )
 
 
 def test_refusal_stop_reason_is_refused(mcp_instrumented):

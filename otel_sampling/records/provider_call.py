@@ -36,10 +36,10 @@ from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
-from otel_sampling.rules import cost
+from otel_sampling.rules import cost, verdict
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
-from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict, judge_call, named_union
+from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict, named_union
 
 logger = logging.getLogger(__name__)
 
@@ -264,7 +264,7 @@ class ProviderCall:
         failed_over = self._failovers is not None and self._failovers.observe(
             self._parent, summary.requested, summary.failed
         )
-        return judge_call(summary, NO_POLICY, failed_over)
+        return verdict.judge_call(summary, NO_POLICY, failed_over)
 
     def _cost(self, response_model: str | None, usage: Usage) -> cost.Cost | None:
         """The call's cost (:mod:`otel_sampling.rules.cost`): None without token counts or a price."""

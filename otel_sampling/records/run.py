@@ -51,8 +51,9 @@ from otel_sampling import locks, names, state
 from otel_sampling.labels import clean, finite
 from otel_sampling.metrics import recorded_in
 from otel_sampling.records.failover import FailedModels
+from otel_sampling.rules import verdict
 from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
-from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict, judge_call
+from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ class Run:
                     self._cost += call.usd
                 if not call.failed:
                     self.last_served = (call.served or call.requested, call.provider, call.region)
-        return judge_call(call, NO_POLICY, failed_over)
+        return verdict.judge_call(call, NO_POLICY, failed_over)
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, degraded={self.degraded}, disclosed={self._disclosed})"
