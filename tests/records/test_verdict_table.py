@@ -152,6 +152,7 @@ def host_callback(fake_provider, column: Column):
 
 async def one_request(mode: str, callback) -> None:
     from mcp import Client
+
     from sampling_server import build_server
 
     async with Client(build_server(), mode=mode, sampling_callback=callback) as client:
