@@ -177,8 +177,8 @@ def overview(config: MixinConfig) -> dash.Dashboard:
         .with_panel(
             timeseries_panel(
                 "Substitutions",
-                "Sampling requests per minute whose served model matched no hint, by judgement "
-                "(within_policy, outside_policy, unjudged).",
+                "Sampling requests per minute served another model than asked (or unjudged), by judgement "
+                "(within_policy, outside_policy, without_policy, unjudged).",
                 [
                     (
                         _per_minute(
