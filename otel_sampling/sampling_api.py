@@ -26,7 +26,6 @@ from otel_sampling.records.ledger import record_violation
 if TYPE_CHECKING:
     import mcp_types
 
-    from otel_sampling.records.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +164,7 @@ def record_grant(server: str, add_usd: float, expires_at: datetime.datetime | st
         logger.debug("otel-sampling: could not record a grant", exc_info=True)
 
 
-def _record(ledger: Ledger, server: str, add_usd: float, expires: str, granted_by: str) -> None:
+def _record(ledger: state.HostLedger, server: str, add_usd: float, expires: str, granted_by: str) -> None:
     instruments = ledger.instruments
     label = instruments.server_label.value(server)
     attributes = {names.MCP_SERVER_NAME: label}

@@ -1,8 +1,12 @@
-"""All process-wide mutable state of otel-sampling, in one module.
+"""Process-wide mutable state that several layers share, below the records that use it.
 
-Everything else is a pure rule (:mod:`otel_sampling.rules`), a record of one request, call or run
-and the bounded stores an instrumentor gives them (:mod:`otel_sampling.records`), or a wrapper.
-What the whole process shares is here:
+It imports no record: the context variables are typed by what their readers call (the protocols
+below), not by the records that set them. State that one concept owns sits with that concept:
+the open runs and the explicit run in :mod:`otel_sampling.records.run`, the MCP connections and
+tool calls in flight in :mod:`otel_sampling.instrumentation._mcp_connections` and
+:mod:`otel_sampling.instrumentation._mcp_tool_call`, the server's pending table in
+:mod:`otel_sampling.instrumentation.mcp_server`, the digests of provenance in
+:mod:`otel_sampling.provenance`. What is here:
 
 * the named degradations active now, and every ``(component, reason)`` pair entered so far (the
   gauges report 0 for those that exited): :func:`activate`, :func:`deactivate`,
@@ -10,9 +14,7 @@ What the whole process shares is here:
 * the drills running now, the scheduled windows already started and the clock they read
   (:data:`drills`, written by :mod:`otel_sampling.drills`);
 * the context variables: the sampling request whose callback runs here (:data:`current_request`),
-  the explicit run (:data:`current_run`), the canary flag (:data:`canary`);
-* the open runs and the traces and spans they own (:data:`runs`, read and written by
-  :mod:`otel_sampling.records.run` under ``runs.lock``);
+  the provider call being sent (:data:`current_call`), the canary flag (:data:`canary`);
 * the API instruments bound by the most recent ``instrument()`` (:func:`bind_api`,
   :func:`api_instruments`);
 * the watchdog thread that sweeps pending requests for stalls (:data:`watchdog`), the host-side
@@ -32,7 +34,7 @@ models in :mod:`otel_sampling.records.provider_call`, the stdio trap's warnings 
 source's look-up cache (:mod:`otel_sampling.price_source`): a bounded memo of genai-prices' fixed
 data, the same answer with or without it.
 
-Locks: the degradation registry and the run registry each have one; readers of the active tuple
+Locks: the degradation registry has one; readers of the active tuple
 need none (it is replaced whole). Every lock comes from :func:`otel_sampling.locks.new`.
 
 After ``fork()`` (gunicorn ``--preload``, uWSGI, Celery prefork, ``multiprocessing`` with the
@@ -63,36 +65,66 @@ import logging
 import os
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider
 
 from otel_sampling import locks, names
-from otel_sampling.metrics import SAMPLING_IN_FLIGHT, ApiInstruments, InFlight, create
+from otel_sampling.metrics import SAMPLING_IN_FLIGHT, ApiInstruments, InFlight, Instruments, create
 from otel_sampling.rules.degraded_mode import named_reasons
+from otel_sampling.rules.verdict import CallSummary, CallVerdict
 from otel_sampling.settings import Settings
-
-if TYPE_CHECKING:
-    from otel_sampling.degradation import Degradation
-    from otel_sampling.records.ledger import Ledger
-    from otel_sampling.records.provider_call import ProviderCall
-    from otel_sampling.records.run import Run
-    from otel_sampling.records.sampling import SamplingRecord
 
 logger = logging.getLogger(__name__)
 
+
+class RequestScope(Protocol):
+    """What a sampling request in progress offers the calls and the API inside its callback
+    (:class:`otel_sampling.records.sampling.SamplingRecord`)."""
+
+    def on_call(self, call: CallSummary) -> CallVerdict: ...
+    def note_canary(self) -> None: ...
+    def grant_context(self, scope: str) -> None: ...
+
+
+class CallInFlight(Protocol):
+    """A provider call whose SDK request is being sent (:class:`otel_sampling.records.provider_call.ProviderCall`)."""
+
+    def note_served_model(self, model: str) -> None: ...
+
+
+class NamedDegradation(Protocol):
+    """An active named degradation as the registry reads it (:class:`otel_sampling.degradation.Degradation`)."""
+
+    @property
+    def component(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def expires_at(self) -> dt.datetime: ...
+    def expired(self, now: dt.datetime) -> bool: ...
+
+
+class HostLedger(Protocol):
+    """The host-side ledger the API's grants go to (:class:`otel_sampling.records.ledger.Ledger`)."""
+
+    @property
+    def instruments(self) -> Instruments: ...
+    def note_grant(self, server: str) -> None: ...
+    def last_ending(self, server: str) -> str | None: ...
+
+
 # ---------------------------------------------------------------------- context variables
 #: The sampling request whose host callback is running in this context (set by the record).
-current_request: ContextVar[SamplingRecord | None] = ContextVar("otel_sampling_current_request", default=None)
+current_request: ContextVar[RequestScope | None] = ContextVar("otel_sampling_current_request", default=None)
 #: The provider call whose SDK request is being sent in this context (set by the call while the SDK
 #: sends it and parses its response).
-current_call: ContextVar[ProviderCall | None] = ContextVar("otel_sampling_current_call", default=None)
-#: The explicit run (``with otel_sampling.run(...)``) of this context.
-current_run: ContextVar[Run | None] = ContextVar("otel_sampling_current_run", default=None)
+current_call: ContextVar[CallInFlight | None] = ContextVar("otel_sampling_current_call", default=None)
 #: True inside ``otel_sampling.canary()``.
 canary: ContextVar[bool] = ContextVar("otel_sampling_canary", default=False)
 
@@ -104,11 +136,11 @@ MAX_KNOWN = 1000
 MAX_STAMPED = 16
 
 _degradations_lock = locks.new()
-_active: tuple[Degradation, ...] = ()  # replaced whole under the lock: readers need no lock
+_active: tuple[NamedDegradation, ...] = ()  # replaced whole under the lock: readers need no lock
 _known: dict[tuple[str, str], None] = {}
 
 
-def activate(degradation: Degradation) -> bool:
+def activate(degradation: NamedDegradation) -> bool:
     """Add ``degradation`` to the active ones; False when it already was."""
     global _active
     with _degradations_lock:
@@ -120,7 +152,7 @@ def activate(degradation: Degradation) -> bool:
     return True
 
 
-def deactivate(degradation: Degradation) -> bool:
+def deactivate(degradation: NamedDegradation) -> bool:
     """Remove ``degradation`` from the active ones; False when it was not active."""
     global _active
     with _degradations_lock:
@@ -130,7 +162,7 @@ def deactivate(degradation: Degradation) -> bool:
     return True
 
 
-def active_degradations() -> tuple[Degradation, ...]:
+def active_degradations() -> tuple[NamedDegradation, ...]:
     """The named degradations active now, in the order they were entered."""
     return _active
 
@@ -214,27 +246,6 @@ def drill_label() -> dict[str, str]:
         return {}
     return {names.DRILL_NAME: api_instruments().drill_name_label.value(running[0].name)}
 
-
-# ---------------------------------------------------------------------- runs
-#: Runs tracked at once (a root span that never ends must not grow memory).
-MAX_OPEN_RUNS = 4096
-
-
-class RunRegistry:
-    """The open runs and what they own; every field is read and written under :attr:`lock`
-    (``by_trace`` may be read without it: a dict lookup is atomic)."""
-
-    __slots__ = ("lock", "by_trace", "open", "by_span")
-
-    def __init__(self) -> None:
-        self.lock = locks.new()
-        self.by_trace: OrderedDict[int, Run] = OrderedDict()  # trace id -> run owning it, oldest first
-        self.open: OrderedDict[int, Run] = OrderedDict()  # id(run) -> run, oldest first
-        # span id -> run, for spans of an explicit run whose trace another run owns (a run nested in a run)
-        self.by_span: OrderedDict[int, Run] = OrderedDict()
-
-
-runs = RunRegistry()
 
 # ---------------------------------------------------------------------- API instruments
 _api_lock = locks.new()
@@ -407,16 +418,16 @@ class Watchdog:
 watchdog = Watchdog()
 
 # ---------------------------------------------------------------------- host ledger
-_host_ledger: Ledger | None = None
+_host_ledger: HostLedger | None = None
 
 
-def bind_host_ledger(ledger: Ledger | None) -> None:
+def bind_host_ledger(ledger: HostLedger | None) -> None:
     """The host-side MCP instrumentor's ledger, where grants are recorded (None: nowhere)."""
     global _host_ledger
     _host_ledger = ledger
 
 
-def host_ledger() -> Ledger | None:
+def host_ledger() -> HostLedger | None:
     """The bound host-side ledger, or None without the host-side MCP instrumentor."""
     return _host_ledger
 

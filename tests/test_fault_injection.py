@@ -229,7 +229,7 @@ PROVIDER_STEPS = [
     _attr(ProviderState, "decode_raw"),
     _attr(FailoverTracker, "observe"),
     _attr(verdict, "judge_call"),
-    _attr(cost, "quote"),
+    _attr(cost, "policy_quote"),
     # The price source's look-up (genai-prices, when the prices extra is installed).
     *([_attr(price_source.GenaiPrices, "price")] if price_source.installed() is not None else []),
 ]

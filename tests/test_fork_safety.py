@@ -30,6 +30,7 @@ from conftest import TRACER_PROVIDER, Telemetry, with_policy
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
+from otel_sampling.records import run as run_records
 from sampling_server import build_server
 
 pytestmark = [
@@ -229,7 +230,7 @@ def _host_ledger_lock() -> Any:
 LOCKS = {
     # what the child does: (the lock it takes, held by a parent thread at fork time; the call)
     "degradations": (lambda: state._degradations_lock, _degradation),
-    "open runs": (lambda: state.runs.lock, _run),
+    "open runs": (lambda: run_records.runs.lock, _run),
     "watchdog": (lambda: state.watchdog._lock, _watchdog_sweeps),
     "stall watch": (_host_ledger_lock, _pending_watch),
     "in-flight stores": (lambda: state._in_flight_lock, _in_flight_store),

@@ -38,7 +38,8 @@ def genai_prices_total(provider_id: str, model: str, usage: Usage) -> float:
 
 
 def our_cost(provider: str, model: str, usage: Usage) -> cost.Cost | None:
-    quoted = cost.quote({}, SOURCE, provider, model, usage.input_tokens)
+    assert SOURCE is not None
+    quoted = cost.source_quote(SOURCE.name, SOURCE.price(provider, model, usage.input_tokens or 0))
     return cost.cost_of(quoted, usage) if quoted is not None else None
 
 

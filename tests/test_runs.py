@@ -25,6 +25,7 @@ from drivers import recording_logger_provider
 from otel_sampling import degradation, names, runs, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.records import run as run_records
 from otel_sampling.settings import Settings
 
 LATER = "2099-01-01T00:00:00Z"
@@ -518,13 +519,13 @@ def test_a_negative_score_is_not_silently_dropped(mcp_instrumented):
 def test_a_long_run_serving_many_remote_traces_stays_bounded(mcp_instrumented):
     # A run around a server loop: every request arrives with its own remote trace.
     with osm.run("serve") as serving:
-        for i in range(1, 3 * state.MAX_OPEN_RUNS):
+        for i in range(1, 3 * run_records.MAX_OPEN_RUNS):
             remote = SpanContext(trace_id=i, span_id=i, is_remote=True, trace_flags=TraceFlags(1))
             with OTHER.start_as_current_span(
                 "handle", context=trace.set_span_in_context(NonRecordingSpan(remote)), kind=trace.SpanKind.SERVER
             ):
                 pass
-        assert len(serving._trace_ids) <= state.MAX_OPEN_RUNS
+        assert len(serving._trace_ids) <= run_records.MAX_OPEN_RUNS
 
 
 def test_a_chain_of_jobs_each_started_from_the_last_keeps_no_chain_of_runs(mcp_instrumented):

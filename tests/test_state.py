@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from otel_sampling import state
 from otel_sampling.degradation import Degradation
+from otel_sampling.records import run as run_records
 from otel_sampling.settings import Settings
 
 LATER = "2099-01-01T00:00:00Z"
@@ -142,7 +143,11 @@ class TestContextVariables:
 
     def test_defaults(self):
         """Outside any sampling callback, run or canary block."""
-        assert (None, None, False) == (state.current_request.get(), state.current_run.get(), state.canary.get())
+        assert (None, None, False) == (
+            state.current_request.get(),
+            run_records.current_run_var.get(),
+            state.canary.get(),
+        )
 
 
 class TestInstrumentorUsers:

@@ -272,7 +272,11 @@ class ProviderCall:
             return None
         settings = self._instruments.settings
         model = cost.priced_model(response_model, self._request_model if self._compare_models else None)
-        quoted = cost.quote(settings.policy.prices, settings.price_source, self._provider, model, usage.input_tokens)
+        quoted = cost.policy_quote(settings.policy.prices, model)
+        source = settings.price_source
+        if quoted is None and source is not None and model:
+            # The price look-up (an LRU over genai-prices) is ours; the rule only picks the price.
+            quoted = cost.source_quote(source.name, source.price(self._provider, model, usage.input_tokens or 0))
         if quoted is None:
             _unpriced.report(model, settings.price_source)
             return None

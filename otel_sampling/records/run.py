@@ -32,15 +32,16 @@ process, or ``OTEL_SAMPLING_DISCLOSURE_TRACKED=true``), so that only a host that
 A run is also the key of the failover memory for provider calls made in it outside a sampling
 request (:mod:`otel_sampling.records.failover`).
 
-The registry of open runs lives in :mod:`otel_sampling.state`; this module is the only one that
-reads or writes it.
+The registry of open runs (:data:`runs`) and the explicit run of a context (:data:`current_run_var`)
+live here; this module is the only one that reads or writes them.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from contextvars import Token
+from collections import OrderedDict
+from contextvars import ContextVar, Token
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -60,7 +61,28 @@ logger = logging.getLogger(__name__)
 MAX_REASONS = 16  # distinct degradation reasons remembered per run
 _AGENT_OPERATIONS = frozenset(names.AGENT_OPERATIONS)
 
-_runs = state.runs  # the open runs and what they own (process-wide)
+#: Runs tracked at once (a root span that never ends must not grow memory).
+MAX_OPEN_RUNS = 4096
+
+
+class RunRegistry:
+    """The open runs and what they own; every field is read and written under :attr:`lock`
+    (``by_trace`` may be read without it: a dict lookup is atomic)."""
+
+    __slots__ = ("lock", "by_trace", "open", "by_span")
+
+    def __init__(self) -> None:
+        self.lock = locks.new()
+        self.by_trace: OrderedDict[int, Run] = OrderedDict()  # trace id -> run owning it, oldest first
+        self.open: OrderedDict[int, Run] = OrderedDict()  # id(run) -> run, oldest first
+        # span id -> run, for spans of an explicit run whose trace another run owns (a run nested in a run)
+        self.by_span: OrderedDict[int, Run] = OrderedDict()
+
+
+runs = RunRegistry()  # the open runs and what they own (process-wide)
+_runs = runs
+#: The explicit run (``with otel_sampling.run(...)``) of this context.
+current_run_var: ContextVar[Run | None] = ContextVar("otel_sampling_current_run", default=None)
 
 
 class Run:
@@ -205,7 +227,7 @@ class RunScope:
         # happens inside counts there too, and the silent incident is counted once, out there.
         parent = current_run()
         run._parent = parent if parent is not None and not parent._ended else None
-        token = state.current_run.set(run)  # first: the run's own span belongs to it, not to a new implicit run
+        token = current_run_var.set(run)  # first: the run's own span belongs to it, not to a new implicit run
         _register(run)
         active = state.active_reasons()
         if active:
@@ -246,7 +268,7 @@ class RunScope:
             if otel_token is not None:
                 otel_context.detach(otel_token)  # type: ignore[arg-type]
             try:
-                state.current_run.reset(token)
+                current_run_var.reset(token)
             except ValueError:  # exited in another context than it was entered in: nothing to undo here
                 logger.debug("otel-sampling: run %r exited in another context", run.name, exc_info=True)
         span = self._span
@@ -331,7 +353,7 @@ def span_started(span: Any) -> None:
         if _runs.by_trace.get(trace_id) is not explicit:
             with _runs.lock:
                 _runs.by_span[span_context.span_id] = explicit
-                while len(_runs.by_span) > state.MAX_OPEN_RUNS:
+                while len(_runs.by_span) > MAX_OPEN_RUNS:
                     _runs.by_span.popitem(last=False)
         return
     if trace_id in _runs.by_trace:
@@ -408,7 +430,7 @@ def mark_open_runs_degraded(reason: str) -> None:
 def _explicit() -> Run | None:
     """The explicit run of this context while it is open. A task started inside a run keeps the
     run in its context after the run ended: its later work is not that run's."""
-    explicit = state.current_run.get()
+    explicit = current_run_var.get()
     return explicit if explicit is not None and not explicit._ended else None
 
 
@@ -426,7 +448,7 @@ def _start_implicit(name: str, span_context: trace.SpanContext, root: bool) -> R
 def _register(new: Run) -> None:
     with _runs.lock:
         _runs.open[id(new)] = new
-        while len(_runs.open) > state.MAX_OPEN_RUNS:
+        while len(_runs.open) > MAX_OPEN_RUNS:
             _, evicted = _runs.open.popitem(last=False)
             _forget_traces(evicted)
 
@@ -440,7 +462,7 @@ def _own_trace(owner: Run, span_context: trace.SpanContext) -> None:
             return
         _runs.by_trace[trace_id] = owner
         owner._trace_ids[trace_id] = None
-        while len(_runs.by_trace) > state.MAX_OPEN_RUNS:
+        while len(_runs.by_trace) > MAX_OPEN_RUNS:
             evicted, previous_owner = _runs.by_trace.popitem(last=False)
             previous_owner._trace_ids.pop(evicted, None)  # a run open for a million traces keeps 4096
 

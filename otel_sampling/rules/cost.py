@@ -8,8 +8,9 @@ Which price (:func:`quote`): the policy's ``[prices."<model>"]`` entry wins, the
 same name, else an entry the model is a snapshot of (``claude-haiku-5-5`` or
 ``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``,
 :func:`otel_sampling.rules.substitution.same_model`); else the price source's price for the
-provider and model (:mod:`otel_sampling.price_source`, genai-prices by default); else none: the
-call has no cost at all (not a cost of 0). The cost names where its price came from: ``policy``
+provider and model (:mod:`otel_sampling.price_source`, genai-prices by default, looked up by the
+caller and passed in: :func:`policy_quote` first, then :func:`source_quote`); else none: the call
+has no cost at all (not a cost of 0). The cost names where its price came from: ``policy``
 or the source's name (``genai-prices@0.2.3``).
 
 Cost = uncached input x input price + cache reads x cache-read price + cache writes x cache-write
@@ -36,7 +37,6 @@ from otel_sampling.rules.substitution import same_model
 from otel_sampling.rules.values import clean_usage
 
 if TYPE_CHECKING:
-    from otel_sampling.price_source import PriceSource
     from otel_sampling.rules.values import Usage
 
 
@@ -63,21 +63,17 @@ def priced_model(response_model: str | None, request_model: str | None) -> str |
     return response_model or request_model or None
 
 
-def quote(
-    prices: Mapping[str, Price], source: PriceSource | None, provider: str, model: str | None, input_tokens: int | None
-) -> Quote | None:
-    """The price of ``model`` served by ``provider`` (``gen_ai.provider.name``) for a call of
-    ``input_tokens`` input tokens (a source's tiered prices depend on it; None counts as 0): the
-    policy table's entry (:func:`price_for`), else ``source``'s price, else None (unknown)."""
-    if not model:
-        return None
+def policy_quote(prices: Mapping[str, Price], model: str | None) -> Quote | None:
+    """The policy table's price of ``model`` (:func:`price_for`), source ``policy``; None when the
+    table has none (then the caller asks its price source: :func:`source_quote`)."""
     price = price_for(prices, model)
-    if price is not None:
-        return Quote(price, names.PRICE_SOURCE_POLICY)
-    if source is None:
-        return None
-    price = source.price(provider, model, input_tokens or 0)
-    return Quote(price, source.name) if price is not None else None
+    return Quote(price, names.PRICE_SOURCE_POLICY) if price is not None else None
+
+
+def source_quote(source_name: str | None, price: Price | None) -> Quote | None:
+    """The price source's price (looked up by the caller for the provider, the model and the call's
+    input tokens), named as ``source_name``; None without a source or a price."""
+    return Quote(price, source_name) if price is not None and source_name else None
 
 
 def cost_of(quoted: Quote, usage: Usage) -> Cost | None:

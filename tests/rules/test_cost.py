@@ -22,20 +22,6 @@ CACHED = Usage(input_tokens=525, output_tokens=5, cache_read_input_tokens=400, c
 SOURCE_PRICE = Price(3.0, 15.0, 0.3, 3.75)
 
 
-class Source:
-    """A price source that knows one model and remembers what it was asked."""
-
-    name = "genai-prices@9.9.9"
-
-    def __init__(self, known: str = "claude-sonnet-4-5-20250929") -> None:
-        self.known = known
-        self.asked: list[tuple[str, str, int]] = []
-
-    def price(self, provider: str, model: str, input_tokens: int) -> Price | None:
-        self.asked.append((provider, model, input_tokens))
-        return SOURCE_PRICE if model == self.known else None
-
-
 class TestPricedModel:
     """``priced_model``: a call is priced at the model that served it, else at the requested one."""
 
@@ -52,46 +38,29 @@ class TestPricedModel:
 
 
 class TestQuote:
-    """``quote``: the policy table's entry, else the price source's price, else none."""
+    """``policy_quote`` then ``source_quote``: the policy table's entry, else the price source's price, else none."""
 
-    def test_the_policy_entry_wins_over_the_source(self):
-        """A model both price: the table's price, source ``policy``; the source is not asked."""
-        source = Source(known="claude-haiku-5-5-20261001")
-
-        quoted = cost.quote({"claude-haiku-5-5": HAIKU}, source, "anthropic", "claude-haiku-5-5-20261001", 525)
-
-        assert cost.Quote(HAIKU, "policy") == quoted
-        assert [] == source.asked
-
-    def test_the_source_prices_what_the_table_leaves_out(self):
-        """The source is asked for the provider, model and the call's input tokens (its tiers
-        depend on them), and named as the price's source."""
-        source = Source()
-
-        quoted = cost.quote({"claude-haiku-5-5": HAIKU}, source, "anthropic", "claude-sonnet-4-5-20250929", 525)
-
-        assert cost.Quote(SOURCE_PRICE, "genai-prices@9.9.9") == quoted
-        assert [("anthropic", "claude-sonnet-4-5-20250929", 525)] == source.asked
-
-    def test_no_input_count_asks_for_the_base_tier(self):
-        source = Source()
-        cost.quote({}, source, "anthropic", "claude-sonnet-4-5-20250929", None)
-        assert [("anthropic", "claude-sonnet-4-5-20250929", 0)] == source.asked
-
-    def test_a_model_neither_knows_has_no_price(self):
-        assert None is cost.quote({"claude-haiku-5-5": HAIKU}, Source(), "anthropic", "claude-unpriced-x", 525)
-
-    def test_without_a_source_only_the_table_prices(self):
-        """No price source (genai-prices not installed, or ``OTEL_SAMPLING_PRICE_SOURCE=none``)."""
-        assert None is cost.quote({}, None, "anthropic", "claude-sonnet-4-5-20250929", 525)
-        assert cost.Quote(HAIKU, "policy") == cost.quote(
-            {"claude-haiku-5-5": HAIKU}, None, "anthropic", "claude-haiku-5-5", 525
+    def test_the_policy_entry_prices_its_snapshots(self):
+        assert cost.Quote(HAIKU, "policy") == cost.policy_quote(
+            {"claude-haiku-5-5": HAIKU}, "claude-haiku-5-5-20261001"
         )
+        assert cost.Quote(HAIKU, "policy") == cost.policy_quote({"claude-haiku-5-5": HAIKU}, "claude-haiku-5-5")
+
+    def test_a_model_the_table_leaves_out_has_no_policy_price(self):
+        assert None is cost.policy_quote({"claude-haiku-5-5": HAIKU}, "claude-sonnet-4-5-20250929")
+        assert None is cost.policy_quote({}, "claude-haiku-5-5")
 
     def test_no_model_no_price(self):
-        source = Source()
-        assert None is cost.quote({"claude-haiku-5-5": HAIKU}, source, "anthropic", None, 525)
-        assert [] == source.asked
+        assert None is cost.policy_quote({"claude-haiku-5-5": HAIKU}, None)
+
+    def test_the_source_price_is_named_by_its_source(self):
+        assert cost.Quote(SOURCE_PRICE, "genai-prices@9.9.9") == cost.source_quote("genai-prices@9.9.9", SOURCE_PRICE)
+
+    def test_no_source_or_no_price_is_no_quote(self):
+        """No price source (genai-prices not installed, or ``OTEL_SAMPLING_PRICE_SOURCE=none``), or
+        a model it does not know."""
+        assert None is cost.source_quote(None, SOURCE_PRICE)
+        assert None is cost.source_quote("genai-prices@9.9.9", None)
 
 
 class TestCostOf:
