@@ -80,7 +80,6 @@ class RunRegistry:
 
 
 runs = RunRegistry()  # the open runs and what they own (process-wide)
-_runs = runs
 #: The explicit run (``with otel_sampling.run(...)``) of this context.
 current_run_var: ContextVar[Run | None] = ContextVar("otel_sampling_current_run", default=None)
 
@@ -117,7 +116,7 @@ class Run:
         self._cost = 0.0
         self._outcome: str | None = None
         self._ended = False
-        self._trace_ids: dict[int, None] = {}  # traces it owns in _runs.by_trace (leave with their eviction)
+        self._trace_ids: dict[int, None] = {}  # traces it owns in runs.by_trace (leave with their eviction)
         self._root_span_id = root_span_id  # set for an agent span's run: the span that ends it
         self._failover = FailedModels()  # provider calls made in the run outside a sampling request
         # (model, provider, region) of the last provider call that succeeded inside the run
@@ -293,10 +292,10 @@ def current_run() -> Run | None:
     explicit = _explicit()
     if explicit is not None:
         return explicit
-    if not _runs.by_trace:  # no run owns any trace (a bare provider call): skip the context lookup
+    if not runs.by_trace:  # no run owns any trace (a bare provider call): skip the context lookup
         return None
     trace_id = trace.get_current_span().get_span_context().trace_id
-    return _runs.by_trace.get(trace_id) if trace_id else None
+    return runs.by_trace.get(trace_id) if trace_id else None
 
 
 def current_reasons() -> tuple[str, ...]:
@@ -320,7 +319,7 @@ def run_owning(span: trace.Span) -> Run | None:
     if explicit is not None:
         return explicit
     trace_id = span.get_span_context().trace_id
-    return _runs.by_trace.get(trace_id) if trace_id and _runs.by_trace else None
+    return runs.by_trace.get(trace_id) if trace_id and runs.by_trace else None
 
 
 def add_cost(usd: float, span: trace.Span | None = None) -> None:
@@ -337,7 +336,7 @@ def add_cost(usd: float, span: trace.Span | None = None) -> None:
     target = _explicit() if span is None else None
     if target is None:
         trace_id = (span or trace.get_current_span()).get_span_context().trace_id
-        target = _runs.by_trace.get(trace_id) if trace_id else None
+        target = runs.by_trace.get(trace_id) if trace_id else None
     if target is not None and not target._ended:
         target._add_cost(float(usd))
 
@@ -350,13 +349,13 @@ def span_started(span: Any) -> None:
     explicit = _explicit()
     if explicit is not None:
         _own_trace(explicit, span_context)
-        if _runs.by_trace.get(trace_id) is not explicit:
-            with _runs.lock:
-                _runs.by_span[span_context.span_id] = explicit
-                while len(_runs.by_span) > MAX_OPEN_RUNS:
-                    _runs.by_span.popitem(last=False)
+        if runs.by_trace.get(trace_id) is not explicit:
+            with runs.lock:
+                runs.by_span[span_context.span_id] = explicit
+                while len(runs.by_span) > MAX_OPEN_RUNS:
+                    runs.by_span.popitem(last=False)
         return
-    if trace_id in _runs.by_trace:
+    if trace_id in runs.by_trace:
         return
     attributes = getattr(span, "attributes", None)
     if not attributes or attributes.get(names.GEN_AI_OPERATION_NAME) not in _AGENT_OPERATIONS:
@@ -372,7 +371,7 @@ def open_request_run(span: trace.Span) -> Run | None:
     if not state.hooks_enabled():
         return None
     span_context = span.get_span_context()
-    if not span_context.is_valid or _explicit() is not None or span_context.trace_id in _runs.by_trace:
+    if not span_context.is_valid or _explicit() is not None or span_context.trace_id in runs.by_trace:
         return None
     return _start_implicit(names.SPAN_SAMPLING, span_context, root=False)
 
@@ -401,8 +400,8 @@ def end_request_run(
 def span_ended(span: Any) -> None:
     """Fold an ended span into its run; the end of an agent span's run's span ends the run."""
     span_context = span.get_span_context() if hasattr(span, "get_span_context") else span.context
-    owner = _runs.by_span.pop(span_context.span_id, None) if _runs.by_span else None
-    owner = owner or _runs.by_trace.get(span_context.trace_id)
+    owner = runs.by_span.pop(span_context.span_id, None) if runs.by_span else None
+    owner = owner or runs.by_trace.get(span_context.trace_id)
     if owner is None or owner._ended:
         return
     attributes = span.attributes or {}
@@ -420,8 +419,8 @@ def span_ended(span: Any) -> None:
 
 def mark_open_runs_degraded(reason: str) -> None:
     """A named degradation was entered: every run open now ran degraded, for ``reason``."""
-    with _runs.lock:
-        open_runs = tuple(_runs.open.values())
+    with runs.lock:
+        open_runs = tuple(runs.open.values())
     for open_run in open_runs:
         open_run.mark_degraded((reason,))
 
@@ -446,41 +445,41 @@ def _start_implicit(name: str, span_context: trace.SpanContext, root: bool) -> R
 
 
 def _register(new: Run) -> None:
-    with _runs.lock:
-        _runs.open[id(new)] = new
-        while len(_runs.open) > MAX_OPEN_RUNS:
-            _, evicted = _runs.open.popitem(last=False)
+    with runs.lock:
+        runs.open[id(new)] = new
+        while len(runs.open) > MAX_OPEN_RUNS:
+            _, evicted = runs.open.popitem(last=False)
             _forget_traces(evicted)
 
 
 def _own_trace(owner: Run, span_context: trace.SpanContext) -> None:
     trace_id = span_context.trace_id
-    if not span_context.is_valid or trace_id in _runs.by_trace:
+    if not span_context.is_valid or trace_id in runs.by_trace:
         return
-    with _runs.lock:
-        if owner._ended or trace_id in _runs.by_trace:
+    with runs.lock:
+        if owner._ended or trace_id in runs.by_trace:
             return
-        _runs.by_trace[trace_id] = owner
+        runs.by_trace[trace_id] = owner
         owner._trace_ids[trace_id] = None
-        while len(_runs.by_trace) > MAX_OPEN_RUNS:
-            evicted, previous_owner = _runs.by_trace.popitem(last=False)
+        while len(runs.by_trace) > MAX_OPEN_RUNS:
+            evicted, previous_owner = runs.by_trace.popitem(last=False)
             previous_owner._trace_ids.pop(evicted, None)  # a run open for a million traces keeps 4096
 
 
 def _forget_traces(ended: Run) -> None:  # called with _lock held
     for trace_id in ended._trace_ids:
-        if _runs.by_trace.get(trace_id) is ended:
-            del _runs.by_trace[trace_id]
+        if runs.by_trace.get(trace_id) is ended:
+            del runs.by_trace[trace_id]
 
 
 def _finish(
     ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None = None
 ) -> None:
-    with _runs.lock:
+    with runs.lock:
         if ended._ended:
             return
         ended._ended = True
-        _runs.open.pop(id(ended), None)
+        runs.open.pop(id(ended), None)
         _forget_traces(ended)
     try:
         _record(ended, duration_s, span, incident_parent)
