@@ -182,19 +182,26 @@ class Run:
         with self._lock:
             self._cost += usd
 
-    def on_call(self, call: CallSummary, inside_request: bool = False) -> CallVerdict:
-        """A provider call made in the run ended: its cost is summed here (the innermost run) and a
-        call that served records what served it (cache provenance reads it). A call made outside any
-        sampling request (``inside_request`` False) is judged here, against no policy, with the run
-        as the key of its failover memory (:class:`~otel_sampling.records.failover.FailedModels`)."""
+    def on_call(self, call: CallSummary) -> CallVerdict:
+        """A provider call made in the run outside any sampling request ended: it is judged here,
+        against no policy, with the run as the key of its failover memory
+        (:class:`~otel_sampling.records.failover.FailedModels`), then absorbed (:meth:`absorb`)."""
         with self._lock:
-            failed_over = self._failover.observe(call.requested, call.failed) if not inside_request else False
-            if not self._ended:
-                if call.usd is not None:
-                    self._cost += call.usd
-                if not call.failed:
-                    self.last_served = (call.served or call.requested, call.provider, call.region)
+            failed_over = self._failover.observe(call.requested, call.failed)
+        self.absorb(call)
         return verdict.judge_call(call, NO_POLICY, failed_over)
+
+    def absorb(self, call: CallSummary) -> None:
+        """A provider call made in the run (directly, or inside a sampling request it owns) ended: its
+        cost is summed here (the innermost run), and a call that served records what served it (cache
+        provenance reads it)."""
+        with self._lock:
+            if self._ended:
+                return
+            if call.usd is not None:
+                self._cost += call.usd
+            if not call.failed:
+                self.last_served = (call.served or call.requested, call.provider, call.region)
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, degraded={self.degraded}, disclosed={self._disclosed})"

@@ -274,9 +274,9 @@ class SamplingRecord:
         model on to the run, and return its verdict, judged against this request's hints and policy.
         A call that outlives the request (a stream) is judged, but no longer counted here."""
         failed = call.failed
-        with self._lock:
+        with self._lock:  # one section: a call is counted with its reasons, or not at all
             if self._ended:
-                failed_over = self._failover.failed_over
+                judged = verdict.judge_call(call, self._reference, self._failover.failed_over)
             else:
                 self._calls = self._calls.after(call.ending)
                 self._input_tokens += call.usage.input_tokens or 0
@@ -284,7 +284,6 @@ class SamplingRecord:
                 if call.usd is not None:
                     self._cost_usd += call.usd
                 self._failover.observe(call.requested, failed)
-                failed_over = self._failover.failed_over
                 if not failed:
                     self._provider_model = call.served
                     self._last_requested = call.requested
@@ -293,13 +292,11 @@ class SamplingRecord:
                         self._canary = True
                     if len(self._served_by) < MAX_SERVED_CALLS:
                         self._served_by.append((call.provider, call.address))
-        judged = verdict.judge_call(call, self._reference, failed_over)
-        with self._lock:
-            if not self._ended:
+                judged = verdict.judge_call(call, self._reference, self._failover.failed_over)
                 self._call_reasons.update(dict.fromkeys(judged.reasons))
         outer = self._outer_run
         if outer is not None:
-            outer.on_call(call, inside_request=True)
+            outer.absorb(call)
         return judged
 
     def note_canary(self) -> None:
