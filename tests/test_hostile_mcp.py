@@ -237,7 +237,11 @@ def assert_contained(
         }
         assert {s.attributes[names.SAMPLING_ENDING] for s in sampling} == {names.ENDING_COMPLETED}
         provider_calls = -(-hinted_host_requests // scale.provider_every)  # calls 1, 1 + every, ...
-        assert len(telemetry.spans()) - requests == provider_calls  # one span per provider call
+        # One span per provider call; a request served another model than its first hint (a hint the
+        # normalisation reads differently) adds at most one silent-incident span, from its own run.
+        own = [s for s in telemetry.spans() if s.name != names.EVENT_SILENT_INCIDENT]
+        assert len(own) - requests == provider_calls
+        assert len(telemetry.spans()) - len(own) <= requests
         longest = assert_strings_capped(telemetry.spans(), cap)
         count = assert_labels_bounded(telemetry, scale.limit)
         requests_by_server = telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.MCP_SERVER_NAME)

@@ -27,19 +27,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the sampling test server
 
-import anthropic  # noqa: E402
-import anyio  # noqa: E402
-import mcp_types as types  # noqa: E402
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+import anthropic
+import anyio
+import mcp_types as types
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_sampling.instrumentation import mcp_v2  # noqa: E402
-from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor  # noqa: E402
-from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor  # noqa: E402
-from otel_sampling.testing.fake_provider import FakeProvider  # noqa: E402
+from otel_sampling.instrumentation import mcp_v2
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.testing.fake_provider import FakeProvider
 
 PACKAGE = "otel_sampling"
 
@@ -99,6 +99,7 @@ def _callback(fake_provider: FakeProvider):
 
 async def _request(callback: Any) -> None:
     from mcp import Client
+
     from sampling_server import build_server
 
     async with Client(build_server(), mode="legacy", sampling_callback=callback) as client:
