@@ -194,3 +194,32 @@ def test_every_signal_of_the_request_tells_the_same_story(hosted, fake_provider,
     # The provider call's own metric points carry its mode too.
     calls = hosted.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE)
     assert {(expected.chat_mode,): 1} == calls
+
+
+@pytest.fixture
+def hosted_without_openai(
+    telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> Iterator[Telemetry]:
+    yield from with_policy(
+        telemetry, tmp_path, monkeypatch, POLICIES[policy], MCPSamplingInstrumentor, AnthropicInstrumentor
+    )
+
+
+@pytest.mark.parametrize("column", [name for name, column in COLUMNS.items() if column.sdk == "openai"])
+def test_the_request_tells_the_same_story_whatever_instrumentors_are_loaded(
+    hosted_without_openai, fake_provider, policy, column
+):
+    """The openai call is not seen (no openai instrumentor): the request is judged from the host's
+    report against the hint, and its signals are the same as with the call seen."""
+    expected = TABLE[(policy, column)]
+    anyio.run(one_request, "legacy", host_callback(fake_provider, COLUMNS[column]))
+    (sampling,) = hosted_without_openai.spans(names.SPAN_SAMPLING)
+    a = sampling.attributes
+    reasons = a.get(names.DEGRADATION_REASON)
+    assert (expected.substitution, expected.mode, expected.reason) == (
+        a[names.SAMPLING_SUBSTITUTION],
+        a[names.DEGRADATION_MODE],
+        reasons[0] if reasons else None,
+    )
+    (run_mode,) = [mode for (mode,) in hosted_without_openai.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE)]
+    assert expected.run_mode == run_mode
