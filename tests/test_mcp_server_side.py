@@ -513,7 +513,7 @@ def test_a_server_name_of_nothing_printable_is_labelled_unknown(both, name):
 
 def test_server_and_model_labels_stay_within_the_label_value_limit(telemetry, monkeypatch):
     """Every MCP sampling metric (both sides, violations and stalls included) admits at most
-    OTEL_SAMPLING_LABEL_VALUE_LIMIT distinct server and model names; the rest are ``_other``."""
+    OTEL_SAMPLING_LABEL_VALUE_LIMIT distinct server and model names; the rest are ``_OTHER``."""
     monkeypatch.setenv("OTEL_SAMPLING_LABEL_VALUE_LIMIT", "2")
     host, server = MCPSamplingInstrumentor(), MCPServerSamplingInstrumentor()
     for instrumentor in (host, server):

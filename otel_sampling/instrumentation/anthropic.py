@@ -58,6 +58,7 @@ PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_name of every Messages call
 # gen_ai.provider.name well-known values of the cloud platforms the SDK has clients for, by client module.
 _PLATFORMS = (("anthropic.lib.bedrock.", "aws.bedrock"), ("anthropic.lib.vertex.", "gcp.vertex_ai"))
+_THINKING = "thinking_tokens"
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 # A stream's content delta type -> (the block key it adds to, the delta field that holds the text).
 _DELTA_FIELDS: dict[str, tuple[str, str]] = {
@@ -73,7 +74,7 @@ def to_usage(fields: dict[str, int]) -> Usage:
     cache_read = fields.get("cache_read_input_tokens")
     cache_creation = fields.get("cache_creation_input_tokens")
     total_input = None if base is None else token_count(base + (cache_read or 0) + (cache_creation or 0))
-    return Usage(total_input, fields.get("output_tokens"), cache_read, cache_creation)
+    return Usage(total_input, fields.get("output_tokens"), cache_read, cache_creation, fields.get(_THINKING))
 
 
 def _usage_fields(usage: Any, into: dict[str, int]) -> None:
@@ -85,6 +86,12 @@ def _usage_fields(usage: Any, into: dict[str, int]) -> None:
         value = token_count(getattr(usage, field, None))
         if value is not None:
             into[field] = value
+    # usage.output_tokens_details.thinking_tokens (the SDK's BetaOutputTokensDetails; an extra
+    # field, a dict, on the non-beta models): reasoning, already inside output_tokens.
+    details = getattr(usage, "output_tokens_details", None)
+    thinking = token_count(details.get(_THINKING) if isinstance(details, dict) else getattr(details, _THINKING, None))
+    if thinking is not None:
+        into[_THINKING] = thinking
 
 
 def _is_fallback_usage(usage: Any) -> bool:

@@ -79,7 +79,7 @@ _APIS = {
 
 def to_usage(usage: Any) -> Usage:
     """Semantic-convention usage from an openai ``CompletionUsage`` (or its JSON); None: nothing reported."""
-    return usage_of(usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
+    return usage_of(usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details")
 
 
 def _finish_reasons(choices: Any) -> tuple[str, ...]:

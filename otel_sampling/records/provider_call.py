@@ -1,9 +1,9 @@
 """One provider SDK call: owns its GenAI inference span and metric points.
 
 Span: ``chat {gen_ai.request.model}``, kind CLIENT (GenAI semantic conventions, inference span).
-Metrics: ``gen_ai.client.operation.duration`` (with the call's ``otel_sampling.ending``),
-``gen_ai.client.token.usage`` (input, output, cache_read, cache_write),
-``gen_ai.client.operation.time_to_first_chunk`` (streams) and ``otel_sampling.client.cost.usd`` (when
+Metrics: the GenAI inference metrics of the names ``OTEL_SEMCONV_STABILITY_OPT_IN`` selects
+(:mod:`otel_sampling.semconv_metrics`: duration with the call's ``otel_sampling.ending``, token
+usage, time to first chunk and per output chunk for streams) and ``otel_sampling.client.cost.usd`` (when
 the policy's table or the price source prices the model, :mod:`otel_sampling.rules.cost`). When
 the call runs inside a host's sampling callback, the sampling record is told the models, usage
 and cost it saw. Every method is called from guarded
@@ -24,7 +24,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import locks, names, state
+from otel_sampling import locks, names, semconv_metrics, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments, recorded_in
@@ -103,6 +103,8 @@ class ProviderCall:
         "_server_address",
         "_sampling",
         "_first_chunk",
+        "_last_chunk",
+        "_chunk_gaps",
         "_stream",
         "_capture",
         "_input_content",
@@ -132,6 +134,8 @@ class ProviderCall:
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
         self._first_chunk: float | None = None
+        self._last_chunk = 0.0
+        self._chunk_gaps: list[float] = []  # time_per_output_chunk, when emitted
         self._stream = stream
         self._ended = False
         self._attached: tuple[object, object] | None = None
@@ -200,9 +204,22 @@ class ProviderCall:
             self._served_model = model
 
     def first_chunk(self) -> None:
-        """A stream delivered an event: the first call fixes the time to first chunk."""
+        """A stream delivered its first event: fixes the time to first chunk."""
         if self._first_chunk is None:
-            self._first_chunk = time.perf_counter()
+            self._first_chunk = self._last_chunk = time.perf_counter()
+
+    def chunk(self) -> None:
+        """A stream delivered an event after its first: the gap since the previous one is kept for
+        ``gen_ai.client.inference.time_per_output_chunk`` when that is emitted (at most
+        ``semconv_metrics.MAX_CHUNK_GAPS`` per call)."""
+        if self._first_chunk is None:
+            self.first_chunk()
+            return
+        if not self._instruments.inference.emission.new or len(self._chunk_gaps) >= semconv_metrics.MAX_CHUNK_GAPS:
+            return
+        now = time.perf_counter()
+        self._chunk_gaps.append(now - self._last_chunk)
+        self._last_chunk = now
 
     def end(self, response: Response | None, error_type: str | None = None, ending: str | None = None) -> None:
         """End the call once.
@@ -381,14 +398,17 @@ class ProviderCall:
             metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
         if error_type is not None:
             metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
-        instruments.operation_duration.record(duration, {**metric_attributes, names.ENDING: ending}, context=context)
-        if self._stream and self._first_chunk is not None:
-            instruments.time_to_first_chunk.record(self._first_chunk - self._start, metric_attributes, context=context)
-        for count, token_type in zip(usage, _TOKEN_TYPES, strict=True):
-            if count is not None and (count or token_type in _ALWAYS_RECORDED):
-                instruments.token_usage.record(
-                    count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type}, context=context
-                )
+        first_chunk = self._first_chunk - self._start if self._stream and self._first_chunk is not None else None
+        semconv_metrics.record_inference(
+            instruments.inference,
+            metric_attributes,
+            ending=ending,
+            duration=duration,
+            first_chunk=first_chunk,
+            chunk_gaps=self._chunk_gaps,
+            usage=usage,
+            context=context,
+        )
         if usd is not None:
             instruments.cost.add(
                 usd,
@@ -407,12 +427,5 @@ _USAGE_ATTRIBUTES = (
     names.GEN_AI_USAGE_OUTPUT_TOKENS,
     names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+    names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
 )
-_TOKEN_TYPES = (
-    names.TOKEN_TYPE_INPUT,
-    names.TOKEN_TYPE_OUTPUT,
-    names.TOKEN_TYPE_CACHE_READ,
-    names.TOKEN_TYPE_CACHE_WRITE,
-)
-# Input and output are recorded even when zero; cache parts only when the call used the cache.
-_ALWAYS_RECORDED = frozenset({names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT})
