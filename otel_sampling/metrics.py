@@ -24,7 +24,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from otel_sampling import locks, names
 from otel_sampling.labels import BoundedLabel
-from otel_sampling.semconv_metrics import Emission
+from otel_sampling.semconv_mode import Emission
 from otel_sampling.settings import Settings
 from otel_sampling.version import __version__
 
@@ -353,7 +353,7 @@ class Instruments:
 
 
 class InferenceInstruments:
-    """The GenAI inference instruments of one :class:`~otel_sampling.semconv_metrics.Emission`:
+    """The GenAI inference instruments of one :class:`~otel_sampling.semconv_mode.Emission`:
     v1.41's when ``emission.old`` (``operation_duration``, ``token_usage``,
     ``time_to_first_chunk``), the #521 / #374 ones when ``emission.new``; the others are None."""
 

@@ -18,7 +18,7 @@ value in the list                  names emitted
 =================================  ================================================
 ``gen_ai/dup``                     both (v1.41's and the newest); wins over the next
 ``gen_ai_latest_experimental``     the newest only
-neither (the default)              :data:`DEFAULT`
+neither (the default)              :data:`otel_sampling.semconv_mode.DEFAULT`
 =================================  ================================================
 
 Never emitted in any mode: ``gen_ai.token.type`` values other than ``input`` / ``output`` (cache
@@ -28,7 +28,7 @@ parts are inside ``input`` and have their own counters in the newest names).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.context import Context
 
@@ -39,32 +39,7 @@ if TYPE_CHECKING:
     from otel_sampling.metrics import InferenceInstruments
 
 
-class Emission(NamedTuple):
-    """The inference metric names to emit: ``old`` (v1.41's), ``new`` (#521 / #374), or both."""
-
-    old: bool
-    new: bool
-
-
-OLD: Final = Emission(old=True, new=False)
-NEW: Final = Emission(old=False, new=True)
-DUP: Final = Emission(old=True, new=True)
-#: Without an opt-in: v1.41's names, as opentelemetry-instrumentation's default GenAI mode. The
-#: repository's main carries the newest names, but it has published no release and its own
-#: tracker, as read, did not show #374 merged (``docs/telemetry.md``).
-DEFAULT: Final = OLD
-
 MAX_CHUNK_GAPS: Final = 4096  # inter-chunk gaps kept per stream (time_per_output_chunk); later ones are dropped
-
-
-def emission(environ: Mapping[str, str]) -> Emission:
-    """The emission ``OTEL_SEMCONV_STABILITY_OPT_IN`` in ``environ`` selects (see the module)."""
-    values = {value.strip() for value in environ.get(names.ENV_SEMCONV_STABILITY_OPT_IN, "").split(",")}
-    if names.SEMCONV_GEN_AI_DUP in values:
-        return DUP
-    if names.SEMCONV_GEN_AI_LATEST in values:
-        return NEW
-    return DEFAULT
 
 
 def record_inference(
@@ -113,9 +88,14 @@ def record_inference(
         for gap in chunk_gaps:
             instruments.time_per_output_chunk.record(gap, attributes, context=context)
     if instruments.token_usage is not None:
-        for count, token_type in ((usage.input_tokens, names.TOKEN_TYPE_INPUT), (usage.output_tokens, names.TOKEN_TYPE_OUTPUT)):
+        for count, token_type in (
+            (usage.input_tokens, names.TOKEN_TYPE_INPUT),
+            (usage.output_tokens, names.TOKEN_TYPE_OUTPUT),
+        ):
             if count is not None:
-                instruments.token_usage.record(count, {**attributes, names.GEN_AI_TOKEN_TYPE: token_type}, context=context)
+                instruments.token_usage.record(
+                    count, {**attributes, names.GEN_AI_TOKEN_TYPE: token_type}, context=context
+                )
     if instruments.emission.new:
         _record_usage(instruments, attributes, usage, context)
 

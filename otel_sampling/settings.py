@@ -42,7 +42,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from otel_sampling import names, price_source, semconv_metrics
+from otel_sampling import names, price_source, semconv_mode
 from otel_sampling.policy import EMPTY_POLICY, Policy, load_policy
 
 logger = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class Settings:
     price_source: price_source.PriceSource | None = None
     disclosure_tracked: bool = False
     served_model_headers: tuple[str, ...] = DEFAULT_SERVED_MODEL_HEADERS
-    gen_ai_semconv: semconv_metrics.Emission = semconv_metrics.DEFAULT
+    gen_ai_semconv: semconv_mode.Emission = semconv_mode.DEFAULT
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -151,7 +151,7 @@ class Settings:
             price_source=_price_source(env),
             disclosure_tracked=_boolean(env, names.ENV_DISCLOSURE_TRACKED),
             served_model_headers=_header_names(env, names.ENV_SERVED_MODEL_HEADERS, DEFAULT_SERVED_MODEL_HEADERS),
-            gen_ai_semconv=semconv_metrics.emission(env),
+            gen_ai_semconv=semconv_mode.emission(env),
         )
 
 

@@ -231,7 +231,8 @@ def expected_recorded(fleet: SimpleNamespace) -> dict[str, tuple[tuple[str, ...]
 
     by_model = (m.MODE, m.RESPONSE_MODEL)
     model_share = ratio(
-        fleet_sum(fleet, five_numbers.CACHE_READ_TOKENS, by_model), fleet_sum(fleet, five_numbers.INPUT_TOKENS, by_model)
+        fleet_sum(fleet, five_numbers.CACHE_READ_TOKENS, by_model),
+        fleet_sum(fleet, five_numbers.INPUT_TOKENS, by_model),
     )
 
     return {

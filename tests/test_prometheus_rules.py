@@ -517,8 +517,11 @@ CASES = [
         "a day reading 80 % of input from the cache, then an hour reading none",
         "PromptCacheShareDropped",
         [
-            (f'gen_ai_client_inference_usage_input_tokens_total{{{J}, {CACHED_MODEL}}}', "0+1000x1560"),
-            (f'gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, {CACHED_MODEL}}}', "0+800x1500 1200000x60"),
+            (f"gen_ai_client_inference_usage_input_tokens_total{{{J}, {CACHED_MODEL}}}", "0+1000x1560"),
+            (
+                f"gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, {CACHED_MODEL}}}",
+                "0+800x1500 1200000x60",
+            ),
         ],
         "26h",
         [
@@ -534,9 +537,9 @@ CASES = [
         "from 80 % to 50 %, above half of the baseline",
         "PromptCacheShareDropped",
         [
-            (f'gen_ai_client_inference_usage_input_tokens_total{{{J}, {CACHED_MODEL}}}', "0+1000x1560"),
+            (f"gen_ai_client_inference_usage_input_tokens_total{{{J}, {CACHED_MODEL}}}", "0+1000x1560"),
             (
-                f'gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, {CACHED_MODEL}}}',
+                f"gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, {CACHED_MODEL}}}",
                 "0+800x1500 1200000+500x60",
             ),
         ],
@@ -786,10 +789,22 @@ FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such seri
         0.25,
     ),
     ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
-    ("job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m", {"job": "j", "degradation_mode": "primary"}, 0.5),
-    ("job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0),
+    (
+        "job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m",
+        {"job": "j", "degradation_mode": "primary"},
+        0.5,
+    ),
+    (
+        "job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m",
+        {"job": "j", "degradation_mode": "degraded"},
+        0,
+    ),
     # no ratio for the framework's series (they have no mode): they were never read
-    ("job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m", {"job": "j", "degradation_mode": ""}, None),
+    (
+        "job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m",
+        {"job": "j", "degradation_mode": ""},
+        None,
+    ),
     (
         "job_mode_outcome:agent_runs:increase30m",
         {"job": "j", "degradation_mode": "degraded", "agent_run_outcome": "failed"},

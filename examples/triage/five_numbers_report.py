@@ -17,8 +17,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from otel_sampling import names
 from otel_sampling.mixin.five_numbers import (
+    CACHE_READ_TOKENS,
     EVALUATION,
     INCIDENTS,
+    INPUT_TOKENS,
     MODE,
     OUTCOME,
     RUN_COST,
@@ -26,8 +28,6 @@ from otel_sampling.mixin.five_numbers import (
     RUNS,
     SCORE_COUNT,
     SCORE_SUM,
-    CACHE_READ_TOKENS,
-    INPUT_TOKENS,
 )
 from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL
 

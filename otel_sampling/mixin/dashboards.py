@@ -374,9 +374,7 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
 def providers(config: MixinConfig) -> dash.Dashboard:
     p = raw_selector(config, PROVIDER)
     duration = config.inference_duration
-    provider_var = label_variable(
-        "provider", "Provider", duration + "_count", m.PROVIDER, raw_selector(config)
-    )
+    provider_var = label_variable("provider", "Provider", duration + "_count", m.PROVIDER, raw_selector(config))
     d = dashboard(
         config,
         "otel-sampling-providers",
@@ -431,8 +429,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
         .with_panel(
             timeseries_panel(
                 "Latency percentiles",
-                "p50, p95 and p99 of the inference duration "
-                "by provider (buckets summed before the quantile).",
+                "p50, p95 and p99 of the inference duration by provider (buckets summed before the quantile).",
                 [
                     (
                         f"histogram_quantile({q}, sum by ({m.PROVIDER}, {m.LE}) (rate({bucket}[{RATE}])))",
@@ -519,6 +516,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
             )
         )
     )
+
 
 def _tokens_description(config: MixinConfig) -> str:
     if config.gen_ai_semconv == "new":
