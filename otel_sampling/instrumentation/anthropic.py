@@ -47,6 +47,7 @@ from otel_sampling.instrumentation._provider import (
     is_object,
     member,
     parse_wrapper,
+    reasoning_level,
     request_options,
     sequence,
 )
@@ -285,6 +286,7 @@ class _State(ProviderState):
             kwargs.get("stream") is True,
             body,
             provider,
+            attributes=reasoning_level(body, "output_config", "effort") or None,
             deployment=provider is not None,
         )
 

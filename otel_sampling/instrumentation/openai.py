@@ -52,6 +52,7 @@ from otel_sampling.instrumentation._provider import (
     finally_wrappers,
     is_object,
     parse_wrapper,
+    reasoning_level,
     request_options,
     sequence,
 )
@@ -253,7 +254,12 @@ class _State(ProviderState):
             body.get("stream") is True,
             body,
             provider=AZURE_PROVIDER if azure else None,
-            attributes=api_attributes,
+            # Chat Completions' reasoning_effort, the Responses API's reasoning.effort
+            attributes={
+                **api_attributes,
+                **reasoning_level(body, "reasoning_effort"),
+                **reasoning_level(body, "reasoning", "effort"),
+            },
             deployment=azure,
         )
 
