@@ -168,6 +168,13 @@ CLIENT_COST: Final = Spec(
     names.UNIT_USD,
     "Cost of provider calls in USD, from the policy file's price table.",
 )
+CLIENT_UNPRICED: Final = Spec(
+    names.METRIC_CLIENT_UNPRICED,
+    COUNTER,
+    names.UNIT_CALL,
+    "Provider calls that reported token counts but had no price (neither the policy's table nor the price "
+    "source knows the model): they carry no cost.",
+)
 SAMPLING_STALLS: Final = Spec(
     names.METRIC_SAMPLING_STALLS,
     COUNTER,
@@ -343,6 +350,7 @@ class Instruments:
         # newest, or both); an instrument never created exports nothing.
         self.inference = InferenceInstruments(meter, settings.gen_ai_semconv)
         self.cost = create(meter, CLIENT_COST)
+        self.unpriced = create(meter, CLIENT_UNPRICED)
         self.sampling_stalls = create(meter, SAMPLING_STALLS)
         self.sampling_violations = create(meter, SAMPLING_VIOLATIONS)
         self.sampling_grants = create(meter, SAMPLING_GRANTS)

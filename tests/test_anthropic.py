@@ -274,7 +274,7 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     path = tmp_path / "policy.toml"
     path.write_text(
         '[prices."claude-haiku-5-5"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n'
-        "cache_read_usd_per_mtok = 0.1\ncache_creation_usd_per_mtok = 1.25\n"
+        "cache_read_usd_per_mtok = 0.1\ncache_write_usd_per_mtok = 1.25\n"
     )
     monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
     instrumentor = AnthropicInstrumentor()

@@ -409,17 +409,17 @@ class ProviderCall:
             usage=usage,
             context=context,
         )
+        priced_by = {
+            names.GEN_AI_PROVIDER_NAME: self._provider,
+            names.GEN_AI_RESPONSE_MODEL: model_label,
+            names.DEGRADATION_MODE: mode,
+            **drill,
+        }
         if usd is not None:
-            instruments.cost.add(
-                usd,
-                {
-                    names.GEN_AI_PROVIDER_NAME: self._provider,
-                    names.GEN_AI_RESPONSE_MODEL: model_label,
-                    names.DEGRADATION_MODE: mode,
-                    **drill,
-                },
-                context=context,
-            )
+            instruments.cost.add(usd, priced_by, context=context)
+        elif usage.input_tokens is not None or usage.output_tokens is not None:
+            # token counts and no price: the model the operator has to price (the policy's [prices])
+            instruments.unpriced.add(1, priced_by, context=context)
 
 
 _USAGE_ATTRIBUTES = (
