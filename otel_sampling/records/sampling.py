@@ -42,7 +42,7 @@ from otel_sampling.records.request_attributes import (
     include_context,
     start_attributes,
 )
-from otel_sampling.rules import degraded_mode, endings, model_names, substitution, violations
+from otel_sampling.rules import degraded_mode, endings, mcp_status, model_names, substitution, violations
 from otel_sampling.rules.run_outcome import request_run_outcome
 from otel_sampling.rules.values import Ending, ProviderCalls
 
@@ -597,7 +597,7 @@ class SamplingRecord:
                     attributes[names.COST_USD] = self._cost_usd
                 if self._provider_model:
                     attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
-                if ending.error_type is not None:
+                if mcp_status.receiver_failed(ending.error_type, status_code):  # the host receives the request
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
         finally:
