@@ -362,7 +362,8 @@ def _ran_everything(exported: Exported) -> None:
 
 def test_nothing_secret_is_exported_by_default(capture_off):
     _ran_everything(capture_off)
-    assert capture_off.receiver.logs == []  # no content events
+    # the inference details events (semconv #579: recommended, without content by default), no other
+    assert {record["event_name"] for record in capture_off.receiver.logs} == {names.EVENT_INFERENCE_DETAILS}
     assert capture_off.content_values() == []
     blobs = capture_off.blobs()
     assert leaks(SENTINEL, blobs) == []

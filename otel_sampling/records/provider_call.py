@@ -24,7 +24,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import locks, names, semconv_metrics, state
+from otel_sampling import inference_details, locks, names, semconv_metrics, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments, recorded_in
@@ -354,23 +354,19 @@ class ProviderCall:
                     attributes[names.ERROR_TYPE] = clean(error_type, max_length)
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
-            if self._capture.enabled:
-                self._capture_content(span, response)
+            content = self._capture_content(span, response) if self._capture.enabled else None
+            inference_details.emit(instruments.event_logger, span, content if self._capture.event else None)
         finally:
             span.end()
 
-    def _capture_content(self, span: trace.Span, response: Response | None) -> None:
+    def _capture_content(self, span: trace.Span, response: Response | None) -> dict[str, Any]:
+        """The content attributes (set on the span when capture puts content there)."""
         given = self._input_content or Content()
         content = given._replace(output_messages=response.output if response is not None else None)
         attributes = content.attributes(self._instruments.settings.attribute_max_length)
-        if not attributes:
-            return
-        if self._capture.span and span.is_recording():
+        if attributes and self._capture.span and span.is_recording():
             span.set_attributes(attributes)
-        if self._capture.event:
-            self._instruments.event_logger.emit(
-                event_name=names.EVENT_INFERENCE_DETAILS, attributes=attributes, context=trace.set_span_in_context(span)
-            )
+        return attributes
 
     def _record_metrics(
         self,
