@@ -229,11 +229,13 @@ GEN_AI_TOKEN_BUCKETS: Final = (
 # ---------------------------------------------------------------- request context, degraded mode, substitution, cost
 # One set of names that the instrumentation, the dashboards and the alert rules share.
 # Sources: ``network.transport`` and ``mcp.session.id`` are OTel general / MCP semconv;
-# ``gen_ai.evaluation.name`` and ``gen_ai.tool.name`` are GenAI semconv; the rest are ours.
+# ``gen_ai.evaluation.name`` is GenAI semconv; the rest are ours.
 MCP_SESSION_ID: Final = "mcp.session.id"  # MCP semconv; streamable HTTP session id
 NETWORK_TRANSPORT: Final = "network.transport"  # OTel general: "pipe" (stdio) or "tcp" (HTTP)
 MCP_SERVER_VERSION: Final = "mcp.server.version"  # ours; serverInfo.version
-GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # GenAI semconv; the tool call that triggered a request
+# The tool whose call triggered a sampling request: ours. The conventions' gen_ai.tool.name names the
+# tool an operation is about (an execute_tool span, an MCP tools/call span), which a sampling request is not.
+SAMPLING_TOOL_NAME: Final = "otel_sampling.sampling.tool.name"
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"  # GenAI semconv evaluation event attribute
 # The GenAI semconv evaluation event (a log record) and its attributes, beside our score histogram.
 EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"

@@ -74,7 +74,7 @@ def test_server_sees_the_completed_request(both, mode):
     assert attrs[names.GEN_AI_RESPONSE_MODEL] == SERVED
     assert attrs[names.SAMPLING_INCLUDE_CONTEXT_REQUESTED] == "thisServer"
     assert attrs[names.MCP_SERVER_NAME] == SERVER_NAME
-    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+    assert attrs[names.SAMPLING_TOOL_NAME] == "sample"
     assert server_counts(telemetry) == {(PATHS[mode], "completed", SERVED): 1}
 
 
@@ -226,7 +226,7 @@ def test_stall_event_names_server_and_tool(both):
     (span,) = host_spans(telemetry)
     (event,) = [e for e in span.events if e.name == names.EVENT_SAMPLING_STALL]
     assert event.attributes[names.MCP_SERVER_NAME] == SERVER_NAME
-    assert event.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert event.attributes[names.SAMPLING_TOOL_NAME] == "sample"
     assert event.attributes[names.SAMPLING_PENDING_SECONDS] >= 31
     assert telemetry.counts(names.METRIC_SAMPLING_STALLS, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 1}
     assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}

@@ -218,7 +218,7 @@ class SamplingRecord:
             (names.MCP_SERVER_VERSION, server_version),
             (names.MCP_SESSION_ID, session_id),
             (names.NETWORK_TRANSPORT, transport),
-            (names.GEN_AI_TOOL_NAME, self._tool_name),
+            (names.SAMPLING_TOOL_NAME, self._tool_name),
             (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint),
         ]
         attributes = start_attributes(params, self._path, self._hints, max_length, facts)
@@ -337,7 +337,7 @@ class SamplingRecord:
                 names.SAMPLING_PENDING_SECONDS: round(pending_seconds, 3),
             }
             if self._tool_name:
-                attributes[names.GEN_AI_TOOL_NAME] = clean(self._tool_name, max_length)
+                attributes[names.SAMPLING_TOOL_NAME] = clean(self._tool_name, max_length)
             self._span.add_event(names.EVENT_SAMPLING_STALL, attributes)
 
     # ------------------------------------------------------------------ endings

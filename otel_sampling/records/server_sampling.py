@@ -64,7 +64,7 @@ class ServerSamplingRecord:
                 (names.MCP_PROTOCOL_VERSION, protocol_version),
                 (names.MCP_SERVER_NAME, server_name),
                 (names.MCP_SESSION_ID, session_id),
-                (names.GEN_AI_TOOL_NAME, tool_name),
+                (names.SAMPLING_TOOL_NAME, tool_name),
             )
             attributes = start_attributes(
                 params, path, hint_names(params), instruments.settings.attribute_max_length, facts
