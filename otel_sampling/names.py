@@ -101,6 +101,8 @@ ENDING_HOST_UNSUPPORTED: Final = "host.unsupported"  # the mcp SDK's default ans
 ENDING_TIMEOUT: Final = "timeout"
 ENDING_CANCELLED: Final = "cancelled"
 ENDING_ERROR: Final = "error"
+# gen_ai.response.finish_reasons where one was expected and none came (GenAI semconv, client-inference.md)
+FINISH_REASON_ERROR: Final = "error"
 ENDINGS: Final = (
     ENDING_COMPLETED,
     ENDING_REFUSED,

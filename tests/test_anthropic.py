@@ -307,3 +307,18 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     assert a[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(0.000215)
     (cost_point,) = telemetry.points(names.METRIC_CLIENT_COST)
     assert cost_point.value == pytest.approx(0.000215)
+
+
+def test_a_call_without_a_finish_reason_reports_error_in_its_place(anthropic_instrumented, fake_provider):
+    """GenAI semconv (client-inference.md): a finish reason expected and not received (the call
+    failed, was cancelled, or its stream ended before the final event) is reported as ``error``."""
+    c = client(fake_provider)
+    with pytest.raises(anthropic.RateLimitError):
+        c.messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("status=429"))
+    with c.messages.stream(model="claude-req", max_tokens=64, messages=MESSAGES) as stream:
+        next(iter(stream))  # left before the final event
+    c.messages.create(model="claude-req", max_tokens=64, messages=MESSAGES)
+    failed, left, completed = chat_spans(anthropic_instrumented)
+    assert failed.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
+    assert left.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
+    assert completed.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)

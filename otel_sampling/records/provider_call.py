@@ -32,7 +32,7 @@ from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.sampling import region_of
-from otel_sampling.rules import cost, degraded_mode
+from otel_sampling.rules import cost, degraded_mode, endings
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
 
@@ -337,9 +337,9 @@ class ProviderCall:
                         attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)
                     if response.response_id:
                         attributes[names.GEN_AI_RESPONSE_ID] = clean(response.response_id, max_length)
-                    if response.finish_reasons:
-                        reasons = [clean(r, max_length) for r in response.finish_reasons]
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+                reported = response.finish_reasons if response is not None else ()
+                if reasons := endings.inference_finish_reasons(reported, ending):
+                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
                 for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
                     if value is not None:  # a count (clean_usage): within int64, as OTLP carries it
                         attributes[key] = value
