@@ -477,3 +477,34 @@ def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_i
     points = anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)
     exported += repr([dict(p.attributes) for p in points])
     assert ECHOED not in exported
+
+
+IMAGE_B64 = "iVBORw0KGgo" + SENTINEL  # the data itself never reaches the telemetry
+
+
+def test_a_block_no_part_type_fits_is_a_generic_part(capture, fake_provider):
+    """semantic-conventions-genai #584 (``input-messages-generic-part.yaml``): a provider block no part
+    type fits is ``{"type": "generic", "generic_type": <the provider's type>}``; its data is left out."""
+    telemetry, _ = capture("SPAN_ONLY", max_length=4096)
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": IMAGE_B64}}
+    client(fake_provider).messages.create(
+        model="claude-req",
+        max_tokens=64,
+        messages=[{"role": "user", "content": [image, {"type": "text", "text": "?"}]}],
+    )
+    capture("SPAN_ONLY", max_length=4096, instrumentor_class=OpenAIInstrumentor)  # the same telemetry
+    openai_client(fake_provider).chat.completions.create(
+        model="gpt-4o",
+        messages=[
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + IMAGE_B64}}],
+            }
+        ],
+    )
+    claude_span, gpt_span = telemetry.spans()
+    (message,) = json.loads(claude_span.attributes[names.GEN_AI_INPUT_MESSAGES])
+    assert message["parts"] == [{"type": "generic", "generic_type": "image"}, {"type": "text", "content": "?"}]
+    (message,) = json.loads(gpt_span.attributes[names.GEN_AI_INPUT_MESSAGES])
+    assert message["parts"] == [{"type": "generic", "generic_type": "image_url"}]
+    assert SENTINEL not in everything_exported(telemetry, [])

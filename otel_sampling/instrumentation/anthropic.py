@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from otel_sampling import names
-from otel_sampling.content import Content, text_part
+from otel_sampling.content import Content, generic_part, text_part
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -165,7 +165,7 @@ def _block_part(block: Any) -> dict[str, Any]:
         return {"type": "tool_call_response", "id": get("tool_use_id"), "response": result}
     if kind == "thinking":
         return {"type": "reasoning", "content": get("thinking", "")}
-    return {"type": kind if isinstance(kind, str) else "unknown"}  # images, documents...: the kind only
+    return generic_part(kind)  # images, documents...: the kind only
 
 
 def _parts(content: Any) -> list[dict[str, Any]]:
