@@ -93,6 +93,14 @@ GEN_AI_TIME_TO_FIRST_CHUNK: Final = Spec(
     "Time to receive the first chunk of a streamed response, from the request.",
     names.GEN_AI_DURATION_BUCKETS,
 )
+GEN_AI_TIME_PER_OUTPUT_CHUNK: Final = Spec(
+    names.METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "Time per output chunk, recorded for each chunk received after the first one, measured as the time "
+    "elapsed from the end of the previous chunk to the end of the current chunk.",
+    names.GEN_AI_CHUNK_BUCKETS,
+)
 # semantic-conventions-genai #521 / #374 (model/gen-ai/metrics.yaml, token-metrics.yaml): emitted
 # per OTEL_SEMCONV_STABILITY_OPT_IN (otel_sampling.semconv_metrics); descriptions are the briefs.
 GEN_AI_INFERENCE_DURATION: Final = Spec(
@@ -362,8 +370,8 @@ class Instruments:
 
 class InferenceInstruments:
     """The GenAI inference instruments of one :class:`~otel_sampling.semconv_mode.Emission`:
-    v1.41's when ``emission.old`` (``operation_duration``, ``token_usage``,
-    ``time_to_first_chunk``), the #521 / #374 ones when ``emission.new``; the others are None."""
+    v1.41's when ``emission.old`` (``operation_duration``, ``token_usage``, ``time_to_first_chunk``,
+    ``operation_time_per_output_chunk``), the #521 / #374 ones when ``emission.new``; the others are None."""
 
     def __init__(self, meter: metrics.Meter, emission: Emission) -> None:
         self.emission = emission
@@ -371,6 +379,7 @@ class InferenceInstruments:
         self.operation_duration = create(meter, GEN_AI_OPERATION_DURATION) if old else None
         self.token_usage = create(meter, GEN_AI_TOKEN_USAGE) if old else None
         self.time_to_first_chunk = create(meter, GEN_AI_TIME_TO_FIRST_CHUNK) if old else None
+        self.operation_time_per_output_chunk = create(meter, GEN_AI_TIME_PER_OUTPUT_CHUNK) if old else None
         self.inference_duration = create(meter, GEN_AI_INFERENCE_DURATION) if new else None
         self.inference_time_to_first_chunk = create(meter, GEN_AI_INFERENCE_TIME_TO_FIRST_CHUNK) if new else None
         self.time_per_output_chunk = create(meter, GEN_AI_INFERENCE_TIME_PER_OUTPUT_CHUNK) if new else None

@@ -84,9 +84,10 @@ def record_inference(
             instruments.time_to_first_chunk.record(first_chunk, attributes, context=context)
         if instruments.inference_time_to_first_chunk is not None:
             instruments.inference_time_to_first_chunk.record(first_chunk, attributes, context=context)
-    if instruments.time_per_output_chunk is not None:
-        for gap in chunk_gaps:
-            instruments.time_per_output_chunk.record(gap, attributes, context=context)
+    for per_chunk in (instruments.operation_time_per_output_chunk, instruments.time_per_output_chunk):
+        if per_chunk is not None:
+            for gap in chunk_gaps:
+                per_chunk.record(gap, attributes, context=context)
     if instruments.token_usage is not None:
         for count, token_type in (
             (usage.input_tokens, names.TOKEN_TYPE_INPUT),

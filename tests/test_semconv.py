@@ -69,3 +69,25 @@ def test_the_conventions_names_we_emit_are_the_semconv_packages():
         gen_ai.GEN_AI_EVALUATION_SCORE_LABEL,
         gen_ai.GEN_AI_EVALUATION_EXPLANATION,
     )
+
+
+def test_the_v1_41_inference_names_are_the_semconv_packages():
+    """The inference metrics we emit by default, and the reasoning-token count, as
+    opentelemetry-semantic-conventions 0.66b2 spells them (it carries no #521 / #374 name yet)."""
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+    from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+
+    assert (
+        names.METRIC_GEN_AI_OPERATION_DURATION,
+        names.METRIC_GEN_AI_TOKEN_USAGE,
+        names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+        names.METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK,
+    ) == (
+        gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION,
+        gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE,
+        gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
+        gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK,
+    )
+    assert names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS == gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS
+    assert names.GEN_AI_TOKEN_TYPE == gen_ai.GEN_AI_TOKEN_TYPE
+    assert {names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT} <= {v.value for v in gen_ai.GenAiTokenTypeValues}

@@ -210,12 +210,11 @@ class ProviderCall:
 
     def chunk(self) -> None:
         """A stream delivered an event after its first: the gap since the previous one is kept for
-        ``gen_ai.client.inference.time_per_output_chunk`` when that is emitted (at most
-        ``semconv_metrics.MAX_CHUNK_GAPS`` per call)."""
+        ``…time_per_output_chunk`` (at most ``semconv_metrics.MAX_CHUNK_GAPS`` per call)."""
         if self._first_chunk is None:
             self.first_chunk()
             return
-        if not self._instruments.inference.emission.new or len(self._chunk_gaps) >= semconv_metrics.MAX_CHUNK_GAPS:
+        if len(self._chunk_gaps) >= semconv_metrics.MAX_CHUNK_GAPS:
             return
         now = time.perf_counter()
         self._chunk_gaps.append(now - self._last_chunk)
