@@ -33,7 +33,7 @@ DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 def test_committed_files_equal_a_fresh_generation():
     stale = [path for path, text in render(MixinConfig()).items() if (ROOT / path).read_text() != text]
     assert not stale, f"run `make generate` and commit: {stale}"
-    assert {p.name for p in DASHBOARDS} == {Path(p).name for p in render(MixinConfig()) if p.endswith(".json")}
+    assert {p.name for p in DASHBOARDS} == {Path(p).name for p in render(MixinConfig()) if p.startswith("dashboards/")}
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
@@ -388,7 +388,7 @@ def test_the_scope_selector_reaches_every_raw_series_of_the_rules_and_dashboards
     dashboards = [
         expr
         for path, text in render(config).items()
-        if path.endswith(".json")
+        if path.startswith("dashboards/")
         for _, expr, _ in queries(json.loads(text), path)
     ]
     selectors = _raw_selectors(rules + dashboards)
