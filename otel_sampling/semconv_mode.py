@@ -20,8 +20,8 @@ OLD: Final = Emission(old=True, new=False)
 NEW: Final = Emission(old=False, new=True)
 DUP: Final = Emission(old=True, new=True)
 #: Without an opt-in: v1.41's names, as opentelemetry-instrumentation's default GenAI mode. The
-#: repository's main carries the newest names, but it has published no release and its own
-#: tracker, as read, did not show #374 merged (``docs/telemetry.md``).
+#: stored text of semantic-conventions-genai carries the newest names, but whether they are on its
+#: main could not be confirmed from its own text, and it has published no release (``docs/telemetry.md``).
 DEFAULT: Final = OLD
 
 
