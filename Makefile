@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: venv venv-peers venv-bench venv-hosts lint test test-peers test-py310 test-hosts soak demo generate prometheus victoria-metrics clean test-matrix bench profile bench-instructions bench-check valgrind
+.PHONY: jsonnet venv venv-peers venv-bench venv-hosts lint test test-peers test-py310 test-hosts soak demo generate prometheus victoria-metrics clean test-matrix bench profile bench-instructions bench-check valgrind
 
 venv: $(STAMP)
 
@@ -61,6 +61,12 @@ CHECK_ARGS ?=
 bench-check: $(BENCH_STAMP) valgrind
 	$(BENCH_VENV)/bin/python tests/bench/instructions.py --check $(CHECK_ARGS)
 
+# The jsonnet command of Debian/Ubuntu (the C++ jsonnet, 0.18 in bookworm): tests/test_bundled.py builds
+# mixin.libsonnet with it, the jsonnet that `apt install jsonnet` gives users.
+jsonnet:
+	@command -v jsonnet >/dev/null || \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends jsonnet)
+
 # valgrind (its callgrind headers come with the Debian package) and a C compiler for the bench's marks.
 valgrind:
 	@command -v valgrind >/dev/null && [ -f /usr/include/valgrind/callgrind.h ] && command -v cc >/dev/null || \
@@ -90,7 +96,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 2
 XDIST = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-test: $(STAMP) lint $(PEERS_STAMP) prometheus victoria-metrics
+test: $(STAMP) lint $(PEERS_STAMP) prometheus victoria-metrics jsonnet
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest $(XDIST)
 
 # A core-only install (`pip install .`, no extras) on Python 3.10, the oldest supported, in a fresh

@@ -5,12 +5,14 @@
 //   otelSampling.prometheusAlerts   // {groups: [...]}: the alerts
 //   otelSampling.grafanaDashboards  // {'otel-sampling-overview.json': {...}, ...}
 //
-// The fields are the committed files themselves (alerts/otel-sampling.yaml, dashboards/*.json),
-// generated with the default selectors, windows and thresholds. For other values, regenerate the
-// files (`otel-sampling rules --help`, `otel-sampling dashboards --help`) and import those instead.
-// Needs std.parseYaml (jsonnet / go-jsonnet 0.18 or newer).
-local ruleFile = std.parseYaml(importstr 'alerts/otel-sampling.yaml');
-local isAlertGroup(group) = std.all([std.objectHas(rule, 'alert') for rule in group.rules]);
+// The fields are the committed files themselves (alerts/otel-sampling.json, the rule file as JSON, and
+// dashboards/*.json), generated with the default selectors, windows and thresholds. For other values,
+// regenerate the files (`otel-sampling rules --help`, `otel-sampling dashboards --help`) and import
+// those instead. Needs std.parseJson only: the C++ jsonnet 0.18 of Debian and Ubuntu
+// (`apt install jsonnet`) and go-jsonnet build it (tests/test_bundled.py).
+local ruleFile = std.parseJson(importstr 'alerts/otel-sampling.json');
+// (no std.all: jsonnet 0.18 has none)
+local isAlertGroup(group) = std.length([rule for rule in group.rules if !std.objectHas(rule, 'alert')]) == 0;
 
 {
   prometheusRules+:: { groups+: [group for group in ruleFile.groups if !isAlertGroup(group)] },

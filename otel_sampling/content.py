@@ -107,3 +107,11 @@ def _escape(ch: str) -> str:
 def text_part(text: Any) -> dict[str, Any]:
     """A semconv ``TextPart``."""
     return {"type": "text", "content": text if isinstance(text, str) else str(text)}
+
+
+def generic_part(kind: Any) -> dict[str, Any]:
+    """A semconv ``GenericPart`` for a provider block no part type fits (an image, a document, a
+    search result): ``{"type": "generic", "generic_type": <the provider's type>}``
+    (semantic-conventions-genai #584; ``unknown`` when the block names no type). The block's own
+    fields are left out: they carry the data itself (base64 images, documents)."""
+    return {"type": "generic", "generic_type": kind if isinstance(kind, str) and kind else "unknown"}

@@ -3,7 +3,7 @@
 Label values that come from outside (server names, model names, hints) are attacker-controlled
 from the host's point of view: a hostile MCP server can send a new model hint per request. Each
 such label gets a :class:`BoundedLabel` that admits the first ``limit`` distinct values and maps
-every later one to ``_other`` (``names.OVERFLOW_LABEL``), so metric cardinality has a fixed ceiling.
+every later one to ``_OTHER`` (``names.OVERFLOW_LABEL``), so metric cardinality has a fixed ceiling.
 """
 
 from __future__ import annotations
@@ -67,13 +67,13 @@ def host_text(what: str, value: object) -> str:
 
 
 class BoundedLabel:
-    """The set of values one metric label may take: the first ``limit`` seen, then ``_other``.
+    """The set of values one metric label may take: the first ``limit`` seen, then ``_OTHER``.
 
     Args:
         limit: how many distinct values are admitted (>= 1); default from
             ``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` via :class:`otel_sampling.settings.Settings`.
         always: a fixed vocabulary that always passes and takes no slot (host-named values
-            mixed with ours must not push ours into ``_other``).
+            mixed with ours must not push ours into ``_OTHER``).
 
     ``value(None)``, ``value("")`` and a value with nothing printable give ``_unknown``.
     Thread-safe; memory is bounded by ``limit`` values of at most ``LABEL_MAX_LENGTH`` characters.

@@ -24,6 +24,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from otel_sampling import locks, names
 from otel_sampling.labels import BoundedLabel
+from otel_sampling.semconv_mode import Emission
 from otel_sampling.settings import Settings
 from otel_sampling.version import __version__
 
@@ -92,11 +93,95 @@ GEN_AI_TIME_TO_FIRST_CHUNK: Final = Spec(
     "Time to receive the first chunk of a streamed response, from the request.",
     names.GEN_AI_DURATION_BUCKETS,
 )
+GEN_AI_TIME_PER_OUTPUT_CHUNK: Final = Spec(
+    names.METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "Time per output chunk, recorded for each chunk received after the first one, measured as the time "
+    "elapsed from the end of the previous chunk to the end of the current chunk.",
+    names.GEN_AI_CHUNK_BUCKETS,
+)
+# semantic-conventions-genai #521 / #374 (model/gen-ai/metrics.yaml, token-metrics.yaml): emitted
+# per OTEL_SEMCONV_STABILITY_OPT_IN (otel_sampling.semconv_metrics); descriptions are the briefs.
+GEN_AI_INFERENCE_DURATION: Final = Spec(
+    names.METRIC_GEN_AI_INFERENCE_DURATION,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "GenAI inference operation duration.",
+    names.GEN_AI_DURATION_BUCKETS,
+)
+GEN_AI_INFERENCE_TIME_TO_FIRST_CHUNK: Final = Spec(
+    names.METRIC_GEN_AI_INFERENCE_TIME_TO_FIRST_CHUNK,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "Time to receive the first chunk, measured from when the client issues the generation request to when "
+    "the first chunk is received in the response stream.",
+    names.GEN_AI_DURATION_BUCKETS,
+)
+GEN_AI_INFERENCE_TIME_PER_OUTPUT_CHUNK: Final = Spec(
+    names.METRIC_GEN_AI_INFERENCE_TIME_PER_OUTPUT_CHUNK,
+    HISTOGRAM,
+    names.UNIT_SECONDS,
+    "Time per output chunk, recorded for each chunk received after the first one, measured as the time "
+    "elapsed from the end of the previous chunk to the end of the current chunk.",
+    names.GEN_AI_CHUNK_BUCKETS,
+)
+GEN_AI_USAGE_INPUT_TOKENS: Final = Spec(
+    names.METRIC_GEN_AI_USAGE_INPUT_TOKENS,
+    COUNTER,
+    names.UNIT_TOKEN,
+    "The number of input (prompt) tokens used, including cached tokens.",
+)
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = Spec(
+    names.METRIC_GEN_AI_USAGE_OUTPUT_TOKENS,
+    COUNTER,
+    names.UNIT_TOKEN,
+    "The number of output (completion) tokens used, including reasoning tokens.",
+)
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = Spec(
+    names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+    COUNTER,
+    names.UNIT_TOKEN,
+    "The number of input tokens served from a provider-managed cache.",
+)
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = Spec(
+    names.METRIC_GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+    COUNTER,
+    names.UNIT_TOKEN,
+    "The number of input tokens written to a provider-managed cache.",
+)
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = Spec(
+    names.METRIC_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
+    COUNTER,
+    names.UNIT_TOKEN,
+    "The number of output tokens used for reasoning (e.g. chain-of-thought, extended thinking).",
+)
+GEN_AI_OPERATION_INPUT_TOKENS: Final = Spec(
+    names.METRIC_GEN_AI_OPERATION_INPUT_TOKENS,
+    HISTOGRAM,
+    names.UNIT_TOKEN,
+    "The number of input (prompt) tokens used per inference operation.",
+    names.GEN_AI_TOKEN_BUCKETS,
+)
+GEN_AI_OPERATION_OUTPUT_TOKENS: Final = Spec(
+    names.METRIC_GEN_AI_OPERATION_OUTPUT_TOKENS,
+    HISTOGRAM,
+    names.UNIT_TOKEN,
+    "The number of output (completion) tokens used per inference operation.",
+    names.GEN_AI_TOKEN_BUCKETS,
+)
 CLIENT_COST: Final = Spec(
     names.METRIC_CLIENT_COST,
     COUNTER,
     names.UNIT_USD,
     "Cost of provider calls in USD, from the policy file's price table.",
+)
+CLIENT_UNPRICED: Final = Spec(
+    names.METRIC_CLIENT_UNPRICED,
+    COUNTER,
+    names.UNIT_CALL,
+    "Provider calls that reported token counts but had no price (neither the policy's table nor the price "
+    "source knows the model): they carry no cost.",
 )
 SAMPLING_STALLS: Final = Spec(
     names.METRIC_SAMPLING_STALLS,
@@ -269,10 +354,11 @@ class Instruments:
         self.sampling_requests = create(meter, SAMPLING_REQUESTS)
         self.sampling_duration = create(meter, SAMPLING_DURATION)
         self.sampling_in_flight = (in_flight or _own_in_flight)(meter_provider, meter)
-        self.operation_duration = create(meter, GEN_AI_OPERATION_DURATION)
-        self.token_usage = create(meter, GEN_AI_TOKEN_USAGE)
-        self.time_to_first_chunk = create(meter, GEN_AI_TIME_TO_FIRST_CHUNK)
+        # The inference instruments of the names OTEL_SEMCONV_STABILITY_OPT_IN selects (v1.41's, the
+        # newest, or both); an instrument never created exports nothing.
+        self.inference = InferenceInstruments(meter, settings.gen_ai_semconv)
         self.cost = create(meter, CLIENT_COST)
+        self.unpriced = create(meter, CLIENT_UNPRICED)
         self.sampling_stalls = create(meter, SAMPLING_STALLS)
         self.sampling_violations = create(meter, SAMPLING_VIOLATIONS)
         self.sampling_grants = create(meter, SAMPLING_GRANTS)
@@ -280,6 +366,30 @@ class Instruments:
         self.sampling_server_requests = create(meter, SAMPLING_SERVER_REQUESTS)
         self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
         self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
+
+
+class InferenceInstruments:
+    """The GenAI inference instruments of one :class:`~otel_sampling.semconv_mode.Emission`:
+    v1.41's when ``emission.old`` (``operation_duration``, ``token_usage``, ``time_to_first_chunk``,
+    ``operation_time_per_output_chunk``), the #521 / #374 ones when ``emission.new``; the others are None."""
+
+    def __init__(self, meter: metrics.Meter, emission: Emission) -> None:
+        self.emission = emission
+        old, new = emission.old, emission.new
+        self.operation_duration = create(meter, GEN_AI_OPERATION_DURATION) if old else None
+        self.token_usage = create(meter, GEN_AI_TOKEN_USAGE) if old else None
+        self.time_to_first_chunk = create(meter, GEN_AI_TIME_TO_FIRST_CHUNK) if old else None
+        self.operation_time_per_output_chunk = create(meter, GEN_AI_TIME_PER_OUTPUT_CHUNK) if old else None
+        self.inference_duration = create(meter, GEN_AI_INFERENCE_DURATION) if new else None
+        self.inference_time_to_first_chunk = create(meter, GEN_AI_INFERENCE_TIME_TO_FIRST_CHUNK) if new else None
+        self.time_per_output_chunk = create(meter, GEN_AI_INFERENCE_TIME_PER_OUTPUT_CHUNK) if new else None
+        self.usage_input = create(meter, GEN_AI_USAGE_INPUT_TOKENS) if new else None
+        self.usage_output = create(meter, GEN_AI_USAGE_OUTPUT_TOKENS) if new else None
+        self.usage_cache_read = create(meter, GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS) if new else None
+        self.usage_cache_write = create(meter, GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS) if new else None
+        self.usage_reasoning = create(meter, GEN_AI_USAGE_REASONING_OUTPUT_TOKENS) if new else None
+        self.operation_input_tokens = create(meter, GEN_AI_OPERATION_INPUT_TOKENS) if new else None
+        self.operation_output_tokens = create(meter, GEN_AI_OPERATION_OUTPUT_TOKENS) if new else None
 
 
 class InFlight:

@@ -61,6 +61,8 @@ GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"  # part of output_tokens
+GEN_AI_REQUEST_REASONING_LEVEL: Final = "gen_ai.request.reasoning.level"  # the effort the request asked for
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"  # seconds, streams only
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # opt-in content (JSON string)
@@ -99,6 +101,8 @@ ENDING_HOST_UNSUPPORTED: Final = "host.unsupported"  # the mcp SDK's default ans
 ENDING_TIMEOUT: Final = "timeout"
 ENDING_CANCELLED: Final = "cancelled"
 ENDING_ERROR: Final = "error"
+# gen_ai.response.finish_reasons where one was expected and none came (GenAI semconv, client-inference.md)
+FINISH_REASON_ERROR: Final = "error"
 ENDINGS: Final = (
     ENDING_COMPLETED,
     ENDING_REFUSED,
@@ -149,7 +153,7 @@ ERROR_TYPE_RESPONSE_FAILED: Final = "failed"  # openai Responses status failed w
 ERROR_TYPE_ERROR_EVENT: Final = "error"  # an error an answer reports without naming it (an error body, a stream event)
 ERROR_TYPE_EMPTY_RESPONSE: Final = "empty_response"  # HTTP 200 without choices / content / output and without an error
 
-OVERFLOW_LABEL: Final = "_other"  # a label value past its cap
+OVERFLOW_LABEL: Final = "_OTHER"  # a label value past its cap (the conventions' fallback spelling)
 UNKNOWN_LABEL: Final = "_unknown"  # a label value that was not observable
 
 # ---------------------------------------------------------------- metrics
@@ -162,6 +166,26 @@ METRIC_MCP_CLIENT_OPERATION_DURATION: Final = "mcp.client.operation.duration"  #
 METRIC_GEN_AI_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_GEN_AI_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"  # GenAI semconv, streams
+METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.operation.time_per_output_chunk"  # GenAI semconv, streams
+# semantic-conventions-genai #521 (inference latency) and #374 (token usage): emitted per
+# OTEL_SEMCONV_STABILITY_OPT_IN (otel_sampling.semconv_metrics); the four above are their v1.41 names.
+METRIC_GEN_AI_INFERENCE_DURATION: Final = "gen_ai.client.inference.duration"
+METRIC_GEN_AI_INFERENCE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.inference.time_to_first_chunk"  # streams
+METRIC_GEN_AI_INFERENCE_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.inference.time_per_output_chunk"  # streams
+METRIC_GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.input_tokens"  # counter
+METRIC_GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.client.inference.usage.output_tokens"  # counter
+METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.cache_read.input_tokens"
+METRIC_GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.cache_write.input_tokens"
+METRIC_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.client.inference.usage.reasoning.output_tokens"
+METRIC_GEN_AI_OPERATION_INPUT_TOKENS: Final = "gen_ai.client.inference.operation.input_tokens"  # histogram
+METRIC_GEN_AI_OPERATION_OUTPUT_TOKENS: Final = "gen_ai.client.inference.operation.output_tokens"  # histogram
+GEN_AI_TOKEN_MODALITY: Final = "gen_ai.token.modality"  # required on the usage counters (#374)
+# Our providers' counts are totals over every modality they were given: not broken down, so
+# recorded as "unknown" (a registry value), never as a guessed "text".
+TOKEN_MODALITY_UNKNOWN: Final = "unknown"
+ENV_SEMCONV_STABILITY_OPT_IN: Final = "OTEL_SEMCONV_STABILITY_OPT_IN"  # OpenTelemetry's transition switch
+SEMCONV_GEN_AI_LATEST: Final = "gen_ai_latest_experimental"  # contrib's value: the newest GenAI names only
+SEMCONV_GEN_AI_DUP: Final = "gen_ai/dup"  # both the v1.41 names and the newest (as http/dup, database/dup)
 
 UNIT_REQUEST: Final = "{request}"
 UNIT_SECONDS: Final = "s"
@@ -187,6 +211,9 @@ GEN_AI_DURATION_BUCKETS: Final = (
     81.92,
 )
 # GenAI semconv advice for gen_ai.client.token.usage, tokens.
+# GenAI semconv advice for gen_ai.server.time_per_output_token, seconds: the inter-chunk gaps of
+# gen_ai.client.inference.time_per_output_chunk, which has no advice of its own.
+GEN_AI_CHUNK_BUCKETS: Final = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 GEN_AI_TOKEN_BUCKETS: Final = (
     1,
     4,
@@ -207,11 +234,13 @@ GEN_AI_TOKEN_BUCKETS: Final = (
 # ---------------------------------------------------------------- request context, degraded mode, substitution, cost
 # One set of names that the instrumentation, the dashboards and the alert rules share.
 # Sources: ``network.transport`` and ``mcp.session.id`` are OTel general / MCP semconv;
-# ``gen_ai.evaluation.name`` and ``gen_ai.tool.name`` are GenAI semconv; the rest are ours.
+# ``gen_ai.evaluation.name`` is GenAI semconv; the rest are ours.
 MCP_SESSION_ID: Final = "mcp.session.id"  # MCP semconv; streamable HTTP session id
 NETWORK_TRANSPORT: Final = "network.transport"  # OTel general: "pipe" (stdio) or "tcp" (HTTP)
 MCP_SERVER_VERSION: Final = "mcp.server.version"  # ours; serverInfo.version
-GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # GenAI semconv; the tool call that triggered a request
+# The tool whose call triggered a sampling request: ours. The conventions' gen_ai.tool.name names the
+# tool an operation is about (an execute_tool span, an MCP tools/call span), which a sampling request is not.
+SAMPLING_TOOL_NAME: Final = "otel_sampling.sampling.tool.name"
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"  # GenAI semconv evaluation event attribute
 # The GenAI semconv evaluation event (a log record) and its attributes, beside our score histogram.
 EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
@@ -311,8 +340,6 @@ COST_PRICE_SOURCE: Final = "otel_sampling.cost.price_source"  # ours; where the 
 PRICE_SOURCE_POLICY: Final = "policy"  # the policy file's [prices] table
 PRICE_SOURCE_GENAI_PRICES: Final = "genai-prices"  # recorded as genai-prices@<installed version>
 ENDING: Final = "otel_sampling.ending"  # ENDINGS, on provider call spans and gen_ai.client.operation.duration
-TOKEN_TYPE_CACHE_READ: Final = "cache_read"  # gen_ai.token.type for cache reads (part of input)
-TOKEN_TYPE_CACHE_WRITE: Final = "cache_write"  # gen_ai.token.type for cache writes (part of input)
 
 METRIC_SAMPLING_STALLS: Final = "otel_sampling.sampling.stalls"
 METRIC_SAMPLING_VIOLATIONS: Final = "otel_sampling.sampling.violations"
@@ -320,6 +347,8 @@ METRIC_SAMPLING_GRANTS: Final = "otel_sampling.sampling.grants"
 METRIC_SAMPLING_GRANTED_USD: Final = "otel_sampling.sampling.granted.usd"
 METRIC_SAMPLING_SERVER_REQUESTS: Final = "otel_sampling.sampling.server.requests"
 METRIC_CLIENT_COST: Final = "otel_sampling.client.cost.usd"
+METRIC_CLIENT_UNPRICED: Final = "otel_sampling.client.unpriced"  # calls with token counts and no price
+UNIT_CALL: Final = "{call}"
 METRIC_DEGRADATION_ACTIVE: Final = "degradation.active"
 METRIC_DEGRADATION_EXPIRED: Final = "degradation.expired"
 METRIC_DEGRADATION_TRANSITIONS: Final = "degradation.transitions"

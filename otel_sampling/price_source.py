@@ -168,14 +168,18 @@ def _converted(prices: ModelPrice, input_tokens: int) -> Price | None:
 
 @functools.cache
 def installed() -> GenaiPrices | None:
-    """The genai-prices source when genai-prices is importable, else None (logged at DEBUG).
-    Loaded once per process (its data takes a few hundred milliseconds to import)."""
+    """The genai-prices source when genai-prices is importable, else None. Loaded once per process
+    (its data takes a few hundred milliseconds to import). genai-prices is installed with the
+    package where it installs (Python 3.11 or newer): without it one INFO line says that only the
+    policy's ``[prices]`` table prices calls (the traceback at DEBUG)."""
     try:
         from genai_prices import __version__
         from genai_prices.data import providers
     except Exception:  # not installed (ImportError) or broken: no price source, the host goes on
-        logger.debug(
-            "otel-sampling: genai-prices is not available; only the policy's price table prices calls", exc_info=True
+        logger.info(
+            "otel-sampling: genai-prices is not available (it needs Python 3.11 or newer); calls are priced only "
+            "from the policy's [prices] table, the others carry no cost"
         )
+        logger.debug("otel-sampling: genai-prices import failed", exc_info=True)
         return None
     return GenaiPrices(providers, __version__)

@@ -16,6 +16,7 @@
 | ``OTEL_SAMPLING_PRICE_SOURCE`` | ``genai-prices``: prices not in the policy's table come from genai-prices when it is installed (the ``prices`` extra); ``none``: only the table prices calls | ``genai-prices`` |
 | ``OTEL_SAMPLING_DISCLOSURE_TRACKED`` | ``true``: the host tracks disclosure from the start, so its silent incidents are ``degradation.disclosure.tracked=true`` (paged) before its first ``disclose()`` call | false: tracked once the process calls ``disclose()`` |
 | ``OTEL_SAMPLING_SERVED_MODEL_HEADERS`` | response headers, comma separated, that name the model a gateway served (the first present wins); ``none``: read none | ``DEFAULT_SERVED_MODEL_HEADERS`` |
+| ``OTEL_SEMCONV_STABILITY_OPT_IN`` | OpenTelemetry's: ``gen_ai_latest_experimental`` emits the newest GenAI inference metric names only, ``gen_ai/dup`` both (:mod:`otel_sampling.semconv_metrics`) | v1.41's names |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host); so is a fingerprint key shorter than 32 characters (the
@@ -41,7 +42,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from otel_sampling import names, price_source
+from otel_sampling import names, price_source, semconv_mode
 from otel_sampling.policy import EMPTY_POLICY, Policy, load_policy
 
 logger = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class Settings:
 
     Attributes:
         policy: the loaded policy (``EMPTY_POLICY`` when no file is configured).
-        label_value_limit: distinct values per external metric label before ``_other``.
+        label_value_limit: distinct values per external metric label before ``_OTHER``.
         attribute_max_length: longest span attribute string, characters.
         identity_max_entries: request fingerprints remembered, most recently used kept.
         identity_ttl_seconds: seconds a fingerprint is remembered after its request ended.
@@ -104,6 +105,8 @@ class Settings:
             (``OTEL_SAMPLING_DISCLOSURE_TRACKED``); False: from its first ``disclose()`` call.
         served_model_headers: lower-cased response header names that name the model a gateway
             served (``OTEL_SAMPLING_SERVED_MODEL_HEADERS``), first present wins; () reads none.
+        gen_ai_semconv: the GenAI inference metric names emitted (``OTEL_SEMCONV_STABILITY_OPT_IN``,
+            :mod:`otel_sampling.semconv_metrics`).
     """
 
     policy: Policy = EMPTY_POLICY
@@ -120,6 +123,7 @@ class Settings:
     price_source: price_source.PriceSource | None = None
     disclosure_tracked: bool = False
     served_model_headers: tuple[str, ...] = DEFAULT_SERVED_MODEL_HEADERS
+    gen_ai_semconv: semconv_mode.Emission = semconv_mode.DEFAULT
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -147,6 +151,7 @@ class Settings:
             price_source=_price_source(env),
             disclosure_tracked=_boolean(env, names.ENV_DISCLOSURE_TRACKED),
             served_model_headers=_header_names(env, names.ENV_SERVED_MODEL_HEADERS, DEFAULT_SERVED_MODEL_HEADERS),
+            gen_ai_semconv=semconv_mode.emission(env),
         )
 
 

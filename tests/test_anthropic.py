@@ -57,7 +57,7 @@ def test_create_span_attributes_and_metrics(anthropic_instrumented, fake_provide
     assert a[names.SERVER_ADDRESS] == "127.0.0.1"
     assert a[names.SERVER_PORT] == int(fake_provider.url.rsplit(":", 1)[1])
     tokens = anthropic_instrumented.counts(names.METRIC_GEN_AI_TOKEN_USAGE, names.GEN_AI_TOKEN_TYPE)
-    assert tokens == {("input",): 1, ("output",): 1, ("cache_read",): 1, ("cache_write",): 1}
+    assert tokens == {("input",): 1, ("output",): 1}  # cache parts are inside input, never a token type
     (input_point,) = [
         p
         for p in anthropic_instrumented.points(names.METRIC_GEN_AI_TOKEN_USAGE)
@@ -274,7 +274,7 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     path = tmp_path / "policy.toml"
     path.write_text(
         '[prices."claude-haiku-5-5"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n'
-        "cache_read_usd_per_mtok = 0.1\ncache_creation_usd_per_mtok = 1.25\n"
+        "cache_read_usd_per_mtok = 0.1\ncache_write_usd_per_mtok = 1.25\n"
     )
     monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))
     instrumentor = AnthropicInstrumentor()
@@ -307,3 +307,18 @@ def test_cache_cost_by_hand_on_every_anthropic_read_path(telemetry, tmp_path, mo
     assert a[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx(0.000215)
     (cost_point,) = telemetry.points(names.METRIC_CLIENT_COST)
     assert cost_point.value == pytest.approx(0.000215)
+
+
+def test_a_call_without_a_finish_reason_reports_error_in_its_place(anthropic_instrumented, fake_provider):
+    """GenAI semconv (client-inference.md): a finish reason expected and not received (the call
+    failed, was cancelled, or its stream ended before the final event) is reported as ``error``."""
+    c = client(fake_provider)
+    with pytest.raises(anthropic.RateLimitError):
+        c.messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("status=429"))
+    with c.messages.stream(model="claude-req", max_tokens=64, messages=MESSAGES) as stream:
+        next(iter(stream))  # left before the final event
+    c.messages.create(model="claude-req", max_tokens=64, messages=MESSAGES)
+    failed, left, completed = chat_spans(anthropic_instrumented)
+    assert failed.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
+    assert left.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
+    assert completed.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+import _gojsonnet
 import _jsonnet
 import pytest
 import tomllib
@@ -23,13 +26,19 @@ from otel_sampling.mixin.generate import render
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED_DASHBOARDS = {p.name: p.read_text() for p in sorted((ROOT / "dashboards").glob("*.json"))}
 COMMITTED_RULES = (ROOT / "alerts" / bundle.RULES_FILE).read_text()
+COMMITTED_RULES_JSON = (ROOT / "alerts" / bundle.RULES_JSON_FILE).read_text()
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
 def test_the_package_copy_equals_the_committed_files():
     assert bundle.dashboards() == COMMITTED_DASHBOARDS, "run `make generate` and commit"
     assert bundle.rules() == COMMITTED_RULES, "run `make generate` and commit"
-    assert sorted((ROOT / "alerts").iterdir()) == [ROOT / "alerts" / bundle.RULES_FILE]
+    assert bundle.files_by_path()[f"alerts/{bundle.RULES_JSON_FILE}"] == COMMITTED_RULES_JSON
+    assert sorted((ROOT / "alerts").iterdir()) == [
+        ROOT / "alerts" / f for f in (bundle.RULES_JSON_FILE, bundle.RULES_FILE)
+    ]
+    # the JSON copy mixin.libsonnet reads is the YAML rule file's data
+    assert json.loads(COMMITTED_RULES_JSON) == yaml.safe_load(COMMITTED_RULES)
 
 
 def test_export_writes_the_committed_files(tmp_path, capsys):
@@ -103,16 +112,36 @@ def test_a_command_and_its_out_are_required(capsys):
     assert "the following arguments are required" in capsys.readouterr().err
 
 
-def jsonnet_mixin() -> dict:
-    snippet = (
-        "local mixin = import 'mixin.libsonnet'; {rules: mixin.prometheusRules, "
-        "alerts: mixin.prometheusAlerts, dashboards: mixin.grafanaDashboards}"
-    )
-    return json.loads(_jsonnet.evaluate_snippet("test", snippet, jpathdir=[str(ROOT)]))
+MIXIN_SNIPPET = (
+    "local mixin = import 'mixin.libsonnet'; {rules: mixin.prometheusRules, "
+    "alerts: mixin.prometheusAlerts, dashboards: mixin.grafanaDashboards}"
+)
 
 
-def test_the_jsonnet_mixin_evaluates_to_the_committed_files():
-    mixin = jsonnet_mixin()
+def _debian_jsonnet(snippet: str) -> str:
+    """The ``jsonnet`` command (Debian/Ubuntu package ``jsonnet``: the C++ jsonnet, 0.18 in bookworm)."""
+    command = shutil.which("jsonnet")
+    if command is None:
+        pytest.skip("jsonnet (Debian package jsonnet) is not installed: `make test` installs it")
+    done = subprocess.run([command, "-J", str(ROOT), "-e", snippet], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+EVALUATORS = {
+    "jsonnet (Python binding of the C++ jsonnet)": lambda s: _jsonnet.evaluate_snippet("t", s, jpathdir=[str(ROOT)]),
+    "gojsonnet (Python binding of go-jsonnet)": lambda s: _gojsonnet.evaluate_snippet("t", s, jpathdir=[str(ROOT)]),
+    "jsonnet command (Debian package)": _debian_jsonnet,
+}
+
+
+def jsonnet_mixin(evaluate=EVALUATORS["jsonnet (Python binding of the C++ jsonnet)"]) -> dict:
+    return json.loads(evaluate(MIXIN_SNIPPET))
+
+
+@pytest.mark.parametrize("evaluator", EVALUATORS)
+def test_the_jsonnet_mixin_evaluates_to_the_committed_files(evaluator):
+    mixin = jsonnet_mixin(EVALUATORS[evaluator])
     groups = yaml.safe_load(COMMITTED_RULES)["groups"]
     assert mixin["rules"]["groups"] + mixin["alerts"]["groups"] == groups
     assert all("record" in rule for group in mixin["rules"]["groups"] for rule in group["rules"])
@@ -122,13 +151,14 @@ def test_the_jsonnet_mixin_evaluates_to_the_committed_files():
     }
 
 
-def test_the_jsonnet_mixin_composes_like_a_mixin():
+@pytest.mark.parametrize("evaluator", EVALUATORS)
+def test_the_jsonnet_mixin_composes_like_a_mixin(evaluator):
     """kube-prometheus adds mixins together: ours extends, not replaces, what is already there."""
     snippet = (
         "local mixin = {prometheusAlerts+:: {groups+: [{name: 'other', rules: []}]}} "
         "+ import 'mixin.libsonnet'; [g.name for g in mixin.prometheusAlerts.groups]"
     )
-    assert json.loads(_jsonnet.evaluate_snippet("test", snippet, jpathdir=[str(ROOT)])) == [
+    assert json.loads(EVALUATORS[evaluator](snippet)) == [
         "other",
         "otel-sampling.alerts",
         "otel-sampling.alerts-on-alerts",

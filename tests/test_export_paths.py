@@ -26,8 +26,8 @@ def test_prometheus_names_match_the_real_exporter():
     instruments.sampling_requests.add(1, attrs)
     instruments.sampling_duration.record(0.5, attrs)
     instruments.sampling_in_flight.add(1, attrs)
-    instruments.operation_duration.record(0.5, attrs)
-    instruments.token_usage.record(5, attrs)
+    instruments.inference.operation_duration.record(0.5, attrs)
+    instruments.inference.token_usage.record(5, attrs)
     exported = {
         s.name: s.labels for f in text_string_to_metric_families(generate_latest(registry).decode()) for s in f.samples
     }

@@ -205,31 +205,28 @@ def test_recorded_names_follow_the_rule_naming_convention():
 
 
 def test_prompt_cache_read_share_from_the_scrape():
-    """Token-usage points as the provider instrumentation records them (cache reads are part of
-    input; a call that read no cache records no cache_read point). A framework's own token counts
-    (another scope, no degradation.mode) are not read, as the PromQL does not select them."""
+    """Usage counters as the provider instrumentation adds to them (semantic-conventions-genai #374:
+    cache reads are part of input; a call whose answer reported no cache part adds nothing to the
+    cache-read counter). A framework's own counters (another scope, no degradation.mode) are not
+    read, as the PromQL does not select them."""
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    tokens = provider.get_meter(names.SCOPE_NAME).create_histogram(
-        names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN
-    )
-    theirs = provider.get_meter("pydantic-ai").create_histogram(
-        names.METRIC_GEN_AI_TOKEN_USAGE,
-        unit=names.UNIT_TOKEN,
-        description="Measures number of input and output tokens used",
-    )
-    for token_type in (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_CACHE_READ):
-        theirs.record(1000, {names.GEN_AI_OPERATION_NAME: "chat", names.GEN_AI_TOKEN_TYPE: token_type})
+    ours, theirs = provider.get_meter(names.SCOPE_NAME), provider.get_meter("pydantic-ai")
+    inputs = ours.create_counter(names.METRIC_GEN_AI_USAGE_INPUT_TOKENS, unit=names.UNIT_TOKEN)
+    reads = ours.create_counter(names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, unit=names.UNIT_TOKEN)
+    for name in (names.METRIC_GEN_AI_USAGE_INPUT_TOKENS, names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS):
+        # another description: the exporter writes it as a family of its own (labels of its own)
+        theirs.create_counter(name, unit=names.UNIT_TOKEN, description="Tokens.").add(
+            1000, {names.GEN_AI_OPERATION_NAME: "chat"}
+        )
     for mode, points in (
         (names.MODE_PRIMARY, [(525, 400), (525, 400), (25, None)]),
         (names.MODE_DEGRADED, [(525, 400), (25, None), (25, None), (25, None)]),
     ):
         for input_tokens, cache_read in points:
-            tokens.record(input_tokens, {names.DEGRADATION_MODE: mode, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT})
+            inputs.add(input_tokens, {names.DEGRADATION_MODE: mode})
             if cache_read is not None:
-                tokens.record(
-                    cache_read, {names.DEGRADATION_MODE: mode, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_CACHE_READ}
-                )
+                reads.add(cache_read, {names.DEGRADATION_MODE: mode})
     numbers = five_numbers_report.from_scrape(generate_latest(registry).decode())
     provider.shutdown()
     assert numbers.prompt_cache_read_share(names.MODE_PRIMARY) == 800 / 1075
@@ -247,11 +244,8 @@ def test_a_quiet_window_gives_no_ratio_rather_than_nan(scrape, tmp_path: Path):
     workload()
     quiet = [{**s, "values": f"{s['values'].split()[1]}x3"} for s in _series(scrape())]  # flat for 3 minutes
     quiet += [
-        {
-            "series": f'{five_numbers.TOKENS_SUM}{{degradation_mode="primary",gen_ai_token_type="{kind}"}}',
-            "values": "100x3",
-        }
-        for kind in ("input", "cache_read")
+        {"series": f'{series}{{degradation_mode="primary"}}', "values": "100x3"}
+        for series in (five_numbers.INPUT_TOKENS, five_numbers.CACHE_READ_TOKENS)
     ]  # no provider instrumented here
     promql = {key: expr for key, expr in five_numbers.expressions("1m").items() if key != "runs"}  # counts, 0
     expected = {key: [] for key in promql}

@@ -95,6 +95,7 @@ def host_env(provider_url: str, port: int, policy: Path) -> dict[str, str]:
             names.ENV_POLICY: str(policy),
             # Hosts that tell their users about degraded answers: their silent incidents page.
             names.ENV_DISCLOSURE_TRACKED: "true",
+            names.ENV_SEMCONV_STABILITY_OPT_IN: names.SEMCONV_GEN_AI_DUP,  # the cache share reads the newest counters
             "ANTHROPIC_BASE_URL": provider_url,
         }
     )
@@ -225,8 +226,14 @@ def expected_recorded(fleet: SimpleNamespace) -> dict[str, tuple[tuple[str, ...]
 
     primary_score, degraded_score = mean_score(names.MODE_PRIMARY), mean_score(names.MODE_DEGRADED)
 
-    def tokens(token_type: str) -> dict[tuple, float]:
-        return fleet_sum(fleet, five_numbers.TOKENS_SUM, mode, **{five_numbers.TOKEN_TYPE: token_type})
+    def tokens(series: str) -> dict[tuple, float]:
+        return fleet_sum(fleet, series, mode)
+
+    by_model = (m.MODE, m.RESPONSE_MODEL)
+    model_share = ratio(
+        fleet_sum(fleet, five_numbers.CACHE_READ_TOKENS, by_model),
+        fleet_sum(fleet, five_numbers.INPUT_TOKENS, by_model),
+    )
 
     return {
         r.requests_by_server: (by_server, fleet_sum(fleet, m.SAMPLING_REQUESTS, by_server)),
@@ -251,7 +258,13 @@ def expected_recorded(fleet: SimpleNamespace) -> dict[str, tuple[tuple[str, ...]
         r.completion_ratio: (mode, ratio(completed, attempted)),
         r.silent_incidents: ((), fleet_sum(fleet, five_numbers.INCIDENTS)),
         r.cost_per_completed_run: (mode, ratio(fleet_sum(fleet, five_numbers.RUN_COST, mode), completed)),
-        r.prompt_cache_read_share: (mode, ratio(tokens(names.TOKEN_TYPE_CACHE_READ), tokens(names.TOKEN_TYPE_INPUT))),
+        r.prompt_cache_read_share: (
+            mode,
+            ratio(tokens(five_numbers.CACHE_READ_TOKENS), tokens(five_numbers.INPUT_TOKENS)),
+        ),
+        # by mode and served model, over the window and its baseline (the whole run is inside both)
+        r.cache_share_by_model: (by_model, model_share),
+        r.cache_share_baseline: (by_model, model_share),
         r.runs: (outcome, fleet_sum(fleet, five_numbers.RUNS, outcome)),
         # exposed: the fleet's degraded share (1/3 of 30 requests) is above the threshold, and
         # `search` is active on two instances: one series for the job, 1

@@ -6,7 +6,7 @@ host behind it is naive: it serves whatever model was hinted first, and now and 
 provider with that hint as the model.
 
 Contained means: the host gets its answers unchanged; every metric label stays within
-``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` distinct values plus ``_other`` / ``_unknown``; every exported
+``OTEL_SAMPLING_LABEL_VALUE_LIMIT`` distinct values plus ``_OTHER`` / ``_unknown``; every exported
 string (span names, attributes, event attributes) is at most ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH``
 characters (run with the default and with a small custom cap) and printable (no controls, no lone
 surrogates); memory stops growing once the bounded stores are full (tracemalloc).
@@ -60,7 +60,7 @@ class Scale(NamedTuple):
 
 # Past every external label's limit of 8: 13 servers, 52 served models, 10 provider calls on the
 # legacy path, 12 served models on the 2026-07-28 path (a label that turns the first value past its
-# limit into _other turns them all; the soak run shows it for thousands).
+# limit into _OTHER turns them all; the soak run shows it for thousands).
 DEFAULT = Scale(limit=8, flood=40, other_servers=12, mrtr_calls=12, provider_every=4)
 # The run docs/security.md quotes: 10 240 distinct hints and 61 servers against a limit of 50.
 SOAK = Scale(limit=50, flood=2_500, other_servers=60, mrtr_calls=25, provider_every=50)
@@ -202,7 +202,7 @@ def _served(seed: int, wire: bool = False) -> str:
 
 
 def overflowed(telemetry) -> set[str]:
-    """The external labels that reached ``_other`` in some exported series."""
+    """The external labels that reached ``_OTHER`` in some exported series."""
     return {
         key
         for points in series(telemetry).values()
@@ -215,7 +215,7 @@ def overflowed(telemetry) -> set[str]:
 def assert_contained(
     telemetry, monkeypatch, fake_provider, capsys, cap: int | None, path: str, scale: Scale
 ) -> set[str]:
-    """The run of ``path`` at ``scale`` is contained; returns the external labels it drove to ``_other``."""
+    """The run of ``path`` at ``scale`` is contained; returns the external labels it drove to ``_OTHER``."""
     instrumentors = instrument(telemetry, monkeypatch, cap, limit=scale.limit)
     cap = cap or DEFAULT_ATTRIBUTE_MAX_LENGTH
     try:

@@ -9,7 +9,7 @@ from otel_sampling.labels import LABEL_MAX_LENGTH, BoundedLabel, clean
 
 def test_first_values_are_kept_then_other():
     label = BoundedLabel(3)
-    assert [label.value(v) for v in ("a", "b", "c", "d", "a", "e")] == ["a", "b", "c", "_other", "a", "_other"]
+    assert [label.value(v) for v in ("a", "b", "c", "d", "a", "e")] == ["a", "b", "c", "_OTHER", "a", "_OTHER"]
 
 
 def test_missing_values_are_unknown():
@@ -30,7 +30,7 @@ def test_cap_holds_under_threads():
         t.start()
     for t in threads:
         t.join()
-    assert len(seen - {"_other"}) == 50
+    assert len(seen - {"_OTHER"}) == 50
 
 
 def test_clean_cuts_length_control_characters_and_surrogates():

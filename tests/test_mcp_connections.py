@@ -47,7 +47,7 @@ def test_a_stdio_transport_opened_in_a_task_of_its_own(mcp_instrumented):
     attrs = only_sampling_span(mcp_instrumented).attributes
     assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_PIPE
     assert attrs[names.MCP_SERVER_NAME] == SERVER_NAME
-    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+    assert attrs[names.SAMPLING_TOOL_NAME] == "sample"
 
 
 @pytest.mark.subprocess

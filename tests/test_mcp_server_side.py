@@ -74,7 +74,7 @@ def test_server_sees_the_completed_request(both, mode):
     assert attrs[names.GEN_AI_RESPONSE_MODEL] == SERVED
     assert attrs[names.SAMPLING_INCLUDE_CONTEXT_REQUESTED] == "thisServer"
     assert attrs[names.MCP_SERVER_NAME] == SERVER_NAME
-    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+    assert attrs[names.SAMPLING_TOOL_NAME] == "sample"
     assert server_counts(telemetry) == {(PATHS[mode], "completed", SERVED): 1}
 
 
@@ -226,7 +226,7 @@ def test_stall_event_names_server_and_tool(both):
     (span,) = host_spans(telemetry)
     (event,) = [e for e in span.events if e.name == names.EVENT_SAMPLING_STALL]
     assert event.attributes[names.MCP_SERVER_NAME] == SERVER_NAME
-    assert event.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert event.attributes[names.SAMPLING_TOOL_NAME] == "sample"
     assert event.attributes[names.SAMPLING_PENDING_SECONDS] >= 31
     assert telemetry.counts(names.METRIC_SAMPLING_STALLS, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 1}
     assert telemetry.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
@@ -513,7 +513,7 @@ def test_a_server_name_of_nothing_printable_is_labelled_unknown(both, name):
 
 def test_server_and_model_labels_stay_within_the_label_value_limit(telemetry, monkeypatch):
     """Every MCP sampling metric (both sides, violations and stalls included) admits at most
-    OTEL_SAMPLING_LABEL_VALUE_LIMIT distinct server and model names; the rest are ``_other``."""
+    OTEL_SAMPLING_LABEL_VALUE_LIMIT distinct server and model names; the rest are ``_OTHER``."""
     monkeypatch.setenv("OTEL_SAMPLING_LABEL_VALUE_LIMIT", "2")
     host, server = MCPSamplingInstrumentor(), MCPServerSamplingInstrumentor()
     for instrumentor in (host, server):

@@ -50,7 +50,7 @@ def test_one_trace_per_tool_call_over_stdio(mcp_instrumented, mode):
     if mode == "auto":  # the request came back in the first round's result
         assert ours.parent.span_id == first.context.span_id
         assert ours.attributes[names.SAMPLING_PATH] == names.PATH_MRTR
-    assert ours.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert ours.attributes[names.SAMPLING_TOOL_NAME] == "sample"
 
 
 def test_the_hosts_own_span_around_the_call_parents_it_in_process(mcp_instrumented):
@@ -66,7 +66,7 @@ def test_the_hosts_own_span_around_the_call_parents_it_in_process(mcp_instrument
     ours = only_sampling_span(mcp_instrumented)
     assert ours.parent.span_id == step.get_span_context().span_id
     assert ours.context.trace_id == step.get_span_context().trace_id
-    assert ours.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert ours.attributes[names.SAMPLING_TOOL_NAME] == "sample"
 
 
 def test_with_the_hosts_span_the_rounds_keep_their_own_parent(telemetry):
@@ -106,7 +106,7 @@ def test_fastmcp_names_the_tool_and_parents_the_request_under_its_call(mcp_instr
 
     assert anyio.run(main) == f"{SERVED}|endTurn"
     ours = only_sampling_span(mcp_instrumented)
-    assert ours.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert ours.attributes[names.SAMPLING_TOOL_NAME] == "sample"
     assert ours.attributes[names.SAMPLING_PATH] == names.PATH_MRTR
     (call_span,) = [s for s in mcp_instrumented.spans(scope="fastmcp") if s.name == "tools/call sample"]
     rounds = sorted((s for s in mcp_instrumented.spans(scope=None) if s.name == TOOLS_CALL), key=lambda s: s.start_time)

@@ -108,7 +108,7 @@ def test_completed_request(v1_instrumented, transport):
     assert attrs[names.DEGRADATION_MODE] == "primary"
     # Server and connection facts, as on mcp 2.x's JSON-RPC path.
     assert attrs[names.MCP_SERVER_VERSION] == SERVER_VERSION  # serverInfo.version of the initialize result
-    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"  # the one call_tool in flight on the session
+    assert attrs[names.SAMPLING_TOOL_NAME] == "sample"  # the one call_tool in flight on the session
     assert attrs.get(names.NETWORK_TRANSPORT) == ("pipe" if transport is call_stdio else None)  # in-memory: none
     assert names.MCP_SESSION_ID not in attrs  # only streamable HTTP has one
     counts = v1_instrumented.counts(
@@ -447,7 +447,7 @@ def test_concurrent_requests_on_one_session_each_get_their_own_span(v1_instrumen
     assert len({s.attributes[names.JSONRPC_REQUEST_ID] for s in spans}) == 3
     assert {s.attributes[names.SAMPLING_SUBSTITUTION] for s in spans} == {"none"}
     # Three call_tool in flight on the session: which one a request belongs to is not known.
-    assert all(names.GEN_AI_TOOL_NAME not in s.attributes for s in spans)
+    assert all(names.SAMPLING_TOOL_NAME not in s.attributes for s in spans)
     assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
 
 
@@ -689,7 +689,7 @@ def test_identity_violations_over_stdio(v1_instrumented):
         assert span.attributes[names.NETWORK_TRANSPORT] == "pipe"
         assert span.attributes[names.MCP_SERVER_VERSION] == SERVER_VERSION
         assert names.MCP_SESSION_ID not in span.attributes  # stdio has no session id
-        assert span.attributes[names.GEN_AI_TOOL_NAME] == "sample"  # the one call_tool in flight
+        assert span.attributes[names.SAMPLING_TOOL_NAME] == "sample"  # the one call_tool in flight
 
 
 @pytest.mark.subprocess
@@ -770,7 +770,7 @@ def test_stall_event_names_server_and_tool(v1_instrumented):
     span = only_sampling_span(v1_instrumented)
     (event,) = events(span, names.EVENT_SAMPLING_STALL)
     assert event.attributes[names.MCP_SERVER_NAME] == SERVER_NAME
-    assert event.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert event.attributes[names.SAMPLING_TOOL_NAME] == "sample"
     assert event.attributes[names.SAMPLING_PENDING_SECONDS] >= 31
     assert v1_instrumented.counts(names.METRIC_SAMPLING_STALLS, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 1}
     assert v1_instrumented.counts(names.METRIC_SAMPLING_IN_FLIGHT, names.MCP_SERVER_NAME) == {(SERVER_NAME,): 0}
@@ -806,7 +806,7 @@ def test_streamable_http_session_id_and_transport(v1_instrumented):
     span = only_sampling_span(v1_instrumented)
     assert span.attributes[names.NETWORK_TRANSPORT] == "tcp"
     assert span.attributes[names.MCP_SERVER_VERSION] == SERVER_VERSION
-    assert span.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+    assert span.attributes[names.SAMPLING_TOOL_NAME] == "sample"
     assert len(session_ids[0]) >= 16
     assert span.attributes[names.MCP_SESSION_ID] == session_ids[0]  # the transport's mcp-session-id
     # Not a metric label (unbounded).
@@ -848,7 +848,7 @@ def test_a_stdio_transport_opened_in_a_task_of_its_own_gives_the_same_facts(v1_i
     assert attrs[names.NETWORK_TRANSPORT] == "pipe"
     assert attrs[names.MCP_SERVER_NAME] == SERVER_NAME
     assert attrs[names.MCP_SERVER_VERSION] == SERVER_VERSION
-    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+    assert attrs[names.SAMPLING_TOOL_NAME] == "sample"
 
 
 def test_a_streamable_http_transport_opened_in_a_task_of_its_own_gives_the_same_facts(v1_instrumented):
@@ -867,7 +867,7 @@ def test_a_streamable_http_transport_opened_in_a_task_of_its_own_gives_the_same_
     assert attrs[names.NETWORK_TRANSPORT] == "tcp"
     assert attrs[names.MCP_SESSION_ID] == session_ids[0]
     assert attrs[names.MCP_SERVER_VERSION] == SERVER_VERSION
-    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+    assert attrs[names.SAMPLING_TOOL_NAME] == "sample"
 
 
 @pytest.mark.subprocess

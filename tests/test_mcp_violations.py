@@ -159,7 +159,7 @@ def test_identity_violations_over_stdio(mcp_instrumented, mode):
         assert span.attributes[names.MCP_SERVER_VERSION] == "1.0.0"
         assert names.MCP_SESSION_ID not in span.attributes  # stdio has no session id
         # rpc: the one call_tool in flight on the session; mrtr: Client.call_tool's context
-        assert span.attributes[names.GEN_AI_TOOL_NAME] == "sample"
+        assert span.attributes[names.SAMPLING_TOOL_NAME] == "sample"
 
 
 @pytest.mark.parametrize("mode", PATHS)

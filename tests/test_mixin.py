@@ -33,7 +33,7 @@ DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 def test_committed_files_equal_a_fresh_generation():
     stale = [path for path, text in render(MixinConfig()).items() if (ROOT / path).read_text() != text]
     assert not stale, f"run `make generate` and commit: {stale}"
-    assert {p.name for p in DASHBOARDS} == {Path(p).name for p in render(MixinConfig()) if p.endswith(".json")}
+    assert {p.name for p in DASHBOARDS} == {Path(p).name for p in render(MixinConfig()) if p.startswith("dashboards/")}
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
@@ -329,6 +329,12 @@ CONTRACT = [
     ("histogram", names.METRIC_EVALUATION_SCORE, names.UNIT_ONE, m.EVALUATION_SCORE + "_count"),
     ("counter", names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, m.CACHE_LOOKUPS),
     ("counter", names.METRIC_DRILLS, names.UNIT_DRILL, m.DRILLS),
+    ("histogram", names.METRIC_GEN_AI_INFERENCE_DURATION, names.UNIT_SECONDS, m.INFERENCE_DURATION + "_count"),
+    ("counter", names.METRIC_GEN_AI_USAGE_INPUT_TOKENS, names.UNIT_TOKEN, m.USAGE_INPUT),
+    ("counter", names.METRIC_GEN_AI_USAGE_OUTPUT_TOKENS, names.UNIT_TOKEN, m.USAGE_OUTPUT),
+    ("counter", names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names.UNIT_TOKEN, m.USAGE_CACHE_READ),
+    ("counter", names.METRIC_GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS, names.UNIT_TOKEN, m.USAGE_CACHE_WRITE),
+    ("counter", names.METRIC_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, names.UNIT_TOKEN, m.USAGE_REASONING),
 ]
 
 
@@ -382,7 +388,7 @@ def test_the_scope_selector_reaches_every_raw_series_of_the_rules_and_dashboards
     dashboards = [
         expr
         for path, text in render(config).items()
-        if path.endswith(".json")
+        if path.startswith("dashboards/")
         for _, expr, _ in queries(json.loads(text), path)
     ]
     selectors = _raw_selectors(rules + dashboards)

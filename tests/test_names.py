@@ -73,3 +73,40 @@ def test_every_histogram_has_its_documented_buckets():
             assert spec.buckets and ", ".join(str(b) for b in spec.buckets) in flat, spec.name
         else:
             assert spec.buckets is None, spec.name
+
+
+# docs/telemetry.md "Every name we emit, beside the conventions'": | `name` | kind | status | convention |
+_SECTION = DOC.split("### Every name we emit, beside the conventions'", 1)[1].split("\n## ", 1)[0]
+_NAME_ROWS = dict(re.findall(r"^\| `([^`]+)` \| [a-z, ]+ \| (\w[\w.]*) \| ", _SECTION, re.MULTILINE))
+_STATUSES = {"same", "v1.41", "newest", "proposal", "ours"}
+_OUR_NAMESPACES = ("otel_sampling.", "degradation.", "agent.", "cache.")
+
+
+def _emitted_names() -> set[str]:
+    """Every attribute, metric, event and span name in names.py (dotted; value sets such as the
+    endings left out), and the two span names."""
+    dotted = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+")
+    values = {v for k, v in vars(names).items() if k.isupper() and isinstance(v, str) and dotted.fullmatch(v)} - set(
+        names.ENDINGS
+    )
+    return values | {names.SPAN_SAMPLING, f"{names.OPERATION_CHAT} {{{names.GEN_AI_REQUEST_MODEL}}}"}
+
+
+def test_the_names_table_lists_every_name_we_emit_and_no_other():
+    assert set(_NAME_ROWS) == _emitted_names()
+    assert set(_NAME_ROWS.values()) <= _STATUSES
+
+
+def test_the_names_table_status_follows_the_namespace():
+    """Ours never sit in a namespace the conventions own; the conventions' never in ours; every
+    metric spec is in the table."""
+    for name, status in _NAME_ROWS.items():
+        assert (status == "ours") == name.startswith(_OUR_NAMESPACES), name
+    assert {spec.name for spec in metrics.SPECS} <= set(_NAME_ROWS)
+    assert {n for n, s in _NAME_ROWS.items() if s == "proposal"} == {
+        names.MCP_SERVER_NAME,
+        names.MCP_SERVER_VERSION,
+        names.GEN_AI_USAGE_COST_AMOUNT,
+        names.GEN_AI_USAGE_COST_CURRENCY,
+        names.GEN_AI_USAGE_COST_SOURCE,
+    }

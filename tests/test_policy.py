@@ -48,7 +48,7 @@ context_ceiling = "allServers"
 input_usd_per_mtok = 3.0
 output_usd_per_mtok = 15.0
 cache_read_usd_per_mtok = 0.3
-cache_creation_usd_per_mtok = 3.75
+cache_write_usd_per_mtok = 3.75
 as_of = 2026-11-01
 
 [prices."claude-haiku-5-5"]
@@ -104,14 +104,14 @@ def test_full_file_round_trips(tmp_path: Path) -> None:
                 input_usd_per_mtok=3.0,
                 output_usd_per_mtok=15.0,
                 cache_read_usd_per_mtok=0.3,
-                cache_creation_usd_per_mtok=3.75,
+                cache_write_usd_per_mtok=3.75,
                 as_of=datetime.date(2026, 11, 1),
             ),
             "claude-haiku-5-5": Price(
                 input_usd_per_mtok=1.0,
                 output_usd_per_mtok=5.0,
                 cache_read_usd_per_mtok=None,
-                cache_creation_usd_per_mtok=None,
+                cache_write_usd_per_mtok=None,
                 as_of=datetime.date(2026, 10, 15),
             ),
         },
@@ -127,6 +127,15 @@ def test_values_have_the_documented_python_types(tmp_path: Path) -> None:
     assert type(haiku.output_usd_per_mtok) is float
     assert type(haiku.as_of) is datetime.date  # written as a string
     assert isinstance(policy.servers["wiki"].permitted_models, tuple)
+
+
+def test_the_older_cache_write_key_is_read(tmp_path: Path) -> None:
+    """``cache_creation_usd_per_mtok``, the name before semantic-conventions-genai #440, gives the
+    same price as ``cache_write_usd_per_mtok``."""
+    table = '[prices."m"]\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n'
+    old = load_policy(write(tmp_path, table + "cache_creation_usd_per_mtok = 3.75\n"))
+    new = load_policy(write(tmp_path, table + "cache_write_usd_per_mtok = 3.75\n"))
+    assert old.prices["m"].cache_write_usd_per_mtok == new.prices["m"].cache_write_usd_per_mtok == 3.75
 
 
 def test_str_path_and_pathlike_both_load(tmp_path: Path) -> None:
@@ -343,9 +352,9 @@ SCHEMA_ERRORS = {
         [prices."claude-sonnet-5-5"]
         input_usd_per_mtok = 3.0
         output_usd_per_mtok = 15.0
-        cache_write_usd_per_mtok = 3.75  # BAD
+        cache_hit_usd_per_mtok = 0.3  # BAD
         """,
-        'prices."claude-sonnet-5-5".cache_write_usd_per_mtok',
+        'prices."claude-sonnet-5-5".cache_hit_usd_per_mtok',
         "unknown key",
     ),
     "permitted_models is a string": (
@@ -477,10 +486,21 @@ SCHEMA_ERRORS = {
         [prices."claude-sonnet-5-5"]
         input_usd_per_mtok = 3.0
         output_usd_per_mtok = 15.0
-        cache_creation_usd_per_mtok = inf  # BAD
+        cache_write_usd_per_mtok = inf  # BAD
+        """,
+        'prices."claude-sonnet-5-5".cache_write_usd_per_mtok',
+        "finite",
+    ),
+    "both names of the cache-write price": (
+        """\
+        [prices."claude-sonnet-5-5"]
+        input_usd_per_mtok = 3.0
+        output_usd_per_mtok = 15.0
+        cache_write_usd_per_mtok = 3.75
+        cache_creation_usd_per_mtok = 3.75  # BAD
         """,
         'prices."claude-sonnet-5-5".cache_creation_usd_per_mtok',
-        "finite",
+        "give cache_write_usd_per_mtok only",
     ),
     "missing required price is reported at the table header": (
         """\

@@ -7,9 +7,12 @@ Expected prices are genai-prices' own: the per-million prices its data file publ
 
 from __future__ import annotations
 
+import logging
 import sys
+from pathlib import Path
 
 import pytest
+import tomllib
 
 from otel_sampling import price_source
 from otel_sampling.rules import cost
@@ -168,10 +171,22 @@ class TestUnknownAndHostile:
         assert None is source.price("anthropic", "claude-sonnet-4-5", 0)
 
 
-def test_without_genai_prices_there_is_no_source(monkeypatch):
-    """A core install (no ``prices`` extra): no price source, nothing raised."""
+def test_without_genai_prices_there_is_no_source(monkeypatch, caplog):
+    """Python 3.10 (genai-prices does not install there): no price source, nothing raised, and one
+    INFO line that says so."""
     monkeypatch.setitem(sys.modules, "genai_prices", None)  # import genai_prices raises ImportError
-    assert None is price_source.installed.__wrapped__()
+    with caplog.at_level(logging.INFO, logger="otel_sampling.price_source"):
+        assert None is price_source.installed.__wrapped__()
+    (record,) = [r for r in caplog.records if r.levelno == logging.INFO]
+    assert "genai-prices is not available" in record.getMessage()
+    assert "[prices] table" in record.getMessage()
+
+
+def test_genai_prices_comes_with_the_package_where_it_installs():
+    """pyproject: a core dependency on Python 3.11 or newer, not only the ``prices`` extra."""
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    (requirement,) = [r for r in project["dependencies"] if r.startswith("genai-prices")]
+    assert requirement.endswith("; python_version >= '3.11'")
 
 
 def test_a_model_with_neither_input_nor_output_price_has_no_price():

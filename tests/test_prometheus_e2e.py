@@ -8,6 +8,7 @@ the demo workload, and that the alerts the scenario drives (and only those) reac
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -104,12 +105,23 @@ def test_the_alerts_the_scenario_drives_reach_firing(stack):
 
 
 def test_every_dashboard_query_returns_data(stack):
+    _assert_every_query_returns_data(stack.prom, stack.generated / "dashboards")
+
+
+def test_every_dashboard_query_returns_data_with_the_newest_genai_names(stack, tmp_path):
+    """The dashboards generated for a host on the newest GenAI names (``gen_ai_semconv="new"``:
+    ``gen_ai.client.inference.*``); the held host emits both (``gen_ai/dup``)."""
+    write(dataclasses.replace(CONFIG, gen_ai_semconv="new"), tmp_path)
+    _assert_every_query_returns_data(stack.prom, tmp_path / "dashboards")
+
+
+def _assert_every_query_returns_data(prom, dashboards) -> None:
     recorded = recorded_expressions()
     empty, exempt, legends = [], [], []
-    queries = dashboard_queries(stack.generated / "dashboards")
+    queries = dashboard_queries(dashboards)
     assert len(queries) > 40
     for where, expr, legend in queries:
-        result = stack.prom.query(expand(expr))  # also proves that Prometheus accepts it
+        result = prom.query(expand(expr))  # also proves that Prometheus accepts it
         if not result:
             exempted = not_yet_emitted(expr, recorded) or NEEDS_A_RUNNING_DRILL in expr
             (exempt if exempted else empty).append(f"{where}: {expr}")

@@ -33,6 +33,7 @@ J = f'job="j", {SCOPE}'
 # gen_ai.client.token.usage (its own attributes, no degradation.mode).
 FOREIGN = 'job="j", otel_scope_name="pydantic-ai", otel_scope_version="2.68.0", otel_scope_schema_url=""'
 S = 'mcp_server_name="s"'
+CACHED_MODEL = 'degradation_mode="primary", gen_ai_response_model="m"'
 TRACKED = 'degradation_disclosure_tracked="true"'
 UNTRACKED = 'degradation_disclosure_tracked="false"'
 
@@ -512,6 +513,39 @@ CASES = [
         "60m",
         [],
     ),
+    (
+        "a day reading 80 % of input from the cache, then an hour reading none",
+        "PromptCacheShareDropped",
+        [
+            (f"gen_ai_client_inference_usage_input_tokens_total{{{J}, {CACHED_MODEL}}}", "0+1000x1560"),
+            (
+                f"gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, {CACHED_MODEL}}}",
+                "0+800x1500 1200000x60",
+            ),
+        ],
+        "26h",
+        [
+            (
+                {"job": "j", "degradation_mode": "primary", "gen_ai_response_model": "m"},
+                "Calls to m in primary mode on job j read 0% of their input tokens from the prompt cache over the "
+                "last 30m, less than 50% of their share over the last 1d: a cached prefix that no longer matches "
+                "(a failover, a changed prompt) is paid at full input price.",
+            )
+        ],
+    ),
+    (
+        "from 80 % to 50 %, above half of the baseline",
+        "PromptCacheShareDropped",
+        [
+            (f"gen_ai_client_inference_usage_input_tokens_total{{{J}, {CACHED_MODEL}}}", "0+1000x1560"),
+            (
+                f"gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, {CACHED_MODEL}}}",
+                "0+800x1500 1200000+500x60",
+            ),
+        ],
+        "26h",
+        [],
+    ),
 ]
 # Drills (docs/api.md "Drills"): the window is the drill's named degradation, reason "drill".
 DRILL = f'degradation_active{{{J}, degradation_component="nightly", degradation_reason="drill"}}'
@@ -726,18 +760,17 @@ FIVE_NUMBERS_SERIES = [
     (f'otel_sampling_evaluation_score_sum{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 1.25x20"),
     (f'otel_sampling_evaluation_score_count{{{J}, {EVAL}, degradation_mode="degraded"}}', "_x2 2x20"),
     (f'degradation_silent_incidents_total{{{J}, agent_run_name="triage"}}', "_x2 1x20"),
-    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="primary", gen_ai_token_type="input"}}', "_x2 1000x20"),
-    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="primary", gen_ai_token_type="cache_read"}}', "_x2 500x20"),
-    (f'gen_ai_client_token_usage_sum{{{J}, degradation_mode="degraded", gen_ai_token_type="input"}}', "_x2 200x20"),
+    (f'gen_ai_client_inference_usage_input_tokens_total{{{J}, degradation_mode="primary"}}', "_x2 1000x20"),
+    (f'gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, degradation_mode="primary"}}', "_x2 500x20"),
+    (f'gen_ai_client_inference_usage_input_tokens_total{{{J}, degradation_mode="degraded"}}', "_x2 200x20"),
+    # the degraded calls' provider reported a cache part of 0 (a 0 % share, not "not reported")
+    (f'gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, degradation_mode="degraded"}}', "0x22"),
     (req('degradation_mode="degraded"'), "_x2 3x20"),
     (req('degradation_mode="primary"'), "_x2 9x20"),
     # the framework's own token counts of the same calls, left out of every number
+    (f'gen_ai_client_inference_usage_input_tokens_total{{{FOREIGN}, gen_ai_operation_name="chat"}}', "_x2 1200x20"),
     (
-        f'gen_ai_client_token_usage_sum{{{FOREIGN}, gen_ai_operation_name="chat", gen_ai_token_type="input"}}',
-        "_x2 1200x20",
-    ),
-    (
-        f'gen_ai_client_token_usage_sum{{{FOREIGN}, gen_ai_operation_name="chat", gen_ai_token_type="cache_read"}}',
+        f'gen_ai_client_inference_usage_cache_read_input_tokens_total{{{FOREIGN}, gen_ai_operation_name="chat"}}',
         "_x2 900x20",
     ),
 ]
@@ -756,10 +789,22 @@ FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such seri
         0.25,
     ),
     ("job:degradation_silent_incidents:increase30m", {"job": "j"}, 1),
-    ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "primary"}, 0.5),
-    ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": "degraded"}, 0),
+    (
+        "job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m",
+        {"job": "j", "degradation_mode": "primary"},
+        0.5,
+    ),
+    (
+        "job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m",
+        {"job": "j", "degradation_mode": "degraded"},
+        0,
+    ),
     # no ratio for the framework's series (they have no mode): they were never read
-    ("job_mode:gen_ai_client_token_usage_cache_read:ratio30m", {"job": "j", "degradation_mode": ""}, None),
+    (
+        "job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m",
+        {"job": "j", "degradation_mode": ""},
+        None,
+    ),
     (
         "job_mode_outcome:agent_runs:increase30m",
         {"job": "j", "degradation_mode": "degraded", "agent_run_outcome": "failed"},

@@ -58,8 +58,13 @@ def _framework_tokens(
 ) -> None:
     """What the framework records for the same calls: input and output tokens per response, with
     its attributes (operation, provider, models, token type) and no degradation.mode."""
-    tokens = provider.get_meter(*scope).create_histogram(
-        names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN, description=description
+    meter = provider.get_meter(*scope)
+    tokens = meter.create_histogram(names.METRIC_GEN_AI_TOKEN_USAGE, unit=names.UNIT_TOKEN, description=description)
+    # and the newest usage counters (semantic-conventions-genai #374), as an instrumentation on
+    # gen_ai_latest_experimental records them (our descriptions are the conventions' briefs: another one)
+    inputs = meter.create_counter(names.METRIC_GEN_AI_USAGE_INPUT_TOKENS, unit=names.UNIT_TOKEN, description="In.")
+    reads = meter.create_counter(
+        names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, unit=names.UNIT_TOKEN, description="Cached."
     )
     for served, input_tokens, output_tokens in usages:
         attributes = {
@@ -70,6 +75,9 @@ def _framework_tokens(
         }
         tokens.record(input_tokens, {**attributes, names.GEN_AI_TOKEN_TYPE: "input"})
         tokens.record(output_tokens, {**attributes, names.GEN_AI_TOKEN_TYPE: "output"})
+        modality = {**attributes, names.GEN_AI_TOKEN_MODALITY: "text"}
+        inputs.add(input_tokens, modality)
+        reads.add(input_tokens // 2, modality)
 
 
 def _workload(url: str) -> list[tuple[str, int, int]]:
@@ -89,9 +97,16 @@ def _workload(url: str) -> list[tuple[str, int, int]]:
 
 
 @pytest.fixture(scope="module")
-def scrapes(fake_provider) -> tuple[str, str]:
+def scrapes(fake_provider) -> Iterator[tuple[str, str]]:
     """(ours only, ours and the framework's): two scrapes of one real exporter, the framework's
-    tokens recorded between them (our counters did not move in between)."""
+    tokens recorded between them (our counters did not move in between). The host emits both the
+    v1.41 and the newest GenAI metric names (gen_ai/dup), so that every token query reads ours."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(names.ENV_SEMCONV_STABILITY_OPT_IN, names.SEMCONV_GEN_AI_DUP)
+        yield _scrapes(fake_provider)
+
+
+def _scrapes(fake_provider) -> tuple[str, str]:
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
     instrumentor = AnthropicInstrumentor()
@@ -149,6 +164,10 @@ def _result(store: PrometheusServer, expr: str, at: float) -> list[tuple[tuple[t
     )
 
 
+def _reads_tokens(expr: str) -> bool:
+    return "gen_ai_client_token_usage" in expr or "gen_ai_client_inference_usage" in expr
+
+
 def _now(store: PrometheusServer) -> float:
     return float(store.api("query", query="time()")["result"][0])
 
@@ -180,7 +199,8 @@ def test_a_second_scope_changes_no_query_result(stores, tmp_path):
     }
     assert differ == {}
     # not vacuous: the token queries read our series
-    tokens = [where for where, expr in queries.items() if "gen_ai_client_token_usage" in expr]
+    # (an alert's result is empty while it does not fire)
+    tokens = [where for where, expr in queries.items() if _reads_tokens(expr) and not where.startswith("rule Otel")]
     assert tokens and all(_result(only_ours, queries[where], at) for where in tokens), tokens
 
 
@@ -189,9 +209,7 @@ def test_without_the_scope_selector_the_framework_s_tokens_mix_in(stores, tmp_pa
     at = min(_now(only_ours), _now(mixed))
     queries = _queries(MixinConfig(scope_selector=""), tmp_path)
     tokens = {
-        where: expr
-        for where, expr in queries.items()
-        if "gen_ai_client_token_usage" in expr and where.startswith("providers.json")
+        where: expr for where, expr in queries.items() if _reads_tokens(expr) and where.startswith("providers.json")
     }
     assert tokens
     assert [where for where, expr in tokens.items() if _result(only_ours, expr, at) != _result(mixed, expr, at)]

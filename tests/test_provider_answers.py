@@ -48,7 +48,7 @@ PRICES = f"""
 input_usd_per_mtok = 1.0
 output_usd_per_mtok = 5.0
 cache_read_usd_per_mtok = 0.5
-cache_creation_usd_per_mtok = 2.0
+cache_write_usd_per_mtok = 2.0
 """
 INT64 = 2**63
 

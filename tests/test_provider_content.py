@@ -14,6 +14,7 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from opentelemetry._logs import SeverityNumber
 
 from conftest import TRACER_PROVIDER
 from drivers import ANTHROPIC_MESSAGE, recording_logger_provider
@@ -59,6 +60,22 @@ def client(fp) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0, open_telemetry=False)
 
 
+CONTENT_KEYS = {names.GEN_AI_INPUT_MESSAGES, names.GEN_AI_OUTPUT_MESSAGES, names.GEN_AI_SYSTEM_INSTRUCTIONS}
+
+
+def details_without_content(records, spans) -> None:
+    """One gen_ai.client.inference.operation.details event per call (semconv #579: Recommended,
+    #520: DEBUG), in its span's context, with the span's GenAI attributes and no content."""
+    assert len(records) == len(spans)
+    for record, span in zip(records, spans, strict=True):
+        assert record.event_name == names.EVENT_INFERENCE_DETAILS
+        assert (record.severity_number, record.severity_text) == (SeverityNumber.DEBUG, "DEBUG")
+        assert record.span_id == span.context.span_id
+        assert not CONTENT_KEYS & set(record.attributes)
+        assert record.attributes[names.GEN_AI_REQUEST_MODEL] == span.attributes[names.GEN_AI_REQUEST_MODEL]
+        assert names.ENDING not in record.attributes  # our own names stay on the span
+
+
 def everything_exported(telemetry, records) -> str:
     spans = [(s.name, dict(s.attributes), [dict(e.attributes) for e in s.events]) for s in telemetry.spans()]
     points = [
@@ -77,7 +94,7 @@ def test_content_is_off_by_default(capture, fake_provider, mode):
         client(fake_provider).messages.create(**KW, extra_headers={"x-fake-scenario": "status=429"})
     assert len(telemetry.spans()) == 2
     assert SENTINEL not in everything_exported(telemetry, records)
-    assert records == []
+    details_without_content(records, telemetry.spans())
 
 
 def test_span_only(capture, fake_provider):
@@ -94,7 +111,7 @@ def test_span_only(capture, fake_provider):
     assert json.loads(a[names.GEN_AI_OUTPUT_MESSAGES]) == [
         {"role": "assistant", "parts": [{"type": "text", "content": DEFAULT_TEXT}], "finish_reason": "end_turn"}
     ]
-    assert records == []
+    details_without_content(records, [span])  # SPAN_ONLY: the content is on the span, not the event
 
 
 def test_event_only_with_a_stream_and_a_tool_call(capture, fake_provider):
@@ -227,7 +244,8 @@ def test_openai_content_is_off_by_default(capture, fake_provider, api):
     telemetry, records = capture(None, instrumentor_class=OpenAIInstrumentor)
     _openai_call(openai_client(fake_provider), api)
     assert len(telemetry.spans()) == 1
-    assert SENTINEL not in everything_exported(telemetry, records) and records == []
+    assert SENTINEL not in everything_exported(telemetry, records)
+    details_without_content(records, telemetry.spans())
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -246,7 +264,7 @@ def test_openai_chat_span_only(capture, fake_provider, stream):
         {"type": "text", "content": DEFAULT_TEXT},
     )
     assert (tool["type"], tool["name"], json.loads(tool["arguments"])) == TOOL_CALL
-    assert records == []
+    details_without_content(records, [span])  # SPAN_ONLY: the content is on the span, not the event
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -459,3 +477,34 @@ def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_i
     points = anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION)
     exported += repr([dict(p.attributes) for p in points])
     assert ECHOED not in exported
+
+
+IMAGE_B64 = "iVBORw0KGgo" + SENTINEL  # the data itself never reaches the telemetry
+
+
+def test_a_block_no_part_type_fits_is_a_generic_part(capture, fake_provider):
+    """semantic-conventions-genai #584 (``input-messages-generic-part.yaml``): a provider block no part
+    type fits is ``{"type": "generic", "generic_type": <the provider's type>}``; its data is left out."""
+    telemetry, _ = capture("SPAN_ONLY", max_length=4096)
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": IMAGE_B64}}
+    client(fake_provider).messages.create(
+        model="claude-req",
+        max_tokens=64,
+        messages=[{"role": "user", "content": [image, {"type": "text", "text": "?"}]}],
+    )
+    capture("SPAN_ONLY", max_length=4096, instrumentor_class=OpenAIInstrumentor)  # the same telemetry
+    openai_client(fake_provider).chat.completions.create(
+        model="gpt-4o",
+        messages=[
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + IMAGE_B64}}],
+            }
+        ],
+    )
+    claude_span, gpt_span = telemetry.spans()
+    (message,) = json.loads(claude_span.attributes[names.GEN_AI_INPUT_MESSAGES])
+    assert message["parts"] == [{"type": "generic", "generic_type": "image"}, {"type": "text", "content": "?"}]
+    (message,) = json.loads(gpt_span.attributes[names.GEN_AI_INPUT_MESSAGES])
+    assert message["parts"] == [{"type": "generic", "generic_type": "image_url"}]
+    assert SENTINEL not in everything_exported(telemetry, [])

@@ -37,7 +37,7 @@ output_usd_per_mtok = 15.0
 input_usd_per_mtok = 1.0
 output_usd_per_mtok = 5.0
 cache_read_usd_per_mtok = 0.1
-cache_creation_usd_per_mtok = 1.25
+cache_write_usd_per_mtok = 1.25
 as_of = 2026-11-01
 """
 COST_ATTRIBUTES = (
@@ -131,6 +131,21 @@ def test_unknown_model_records_no_cost_and_logs_once(priced, fake_provider, capl
     assert costs(priced) == {}
     assert all(key not in s.attributes for s in priced.spans() for key in COST_ATTRIBUTES)
     assert sum("claude-unpriced-x" in r.getMessage() for r in caplog.records) == 1
+    # counted by model, so the operator sees what to price
+    counted = priced.counts(names.METRIC_CLIENT_UNPRICED, names.GEN_AI_RESPONSE_MODEL, names.GEN_AI_PROVIDER_NAME)
+    assert counted == {("claude-unpriced-x", "anthropic"): 3}
+
+
+def test_a_priced_call_and_a_call_without_usage_are_not_unpriced(priced, fake_provider):
+    c = client(fake_provider)
+    c.messages.create(model="claude-haiku-5-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+    c.messages.create(
+        model="claude-unpriced-x",
+        max_tokens=64,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-fake-scenario": "no_usage"},  # nothing to price
+    )
+    assert priced.points(names.METRIC_CLIENT_UNPRICED) == []
 
 
 # ---------------------------------------------------------------- the default price source: genai-prices

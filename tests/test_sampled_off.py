@@ -40,6 +40,7 @@ MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
 DURATIONS = {
     names.METRIC_GEN_AI_OPERATION_DURATION,
     names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+    names.METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK,
     names.METRIC_SAMPLING_DURATION,
     names.METRIC_AGENT_RUN_DURATION,
     names.METRIC_MCP_SERVER_OPERATION_DURATION,
@@ -143,6 +144,7 @@ def test_sampled_off_does_no_attribute_work_and_records_the_same_metrics(fake_pr
             names.METRIC_GEN_AI_OPERATION_DURATION,
             names.METRIC_GEN_AI_TOKEN_USAGE,
             names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+            names.METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK,
         }
         if workload is _provider_calls
         else {

@@ -21,7 +21,7 @@ JSON-escaped, URL-quoted and base64 forms.
   never arrives. The API key never appears.
 
 Model hints and tool names are not content: they are recorded by design (``otel_sampling.sampling.model_hints``,
-``gen_ai.tool.name``), so no sentinel is put there.
+``otel_sampling.sampling.tool.name``), so no sentinel is put there.
 """
 
 import base64
@@ -353,7 +353,7 @@ def _ran_everything(exported: Exported) -> None:
     sampling = [s for s in spans if s["name"] == names.SPAN_SAMPLING]
     assert {s["attributes"][names.SAMPLING_PATH] for s in sampling} == {names.PATH_RPC, names.PATH_MRTR}
     assert {s["attributes"][names.SAMPLING_ENDING] for s in sampling} == {"completed", "policy.denied", "error"}
-    assert {s["attributes"].get(names.GEN_AI_TOOL_NAME) for s in sampling} >= {"ask", "ask_with_meta"}
+    assert {s["attributes"].get(names.SAMPLING_TOOL_NAME) for s in sampling} >= {"ask", "ask_with_meta"}
     chats = [s for s in spans if s["name"].startswith("chat ")]
     assert {s["status_code"] for s in chats} == {"UNSET", "ERROR"}
     assert {s["attributes"][names.GEN_AI_PROVIDER_NAME] for s in chats} == {"anthropic", "openai"}
@@ -362,7 +362,8 @@ def _ran_everything(exported: Exported) -> None:
 
 def test_nothing_secret_is_exported_by_default(capture_off):
     _ran_everything(capture_off)
-    assert capture_off.receiver.logs == []  # no content events
+    # the inference details events (semconv #579: recommended, without content by default), no other
+    assert {record["event_name"] for record in capture_off.receiver.logs} == {names.EVENT_INFERENCE_DETAILS}
     assert capture_off.content_values() == []
     blobs = capture_off.blobs()
     assert leaks(SENTINEL, blobs) == []

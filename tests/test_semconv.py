@@ -1,9 +1,9 @@
 """Which semantic-conventions version we speak: the schema URL, and the GenAI stability opt-in.
 
-``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` asks an instrumentation that emitted
-GenAI conventions v1.36 or older to switch to the latest. otel-sampling was born on the v1.41 names
-(``gen_ai.provider.name``, never the pre-1.37 ``gen_ai.system``), which are also the latest released
-(semantic-conventions-genai has published no release since): the output is the same either way.
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` asks an instrumentation for the
+latest GenAI conventions. otel-sampling was born on the v1.41 names (``gen_ai.provider.name``, never
+the pre-1.37 ``gen_ai.system``): its spans are the same either way; its inference metrics take the
+newest names (semantic-conventions-genai #521 / #374, ``tests/test_semconv_metrics.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ def semconv_opt_in(request, monkeypatch):
         monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN", raising=False)
     else:
         monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", request.param)
+    return request.param
 
 
 def test_provider_spans_use_the_current_genai_names_with_and_without_opt_in(
@@ -38,7 +39,10 @@ def test_provider_spans_use_the_current_genai_names_with_and_without_opt_in(
     assert span.instrumentation_scope.schema_url == names.SCHEMA_URL
     assert span.attributes[names.GEN_AI_PROVIDER_NAME] == "anthropic"
     assert "gen_ai.system" not in span.attributes
-    (point,) = list(anthropic_instrumented.points(names.METRIC_GEN_AI_OPERATION_DURATION))
+    duration = (
+        names.METRIC_GEN_AI_OPERATION_DURATION if semconv_opt_in is None else names.METRIC_GEN_AI_INFERENCE_DURATION
+    )
+    (point,) = list(anthropic_instrumented.points(duration))
     assert point.attributes[names.GEN_AI_PROVIDER_NAME] == "anthropic" and "gen_ai.system" not in point.attributes
 
 
@@ -65,3 +69,25 @@ def test_the_conventions_names_we_emit_are_the_semconv_packages():
         gen_ai.GEN_AI_EVALUATION_SCORE_LABEL,
         gen_ai.GEN_AI_EVALUATION_EXPLANATION,
     )
+
+
+def test_the_v1_41_inference_names_are_the_semconv_packages():
+    """The inference metrics we emit by default, and the reasoning-token count, as
+    opentelemetry-semantic-conventions 0.66b2 spells them (it carries no #521 / #374 name yet)."""
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+    from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+
+    assert (
+        names.METRIC_GEN_AI_OPERATION_DURATION,
+        names.METRIC_GEN_AI_TOKEN_USAGE,
+        names.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
+        names.METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK,
+    ) == (
+        gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION,
+        gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE,
+        gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
+        gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK,
+    )
+    assert names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS == gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS
+    assert names.GEN_AI_TOKEN_TYPE == gen_ai.GEN_AI_TOKEN_TYPE
+    assert {names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT} <= {v.value for v in gen_ai.GenAiTokenTypeValues}

@@ -88,7 +88,7 @@ def lines(metrics_text: str, spans: list[dict], server_requests: Counter) -> tup
         + ", ".join(sorted({str(e.get(names.SAMPLING_GRANT_GRANTED_BY)) for e in grant_events})),
         f"Stalls: {int(stalls)} ({STALLS}); events name "
         + ", ".join(
-            sorted({f"{e.get(names.MCP_SERVER_NAME)}/{e.get(names.GEN_AI_TOOL_NAME, '?')}" for e in stall_events})
+            sorted({f"{e.get(names.MCP_SERVER_NAME)}/{e.get(names.SAMPLING_TOOL_NAME, '?')}" for e in stall_events})
         )
         + f"; in flight now: {int(in_flight)}",
         f"Budget endings with resetsAt: {dict(resets)}",

@@ -17,8 +17,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from otel_sampling import names
 from otel_sampling.mixin.five_numbers import (
+    CACHE_READ_TOKENS,
     EVALUATION,
     INCIDENTS,
+    INPUT_TOKENS,
     MODE,
     OUTCOME,
     RUN_COST,
@@ -26,8 +28,6 @@ from otel_sampling.mixin.five_numbers import (
     RUNS,
     SCORE_COUNT,
     SCORE_SUM,
-    TOKEN_TYPE,
-    TOKENS_SUM,
 )
 from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL
 
@@ -122,9 +122,9 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
             _add(score_sums, (labels.get(EVALUATION, ""), mode), value)
         elif name == SCORE_COUNT:
             _add(score_counts, (labels.get(EVALUATION, ""), mode), value)
-        elif name == TOKENS_SUM and labels.get(TOKEN_TYPE) == names.TOKEN_TYPE_INPUT:
+        elif name == INPUT_TOKENS:
             _add(numbers.input_tokens_by_mode, mode, value)
-        elif name == TOKENS_SUM and labels.get(TOKEN_TYPE) == names.TOKEN_TYPE_CACHE_READ:
+        elif name == CACHE_READ_TOKENS:
             _add(numbers.cache_read_tokens_by_mode, mode, value)
     for (evaluation, mode), count in score_counts.items():
         if count:

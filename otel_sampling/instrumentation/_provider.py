@@ -223,6 +223,21 @@ class ProviderState:
         return self.parsed(self._construct(type_=raw._cast_to, value=data))
 
 
+MAX_REASONING_LEVEL_LENGTH = 32  # longer strings are not an effort level
+
+
+def reasoning_level(body: Mapping[str, Any], *path: str) -> dict[str, str]:
+    """``{gen_ai.request.reasoning.level: value}`` for the string at ``path`` in a request body
+    (anthropic ``output_config.effort``, openai ``reasoning_effort`` / ``reasoning.effort``); empty
+    when the request sets none, or sets something that is not a short string."""
+    value: Any = body
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    if isinstance(value, str) and 0 < len(value) <= MAX_REASONING_LEVEL_LENGTH and value.isprintable():
+        return {names.GEN_AI_REQUEST_REASONING_LEVEL: value}
+    return {}
+
+
 def request_options(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Mapping[str, Any]]:
     """The ``FinalRequestOptions`` and JSON body (``{}`` when none) of a call to both SDKs' client
     ``request(cast_to, options, *, stream=False, stream_cls=None)``: the body as sent, with the

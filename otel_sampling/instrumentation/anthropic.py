@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from otel_sampling import names
-from otel_sampling.content import Content, text_part
+from otel_sampling.content import Content, generic_part, text_part
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -47,6 +47,7 @@ from otel_sampling.instrumentation._provider import (
     is_object,
     member,
     parse_wrapper,
+    reasoning_level,
     request_options,
     sequence,
 )
@@ -58,6 +59,7 @@ PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_name of every Messages call
 # gen_ai.provider.name well-known values of the cloud platforms the SDK has clients for, by client module.
 _PLATFORMS = (("anthropic.lib.bedrock.", "aws.bedrock"), ("anthropic.lib.vertex.", "gcp.vertex_ai"))
+_THINKING = "thinking_tokens"
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 # A stream's content delta type -> (the block key it adds to, the delta field that holds the text).
 _DELTA_FIELDS: dict[str, tuple[str, str]] = {
@@ -73,7 +75,7 @@ def to_usage(fields: dict[str, int]) -> Usage:
     cache_read = fields.get("cache_read_input_tokens")
     cache_creation = fields.get("cache_creation_input_tokens")
     total_input = None if base is None else token_count(base + (cache_read or 0) + (cache_creation or 0))
-    return Usage(total_input, fields.get("output_tokens"), cache_read, cache_creation)
+    return Usage(total_input, fields.get("output_tokens"), cache_read, cache_creation, fields.get(_THINKING))
 
 
 def _usage_fields(usage: Any, into: dict[str, int]) -> None:
@@ -85,6 +87,12 @@ def _usage_fields(usage: Any, into: dict[str, int]) -> None:
         value = token_count(getattr(usage, field, None))
         if value is not None:
             into[field] = value
+    # usage.output_tokens_details.thinking_tokens (the SDK's BetaOutputTokensDetails; an extra
+    # field, a dict, on the non-beta models): reasoning, already inside output_tokens.
+    details = getattr(usage, "output_tokens_details", None)
+    thinking = token_count(details.get(_THINKING) if isinstance(details, dict) else getattr(details, _THINKING, None))
+    if thinking is not None:
+        into[_THINKING] = thinking
 
 
 def _is_fallback_usage(usage: Any) -> bool:
@@ -157,7 +165,7 @@ def _block_part(block: Any) -> dict[str, Any]:
         return {"type": "tool_call_response", "id": get("tool_use_id"), "response": result}
     if kind == "thinking":
         return {"type": "reasoning", "content": get("thinking", "")}
-    return {"type": kind if isinstance(kind, str) else "unknown"}  # images, documents...: the kind only
+    return generic_part(kind)  # images, documents...: the kind only
 
 
 def _parts(content: Any) -> list[dict[str, Any]]:
@@ -278,6 +286,7 @@ class _State(ProviderState):
             kwargs.get("stream") is True,
             body,
             provider,
+            attributes=reasoning_level(body, "output_config", "effort") or None,
             deployment=provider is not None,
         )
 

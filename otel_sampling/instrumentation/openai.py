@@ -52,6 +52,7 @@ from otel_sampling.instrumentation._provider import (
     finally_wrappers,
     is_object,
     parse_wrapper,
+    reasoning_level,
     request_options,
     sequence,
 )
@@ -79,7 +80,7 @@ _APIS = {
 
 def to_usage(usage: Any) -> Usage:
     """Semantic-convention usage from an openai ``CompletionUsage`` (or its JSON); None: nothing reported."""
-    return usage_of(usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
+    return usage_of(usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details")
 
 
 def _finish_reasons(choices: Any) -> tuple[str, ...]:
@@ -253,7 +254,12 @@ class _State(ProviderState):
             body.get("stream") is True,
             body,
             provider=AZURE_PROVIDER if azure else None,
-            attributes=api_attributes,
+            # Chat Completions' reasoning_effort, the Responses API's reasoning.effort
+            attributes={
+                **api_attributes,
+                **reasoning_level(body, "reasoning_effort"),
+                **reasoning_level(body, "reasoning", "effort"),
+            },
             deployment=azure,
         )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_sampling.content import Content, text_part
+from otel_sampling.content import Content, generic_part, text_part
 from otel_sampling.instrumentation.openai_fields import as_str, field
 
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
@@ -35,7 +35,7 @@ def _parts(content: Any) -> list[dict[str, Any]]:
         if kind in _TEXT_PARTS:
             parts.append(text_part(field(part, "text") or ""))
         else:
-            parts.append({"type": kind if isinstance(kind, str) else "unknown"})
+            parts.append(generic_part(kind))
     return parts
 
 
@@ -95,7 +95,7 @@ def _item_message(item: Any) -> dict[str, Any]:
     role = field(item, "role")
     if kind in (None, "message") and role is not None:
         return {"role": role, "parts": _parts(field(item, "content"))}
-    return {"role": role or "assistant", "parts": [{"type": kind if isinstance(kind, str) else "unknown"}]}
+    return {"role": role or "assistant", "parts": [generic_part(kind)]}
 
 
 def responses_input(body: Any) -> Content:
@@ -117,7 +117,7 @@ def _output_parts(item: Any) -> list[dict[str, Any]]:
         return [_tool_call(field(item, "call_id"), field(item, "name"), field(item, "arguments"))]
     if kind == "reasoning":
         return [{"type": "reasoning", "content": "".join(field(s, "text") or "" for s in field(item, "summary") or ())}]
-    return [{"type": kind if isinstance(kind, str) else "unknown"}]
+    return [generic_part(kind)]
 
 
 def responses_output(response: Any, finish_reasons: tuple[str, ...]) -> list[Any]:

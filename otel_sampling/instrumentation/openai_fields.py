@@ -34,9 +34,10 @@ def as_sent(value: Any) -> Any:
     return value
 
 
-def usage_of(usage: Any, input_key: str, output_key: str, details_key: str) -> Usage:
-    """Semantic-convention usage from an openai usage object (or its JSON): input, output, and the
-    details' ``cached_tokens`` / ``cache_write_tokens``; each a token count or None."""
+def usage_of(usage: Any, input_key: str, output_key: str, details_key: str, output_details_key: str) -> Usage:
+    """Semantic-convention usage from an openai usage object (or its JSON): input, output, the input
+    details' ``cached_tokens`` / ``cache_write_tokens`` and the output details' ``reasoning_tokens``
+    (part of the output); each a token count or None."""
     if usage is None:
         return Usage()
     details = field(usage, details_key)
@@ -45,6 +46,7 @@ def usage_of(usage: Any, input_key: str, output_key: str, details_key: str) -> U
         token_count(field(usage, output_key)),
         token_count(field(details, "cached_tokens")),
         token_count(field(details, "cache_write_tokens")),
+        token_count(field(field(usage, output_details_key), "reasoning_tokens")),
     )
 
 

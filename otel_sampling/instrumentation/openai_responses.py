@@ -47,7 +47,7 @@ _STARTED_EVENTS = frozenset({"response.created", "response.in_progress", "respon
 
 def to_usage(usage: Any) -> Usage:
     """Semantic-convention usage from a ``ResponseUsage`` (or its JSON); None: nothing reported."""
-    return usage_of(usage, "input_tokens", "output_tokens", "input_tokens_details")
+    return usage_of(usage, "input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details")
 
 
 def finish_reasons(response: Any) -> tuple[str, ...]:

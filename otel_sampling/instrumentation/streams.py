@@ -120,10 +120,12 @@ class _Reading:
 
     def observe(self, event: Any) -> None:
         try:
-            if self.first:
-                self.first = False
-                if self.call is not None:
+            if self.call is not None:
+                if self.first:
+                    self.first = False
                     self.call.first_chunk()
+                else:
+                    self.call.chunk()
             self.accumulator.observe(event)
         except Exception:  # an event we cannot read: the stream goes on, the call ends unreadable
             self.blind = True

@@ -10,6 +10,9 @@ from __future__ import annotations
 from importlib.resources import files
 
 RULES_FILE = "otel-sampling.yaml"
+# The same rules as JSON, for mixin.libsonnet: std.parseJson works in every jsonnet, while the C++
+# jsonnet 0.18 that Debian and Ubuntu ship aborts in std.parseYaml on block scalars (google/jsonnet #942).
+RULES_JSON_FILE = "otel-sampling.json"
 DASHBOARDS_DIR = "dashboards"
 RULES_DIR = "alerts"
 
@@ -34,8 +37,9 @@ def rules() -> str:
 
 
 def files_by_path() -> dict[str, str]:
-    """Relative path (``dashboards/overview.json``, ``alerts/otel-sampling.yaml``) -> text, the keys
-    ``otel_sampling.mixin.generate.render`` uses."""
+    """Relative path (``dashboards/overview.json``, ``alerts/otel-sampling.yaml``,
+    ``alerts/otel-sampling.json``) -> text, the keys ``otel_sampling.mixin.generate.render`` uses."""
     out = {f"{DASHBOARDS_DIR}/{name}": text for name, text in dashboards().items()}
     out[f"{RULES_DIR}/{RULES_FILE}"] = rules()
+    out[f"{RULES_DIR}/{RULES_JSON_FILE}"] = _folder(RULES_DIR)[RULES_JSON_FILE]
     return out

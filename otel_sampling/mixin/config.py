@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.five_numbers import OUR_SCOPE
 from otel_sampling.mixin.promql import label_selector
 
@@ -41,7 +42,8 @@ class MixinConfig:
 
     Raises:
         ValueError: on a malformed duration, a window of 0, a ratio outside 0-1, a negative count,
-            ``flapping_transitions`` below 1 or a ``rule_selector`` / ``scope_selector`` that is not
+            ``flapping_transitions`` below 1, a ``gen_ai_semconv`` neither ``old`` nor ``new``, a
+            ``cache_share_drop`` outside (0, 1] or a ``rule_selector`` / ``scope_selector`` that is not
             PromQL label matchers.
     """
 
@@ -92,6 +94,19 @@ class MixinConfig:
     drill_recovery_for: str = _option(
         "10m", "for of DrillRecoveryMissing: the hysteresis the primary gets to return; for_short_run: 20s"
     )
+    gen_ai_semconv: str = _option(
+        "old",
+        "GenAI inference metric names the dashboards read: old (v1.41's gen_ai.client.operation.duration and "
+        "gen_ai.client.token.usage, the host's default) or new (gen_ai.client.inference.*, the host run with "
+        "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental); a host with gen_ai/dup has both",
+    )
+    cache_share_baseline_window: str = _option(
+        "1d", "baseline window of PromptCacheShareDropped: the cache-read share the last window is compared with"
+    )
+    cache_share_drop: float = _option(
+        0.5, "fraction of its baseline the cache-read share (by job, mode, model) must lose for PromptCacheShareDropped"
+    )
+    cache_share_for: str = _option("15m", "for of PromptCacheShareDropped")
     runbook_url: str = _option(
         RUNBOOK_URL,
         "base of every alert's runbook_url and of the dashboards' Runbook link "
@@ -111,6 +126,10 @@ class MixinConfig:
                 raise ValueError(f"{field.name}: {value!r} is not a ratio between 0 and 1")
             if field.type == "int" and value < 0:
                 raise ValueError(f"{field.name}: {value!r} must not be negative")
+        if self.gen_ai_semconv not in ("old", "new"):
+            raise ValueError(f"gen_ai_semconv: {self.gen_ai_semconv!r} is neither old nor new")
+        if not 0 < self.cache_share_drop <= 1:
+            raise ValueError(f"cache_share_drop: {self.cache_share_drop!r} is not a ratio above 0 and at most 1")
         if self.flapping_transitions < 1:  # ">= 0" entries would fire on every degradation ever entered
             raise ValueError(f"flapping_transitions: {self.flapping_transitions!r} must be at least 1")
         for name in ("rule_selector", "scope_selector"):
@@ -119,6 +138,11 @@ class MixinConfig:
                 raise ValueError(
                     f'{name}: {value!r} is not a list of label matchers (like job="triage-host", env!="dev"; no braces)'
                 )
+
+    @property
+    def inference_duration(self) -> str:
+        """The Prometheus name of the inference duration histogram the dashboards read."""
+        return m.INFERENCE_DURATION if self.gen_ai_semconv == "new" else m.OPERATION_DURATION
 
     @classmethod
     def for_short_run(cls) -> MixinConfig:

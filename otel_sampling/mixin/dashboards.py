@@ -373,9 +373,8 @@ def mcp_sampling(config: MixinConfig) -> dash.Dashboard:
 
 def providers(config: MixinConfig) -> dash.Dashboard:
     p = raw_selector(config, PROVIDER)
-    provider_var = label_variable(
-        "provider", "Provider", m.OPERATION_DURATION + "_count", m.PROVIDER, raw_selector(config)
-    )
+    duration = config.inference_duration
+    provider_var = label_variable("provider", "Provider", duration + "_count", m.PROVIDER, raw_selector(config))
     d = dashboard(
         config,
         "otel-sampling-providers",
@@ -384,9 +383,9 @@ def providers(config: MixinConfig) -> dash.Dashboard:
         (provider_var,),
     )
     errors = raw_selector(config, PROVIDER, f'{m.ERROR_TYPE}!=""')
-    bucket = f"{m.OPERATION_DURATION}_bucket{p}"
+    bucket = f"{duration}_bucket{p}"
 
-    calls = f"sum({counted(m.OPERATION_DURATION + '_count' + p, RANGE)})"
+    calls = f"sum({counted(duration + '_count' + p, RANGE)})"
     return (
         d.with_panel(
             stat_panel(
@@ -401,7 +400,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
             stat_panel(
                 "Failed calls",
                 "Calls that ended with an error.type / all calls, selected range.",
-                [(_share(f"sum({counted(m.OPERATION_DURATION + '_count' + errors, RANGE)})", calls), "failed")],
+                [(_share(f"sum({counted(duration + '_count' + errors, RANGE)})", calls), "failed")],
                 "percentunit",
                 steps=thresholds((None, "green"), (0.01, "yellow"), (0.05, "red")),
                 width=6,
@@ -410,7 +409,8 @@ def providers(config: MixinConfig) -> dash.Dashboard:
         .with_panel(
             stat_panel(
                 "p95 call latency",
-                "95th percentile of gen_ai.client.operation.duration over the selected range.",
+                "95th percentile of the inference duration (gen_ai.client.operation.duration, or "
+                "gen_ai.client.inference.duration with the newest names) over the selected range.",
                 [(f"histogram_quantile(0.95, sum by ({m.LE}) ({counted(bucket, RANGE)}))", "p95")],
                 "s",
                 width=6,
@@ -429,8 +429,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
         .with_panel(
             timeseries_panel(
                 "Latency percentiles",
-                "p50, p95 and p99 of gen_ai.client.operation.duration "
-                "by provider (buckets summed before the quantile).",
+                "p50, p95 and p99 of the inference duration by provider (buckets summed before the quantile).",
                 [
                     (
                         f"histogram_quantile({q}, sum by ({m.PROVIDER}, {m.LE}) (rate({bucket}[{RATE}])))",
@@ -447,7 +446,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
                 "Failed provider calls per minute by error.type.",
                 [
                     (
-                        _per_minute(m.OPERATION_DURATION + "_count", errors, f"{m.PROVIDER}, {m.ERROR_TYPE}"),
+                        _per_minute(duration + "_count", errors, f"{m.PROVIDER}, {m.ERROR_TYPE}"),
                         f"{{{{{m.PROVIDER}}}}} {{{{{m.ERROR_TYPE}}}}}",
                     )
                 ],
@@ -457,17 +456,18 @@ def providers(config: MixinConfig) -> dash.Dashboard:
         .with_panel(
             timeseries_panel(
                 "Tokens by type",
-                "Tokens per minute by gen_ai.token.type (cache reads and writes are part of input).",
-                [(_per_minute(m.TOKEN_USAGE + "_sum", p, m.TOKEN_TYPE), f"{{{{{m.TOKEN_TYPE}}}}}")],
+                _tokens_description(config),
+                _token_queries(config, p),
                 "short",
             )
         )
         .with_panel(
             timeseries_panel(
                 "Prompt-cache share by mode",
-                "Cache-read input tokens / input tokens, per "
-                "mode (0 where calls read no cache). A failover that loses the provider's "
-                "prompt cache shows as a lower share in degraded mode.",
+                "Cache-read input tokens / input tokens, per mode (the gen_ai.client.inference.usage.* "
+                "counters: the host needs OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental or gen_ai/dup). "
+                "0: the provider reported no cache reads; no line: it reported no cache part. A failover that "
+                "loses the provider's prompt cache shows as a lower share in degraded mode.",
                 [
                     (
                         five_numbers.expressions(RATE, selector=f"{JOB}, {PROVIDER}", scope=config.scope_selector)[
@@ -496,7 +496,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
             timeseries_panel(
                 "Calls by mode",
                 "Provider calls per minute by degradation.mode: degraded calls are fallbacks and failovers.",
-                [(_per_minute(m.OPERATION_DURATION + "_count", p, m.MODE), f"{{{{{m.MODE}}}}}")],
+                [(_per_minute(duration + "_count", p, m.MODE), f"{{{{{m.MODE}}}}}")],
                 "reqpm",
             )
         )
@@ -508,7 +508,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
                 [
                     (
                         f"sum by ({m.PROVIDER}, {m.REQUEST_MODEL}, {m.RESPONSE_MODEL}, {m.MODE}) "
-                        f"({counted(m.OPERATION_DURATION + '_count' + p, RANGE)})",
+                        f"({counted(duration + '_count' + p, RANGE)})",
                         "calls",
                     )
                 ],
@@ -516,6 +516,28 @@ def providers(config: MixinConfig) -> dash.Dashboard:
             )
         )
     )
+
+
+def _tokens_description(config: MixinConfig) -> str:
+    if config.gen_ai_semconv == "new":
+        return (
+            "Tokens per minute by kind (gen_ai.client.inference.usage.*): cache reads and writes are part of "
+            "input, reasoning part of output."
+        )
+    return "Tokens per minute by gen_ai.token.type (input, output; gen_ai.client.token.usage)."
+
+
+def _token_queries(config: MixinConfig, selector: str) -> list[tuple[str, str]]:
+    if config.gen_ai_semconv == "new":
+        kinds = (
+            (m.USAGE_INPUT, "input"),
+            (m.USAGE_OUTPUT, "output"),
+            (m.USAGE_CACHE_READ, "cache read"),
+            (m.USAGE_CACHE_WRITE, "cache write"),
+            (m.USAGE_REASONING, "reasoning"),
+        )
+        return [(f"60 * sum(rate({series}{selector}[{RATE}]))", legend) for series, legend in kinds]
+    return [(_per_minute(m.TOKEN_USAGE + "_sum", selector, m.TOKEN_TYPE), f"{{{{{m.TOKEN_TYPE}}}}}")]
 
 
 def degradation(config: MixinConfig) -> dash.Dashboard:

@@ -26,12 +26,15 @@ default ``1h``):
 
 Plus ``prompt_cache_read_share_by_mode``: cache-read input tokens / input tokens, per mode; a
 failover that silently loses the provider's prompt cache shows as a lower share in degraded mode
-(it reads ``gen_ai.token.type="cache_read"`` points of ``gen_ai.client.token.usage``), and
+(it reads the ``gen_ai.client.inference.usage.cache_read.input_tokens`` and ``…input_tokens``
+counters of semantic-conventions-genai #374, emitted under ``OTEL_SEMCONV_STABILITY_OPT_IN=
+gen_ai_latest_experimental`` or ``gen_ai/dup``; absent where the provider never reported a cache
+part, or the host emits v1.41's names only), and
 ``runs``: finished runs per mode and outcome, the n behind the numbers (dashboards hide a ratio
 over too few runs).
 
 Every series is selected by our instrumentation scope (``OUR_SCOPE``: ``otel_scope_name="otel_sampling"``):
-a framework's own GenAI instrumentation records ``gen_ai.client.token.usage`` too (without
+a framework's own GenAI instrumentation records the GenAI metrics too (without
 ``degradation.mode``), into the same series names.
 
 Counts are taken with :func:`otel_sampling.mixin.promql.counted` (a series born inside the window
@@ -58,12 +61,13 @@ RUN_DURATION_SUM = metric_name(names.METRIC_AGENT_RUN_DURATION, names.UNIT_SECON
 SCORE_SUM = metric_name(names.METRIC_EVALUATION_SCORE, names.UNIT_ONE) + "_sum"
 SCORE_COUNT = metric_name(names.METRIC_EVALUATION_SCORE, names.UNIT_ONE) + "_count"
 INCIDENTS = metric_name(names.METRIC_SILENT_INCIDENTS, names.UNIT_INCIDENT, counter=True)
-TOKENS_SUM = metric_name(names.METRIC_GEN_AI_TOKEN_USAGE, names.UNIT_TOKEN) + "_sum"
+# The cache-read share reads the #374 usage counters, the only metrics that carry cache parts.
+INPUT_TOKENS = metric_name(names.METRIC_GEN_AI_USAGE_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+CACHE_READ_TOKENS = metric_name(names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
 
 MODE = label_name(names.DEGRADATION_MODE)
 OUTCOME = label_name(names.AGENT_RUN_OUTCOME)
 EVALUATION = label_name(names.GEN_AI_EVALUATION_NAME)
-TOKEN_TYPE = label_name(names.GEN_AI_TOKEN_TYPE)
 
 # The series our meter wrote, as the exporters label them (otel_scope_name).
 OUR_SCOPE = matchers(**{SCOPE_NAME_LABEL: names.SCOPE_NAME})
@@ -72,8 +76,6 @@ _DEGRADED = matchers(**{MODE: names.MODE_DEGRADED})
 _PRIMARY = matchers(**{MODE: names.MODE_PRIMARY})
 _COMPLETED = matchers(**{OUTCOME: names.OUTCOME_COMPLETED})
 _ATTEMPTED = f'{OUTCOME}!="{names.OUTCOME_DENIED}"'  # a declined task was never attempted
-_CACHE_READ = matchers(**{TOKEN_TYPE: names.TOKEN_TYPE_CACHE_READ})
-_INPUT = matchers(**{TOKEN_TYPE: names.TOKEN_TYPE_INPUT})
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ NUMBERS: dict[str, _Number] = {
     "completion_rate_by_mode": _Number((MODE,), RUNS.removesuffix("_total") + "_completed", "ratio"),
     "silent_incidents": _Number((), INCIDENTS.removesuffix("_total"), "increase"),
     "cost_per_completed_task_by_mode": _Number((MODE,), RUN_COST.removesuffix("_total"), "per_completed_run"),
-    "prompt_cache_read_share_by_mode": _Number((MODE,), TOKENS_SUM.removesuffix("_sum") + "_cache_read", "ratio"),
+    "prompt_cache_read_share_by_mode": _Number((MODE,), CACHE_READ_TOKENS.removesuffix("_total"), "ratio"),
     "runs": _Number((MODE, OUTCOME), RUNS.removesuffix("_total"), "increase"),
 }
 # Label names as they appear in a rule's level (Prometheus rule naming joins the labels with "_").
@@ -132,7 +134,9 @@ def expressions(
 
     attempted_by_mode = total(RUNS, _ATTEMPTED, also=(MODE,))
     completed_by_mode = total(RUNS, _COMPLETED, also=(MODE,))
-    input_by_mode = total(TOKENS_SUM, _INPUT, also=(MODE,))
+    # No "or ... * 0" on the cache reads: a mode whose calls never reported a cache part has no
+    # share (not reported), a mode whose calls reported 0 has 0 (semconv_metrics records reported 0s).
+    cache_share = f"{total(CACHE_READ_TOKENS, also=(MODE,))}\n/ ({total(INPUT_TOKENS, also=(MODE,))} > 0)"
     return {
         "degraded_run_seconds": f"{total(RUN_DURATION_SUM, _DEGRADED)}\nor {total(RUN_DURATION_SUM)} * 0",
         "degraded_run_share": ratio(total(RUNS, _DEGRADED), total(RUNS)),
@@ -140,7 +144,7 @@ def expressions(
         "completion_rate_by_mode": ratio(completed_by_mode, attempted_by_mode),
         "silent_incidents": f"{total(INCIDENTS)}\nor {total(RUNS)} * 0",
         "cost_per_completed_task_by_mode": f"{total(RUN_COST, also=(MODE,))}\n/ ({completed_by_mode} > 0)",
-        "prompt_cache_read_share_by_mode": ratio(total(TOKENS_SUM, _CACHE_READ, also=(MODE,)), input_by_mode),
+        "prompt_cache_read_share_by_mode": cache_share,
         "runs": total(RUNS, also=(MODE, OUTCOME)),
     }
 

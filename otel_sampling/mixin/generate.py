@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
-from otel_sampling.mixin.bundle import DASHBOARDS_DIR, RULES_DIR, RULES_FILE
+from otel_sampling.mixin.bundle import DASHBOARDS_DIR, RULES_DIR, RULES_FILE, RULES_JSON_FILE
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.dashboards import build
 from otel_sampling.mixin.rules import rule_groups
@@ -35,9 +36,9 @@ def render(config: MixinConfig) -> dict[str, str]:
         f"{DASHBOARDS_DIR}/{stem}.json": JSONEncoder(sort_keys=True, indent=2).encode(model) + "\n"
         for stem, model in build(config).items()
     }
-    files[f"{RULES_DIR}/{RULES_FILE}"] = HEADER + yaml.dump(
-        rule_groups(config), Dumper=_BlockDumper, sort_keys=False, width=10_000
-    )
+    groups = rule_groups(config)
+    files[f"{RULES_DIR}/{RULES_FILE}"] = HEADER + yaml.dump(groups, Dumper=_BlockDumper, sort_keys=False, width=10_000)
+    files[f"{RULES_DIR}/{RULES_JSON_FILE}"] = json.dumps(groups, indent=2) + "\n"  # what mixin.libsonnet reads
     return files
 
 

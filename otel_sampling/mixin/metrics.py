@@ -21,6 +21,14 @@ SAMPLING_GRANTED_USD = metric_name(names.METRIC_SAMPLING_GRANTED_USD, names.UNIT
 SAMPLING_SERVER_REQUESTS = metric_name(names.METRIC_SAMPLING_SERVER_REQUESTS, names.UNIT_REQUEST, counter=True)
 OPERATION_DURATION = metric_name(names.METRIC_GEN_AI_OPERATION_DURATION, names.UNIT_SECONDS)  # histogram
 TOKEN_USAGE = metric_name(names.METRIC_GEN_AI_TOKEN_USAGE, names.UNIT_TOKEN)  # histogram
+# semantic-conventions-genai #521 / #374 names (otel_sampling.semconv_metrics): the host emits them
+# under OTEL_SEMCONV_STABILITY_OPT_IN; MixinConfig.gen_ai_semconv picks which the dashboards read.
+INFERENCE_DURATION = metric_name(names.METRIC_GEN_AI_INFERENCE_DURATION, names.UNIT_SECONDS)  # histogram
+USAGE_INPUT = metric_name(names.METRIC_GEN_AI_USAGE_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+USAGE_OUTPUT = metric_name(names.METRIC_GEN_AI_USAGE_OUTPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+USAGE_CACHE_READ = metric_name(names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+USAGE_CACHE_WRITE = metric_name(names.METRIC_GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+USAGE_REASONING = metric_name(names.METRIC_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, names.UNIT_TOKEN, counter=True)
 PROVIDER_COST = metric_name(names.METRIC_CLIENT_COST, names.UNIT_USD, counter=True)
 DEGRADATION_ACTIVE = metric_name(names.METRIC_DEGRADATION_ACTIVE, names.UNIT_ONE)
 DEGRADATION_EXPIRED = metric_name(names.METRIC_DEGRADATION_EXPIRED, names.UNIT_ONE)
@@ -63,7 +71,14 @@ JOB = "job"  # from the scrape configuration, not from the package
 SCOPE_NAME = SCOPE_NAME_LABEL  # from the exporter: the instrumentation scope of the series
 LE = "le"  # histogram bucket bound (Prometheus)
 
-HISTOGRAMS = (SAMPLING_DURATION, OPERATION_DURATION, TOKEN_USAGE, EVALUATION_SCORE, AGENT_RUN_DURATION)
+HISTOGRAMS = (
+    SAMPLING_DURATION,
+    OPERATION_DURATION,
+    INFERENCE_DURATION,
+    TOKEN_USAGE,
+    EVALUATION_SCORE,
+    AGENT_RUN_DURATION,
+)
 GAUGES = (SAMPLING_IN_FLIGHT, DEGRADATION_ACTIVE, DEGRADATION_EXPIRED)
 COUNTERS = (
     SAMPLING_REQUESTS,
@@ -79,6 +94,11 @@ COUNTERS = (
     AGENT_RUN_COST,
     CACHE_LOOKUPS,
     DRILLS,
+    USAGE_INPUT,
+    USAGE_OUTPUT,
+    USAGE_CACHE_READ,
+    USAGE_CACHE_WRITE,
+    USAGE_REASONING,
 )
 # Every raw series a query may name (a histogram is read through its _bucket/_sum/_count series).
 SERIES = frozenset(COUNTERS + GAUGES + tuple(h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")))

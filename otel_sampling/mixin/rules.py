@@ -45,6 +45,10 @@ class Recorded:
         self.cost_per_completed_run = number["cost_per_completed_task_by_mode"]
         self.prompt_cache_read_share = number["prompt_cache_read_share_by_mode"]
         self.degraded_exposure = "job:otel_sampling_degraded_exposure:active"
+        # the cache-read share by mode and served model, over the window and over its baseline window
+        cache = m.USAGE_CACHE_READ.removesuffix("_total")
+        self.cache_share_by_model = f"job_mode_model:{cache}:ratio{w}"
+        self.cache_share_baseline = f"job_mode_model:{cache}:ratio{config.cache_share_baseline_window}"
 
 
 def recording_rules(config: MixinConfig) -> list[Rule]:
@@ -71,6 +75,25 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
         },
         *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector, scope=config.scope_selector),
         degraded_exposure_rule(config),
+        *cache_share_rules(config),
+    ]
+
+
+def cache_share_rules(config: MixinConfig) -> list[Rule]:
+    """The cache-read share (``gen_ai.client.inference.usage.cache_read.input_tokens`` / ``…input_tokens``)
+    per job, mode and served model, over ``window`` and over ``cache_share_baseline_window``. No
+    ``or ... * 0`` on the reads: where the provider never reported a cache part there is no share."""
+    r, sel = Recorded(config), config.selector
+    by = f"{m.JOB}, {m.MODE}, {m.RESPONSE_MODEL}"
+
+    def share(window: str) -> str:
+        reads = f"sum by ({by}) ({counted(m.USAGE_CACHE_READ + sel(), window)})"
+        inputs = f"sum by ({by}) ({counted(m.USAGE_INPUT + sel(), window)})"
+        return f"{reads}\n/ ({inputs} > 0)"
+
+    return [
+        {"record": r.cache_share_by_model, "expr": share(config.window)},
+        {"record": r.cache_share_baseline, "expr": share(config.cache_share_baseline_window)},
     ]
 
 
@@ -291,6 +314,19 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
             f"Job {{{{ $labels.job }}}} has been exposed to degraded mode (degraded share above "
             f"{c.degraded_share_threshold:.0%} or a named degradation active) for {c.silent_exposure_for} "
             f"while none of the degraded-mode alerts ({', '.join(DEGRADED_MODE_ALERTS)}) was firing.",
+        ),
+        _alert(
+            c,
+            "PromptCacheShareDropped",
+            f"{r.cache_share_by_model}\n< {1 - c.cache_share_drop:g} * {r.cache_share_baseline}",
+            c.cache_share_for,
+            "warning",
+            "The prompt-cache read share of a model dropped against its own baseline.",
+            f"Calls to {{{{ $labels.{m.RESPONSE_MODEL} }}}} in {{{{ $labels.{m.MODE} }}}} mode on job "
+            f"{{{{ $labels.job }}}} read {{{{ $value | humanizePercentage }}}} of their input tokens from the "
+            f"prompt cache over the last {w}, less than {1 - c.cache_share_drop:.0%} of their share over the last "
+            f"{c.cache_share_baseline_window}: a cached prefix that no longer matches (a failover, a changed "
+            f"prompt) is paid at full input price.",
         ),
         _alert(
             c,

@@ -18,7 +18,7 @@ The file is named by ``OTEL_SAMPLING_POLICY``; every table and key is optional::
     input_usd_per_mtok = 3.0
     output_usd_per_mtok = 15.0
     cache_read_usd_per_mtok = 0.3
-    cache_creation_usd_per_mtok = 3.75
+    cache_write_usd_per_mtok = 3.75
     as_of = 2026-11-01
 
     [[ending_rules]]                     # the host's own denial frames, in file order

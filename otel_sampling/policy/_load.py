@@ -42,11 +42,14 @@ _SERVER_KEYS: Final = (
     "permitted_regions",
 )
 _ENDPOINT_KEYS: Final = ("region",)
+# The key's name before semantic-conventions-genai #440 renamed cache creation to cache write; still read.
+_OLD_CACHE_WRITE_KEY: Final = "cache_creation_usd_per_mtok"
 _PRICE_KEYS: Final = (
     "input_usd_per_mtok",
     "output_usd_per_mtok",
     "cache_read_usd_per_mtok",
-    "cache_creation_usd_per_mtok",
+    "cache_write_usd_per_mtok",
+    _OLD_CACHE_WRITE_KEY,
     "as_of",
 )
 _ENDING_RULE_KEYS: Final = ("code", "message_contains", "ending")
@@ -202,9 +205,19 @@ def _parse_price(file: _File, key: KeyPath, raw: Any) -> Price:
         input_usd_per_mtok=file.required(key, table, "input_usd_per_mtok", schema.usd),
         output_usd_per_mtok=file.required(key, table, "output_usd_per_mtok", schema.usd),
         cache_read_usd_per_mtok=file.optional(key, table, "cache_read_usd_per_mtok", schema.usd),
-        cache_creation_usd_per_mtok=file.optional(key, table, "cache_creation_usd_per_mtok", schema.usd),
+        cache_write_usd_per_mtok=_cache_write_price(file, key, table),
         as_of=file.optional(key, table, "as_of", schema.date),
     )
+
+
+def _cache_write_price(file: _File, key: KeyPath, table: Mapping[str, Any]) -> float | None:
+    """``cache_write_usd_per_mtok``, or the older ``cache_creation_usd_per_mtok``; not both."""
+    if "cache_write_usd_per_mtok" in table and _OLD_CACHE_WRITE_KEY in table:
+        raise file.error(
+            (*key, _OLD_CACHE_WRITE_KEY), "give cache_write_usd_per_mtok only (the older name of the same price)"
+        )
+    name = _OLD_CACHE_WRITE_KEY if _OLD_CACHE_WRITE_KEY in table else "cache_write_usd_per_mtok"
+    return file.optional(key, table, name, schema.usd)
 
 
 def _parse_endpoint(file: _File, key: KeyPath, raw: Any) -> Endpoint:

@@ -112,7 +112,7 @@ class Price:
         input_usd_per_mtok: uncached input tokens (required).
         output_usd_per_mtok: output tokens (required).
         cache_read_usd_per_mtok: input tokens read from the prompt cache; ``None`` if not given.
-        cache_creation_usd_per_mtok: input tokens written to the prompt cache; ``None`` if not
+        cache_write_usd_per_mtok: input tokens written to the prompt cache; ``None`` if not
             given.
         as_of: the date the prices were taken from the provider's price list; ``None`` if not
             given.
@@ -121,7 +121,7 @@ class Price:
     input_usd_per_mtok: float
     output_usd_per_mtok: float
     cache_read_usd_per_mtok: float | None = None
-    cache_creation_usd_per_mtok: float | None = None
+    cache_write_usd_per_mtok: float | None = None
     as_of: datetime.date | None = None
 
 

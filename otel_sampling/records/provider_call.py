@@ -1,9 +1,9 @@
 """One provider SDK call: owns its GenAI inference span and metric points.
 
 Span: ``chat {gen_ai.request.model}``, kind CLIENT (GenAI semantic conventions, inference span).
-Metrics: ``gen_ai.client.operation.duration`` (with the call's ``otel_sampling.ending``),
-``gen_ai.client.token.usage`` (input, output, cache_read, cache_write),
-``gen_ai.client.operation.time_to_first_chunk`` (streams) and ``otel_sampling.client.cost.usd`` (when
+Metrics: the GenAI inference metrics of the names ``OTEL_SEMCONV_STABILITY_OPT_IN`` selects
+(:mod:`otel_sampling.semconv_metrics`: duration with the call's ``otel_sampling.ending``, token
+usage, time to first chunk and per output chunk for streams) and ``otel_sampling.client.cost.usd`` (when
 the policy's table or the price source prices the model, :mod:`otel_sampling.rules.cost`).
 
 As it ends, the call publishes one immutable :class:`~otel_sampling.rules.verdict.CallSummary` to
@@ -29,14 +29,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import locks, names, state
+from otel_sampling import inference_details, locks, names, semconv_metrics, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
-from otel_sampling.rules import cost, verdict
+from otel_sampling.rules import cost, endings, verdict
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
 from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict, named_union
@@ -107,6 +107,8 @@ class ProviderCall:
         "_attached",
         "_server_address",
         "_first_chunk",
+        "_last_chunk",
+        "_chunk_gaps",
         "_stream",
         "_capture",
         "_input_content",
@@ -137,6 +139,8 @@ class ProviderCall:
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
         self._first_chunk: float | None = None
+        self._last_chunk = 0.0
+        self._chunk_gaps: list[float] = []  # time_per_output_chunk, when emitted
         self._stream = stream
         self._ended = False
         self._attached: tuple[object, object] | None = None
@@ -204,9 +208,21 @@ class ProviderCall:
             self._served_model = model
 
     def first_chunk(self) -> None:
-        """A stream delivered an event: the first call fixes the time to first chunk."""
+        """A stream delivered its first event: fixes the time to first chunk."""
         if self._first_chunk is None:
-            self._first_chunk = time.perf_counter()
+            self._first_chunk = self._last_chunk = time.perf_counter()
+
+    def chunk(self) -> None:
+        """A stream delivered an event after its first: the gap since the previous one is kept for
+        ``…time_per_output_chunk`` (at most ``semconv_metrics.MAX_CHUNK_GAPS`` per call)."""
+        if self._first_chunk is None:
+            self.first_chunk()
+            return
+        if len(self._chunk_gaps) >= semconv_metrics.MAX_CHUNK_GAPS:
+            return
+        now = time.perf_counter()
+        self._chunk_gaps.append(now - self._last_chunk)
+        self._last_chunk = now
 
     def end(self, response: Response | None, error_type: str | None = None, ending: str | None = None) -> None:
         """End the call once.
@@ -304,9 +320,9 @@ class ProviderCall:
                         attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)
                     if response.response_id:
                         attributes[names.GEN_AI_RESPONSE_ID] = clean(response.response_id, max_length)
-                    if response.finish_reasons:
-                        reasons = [clean(r, max_length) for r in response.finish_reasons]
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+                reported = response.finish_reasons if response is not None else ()
+                if reasons := endings.inference_finish_reasons(reported, ending):
+                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
                 for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
                     if value is not None:  # a count (clean_usage): within int64, as OTLP carries it
                         attributes[key] = value
@@ -321,23 +337,19 @@ class ProviderCall:
                     attributes[names.ERROR_TYPE] = clean(error_type, max_length)
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
-            if self._capture.enabled:
-                self._capture_content(span, response)
+            content = self._capture_content(span, response) if self._capture.enabled else None
+            inference_details.emit(instruments.event_logger, span, content if self._capture.event else None)
         finally:
             span.end()
 
-    def _capture_content(self, span: trace.Span, response: Response | None) -> None:
+    def _capture_content(self, span: trace.Span, response: Response | None) -> dict[str, Any]:
+        """The content attributes (set on the span when capture puts content there)."""
         given = self._input_content or Content()
         content = given._replace(output_messages=response.output if response is not None else None)
         attributes = content.attributes(self._instruments.settings.attribute_max_length)
-        if not attributes:
-            return
-        if self._capture.span and span.is_recording():
+        if attributes and self._capture.span and span.is_recording():
             span.set_attributes(attributes)
-        if self._capture.event:
-            self._instruments.event_logger.emit(
-                event_name=names.EVENT_INFERENCE_DETAILS, attributes=attributes, context=trace.set_span_in_context(span)
-            )
+        return attributes
 
     def _record_metrics(
         self,
@@ -365,25 +377,28 @@ class ProviderCall:
             metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
         if error_type is not None:
             metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
-        instruments.operation_duration.record(duration, {**metric_attributes, names.ENDING: ending}, context=context)
-        if self._stream and self._first_chunk is not None:
-            instruments.time_to_first_chunk.record(self._first_chunk - self._start, metric_attributes, context=context)
-        for count, token_type in zip(usage, _TOKEN_TYPES, strict=True):
-            if count is not None and (count or token_type in _ALWAYS_RECORDED):
-                instruments.token_usage.record(
-                    count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type}, context=context
-                )
+        first_chunk = self._first_chunk - self._start if self._stream and self._first_chunk is not None else None
+        semconv_metrics.record_inference(
+            instruments.inference,
+            metric_attributes,
+            ending=ending,
+            duration=duration,
+            first_chunk=first_chunk,
+            chunk_gaps=self._chunk_gaps,
+            usage=usage,
+            context=context,
+        )
+        priced_by = {
+            names.GEN_AI_PROVIDER_NAME: self._provider,
+            names.GEN_AI_RESPONSE_MODEL: model_label,
+            names.DEGRADATION_MODE: mode,
+            **drill,
+        }
         if usd is not None:
-            instruments.cost.add(
-                usd,
-                {
-                    names.GEN_AI_PROVIDER_NAME: self._provider,
-                    names.GEN_AI_RESPONSE_MODEL: model_label,
-                    names.DEGRADATION_MODE: mode,
-                    **drill,
-                },
-                context=context,
-            )
+            instruments.cost.add(usd, priced_by, context=context)
+        elif usage.input_tokens is not None or usage.output_tokens is not None:
+            # token counts and no price: the model the operator has to price (the policy's [prices])
+            instruments.unpriced.add(1, priced_by, context=context)
 
 
 class _Scope(Protocol):
@@ -397,12 +412,5 @@ _USAGE_ATTRIBUTES = (
     names.GEN_AI_USAGE_OUTPUT_TOKENS,
     names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+    names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
 )
-_TOKEN_TYPES = (
-    names.TOKEN_TYPE_INPUT,
-    names.TOKEN_TYPE_OUTPUT,
-    names.TOKEN_TYPE_CACHE_READ,
-    names.TOKEN_TYPE_CACHE_WRITE,
-)
-# Input and output are recorded even when zero; cache parts only when the call used the cache.
-_ALWAYS_RECORDED = frozenset({names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT})

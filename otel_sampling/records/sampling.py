@@ -42,7 +42,7 @@ from otel_sampling.records.request_attributes import (
     include_context,
     start_attributes,
 )
-from otel_sampling.rules import endings, model_names, verdict, violations
+from otel_sampling.rules import endings, mcp_status, model_names, verdict, violations
 from otel_sampling.rules.run_outcome import request_run_outcome
 from otel_sampling.rules.values import Ending, ProviderCalls
 from otel_sampling.rules.verdict import CallSummary, CallVerdict, Reference, RequestFacts, RequestVerdict
@@ -239,7 +239,7 @@ class SamplingRecord:
             (names.MCP_SERVER_VERSION, server_version),
             (names.MCP_SESSION_ID, session_id),
             (names.NETWORK_TRANSPORT, transport),
-            (names.GEN_AI_TOOL_NAME, self._tool_name),
+            (names.SAMPLING_TOOL_NAME, self._tool_name),
             (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint),
         ]
         attributes = start_attributes(params, self._path, self._hints, max_length, facts)
@@ -337,7 +337,7 @@ class SamplingRecord:
                 names.SAMPLING_PENDING_SECONDS: round(pending_seconds, 3),
             }
             if self._tool_name:
-                attributes[names.GEN_AI_TOOL_NAME] = clean(self._tool_name, max_length)
+                attributes[names.SAMPLING_TOOL_NAME] = clean(self._tool_name, max_length)
             self._span.add_event(names.EVENT_SAMPLING_STALL, attributes)
 
     # ------------------------------------------------------------------ endings
@@ -604,7 +604,7 @@ class SamplingRecord:
                     attributes[names.COST_USD] = self._cost_usd
                 if self._provider_model:
                     attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
-                if ending.error_type is not None:
+                if mcp_status.receiver_failed(ending.error_type, status_code):  # the host receives the request
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
         finally:

@@ -18,7 +18,7 @@ from otel_sampling import locks, names
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records import operation_duration
 from otel_sampling.records.request_attributes import add_result_attributes, hint_names, start_attributes
-from otel_sampling.rules import endings
+from otel_sampling.rules import endings, mcp_status
 from otel_sampling.rules.values import Ending
 
 
@@ -64,7 +64,7 @@ class ServerSamplingRecord:
                 (names.MCP_PROTOCOL_VERSION, protocol_version),
                 (names.MCP_SERVER_NAME, server_name),
                 (names.MCP_SESSION_ID, session_id),
-                (names.GEN_AI_TOOL_NAME, tool_name),
+                (names.SAMPLING_TOOL_NAME, tool_name),
             )
             attributes = start_attributes(
                 params, path, hint_names(params), instruments.settings.attribute_max_length, facts
@@ -151,7 +151,7 @@ class ServerSamplingRecord:
                     add_result_attributes(attributes, ending, served, stop_reason, max_length)
                     if status_code is not None:
                         attributes[names.RPC_RESPONSE_STATUS_CODE] = status_code
-                    if ending.error_type is not None:
+                    if mcp_status.sender_failed(ending.error_type, status_code):  # the server sends the request
                         span.set_status(Status(StatusCode.ERROR))
                     span.set_attributes(attributes)
             finally:

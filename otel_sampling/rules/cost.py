@@ -106,7 +106,7 @@ def cost_usd(price: Price, usage: Usage) -> float | None:
     cache_creation = usage.cache_creation_input_tokens or 0
     uncached = max((usage.input_tokens or 0) - cache_read - cache_creation, 0)
     read_price = price.cache_read_usd_per_mtok
-    write_price = price.cache_creation_usd_per_mtok
+    write_price = price.cache_write_usd_per_mtok
     total = (
         uncached * price.input_usd_per_mtok
         + cache_read * (price.input_usd_per_mtok if read_price is None else read_price)

@@ -364,6 +364,17 @@ def finish_reasons(stop_reason: Any) -> tuple[str, ...]:
     return (stop_reason,) if isinstance(stop_reason, str) and stop_reason else ()
 
 
+def inference_finish_reasons(reported: tuple[str, ...], ending: str) -> tuple[str, ...]:
+    """``gen_ai.response.finish_reasons`` of a provider call: the reasons the answer reported, else
+    ``("error",)`` when the call did not complete (it failed, timed out, was cancelled, or its
+    stream ended before the final event): GenAI semconv (``client-inference.md``): "If a finish
+    reason was expected but not received ... instrumentations SHOULD report `error` for that
+    position instead of omitting it". A completed call that reported none has none."""
+    if reported:
+        return reported
+    return () if ending == names.ENDING_COMPLETED else (names.FINISH_REASON_ERROR,)
+
+
 # ---------------------------------------------------------------------- provider calls
 # Endings of failed provider calls (docs/telemetry.md "Provider call endings").
 _UNAVAILABLE_ERROR_TYPES = frozenset(

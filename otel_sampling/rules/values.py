@@ -47,7 +47,8 @@ class ProviderCalls(NamedTuple):
 
 
 class Usage(NamedTuple):
-    """Token counts in semantic-convention terms: ``input_tokens`` includes cache reads and writes.
+    """Token counts in semantic-convention terms: ``input_tokens`` includes cache reads and writes,
+    ``output_tokens`` includes reasoning (``gen_ai.usage.reasoning.output_tokens``).
 
     Each is a count (:func:`token_count`) or None (not reported).
     """
@@ -56,6 +57,7 @@ class Usage(NamedTuple):
     output_tokens: int | None = None
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
+    reasoning_output_tokens: int | None = None  # part of output_tokens
 
 
 def token_count(value: object) -> int | None:

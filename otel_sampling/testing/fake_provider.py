@@ -99,6 +99,8 @@ SCENARIOS: dict[str, str] = {
     "header ngrok-aig-model (or gateway_header's) names <m>",
     "gateway_header=<h>": "with gateway_model=: the response header that names the served model",
     "cache": "non-zero prompt-cache usage (anthropic cache_* tokens, openai cached_tokens)",
+    "reasoning=<n>": "n reasoning tokens, inside the output tokens (anthropic usage.output_tokens_details."
+    "thinking_tokens, openai completion_tokens_details / output_tokens_details.reasoning_tokens)",
     "fallback=<m>": "anthropic: the server-side fallback shape (a fallback content block, usage.iterations, model=<m>)",
     "refusal": 'anthropic stop_reason="refusal" (+ stop_details); openai finish_reason="content_filter"; '
     'Responses status="incomplete" (incomplete_details.reason="content_filter")',
@@ -177,6 +179,12 @@ def _gateway_headers(sc: dict[str, str]) -> dict[str, str]:
     """The header a gateway names its served model in (``gateway_model``), or none."""
     model = sc.get("gateway_model")
     return {sc.get("gateway_header") or GATEWAY_HEADER: model} if model else {}
+
+
+def _reasoning(sc: dict[str, str]) -> int:
+    """The reasoning tokens of ``reasoning=<n>`` (0 without it)."""
+    value = sc.get("reasoning", "0")
+    return int(value) if value.isdigit() else 0
 
 
 def _long_model(sc: dict[str, str]) -> str | None:
@@ -388,14 +396,17 @@ class _Handler(BaseHTTPRequestHandler):
     @staticmethod
     def _anthropic_usage(sc: dict[str, str], output_tokens: int) -> dict[str, Any]:
         cache = "cache" in sc
-        return {
+        usage: dict[str, Any] = {
             "input_tokens": 25,
             "cache_creation_input_tokens": 100 if cache else 0,
             "cache_read_input_tokens": 400 if cache else 0,
             "cache_creation": {"ephemeral_5m_input_tokens": 100 if cache else 0, "ephemeral_1h_input_tokens": 0},
-            "output_tokens": output_tokens,
+            "output_tokens": output_tokens + _reasoning(sc),
             "service_tier": "standard",
         }
+        if "reasoning" in sc:
+            usage["output_tokens_details"] = {"thinking_tokens": _reasoning(sc)}
+        return usage
 
     def _anthropic(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
         if self._maybe_error(sc, retry_count, "anthropic", body.get("model")):
@@ -519,11 +530,13 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._event(sc, {"type": "content_block_stop", "index": idx}, "content_block_stop")
         delta_usage: dict[str, Any] = {
-            "output_tokens": len(words),
+            "output_tokens": usage["output_tokens"],
             "input_tokens": 25,
             "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
             "cache_read_input_tokens": usage["cache_read_input_tokens"],
         }
+        if "output_tokens_details" in usage:
+            delta_usage["output_tokens_details"] = usage["output_tokens_details"]
         if "fallback" in sc:
             delta_usage["iterations"] = usage["iterations"]
         delta: dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
@@ -538,13 +551,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _openai_usage(sc: dict[str, str], completion: int) -> dict[str, Any]:
         cached = 400 if "cache" in sc else 0
         prompt = 25 + cached
+        reasoning = _reasoning(sc)
+        completion += reasoning
         return {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
             "completion_tokens_details": {
-                "reasoning_tokens": 0,
+                "reasoning_tokens": reasoning,
                 "audio_tokens": 0,
                 "accepted_prediction_tokens": 0,
                 "rejected_prediction_tokens": 0,
@@ -670,9 +685,9 @@ class _Handler(BaseHTTPRequestHandler):
         usage = {
             "input_tokens": 25 + cached,
             "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
-            "output_tokens": len(words),
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 25 + cached + len(words),
+            "output_tokens": len(words) + _reasoning(sc),
+            "output_tokens_details": {"reasoning_tokens": _reasoning(sc)},
+            "total_tokens": 25 + cached + len(words) + _reasoning(sc),
         }
         item = {
             "type": "message",

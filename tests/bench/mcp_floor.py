@@ -97,7 +97,7 @@ class _Floor:
             names.MCP_PROTOCOL_VERSION: version,
             names.MCP_SERVER_NAME: server,
             names.MCP_SERVER_VERSION: info.version,
-            names.GEN_AI_TOOL_NAME: tool,
+            names.SAMPLING_TOOL_NAME: tool,
             names.SAMPLING_FINGERPRINT: key,
         }
         if path == names.PATH_RPC:

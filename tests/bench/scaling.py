@@ -2,7 +2,7 @@
 requests in flight, stream length, instructions per call each; and memory per request in flight.
 
 * Labels: the calls cycle through 1, 10, 100 and 200 model names (the label cap is 100, so 200 is
-  over it: ours folds the rest into ``_other``, the floor has no cap); the warm-up calls touch
+  over it: ours folds the rest into ``_OTHER``, the floor has no cap); the warm-up calls touch
   every name first, so every series exists when the counting starts.
 * In flight: 0, 99 and 999 more requests held open while the measured calls run (MCP: sampling
   requests whose callback waits; anthropic: streams read to their first event).

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TOOL = "summarise"  # the server's one tool; gen_ai.tool.name on the sampling span
+TOOL = "summarise"  # the server's one tool; otel_sampling.sampling.tool.name on the sampling span
 TICKET = "Printer on fire"  # the tool's argument, the text the server asks to be summarised
 SERVER_VERSION = "1.0.0"  # serverInfo.version of both servers (server_v1.py, server_v2.py)
 

@@ -150,7 +150,7 @@ def run_outcome(obs: Observation, exp: Expected) -> Check:
 
 
 def tool(obs: Observation, exp: Expected) -> Check:
-    return _equal(TOOL, _attribute(obs, names.GEN_AI_TOOL_NAME))
+    return _equal(TOOL, _attribute(obs, names.SAMPLING_TOOL_NAME))
 
 
 def server(obs: Observation, exp: Expected) -> Check:

@@ -660,3 +660,21 @@ class TestFallbackEndings:
 
     def test_an_unanswered_request_names_itself(self):
         assert Ending("unanswered", "unanswered") == endings.UNANSWERED
+
+
+class TestInferenceFinishReasons:
+    """GenAI semconv, client-inference.md note on ``gen_ai.response.finish_reasons``: "If a finish
+    reason was expected but not received, for example because generation failed, was cancelled, or
+    a stream ended before the final event, instrumentations SHOULD report `error` for that position
+    instead of omitting it."""
+
+    @pytest.mark.parametrize("ending", ["error", "timeout", "cancelled", "model.unavailable"])
+    def test_a_call_that_did_not_complete_and_reported_none_reports_error(self, ending):
+        assert endings.inference_finish_reasons((), ending) == ("error",)
+
+    @pytest.mark.parametrize("ending", ["completed", "error", "refused"])
+    def test_reported_reasons_are_kept(self, ending):
+        assert endings.inference_finish_reasons(("length",), ending) == ("length",)
+
+    def test_a_completed_call_without_a_reason_has_none(self):
+        assert endings.inference_finish_reasons((), "completed") == ()
