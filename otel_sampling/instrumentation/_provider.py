@@ -191,6 +191,13 @@ class ProviderState:
         """System instructions and input messages of a request body (only called when capture is on)."""
         return None
 
+    def with_trace_context(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The wrapped call's arguments carrying the trace context of the current span (ours) when
+        ``propagates``: by default the ``request(cast_to, options, ...)`` of both SDKs' clients."""
+        return _with_trace_context(args, kwargs)
+
     def server_of(self, instance: Any) -> tuple[str, int | None] | None:
         url = base_url_of(instance)
         last_url, last_server = self._last_server
@@ -467,7 +474,7 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
         if state.propagates:
             args, kwargs = guarded(
                 "add the trace context to a provider request",
-                _with_trace_context,
+                state.with_trace_context,
                 args,
                 kwargs,
                 fallback=(args, kwargs),
@@ -498,7 +505,7 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
         if state.propagates:
             args, kwargs = guarded(
                 "add the trace context to a provider request",
-                _with_trace_context,
+                state.with_trace_context,
                 args,
                 kwargs,
                 fallback=(args, kwargs),
