@@ -179,7 +179,9 @@ def leave_chat_stream(c, config=None):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("shape", [leave_stream, aleave_stream, drop_stream, leave_chat_stream], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "shape", [leave_stream, aleave_stream, drop_stream, leave_chat_stream], ids=lambda f: f.__name__
+)
 def test_a_stream_left_early_ends_cancelled_with_what_it_saw(genai_instrumented, fake_provider, shape, mode):
     assert run(shape, client(fake_provider, mode)) == "Hello"
     gc.collect()

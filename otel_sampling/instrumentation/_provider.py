@@ -192,7 +192,7 @@ class ProviderState:
         return None
 
     def with_trace_context(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The wrapped call's arguments carrying the trace context of the current span (ours) when
         ``propagates``: by default the ``request(cast_to, options, ...)`` of both SDKs' clients."""
@@ -475,6 +475,7 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
             args, kwargs = guarded(
                 "add the trace context to a provider request",
                 state.with_trace_context,
+                instance,
                 args,
                 kwargs,
                 fallback=(args, kwargs),
@@ -506,6 +507,7 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
             args, kwargs = guarded(
                 "add the trace context to a provider request",
                 state.with_trace_context,
+                instance,
                 args,
                 kwargs,
                 fallback=(args, kwargs),

@@ -49,6 +49,7 @@ the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it 
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -192,6 +193,25 @@ def output_messages(candidates: list[Any] | tuple[Any, ...]) -> list[Any]:
     return messages
 
 
+def _joined(parts: list[Any]) -> list[Any]:
+    """Streamed parts with each run of text parts (of the answer, or of its thoughts) joined into one."""
+    joined: list[Any] = []
+    for part in parts:
+        last = joined[-1] if joined else None
+        if (
+            isinstance(part, dict)
+            and isinstance(text := part.get("text"), str)
+            and isinstance(last, dict)
+            and isinstance(last.get("text"), str)
+            and part.get("thought") == last.get("thought")
+            and part.keys() <= {"text", "thought"}
+        ):
+            joined[-1] = {**last, "text": last["text"] + text}
+        else:
+            joined.append(part)
+    return joined
+
+
 class StreamAccumulator:
     """Reads the chunks of a ``streamGenerateContent`` stream (each a ``GenerateContentResponse``
     in the SDK's ``SdkHttpResponse.body``): model, id and usage from the latest chunk that has
@@ -237,7 +257,10 @@ class StreamAccumulator:
     def _output(self, parts: dict[int, list[Any]]) -> list[Any]:
         return output_messages(
             [
-                {"content": {"parts": parts[i]}, **({"finishReason": self._reasons[i]} if i in self._reasons else {})}
+                {
+                    "content": {"parts": _joined(parts[i])},
+                    **({"finishReason": self._reasons[i]} if i in self._reasons else {}),
+                }
                 for i in sorted(parts)
             ]
         )
@@ -277,7 +300,7 @@ class _State(ProviderState):
     provider = PROVIDER
     max_tokens_keys = ("maxOutputTokens",)
     envelope_fields = ("status",)
-    response_type = "_api_client.SdkHttpResponse"
+    response_type = "types.HttpResponse"
     accumulator = StreamAccumulator
     accumulator_captures = True
     inject_trace_context = True  # the SDK sends no traceparent of its own
@@ -293,20 +316,20 @@ class _State(ProviderState):
         import types
 
         import httpx2
-        from google.genai import _api_client, errors
+        from google.genai import errors
+        from google.genai import types as genai_types
 
         self.instruments = instruments
-        self.response_class = (_api_client.SdkHttpResponse,)
+        self.response_class = (genai_types.HttpResponse,)  # what request() returns
         # request_streamed is a generator function, async_request_streamed returns an async generator.
         self.stream_types = (types.GeneratorType, types.AsyncGeneratorType)
         self.raw_response_classes = ()
-        self._timeout_types: tuple[type, ...] = (httpx2.TimeoutException,)
-        self._connection_types: tuple[type, ...] = (httpx2.TransportError,)
-        try:  # the SDK's optional transports: httpx (its `httpx` extra), aiohttp (its `aiohttp` extra)
-            import httpx
-
-            self._timeout_types += (httpx.TimeoutException,)
-            self._connection_types += (httpx.TransportError,)
+        self._timeouts: tuple[type, ...] = (httpx2.TimeoutException,)
+        self._connections: tuple[type, ...] = (httpx2.TransportError,)
+        try:  # a client the caller hands the SDK (http_options.httpx_client) may be an httpx one
+            httpx = importlib.import_module("httpx")
+            self._timeouts += (httpx.TimeoutException,)
+            self._connections += (httpx.TransportError,)
         except ImportError:
             pass
         self.capture = capture_mode(os.environ)
@@ -320,10 +343,10 @@ class _State(ProviderState):
         self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
 
     def error_type(self, exc: BaseException) -> str:
-        return error_type_of(exc, self._timeout_types, self._connection_types, self.envelope_fields, "code")
+        return error_type_of(exc, self._timeouts, self._connections, self.envelope_fields, "code")
 
     def failure(self, exc: BaseException) -> Failure:
-        return failure_of(exc, self._timeout_types, self._connection_types, self.envelope_fields, "code")
+        return failure_of(exc, self._timeouts, self._connections, self.envelope_fields, "code")
 
     def error_body(self, error_type: str, message: str) -> dict[str, Any]:
         """Google's error shape: ``{"error": {"code", "message", "status"}}``."""
@@ -335,7 +358,8 @@ class _State(ProviderState):
         else the ``ClientError`` / ``ServerError`` its answer gives (nothing is sent)."""
         message = f"otel-sampling drill {drill.name!r}: {drill.failure}"
         if drill.failure == names.DRILL_FAILURE_TIMEOUT:
-            return self._httpx.ReadTimeout(message)
+            timeout: BaseException = self._httpx.ReadTimeout(message)
+            return timeout
         status, error_type = self.drill_answers[drill.failure]
         error_class = self._errors.ClientError if status < 500 else self._errors.ServerError
         error: BaseException = error_class(status, self.error_body(error_type, message), None)
@@ -374,7 +398,7 @@ class _State(ProviderState):
         )
 
     def with_trace_context(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The call's arguments with ``http_options`` (a copy, or a new one) whose ``headers`` add
         the propagator's for our span; a header set on the call or on the client is kept."""
@@ -383,7 +407,7 @@ class _State(ProviderState):
         positional = len(args) > 3
         options = args[3] if positional else kwargs.get("http_options")
         given_headers = _get_headers(options)
-        given = {key.lower() for key in given_headers}
+        given = {key.lower() for key in (*given_headers, *_get_headers(getattr(instance, "_http_options", None)))}
         added = {key: value for key, value in carrier.items() if key.lower() not in given}
         if not added:
             return args, kwargs

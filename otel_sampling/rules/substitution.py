@@ -17,7 +17,8 @@ Judgement (``names.SUBSTITUTIONS``), of the served model's normalised name
 
 A permitted-model entry admits the same name or that name followed by a dated or ``latest``
 suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``, ``gpt-4`` admits
-``gpt-4-0613``, ``gemini-2.0-flash`` admits ``gemini-2.0-flash-001``), which is how providers name snapshots of one model; a ``-latest`` entry admits
+``gpt-4-0613``, ``gemini-2.0-flash`` admits ``gemini-2.0-flash-001``), which is how providers
+name snapshots of one model; a ``-latest`` entry admits
 the same snapshots (the alias resolves to one).
 """
 

@@ -129,6 +129,11 @@ def chunks(sc: dict[str, str], served: str | None, words: list[str]) -> list[dic
     if "tool" in sc:
         last["content"]["parts"] = [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
     out.append(
-        {"candidates": [last], "usageMetadata": usage(sc, len(words)), "modelVersion": served, "responseId": response_id}
+        {
+            "candidates": [last],
+            "usageMetadata": usage(sc, len(words)),
+            "modelVersion": served,
+            "responseId": response_id,
+        }
     )
     return out
