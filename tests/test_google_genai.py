@@ -19,6 +19,7 @@ genai = pytest.importorskip("google.genai")
 import httpx2  # noqa: E402
 from google.genai import _api_client, errors, types  # noqa: E402
 
+import otel_sampling as osm  # noqa: E402
 from conftest import TRACER_PROVIDER, _instrumented, traceparent_of  # noqa: E402
 from otel_sampling import names  # noqa: E402
 from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor, model_of_path  # noqa: E402
@@ -291,3 +292,50 @@ def test_an_installed_version_outside_the_range_warns_once(caplog, telemetry):
 )
 def test_the_request_model_is_read_from_the_path(path, model, deployment):
     assert model_of_path(path) == (model, deployment)
+
+
+def test_a_failed_call_then_a_call_on_another_model_is_a_failover(genai_instrumented, fake_provider):
+    """The host's own fallback, as a host writes it: the primary is down (503), the fallback serves."""
+    c = client(fake_provider)
+    with TRACER_PROVIDER.get_tracer("host").start_as_current_span("answer"):
+        with pytest.raises(errors.ServerError):
+            c.models.generate_content(model=MODEL, contents="hi", config=scenario("status=503"))
+        c.models.generate_content(model="gemini-2.0-flash", contents="hi")
+    failed, served = genai_instrumented.spans()
+    assert failed.attributes[names.ENDING] == names.ENDING_MODEL_UNAVAILABLE
+    assert served.attributes[names.DEGRADATION_MODE] == names.MODE_DEGRADED
+    assert served.attributes[names.DEGRADATION_REASON] == (names.REASON_FAILOVER,)
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "error_type"),
+    [("overloaded", 503, "UNAVAILABLE"), ("rate_limited", 429, "RESOURCE_EXHAUSTED")],
+)
+def test_a_drill_fails_the_target_with_the_error_a_real_answer_gives(
+    genai_instrumented, fake_provider, failure, status, error_type
+):
+    c = client(fake_provider)
+    with pytest.raises(errors.APIError) as real:
+        c.models.generate_content(model=MODEL, contents="hi", config=scenario(f"status={status}"))
+    fake_provider.reset()
+    with osm.drill("outage", target_model=MODEL, duration=600, failure=failure):
+        with pytest.raises(errors.APIError) as drilled:
+            c.models.generate_content(model=MODEL, contents="hi")
+        assert c.models.generate_content(model="gemini-2.0-flash", contents="hi").text  # other models serve
+    assert type(drilled.value) is type(real.value)
+    assert (drilled.value.code, drilled.value.status) == (status, error_type)
+    assert "outage" in str(drilled.value)
+    assert [r["model"] for r in fake_provider.requests] == ["gemini-2.0-flash"]  # the target was never sent
+    ended = [s.attributes[names.ENDING] for s in genai_instrumented.spans()]
+    assert ended == [names.ENDING_MODEL_UNAVAILABLE, names.ENDING_MODEL_UNAVAILABLE, names.ENDING_COMPLETED]
+
+
+def test_a_timeout_drill_raises_the_client_timeout(genai_instrumented, fake_provider):
+    c = client(fake_provider)
+    fake_provider.reset()
+    with osm.drill("slow", target_model=MODEL, duration=600, failure="timeout"):
+        with pytest.raises(httpx2.TimeoutException):
+            c.models.generate_content(model=MODEL, contents="hi")
+    assert fake_provider.requests == []
+    _, a = only(genai_instrumented)
+    assert a[names.ENDING] == names.ENDING_TIMEOUT
