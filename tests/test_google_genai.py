@@ -63,11 +63,25 @@ def test_usage_counts_cached_tokens_in_input_and_thinking_tokens_in_output(genai
     assert a[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 12
 
 
-def test_the_token_limit_and_the_cost_are_recorded(genai_instrumented, fake_provider):
+def test_the_token_limit_is_recorded(genai_instrumented, fake_provider):
     call(fake_provider, max_output_tokens=64)
     _, a = only(genai_instrumented)
     assert a[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
-    assert a["gen_ai.usage.cost.currency"] == "USD" and a["gen_ai.usage.cost.amount"] > 0
+
+
+@pytest.mark.parametrize("value", ["", "cache,thinking"])
+def test_the_cost_is_genai_prices_google_price(genai_instrumented, fake_provider, value):
+    genai_prices = pytest.importorskip("genai_prices")  # the prices extra
+    call(fake_provider, value)
+    _, a = only(genai_instrumented)
+    usage = genai_prices.Usage(
+        input_tokens=a[names.GEN_AI_USAGE_INPUT_TOKENS],
+        output_tokens=a[names.GEN_AI_USAGE_OUTPUT_TOKENS],
+        cache_read_tokens=a.get(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, 0),
+    )
+    expected = float(genai_prices.calc_price(usage, MODEL, provider_id="google").total_price)
+    assert a["gen_ai.usage.cost.currency"] == "USD"
+    assert pytest.approx(expected) == a["gen_ai.usage.cost.amount"]
     assert a["otel_sampling.cost.price_source"].startswith("genai-prices@")
 
 
