@@ -185,7 +185,7 @@ OLDEST := opentelemetry-api==1.45.1 opentelemetry-sdk==1.45.1 \
 	opentelemetry-exporter-otlp-proto-http==1.45.1 opentelemetry-exporter-otlp-proto-grpc==1.45.1 \
 	opentelemetry-semantic-conventions==0.66b1 opentelemetry-instrumentation==0.66b1 \
 	opentelemetry-distro==0.66b1 opentelemetry-exporter-prometheus==0.66b1
-MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest google-genai-oldest
+MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest openai2-oldest openai2-newest google-genai-oldest
 
 extras_mcp1 := mcp1,anthropic,openai,otlp,otlp-grpc,prometheus,mixin,test
 # google-genai 3.x needs pydantic >= 2.12.5, which the mcp 1.x cells hold back: its tests skip there.
@@ -193,6 +193,7 @@ extras_mcp2 := mcp,anthropic,openai,google-genai,otlp,otlp-grpc,prometheus,mixin
 extras_anthropic := $(extras_mcp2)
 extras_openai := $(extras_mcp2)
 extras_google := $(extras_mcp2)
+extras_openai2 := $(extras_mcp2)
 # mcp 1.10 imports a pydantic internal that pydantic 2.12 removed: it runs with the pydantic of its time.
 pins_mcp1-oldest := mcp==1.10.0 pydantic==2.11.7 $(OLDEST)
 pins_mcp1-newest := "mcp<2"
@@ -202,6 +203,9 @@ pins_mcp2-newest :=
 # options carry the span_name our wrapper reads, openai 3.0 the first on httpx2.
 pins_anthropic-oldest := anthropic==1.14.0 $(OLDEST)
 pins_openai-oldest := openai==3.0.0 $(OLDEST)
+# openai 2.x (on httpx), which frameworks still pin (llama-index-llms-openai: openai<3): its own state.
+pins_openai2-oldest := openai==2.0.0 $(OLDEST)
+pins_openai2-newest := "openai<3"
 # google-genai 3.0 is its first release on httpx2, the HTTP library of the client methods we wrap.
 pins_google-genai-oldest := google-genai==3.0.0 $(OLDEST)
 # pyproject's warning filter names an mcp 2.x class, which pytest cannot resolve on mcp 1.x.
@@ -217,6 +221,7 @@ PROVIDER_TESTS := $(wildcard tests/test_anthropic*.py tests/test_openai*.py test
 tests_anthropic := $(PROVIDER_TESTS)
 tests_openai := $(PROVIDER_TESTS)
 tests_google := $(PROVIDER_TESTS)
+tests_openai2 := $(PROVIDER_TESTS)
 
 test-matrix: $(MATRIX_CELLS:%=matrix-%)
 

@@ -98,6 +98,8 @@ class ProviderState:
             ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` is ``true``: ``propagates``, set per ``instrument()``).
         drill_answers: a drill's failure (``names.DRILL_FAILURES`` but ``timeout``) -> the HTTP
             status and error type the provider answers it with (its body: :meth:`error_body`).
+        http_library: the import name of the SDK's HTTP library (``httpx2``; openai 2.x: ``httpx``),
+            whose raw errors can escape mid-stream and whose types build a drill's answer.
 
     Overridable: :meth:`request_of` (what a wrapped call asked for; None: not a call we trace),
     :meth:`input_content` (content capture of the request), :meth:`server_of`, :meth:`decode_raw`,
@@ -120,10 +122,10 @@ class ProviderState:
     extra_raw_response_types: tuple[str, ...] = ()
     inject_trace_context: bool = False
     drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {}
+    http_library: str = "httpx2"
 
     def __init__(self, instruments: Instruments) -> None:
-        import httpx2  # both SDKs' HTTP library; raw httpx2 errors can escape mid-stream
-
+        httpx2 = importlib.import_module(self.http_library)
         sdk = importlib.import_module(self.provider)
         self.instruments = instruments
         self.response_class: tuple[type, ...] = tuple(
