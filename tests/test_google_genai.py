@@ -353,3 +353,15 @@ def test_a_timeout_drill_raises_the_client_timeout(genai_instrumented, fake_prov
     assert fake_provider.requests == []
     _, a = only(genai_instrumented)
     assert a[names.ENDING] == names.ENDING_TIMEOUT
+
+
+def test_a_call_inside_suppressed_instrumentation_passes_straight_through(genai_instrumented, fake_provider):
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    c = client(fake_provider)
+    fake_provider.reset()
+    with suppress_instrumentation():
+        assert c.models.generate_content(model=MODEL, contents="hi").text
+        assert list(c.models.generate_content_stream(model=MODEL, contents="hi"))
+    assert genai_instrumented.spans() == []
+    assert [r["headers"].get("traceparent") for r in fake_provider.requests] == [None, None]

@@ -14,6 +14,7 @@ import asyncio
 import gc
 
 import pytest
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import GenAiProviderNameValues
 from opentelemetry.trace import StatusCode
 
 genai = pytest.importorskip("google.genai")
@@ -27,10 +28,9 @@ from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor  
 MODEL = "gemini-2.5-flash"
 PROMPT = "Where is it?"
 FAILING = {"http_options": {"headers": {"x-fake-scenario": "status=429"}}}
-MODES = {
-    # gen_ai.provider.name well-known values (GenAI semconv registry).
-    "gemini": "gcp.gemini",
-    "vertex": "gcp.vertex_ai",
+MODES = {  # gen_ai.provider.name well-known values (the GenAI semconv registry)
+    "gemini": GenAiProviderNameValues.GCP_GEMINI.value,
+    "vertex": GenAiProviderNameValues.GCP_VERTEX_AI.value,
 }
 
 
