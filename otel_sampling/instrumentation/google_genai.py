@@ -51,12 +51,10 @@ from __future__ import annotations
 
 import importlib
 import json
-import logging
 import os
 import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from opentelemetry import propagate
 
@@ -69,14 +67,13 @@ from otel_sampling.instrumentation._provider import (
     async_create_wrapper,
     create_wrapper,
     sequence,
+    server_of_url,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import Failure, Response, Usage, token_count
-
-logger = logging.getLogger(__name__)
 
 PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
 VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
@@ -97,7 +94,6 @@ BLOCKED = frozenset(
         "IMAGE_RECITATION",
     }
 )
-_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -298,9 +294,7 @@ class _State(ProviderState):
     """The google-genai SDK's answers to the shared wrappers (see the module docstring)."""
 
     provider = PROVIDER
-    max_tokens_keys = ("maxOutputTokens",)
     envelope_fields = ("status",)
-    response_type = "types.HttpResponse"
     accumulator = StreamAccumulator
     accumulator_captures = True
     inject_trace_context = True  # the SDK sends no traceparent of its own
@@ -427,7 +421,7 @@ class _State(ProviderState):
         last_url, last_server = self._last_server
         if url == last_url:
             return last_server
-        server = _server_of_url(url)
+        server = server_of_url(self._httpx.URL(url)) if isinstance(url, str) else None
         self._last_server = (url, server)
         return server
 
@@ -445,16 +439,6 @@ class _State(ProviderState):
 def _get_headers(options: Any) -> Mapping[str, Any]:
     headers = options.get("headers") if isinstance(options, dict) else getattr(options, "headers", None)
     return headers if isinstance(headers, Mapping) else {}
-
-
-def _server_of_url(url: Any) -> tuple[str, int | None] | None:
-    if not isinstance(url, str):
-        return None
-    parts = urlsplit(url)
-    if not parts.hostname:
-        return None
-    port = parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
-    return parts.hostname, port
 
 
 _CLIENT = "google.genai._api_client"
