@@ -134,7 +134,7 @@ def test_a_client_timeout_ends_timeout(genai_instrumented, fake_provider):
 def test_an_error_sent_with_http_200_ends_the_call_as_that_error(genai_instrumented, fake_provider):
     call(fake_provider, "error_200")
     _, a = only(genai_instrumented)
-    assert (a[names.ERROR_TYPE], a[names.ENDING]) == ("INTERNAL", names.ENDING_ERROR)
+    assert (a[names.ERROR_TYPE], a[names.ENDING]) == ("INTERNAL", names.ENDING_MODEL_UNAVAILABLE)
 
 
 def test_an_error_inside_a_stream_ends_it_with_that_error(genai_instrumented, fake_provider):

@@ -103,7 +103,8 @@ class ProviderState:
 
     Overridable: :meth:`request_of` (what a wrapped call asked for; None: not a call we trace),
     :meth:`input_content` (content capture of the request), :meth:`server_of`, :meth:`decode_raw`,
-    :meth:`new_accumulator` (an SDK whose endpoints stream different events picks by stream).
+    :meth:`new_accumulator` (an SDK whose endpoints stream different events picks by stream),
+    :meth:`bind_sdk` (an SDK not laid out as anthropic's and openai's), :meth:`with_trace_context`.
     Set per ``instrument()``: ``capture`` (the content capture mode, from the environment),
     ``propagates`` (requests carry our trace context), ``failovers`` (the failover memory),
     ``pending`` (raw responses not parsed yet).
@@ -125,9 +126,26 @@ class ProviderState:
     http_library: str = "httpx2"
 
     def __init__(self, instruments: Instruments) -> None:
-        httpx2 = importlib.import_module(self.http_library)
-        sdk = importlib.import_module(self.provider)
         self.instruments = instruments
+        self.capture = capture_mode(os.environ)
+        self.propagates = self.inject_trace_context and instruments.settings.propagate_to_provider
+        # The last client base URL read and its server: a client's URL is one immutable object,
+        # read on every call; its host and port are Python properties (IDNA decoding).
+        self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
+        self.failovers = FailoverTracker()
+        self.served_model_headers = instruments.settings.served_model_headers
+        # Raw responses whose body is not read yet -> their call (ended at parse or collection).
+        self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
+        self.drill_schedules = instruments.settings.policy.drills
+        self._httpx = importlib.import_module(self.http_library)
+        self._url_type = self._httpx.URL
+        self.bind_sdk()
+
+    def bind_sdk(self) -> None:
+        """Read the SDK's classes: by default the anthropic / openai layout (``Stream`` and
+        ``AsyncStream``, ``APITimeoutError`` and ``APIConnectionError``, ``_models.construct_type``,
+        the response classes named by the class attributes). An SDK laid out otherwise overrides it."""
+        sdk = importlib.import_module(self.provider)
         self.response_class: tuple[type, ...] = tuple(
             operator.attrgetter(path)(sdk) for path in (self.response_type, *self.extra_response_types)
         )
@@ -138,21 +156,9 @@ class ProviderState:
             if (cls := _sdk_class(self.provider, path)) is not None
         )
         self._construct = importlib.import_module(f"{self.provider}._models").construct_type
-        self._timeout_types = (sdk.APITimeoutError, httpx2.TimeoutException)
-        self._connection_types = (sdk.APIConnectionError, httpx2.TransportError)
-        self.capture = capture_mode(os.environ)
-        self.propagates = self.inject_trace_context and instruments.settings.propagate_to_provider
-        # The last client base URL read and its server: a client's URL is one immutable object,
-        # read on every call; its host and port are Python properties (IDNA decoding).
-        self._url_type = httpx2.URL
-        self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
-        self.failovers = FailoverTracker()
-        self.served_model_headers = instruments.settings.served_model_headers
-        # Raw responses whose body is not read yet -> their call (ended at parse or collection).
-        self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
-        self.drill_schedules = instruments.settings.policy.drills
+        self._timeout_types: tuple[type, ...] = (sdk.APITimeoutError, self._httpx.TimeoutException)
+        self._connection_types: tuple[type, ...] = (sdk.APIConnectionError, self._httpx.TransportError)
         self._sdk = sdk
-        self._httpx = httpx2
 
     def drill_error(self, client: Any, options: Any, drill: Drill) -> BaseException:
         """The exception the SDK raises for ``drill.failure``, built as the SDK builds it: for a

@@ -51,15 +51,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from opentelemetry import propagate
 
 from otel_sampling import names
-from otel_sampling.content import Content, capture_mode, text_part
+from otel_sampling.content import Content, text_part
 from otel_sampling.drills import Drill
 from otel_sampling.instrumentation._provider import (
     ProviderState,
@@ -70,8 +68,6 @@ from otel_sampling.instrumentation._provider import (
     server_of_url,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.metrics import Instruments
-from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import Failure, Response, Usage, token_count
 
@@ -304,43 +300,32 @@ class _State(ProviderState):
         names.DRILL_FAILURE_RATE_LIMITED: (429, "RESOURCE_EXHAUSTED"),
     }
 
-    def __init__(self, instruments: Instruments) -> None:
-        # Not ProviderState.__init__: that one reads the anthropic / openai SDK layout (their
-        # Stream classes, _models, APITimeoutError), which google-genai does not share.
+    def bind_sdk(self) -> None:
+        """google-genai's classes (not the anthropic / openai layout ``ProviderState`` reads)."""
         import types
 
-        import httpx2
         from google.genai import errors
         from google.genai import types as genai_types
 
-        self.instruments = instruments
         self.response_class = (genai_types.HttpResponse,)  # what request() returns
         # request_streamed is a generator function, async_request_streamed returns an async generator.
         self.stream_types = (types.GeneratorType, types.AsyncGeneratorType)
         self.raw_response_classes = ()
-        self._timeouts: tuple[type, ...] = (httpx2.TimeoutException,)
-        self._connections: tuple[type, ...] = (httpx2.TransportError,)
+        self._timeout_types = (self._httpx.TimeoutException,)
+        self._connection_types = (self._httpx.TransportError,)
         try:  # a client the caller hands the SDK (http_options.httpx_client) may be an httpx one
             httpx = importlib.import_module("httpx")
-            self._timeouts += (httpx.TimeoutException,)
-            self._connections += (httpx.TransportError,)
+            self._timeout_types += (httpx.TimeoutException,)
+            self._connection_types += (httpx.TransportError,)
         except ImportError:
             pass
-        self.capture = capture_mode(os.environ)
-        self.propagates = self.inject_trace_context and instruments.settings.propagate_to_provider
-        self.failovers = FailoverTracker()
-        self.served_model_headers = instruments.settings.served_model_headers
-        self.pending: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self.drill_schedules = instruments.settings.policy.drills
         self._errors = errors
-        self._httpx = httpx2
-        self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
 
     def error_type(self, exc: BaseException) -> str:
-        return error_type_of(exc, self._timeouts, self._connections, self.envelope_fields, "code")
+        return error_type_of(exc, self._timeout_types, self._connection_types, self.envelope_fields, "code")
 
     def failure(self, exc: BaseException) -> Failure:
-        return failure_of(exc, self._timeouts, self._connections, self.envelope_fields, "code")
+        return failure_of(exc, self._timeout_types, self._connection_types, self.envelope_fields, "code")
 
     def error_body(self, error_type: str, message: str) -> dict[str, Any]:
         """Google's error shape: ``{"error": {"code", "message", "status"}}``."""

@@ -366,10 +366,21 @@ def finish_reasons(stop_reason: Any) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------------- provider calls
 # Endings of failed provider calls (docs/telemetry.md "Provider call endings").
+# Google's names (google.rpc.Code, the status of a Gemini API / Vertex AI error) sit beside anthropic's and openai's.
 _UNAVAILABLE_ERROR_TYPES = frozenset(
-    {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded", "insufficient_quota"}
+    {
+        "overloaded_error",
+        "rate_limit_error",
+        "api_error",
+        "server_error",
+        "rate_limit_exceeded",
+        "insufficient_quota",
+        "RESOURCE_EXHAUSTED",
+        "UNAVAILABLE",
+        "INTERNAL",
+    }
 )
-_TIMEOUT_ERROR_TYPES = frozenset({"timeout_error"})
+_TIMEOUT_ERROR_TYPES = frozenset({"timeout_error", "DEADLINE_EXCEEDED"})
 EMPTY_RESPONSE = Ending(names.ENDING_ERROR, names.ERROR_TYPE_EMPTY_RESPONSE)
 INCOMPLETE_STREAM = Ending(names.ENDING_ERROR, names.ERROR_TYPE_INCOMPLETE_STREAM)
 LEFT_EARLY = Ending(names.ENDING_CANCELLED)  # the host closed a stream: its choice, no error

@@ -622,10 +622,16 @@ class TestProviderAnswers:
             ("model.unavailable", "server_error"),  # openai Responses status failed with error.code server_error
             ("timeout", "timeout_error"),
             ("error", "failed"),  # status failed without a code
+            # Gemini: an error body or stream chunk with HTTP 200, named by its google.rpc status.
+            ("model.unavailable", "RESOURCE_EXHAUSTED"),
+            ("model.unavailable", "UNAVAILABLE"),
+            ("model.unavailable", "INTERNAL"),
+            ("timeout", "DEADLINE_EXCEEDED"),
+            ("error", "INVALID_ARGUMENT"),
         ],
     )
     def test_a_failure_the_answer_reports_follows_the_envelope_rule(self, ending, error_type):
-        """openai Responses failures that raise nothing end like an envelope of that type."""
+        """Failures that raise nothing (openai Responses, a Gemini error body) end like an envelope of that type."""
         assert ending == answer_ending(None, error_type).ending
 
     @settings(max_examples=300)
