@@ -365,3 +365,13 @@ def test_a_call_inside_suppressed_instrumentation_passes_straight_through(genai_
         assert list(c.models.generate_content_stream(model=MODEL, contents="hi"))
     assert genai_instrumented.spans() == []
     assert [r["headers"].get("traceparent") for r in fake_provider.requests] == [None, None]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_an_answer_without_model_version_or_usage_keeps_the_rest(genai_instrumented, fake_provider, stream):
+    call(fake_provider, "null_model,no_usage", stream)
+    _, a = only(genai_instrumented)
+    assert names.GEN_AI_RESPONSE_MODEL not in a  # not None, not the request model
+    assert names.GEN_AI_USAGE_INPUT_TOKENS not in a and names.GEN_AI_USAGE_OUTPUT_TOKENS not in a
+    assert a[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("STOP",)
+    assert a[names.ENDING] == names.ENDING_COMPLETED
