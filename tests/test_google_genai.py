@@ -375,3 +375,45 @@ def test_an_answer_without_model_version_or_usage_keeps_the_rest(genai_instrumen
     assert names.GEN_AI_USAGE_INPUT_TOKENS not in a and names.GEN_AI_USAGE_OUTPUT_TOKENS not in a
     assert a[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("STOP",)
     assert a[names.ENDING] == names.ENDING_COMPLETED
+
+
+def gemini_host_callback(fake_provider, primary_scenario: str, fallback: str):
+    """A host sampling callback (mcp 2.x) answering with Gemini: the primary, and on a 503 the fallback."""
+    import mcp_types
+
+    async def callback(ctx, params):
+        c = client(fake_provider)
+        try:
+            answer = await c.aio.models.generate_content(model=MODEL, contents="hi", config=scenario(primary_scenario))
+        except errors.ServerError:
+            answer = await c.aio.models.generate_content(model=fallback, contents="hi")
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(text=answer.text),
+            model=answer.model_version,
+            stop_reason="endTurn",
+        )
+
+    return callback
+
+
+def test_a_sampling_callback_failing_over_between_gemini_models_is_one_degraded_request(telemetry, fake_provider):
+    """The same one-verdict treatment as anthropic and openai calls (test_sampling_with_provider.py).
+    (mcp 2.x: on mcp 1.x, conftest leaves this module out, as every module naming ``mcp_types``.)"""
+    import anyio
+
+    from conftest import call_sample_tool
+    from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+
+    for _ in _instrumented(telemetry, MCPSamplingInstrumentor, GoogleGenAIInstrumentor):
+        callback = gemini_host_callback(fake_provider, "status=503", fallback="gemini-2.0-flash")
+        anyio.run(call_sample_tool, "legacy", callback)
+        (sampling,) = telemetry.spans(names.SPAN_SAMPLING)
+        failed, served = telemetry.spans(f"chat {MODEL}") + telemetry.spans("chat gemini-2.0-flash")
+    assert {failed.parent.span_id, served.parent.span_id} == {sampling.context.span_id}
+    a = sampling.attributes
+    assert a[names.SAMPLING_ENDING] == "completed"
+    assert a[names.SAMPLING_PROVIDER_CALLS] == 2
+    assert a[names.GEN_AI_RESPONSE_MODEL] == "gemini-2.0-flash"
+    assert a[names.DEGRADATION_MODE] == names.MODE_DEGRADED  # no policy: the failover itself says so
+    assert served.attributes[names.DEGRADATION_REASON] == (names.REASON_FAILOVER,)
