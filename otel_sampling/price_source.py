@@ -7,7 +7,7 @@ Python 3.11 or later). Without it, or with ``OTEL_SAMPLING_PRICE_SOURCE=none``, 
 What a look-up reads, all from genai-prices' own data and matching rules:
 
 * the provider: ``gen_ai.provider.name`` mapped to genai-prices' provider id (``anthropic``,
-  ``openai``; ``aws.bedrock`` is ``aws``, ``gcp.vertex_ai`` is ``google``, ``azure.ai.openai`` is
+  ``openai``; ``aws.bedrock`` is ``aws``, ``gcp.vertex_ai`` and ``gcp.gemini`` are ``google``, ``azure.ai.openai`` is
   ``azure``, which falls back to openai's and anthropic's prices as genai-prices says);
 * the model: the first of that provider's models whose match rule admits the name (genai-prices
   resolves snapshots itself: ``claude-sonnet-4-5-20250929`` and ``gpt-4o-2024-08-06`` are
@@ -51,7 +51,12 @@ MAX_MODEL_LENGTH: Final = 256  # longer names (real ones are far shorter) are no
 _MTOK: Final = 1_000_000
 
 # gen_ai.provider.name (GenAI semconv well-known values) -> genai-prices provider id, where they differ.
-_PROVIDER_IDS: Final = {"aws.bedrock": "aws", "gcp.vertex_ai": "google", "azure.ai.openai": "azure"}
+_PROVIDER_IDS: Final = {
+    "aws.bedrock": "aws",
+    "gcp.vertex_ai": "google",
+    "gcp.gemini": "google",
+    "azure.ai.openai": "azure",
+}
 
 
 class PriceSource(Protocol):

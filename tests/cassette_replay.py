@@ -9,6 +9,7 @@ reads. Serves both SDKs' cassettes (``anthropic/``, ``openai/``).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 from collections.abc import AsyncIterator, Iterator
@@ -17,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
+import openai
 
 CASSETTES = Path(__file__).parent / "data" / "cassettes"
 CHUNK_SIZE = 7  # bytes per body piece: SSE events arrive split across reads
@@ -36,9 +38,10 @@ def base_url(cassette: dict[str, Any]) -> str:
     return f"{url.scheme}://{url.netloc}{path}"
 
 
-def transport(cassette: dict[str, Any], *, asynchronous: bool = False) -> httpx2.MockTransport:
+def transport(cassette: dict[str, Any], *, asynchronous: bool = False, http: Any = httpx2) -> httpx2.MockTransport:
     """Answers every request with the recording; a request to another method or path fails the test.
-    ``asynchronous``: for an ``httpx2.AsyncClient`` (its body must be an async iterator)."""
+    ``asynchronous``: for an ``httpx2.AsyncClient`` (its body must be an async iterator); ``http``:
+    the SDK's HTTP library (``httpx2``; openai 2.x: ``httpx``)."""
     recorded, answer = cassette["request"], cassette["response"]
     body = answer["body"].encode("utf-8")
 
@@ -50,13 +53,18 @@ def transport(cassette: dict[str, Any], *, asynchronous: bool = False) -> httpx2
         for piece in pieces():
             yield piece
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: Any) -> Any:
         assert (request.method, request.url.path) == (recorded["method"], recorded["path"])
-        return httpx2.Response(
+        return http.Response(
             answer["status"], headers=answer.get("headers") or {}, content=async_pieces() if asynchronous else pieces()
         )
 
-    return httpx2.MockTransport(handler)
+    transport: httpx2.MockTransport = http.MockTransport(handler)
+    return transport
+
+
+#: The HTTP library of the installed openai: httpx for openai 2.x, httpx2 from 3.0.
+OPENAI_HTTP: Any = importlib.import_module("httpx" if openai.__version__.startswith("2.") else "httpx2")
 
 
 def call_kwargs(method: Any, body: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:

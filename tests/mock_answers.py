@@ -19,6 +19,8 @@ import anthropic
 import httpx2
 import openai
 
+from cassette_replay import OPENAI_HTTP
+
 APIS = ("anthropic", "chat", "responses")
 MESSAGES = [{"role": "user", "content": "hi"}]
 REQUEST_MODEL = {"anthropic": "claude-req", "chat": "gpt-req", "responses": "gpt-req"}
@@ -39,13 +41,18 @@ def sse(events: list[tuple[str | None, object]], done: bool = False) -> bytes:
     return "".join(out).encode()
 
 
-def _transport(content: bytes, stream: bool) -> httpx2.MockTransport:
+def _http(api: str) -> Any:
+    """The HTTP library of the SDK that calls ``api``: httpx2, or httpx for openai 2.x."""
+    return httpx2 if api == "anthropic" else OPENAI_HTTP
+
+
+def _transport(api: str, content: bytes, stream: bool) -> Any:
     headers = {"content-type": "text/event-stream" if stream else "application/json"}
-    return httpx2.MockTransport(lambda request: httpx2.Response(200, headers=headers, content=content))
+    return _http(api).MockTransport(lambda request: _http(api).Response(200, headers=headers, content=content))
 
 
 def _sync_call(api: str, content: bytes, stream: bool) -> Any:
-    http = httpx2.Client(transport=_transport(content, stream))
+    http = _http(api).Client(transport=_transport(api, content, stream))
     model = REQUEST_MODEL[api]
     if api == "anthropic":
         client: Any = anthropic.Anthropic(
@@ -63,7 +70,7 @@ def _sync_call(api: str, content: bytes, stream: bool) -> Any:
 
 
 async def _async_call(api: str, content: bytes, stream: bool) -> Any:
-    http = httpx2.AsyncClient(transport=_transport(content, stream))
+    http = _http(api).AsyncClient(transport=_transport(api, content, stream))
     model = REQUEST_MODEL[api]
     if api == "anthropic":
         client: Any = anthropic.AsyncAnthropic(

@@ -12,13 +12,14 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import anthropic
 import pytest
 
-from otel_sampling.testing import fake_provider
-from otel_sampling.testing.fake_provider import SCENARIO_HEADER, SCENARIOS, FakeProvider, parse_scenario
+from otel_sampling.testing import fake_gemini, fake_provider
+from otel_sampling.testing.fake_provider import DEFAULT_TEXT, SCENARIO_HEADER, SCENARIOS, FakeProvider, parse_scenario
 
 MODEL = "claude-sonnet-5-5"
 MESSAGES = [{"role": "user", "content": "Summarize: printer on fire"}]
@@ -213,9 +214,57 @@ def test_cli_help_says_how_to_use_it_and_lists_every_scenario():
 
 
 def test_the_scenario_table_names_every_key_the_server_reads():
-    source = inspect.getsource(fake_provider)
+    source = inspect.getsource(fake_provider) + inspect.getsource(fake_gemini)
     read = {
         key for match in re.findall(r'"(\w+)" in sc\b|sc\.get\("(\w+)"|sc\["(\w+)"\]', source) for key in match if key
     }
     read |= set(re.findall(r'"(\w+)"', re.search(r"sc\.keys\(\) & \{([^}]*)\}", source).group(1)))
     assert read == {token.partition("=")[0] for token in SCENARIOS}
+
+
+def _gemini_post(fp, path: str, scenario: str = "") -> tuple[int, str]:
+    request = urllib.request.Request(
+        fp.url + path,
+        data=json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode(),
+        headers={"content-type": "application/json", SCENARIO_HEADER: scenario},
+    )
+    try:
+        with urllib.request.urlopen(request) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+@pytest.mark.parametrize("prefix", ["/v1beta/models", "/v1beta1/projects/p/locations/l/publishers/google/models"])
+def test_gemini_generate_content_answers_the_rest_shape(prefix):
+    """Gemini API and Vertex AI paths: a GenerateContentResponse naming the path's model."""
+    with FakeProvider() as fp:
+        status, body = _gemini_post(fp, f"{prefix}/gemini-2.5-flash:generateContent", "cache")
+        (logged,) = fp.requests
+    answer = json.loads(body)
+    assert status == 200 and answer["modelVersion"] == "gemini-2.5-flash"
+    (candidate,) = answer["candidates"]
+    assert candidate["finishReason"] == "STOP" and candidate["content"]["role"] == "model"
+    assert answer["usageMetadata"]["cachedContentTokenCount"] == 400
+    assert answer["usageMetadata"]["promptTokenCount"] == 425  # Gemini counts the cached tokens in the prompt
+    assert (logged["model"], logged["stream"]) == ("gemini-2.5-flash", False)
+
+
+def test_gemini_stream_is_one_response_per_sse_data_line():
+    with FakeProvider() as fp:
+        status, body = _gemini_post(fp, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
+        assert fp.requests[0]["stream"] is True
+    chunks = [json.loads(line[len("data: ") :]) for line in body.splitlines() if line.startswith("data: ")]
+    assert status == 200 and len(chunks) == 6
+    assert "".join(p["text"] for c in chunks for p in c["candidates"][0]["content"]["parts"]) == DEFAULT_TEXT
+    assert [c["candidates"][0].get("finishReason") for c in chunks] == [None] * 5 + ["STOP"]
+
+
+@pytest.mark.parametrize(
+    ("status", "name"), [(429, "RESOURCE_EXHAUSTED"), (503, "UNAVAILABLE"), (504, "DEADLINE_EXCEEDED")]
+)
+def test_gemini_errors_use_googles_error_body(status, name):
+    with FakeProvider() as fp:
+        got, body = _gemini_post(fp, "/v1beta/models/gemini-2.5-flash:generateContent", f"status={status}")
+    assert got == status
+    assert json.loads(body)["error"] == {"code": status, "message": f"fake {name} ({status})", "status": name}

@@ -13,13 +13,13 @@ import copy
 import gc
 import socket
 
-import httpx2
 import openai
 import pydantic
 import pytest
 from openai._legacy_response import LegacyAPIResponse
 from opentelemetry.trace import SpanKind, StatusCode
 
+from cassette_replay import OPENAI_HTTP
 from conftest import TRACER_PROVIDER, traceparent_of
 from drivers import SpanBalance, add_span_processor
 from otel_sampling import names
@@ -508,7 +508,15 @@ def test_response_without_model_omits_the_attribute(openai_instrumented, fake_pr
 
 
 def test_instrumentation_dependencies_declare_the_supported_range():
-    assert list(OpenAIInstrumentor().instrumentation_dependencies()) == ["openai >= 3.0, < 4"]
+    """openai 2.x (on httpx, what llama-index-llms-openai pins) and 3.x (on httpx2)."""
+    assert list(OpenAIInstrumentor().instrumentation_dependencies()) == ["openai >= 2.0, < 4"]
+
+
+def test_the_state_runs_on_the_installed_majors_http_library(openai_instrumented):
+    """openai 3.0 moved from httpx to httpx2: raw errors of that library are the ones that escape streams."""
+    state = OpenAIInstrumentor()._state
+    assert state.http_library == OPENAI_HTTP.__name__
+    assert state.failure(OPENAI_HTTP.ReadTimeout("read")) == ("timeout", names.ENDING_TIMEOUT)
 
 
 # ---------------------------------------------------------------- cases every instrumentation must get right
@@ -608,9 +616,9 @@ def test_azure_openai_deployment_names_are_no_substitution(telemetry):
     }
     sent: list[str] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: OPENAI_HTTP.Request) -> OPENAI_HTTP.Response:
         sent.append(request.url.path)
-        return httpx2.Response(200, json=answer)
+        return OPENAI_HTTP.Response(200, json=answer)
 
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
@@ -620,7 +628,7 @@ def test_azure_openai_deployment_names_are_no_substitution(telemetry):
             api_version="2024-10-21",
             azure_endpoint="http://azure.test",
             max_retries=0,
-            http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+            http_client=OPENAI_HTTP.Client(transport=OPENAI_HTTP.MockTransport(handler)),
         )
         assert azure.chat.completions.create(model="prod-chat", messages=[{"role": "user", "content": "hi"}]).id == "c"
     finally:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx2
 import openai
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
-from cassette_replay import base_url, call_kwargs, load, transport
+from cassette_replay import OPENAI_HTTP, base_url, call_kwargs, load, transport
 from otel_sampling import names
 
 # file: (served model, finish reasons, (input, output, cache read) or None)
@@ -50,7 +49,7 @@ def _method(client, cassette):
 
 
 def replay_sync(cassette):
-    http = httpx2.Client(transport=transport(cassette))
+    http = OPENAI_HTTP.Client(transport=transport(cassette, http=OPENAI_HTTP))
     client = openai.OpenAI(api_key="test", base_url=base_url(cassette), http_client=http, max_retries=0)
     method = _method(client, cassette)
     result = method(**call_kwargs(method, cassette["request"]["body"]))
@@ -59,7 +58,7 @@ def replay_sync(cassette):
 
 def replay_async(cassette):
     async def main():
-        http = httpx2.AsyncClient(transport=transport(cassette, asynchronous=True))
+        http = OPENAI_HTTP.AsyncClient(transport=transport(cassette, asynchronous=True, http=OPENAI_HTTP))
         client = openai.AsyncOpenAI(api_key="test", base_url=base_url(cassette), http_client=http, max_retries=0)
         method = _method(client, cassette)
         result = await method(**call_kwargs(method, cassette["request"]["body"]))

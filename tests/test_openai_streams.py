@@ -14,12 +14,12 @@ import asyncio
 import gc
 from importlib.metadata import version
 
-import httpx2
 import openai
 import pytest
 from opentelemetry.trace import StatusCode
 from packaging.version import Version
 
+from cassette_replay import OPENAI_HTTP
 from otel_sampling import names
 from otel_sampling.rules import endings
 
@@ -29,7 +29,7 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 # 3.14 (as they are before: both are named alike, docs/telemetry.md "Provider call endings").
 HAS_ACLOSE = hasattr(openai.AsyncStream, "aclose")
 WRAPS_TRANSPORT_ERRORS = Version(version("openai")) >= Version("3.14")
-DROPPED = openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else httpx2.RemoteProtocolError
+DROPPED = openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else OPENAI_HTTP.RemoteProtocolError
 
 # fault -> (exception the SDK raises while reading, or None; error.type; ending) per API. Endings:
 # docs/telemetry.md "Provider call endings" (server_error and connection failures: model.unavailable).
@@ -46,8 +46,8 @@ FAULTS = {
     },
     "truncate": {"chat": (None, "incomplete_stream", "error"), "responses": (None, "incomplete_stream", "error")},
     "chunk_delay=2": {
-        "chat": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout"),
-        "responses": ((openai.APITimeoutError, httpx2.TimeoutException), "timeout", "timeout"),
+        "chat": ((openai.APITimeoutError, OPENAI_HTTP.TimeoutException), "timeout", "timeout"),
+        "responses": ((openai.APITimeoutError, OPENAI_HTTP.TimeoutException), "timeout", "timeout"),
     },
 }
 EARLY_FAULTS = ["none", "midstream_error", "drop", "truncate"]  # the fault comes after the first event
@@ -291,13 +291,13 @@ CHUNK = (
         (Boom(), Boom, endings.qualified_name(Boom)),  # passes through the SDK as is
         # openai wraps the raw httpx2 errors a transport raises mid-body from 3.14 (anthropic does not)
         (
-            httpx2.ReadTimeout("read timed out"),
-            openai.APITimeoutError if WRAPS_TRANSPORT_ERRORS else httpx2.ReadTimeout,
+            OPENAI_HTTP.ReadTimeout("read timed out"),
+            openai.APITimeoutError if WRAPS_TRANSPORT_ERRORS else OPENAI_HTTP.ReadTimeout,
             "timeout",
         ),
         (
-            httpx2.RemoteProtocolError("peer closed connection"),
-            openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else httpx2.RemoteProtocolError,
+            OPENAI_HTTP.RemoteProtocolError("peer closed connection"),
+            openai.APIConnectionError if WRAPS_TRANSPORT_ERRORS else OPENAI_HTTP.RemoteProtocolError,
             "connection_error",
         ),
     ],
@@ -308,13 +308,13 @@ def test_mid_stream_exception_reaches_the_caller_unchanged(openai_instrumented, 
         raise error
 
     def handler(request):
-        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+        return OPENAI_HTTP.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
     c = openai.OpenAI(
         api_key="sk-fake",
         base_url="https://api.openai.com/v1",
         max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        http_client=OPENAI_HTTP.Client(transport=OPENAI_HTTP.MockTransport(handler)),
     )
     stream = c.chat.completions.create(model="gpt-req", messages=MESSAGES, stream=True)
     with pytest.raises(raised) as caught:
@@ -325,15 +325,16 @@ def test_mid_stream_exception_reaches_the_caller_unchanged(openai_instrumented, 
     assert span.attributes[names.GEN_AI_RESPONSE_MODEL] == "gpt-x"  # seen before the error
 
 
-def test_error_type_of_a_raw_httpx2_error():
-    """What a raw httpx2 error escaping a stream would be named (the SDK's own classification)."""
-    from otel_sampling.instrumentation.openai import _State
+def test_error_type_of_a_raw_http_library_error():
+    """What a raw error of the SDK's HTTP library (httpx2; openai 2.x: httpx) escaping a stream would
+    be named (the SDK's own classification)."""
+    from otel_sampling.instrumentation.openai import OpenAIInstrumentor
     from otel_sampling.metrics import Instruments
     from otel_sampling.settings import Settings
 
-    state = _State(Instruments(Settings()))
-    assert state.error_type(httpx2.ReadTimeout("t")) == "timeout"
-    assert state.error_type(httpx2.RemoteProtocolError("p")) == "connection_error"
+    state = OpenAIInstrumentor()._table()[1](Instruments(Settings()))  # the installed major's state
+    assert state.error_type(OPENAI_HTTP.ReadTimeout("t")) == "timeout"
+    assert state.error_type(OPENAI_HTTP.RemoteProtocolError("p")) == "connection_error"
     assert state.error_type(asyncio.CancelledError()) == "cancelled"
 
 

@@ -130,10 +130,13 @@ class TestProviders:
         [
             ("aws.bedrock", "aws", "claude-sonnet-4-5-20250929"),
             ("gcp.vertex_ai", "google", "claude-sonnet-4-5@20250929"),
+            ("gcp.vertex_ai", "google", "gemini-2.5-flash"),
+            ("gcp.gemini", "google", "gemini-2.5-flash"),
         ],
     )
     def test_bedrock_and_vertex_models(self, provider, provider_id, model):
-        """``aws.bedrock`` is genai-prices' ``aws``, ``gcp.vertex_ai`` its ``google``: their prices."""
+        """``aws.bedrock`` is genai-prices' ``aws``, ``gcp.vertex_ai`` and ``gcp.gemini`` its ``google``:
+        their prices."""
         priced = our_cost(provider, model, CACHED)
         assert priced is not None
         assert pytest.approx(genai_prices_total(provider_id, model, CACHED)) == priced.usd

@@ -16,6 +16,7 @@ import openai
 import pytest
 from opentelemetry._logs import SeverityNumber
 
+from cassette_replay import OPENAI_HTTP
 from conftest import TRACER_PROVIDER
 from drivers import ANTHROPIC_MESSAGE, recording_logger_provider
 from otel_sampling import names
@@ -425,6 +426,8 @@ ECHOED = "SENTINEL-9c41"
 def _echoing(sdk: str):
     """A provider that puts the prompt back into its error message (as validation errors do)."""
 
+    http = httpx2 if sdk == "anthropic" else OPENAI_HTTP  # openai 2.x runs on httpx
+
     def handler(request: httpx2.Request) -> httpx2.Response:
         message = f"bad request: {request.content.decode()}"
         error = (
@@ -432,9 +435,11 @@ def _echoing(sdk: str):
             if sdk == "anthropic"
             else {"error": {"message": message, "type": "invalid_request_error", "code": None, "param": None}}
         )
-        return httpx2.Response(400, json=error)
+        response: httpx2.Response = http.Response(400, json=error)
+        return response
 
-    return httpx2.Client(transport=httpx2.MockTransport(handler))
+    client: httpx2.Client = http.Client(transport=http.MockTransport(handler))
+    return client
 
 
 def test_content_off_keeps_sentinels_in_tools_and_error_messages_out(anthropic_instrumented):

@@ -98,10 +98,13 @@ class ProviderState:
             ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` is ``true``: ``propagates``, set per ``instrument()``).
         drill_answers: a drill's failure (``names.DRILL_FAILURES`` but ``timeout``) -> the HTTP
             status and error type the provider answers it with (its body: :meth:`error_body`).
+        http_library: the import name of the SDK's HTTP library (``httpx2``; openai 2.x: ``httpx``),
+            whose raw errors can escape mid-stream and whose types build a drill's answer.
 
     Overridable: :meth:`request_of` (what a wrapped call asked for; None: not a call we trace),
     :meth:`input_content` (content capture of the request), :meth:`server_of`, :meth:`decode_raw`,
-    :meth:`new_accumulator` (an SDK whose endpoints stream different events picks by stream).
+    :meth:`new_accumulator` (an SDK whose endpoints stream different events picks by stream),
+    :meth:`bind_sdk` (an SDK not laid out as anthropic's and openai's), :meth:`with_trace_context`.
     Set per ``instrument()``: ``capture`` (the content capture mode, from the environment),
     ``propagates`` (requests carry our trace context), ``failovers`` (the failover memory),
     ``pending`` (raw responses not parsed yet).
@@ -120,12 +123,29 @@ class ProviderState:
     extra_raw_response_types: tuple[str, ...] = ()
     inject_trace_context: bool = False
     drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {}
+    http_library: str = "httpx2"
 
     def __init__(self, instruments: Instruments) -> None:
-        import httpx2  # both SDKs' HTTP library; raw httpx2 errors can escape mid-stream
-
-        sdk = importlib.import_module(self.provider)
         self.instruments = instruments
+        self.capture = capture_mode(os.environ)
+        self.propagates = self.inject_trace_context and instruments.settings.propagate_to_provider
+        # The last client base URL read and its server: a client's URL is one immutable object,
+        # read on every call; its host and port are Python properties (IDNA decoding).
+        self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
+        self.failovers = FailoverTracker()
+        self.served_model_headers = instruments.settings.served_model_headers
+        # Raw responses whose body is not read yet -> their call (ended at parse or collection).
+        self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
+        self.drill_schedules = instruments.settings.policy.drills
+        self._httpx = importlib.import_module(self.http_library)
+        self._url_type = self._httpx.URL
+        self.bind_sdk()
+
+    def bind_sdk(self) -> None:
+        """Read the SDK's classes: by default the anthropic / openai layout (``Stream`` and
+        ``AsyncStream``, ``APITimeoutError`` and ``APIConnectionError``, ``_models.construct_type``,
+        the response classes named by the class attributes). An SDK laid out otherwise overrides it."""
+        sdk = importlib.import_module(self.provider)
         self.response_class: tuple[type, ...] = tuple(
             operator.attrgetter(path)(sdk) for path in (self.response_type, *self.extra_response_types)
         )
@@ -136,21 +156,9 @@ class ProviderState:
             if (cls := _sdk_class(self.provider, path)) is not None
         )
         self._construct = importlib.import_module(f"{self.provider}._models").construct_type
-        self._timeout_types = (sdk.APITimeoutError, httpx2.TimeoutException)
-        self._connection_types = (sdk.APIConnectionError, httpx2.TransportError)
-        self.capture = capture_mode(os.environ)
-        self.propagates = self.inject_trace_context and instruments.settings.propagate_to_provider
-        # The last client base URL read and its server: a client's URL is one immutable object,
-        # read on every call; its host and port are Python properties (IDNA decoding).
-        self._url_type = httpx2.URL
-        self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
-        self.failovers = FailoverTracker()
-        self.served_model_headers = instruments.settings.served_model_headers
-        # Raw responses whose body is not read yet -> their call (ended at parse or collection).
-        self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
-        self.drill_schedules = instruments.settings.policy.drills
+        self._timeout_types: tuple[type, ...] = (sdk.APITimeoutError, self._httpx.TimeoutException)
+        self._connection_types: tuple[type, ...] = (sdk.APIConnectionError, self._httpx.TransportError)
         self._sdk = sdk
-        self._httpx = httpx2
 
     def drill_error(self, client: Any, options: Any, drill: Drill) -> BaseException:
         """The exception the SDK raises for ``drill.failure``, built as the SDK builds it: for a
@@ -190,6 +198,13 @@ class ProviderState:
     def input_content(self, body: Any) -> Content | None:
         """System instructions and input messages of a request body (only called when capture is on)."""
         return None
+
+    def with_trace_context(
+        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The wrapped call's arguments carrying the trace context of the current span (ours) when
+        ``propagates``: by default the ``request(cast_to, options, ...)`` of both SDKs' clients."""
+        return _with_trace_context(args, kwargs)
 
     def server_of(self, instance: Any) -> tuple[str, int | None] | None:
         url = base_url_of(instance)
@@ -482,7 +497,8 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
         if state.propagates:
             args, kwargs = guarded(
                 "add the trace context to a provider request",
-                _with_trace_context,
+                state.with_trace_context,
+                instance,
                 args,
                 kwargs,
                 fallback=(args, kwargs),
@@ -513,7 +529,8 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
         if state.propagates:
             args, kwargs = guarded(
                 "add the trace context to a provider request",
-                _with_trace_context,
+                state.with_trace_context,
+                instance,
                 args,
                 kwargs,
                 fallback=(args, kwargs),

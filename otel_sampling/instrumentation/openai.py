@@ -36,7 +36,8 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
 from otel_sampling import names
@@ -305,16 +306,34 @@ _TARGETS = (
 )
 
 
+class _HttpxState(_State):
+    """openai 2.x: the same client, request options, raw responses and stream helpers as 3.x, on
+    httpx (3.0 moved to httpx2): raw httpx errors escape its streams, httpx types build a drill's answer."""
+
+    http_library = "httpx"
+
+
 class OpenAIInstrumentor(TargetTableInstrumentor):
     """Instruments the openai SDK's Chat Completions and Responses API calls, every call shape.
 
     ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None)``; providers
     default to the global ones (the logger provider carries the opt-in content events).
-    Supported range: ``openai >= 3.0, < 4`` (``instrumentation_dependencies``; 3.0 is the first
-    release on httpx2, and the wrap points, request options, raw responses and stream helpers read
-    here are the same from 3.0 on).
+    Supported range: ``openai >= 2.0, < 4`` (``instrumentation_dependencies``): the wrap points,
+    request options, raw responses and stream helpers read here are the same from 2.0 on; the
+    installed major picks the state (2.x runs on httpx, 3.x on httpx2). openai 2.x is what
+    frameworks still pin (llama-index-llms-openai: ``openai >= 1.108.1, < 3``).
     """
 
     targets = _TARGETS
-    dependencies = ("openai >= 3.0, < 4",)
+    dependencies = ("openai >= 2.0, < 4",)
     state_class = _State
+
+    def _table(self) -> tuple[tuple[Target, ...], Callable[[Instruments], Any]]:
+        return self.targets, _HttpxState if _installed_major() == 2 else _State
+
+
+def _installed_major() -> int | None:
+    try:
+        return int(version("openai").split(".", 1)[0])
+    except (PackageNotFoundError, ValueError):
+        return None

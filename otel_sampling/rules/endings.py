@@ -377,10 +377,21 @@ def inference_finish_reasons(reported: tuple[str, ...], ending: str) -> tuple[st
 
 # ---------------------------------------------------------------------- provider calls
 # Endings of failed provider calls (docs/telemetry.md "Provider call endings").
+# Google's names (google.rpc.Code, the status of a Gemini API / Vertex AI error) sit beside anthropic's and openai's.
 _UNAVAILABLE_ERROR_TYPES = frozenset(
-    {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded", "insufficient_quota"}
+    {
+        "overloaded_error",
+        "rate_limit_error",
+        "api_error",
+        "server_error",
+        "rate_limit_exceeded",
+        "insufficient_quota",
+        "RESOURCE_EXHAUSTED",
+        "UNAVAILABLE",
+        "INTERNAL",
+    }
 )
-_TIMEOUT_ERROR_TYPES = frozenset({"timeout_error"})
+_TIMEOUT_ERROR_TYPES = frozenset({"timeout_error", "DEADLINE_EXCEEDED"})
 EMPTY_RESPONSE = Ending(names.ENDING_ERROR, names.ERROR_TYPE_EMPTY_RESPONSE)
 INCOMPLETE_STREAM = Ending(names.ENDING_ERROR, names.ERROR_TYPE_INCOMPLETE_STREAM)
 LEFT_EARLY = Ending(names.ENDING_CANCELLED)  # the host closed a stream: its choice, no error
@@ -462,8 +473,10 @@ def failure_of(
     timeout_types: tuple[type, ...],
     connection_types: tuple[type, ...],
     envelope_fields: tuple[str, ...] = ("type",),
+    status_field: str = "status_code",
 ) -> Failure:
-    """``error.type`` and ending of a provider SDK exception.
+    """``error.type`` and ending of a provider SDK exception whose HTTP status, if any, is its
+    ``status_field`` (anthropic and openai ``status_code``, google-genai ``code``).
 
     Endings: ``cancelled`` for a cancellation (``asyncio.CancelledError``); ``timeout`` for a
     client timeout, HTTP 408 or 504, or an envelope ``timeout_error``; ``model.unavailable`` for
@@ -471,10 +484,10 @@ def failure_of(
     any 5xx (529 overloaded included), or an envelope that says overloaded / rate limited /
     server error (anthropic's mid-stream ``event: error`` arrives with status 200); else ``error``.
     """
-    error_type = error_type_of(exc, timeout_types, connection_types, envelope_fields)
+    error_type = error_type_of(exc, timeout_types, connection_types, envelope_fields, status_field)
     if not isinstance(exc, Exception):
         return Failure(error_type, names.ENDING_CANCELLED)
-    status = getattr(exc, "status_code", None)
+    status = getattr(exc, status_field, None)
     status = status if isinstance(status, int) else None
     if isinstance(exc, timeout_types) or status in (408, 504) or error_type in _TIMEOUT_ERROR_TYPES:
         return Failure(error_type, names.ENDING_TIMEOUT)
@@ -500,8 +513,9 @@ def error_type_of(
     timeout_types: tuple[type, ...],
     connection_types: tuple[type, ...],
     envelope_fields: tuple[str, ...] = ("type",),
+    status_field: str = "status_code",
 ) -> str:
-    """Low-cardinality ``error.type`` for a provider SDK exception.
+    """Low-cardinality ``error.type`` for a provider SDK exception (its HTTP status in ``status_field``).
 
     ``cancelled`` for a cancellation; the first of ``envelope_fields`` the provider's error body
     set that is an :func:`error_name` (anthropic ``type``: ``overloaded_error``; openai ``code``,
@@ -516,8 +530,8 @@ def error_type_of(
         name = error_name(getattr(exc, field, None))
         if name is not None:
             return name
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
+    status = getattr(exc, status_field, None)
+    if isinstance(status, int) and not isinstance(status, bool):
         return str(status)
     if isinstance(exc, timeout_types):  # before connection: APITimeoutError subclasses APIConnectionError
         return names.ERROR_TYPE_TIMEOUT

@@ -20,7 +20,8 @@ flexibly").
 
 A permitted-model entry admits the same name or that name followed by a dated or ``latest``
 suffix (``claude-haiku-4-5`` admits ``claude-haiku-4-5-20251001``, ``gpt-4`` admits
-``gpt-4-0613``), which is how providers name snapshots of one model; a ``-latest`` entry admits
+``gpt-4-0613``, ``gemini-2.0-flash`` admits ``gemini-2.0-flash-001``), which is how providers
+name snapshots of one model; a ``-latest`` entry admits
 the same snapshots (the alias resolves to one).
 """
 
@@ -32,8 +33,9 @@ from collections.abc import Iterable, Sequence
 from otel_sampling import names
 
 # YYYYMMDD (anthropic), YYYY-MM-DD (openai), a bare 4-digit date (openai MMDD: gpt-4-0613;
-# mistral YYMM: mistral-large-2407), or the moving alias.
-_SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|\d{4}|latest)\Z")
+# mistral YYMM: mistral-large-2407), Google's 3-digit stable version (gemini-2.0-flash-001, the
+# ``modelVersion`` a ``gemini-2.0-flash`` request reports), or the moving alias.
+_SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|\d{4}|\d{3}|latest)\Z")
 
 
 def same_model(entry: str, served: str) -> bool:

@@ -11,10 +11,14 @@ to parse every answer, in JSON and in streamed (chunked ``text/event-stream``) f
   on Bedrock ``POST /model/<model>/invoke`` (``AnthropicBedrock``, non-streamed: no AWS event stream)
 * OpenAI Chat Completions  ``POST /v1/chat/completions`` (``stream_options.include_usage`` honoured)
 * OpenAI Responses         ``POST /v1/responses``
+* Gemini                   ``POST .../models/<model>:generateContent`` and ``:streamGenerateContent``
+  (SSE, ``?alt=sse``), Gemini API and Vertex AI paths alike (google-genai; shapes:
+  :mod:`otel_sampling.testing.fake_gemini`)
 
 Point an SDK at it with ``base_url=fp.url`` (Anthropic) or ``base_url=fp.url + "/v1"`` (OpenAI: its
 base URL carries the API version, the Anthropic SDK adds ``/v1`` itself), or with
-``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL`` set to the same values. Any API key is accepted.
+``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL`` set to the same values; google-genai with
+``http_options={"base_url": fp.url}`` (both modes). Any API key is accepted.
 
 Scenarios
 ---------
@@ -72,6 +76,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from otel_sampling.testing import fake_gemini
+
 __all__ = ["DEFAULT_TEXT", "FakeProvider", "SCENARIO_HEADER", "SCENARIOS", "parse_scenario"]
 
 SCENARIO_HEADER = "x-fake-scenario"
@@ -103,12 +109,14 @@ SCENARIOS: dict[str, str] = {
     "thinking_tokens, openai completion_tokens_details / output_tokens_details.reasoning_tokens)",
     "fallback=<m>": "anthropic: the server-side fallback shape (a fallback content block, usage.iterations, model=<m>)",
     "refusal": 'anthropic stop_reason="refusal" (+ stop_details); openai finish_reason="content_filter"; '
-    'Responses status="incomplete" (incomplete_details.reason="content_filter")',
+    'Responses status="incomplete" (incomplete_details.reason="content_filter"); Gemini finishReason="SAFETY"',
+    "prompt_blocked": 'Gemini: the prompt is blocked (promptFeedback.blockReason="SAFETY", no candidates)',
+    "thinking": "Gemini: a thought part and usageMetadata.thoughtsTokenCount",
     "tool": "the model calls a tool (anthropic tool_use block, openai tool_calls, Responses a function_call "
     "output item)",
     "text=<w1+w2+...>": "the output text, words separated by +",
     "length": 'openai: finish_reason="length"; Responses status="incomplete" '
-    '(incomplete_details.reason="max_output_tokens", event response.incomplete)',
+    '(incomplete_details.reason="max_output_tokens", event response.incomplete); Gemini finishReason="MAX_TOKENS"',
     "no_model": "openai Chat Completions, not streamed: a body without model",
     "failed": 'openai Responses: status="failed" with error.code="server_error" (streamed: a '
     "response.failed event instead of response.completed)",
@@ -208,14 +216,17 @@ def _distort(sc: dict[str, str], obj: Any) -> Any:
     for nested in ("message", "response", "delta"):
         if isinstance(obj.get(nested), dict):
             _distort(sc, obj[nested])
-    if "null_model" in sc and "model" in obj:
-        obj["model"] = None
+    if "null_model" in sc:
+        for key in ("model", "modelVersion"):
+            if key in obj:
+                obj[key] = None
     if "null_choices" in sc:
         for key in _OUTPUT_LISTS:
             if isinstance(obj.get(key), list):
                 obj[key] = None
     if "no_usage" in sc:
         obj.pop("usage", None)
+        obj.pop("usageMetadata", None)
     if "odd_types" in sc:
         for key, value in (("model", 12345), ("id", 678), ("stop_reason", 42), ("status", 7)):
             if isinstance(obj.get(key), str):
@@ -330,6 +341,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(200, {"ok": True})
 
         sc = parse_scenario(self.headers.get(SCENARIO_HEADER))
+        gemini = fake_gemini.is_gemini(path)
+        if gemini:  # the model is in the path
+            body["model"] = fake_gemini.model_of(path)
+            body["stream"] = path.endswith(fake_gemini.STREAM_GENERATE)
         try:
             retry_count = int(self.headers.get("x-stainless-retry-count") or 0)
         except ValueError:
@@ -361,6 +376,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._openai_chat(body, sc, retry_count)
             if path.endswith("/responses"):
                 return self._openai_responses(body, sc, retry_count)
+            if gemini:
+                return self._gemini(body, sc, retry_count)
             self._send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
         except (_Abort, OSError):  # dropped on purpose, stopping, or the client went away
             self.close_connection = True
@@ -377,7 +394,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"retry-after-ms": sc.get("retry_after_ms", "1")}
         if "no_retry" in sc:
             headers["x-should-retry"] = "false"
-        if provider == "anthropic":
+        if provider == "gemini":
+            self._send_json(status, fake_gemini.error_body(status, sc.get("error_message")), headers)
+        elif provider == "anthropic":
             req_id = _id("req_")
             headers["request-id"] = req_id
             etype = ANTHROPIC_ERROR_TYPES.get(status, "overloaded_error" if status == 200 else "api_error")
@@ -544,6 +563,25 @@ class _Handler(BaseHTTPRequestHandler):
             delta["stop_details"] = msg["stop_details"]
         self._event(sc, {"type": "message_delta", "delta": delta, "usage": delta_usage}, "message_delta")
         self._event(sc, {"type": "message_stop"}, "message_stop")
+        self._end_sse()
+
+    # ------------------------------------------------------------------ gemini
+    def _gemini(self, body: dict[str, Any], sc: dict[str, str], retry_count: int) -> None:
+        if self._maybe_error(sc, retry_count, "gemini", body.get("model")):
+            return
+        served = sc.get("served_model") or _long_model(sc) or body.get("model")
+        words = _words(sc)
+        headers = {"x-gemini-service-tier": "standard", **_gateway_headers(sc)}
+        if not body.get("stream"):
+            self._send_json(200, _distort(sc, fake_gemini.answer(sc, served, words)), headers)
+            return
+        self._start_sse(headers)
+        chunks = fake_gemini.chunks(sc, served, words)
+        cut = min(2, max(len(chunks) - 1, 0))
+        for n, chunk in enumerate(chunks):
+            if n == cut and self._stream_fault(sc, lambda: self._event(sc, fake_gemini.error_body(503))):
+                return
+            self._event(sc, chunk)
         self._end_sse()
 
     # ------------------------------------------------------------------ openai chat

@@ -538,6 +538,23 @@ class TestProviderFailures:
         """openai's envelope ``code``, then its ``type``; a timeout before a connection failure."""
         assert Failure(*expected) == failure_of(exc, OPENAI_TIMEOUTS, OPENAI_CONNECTIONS, OPENAI_ENVELOPE)
 
+    @pytest.mark.parametrize(
+        ("expected", "status", "body"),
+        [
+            (("RESOURCE_EXHAUSTED", "model.unavailable"), 429, {"code": 429, "status": "RESOURCE_EXHAUSTED"}),
+            (("UNAVAILABLE", "model.unavailable"), 503, {"code": 503, "status": "UNAVAILABLE"}),
+            (("DEADLINE_EXCEEDED", "timeout"), 504, {"code": 504, "status": "DEADLINE_EXCEEDED"}),
+            (("INVALID_ARGUMENT", "error"), 400, {"code": 400, "status": "INVALID_ARGUMENT"}),
+            (("500", "model.unavailable"), 500, {}),  # no status named: the HTTP code
+        ],
+    )
+    def test_google_genai_exceptions(self, expected, status, body):
+        """google-genai's ``APIError``: Google's error ``status``, else its HTTP ``code`` (``status_field``)."""
+        errors = pytest.importorskip("google.genai.errors")
+        error_class = errors.ClientError if status < 500 else errors.ServerError
+        exc = error_class(status, {"error": {"message": "x", **body}}, None)
+        assert Failure(*expected) == failure_of(exc, TIMEOUTS, CONNECTIONS, ("status",), "code")
+
     def test_error_type_alone(self):
         """``error_type_of`` is the ``error.type`` half of the same rule."""
         exc = openai_status_error(400, {"message": "x", "type": "invalid_request_error", "code": "model_not_found"})
@@ -605,10 +622,16 @@ class TestProviderAnswers:
             ("model.unavailable", "server_error"),  # openai Responses status failed with error.code server_error
             ("timeout", "timeout_error"),
             ("error", "failed"),  # status failed without a code
+            # Gemini: an error body or stream chunk with HTTP 200, named by its google.rpc status.
+            ("model.unavailable", "RESOURCE_EXHAUSTED"),
+            ("model.unavailable", "UNAVAILABLE"),
+            ("model.unavailable", "INTERNAL"),
+            ("timeout", "DEADLINE_EXCEEDED"),
+            ("error", "INVALID_ARGUMENT"),
         ],
     )
     def test_a_failure_the_answer_reports_follows_the_envelope_rule(self, ending, error_type):
-        """openai Responses failures that raise nothing end like an envelope of that type."""
+        """Failures that raise nothing (openai Responses, a Gemini error body) end like an envelope of that type."""
         assert ending == answer_ending(None, error_type).ending
 
     @settings(max_examples=300)

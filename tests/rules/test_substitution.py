@@ -95,6 +95,9 @@ class TestSameModel:
             (True, "gpt-4", "gpt-4-0613"),
             (True, "gpt-3.5-turbo", "gpt-3.5-turbo-0125"),
             (True, "mistral-large", "mistral-large-2407"),
+            # Google's stable versions: a gemini-2.0-flash request reports modelVersion gemini-2.0-flash-001.
+            (True, "gemini-2.0-flash", "gemini-2.0-flash-001"),
+            (False, "gemini-2.0-flash", "gemini-2.0-flash-lite-001"),
             (False, "gpt-4", "gpt-4-32k-0613"),  # another model (32k context) in that snapshot
             (True, "claude-haiku-5-5", "claude-haiku-5-5-latest"),
             (False, "claude-haiku-5", "claude-haiku-5-5"),  # another model, not a snapshot

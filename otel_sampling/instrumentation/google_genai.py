@@ -1,0 +1,447 @@
+"""google-genai SDK instrumentation (entry point ``otel_sampling_google_genai``).
+
+One GenAI inference span ``chat {model}`` (kind CLIENT) per ``generateContent`` or
+``streamGenerateContent`` request, whatever the call shape, sync and async:
+``client.models.generate_content`` / ``generate_content_stream``, their ``client.aio`` twins, and
+the chats built on them (``client.chats`` / ``client.aio.chats``: ``send_message`` and
+``send_message_stream``). Automatic function calling sends one request per turn: one span each.
+Endings, cost, time to first chunk, degraded mode, failover and content capture come from the
+shared machinery (:mod:`otel_sampling.instrumentation._provider`).
+
+Wrap point: ``google.genai._api_client.BaseApiClient.request`` / ``request_streamed`` /
+``async_request`` / ``async_request_streamed``, for a ``post`` to a path ending in
+``:generateContent`` or ``:streamGenerateContent``. Every shape above reaches exactly one of them
+once per request (the SDK's retries run inside), with the REST body already built: the JSON the
+Gemini API and Vertex AI share (``contents``, ``systemInstruction``,
+``generationConfig.maxOutputTokens``; answers ``modelVersion``, ``responseId``, ``candidates``,
+``promptFeedback``, ``usageMetadata``), so both modes read the same. ``request_streamed`` is a
+generator that sends the request when first read: the span starts at the call, and a request
+that fails (HTTP 429...) ends it when the stream is first read; the async twin sends it before
+returning its stream. ``gen_ai.request.model`` is the model of the path (``models/gemini-2.5-flash``
+is ``gemini-2.5-flash``; a tuned model or a Vertex AI endpoint is a deployment name, not compared
+with the served model). ``instrumentation_dependencies``: ``google-genai >= 3.0, < 4`` (3.0 is the
+first release on httpx2, the HTTP library of these private hooks).
+
+``gen_ai.provider.name`` is ``gcp.gemini`` (Gemini API) or ``gcp.vertex_ai`` (the client's
+``vertexai`` mode), GenAI semconv well-known values; both are priced as genai-prices' ``google``.
+The served model is the answer's ``modelVersion``. Usage (``usageMetadata``):
+``gen_ai.usage.input_tokens`` is ``promptTokenCount`` plus ``toolUsePromptTokenCount``
+(``promptTokenCount`` already includes ``cachedContentTokenCount``, reported as
+``gen_ai.usage.cache_read.input_tokens``); ``gen_ai.usage.output_tokens`` is
+``candidatesTokenCount`` plus ``thoughtsTokenCount`` (thinking tokens are output, billed as such).
+A stream's usage is its last chunk's.
+
+Endings: a candidate ``finishReason`` that says the model's output was blocked (:data:`BLOCKED`:
+``SAFETY``, ``RECITATION``, ``PROHIBITED_CONTENT``, ``BLOCKLIST``, ``SPII`` and the image ones),
+or a ``promptFeedback.blockReason`` (the prompt was blocked: no candidates), is ``refused``;
+``MAX_TOKENS`` and the others are reported in ``gen_ai.response.finish_reasons`` as sent and the
+call is ``completed``. Errors: the SDK's ``APIError`` is named by its ``status``
+(``RESOURCE_EXHAUSTED``, ``UNAVAILABLE``, ``DEADLINE_EXCEEDED``...), else its HTTP ``code``; HTTP 429
+and 5xx are ``model.unavailable``, 408 and 504 (``DEADLINE_EXCEEDED``) and the client's own
+timeouts ``timeout``. A stream counts as complete once a chunk carried a ``finishReason`` or a
+block reason: one cut before (``truncate``, a dropped connection) ends ``incomplete_stream``, one
+the caller leaves early ends ``cancelled``.
+
+Trace context: the SDK sends none of its own, so each request carries the global propagator's
+headers for our span (``http_options.headers`` of the call, a copy; a header set on the call or
+the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from opentelemetry import propagate
+
+from otel_sampling import names
+from otel_sampling.content import Content, text_part
+from otel_sampling.drills import Drill
+from otel_sampling.instrumentation._provider import (
+    ProviderState,
+    Request,
+    async_create_wrapper,
+    create_wrapper,
+    sequence,
+    server_of_url,
+)
+from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.rules.endings import error_type_of, failure_of
+from otel_sampling.rules.values import Failure, Response, Usage, token_count
+
+PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
+VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
+GENERATE = ":generateContent"
+STREAM_GENERATE = ":streamGenerateContent"
+_MODELS = "models/"
+#: Candidate finish reasons saying the output was blocked (``google.genai.types.FinishReason``):
+#: the call is ``refused``. A ``promptFeedback.blockReason`` (any) is too.
+BLOCKED = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def to_usage(metadata: Any) -> Usage:
+    """Semantic-convention usage from a ``usageMetadata`` object (see the module docstring)."""
+    if not isinstance(metadata, dict):
+        return Usage()
+    prompt = token_count(metadata.get("promptTokenCount"))
+    tool_prompt = token_count(metadata.get("toolUsePromptTokenCount"))
+    candidates = token_count(metadata.get("candidatesTokenCount"))
+    thoughts = token_count(metadata.get("thoughtsTokenCount"))
+    input_tokens = None if prompt is None else token_count(prompt + (tool_prompt or 0))
+    output_tokens = None
+    if candidates is not None or thoughts is not None:
+        output_tokens = token_count((candidates or 0) + (thoughts or 0))
+    return Usage(input_tokens, output_tokens, token_count(metadata.get("cachedContentTokenCount")))
+
+
+def _finish_reasons(candidates: list[Any] | tuple[Any, ...]) -> tuple[str, ...]:
+    return tuple(reason for c in candidates if (reason := _str(_get(c, "finishReason"))) is not None)
+
+
+def _blocked(answer: Any) -> bool:
+    """The prompt was blocked: ``promptFeedback.blockReason`` is set."""
+    return _str(_get(_get(answer, "promptFeedback"), "blockReason")) is not None
+
+
+def _error_type(answer: Any) -> str | None:
+    """``error.type`` of an error body that came with HTTP 200 (``{"error": {"status", "code"}}``)."""
+    error = _get(answer, "error")
+    if not error:
+        return None
+    named = _str(_get(error, "status"))
+    code = _get(error, "code")
+    if named is None and isinstance(code, int) and not isinstance(code, bool):
+        named = str(code)
+    return named or names.ERROR_TYPE_ERROR_EVENT
+
+
+def response_of(answer: Any) -> Response:
+    """What a ``GenerateContentResponse`` JSON object reports (output content not read)."""
+    candidates = sequence(_get(answer, "candidates"))
+    reasons = _finish_reasons(candidates)
+    blocked = _blocked(answer)
+    return Response(
+        _str(_get(answer, "modelVersion")),
+        _str(_get(answer, "responseId")),
+        reasons,
+        to_usage(_get(answer, "usageMetadata")),
+        error_type=_error_type(answer),
+        answered=blocked or any(isinstance(c, dict) for c in candidates),
+        refusal=blocked or any(reason in BLOCKED for reason in reasons),
+    )
+
+
+def _part(part: Any) -> dict[str, Any]:
+    """A GenAI semconv message part from a Gemini ``Part`` (JSON)."""
+    if not isinstance(part, dict):
+        return {"type": "unknown"}
+    if isinstance(text := part.get("text"), str):
+        return {"type": "reasoning", "content": text} if part.get("thought") is True else text_part(text)
+    if isinstance(call := part.get("functionCall"), dict):
+        return {"type": "tool_call", "id": call.get("id"), "name": call.get("name"), "arguments": call.get("args")}
+    if isinstance(result := part.get("functionResponse"), dict):
+        return {"type": "tool_call_response", "id": result.get("id"), "response": result.get("response")}
+    kind = next(iter(part), None)  # inlineData, fileData, executableCode...: the kind only
+    return {"type": kind if isinstance(kind, str) else "unknown"}
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    return [_part(p) for p in sequence(_get(content, "parts"))]
+
+
+def _role(role: Any) -> Any:
+    return "assistant" if role == "model" else role
+
+
+def output_messages(candidates: list[Any] | tuple[Any, ...]) -> list[Any]:
+    """The output messages of a list of candidates (content capture on)."""
+    messages = []
+    for candidate in candidates:
+        message: dict[str, Any] = {"role": "assistant", "parts": _parts(_get(candidate, "content"))}
+        if reason := _str(_get(candidate, "finishReason")):
+            message["finish_reason"] = reason
+        messages.append(message)
+    return messages
+
+
+def _joined(parts: list[Any]) -> list[Any]:
+    """Streamed parts with each run of text parts (of the answer, or of its thoughts) joined into one."""
+    joined: list[Any] = []
+    for part in parts:
+        last = joined[-1] if joined else None
+        if (
+            isinstance(part, dict)
+            and isinstance(text := part.get("text"), str)
+            and isinstance(last, dict)
+            and isinstance(last.get("text"), str)
+            and part.get("thought") == last.get("thought")
+            and part.keys() <= {"text", "thought"}
+        ):
+            joined[-1] = {**last, "text": last["text"] + text}
+        else:
+            joined.append(part)
+    return joined
+
+
+class StreamAccumulator:
+    """Reads the chunks of a ``streamGenerateContent`` stream (each a ``GenerateContentResponse``
+    in the SDK's ``SdkHttpResponse.body``): model, id and usage from the latest chunk that has
+    them, finish reasons per candidate, a block; with ``capture``, each candidate's parts too."""
+
+    __slots__ = ("complete", "_model", "_id", "_reasons", "_usage", "_blocked", "_error", "_answered", "_parts")
+
+    def __init__(self, capture: bool = False) -> None:
+        self.complete = False
+        self._model: str | None = None
+        self._id: str | None = None
+        self._reasons: dict[int, str] = {}
+        self._usage: Any = None
+        self._blocked = False
+        self._error: str | None = None
+        self._answered = False
+        self._parts: dict[int, list[Any]] | None = {} if capture else None
+
+    def observe(self, event: Any) -> None:
+        body = getattr(event, "body", None)
+        chunk = json.loads(body) if isinstance(body, str) and body else None
+        if not isinstance(chunk, dict):
+            return
+        self._model = _str(chunk.get("modelVersion")) or self._model
+        self._id = _str(chunk.get("responseId")) or self._id
+        if (usage := chunk.get("usageMetadata")) is not None:
+            self._usage = usage
+        self._error = self._error or _error_type(chunk)
+        if _blocked(chunk):
+            self._blocked = self._answered = self.complete = True
+        for position, candidate in enumerate(sequence(chunk.get("candidates"))):
+            if not isinstance(candidate, dict):
+                continue
+            self._answered = True
+            index = candidate.get("index")
+            index = index if isinstance(index, int) else position
+            if reason := _str(candidate.get("finishReason")):
+                self._reasons[index] = reason
+                self.complete = True
+            if self._parts is not None:
+                self._parts.setdefault(index, []).extend(sequence(_get(candidate.get("content"), "parts")))
+
+    def _output(self, parts: dict[int, list[Any]]) -> list[Any]:
+        return output_messages(
+            [
+                {
+                    "content": {"parts": _joined(parts[i])},
+                    **({"finishReason": self._reasons[i]} if i in self._reasons else {}),
+                }
+                for i in sorted(parts)
+            ]
+        )
+
+    def response(self) -> Response:
+        reasons = tuple(self._reasons[i] for i in sorted(self._reasons))
+        return Response(
+            self._model,
+            self._id,
+            reasons,
+            to_usage(self._usage),
+            output=self._output(self._parts) if self._parts is not None else None,
+            error_type=self._error,
+            answered=self._answered,
+            refusal=self._blocked or any(reason in BLOCKED for reason in reasons),
+        )
+
+
+def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], position: int, name: str) -> Any:
+    return args[position] if len(args) > position else kwargs.get(name)
+
+
+def model_of_path(path: str) -> tuple[str, bool]:
+    """The model a ``{model}:generateContent`` path names, and whether it is a deployment name
+    (a tuned model, a Vertex AI endpoint) rather than a model: ``models/x`` and
+    ``publishers/google/models/x`` name ``x``."""
+    resource = path.split("?", 1)[0].rpartition(":")[0]
+    head, found, model = resource.rpartition(_MODELS)
+    if found and (not head or head.endswith("/")) and "/" not in model:
+        return model, False
+    return resource.rpartition("/")[2], True
+
+
+class _State(ProviderState):
+    """The google-genai SDK's answers to the shared wrappers (see the module docstring)."""
+
+    provider = PROVIDER
+    envelope_fields = ("status",)
+    accumulator = StreamAccumulator
+    accumulator_captures = True
+    inject_trace_context = True  # the SDK sends no traceparent of its own
+    # Google's error model (google.rpc.Code over HTTP): 503 UNAVAILABLE, 429 RESOURCE_EXHAUSTED.
+    drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {
+        names.DRILL_FAILURE_OVERLOADED: (503, "UNAVAILABLE"),
+        names.DRILL_FAILURE_RATE_LIMITED: (429, "RESOURCE_EXHAUSTED"),
+    }
+
+    def bind_sdk(self) -> None:
+        """google-genai's classes (not the anthropic / openai layout ``ProviderState`` reads)."""
+        import types
+
+        from google.genai import errors
+        from google.genai import types as genai_types
+
+        self.response_class = (genai_types.HttpResponse,)  # what request() returns
+        # request_streamed is a generator function, async_request_streamed returns an async generator.
+        self.stream_types = (types.GeneratorType, types.AsyncGeneratorType)
+        self.raw_response_classes = ()
+        self._timeout_types = (self._httpx.TimeoutException,)
+        self._connection_types = (self._httpx.TransportError,)
+        try:  # a client the caller hands the SDK (http_options.httpx_client) may be an httpx one
+            httpx = importlib.import_module("httpx")
+            self._timeout_types += (httpx.TimeoutException,)
+            self._connection_types += (httpx.TransportError,)
+        except ImportError:
+            pass
+        self._errors = errors
+
+    def error_type(self, exc: BaseException) -> str:
+        return error_type_of(exc, self._timeout_types, self._connection_types, self.envelope_fields, "code")
+
+    def failure(self, exc: BaseException) -> Failure:
+        return failure_of(exc, self._timeout_types, self._connection_types, self.envelope_fields, "code")
+
+    def error_body(self, error_type: str, message: str) -> dict[str, Any]:
+        """Google's error shape: ``{"error": {"code", "message", "status"}}``."""
+        code = next((c for c, name in self.drill_answers.values() if name == error_type), 500)
+        return {"error": {"code": code, "message": message, "status": error_type}}
+
+    def drill_error(self, client: Any, options: Any, drill: Drill) -> BaseException:
+        """The exception the SDK raises for ``drill.failure``: a client timeout as httpx2 raises it,
+        else the ``ClientError`` / ``ServerError`` its answer gives (nothing is sent)."""
+        message = f"otel-sampling drill {drill.name!r}: {drill.failure}"
+        if drill.failure == names.DRILL_FAILURE_TIMEOUT:
+            timeout: BaseException = self._httpx.ReadTimeout(message)
+            return timeout
+        status, error_type = self.drill_answers[drill.failure]
+        error_class = self._errors.ClientError if status < 500 else self._errors.ServerError
+        error: BaseException = error_class(status, self.error_body(error_type, message), None)
+        return error
+
+    def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
+        """``request(http_method, path, request_dict, http_options=None)``: a ``generateContent``
+        or ``streamGenerateContent`` post, or None."""
+        path = _argument(args, kwargs, 1, "path")
+        if not isinstance(path, str) or _argument(args, kwargs, 0, "http_method") != "post":
+            return None
+        endpoint = path.split("?", 1)[0]
+        stream = endpoint.endswith(STREAM_GENERATE)
+        if not (stream or endpoint.endswith(GENERATE)):
+            return None
+        body = _argument(args, kwargs, 2, "request_dict")
+        if not isinstance(body, dict):
+            body = {}
+        model, deployment = model_of_path(path)
+        config = body.get("generationConfig")
+        max_tokens = config.get("maxOutputTokens") if isinstance(config, dict) else None
+        vertex = getattr(instance, "vertexai", False) is True
+        return Request(
+            model or None, max_tokens, stream, body, VERTEX_PROVIDER if vertex else None, deployment=deployment
+        )
+
+    def input_content(self, body: Any) -> Content:
+        system = body.get("systemInstruction")
+        return Content(
+            _parts(system) if isinstance(system, dict) else None,
+            [
+                {"role": _role(c.get("role")), "parts": _parts(c)}
+                for c in sequence(body.get("contents"))
+                if isinstance(c, dict)
+            ],
+        )
+
+    def with_trace_context(
+        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The call's arguments with ``http_options`` (a copy, or a new one) whose ``headers`` add
+        the propagator's for our span; a header set on the call or on the client is kept."""
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        positional = len(args) > 3
+        options = args[3] if positional else kwargs.get("http_options")
+        given_headers = _get_headers(options)
+        given = {key.lower() for key in (*given_headers, *_get_headers(getattr(instance, "_http_options", None)))}
+        added = {key: value for key, value in carrier.items() if key.lower() not in given}
+        if not added:
+            return args, kwargs
+        headers = {**given_headers, **added}
+        if options is None:
+            new_options: Any = {"headers": headers}
+        elif isinstance(options, dict):
+            new_options = {**options, "headers": headers}
+        else:  # types.HttpOptions
+            new_options = options.model_copy(update={"headers": headers})
+        if positional:
+            return (*args[:3], new_options, *args[4:]), kwargs
+        return args, {**kwargs, "http_options": new_options}
+
+    def server_of(self, instance: Any) -> tuple[str, int | None] | None:
+        url = getattr(getattr(instance, "_http_options", None), "base_url", None)
+        last_url, last_server = self._last_server
+        if url == last_url:
+            return last_server
+        server = server_of_url(self._httpx.URL(url)) if isinstance(url, str) else None
+        self._last_server = (url, server)
+        return server
+
+    def parsed(self, result: Any) -> Response:
+        """What an ``SdkHttpResponse`` body (a ``GenerateContentResponse`` JSON) reports; with
+        content capture on, its output messages too."""
+        body = getattr(result, "body", None)
+        answer = json.loads(body) if isinstance(body, str) and body else None
+        response = response_of(answer)
+        if self.capture.enabled:
+            response = response._replace(output=output_messages(sequence(_get(answer, "candidates"))))
+        return response
+
+
+def _get_headers(options: Any) -> Mapping[str, Any]:
+    headers = options.get("headers") if isinstance(options, dict) else getattr(options, "headers", None)
+    return headers if isinstance(headers, Mapping) else {}
+
+
+_CLIENT = "google.genai._api_client"
+_TARGETS = (
+    Target(_CLIENT, "BaseApiClient.request", create_wrapper),
+    Target(_CLIENT, "BaseApiClient.request_streamed", create_wrapper),
+    Target(_CLIENT, "BaseApiClient.async_request", async_create_wrapper),
+    Target(_CLIENT, "BaseApiClient.async_request_streamed", async_create_wrapper),
+)
+
+
+class GoogleGenAIInstrumentor(TargetTableInstrumentor):
+    """Instruments every google-genai ``generateContent`` call shape (see the module docstring).
+
+    ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None)``; providers
+    default to the global ones (the logger provider carries the opt-in content events).
+    """
+
+    targets = _TARGETS
+    dependencies = ("google-genai >= 3.0, < 4",)
+    state_class = _State

@@ -1,0 +1,419 @@
+"""The google-genai instrumentor: what one call's span says, against the fake provider's Gemini answers.
+
+Expected values come from Gemini's answer shapes (``otel_sampling.testing.fake_gemini``: 25 prompt
+tokens, one candidate token per word, 400 cached and 7 thinking tokens on request) and the
+ending rules of docs/telemetry.md; the call shapes themselves: test_google_genai_call_shapes.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from importlib.metadata import version
+
+import pytest
+import wrapt
+from opentelemetry.trace import StatusCode
+
+genai = pytest.importorskip("google.genai")
+import httpx2  # noqa: E402
+from google.genai import _api_client, errors, types  # noqa: E402
+
+import otel_sampling as osm  # noqa: E402
+from conftest import TRACER_PROVIDER, _instrumented, traceparent_of  # noqa: E402
+from otel_sampling import names  # noqa: E402
+from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor, model_of_path  # noqa: E402
+
+MODEL = "gemini-2.5-flash"
+SENTINEL = "SENTINEL-9c1d"
+
+
+@pytest.fixture
+def genai_instrumented(telemetry):
+    yield from _instrumented(telemetry, GoogleGenAIInstrumentor)
+
+
+def client(fp, **http_options) -> genai.Client:
+    return genai.Client(api_key="k-fake", http_options={"base_url": fp.url, **http_options})
+
+
+def scenario(value: str, **config) -> dict:
+    return {"http_options": {"headers": {"x-fake-scenario": value}}, **config}
+
+
+def call(fp, value: str = "", stream: bool = False, **config):
+    c = client(fp)
+    if stream:
+        return list(c.models.generate_content_stream(model=MODEL, contents="hi", config=scenario(value, **config)))
+    return c.models.generate_content(model=MODEL, contents="hi", config=scenario(value, **config))
+
+
+def only(telemetry):
+    (span,) = telemetry.spans()
+    return span, span.attributes
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_usage_counts_cached_tokens_in_input_and_thinking_tokens_in_output(genai_instrumented, fake_provider, stream):
+    call(fake_provider, "cache,thinking", stream)
+    _, a = only(genai_instrumented)
+    # promptTokenCount already holds the cached tokens (25 + 400); thoughts are output (5 + 7).
+    assert a[names.GEN_AI_USAGE_INPUT_TOKENS] == 425
+    assert a[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 400
+    assert a[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 12
+
+
+def test_the_token_limit_is_recorded(genai_instrumented, fake_provider):
+    call(fake_provider, max_output_tokens=64)
+    _, a = only(genai_instrumented)
+    assert a[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
+
+
+@pytest.mark.parametrize("value", ["", "cache,thinking"])
+def test_the_cost_is_genai_prices_google_price(genai_instrumented, fake_provider, value):
+    genai_prices = pytest.importorskip("genai_prices")  # the prices extra
+    call(fake_provider, value)
+    _, a = only(genai_instrumented)
+    usage = genai_prices.Usage(
+        input_tokens=a[names.GEN_AI_USAGE_INPUT_TOKENS],
+        output_tokens=a[names.GEN_AI_USAGE_OUTPUT_TOKENS],
+        cache_read_tokens=a.get(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, 0),
+    )
+    expected = float(genai_prices.calc_price(usage, MODEL, provider_id="google").total_price)
+    assert a["gen_ai.usage.cost.currency"] == "USD"
+    assert pytest.approx(expected) == a["gen_ai.usage.cost.amount"]
+    assert a["otel_sampling.cost.price_source"].startswith("genai-prices@")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize(
+    ("value", "reasons", "ending"),
+    [
+        ("refusal", ("SAFETY",), names.ENDING_REFUSED),  # the candidate was blocked
+        ("prompt_blocked", (), names.ENDING_REFUSED),  # promptFeedback.blockReason, no candidates
+        ("length", ("MAX_TOKENS",), names.ENDING_COMPLETED),  # cut at the limit: an answer still
+    ],
+)
+def test_finish_reasons_and_blocks(genai_instrumented, fake_provider, stream, value, reasons, ending):
+    call(fake_provider, value, stream)
+    span, a = only(genai_instrumented)
+    assert a.get(names.GEN_AI_RESPONSE_FINISH_REASONS, ()) == reasons
+    assert a[names.ENDING] == ending
+    assert names.ERROR_TYPE not in a and span.status.status_code is StatusCode.UNSET
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "ending"),
+    [
+        (429, "RESOURCE_EXHAUSTED", names.ENDING_MODEL_UNAVAILABLE),
+        (503, "UNAVAILABLE", names.ENDING_MODEL_UNAVAILABLE),
+        (500, "INTERNAL", names.ENDING_MODEL_UNAVAILABLE),
+        (504, "DEADLINE_EXCEEDED", names.ENDING_TIMEOUT),
+        (400, "INVALID_ARGUMENT", names.ENDING_ERROR),
+        (404, "NOT_FOUND", names.ENDING_ERROR),
+    ],
+)
+def test_errors_by_status(genai_instrumented, fake_provider, status, error_type, ending):
+    with pytest.raises(errors.APIError) as raised:
+        call(fake_provider, f"status={status}")
+    assert raised.value.code == status
+    span, a = only(genai_instrumented)
+    assert (a[names.ERROR_TYPE], a[names.ENDING]) == (error_type, ending)
+    assert span.status.status_code is StatusCode.ERROR
+
+
+def test_a_client_timeout_ends_timeout(genai_instrumented, fake_provider):
+    with pytest.raises(httpx2.TimeoutException):
+        c = client(fake_provider)
+        options = types.HttpOptions(timeout=200, headers={"x-fake-scenario": "delay=2"})  # milliseconds
+        c.models.generate_content(model=MODEL, contents="hi", config={"http_options": options})
+    _, a = only(genai_instrumented)
+    assert (a[names.ERROR_TYPE], a[names.ENDING]) == ("timeout", names.ENDING_TIMEOUT)
+
+
+def test_an_error_sent_with_http_200_ends_the_call_as_that_error(genai_instrumented, fake_provider):
+    call(fake_provider, "error_200")
+    _, a = only(genai_instrumented)
+    assert (a[names.ERROR_TYPE], a[names.ENDING]) == ("INTERNAL", names.ENDING_MODEL_UNAVAILABLE)
+
+
+def test_an_error_inside_a_stream_ends_it_with_that_error(genai_instrumented, fake_provider):
+    with pytest.raises(errors.ServerError):
+        call(fake_provider, "midstream_error", stream=True)
+    _, a = only(genai_instrumented)
+    assert (a[names.ERROR_TYPE], a[names.ENDING]) == ("UNAVAILABLE", names.ENDING_MODEL_UNAVAILABLE)
+    assert a[names.GEN_AI_RESPONSE_MODEL] == MODEL  # seen in the chunks before the error
+
+
+def test_a_stream_cut_before_its_finish_reason_is_incomplete(genai_instrumented, fake_provider):
+    chunks = call(fake_provider, "truncate", stream=True)
+    assert chunks  # the SDK ends such a stream silently
+    _, a = only(genai_instrumented)
+    assert (a[names.ERROR_TYPE], a[names.ENDING]) == ("incomplete_stream", names.ENDING_ERROR)
+
+
+def test_a_dropped_stream_is_a_connection_failure(genai_instrumented, fake_provider):
+    with pytest.raises(httpx2.TransportError):
+        call(fake_provider, "drop", stream=True)
+    _, a = only(genai_instrumented)
+    assert a[names.ENDING] == names.ENDING_MODEL_UNAVAILABLE
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_the_served_model_is_the_answers_model_version(genai_instrumented, fake_provider, stream):
+    call(fake_provider, "served_model=gemini-2.0-flash-lite", stream)
+    _, a = only(genai_instrumented)
+    assert (a[names.GEN_AI_REQUEST_MODEL], a[names.GEN_AI_RESPONSE_MODEL]) == (MODEL, "gemini-2.0-flash-lite")
+    assert a[names.DEGRADATION_MODE] == names.MODE_DEGRADED
+
+
+def test_a_stable_version_of_the_requested_model_is_the_same_model(genai_instrumented, fake_provider):
+    """A ``gemini-2.0-flash`` request is answered with ``modelVersion`` ``gemini-2.0-flash-001``."""
+    c = client(fake_provider)
+    c.models.generate_content(
+        model="gemini-2.0-flash", contents="hi", config=scenario("served_model=gemini-2.0-flash-001")
+    )
+    _, a = only(genai_instrumented)
+    assert a[names.GEN_AI_RESPONSE_MODEL] == "gemini-2.0-flash-001"
+    assert a[names.DEGRADATION_MODE] == names.MODE_PRIMARY
+
+
+def test_a_trace_context_set_by_the_caller_is_kept(genai_instrumented, fake_provider):
+    fake_provider.reset()
+    mine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    c = client(fake_provider, headers={"traceparent": mine})
+    c.models.generate_content(model=MODEL, contents="hi")
+    c = client(fake_provider)
+    c.models.generate_content(model=MODEL, contents="hi", config={"http_options": {"headers": {"Traceparent": mine}}})
+    assert [r["headers"]["traceparent"] for r in fake_provider.requests] == [mine, mine]
+
+
+def test_the_callers_http_options_are_not_changed(genai_instrumented, fake_provider):
+    options = types.HttpOptions(headers={"x-fake-scenario": "length"})
+    config = types.GenerateContentConfig(http_options=options)
+    fake_provider.reset()
+    c = client(fake_provider)
+    c.models.generate_content(model=MODEL, contents="hi", config=config)
+    span, _ = only(genai_instrumented)
+    assert options.headers == {"x-fake-scenario": "length"}
+    assert fake_provider.requests[0]["headers"]["traceparent"] == traceparent_of(span)
+
+
+def test_no_trace_context_when_turned_off(telemetry, fake_provider, monkeypatch):
+    monkeypatch.setenv(names.ENV_OMIT_PROVIDER_TRACE_CONTEXT, "true")
+    for _ in _instrumented(telemetry, GoogleGenAIInstrumentor):
+        fake_provider.reset()
+        c = client(fake_provider)
+        c.models.generate_content(model=MODEL, contents="hi")
+        assert "traceparent" not in fake_provider.requests[0]["headers"]
+
+
+def test_automatic_function_calling_gives_one_span_per_request(genai_instrumented, fake_provider):
+    """The SDK calls the tool and sends the next turn itself: two requests, two spans."""
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    turns = iter(["tool", ""])
+    original = _api_client.BaseApiClient.request
+
+    def next_turn(self, method, path, request_dict, http_options=None):
+        headers = {"x-fake-scenario": next(turns)}
+        return original(self, method, path, request_dict, {"headers": headers})
+
+    with pytest.MonkeyPatch.context() as patch:  # over our wrapper: each turn gets its own scenario
+        patch.setattr(_api_client.BaseApiClient, "request", next_turn)
+        c = client(fake_provider)
+        c.models.generate_content(
+            model=MODEL, contents="weather in Paris?", config=types.GenerateContentConfig(tools=[get_weather])
+        )
+    spans = genai_instrumented.spans()
+    assert [s.attributes[names.ENDING] for s in spans] == [names.ENDING_COMPLETED] * 2
+
+
+def test_content_capture(telemetry, fake_provider, monkeypatch):
+    monkeypatch.setenv(names.ENV_CAPTURE_MESSAGE_CONTENT, "SPAN_ONLY")
+    for _ in _instrumented(telemetry, GoogleGenAIInstrumentor):
+        for stream in (False, True):
+            c = client(fake_provider)
+            config = types.GenerateContentConfig(
+                system_instruction=f"You are {SENTINEL}",
+                http_options=types.HttpOptions(headers={"x-fake-scenario": "tool"}),
+            )
+            if stream:
+                list(c.models.generate_content_stream(model=MODEL, contents=f"ask {SENTINEL}", config=config))
+            else:
+                c.models.generate_content(model=MODEL, contents=f"ask {SENTINEL}", config=config)
+    for span in telemetry.spans():
+        a = span.attributes
+        assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [{"type": "text", "content": f"You are {SENTINEL}"}]
+        assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == [
+            {"role": "user", "parts": [{"type": "text", "content": f"ask {SENTINEL}"}]}
+        ]
+        (output,) = json.loads(a[names.GEN_AI_OUTPUT_MESSAGES])
+        assert output["role"] == "assistant" and output["finish_reason"] == "STOP"
+        text = "".join(p["content"] for p in output["parts"] if p["type"] == "text")
+        assert text == "Hello from the fake provider"
+        assert [p["name"] for p in output["parts"] if p["type"] == "tool_call"] == ["get_weather"]
+
+
+def test_content_is_off_by_default(genai_instrumented, fake_provider):
+    c = client(fake_provider)
+    c.models.generate_content(model=MODEL, contents=f"ask {SENTINEL}")
+    _, a = only(genai_instrumented)
+    assert SENTINEL not in repr(dict(a))
+
+
+def test_other_requests_make_no_span(genai_instrumented, fake_provider):
+    c = client(fake_provider)
+    with pytest.raises(errors.APIError):  # the fake provider has no countTokens route: 404
+        c.models.count_tokens(model=MODEL, contents="hi")
+    assert genai_instrumented.spans() == []
+
+
+def test_uninstrument_restores_the_client(telemetry, fake_provider):
+    originals = {name: vars(_api_client.BaseApiClient)[name] for name in ("request", "request_streamed")}
+    for _ in _instrumented(telemetry, GoogleGenAIInstrumentor):
+        assert isinstance(vars(_api_client.BaseApiClient)["request"], wrapt.FunctionWrapper)
+    assert {name: vars(_api_client.BaseApiClient)[name] for name in originals} == originals
+    c = client(fake_provider)
+    c.models.generate_content(model=MODEL, contents="hi")
+    assert telemetry.spans() == []
+
+
+def test_an_installed_version_outside_the_range_warns_once(caplog, telemetry):
+    pinned = type("PinnedBelow", (GoogleGenAIInstrumentor,), {"dependencies": ("google-genai < 1",), "_instance": None})
+    caplog.set_level(logging.DEBUG)
+    instrumentor = pinned()
+    for _ in range(2):
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+        assert not isinstance(vars(_api_client.BaseApiClient)["request"], wrapt.FunctionWrapper)
+        instrumentor.uninstrument()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("otel")]
+    assert len(warnings) == 1 and f"google-genai {version('google-genai')}" in warnings[0], warnings
+
+
+@pytest.mark.parametrize(
+    ("path", "model", "deployment"),
+    [
+        ("models/gemini-2.5-flash:generateContent", "gemini-2.5-flash", False),
+        ("models/gemini-2.5-flash:streamGenerateContent?alt=sse", "gemini-2.5-flash", False),
+        ("publishers/google/models/gemini-2.0-flash:generateContent", "gemini-2.0-flash", False),
+        ("tunedModels/my-tuned-1:generateContent", "my-tuned-1", True),
+        ("projects/p/locations/l/endpoints/123:generateContent", "123", True),
+    ],
+)
+def test_the_request_model_is_read_from_the_path(path, model, deployment):
+    assert model_of_path(path) == (model, deployment)
+
+
+def test_a_failed_call_then_a_call_on_another_model_is_a_failover(genai_instrumented, fake_provider):
+    """The host's own fallback, as a host writes it: the primary is down (503), the fallback serves."""
+    c = client(fake_provider)
+    with TRACER_PROVIDER.get_tracer("host").start_as_current_span("answer"):
+        with pytest.raises(errors.ServerError):
+            c.models.generate_content(model=MODEL, contents="hi", config=scenario("status=503"))
+        c.models.generate_content(model="gemini-2.0-flash", contents="hi")
+    failed, served = genai_instrumented.spans()
+    assert failed.attributes[names.ENDING] == names.ENDING_MODEL_UNAVAILABLE
+    assert served.attributes[names.DEGRADATION_MODE] == names.MODE_DEGRADED
+    assert served.attributes[names.DEGRADATION_REASON] == (names.REASON_FAILOVER,)
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "error_type"),
+    [("overloaded", 503, "UNAVAILABLE"), ("rate_limited", 429, "RESOURCE_EXHAUSTED")],
+)
+def test_a_drill_fails_the_target_with_the_error_a_real_answer_gives(
+    genai_instrumented, fake_provider, failure, status, error_type
+):
+    c = client(fake_provider)
+    with pytest.raises(errors.APIError) as real:
+        c.models.generate_content(model=MODEL, contents="hi", config=scenario(f"status={status}"))
+    fake_provider.reset()
+    with osm.drill("outage", target_model=MODEL, duration=600, failure=failure):
+        with pytest.raises(errors.APIError) as drilled:
+            c.models.generate_content(model=MODEL, contents="hi")
+        assert c.models.generate_content(model="gemini-2.0-flash", contents="hi").text  # other models serve
+    assert type(drilled.value) is type(real.value)
+    assert (drilled.value.code, drilled.value.status) == (status, error_type)
+    assert "outage" in str(drilled.value)
+    assert [r["model"] for r in fake_provider.requests] == ["gemini-2.0-flash"]  # the target was never sent
+    ended = [s.attributes[names.ENDING] for s in genai_instrumented.spans()]
+    assert ended == [names.ENDING_MODEL_UNAVAILABLE, names.ENDING_MODEL_UNAVAILABLE, names.ENDING_COMPLETED]
+
+
+def test_a_timeout_drill_raises_the_client_timeout(genai_instrumented, fake_provider):
+    c = client(fake_provider)
+    fake_provider.reset()
+    with osm.drill("slow", target_model=MODEL, duration=600, failure="timeout"):
+        with pytest.raises(httpx2.TimeoutException):
+            c.models.generate_content(model=MODEL, contents="hi")
+    assert fake_provider.requests == []
+    _, a = only(genai_instrumented)
+    assert a[names.ENDING] == names.ENDING_TIMEOUT
+
+
+def test_a_call_inside_suppressed_instrumentation_passes_straight_through(genai_instrumented, fake_provider):
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    c = client(fake_provider)
+    fake_provider.reset()
+    with suppress_instrumentation():
+        assert c.models.generate_content(model=MODEL, contents="hi").text
+        assert list(c.models.generate_content_stream(model=MODEL, contents="hi"))
+    assert genai_instrumented.spans() == []
+    assert [r["headers"].get("traceparent") for r in fake_provider.requests] == [None, None]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_an_answer_without_model_version_or_usage_keeps_the_rest(genai_instrumented, fake_provider, stream):
+    call(fake_provider, "null_model,no_usage", stream)
+    _, a = only(genai_instrumented)
+    assert names.GEN_AI_RESPONSE_MODEL not in a  # not None, not the request model
+    assert names.GEN_AI_USAGE_INPUT_TOKENS not in a and names.GEN_AI_USAGE_OUTPUT_TOKENS not in a
+    assert a[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("STOP",)
+    assert a[names.ENDING] == names.ENDING_COMPLETED
+
+
+def gemini_host_callback(fake_provider, primary_scenario: str, fallback: str):
+    """A host sampling callback (mcp 2.x) answering with Gemini: the primary, and on a 503 the fallback."""
+    import mcp_types
+
+    async def callback(ctx, params):
+        c = client(fake_provider)
+        try:
+            answer = await c.aio.models.generate_content(model=MODEL, contents="hi", config=scenario(primary_scenario))
+        except errors.ServerError:
+            answer = await c.aio.models.generate_content(model=fallback, contents="hi")
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(text=answer.text),
+            model=answer.model_version,
+            stop_reason="endTurn",
+        )
+
+    return callback
+
+
+def test_a_sampling_callback_failing_over_between_gemini_models_is_one_degraded_request(telemetry, fake_provider):
+    """The same one-verdict treatment as anthropic and openai calls (test_sampling_with_provider.py).
+    (mcp 2.x: on mcp 1.x, conftest leaves this module out, as every module naming ``mcp_types``.)"""
+    import anyio
+
+    from conftest import call_sample_tool
+    from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+
+    for _ in _instrumented(telemetry, MCPSamplingInstrumentor, GoogleGenAIInstrumentor):
+        callback = gemini_host_callback(fake_provider, "status=503", fallback="gemini-2.0-flash")
+        anyio.run(call_sample_tool, "legacy", callback)
+        (sampling,) = telemetry.spans(names.SPAN_SAMPLING)
+        failed, served = telemetry.spans(f"chat {MODEL}") + telemetry.spans("chat gemini-2.0-flash")
+    assert {failed.parent.span_id, served.parent.span_id} == {sampling.context.span_id}
+    a = sampling.attributes
+    assert a[names.SAMPLING_ENDING] == "completed"
+    assert a[names.SAMPLING_PROVIDER_CALLS] == 2
+    assert a[names.GEN_AI_RESPONSE_MODEL] == "gemini-2.0-flash"
+    assert a[names.DEGRADATION_MODE] == names.MODE_DEGRADED  # no policy: the failover itself says so
+    assert served.attributes[names.DEGRADATION_REASON] == (names.REASON_FAILOVER,)
