@@ -22,6 +22,7 @@ import anyio
 import openai
 from opentelemetry import trace
 
+import otel_sampling
 from conftest import call_sample_tool, provider_host_callback, with_policy
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
@@ -295,3 +296,24 @@ def test_price_source_none_leaves_only_the_table(table_only, fake_provider):
     for model in ("claude-sonnet-4-5-20250929", "claude-haiku-5-5"):
         client(fake_provider).messages.create(model=model, max_tokens=64, messages=[{"role": "user", "content": "hi"}])
     assert costs(table_only) == {("anthropic", "claude-haiku-5-5", "primary"): pytest.approx(HAIKU_PLAIN_USD)}
+
+
+def test_a_run_with_an_unpriced_call_records_no_run_cost(priced, fake_provider):
+    """A run's cost is unknown when a call inside it had tokens and no price: no point, not $0."""
+    with otel_sampling.run("unpriced-task"):
+        client(fake_provider).messages.create(
+            model="claude-unpriced-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        )
+    with otel_sampling.run("priced-task"):
+        client(fake_provider).messages.create(
+            model="claude-haiku-5-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        )
+    with otel_sampling.run("no-calls"):
+        pass
+    run_costs = priced.counts(names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME)
+    assert run_costs == {("priced-task",): pytest.approx(HAIKU_PLAIN_USD), ("no-calls",): 0.0}
+    assert priced.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME) == {
+        ("unpriced-task",): 1,
+        ("priced-task",): 1,
+        ("no-calls",): 1,
+    }

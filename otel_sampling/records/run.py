@@ -22,7 +22,8 @@ open.
 A run is degraded if anything inside it was: a span that ended inside it with
 ``degradation.mode=degraded``, or a named degradation active at any moment while it was open.
 When it ends it records ``agent.runs``, ``agent.run.cost.usd`` (the priced provider calls inside
-it plus :func:`add_cost`) and ``agent.run.duration``. A run that ended degraded, or that contains a substitution outside
+it plus :func:`add_cost`; no point when a call inside reported tokens and had no price) and
+``agent.run.duration``. A run that ended degraded, or that contains a substitution outside
 policy, without an ``otel_sampling.disclose()`` call is a silent-degradation incident (a signal
 that never reaches the person is a record, not a control): span event
 ``degradation.silent_incident`` and ``degradation.silent_incidents``, labelled with whether the
@@ -95,6 +96,7 @@ class Run:
         "_outside_policy",
         "_disclosed",
         "_cost",
+        "_unpriced",
         "_outcome",
         "_ended",
         "_trace_ids",
@@ -114,6 +116,7 @@ class Run:
         self._outside_policy = False
         self._disclosed = False
         self._cost = 0.0
+        self._unpriced = False  # a call inside reported tokens and had no price: the run's cost is unknown
         self._outcome: str | None = None
         self._ended = False
         self._trace_ids: dict[int, None] = {}  # traces it owns in runs.by_trace (leave with their eviction)
@@ -200,6 +203,8 @@ class Run:
                 return
             if call.usd is not None:
                 self._cost += call.usd
+            elif call.usage.input_tokens is not None or call.usage.output_tokens is not None:
+                self._unpriced = True
             if not call.failed:
                 self.last_served = (call.served or call.requested, call.provider, call.region)
 
@@ -507,8 +512,11 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
     base = {names.AGENT_RUN_NAME: name, names.DEGRADATION_MODE: mode, names.AGENT_RUN_OUTCOME: outcome}
     context = _recorded_in(span, incident_parent)
     telemetry.agent_runs.add(1, {**base, names.AGENT_RUN_DISCLOSED: disclosed}, context=context)
-    # Also 0: cost per completed task divides by runs of every mode.
-    telemetry.run_cost.add(ended.cost_usd, base, context=context)
+    # Also 0 (cost per completed task divides by runs of every mode), but never for a run with an
+    # unpriced call: its cost is unknown, and a 0 would read as free (otel_sampling.client.unpriced
+    # names the models to price).
+    if not ended._unpriced:
+        telemetry.run_cost.add(ended.cost_usd, base, context=context)
     telemetry.run_duration.record(duration_s, base, context=context)
 
     if span is not None and span.is_recording():
