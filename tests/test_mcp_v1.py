@@ -139,6 +139,12 @@ DENIALS = [
         "model.unavailable",
         "-32603",
     ),
+    # A known host's decline in its own words (agent-framework-core 1.26.0, agent_framework/_mcp.py).
+    (
+        types.ErrorData(code=-32600, message="Sampling request denied by the 'sampling_approval_callback'."),
+        "user.denied",
+        "-32600",
+    ),
 ]
 
 
