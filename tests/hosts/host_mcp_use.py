@@ -1,7 +1,8 @@
 """An mcp-use host (mcp 1.x): ``MCPClient`` over stdio with a sampling callback the user writes, here
 with langchain's ``ChatAnthropic`` (mcp-use's own LLM layer; anthropic SDK, pointed at the fake
 provider) and its ``with_fallbacks`` for the fallback model. The tool is called directly on the
-session, as mcp-use's docs show for calls without an agent.
+session, as mcp-use's docs show for calls without an agent; the host traces that call (a span around
+it, the session opened before), so the sampling request has a trace to join.
 
 The callback reports the model the response names (langchain's ``response_metadata["model_name"]``)
 and ``endTurn``. Declining returns the MCP spec's frame (``-1``, "User rejected sampling request");
@@ -17,6 +18,7 @@ from langchain_anthropic import ChatAnthropic
 from langchain_core.messages import HumanMessage, SystemMessage
 from mcp import types
 from mcp_use import MCPClient
+from opentelemetry import trace
 
 
 def model_callback(args):
@@ -59,7 +61,8 @@ async def main(args) -> str:
     client = MCPClient(config=config, sampling_callback=callback)
     try:
         session = await client.create_session("tickets")
-        result = await session.call_tool(TOOL, {"ticket": TICKET})
+        with trace.get_tracer("host").start_as_current_span(f"execute_tool {TOOL}"):
+            result = await session.call_tool(TOOL, {"ticket": TICKET})
     finally:
         await client.close_all_sessions()
     text = " ".join(getattr(block, "text", repr(block)) for block in result.content)
