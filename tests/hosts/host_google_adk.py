@@ -29,7 +29,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from google.genai import types as genai
-from host_scenarios import SAMPLING_DECLINE, SAMPLING_MODEL, SCENARIO_HEADER, TICKET, TOOL, run_host
+from host_scenarios import SCENARIO_HEADER, TICKET, TOOL, run_host, sampling_callback_for
 from mcp import StdioServerParameters
 
 OVERLOADED = 529  # anthropic's overloaded_error status
@@ -95,11 +95,7 @@ async def decline(context, params):
 
 
 async def main(args) -> str:
-    callback = None
-    if args.sampling == SAMPLING_MODEL:
-        callback = model_callback(args)
-    elif args.sampling == SAMPLING_DECLINE:
-        callback = decline
+    callback = sampling_callback_for(args, lambda: model_callback(args), decline)
     toolset = McpToolset(
         connection_params=StdioConnectionParams(
             server_params=StdioServerParameters(command=args.server_command, args=args.server_args), timeout=60

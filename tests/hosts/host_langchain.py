@@ -14,17 +14,16 @@ request"); no sampling is a session without a callback (mcp's default answer).
 It prints the tool result (or what the tool raised) as its last line (host_scenarios.run_host).
 """
 
-from host_scenarios import SAMPLING_DECLINE, SAMPLING_MODEL, SCENARIO_HEADER, TICKET, TOOL, run_host
-from langchain_core.messages import HumanMessage, SystemMessage
+from host_langchain_sampling import answering_with, decline
+from host_scenarios import SCENARIO_HEADER, TICKET, TOOL, run_host, sampling_callback_for
 from langchain_core.tools import ToolException
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
 from langchain_openai import ChatOpenAI
-from mcp import types
 from opentelemetry import trace
 
 
-def model_callback(args):
+def chat_model(args):
     def chat(model: str) -> ChatOpenAI:
         return ChatOpenAI(
             model=model,
@@ -34,24 +33,7 @@ def model_callback(args):
             default_headers={SCENARIO_HEADER: args.scenario},
         )
 
-    llm = chat(args.family.primary).with_fallbacks([chat(args.family.fallback)])
-
-    async def sampling_callback(context, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-        messages = [SystemMessage(params.systemPrompt or "")]
-        messages += [HumanMessage(m.content.text) for m in params.messages if isinstance(m.content, types.TextContent)]
-        response = await llm.ainvoke(messages)
-        return types.CreateMessageResult(
-            role="assistant",
-            content=types.TextContent(type="text", text=response.text),
-            model=response.response_metadata.get("model_name", ""),
-            stopReason="endTurn",
-        )
-
-    return sampling_callback
-
-
-async def decline(context, params):
-    return types.ErrorData(code=-1, message="User rejected sampling request")
+    return chat(args.family.primary).with_fallbacks([chat(args.family.fallback)])
 
 
 def _text(content) -> str:
@@ -61,11 +43,8 @@ def _text(content) -> str:
 
 
 async def main(args) -> str:
-    session_kwargs = {}
-    if args.sampling == SAMPLING_MODEL:
-        session_kwargs["sampling_callback"] = model_callback(args)
-    elif args.sampling == SAMPLING_DECLINE:
-        session_kwargs["sampling_callback"] = decline
+    callback = sampling_callback_for(args, lambda: answering_with(chat_model(args)), decline)
+    session_kwargs = {"sampling_callback": callback} if callback is not None else {}
     client = MultiServerMCPClient(
         {
             "tickets": {

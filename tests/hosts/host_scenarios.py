@@ -19,6 +19,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 TOOL = "summarise"  # the server's one tool; gen_ai.tool.name on the sampling span
 TICKET = "Printer on fire"  # the tool's argument, the text the server asks to be summarised
@@ -255,6 +256,14 @@ def parse_host_args(argv: list[str] | None = None) -> argparse.Namespace:
         host.family.hint,
     ]
     return args
+
+
+def sampling_callback_for(args: argparse.Namespace, answering: Callable[[], Any], decline: Any) -> Any:
+    """The host's sampling callback for ``--sampling``: ``answering()`` (its model client), ``decline``,
+    or None (no sampling configured)."""
+    if args.sampling == SAMPLING_MODEL:
+        return answering()
+    return decline if args.sampling == SAMPLING_DECLINE else None
 
 
 def run_host(main: Callable[[argparse.Namespace], Awaitable[str]]) -> None:
