@@ -138,19 +138,24 @@ victoria-metrics:
 		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends victoria-metrics)
 
 # ---------------------------------------------------------------- real hosts (slow: not part of `make test`)
-# Three agent frameworks, each in its own venv under .venv-hosts/, pinned as a user installs them, with
+# Five agent frameworks, each in its own venv under .venv-hosts/, pinned as a user installs them, with
 # this package (editable) beside them: each answers the sampling requests of a small MCP server under
 # opentelemetry-instrument against the fake provider, one tool call per scenario (tests/hosts/).
 # The report (scenario x host x expected and observed verdict) goes to build/hosts-report.md.
 HOSTS_VENV := .venv-hosts
-HOSTS      := pydantic-ai fastmcp mcp-use
-# pydantic-ai and fastmcp run on mcp 2.x (through fastmcp 4), mcp-use pins mcp<2.
+HOSTS      := pydantic-ai fastmcp mcp-use google-adk langchain-mcp-adapters
+# pydantic-ai and fastmcp run on mcp 2.x (through fastmcp 4), google-adk on mcp 2.x too (it allows
+# mcp<3), mcp-use and langchain-mcp-adapters pin mcp<2. google-adk pins opentelemetry-api/sdk <= 1.44.
 pins_pydantic-ai   := "pydantic-ai-slim[mcp,anthropic]==2.68.0"
 extras_pydantic-ai := mcp,anthropic,otlp
 pins_fastmcp       := "fastmcp[openai]==4.2.3"
 extras_fastmcp     := mcp,openai,otlp
 pins_mcp-use       := "mcp-use[anthropic]==1.7.1"
 extras_mcp-use     := mcp1,anthropic,otlp
+pins_google-adk    := "google-adk[mcp]==2.13.0"
+extras_google-adk  := mcp,anthropic,otlp
+pins_langchain-mcp-adapters   := "langchain-mcp-adapters==0.3.2" "langchain-openai==1.7.4"
+extras_langchain-mcp-adapters := mcp1,openai,otlp
 
 venv-hosts: $(HOSTS:%=$(HOSTS_VENV)/%/.installed-stamp)
 
@@ -187,11 +192,17 @@ clean:
 # driving the provider SDKs. The supported ranges in pyproject.toml and the README are the ones
 # these cells prove.
 MATRIX := .matrix
-OLDEST := opentelemetry-api==1.45.1 opentelemetry-sdk==1.45.1 \
-	opentelemetry-exporter-otlp-proto-http==1.45.1 opentelemetry-exporter-otlp-proto-grpc==1.45.1 \
-	opentelemetry-semantic-conventions==0.66b1 opentelemetry-instrumentation==0.66b1 \
-	opentelemetry-distro==0.66b1 opentelemetry-exporter-prometheus==0.66b1
-MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest openai2-oldest openai2-newest google-genai-oldest
+# The oldest OpenTelemetry: API/SDK 1.43.0 and contrib 0.64b0, the first exporter-prometheus to label
+# series with otel_scope_name, which the shipped dashboards and rules select on (it pins the SDK to
+# 1.43). Older, the package's code still runs (1.39/0.60b0 passed its span and metric tests), but
+# 0.63b0 scrapes have no scope label, and before 0.63b0 the semantic-conventions package does not
+# publish the 1.41.0 schema our names follow. The otel-oldest cell runs the whole suite on it, the
+# rest as resolved today.
+OLDEST := opentelemetry-api==1.43.0 opentelemetry-sdk==1.43.0 \
+	opentelemetry-exporter-otlp-proto-http==1.43.0 opentelemetry-exporter-otlp-proto-grpc==1.43.0 \
+	opentelemetry-semantic-conventions==0.64b0 opentelemetry-instrumentation==0.64b0 \
+	opentelemetry-distro==0.64b0 opentelemetry-exporter-prometheus==0.64b0
+MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest openai2-oldest openai2-newest google-genai-oldest otel-oldest
 
 extras_mcp1 := mcp1,anthropic,openai,otlp,otlp-grpc,prometheus,mixin,test
 # google-genai 3.x needs pydantic >= 2.12.5, which the mcp 1.x cells hold back: its tests skip there.
@@ -200,6 +211,7 @@ extras_anthropic := $(extras_mcp2)
 extras_openai := $(extras_mcp2)
 extras_google := $(extras_mcp2)
 extras_openai2 := $(extras_mcp2)
+extras_otel := $(extras_mcp2)
 # mcp 1.10 imports a pydantic internal that pydantic 2.12 removed: it runs with the pydantic of its time.
 pins_mcp1-oldest := mcp==1.10.0 pydantic==2.11.7 $(OLDEST)
 pins_mcp1-newest := "mcp<2"
@@ -214,9 +226,11 @@ pins_openai2-oldest := openai==2.0.0 $(OLDEST)
 pins_openai2-newest := "openai<3"
 # google-genai 3.0 is its first release on httpx2, the HTTP library of the client methods we wrap.
 pins_google-genai-oldest := google-genai==3.0.0 $(OLDEST)
+pins_otel-oldest := $(OLDEST)
 # pyproject's warning filter names an mcp 2.x class, which pytest cannot resolve on mcp 1.x.
 tests_mcp1 := -o filterwarnings= tests
 tests_mcp2 := tests
+tests_otel := tests
 # Every module that drives a provider SDK: its wrappers, streams, endings, content, cost, failover,
 # sampling callbacks that call it, the range check, and loading under opentelemetry-instrument.
 PROVIDER_TESTS := $(wildcard tests/test_anthropic*.py tests/test_openai*.py tests/test_google_genai*.py tests/test_provider_*.py) \
@@ -242,5 +256,5 @@ $(MATRIX)/%/.installed: pyproject.toml Makefile
 
 # Not .PHONY: make skips pattern rules for phony targets.
 matrix-%: $(MATRIX)/%/.installed
-	@echo "== $*: $$($(MATRIX)/$*/bin/python -m pip freeze 2>/dev/null | grep -i -E '^(mcp|anthropic|openai|google-genai|opentelemetry-(api|sdk|semantic-conventions))==' | tr '\n' ' ')"
+	@echo "== $*: $$($(MATRIX)/$*/bin/python -m pip freeze 2>/dev/null | grep -i -E '^(mcp|anthropic|openai|google-genai|opentelemetry-(api|sdk|semantic-conventions|instrumentation))==' | tr '\n' ' ')"
 	$(MATRIX)/$*/bin/python -m pytest -q -p no:cacheprovider $(XDIST) $(tests_$(firstword $(subst -, ,$*)))

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 import anyio
+import mcp
 import pytest
-from mcp import StdioServerParameters
+from mcp import Client, StdioServerParameters
 from mcp.client import stdio as mcp_stdio
 from mcp.client import streamable_http as mcp_streamable_http
 from mcp.client.session import ClientSession
@@ -68,3 +69,48 @@ def test_a_streamable_http_transport_opened_in_a_task_of_its_own(mcp_instrumente
     attrs = only_sampling_span(mcp_instrumented).attributes
     assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_TCP
     assert len(attrs[names.MCP_SESSION_ID]) >= 16  # the legacy handshake's mcp-session-id
+
+
+# ---------------------------------------------------------------- every form of mcp's own Client
+# Client(server) takes a StdioServerParameters or a URL (it opens the transport itself) or a transport
+# the host opened for it (its context manager): then Client makes ClientSession(dispatcher=...), no
+# read stream (mcp/client/client.py, Client.__post_init__ and _build_session). Each form, on both
+# protocol paths: "legacy" (JSON-RPC sampling/createMessage) and "auto" (2026-07-28 with this server).
+STDIO_FORMS = {
+    "parameters": lambda: STDIO,
+    "stdio_client": lambda: mcp_stdio.stdio_client(STDIO),
+    "mcp.stdio_client": lambda: mcp.stdio_client(STDIO),
+}
+HTTP_FORMS = {
+    "url": lambda url: url,
+    "streamable_http_client": lambda url: mcp_streamable_http.streamable_http_client(url),
+}
+MODES = ("legacy", "auto")
+
+
+async def sample_with_client(server, mode) -> str:
+    async with Client(server, mode=mode, sampling_callback=callback_returning(result())) as client:
+        return (await client.call_tool("sample", ARGS)).content[0].text
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("form", list(STDIO_FORMS))
+def test_every_form_of_client_over_stdio_names_the_transport(mcp_instrumented, form, mode):
+    assert anyio.run(sample_with_client, STDIO_FORMS[form](), mode) == f"{SERVED}|endTurn"
+    attrs = only_sampling_span(mcp_instrumented).attributes
+    assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_PIPE
+    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("form", list(HTTP_FORMS))
+def test_every_form_of_client_over_streamable_http_names_the_transport(mcp_instrumented, form, mode):
+    async def body(url):
+        return await sample_with_client(HTTP_FORMS[form](url), mode)
+
+    assert anyio.run(serve_streamable_http, build_server(), body) == f"{SERVED}|endTurn"
+    attrs = only_sampling_span(mcp_instrumented).attributes
+    assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_TCP
+    if mode == "legacy":  # the initialize handshake's mcp-session-id; a 2026-07-28 connection has none
+        assert len(attrs[names.MCP_SESSION_ID]) >= 16

@@ -139,6 +139,12 @@ DENIALS = [
         "model.unavailable",
         "-32603",
     ),
+    # A known host's decline in its own words (agent-framework-core 1.26.0, agent_framework/_mcp.py).
+    (
+        types.ErrorData(code=-32600, message="Sampling request denied by the 'sampling_approval_callback'."),
+        "user.denied",
+        "-32600",
+    ),
 ]
 
 
@@ -210,6 +216,116 @@ def test_span_is_parented_from_params_meta_traceparent(v1_instrumented):
     span = only_sampling_span(v1_instrumented)
     assert format(span.context.trace_id, "032x") == trace_id
     assert format(span.parent.span_id, "016x") == parent_id and span.parent.is_remote
+
+
+@contextlib.asynccontextmanager
+async def memory_session(callback):
+    async with create_connected_server_and_client_session(
+        build_server()._mcp_server, sampling_callback=callback
+    ) as session:
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(callback):
+    async with stdio_client(STDIO) as (read, write), ClientSession(read, write, sampling_callback=callback) as session:
+        await session.initialize()
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def http_session(callback):
+    async with contextlib.AsyncExitStack() as stack:
+        url = await stack.enter_async_context(streamable_http_server())
+        read, write, _ = await stack.enter_async_context(mcp_streamable_http.streamablehttp_client(url))
+        session = await stack.enter_async_context(ClientSession(read, write, sampling_callback=callback))
+        await session.initialize()
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def streamable_http_server():
+    ready, done = anyio.Event(), anyio.Event()
+    where: list[str] = []
+
+    async def body(url):
+        where.append(url)
+        ready.set()
+        await done.wait()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve_streamable_http, build_server(), body)
+        await ready.wait()
+        try:
+            yield where[0]
+        finally:
+            done.set()
+
+
+@pytest.mark.parametrize("session_on", [memory_session, stdio_session, http_session], ids=["memory", "stdio", "http"])
+def test_a_request_joins_the_trace_of_the_tool_call_that_triggered_it(v1_instrumented, session_on):
+    """A host opens its session once and calls tools later, each in a span of its own. mcp 1.x's server
+    sends no trace context and the callback runs in the session's receive loop, whose context is the
+    session's: the span is a child of the span current where the host called the tool."""
+    tracer = trace.get_tracer("host")
+
+    async def host(callback):
+        async with session_on(callback) as session:
+            with tracer.start_as_current_span("execute_tool sample") as tool_span:
+                out = tool_output(await session.call_tool("sample", ARGS))
+        return out, tool_span.get_span_context()
+
+    out, tool_call = anyio.run(host, callback_returning(result()))
+    assert out == f"{SERVED}|endTurn"
+    span = only_sampling_span(v1_instrumented)
+    assert span.context.trace_id == tool_call.trace_id
+    assert span.parent.span_id == tool_call.span_id and not span.parent.is_remote
+
+
+def test_two_tool_calls_in_flight_leave_the_parent_unguessed(v1_instrumented):
+    """Which of two concurrent calls asked cannot be read from the request: neither trace is joined."""
+    tracer = trace.get_tracer("host")
+
+    async def host(callback):
+        async with memory_session(callback) as session:
+
+            async def one(name):
+                with tracer.start_as_current_span(f"execute_tool {name}"):
+                    return tool_output(await session.call_tool("sample", ARGS))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(one, "a")
+                tg.start_soon(one, "b")
+
+    anyio.run(host, callback_returning(result()))
+    spans = v1_instrumented.spans(names.SPAN_SAMPLING)
+    assert len(spans) == 2
+    assert all(span.parent is None for span in spans)
+
+
+def test_a_traceparent_the_server_sent_wins_over_the_tool_calls_context(v1_instrumented):
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"  # W3C trace-context example
+
+    async def traced(callback):
+        async with memory_session(callback) as session:
+            with trace.get_tracer("host").start_as_current_span("execute_tool sample_traced"):
+                return tool_output(
+                    await session.call_tool("sample_traced", {"traceparent": f"00-{trace_id}-{parent_id}-01"})
+                )
+
+    assert anyio.run(traced, callback_returning(result())) == SERVED
+    span = only_sampling_span(v1_instrumented)
+    assert format(span.context.trace_id, "032x") == trace_id
+    assert format(span.parent.span_id, "016x") == parent_id
+
+
+def test_without_a_span_around_the_tool_call_the_request_starts_a_trace(v1_instrumented):
+    async def host(callback):
+        async with memory_session(callback) as session:
+            return tool_output(await session.call_tool("sample", ARGS))
+
+    assert anyio.run(host, callback_returning(result())) == f"{SERVED}|endTurn"
+    assert only_sampling_span(v1_instrumented).parent is None
 
 
 def test_instrument_wraps_once_and_uninstrument_restores_identity(telemetry):

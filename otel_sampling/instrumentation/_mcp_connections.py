@@ -13,14 +13,20 @@ placeholder) and, for streamable HTTP, the transport object (its ``session_id`` 
   ``streamable_http_client``, mcp 1.x's ``streamablehttp_client``) hand the host a transparent
   proxy of the context manager, which moves the mark of the task that entered it onto the read
   stream it yields.
-* ``ClientSession.__init__`` binds the session to the mark of its read stream, else to the mark
-  of its own task. So a session binds whether the host opens the transport in the session's own
-  task or in a task of its own (mcp-use runs each transport in a connection-manager task); a host
-  that bound a transport function by name before ``instrument()`` still binds in the same task.
+* mcp 2.x's ``JSONRPCDispatcher.__init__`` moves its read stream's mark onto the dispatcher: mcp's
+  own ``Client`` enters the transport it is given (``Client(stdio_client(params))``) and makes
+  ``ClientSession(dispatcher=...)``, with no read stream.
+* ``ClientSession.__init__`` binds the session to the mark of its read stream or of the dispatcher
+  it is given, else to the mark of its own task. So a session binds whether the host opens the
+  transport in the session's own task or in a task of its own (mcp-use runs each transport in a
+  connection-manager task); a host that bound a transport function by name before
+  ``instrument()`` still binds in the same task.
 
 ``ClientSession.call_tool`` notes the tool calls in flight per session: a server's JSON-RPC
 request carries no related id the client can read, so the tool is named only when exactly one
-call is in flight on that session. On mcp 2.x's 2026-07-28 path it is also one round of a tool
+call is in flight on that session. It also keeps the context each call was made in: on mcp 1.x,
+whose servers send no trace context, the sampling request joins the trace of the one tool call in
+flight (:meth:`Connections.tool_call_context`). On mcp 2.x's 2026-07-28 path it is also one round of a tool
 call's input-required loop (:func:`~otel_sampling.instrumentation._mcp_tool_call.continue_trace`).
 """
 
@@ -34,6 +40,7 @@ from typing import Any, NamedTuple
 
 import wrapt
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import locks, names
@@ -93,13 +100,21 @@ class StreamMarks:
             return mark
 
 
+class ToolCallInFlight(NamedTuple):
+    """A tool call a session has in flight: its ``name``, and ``context``, the context it was made
+    in (the trace it belongs to)."""
+
+    name: str
+    context: otel_context.Context
+
+
 class Connections:
     """What each ``ClientSession`` is connected through, and its tool calls in flight (weak keys)."""
 
     def __init__(self) -> None:
         self.transports: weakref.WeakKeyDictionary[Any, Opened] = weakref.WeakKeyDictionary()
         self.streams = StreamMarks()
-        self.tool_calls: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+        self.tool_calls: weakref.WeakKeyDictionary[Any, list[ToolCallInFlight]] = weakref.WeakKeyDictionary()
 
     def describe(self, session: Any) -> tuple[str | None, str | None]:
         """``(network.transport, mcp.session.id)`` of a session, each None when unknown."""
@@ -117,7 +132,16 @@ class Connections:
     def tool_for(self, session: Any) -> str | None:
         """The tool call in flight on ``session`` when there is exactly one, else None."""
         calls = self.tool_calls.get(session)
-        return calls[0] if calls and len(calls) == 1 else None
+        return calls[0].name if calls and len(calls) == 1 else None
+
+    def tool_call_context(self, session: Any) -> otel_context.Context | None:
+        """The context of the one tool call in flight on ``session`` when it has a valid span current
+        (the trace that call belongs to), else None (no call, several, or no trace to join)."""
+        calls = self.tool_calls.get(session)
+        if not calls or len(calls) != 1:
+            return None
+        context = calls[0].context
+        return context if trace.get_current_span(context).get_span_context().is_valid else None
 
 
 def _stdio_mark(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened:
@@ -203,9 +227,17 @@ def _transport_manager_wrapper(state: Any) -> Callable[..., Any]:
     return wrapper
 
 
-def _bind_transport(state: Any, session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    read_stream = args[0] if args else kwargs.get("read_stream")
-    mark = state.connections.streams.take(read_stream) if read_stream is not None else None
+def _take_stream_mark(state: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened | None:
+    """The mark of what a session is made on: its read stream, else (mcp 2.x) the dispatcher it is
+    given. Taken before the session is made, since mcp 2.x's session wraps its read stream in a
+    dispatcher of its own, whose ``__init__`` would otherwise move the mark onto that dispatcher."""
+    source = args[0] if args else kwargs.get("read_stream")
+    if source is None:
+        source = kwargs.get("dispatcher")
+    return state.connections.streams.take(source) if source is not None else None
+
+
+def _bind_transport(state: Any, session: Any, mark: Opened | None) -> None:
     if mark is None:
         mark = _opened.get()
         _opened.set(None)  # one transport, one session
@@ -217,22 +249,57 @@ def _session_init_wrapper(state: Any) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return wrapped(*args, **kwargs)
+        mark = guarded("take the mark of a session's streams", _take_stream_mark, state, args, kwargs)
         wrapped(*args, **kwargs)
-        guarded("bind a session to its transport", _bind_transport, state, instance, args, kwargs)
+        guarded("bind a session to its transport", _bind_transport, state, instance, mark)
         return None  # __init__
 
     return wrapper
 
 
-def _note_tool_call(state: Any, session: Any, name: Any) -> list[str] | None:
-    """The session's tool calls in flight, ``name`` among them; None when it is not noted."""
+def _move_mark_to_dispatcher(
+    connections: Connections, dispatcher: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    read_stream = args[0] if args else kwargs.get("read_stream")
+    mark = connections.streams.take(read_stream) if read_stream is not None else None
+    if mark is not None:
+        connections.streams.put(dispatcher, mark)
+
+
+def _dispatcher_init_wrapper(state: Any) -> Callable[..., Any]:
+    """mcp 2.x's ``JSONRPCDispatcher(read_stream, write_stream)``: the read stream's mark goes onto
+    the dispatcher, for the session it is handed to (``ClientSession(dispatcher=...)``, what mcp's
+    own ``Client`` makes of a transport)."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not is_instrumentation_enabled():
+            return wrapped(*args, **kwargs)
+        wrapped(*args, **kwargs)
+        guarded("mark a dispatcher's streams", _move_mark_to_dispatcher, state.connections, instance, args, kwargs)
+        return None  # __init__
+
+    return wrapper
+
+
+def _note_tool_call(state: Any, session: Any, name: Any) -> ToolCallInFlight | None:
+    """Note ``name`` among the session's tool calls in flight; None when it is not noted."""
     if not isinstance(name, str):
         return None
-    calls: list[str] = state.connections.tool_calls.setdefault(session, [])
+    calls: list[ToolCallInFlight] = state.connections.tool_calls.setdefault(session, [])
     if len(calls) >= TOOL_CALLS_PER_SESSION:
         return None
-    calls.append(name)
-    return calls
+    call = ToolCallInFlight(name, otel_context.get_current())
+    calls.append(call)
+    return call
+
+
+def _forget_tool_call(state: Any, session: Any, call: ToolCallInFlight) -> None:
+    calls = state.connections.tool_calls.get(session)
+    if calls is not None:
+        for i, noted in enumerate(calls):
+            if noted is call:
+                del calls[i]
+                return
 
 
 def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
@@ -243,15 +310,15 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
-        calls = guarded("note a tool call", _note_tool_call, state, instance, name)
+        call = guarded("note a tool call", _note_tool_call, state, instance, name)
         token = guarded("continue a tool call's trace", continue_trace)
         try:
             return await wrapped(*args, **kwargs)
         finally:
             if token is not None:
                 otel_context.detach(token)
-            if calls is not None and name in calls:
-                calls.remove(name)
+            if call is not None:
+                guarded("forget a tool call", _forget_tool_call, state, instance, call)
 
     return wrapper
 
@@ -268,6 +335,10 @@ CONNECTION_TARGETS = (
 # streamable_http_client: mcp 2.x, and mcp 1.x from 1.2x on; streamablehttp_client: mcp 1.x only
 # (from 1.2x on it calls streamable_http_client: its streams are then marked once, by the inner one).
 HTTP_MANAGER_TARGETS_V2 = (Target("mcp.client.streamable_http", "streamable_http_client", _transport_manager_wrapper),)
+# mcp 2.x also hands a session its streams inside a dispatcher (what mcp's own ``Client`` does).
+DISPATCHER_TARGETS_V2 = (
+    Target("mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher.__init__", _dispatcher_init_wrapper),
+)
 HTTP_MANAGER_TARGETS_V1 = (
     Target("mcp.client.streamable_http", "streamablehttp_client", _transport_manager_wrapper),
     Target("mcp.client.streamable_http", "streamable_http_client", _transport_manager_wrapper, optional=True),

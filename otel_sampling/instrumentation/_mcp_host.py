@@ -125,8 +125,9 @@ def start_record(
         meta: ``params._meta`` as the SDK hands it over (see :func:`parent_of`).
         tool_name: the tool call that triggered the request, when the table knows it; else the one
             call in flight on the session, if there is exactly one.
-        round_parent: the context of the tool call's round that asked for the request (2026-07-28
-            path), the parent when ``meta`` carries none; None: the ambient context.
+        round_parent: the context of the tool call that asked for the request (its round on the
+            2026-07-28 path; on mcp 1.x the one call in flight on the session), the parent when
+            ``meta`` carries none; None: the ambient context.
     """
     server = state.server_facts(session)
     transport, session_id = state.connections.describe(session)

@@ -34,7 +34,10 @@ What mcp 1.x does differently, and what the telemetry shows for it:
   callback ended it. A session closing under the callback ends it ``cancelled``.
 * The callback runs in the receive loop's task, not in the task of the host's ``call_tool``, so the
   tool is named only when exactly one ``call_tool`` is in flight on the session (as on mcp 2.x's
-  JSON-RPC path).
+  JSON-RPC path). For the same reason the ambient context is the session's, not the tool call's,
+  and an mcp 1.x server sends no trace context (an instrumented one may put a ``traceparent`` in
+  ``params._meta``, which wins): the span's parent is then the context that one ``call_tool`` was
+  made in, so the request joins the trace of the tool call that triggered it.
 * A callback that raises, or returns something the SDK cannot validate, makes the SDK answer
   ``-32602 Invalid request parameters``; the ending is ``error`` with the exception's class name as
   ``error.type``, as on mcp 2.x (after a provider call that failed, that call's ending: the rules
@@ -186,6 +189,7 @@ def _received_request_wrapper(state: State) -> Callable[..., Any]:
                 request_id=responder.request_id,
                 params=_SnakeCaseView(request.params),
                 meta=responder.request_meta,
+                round_parent=state.connections.tool_call_context(instance),
             )
             if record is None:
                 return await wrapped(*args, **kwargs)

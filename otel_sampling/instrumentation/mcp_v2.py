@@ -34,7 +34,11 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling.instrumentation._guard import guarded
-from otel_sampling.instrumentation._mcp_connections import CONNECTION_TARGETS, HTTP_MANAGER_TARGETS_V2
+from otel_sampling.instrumentation._mcp_connections import (
+    CONNECTION_TARGETS,
+    DISPATCHER_TARGETS_V2,
+    HTTP_MANAGER_TARGETS_V2,
+)
 from otel_sampling.instrumentation._mcp_host import (
     INVALID_RESULT_CODE,
     HostState,
@@ -214,6 +218,7 @@ TARGETS = (
     Target("mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher._dispatch_notification", _notification_wrapper),
     *CONNECTION_TARGETS,
     *HTTP_MANAGER_TARGETS_V2,
+    *DISPATCHER_TARGETS_V2,
     *MCP_TARGETS,
 )
 HOST_TARGETS = (FASTMCP_TARGETS,)

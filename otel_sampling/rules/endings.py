@@ -10,20 +10,21 @@ Sampling requests. Rules for error frames, first match wins
    error frame is never a completion): that ending (so a policy refusal code with ``data.reason``
    ``policy.budget_exhausted`` is ``policy.budget_exhausted``).
 2. the host's own rules from the policy file (``[[ending_rules]]``), in file order.
-3. the message is the MCP spec's text for a user's rejection, "User rejected sampling request"
-   (2025-11-25, client/sampling, Error Handling), whatever the code: ``user.denied`` (fastmcp
-   sends a handler's exception as ``-32603`` with the exception's text, so a host that declines by
-   raising sends that text with the code of a crash).
-4. code ``-32600`` with the message "Sampling not supported": ``host.unsupported``, the mcp SDK's
-   own answer (1.x and 2.x ``_default_sampling_callback``) when the host set no sampling callback:
-   the host's decision not to sample, not an error.
-5. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
+3. a known host's decline frame (:data:`~otel_sampling.rules.host_frames.KNOWN_DECLINES`, one
+   sourced row per host: a message, exactly, and its code or any code): that row's ending. Among
+   them the MCP spec's text for a user's rejection, "User rejected sampling request" (2025-11-25,
+   client/sampling, Error Handling), whatever the code: ``user.denied`` (fastmcp sends a handler's
+   exception as ``-32603`` with the exception's text, so a host that declines by raising sends
+   that text with the code of a crash); and ``-32600`` "Sampling not supported",
+   ``host.unsupported``, the mcp SDK's own answer (1.x and 2.x ``_default_sampling_callback``)
+   when the host set no sampling callback: the host's decision not to sample, not an error.
+4. code ``-1``: ``user.denied`` (MCP spec 2025-11-25, client/sampling, Error Handling:
    "User rejected sampling request").
-6. the policy refusal code (``refusal_code``: the setting ``OTEL_SAMPLING_POLICY_REFUSAL_CODE``,
+5. the policy refusal code (``refusal_code``: the setting ``OTEL_SAMPLING_POLICY_REFUSAL_CODE``,
    default ``-31003``, outside JSON-RPC's reserved range as MCP 2026-07-28 asks), or ``-32003``,
    the legacy code older hosts send: ``policy.denied``.
-7. code ``-32001``: ``timeout`` (mcp SDK ``REQUEST_TIMEOUT``).
-8. anything else: ``error``.
+6. code ``-32001``: ``timeout`` (mcp SDK ``REQUEST_TIMEOUT``).
+7. anything else: ``error``.
 
 A callback that raises ``MCPError`` is classified by its error frame (the SDK sends that frame on
 the wire); any other exception is ``user.denied`` when its text is the spec's rejection text (rule
@@ -90,6 +91,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from otel_sampling import names
+from otel_sampling.rules import host_frames
 from otel_sampling.rules.values import Ending, Failure, ProviderCalls, Response
 
 if TYPE_CHECKING:
@@ -107,12 +109,8 @@ USER_REJECTED_CODE = names.ERROR_CODE_USER_REJECTED  # MCP spec: user rejected t
 POLICY_REFUSAL_CODE = names.ERROR_CODE_POLICY_REFUSAL  # the default; the setting may name another
 LEGACY_POLICY_REFUSAL_CODE = names.ERROR_CODE_POLICY_REFUSAL_LEGACY  # older hosts' policy refusals
 REQUEST_TIMEOUT_CODE = -32001  # mcp_types.REQUEST_TIMEOUT
-INVALID_REQUEST_CODE = -32600  # JSON-RPC 2.0 Invalid Request (mcp_types.INVALID_REQUEST)
 INTERNAL_ERROR_CODE = -32603  # JSON-RPC 2.0 Internal error (mcp_types.INTERNAL_ERROR)
-#: The MCP spec's text for a user's rejection (2025-11-25, client/sampling, Error Handling).
-USER_REJECTED_MESSAGE = "User rejected sampling request"
-#: The mcp SDK's answer when no sampling callback is set (mcp 1.x and 2.x ``_default_sampling_callback``).
-UNSUPPORTED_MESSAGE = "Sampling not supported"
+USER_REJECTED_MESSAGE = host_frames.USER_REJECTED_MESSAGE
 CONNECTION_CLOSED_CODE = -32000  # mcp_types.CONNECTION_CLOSED
 #: Codes the mcp SDK raises for a failure on its own side (a timeout, a closed connection), in an
 #: ``MCPError`` no answer carried; its own span records no ``rpc.response.status_code`` for them.
@@ -173,12 +171,8 @@ def from_error_frame(
         ending = str(reason)  # one of _FRAME_ENDINGS (checked above)
     elif matched is not None:
         ending = matched.ending
-    elif isinstance(message, str) and message == USER_REJECTED_MESSAGE:
-        ending = names.ENDING_USER_DENIED
-    elif code == INVALID_REQUEST_CODE and isinstance(message, str) and message == UNSUPPORTED_MESSAGE:
-        ending = names.ENDING_HOST_UNSUPPORTED
     else:
-        ending = _code_ending(code, refusal_code)
+        ending = host_frames.decline_ending(code, message) or _code_ending(code, refusal_code)
     return Ending(ending, str(code), resets_at)
 
 

@@ -65,8 +65,9 @@ class ReportPlugin:
                     known = self.known_failures.get((scenario.name, host.name, field))
                     xfail += bool(known)
                     failing += not known
-                    items = " + ".join(reason.split(":")[0] for reason in known.split(" + "))
-                    item = f" (xfail: {items})" if known else " **(FAIL)**"
+                    item = " **(FAIL)**"
+                    if known:
+                        item = f" (xfail: {' + '.join(reason.split(':')[0] for reason in known.split(' + '))})"
                     cells.append(f"✗ want {_code(check.want)} / got {_code(check.got)}{item}")
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
         reasons = sorted({reason for known in self.known_failures.values() for reason in known.split(" + ")})

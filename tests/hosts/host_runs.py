@@ -175,9 +175,10 @@ class HostRunner:
                     "OTEL_EXPORTER_OTLP_ENDPOINT": self.receiver.base_url,
                     "OTEL_BSP_SCHEDULE_DELAY": "200",
                     "OTEL_METRIC_EXPORT_INTERVAL": "60000",  # the export at shutdown is the one read
-                    names.ENV_POLICY: str(self.policy),
                 }
             )
+            if scenario.policy:
+                env[names.ENV_POLICY] = str(self.policy)
         # A session of its own: on a timeout the host and its stdio server go together.
         proc = subprocess.Popen(
             command,
@@ -208,12 +209,16 @@ class HostRunner:
             run.metrics = latest
         return run
 
-    def observe(self, host: Host, scenario: Scenario) -> Observation:
-        """Both runs of one cell, side by side (two processes: they share nothing but the provider)."""
+    def observe(self, host: Host, scenario: Scenario, bare: Run | None = None) -> Observation:
+        """Both runs of one cell, side by side (two processes: they share nothing but the provider);
+        ``bare``: the uninstrumented run already made for the same host and provider scenario (it
+        reads no policy file), reused."""
+        if bare is not None:
+            return Observation(host, scenario, bare, self.run(host, scenario, True))
         with ThreadPoolExecutor(2) as pool:
-            bare = pool.submit(self.run, host, scenario, False)
+            bare_run = pool.submit(self.run, host, scenario, False)
             instrumented = pool.submit(self.run, host, scenario, True)
-            return Observation(host, scenario, bare.result(), instrumented.result())
+            return Observation(host, scenario, bare_run.result(), instrumented.result())
 
     def versions(self, host: Host) -> dict[str, str]:
         """The installed versions of the packages that make the host what it is."""
@@ -221,10 +226,13 @@ class HostRunner:
             "pydantic-ai-slim",
             "fastmcp",
             "mcp-use",
+            "google-adk",
+            "langchain-mcp-adapters",
             "mcp",
             "anthropic",
             "openai",
             "langchain-anthropic",
+            "langchain-openai",
             "opentelemetry-sdk",
             "opentelemetry-distro",
             "opentelemetry-exporter-otlp-proto-http",

@@ -17,8 +17,9 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 TOOL = "summarise"  # the server's one tool; otel_sampling.sampling.tool.name on the sampling span
 TICKET = "Printer on fire"  # the tool's argument, the text the server asks to be summarised
@@ -64,6 +65,8 @@ HOSTS = (
     Host("pydantic-ai", "host_pydantic_ai", ANTHROPIC, "server_v2.py", asked_without_capability=False),
     Host("fastmcp", "host_fastmcp", OPENAI, "server_v2.py", asked_without_capability=False),
     Host("mcp-use", "host_mcp_use", ANTHROPIC, "server_v1.py", asked_without_capability=True),
+    Host("google-adk", "host_google_adk", ANTHROPIC, "server_v2.py", asked_without_capability=False),
+    Host("langchain-mcp-adapters", "host_langchain", OPENAI, "server_v1.py", asked_without_capability=True),
 )
 
 # How the host is set up to answer sampling requests (the host scripts' --sampling):
@@ -96,9 +99,32 @@ class Scenario:
     sampling: str  # SAMPLING_*
     header: str  # the x-fake-scenario value; {primary}, {fallback}, {outside}, {status} filled per family
     expected: Callable[[Family], Expected] = field(repr=False)
+    # The verdict when the host runs with no policy file (None: the same as with one). Without a
+    # policy the reference is the model the host asked the provider for, else the server's hint: any
+    # other model served is a substitution, degraded on every signal (docs/telemetry.md).
+    without_policy: Callable[[Family], Expected] | None = field(default=None, repr=False)
+    policy: bool = True  # the instrumented run has OTEL_SAMPLING_POLICY set (policy_toml())
+    base: str = ""  # the scenario this one is the no-policy twin of ("": itself)
+
+    def twin_without_policy(self) -> Scenario:
+        """The same scenario on a host with no policy file."""
+        return replace(
+            self,
+            name=f"{self.name}{NO_POLICY_SUFFIX}",
+            description=f"{self.description}; no policy file",
+            expected=self.without_policy or self.expected,
+            without_policy=None,
+            policy=False,
+            base=self.name,
+        )
 
 
-SCENARIOS = (
+NO_POLICY_SUFFIX = "-no_policy"
+# names.SUBSTITUTION_WITHOUT_POLICY of the one-verdict rule (issue 30): another model than asked,
+# and no policy covers the server.
+WITHOUT_POLICY = "without_policy"
+
+_SCENARIOS_WITH_POLICY = (
     Scenario(
         "served",
         "the provider serves the requested (primary) model",
@@ -112,6 +138,7 @@ SCENARIOS = (
         SAMPLING_MODEL,
         "served_model={fallback}",
         lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("provider_fallback",), "completed"),
+        lambda f: Expected("completed", f.fallback, WITHOUT_POLICY, "degraded", ("substitution",), "completed"),
     ),
     Scenario(
         "substituted_outside",
@@ -127,6 +154,7 @@ SCENARIOS = (
             "completed",
             ("model_outside_policy",),
         ),
+        lambda f: Expected("completed", f.outside, WITHOUT_POLICY, "degraded", ("substitution",), "completed"),
     ),
     Scenario(
         "overload_fallback",
@@ -134,6 +162,8 @@ SCENARIOS = (
         SAMPLING_MODEL,
         "status={status},fail_model={primary}",
         lambda f: Expected("completed", f.fallback, "within_policy", "degraded", ("failover",), "completed"),
+        # The fallback was asked for and served: no substitution; the failover degrades it.
+        lambda f: Expected("completed", f.fallback, "none", "degraded", ("failover",), "completed"),
     ),
     Scenario(
         "refusal",
@@ -165,6 +195,9 @@ SCENARIOS = (
         lambda f: Expected(DECLINED_NOT_ERROR, None, "none", "primary", (), "denied"),
     ),
 )
+
+# Every scenario with the policy file, then every one without.
+SCENARIOS = (*_SCENARIOS_WITH_POLICY, *(s.twin_without_policy() for s in _SCENARIOS_WITH_POLICY))
 
 # The overload status per provider: anthropic's 529 overloaded_error, openai's 503 (it has no 529).
 OVERLOAD_STATUS = {"anthropic": "529", "openai": "503"}
@@ -223,6 +256,14 @@ def parse_host_args(argv: list[str] | None = None) -> argparse.Namespace:
         host.family.hint,
     ]
     return args
+
+
+def sampling_callback_for(args: argparse.Namespace, answering: Callable[[], Any], decline: Any) -> Any:
+    """The host's sampling callback for ``--sampling``: ``answering()`` (its model client), ``decline``,
+    or None (no sampling configured)."""
+    if args.sampling == SAMPLING_MODEL:
+        return answering()
+    return decline if args.sampling == SAMPLING_DECLINE else None
 
 
 def run_host(main: Callable[[argparse.Namespace], Awaitable[str]]) -> None:

@@ -153,6 +153,21 @@ def tool(obs: Observation, exp: Expected) -> Check:
     return _equal(TOOL, _attribute(obs, names.SAMPLING_TOOL_NAME))
 
 
+def joins_tool_trace(obs: Observation, exp: Expected) -> Check:
+    """The sampling span is in the trace of the tool call that triggered it: a span of the host, its
+    framework or the mcp SDK (not ours) that names the tool, with the sampling span's trace id."""
+    want = f"in the trace of the {TOOL} call"
+    span = obs.sampling
+    if span is None:
+        return Check(want, "no single sampling span", False)
+    calls = [s for s in obs.instrumented.spans if s["scope"] != names.SCOPE_NAME and TOOL in s["name"]]
+    joined = sorted({s["name"] for s in calls if s["trace_id"] == span["trace_id"]})
+    if joined:
+        return Check(want, f"in the trace of {', '.join(joined)}", True)
+    others = sorted({s["name"] for s in calls})
+    return Check(want, f"a trace of its own (tool spans: {', '.join(others) or 'none'})", False)
+
+
 def server(obs: Observation, exp: Expected) -> Check:
     """Which server asked, and over what: ``mcp.server.name``, ``mcp.server.version``, ``network.transport``."""
     keys = (names.MCP_SERVER_NAME, names.MCP_SERVER_VERSION, names.NETWORK_TRANSPORT)
@@ -201,6 +216,7 @@ FIELDS: dict[str, tuple[str, Callable[[Observation, Any], Check]]] = {
     "violations": ("violations", violations),
     "run": ("run outcome", run_outcome),
     "tool": ("tool name", tool),
+    "trace": ("trace", joins_tool_trace),
     "server": ("server (name version transport)", server),
     "metric": ("otel_sampling.sampling.requests", requests_metric),
     "output": ("host output", output),
