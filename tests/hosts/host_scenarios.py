@@ -120,9 +120,9 @@ class Scenario:
 
 
 NO_POLICY_SUFFIX = "-no_policy"
-# names.SUBSTITUTION_WITHOUT_POLICY of the one-verdict rule (issue 30): another model than asked,
-# and no policy covers the server.
-WITHOUT_POLICY = "without_policy"
+# Another model than asked, and no policy covers the server (docs/telemetry.md, "Verdicts with and
+# without a policy").
+WITHOUT_POLICY = "without_policy"  # names.SUBSTITUTION_WITHOUT_POLICY (test_real_hosts checks it is one)
 
 _SCENARIOS_WITH_POLICY = (
     Scenario(

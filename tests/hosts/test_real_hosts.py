@@ -53,22 +53,6 @@ VENVS_VARIABLE = "OTEL_SAMPLING_HOSTS_VENVS"  # set by `make test-hosts`: then a
 _ALL_HOSTS = tuple(host.name for host in HOSTS)
 _WRONG_TODAY: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
     (
-        "one verdict without a policy (issue 30, items 1-2): served another model than the host asked "
-        "the provider for is a substitution, degraded on every signal; the sampling span says "
-        "unjudged/primary while its chat span says degraded",
-        _ALL_HOSTS,
-        ("substituted_within-no_policy", "substituted_outside-no_policy"),
-        ("substitution", "mode", "reasons", "metric"),
-    ),
-    (
-        "one verdict without a policy (issue 30, items 1-2): the reference is the model the host asked "
-        "the provider for; the fallback it asked for and was served is no substitution (the sampling span "
-        "says unjudged)",
-        _ALL_HOSTS,
-        ("overload_fallback-no_policy",),
-        ("substitution", "metric"),
-    ),
-    (
         "a framework's own agent run (google-adk's invoke_workflow span) reads completed when the one "
         "sampling request inside it was refused, failed or declined: the run's outcome does not read the "
         "request's (rules/run_outcome.py, records/run.py)",
@@ -182,8 +166,7 @@ def test_every_expected_value_is_a_documented_value() -> None:
         if exp is None:
             continue
         assert exp.ending in (*names.ENDINGS, DECLINED_NOT_ERROR), scenario.name
-        # WITHOUT_POLICY: the one-verdict rule's value (issue 30), documented with that rule.
-        assert exp.substitution in (*names.SUBSTITUTIONS, WITHOUT_POLICY), scenario.name
+        assert exp.substitution in names.SUBSTITUTIONS, scenario.name
         assert exp.mode in names.MODES, scenario.name
         assert set(exp.reasons) <= set(names.DEGRADATION_REASONS), scenario.name
         assert exp.run_outcome in (*names.OUTCOMES, None), scenario.name
