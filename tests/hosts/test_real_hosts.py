@@ -32,7 +32,6 @@ from host_scenarios import (
     DECLINED_NOT_ERROR,
     HOSTS,
     SCENARIOS,
-    WITHOUT_POLICY,
     Host,
     Scenario,
     expected_for,
