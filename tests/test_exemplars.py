@@ -186,10 +186,11 @@ RUN_METRICS = (
 
 
 def _substituted_call(fake_provider) -> None:
-    """A call whose served model is not the one asked for: degraded, so the run is a silent incident."""
+    """A call whose served model is not the one asked for: degraded, so the run is a silent incident.
+    Both models are priced by genai-prices (a run with an unpriced call records no cost point)."""
     c = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0)
     c.chat.completions.create(
-        model="gpt-req", messages=MESSAGES, extra_headers={"x-fake-scenario": "served_model=gpt-served"}
+        model="gpt-4o", messages=MESSAGES, extra_headers={"x-fake-scenario": "served_model=gpt-4o-mini"}
     )
 
 

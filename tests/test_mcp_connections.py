@@ -100,7 +100,7 @@ def test_every_form_of_client_over_stdio_names_the_transport(mcp_instrumented, f
     assert anyio.run(sample_with_client, STDIO_FORMS[form](), mode) == f"{SERVED}|endTurn"
     attrs = only_sampling_span(mcp_instrumented).attributes
     assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_PIPE
-    assert attrs[names.GEN_AI_TOOL_NAME] == "sample"
+    assert attrs[names.SAMPLING_TOOL_NAME] == "sample"
 
 
 @pytest.mark.parametrize("mode", MODES)

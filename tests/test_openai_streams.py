@@ -66,12 +66,18 @@ def open_stream(c, api, fault):
     return c.responses.create(model="gpt-req", input="hi", stream=True, extra_headers=headers)
 
 
-def sync_client(fp):
-    return openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0, timeout=0.5)
+def read_timeout(fault: str | None) -> float:
+    """The client's timeout: short only where the fault is a slow chunk (``chunk_delay=2``) the
+    timeout must cut; elsewhere long enough that a busy machine never times a read out."""
+    return 0.5 if fault and fault.startswith("chunk_delay") else 600.0
 
 
-def async_client(fp):
-    return openai.AsyncOpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0, timeout=0.5)
+def sync_client(fp, fault: str | None = None):
+    return openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0, timeout=read_timeout(fault))
+
+
+def async_client(fp, fault: str | None = None):
+    return openai.AsyncOpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0, timeout=read_timeout(fault))
 
 
 def ended_once(telemetry):
@@ -97,7 +103,7 @@ def assert_status(span, error_type, ending=None):
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_sync_exhaustion(openai_instrumented, fake_provider, api, fault):
     raised, error_type, ending = FAULTS[fault][api]
-    stream = open_stream(sync_client(fake_provider), api, fault)
+    stream = open_stream(sync_client(fake_provider, fault), api, fault)
     seen = []
     if raised:
         with pytest.raises(raised):
@@ -121,7 +127,7 @@ def test_async_exhaustion(openai_instrumented, fake_provider, api, fault):
     raised, error_type, ending = FAULTS[fault][api]
 
     async def main():
-        async with async_client(fake_provider) as c:
+        async with async_client(fake_provider, fault) as c:
             stream = await open_stream(c, api, fault)
             if raised:
                 with pytest.raises(raised):
@@ -157,7 +163,7 @@ SYNC_EXITS = {"break_close": _break_close, "with_exit": _with_exit}
 @pytest.mark.parametrize("fault", EARLY_FAULTS)
 @pytest.mark.parametrize("exit_kind", [*SYNC_EXITS, "gc"])
 def test_sync_early_exit_is_not_an_error(openai_instrumented, fake_provider, api, fault, exit_kind):
-    stream = open_stream(sync_client(fake_provider), api, fault)
+    stream = open_stream(sync_client(fake_provider, fault), api, fault)
     if exit_kind == "gc":
         next(iter(stream))
         del stream
@@ -196,7 +202,7 @@ def test_async_early_exit_is_not_an_error(openai_instrumented, fake_provider, ap
         pytest.skip("this openai's AsyncStream has no aclose()")
 
     async def main():
-        async with async_client(fake_provider) as c:
+        async with async_client(fake_provider, fault) as c:
             stream = await open_stream(c, api, fault)
             if exit_kind == "gc":
                 await stream.__anext__()
@@ -261,7 +267,7 @@ def test_async_stream_managers(openai_instrumented, fake_provider, api):
     ],
 )
 def test_stream_manager_read_to_a_faulty_end(openai_instrumented, fake_provider, api, fault, error_type):
-    c, headers = sync_client(fake_provider), {"x-fake-scenario": fault}
+    c, headers = sync_client(fake_provider, fault), {"x-fake-scenario": fault}
     manager = (
         c.chat.completions.stream(model="gpt-req", messages=MESSAGES, extra_headers=headers)
         if api == "chat"

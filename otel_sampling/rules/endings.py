@@ -363,10 +363,14 @@ def inference_finish_reasons(reported: tuple[str, ...], ending: str) -> tuple[st
     ``("error",)`` when the call did not complete (it failed, timed out, was cancelled, or its
     stream ended before the final event): GenAI semconv (``client-inference.md``): "If a finish
     reason was expected but not received ... instrumentations SHOULD report `error` for that
-    position instead of omitting it". A completed call that reported none has none."""
+    position instead of omitting it". A call that completed or was refused (a whole answer, such as
+    a blocked prompt, which has no candidate to give a reason) and reported none has none."""
     if reported:
         return reported
-    return () if ending == names.ENDING_COMPLETED else (names.FINISH_REASON_ERROR,)
+    return () if ending in _ANSWERED else (names.FINISH_REASON_ERROR,)
+
+
+_ANSWERED = frozenset({names.ENDING_COMPLETED, names.ENDING_REFUSED})
 
 
 # ---------------------------------------------------------------------- provider calls

@@ -699,5 +699,8 @@ class TestInferenceFinishReasons:
     def test_reported_reasons_are_kept(self, ending):
         assert endings.inference_finish_reasons(("length",), ending) == ("length",)
 
-    def test_a_completed_call_without_a_reason_has_none(self):
-        assert endings.inference_finish_reasons((), "completed") == ()
+    @pytest.mark.parametrize("ending", ["completed", "refused"])
+    def test_a_whole_answer_without_a_reason_has_none(self, ending):
+        """A refusal is an answer, not a failure: a blocked Gemini prompt has no candidate, so no
+        reason was expected."""
+        assert endings.inference_finish_reasons((), ending) == ()
