@@ -38,6 +38,7 @@ from otel_sampling.rules.endings import fallback_failure, stream_ending
 from otel_sampling.rules.values import Failure, Response
 
 logger = logging.getLogger(__name__)
+UNREADABLE = "otel-sampling: could not read a stream event"
 
 
 class Accumulator(Protocol):
@@ -124,18 +125,14 @@ class _Reading:
                 self.first_event()
             self.accumulator.observe(event)
         except Exception:  # an event we cannot read: the stream goes on, the call ends unreadable
-            self.unreadable()
+            self.blind = True
+            logger.debug(UNREADABLE, exc_info=True)
 
     def first_event(self) -> None:
         """The first event came: it fixes the call's time to first chunk."""
         self.first = False
         if self.call is not None:
             self.call.first_chunk()
-
-    def unreadable(self) -> None:
-        """An event could not be read (logged): the stream goes on, the call ends unreadable."""
-        self.blind = True
-        logger.debug("otel-sampling: could not read a stream event", exc_info=True)
 
     def end(self, exc: BaseException | None, exhausted: bool) -> None:
         """End the call once (later calls do nothing): with ``exc`` raised by the stream, else as
@@ -193,8 +190,9 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
             if reading.first:
                 reading.first_event()
             observe(event)
-        except Exception:
-            reading.unreadable()
+        except Exception:  # as in _Reading.observe
+            reading.blind = True
+            logger.debug(UNREADABLE, exc_info=True)
         yield event
 
 
@@ -220,8 +218,9 @@ async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
             if reading.first:
                 reading.first_event()
             observe(event)
-        except Exception:
-            reading.unreadable()
+        except Exception:  # as in _Reading.observe
+            reading.blind = True
+            logger.debug(UNREADABLE, exc_info=True)
         yield event
 
 
