@@ -328,13 +328,18 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     content: Content | None = None
     if state.capture.enabled:
         content = guarded("capture a provider call's input", state.input_content, request.body)
+    try:
+        server = state.server_of(instance)
+    except Exception:  # inside _begin's guard: read here, not through guarded(), a frame less per call
+        logger.debug("otel-sampling: could not read a provider client's server", exc_info=True)
+        server = None
     call = ProviderCall(
         state.instruments,
         request.provider or state.provider,
         request.model,
         request.max_tokens,
         request.stream,
-        guarded("read a provider client's server", state.server_of, instance),
+        server,
         capture=state.capture,
         input_content=content,
         failovers=state.failovers,
@@ -343,6 +348,21 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     )
     call.activate()
     return call
+
+
+def _begin(
+    state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[ProviderCall | None, tuple[Any, ...], dict[str, Any]]:
+    """The started, active call (None: not traced) and the arguments to call the SDK with: with our
+    trace context when this SDK sends none (:func:`_with_trace_context`; when adding it fails,
+    logged, the arguments as given and the call traced without it)."""
+    call = _start(state, instance, args, kwargs)
+    if call is not None and state.propagates:
+        try:
+            args, kwargs = _with_trace_context(args, kwargs)
+        except Exception:
+            logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
+    return call, args, kwargs
 
 
 def _drill_error(
@@ -422,13 +442,15 @@ def _hand_over(
 
 
 def served_model_of(headers: Any, header_names: tuple[str, ...]) -> str | None:
-    """The model the first of ``header_names`` present in ``headers`` names (stripped; an empty
-    value names none), or None. The names present are read in one pass over the headers: each
-    ``get`` of an absent name on ``httpx2.Headers`` scans them all and raises and catches a
-    ``KeyError``, and most answers carry none of these headers."""
-    present = headers.keys()
+    """The model the first of ``header_names`` (lower-cased header names, ASCII as HTTP's are)
+    present in ``headers`` (``httpx2.Headers``) names (stripped; an empty value names none), or None.
+
+    The names present are read in one pass over the raw headers, as bytes: each ``get`` of an absent
+    name scans them all and raises and catches a ``KeyError``, ``keys()`` decodes every name (through
+    a Python property per name), and most answers carry none of these headers."""
+    present = {key.lower() for key, _ in headers.raw}
     for name in header_names:
-        value = headers.get(name) if name in present else None
+        value = headers.get(name) if name.encode("ascii") in present else None
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None
@@ -457,21 +479,15 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return wrapped(*args, **kwargs)
-        call = guarded("start a provider call", _start, state, instance, args, kwargs)
+        call, args, kwargs = guarded(
+            "start a provider call", _begin, state, instance, args, kwargs, fallback=(None, args, kwargs)
+        )
         if call is None:
             return wrapped(*args, **kwargs)
         drilled = _drilled(state, instance, args, kwargs, call)
         if drilled is not None:  # the SDK's own exception, raised before any request is sent
             guarded("end a failed provider call", _fail, state, call, drilled)
             raise drilled
-        if state.propagates:
-            args, kwargs = guarded(
-                "add the trace context to a provider request",
-                _with_trace_context,
-                args,
-                kwargs,
-                fallback=(args, kwargs),
-            )
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -488,21 +504,15 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
-        call = guarded("start a provider call", _start, state, instance, args, kwargs)
+        call, args, kwargs = guarded(
+            "start a provider call", _begin, state, instance, args, kwargs, fallback=(None, args, kwargs)
+        )
         if call is None:
             return await wrapped(*args, **kwargs)
         drilled = _drilled(state, instance, args, kwargs, call)
         if drilled is not None:  # the SDK's own exception, raised before any request is sent
             guarded("end a failed provider call", _fail, state, call, drilled)
             raise drilled
-        if state.propagates:
-            args, kwargs = guarded(
-                "add the trace context to a provider request",
-                _with_trace_context,
-                args,
-                kwargs,
-                fallback=(args, kwargs),
-            )
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
