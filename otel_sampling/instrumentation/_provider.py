@@ -328,18 +328,13 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     content: Content | None = None
     if state.capture.enabled:
         content = guarded("capture a provider call's input", state.input_content, request.body)
-    try:
-        server = state.server_of(instance)
-    except Exception:  # inside _begin's guard: read here, not through guarded(), a frame less per call
-        logger.debug("otel-sampling: could not read a provider client's server", exc_info=True)
-        server = None
     call = ProviderCall(
         state.instruments,
         request.provider or state.provider,
         request.model,
         request.max_tokens,
         request.stream,
-        server,
+        guarded("read a provider client's server", state.server_of, instance),
         capture=state.capture,
         input_content=content,
         failovers=state.failovers,
@@ -348,21 +343,6 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     )
     call.activate()
     return call
-
-
-def _begin(
-    state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[ProviderCall | None, tuple[Any, ...], dict[str, Any]]:
-    """The started, active call (None: not traced) and the arguments to call the SDK with: with our
-    trace context when this SDK sends none (:func:`_with_trace_context`; when adding it fails,
-    logged, the arguments as given and the call traced without it)."""
-    call = _start(state, instance, args, kwargs)
-    if call is not None and state.propagates:
-        try:
-            args, kwargs = _with_trace_context(args, kwargs)
-        except Exception:
-            logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
-    return call, args, kwargs
 
 
 def _drill_error(
@@ -479,15 +459,21 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return wrapped(*args, **kwargs)
-        call, args, kwargs = guarded(
-            "start a provider call", _begin, state, instance, args, kwargs, fallback=(None, args, kwargs)
-        )
+        call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
         drilled = _drilled(state, instance, args, kwargs, call)
         if drilled is not None:  # the SDK's own exception, raised before any request is sent
             guarded("end a failed provider call", _fail, state, call, drilled)
             raise drilled
+        if state.propagates:
+            args, kwargs = guarded(
+                "add the trace context to a provider request",
+                _with_trace_context,
+                args,
+                kwargs,
+                fallback=(args, kwargs),
+            )
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -504,15 +490,21 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
-        call, args, kwargs = guarded(
-            "start a provider call", _begin, state, instance, args, kwargs, fallback=(None, args, kwargs)
-        )
+        call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
         drilled = _drilled(state, instance, args, kwargs, call)
         if drilled is not None:  # the SDK's own exception, raised before any request is sent
             guarded("end a failed provider call", _fail, state, call, drilled)
             raise drilled
+        if state.propagates:
+            args, kwargs = guarded(
+                "add the trace context to a provider request",
+                _with_trace_context,
+                args,
+                kwargs,
+                fallback=(args, kwargs),
+            )
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:

@@ -138,7 +138,10 @@ class StreamAccumulator:
             self._model = model
         if self._id is None and isinstance(chunk_id := getattr(chunk, "id", None), str):
             self._id = chunk_id
-        for choice in sequence(getattr(chunk, "choices", None)):
+        choices = getattr(chunk, "choices", None)
+        if not isinstance(choices, (list, tuple)):  # what sequence() reads, without a call per chunk
+            choices = ()
+        for choice in choices:
             # The SDK made every choice that came as a JSON object a model; one that came as
             # anything else reads as nothing below. Judged until the first object came.
             if not self._answered:
