@@ -189,11 +189,11 @@ def _instrumented(telemetry: Telemetry, *classes) -> Iterator[Telemetry]:
 def raised_by(run: Callable[[], object]) -> Exception:
     """The exception ``run()`` raises (AssertionError if it returns). Run before instrumenting, it
     is what the SDK alone raises for a scenario: which class a failure mid-stream reaches the
-    caller as depends on the SDK release (anthropic 2.17 wraps a failed body read in its
-    ``APIConnectionError`` / ``APITimeoutError``; 1.14 lets the ``httpx2`` error through)."""
+    caller as depends on the SDK release (from 2.17, anthropic raises its ``APIConnectionError`` /
+    ``APITimeoutError`` from a failed body read; before, the ``httpx2`` error went through)."""
     try:
         run()
-    except Exception as exc:  # the exception is the result
+    except Exception as exc:  # noqa: BLE001 - the exception is the result
         return exc
     raise AssertionError(f"{run!r} raised nothing")
 

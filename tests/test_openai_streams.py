@@ -289,7 +289,7 @@ CHUNK = (
     ("error", "raised", "error_type"),
     [
         (Boom(), Boom, endings.qualified_name(Boom)),  # passes through the SDK as is
-        # openai wraps the raw httpx2 errors a transport raises mid-body from 3.14 (anthropic does not)
+        # openai wraps the raw httpx2 errors a transport raises mid-body from 3.14
         (
             httpx2.ReadTimeout("read timed out"),
             openai.APITimeoutError if WRAPS_TRANSPORT_ERRORS else httpx2.ReadTimeout,
