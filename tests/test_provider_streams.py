@@ -48,11 +48,29 @@ def sse(event: dict) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
 
+def streaming(
+    client_class: type, http_client_class: type, body: collections.abc.Callable[[], object]
+) -> anthropic.Anthropic | anthropic.AsyncAnthropic:
+    """An anthropic client of ``client_class`` whose every answer is an HTTP 200 event stream of
+    the bytes ``body()`` yields (what it raises, the transport raises)."""
+    transport = httpx2.MockTransport(
+        lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+    )
+    return client_class(
+        api_key="k",
+        base_url="http://provider.test",
+        max_retries=0,
+        open_telemetry=False,
+        http_client=http_client_class(transport=transport),
+    )
+
+
 def as_the_sdk_passes(seen: BaseException, boom: BaseException) -> tuple[type, bool, bool]:
     """How a caller got ``boom``, a transport error raised while the SDK read the body: its class,
-    whether it is ``boom`` itself (anthropic 1.14) or the SDK's error wrapping it (2.17 raises its
-    ``APIConnectionError`` / ``APITimeoutError`` from it). Compared between a run of the SDK alone
-    and an instrumented run, equal tuples mean the caller got what the SDK raised."""
+    whether it is ``boom`` itself (anthropic before 2.17) or the SDK's error wrapping it (from
+    2.17, its ``APIConnectionError`` / ``APITimeoutError`` raised from ``boom``). Compared between
+    a run of the SDK alone and an instrumented run, equal tuples mean the caller got what the SDK
+    raised."""
     return type(seen), seen is boom, seen.__cause__ is boom
 
 
@@ -64,16 +82,7 @@ def test_a_mid_stream_error_reaches_the_caller_as_the_same_object(telemetry):
         raise boom
 
     def read():
-        transport = httpx2.MockTransport(
-            lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
-        )
-        c = anthropic.Anthropic(
-            api_key="k",
-            base_url="http://provider.test",
-            max_retries=0,
-            open_telemetry=False,
-            http_client=httpx2.Client(transport=transport),
-        )
+        c = streaming(anthropic.Anthropic, httpx2.Client, body)
         list(c.messages.create(**KW, stream=True))
 
     sdk_alone = as_the_sdk_passes(raised_by(read), boom)
@@ -98,16 +107,7 @@ def test_an_async_error_reaches_the_caller_as_the_same_object(telemetry):
         raise boom
 
     async def main():
-        transport = httpx2.MockTransport(
-            lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
-        )
-        c = anthropic.AsyncAnthropic(
-            api_key="k",
-            base_url="http://provider.test",
-            max_retries=0,
-            open_telemetry=False,
-            http_client=httpx2.AsyncClient(transport=transport),
-        )
+        c = streaming(anthropic.AsyncAnthropic, httpx2.AsyncClient, body)
         stream = await c.messages.create(**KW, stream=True)
         async for _ in stream:
             pass
