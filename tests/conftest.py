@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import queue
@@ -11,7 +12,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -167,13 +168,34 @@ def with_policy(
     yield from _instrumented(telemetry, *classes)
 
 
-def _instrumented(telemetry: Telemetry, *classes) -> Iterator[Telemetry]:
+@contextlib.contextmanager
+def instrumenting(telemetry: Telemetry, *classes) -> Iterator[Telemetry]:
+    """``classes`` instrumented into ``telemetry`` for the duration, uninstrumented on the way out."""
     instrumentors = [cls() for cls in classes]
     for instrumentor in instrumentors:
         instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
-    yield telemetry
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+    try:
+        yield telemetry
+    finally:
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+
+
+def _instrumented(telemetry: Telemetry, *classes) -> Iterator[Telemetry]:
+    with instrumenting(telemetry, *classes):
+        yield telemetry
+
+
+def raised_by(run: Callable[[], object]) -> Exception:
+    """The exception ``run()`` raises (AssertionError if it returns). Run before instrumenting, it
+    is what the SDK alone raises for a scenario: which class a failure mid-stream reaches the
+    caller as depends on the SDK release (from 2.17, anthropic raises its ``APIConnectionError`` /
+    ``APITimeoutError`` from a failed body read; before, the ``httpx2`` error went through)."""
+    try:
+        run()
+    except Exception as exc:  # noqa: BLE001 - the exception is the result
+        return exc
+    raise AssertionError(f"{run!r} raised nothing")
 
 
 @pytest.fixture

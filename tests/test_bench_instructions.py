@@ -82,11 +82,33 @@ def test_check_fails_on_a_rise_above_the_tolerance_only():
     assert missing[1].startswith("FAIL mcp-legacy otel-sampling: not measured")
 
 
-def test_the_committed_ratios_cover_every_call_kind_with_a_stated_tolerance():
+def test_budgets_are_the_added_count_plus_the_tolerance_rounded_up_to_a_thousand():
+    rows = {BARE: _row(1_000_000), OURS: _row(1_900_000), FLOOR: _row(1_700_000), "x-peer": _row(2_000_000)}
+    assert {"anthropic-create": {OURS: 963_000, FLOOR: 749_000}} == instructions.budgets(
+        {"anthropic-create": rows}, 0.07
+    )  # 900k * 1.07 = 963k exactly; 700k * 1.07 = 749k; no peer is budgeted
+
+
+def test_check_fails_when_ours_or_the_floor_adds_more_than_its_budget():
+    budget = {"anthropic-create": {OURS: 900_000, FLOOR: 700_000}}
+    drifted = {"anthropic-create": {BARE: _row(1_000_000), OURS: _row(1_890_000), FLOOR: _row(1_720_000)}}
+    lines = instructions.compare_budgets(budget, drifted)
+    assert lines[0].startswith("ok   anthropic-create otel-sampling: +890k over bare, budget 900k")
+    assert lines[1].startswith("FAIL anthropic-create floor: +720k over bare, budget 700k")
+    # both drifted by the same share: their ratio holds, the budgets catch it
+    missing = instructions.compare_budgets(budget, {"anthropic-create": {BARE: _row(1), FLOOR: "ImportError: x"}})
+    assert [line.split()[0] for line in missing] == ["FAIL", "FAIL"]
+
+
+def test_the_committed_ratios_and_budgets_cover_every_call_kind_with_a_stated_tolerance():
     committed = json.loads(instructions.COMMITTED.read_text(encoding="utf-8"))
     assert set(committed["x_floor"]) == set(instructions.calls.KINDS)
     assert all(OURS in ratios for ratios in committed["x_floor"].values())
     assert 0 < committed["tolerance"] <= 0.1
+    assert set(committed["added_budget"]) == set(instructions.calls.KINDS)
+    for kind, budget in committed["added_budget"].items():
+        assert {OURS, instructions.floor_of(kind)} <= set(budget)
+    assert committed["targets"] == {"x_floor": 1.15, "x_mcp_floor": 1.2, "x_lesser_peer": 1.0, "x_floor_per_event": 2.0}
 
 
 def test_a_stream_body_is_lengthened_by_repeating_its_first_text_delta():

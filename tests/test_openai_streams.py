@@ -295,7 +295,7 @@ CHUNK = (
     ("error", "raised", "error_type"),
     [
         (Boom(), Boom, endings.qualified_name(Boom)),  # passes through the SDK as is
-        # openai wraps the raw httpx2 errors a transport raises mid-body from 3.14 (anthropic does not)
+        # openai wraps the raw httpx2 errors a transport raises mid-body from 3.14
         (
             OPENAI_HTTP.ReadTimeout("read timed out"),
             openai.APITimeoutError if WRAPS_TRANSPORT_ERRORS else OPENAI_HTTP.ReadTimeout,

@@ -46,8 +46,8 @@ KINDS = {
     "o_stream_truncated": ("openai", "truncate", True, "read", names.ENDING_ERROR),
     "o_stream_left": ("openai", "", True, "leave", names.ENDING_CANCELLED),
 }
-# What the callers see: the SDKs' errors, and raw httpx2 errors for a dropped stream (anthropic
-# does not wrap errors raised while iterating a stream).
+# What the callers see: the SDKs' errors, and raw httpx2 errors for a dropped stream on releases
+# that let them through (anthropic 1.14; 2.17 raises its APIConnectionError from them).
 EXPECTED = (anthropic.APIError, openai.APIError, httpx2.TransportError)
 TIMEOUT_S = 0.5  # the client's timeout on the "delay=5" calls: the answer never comes in time
 

@@ -21,7 +21,7 @@ import openai
 import pytest
 from opentelemetry.trace import StatusCode
 
-from conftest import TRACER_PROVIDER
+from conftest import TRACER_PROVIDER, instrumenting, raised_by
 from drivers import ANTHROPIC_MESSAGE
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
@@ -48,27 +48,49 @@ def sse(event: dict) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
 
-def test_a_mid_stream_error_reaches_the_caller_as_the_same_object(anthropic_instrumented):
+def streaming(
+    client_class: type, http_client_class: type, body: collections.abc.Callable[[], object]
+) -> anthropic.Anthropic | anthropic.AsyncAnthropic:
+    """An anthropic client of ``client_class`` whose every answer is an HTTP 200 event stream of
+    the bytes ``body()`` yields (what it raises, the transport raises)."""
+    transport = httpx2.MockTransport(
+        lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+    )
+    return client_class(
+        api_key="k",
+        base_url="http://provider.test",
+        max_retries=0,
+        open_telemetry=False,
+        http_client=http_client_class(transport=transport),
+    )
+
+
+def as_the_sdk_passes(seen: BaseException, boom: BaseException) -> tuple[type, bool, bool]:
+    """How a caller got ``boom``, a transport error raised while the SDK read the body: its class,
+    whether it is ``boom`` itself (anthropic before 2.17) or the SDK's error wrapping it (from
+    2.17, its ``APIConnectionError`` / ``APITimeoutError`` raised from ``boom``). Compared between
+    a run of the SDK alone and an instrumented run, equal tuples mean the caller got what the SDK
+    raised."""
+    return type(seen), seen is boom, seen.__cause__ is boom
+
+
+def test_a_mid_stream_error_reaches_the_caller_as_the_same_object(telemetry):
     boom = httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
 
     def body():
         yield sse(MESSAGE_START)
         raise boom
 
-    transport = httpx2.MockTransport(
-        lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
-    )
-    c = anthropic.Anthropic(
-        api_key="k",
-        base_url="http://provider.test",
-        max_retries=0,
-        open_telemetry=False,
-        http_client=httpx2.Client(transport=transport),
-    )
-    stream = c.messages.create(**KW, stream=True)
-    with pytest.raises(httpx2.RemoteProtocolError) as info:
-        list(stream)
-    assert info.value is boom
+    def read():
+        c = streaming(anthropic.Anthropic, httpx2.Client, body)
+        list(c.messages.create(**KW, stream=True))
+
+    sdk_alone = as_the_sdk_passes(raised_by(read), boom)
+    assert sdk_alone[1] or sdk_alone[2]  # the SDK raised boom or its own error from it
+    with instrumenting(telemetry, AnthropicInstrumentor) as anthropic_instrumented:
+        with pytest.raises(sdk_alone[0]) as info:
+            read()
+    assert as_the_sdk_passes(info.value, boom) == sdk_alone
     (span,) = anthropic_instrumented.spans()
     assert (span.attributes[names.ERROR_TYPE], span.attributes[names.ENDING]) == (
         "connection_error",
@@ -77,7 +99,7 @@ def test_a_mid_stream_error_reaches_the_caller_as_the_same_object(anthropic_inst
     assert span.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 3  # what message_start said
 
 
-def test_an_async_error_reaches_the_caller_as_the_same_object(anthropic_instrumented):
+def test_an_async_error_reaches_the_caller_as_the_same_object(telemetry):
     boom = httpx2.ReadTimeout("read timed out")
 
     async def body():
@@ -85,23 +107,17 @@ def test_an_async_error_reaches_the_caller_as_the_same_object(anthropic_instrume
         raise boom
 
     async def main():
-        transport = httpx2.MockTransport(
-            lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
-        )
-        c = anthropic.AsyncAnthropic(
-            api_key="k",
-            base_url="http://provider.test",
-            max_retries=0,
-            open_telemetry=False,
-            http_client=httpx2.AsyncClient(transport=transport),
-        )
+        c = streaming(anthropic.AsyncAnthropic, httpx2.AsyncClient, body)
         stream = await c.messages.create(**KW, stream=True)
-        with pytest.raises(httpx2.ReadTimeout) as info:
-            async for _ in stream:
-                pass
-        return info.value
+        async for _ in stream:
+            pass
 
-    assert asyncio.run(main()) is boom
+    sdk_alone = as_the_sdk_passes(raised_by(lambda: asyncio.run(main())), boom)
+    assert sdk_alone[1] or sdk_alone[2]
+    with instrumenting(telemetry, AnthropicInstrumentor) as anthropic_instrumented:
+        with pytest.raises(sdk_alone[0]) as info:
+            asyncio.run(main())
+    assert as_the_sdk_passes(info.value, boom) == sdk_alone
     (span,) = anthropic_instrumented.spans()
     assert (span.attributes[names.ERROR_TYPE], span.attributes[names.ENDING]) == ("timeout", "timeout")
 

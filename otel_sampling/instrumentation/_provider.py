@@ -452,13 +452,15 @@ def _hand_over(
 
 
 def served_model_of(headers: Any, header_names: tuple[str, ...]) -> str | None:
-    """The model the first of ``header_names`` present in ``headers`` names (stripped; an empty
-    value names none), or None. The names present are read in one pass over the headers: each
-    ``get`` of an absent name on ``httpx2.Headers`` scans them all and raises and catches a
-    ``KeyError``, and most answers carry none of these headers."""
-    present = headers.keys()
+    """The model the first of ``header_names`` (lower-cased header names, ASCII as HTTP's are)
+    present in ``headers`` (``httpx2.Headers``) names (stripped; an empty value names none), or None.
+
+    The names present are read in one pass over the raw headers, as bytes: each ``get`` of an absent
+    name scans them all and raises and catches a ``KeyError``, ``keys()`` decodes every name (through
+    a Python property per name), and most answers carry none of these headers."""
+    present = {key.lower() for key, _ in headers.raw}
     for name in header_names:
-        value = headers.get(name) if name in present else None
+        value = headers.get(name) if name.encode("ascii") in present else None
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None

@@ -140,18 +140,25 @@ class StreamAccumulator:
             self._model = model
         if self._id is None and isinstance(chunk_id := getattr(chunk, "id", None), str):
             self._id = chunk_id
-        for choice in sequence(getattr(chunk, "choices", None)):
-            if not is_object(choice):
-                continue
-            self._answered = True
+        choices = getattr(chunk, "choices", None)
+        if not isinstance(choices, (list, tuple)):  # what sequence() reads, without a call per chunk
+            choices = ()
+        for choice in choices:
+            # The SDK made every choice that came as a JSON object a model; one that came as
+            # anything else reads as nothing below. Judged until the first object came.
+            if not self._answered:
+                if not is_object(choice):
+                    continue
+                self._answered = True
             reason = getattr(choice, "finish_reason", None)
             if isinstance(reason, str):
                 self._finish_reasons[_index_of(choice)] = reason
                 self.complete = True
             delta = getattr(choice, "delta", None)
-            if not self._refusal:
-                self._refusal = _is_refusal(delta)
-            if self._choices is not None:
+            if not self._refusal:  # until a refusal came: the delta's field, read once a chunk
+                refusal = getattr(delta, "refusal", None)
+                self._refusal = isinstance(refusal, str) and bool(refusal)
+            if self._choices is not None and is_object(choice):
                 self._add_delta(self._choices.setdefault(_index_of(choice), {"text": [], "tools": {}}), delta)
         usage = getattr(chunk, "usage", None)
         if usage is not None:

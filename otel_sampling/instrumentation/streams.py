@@ -38,6 +38,7 @@ from otel_sampling.rules.endings import fallback_failure, stream_ending
 from otel_sampling.rules.values import Failure, Response
 
 logger = logging.getLogger(__name__)
+UNREADABLE = "otel-sampling: could not read a stream event"
 
 
 class Accumulator(Protocol):
@@ -120,16 +121,20 @@ class _Reading:
 
     def observe(self, event: Any) -> None:
         try:
-            if self.call is not None:
-                if self.first:
-                    self.first = False
-                    self.call.first_chunk()
-                else:
-                    self.call.chunk()
+            if self.first:
+                self.first_event()
+            elif self.call is not None:
+                self.call.chunk()
             self.accumulator.observe(event)
         except Exception:  # an event we cannot read: the stream goes on, the call ends unreadable
             self.blind = True
-            logger.debug("otel-sampling: could not read a stream event", exc_info=True)
+            logger.debug(UNREADABLE, exc_info=True)
+
+    def first_event(self) -> None:
+        """The first event came: it fixes the call's time to first chunk."""
+        self.first = False
+        if self.call is not None:
+            self.call.first_chunk()
 
     def end(self, exc: BaseException | None, exhausted: bool) -> None:
         """End the call once (later calls do nothing): with ``exc`` raised by the stream, else as
@@ -163,24 +168,65 @@ class _Reading:
 
 def _events(proxy: StreamProxy) -> Iterator[Any]:
     """``iter(proxy)``: a generator over the stream's events, as the SDK stream's ``__iter__`` is
-    (its frame holds the proxy: a stream being read is not collected, so its call not ended)."""
-    read = proxy._self_reading.read
+    (its frame holds the proxy: a stream being read is not collected, so its call not ended).
+
+    What :meth:`_Reading.read` does, written out in this one frame: it is the only Python frame
+    the proxy adds per event (beside the accumulator's reading of it)."""
+    reading: _Reading = proxy._self_reading
+    step, observe = reading.step, reading.accumulator.observe
     while True:
+        alone = not reading.readers
+        reading.readers += 1
         try:
-            event = read()
+            event = step()
         except StopIteration:
+            reading.end(None, exhausted=True)
             return
+        except BaseException as exc:
+            if alone:
+                reading.end(exc, exhausted=False)
+            raise
+        finally:
+            reading.readers -= 1
+        try:
+            if reading.first:
+                reading.first_event()
+            elif reading.call is not None:
+                reading.call.chunk()  # the gap since the previous event (time per output chunk)
+            observe(event)
+        except Exception:  # as in _Reading.observe
+            reading.blind = True
+            logger.debug(UNREADABLE, exc_info=True)
         yield event
 
 
 async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
     """``aiter(proxy)``: as :func:`_events`, an async generator as the SDK stream's ``__aiter__`` is."""
-    read = proxy._self_reading.read_async
+    reading: _Reading = proxy._self_reading
+    step, observe = reading.step, reading.accumulator.observe
     while True:
+        alone = not reading.readers
+        reading.readers += 1
         try:
-            event = await read()
+            event = await step()
         except StopAsyncIteration:
+            reading.end(None, exhausted=True)
             return
+        except BaseException as exc:
+            if alone:
+                reading.end(exc, exhausted=False)
+            raise
+        finally:
+            reading.readers -= 1
+        try:
+            if reading.first:
+                reading.first_event()
+            elif reading.call is not None:
+                reading.call.chunk()  # the gap since the previous event (time per output chunk)
+            observe(event)
+        except Exception:  # as in _Reading.observe
+            reading.blind = True
+            logger.debug(UNREADABLE, exc_info=True)
         yield event
 
 

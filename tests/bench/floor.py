@@ -14,6 +14,7 @@ the span after the last one.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +26,9 @@ from opentelemetry.trace import SpanKind
 from otel_sampling import names
 
 SCOPE = "bench.floor"
+# A snapshot of the requested model, as the contract reads one: a date (YYYYMMDD, YYYY-MM-DD), four
+# digits (gpt-4-0613) or ``-latest`` after the requested name is no substitution.
+_SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|\d{4}|latest)")
 
 
 class _Instruments:
@@ -88,7 +92,7 @@ def _outcome(model: str, response_id: str, reason: str, usage: dict[str, int], r
         "gen_ai.response.finish_reasons": (reason,),
         **usage,
     }
-    if model != requested and not model.startswith(requested + "-20"):  # a snapshot of the requested model
+    if model != requested and not (model.startswith(requested) and _SNAPSHOT.fullmatch(model, len(requested))):
         outcome["degradation.mode"] = "degraded"
         outcome["degradation.reason"] = ("substitution",)
     return outcome

@@ -5,7 +5,7 @@ A hand-written ``wrapt`` wrapper on the method ours wraps, ``ClientSession.dispa
 for a ``CreateMessageRequest``, one SERVER span ``sampling/createMessage`` (parented from the
 ``traceparent`` in ``params._meta``) with the same attributes otel-sampling sets on the bench's
 requests (same keys, same count: request, server, path, tool, fingerprint at the start; ending,
-substitution, mode, granted scope, response at the end), a link to the span of the last request
+substitution, mode, granted scope, response and reported model at the end), a link to the span of the last request
 with the same fingerprint (a plain dict), the in-flight count kept in process and read by an
 observable up-down counter, and the same metric points: ``otel_sampling.sampling.duration`` and
 ``otel_sampling.sampling.requests`` with the same labels and buckets, and the MCP conventions'
@@ -150,6 +150,7 @@ class _Floor:
                 names.DEGRADATION_MODE: names.MODE_PRIMARY,
                 names.SAMPLING_INCLUDE_CONTEXT_GRANTED: names.INCLUDE_CONTEXT_UNREPORTED,
                 names.GEN_AI_RESPONSE_MODEL: result.model,
+                names.SAMPLING_REPORTED_MODEL: result.model,
                 names.GEN_AI_RESPONSE_FINISH_REASONS: [result.stop_reason],
             }
         )

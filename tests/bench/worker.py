@@ -155,17 +155,20 @@ PACKAGES = (
 
 class CountingExporter(SpanExporter):
     """Counts finished spans per instrumentation scope, keeps the attribute count of the last span of
-    each scope, and nothing else (no span is retained)."""
+    each scope (with ``keep``, its attributes too), and nothing else (no span is retained)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = False) -> None:
         self.spans: Counter[str] = Counter()
         self.attributes: dict[str, int] = {}
+        self.last: dict[str, dict[str, Any]] | None = {} if keep else None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         for span in spans:
             scope = span.instrumentation_scope.name if span.instrumentation_scope else ""
             self.spans[scope] += 1
             self.attributes[scope] = len(span.attributes or ())
+            if self.last is not None:
+                self.last[scope] = dict(span.attributes or {})
         return SpanExportResult.SUCCESS
 
 
@@ -182,11 +185,11 @@ def histogram_counts(reader: InMemoryMetricReader) -> Counter[str]:
     return counts
 
 
-def telemetry(traced: bool = True) -> tuple[CountingExporter, InMemoryMetricReader]:
+def telemetry(traced: bool = True, keep: bool = False) -> tuple[CountingExporter, InMemoryMetricReader]:
     """The global providers every configuration shares: with ``traced``, a ``TracerProvider`` with a
-    ``SimpleSpanProcessor`` over a :class:`CountingExporter`; a ``MeterProvider`` with an
-    ``InMemoryMetricReader``."""
-    exporter = CountingExporter()
+    ``SimpleSpanProcessor`` over a :class:`CountingExporter` (keeping each scope's last span's
+    attributes with ``keep``); a ``MeterProvider`` with an ``InMemoryMetricReader``."""
+    exporter = CountingExporter(keep)
     if traced:
         tracer_provider = TracerProvider()
         tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -378,6 +381,24 @@ def _in_child(measure_one: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return json.loads(text) if text else {"error": f"the measuring child died (wait status {status})"}
 
 
+def exported(
+    kind: str, made: int, exporter: CountingExporter, reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None
+) -> dict[str, Any]:
+    """What ``made`` calls of ``kind`` exported (``--telemetry``): the attributes of the last span of
+    the configuration's own scopes, and every metric stream as its name and label sets (values
+    left out: durations differ from call to call)."""
+    calls.count_calls(kind, made, [], lambda label: None)
+    assert exporter.last is not None
+    spans = {s: a for s, a in exporter.last.items() if scope is not None and s.startswith(scope)}
+    streams: dict[str, list[dict[str, Any]]] = {}
+    data = reader.get_metrics_data()
+    for resource_metrics in data.resource_metrics if data else ():
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                streams.setdefault(metric.name, []).extend(dict(p.attributes or {}) for p in metric.data.data_points)
+    return {"spans": spans, "metrics": streams}
+
+
 def drag(loops: int) -> None:
     """Make every instrumented entry point slower by ``loops`` empty loop turns per call: a
     deliberately slowed wrapper, to see ``make bench-check`` fail (``instructions.py --drag``)."""
@@ -426,12 +447,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--held", type=int, default=0, help="requests held in flight while the calls run")
     parser.add_argument("--events", type=int, default=0, help="events per provider stream (0: as recorded)")
     parser.add_argument("--drag", type=int, default=0, help="slow every instrumented call by this many loop turns")
+    parser.add_argument("--telemetry", type=int, metavar="N", help="what N calls exported (span attributes, metrics)")
     args = parser.parse_args(argv)
     config = CONFIGS[args.config]
     kinds = [k for k in args.kinds.split(",") if k in config.kinds]
     scenario = calls.Scenario(labels=args.labels, held=args.held, events=args.events)
 
-    exporter, reader = telemetry(config.traced)
+    exporter, reader = telemetry(config.traced, keep=bool(args.telemetry))
 
     out: dict[str, Any] = {
         "config": args.config,
@@ -449,7 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out["traceback"] = traceback.format_exc()
         print(json.dumps(out))
         return 0
-    if args.count or args.memory:
+    if args.count or args.memory or args.telemetry:
         calls.preload(kinds)
     for kind in kinds:
         if args.count:
@@ -461,6 +483,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         if args.memory:
             out["kinds"][kind] = _in_child(lambda kind=kind: memory(kind, args.warmup, args.memory))
+            continue
+        if args.telemetry:
+            out["kinds"][kind] = _in_child(
+                lambda kind=kind: exported(kind, args.telemetry, exporter, reader, config.scope)
+            )
             continue
         try:
             out["kinds"][kind] = measure(
