@@ -40,6 +40,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import otel_sampling
 from drivers import callback_returning, in_a_task_of_its_own, only_sampling_span, serve_streamable_http
+from harness.limits import HANG_S
 from mcp_v1_server import SERVER_NAME, SERVER_VERSION, build_server
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -272,7 +273,7 @@ def test_opentelemetry_instrument_selects_the_mcp_v1_table():
     )
     instrument = str(Path(sys.executable).parent / "opentelemetry-instrument")
     proc = subprocess.run(
-        [instrument, sys.executable, "-c", HOST], env=environment, capture_output=True, text=True, timeout=60
+        [instrument, sys.executable, "-c", HOST], env=environment, capture_output=True, text=True, timeout=HANG_S
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "true"
