@@ -107,7 +107,8 @@ def test_refusal_stop_reason(client):
 
 
 def test_delay_past_client_timeout_raises_api_timeout(fp, client):
-    # Without the delay the call succeeds (the test above): the timeout error is the delay's doing.
+    # Without the delay the call succeeds (test_create_without_scenario_header_echoes_model_and_usage):
+    # the timeout error is the delay's doing.
     with pytest.raises(anthropic.APITimeoutError):
         client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, timeout=0.2, **_scenario("delay=1"))
 
