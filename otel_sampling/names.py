@@ -317,6 +317,11 @@ METRIC_SAMPLING_VIOLATIONS: Final = "otel_sampling.sampling.violations"
 METRIC_SAMPLING_GRANTS: Final = "otel_sampling.sampling.grants"
 METRIC_SAMPLING_GRANTED_USD: Final = "otel_sampling.sampling.granted.usd"
 METRIC_SAMPLING_SERVER_REQUESTS: Final = "otel_sampling.sampling.server.requests"
+# Sampling requests the mcp SDK answered -32602 (invalid params) before any callback ran: no span, no ending.
+METRIC_SAMPLING_REJECTED: Final = "otel_sampling.sampling.rejected"
+# On METRIC_SAMPLING_REJECTED: the validation error type of the request's first invalid field
+# (pydantic's error ``type``: ``missing``, ``int_parsing``, ``list_type``...).
+SAMPLING_REJECTION_REASON: Final = "otel_sampling.sampling.rejection.reason"
 METRIC_CLIENT_COST: Final = "otel_sampling.client.cost.usd"
 METRIC_DEGRADATION_ACTIVE: Final = "degradation.active"
 METRIC_DEGRADATION_EXPIRED: Final = "degradation.expired"

@@ -53,6 +53,7 @@ _MCP2_ONLY = {
     "test_fleet.py",
     "test_mcp_connections.py",
     "test_mcp_tool_call.py",
+    "test_mcp_rejected.py",  # mcp.Client; the mcp 1.x rejections are in test_mcp_v1.py
 }
 if _mcp_major() == 1:
     _sources = {p.name: p.read_text(encoding="utf-8") for p in HERE.glob("test_*.py")}

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
 
+from otel_sampling import names
 from otel_sampling import state as otel_state
 from otel_sampling.instrumentation._mcp_connections import Connections
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
@@ -104,6 +105,26 @@ class HostState:
     def stop(self) -> None:
         self.ledger.stop()
         otel_state.bind_host_ledger(None)
+
+
+def count_rejected(state: HostState, session: Any, error: Any) -> None:
+    """Count one sampling request of ``session`` that mcp rejected as invalid params (-32602) before
+    any callback ran: ``otel_sampling.sampling.rejected`` with the server and the type of the first
+    validation error of ``error`` (a pydantic ``ValidationError``), both bounded labels. No span:
+    the request never reached the host, so it has no ending."""
+    instruments = state.instruments
+    server = state.server_facts(session)
+    errors = error.errors(include_url=False, include_context=False, include_input=False)
+    reason = errors[0].get("type") if errors else None
+    instruments.sampling_rejected.add(
+        1,
+        {
+            names.MCP_SERVER_NAME: instruments.server_label.value(
+                server.label if server.label is not None else server.name
+            ),
+            names.SAMPLING_REJECTION_REASON: instruments.rejection_reason_label.value(reason),
+        },
+    )
 
 
 def start_record(

@@ -17,8 +17,8 @@ from pathlib import Path
 from types import ModuleType
 
 from otel_sampling.mixin import bundle
-from otel_sampling.version import __version__
 from otel_sampling.mixin.config import REPOSITORY, MixinConfig
+from otel_sampling.version import __version__
 
 EXTRA = "mixin"
 INSTALL_HINT = f"pip install 'otel-sampling[{EXTRA}] @ git+{REPOSITORY}' (in a clone: pip install -e '.[{EXTRA}]')"
