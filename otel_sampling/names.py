@@ -408,6 +408,8 @@ ENV_IDENTITY_TTL_SECONDS: Final = "OTEL_SAMPLING_IDENTITY_TTL_SECONDS"
 ENV_MAX_PENDING: Final = "OTEL_SAMPLING_MAX_PENDING"
 ENV_UNANSWERED_AFTER_SECONDS: Final = "OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS"
 ENV_FINGERPRINT_KEY: Final = "OTEL_SAMPLING_FINGERPRINT_KEY"  # shared HMAC key of the request fingerprint
+# "true": the spans of the mcp SDK, fastmcp and anthropic's native tracing kept to our caps
+ENV_GUARD_FOREIGN_SPANS: Final = "OTEL_SAMPLING_GUARD_FOREIGN_SPANS"
 ENV_OMIT_FINGERPRINT: Final = "OTEL_SAMPLING_OMIT_FINGERPRINT"  # "true": no fingerprint attribute on spans
 ENV_DISCLOSURE_TRACKED: Final = "OTEL_SAMPLING_DISCLOSURE_TRACKED"  # "true": disclosure tracked from the start
 ENV_OMIT_PROVIDER_TRACE_CONTEXT: Final = "OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT"  # "true": none of ours on openai
