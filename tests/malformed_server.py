@@ -1,16 +1,19 @@
 """A raw MCP server over stdio (no SDK: it writes JSON-RPC lines itself) whose sampling requests mcp
 must reject: run as ``python malformed_server.py``.
 
-It answers ``initialize`` (the legacy handshake, serverInfo ``malformed-server``), ``tools/list``
-and ``tools/call`` of its one tool ``ask(kind)``: the call sends one ``sampling/createMessage``
-request with the params ``MALFORMED[kind]`` (``valid``: a well-formed one), waits for the host's
-answer, and returns it as the tool's text (the JSON of the ``result`` or ``error`` member).
+It answers ``initialize`` (the legacy handshake) or ``server/discover`` (2026-07-28; serverInfo
+``malformed-server`` either way), ``tools/list`` and ``tools/call`` of its one tool ``ask(kind)``,
+which asks for one ``sampling/createMessage`` with the params ``MALFORMED[kind]`` (``valid``: a
+well-formed one) and returns the host's answer as the tool's text (the JSON of the ``result`` or
+``error`` member). Legacy: a JSON-RPC request to the host; 2026-07-28: an ``input_required``
+result embedding it, answered by the host's retry.
 """
 
 import json
 import sys
 
 NAME = "malformed-server"
+MODERN = "2026-07-28"
 MESSAGE = {"role": "user", "content": {"type": "text", "text": "hi"}}
 VALID = {"messages": [MESSAGE], "maxTokens": 10}
 # kind -> params, and the pydantic error type mcp's parse reports first for them.
@@ -28,6 +31,7 @@ def send(message: dict) -> None:
 
 
 def main() -> None:
+    modern = False
     asked: dict[str, object] = {}  # sampling request id -> the tools/call id waiting for its answer
     for line in sys.stdin:
         message = json.loads(line)
@@ -45,9 +49,39 @@ def main() -> None:
                 "serverInfo": {"name": NAME, "version": "1.0"},
             }
             send({"jsonrpc": "2.0", "id": ident, "result": result})
+        elif method == "server/discover":  # the 2026-07-28 handshake
+            result = {
+                "supportedVersions": [MODERN],
+                "capabilities": {"tools": {}},
+                "resultType": "complete",
+                "cacheScope": "private",
+                "ttlMs": 0,
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": "1.0"}},
+            }
+            send({"jsonrpc": "2.0", "id": ident, "result": result})
+            modern = True
         elif method == "tools/list":
             schema = {"type": "object", "properties": {"kind": {"type": "string"}}, "required": ["kind"]}
-            send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [{"name": "ask", "inputSchema": schema}]}})
+            result = {"tools": [{"name": "ask", "inputSchema": schema}]}
+            if modern:
+                result.update(resultType="complete", cacheScope="private", ttlMs=0)
+            send({"jsonrpc": "2.0", "id": ident, "result": result})
+        elif method == "tools/call" and modern:  # the sampling request inside an input_required result
+            arguments = message["params"]["arguments"]
+            responses = (message["params"].get("inputResponses") or {}).get("s")
+            if responses is not None:
+                content = [{"type": "text", "text": json.dumps(responses)}]
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": ident,
+                        "result": {"content": content, "isError": False, "resultType": "complete"},
+                    }
+                )
+                continue
+            request = {"method": "sampling/createMessage", "params": MALFORMED[arguments["kind"]][0]}
+            result = {"resultType": "input_required", "inputRequests": {"s": request}}
+            send({"jsonrpc": "2.0", "id": ident, "result": result})
         elif method == "tools/call":
             request_id = f"s-{len(asked)}-{ident}"
             asked[request_id] = ident

@@ -1,7 +1,8 @@
-"""Sampling requests mcp rejects before the host's callback runs (invalid params, -32602): counted
-on ``otel_sampling.sampling.rejected`` by server and reason, with no span and no ending (the host
-never saw them). Sent by a raw stdio server (tests/malformed_server.py) that writes JSON-RPC itself,
-as no SDK server would send them."""
+"""Sampling requests mcp rejects before the host's callback runs: counted on
+``otel_sampling.sampling.rejected`` by server and reason, with no span and no ending (the host never
+saw them). On the legacy path mcp answers them -32602 (invalid params); on the 2026-07-28 path the
+tool call that carried one fails. Sent by a raw stdio server (tests/malformed_server.py) that writes
+JSON-RPC itself, as no SDK server would send them."""
 
 from __future__ import annotations
 
@@ -23,12 +24,19 @@ SERVER = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).
 INVALID_PARAMS = -32602  # JSON-RPC 2.0 "Invalid params"
 
 
-def ask(kinds: list[str]) -> list[dict]:
-    """Call ``ask(kind)`` once per kind on one legacy session; what the server got back, each."""
+def ask(kinds: list[str], mode: str = "legacy") -> list[dict]:
+    """Call ``ask(kind)`` once per kind on one session; what the server got back, each (the
+    2026-07-28 path: ``{"host": <exception class>}`` when the host's call failed instead)."""
+
+    async def one(client, kind: str) -> dict:
+        try:
+            return json.loads((await client.call_tool("ask", {"kind": kind})).content[0].text)
+        except Exception as exc:  # noqa: BLE001 - the test reads what the host got
+            return {"host": type(exc).__name__}
 
     async def main() -> list[dict]:
-        async with Client(SERVER, mode="legacy", sampling_callback=callback_returning(result())) as client:
-            return [json.loads((await client.call_tool("ask", {"kind": k})).content[0].text) for k in kinds]
+        async with Client(SERVER, mode=mode, sampling_callback=callback_returning(result())) as client:
+            return [await one(client, k) for k in kinds]
 
     return anyio.run(main)
 
@@ -48,6 +56,19 @@ def test_each_rejected_request_is_counted_by_server_and_reason(mcp_instrumented)
     # Only the valid request has a span and an ending.
     assert len(mcp_instrumented.spans(names.SPAN_SAMPLING)) == 1
     assert sum(mcp_instrumented.counts(names.METRIC_SAMPLING_REQUESTS).values()) == 1
+
+
+def test_on_the_2026_07_28_path_each_rejected_request_is_counted(mcp_instrumented):
+    """mcp validates the requests an ``InputRequiredResult`` embeds with the result: a malformed
+    one fails the host's tool call (pydantic's ``ValidationError``) and is never answered."""
+    kinds = [k for k in MALFORMED if k != "valid"]
+    answers = ask([*kinds, "valid"], mode="auto")
+    assert answers[:-1] == [{"host": "ValidationError"}] * len(kinds)
+    assert answers[-1]["model"] == result().model
+    by = (names.MCP_SERVER_NAME, names.SAMPLING_REJECTION_REASON)
+    rejected = mcp_instrumented.counts(names.METRIC_SAMPLING_REJECTED, *by)
+    assert rejected == {(NAME, MALFORMED[k][1]): 1 for k in kinds}
+    assert [s.attributes[names.SAMPLING_PATH] for s in mcp_instrumented.spans(names.SPAN_SAMPLING)] == [names.PATH_MRTR]
 
 
 def test_nothing_is_counted_while_uninstrumented(telemetry):

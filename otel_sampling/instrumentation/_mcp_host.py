@@ -98,6 +98,22 @@ class HostState:
         """The requesting server of ``session``, as far as this SDK major tells it."""
         raise NotImplementedError
 
+    def count_rejected(self, session: Any, reason: str | None) -> None:
+        """Count one sampling request of ``session`` that mcp rejected as invalid before any callback
+        ran: ``otel_sampling.sampling.rejected`` with the server and ``reason`` (the type of its first
+        validation error, pydantic's name), both bounded labels. No span: the request never reached
+        the host, so it has no ending."""
+        instruments = self.instruments
+        server = self.server_facts(session)
+        label = server.label if server.label is not None else server.name
+        instruments.sampling_rejected.add(
+            1,
+            {
+                names.MCP_SERVER_NAME: instruments.server_label.value(label),
+                names.SAMPLING_REJECTION_REASON: instruments.rejection_reason_label.value(reason),
+            },
+        )
+
     def start(self) -> None:
         self.ledger.start()
         otel_state.bind_host_ledger(self.ledger)
@@ -107,24 +123,10 @@ class HostState:
         otel_state.bind_host_ledger(None)
 
 
-def count_rejected(state: HostState, session: Any, error: Any) -> None:
-    """Count one sampling request of ``session`` that mcp rejected as invalid params (-32602) before
-    any callback ran: ``otel_sampling.sampling.rejected`` with the server and the type of the first
-    validation error of ``error`` (a pydantic ``ValidationError``), both bounded labels. No span:
-    the request never reached the host, so it has no ending."""
-    instruments = state.instruments
-    server = state.server_facts(session)
+def first_error_type(error: Any) -> str | None:
+    """The type of the first error of a pydantic ``ValidationError``, None when it has none."""
     errors = error.errors(include_url=False, include_context=False, include_input=False)
-    reason = errors[0].get("type") if errors else None
-    instruments.sampling_rejected.add(
-        1,
-        {
-            names.MCP_SERVER_NAME: instruments.server_label.value(
-                server.label if server.label is not None else server.name
-            ),
-            names.SAMPLING_REJECTION_REASON: instruments.rejection_reason_label.value(reason),
-        },
-    )
+    return errors[0].get("type") if errors else None
 
 
 def start_record(

@@ -39,7 +39,7 @@ from otel_sampling.instrumentation._mcp_host import (
     INVALID_RESULT_CODE,
     HostState,
     ServerFacts,
-    count_rejected,
+    first_error_type,
     start_record,
 )
 from otel_sampling.instrumentation._mcp_tool_call import FASTMCP_TARGETS, MCP_TARGETS, OutsideToolCall, current
@@ -215,7 +215,7 @@ def _rejected(state: State, session: Any, args: tuple[Any, ...], kwargs: dict[st
     try:
         state.parse_server_request(method, session.protocol_version or HANDSHAKE_VERSION, params)
     except state.validation_error as error:
-        count_rejected(state, session, error)
+        state.count_rejected(session, first_error_type(error))
 
 
 def _request_wrapper(state: State) -> Callable[..., Any]:
