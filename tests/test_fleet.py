@@ -66,7 +66,7 @@ HOSTS = {  # instance role: its fleet_host.py options
     "c": ["--drill", "--hold-degradation"],
 }
 READY_TIMEOUT_S = HANG_S  # three interpreters starting together on a busy two-core machine
-ALERTS_TIMEOUT_S = 120
+ALERTS_TIMEOUT_S = HANG_S
 POLICY = f"""
 [servers."{SERVER}"]
 primary_model = "{PRIMARY_MODEL}"
