@@ -144,3 +144,15 @@ def test_the_readme_versions_line_covers_the_versions_this_suite_runs():
         assert any(low <= installed <= high for low, high in spans), (
             f"README says {package} {ranges[1]}, the suite ran {version(package)}: move the range's end"
         )
+
+
+def test_the_getting_started_alert_list_names_what_fires():
+    """Step 6's list: every alert it names is in the rule file, and it holds every alert the same
+    scenario fires in tests/test_prometheus_e2e.py (a Prometheus started after the scenario)."""
+    from test_prometheus_e2e import EXPECTED_FIRING
+
+    rules = (ROOT / "alerts" / "otel-sampling.yaml").read_text()
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    listed = set(re.findall(r"`(OtelSampling[A-Za-z]+)`", page.split("## 6.", 1)[1].split("## 7.", 1)[0]))
+    assert listed <= set(re.findall(r"alert: (OtelSampling[A-Za-z]+)", rules))
+    assert listed >= EXPECTED_FIRING
