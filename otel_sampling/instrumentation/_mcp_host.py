@@ -123,10 +123,14 @@ class HostState:
         otel_state.bind_host_ledger(None)
 
 
-def first_error_type(error: Any) -> str | None:
-    """The type of the first error of a pydantic ``ValidationError``, None when it has none."""
+def first_error_type(error: Any, arm: str | None = None) -> str | None:
+    """The type of the first error of a pydantic ``ValidationError`` (None when it has none); with
+    ``arm``, of the first error located in that arm of a union (``CreateMessageRequest`` among the
+    requests a server may send), when one is."""
     errors = error.errors(include_url=False, include_context=False, include_input=False)
-    return errors[0].get("type") if errors else None
+    in_arm = [e for e in errors if arm is not None and arm in e.get("loc", ())]
+    first = (in_arm or errors)[:1]
+    return first[0].get("type") if first else None
 
 
 def start_record(
