@@ -53,6 +53,7 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from pydantic.alias_generators import to_camel
 
+from otel_sampling import names
 from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_connections import CONNECTION_TARGETS, HTTP_MANAGER_TARGETS_V1
 from otel_sampling.instrumentation._mcp_host import (
@@ -210,9 +211,6 @@ def _note_server(state: State, session: Any, result: Any) -> None:
     )
 
 
-SAMPLING_METHOD = "sampling/createMessage"
-
-
 class _RejectionCounter:
     """A session's ``_receive_request_type`` (mcp 1.x validates every request the server sends with
     its ``model_validate`` in ``BaseSession._receive_loop`` and answers a failure -32602 there, with
@@ -229,7 +227,7 @@ class _RejectionCounter:
             return self._type.model_validate(data, *args, **kwargs)
         except Exception as error:
             session = self._session()
-            if session is not None and isinstance(data, dict) and data.get("method") == SAMPLING_METHOD:
+            if session is not None and isinstance(data, dict) and data.get("method") == names.METHOD_SAMPLING:
                 guarded("count a rejected sampling request", _count_rejected, self._state, session, error)
             raise
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_sampling import names
 from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_connections import CONNECTION_TARGETS, HTTP_MANAGER_TARGETS_V2
 from otel_sampling.instrumentation._mcp_host import (
@@ -201,7 +202,6 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
     return wrapper
 
 
-SAMPLING_METHOD = "sampling/createMessage"
 HANDSHAKE_VERSION = "2025-11-25"  # what mcp parses an inbound request under before a version is negotiated
 
 
@@ -209,7 +209,7 @@ def _rejected(state: State, session: Any, args: tuple[Any, ...], kwargs: dict[st
     """Count the request if mcp's own parse rejects it: a validation error raised after the
     callback (mcp reading the callback's return) is the callback's, already on its span."""
     method = args[1] if len(args) > 1 else kwargs.get("method")
-    if method != SAMPLING_METHOD:
+    if method != names.METHOD_SAMPLING:
         return
     params = args[2] if len(args) > 2 else kwargs.get("params")
     try:
