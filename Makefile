@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 PEERS_VENV  := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: jsonnet venv venv-peers venv-bench venv-hosts lint test test-peers test-py310 test-hosts soak demo generate prometheus victoria-metrics clean test-matrix bench profile bench-instructions bench-check valgrind
+.PHONY: jsonnet venv venv-peers venv-bench venv-hosts lint test test-busy test-peers test-py310 test-hosts soak demo generate prometheus victoria-metrics clean test-matrix bench profile bench-instructions bench-check valgrind
 
 venv: $(STAMP)
 
@@ -98,6 +98,11 @@ XDIST = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP) lint $(PEERS_STAMP) prometheus victoria-metrics jsonnet
 	OTEL_SAMPLING_PEERS_PYTHON=$(PEERS_VENV)/bin/python $(PY) -m pytest $(XDIST)
+
+# `make test` while a CPU hog keeps every core busy (one busy loop per core; HOG_WORKERS=N for more),
+# stopped when the suite ends, pass or fail (tests/busy.sh). No test may fail because the machine is slow.
+test-busy:
+	bash tests/busy.sh $(MAKE) test
 
 # A core-only install (`pip install .`, no extras) on Python 3.10, the oldest supported, in a fresh
 # .venv-py310: it compiles, imports, and every entry point loads, instruments and uninstruments

@@ -213,6 +213,12 @@ SAMPLING_SERVER_REQUESTS: Final = Spec(
     names.UNIT_REQUEST,
     "Sampling requests an MCP server sent, by the ending the server saw.",
 )
+SAMPLING_REJECTED: Final = Spec(
+    names.METRIC_SAMPLING_REJECTED,
+    COUNTER,
+    names.UNIT_REQUEST,
+    "Sampling requests the MCP SDK rejected as invalid before the host's callback ran, by server and reason.",
+)
 DEGRADATION_TRANSITIONS: Final = Spec(
     names.METRIC_DEGRADATION_TRANSITIONS,
     COUNTER,
@@ -364,6 +370,8 @@ class Instruments:
         self.sampling_grants = create(meter, SAMPLING_GRANTS)
         self.sampling_granted_usd = create(meter, SAMPLING_GRANTED_USD)
         self.sampling_server_requests = create(meter, SAMPLING_SERVER_REQUESTS)
+        self.sampling_rejected = create(meter, SAMPLING_REJECTED)
+        self.rejection_reason_label = BoundedLabel(limit)
         self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
         self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
 

@@ -346,6 +346,11 @@ METRIC_SAMPLING_VIOLATIONS: Final = "otel_sampling.sampling.violations"
 METRIC_SAMPLING_GRANTS: Final = "otel_sampling.sampling.grants"
 METRIC_SAMPLING_GRANTED_USD: Final = "otel_sampling.sampling.granted.usd"
 METRIC_SAMPLING_SERVER_REQUESTS: Final = "otel_sampling.sampling.server.requests"
+# Sampling requests the mcp SDK answered -32602 (invalid params) before any callback ran: no span, no ending.
+METRIC_SAMPLING_REJECTED: Final = "otel_sampling.sampling.rejected"
+# On METRIC_SAMPLING_REJECTED: the validation error type of the request's first invalid field
+# (pydantic's error ``type``: ``missing``, ``int_parsing``, ``list_type``...).
+SAMPLING_REJECTION_REASON: Final = "otel_sampling.sampling.rejection.reason"
 METRIC_CLIENT_COST: Final = "otel_sampling.client.cost.usd"
 METRIC_CLIENT_UNPRICED: Final = "otel_sampling.client.unpriced"  # calls with token counts and no price
 UNIT_CALL: Final = "{call}"
@@ -434,6 +439,8 @@ ENV_IDENTITY_TTL_SECONDS: Final = "OTEL_SAMPLING_IDENTITY_TTL_SECONDS"
 ENV_MAX_PENDING: Final = "OTEL_SAMPLING_MAX_PENDING"
 ENV_UNANSWERED_AFTER_SECONDS: Final = "OTEL_SAMPLING_UNANSWERED_AFTER_SECONDS"
 ENV_FINGERPRINT_KEY: Final = "OTEL_SAMPLING_FINGERPRINT_KEY"  # shared HMAC key of the request fingerprint
+# "true": the spans of the mcp SDK, fastmcp and anthropic's native tracing kept to our caps
+ENV_GUARD_FOREIGN_SPANS: Final = "OTEL_SAMPLING_GUARD_FOREIGN_SPANS"
 ENV_OMIT_FINGERPRINT: Final = "OTEL_SAMPLING_OMIT_FINGERPRINT"  # "true": no fingerprint attribute on spans
 ENV_DISCLOSURE_TRACKED: Final = "OTEL_SAMPLING_DISCLOSURE_TRACKED"  # "true": disclosure tracked from the start
 ENV_OMIT_PROVIDER_TRACE_CONTEXT: Final = "OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT"  # "true": none of ours on openai

@@ -15,6 +15,7 @@
 | ``OTEL_SAMPLING_POLICY_REFUSAL_CODE`` | the JSON-RPC code :func:`otel_sampling.sampling_error` gives a policy refusal, and the code read as ``policy.denied`` besides the legacy ``-32003``: an integer outside JSON-RPC's reserved ``-32768..-32000`` (MCP 2026-07-28), or ``-32003`` for servers that know only it; not ``-1`` (the user's rejection) | ``-31003`` |
 | ``OTEL_SAMPLING_PRICE_SOURCE`` | ``genai-prices``: prices not in the policy's table come from genai-prices when it is installed (the ``prices`` extra); ``none``: only the table prices calls | ``genai-prices`` |
 | ``OTEL_SAMPLING_DISCLOSURE_TRACKED`` | ``true``: the host tracks disclosure from the start, so its silent incidents are ``degradation.disclosure.tracked=true`` (paged) before its first ``disclose()`` call | false: tracked once the process calls ``disclose()`` |
+| ``OTEL_SAMPLING_GUARD_FOREIGN_SPANS`` | ``true``: the spans of the mcp SDK, fastmcp and anthropic's native tracing lose status descriptions, their strings are cut to ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` and integers beyond int64 dropped (:mod:`otel_sampling.foreign_spans`) | false |
 | ``OTEL_SAMPLING_SERVED_MODEL_HEADERS`` | response headers, comma separated, that name the model a gateway served (the first present wins); ``none``: read none | ``DEFAULT_SERVED_MODEL_HEADERS`` |
 | ``OTEL_SEMCONV_STABILITY_OPT_IN`` | OpenTelemetry's: ``gen_ai_latest_experimental`` emits the newest GenAI inference metric names only, ``gen_ai/dup`` both (:mod:`otel_sampling.semconv_metrics`) | v1.41's names |
 
@@ -103,6 +104,8 @@ class Settings:
             installed (loaded once per process) unless ``OTEL_SAMPLING_PRICE_SOURCE=none``.
         disclosure_tracked: True: the host tracks disclosure from the start
             (``OTEL_SAMPLING_DISCLOSURE_TRACKED``); False: from its first ``disclose()`` call.
+        guard_foreign_spans: True puts the spans of the mcp SDK, fastmcp and anthropic's native
+            tracing under :func:`otel_sampling.foreign_spans.guard` (``OTEL_SAMPLING_GUARD_FOREIGN_SPANS``).
         served_model_headers: lower-cased response header names that name the model a gateway
             served (``OTEL_SAMPLING_SERVED_MODEL_HEADERS``), first present wins; () reads none.
         gen_ai_semconv: the GenAI inference metric names emitted (``OTEL_SEMCONV_STABILITY_OPT_IN``,
@@ -122,6 +125,7 @@ class Settings:
     policy_refusal_code: int = names.ERROR_CODE_POLICY_REFUSAL
     price_source: price_source.PriceSource | None = None
     disclosure_tracked: bool = False
+    guard_foreign_spans: bool = False
     served_model_headers: tuple[str, ...] = DEFAULT_SERVED_MODEL_HEADERS
     gen_ai_semconv: semconv_mode.Emission = semconv_mode.DEFAULT
 
@@ -150,6 +154,7 @@ class Settings:
             policy_refusal_code=policy_refusal_code(env),
             price_source=_price_source(env),
             disclosure_tracked=_boolean(env, names.ENV_DISCLOSURE_TRACKED),
+            guard_foreign_spans=_boolean(env, names.ENV_GUARD_FOREIGN_SPANS),
             served_model_headers=_header_names(env, names.ENV_SERVED_MODEL_HEADERS, DEFAULT_SERVED_MODEL_HEADERS),
             gen_ai_semconv=semconv_mode.emission(env),
         )

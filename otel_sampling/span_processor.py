@@ -14,6 +14,8 @@ and does nothing). It sees spans from every instrumentation on that provider, no
 * Runs: ``on_start`` attributes the span to a run (an agent span that no run owns starts one,
   :mod:`otel_sampling.records.run`), ``on_end`` folds its mode and substitution into the run and
   ends an agent span's run with that span.
+* Foreign spans (opt-in, ``OTEL_SAMPLING_GUARD_FOREIGN_SPANS``): ``on_start`` puts the spans of
+  the mcp SDK, fastmcp and anthropic's native tracing under :func:`otel_sampling.foreign_spans.guard`.
 * Inside ``opentelemetry.instrumentation.utils.suppress_instrumentation()``, ``on_start`` does
   nothing: a span that a library starts there anyway (mcp's own spans do) is neither stamped nor
   a run, so suppressed work records no ``agent.run*`` points.
@@ -29,7 +31,7 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_sampling import instants, log_fields, names, state
+from otel_sampling import foreign_spans, instants, log_fields, names, state
 from otel_sampling.records import run as run_records
 from otel_sampling.rules.degraded_mode import reasons_of
 
@@ -37,10 +39,22 @@ logger = logging.getLogger(__name__)
 
 
 class DegradationSpanProcessor(SpanProcessor):
-    """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.records.run` about every span."""
+    """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.records.run` about every span.
+
+    ``foreign_max_length``: the string cap of the foreign-span guard, None while it is off.
+    """
+
+    foreign_max_length: int | None = None
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
-        if not state.hooks_enabled() or not is_instrumentation_enabled():
+        if not state.hooks_enabled():
+            return
+        if self.foreign_max_length is not None and foreign_spans.is_foreign(span):  # suppressed or not
+            try:
+                foreign_spans.guard(span, self.foreign_max_length)
+            except Exception:
+                logger.debug("otel-sampling: foreign span guard failed", exc_info=True)
+        if not is_instrumentation_enabled():
             return
         try:
             reasons = state.active_reasons()
@@ -76,18 +90,21 @@ def _stamp(span: Span, reasons: tuple[str, ...]) -> None:
     span.set_attributes(attributes)
 
 
-def install(tracer_provider: Any) -> None:
-    """Called by ``instrument()``: add the processor to ``tracer_provider`` once, turn it on."""
+def install(tracer_provider: Any, foreign_max_length: int | None = None) -> None:
+    """Called by ``instrument()``: add the processor to ``tracer_provider`` once, turn it on; the
+    foreign-span guard on with ``foreign_max_length`` (the string cap), off with None (the latest
+    ``instrument()`` decides)."""
     state.add_user(log_fields.install)
     add = getattr(tracer_provider, "add_span_processor", None)
     if add is None:
         return  # a no-op or proxy provider: no SDK spans to stamp
     with state.processors_lock:
-        if tracer_provider in state.span_processors:
-            return
-        processor = DegradationSpanProcessor()
-        add(processor)
-        state.span_processors[tracer_provider] = processor
+        processor = state.span_processors.get(tracer_provider)
+        if processor is None:
+            processor = DegradationSpanProcessor()
+            add(processor)
+            state.span_processors[tracer_provider] = processor
+        processor.foreign_max_length = foreign_max_length
 
 
 def uninstall() -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.limits import HANG_S
+
 INSTRUMENT = str(Path(sys.executable).parent / "opentelemetry-instrument")
 HERE = Path(__file__).parent
 
@@ -53,7 +55,7 @@ def run_host(**env: str) -> subprocess.CompletedProcess:
         }
     )
     return subprocess.run(
-        [INSTRUMENT, sys.executable, "-c", HOST], env=environment, capture_output=True, text=True, timeout=60
+        [INSTRUMENT, sys.executable, "-c", HOST], env=environment, capture_output=True, text=True, timeout=HANG_S
     )
 
 

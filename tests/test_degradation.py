@@ -13,6 +13,7 @@ from opentelemetry import trace
 
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
+from harness.limits import HANG_S
 from otel_sampling import degradation, labels, log_fields, names, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -74,7 +75,7 @@ def test_process_wide_state_entered_in_one_thread_is_seen_in_another(mcp_instrum
     entered, checked = threading.Event(), threading.Event()
 
     def other_thread():
-        entered.wait(5)
+        entered.wait(HANG_S)
         with OTHER.start_as_current_span("in the other thread"):
             pass
         checked.set()
@@ -83,8 +84,8 @@ def test_process_wide_state_entered_in_one_thread_is_seen_in_another(mcp_instrum
     worker.start()
     outage.enter()
     entered.set()
-    checked.wait(5)
-    worker.join(5)
+    checked.wait(HANG_S)
+    worker.join(HANG_S)
     outage.exit()
     with OTHER.start_as_current_span("after the exit"):
         pass

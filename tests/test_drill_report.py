@@ -33,7 +33,6 @@ import drill_report  # noqa: E402
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.subprocess,
-    pytest.mark.timeout(600),
     pytest.mark.skipif(
         shutil.which("prometheus") is None, reason="the Prometheus server (Debian package prometheus) is not installed"
     ),

@@ -40,6 +40,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
+from harness.limits import HANG_S
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 
 
@@ -161,7 +162,7 @@ def collector(kind: str, protocol: str) -> Iterator[tuple[int, BlackHole | None]
                 yield int(process.stdout.readline()), None
             finally:
                 process.stdin.close()
-                process.wait(timeout=30)
+                process.wait(timeout=HANG_S)
 
 
 def _exporters(protocol: str, port: int, timeout_s: float = EXPORT_TIMEOUT_S):
@@ -235,7 +236,7 @@ def shut_down(*providers_: object) -> float:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=60)  # a hang check, not a timing bound: shutdown is bounded by the timeouts
+        thread.join(timeout=HANG_S)  # a hang check, not a timing bound: shutdown is bounded by the timeouts
     assert not any(t.is_alive() for t in threads), "provider shutdown hung"
     return time.perf_counter() - start
 
@@ -278,7 +279,7 @@ def test_a_burst_never_waits_on_an_unreachable_collector(protocol, outage, fake_
     with collector(outage, protocol) as (port, hole):
         tracer_provider, meter_provider = providers(protocol, port, export_threads=export_threads)
         durations = burst(fake_provider, tracer_provider, meter_provider)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_S
         while not export_threads and time.monotonic() < deadline:  # the exporters' threads are trying
             time.sleep(0.05)
         if hole is not None:  # not vacuous: an export was stuck in the hole while the burst ran

@@ -18,6 +18,7 @@ import urllib.request
 import anthropic
 import pytest
 
+from harness.limits import HANG_S
 from otel_sampling.testing import fake_gemini, fake_provider
 from otel_sampling.testing.fake_provider import DEFAULT_TEXT, SCENARIO_HEADER, SCENARIOS, FakeProvider, parse_scenario
 
@@ -107,10 +108,10 @@ def test_refusal_stop_reason(client):
 
 
 def test_delay_past_client_timeout_raises_api_timeout(fp, client):
-    t0 = time.monotonic()
+    # Without the delay the call succeeds (test_create_without_scenario_header_echoes_model_and_usage):
+    # the timeout error is the delay's doing.
     with pytest.raises(anthropic.APITimeoutError):
         client.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, timeout=0.2, **_scenario("delay=1"))
-    assert time.monotonic() - t0 < 0.9
 
 
 def test_request_log_records_scenario_header(fp, client):
@@ -151,16 +152,20 @@ def test_exit_leaves_no_threads_even_with_open_and_stalled_connections():
         c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES)  # leaves a keep-alive connection
 
         def stalled_request() -> None:  # a request the server is still sleeping on when we leave
-            with pytest.raises(anthropic.APIConnectionError):
-                c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, timeout=3, **_scenario("delay=10"))
+            try:
+                c.messages.create(model=MODEL, max_tokens=50, messages=MESSAGES, **_scenario("delay=600"))
+            except Exception as e:  # noqa: BLE001 - the test reads which one
+                raised.append(e)
 
+        raised: list[Exception] = []
         stalled = threading.Thread(target=stalled_request)
         stalled.start()
         while len(provider.requests) < 2:
             time.sleep(0.01)
-    t0 = time.monotonic()
-    stalled.join(5)
-    assert time.monotonic() - t0 < 2
+    stalled.join(HANG_S)
+    # Exit closed the stalled connection: the client saw it dropped (not a timeout: it has none that
+    # short, and the answer would take 600 s).
+    assert [type(e) for e in raised] == [anthropic.APIConnectionError]
     c.close()
     leftover = [t for t in set(threading.enumerate()) - before if t.is_alive()]
     assert leftover == []
@@ -179,10 +184,10 @@ def test_cli_prints_url_and_exits_cleanly_on_sigterm():
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")
-        with urllib.request.urlopen(url + "/_fake/health", timeout=2) as r:
+        with urllib.request.urlopen(url + "/_fake/health", timeout=HANG_S) as r:
             assert json.load(r) == {"ok": True}
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(5) == 0
+        assert proc.wait(HANG_S) == 0
         assert proc.stderr.read() == ""
     finally:
         if proc.poll() is None:
@@ -203,7 +208,7 @@ def test_cli_help_says_how_to_use_it_and_lists_every_scenario():
         [sys.executable, "-m", "otel_sampling.testing.fake_provider", "--help"],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=HANG_S,
     )
     assert (result.returncode, result.stderr) == (0, "")
     assert f"{SCENARIO_HEADER}: status=529,fail_first=1" in result.stdout  # the header, with an example

@@ -425,6 +425,8 @@ def _recording_guard(seen: set[tuple[str | None, str]]) -> Callable[..., Any]:
 # guard when a driver calls its target).
 CALLS_NOTHING_OF_OURS = {
     "mcp.client.client.Client.call_tool": "sets the tool name of its task (a context variable), nothing else",
+    # No driver sends a malformed request: tests/test_mcp_rejected.py drives that step.
+    "mcp.client.session.ClientSession._on_request": "calls ours only when mcp rejects a sampling request",
 }
 
 

@@ -33,6 +33,7 @@ import pytest
 from mcp import Client
 
 from conftest import SPANS, TRACER_PROVIDER
+from harness.limits import HANG_S
 from otel_sampling import names, settings
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.settings import Settings
@@ -155,7 +156,7 @@ def in_another_process(text: str, key: str | None) -> str:
         env=env,
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=HANG_S,
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -184,7 +185,6 @@ def test_surrounding_whitespace_of_the_key_is_ignored(telemetry, monkeypatch):
 
 # ------------------------------------------------------------------ across processes
 @pytest.mark.subprocess
-@pytest.mark.timeout(240)  # one interpreter start with mcp and the SDK; the machine may be shared
 def test_processes_without_a_shared_key_give_different_values(telemetry, monkeypatch):
     monkeypatch.delenv(names.ENV_FINGERPRINT_KEY, raising=False)
     here = exported(telemetry)
@@ -194,7 +194,6 @@ def test_processes_without_a_shared_key_give_different_values(telemetry, monkeyp
 
 
 @pytest.mark.subprocess
-@pytest.mark.timeout(240)
 def test_processes_with_a_shared_key_give_equal_values(telemetry, monkeypatch):
     monkeypatch.setenv(names.ENV_FINGERPRINT_KEY, SHARED_KEY)
     here = exported(telemetry)

@@ -45,6 +45,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from fleet_host import COMPONENT, DRILL_NAME, FALLBACK_MODEL, PRIMARY_MODEL, REASON, RUN_NAME
+from harness.limits import HANG_S
 from harness.prometheus import JOB, PrometheusServer, free_port
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig, five_numbers
@@ -54,7 +55,7 @@ from otel_sampling.mixin.rules import PREFIX, Recorded, rule_groups
 from otel_sampling.testing.fake_provider import FakeProvider
 from sampling_server import SERVER_NAME as SERVER
 
-pytestmark = [pytest.mark.e2e, pytest.mark.subprocess, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.subprocess]
 HERE = Path(__file__).resolve().parent
 RULES = HERE.parent / "alerts" / RULES_FILE
 CONFIG = MixinConfig()  # the bundled file is generated from the defaults
@@ -64,8 +65,8 @@ HOSTS = {  # instance role: its fleet_host.py options
     "b": ["--hold-degradation"],
     "c": ["--drill", "--hold-degradation"],
 }
-READY_TIMEOUT_S = 240  # three interpreters starting together on a busy two-core machine
-ALERTS_TIMEOUT_S = 120
+READY_TIMEOUT_S = HANG_S  # three interpreters starting together on a busy two-core machine
+ALERTS_TIMEOUT_S = HANG_S
 POLICY = f"""
 [servers."{SERVER}"]
 primary_model = "{PRIMARY_MODEL}"
@@ -158,7 +159,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]
                 _await_ready(lines, deadline, log)
             scrapes = {}
             for name, target in targets.items():
-                with urllib.request.urlopen(f"http://{target}/metrics", timeout=10) as response:
+                with urllib.request.urlopen(f"http://{target}/metrics", timeout=HANG_S) as response:
                     scrapes[name] = response.read().decode()
             with PrometheusServer(targets.values(), [RULES]) as prom:
                 prom.wait_for_scrape()
@@ -168,7 +169,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]
                 host.stdin.write("\n")  # released: it leaves its degradation and exits
                 host.stdin.close()
             for host, (_, log) in zip(hosts, ready, strict=True):
-                assert host.wait(timeout=30) == 0, f"a fleet host exited with {host.returncode}; see {log}"
+                assert host.wait(timeout=HANG_S) == 0, f"a fleet host exited with {host.returncode}; see {log}"
         finally:
             for host in hosts:
                 if host.poll() is None:

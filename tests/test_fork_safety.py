@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import otel_sampling
 from conftest import TRACER_PROVIDER, Telemetry, with_policy
+from harness.limits import HANG_S
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
@@ -44,7 +45,7 @@ pytestmark = [
 FORK = multiprocessing.get_context("fork")
 STALL_SECONDS = 3  # the policy's stall threshold, and how long a server-side request may wait for its retry
 PARENT_SERVER = "parent-server"
-TIMEOUT = 30.0  # generous: how long anything here may take on a loaded machine
+TIMEOUT = HANG_S  # a hang bound: how long anything here may take on a loaded machine
 
 
 def result() -> types.CreateMessageResult:

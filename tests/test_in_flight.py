@@ -13,6 +13,7 @@ import pytest
 
 from conftest import _instrumented
 from drivers import PATHS, call, result
+from harness.limits import HANG_S
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -87,7 +88,7 @@ def test_in_flight_counts_when_instrumented_before_the_meter_provider_is_set(mod
     tests = Path(__file__).parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
-        [sys.executable, "-c", BEFORE_THE_PROVIDER, mode], capture_output=True, text=True, timeout=120, env=env
+        [sys.executable, "-c", BEFORE_THE_PROVIDER, mode], capture_output=True, text=True, timeout=HANG_S, env=env
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [

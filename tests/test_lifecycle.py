@@ -25,6 +25,7 @@ from openai._legacy_response import LegacyAPIResponse
 from openai.lib.streaming.chat import AsyncChatCompletionStream, ChatCompletionStream
 from openai.lib.streaming.responses import AsyncResponseStream, ResponseStream
 
+from harness.limits import HANG_S
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
@@ -79,7 +80,7 @@ def test_instrument_wraps_once_and_uninstrument_restores_identity(cls, telemetry
     finally:
         instrumentor.uninstrument()
     for thread in _watchdog_threads():  # the shared thread stops with the last instrumentor
-        thread.join(timeout=30)
+        thread.join(timeout=HANG_S)
     assert not _watchdog_threads()
     assert all(now is before for now, before in zip([vars(o)[n] for o, n in WRAPPED[cls]], original, strict=True))
 

@@ -21,6 +21,7 @@ import pytest
 
 from conftest import SPANS, TRACER_PROVIDER
 from drivers import DRIVERS, resolve, snapshot, tables
+from harness.limits import HANG_S
 from otel_sampling.instrumentation._targets import _is_ours, _layers
 
 HERE = Path(__file__).parent
@@ -183,7 +184,7 @@ _INSTRUMENTORS = {
 
 def _run(script: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_S, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -289,7 +290,7 @@ print(all(t.daemon for t in threading.enumerate() if t.name == "otel-sampling-wa
 def test_mcp_imported_after_instrument_is_wrapped_and_after_uninstrument_is_not():
     """In a fresh interpreter where mcp is not imported yet; a process that exits still
     instrumented exits (the stall watchdog is a daemon thread)."""
-    proc = subprocess.run([sys.executable, "-c", _MCP_LATE_IMPORT], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", _MCP_LATE_IMPORT], capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True", "False", "False", "True"]
 
@@ -338,7 +339,7 @@ with FakeProvider() as fp:
 
 def _late_import(order: str) -> list[str]:
     proc = subprocess.run(
-        [sys.executable, "-c", _PROVIDERS_LATE_IMPORT, order], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _PROVIDERS_LATE_IMPORT, order], capture_output=True, text=True, timeout=HANG_S
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()

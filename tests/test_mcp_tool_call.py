@@ -21,6 +21,7 @@ from opentelemetry import trace
 
 from conftest import TRACER_PROVIDER
 from drivers import ARGS, SERVED, call, callback_returning, only_sampling_span, result
+from harness.limits import HANG_S
 from otel_sampling import names
 from sampling_server import build_server
 
@@ -136,7 +137,11 @@ print("ok")
 def test_fastmcp_is_wrapped_once_the_host_imports_it_and_never_imported_for_it():
     pytest.importorskip("fastmcp")
     proc = subprocess.run(
-        [sys.executable, "-c", FRESH_HOST], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1]
+        [sys.executable, "-c", FRESH_HOST],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        cwd=Path(__file__).parents[1],
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"

@@ -40,6 +40,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import otel_sampling
 from drivers import callback_returning, in_a_task_of_its_own, only_sampling_span, serve_streamable_http
+from harness.limits import HANG_S
 from mcp_v1_server import SERVER_NAME, SERVER_VERSION, build_server
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -388,7 +389,7 @@ def test_opentelemetry_instrument_selects_the_mcp_v1_table():
     )
     instrument = str(Path(sys.executable).parent / "opentelemetry-instrument")
     proc = subprocess.run(
-        [instrument, sys.executable, "-c", HOST], env=environment, capture_output=True, text=True, timeout=60
+        [instrument, sys.executable, "-c", HOST], env=environment, capture_output=True, text=True, timeout=HANG_S
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "true"
@@ -1081,3 +1082,29 @@ def test_outside_suppression_they_are_recorded(v1_instrumented):
         ("completed",): 2,
         ("user.denied",): 1,
     }
+
+
+# ---------------------------------------------------------------- requests mcp rejects
+def test_sampling_requests_mcp_rejects_are_counted_by_server_and_reason(mcp_instrumented):
+    """mcp 1.x answers a request it cannot validate -32602 in its receive loop, before any callback:
+    counted on ``otel_sampling.sampling.rejected``, no span (tests/malformed_server.py, a raw server)."""
+    from malformed_server import MALFORMED, NAME
+
+    server = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("malformed_server.py"))])
+    kinds = [k for k in MALFORMED if k != "valid"]
+
+    async def main():
+        async with (
+            stdio_client(server) as (read, write),
+            ClientSession(read, write, sampling_callback=callback_returning(result())) as session,
+        ):
+            await session.initialize()
+            return [
+                json.loads((await session.call_tool("ask", {"kind": k})).content[0].text) for k in [*kinds, "valid"]
+            ]
+
+    answers = anyio.run(main)
+    assert [a.get("error", {}).get("code") for a in answers] == [-32602] * len(kinds) + [None]
+    by = (names.MCP_SERVER_NAME, names.SAMPLING_REJECTION_REASON)
+    assert mcp_instrumented.counts(names.METRIC_SAMPLING_REJECTED, *by) == {(NAME, MALFORMED[k][1]): 1 for k in kinds}
+    assert len(mcp_instrumented.spans(names.SPAN_SAMPLING)) == 1

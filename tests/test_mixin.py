@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.dashboards import dashboard_queries, expand, legend_labels, load, panels, queries, rows
 from harness.grafana_model import model_errors
+from harness.limits import HANG_S
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig, five_numbers
 from otel_sampling.mixin import metrics as m
@@ -494,7 +495,7 @@ def test_a_share_panel_reads_zero_without_numerator_and_nothing_without_traffic(
     }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
     result = subprocess.run(
-        ["promtool", "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True, timeout=120
+        ["promtool", "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True, timeout=HANG_S
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -698,6 +699,6 @@ def test_the_drill_and_silent_panels_read_what_the_rules_record(tmp_path, series
     }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
     result = subprocess.run(
-        ["promtool", "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True, timeout=100
+        ["promtool", "test", "rules", str(tmp_path / "test.yaml")], capture_output=True, text=True, timeout=HANG_S
     )
     assert result.returncode == 0, result.stdout + result.stderr

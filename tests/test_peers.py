@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.limits import HANG_S
+
 PEERS_PYTHON = os.environ.get("OTEL_SAMPLING_PEERS_PYTHON", "")
 pytestmark = pytest.mark.subprocess  # each test runs the peers venv's Python
 OURS = "otel_sampling"
@@ -76,7 +78,7 @@ def host_run(fake_provider):
         }
     )
     proc = subprocess.run(
-        [str(instrument), str(python), "-c", HOST], env=environment, capture_output=True, text=True, timeout=120
+        [str(instrument), str(python), "-c", HOST], env=environment, capture_output=True, text=True, timeout=HANG_S
     )
     if proc.returncode != 0:
         pytest.skip(f"the peers could not run with the installed SDK versions: {proc.stderr[-2000:]}")

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.dashboards import dashboard_queries, expand, legend_labels
+from harness.limits import HANG_S
 from harness.prometheus import PrometheusServer, wait_until
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig
@@ -97,10 +98,10 @@ def test_the_alerts_the_scenario_drives_reach_firing(stack):
         names = {a["labels"]["alertname"] for a in stack.prom.alerts("firing")}
         return names if names >= EXPECTED_FIRING else set()
 
-    assert wait_until(firing, 60, f"{sorted(EXPECTED_FIRING)} to fire") == EXPECTED_FIRING
+    assert wait_until(firing, HANG_S, f"{sorted(EXPECTED_FIRING)} to fire") == EXPECTED_FIRING
     # SilentToOperators is pending from the first evaluations until the group it is in next reads
     # the ALERTS of DegradedShareHigh, which then fires: the exposure was silent for that long.
-    assert wait_until(lambda: not stack.prom.alerts("pending"), 60, "no alert pending")
+    assert wait_until(lambda: not stack.prom.alerts("pending"), HANG_S, "no alert pending")
     assert {a["labels"]["alertname"] for a in stack.prom.alerts("firing")} == EXPECTED_FIRING
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.limits import HANG_S
 from otel_sampling import __version__, names
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin.generate import RULES_FILE
@@ -891,11 +892,8 @@ def promtool_tests(step: str) -> dict:
     return {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
 
 
-PROMTOOL_TIMEOUT_S = 100  # under the suite's 120 s per-test timeout: promtool's own error is the one reported
-
-
 def promtool(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=PROMTOOL_TIMEOUT_S)
+    return subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=HANG_S)
 
 
 def promtool_test(path: Path, tests: dict) -> subprocess.CompletedProcess:

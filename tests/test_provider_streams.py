@@ -23,6 +23,7 @@ from opentelemetry.trace import StatusCode
 
 from conftest import TRACER_PROVIDER, instrumenting, raised_by
 from drivers import ANTHROPIC_MESSAGE
+from harness.limits import HANG_S
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
@@ -335,11 +336,11 @@ def test_a_second_reader_thread_does_not_end_a_stream_that_goes_on(anthropic_ins
     seen: list = []
     reader = threading.Thread(target=lambda: seen.extend(e.type for e in stream))
     reader.start()
-    assert reading.wait(5)
+    assert reading.wait(HANG_S)
     with pytest.raises(ValueError, match="generator already executing"):
         next(stream)
     release.set()
-    reader.join(5)
+    reader.join(HANG_S)
     assert seen == ["message_delta", "message_stop"]
     (span,) = anthropic_instrumented.spans()
     a = span.attributes

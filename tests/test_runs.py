@@ -22,6 +22,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER, _instrumented, with_policy
 from drivers import recording_logger_provider
+from harness.limits import HANG_S
 from otel_sampling import degradation, names, runs, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -125,7 +126,7 @@ def test_a_degradation_entered_elsewhere_while_the_run_is_open_degrades_it(mcp_i
     with osm.run("r"):
         worker = threading.Thread(target=lambda: (outage.enter(), outage.exit()))
         worker.start()
-        worker.join(5)
+        worker.join(HANG_S)
     with osm.run("later"):
         pass
     assert mcp_instrumented.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE) == {

@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
 
 from conftest import TRACER_PROVIDER
+from harness.limits import HANG_S
 from otel_sampling import state as otel_state
 from otel_sampling.instrumentation import _stdio_trap
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
@@ -378,7 +379,7 @@ def run_server(stdout, env: dict[str, str], command: list[str] | None = None) ->
         stderr=subprocess.PIPE,
         env={**get_default_environment(), **env},
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr

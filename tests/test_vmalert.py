@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from harness.history import import_text, promtool_input, selector, steady_history
+from harness.limits import HANG_S
 from harness.prometheus import JOB, wait_until
 from harness.victoria_metrics import VictoriaMetrics, check_rules, replay
 from otel_sampling.mixin.generate import RULES_FILE
@@ -30,7 +31,7 @@ from otel_sampling.mixin.rules import PREFIX
 from test_prometheus_e2e import EXPECTED_FIRING
 
 # The replay takes a pause between rules (about 75 s for the file): more than the suite's per-test default.
-pytestmark = [pytest.mark.e2e, pytest.mark.subprocess, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.subprocess]
 RULES = Path(__file__).resolve().parents[1] / "alerts" / RULES_FILE
 STEP_S = 60
 STEPS = 120  # two hours: past the longest window the alerts that can fire read (1h) and every `for:` they use
@@ -47,7 +48,6 @@ EXPECTED_STEADY = EXPECTED_FIRING | {
 # scrape is taken), FallbackUntested (the fallback completed requests; and there is no day-old data),
 # and the drill alerts (the drill has been stopped when the scrape is taken: its degradation_active is 0).
 # The drill is entered once per pass, like the search outage: DegradationFlapping fires on it too.
-PROMTOOL_TIMEOUT_S = 300
 RELATIVE_TOLERANCE = 1e-9  # VictoriaMetrics answers with 15 significant digits
 
 
@@ -74,7 +74,7 @@ def replayed(triage_host):
         vm.import_text(import_text(history, start, STEP_S))
         wait_until(
             lambda: len(vm.samples_at('{__name__=~".+"}', end)) == len(history),
-            60,
+            HANG_S,
             "the imported history to be searchable",
         )
         replay(vm, [RULES], start, end, interval_s=STEP_S)
@@ -160,6 +160,6 @@ def test_prometheus_gives_the_same_alerts_and_recorded_values(replayed, tmp_path
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=PROMTOOL_TIMEOUT_S,
+        timeout=HANG_S,
     )
     assert result.returncode == 0, (result.stdout + result.stderr)[-20_000:]

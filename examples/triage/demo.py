@@ -53,11 +53,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the harness package (see the module docstring)
 import drill_report  # noqa: E402  # reads the live Prometheus through the harness
+from harness.limits import HANG_S  # noqa: E402
 from harness.otlp_receiver import OTLPReceiver  # noqa: E402
 from scenario import DRILL_NAME, FALLBACK_MODEL, PRIMARY_MODEL, STEPS  # noqa: E402
 
 OUT = ROOT / ".demo"
-HOST_TIMEOUT_S = 120
+HOST_TIMEOUT_S = HANG_S
 REQUIRED_ENDINGS = (
     names.ENDING_COMPLETED,
     names.ENDING_POLICY_DENIED,
@@ -137,11 +138,11 @@ def run_host(
             lines: queue.Queue[str | None] = queue.Queue()
             threading.Thread(target=pump, args=(host.stdout, lines), daemon=True).start()
             done = wait_for_done(lines, time.monotonic() + HOST_TIMEOUT_S, on_checkpoint, host.stdin)
-            with urllib.request.urlopen(metrics_url, timeout=10) as response:
+            with urllib.request.urlopen(metrics_url, timeout=HANG_S) as response:
                 metrics_text = response.read().decode()
             host.stdin.write("\n")
             host.stdin.close()
-            if host.wait(timeout=30) != 0:
+            if host.wait(timeout=HANG_S) != 0:
                 raise SystemExit(f"host exited with {host.returncode}; see {log}")
             return done, metrics_text
         finally:

@@ -314,6 +314,9 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
         token = guarded("continue a tool call's trace", continue_trace)
         try:
             return await wrapped(*args, **kwargs)
+        except Exception as exc:
+            guarded("count rejected input requests", _count_rejected_inputs, state, instance, exc)
+            raise
         finally:
             if token is not None:
                 otel_context.detach(token)
@@ -322,6 +325,26 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
 
     return wrapper
 
+
+def _count_rejected_inputs(state: Any, session: Any, exc: Exception) -> None:
+    """The 2026-07-28 path: mcp validates the sampling requests a tool call's ``InputRequiredResult``
+    embeds with the result, so a malformed one fails the whole call with a pydantic
+    ``ValidationError`` (and is never answered); each such request is counted once, by the type of
+    its first error (errors located at ``inputRequests.<key>.CreateMessageRequest``)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors) or type(exc).__name__ != "ValidationError":
+        return
+    reasons: dict[object, str | None] = {}
+    for error in errors(include_url=False, include_context=False, include_input=False):
+        loc = error.get("loc", ())
+        if len(loc) > 3 and loc[1] == INPUT_REQUESTS and loc[3] == CREATE_MESSAGE_REQUEST:
+            reasons.setdefault(loc[2], error.get("type"))
+    for reason in reasons.values():
+        state.count_rejected(session, reason)
+
+
+INPUT_REQUESTS = "inputRequests"  # where a validation error locates an InputRequiredResult's requests
+CREATE_MESSAGE_REQUEST = "CreateMessageRequest"  # the union arm of a sampling request
 
 # Both majors. stdio_client is also re-exported as mcp.stdio_client (a binding of its own).
 CONNECTION_TARGETS = (

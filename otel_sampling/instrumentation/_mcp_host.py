@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
 
+from otel_sampling import names
 from otel_sampling import state as otel_state
 from otel_sampling.instrumentation._mcp_connections import Connections
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
@@ -97,6 +98,22 @@ class HostState:
         """The requesting server of ``session``, as far as this SDK major tells it."""
         raise NotImplementedError
 
+    def count_rejected(self, session: Any, reason: str | None) -> None:
+        """Count one sampling request of ``session`` that mcp rejected as invalid before any callback
+        ran: ``otel_sampling.sampling.rejected`` with the server and ``reason`` (the type of its first
+        validation error, pydantic's name), both bounded labels. No span: the request never reached
+        the host, so it has no ending."""
+        instruments = self.instruments
+        server = self.server_facts(session)
+        label = server.label if server.label is not None else server.name
+        instruments.sampling_rejected.add(
+            1,
+            {
+                names.MCP_SERVER_NAME: instruments.server_label.value(label),
+                names.SAMPLING_REJECTION_REASON: instruments.rejection_reason_label.value(reason),
+            },
+        )
+
     def start(self) -> None:
         self.ledger.start()
         otel_state.bind_host_ledger(self.ledger)
@@ -104,6 +121,16 @@ class HostState:
     def stop(self) -> None:
         self.ledger.stop()
         otel_state.bind_host_ledger(None)
+
+
+def first_error_type(error: Any, arm: str | None = None) -> str | None:
+    """The type of the first error of a pydantic ``ValidationError`` (None when it has none); with
+    ``arm``, of the first error located in that arm of a union (``CreateMessageRequest`` among the
+    requests a server may send), when one is."""
+    errors = error.errors(include_url=False, include_context=False, include_input=False)
+    in_arm = [e for e in errors if arm is not None and arm in e.get("loc", ())]
+    first = (in_arm or errors)[:1]
+    return first[0].get("type") if first else None
 
 
 def start_record(

@@ -314,7 +314,10 @@ def _install_degradation_state(
     processor (once per tracer provider): whichever of them a host loads, degraded mode is stamped."""
     try:
         otel_state.bind_api(settings, tracer_provider, meter_provider, logger_provider)
-        span_processor.install(tracer_provider if tracer_provider is not None else trace.get_tracer_provider())
+        span_processor.install(
+            tracer_provider if tracer_provider is not None else trace.get_tracer_provider(),
+            settings.attribute_max_length if settings.guard_foreign_spans else None,
+        )
         instrumentor._otel_sampling_processor = True
     except Exception:
         logger.warning("otel-sampling: could not install the degradation span processor", exc_info=True)

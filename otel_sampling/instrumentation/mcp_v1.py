@@ -9,7 +9,8 @@ what it returned with ``responder.respond(...)`` (a ``ClientResult`` or ``ErrorD
 that one call. Two targets of its own, one job each:
 
 * ``ClientSession.initialize``: remembers ``serverInfo`` (name, version) and the negotiated
-  protocol version per session (mcp 1.x keeps only the capabilities). Sessions initialised before
+  protocol version per session (mcp 1.x keeps only the capabilities), and has the session count
+  the sampling requests its own validation rejects (:class:`_RejectionCounter`). Sessions initialised before
   ``instrument()`` report no server name or version.
 * ``ClientSession._received_request``: one SERVER-kind ``sampling/createMessage`` span and the
   metrics per ``CreateMessageRequest``, through the same host state and :class:`SamplingRecord` as
@@ -55,6 +56,7 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from pydantic.alias_generators import to_camel
 
+from otel_sampling import names
 from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_connections import CONNECTION_TARGETS, HTTP_MANAGER_TARGETS_V1
 from otel_sampling.instrumentation._mcp_host import (
@@ -62,6 +64,7 @@ from otel_sampling.instrumentation._mcp_host import (
     UNKNOWN_SERVER,
     HostState,
     ServerFacts,
+    first_error_type,
     start_record,
 )
 from otel_sampling.instrumentation._targets import Target
@@ -212,10 +215,46 @@ def _note_server(state: State, session: Any, result: Any) -> None:
     )
 
 
+class _RejectionCounter:
+    """A session's ``_receive_request_type`` (mcp 1.x validates every request the server sends with
+    its ``model_validate`` in ``BaseSession._receive_loop`` and answers a failure -32602 there, with
+    no hook before the callback): the same type, counting each ``sampling/createMessage`` it rejects.
+    Holds the session weakly."""
+
+    __slots__ = ("_type", "_state", "_session")
+
+    def __init__(self, request_type: Any, state: State, session: Any) -> None:
+        self._type, self._state, self._session = request_type, state, weakref.ref(session)
+
+    def model_validate(self, data: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._type.model_validate(data, *args, **kwargs)
+        except Exception as error:
+            session = self._session()
+            if session is not None and isinstance(data, dict) and data.get("method") == names.METHOD_SAMPLING:
+                guarded("count a rejected sampling request", _count_rejected, self._state, session, error)
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._type, name)
+
+
+def _count_rejected(state: State, session: Any, error: Any) -> None:
+    if is_instrumentation_enabled() and callable(getattr(error, "errors", None)):
+        state.count_rejected(session, first_error_type(error, "CreateMessageRequest"))
+
+
+def _watch_rejections(state: State, session: Any) -> None:
+    current = getattr(session, "_receive_request_type", None)
+    if current is not None and not isinstance(current, _RejectionCounter):
+        session._receive_request_type = _RejectionCounter(current, state, session)
+
+
 def _initialize_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
+        guarded("watch rejected sampling requests", _watch_rejections, state, instance)
         result = await wrapped(*args, **kwargs)
         guarded("read the initialize result", _note_server, state, instance, result)
         return result

@@ -33,6 +33,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_sampling import names
 from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_connections import (
     CONNECTION_TARGETS,
@@ -43,6 +44,7 @@ from otel_sampling.instrumentation._mcp_host import (
     INVALID_RESULT_CODE,
     HostState,
     ServerFacts,
+    first_error_type,
     start_record,
 )
 from otel_sampling.instrumentation._mcp_tool_call import FASTMCP_TARGETS, MCP_TARGETS, OutsideToolCall, current
@@ -94,6 +96,8 @@ class State(HostState):
         "result_types",
         "answer_types",
         "client_response",
+        "validation_error",
+        "parse_server_request",
     )
 
     def __init__(self, instruments: Instruments) -> None:
@@ -101,6 +105,8 @@ class State(HostState):
         import mcp_types
         from mcp.client.session import ClientResponse
         from mcp.shared.dispatcher import coerce_request_id
+        from mcp_types import methods
+        from pydantic import ValidationError
 
         super().__init__(instruments)
         self.cancel_reasons = _CancelReasons(coerce_request_id)
@@ -111,6 +117,8 @@ class State(HostState):
         self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
         self.answer_types = (self.error_type, *self.result_types)  # what mcp reads without validating
         self.client_response = ClientResponse  # how mcp reads whatever the callback returned
+        self.validation_error = ValidationError
+        self.parse_server_request = methods.parse_server_request  # how mcp reads an inbound request
 
     def server_facts(self, session: Any) -> ServerFacts:
         """mcp 2.x keeps ``serverInfo`` and the negotiated version on the session: read again only
@@ -198,6 +206,37 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
     return wrapper
 
 
+HANDSHAKE_VERSION = "2025-11-25"  # what mcp parses an inbound request under before a version is negotiated
+
+
+def _rejected(state: State, session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Count the request if mcp's own parse rejects it: a validation error raised after the
+    callback (mcp reading the callback's return) is the callback's, already on its span."""
+    method = args[1] if len(args) > 1 else kwargs.get("method")
+    if method != names.METHOD_SAMPLING:
+        return
+    params = args[2] if len(args) > 2 else kwargs.get("params")
+    try:
+        state.parse_server_request(method, session.protocol_version or HANDSHAKE_VERSION, params)
+    except state.validation_error as error:
+        state.count_rejected(session, first_error_type(error))
+
+
+def _request_wrapper(state: State) -> Callable[..., Any]:
+    """``ClientSession._on_request``: a server-to-client request on the legacy path. mcp parses it
+    there and answers a validation error -32602 before ``dispatch_input_request`` runs."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            return await wrapped(*args, **kwargs)
+        except state.validation_error:
+            if is_instrumentation_enabled():
+                guarded("count a rejected sampling request", _rejected, state, instance, args, kwargs)
+            raise
+
+    return wrapper
+
+
 def _note_cancel(state: State, dispatcher: Any, message: Any) -> None:
     if getattr(message, "method", None) == "notifications/cancelled":
         state.cancel_reasons.note(dispatcher, getattr(message, "params", None))
@@ -215,6 +254,7 @@ def _notification_wrapper(state: State) -> Callable[..., Any]:
 
 TARGETS = (
     Target("mcp.client.session", "ClientSession.dispatch_input_request", _dispatch_wrapper),
+    Target("mcp.client.session", "ClientSession._on_request", _request_wrapper),
     Target("mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher._dispatch_notification", _notification_wrapper),
     *CONNECTION_TARGETS,
     *HTTP_MANAGER_TARGETS_V2,

@@ -18,6 +18,7 @@ from types import ModuleType
 
 from otel_sampling.mixin import bundle
 from otel_sampling.mixin.config import REPOSITORY, MixinConfig
+from otel_sampling.version import __version__
 
 EXTRA = "mixin"
 INSTALL_HINT = f"pip install 'otel-sampling[{EXTRA}] @ git+{REPOSITORY}' (in a clone: pip install -e '.[{EXTRA}]')"
@@ -26,6 +27,7 @@ Export the Grafana dashboards and the Prometheus rules of otel-sampling.
 
   otel-sampling dashboards --out DIR   DIR/overview.json, mcp-sampling.json, providers.json, degradation.json
   otel-sampling rules --out FILE       the Prometheus rule file: recording rules and alerts
+  otel-sampling --version              the installed version
 
 With no other option, the files written are the ones shipped in the package (equal to the
 repository's dashboards/ and alerts/) and nothing beyond the package is needed. Any regeneration
@@ -93,6 +95,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="otel-sampling", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     dashboards = commands.add_parser(
         "dashboards",

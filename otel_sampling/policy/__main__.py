@@ -2,22 +2,36 @@
 
 Prints ``FILE: ok (N servers, M prices)`` on stdout per valid file and the
 :class:`~otel_sampling.policy.PolicyError` message on stderr per invalid one. Exit status: 0 when
-every file is valid, 1 otherwise, 2 (with a usage line on stderr) without files.
+every file is valid, 1 otherwise, 2 (with a usage line on stderr) without files or on an unknown
+option; ``--help`` prints the usage, ``--version`` the package version (exit 0).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from otel_sampling.policy import PolicyError, load_policy
+from otel_sampling.version import __version__
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m otel_sampling.policy",
+        description="Check otel-sampling policy files (TOML, docs/configuration.md) before deploying them.",
+        epilog="Exit status: 0 every file is valid, 1 one is missing or malformed (its message on stderr).",
+    )
+    ap.add_argument("--version", action="version", version=f"otel-sampling {__version__}")
+    ap.add_argument("files", nargs="+", metavar="FILE", help="a policy file to check")
+    return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     """Check each file of *argv* (default: ``sys.argv[1:]``); return the exit status above."""
-    paths = sys.argv[1:] if argv is None else argv
-    if not paths:
-        print("usage: python -m otel_sampling.policy FILE...", file=sys.stderr)
-        return 2
+    try:
+        paths = parser().parse_args(argv).files
+    except SystemExit as e:  # --help, --version (0) or a usage error (2), already printed
+        return int(e.code or 0)
     status = 0
     for path in paths:
         try:

@@ -29,8 +29,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.limits import HANG_S
+
 T = TypeVar("T")
 JOB = "otel-sampling"
+# How long a server asked to stop may take before it is killed: a clean-up step, never a failure.
+STOP_GRACE_S = 15
 
 
 class PrometheusError(RuntimeError):
@@ -94,7 +98,7 @@ class ServerProcess:
             self._process = subprocess.Popen(
                 [executable, *self._arguments(self._dir, port)], stdout=self._log, stderr=subprocess.STDOUT
             )
-            wait_until(self._ready, 30, f"{self.name} to be ready")
+            wait_until(self._ready, HANG_S, f"{self.name} to be ready")
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -105,7 +109,7 @@ class ServerProcess:
             if self._process is not None and self._process.poll() is None:
                 self._process.terminate()
                 try:
-                    self._process.wait(timeout=15)
+                    self._process.wait(timeout=STOP_GRACE_S)
                 except subprocess.TimeoutExpired:
                     self._process.kill()
                     self._process.wait()
@@ -190,7 +194,7 @@ class PrometheusServer(ServerProcess):
         if params:
             url += "?" + urllib.parse.urlencode(params)
         try:
-            with urllib.request.urlopen(url, timeout=10) as response:
+            with urllib.request.urlopen(url, timeout=HANG_S) as response:
                 body = json.load(response)
         except urllib.error.HTTPError as e:  # 400 bad_data, 422 execution error
             raise PrometheusError(f"{path} {params}: {json.load(e).get('error')}") from None
@@ -207,7 +211,7 @@ class PrometheusServer(ServerProcess):
         """Active alerts in ``state`` (``pending`` or ``firing``)."""
         return [a for a in self.api("alerts")["alerts"] if a["state"] == state]
 
-    def wait_for_scrape(self, timeout_s: float = 60) -> None:
+    def wait_for_scrape(self, timeout_s: float = HANG_S) -> None:
         """Until every target was scraped successfully (the first scrape comes after ~5 s)."""
 
         def all_up() -> bool:
@@ -216,7 +220,7 @@ class PrometheusServer(ServerProcess):
 
         wait_until(all_up, timeout_s, f"a successful scrape of {self.targets}")
 
-    def wait_for_rules(self, timeout_s: float = 60) -> None:
+    def wait_for_rules(self, timeout_s: float = HANG_S) -> None:
         """Until every rule group has been evaluated, healthy, after the targets' latest scrape, and
         then once more after every other group: groups run on their own tickers, so an alert that
         reads a recorded series sees it only from the evaluation after the recording group's."""

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.limits import HANG_S
 from harness.prometheus import ServerProcess, free_port
 
 DEBIAN_PACKAGE = "victoria-metrics"
@@ -73,7 +74,7 @@ class VictoriaMetrics(ServerProcess):
         """POST Prometheus text exposition (timestamps allowed) to ``/api/v1/import/prometheus``."""
         request = urllib.request.Request(self.url + "/api/v1/import/prometheus", data=text.encode(), method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=60):
+            with urllib.request.urlopen(request, timeout=HANG_S):
                 pass
         except urllib.error.HTTPError as e:
             raise VictoriaMetricsError(f"import: {e.code} {e.read().decode(errors='replace')}") from None
@@ -82,7 +83,7 @@ class VictoriaMetrics(ServerProcess):
         """Raw samples of the series ``match`` selects in ``[start_s, end_s]`` (``/api/v1/export``):
         ``{"metric": {...}, "values": [...], "timestamps": [ms, ...]}`` per series."""
         query = urllib.parse.urlencode({"match[]": match, "start": start_s, "end": end_s})
-        with urllib.request.urlopen(f"{self.url}/api/v1/export?{query}", timeout=60) as response:
+        with urllib.request.urlopen(f"{self.url}/api/v1/export?{query}", timeout=HANG_S) as response:
             return [json.loads(line) for line in response.read().decode().splitlines() if line.strip()]
 
     def samples_at(self, match: str, at_s: int) -> list[tuple[dict[str, str], float]]:
@@ -100,7 +101,7 @@ def check_rules(rule_files: Iterable[Path]) -> subprocess.CompletedProcess[str]:
     """``vmalert -dryRun``: parses every rule file (expressions and templates) and exits."""
     args = [f"-rule={path}" for path in rule_files]
     return subprocess.run(
-        [_binary("vmalert"), "-dryRun", *args, "-loggerLevel=WARN"], capture_output=True, text=True, timeout=60
+        [_binary("vmalert"), "-dryRun", *args, "-loggerLevel=WARN"], capture_output=True, text=True, timeout=HANG_S
     )
 
 
@@ -112,7 +113,7 @@ def replay(
     *,
     interval_s: int = 60,
     rules_delay_s: float = 3.0,
-    timeout_s: float = 600,
+    timeout_s: float = HANG_S,
 ) -> str:
     """Evaluate the rules over ``[start_s, end_s]`` every ``interval_s`` with ``vmalert`` in
     replay mode, reading from and writing to ``vm``; returns vmalert's output.

@@ -22,12 +22,12 @@ from typing import Any
 
 from host_scenarios import OUTPUT_PREFIX, Host, Scenario, scenario_header
 
+from harness.limits import HANG_S
 from harness.otlp_receiver import OTLPReceiver
 from otel_sampling import names
 from otel_sampling.testing.fake_provider import FakeProvider
 
 HERE = Path(__file__).parent
-RUN_TIMEOUT_S = 120  # one host process: interpreter start, framework imports, one tool call
 # Ids the fake provider makes up per answer, and object addresses in reprs: they differ between
 # any two runs, instrumented or not.
 _VOLATILE = (
@@ -191,11 +191,11 @@ class HostRunner:
             start_new_session=True,
         )
         try:
-            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+            stdout, stderr = proc.communicate(timeout=HANG_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             stdout, stderr = proc.communicate()
-            stderr += f"\n(killed after {RUN_TIMEOUT_S} s)"
+            stderr += f"\n(killed after {HANG_S} s)"
         lines = [line for line in stdout.splitlines() if line.startswith(OUTPUT_PREFIX)]
         output = normalised(json.loads(lines[-1][len(OUTPUT_PREFIX) :])["output"]) if lines else None
         requests = [r for r in self.provider.requests if r["scenario"].get("run") == tag]
@@ -249,7 +249,7 @@ class HostRunner:
             [str(self.venv(host) / "bin" / "python"), "-c", script, *wanted],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG_S,
             check=True,
         )
         return json.loads(proc.stdout)

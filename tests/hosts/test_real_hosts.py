@@ -43,7 +43,7 @@ from harness.otlp_receiver import OTLPReceiver
 from otel_sampling import names
 from otel_sampling.testing.fake_provider import FakeProvider
 
-pytestmark = [pytest.mark.hosts, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.hosts]
 
 ROOT = Path(__file__).resolve().parents[2]
 VENVS_VARIABLE = "OTEL_SAMPLING_HOSTS_VENVS"  # set by `make test-hosts`: then a missing venv is a failure
