@@ -20,6 +20,7 @@ from opentelemetry.trace import StatusCode
 from packaging.version import Version
 
 from cassette_replay import OPENAI_HTTP
+from harness.limits import HANG_S
 from otel_sampling import names
 from otel_sampling.rules import endings
 
@@ -69,7 +70,7 @@ def open_stream(c, api, fault):
 def read_timeout(fault: str | None) -> float:
     """The client's timeout: short only where the fault is a slow chunk (``chunk_delay=2``) the
     timeout must cut; elsewhere long enough that a busy machine never times a read out."""
-    return 0.5 if fault and fault.startswith("chunk_delay") else 600.0
+    return 0.5 if fault and fault.startswith("chunk_delay") else HANG_S
 
 
 def sync_client(fp, fault: str | None = None):
