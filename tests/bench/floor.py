@@ -3,8 +3,9 @@
 A hand-written wrapper (``wrapt``) around ``Messages.create`` (anthropic) and
 ``Completions.create`` (openai chat): one CLIENT span carrying the same attributes otel-sampling
 puts on its span for the bench's calls (same keys, same count: request, server, ending, mode,
-response, usage, time to first chunk on streams), and the same histogram measurements (operation
-duration; input and output token usage; time to first chunk on streams), with the same bucket
+response, usage, time to first chunk on streams), and the same measurements (operation duration;
+input and output token usage; time to first chunk and per output chunk on streams; the unpriced
+call, the bench running without a price source), with the same bucket
 boundaries, each recorded in the context of the call's span (so that, under the SDK's default
 ``trace_based`` exemplar filter, its exemplar names that span, as the contract says). No
 classification, no label bounding, no error handling, no content capture: nothing the bench's
@@ -50,6 +51,12 @@ class _Instruments:
             unit="s",
             explicit_bucket_boundaries_advisory=list(names.GEN_AI_DURATION_BUCKETS),
         )
+        self.per_chunk = meter.create_histogram(
+            names.METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK,
+            unit="s",
+            explicit_bucket_boundaries_advisory=list(names.GEN_AI_CHUNK_BUCKETS),
+        )
+        self.unpriced = meter.create_counter(names.METRIC_CLIENT_UNPRICED, unit="{call}")
 
 
 def _end(
@@ -59,6 +66,7 @@ def _end(
     first_chunk: float | None,
     request: dict[str, Any],
     response: dict[str, Any],
+    gaps: list[float] | None = None,
 ) -> None:
     duration = time.perf_counter() - start
     attributes = {**request, **response}
@@ -72,6 +80,8 @@ def _end(
     if first_chunk is not None:
         attributes["gen_ai.response.time_to_first_chunk"] = first_chunk - start
         instruments.first_chunk.record(first_chunk - start, metric_attributes, context=context)
+        for gap in gaps or ():
+            instruments.per_chunk.record(gap, metric_attributes, context=context)
     span.set_attributes(attributes)
     span.end()
     instruments.duration.record(duration, {**metric_attributes, "otel_sampling.ending": "completed"}, context=context)
@@ -81,6 +91,8 @@ def _end(
     instruments.tokens.record(
         response["gen_ai.usage.output_tokens"], {**metric_attributes, "gen_ai.token.type": "output"}, context=context
     )
+    priced_by = {k: metric_attributes[k] for k in ("gen_ai.provider.name", "gen_ai.response.model", "degradation.mode")}
+    instruments.unpriced.add(1, priced_by, context=context)
 
 
 def _outcome(model: str, response_id: str, reason: str, usage: dict[str, int], requested: str) -> dict[str, Any]:
@@ -106,7 +118,14 @@ def _anthropic_usage(usage: Any) -> dict[str, int]:
         "gen_ai.usage.output_tokens": usage.output_tokens,
         "gen_ai.usage.cache_read.input_tokens": cache_read,
         "gen_ai.usage.cache_write.input_tokens": cache_creation,
+        **_reasoning(getattr(usage, "output_tokens_details", None), "thinking_tokens"),
     }
+
+
+def _reasoning(details: Any, field: str) -> dict[str, int]:
+    """``gen_ai.usage.reasoning.output_tokens`` when the answer reports it (a dict or a model)."""
+    count = details.get(field) if isinstance(details, dict) else getattr(details, field, None)
+    return {"gen_ai.usage.reasoning.output_tokens": count} if isinstance(count, int) else {}
 
 
 def _openai_usage(usage: Any) -> dict[str, int]:
@@ -115,6 +134,7 @@ def _openai_usage(usage: Any) -> dict[str, int]:
         "gen_ai.usage.input_tokens": usage.prompt_tokens,
         "gen_ai.usage.output_tokens": usage.completion_tokens,
         "gen_ai.usage.cache_read.input_tokens": (details.cached_tokens if details else 0) or 0,
+        **_reasoning(usage.completion_tokens_details, "reasoning_tokens"),
     }
 
 
@@ -142,9 +162,15 @@ def _anthropic_stream(
     first_chunk = None
     model = response_id = reason = ""
     usage: Any = None
+    gaps: list[float] = []
+    last = 0.0
     for event in stream:
+        now = time.perf_counter()
         if first_chunk is None:
-            first_chunk = time.perf_counter()
+            first_chunk = now
+        else:
+            gaps.append(now - last)
+        last = now
         if event.type == "message_start":
             model, response_id, usage = event.message.model, event.message.id, event.message.usage
         elif event.type == "message_delta":
@@ -157,6 +183,7 @@ def _anthropic_stream(
         first_chunk,
         request,
         _outcome(model, response_id, reason, _anthropic_usage(usage), request["gen_ai.request.model"]),
+        gaps,
     )
 
 
@@ -166,10 +193,16 @@ def _openai_stream(
     first_chunk = None
     model = response_id = reason = ""
     usage: Any = None
+    gaps: list[float] = []
+    last = 0.0
     for chunk in stream:
+        now = time.perf_counter()
         if first_chunk is None:
-            first_chunk = time.perf_counter()
+            first_chunk = now
             model, response_id = chunk.model, chunk.id
+        else:
+            gaps.append(now - last)
+        last = now
         if chunk.choices and chunk.choices[0].finish_reason:
             reason = chunk.choices[0].finish_reason
         if chunk.usage is not None:
@@ -182,6 +215,7 @@ def _openai_stream(
         first_chunk,
         request,
         _outcome(model, response_id, reason, _openai_usage(usage), request["gen_ai.request.model"]),
+        gaps,
     )
 
 
