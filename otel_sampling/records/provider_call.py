@@ -31,7 +31,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import inference_details, locks, names, semconv_metrics, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
-from otel_sampling.labels import clean
+from otel_sampling.labels import BoundedLabel, bound, clean_texts
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
@@ -157,8 +157,12 @@ class ProviderCall:
         self._scope: _Scope | None = state.current_request.get() or run_records.current_run()
         self._named = state.active_reasons()  # the named degradations around it as it starts
         max_length = instruments.settings.attribute_max_length
-        model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
+        outside = clean_texts(
+            {names.GEN_AI_REQUEST_MODEL: self._request_model, names.SERVER_ADDRESS: server[0] if server else None},
+            max_length,
+        )
+        model = outside.pop(names.GEN_AI_REQUEST_MODEL, None)
         span = instruments.tracer.start_span(
             f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT, kind=SpanKind.CLIENT
         )
@@ -179,10 +183,9 @@ class ProviderCall:
                 attributes[names.GEN_AI_REQUEST_STREAM] = True
             if extra_attributes:
                 attributes.update(extra_attributes)
-            if server:
-                attributes[names.SERVER_ADDRESS] = clean(server[0], max_length)
-                if server[1] is not None:
-                    attributes[names.SERVER_PORT] = server[1]
+            attributes.update(outside)
+            if server and server[1] is not None:
+                attributes[names.SERVER_PORT] = server[1]
             span.set_attributes(attributes)
 
     @property
@@ -313,16 +316,16 @@ class ProviderCall:
             if span.is_recording():
                 max_length = instruments.settings.attribute_max_length
                 attributes: dict[str, Any] = {names.ENDING: ending, names.DEGRADATION_MODE: judged.mode}
-                if judged.reasons:
-                    attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in judged.reasons]
-                if response is not None:
-                    if response.model:
-                        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)
-                    if response.response_id:
-                        attributes[names.GEN_AI_RESPONSE_ID] = clean(response.response_id, max_length)
                 reported = response.finish_reasons if response is not None else ()
-                if reasons := endings.inference_finish_reasons(reported, ending):
-                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
+                outside: dict[str, object] = {
+                    names.DEGRADATION_REASON: judged.reasons,
+                    names.GEN_AI_RESPONSE_FINISH_REASONS: endings.inference_finish_reasons(reported, ending),
+                    names.ERROR_TYPE: error_type,
+                }
+                if response is not None:
+                    outside[names.GEN_AI_RESPONSE_MODEL] = response.model
+                    outside[names.GEN_AI_RESPONSE_ID] = response.response_id
+                attributes.update(clean_texts(outside, max_length))
                 for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
                     if value is not None:  # a count (clean_usage): within int64, as OTLP carries it
                         attributes[key] = value
@@ -334,7 +337,6 @@ class ProviderCall:
                     attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
                     attributes[names.COST_PRICE_SOURCE] = priced.source
                 if error_type is not None:
-                    attributes[names.ERROR_TYPE] = clean(error_type, max_length)
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
             content = self._capture_content(span, response) if self._capture.enabled else None
@@ -363,20 +365,24 @@ class ProviderCall:
     ) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
-        model_label = instruments.model_label.value(response_model)
+        labelled: list[tuple[str, BoundedLabel, object]] = [
+            (names.GEN_AI_REQUEST_MODEL, instruments.model_label, self._request_model),
+            (names.GEN_AI_RESPONSE_MODEL, instruments.model_label, response_model),
+        ]
+        if self._server_address:
+            labelled.append((names.SERVER_ADDRESS, instruments.server_label, self._server_address))
+        if error_type is not None:
+            labelled.append((names.ERROR_TYPE, instruments.error_type_label, error_type))
+        bounded = bound(labelled)
+        model_label = bounded[names.GEN_AI_RESPONSE_MODEL]
         drill = state.drill_label()
         metric_attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: self._provider,
-            names.GEN_AI_REQUEST_MODEL: instruments.model_label.value(self._request_model),
-            names.GEN_AI_RESPONSE_MODEL: model_label,
+            **bounded,
             names.DEGRADATION_MODE: mode,
             **drill,
         }
-        if self._server_address:
-            metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
-        if error_type is not None:
-            metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
         first_chunk = self._first_chunk - self._start if self._stream and self._first_chunk is not None else None
         semconv_metrics.record_inference(
             instruments.inference,

@@ -30,7 +30,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from otel_sampling import locks, names, state
-from otel_sampling.labels import clean, otlp_int
+from otel_sampling.labels import BoundedLabel, bound, clean, otlp_int
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records import identity, operation_duration
 from otel_sampling.records import run as run_records
@@ -242,10 +242,9 @@ class SamplingRecord:
             (names.SAMPLING_TOOL_NAME, self._tool_name),
             (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint),
         ]
-        attributes = start_attributes(params, self._path, self._hints, max_length, facts)
         if request_id is not None and self._path == names.PATH_RPC:
-            attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
-        span.set_attributes(attributes)
+            facts.append((names.JSONRPC_REQUEST_ID, str(request_id)))  # a JSON-RPC id: a string or an int
+        span.set_attributes(start_attributes(params, self._path, self._hints, max_length, facts))
 
     def _violate(self, kind: str) -> None:
         """Record violation ``kind`` once for this request."""
@@ -536,6 +535,12 @@ class SamplingRecord:
         context = recorded_in(self._span)
         instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
         drill = state.drill_label()
+        labelled: list[tuple[str, BoundedLabel, object]] = [
+            (names.GEN_AI_RESPONSE_MODEL, instruments.model_label, served)
+        ]
+        if judged.reasons:
+            labelled.append((names.DEGRADATION_REASON, state.api_instruments().reason_label, judged.reasons[0]))
+        bounded = bound(labelled)
         instruments.sampling_duration.record(
             time.perf_counter() - self._start,
             {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending, **drill},
@@ -551,12 +556,7 @@ class SamplingRecord:
                 names.DEGRADATION_MODE: judged.mode,
                 names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
                 names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
-                names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
-                **(
-                    {names.DEGRADATION_REASON: state.api_instruments().reason_label.value(judged.reasons[0])}
-                    if judged.reasons
-                    else {}
-                ),
+                **bounded,
                 **drill,
             },
             context=context,
@@ -583,15 +583,15 @@ class SamplingRecord:
                     names.DEGRADATION_MODE: judged.mode,
                     names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
                 }
-                if judged.reasons:
-                    attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in judged.reasons]
-                add_result_attributes(attributes, ending, served, stop_reason, max_length)
-                if reported:
-                    attributes[names.SAMPLING_REPORTED_MODEL] = clean(reported, max_length)
+                outside = (
+                    (names.DEGRADATION_REASON, judged.reasons),
+                    (names.SAMPLING_REPORTED_MODEL, reported),
+                    (names.SAMPLING_CANCEL_REASON, cancel_reason),
+                    (names.SAMPLING_PROVIDER_MODEL, self._provider_model),
+                )
+                add_result_attributes(attributes, ending, served, stop_reason, max_length, outside)
                 if status_code is not None:
                     attributes[names.RPC_RESPONSE_STATUS_CODE] = status_code
-                if cancel_reason:
-                    attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
                 if self._calls.ended:
                     attributes[names.SAMPLING_PROVIDER_CALLS] = self._calls.ended
                     for key, tokens in (
@@ -602,8 +602,6 @@ class SamplingRecord:
                             attributes[key] = tokens
                 if self._cost_usd:
                     attributes[names.COST_USD] = self._cost_usd
-                if self._provider_model:
-                    attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
                 if mcp_status.receiver_failed(ending.error_type, status_code):  # the host receives the request
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
