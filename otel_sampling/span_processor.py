@@ -40,12 +40,12 @@ class DegradationSpanProcessor(SpanProcessor):
     """Stamps degraded mode on starting spans and tells :mod:`otel_sampling.records.run` about every span."""
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
-        if not state.hooks_enabled() or not is_instrumentation_enabled():
-            return
         try:
-            reasons = state.active_reasons()
-            if reasons:
-                _stamp(span, reasons)
+            now = state.around()
+            if not now.hooked or not is_instrumentation_enabled():
+                return
+            if now.reasons:
+                _stamp(span, now.reasons)
             run_records.span_started(span)
         except Exception:
             logger.debug("otel-sampling: span processor on_start failed", exc_info=True)

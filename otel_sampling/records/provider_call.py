@@ -254,6 +254,7 @@ class ProviderCall:
 
         judged = CallVerdict(names.MODE_PRIMARY, ())
         priced = None
+        now = state.around()
         try:
             priced = self._cost(response_model, usage)
             settings = self._instruments.settings
@@ -268,10 +269,12 @@ class ProviderCall:
                 usd=priced.usd if priced is not None else None,
                 provider_fallback=response is not None and response.provider_fallback,
                 compare_models=self._compare_models,
-                named=named_union(self._named, state.active_reasons()),
+                named=named_union(self._named, now.reasons),
             )
             judged = self._publish(summary)
-            self._record_metrics(duration, response_model, usage, judged.mode, error_type, ending, summary.usd)
+            self._record_metrics(
+                duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill
+            )
         finally:  # the span ends even when a metric call fails
             self._end_span(response, usage, judged, error_type, ending, priced)
 
@@ -362,6 +365,7 @@ class ProviderCall:
         error_type: str | None,
         ending: str,
         usd: float | None,
+        drill: dict[str, str],
     ) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
@@ -375,7 +379,6 @@ class ProviderCall:
             labelled.append((names.ERROR_TYPE, instruments.error_type_label, error_type))
         bounded = bound(labelled)
         model_label = bounded[names.GEN_AI_RESPONSE_MODEL]
-        drill = state.drill_label()
         metric_attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: self._provider,

@@ -410,8 +410,9 @@ class SamplingRecord:
             endings.from_what_happened, told, endings.Happened(told, result, generic, self._calls)
         )
         served = self._served(reported) if result else None
+        now = state.around()
         try:
-            judged = self._verdict(ending, served)
+            judged = self._verdict(ending, served, now)
         except Exception:  # the ending is still recorded, without a verdict of its own
             logger.debug("otel-sampling: could not judge a sampling request", exc_info=True)
             judged = RequestVerdict(names.SUBSTITUTION_UNJUDGED, names.MODE_PRIMARY, ())
@@ -421,7 +422,7 @@ class SamplingRecord:
                 self._track(ending.ending, judged.substitution, reported)
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
-            self._record_metrics(ending.ending, judged, served)
+            self._record_metrics(ending.ending, judged, served, now.drill)
             operation_duration.record(
                 self._instruments.mcp_server_duration,
                 time.perf_counter() - self._start,
@@ -437,7 +438,7 @@ class SamplingRecord:
             finally:
                 self._end_run(ending.ending, judged)
 
-    def _verdict(self, ending: Ending, served: str | None) -> RequestVerdict:
+    def _verdict(self, ending: Ending, served: str | None, now: state.Around) -> RequestVerdict:
         """The request's one verdict (:func:`~otel_sampling.rules.verdict.judge_request`), from what
         the calls inside it published (no call counts here once ``_ended`` is set)."""
         facts = RequestFacts(
@@ -445,10 +446,10 @@ class SamplingRecord:
             requested=self._last_requested if self._calls.produced is not None else None,
             failed=ending.error_type is not None,
             failed_over=self._failover.failed_over,
-            canary=self._canary or state.canary.get(),
+            canary=self._canary or now.canary,
             provider_fallback=self._provider_fallback,
             call_reasons=tuple(self._call_reasons),
-            named=verdict.named_union(self._named, state.active_reasons()),
+            named=verdict.named_union(self._named, now.reasons),
         )
         return verdict.judge_request(facts, self._reference)
 
@@ -530,11 +531,10 @@ class SamplingRecord:
                 ),
             )
 
-    def _record_metrics(self, ending: str, judged: RequestVerdict, served: str | None) -> None:
+    def _record_metrics(self, ending: str, judged: RequestVerdict, served: str | None, drill: dict[str, str]) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
         instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
-        drill = state.drill_label()
         labelled: list[tuple[str, BoundedLabel, object]] = [
             (names.GEN_AI_RESPONSE_MODEL, instruments.model_label, served)
         ]
