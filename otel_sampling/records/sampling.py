@@ -14,7 +14,7 @@ own failures; the record itself never raises into the host.
 Which model the verdicts use (``docs/telemetry.md``): when provider calls ran inside the callback,
 the response model of the last one that did not fail (what the provider served); without them,
 the host's ``CreateMessageResult.model`` read as a model id
-(:mod:`~otel_sampling.rules.model_names`). The host's report is kept beside it
+(:mod:`~otel_sampling.rules.verdict`). The host's report is kept beside it
 (``otel_sampling.sampling.reported_model``), and a report no member of which names the provider's model is a
 ``reported_model_mismatch``.
 """
@@ -32,7 +32,8 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from otel_sampling import locks, names, state
 from otel_sampling.labels import BoundedLabel, bound, clean, otlp_int
 from otel_sampling.metrics import Instruments, recorded_in
-from otel_sampling.records import identity, operation_duration
+from otel_sampling.records import ledger as request_ledger
+from otel_sampling.records import operation_duration
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
@@ -42,7 +43,7 @@ from otel_sampling.records.request_attributes import (
     include_context,
     start_attributes,
 )
-from otel_sampling.rules import endings, mcp_status, model_names, verdict, violations
+from otel_sampling.rules import endings, mcp_status, verdict, violations
 from otel_sampling.rules.run_outcome import request_run_outcome
 from otel_sampling.rules.values import Ending, ProviderCalls
 from otel_sampling.rules.verdict import CallSummary, CallVerdict, Reference, RequestFacts, RequestVerdict
@@ -62,7 +63,7 @@ class SamplingRecord:
         instruments: the instrumentor's tracer, meter and label sets.
         server_name: ``serverInfo.name`` of the requesting server, or None when unknown.
         server_key: how the ledger and the identity store keep that server,
-            :func:`~otel_sampling.records.identity.server_key` of the first name it is known by
+            :func:`~otel_sampling.records.ledger.server_key` of the first name it is known by
             (``policy_names``; a hash over a long name: the caller computes it once per session,
             not per request).
         server_label: what the ``mcp.server.name`` label is made of, the stable form of the name
@@ -487,7 +488,7 @@ class SamplingRecord:
         """Violations visible at the end, then remember this request for the ones after it."""
         if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
-        if self._calls.produced is not None and model_names.reports_another_model(reported, self._provider_model):
+        if self._calls.produced is not None and verdict.reports_another_model(reported, self._provider_model):
             self._violate(names.VIOLATION_REPORTED_MODEL_MISMATCH)
         policy = self._policy
         if (
@@ -632,7 +633,7 @@ def _owning_run(span: trace.Span) -> run_records.Run | None:
 
 def _fingerprint(params: Any, key: bytes) -> str | None:
     try:
-        return identity.fingerprint(params, key)
+        return request_ledger.fingerprint(params, key)
     except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
         logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
         return None
