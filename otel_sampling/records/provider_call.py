@@ -31,7 +31,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import inference_details, locks, names, semconv_metrics, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
-from otel_sampling.labels import BoundedLabel, bound, clean_texts
+from otel_sampling.labels import BoundedLabel, bound, clean, clean_texts
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
@@ -157,12 +157,8 @@ class ProviderCall:
         self._scope: _Scope | None = state.current_request.get() or run_records.current_run()
         self._named = state.active_reasons()  # the named degradations around it as it starts
         max_length = instruments.settings.attribute_max_length
+        model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
-        outside = clean_texts(
-            {names.GEN_AI_REQUEST_MODEL: self._request_model, names.SERVER_ADDRESS: server[0] if server else None},
-            max_length,
-        )
-        model = outside.pop(names.GEN_AI_REQUEST_MODEL, None)
         span = instruments.tracer.start_span(
             f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT, kind=SpanKind.CLIENT
         )
@@ -183,9 +179,10 @@ class ProviderCall:
                 attributes[names.GEN_AI_REQUEST_STREAM] = True
             if extra_attributes:
                 attributes.update(extra_attributes)
-            attributes.update(outside)
-            if server and server[1] is not None:
-                attributes[names.SERVER_PORT] = server[1]
+            if server:
+                attributes[names.SERVER_ADDRESS] = clean(server[0], max_length)
+                if server[1] is not None:
+                    attributes[names.SERVER_PORT] = server[1]
             span.set_attributes(attributes)
 
     @property
