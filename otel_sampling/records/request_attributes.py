@@ -1,8 +1,18 @@
-"""The span attributes of one ``sampling/createMessage``, shared by the host's and the server's span.
+"""The span attributes and the operation duration of one ``sampling/createMessage``, on either side.
 
 What the request asked (:func:`start_attributes`) and what its ending said
 (:func:`add_result_attributes`) are the same on both sides; each side adds the facts only it
 knows (the host: JSON-RPC id, server version, transport, fingerprint).
+
+The operation duration (:func:`operation_attributes`, :func:`record_operation_duration`):
+``mcp.server.operation.duration`` on the host (the receiver of the request) and
+``mcp.client.operation.duration`` in the MCP server's process (its sender), as
+semantic-conventions-genai ``model/mcp/metrics.yaml`` defines them: ``mcp.method.name``;
+``mcp.protocol.version`` and ``network.transport`` when known; ``error.type`` when the request
+failed and ``rpc.response.status_code`` when its answer carried an error code (both bounded like
+every label that comes from outside); the MCP semconv buckets (``names.MCP_DURATION_BUCKETS``).
+Not ``gen_ai.tool.name``: a sampling request is not an operation on a tool, and the conventions
+ask for it only then.
 """
 
 from __future__ import annotations
@@ -10,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from opentelemetry.context import Context
+
 from otel_sampling import names
-from otel_sampling.labels import clean_texts, otlp_int
+from otel_sampling.labels import BoundedLabel, bound, clean, clean_texts, otlp_int
 from otel_sampling.rules import endings
 from otel_sampling.rules.values import Ending
 
@@ -78,3 +90,32 @@ def add_result_attributes(
             max_length,
         )
     )
+
+
+# ---------------------------------------------------------------------- operation duration
+_VERSION_MAX_LENGTH = 64  # a protocol version is a date ("2026-07-28")
+
+
+def operation_attributes(protocol_version: str | None, transport: str | None = None) -> dict[str, str]:
+    """The operation duration's attributes known when the request starts."""
+    attributes = {names.MCP_METHOD_NAME: names.METHOD_SAMPLING}
+    if isinstance(protocol_version, str) and protocol_version:
+        attributes[names.MCP_PROTOCOL_VERSION] = clean(protocol_version, _VERSION_MAX_LENGTH)
+    if transport:
+        attributes[names.NETWORK_TRANSPORT] = transport
+    return attributes
+
+
+def record_operation_duration(
+    histogram: Any,
+    duration_s: float,
+    started: dict[str, str],
+    ending: Ending,
+    status_code: str | None,
+    error_label: BoundedLabel,
+    context: Context,
+) -> None:
+    """One point of ``histogram`` (seconds) for a request that started with ``started`` and ended so."""
+    labelled = ((names.ERROR_TYPE, ending.error_type), (names.RPC_RESPONSE_STATUS_CODE, status_code))
+    attributes = {**started, **bound([(key, error_label, raw) for key, raw in labelled if raw is not None])}
+    histogram.record(duration_s, attributes, context=context)

@@ -33,7 +33,6 @@ from otel_sampling import locks, names, state
 from otel_sampling.labels import BoundedLabel, bound, clean, otlp_int
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.records import ledger as request_ledger
-from otel_sampling.records import operation_duration
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
@@ -41,6 +40,8 @@ from otel_sampling.records.request_attributes import (
     add_result_attributes,
     hint_names,
     include_context,
+    operation_attributes,
+    record_operation_duration,
     start_attributes,
 )
 from otel_sampling.rules import endings, mcp_status, verdict, violations
@@ -181,7 +182,7 @@ class SamplingRecord:
         self._granted: str | None = None
         self._violations: set[str] = set()
         self._tool_name = tool_name
-        self._operation = operation_duration.start_attributes(protocol_version, transport)
+        self._operation = operation_attributes(protocol_version, transport)
         self._fingerprint = _fingerprint(params, ledger.fingerprint_key) if ledger is not None else None
         self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
         links = (
@@ -424,7 +425,7 @@ class SamplingRecord:
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             self._record_metrics(ending.ending, judged, served, now.drill)
-            operation_duration.record(
+            record_operation_duration(
                 self._instruments.mcp_server_duration,
                 time.perf_counter() - self._start,
                 self._operation,
