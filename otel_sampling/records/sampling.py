@@ -44,7 +44,7 @@ from otel_sampling.records.request_attributes import (
     record_operation_duration,
     start_attributes,
 )
-from otel_sampling.rules import endings, mcp_status, verdict, violations
+from otel_sampling.rules import endings, verdict, violations
 from otel_sampling.rules.run_outcome import request_run_outcome
 from otel_sampling.rules.values import Ending, ProviderCalls
 from otel_sampling.rules.verdict import CallSummary, CallVerdict, Reference, RequestFacts, RequestVerdict
@@ -604,7 +604,7 @@ class SamplingRecord:
                             attributes[key] = tokens
                 if self._cost_usd:
                     attributes[names.COST_USD] = self._cost_usd
-                if mcp_status.receiver_failed(ending.error_type, status_code):  # the host receives the request
+                if endings.receiver_failed(ending.error_type, status_code):  # the host receives the request
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
         finally:

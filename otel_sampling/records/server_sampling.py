@@ -23,7 +23,7 @@ from otel_sampling.records.request_attributes import (
     record_operation_duration,
     start_attributes,
 )
-from otel_sampling.rules import endings, mcp_status
+from otel_sampling.rules import endings
 from otel_sampling.rules.values import Ending
 
 
@@ -156,7 +156,7 @@ class ServerSamplingRecord:
                     add_result_attributes(attributes, ending, served, stop_reason, max_length)
                     if status_code is not None:
                         attributes[names.RPC_RESPONSE_STATUS_CODE] = status_code
-                    if mcp_status.sender_failed(ending.error_type, status_code):  # the server sends the request
+                    if endings.sender_failed(ending.error_type, status_code):  # the server sends the request
                         span.set_status(Status(StatusCode.ERROR))
                     span.set_attributes(attributes)
             finally:
