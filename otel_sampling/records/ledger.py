@@ -256,6 +256,43 @@ class Ledger:
     def stop(self) -> None:
         state.watchdog.unregister(self.pending.sweep)
 
+    def recall(self, params: Any) -> tuple[str | None, Seen | None]:
+        """A request starts: its :func:`fingerprint` (None when its params cannot be hashed) and
+        what was decided for that fingerprint before (None when nothing is remembered)."""
+        try:
+            key = fingerprint(params, self.fingerprint_key)
+        except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
+            logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
+            return None, None
+        return key, self.identity.get(key)
+
+    def remember(
+        self,
+        key: str | None,
+        *,
+        server: str | None,
+        ending: str,
+        requested: str,
+        granted: str | None,
+        span_context: trace.SpanContext,
+        earlier: Seen | None,
+    ) -> None:
+        """A request ended: its server's last ending, and, when it has a fingerprint ``key``, what
+        was decided for it (:meth:`Seen.after <otel_sampling.rules.violations.Seen.after>`)."""
+        self.note_ending(server, ending)
+        if key:
+            seen = Seen.after(
+                server=server,
+                ending=ending,
+                requested=requested,
+                granted=granted,
+                trace_id=span_context.trace_id,
+                span_id=span_context.span_id,
+                earlier=earlier,
+                now=self.now(),
+            )
+            self.identity.put(key, seen)
+
     # Servers are kept by identity.server_key (a hostile 1 MB name is not kept per entry).
     def note_ending(self, server: str | None, ending: str) -> None:
         if server is not None:

@@ -32,7 +32,6 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from otel_sampling import locks, names, state
 from otel_sampling.labels import BoundedLabel, bound, clean, otlp_int
 from otel_sampling.metrics import Instruments, recorded_in
-from otel_sampling.records import ledger as request_ledger
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
@@ -183,8 +182,7 @@ class SamplingRecord:
         self._violations: set[str] = set()
         self._tool_name = tool_name
         self._operation = operation_attributes(protocol_version, transport)
-        self._fingerprint = _fingerprint(params, ledger.fingerprint_key) if ledger is not None else None
-        self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
+        self._fingerprint, self._earlier = ledger.recall(params) if ledger is not None else (None, None)
         links = (
             [
                 Link(
@@ -516,22 +514,15 @@ class SamplingRecord:
             )
             for kind in violations.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
                 self._violate(kind)
-        ledger.note_ending(self._server_key, ending)
-        if self._fingerprint:
-            span_context = self._span.get_span_context()
-            ledger.identity.put(
-                self._fingerprint,
-                violations.Seen.after(
-                    server=self._server_key,
-                    ending=ending,
-                    requested=self._include_context,
-                    granted=self._granted,
-                    trace_id=span_context.trace_id,
-                    span_id=span_context.span_id,
-                    earlier=earlier,
-                    now=ledger.now(),
-                ),
-            )
+        ledger.remember(
+            self._fingerprint,
+            server=self._server_key,
+            ending=ending,
+            requested=self._include_context,
+            granted=self._granted,
+            span_context=self._span.get_span_context(),
+            earlier=earlier,
+        )
 
     def _record_metrics(self, ending: str, judged: RequestVerdict, served: str | None, drill: dict[str, str]) -> None:
         instruments = self._instruments
@@ -629,14 +620,6 @@ def _owning_run(span: trace.Span) -> run_records.Run | None:
         return run_records.run_owning(span)
     except Exception:  # the calls inside it are recorded without a run to tell
         logger.debug("otel-sampling: could not find a sampling request's run", exc_info=True)
-        return None
-
-
-def _fingerprint(params: Any, key: bytes) -> str | None:
-    try:
-        return request_ledger.fingerprint(params, key)
-    except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
-        logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
         return None
 
 
