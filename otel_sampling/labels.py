@@ -9,7 +9,7 @@ every later one to ``_OTHER`` (``names.OVERFLOW_LABEL``), so metric cardinality 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from otel_sampling import locks
 from otel_sampling.names import OVERFLOW_LABEL, UNKNOWN_LABEL
@@ -48,6 +48,30 @@ def clean(value: object, max_length: int) -> str:
     if not text.isprintable():  # the common case is printable: one C-level scan, no copy
         text = "".join(ch for ch in text if ch.isprintable())
     return text
+
+
+def clean_texts(values: Mapping[str, object], max_length: int) -> dict[str, str | list[str]]:
+    """Every value from outside of one span update, each made fit for the span in one pass.
+
+    A list or tuple becomes a list of :func:`clean` strings; any other value becomes one
+    :func:`clean` string. ``None``, ``""`` and an empty list or tuple are left out, so a caller
+    passes every optional value as it is.
+    """
+    cleaned: dict[str, str | list[str]] = {}
+    for key, value in values.items():
+        if value is None or value == "":
+            continue
+        if isinstance(value, (list, tuple)):
+            if value:
+                cleaned[key] = [clean(item, max_length) for item in value]
+        else:
+            cleaned[key] = clean(value, max_length)
+    return cleaned
+
+
+def bound(values: Iterable[tuple[str, BoundedLabel, object]]) -> dict[str, str]:
+    """The metric attributes ``{key: label.value(raw)}`` of one point, every label bounded in one call."""
+    return {key: label.value(raw) for key, label, raw in values}
 
 
 def host_text(what: str, value: object) -> str:

@@ -47,19 +47,19 @@ class DegradationSpanProcessor(SpanProcessor):
     foreign_max_length: int | None = None
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
-        if not state.hooks_enabled():
-            return
-        if self.foreign_max_length is not None and foreign_spans.is_foreign(span):  # suppressed or not
-            try:
-                foreign_spans.guard(span, self.foreign_max_length)
-            except Exception:
-                logger.debug("otel-sampling: foreign span guard failed", exc_info=True)
-        if not is_instrumentation_enabled():
-            return
         try:
-            reasons = state.active_reasons()
-            if reasons:
-                _stamp(span, reasons)
+            now = state.around()
+            if not now.hooked:
+                return
+            if self.foreign_max_length is not None and foreign_spans.is_foreign(span):  # suppressed or not
+                try:
+                    foreign_spans.guard(span, self.foreign_max_length)
+                except Exception:
+                    logger.debug("otel-sampling: foreign span guard failed", exc_info=True)
+            if not is_instrumentation_enabled():
+                return
+            if now.reasons:
+                _stamp(span, now.reasons)
             run_records.span_started(span)
         except Exception:
             logger.debug("otel-sampling: span processor on_start failed", exc_info=True)

@@ -67,7 +67,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from opentelemetry import metrics, trace
 from opentelemetry._logs import LoggerProvider
@@ -245,6 +245,20 @@ def drill_label() -> dict[str, str]:
     if not running:
         return {}
     return {names.DRILL_NAME: api_instruments().drill_name_label.value(running[0].name)}
+
+
+class Around(NamedTuple):
+    """The process state around a record at one instant, read in one call (:func:`around`)."""
+
+    hooked: bool  #: :func:`hooks_enabled`
+    reasons: tuple[str, ...]  #: :func:`active_reasons`
+    canary: bool  #: inside ``otel_sampling.canary()``
+    drill: dict[str, str]  #: :func:`drill_label`
+
+
+def around() -> Around:
+    """What a record reads of the process at its start or its end, in one call."""
+    return Around(_users > 0, active_reasons(), bool(canary.get()), drill_label())
 
 
 # ---------------------------------------------------------------------- API instruments

@@ -72,14 +72,14 @@ from otel_sampling.instrumentation import openai as openai_module
 from otel_sampling.instrumentation._provider import ProviderState
 from otel_sampling.instrumentation.streams import AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import InFlight
-from otel_sampling.records import identity
+from otel_sampling.records import ledger as ledger_module
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.provider_call import ProviderCall
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.records.server_sampling import ServerSamplingRecord
-from otel_sampling.rules import cost, endings, substitution, verdict
+from otel_sampling.rules import cost, endings, verdict
 from sampling_server import build_server
 
 
@@ -189,11 +189,11 @@ MCP_HOST_STEPS = [
     _attr(SamplingRecord, "end_with_result"),
     _attr(SamplingRecord, "end_with_error_frame"),
     _attr(SamplingRecord, "end_with_exception"),
-    _attr(identity, "fingerprint"),
+    _attr(ledger_module, "fingerprint"),
     _attr(endings, "from_result"),
     _attr(endings, "from_error_frame"),
     _attr(endings, "from_exception"),
-    _attr(substitution, "judge"),
+    _attr(verdict, "judge_substitution"),
     _attr(verdict, "judge_request"),
     _attr(mcp_v2_module._CancelReasons, "pop"),
     _attr(mcp_v2_module.State, "server_facts"),

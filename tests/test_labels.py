@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from otel_sampling.labels import LABEL_MAX_LENGTH, BoundedLabel, clean
+from otel_sampling.labels import LABEL_MAX_LENGTH, BoundedLabel, bound, clean, clean_texts
 
 
 def test_first_values_are_kept_then_other():
@@ -41,3 +41,17 @@ def test_clean_cuts_length_control_characters_and_surrogates():
     assert clean("caf\u00e9 \u6a21\u578b", 64) == "caf\u00e9 \u6a21\u578b"  # printable text is kept
     assert clean(12, 8) == "12"
     assert len(BoundedLabel(5).value("s" * 10_000)) == LABEL_MAX_LENGTH
+
+
+def test_clean_texts_cleans_every_value_of_a_span_update_and_leaves_out_the_absent():
+    assert clean_texts({"a": "bad\x00name", "b": ["x\ud800y", "z" * 10], "c": None, "d": "", "e": (), "f": 12}, 4) == {
+        "a": "bad",
+        "b": ["xy", "zzzz"],
+        "f": "12",
+    }
+
+
+def test_bound_gives_each_key_its_own_labels_value():
+    models, servers = BoundedLabel(1), BoundedLabel(1)
+    assert bound([("m", models, "claude"), ("s", servers, "weather")]) == {"m": "claude", "s": "weather"}
+    assert bound([("m", models, "gpt"), ("s", servers, None)]) == {"m": "_OTHER", "s": "_unknown"}

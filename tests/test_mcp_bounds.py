@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp_server import _Pending
 from otel_sampling.metrics import Instruments
-from otel_sampling.records.stalls import PendingWatch
+from otel_sampling.records.ledger import PendingWatch
 from otel_sampling.settings import Settings
 
 REQUESTS = 100_000

@@ -18,10 +18,9 @@ from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_server import MCPServerSamplingInstrumentor
 from otel_sampling.instrumentation.mcp_v2 import _CancelReasons
-from otel_sampling.records.identity import IdentityStore
+from otel_sampling.records.ledger import IdentityStore, PendingWatch
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.records.server_sampling import ServerSamplingRecord
-from otel_sampling.records.stalls import PendingWatch
 from otel_sampling.rules import endings
 from sampling_server import SERVER_NAME, build_fault_server, build_server
 

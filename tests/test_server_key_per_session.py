@@ -1,6 +1,6 @@
 """A long server name is hashed once per session, not once per request.
 
-The identity store and the ledger keep a server by ``records.identity.server_key``: its name, or
+The identity store and the ledger keep a server by ``records.ledger.server_key``: its name, or
 for a name over ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it. A hostile server's long
 ``serverInfo.name`` (a megabyte costs as much to hash per request as it costs to keep) is the same
 for every request of its session, so the host hashes it when it first reads the session's server
@@ -21,7 +21,7 @@ from mcp import Client
 import otel_sampling
 from drivers import call, callback_returning, result
 from otel_sampling import names
-from otel_sampling.records.identity import SERVER_KEY_MAX_LENGTH
+from otel_sampling.records.ledger import SERVER_KEY_MAX_LENGTH
 from sampling_server import build_server
 
 LONG_NAME = "hostile-" + "n" * (4 * SERVER_KEY_MAX_LENGTH)  # past the bound: hashed

@@ -150,6 +150,25 @@ class TestContextVariables:
         )
 
 
+class TestAround:
+    """``around``: what a record reads of the process at its start or end, in one call."""
+
+    def test_nothing_around_a_record_of_an_uninstrumented_process(self):
+        assert state.Around(hooked=False, reasons=(), canary=False, drill={}) == state.around()
+
+    def test_the_hooks_the_reasons_and_the_canary_block_around_it(self):
+        state.add_user(lambda: None)
+        state.activate(outage())
+        token = state.canary.set(True)
+        try:
+            assert (
+                state.Around(hooked=True, reasons=("sources unavailable", "canary"), canary=True, drill={})
+                == state.around()
+            )
+        finally:
+            state.canary.reset(token)
+
+
 class TestInstrumentorUsers:
     """``add_user`` / ``remove_user`` / ``hooks_enabled``: the span processor and log fields work
     while at least one instrumentor is instrumented."""

@@ -35,8 +35,7 @@ from otel_sampling import state as otel_state
 from otel_sampling.instrumentation._mcp_connections import Connections
 from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
 from otel_sampling.metrics import Instruments
-from otel_sampling.records.identity import server_key
-from otel_sampling.records.ledger import Ledger
+from otel_sampling.records.ledger import Ledger, server_key
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.rules.server_names import known_as, stable_name
 

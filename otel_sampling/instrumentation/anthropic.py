@@ -53,7 +53,7 @@ from otel_sampling.instrumentation._provider import (
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.rules.endings import reported_error_type
-from otel_sampling.rules.values import Response, Usage, token_count
+from otel_sampling.rules.values import Response, Usage, token_count, token_counts
 
 PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_name of every Messages call
@@ -83,16 +83,12 @@ def _usage_fields(usage: Any, into: dict[str, int]) -> None:
     overwrite); one that is none is left off before it is summed, as if not reported."""
     if usage is None:
         return
-    for field in _USAGE_FIELDS:
-        value = token_count(getattr(usage, field, None))
-        if value is not None:
-            into[field] = value
+    fields: dict[str, object] = {field: getattr(usage, field, None) for field in _USAGE_FIELDS}
     # usage.output_tokens_details.thinking_tokens (the SDK's BetaOutputTokensDetails; an extra
     # field, a dict, on the non-beta models): reasoning, already inside output_tokens.
     details = getattr(usage, "output_tokens_details", None)
-    thinking = token_count(details.get(_THINKING) if isinstance(details, dict) else getattr(details, _THINKING, None))
-    if thinking is not None:
-        into[_THINKING] = thinking
+    fields[_THINKING] = details.get(_THINKING) if isinstance(details, dict) else getattr(details, _THINKING, None)
+    into.update(token_counts(fields))
 
 
 def _is_fallback_usage(usage: Any) -> bool:

@@ -1,28 +1,232 @@
 """Host-side state shared by the sampling requests of one instrumentor: bounded, thread-safe.
 
-* the request identity store (``identity.IdentityStore``: decision flips, widened scopes,
+* the request identity store (:class:`IdentityStore`: decision flips, widened scopes,
   reroutes after a denial) and the key its fingerprints are made with (:attr:`Ledger.fingerprint_key`);
-* the stall watch (``stalls.PendingWatch``), swept by the shared watchdog thread;
+* the stall watch (:class:`PendingWatch`), swept by the shared watchdog thread;
 * the last ending and the last grant per server (is a grant answering a budget exhaustion? did
   one come between an exhaustion and a completion of the same request?);
 * :func:`record_violation`: a span event and ``otel_sampling.sampling.violations{kind, server}``.
+
+Request identity
+----------------
+
+A fingerprint per sampling request and what the host decided for it before.
+A fingerprint is a keyed hash (HMAC-SHA-256, first 128 bits, hex) over what makes two
+``sampling/createMessage`` requests "the same question": ``messages``, ``systemPrompt``,
+``maxTokens``, ``temperature``, ``stopSequences``, ``metadata``, ``tools`` and ``toolChoice``. It
+leaves out the requesting server (so a request re-sent by another server has the same
+fingerprint), ``includeContext`` (so a retry with another scope does too), ``modelPreferences``
+and ``_meta`` (trace context). The hash is taken over the wire form (``by_alias``: ``systemPrompt``,
+``mimeType``, ...), so a request has the same fingerprint whichever mcp major parsed it. No content
+is kept: only the hash. The key (the process's own, or ``OTEL_SAMPLING_FINGERPRINT_KEY``) is what
+keeps a reader of the trace backend from hashing guesses of low-entropy content (a PIN in a known
+prompt template) and comparing (docs/security.md).
+
+:class:`IdentityStore` remembers, per fingerprint, the last decision and scopes (bounded: LRU of
+``OTEL_SAMPLING_IDENTITY_MAX_ENTRIES`` entries, each forgotten ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``
+after it was last written). The violation rules (pure functions over an earlier entry and the
+request at hand) live in :mod:`otel_sampling.rules.violations`.
+
+Stall detection
+---------------
+
+A bounded watch list of pending requests, swept by the shared watchdog thread.
+
+No task or thread per request: every instrumentor registers one sweep function with the
+process-wide watchdog (:data:`otel_sampling.state.watchdog`), whose single daemon thread calls each
+sweep every ``state.SWEEP_INTERVAL_SECONDS``. A :class:`PendingWatch` keeps pending requests in arrival order, so a
+sweep walks only the requests that have passed the threshold (each is reported once and leaves
+the watch) and stops at the first one that has not. A forked child forgets the parent's pending
+requests (:func:`otel_sampling.state.forget_after_fork`): they are the parent's to report.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import logging
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from cachetools import TTLCache
 from opentelemetry import trace
 
+try:  # mcp's models are pydantic's: wherever there is a request to fingerprint, pydantic is there
+    from pydantic_core import to_jsonable_python as _jsonable
+except ImportError:  # pragma: no cover - a core install without mcp fingerprints nothing
+    _jsonable = repr  # type: ignore[assignment]
+
 from otel_sampling import locks, names, state
 from otel_sampling.metrics import Instruments, recorded_in
-from otel_sampling.records.identity import IdentityStore, server_key
-from otel_sampling.records.stalls import PendingWatch
 from otel_sampling.rules.violations import Seen
 
+# ---------------------------------------------------------------------- request identity
+# Field names (mcp 2.x's; pydantic's include= takes field names, the dump then uses the aliases).
+_FINGERPRINT_FIELDS = {
+    "messages",
+    "system_prompt",
+    "max_tokens",
+    "temperature",
+    "stop_sequences",
+    "metadata",
+    "tools",
+    "tool_choice",
+}
 
+
+def fingerprint(params: Any, key: bytes) -> str:
+    """The identity of a ``CreateMessageRequestParams`` under ``key``: 32 hex characters, the first
+    128 bits of HMAC-SHA-256 (RFC 2104) keyed with ``key`` over the canonical form: the fields above
+    as JSON, null ones left out, keys sorted, separators ``","`` and ``":"``, non-ASCII characters
+    as they are, UTF-8.
+
+    ``params`` is an mcp 2.x model, or any object whose ``model_dump(mode=, include=, exclude_none=,
+    by_alias=)`` takes mcp 2.x's field names in ``include`` (the mcp 1.x table's view of its
+    camelCase model does). The dump is taken in Python mode and made JSON here: values JSON
+    carries as pydantic's JSON mode would (URLs, dates and enums as pydantic writes them), and
+    content JSON cannot carry (a host can build a request in-process with bytes or sets in
+    ``metadata``) in a stable form: bytes as hex, sets sorted (pydantic's JSON mode would list a
+    set in iteration order, which depends on the process's hash seed), other objects by ``repr``.
+    Raises whatever pydantic or ``json`` raise for a params object they cannot dump at all, e.g.
+    mixed-type dict keys (callers guard).
+    """
+    body = params.model_dump(mode="python", include=_FINGERPRINT_FIELDS, exclude_none=True, by_alias=True)
+    canonical = _CANONICAL.encode(body)
+    return hmac.digest(key, canonical.encode("utf-8", "surrogatepass"), "sha256").hex()[:32]
+
+
+SERVER_KEY_MAX_LENGTH = 256
+
+
+def server_key(name: str | None) -> str | None:
+    """How the identity store and the ledger remember a server: the name it is kept by (its
+    ``serverInfo.name``, or for a placeholder name its endpoint: ``rules.server_names.known_as``),
+    or for a name longer than ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it
+    (``"sha256:<hex>"``), so that a
+    hostile 1 MB ``serverInfo.name``, copied afresh by each session, is not kept per request.
+    Equal names give equal keys; idempotent. The host tables compute it once per session
+    (``ServerFacts.key``): hashing a long name per request costs as much as the request."""
+    if name is None or len(name) <= SERVER_KEY_MAX_LENGTH:
+        return name
+    return "sha256:" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _json_fallback(value: Any) -> Any:
+    """A value the JSON encoder does not know, in a stable form: bytes as hex, sets sorted, what
+    pydantic's JSON mode can write (a URL, a date, an enum) as it writes it, anything else its repr."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": value.hex()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(json.dumps(v, sort_keys=True, default=_json_fallback) for v in value)
+    try:
+        return _jsonable(value)
+    except (TypeError, ValueError):  # pydantic_core.PydanticSerializationError is a ValueError
+        return repr(value)
+
+
+# The fingerprint's canonical JSON; built once (``json.dumps`` with options builds an encoder per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_fallback)
+
+
+class IdentityStore:
+    """Fingerprint -> :class:`Seen`, bounded (LRU + TTL, ``cachetools.TTLCache``), thread-safe.
+
+    Args:
+        max_entries: most fingerprints remembered (>= 1).
+        ttl_seconds: seconds an entry is remembered after it was last written.
+        timer: the clock, seconds (default ``time.monotonic``).
+    """
+
+    def __init__(self, max_entries: int, ttl_seconds: float, timer: Callable[[], float] = time.monotonic) -> None:
+        self._entries: TTLCache[Any, Any] = TTLCache(max_entries, ttl_seconds, timer)
+        self._lock = locks.new()
+
+    def get(self, key: str) -> Seen | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: str, seen: Seen) -> None:
+        with self._lock:
+            self._entries[key] = seen
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._entries.expire()
+            return len(self._entries)
+
+
+# ---------------------------------------------------------------------- stall watch
+logger = logging.getLogger(__name__)
+
+
+class PendingWatch:
+    """Pending requests, oldest first, each reported once when pending longer than a threshold.
+
+    Args:
+        max_entries: most requests watched (``OTEL_SAMPLING_MAX_PENDING``); past it the oldest
+            leaves the watch unreported (it still ends, and counts in ``otel_sampling.sampling.in_flight``).
+        threshold_seconds: the stall threshold (policy ``stall_threshold_seconds``, default 30).
+        on_stall: ``on_stall(item, pending_seconds)``, called from :meth:`sweep` under the watch's
+            lock, so an item being removed waits until its report is done.
+        timer: the clock, seconds (default ``time.monotonic``).
+    """
+
+    def __init__(
+        self,
+        max_entries: int,
+        threshold_seconds: float,
+        on_stall: Callable[[Any, float], None],
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max = max(1, max_entries)
+        self._threshold = threshold_seconds
+        self._on_stall = on_stall
+        self._timer = timer
+        self._started: OrderedDict[Any, float] = OrderedDict()
+        self._lock = locks.new()
+        state.forget_after_fork(self)
+
+    def add(self, item: Any) -> None:
+        with self._lock:
+            self._started[item] = self._timer()
+            while len(self._started) > self._max:
+                self._started.popitem(last=False)
+
+    def remove(self, item: Any) -> None:
+        with self._lock:
+            self._started.pop(item, None)
+
+    def forget(self) -> None:
+        """Drop every watched request unreported (a forked child: they are the parent's)."""
+        with self._lock:
+            self._started.clear()
+
+    def sweep(self, now: float | None = None) -> int:
+        """Report every request pending for at least the threshold; returns how many."""
+        now = self._timer() if now is None else now
+        reported = 0
+        with self._lock:
+            while self._started:
+                item, started = next(iter(self._started.items()))
+                if now - started < self._threshold:
+                    break
+                del self._started[item]
+                reported += 1
+                try:
+                    self._on_stall(item, now - started)
+                except Exception:
+                    logger.debug("otel-sampling: could not report a stall", exc_info=True)
+        return reported
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._started)
+
+
+# ---------------------------------------------------------------------- the ledger
 class Ledger:
     """Bookkeeping for one host-side instrumentor; :meth:`start` / :meth:`stop` with it."""
 
@@ -51,6 +255,43 @@ class Ledger:
 
     def stop(self) -> None:
         state.watchdog.unregister(self.pending.sweep)
+
+    def recall(self, params: Any) -> tuple[str | None, Seen | None]:
+        """A request starts: its :func:`fingerprint` (None when its params cannot be hashed) and
+        what was decided for that fingerprint before (None when nothing is remembered)."""
+        try:
+            key = fingerprint(params, self.fingerprint_key)
+        except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
+            logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
+            return None, None
+        return key, self.identity.get(key)
+
+    def remember(
+        self,
+        key: str | None,
+        *,
+        server: str | None,
+        ending: str,
+        requested: str,
+        granted: str | None,
+        span_context: trace.SpanContext,
+        earlier: Seen | None,
+    ) -> None:
+        """A request ended: its server's last ending, and, when it has a fingerprint ``key``, what
+        was decided for it (:meth:`Seen.after <otel_sampling.rules.violations.Seen.after>`)."""
+        self.note_ending(server, ending)
+        if key:
+            seen = Seen.after(
+                server=server,
+                ending=ending,
+                requested=requested,
+                granted=granted,
+                trace_id=span_context.trace_id,
+                span_id=span_context.span_id,
+                earlier=earlier,
+                now=self.now(),
+            )
+            self.identity.put(key, seen)
 
     # Servers are kept by identity.server_key (a hostile 1 MB name is not kept per entry).
     def note_ending(self, server: str | None, ending: str) -> None:

@@ -31,7 +31,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import inference_details, locks, names, semconv_metrics, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
-from otel_sampling.labels import clean
+from otel_sampling.labels import BoundedLabel, bound, clean, clean_texts
 from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
@@ -251,6 +251,7 @@ class ProviderCall:
 
         judged = CallVerdict(names.MODE_PRIMARY, ())
         priced = None
+        now = state.around()
         try:
             priced = self._cost(response_model, usage)
             settings = self._instruments.settings
@@ -265,10 +266,12 @@ class ProviderCall:
                 usd=priced.usd if priced is not None else None,
                 provider_fallback=response is not None and response.provider_fallback,
                 compare_models=self._compare_models,
-                named=named_union(self._named, state.active_reasons()),
+                named=named_union(self._named, now.reasons),
             )
             judged = self._publish(summary)
-            self._record_metrics(duration, response_model, usage, judged.mode, error_type, ending, summary.usd)
+            self._record_metrics(
+                duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill
+            )
         finally:  # the span ends even when a metric call fails
             self._end_span(response, usage, judged, error_type, ending, priced)
 
@@ -313,16 +316,16 @@ class ProviderCall:
             if span.is_recording():
                 max_length = instruments.settings.attribute_max_length
                 attributes: dict[str, Any] = {names.ENDING: ending, names.DEGRADATION_MODE: judged.mode}
-                if judged.reasons:
-                    attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in judged.reasons]
-                if response is not None:
-                    if response.model:
-                        attributes[names.GEN_AI_RESPONSE_MODEL] = clean(response.model, max_length)
-                    if response.response_id:
-                        attributes[names.GEN_AI_RESPONSE_ID] = clean(response.response_id, max_length)
                 reported = response.finish_reasons if response is not None else ()
-                if reasons := endings.inference_finish_reasons(reported, ending):
-                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [clean(r, max_length) for r in reasons]
+                outside: dict[str, object] = {
+                    names.DEGRADATION_REASON: judged.reasons,
+                    names.GEN_AI_RESPONSE_FINISH_REASONS: endings.inference_finish_reasons(reported, ending),
+                    names.ERROR_TYPE: error_type,
+                }
+                if response is not None:
+                    outside[names.GEN_AI_RESPONSE_MODEL] = response.model
+                    outside[names.GEN_AI_RESPONSE_ID] = response.response_id
+                attributes.update(clean_texts(outside, max_length))
                 for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
                     if value is not None:  # a count (clean_usage): within int64, as OTLP carries it
                         attributes[key] = value
@@ -334,7 +337,6 @@ class ProviderCall:
                     attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
                     attributes[names.COST_PRICE_SOURCE] = priced.source
                 if error_type is not None:
-                    attributes[names.ERROR_TYPE] = clean(error_type, max_length)
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
             content = self._capture_content(span, response) if self._capture.enabled else None
@@ -360,23 +362,27 @@ class ProviderCall:
         error_type: str | None,
         ending: str,
         usd: float | None,
+        drill: dict[str, str],
     ) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
-        model_label = instruments.model_label.value(response_model)
-        drill = state.drill_label()
+        labelled: list[tuple[str, BoundedLabel, object]] = [
+            (names.GEN_AI_REQUEST_MODEL, instruments.model_label, self._request_model),
+            (names.GEN_AI_RESPONSE_MODEL, instruments.model_label, response_model),
+        ]
+        if self._server_address:
+            labelled.append((names.SERVER_ADDRESS, instruments.server_label, self._server_address))
+        if error_type is not None:
+            labelled.append((names.ERROR_TYPE, instruments.error_type_label, error_type))
+        bounded = bound(labelled)
+        model_label = bounded[names.GEN_AI_RESPONSE_MODEL]
         metric_attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: self._provider,
-            names.GEN_AI_REQUEST_MODEL: instruments.model_label.value(self._request_model),
-            names.GEN_AI_RESPONSE_MODEL: model_label,
+            **bounded,
             names.DEGRADATION_MODE: mode,
             **drill,
         }
-        if self._server_address:
-            metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
-        if error_type is not None:
-            metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
         first_chunk = self._first_chunk - self._start if self._stream and self._first_chunk is not None else None
         semconv_metrics.record_inference(
             instruments.inference,

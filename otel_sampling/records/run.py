@@ -50,7 +50,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names, state
-from otel_sampling.labels import clean, finite
+from otel_sampling.labels import bound, clean, finite
 from otel_sampling.metrics import recorded_in
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules import verdict
@@ -504,12 +504,17 @@ def _finish(
 
 def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None) -> None:
     telemetry = state.api_instruments()
-    name = telemetry.run_name_label.value(ended.name)
+    labelled = bound(
+        [
+            (names.AGENT_RUN_NAME, telemetry.run_name_label, ended.name),
+            (names.AGENT_RUN_OUTCOME, telemetry.outcome_label, ended._outcome or names.OUTCOME_COMPLETED),
+        ]
+    )
+    name, outcome = labelled[names.AGENT_RUN_NAME], labelled[names.AGENT_RUN_OUTCOME]
     mode = run_mode(ended.degraded)
-    outcome = telemetry.outcome_label.value(ended._outcome or names.OUTCOME_COMPLETED)
     disclosed = "true" if ended.disclosed else "false"
     reasons = [telemetry.reason_label.value(r) for r in ended.reasons]
-    base = {names.AGENT_RUN_NAME: name, names.DEGRADATION_MODE: mode, names.AGENT_RUN_OUTCOME: outcome}
+    base = {**labelled, names.DEGRADATION_MODE: mode}
     context = _recorded_in(span, incident_parent)
     telemetry.agent_runs.add(1, {**base, names.AGENT_RUN_DISCLOSED: disclosed}, context=context)
     # Also 0 (cost per completed task divides by runs of every mode), but never for a run with an

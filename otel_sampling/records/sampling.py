@@ -14,7 +14,7 @@ own failures; the record itself never raises into the host.
 Which model the verdicts use (``docs/telemetry.md``): when provider calls ran inside the callback,
 the response model of the last one that did not fail (what the provider served); without them,
 the host's ``CreateMessageResult.model`` read as a model id
-(:mod:`~otel_sampling.rules.model_names`). The host's report is kept beside it
+(:mod:`~otel_sampling.rules.verdict`). The host's report is kept beside it
 (``otel_sampling.sampling.reported_model``), and a report no member of which names the provider's model is a
 ``reported_model_mismatch``.
 """
@@ -30,9 +30,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from otel_sampling import locks, names, state
-from otel_sampling.labels import clean, otlp_int
+from otel_sampling.labels import BoundedLabel, bound, clean, otlp_int
 from otel_sampling.metrics import Instruments, recorded_in
-from otel_sampling.records import identity, operation_duration
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
@@ -40,9 +39,11 @@ from otel_sampling.records.request_attributes import (
     add_result_attributes,
     hint_names,
     include_context,
+    operation_attributes,
+    record_operation_duration,
     start_attributes,
 )
-from otel_sampling.rules import endings, mcp_status, model_names, verdict, violations
+from otel_sampling.rules import endings, verdict, violations
 from otel_sampling.rules.run_outcome import request_run_outcome
 from otel_sampling.rules.values import Ending, ProviderCalls
 from otel_sampling.rules.verdict import CallSummary, CallVerdict, Reference, RequestFacts, RequestVerdict
@@ -62,7 +63,7 @@ class SamplingRecord:
         instruments: the instrumentor's tracer, meter and label sets.
         server_name: ``serverInfo.name`` of the requesting server, or None when unknown.
         server_key: how the ledger and the identity store keep that server,
-            :func:`~otel_sampling.records.identity.server_key` of the first name it is known by
+            :func:`~otel_sampling.records.ledger.server_key` of the first name it is known by
             (``policy_names``; a hash over a long name: the caller computes it once per session,
             not per request).
         server_label: what the ``mcp.server.name`` label is made of, the stable form of the name
@@ -180,9 +181,8 @@ class SamplingRecord:
         self._granted: str | None = None
         self._violations: set[str] = set()
         self._tool_name = tool_name
-        self._operation = operation_duration.start_attributes(protocol_version, transport)
-        self._fingerprint = _fingerprint(params, ledger.fingerprint_key) if ledger is not None else None
-        self._earlier = ledger.identity.get(self._fingerprint) if ledger is not None and self._fingerprint else None
+        self._operation = operation_attributes(protocol_version, transport)
+        self._fingerprint, self._earlier = ledger.recall(params) if ledger is not None else (None, None)
         links = (
             [
                 Link(
@@ -242,10 +242,9 @@ class SamplingRecord:
             (names.SAMPLING_TOOL_NAME, self._tool_name),
             (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint),
         ]
-        attributes = start_attributes(params, self._path, self._hints, max_length, facts)
         if request_id is not None and self._path == names.PATH_RPC:
-            attributes[names.JSONRPC_REQUEST_ID] = clean(request_id, max_length)
-        span.set_attributes(attributes)
+            facts.append((names.JSONRPC_REQUEST_ID, str(request_id)))  # a JSON-RPC id: a string or an int
+        span.set_attributes(start_attributes(params, self._path, self._hints, max_length, facts))
 
     def _violate(self, kind: str) -> None:
         """Record violation ``kind`` once for this request."""
@@ -411,8 +410,9 @@ class SamplingRecord:
             endings.from_what_happened, told, endings.Happened(told, result, generic, self._calls)
         )
         served = self._served(reported) if result else None
+        now = state.around()
         try:
-            judged = self._verdict(ending, served)
+            judged = self._verdict(ending, served, now)
         except Exception:  # the ending is still recorded, without a verdict of its own
             logger.debug("otel-sampling: could not judge a sampling request", exc_info=True)
             judged = RequestVerdict(names.SUBSTITUTION_UNJUDGED, names.MODE_PRIMARY, ())
@@ -422,8 +422,8 @@ class SamplingRecord:
                 self._track(ending.ending, judged.substitution, reported)
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
-            self._record_metrics(ending.ending, judged, served)
-            operation_duration.record(
+            self._record_metrics(ending.ending, judged, served, now.drill)
+            record_operation_duration(
                 self._instruments.mcp_server_duration,
                 time.perf_counter() - self._start,
                 self._operation,
@@ -438,7 +438,7 @@ class SamplingRecord:
             finally:
                 self._end_run(ending.ending, judged)
 
-    def _verdict(self, ending: Ending, served: str | None) -> RequestVerdict:
+    def _verdict(self, ending: Ending, served: str | None, now: state.Around) -> RequestVerdict:
         """The request's one verdict (:func:`~otel_sampling.rules.verdict.judge_request`), from what
         the calls inside it published (no call counts here once ``_ended`` is set)."""
         facts = RequestFacts(
@@ -446,10 +446,10 @@ class SamplingRecord:
             requested=self._last_requested if self._calls.produced is not None else None,
             failed=ending.error_type is not None,
             failed_over=self._failover.failed_over,
-            canary=self._canary or state.canary.get(),
+            canary=self._canary or now.canary,
             provider_fallback=self._provider_fallback,
             call_reasons=tuple(self._call_reasons),
-            named=verdict.named_union(self._named, state.active_reasons()),
+            named=verdict.named_union(self._named, now.reasons),
         )
         return verdict.judge_request(facts, self._reference)
 
@@ -487,7 +487,7 @@ class SamplingRecord:
         """Violations visible at the end, then remember this request for the ones after it."""
         if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
-        if self._calls.produced is not None and model_names.reports_another_model(reported, self._provider_model):
+        if self._calls.produced is not None and verdict.reports_another_model(reported, self._provider_model):
             self._violate(names.VIOLATION_REPORTED_MODEL_MISMATCH)
         policy = self._policy
         if (
@@ -514,28 +514,26 @@ class SamplingRecord:
             )
             for kind in violations.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
                 self._violate(kind)
-        ledger.note_ending(self._server_key, ending)
-        if self._fingerprint:
-            span_context = self._span.get_span_context()
-            ledger.identity.put(
-                self._fingerprint,
-                violations.Seen.after(
-                    server=self._server_key,
-                    ending=ending,
-                    requested=self._include_context,
-                    granted=self._granted,
-                    trace_id=span_context.trace_id,
-                    span_id=span_context.span_id,
-                    earlier=earlier,
-                    now=ledger.now(),
-                ),
-            )
+        ledger.remember(
+            self._fingerprint,
+            server=self._server_key,
+            ending=ending,
+            requested=self._include_context,
+            granted=self._granted,
+            span_context=self._span.get_span_context(),
+            earlier=earlier,
+        )
 
-    def _record_metrics(self, ending: str, judged: RequestVerdict, served: str | None) -> None:
+    def _record_metrics(self, ending: str, judged: RequestVerdict, served: str | None, drill: dict[str, str]) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
         instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
-        drill = state.drill_label()
+        labelled: list[tuple[str, BoundedLabel, object]] = [
+            (names.GEN_AI_RESPONSE_MODEL, instruments.model_label, served)
+        ]
+        if judged.reasons:
+            labelled.append((names.DEGRADATION_REASON, state.api_instruments().reason_label, judged.reasons[0]))
+        bounded = bound(labelled)
         instruments.sampling_duration.record(
             time.perf_counter() - self._start,
             {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending, **drill},
@@ -551,12 +549,7 @@ class SamplingRecord:
                 names.DEGRADATION_MODE: judged.mode,
                 names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: _context_label(self._include_context),
                 names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
-                names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served),
-                **(
-                    {names.DEGRADATION_REASON: state.api_instruments().reason_label.value(judged.reasons[0])}
-                    if judged.reasons
-                    else {}
-                ),
+                **bounded,
                 **drill,
             },
             context=context,
@@ -583,15 +576,15 @@ class SamplingRecord:
                     names.DEGRADATION_MODE: judged.mode,
                     names.SAMPLING_INCLUDE_CONTEXT_GRANTED: self._granted or names.INCLUDE_CONTEXT_UNREPORTED,
                 }
-                if judged.reasons:
-                    attributes[names.DEGRADATION_REASON] = [clean(r, max_length) for r in judged.reasons]
-                add_result_attributes(attributes, ending, served, stop_reason, max_length)
-                if reported:
-                    attributes[names.SAMPLING_REPORTED_MODEL] = clean(reported, max_length)
+                outside = (
+                    (names.DEGRADATION_REASON, judged.reasons),
+                    (names.SAMPLING_REPORTED_MODEL, reported),
+                    (names.SAMPLING_CANCEL_REASON, cancel_reason),
+                    (names.SAMPLING_PROVIDER_MODEL, self._provider_model),
+                )
+                add_result_attributes(attributes, ending, served, stop_reason, max_length, outside)
                 if status_code is not None:
                     attributes[names.RPC_RESPONSE_STATUS_CODE] = status_code
-                if cancel_reason:
-                    attributes[names.SAMPLING_CANCEL_REASON] = clean(cancel_reason, max_length)
                 if self._calls.ended:
                     attributes[names.SAMPLING_PROVIDER_CALLS] = self._calls.ended
                     for key, tokens in (
@@ -602,9 +595,7 @@ class SamplingRecord:
                             attributes[key] = tokens
                 if self._cost_usd:
                     attributes[names.COST_USD] = self._cost_usd
-                if self._provider_model:
-                    attributes[names.SAMPLING_PROVIDER_MODEL] = clean(self._provider_model, max_length)
-                if mcp_status.receiver_failed(ending.error_type, status_code):  # the host receives the request
+                if endings.receiver_failed(ending.error_type, status_code):  # the host receives the request
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
         finally:
@@ -629,14 +620,6 @@ def _owning_run(span: trace.Span) -> run_records.Run | None:
         return run_records.run_owning(span)
     except Exception:  # the calls inside it are recorded without a run to tell
         logger.debug("otel-sampling: could not find a sampling request's run", exc_info=True)
-        return None
-
-
-def _fingerprint(params: Any, key: bytes) -> str | None:
-    try:
-        return identity.fingerprint(params, key)
-    except Exception:  # params the SDK accepted but we cannot hash: no identity for this request
-        logger.debug("otel-sampling: could not fingerprint a sampling request", exc_info=True)
         return None
 
 

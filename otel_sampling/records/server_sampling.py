@@ -16,9 +16,14 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names
 from otel_sampling.metrics import Instruments, recorded_in
-from otel_sampling.records import operation_duration
-from otel_sampling.records.request_attributes import add_result_attributes, hint_names, start_attributes
-from otel_sampling.rules import endings, mcp_status
+from otel_sampling.records.request_attributes import (
+    add_result_attributes,
+    hint_names,
+    operation_attributes,
+    record_operation_duration,
+    start_attributes,
+)
+from otel_sampling.rules import endings
 from otel_sampling.rules.values import Ending
 
 
@@ -57,7 +62,7 @@ class ServerSamplingRecord:
         self._ended = False
         self._lock = locks.new()
         self._start = time.perf_counter()
-        self._operation = operation_duration.start_attributes(protocol_version)
+        self._operation = operation_attributes(protocol_version)
         self._span = span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.CLIENT)
         if span.is_recording():
             facts = (
@@ -134,7 +139,7 @@ class ServerSamplingRecord:
                 },
                 context=context,
             )
-            operation_duration.record(
+            record_operation_duration(
                 instruments.mcp_client_duration,
                 time.perf_counter() - self._start,
                 self._operation,
@@ -151,7 +156,7 @@ class ServerSamplingRecord:
                     add_result_attributes(attributes, ending, served, stop_reason, max_length)
                     if status_code is not None:
                         attributes[names.RPC_RESPONSE_STATUS_CODE] = status_code
-                    if mcp_status.sender_failed(ending.error_type, status_code):  # the server sends the request
+                    if endings.sender_failed(ending.error_type, status_code):  # the server sends the request
                         span.set_status(Status(StatusCode.ERROR))
                     span.set_attributes(attributes)
             finally:

@@ -7,7 +7,7 @@ names a model (not a deployment: Azure OpenAI's request ``model``): :func:`price
 Which price (:func:`quote`): the policy's ``[prices."<model>"]`` entry wins, the entry of the
 same name, else an entry the model is a snapshot of (``claude-haiku-5-5`` or
 ``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``,
-:func:`otel_sampling.rules.substitution.same_model`); else the price source's price for the
+:func:`otel_sampling.rules.verdict.same_model`); else the price source's price for the
 provider and model (:mod:`otel_sampling.price_source`, genai-prices by default, looked up by the
 caller and passed in: :func:`policy_quote` first, then :func:`source_quote`); else none: the call
 has no cost at all (not a cost of 0). The cost names where its price came from: ``policy``
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from otel_sampling import names
 from otel_sampling.policy import Price
-from otel_sampling.rules.substitution import same_model
 from otel_sampling.rules.values import clean_usage
+from otel_sampling.rules.verdict import same_model
 
 if TYPE_CHECKING:
     from otel_sampling.rules.values import Usage

@@ -69,6 +69,16 @@ def token_count(value: object) -> int | None:
     return None
 
 
+def token_counts(fields: dict[str, object]) -> dict[str, int]:
+    """The ``fields`` whose value is a :func:`token_count`, in one call; the others left off."""
+    counts: dict[str, int] = {}
+    for key, value in fields.items():
+        count = token_count(value)
+        if count is not None:
+            counts[key] = count
+    return counts
+
+
 def clean_usage(usage: Usage) -> Usage:
     """``usage`` with every field that is not a :func:`token_count` left off (None)."""
     cleaned = Usage(*(token_count(value) for value in usage))

@@ -1,7 +1,7 @@
 """Repeat-request violations: pure rules over what the host did the last time it saw a request.
 
 A sampling request is "the same question" as an earlier one when their fingerprints are equal
-(:func:`otel_sampling.records.identity.fingerprint`). Given what was remembered of the earlier one
+(:func:`otel_sampling.records.ledger.fingerprint`). Given what was remembered of the earlier one
 (:class:`Seen`) and the request at hand, these functions say which violations it shows
 (``names.SAMPLING_VIOLATION_KINDS``, ``docs/telemetry.md`` "Violations"):
 

@@ -63,7 +63,7 @@ def elements(config: str) -> dict[str, Callable[[], Any]]:
 
     from otel_sampling import names
     from otel_sampling.labels import BoundedLabel
-    from otel_sampling.records.identity import IdentityStore, fingerprint
+    from otel_sampling.records.ledger import IdentityStore, fingerprint
     from sampling_server import _messages, _params
 
     meter = metrics.get_meter("bench.contract")

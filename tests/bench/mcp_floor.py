@@ -10,7 +10,7 @@ with the same fingerprint (a plain dict), the in-flight count kept in process an
 observable up-down counter, and the same metric points: ``otel_sampling.sampling.duration`` and
 ``otel_sampling.sampling.requests`` with the same labels and buckets, and the MCP conventions'
 ``mcp.server.operation.duration`` (method and protocol version). The fingerprint is the contract's
-(:func:`otel_sampling.records.identity.fingerprint`).
+(:func:`otel_sampling.records.ledger.fingerprint`).
 
 Runs (``install(runs=True)``, the default): like ours, a sampling request's span or an agent's span
 (``gen_ai.operation.name`` ``invoke_agent`` or ``invoke_workflow``) whose trace no open run owns
@@ -39,7 +39,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import Link, SpanKind
 
 from otel_sampling import names
-from otel_sampling.records.identity import fingerprint
+from otel_sampling.records.ledger import fingerprint
 
 SCOPE = "bench.mcp_floor"
 _KEY = os.urandom(32)  # the fingerprint key: per process, as ours without OTEL_SAMPLING_FINGERPRINT_KEY

@@ -1,8 +1,8 @@
 """The verdicts on a sampling request judge what the provider served and what happened, over real
 mcp 2.x sessions and the real anthropic and openai SDKs against the fake provider: the served
 model and the host's report beside it, a gateway's served-model header, endings from the provider
-calls, and the policy for a request without hints (the rules: tests/rules/test_model_names.py,
-test_endings.py, test_substitution.py).
+calls, and the policy for a request without hints (the rules: tests/rules/test_verdict.py,
+test_endings.py).
 
 Hosts here behave as the real ones the suite in tests/hosts/ drives: they report their configured
 model name (pydantic-ai), a composite ``fallback:a,b`` (pydantic-ai ``FallbackModel``), a prefixed

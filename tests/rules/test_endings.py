@@ -7,6 +7,10 @@ mcp SDK (``REQUEST_TIMEOUT = -32001``; a cancel reason ``timed out after {t}s``)
 SDKs' own exception classes and error bodies, and the tables of ``docs/telemetry.md`` ("Ending
 rules", "Provider ``error.type`` values", "Provider call endings"). Every classifier is also total:
 whatever a peer sends, one ending from ``names.ENDINGS``, never an exception.
+
+Span status: MCP span status by JSON-RPC code (``model/mcp/common.yaml``, ``mcp.server.status.attributes`` and
+``mcp.client.status.attributes``): the receiver does not count a request it could not serve as its
+own error; the sender counts every error code.
 """
 
 from __future__ import annotations
@@ -26,7 +30,15 @@ from conftest import codes, exceptions, frame_data, hostile_text, json_leaf, jso
 from otel_sampling import names
 from otel_sampling.policy import EndingRule
 from otel_sampling.rules import endings
-from otel_sampling.rules.endings import answer_ending, error_type_of, failure_of, fallback_failure
+from otel_sampling.rules.endings import (
+    RECEIVER_NOT_ERRORS,
+    answer_ending,
+    error_type_of,
+    failure_of,
+    fallback_failure,
+    receiver_failed,
+    sender_failed,
+)
 from otel_sampling.rules.values import Ending, Failure, ProviderCalls, Response, Usage
 
 try:
@@ -704,3 +716,31 @@ class TestInferenceFinishReasons:
         """A refusal is an answer, not a failure: a blocked Gemini prompt has no candidate, so no
         reason was expected."""
         assert endings.inference_finish_reasons((), ending) == ()
+
+
+# ---------------------------------------------------------------------- span status
+def test_the_codes_the_conventions_list():
+    # "-32700 (Parse error), -32600 (Invalid Request), -32601 (Method not found), -32602 (Invalid
+    # params), -32002 (Resource not found) ... SHOULD NOT be considered errors"
+    assert frozenset({"-32700", "-32600", "-32601", "-32602", "-32002"}) == RECEIVER_NOT_ERRORS
+
+
+@pytest.mark.parametrize("code", sorted(RECEIVER_NOT_ERRORS))
+def test_the_receiver_is_not_in_error_for_a_request_it_could_not_serve(code):
+    assert not receiver_failed("host.unsupported", code)
+
+
+@pytest.mark.parametrize(("error_type", "code"), [("user.denied", "-1"), ("host.error", "-32603"), ("timeout", None)])
+def test_the_receiver_is_in_error_for_any_other_code_or_a_failure_without_one(error_type, code):
+    assert receiver_failed(error_type, code)
+
+
+def test_a_completed_request_is_no_error_on_either_side():
+    assert not receiver_failed(None, None)
+    assert not sender_failed(None, None)
+
+
+@pytest.mark.parametrize("code", ["-32600", "-32602", "-1", "-32603"])
+def test_the_sender_is_in_error_for_every_code(code):
+    assert sender_failed(None, code)
+    assert sender_failed("host.unsupported", code)

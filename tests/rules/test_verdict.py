@@ -7,6 +7,26 @@ cause has one name at both levels.
 
 The server policy of most examples: ``primary_model = "claude-sonnet-5-5"``,
 ``permitted_models = ["claude-sonnet-5-5", "claude-haiku-5-5"]``.
+
+Model names as hosts report them, read as provider model ids (:func:`normalise` and its readers).
+
+Expected names come from where the reported forms are defined: pydantic-ai's
+``FallbackModel.model_name`` (``"fallback:" + ",".join(member.model_name ...)``) and its
+``provider:model`` ids (``parse_model_id``, the Gateway's ``gateway/openai:gpt-5``); OpenRouter's
+``anthropic/claude-sonnet-4.5``; Google's ``models/gemini-2.5-pro``; the Bedrock ids of Anthropic's
+"Claude on Amazon Bedrock" table (``anthropic.claude-sonnet-4-5-20250929-v1:0`` is the API's
+``claude-sonnet-4-5-20250929``, ``anthropic.claude-opus-4-6-v1`` its ``claude-opus-4-6``, the legacy
+``anthropic.claude-v2:1`` is Claude 2.1) and cross-region inference profiles (``us.``); Ollama's
+``model:tag`` names (ollama.com library: ``llama3:latest``, ``mistral:7b``).
+
+Was the served model the one asked for (:func:`judge_substitution`)?
+
+Expected judgements come from the MCP spec 2025-11-25 (client/sampling, Model Preferences: "hints
+are treated as substrings that can match model names flexibly"), the policy file's
+``permitted_models`` (docs/configuration.md: a request without hints is still held to them), and
+the providers' snapshot names (anthropic
+``claude-haiku-4-5-20251001``; openai ``gpt-4o-2024-08-06`` and the older ``gpt-4-0613``;
+mistral ``mistral-large-2407``).
 """
 
 from __future__ import annotations
@@ -15,14 +35,26 @@ import pytest
 
 from otel_sampling.rules.values import Ending, Usage
 from otel_sampling.rules.verdict import (
+    MAX_MEMBERS,
     NO_POLICY,
     CallSummary,
     CallVerdict,
     Reference,
+    ReportedModel,
     RequestFacts,
     RequestVerdict,
+    is_permitted,
     judge_call,
     judge_request,
+    judge_substitution,
+    matches_hint,
+    normalise,
+    read_report,
+    reports_another_model,
+    same_family,
+    same_model,
+    same_model_name,
+    served_member,
     served_model,
 )
 
@@ -218,3 +250,265 @@ class TestServedModel:
 
 def test_verdicts_are_plain_values():
     assert RequestVerdict("none", "primary", ()) == ("none", "primary", ())
+
+
+# ---------------------------------------------------------------------- model names
+class TestNormalise:
+    """``normalise``: a path, one provider prefix and Bedrock's version suffix come off."""
+
+    @pytest.mark.parametrize(
+        ("reported", "model"),
+        [
+            ("claude-sonnet-4-5", "claude-sonnet-4-5"),
+            # dotted provider prefixes: other hosts' names, Bedrock ids and inference profiles
+            ("anthropic.claude-sonnet-4-5", "claude-sonnet-4-5"),
+            ("generic.gpt-4o", "gpt-4o"),
+            ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
+            ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
+            ("anthropic.claude-opus-4-6-v1", "claude-opus-4-6"),
+            ("anthropic.claude-v2:1", "claude-v2:1"),  # Claude 2.1: the version names the model
+            # pydantic-ai provider:model ids
+            ("openai:gpt-4o", "gpt-4o"),
+            ("google-gla:gemini-2.5-pro", "gemini-2.5-pro"),
+            ("bedrock:us.anthropic.claude-3-5-sonnet-20241022-v2:0", "claude-3-5-sonnet-20241022"),
+            # paths
+            ("anthropic/claude-sonnet-4.5", "claude-sonnet-4.5"),
+            ("models/gemini-2.5-pro", "gemini-2.5-pro"),
+            ("gateway/openai:gpt-5", "gpt-5"),
+            # dots and colons that belong to the model
+            ("gpt-4.1", "gpt-4.1"),
+            ("claude-3.5-sonnet", "claude-3.5-sonnet"),
+            ("llama3:latest", "llama3:latest"),
+            ("mistral:7b", "mistral:7b"),
+            ("phi:chat", "phi:chat"),
+            ("o3", "o3"),
+            ("Claude Sonnet 4.5", "Claude Sonnet 4.5"),  # a display name: no prefix to take off
+        ],
+    )
+    def test_the_provider_model_id(self, reported, model):
+        assert model == normalise(reported)
+
+    def test_a_name_that_is_only_a_path_is_kept(self):
+        assert "models/" == normalise("models/")
+
+    def test_a_huge_name_is_read_in_one_pass(self):
+        """A hostile host's name: linear work, the name back when nothing matches."""
+        name = "a" * 1_000_000 + ":" + "b" * 1_000_000
+        assert name == normalise(name)
+
+
+class TestReadReport:
+    """``read_report``: a composite fallback name is its members, each normalised."""
+
+    def test_a_plain_name_is_one_member(self):
+        assert ReportedModel(("gpt-4o",), False) == read_report("openai:gpt-4o")
+
+    def test_pydantic_ai_fallback_model_name(self):
+        """``FallbackModel(AnthropicModel("claude-sonnet-4-5"), AnthropicModel("claude-haiku-4-5")).model_name``."""
+        assert ReportedModel(("claude-sonnet-4-5", "claude-haiku-4-5"), True) == read_report(
+            "fallback:claude-sonnet-4-5,claude-haiku-4-5"
+        )
+
+    def test_a_fallback_model_among_the_members(self):
+        """A nested ``FallbackModel`` names its members behind its own ``fallback:``."""
+        assert ("gpt-4o", "claude-haiku-4-5", "gpt-4o-mini") == read_report(
+            "fallback:fallback:gpt-4o,claude-haiku-4-5,openai:gpt-4o-mini"
+        ).members
+
+    def test_a_hostile_composite_is_read_up_to_its_first_members(self):
+        report = read_report("fallback:" + ",".join(f"m-{i}" for i in range(100_000)))
+        assert len(report.members) == MAX_MEMBERS
+
+
+class TestServedMember:
+    """``served_member``: the model a report says served, or None when it does not say."""
+
+    def test_a_plain_name(self):
+        assert "claude-sonnet-4-5" == served_member(read_report("anthropic.claude-sonnet-4-5"))
+
+    def test_a_composite_does_not_say_which_member_served(self):
+        assert served_member(read_report("fallback:claude-sonnet-4-5,claude-haiku-4-5")) is None
+
+    def test_a_composite_of_one_model_does(self):
+        assert "claude-sonnet-4-5" == served_member(read_report("fallback:claude-sonnet-4-5"))
+        assert "claude-sonnet-4-5" == served_member(
+            read_report("fallback:claude-sonnet-4-5,claude-sonnet-4-5-20250929")
+        )
+
+    def test_an_empty_composite_names_nothing(self):
+        assert served_member(read_report("fallback:")) is None
+
+
+class TestSameModelName:
+    """``same_model_name``: one model up to case and a snapshot suffix."""
+
+    @pytest.mark.parametrize(
+        ("same", "a", "b"),
+        [
+            (True, "claude-sonnet-4-5", "claude-sonnet-4-5-20250929"),
+            (True, "Claude-Sonnet-4-5", "claude-sonnet-4-5"),
+            (True, "gpt-4o-2024-08-06", "gpt-4o"),
+            (False, "gpt-4o", "gpt-4o-mini"),
+            (False, "claude-sonnet-4-5", "claude-haiku-4-5"),
+        ],
+    )
+    def test_case_and_snapshots(self, same, a, b):
+        assert same is same_model_name(a, b)
+
+
+class TestReportsAnotherModel:
+    """``reports_another_model``: the host's report names none of what the provider served."""
+
+    @pytest.mark.parametrize(
+        ("mismatch", "reported", "served"),
+        [
+            (False, "claude-sonnet-4-5", "claude-sonnet-4-5-20250929"),  # a snapshot of the same model
+            (False, "anthropic.claude-sonnet-4-5", "claude-sonnet-4-5"),  # a prefix is not another model
+            (False, "CLAUDE-SONNET-4-5", "claude-sonnet-4-5"),
+            (True, "claude-sonnet-4-5", "claude-haiku-4-5"),  # the host's configured name, not the provider's
+            # a composite names its candidates: a member that served is no mismatch, a model none names is
+            (False, "fallback:claude-sonnet-4-5,claude-haiku-4-5", "claude-haiku-4-5"),
+            (True, "fallback:claude-sonnet-4-5,claude-haiku-4-5", "claude-opus-4-1"),
+            (False, None, "claude-haiku-4-5"),  # nothing reported
+            (False, "claude-sonnet-4-5", None),  # nothing served
+            (False, "", "claude-haiku-4-5"),  # an empty report names nothing
+        ],
+    )
+    def test_reported_against_served(self, mismatch, reported, served):
+        assert mismatch is reports_another_model(reported, served)
+
+
+# ---------------------------------------------------------------------- substitution
+class TestJudge:
+    """``judge_substitution``: ``none``, ``within_policy``, ``outside_policy``, ``without_policy`` or ``unjudged``."""
+
+    @pytest.mark.parametrize(
+        ("expected", "hints", "served", "permitted"),
+        [
+            ("none", ("claude-sonnet",), "claude-sonnet-5-5-20261001", PERMITTED),  # spec example: a family hint
+            ("none", ("sonnet",), "claude-sonnet-5-5", None),
+            ("none", ("Claude-Sonnet",), "claude-sonnet-5-5", None),
+            # No hint: nothing else was asked for, but the policy still holds (a server that sends no
+            # hints, as most public servers do, gets only what the policy permits).
+            ("none", (), "claude-haiku-5-5", PERMITTED),
+            ("outside_policy", (), "claude-opus-5-5", PERMITTED),
+            ("none", (), "claude-opus-5-5", None),  # no hint and no policy: nothing to judge it against
+            ("within_policy", ("gpt-4o",), "claude-haiku-5-5", PERMITTED),
+            ("within_policy", ("gpt-4o",), "claude-haiku-5-5-20261001", PERMITTED),  # a snapshot of a permitted model
+            ("outside_policy", ("gpt-4o",), "claude-opus-5-5", PERMITTED),
+            ("without_policy", ("gpt-4o",), "claude-haiku-5-5", None),  # no policy covers the server
+            ("unjudged", ("gpt-4o",), None, PERMITTED),  # no served model known
+            ("none", ("gpt-4o", "claude"), "claude-opus-5-5", PERMITTED),  # any hint may match
+            ("outside_policy", ("gpt-4o",), "claude-haiku-5-5", ()),  # an empty list permits nothing
+        ],
+    )
+    def test_hints_first_then_the_policy(self, expected, hints, served, permitted):
+        """A matching hint is ``none``; else the permitted models decide (``within_policy`` for a
+        hinted request, ``none`` for an unhinted one, ``outside_policy`` for both); without a
+        policy, a hinted request that matched nothing is ``without_policy``; one without a served
+        model ``unjudged``."""
+        assert expected == judge_substitution(hints, served, permitted)
+
+    @pytest.mark.parametrize(
+        ("expected", "requested", "served", "permitted"),
+        [
+            ("none", "claude-sonnet-5-5", "claude-sonnet-5-5-20261001", None),  # a snapshot of the model asked for
+            ("without_policy", "claude-sonnet-5-5", "claude-haiku-5-5", None),
+            ("none", "claude-haiku-5-5", "claude-haiku-5-5", PERMITTED),  # the host asked for it, and it is permitted
+            ("within_policy", "claude-sonnet-5-5", "claude-haiku-5-5", PERMITTED),
+            ("outside_policy", "claude-opus-5-5", "claude-opus-5-5", PERMITTED),  # asked for, but not permitted
+        ],
+    )
+    def test_the_model_the_host_asked_for_is_the_reference_before_the_hints(
+        self, expected, requested, served, permitted
+    ):
+        """The hint (``claude-sonnet``) does not match haiku; the model the host asked the provider for decides."""
+        assert expected == judge_substitution(("claude-sonnet",), served, permitted, requested=requested)
+
+
+class TestMatchesHint:
+    """``matches_hint``: a hint is a case-insensitive substring of the served model."""
+
+    @pytest.mark.parametrize(
+        ("expected", "hints", "served"),
+        [
+            (True, ("sonnet",), "claude-sonnet-5-5"),
+            (True, ("CLAUDE",), "claude-sonnet-5-5"),
+            (False, ("gpt-4o",), "claude-sonnet-5-5"),
+            (False, ("",), "claude-sonnet-5-5"),  # an empty hint names nothing
+            (False, (), "claude-sonnet-5-5"),
+        ],
+    )
+    def test_substring_case_insensitive(self, expected, hints, served):
+        """MCP spec: hints "can match model names flexibly"."""
+        assert expected is matches_hint(hints, served)
+
+
+class TestSameModel:
+    """``same_model``: a permitted-model entry admits its name and its dated or ``latest`` snapshots."""
+
+    @pytest.mark.parametrize(
+        ("same", "entry", "served"),
+        [
+            (True, "claude-haiku-5-5", "claude-haiku-5-5"),
+            (True, "claude-haiku-5-5", "claude-haiku-5-5-20261001"),
+            (True, "gpt-4o", "gpt-4o-2024-08-06"),
+            # OpenAI's older snapshots carry MMDD (models page: gpt-4-0613, gpt-3.5-turbo-0125), Mistral's YYMM.
+            (True, "gpt-4", "gpt-4-0613"),
+            (True, "gpt-3.5-turbo", "gpt-3.5-turbo-0125"),
+            (True, "mistral-large", "mistral-large-2407"),
+            # Google's stable versions: a gemini-2.0-flash request reports modelVersion gemini-2.0-flash-001.
+            (True, "gemini-2.0-flash", "gemini-2.0-flash-001"),
+            (False, "gemini-2.0-flash", "gemini-2.0-flash-lite-001"),
+            (False, "gpt-4", "gpt-4-32k-0613"),  # another model (32k context) in that snapshot
+            (True, "claude-haiku-5-5", "claude-haiku-5-5-latest"),
+            (False, "claude-haiku-5", "claude-haiku-5-5"),  # another model, not a snapshot
+            (False, "claude-haiku-5-5", "claude-haiku-5-5-fast"),
+            (False, "gpt-4o", "gpt-4o-mini"),
+        ],
+    )
+    def test_snapshots_of_one_model(self, same, entry, served):
+        """How providers name snapshots of one model."""
+        assert same is same_model(entry, served)
+
+    def test_a_latest_entry_admits_the_snapshots_of_its_model(self):
+        """The alias resolves to one snapshot: ``claude-x-latest`` admits ``claude-x-20261001``."""
+        assert same_model("claude-haiku-5-5-latest", "claude-haiku-5-5-20261001")
+        assert same_model("claude-haiku-5-5-latest", "claude-haiku-5-5")
+        assert not same_model("claude-haiku-5-5-latest", "claude-sonnet-5-5")
+
+
+class TestIsPermitted:
+    """``is_permitted``: some entry of ``permitted_models`` names the served model."""
+
+    def test_any_entry_or_its_snapshots(self):
+        """Each entry is read as :class:`TestSameModel` says."""
+        assert is_permitted(PERMITTED, "claude-haiku-5-5-20261001")
+        assert not is_permitted(PERMITTED, "claude-opus-5-5")
+        assert not is_permitted((), "claude-haiku-5-5")
+
+
+class TestSameFamily:
+    """``same_family``: one model up to a snapshot suffix on either side."""
+
+    def test_a_recorded_openai_snapshot_is_the_model_asked_for(self):
+        """The recorded openai stream cassette asks for gpt-4 and is served gpt-4-0613: one model."""
+        assert same_family("gpt-4", "gpt-4-0613")
+        assert not same_family("gpt-4", "gpt-4o-2024-08-06")
+
+    def test_an_alias_and_a_snapshot_are_one_model(self):
+        """``claude-3-5-sonnet-latest`` and ``claude-3-5-sonnet-20241022`` are one model, both ways."""
+        assert same_family("claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022")
+        assert same_family("claude-3-5-sonnet-20241022", "claude-3-5-sonnet-latest")
+        assert same_family("claude-3-5-sonnet-20241022", "claude-3-5-sonnet")
+
+
+class TestJudgeWithoutAServedModel:
+    """``judge_substitution(..., failed=)``: nothing served. A failed request substituted nothing (``none``); a
+    result that names no model cannot be judged (``unjudged``)."""
+
+    def test_a_failure_substituted_nothing(self):
+        assert judge_substitution(["claude-sonnet"], None, ["claude-sonnet-5-5"], failed=True) == "none"
+
+    def test_a_result_without_a_model_is_unjudged(self):
+        assert judge_substitution(["claude-sonnet"], None, ["claude-sonnet-5-5"], failed=False) == "unjudged"

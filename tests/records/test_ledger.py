@@ -1,4 +1,4 @@
-"""Request identity (``otel_sampling.records.identity``): a fingerprint per sampling request and
+"""Request identity (``otel_sampling.records.ledger``): a fingerprint per sampling request and
 the bounded store of what the host decided for it before.
 
 Expected behaviour from docs/telemetry.md "Request identity and violations": the fingerprint is
@@ -23,7 +23,7 @@ pytest.importorskip("mcp_types", reason="mcp 2.x's CreateMessageRequestParams")
 
 import mcp_types as types
 
-from otel_sampling.records.identity import SERVER_KEY_MAX_LENGTH, IdentityStore, fingerprint, server_key
+from otel_sampling.records.ledger import SERVER_KEY_MAX_LENGTH, IdentityStore, fingerprint, server_key
 from otel_sampling.rules.violations import Seen
 
 BOUND = 100
@@ -95,7 +95,7 @@ class TestFingerprint:
         """A set iterates in an order that depends on ``PYTHONHASHSEED``: processes with other seeds
         (another host replica, a restart) still give the same request one fingerprint."""
         script = (
-            "import mcp_types as t; from otel_sampling.records.identity import fingerprint; "
+            "import mcp_types as t; from otel_sampling.records.ledger import fingerprint; "
             "print(fingerprint(t.CreateMessageRequestParams(messages=[], max_tokens=1, "
             f"metadata={{'tags': {{'alpha', 'beta', 'gamma', 'delta', 'epsilon'}}}}), {KEY!r}))"
         )
