@@ -52,7 +52,7 @@ class ServerFacts(NamedTuple):
     name: str | None  # serverInfo.name, as the server reported it (the span attribute)
     version: str | None  # serverInfo.version
     protocol_version: str | None  # the negotiated MCP protocol version
-    key: str | None  # identity.server_key of the first name it is known by: how the identity store and ledger keep it
+    key: str | None  # ledger.server_key of the first name it is known by: how the identity store and ledger keep it
     label: str | None  # rules.server_names.stable_name of the name: what the mcp.server.name label is made of
     known_as: tuple[str, ...] = ()  # rules.server_names.known_as: the policy tables that may cover it, in order
 

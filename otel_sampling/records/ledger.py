@@ -293,7 +293,7 @@ class Ledger:
             )
             self.identity.put(key, seen)
 
-    # Servers are kept by identity.server_key (a hostile 1 MB name is not kept per entry).
+    # Servers are kept by server_key (a hostile 1 MB name is not kept per entry).
     def note_ending(self, server: str | None, ending: str) -> None:
         if server is not None:
             with self._lock:
