@@ -52,6 +52,9 @@ OPENAI_KINDS = ("openai-create", "openai-stream")
 
 
 def _ours() -> None:
+    # No price source: the floors price nothing, so ours measures the same telemetry (genai-prices,
+    # installed with the package, would add the look-up, the cost attributes and the cost point).
+    os.environ["OTEL_SAMPLING_PRICE_SOURCE"] = "none"
     from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
     from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
     from otel_sampling.instrumentation.openai import OpenAIInstrumentor
