@@ -4,7 +4,7 @@ bound of 100 for the pending requests).
 
 The stores are driven directly (100k real sessions would take minutes); the records are the
 real ones, with the real OTel SDK, and the sizes are measured with ``len`` (the identity store:
-tests/records/test_identity.py).
+tests/records/test_ledger.py).
 """
 
 from __future__ import annotations

@@ -478,7 +478,7 @@ def _own_trace(owner: Run, span_context: trace.SpanContext) -> None:
             previous_owner._trace_ids.pop(evicted, None)  # a run open for a million traces keeps 4096
 
 
-def _forget_traces(ended: Run) -> None:  # called with _lock held
+def _forget_traces(ended: Run) -> None:  # called with runs.lock held
     for trace_id in ended._trace_ids:
         if runs.by_trace.get(trace_id) is ended:
             del runs.by_trace[trace_id]

@@ -4,8 +4,9 @@ Prices are USD per million tokens (:class:`otel_sampling.policy.Price`). A call 
 model that served it (``gen_ai.response.model``), else at the requested model when the request
 names a model (not a deployment: Azure OpenAI's request ``model``): :func:`priced_model`.
 
-Which price (:func:`quote`): the policy's ``[prices."<model>"]`` entry wins, the entry of the
-same name, else an entry the model is a snapshot of (``claude-haiku-5-5`` or
+Which price (:func:`policy_quote`, else :func:`source_quote`): the policy's
+``[prices."<model>"]`` entry wins, the entry of the same name, else an entry the model is a
+snapshot of (``claude-haiku-5-5`` or
 ``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``,
 :func:`otel_sampling.rules.verdict.same_model`); else the price source's price for the
 provider and model (:mod:`otel_sampling.price_source`, genai-prices by default, looked up by the

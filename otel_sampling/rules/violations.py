@@ -62,8 +62,8 @@ class Seen(NamedTuple):
     is built per sampling request, and a frozen dataclass costs a ``object.__setattr__`` per field).
 
     Attributes:
-        server: the server that sent it last (:func:`server_key` of ``serverInfo.name``; None
-            when unknown); every server below is kept the same way.
+        server: the server that sent it last (:func:`~otel_sampling.records.ledger.server_key`
+            of ``serverInfo.name``; None when unknown); every server below is kept the same way.
         decisions: the last decision per server, oldest first, at most
             ``DECISION_SERVERS`` servers (a decision for server A stays visible after the request
             was decided for server B, so a flip for A is still seen).
