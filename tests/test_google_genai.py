@@ -23,9 +23,11 @@ import otel_sampling as osm  # noqa: E402
 from conftest import TRACER_PROVIDER, _instrumented, traceparent_of  # noqa: E402
 from otel_sampling import names  # noqa: E402
 from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor, model_of_path  # noqa: E402
+from otel_sampling.testing import fake_gemini  # noqa: E402
 
 MODEL = "gemini-2.5-flash"
 SENTINEL = "SENTINEL-9c1d"
+PNG = bytes.fromhex("89504e470d0a1a0a")  # a PNG signature: what matters is that it is an inlineData part
 
 
 @pytest.fixture
@@ -63,6 +65,28 @@ def test_usage_counts_cached_tokens_in_input_and_thinking_tokens_in_output(genai
     assert a[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 12
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_thinking_tokens_are_the_reasoning_output_tokens(genai_instrumented, fake_provider, stream):
+    call(fake_provider, "thinking", stream)
+    _, a = only(genai_instrumented)
+    # usageMetadata.thoughtsTokenCount (7), still counted inside the output tokens (5 words + 7).
+    assert a[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] == fake_gemini.THOUGHTS_TOKENS == 7
+    assert a[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 12
+
+
+def test_reasoning_output_tokens_are_left_off_when_gemini_reports_no_thoughts(genai_instrumented, fake_provider):
+    call(fake_provider)
+    _, a = only(genai_instrumented)
+    assert names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS not in a
+
+
+def test_thousands_of_candidates_report_a_bounded_list_of_finish_reasons(genai_instrumented, fake_provider):
+    answer = call(fake_provider, "candidates=5000")
+    assert len(answer.candidates) == 5000  # the host gets every candidate
+    _, a = only(genai_instrumented)
+    assert a[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("STOP",) * 16
+
+
 def test_the_token_limit_is_recorded(genai_instrumented, fake_provider):
     call(fake_provider, max_output_tokens=64)
     _, a = only(genai_instrumented)
@@ -74,11 +98,11 @@ def test_the_cost_is_genai_prices_google_price(genai_instrumented, fake_provider
     genai_prices = pytest.importorskip("genai_prices")  # the prices extra
     call(fake_provider, value)
     _, a = only(genai_instrumented)
-    usage = genai_prices.Usage(
-        input_tokens=a[names.GEN_AI_USAGE_INPUT_TOKENS],
-        output_tokens=a[names.GEN_AI_USAGE_OUTPUT_TOKENS],
-        cache_read_tokens=a.get(names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, 0),
-    )
+    # The fake's fixed answer (fake_gemini): 25 prompt tokens (plus 400 cached ones, which
+    # promptTokenCount includes), one candidate token per word of its 5-word text, plus 7 thoughts.
+    cached = 400 if "cache" in value else 0
+    thoughts = 7 if "thinking" in value else 0
+    usage = genai_prices.Usage(input_tokens=25 + cached, output_tokens=5 + thoughts, cache_read_tokens=cached)
     expected = float(genai_prices.calc_price(usage, MODEL, provider_id="google").total_price)
     assert a["gen_ai.usage.cost.currency"] == "USD"
     assert pytest.approx(expected) == a["gen_ai.usage.cost.amount"]
@@ -241,15 +265,23 @@ def test_content_capture(telemetry, fake_provider, monkeypatch):
                 system_instruction=f"You are {SENTINEL}",
                 http_options=types.HttpOptions(headers={"x-fake-scenario": "tool"}),
             )
+            contents = [f"ask {SENTINEL}", types.Part.from_bytes(data=PNG, mime_type="image/png")]
             if stream:
-                list(c.models.generate_content_stream(model=MODEL, contents=f"ask {SENTINEL}", config=config))
+                list(c.models.generate_content_stream(model=MODEL, contents=contents, config=config))
             else:
-                c.models.generate_content(model=MODEL, contents=f"ask {SENTINEL}", config=config)
+                c.models.generate_content(model=MODEL, contents=contents, config=config)
     for span in telemetry.spans():
         a = span.attributes
         assert json.loads(a[names.GEN_AI_SYSTEM_INSTRUCTIONS]) == [{"type": "text", "content": f"You are {SENTINEL}"}]
+        # An image is a GenericPart with its kind only (semantic-conventions-genai #584), its bytes left out.
         assert json.loads(a[names.GEN_AI_INPUT_MESSAGES]) == [
-            {"role": "user", "parts": [{"type": "text", "content": f"ask {SENTINEL}"}]}
+            {
+                "role": "user",
+                "parts": [
+                    {"type": "text", "content": f"ask {SENTINEL}"},
+                    {"type": "generic", "generic_type": "inlineData"},
+                ],
+            }
         ]
         (output,) = json.loads(a[names.GEN_AI_OUTPUT_MESSAGES])
         assert output["role"] == "assistant" and output["finish_reason"] == "STOP"

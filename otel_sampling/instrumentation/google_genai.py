@@ -24,11 +24,13 @@ first release on httpx2, the HTTP library of these private hooks).
 
 ``gen_ai.provider.name`` is ``gcp.gemini`` (Gemini API) or ``gcp.vertex_ai`` (the client's
 ``vertexai`` mode), GenAI semconv well-known values; both are priced as genai-prices' ``google``.
-The served model is the answer's ``modelVersion``. Usage (``usageMetadata``):
+The served model is the answer's ``modelVersion`` (a gateway's ``OTEL_SAMPLING_SERVED_MODEL_HEADERS``
+are not read). Usage (``usageMetadata``):
 ``gen_ai.usage.input_tokens`` is ``promptTokenCount`` plus ``toolUsePromptTokenCount``
 (``promptTokenCount`` already includes ``cachedContentTokenCount``, reported as
 ``gen_ai.usage.cache_read.input_tokens``); ``gen_ai.usage.output_tokens`` is
-``candidatesTokenCount`` plus ``thoughtsTokenCount`` (thinking tokens are output, billed as such).
+``candidatesTokenCount`` plus ``thoughtsTokenCount`` (thinking tokens are output, billed as such),
+and ``thoughtsTokenCount`` is also ``gen_ai.usage.reasoning.output_tokens``.
 A stream's usage is its last chunk's.
 
 Endings: a candidate ``finishReason`` that says the model's output was blocked (:data:`BLOCKED`:
@@ -57,7 +59,7 @@ from typing import Any, ClassVar
 from opentelemetry import propagate
 
 from otel_sampling import names
-from otel_sampling.content import Content, text_part
+from otel_sampling.content import Content, generic_part, text_part
 from otel_sampling.drills import Drill
 from otel_sampling.instrumentation._provider import (
     ProviderState,
@@ -112,7 +114,8 @@ def to_usage(metadata: Any) -> Usage:
     output_tokens = None
     if candidates is not None or thoughts is not None:
         output_tokens = token_count((candidates or 0) + (thoughts or 0))
-    return Usage(input_tokens, output_tokens, token_count(metadata.get("cachedContentTokenCount")))
+    cached = token_count(metadata.get("cachedContentTokenCount"))
+    return Usage(input_tokens, output_tokens, cached, reasoning_output_tokens=thoughts)
 
 
 def _finish_reasons(candidates: list[Any] | tuple[Any, ...]) -> tuple[str, ...]:
@@ -155,7 +158,7 @@ def response_of(answer: Any) -> Response:
 def _part(part: Any) -> dict[str, Any]:
     """A GenAI semconv message part from a Gemini ``Part`` (JSON)."""
     if not isinstance(part, dict):
-        return {"type": "unknown"}
+        return generic_part(None)
     if isinstance(text := part.get("text"), str):
         return {"type": "reasoning", "content": text} if part.get("thought") is True else text_part(text)
     if isinstance(call := part.get("functionCall"), dict):
@@ -163,7 +166,7 @@ def _part(part: Any) -> dict[str, Any]:
     if isinstance(result := part.get("functionResponse"), dict):
         return {"type": "tool_call_response", "id": result.get("id"), "response": result.get("response")}
     kind = next(iter(part), None)  # inlineData, fileData, executableCode...: the kind only
-    return {"type": kind if isinstance(kind, str) else "unknown"}
+    return generic_part(kind)
 
 
 def _parts(content: Any) -> list[dict[str, Any]]:

@@ -374,15 +374,24 @@ def finish_reasons(stop_reason: Any) -> tuple[str, ...]:
     return (stop_reason,) if isinstance(stop_reason, str) and stop_reason else ()
 
 
+#: ``gen_ai.response.finish_reasons`` of a provider call keeps its first reasons (one per choice or
+#: candidate), up to this many: an answer asked for more candidates is rare, a hostile one is bounded.
+MAX_FINISH_REASONS = 16
+
+
 def inference_finish_reasons(reported: tuple[str, ...], ending: str) -> tuple[str, ...]:
     """``gen_ai.response.finish_reasons`` of a provider call: the reasons the answer reported, else
     ``("error",)`` when the call did not complete (it failed, timed out, was cancelled, or its
     stream ended before the final event): GenAI semconv (``client-inference.md``): "If a finish
     reason was expected but not received ... instrumentations SHOULD report `error` for that
     position instead of omitting it". A call that completed or was refused (a whole answer, such as
-    a blocked prompt, which has no candidate to give a reason) and reported none has none."""
+    a blocked prompt, which has no candidate to give a reason) and reported none has none.
+
+    At most :data:`MAX_FINISH_REASONS` are kept, the first ones (openai ``n``, Gemini
+    ``candidateCount``: one per choice or candidate): a hostile answer with thousands of candidates
+    cannot make the attribute as long."""
     if reported:
-        return reported
+        return reported[:MAX_FINISH_REASONS]
     return () if ending in _ANSWERED else (names.FINISH_REASON_ERROR,)
 
 

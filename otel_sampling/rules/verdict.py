@@ -177,6 +177,7 @@ def same_family(requested: str, served: str) -> bool:
 
 # ---------------------------------------------------------------------- model names
 COMPOSITE_PREFIX = "fallback:"  # pydantic_ai.models.fallback.FallbackModel.model_name
+_REPEATED_COMPOSITE_PREFIX = re.compile(f"(?:{re.escape(COMPOSITE_PREFIX)})*")
 MAX_MEMBERS = 16  # members of a composite name read; a hostile name cannot make us split thousands
 
 # A model id after a prefix: a letter first, and a digit or a dash somewhere in it.
@@ -213,9 +214,11 @@ def read_report(name: str) -> ReportedModel:
         return ReportedModel((normalise(name),), False)
     members = []
     for part in name[len(COMPOSITE_PREFIX) :].split(",", MAX_MEMBERS)[:MAX_MEMBERS]:
+        # A FallbackModel among the members names its own: every repeat of the prefix is taken off,
+        # in one pass (a hostile name repeating it cannot make us copy the rest once per repeat).
         part = part.strip()
-        while part.startswith(COMPOSITE_PREFIX):  # a FallbackModel among the members names its own
-            part = part[len(COMPOSITE_PREFIX) :]
+        prefixes = _REPEATED_COMPOSITE_PREFIX.match(part)  # always matches, maybe ""
+        part = part[prefixes.end() :] if prefixes else part
         if part:
             members.append(normalise(part))
     return ReportedModel(tuple(members), True)

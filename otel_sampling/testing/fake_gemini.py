@@ -33,6 +33,7 @@ STATUSES = {
 PROMPT_TOKENS = 25
 CACHED_TOKENS = 400
 THOUGHTS_TOKENS = 7
+MAX_CANDIDATES = 100_000  # the ``candidates=<n>`` scenario's ceiling
 
 
 def is_gemini(path: str) -> bool:
@@ -96,12 +97,14 @@ def answer(
     if "prompt_blocked" in sc:
         body["promptFeedback"] = {"blockReason": "SAFETY"}
         return body
+    count = min(int(sc.get("candidates") or 1), MAX_CANDIDATES)
     body["candidates"] = [
         {
             "content": {"role": "model", "parts": _parts(sc, "".join(words))},
             "finishReason": finish_reason(sc),
-            "index": 0,
+            "index": index,
         }
+        for index in range(count)
     ]
     return body
 

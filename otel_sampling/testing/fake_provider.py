@@ -112,6 +112,7 @@ SCENARIOS: dict[str, str] = {
     'Responses status="incomplete" (incomplete_details.reason="content_filter"); Gemini finishReason="SAFETY"',
     "prompt_blocked": 'Gemini: the prompt is blocked (promptFeedback.blockReason="SAFETY", no candidates)',
     "thinking": "Gemini: a thought part and usageMetadata.thoughtsTokenCount",
+    "candidates=<n>": "Gemini, not streamed: n candidates (at most 100,000), each with its finishReason",
     "tool": "the model calls a tool (anthropic tool_use block, openai tool_calls, Responses a function_call "
     "output item)",
     "text=<w1+w2+...>": "the output text, words separated by +",

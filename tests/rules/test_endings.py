@@ -717,6 +717,10 @@ class TestInferenceFinishReasons:
         reason was expected."""
         assert endings.inference_finish_reasons((), ending) == ()
 
+    def test_thousands_of_reasons_are_cut_to_the_first_sixteen(self):
+        reported = tuple(f"STOP-{i}" for i in range(5000))
+        assert endings.inference_finish_reasons(reported, "completed") == reported[:16]
+
 
 # ---------------------------------------------------------------------- span status
 def test_the_codes_the_conventions_list():

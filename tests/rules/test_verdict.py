@@ -319,6 +319,10 @@ class TestReadReport:
         report = read_report("fallback:" + ",".join(f"m-{i}" for i in range(100_000)))
         assert len(report.members) == MAX_MEMBERS
 
+    def test_a_member_behind_many_nested_prefixes_is_that_member(self):
+        """FallbackModels nested 200,000 deep still name one member, read in one pass."""
+        assert ("gpt-4o", "claude-haiku-4-5") == read_report("fallback:" * 200_000 + "gpt-4o,claude-haiku-4-5").members
+
 
 class TestServedMember:
     """``served_member``: the model a report says served, or None when it does not say."""
