@@ -129,6 +129,11 @@ BUDGET = types.ErrorData(
     message="Daily sampling budget exhausted",
     data={"reason": "policy.budget_exhausted", "resetsAt": "2026-12-01T00:00:00Z"},
 )
+# MCP semconv (model/mcp/common.yaml), the receiver's rule: "-32700 (Parse error), -32600 (Invalid
+# Request), -32601 (Method not found), -32602 (Invalid params), -32002 (Resource not found) ... SHOULD
+# NOT be considered errors" on the receiving side; every other error code is.
+RECEIVER_NOT_ERRORS = {"-32700", "-32600", "-32601", "-32602", "-32002"}
+
 DENIALS = [
     # (ErrorData the host returns, expected ending, expected error.type): the same table as mcp 2.x
     # (MCP spec: -1 is the user's rejection; -32003, the legacy policy refusal code, + data.reason).
@@ -158,7 +163,7 @@ def test_error_frames_are_classified(v1_instrumented, error, ending, error_type)
     assert span.attributes[names.SAMPLING_ENDING] == ending
     assert span.attributes[names.ERROR_TYPE] == error_type
     assert span.attributes[names.SAMPLING_SUBSTITUTION] == "none"
-    assert span.status.status_code is StatusCode.ERROR
+    assert span.status.status_code is (StatusCode.UNSET if error_type in RECEIVER_NOT_ERRORS else StatusCode.ERROR)
     assert v1_instrumented.counts(names.METRIC_SAMPLING_REQUESTS, names.SAMPLING_ENDING) == {(ending,): 1}
     if error is BUDGET:
         assert span.attributes[names.SAMPLING_BUDGET_RESETS_AT] == "2026-12-01T00:00:00Z"
@@ -440,7 +445,9 @@ def test_a_dict_of_another_shape_is_an_error(v1_instrumented):
     assert out[0] == "tool_error" and "validation error" in out[1]
     span = only_sampling_span(v1_instrumented)
     assert span.attributes[names.SAMPLING_ENDING] == "error"
-    assert span.status.status_code is StatusCode.ERROR
+    # The host's answer was refused with -32602 (invalid params): the receiver's span is not in error.
+    assert span.attributes[names.ERROR_TYPE] == "-32602"
+    assert span.status.status_code is StatusCode.UNSET
 
 
 def test_a_return_the_sdk_cannot_validate_is_an_error(v1_instrumented):
