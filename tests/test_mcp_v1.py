@@ -1115,3 +1115,25 @@ def test_sampling_requests_mcp_rejects_are_counted_by_server_and_reason(mcp_inst
     by = (names.MCP_SERVER_NAME, names.SAMPLING_REJECTION_REASON)
     assert mcp_instrumented.counts(names.METRIC_SAMPLING_REJECTED, *by) == {(NAME, MALFORMED[k][1]): 1 for k in kinds}
     assert len(mcp_instrumented.spans(names.SPAN_SAMPLING)) == 1
+
+
+def test_a_session_initialized_while_instrumented_counts_nothing_after_uninstrument(mcp_instrumented):
+    """The request type the instrumentation put on a session stays there (mcp 1.x keeps it per
+    session); after ``uninstrument()`` it counts nothing, and mcp still answers -32602."""
+    from malformed_server import MALFORMED
+
+    server = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("malformed_server.py"))])
+    kind = next(k for k in MALFORMED if k != "valid")
+
+    async def main():
+        async with (
+            stdio_client(server) as (read, write),
+            ClientSession(read, write, sampling_callback=callback_returning(result())) as session,
+        ):
+            await session.initialize()
+            MCPSamplingInstrumentor().uninstrument()
+            return json.loads((await session.call_tool("ask", {"kind": kind})).content[0].text)
+
+    answer = anyio.run(main)
+    assert answer.get("error", {}).get("code") == -32602
+    assert mcp_instrumented.counts(names.METRIC_SAMPLING_REJECTED) == {}

@@ -86,12 +86,14 @@ class HostState:
     :mod:`otel_sampling.sampling_api` finds it (``record_grant`` records there); :meth:`stop` undoes both.
     """
 
-    __slots__ = ("instruments", "ledger", "connections")
+    __slots__ = ("instruments", "ledger", "connections", "running")
 
     def __init__(self, instruments: Instruments) -> None:
         self.instruments = instruments
         self.ledger = Ledger(instruments)
         self.connections = Connections()
+        # Between start and stop: hooks left on sessions (mcp 1.x's request type) count nothing after.
+        self.running = False
 
     def server_facts(self, session: Any) -> ServerFacts:
         """The requesting server of ``session``, as far as this SDK major tells it."""
@@ -116,8 +118,10 @@ class HostState:
     def start(self) -> None:
         self.ledger.start()
         otel_state.bind_host_ledger(self.ledger)
+        self.running = True
 
     def stop(self) -> None:
+        self.running = False
         self.ledger.stop()
         otel_state.bind_host_ledger(None)
 

@@ -240,7 +240,7 @@ class _RejectionCounter:
 
 
 def _count_rejected(state: State, session: Any, error: Any) -> None:
-    if is_instrumentation_enabled() and callable(getattr(error, "errors", None)):
+    if state.running and is_instrumentation_enabled() and callable(getattr(error, "errors", None)):
         state.count_rejected(session, first_error_type(error, "CreateMessageRequest"))
 
 
