@@ -3,8 +3,7 @@
 It imports no record: the context variables are typed by what their readers call (the protocols
 below), not by the records that set them. State that one concept owns sits with that concept:
 the open runs and the explicit run in :mod:`otel_sampling.records.run`, the MCP connections and
-tool calls in flight in :mod:`otel_sampling.instrumentation._mcp_connections` and
-:mod:`otel_sampling.instrumentation._mcp_tool_call`, the server's pending table in
+tool calls in flight in :mod:`otel_sampling.instrumentation._mcp_connections`, the server's pending table in
 :mod:`otel_sampling.instrumentation.mcp_server`, the digests of provenance in
 :mod:`otel_sampling.provenance`. What is here:
 

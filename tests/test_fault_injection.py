@@ -23,7 +23,7 @@ pair, under the fault: it is a host call too. An exception whose ``str()`` and `
 (the debug log must survive formatting it) is forced on a few representative steps.
 
 The boundary: every wrapper calls into our code through one guard
-(``otel_sampling.instrumentation._guard.guarded``), checked directly: run through every driver, the
+(``otel_sampling.instrumentation._provider.guarded``), checked directly: run through every driver, the
 guard sees a step under every driven target but the few that call nothing of ours (each says why),
 and each step it sees, forced to raise there, leaves the host's answers and objects unchanged and is
 logged with its name. So a call a wrapper adds later is contained whether or not the step table
@@ -62,9 +62,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from conftest import SPANS, TRACER_PROVIDER
 from drivers import ANTHROPIC_KW, DRIVERS, UNDRIVEN, Driver, Sandwich, answer, current_target, sampling_request, tables
 from otel_sampling import names, price_source
-from otel_sampling.instrumentation import _guard, openai_responses
 from otel_sampling.instrumentation import _mcp_connections as mcp_connections_module
 from otel_sampling.instrumentation import _mcp_host as mcp_host_module
+from otel_sampling.instrumentation import _provider, openai_responses
 from otel_sampling.instrumentation import anthropic as anthropic_module
 from otel_sampling.instrumentation import mcp_server as mcp_server_module
 from otel_sampling.instrumentation import mcp_v2 as mcp_v2_module
@@ -394,18 +394,14 @@ def test_every_unreachable_pair_names_a_real_driver_and_step():
 
 
 # ---------------------------------------------------------------- the guarded boundary
-GUARDED = _guard.guarded
+GUARDED = _provider.guarded
 
 
 def _patch_guard(monkeypatch: pytest.MonkeyPatch, guard: Callable[..., Any]) -> set[str]:
     """``guard`` in place of the guard in every module that calls it; their names."""
     patched = set()
     for name, module in list(sys.modules.items()):
-        if (
-            name.startswith("otel_sampling.instrumentation.")
-            and module is not _guard
-            and getattr(module, "guarded", None) is GUARDED
-        ):
+        if name.startswith("otel_sampling.instrumentation.") and getattr(module, "guarded", None) is GUARDED:
             monkeypatch.setattr(module, "guarded", guard)
             patched.add(name.rpartition(".")[2])
     return patched
@@ -435,7 +431,7 @@ def test_every_target_is_driven_and_every_wrapper_calls_our_code_through_the_gua
 ):
     seen: set[tuple[str | None, str]] = set()
     patched = _patch_guard(monkeypatch, _recording_guard(seen))
-    assert {"_mcp_connections", "_mcp_tool_call", "mcp_server", "_provider"} <= patched
+    assert {"_mcp_connections", "mcp_server", "_provider"} <= patched
     driven: set[str] = set()
     gc.collect()  # what an earlier test dropped ends when collected: not inside a target here
     for driver in DRIVERS.values():

@@ -11,6 +11,12 @@ way for both.
   with the same arguments on both majors (server facts, transport, session id, tool name, parent).
 * The connection facts (``network.transport``, ``mcp.session.id``, the endpoint, the tool calls in
   flight) come from :mod:`~otel_sampling.instrumentation._mcp_connections`.
+* What the MCP protocol says that the host side and the server side
+  (:mod:`~otel_sampling.instrumentation.mcp_server`) both read: :data:`MODERN_PROTOCOL_VERSIONS` and
+  :func:`path_of` (which negotiated versions take the 2026-07-28 multi-round-trip path,
+  ``names.PATH_MRTR``, and which the JSON-RPC request path, ``names.PATH_RPC``; mcp 1.x negotiates
+  none of the modern ones), and :func:`parent_of` (the W3C trace context a peer sent in
+  ``params._meta``, as a parent for our span).
 * :class:`ServerFacts`: which server a session talks to, read once per session. A server is kept
   (identity store, ledger, grants), labelled and matched to a policy table by the names
   :func:`otel_sampling.rules.server_names.known_as` gives: its own name, or, for a name that is a
@@ -26,20 +32,52 @@ session was opened in); on mcp 2.x's 2026-07-28 path, the task of the host's ``c
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.propagate import extract
 
 from otel_sampling import names
 from otel_sampling import state as otel_state
 from otel_sampling.instrumentation._mcp_connections import Connections
-from otel_sampling.instrumentation._mcp_protocol import parent_of, path_of
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.ledger import Ledger, server_key
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.rules.server_names import known_as, stable_name
 
+logger = logging.getLogger(__name__)
+
 INVALID_RESULT_CODE = -32602  # mcp answers INVALID_PARAMS for a callback return it cannot validate
+
+# mcp_types.version.MODERN_PROTOCOL_VERSIONS (mcp 2.x); copied: mcp is an optional extra, and 1.x has none.
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+
+
+def path_of(protocol_version: object) -> str:
+    """``names.PATH_MRTR`` for a 2026-07-28 protocol version, else ``names.PATH_RPC`` (None included)."""
+    return names.PATH_MRTR if protocol_version in MODERN_PROTOCOL_VERSIONS else names.PATH_RPC
+
+
+def parent_of(meta: Any) -> otel_context.Context | None:
+    """The context in ``params._meta``, or None (the ambient context) when there is no valid one.
+
+    ``meta`` is a mapping (mcp 2.x hands ``_meta`` over as a dict) or a pydantic model keeping its
+    extra keys (mcp 1.x's ``RequestParams.Meta``), or None. Never raises: a hostile peer can put
+    anything there.
+    """
+    try:
+        if hasattr(meta, "model_dump"):
+            meta = meta.model_dump(by_alias=True, exclude_none=True)
+        if not isinstance(meta, Mapping) or "traceparent" not in meta:
+            return None
+        parent = extract(meta)
+    except Exception:
+        logger.debug("otel-sampling: unreadable trace context in params._meta", exc_info=True)
+        return None
+    return parent if trace.get_current_span(parent).get_span_context().is_valid else None
 
 
 class ServerFacts(NamedTuple):
@@ -147,7 +185,7 @@ def start_record(
     round_parent: otel_context.Context | None = None,
 ) -> SamplingRecord:
     """Start and activate the record of one request on ``session`` (the tables call it through
-    :func:`~otel_sampling.instrumentation._guard.guarded`: None when it failed).
+    :func:`~otel_sampling.instrumentation._provider.guarded`: None when it failed).
 
     Args:
         request_id: the JSON-RPC id of the request (kept on the ``rpc`` path only).

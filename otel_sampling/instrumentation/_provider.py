@@ -1,4 +1,5 @@
-"""The call wrappers every provider SDK shares; each SDK module supplies a :class:`ProviderState`.
+"""The call wrappers every provider SDK shares (each SDK module supplies a :class:`ProviderState`), and
+:func:`guarded`, the one guard every wrapper (MCP and provider alike) calls our code through.
 
 A wrapped call starts a :class:`~otel_sampling.records.provider_call.ProviderCall` (current while the SDK
 sends the request), then ends it with the parsed response, hands it to a stream proxy, or ends
@@ -38,7 +39,7 @@ import operator
 import os
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar, overload
 
 from opentelemetry import propagate
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -47,7 +48,6 @@ from otel_sampling import drills, names
 from otel_sampling import state as _state
 from otel_sampling.content import Content, capture_mode
 from otel_sampling.drills import Drill
-from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.failover import FailoverTracker
@@ -56,6 +56,35 @@ from otel_sampling.rules.endings import error_type_of, failure_of, fallback_fail
 from otel_sampling.rules.values import Failure, Response
 
 logger = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------------- the guard
+# The boundary between a wrapper and our own code: a failure of ours never reaches the host. Every
+# wrapper of the target tables (MCP and provider SDKs alike) calls into our code through
+# :func:`guarded`. An exception raised there is logged at DEBUG (``otel-sampling: could not
+# <step>``, with its traceback) and the wrapper goes on with the step's fallback value; the host's
+# own call, what it returns and what it raises, is never inside the guard. ``BaseException`` that
+# is not an ``Exception`` (a cancellation, ``KeyboardInterrupt``) is not ours to stop: it propagates.
+T = TypeVar("T")
+
+
+@overload
+def guarded(step: str, function: Callable[..., T], /, *args: Any, fallback: T, **kwargs: Any) -> T: ...
+
+
+@overload
+def guarded(step: str, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T | None: ...
+
+
+def guarded(step: str, function: Callable[..., Any], /, *args: Any, fallback: Any = None, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``; ``fallback`` (default None) when it raised an ``Exception``.
+
+    ``step`` names what the call does, as the debug log line says it ("start a provider call").
+    """
+    try:
+        return function(*args, **kwargs)
+    except Exception:
+        logger.debug("otel-sampling: could not %s", step, exc_info=True)
+        return fallback
 
 
 class Request(NamedTuple):

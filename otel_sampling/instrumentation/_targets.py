@@ -35,7 +35,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from otel_sampling import drills, span_processor
 from otel_sampling import state as otel_state
 from otel_sampling.instrumentation import _stdio_trap
-from otel_sampling.instrumentation._guard import guarded
+from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.metrics import Instruments
 from otel_sampling.settings import settings_for_instrument
 

@@ -43,8 +43,8 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_sampling import locks, names
 from otel_sampling import state as otel_state
 from otel_sampling.bounded import EvictingTTLCache
-from otel_sampling.instrumentation._guard import guarded
-from otel_sampling.instrumentation._mcp_protocol import parent_of
+from otel_sampling.instrumentation._mcp_host import parent_of
+from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.server_sampling import ServerSamplingRecord

@@ -57,7 +57,6 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from pydantic.alias_generators import to_camel
 
 from otel_sampling import names
-from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_connections import CONNECTION_TARGETS, HTTP_MANAGER_TARGETS_V1
 from otel_sampling.instrumentation._mcp_host import (
     INVALID_RESULT_CODE,
@@ -67,6 +66,7 @@ from otel_sampling.instrumentation._mcp_host import (
     first_error_type,
     start_record,
 )
+from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.sampling import SamplingRecord

@@ -21,7 +21,7 @@ The host state (identity, stall watch, grants), the connection facts (``network.
 client that drives the input-required loop (mcp's ``Client.call_tool``, fastmcp's
 ``Client.call_tool_mcp``) marks its task with the tool call, so the tool that triggered a request
 is named however many calls are in flight, and the request's span is a child of the round of the
-call that asked for it (:mod:`~otel_sampling.instrumentation._mcp_tool_call`).
+call that asked for it (:mod:`~otel_sampling.instrumentation._mcp_connections`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import names
-from otel_sampling.instrumentation._guard import guarded
 from otel_sampling.instrumentation._mcp_connections import (
     CONNECTION_TARGETS,
     DISPATCHER_TARGETS_V2,
+    FASTMCP_TARGETS,
     HTTP_MANAGER_TARGETS_V2,
+    MCP_TARGETS,
+    tool_call,
 )
 from otel_sampling.instrumentation._mcp_host import (
     INVALID_RESULT_CODE,
@@ -47,7 +49,7 @@ from otel_sampling.instrumentation._mcp_host import (
     first_error_type,
     start_record,
 )
-from otel_sampling.instrumentation._mcp_tool_call import FASTMCP_TARGETS, MCP_TARGETS, OutsideToolCall, current
+from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.labels import clean
 from otel_sampling.metrics import Instruments
@@ -180,7 +182,7 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
         if not isinstance(request, state.request_type):
             return await wrapped(*args, **kwargs)
         ctx = args[0] if args else kwargs.get("ctx")
-        call = current()  # the 2026-07-28 path: the tool call whose input-required loop dispatches it
+        call = tool_call.get()  # the 2026-07-28 path: the tool call whose input-required loop dispatches it
         record = guarded(
             "start a sampling record",
             start_record,
@@ -194,12 +196,14 @@ def _dispatch_wrapper(state: State) -> Callable[..., Any]:
         )
         if record is None:
             return await wrapped(*args, **kwargs)
+        outside = tool_call.set(None)  # what the callback itself sends is no round of the tool call
         try:
-            with OutsideToolCall():
-                result = await wrapped(*args, **kwargs)
+            result = await wrapped(*args, **kwargs)
         except BaseException as exc:
+            tool_call.reset(outside)
             _finish(state, record, instance, ctx, exc=exc)
             raise
+        tool_call.reset(outside)
         _finish(state, record, instance, ctx, result=result)
         return result
 
