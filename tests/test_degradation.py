@@ -18,7 +18,7 @@ from otel_sampling import degradation, labels, log_fields, names, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from otel_sampling.span_processor import DegradationSpanProcessor
+from otel_sampling.records.run import DegradationSpanProcessor
 
 LATER = "2099-01-01T00:00:00Z"
 EARLIER = "2001-01-01T00:00:00Z"

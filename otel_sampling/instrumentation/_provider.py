@@ -247,14 +247,14 @@ class ProviderState:
 
     def new_accumulator(self, stream: Any) -> Accumulator:
         """A new accumulator for ``stream`` (the SDK's stream object, not read here)."""
-        if self.capture.enabled and self.accumulator_captures:
+        if (self.capture.span or self.capture.event) and self.accumulator_captures:
             return self.accumulator(capture=True)
         return self.accumulator()
 
     def parsed(self, result: Any) -> Response:
         """What a parsed response reports; with content capture on, its output messages too."""
         response = self.response_of(result)
-        if self.capture.enabled and self.output_of is not None:
+        if (self.capture.span or self.capture.event) and self.output_of is not None:
             try:
                 response = response._replace(output=self.output_of(result, response))
             except Exception:  # content is an extra: the model, usage and ending still count
@@ -385,7 +385,7 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     if request is None:
         return None
     content: Content | None = None
-    if state.capture.enabled:
+    if state.capture.span or state.capture.event:
         content = guarded("capture a provider call's input", state.input_content, request.body)
     call = ProviderCall(
         state.instruments,

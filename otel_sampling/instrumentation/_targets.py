@@ -32,11 +32,12 @@ from opentelemetry.instrumentation.dependencies import DependencyConflict, get_d
 # mypy does not resolve this class in the installed module (it reports no attribute); it is public there (__all__).
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from otel_sampling import drills, span_processor
+from otel_sampling import drills, log_fields
 from otel_sampling import state as otel_state
 from otel_sampling.instrumentation import _stdio_trap
 from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.metrics import Instruments
+from otel_sampling.records import run as run_records
 from otel_sampling.settings import settings_for_instrument
 
 logger = logging.getLogger(__name__)
@@ -287,7 +288,7 @@ class TargetTableInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         if state is not None and hasattr(state, "stop"):
             state.stop()
         if self.__dict__.pop("_otel_sampling_processor", False):
-            span_processor.uninstall()
+            _uninstall_span_processor()
         if not otel_state.hooks_enabled():  # the last instrumentor
             unwrap_targets(_loaded(_STDIO_STARTS))
 
@@ -314,10 +315,32 @@ def _install_degradation_state(
     processor (once per tracer provider): whichever of them a host loads, degraded mode is stamped."""
     try:
         otel_state.bind_api(settings, tracer_provider, meter_provider, logger_provider)
-        span_processor.install(
+        _install_span_processor(
             tracer_provider if tracer_provider is not None else trace.get_tracer_provider(),
             settings.attribute_max_length if settings.guard_foreign_spans else None,
         )
         instrumentor._otel_sampling_processor = True
     except Exception:
         logger.warning("otel-sampling: could not install the degradation span processor", exc_info=True)
+
+
+def _install_span_processor(tracer_provider: Any, foreign_max_length: int | None = None) -> None:
+    """Called by ``instrument()``: add the processor to ``tracer_provider`` once, turn it on; the
+    foreign-span guard on with ``foreign_max_length`` (the string cap), off with None (the latest
+    ``instrument()`` decides)."""
+    otel_state.add_user(log_fields.install)
+    add = getattr(tracer_provider, "add_span_processor", None)
+    if add is None:
+        return  # a no-op or proxy provider: no SDK spans to stamp
+    with otel_state.processors_lock:
+        processor = otel_state.span_processors.get(tracer_provider)
+        if processor is None:
+            processor = run_records.DegradationSpanProcessor()
+            add(processor)
+            otel_state.span_processors[tracer_provider] = processor
+        processor.foreign_max_length = foreign_max_length
+
+
+def _uninstall_span_processor() -> None:
+    """Called by ``uninstrument()``: the last one turns the processors and log fields off."""
+    otel_state.remove_user(log_fields.uninstall)

@@ -339,7 +339,7 @@ class ProviderCall:
                 if error_type is not None:
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
-            content = self._capture_content(span, response) if self._capture.enabled else None
+            content = self._capture_content(span, response) if self._capture.span or self._capture.event else None
             inference_details.emit(instruments.event_logger, span, content if self._capture.event else None)
         finally:
             span.end()
