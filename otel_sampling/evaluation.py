@@ -15,7 +15,7 @@ from typing import Any
 from otel_sampling import content, names, state
 from otel_sampling.labels import clean, finite
 from otel_sampling.records import run as runs
-from otel_sampling.rules.degraded_mode import run_mode
+from otel_sampling.rules.verdict import run_mode
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Installed by the ``prices`` extra (``pip install 'otel-sampling[prices]'``; genai-prices needs
 Python 3.11 or later). Without it, or with ``OTEL_SAMPLING_PRICE_SOURCE=none``, only the policy's
-``[prices]`` table prices calls (:mod:`otel_sampling.rules.cost` decides which price applies).
+``[prices]`` table prices calls (:mod:`otel_sampling.rules.verdict` decides which price applies).
 
 What a look-up reads, all from genai-prices' own data and matching rules:
 

@@ -73,8 +73,7 @@ from opentelemetry._logs import LoggerProvider
 
 from otel_sampling import locks, names
 from otel_sampling.metrics import SAMPLING_IN_FLIGHT, ApiInstruments, InFlight, Instruments, create
-from otel_sampling.rules.degraded_mode import named_reasons
-from otel_sampling.rules.verdict import CallSummary, CallVerdict
+from otel_sampling.rules.verdict import CallSummary, CallVerdict, named_reasons
 from otel_sampling.settings import Settings
 
 logger = logging.getLogger(__name__)

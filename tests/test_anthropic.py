@@ -245,7 +245,7 @@ def test_a_latest_entry_admits_and_prices_the_snapshots_it_resolves_to(telemetry
     # docs/configuration.md: an entry admits (and prices) its dated snapshots; a -latest entry names
     # the model whose snapshots the provider serves under that alias.
     from otel_sampling.policy import Price
-    from otel_sampling.rules import cost, verdict
+    from otel_sampling.rules import verdict
 
     price = Price(1.0, 5.0)
     assert verdict.same_model("claude-haiku-5-5-latest", "claude-haiku-5-5-20261001")
@@ -253,8 +253,8 @@ def test_a_latest_entry_admits_and_prices_the_snapshots_it_resolves_to(telemetry
         verdict.judge_substitution(["gpt-4o"], "claude-haiku-5-5-20261001", ["claude-haiku-5-5-latest"])
         == "within_policy"
     )
-    assert cost.price_for({"claude-haiku-5-5-latest": price}, "claude-haiku-5-5-20261001") is price
-    assert cost.price_for({"claude-haiku-5-5-latest": price}, "claude-haiku-5-6-20261001") is None
+    assert verdict.price_for({"claude-haiku-5-5-latest": price}, "claude-haiku-5-5-20261001") is price
+    assert verdict.price_for({"claude-haiku-5-5-latest": price}, "claude-haiku-5-6-20261001") is None
     path = tmp_path / "policy.toml"
     path.write_text('[prices."claude-haiku-5-5-latest"]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 5.0\n')
     monkeypatch.setenv("OTEL_SAMPLING_POLICY", str(path))

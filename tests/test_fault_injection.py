@@ -79,7 +79,7 @@ from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.provider_call import ProviderCall
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.records.server_sampling import ServerSamplingRecord
-from otel_sampling.rules import cost, endings, verdict
+from otel_sampling.rules import endings, verdict
 from sampling_server import build_server
 
 
@@ -229,7 +229,7 @@ PROVIDER_STEPS = [
     _attr(ProviderState, "decode_raw"),
     _attr(FailoverTracker, "observe"),
     _attr(verdict, "judge_call"),
-    _attr(cost, "policy_quote"),
+    _attr(verdict, "policy_quote"),
     # The price source's look-up (genai-prices, when the prices extra is installed).
     *([_attr(price_source.GenaiPrices, "price")] if price_source.installed() is not None else []),
 ]

@@ -44,7 +44,7 @@ from harness.limits import HANG_S
 from mcp_v1_server import SERVER_NAME, SERVER_VERSION, build_server
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-from otel_sampling.rules.server_names import stdio_endpoint
+from otel_sampling.rules.servers import stdio_endpoint
 
 ARGS = {"hint": "claude-sonnet", "include_context": "thisServer"}
 SERVED = "claude-sonnet-5-5-20261001"

@@ -15,7 +15,7 @@ import pytest
 import tomllib
 
 from otel_sampling import price_source
-from otel_sampling.rules import cost
+from otel_sampling.rules import verdict
 from otel_sampling.rules.values import Usage
 
 genai_prices = pytest.importorskip("genai_prices", reason="the prices extra")
@@ -40,10 +40,10 @@ def genai_prices_total(provider_id: str, model: str, usage: Usage) -> float:
     return float(calculation.total_price)
 
 
-def our_cost(provider: str, model: str, usage: Usage) -> cost.Cost | None:
+def our_cost(provider: str, model: str, usage: Usage) -> verdict.Cost | None:
     assert SOURCE is not None
-    quoted = cost.source_quote(SOURCE.name, SOURCE.price(provider, model, usage.input_tokens or 0))
-    return cost.cost_of(quoted, usage) if quoted is not None else None
+    quoted = verdict.source_quote(SOURCE.name, SOURCE.price(provider, model, usage.input_tokens or 0))
+    return verdict.cost_of(quoted, usage) if quoted is not None else None
 
 
 def test_the_source_names_the_installed_version():

@@ -1,6 +1,6 @@
 """The provider answer table, one test per row (``rules/endings.py`` "Provider answers",
 ``docs/telemetry.md`` "Provider call endings"), then the usage and cost rows (``rules/values.py``
-``clean_usage``, ``rules/cost.py``).
+``clean_usage``, ``rules/verdict.py``).
 
 Every answer goes through the real SDK (an HTTP 200 through ``httpx2.MockTransport``, see
 ``mock_answers``), so a row is checked on the shape the provider sends. Expected values come
@@ -31,7 +31,7 @@ from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 from otel_sampling.policy import Price
-from otel_sampling.rules import cost
+from otel_sampling.rules import verdict
 from otel_sampling.rules.values import Usage
 from sampling_server import build_server
 
@@ -420,7 +420,7 @@ def test_counts_at_the_bounds_are_kept(providers):
     ],
 )
 def test_a_cost_is_never_negative_nor_non_finite(price, usage):
-    usd = cost.cost_usd(price, usage)
+    usd = verdict.cost_usd(price, usage)
     assert usd is None or (math.isfinite(usd) and usd >= 0)
 
 

@@ -4,7 +4,7 @@ fastmcp names a server built without a name afresh in each process (``FastMCP-<4
 and the SDKs give every unnamed server the same default. Such a server is kept (identity store,
 ledger) by the endpoint the host reached it at, else by the stable form of its name; it is labelled
 ``mcp.server.name`` by that stable form (``FastMCP-*``); a policy table keyed by either covers it
-(``otel_sampling.rules.server_names``, docs/telemetry.md "Server identity"). The span still says
+(``otel_sampling.rules.servers``, docs/telemetry.md "Server identity"). The span still says
 what the server said.
 
 Real sessions: in-memory (each session a new server, its name generated as fastmcp generates it)
@@ -27,7 +27,7 @@ from conftest import TRACER_PROVIDER
 from drivers import ARGS, call, callback_returning, result
 from otel_sampling import names
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-from otel_sampling.rules.server_names import stdio_endpoint
+from otel_sampling.rules.servers import stdio_endpoint
 from sampling_server import build_server, generated_name
 
 RESTARTS = 200  # twice the default label budget (OTEL_SAMPLING_LABEL_VALUE_LIMIT=100)
@@ -137,6 +137,6 @@ def test_two_commands_reporting_placeholder_names_are_two_servers(mcp_instrument
 def test_fastmcp_names_an_unnamed_server_the_way_the_rule_recognises():
     """The generator itself, where fastmcp is installed: every unnamed server is ``FastMCP-*``."""
     fastmcp = pytest.importorskip("fastmcp")
-    from otel_sampling.rules.server_names import stable_name
+    from otel_sampling.rules.servers import stable_name
 
     assert {stable_name(fastmcp.FastMCP().name) for _ in range(20)} == {"FastMCP-*"}

@@ -3,7 +3,7 @@
 
 ``ClientSession`` does not know its transport, so the transports say what they open, as an
 :class:`Opened`: ``network.transport``, the endpoint (the stdio command line or the HTTP URL, in
-the form of :mod:`otel_sampling.rules.server_names`, which keys a server whose name is a
+the form of :mod:`otel_sampling.rules.servers`, which keys a server whose name is a
 placeholder) and, for streamable HTTP, the transport object (its ``session_id`` is set later).
 
 * Where a transport starts: ``mcp.client.stdio._create_platform_compatible_process`` (``pipe``,
@@ -75,7 +75,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_sampling import locks, names
 from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import HostTargets, Target
-from otel_sampling.rules.server_names import stdio_endpoint, url_endpoint
+from otel_sampling.rules.servers import stdio_endpoint, url_endpoint
 
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
 HELD_STREAM_MARKS = 64  # marks on streams no weak reference can point to, held until a session takes them

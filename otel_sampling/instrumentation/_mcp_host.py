@@ -19,7 +19,7 @@ way for both.
   ``params._meta``, as a parent for our span).
 * :class:`ServerFacts`: which server a session talks to, read once per session. A server is kept
   (identity store, ledger, grants), labelled and matched to a policy table by the names
-  :func:`otel_sampling.rules.server_names.known_as` gives: its own name, or, for a name that is a
+  :func:`otel_sampling.rules.servers.known_as` gives: its own name, or, for a name that is a
   placeholder (generated per process, or an SDK default), the endpoint the host reached it at and
   the stable form of the name.
 
@@ -46,7 +46,7 @@ from otel_sampling.instrumentation._mcp_connections import Connections
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.ledger import Ledger, server_key
 from otel_sampling.records.sampling import SamplingRecord
-from otel_sampling.rules.server_names import known_as, stable_name
+from otel_sampling.rules.servers import known_as, stable_name
 
 logger = logging.getLogger(__name__)
 

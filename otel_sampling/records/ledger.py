@@ -25,7 +25,7 @@ prompt template) and comparing (docs/security.md).
 :class:`IdentityStore` remembers, per fingerprint, the last decision and scopes (bounded: LRU of
 ``OTEL_SAMPLING_IDENTITY_MAX_ENTRIES`` entries, each forgotten ``OTEL_SAMPLING_IDENTITY_TTL_SECONDS``
 after it was last written). The violation rules (pure functions over an earlier entry and the
-request at hand) live in :mod:`otel_sampling.rules.violations`.
+request at hand) live in :mod:`otel_sampling.rules.servers`.
 
 Stall detection
 ---------------
@@ -61,7 +61,7 @@ except ImportError:  # pragma: no cover - a core install without mcp fingerprint
 
 from otel_sampling import locks, names, state
 from otel_sampling.metrics import Instruments, recorded_in
-from otel_sampling.rules.violations import Seen
+from otel_sampling.rules.servers import Seen
 
 # ---------------------------------------------------------------------- request identity
 # Field names (mcp 2.x's; pydantic's include= takes field names, the dump then uses the aliases).
@@ -278,7 +278,7 @@ class Ledger:
         earlier: Seen | None,
     ) -> None:
         """A request ended: its server's last ending, and, when it has a fingerprint ``key``, what
-        was decided for it (:meth:`Seen.after <otel_sampling.rules.violations.Seen.after>`)."""
+        was decided for it (:meth:`Seen.after <otel_sampling.rules.servers.Seen.after>`)."""
         self.note_ending(server, ending)
         if key:
             seen = Seen.after(

@@ -4,7 +4,7 @@ Span: ``chat {gen_ai.request.model}``, kind CLIENT (GenAI semantic conventions, 
 Metrics: the GenAI inference metrics of the names ``OTEL_SEMCONV_STABILITY_OPT_IN`` selects
 (:mod:`otel_sampling.semconv_metrics`: duration with the call's ``otel_sampling.ending``, token
 usage, time to first chunk and per output chunk for streams) and ``otel_sampling.client.cost.usd`` (when
-the policy's table or the price source prices the model, :mod:`otel_sampling.rules.cost`).
+the policy's table or the price source prices the model, :mod:`otel_sampling.rules.verdict`).
 
 As it ends, the call publishes one immutable :class:`~otel_sampling.rules.verdict.CallSummary` to
 its scope with one call (``scope.on_call(summary)``): the sampling request whose callback it runs
@@ -36,7 +36,7 @@ from otel_sampling.metrics import Instruments, recorded_in
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
-from otel_sampling.rules import cost, endings, verdict
+from otel_sampling.rules import endings, verdict
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
 from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict, named_union
@@ -255,10 +255,11 @@ class ProviderCall:
         try:
             priced = self._cost(response_model, usage)
             settings = self._instruments.settings
+            endpoint = settings.policy.endpoints.get(self._server_address) if self._server_address else None
             summary = CallSummary(
                 provider=self._provider,
                 address=self._server_address,
-                region=settings.policy.region_of(self._server_address),
+                region=endpoint.region if endpoint is not None else None,  # the policy's [endpoints]
                 requested=self._request_model,
                 served=response_model,
                 ending=Ending(ending, error_type),
@@ -285,21 +286,21 @@ class ProviderCall:
         )
         return verdict.judge_call(summary, NO_POLICY, failed_over)
 
-    def _cost(self, response_model: str | None, usage: Usage) -> cost.Cost | None:
-        """The call's cost (:mod:`otel_sampling.rules.cost`): None without token counts or a price."""
+    def _cost(self, response_model: str | None, usage: Usage) -> verdict.Cost | None:
+        """The call's cost (:mod:`otel_sampling.rules.verdict`): None without token counts or a price."""
         if usage.input_tokens is None and usage.output_tokens is None:
             return None
         settings = self._instruments.settings
-        model = cost.priced_model(response_model, self._request_model if self._compare_models else None)
-        quoted = cost.policy_quote(settings.policy.prices, model)
+        model = verdict.priced_model(response_model, self._request_model if self._compare_models else None)
+        quoted = verdict.policy_quote(settings.policy.prices, model)
         source = settings.price_source
         if quoted is None and source is not None and model:
             # The price look-up (an LRU over genai-prices) is ours; the rule only picks the price.
-            quoted = cost.source_quote(source.name, source.price(self._provider, model, usage.input_tokens or 0))
+            quoted = verdict.source_quote(source.name, source.price(self._provider, model, usage.input_tokens or 0))
         if quoted is None:
             _unpriced.report(model, settings.price_source)
             return None
-        return cost.cost_of(quoted, usage)
+        return verdict.cost_of(quoted, usage)
 
     def _end_span(
         self,
@@ -308,7 +309,7 @@ class ProviderCall:
         judged: CallVerdict,
         error_type: str | None,
         ending: str,
-        priced: cost.Cost | None,
+        priced: verdict.Cost | None,
     ) -> None:
         instruments = self._instruments
         span = self._span

@@ -11,7 +11,7 @@ What becomes a run (the same on both MCP protocol paths; ``docs/telemetry.md`` "
 3. a host-side sampling request that no run owns, whatever its parent (a local CLIENT span such as
    a framework's ``tools/call``, a remote parent from ``params._meta``, none): a run of its own named
    ``sampling/createMessage``, ended by the request with the outcome of its ending
-   (:mod:`otel_sampling.rules.run_outcome`: ``completed``, ``denied`` for a decision, ``failed``).
+   (:mod:`otel_sampling.rules.verdict`: ``completed``, ``denied`` for a decision, ``failed``).
 
 No other span starts a run: a web framework's ``GET /health`` SERVER span, an INTERNAL span of
 another library, a bare provider call. Spans belong to the run current when they start, or else to
@@ -58,8 +58,14 @@ from otel_sampling.labels import bound, clean, finite
 from otel_sampling.metrics import recorded_in
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules import verdict
-from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
-from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
+from otel_sampling.rules.verdict import (
+    NO_POLICY,
+    CallSummary,
+    CallVerdict,
+    reasons_of,
+    run_mode,
+    silent_incident_causes,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +131,8 @@ class Run:
         self._ended = False
         self._trace_ids: dict[int, None] = {}  # traces it owns in runs.by_trace (leave with their eviction)
         self._root_span_id = root_span_id  # set for an agent span's run: the span that ends it
-        self._failover = FailedModels()  # provider calls made in the run outside a sampling request
+        # provider calls made in the run outside a sampling request (made at the first failed call)
+        self._failover: FailedModels | None = None
         # (model, provider, region) of the last provider call that succeeded inside the run
         self.last_served: tuple[str | None, str, str | None] | None = None
 
@@ -193,8 +200,12 @@ class Run:
         """A provider call made in the run outside any sampling request ended: it is judged here,
         against no policy, with the run as the key of its failover memory
         (:class:`~otel_sampling.records.failover.FailedModels`), then absorbed (:meth:`absorb`)."""
+        failed_over = False
         with self._lock:
-            failed_over = self._failover.observe(call.requested, call.failed)
+            if call.failed and self._failover is None:
+                self._failover = FailedModels()
+            if self._failover is not None:  # a success with no failure standing is no failover
+                failed_over = self._failover.observe(call.requested, call.failed)
         self.absorb(call)
         return verdict.judge_call(call, NO_POLICY, failed_over)
 
@@ -401,7 +412,7 @@ def end_request_run(
     span_context: trace.SpanContext,
 ) -> None:
     """End a sampling request's own run (:func:`open_request_run`) with ``outcome``
-    (:func:`~otel_sampling.rules.run_outcome.request_run_outcome`); ``reasons`` (its
+    (:func:`~otel_sampling.rules.verdict.request_run_outcome`); ``reasons`` (its
     ``degradation.reason`` values, empty when primary) and ``outside_policy`` fold the request's own
     verdict in, also when its span was not recorded (sampled off: no span processor saw it)."""
     if reasons:

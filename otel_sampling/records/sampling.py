@@ -7,7 +7,7 @@ it exactly once with the result, the error frame or the exception (one of the ``
 methods). At the end the rules decide: :mod:`~otel_sampling.rules.endings` the ending,
 :func:`~otel_sampling.rules.verdict.judge_request` the substitution, mode and reasons (once: the
 span, the metric points and the request's run all read that one verdict), and
-:mod:`~otel_sampling.rules.violations` the violations; the record only gathers their inputs and
+:mod:`~otel_sampling.rules.servers` the violations; the record only gathers their inputs and
 writes their verdicts. Every method here is called from a wrapper that already guards against our
 own failures; the record itself never raises into the host.
 
@@ -43,10 +43,16 @@ from otel_sampling.records.request_attributes import (
     record_operation_duration,
     start_attributes,
 )
-from otel_sampling.rules import endings, verdict, violations
-from otel_sampling.rules.run_outcome import request_run_outcome
+from otel_sampling.rules import endings, servers, verdict
 from otel_sampling.rules.values import Ending, ProviderCalls
-from otel_sampling.rules.verdict import CallSummary, CallVerdict, Reference, RequestFacts, RequestVerdict
+from otel_sampling.rules.verdict import (
+    CallSummary,
+    CallVerdict,
+    Reference,
+    RequestFacts,
+    RequestVerdict,
+    request_run_outcome,
+)
 
 if TYPE_CHECKING:
     from otel_sampling.policy import ServerPolicy
@@ -67,9 +73,9 @@ class SamplingRecord:
             (``policy_names``; a hash over a long name: the caller computes it once per session,
             not per request).
         server_label: what the ``mcp.server.name`` label is made of, the stable form of the name
-            (:func:`otel_sampling.rules.server_names.stable_name`); None: ``server_name``.
+            (:func:`otel_sampling.rules.servers.stable_name`); None: ``server_name``.
         policy_names: the ``[servers."<name>"]`` tables that may cover the server, the first
-            present wins (:func:`otel_sampling.rules.server_names.known_as`); None: ``server_name``.
+            present wins (:func:`otel_sampling.rules.servers.known_as`); None: ``server_name``.
         path: ``names.PATH_RPC`` or ``names.PATH_MRTR``.
         request_id: the JSON-RPC id (rpc path only), or None.
         protocol_version: the negotiated MCP protocol version, or None.
@@ -150,7 +156,7 @@ class SamplingRecord:
         self._ended = False
         self._attached: tuple[object, object] | None = None
         self._calls = ProviderCalls()
-        self._failover = FailedModels()
+        self._failover: FailedModels | None = None  # made at the first failed call
         self._provider_model: str | None = None  # response model of the last provider call that did not fail
         self._canary = False  # a provider call inside it, or the callback, ran in a canary block
         self._last_requested: str | None = None  # model the last successful provider call asked for
@@ -215,7 +221,7 @@ class SamplingRecord:
             try:  # the record is live now: our bookkeeping must not lose it
                 ledger.pending.add(self)
                 if self._earlier is not None:
-                    for kind in violations.violations_at_start(self._earlier, self._server_key, self._include_context):
+                    for kind in servers.violations_at_start(self._earlier, self._server_key, self._include_context):
                         self._violate(kind)
             except Exception:
                 logger.debug("otel-sampling: could not track a sampling request", exc_info=True)
@@ -275,14 +281,17 @@ class SamplingRecord:
         failed = call.failed
         with self._lock:  # one section: a call is counted with its reasons, or not at all
             if self._ended:
-                judged = verdict.judge_call(call, self._reference, self._failover.failed_over)
+                judged = verdict.judge_call(call, self._reference, self._failed_over())
             else:
                 self._calls = self._calls.after(call.ending)
                 self._input_tokens += call.usage.input_tokens or 0
                 self._output_tokens += call.usage.output_tokens or 0
                 if call.usd is not None:
                     self._cost_usd += call.usd
-                self._failover.observe(call.requested, failed)
+                if failed and self._failover is None:
+                    self._failover = FailedModels()
+                if self._failover is not None:  # a success with no failure standing is no failover
+                    self._failover.observe(call.requested, failed)
                 if not failed:
                     self._provider_model = call.served
                     self._last_requested = call.requested
@@ -291,12 +300,15 @@ class SamplingRecord:
                         self._canary = True
                     if len(self._served_by) < MAX_SERVED_CALLS:
                         self._served_by.append((call.provider, call.address))
-                judged = verdict.judge_call(call, self._reference, self._failover.failed_over)
+                judged = verdict.judge_call(call, self._reference, self._failed_over())
                 self._call_reasons.update(dict.fromkeys(judged.reasons))
         outer = self._outer_run
         if outer is not None:
             outer.absorb(call)
         return judged
+
+    def _failed_over(self) -> bool:
+        return self._failover is not None and self._failover.failed_over
 
     def note_canary(self) -> None:
         """The host entered ``otel_sampling.canary()`` while this request's callback runs."""
@@ -307,7 +319,7 @@ class SamplingRecord:
         for (None: no policy covers it, or the server is unnamed)."""
         policy = self._instruments.settings.policy
         for name in self._policy_names:
-            found = policy.server(name)
+            found = policy.servers.get(name)
             if found is not None:
                 return found
         return None
@@ -321,7 +333,7 @@ class SamplingRecord:
         self._granted = scope
         policy = self._policy
         ceiling = policy.context_ceiling if policy is not None else None
-        if ceiling is not None and violations.wider(scope, ceiling):
+        if ceiling is not None and servers.wider(scope, ceiling):
             self._violate(names.VIOLATION_CONTEXT_ABOVE_CEILING)
 
     def mark_stalled(self, pending_seconds: float) -> None:
@@ -445,7 +457,7 @@ class SamplingRecord:
             served=served,
             requested=self._last_requested if self._calls.produced is not None else None,
             failed=ending.error_type is not None,
-            failed_over=self._failover.failed_over,
+            failed_over=self._failed_over(),
             canary=self._canary or now.canary,
             provider_fallback=self._provider_fallback,
             call_reasons=tuple(self._call_reasons),
@@ -493,7 +505,7 @@ class SamplingRecord:
         if (
             policy is not None
             and self._served_by
-            and violations.crossed_boundary(
+            and servers.crossed_boundary(
                 self._served_by,
                 policy.permitted_providers,
                 policy.permitted_regions,
@@ -512,7 +524,7 @@ class SamplingRecord:
                 and before.budget_denied
                 and ledger.granted_since(self._server_key, before.decided_at)
             )
-            for kind in violations.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
+            for kind in servers.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
                 self._violate(kind)
         ledger.remember(
             self._fingerprint,

@@ -1,4 +1,9 @@
-"""One verdict per logical unit: a provider call, a sampling request. Pure functions over summaries.
+"""One verdict per logical unit: a provider call, a sampling request, a run. Pure functions over summaries.
+
+Sections: substitution and model names; the verdict of a call and of a request; degraded mode of
+runs (and the reasons of the state around a call); the outcome of a request's own run; what a
+call cost (which price applies, and the arithmetic: the record looks the price up, this module
+never does).
 
 A provider call ends with one immutable :class:`CallSummary` (what it asked for, what it was
 served, how it ended, its usage and cost). Its scope (the sampling request it serves, else the
@@ -92,12 +97,14 @@ the same snapshots (the alias resolves to one).
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from otel_sampling import names
-from otel_sampling.rules.values import Ending, Usage
+from otel_sampling.policy import Price
+from otel_sampling.rules.values import Ending, Usage, clean_usage
 
 # ---------------------------------------------------------------------- substitution
 # YYYYMMDD (anthropic), YYYY-MM-DD (openai), a bare 4-digit date (openai MMDD: gpt-4-0613;
@@ -428,3 +435,204 @@ def named_union(*groups: Sequence[str]) -> tuple[str, ...]:
     for group in groups:
         merged.update(dict.fromkeys(group))
     return tuple(merged)
+
+
+# --------------------------------------------------------------------------- degraded mode of runs
+# Degraded mode of runs, and the reasons of the state around a call. Pure functions.
+#
+# The reasons are ``names.DEGRADATION_REASONS`` (``docs/telemetry.md`` "Degraded mode"). A named
+# degradation (``otel_sampling.degraded(...)``) adds its own host-chosen reason. The mode and reasons
+# of a provider call and of a sampling request are their verdicts (:mod:`.verdict`).
+#
+# A run (:func:`run_mode`, :func:`silent_incident_causes`) is degraded when anything inside it was.
+# A run that ended degraded, or with a substitution outside policy, and told nobody
+# (``otel_sampling.disclose``) is a silent-degradation incident; a run nested in an open run leaves
+# the one incident to the outermost.
+#
+# The state around a call (:func:`named_reasons`, given the reasons of the degradations active and
+# whether a canary block is open, which :mod:`otel_sampling.state` holds): every active named
+# degradation's reason, then ``canary`` inside a canary block.
+
+
+def reasons_of(value: Any) -> tuple[str, ...]:
+    """A ``degradation.reason`` attribute value as a tuple of strings, whatever another
+    instrumentation put there (a string, a sequence, a number, a bool; None: ())."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(v if isinstance(v, str) else str(v) for v in value)
+    return (str(value),)
+
+
+def named_reasons(active: Iterable[str], canary: bool, cap: int) -> tuple[str, ...]:
+    """The reasons of the state around a call: the first ``cap`` distinct reasons of the active
+    named degradations in entry order, then ``canary`` when inside a canary block; () when primary."""
+    reasons = tuple(dict.fromkeys(active))[:cap]
+    return (*reasons, names.REASON_CANARY) if canary else reasons
+
+
+def run_mode(degraded: bool) -> str:
+    """``degraded`` for a run that saw anything degraded inside it, else ``primary``."""
+    return names.MODE_DEGRADED if degraded else names.MODE_PRIMARY
+
+
+def silent_incident_causes(
+    *, degraded: bool, outside_policy: bool, disclosed: bool, inside_open_run: bool
+) -> tuple[str, ...]:
+    """Why a run that ended is a silent-degradation incident (``degradation.silent_incident.cause``
+    values: ``degraded``, ``outside_policy``), or () when it is not one: it was disclosed, nothing
+    degraded happened, or it is nested in a run still open (which counts the one incident)."""
+    if disclosed or inside_open_run:
+        return ()
+    causes = ((names.MODE_DEGRADED, degraded), (names.SUBSTITUTION_OUTSIDE_POLICY, outside_policy))
+    return tuple(cause for cause, seen in causes if seen)
+
+
+# -------------------------------------------------------------- the outcome of a request's own run
+# The outcome of a sampling request's own run, from how the request ended.
+#
+# A host-side sampling request that no run owns is a run of its own (``docs/telemetry.md`` "Runs");
+# its ``agent.run.outcome`` is its ending's group (``names.OUTCOMES``):
+#
+# ==============================================  ==========  =====================================
+# ending (``names.ENDINGS``)                      outcome     why
+# ==============================================  ==========  =====================================
+# ``completed``                                   completed   the task was done
+# ``names.DECISION_ENDINGS`` (``policy.denied``,  denied      a decision not to sample: the task
+# ``user.denied``, ``policy.budget_exhausted``,               was declined before any model was
+# and every decline ending in that group)                     asked, so it was not attempted
+# ``host.unsupported``                            denied      the host answers no sampling at all
+#                                                             (the SDK's default answer): nothing
+#                                                             was attempted
+# ``refused``                                     failed      a model was asked and declined: the
+#                                                             task was attempted and not done
+# ``cancelled``                                   failed      the request was withdrawn while it
+#                                                             was being answered: attempted, not
+#                                                             done (a user who gives up on a slow
+#                                                             fallback is a failure of that mode)
+# anything else (``model.unavailable``,           failed      attempted and not done
+# ``timeout``, ``error``, an unknown ending)
+# ==============================================  ==========  =====================================
+#
+# ``denied`` runs leave the completion rate (the five numbers); every other outcome is in it.
+
+# host.unsupported is no decision about one request (violations.DENIALS leaves it out), but its
+# run attempted nothing either.
+_DECISIONS = frozenset((*names.DECISION_ENDINGS, names.ENDING_HOST_UNSUPPORTED))
+
+
+def request_run_outcome(ending: str) -> str:
+    """``agent.run.outcome`` of the run a sampling request that ended with ``ending`` is on its own:
+    ``completed``, ``denied`` or ``failed`` (the table above)."""
+    if ending == names.ENDING_COMPLETED:
+        return names.OUTCOME_COMPLETED
+    if ending in _DECISIONS:
+        return names.OUTCOME_DENIED
+    return names.OUTCOME_FAILED
+
+
+# -------------------------------------------------------------------------------- what a call cost
+# What a provider call cost: which price applies, and the arithmetic. Pure functions.
+#
+# Prices are USD per million tokens (:class:`otel_sampling.policy.Price`). A call is priced at the
+# model that served it (``gen_ai.response.model``), else at the requested model when the request
+# names a model (not a deployment: Azure OpenAI's request ``model``): :func:`priced_model`.
+#
+# Which price (:func:`policy_quote`, else :func:`source_quote`): the policy's
+# ``[prices."<model>"]`` entry wins, the entry of the same name, else an entry the model is a
+# snapshot of (``claude-haiku-5-5`` or
+# ``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``,
+# :func:`otel_sampling.rules.verdict.same_model`); else the price source's price for the
+# provider and model (:mod:`otel_sampling.price_source`, genai-prices by default, looked up by the
+# caller and passed in: :func:`policy_quote` first, then :func:`source_quote`); else none: the call
+# has no cost at all (not a cost of 0). The cost names where its price came from: ``policy``
+# or the source's name (``genai-prices@0.2.3``).
+#
+# Cost = uncached input x input price + cache reads x cache-read price + cache writes x cache-write
+# price + output x output price. Usage is in semantic-convention terms (``input_tokens`` includes
+# cache reads and writes), so uncached input = input - cache reads - cache writes (never below 0). A
+# cache price left out (of the table entry or the source's price) is charged at the input price
+# (read as "no discount", as genai-prices computes it).
+#
+# A cost is never negative nor non-finite: a token count that is none (negative, beyond int64, not
+# an int: :func:`otel_sampling.rules.values.clean_usage`) is left off, as if not reported, and a
+# total past float range (a price near the float maximum) is no cost (None), so no span, metric,
+# request or run ever carries one.
+
+_MTOK = 1_000_000
+
+
+class Quote(NamedTuple):
+    """A price and its source: ``policy`` or the price source's name."""
+
+    price: Price
+    source: str
+
+
+class Cost(NamedTuple):
+    """What a call cost: ``usd`` (finite, >= 0) at a price from ``source`` (as in :class:`Quote`)."""
+
+    usd: float
+    source: str
+
+
+def priced_model(response_model: str | None, request_model: str | None) -> str | None:
+    """The model a call is priced at: the served model, else ``request_model`` (pass None when the
+    request names a deployment, not a model); None when neither is known."""
+    return response_model or request_model or None
+
+
+def policy_quote(prices: Mapping[str, Price], model: str | None) -> Quote | None:
+    """The policy table's price of ``model`` (:func:`price_for`), source ``policy``; None when the
+    table has none (then the caller asks its price source: :func:`source_quote`)."""
+    price = price_for(prices, model)
+    return Quote(price, names.PRICE_SOURCE_POLICY) if price is not None else None
+
+
+def source_quote(source_name: str | None, price: Price | None) -> Quote | None:
+    """The price source's price (looked up by the caller for the provider, the model and the call's
+    input tokens), named as ``source_name``; None without a source or a price."""
+    return Quote(price, source_name) if price is not None and source_name else None
+
+
+def cost_of(quoted: Quote, usage: Usage) -> Cost | None:
+    """The :class:`Cost` of ``usage`` at ``quoted`` (:func:`cost_usd`); None when it has none."""
+    usd = cost_usd(quoted.price, usage)
+    return Cost(usd, quoted.source) if usd is not None else None
+
+
+def price_for(prices: Mapping[str, Price], model: str | None) -> Price | None:
+    """The table's price of ``model``: an exact entry, else the entry it is a dated snapshot of;
+    None if unknown."""
+    if not model:
+        return None
+    price = prices.get(model)
+    if price is not None:
+        return price
+    for entry, candidate in prices.items():
+        if same_model(entry, model):
+            return candidate
+    return None
+
+
+def cost_usd(price: Price, usage: Usage) -> float | None:
+    """USD cost of ``usage`` at ``price``: finite and >= 0; None when the usage has no input or
+    output count at all, or the total is past float range."""
+    usage = clean_usage(usage)
+    if usage.input_tokens is None and usage.output_tokens is None:
+        return None
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_creation = usage.cache_creation_input_tokens or 0
+    uncached = max((usage.input_tokens or 0) - cache_read - cache_creation, 0)
+    read_price = price.cache_read_usd_per_mtok
+    write_price = price.cache_write_usd_per_mtok
+    total = (
+        uncached * price.input_usd_per_mtok
+        + cache_read * (price.input_usd_per_mtok if read_price is None else read_price)
+        + cache_creation * (price.input_usd_per_mtok if write_price is None else write_price)
+        + (usage.output_tokens or 0) * price.output_usd_per_mtok
+    )
+    usd = total / _MTOK
+    return usd if math.isfinite(usd) and usd >= 0 else None

@@ -172,7 +172,7 @@ _SCENARIOS_WITH_POLICY = (
         "the primary model refuses (anthropic stop_reason refusal, openai content_filter)",
         SAMPLING_MODEL,
         "refusal",
-        # A model was asked and declined: the task was attempted and not done (rules/run_outcome.py).
+        # A model was asked and declined: the task was attempted and not done (rules/verdict.py).
         lambda f: Expected("refused", f.primary, "none", "primary", (), "failed"),
     ),
     Scenario(

@@ -54,7 +54,7 @@ _WRONG_TODAY: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
     (
         "a framework's own agent run (google-adk's invoke_workflow span) reads completed when the one "
         "sampling request inside it was refused, failed or declined: the run's outcome does not read the "
-        "request's (rules/run_outcome.py, records/run.py)",
+        "request's (rules/verdict.py, records/run.py)",
         ("google-adk",),
         ("refusal", "all_failing", "declined", "refusal-no_policy", "all_failing-no_policy", "declined-no_policy"),
         ("run",),

@@ -24,7 +24,7 @@ pytest.importorskip("mcp_types", reason="mcp 2.x's CreateMessageRequestParams")
 import mcp_types as types
 
 from otel_sampling.records.ledger import SERVER_KEY_MAX_LENGTH, IdentityStore, fingerprint, server_key
-from otel_sampling.rules.violations import Seen
+from otel_sampling.rules.servers import Seen
 
 BOUND = 100
 REQUESTS = 10 * BOUND  # the smallest count that shows the bound holds: ten times over, a third never remembered

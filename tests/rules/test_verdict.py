@@ -33,6 +33,9 @@ from __future__ import annotations
 
 import pytest
 
+from otel_sampling import names
+from otel_sampling.policy import Price
+from otel_sampling.rules import verdict
 from otel_sampling.rules.values import Ending, Usage
 from otel_sampling.rules.verdict import (
     MAX_MEMBERS,
@@ -48,14 +51,19 @@ from otel_sampling.rules.verdict import (
     judge_request,
     judge_substitution,
     matches_hint,
+    named_reasons,
     normalise,
     read_report,
+    reasons_of,
     reports_another_model,
+    request_run_outcome,
+    run_mode,
     same_family,
     same_model,
     same_model_name,
     served_member,
     served_model,
+    silent_incident_causes,
 )
 
 PRIMARY = "claude-sonnet-5-5"
@@ -516,3 +524,253 @@ class TestJudgeWithoutAServedModel:
 
     def test_a_result_without_a_model_is_unjudged(self):
         assert judge_substitution(["claude-sonnet"], None, ["claude-sonnet-5-5"], failed=False) == "unjudged"
+
+
+# ----------------------------------------------------------------------------------- degraded mode
+# Degraded mode of runs and of the state around a call (``otel_sampling.rules.verdict``).
+#
+# The verdicts of provider calls and sampling requests are ``tests/rules/test_verdict.py``.
+
+
+class TestReasonsOf:
+    """``reasons_of``: a ``degradation.reason`` attribute value, whatever another instrumentation put there."""
+
+    @pytest.mark.parametrize(
+        ("reasons", "value"),
+        [
+            ((), None),
+            (("fallback",), "fallback"),
+            (("fallback", "sources unavailable"), ["fallback", "sources unavailable"]),
+            (("fallback", "3"), ("fallback", 3)),
+            (("3",), 3),
+            (("True",), True),
+            (("2.5",), 2.5),
+        ],
+    )
+    def test_a_tuple_of_strings(self, reasons, value):
+        """A string is one reason, a sequence several; anything else as its string."""
+        assert reasons == reasons_of(value)
+
+
+class TestNamedReasons:
+    """``named_reasons``: the reasons of the state around a call, from the active degradations and the canary flag."""
+
+    def test_nothing_active_is_no_reason(self):
+        assert () == named_reasons((), canary=False, cap=16)
+
+    def test_active_reasons_in_entry_order_each_once(self):
+        assert ("index down", "quota") == named_reasons(("index down", "quota", "index down"), canary=False, cap=16)
+
+    def test_canary_comes_last(self):
+        assert ("index down", "canary") == named_reasons(("index down",), canary=True, cap=16)
+        assert ("canary",) == named_reasons((), canary=True, cap=16)
+
+    def test_at_most_cap_distinct_active_reasons(self):
+        """A host that leaks thousands of degradations puts at most ``cap`` reasons on each span (plus canary)."""
+        assert (*(f"r{i}" for i in range(16)), "canary") == named_reasons(
+            (f"r{i}" for i in range(1000)), canary=True, cap=16
+        )
+
+
+class TestRunMode:
+    """``run_mode``: a run is degraded when anything inside it was."""
+
+    @pytest.mark.parametrize(("mode", "degraded"), [("degraded", True), ("primary", False)])
+    def test_mode(self, mode, degraded):
+        assert mode == run_mode(degraded)
+
+
+class TestSilentIncidentCauses:
+    """``silent_incident_causes``: a run that ended degraded, or with a substitution outside policy, and
+    told nobody, is an incident; a run nested in an open run leaves the one incident to the outermost."""
+
+    @pytest.mark.parametrize(
+        ("causes", "degraded", "outside_policy"),
+        [
+            (("degraded",), True, False),
+            (("outside_policy",), False, True),
+            (("degraded", "outside_policy"), True, True),
+            ((), False, False),
+        ],
+    )
+    def test_causes_of_an_undisclosed_outermost_run(self, causes, degraded, outside_policy):
+        assert causes == silent_incident_causes(
+            degraded=degraded, outside_policy=outside_policy, disclosed=False, inside_open_run=False
+        )
+
+    def test_a_disclosed_run_is_no_incident(self):
+        assert () == silent_incident_causes(degraded=True, outside_policy=True, disclosed=True, inside_open_run=False)
+
+    def test_a_run_inside_an_open_run_is_no_incident_of_its_own(self):
+        assert () == silent_incident_causes(degraded=True, outside_policy=True, disclosed=False, inside_open_run=True)
+
+
+# ------------------------------------------------------------------------------------- run outcome
+# The outcome of a sampling request's own run (``otel_sampling.rules.verdict``).
+#
+# The rule (docs/telemetry.md "Runs"): a completion is ``completed``; a decision not to sample (the
+# ``names.DECISION_ENDINGS`` group: a policy denial, the user's, an exhausted budget) is ``denied``,
+# the task declined before any model was asked; everything else, a refusal and a cancellation
+# included, is ``failed``, a task attempted and not done. A host that answers no sampling at all
+# (``host.unsupported``) attempted nothing: ``denied``.
+
+
+def test_a_completed_request_completes_its_run():
+    assert request_run_outcome("completed") == "completed"
+
+
+@pytest.mark.parametrize("ending", ["policy.denied", "user.denied", "policy.budget_exhausted"])
+def test_a_decision_not_to_sample_is_a_denied_run(ending):
+    """Declined before any model was asked: not attempted, so out of the completion rate."""
+    assert request_run_outcome(ending) == "denied"
+
+
+def test_every_ending_of_the_decision_group_is_denied():
+    """A decline ending added to the group is denied with no change here."""
+    assert {request_run_outcome(ending) for ending in names.DECISION_ENDINGS} == {"denied"}
+
+
+def test_a_host_that_answers_no_sampling_is_a_denied_run():
+    """The SDK's default answer (no sampling callback set): nothing was attempted."""
+    assert request_run_outcome("host.unsupported") == "denied"
+
+
+def test_a_refusal_is_a_failed_run():
+    """A model was asked and declined: attempted, not done (not a decision of the host)."""
+    assert request_run_outcome("refused") == "failed"
+
+
+def test_a_cancelled_request_is_a_failed_run():
+    """Withdrawn while being answered: attempted, not done."""
+    assert request_run_outcome("cancelled") == "failed"
+
+
+@pytest.mark.parametrize("ending", ["model.unavailable", "timeout", "error"])
+def test_a_failure_is_a_failed_run(ending):
+    assert request_run_outcome(ending) == "failed"
+
+
+def test_an_ending_no_rule_names_is_a_failed_run():
+    """An ending this version does not know is not taken for a completion or a decision."""
+    assert request_run_outcome("something.new") == "failed"
+
+
+def test_every_ending_has_one_of_the_three_outcomes():
+    assert {request_run_outcome(ending) for ending in names.ENDINGS} == set(names.OUTCOMES)
+
+
+# -------------------------------------------------------------------------------------------- cost
+# What a provider call cost (``otel_sampling.rules.verdict``): which price applies, and the arithmetic.
+#
+# Which price: the policy's ``[prices."<model>"]`` entry (docs/configuration.md), else the price
+# source's (genai-prices by default, docs/telemetry.md "Cost"), else none at all. Expected amounts
+# are the price's arithmetic (USD per million tokens): uncached input x input price + cache reads x
+# cache-read price + cache writes x cache-write price + output x output price, with
+# ``input_tokens`` in semantic-convention terms (cache reads and writes included). The source's own
+# prices: tests/test_price_source.py; the cost of real calls: tests/test_provider_cost.py.
+
+HAIKU = Price(1.0, 5.0, 0.1, 1.25)
+#: 525 input tokens of which 400 cache reads and 100 cache writes (25 uncached), 5 output tokens.
+CACHED = Usage(input_tokens=525, output_tokens=5, cache_read_input_tokens=400, cache_creation_input_tokens=100)
+SOURCE_PRICE = Price(3.0, 15.0, 0.3, 3.75)
+
+
+class TestPricedModel:
+    """``priced_model``: a call is priced at the model that served it, else at the requested one."""
+
+    def test_the_served_model_first(self):
+        assert "claude-haiku-5-5-20261001" == verdict.priced_model("claude-haiku-5-5-20261001", "claude-sonnet-5-5")
+
+    def test_the_requested_model_when_none_is_reported(self):
+        assert "gpt-4o" == verdict.priced_model(None, "gpt-4o")
+        assert "gpt-4o" == verdict.priced_model("", "gpt-4o")
+
+    def test_neither(self):
+        """No served model and a request that names a deployment (passed as None): no model to price."""
+        assert None is verdict.priced_model(None, None)
+
+
+class TestQuote:
+    """``policy_quote`` then ``source_quote``: the policy table's entry, else the price source's price, else none."""
+
+    def test_the_policy_entry_prices_its_snapshots(self):
+        assert verdict.Quote(HAIKU, "policy") == verdict.policy_quote(
+            {"claude-haiku-5-5": HAIKU}, "claude-haiku-5-5-20261001"
+        )
+        assert verdict.Quote(HAIKU, "policy") == verdict.policy_quote({"claude-haiku-5-5": HAIKU}, "claude-haiku-5-5")
+
+    def test_a_model_the_table_leaves_out_has_no_policy_price(self):
+        assert None is verdict.policy_quote({"claude-haiku-5-5": HAIKU}, "claude-sonnet-4-5-20250929")
+        assert None is verdict.policy_quote({}, "claude-haiku-5-5")
+
+    def test_no_model_no_price(self):
+        assert None is verdict.policy_quote({"claude-haiku-5-5": HAIKU}, None)
+
+    def test_the_source_price_is_named_by_its_source(self):
+        assert verdict.Quote(SOURCE_PRICE, "genai-prices@9.9.9") == verdict.source_quote(
+            "genai-prices@9.9.9", SOURCE_PRICE
+        )
+
+    def test_no_source_or_no_price_is_no_quote(self):
+        """No price source (genai-prices not installed, or ``OTEL_SAMPLING_PRICE_SOURCE=none``), or
+        a model it does not know."""
+        assert None is verdict.source_quote(None, SOURCE_PRICE)
+        assert None is verdict.source_quote("genai-prices@9.9.9", None)
+
+
+class TestCostOf:
+    """``cost_of``: the cost of one call's usage at a quoted price, naming the price's source."""
+
+    def test_the_source_is_named_with_the_cost(self):
+        usd = (25 * 3.0 + 400 * 0.3 + 100 * 3.75 + 5 * 15.0) / 1e6
+        priced = verdict.cost_of(verdict.Quote(SOURCE_PRICE, "genai-prices@9.9.9"), CACHED)
+        assert priced is not None
+        assert (pytest.approx(usd), "genai-prices@9.9.9") == priced
+
+    def test_no_usage_no_cost(self):
+        """No token counts: no cost (not a cost of 0), whatever the price."""
+        assert None is verdict.cost_of(verdict.Quote(SOURCE_PRICE, "policy"), Usage())
+
+
+class TestPriceFor:
+    """``price_for``: the entry of the served model, else the entry it is a snapshot of."""
+
+    def test_exact_and_snapshot(self):
+        """``claude-haiku-5-5`` prices ``claude-haiku-5-5-20261001``; another model has no price."""
+        prices = {"claude-haiku-5-5": HAIKU}
+
+        assert HAIKU is verdict.price_for(prices, "claude-haiku-5-5")
+        assert HAIKU is verdict.price_for(prices, "claude-haiku-5-5-20261001")
+        assert None is verdict.price_for(prices, "claude-haiku-5")
+        assert None is verdict.price_for(prices, None)
+
+    def test_a_latest_entry_prices_the_snapshots(self):
+        """An entry ``claude-haiku-5-5-latest`` prices ``claude-haiku-5-5-20261001``."""
+        assert HAIKU is verdict.price_for({"claude-haiku-5-5-latest": HAIKU}, "claude-haiku-5-5-20261001")
+
+    def test_an_exact_entry_comes_before_a_snapshot_entry(self):
+        """The entry of the same name wins over one the model is a snapshot of."""
+        dated = Price(2.0, 10.0)
+        prices = {"claude-haiku-5-5": HAIKU, "claude-haiku-5-5-20261001": dated}
+
+        assert dated is verdict.price_for(prices, "claude-haiku-5-5-20261001")
+
+
+class TestCostUsd:
+    """``cost_usd``: USD of one call's usage at one price."""
+
+    def test_cache_reads_and_writes_are_priced_apart_from_input(self):
+        """25 uncached x 1.0 + 400 reads x 0.1 + 100 writes x 1.25 + 5 output x 5.0, per million."""
+        assert pytest.approx((25 * 1.0 + 400 * 0.1 + 100 * 1.25 + 5 * 5.0) / 1e6) == verdict.cost_usd(HAIKU, CACHED)
+
+    def test_missing_cache_prices_charge_the_input_price(self):
+        """A table without cache prices is read as "no discount": all 525 input tokens at 1.0."""
+        assert pytest.approx((525 * 1.0 + 5 * 5.0) / 1e6) == verdict.cost_usd(Price(1.0, 5.0), CACHED)
+
+    def test_output_only(self):
+        """Usage without input tokens still costs its output."""
+        assert pytest.approx(5 * 5.0 / 1e6) == verdict.cost_usd(HAIKU, Usage(output_tokens=5))
+
+    def test_no_usage_no_cost(self):
+        """No token counts at all: no cost (not a cost of 0)."""
+        assert None is verdict.cost_usd(HAIKU, Usage())
