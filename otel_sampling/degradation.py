@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from otel_sampling import instants, names, state
-from otel_sampling.labels import host_text
+from otel_sampling.metrics import host_text
 from otel_sampling.records import run as run_records
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Degradation:
             in ``degradation.expired`` until it exits.
 
     The three strings go on every span and log record while it is active, so they are kept as
-    :func:`otel_sampling.labels.clean` leaves them: printable characters only, at most
+    :func:`otel_sampling.metrics.clean` leaves them: printable characters only, at most
     ``labels.LABEL_MAX_LENGTH`` (128).
 
     Raises:

@@ -49,7 +49,7 @@ from typing import Any
 
 from otel_sampling import names, state
 from otel_sampling.degradation import Degradation
-from otel_sampling.labels import host_text
+from otel_sampling.metrics import host_text
 from otel_sampling.rules.drills import window_at
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class Drill:
 
     Args:
         name: the drill's name (``"claude-outage"``), a non-empty string; a metric label
-            (``otel_sampling.drill.name``), kept as :func:`otel_sampling.labels.clean` leaves it
+            (``otel_sampling.drill.name``), kept as :func:`otel_sampling.metrics.clean` leaves it
             (printable, at most 128 characters).
         target_model: the ``gen_ai.request.model`` whose calls fail, a non-empty string, matched
             exactly (``"claude-sonnet-4-5"`` does not match ``"claude-sonnet-4-5-20250929"``).

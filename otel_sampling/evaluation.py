@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from otel_sampling import content, names, state
-from otel_sampling.labels import clean, finite
+from otel_sampling.metrics import clean, finite
 from otel_sampling.records import run as runs
 from otel_sampling.rules.verdict import run_mode
 

@@ -5,13 +5,13 @@ Those libraries record what they are given: mcp copies error messages (a provide
 ``ErrorData`` message, a host exception's text) into the span status description; anthropic's
 native spans record the model name as sent, whatever its length, and token counts as answered,
 beyond what OTLP can carry. With ``OTEL_SAMPLING_GUARD_FOREIGN_SPANS=true`` our span processor
-makes each such span keep to the caps ours keep to (:mod:`otel_sampling.labels`):
+makes each such span keep to the caps ours keep to (:mod:`otel_sampling.metrics`):
 
 * the status keeps its code and loses its description;
 * a string attribute (of the span or of an event, ``exception.message`` and
   ``exception.stacktrace`` included), or each string of a sequence, is cut to
   ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` characters, non-printable characters dropped
-  (:func:`~otel_sampling.labels.clean`);
+  (:func:`~otel_sampling.metrics.clean`);
 * an integer attribute outside int64 (which fails the OTLP export of the whole span) is dropped.
 
 Spans are known by their instrumentation scope (``FOREIGN_SCOPES``, a platform suffix such as
@@ -27,7 +27,7 @@ from typing import Any
 
 from opentelemetry.trace import Status, StatusCode
 
-from otel_sampling.labels import clean, otlp_int
+from otel_sampling.metrics import clean, otlp_int
 
 # The tracer names of the libraries whose own spans the guard covers: mcp 2.x (mcp.shared._otel),
 # fastmcp (fastmcp.telemetry.INSTRUMENTATION_NAME), anthropic (anthropic._tracing.INSTRUMENTATION_SCOPE).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from otel_sampling.labels import clean
+from otel_sampling.metrics import clean
 
 
 def parse(value: Any, what: str) -> dt.datetime:

@@ -17,7 +17,6 @@ raises for an overwritten field: those two keys are ours.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from otel_sampling import names, state
 
@@ -33,20 +32,7 @@ def install() -> None:
     if _fields.factory is not None:
         return
     previous = logging.getLogRecordFactory()
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = previous(*args, **kwargs)
-        if _fields.enabled:
-            try:
-                reasons = state.active_reasons()
-                if reasons:
-                    record.__dict__[names.DEGRADATION_MODE] = names.MODE_DEGRADED
-                    record.__dict__[names.DEGRADATION_REASON] = ",".join(reasons)
-            # never lose a log record to our own failure; logging that failure would re-enter this factory
-            except Exception:  # noqa: S110, BLE001
-                pass
-        return record
-
+    factory = state.log_record_factory(previous)
     _fields.previous, _fields.factory = previous, factory
     logging.setLogRecordFactory(factory)
 

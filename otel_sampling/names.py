@@ -168,7 +168,7 @@ METRIC_GEN_AI_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"  # GenAI semconv, streams
 METRIC_GEN_AI_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.operation.time_per_output_chunk"  # GenAI semconv, streams
 # semantic-conventions-genai #521 (inference latency) and #374 (token usage): emitted per
-# OTEL_SEMCONV_STABILITY_OPT_IN (otel_sampling.semconv_metrics); the four above are their v1.41 names.
+# OTEL_SEMCONV_STABILITY_OPT_IN (otel_sampling.records.provider_call); the four above are their v1.41 names.
 METRIC_GEN_AI_INFERENCE_DURATION: Final = "gen_ai.client.inference.duration"
 METRIC_GEN_AI_INFERENCE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.inference.time_to_first_chunk"  # streams
 METRIC_GEN_AI_INFERENCE_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.inference.time_per_output_chunk"  # streams

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 
 from otel_sampling import instants, names, settings, state
-from otel_sampling.labels import clean, finite
-from otel_sampling.metrics import recorded_in
+from otel_sampling.metrics import clean, finite, recorded_in
 from otel_sampling.records.ledger import record_violation
 
 if TYPE_CHECKING:

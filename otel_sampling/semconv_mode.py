@@ -1,5 +1,6 @@
 """Which GenAI inference metric names to emit, from ``OTEL_SEMCONV_STABILITY_OPT_IN``
-(:mod:`otel_sampling.semconv_metrics` records them; ``docs/telemetry.md``, "Semantic-conventions version")."""
+(:func:`otel_sampling.records.provider_call.record_inference` records them; ``docs/telemetry.md``,
+"Semantic-conventions version")."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@
 | ``OTEL_SAMPLING_DISCLOSURE_TRACKED`` | ``true``: the host tracks disclosure from the start, so its silent incidents are ``degradation.disclosure.tracked=true`` (paged) before its first ``disclose()`` call | false: tracked once the process calls ``disclose()`` |
 | ``OTEL_SAMPLING_GUARD_FOREIGN_SPANS`` | ``true``: the spans of the mcp SDK, fastmcp and anthropic's native tracing lose status descriptions, their strings are cut to ``OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH`` and integers beyond int64 dropped (:mod:`otel_sampling.foreign_spans`) | false |
 | ``OTEL_SAMPLING_SERVED_MODEL_HEADERS`` | response headers, comma separated, that name the model a gateway served (the first present wins); ``none``: read none | ``DEFAULT_SERVED_MODEL_HEADERS`` |
-| ``OTEL_SEMCONV_STABILITY_OPT_IN`` | OpenTelemetry's: ``gen_ai_latest_experimental`` emits the newest GenAI inference metric names only, ``gen_ai/dup`` both (:mod:`otel_sampling.semconv_metrics`) | v1.41's names |
+| ``OTEL_SEMCONV_STABILITY_OPT_IN`` | OpenTelemetry's: ``gen_ai_latest_experimental`` emits the newest GenAI inference metric names only, ``gen_ai/dup`` both (:func:`otel_sampling.records.provider_call.record_inference`) | v1.41's names |
 
 A number that does not parse, or is below 1, is logged once at WARNING and the default is used
 (telemetry settings must not stop a host); so is a fingerprint key shorter than 32 characters (the
@@ -109,7 +109,7 @@ class Settings:
         served_model_headers: lower-cased response header names that name the model a gateway
             served (``OTEL_SAMPLING_SERVED_MODEL_HEADERS``), first present wins; () reads none.
         gen_ai_semconv: the GenAI inference metric names emitted (``OTEL_SEMCONV_STABILITY_OPT_IN``,
-            :mod:`otel_sampling.semconv_metrics`).
+            :func:`otel_sampling.records.provider_call.record_inference`).
     """
 
     policy: Policy = EMPTY_POLICY

@@ -316,6 +316,27 @@ class LogFields:
 log_fields = LogFields()
 
 
+def log_record_factory(previous: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
+    """A log record factory wrapping ``previous`` that puts ``degradation.mode`` and
+    ``degradation.reason`` (the active reasons, comma-separated) on every record made while degraded
+    and :data:`log_fields` is enabled (:mod:`otel_sampling.log_fields` installs it)."""
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if log_fields.enabled:
+            try:
+                reasons = active_reasons()
+                if reasons:
+                    record.__dict__[names.DEGRADATION_MODE] = names.MODE_DEGRADED
+                    record.__dict__[names.DEGRADATION_REASON] = ",".join(reasons)
+            # never lose a log record to our own failure; logging that failure would re-enter this factory
+            except Exception:  # noqa: S110, BLE001
+                pass
+        return record
+
+    return factory
+
+
 def hooks_enabled() -> bool:
     """True while at least one instrumentor is instrumented (the span processor and log fields work)."""
     return _users > 0

@@ -14,7 +14,7 @@ from opentelemetry import trace
 import otel_sampling as osm
 from conftest import TRACER_PROVIDER
 from harness.limits import HANG_S
-from otel_sampling import degradation, labels, log_fields, names, state
+from otel_sampling import degradation, log_fields, metrics, names, state
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
@@ -253,9 +253,9 @@ def test_a_huge_reason_is_cut_on_spans_logs_and_memory(mcp_instrumented):
             pass
     (span,) = mcp_instrumented.spans("their work", scope=None)
     (reason,) = span.attributes[names.DEGRADATION_REASON]
-    assert reason == "x" * labels.LABEL_MAX_LENGTH
-    assert len(outage.component) <= labels.LABEL_MAX_LENGTH and "\n" not in outage.component
-    assert len(outage.owner) <= labels.LABEL_MAX_LENGTH
+    assert reason == "x" * metrics.LABEL_MAX_LENGTH
+    assert len(outage.component) <= metrics.LABEL_MAX_LENGTH and "\n" not in outage.component
+    assert len(outage.owner) <= metrics.LABEL_MAX_LENGTH
 
 
 def test_many_active_degradations_put_a_bounded_list_on_each_span(mcp_instrumented, monkeypatch):

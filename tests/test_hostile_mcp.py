@@ -44,7 +44,7 @@ from hostile_server import HOSTILE_SUFFIX, build_hostile_server, hostile_message
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
-from otel_sampling.labels import LABEL_MAX_LENGTH
+from otel_sampling.metrics import LABEL_MAX_LENGTH
 from otel_sampling.settings import DEFAULT_ATTRIBUTE_MAX_LENGTH
 
 

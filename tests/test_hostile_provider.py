@@ -22,7 +22,7 @@ from conftest import TRACER_PROVIDER
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from otel_sampling.labels import LABEL_MAX_LENGTH
+from otel_sampling.metrics import LABEL_MAX_LENGTH
 
 CAP = 40  # OTEL_SAMPLING_ATTRIBUTE_MAX_LENGTH for this module: far below the long model name
 LONG = 1_000_000

@@ -31,7 +31,7 @@ from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
-from otel_sampling.records import provider_call, request_attributes
+from otel_sampling.records import provider_call
 from otel_sampling.records import sampling as sampling_record
 
 pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
@@ -122,7 +122,7 @@ def attribute_work(monkeypatch):
     monkeypatch.setattr(provider_call, "clean", counting("provider_call.clean", provider_call.clean))
     monkeypatch.setattr(provider_call, "clean_texts", counting("provider_call.clean_texts", provider_call.clean_texts))
     monkeypatch.setattr(
-        request_attributes, "clean_texts", counting("request_attributes.clean_texts", request_attributes.clean_texts)
+        sampling_record, "clean_texts", counting("sampling_record.clean_texts", sampling_record.clean_texts)
     )
     return calls
 

@@ -1,4 +1,4 @@
-"""The GenAI inference metrics per ``OTEL_SEMCONV_STABILITY_OPT_IN`` (otel_sampling.semconv_metrics),
+"""The GenAI inference metrics per ``OTEL_SEMCONV_STABILITY_OPT_IN`` (otel_sampling.records.provider_call),
 with the real anthropic and openai SDKs against the fake provider.
 
 Expected values come from the convention text (semantic-conventions-genai

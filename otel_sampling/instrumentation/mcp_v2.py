@@ -51,8 +51,7 @@ from otel_sampling.instrumentation._mcp_host import (
 )
 from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import Target
-from otel_sampling.labels import clean
-from otel_sampling.metrics import Instruments
+from otel_sampling.metrics import Instruments, clean
 from otel_sampling.records.sampling import SamplingRecord
 
 CANCEL_REASONS_PER_DISPATCHER = 64  # cancel notifications remembered per connection until consumed

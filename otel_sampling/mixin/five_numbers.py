@@ -135,7 +135,7 @@ def expressions(
     attempted_by_mode = total(RUNS, _ATTEMPTED, also=(MODE,))
     completed_by_mode = total(RUNS, _COMPLETED, also=(MODE,))
     # No "or ... * 0" on the cache reads: a mode whose calls never reported a cache part has no
-    # share (not reported), a mode whose calls reported 0 has 0 (semconv_metrics records reported 0s).
+    # share (not reported), a mode whose calls reported 0 has 0 (record_inference records reported 0s).
     cache_share = f"{total(CACHE_READ_TOKENS, also=(MODE,))}\n/ ({total(INPUT_TOKENS, also=(MODE,))} > 0)"
     return {
         "degraded_run_seconds": f"{total(RUN_DURATION_SUM, _DEGRADED)}\nor {total(RUN_DURATION_SUM)} * 0",

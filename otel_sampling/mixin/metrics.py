@@ -21,7 +21,7 @@ SAMPLING_GRANTED_USD = metric_name(names.METRIC_SAMPLING_GRANTED_USD, names.UNIT
 SAMPLING_SERVER_REQUESTS = metric_name(names.METRIC_SAMPLING_SERVER_REQUESTS, names.UNIT_REQUEST, counter=True)
 OPERATION_DURATION = metric_name(names.METRIC_GEN_AI_OPERATION_DURATION, names.UNIT_SECONDS)  # histogram
 TOKEN_USAGE = metric_name(names.METRIC_GEN_AI_TOKEN_USAGE, names.UNIT_TOKEN)  # histogram
-# semantic-conventions-genai #521 / #374 names (otel_sampling.semconv_metrics): the host emits them
+# semantic-conventions-genai #521 / #374 names (otel_sampling.records.provider_call): the host emits them
 # under OTEL_SEMCONV_STABILITY_OPT_IN; MixinConfig.gen_ai_semconv picks which the dashboards read.
 INFERENCE_DURATION = metric_name(names.METRIC_GEN_AI_INFERENCE_DURATION, names.UNIT_SECONDS)  # histogram
 USAGE_INPUT = metric_name(names.METRIC_GEN_AI_USAGE_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)

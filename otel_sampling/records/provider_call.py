@@ -2,9 +2,10 @@
 
 Span: ``chat {gen_ai.request.model}``, kind CLIENT (GenAI semantic conventions, inference span).
 Metrics: the GenAI inference metrics of the names ``OTEL_SEMCONV_STABILITY_OPT_IN`` selects
-(:mod:`otel_sampling.semconv_metrics`: duration with the call's ``otel_sampling.ending``, token
+(:func:`record_inference`: duration with the call's ``otel_sampling.ending``, token
 usage, time to first chunk and per output chunk for streams) and ``otel_sampling.client.cost.usd`` (when
 the policy's table or the price source prices the model, :mod:`otel_sampling.rules.verdict`).
+Event: ``gen_ai.client.inference.operation.details`` (:func:`emit_inference_details`).
 
 As it ends, the call publishes one immutable :class:`~otel_sampling.rules.verdict.CallSummary` to
 its scope with one call (``scope.on_call(summary)``): the sampling request whose callback it runs
@@ -22,17 +23,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry._logs import Logger, SeverityNumber
+from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_sampling import inference_details, locks, names, semconv_metrics, state
+from otel_sampling import locks, names, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
-from otel_sampling.labels import BoundedLabel, bound, clean, clean_texts
-from otel_sampling.metrics import Instruments, recorded_in
+from otel_sampling.metrics import (
+    BoundedLabel,
+    InferenceInstruments,
+    Instruments,
+    bound,
+    clean,
+    clean_texts,
+    recorded_in,
+)
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
@@ -214,11 +224,11 @@ class ProviderCall:
 
     def chunk(self) -> None:
         """A stream delivered an event after its first: the gap since the previous one is kept for
-        ``…time_per_output_chunk`` (at most ``semconv_metrics.MAX_CHUNK_GAPS`` per call)."""
+        ``…time_per_output_chunk`` (at most ``MAX_CHUNK_GAPS`` per call)."""
         if self._first_chunk is None:
             self.first_chunk()
             return
-        if len(self._chunk_gaps) >= semconv_metrics.MAX_CHUNK_GAPS:
+        if len(self._chunk_gaps) >= MAX_CHUNK_GAPS:
             return
         now = time.perf_counter()
         self._chunk_gaps.append(now - self._last_chunk)
@@ -341,7 +351,7 @@ class ProviderCall:
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
             content = self._capture_content(span, response) if self._capture.span or self._capture.event else None
-            inference_details.emit(instruments.event_logger, span, content if self._capture.event else None)
+            emit_inference_details(instruments.event_logger, span, content if self._capture.event else None)
         finally:
             span.end()
 
@@ -385,7 +395,7 @@ class ProviderCall:
             **drill,
         }
         first_chunk = self._first_chunk - self._start if self._stream and self._first_chunk is not None else None
-        semconv_metrics.record_inference(
+        record_inference(
             instruments.inference,
             metric_attributes,
             ending=ending,
@@ -421,3 +431,159 @@ _USAGE_ATTRIBUTES = (
     names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
     names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
 )
+
+
+# --------------------------------------------------------- the GenAI inference metrics of one call
+# Which GenAI inference metric names we emit, and the recording of one inference call into them.
+#
+# semantic-conventions-genai renamed the inference metrics after v1.41 (the last release that
+# carried them): #521 moved ``gen_ai.client.operation.duration`` (for inference) and
+# ``gen_ai.client.operation.time_to_first_chunk`` to ``gen_ai.client.inference.duration`` and
+# ``gen_ai.client.inference.time_to_first_chunk`` and added ``…time_per_output_chunk``; #374
+# removed ``gen_ai.client.token.usage`` and ``gen_ai.token.type`` for the counters
+# ``gen_ai.client.inference.usage.{input_tokens,output_tokens,cache_read.input_tokens,
+# cache_write.input_tokens,reasoning.output_tokens}`` (attribute ``gen_ai.token.modality``,
+# required) and the histograms ``gen_ai.client.inference.operation.{input,output}_tokens``
+# (``docs/telemetry.md``, "Semantic-conventions version", says what was read at which commit).
+#
+# The choice follows OpenTelemetry's transition switch, ``OTEL_SEMCONV_STABILITY_OPT_IN`` (a
+# comma-separated list, as opentelemetry-instrumentation's ``_semconv`` reads it):
+#
+# =================================  ================================================
+# value in the list                  names emitted
+# =================================  ================================================
+# ``gen_ai/dup``                     both (v1.41's and the newest); wins over the next
+# ``gen_ai_latest_experimental``     the newest only
+# neither (the default)              :data:`otel_sampling.semconv_mode.DEFAULT`
+# =================================  ================================================
+#
+# Never emitted in any mode: ``gen_ai.token.type`` values other than ``input`` / ``output`` (cache
+# parts are inside ``input`` and have their own counters in the newest names).
+
+MAX_CHUNK_GAPS: Final = 4096  # inter-chunk gaps kept per stream (time_per_output_chunk); later ones are dropped
+
+
+def record_inference(
+    instruments: InferenceInstruments,
+    attributes: Mapping[str, Any],
+    *,
+    ending: str,
+    duration: float,
+    first_chunk: float | None,
+    chunk_gaps: Sequence[float],
+    usage: Usage,
+    context: Context,
+) -> None:
+    """Record one inference call (``attributes``: the metric attributes of every point, ``error.type``
+    included when it failed).
+
+    Args:
+        ending: ``otel_sampling.ending``, added to the duration's attributes.
+        duration: seconds from the request to the call's end.
+        first_chunk: seconds from the request to a stream's first chunk; None: not a stream, or no chunk.
+        chunk_gaps: seconds between consecutive chunks after the first (``time_per_output_chunk``).
+        usage: the cleaned counts (:func:`~otel_sampling.rules.values.clean_usage`); None parts were not reported.
+        context: the context to record in (:func:`otel_sampling.metrics.recorded_in`).
+
+    v1.41 names: ``gen_ai.client.token.usage`` gets ``input`` and ``output`` when reported. Newest
+    names (token-metrics.yaml: "SHOULD record this metric for each inference operation, including
+    failed ones … or ``0`` if the response was not received or did not contain token usage"):
+    input and output on every call (0 when not reported); a cache or reasoning part when the
+    answer reported it (0 included), and as 0 when the call brought no usage at all; modality
+    ``unknown`` everywhere (the text's value for no usage; otherwise our providers report totals,
+    not a count per modality). A part the answer left out while reporting other usage is not
+    recorded, so a (mode, model) whose provider never reported a cache part has no cache-read
+    series to read a 0 % share from.
+    """
+    with_ending = {**attributes, names.ENDING: ending}
+    if instruments.operation_duration is not None:
+        instruments.operation_duration.record(duration, with_ending, context=context)
+    if instruments.inference_duration is not None:
+        instruments.inference_duration.record(duration, with_ending, context=context)
+    if first_chunk is not None:
+        if instruments.time_to_first_chunk is not None:
+            instruments.time_to_first_chunk.record(first_chunk, attributes, context=context)
+        if instruments.inference_time_to_first_chunk is not None:
+            instruments.inference_time_to_first_chunk.record(first_chunk, attributes, context=context)
+    for per_chunk in (instruments.operation_time_per_output_chunk, instruments.time_per_output_chunk):
+        if per_chunk is not None:
+            for gap in chunk_gaps:
+                per_chunk.record(gap, attributes, context=context)
+    if instruments.token_usage is not None:
+        for count, token_type in (
+            (usage.input_tokens, names.TOKEN_TYPE_INPUT),
+            (usage.output_tokens, names.TOKEN_TYPE_OUTPUT),
+        ):
+            if count is not None:
+                instruments.token_usage.record(
+                    count, {**attributes, names.GEN_AI_TOKEN_TYPE: token_type}, context=context
+                )
+    if instruments.emission.new:
+        _record_usage(instruments, attributes, usage, context)
+
+
+def _record_usage(
+    instruments: InferenceInstruments,
+    attributes: Mapping[str, Any],
+    usage: Usage,
+    context: Context,
+) -> None:
+    by_modality = {**attributes, names.GEN_AI_TOKEN_MODALITY: names.TOKEN_MODALITY_UNKNOWN}
+    no_usage = usage.input_tokens is None and usage.output_tokens is None
+    counters = (
+        (instruments.usage_input, usage.input_tokens, True),
+        (instruments.usage_output, usage.output_tokens, True),
+        # A part the answer left out is not a 0 it reported: skipped when other usage came, so
+        # that a cache-read share of 0 means "reported 0", never "not reported".
+        (instruments.usage_cache_read, usage.cache_read_input_tokens, no_usage),
+        (instruments.usage_cache_write, usage.cache_creation_input_tokens, no_usage),
+        (instruments.usage_reasoning, usage.reasoning_output_tokens, no_usage),
+    )
+    for counter, count, zero_when_absent in counters:
+        if counter is not None and (count is not None or zero_when_absent):
+            counter.add(count or 0, by_modality, context=context)
+    # The per-operation histograms carry the error attributes but no modality (token-metrics.yaml).
+    for histogram, count in (
+        (instruments.operation_input_tokens, usage.input_tokens),
+        (instruments.operation_output_tokens, usage.output_tokens),
+    ):
+        if histogram is not None:
+            histogram.record(count or 0, attributes, context=context)
+
+
+# --------------------------------------------------------- the inference details event of one call
+# The ``gen_ai.client.inference.operation.details`` event of one provider call (a log record).
+#
+# semantic-conventions-genai #579 made the event Recommended, no longer opt-in, and #520 has it
+# recorded at ``DEBUG`` severity: every inference call emits it, with the inference span's GenAI
+# attributes (``gen_ai.*``, ``server.*``, ``error.type``: the names the span carries, never our own)
+# and no content. Content (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+# ``gen_ai.system_instructions``) is added only when
+# ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` puts it on the event (``EVENT_ONLY``,
+# ``SPAN_AND_EVENT``). A log pipeline at INFO or above drops it; a span that is not recorded (sampled
+# out) has no attributes to give, and no event is emitted.
+
+# The conventions' namespaces the event repeats from the span (the span's own names; ours stay on the span).
+_SPAN_NAMESPACES: Final = ("gen_ai.", "server.", "error.")
+_CONTENT: Final = frozenset(
+    {names.GEN_AI_INPUT_MESSAGES, names.GEN_AI_OUTPUT_MESSAGES, names.GEN_AI_SYSTEM_INSTRUCTIONS}
+)
+
+
+def emit_inference_details(event_logger: Logger, span: trace.Span, content: Mapping[str, Any] | None) -> None:
+    """Emit the event for ``span`` (ended or about to end), with ``content`` when given."""
+    recorded = getattr(span, "attributes", None)
+    if not span.is_recording() or not isinstance(recorded, Mapping):
+        return
+    attributes = {
+        key: value for key, value in recorded.items() if key.startswith(_SPAN_NAMESPACES) and key not in _CONTENT
+    }
+    if content:
+        attributes.update(content)
+    event_logger.emit(
+        event_name=names.EVENT_INFERENCE_DETAILS,
+        attributes=attributes,
+        severity_number=SeverityNumber.DEBUG,
+        severity_text="DEBUG",
+        context=trace.set_span_in_context(span),
+    )

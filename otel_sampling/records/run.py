@@ -54,8 +54,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import foreign_spans, instants, locks, names, state
-from otel_sampling.labels import bound, clean, finite
-from otel_sampling.metrics import recorded_in
+from otel_sampling.metrics import bound, clean, finite, recorded_in
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules import verdict
 from otel_sampling.rules.verdict import (

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -30,19 +31,20 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from otel_sampling import locks, names, state
-from otel_sampling.labels import BoundedLabel, bound, clean, otlp_int
-from otel_sampling.metrics import Instruments, recorded_in
+from otel_sampling.metrics import (
+    BoundedLabel,
+    Instruments,
+    bound,
+    clean,
+    clean_texts,
+    operation_attributes,
+    otlp_int,
+    record_operation_duration,
+    recorded_in,
+)
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
-from otel_sampling.records.request_attributes import (
-    add_result_attributes,
-    hint_names,
-    include_context,
-    operation_attributes,
-    record_operation_duration,
-    start_attributes,
-)
 from otel_sampling.rules import endings, servers, verdict
 from otel_sampling.rules.values import Ending, ProviderCalls
 from otel_sampling.rules.verdict import (
@@ -439,7 +441,7 @@ class SamplingRecord:
                 self._instruments.mcp_server_duration,
                 time.perf_counter() - self._start,
                 self._operation,
-                ending,
+                ending.error_type,
                 status_code,
                 self._instruments.error_type_label,
                 recorded_in(self._span),
@@ -637,3 +639,77 @@ def _owning_run(span: trace.Span) -> run_records.Run | None:
 
 def _context_label(value: str) -> str:
     return value if value in names.INCLUDE_CONTEXT_VALUES else names.OVERFLOW_LABEL
+
+
+# ------------------------------ a request's span attributes and operation duration, on either side
+# The span attributes of one ``sampling/createMessage``, on either side (its operation duration:
+# :func:`otel_sampling.metrics.operation_attributes`).
+#
+# What the request asked (:func:`start_attributes`) and what its ending said
+# (:func:`add_result_attributes`) are the same on both sides; each side adds the facts only it
+# knows (the host: JSON-RPC id, server version, transport, fingerprint).
+#
+
+MAX_HINTS = 16  # model hints kept on the span (all are used to judge substitution)
+
+
+def hint_names(params: Any) -> tuple[str, ...]:
+    """``modelPreferences.hints[].name`` in order, the non-empty strings only."""
+    preferences = getattr(params, "model_preferences", None)
+    hints: Sequence[Any] = getattr(preferences, "hints", None) or ()
+    found: list[str] = []
+    for hint in hints:
+        name = getattr(hint, "name", None)
+        if isinstance(name, str) and name:
+            found.append(name)
+    return tuple(found)
+
+
+def include_context(params: Any) -> str:
+    """The ``includeContext`` the request asked for (``none`` when absent)."""
+    return getattr(params, "include_context", None) or "none"
+
+
+def start_attributes(
+    params: Any, path: str, hints: Sequence[str], max_length: int, facts: Iterable[tuple[str, object]] = ()
+) -> dict[str, Any]:
+    """``mcp.method.name``, ``otel_sampling.sampling.path``, the requested ``includeContext``, the first
+    ``MAX_HINTS`` hints, ``gen_ai.request.max_tokens`` (when an OTLP exporter can carry it), and each
+    ``(key, value)`` of ``facts`` whose value is a non-empty string; every string cut to ``max_length``."""
+    attributes: dict[str, Any] = {names.MCP_METHOD_NAME: names.METHOD_SAMPLING, names.SAMPLING_PATH: path}
+    max_tokens = otlp_int(getattr(params, "max_tokens", None))  # mcp accepts any int
+    if max_tokens is not None:
+        attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    outside: dict[str, object] = {
+        names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: include_context(params),
+        names.SAMPLING_MODEL_HINTS: hints[:MAX_HINTS],
+    }
+    outside.update((key, value) for key, value in facts if isinstance(value, str))
+    attributes.update(clean_texts(outside, max_length))
+    return attributes
+
+
+def add_result_attributes(
+    attributes: dict[str, Any],
+    ending: Ending,
+    served: str | None,
+    stop_reason: object,
+    max_length: int,
+    facts: Iterable[tuple[str, object]] = (),
+) -> None:
+    """What a sampling request's ending says, on either side's span: ``gen_ai.response.model``,
+    ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``otel_sampling.sampling.budget.resets_at`` and
+    ``error.type``, and each ``(key, value)`` of ``facts`` that is not None or empty (a string or a
+    sequence of strings); every string cut to ``max_length``."""
+    attributes.update(
+        clean_texts(
+            {
+                names.GEN_AI_RESPONSE_MODEL: served,
+                names.GEN_AI_RESPONSE_FINISH_REASONS: endings.finish_reasons(stop_reason),
+                names.SAMPLING_BUDGET_RESETS_AT: ending.resets_at,
+                names.ERROR_TYPE: ending.error_type,
+                **dict(facts),
+            },
+            max_length,
+        )
+    )

@@ -15,12 +15,10 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names
-from otel_sampling.metrics import Instruments, recorded_in
-from otel_sampling.records.request_attributes import (
+from otel_sampling.metrics import Instruments, operation_attributes, record_operation_duration, recorded_in
+from otel_sampling.records.sampling import (
     add_result_attributes,
     hint_names,
-    operation_attributes,
-    record_operation_duration,
     start_attributes,
 )
 from otel_sampling.rules import endings
@@ -143,7 +141,7 @@ class ServerSamplingRecord:
                 instruments.mcp_client_duration,
                 time.perf_counter() - self._start,
                 self._operation,
-                ending,
+                ending.error_type,
                 status_code,
                 instruments.error_type_label,
                 context,

@@ -62,7 +62,7 @@ def elements(config: str) -> dict[str, Callable[[], Any]]:
     from opentelemetry.trace import Link, SpanKind
 
     from otel_sampling import names
-    from otel_sampling.labels import BoundedLabel
+    from otel_sampling.metrics import BoundedLabel
     from otel_sampling.records.ledger import IdentityStore, fingerprint
     from sampling_server import _messages, _params
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from otel_sampling.labels import LABEL_MAX_LENGTH, BoundedLabel, bound, clean, clean_texts
+from otel_sampling.metrics import LABEL_MAX_LENGTH, BoundedLabel, bound, clean, clean_texts
 
 
 def test_first_values_are_kept_then_other():
