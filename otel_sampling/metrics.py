@@ -519,14 +519,14 @@ class ApiInstruments:
 
 # Longest label value kept; longer ones are cut (a 1 MB server name must not reach a metric).
 LABEL_MAX_LENGTH = 128
-_INT64 = range(-(2**63), 2**63)  # OTLP AnyValue.int_value
+INT64 = range(-(2**63), 2**63)  # OTLP AnyValue.int_value: the ints an OTLP exporter can carry
 
 
 def otlp_int(value: object) -> int | None:
     """``value`` when an OTLP exporter can carry it as an int attribute, else None (also for a
     bool or a non-int). JSON has no integer bound, but one attribute beyond int64 fails every OTLP
     export of the span it is on."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value in _INT64 else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value in INT64 else None
 
 
 def finite(number: float) -> bool:

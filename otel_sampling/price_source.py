@@ -84,12 +84,8 @@ class GenaiPrices:
 
     def __init__(self, providers: list[Any], version: str) -> None:
         self._providers = providers
-        self._name = f"{names.PRICE_SOURCE_GENAI_PRICES}@{version}"
+        self.name = f"{names.PRICE_SOURCE_GENAI_PRICES}@{version}"  #: read on every priced call
         self._find = functools.lru_cache(maxsize=MAX_CACHED_MODELS)(self._look_up)
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     def price(self, provider: str, model: str, input_tokens: int) -> Price | None:
         if len(model) > MAX_MODEL_LENGTH:

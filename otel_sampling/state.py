@@ -256,7 +256,7 @@ class Around(NamedTuple):
 
 def around() -> Around:
     """What a record reads of the process at its start or its end, in one call."""
-    return Around(_users > 0, active_reasons(), bool(canary.get()), drill_label())
+    return Around(hooked, active_reasons(), bool(canary.get()), drill_label())
 
 
 # ---------------------------------------------------------------------- API instruments
@@ -297,6 +297,9 @@ def api_instruments() -> ApiInstruments:
 # ---------------------------------------------------------------------- instrumentors
 _users_lock = locks.new()
 _users = 0  # instrumentors currently instrumented
+#: True while at least one instrumentor is instrumented (``_users > 0``): read on every span start
+#: and end, so a plain value rather than a call.
+hooked = False
 processors_lock = locks.new()
 #: tracer provider -> the span processor installed on it (once per provider however many instrumentors ask)
 span_processors: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -339,25 +342,27 @@ def log_record_factory(previous: Callable[..., logging.LogRecord]) -> Callable[.
 
 def hooks_enabled() -> bool:
     """True while at least one instrumentor is instrumented (the span processor and log fields work)."""
-    return _users > 0
+    return hooked
 
 
 def add_user(install_hooks: Callable[[], None]) -> None:
     """One more instrumentor is instrumented; the first one calls ``install_hooks``."""
-    global _users
+    global _users, hooked
     with _users_lock:
         _users += 1
+        hooked = True
         if _users == 1:
             install_hooks()
 
 
 def remove_user(uninstall_hooks: Callable[[], None]) -> None:
     """One instrumentor was uninstrumented; the last one calls ``uninstall_hooks``."""
-    global _users
+    global _users, hooked
     with _users_lock:
         if _users == 0:
             return
         _users -= 1
+        hooked = _users > 0
         if _users == 0:
             uninstall_hooks()
 

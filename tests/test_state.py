@@ -27,6 +27,7 @@ def empty_state(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "_active", ())
     monkeypatch.setattr(state, "_known", {})
     monkeypatch.setattr(state, "_users", 0)
+    monkeypatch.setattr(state, "hooked", False)
     monkeypatch.setattr(state, "_api", None)
 
 

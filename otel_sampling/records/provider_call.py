@@ -49,7 +49,7 @@ from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.rules import endings, verdict
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
-from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict, named_union
+from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ class ProviderCall:
                 usd=priced.usd if priced is not None else None,
                 provider_fallback=response is not None and response.provider_fallback,
                 compare_models=self._compare_models,
-                named=named_union(self._named, now.reasons),
+                named=tuple(dict.fromkeys((*self._named, *now.reasons))),  # distinct, first seen first
             )
             judged = self._publish(summary)
             self._record_metrics(

@@ -61,9 +61,9 @@ from otel_sampling.rules.verdict import (
     NO_POLICY,
     CallSummary,
     CallVerdict,
+    judge_run,
     reasons_of,
     run_mode,
-    silent_incident_causes,
 )
 
 logger = logging.getLogger(__name__)
@@ -201,10 +201,11 @@ class Run:
         (:class:`~otel_sampling.records.failover.FailedModels`), then absorbed (:meth:`absorb`)."""
         failed_over = False
         with self._lock:
-            if call.failed and self._failover is None:
+            failed = call.ending.error_type is not None
+            if failed and self._failover is None:
                 self._failover = FailedModels()
             if self._failover is not None:  # a success with no failure standing is no failover
-                failed_over = self._failover.observe(call.requested, call.failed)
+                failed_over = self._failover.observe(call.requested, failed)
         self.absorb(call)
         return verdict.judge_call(call, NO_POLICY, failed_over)
 
@@ -219,7 +220,7 @@ class Run:
                 self._cost += call.usd
             elif call.usage.input_tokens is not None or call.usage.output_tokens is not None:
                 self._unpriced = True
-            if not call.failed:
+            if call.ending.error_type is None:
                 self.last_served = (call.served or call.requested, call.provider, call.region)
 
     def __repr__(self) -> str:
@@ -389,17 +390,18 @@ def span_started(span: Any) -> None:
     _start_implicit(getattr(span, "name", "") or names.UNKNOWN_LABEL, span_context, root=True)
 
 
-def open_request_run(span: trace.Span) -> Run | None:
+def open_request_run(span: trace.Span, active: tuple[str, ...] = ()) -> Run | None:
     """The run of a host-side sampling request that no run owns (explicit or owning its trace):
     a run of its own named ``sampling/createMessage``, owning the request's trace; None when a run
     owns it, when no instrumentor is instrumented (no span processor feeds runs) or when the
-    span has no valid context. The request ends it with :func:`end_request_run`."""
-    if not state.hooks_enabled():
+    span has no valid context. ``active``: the reasons of the named degradations around the request
+    as it started (the run is degraded by them). The request ends it with :func:`end_request_run`."""
+    if not state.hooked:
         return None
     span_context = span.get_span_context()
     if not span_context.is_valid or _explicit() is not None or span_context.trace_id in runs.by_trace:
         return None
-    return _start_implicit(names.SPAN_SAMPLING, span_context, root=False)
+    return _start_implicit(names.SPAN_SAMPLING, span_context, root=False, active=active)
 
 
 def end_request_run(
@@ -459,10 +461,14 @@ def _explicit() -> Run | None:
     return explicit if explicit is not None and not explicit._ended else None
 
 
-def _start_implicit(name: str, span_context: trace.SpanContext, root: bool) -> Run:
-    """An implicit run owning ``span_context``'s trace; ``root``: the span's end ends it."""
+def _start_implicit(
+    name: str, span_context: trace.SpanContext, root: bool, active: tuple[str, ...] | None = None
+) -> Run:
+    """An implicit run owning ``span_context``'s trace; ``root``: the span's end ends it. ``active``:
+    the reasons around it as it starts, when its starter read them already (else read here)."""
     implicit = Run(name, root_span_id=span_context.span_id if root else None)
-    active = state.active_reasons()
+    if active is None:
+        active = state.active_reasons()
     if active:
         implicit.mark_degraded(active)
     _register(implicit)
@@ -525,7 +531,13 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
         ]
     )
     name, outcome = labelled[names.AGENT_RUN_NAME], labelled[names.AGENT_RUN_OUTCOME]
-    mode = run_mode(ended.degraded)
+    judged = judge_run(
+        degraded=ended.degraded,
+        outside_policy=ended._outside_policy,
+        disclosed=ended.disclosed,
+        inside_open_run=ended._parent is not None and not ended._parent._ended,
+    )
+    mode = judged.mode
     disclosed = "true" if ended.disclosed else "false"
     reasons = [telemetry.reason_label.value(r) for r in ended.reasons]
     base = {**labelled, names.DEGRADATION_MODE: mode}
@@ -548,12 +560,7 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
             attributes[names.DEGRADATION_REASON] = reasons
         span.set_attributes(attributes)
 
-    causes = silent_incident_causes(
-        degraded=ended.degraded,
-        outside_policy=ended._outside_policy,
-        disclosed=ended.disclosed,
-        inside_open_run=ended._parent is not None and not ended._parent._ended,
-    )
+    causes = judged.silent_incident_causes
     if not causes:
         return
     tracked = "true" if telemetry.settings.disclosure_tracked or state.disclosure_called() else "false"
@@ -636,7 +643,7 @@ class DegradationSpanProcessor(SpanProcessor):
             logger.debug("otel-sampling: span processor on_start failed", exc_info=True)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if not state.hooks_enabled():
+        if not state.hooked:
             return
         try:
             span_ended(span)

@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from otel_sampling import locks, names, state
 from otel_sampling.metrics import (
+    INT64,
     BoundedLabel,
     Instruments,
     bound,
@@ -216,7 +218,7 @@ class SamplingRecord:
         except BaseException:
             span.end()
             raise
-        self._run = _own_run(span)  # its own run when no run owns it (records/run.py)
+        self._run = _own_run(span, self._named)  # its own run when no run owns it (records/run.py)
         # Where the costs and served models of the calls inside it go: its own run, else the run owning it.
         self._outer_run = self._run or _owning_run(span)
         if ledger is not None:
@@ -280,7 +282,7 @@ class SamplingRecord:
         (under one lock: calls from many threads and tasks count exactly), pass its cost and served
         model on to the run, and return its verdict, judged against this request's hints and policy.
         A call that outlives the request (a stream) is judged, but no longer counted here."""
-        failed = call.failed
+        failed = call.ending.error_type is not None
         with self._lock:  # one section: a call is counted with its reasons, or not at all
             if self._ended:
                 judged = verdict.judge_call(call, self._reference, self._failed_over())
@@ -436,7 +438,8 @@ class SamplingRecord:
                 self._track(ending.ending, judged.substitution, reported)
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
-            self._record_metrics(ending.ending, judged, served, now.drill)
+            context = recorded_in(self._span)
+            self._record_metrics(ending.ending, judged, served, now.drill, context)
             record_operation_duration(
                 self._instruments.mcp_server_duration,
                 time.perf_counter() - self._start,
@@ -444,7 +447,7 @@ class SamplingRecord:
                 ending.error_type,
                 status_code,
                 self._instruments.error_type_label,
-                recorded_in(self._span),
+                context,
             )
         finally:  # the span ends even when a metric call fails
             try:
@@ -463,7 +466,7 @@ class SamplingRecord:
             canary=self._canary or now.canary,
             provider_fallback=self._provider_fallback,
             call_reasons=tuple(self._call_reasons),
-            named=verdict.named_union(self._named, now.reasons),
+            named=tuple(dict.fromkeys((*self._named, *now.reasons))),  # distinct, first seen first
         )
         return verdict.judge_request(facts, self._reference)
 
@@ -538,9 +541,10 @@ class SamplingRecord:
             earlier=earlier,
         )
 
-    def _record_metrics(self, ending: str, judged: RequestVerdict, served: str | None, drill: dict[str, str]) -> None:
+    def _record_metrics(
+        self, ending: str, judged: RequestVerdict, served: str | None, drill: dict[str, str], context: Context
+    ) -> None:
         instruments = self._instruments
-        context = recorded_in(self._span)
         instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
         labelled: list[tuple[str, BoundedLabel, object]] = [
             (names.GEN_AI_RESPONSE_MODEL, instruments.model_label, served)
@@ -605,7 +609,7 @@ class SamplingRecord:
                         (names.GEN_AI_USAGE_INPUT_TOKENS, self._input_tokens),
                         (names.GEN_AI_USAGE_OUTPUT_TOKENS, self._output_tokens),
                     ):
-                        if otlp_int(tokens) is not None:  # a hostile provider's counts can pass int64
+                        if tokens in INT64:  # summed ints; a hostile provider's counts can pass int64
                             attributes[key] = tokens
                 if self._cost_usd:
                     attributes[names.COST_USD] = self._cost_usd
@@ -621,9 +625,9 @@ _IDENTITY_VIOLATIONS = frozenset(
 )
 
 
-def _own_run(span: trace.Span) -> run_records.Run | None:
+def _own_run(span: trace.Span, named: tuple[str, ...]) -> run_records.Run | None:
     try:
-        return run_records.open_request_run(span)
+        return run_records.open_request_run(span, named)
     except Exception:  # the request is recorded without a run of its own
         logger.debug("otel-sampling: could not open a sampling request's run", exc_info=True)
         return None

@@ -429,14 +429,6 @@ def served_model(
     return served_member(read_report(reported)) if reported else None
 
 
-def named_union(*groups: Sequence[str]) -> tuple[str, ...]:
-    """The distinct reasons of ``groups``, first seen first."""
-    merged: dict[str, None] = {}
-    for group in groups:
-        merged.update(dict.fromkeys(group))
-    return tuple(merged)
-
-
 # --------------------------------------------------------------------------- degraded mode of runs
 # Degraded mode of runs, and the reasons of the state around a call. Pure functions.
 #
@@ -488,6 +480,24 @@ def silent_incident_causes(
         return ()
     causes = ((names.MODE_DEGRADED, degraded), (names.SUBSTITUTION_OUTSIDE_POLICY, outside_policy))
     return tuple(cause for cause, seen in causes if seen)
+
+
+class RunVerdict(NamedTuple):
+    """The one verdict of a run that ended: its ``degradation.mode`` and why it is a silent incident
+    (``()``: it is not one)."""
+
+    mode: str
+    silent_incident_causes: tuple[str, ...]
+
+
+def judge_run(*, degraded: bool, outside_policy: bool, disclosed: bool, inside_open_run: bool) -> RunVerdict:
+    """A run's verdict as it ends: :func:`run_mode` and :func:`silent_incident_causes`."""
+    return RunVerdict(
+        run_mode(degraded),
+        silent_incident_causes(
+            degraded=degraded, outside_policy=outside_policy, disclosed=disclosed, inside_open_run=inside_open_run
+        ),
+    )
 
 
 # -------------------------------------------------------------- the outcome of a request's own run

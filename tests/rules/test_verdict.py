@@ -49,6 +49,7 @@ from otel_sampling.rules.verdict import (
     is_permitted,
     judge_call,
     judge_request,
+    judge_run,
     judge_substitution,
     matches_hint,
     named_reasons,
@@ -774,3 +775,16 @@ class TestCostUsd:
     def test_no_usage_no_cost(self):
         """No token counts at all: no cost (not a cost of 0)."""
         assert None is verdict.cost_usd(HAIKU, Usage())
+
+
+def test_a_runs_verdict_is_its_mode_and_its_silent_incident_causes():
+    """``judge_run``: one call gives what ``run_mode`` and ``silent_incident_causes`` say."""
+    assert (names.MODE_DEGRADED, (names.MODE_DEGRADED,)) == judge_run(
+        degraded=True, outside_policy=False, disclosed=False, inside_open_run=False
+    )
+    assert (names.MODE_PRIMARY, ()) == judge_run(
+        degraded=False, outside_policy=False, disclosed=False, inside_open_run=False
+    )
+    assert (names.MODE_DEGRADED, ()) == judge_run(
+        degraded=True, outside_policy=True, disclosed=True, inside_open_run=False
+    )
