@@ -135,16 +135,20 @@ MAX_STAMPED = 16
 
 _degradations_lock = locks.new()
 _active: tuple[NamedDegradation, ...] = ()  # replaced whole under the lock: readers need no lock
+#: True while no named degradation is active (``not _active``): the span processor reads it on every
+#: span start and asks for :func:`active_reasons` only when something is active or a canary runs.
+calm = True
 _known: dict[tuple[str, str], None] = {}
 
 
 def activate(degradation: NamedDegradation) -> bool:
     """Add ``degradation`` to the active ones; False when it already was."""
-    global _active
+    global _active, calm
     with _degradations_lock:
         if degradation in _active:
             return False
         _active = (*_active, degradation)
+        calm = False
         if len(_known) < MAX_KNOWN:
             _known.setdefault((degradation.component, degradation.reason), None)
     return True
@@ -152,11 +156,12 @@ def activate(degradation: NamedDegradation) -> bool:
 
 def deactivate(degradation: NamedDegradation) -> bool:
     """Remove ``degradation`` from the active ones; False when it was not active."""
-    global _active
+    global _active, calm
     with _degradations_lock:
         if degradation not in _active:
             return False
         _active = tuple(d for d in _active if d is not degradation)
+        calm = not _active
     return True
 
 
@@ -225,11 +230,12 @@ class DrillRegistry:
 
     def forget(self) -> None:
         """In a forked child: no drill is running, no window started (nothing is counted)."""
-        global _active
+        global _active, calm
         running, self.running = self.running, ()
         self.started_windows.clear()
         degradations = {id(drill.degradation) for drill in running}
         _active = tuple(d for d in _active if id(d) not in degradations)
+        calm = not _active
 
 
 drills = DrillRegistry()

@@ -1,6 +1,6 @@
 """A host-side sampling request that no run owns is a run of its own, the same on both protocol paths,
 over real mcp 2.x sessions (the rule: docs/telemetry.md "Runs"; the outcome rule:
-tests/rules/test_run_outcome.py).
+tests/rules/test_verdict.py).
 
 Its run is named ``sampling/createMessage`` whatever the request's parent (none, a remote one
 from ``params._meta``, a framework's local ``tools/call`` CLIENT span); a run that owns the trace

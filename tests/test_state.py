@@ -25,6 +25,7 @@ LATER = "2099-01-01T00:00:00Z"
 @pytest.fixture(autouse=True)
 def empty_state(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "_active", ())
+    monkeypatch.setattr(state, "calm", True)
     monkeypatch.setattr(state, "_known", {})
     monkeypatch.setattr(state, "_users", 0)
     monkeypatch.setattr(state, "hooked", False)

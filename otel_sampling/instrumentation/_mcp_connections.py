@@ -144,13 +144,13 @@ class Connections:
         self.streams = StreamMarks()
         self.tool_calls: weakref.WeakKeyDictionary[Any, list[ToolCallInFlight]] = weakref.WeakKeyDictionary()
 
-    def describe(self, session: Any) -> tuple[str | None, str | None]:
-        """``(network.transport, mcp.session.id)`` of a session, each None when unknown."""
+    def describe(self, session: Any) -> tuple[str | None, str | None, str | None]:
+        """``(network.transport, mcp.session.id, endpoint)`` of a session, each None when unknown."""
         opened = self.transports.get(session)
         if opened is None:
-            return None, None
+            return None, None, None
         session_id = getattr(opened.http, "session_id", None)
-        return opened.transport, session_id if isinstance(session_id, str) else None
+        return opened.transport, session_id if isinstance(session_id, str) else None, opened.endpoint
 
     def endpoint(self, session: Any) -> str | None:
         """The endpoint of the transport ``session`` is bound to, when known."""

@@ -46,7 +46,7 @@ from otel_sampling.instrumentation._mcp_connections import Connections
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.ledger import Ledger, server_key
 from otel_sampling.records.sampling import SamplingRecord
-from otel_sampling.rules.servers import known_as, stable_name
+from otel_sampling.rules.servers import names_of
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +91,8 @@ class ServerFacts(NamedTuple):
     version: str | None  # serverInfo.version
     protocol_version: str | None  # the negotiated MCP protocol version
     key: str | None  # ledger.server_key of the first name it is known by: how the identity store and ledger keep it
-    label: str | None  # rules.server_names.stable_name of the name: what the mcp.server.name label is made of
-    known_as: tuple[str, ...] = ()  # rules.server_names.known_as: the policy tables that may cover it, in order
+    label: str | None  # rules.servers.stable_name of the name: what the mcp.server.name label is made of
+    known_as: tuple[str, ...] = ()  # rules.servers.known_as: the policy tables that may cover it, in order
 
     @classmethod
     def of(cls, server_info: Any, protocol_version: Any, endpoint: str | None = None) -> ServerFacts:
@@ -100,13 +100,13 @@ class ServerFacts(NamedTuple):
         with the endpoint the session reached the server at, when known."""
         name, version = getattr(server_info, "name", None), getattr(server_info, "version", None)
         name = name if isinstance(name, str) else None
-        names_known = known_as(name, endpoint)
+        names_known, label = names_of(name, endpoint)
         return cls(
             name,
             version if isinstance(version, str) else None,
             protocol_version if isinstance(protocol_version, str) else None,
             server_key(names_known[0] if names_known else None),
-            stable_name(name),
+            label,
             names_known,
         )
 
@@ -133,8 +133,9 @@ class HostState:
         # Between start and stop: hooks left on sessions (mcp 1.x's request type) count nothing after.
         self.running = False
 
-    def server_facts(self, session: Any) -> ServerFacts:
-        """The requesting server of ``session``, as far as this SDK major tells it."""
+    def server_facts(self, session: Any, endpoint: str | None) -> ServerFacts:
+        """The requesting server of ``session``, as far as this SDK major tells it; ``endpoint``: the
+        one the session reached it at (:meth:`Connections.describe`), None when unknown."""
         raise NotImplementedError
 
     def count_rejected(self, session: Any, reason: str | None) -> None:
@@ -143,7 +144,7 @@ class HostState:
         validation error, pydantic's name), both bounded labels. No span: the request never reached
         the host, so it has no ending."""
         instruments = self.instruments
-        server = self.server_facts(session)
+        server = self.server_facts(session, self.connections.endpoint(session))
         label = server.label if server.label is not None else server.name
         instruments.sampling_rejected.add(
             1,
@@ -197,8 +198,8 @@ def start_record(
             2026-07-28 path; on mcp 1.x the one call in flight on the session), the parent when
             ``meta`` carries none; None: the ambient context.
     """
-    server = state.server_facts(session)
-    transport, session_id = state.connections.describe(session)
+    transport, session_id, endpoint = state.connections.describe(session)
+    server = state.server_facts(session, endpoint)
     parent = parent_of(meta)
     record = SamplingRecord(
         state.instruments,

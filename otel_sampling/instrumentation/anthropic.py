@@ -93,7 +93,8 @@ def _usage_fields(usage: Any, into: dict[str, int]) -> None:
 
 def _is_fallback_usage(usage: Any) -> bool:
     """beta ``usage.iterations`` has a ``fallback_message`` entry."""
-    return any(getattr(i, "type", None) == "fallback_message" for i in sequence(_iterations(usage)))
+    iterations = _iterations(usage)  # () for most answers: nothing to read
+    return bool(iterations) and any(getattr(i, "type", None) == "fallback_message" for i in sequence(iterations))
 
 
 def _iterations(usage: Any) -> Any:
@@ -120,6 +121,8 @@ def _error_envelope(message: Any) -> str | None:
     "error": {"type": "overloaded_error", ...}}`` sent with HTTP 200, or an ``error`` member of
     any JSON type), else None (:func:`~otel_sampling.rules.endings.reported_error_type`)."""
     error = member(message, "error")
+    if error is None and getattr(message, "type", None) != "error":  # every successful answer
+        return None
     return reported_error_type(error, (_get(error, "type"),), marked=getattr(message, "type", None) == "error")
 
 

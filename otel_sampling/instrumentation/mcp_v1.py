@@ -140,7 +140,7 @@ class State(HostState):
             if hasattr(types, name)
         )
 
-    def server_facts(self, session: Any) -> ServerFacts:
+    def server_facts(self, session: Any, endpoint: str | None) -> ServerFacts:
         """mcp 1.x keeps ``serverInfo`` only in the initialize result (read by the initialize target)."""
         return self.servers.get(session, UNKNOWN_SERVER)
 

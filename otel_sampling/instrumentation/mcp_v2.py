@@ -121,14 +121,14 @@ class State(HostState):
         self.validation_error = ValidationError
         self.parse_server_request = methods.parse_server_request  # how mcp reads an inbound request
 
-    def server_facts(self, session: Any) -> ServerFacts:
+    def server_facts(self, session: Any, endpoint: str | None) -> ServerFacts:
         """mcp 2.x keeps ``serverInfo`` and the negotiated version on the session: read again only
         when the session holds another ``serverInfo`` object or version than last time."""
         info, version = session.server_info, session.protocol_version
         known = self.servers.get(session)
         if known is not None and known[0] is info and known[1].protocol_version == version:
             return known[1]
-        facts = ServerFacts.of(info, version, self.connections.endpoint(session))
+        facts = ServerFacts.of(info, version, endpoint)
         self.servers[session] = (info, facts)
         return facts
 

@@ -103,7 +103,7 @@ SERVER_KEY_MAX_LENGTH = 256
 
 def server_key(name: str | None) -> str | None:
     """How the identity store and the ledger remember a server: the name it is kept by (its
-    ``serverInfo.name``, or for a placeholder name its endpoint: ``rules.server_names.known_as``),
+    ``serverInfo.name``, or for a placeholder name its endpoint: ``rules.servers.known_as``),
     or for a name longer than ``SERVER_KEY_MAX_LENGTH`` characters a SHA-256 of it
     (``"sha256:<hex>"``), so that a
     hostile 1 MB ``serverInfo.name``, copied afresh by each session, is not kept per request.

@@ -165,7 +165,8 @@ class ProviderCall:
         # Its scope is the sampling request current when it starts (a stream may end inside another
         # request's callback), else the run it is made in (the key of its failover memory).
         self._scope: _Scope | None = state.current_request.get() or run_records.current_run()
-        self._named = state.active_reasons()  # the named degradations around it as it starts
+        # The named degradations around it as it starts (none, the common case, asks for nothing).
+        self._named = () if state.calm and not state.canary.get() else state.active_reasons()
         max_length = instruments.settings.attribute_max_length
         model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
@@ -301,16 +302,17 @@ class ProviderCall:
         if usage.input_tokens is None and usage.output_tokens is None:
             return None
         settings = self._instruments.settings
-        model = verdict.priced_model(response_model, self._request_model if self._compare_models else None)
-        quoted = verdict.policy_quote(settings.policy.prices, model)
+        requested = self._request_model if self._compare_models else None
+        model, quoted = verdict.policy_price(settings.policy.prices, response_model, requested)
+        if quoted is not None:
+            return verdict.cost_of(quoted, usage)
         source = settings.price_source
-        if quoted is None and source is not None and model:
-            # The price look-up (an LRU over genai-prices) is ours; the rule only picks the price.
-            quoted = verdict.source_quote(source.name, source.price(self._provider, model, usage.input_tokens or 0))
-        if quoted is None:
-            _unpriced.report(model, settings.price_source)
+        # The price look-up (an LRU over genai-prices) is ours; the rule only picks the price.
+        price = source.price(self._provider, model, usage.input_tokens or 0) if source is not None and model else None
+        if source is None or price is None:
+            _unpriced.report(model, source)
             return None
-        return verdict.cost_of(quoted, usage)
+        return verdict.source_cost(source.name, price, usage)
 
     def _end_span(
         self,

@@ -411,18 +411,21 @@ def end_request_run(
     outside_policy: bool,
     duration_s: float,
     span_context: trace.SpanContext,
+    context: otel_context.Context | None = None,
 ) -> None:
     """End a sampling request's own run (:func:`open_request_run`) with ``outcome``
     (:func:`~otel_sampling.rules.verdict.request_run_outcome`); ``reasons`` (its
     ``degradation.reason`` values, empty when primary) and ``outside_policy`` fold the request's own
-    verdict in, also when its span was not recorded (sampled off: no span processor saw it)."""
+    verdict in, also when its span was not recorded (sampled off: no span processor saw it).
+    ``context``: the request's metrics context (:func:`~otel_sampling.metrics.recorded_in` of its
+    span), which the run's points are recorded in too."""
     if reasons:
         own.mark_degraded(reasons)
     if outside_policy:
         own._note_outside_policy()
     if own._outcome is None:
         own._outcome = outcome
-    _finish(own, duration_s, None, incident_parent=span_context)
+    _finish(own, duration_s, None, incident_parent=span_context, context=context)
 
 
 def span_ended(span: Any) -> None:
@@ -505,7 +508,11 @@ def _forget_traces(ended: Run) -> None:  # called with runs.lock held
 
 
 def _finish(
-    ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None = None
+    ended: Run,
+    duration_s: float,
+    span: trace.Span | None,
+    incident_parent: trace.SpanContext | None = None,
+    context: otel_context.Context | None = None,
 ) -> None:
     with runs.lock:
         if ended._ended:
@@ -514,7 +521,7 @@ def _finish(
         runs.open.pop(id(ended), None)
         _forget_traces(ended)
     try:
-        _record(ended, duration_s, span, incident_parent)
+        _record(ended, duration_s, span, incident_parent, context)
     except Exception:
         logger.debug("otel-sampling: could not record the end of run %r", ended.name, exc_info=True)
     # An ended run passes nothing on: a run nested in it keeps it, but not the chain above it
@@ -522,7 +529,13 @@ def _finish(
     ended._parent = None
 
 
-def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_parent: trace.SpanContext | None) -> None:
+def _record(
+    ended: Run,
+    duration_s: float,
+    span: trace.Span | None,
+    incident_parent: trace.SpanContext | None,
+    context: otel_context.Context | None = None,
+) -> None:
     telemetry = state.api_instruments()
     labelled = bound(
         [
@@ -541,7 +554,8 @@ def _record(ended: Run, duration_s: float, span: trace.Span | None, incident_par
     disclosed = "true" if ended.disclosed else "false"
     reasons = [telemetry.reason_label.value(r) for r in ended.reasons]
     base = {**labelled, names.DEGRADATION_MODE: mode}
-    context = _recorded_in(span, incident_parent)
+    if context is None:
+        context = _recorded_in(span, incident_parent)
     telemetry.agent_runs.add(1, {**base, names.AGENT_RUN_DISCLOSED: disclosed}, context=context)
     # Also 0 (cost per completed task divides by runs of every mode), but never for a run with an
     # unpriced call: its cost is unknown, and a 0 would read as free (otel_sampling.client.unpriced
@@ -626,8 +640,7 @@ class DegradationSpanProcessor(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
         try:
-            now = state.around()
-            if not now.hooked:
+            if not state.hooked:
                 return
             if self.foreign_max_length is not None and foreign_spans.is_foreign(span):  # suppressed or not
                 try:
@@ -636,8 +649,10 @@ class DegradationSpanProcessor(SpanProcessor):
                     logger.debug("otel-sampling: foreign span guard failed", exc_info=True)
             if not is_instrumentation_enabled():
                 return
-            if now.reasons:
-                _stamp(span, now.reasons)
+            # The common case, nothing degraded and no canary block, asks for no reasons.
+            reasons = () if state.calm and not state.canary.get() else state.active_reasons()
+            if reasons:
+                _stamp(span, reasons)
             span_started(span)
         except Exception:
             logger.debug("otel-sampling: span processor on_start failed", exc_info=True)

@@ -185,7 +185,8 @@ class SamplingRecord:
             self._policy.primary_model if self._policy is not None else None,
             self._policy is not None,
         )
-        self._named = state.active_reasons()  # the named degradations around it as it starts
+        # The named degradations around it as it starts (none, the common case, asks for nothing).
+        self._named = () if state.calm and not state.canary.get() else state.active_reasons()
         self._include_context = include_context(params)
         self._ledger = ledger
         self._granted: str | None = None
@@ -425,7 +426,7 @@ class SamplingRecord:
         ending = endings.or_fallback(
             endings.from_what_happened, told, endings.Happened(told, result, generic, self._calls)
         )
-        served = self._served(reported) if result else None
+        served, mismatch = self._served(reported) if result else (None, False)
         now = state.around()
         try:
             judged = self._verdict(ending, served, now)
@@ -433,9 +434,10 @@ class SamplingRecord:
             logger.debug("otel-sampling: could not judge a sampling request", exc_info=True)
             judged = RequestVerdict(names.SUBSTITUTION_UNJUDGED, names.MODE_PRIMARY, ())
 
+        context: Context | None = None  # the points of the request and of its own run are recorded in it
         try:
             try:
-                self._track(ending.ending, judged.substitution, reported)
+                self._track(ending.ending, judged.substitution, mismatch)
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             context = recorded_in(self._span)
@@ -453,7 +455,7 @@ class SamplingRecord:
             try:
                 self._end_span(ending, judged, served, reported, stop_reason, cancel_reason, status_code)
             finally:
-                self._end_run(ending.ending, judged)
+                self._end_run(ending.ending, judged, context)
 
     def _verdict(self, ending: Ending, served: str | None, now: state.Around) -> RequestVerdict:
         """The request's one verdict (:func:`~otel_sampling.rules.verdict.judge_request`), from what
@@ -470,7 +472,7 @@ class SamplingRecord:
         )
         return verdict.judge_request(facts, self._reference)
 
-    def _end_run(self, ending: str, judged: RequestVerdict) -> None:
+    def _end_run(self, ending: str, judged: RequestVerdict, context: Context | None) -> None:
         """End the request's own run, if it is one, with the outcome of its ending."""
         own, self._run = self._run, None
         if own is None:
@@ -483,28 +485,30 @@ class SamplingRecord:
                 judged.substitution == names.SUBSTITUTION_OUTSIDE_POLICY,
                 time.perf_counter() - self._start,
                 self._span.get_span_context(),
+                context,
             )
         except Exception:
             logger.debug("otel-sampling: could not end a sampling request's run", exc_info=True)
 
-    def _served(self, reported: str | None) -> str | None:
+    def _served(self, reported: str | None) -> tuple[str | None, bool]:
         """The normalised name of the model that served a result: the provider's, when a provider call
         inside the callback did not fail and named its model; None when every call failed; else the
-        host's report, when it says which model served (never a composite's list of candidates)."""
+        host's report, when it says which model served (never a composite's list of candidates). And
+        whether the host's report names another model than the provider served."""
         try:
             calls = self._calls
-            return verdict.served_model(
+            return verdict.served_by(
                 calls.produced is not None, bool(calls.ended) and calls.produced is None, self._provider_model, reported
             )
         except Exception:  # a name the rules cannot read: judged as unknown
             logger.debug("otel-sampling: could not read a sampling request's served model", exc_info=True)
-            return None
+            return None, False
 
-    def _track(self, ending: str, judged: str, reported: str | None) -> None:
+    def _track(self, ending: str, judged: str, mismatch: bool) -> None:
         """Violations visible at the end, then remember this request for the ones after it."""
         if judged == names.SUBSTITUTION_OUTSIDE_POLICY:
             self._violate(names.VIOLATION_MODEL_OUTSIDE_POLICY)
-        if self._calls.produced is not None and verdict.reports_another_model(reported, self._provider_model):
+        if mismatch:
             self._violate(names.VIOLATION_REPORTED_MODEL_MISMATCH)
         policy = self._policy
         if (

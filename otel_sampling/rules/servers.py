@@ -249,6 +249,11 @@ def url_endpoint(url: str) -> str | None:
     return urlunsplit((parts.scheme.lower(), netloc, parts.path, "", ""))
 
 
+def names_of(name: str | None, endpoint: str | None) -> tuple[tuple[str, ...], str | None]:
+    """What the host knows a server by, in one call: :func:`known_as` and :func:`stable_name`."""
+    return known_as(name, endpoint), stable_name(name)
+
+
 def known_as(name: str | None, endpoint: str | None) -> tuple[str, ...]:
     """The names a server is known by (identity, policy tables, grants), the one it is kept by
     first: ``(name,)`` for a name that tells it apart; for a placeholder, the endpoint (when

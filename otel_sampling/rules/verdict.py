@@ -408,6 +408,18 @@ def judge_request(facts: RequestFacts, reference: Reference) -> RequestVerdict:
     return RequestVerdict(judged, mode, reasons)
 
 
+def served_by(
+    produced: bool, every_call_failed: bool, provider_model: str | None, reported: str | None
+) -> tuple[str | None, bool]:
+    """What a request's ending says of its model, in one call: the served model (:func:`served_model`)
+    and whether the host's report names another than a provider call served
+    (:func:`reports_another_model`, only when a call produced the answer)."""
+    return (
+        served_model(produced, every_call_failed, provider_model, reported),
+        produced and reports_another_model(reported, provider_model),
+    )
+
+
 def served_model(
     produced: bool, every_call_failed: bool, provider_model: str | None, reported: str | None
 ) -> str | None:
@@ -605,6 +617,22 @@ def source_quote(source_name: str | None, price: Price | None) -> Quote | None:
     """The price source's price (looked up by the caller for the provider, the model and the call's
     input tokens), named as ``source_name``; None without a source or a price."""
     return Quote(price, source_name) if price is not None and source_name else None
+
+
+def policy_price(
+    prices: Mapping[str, Price], response_model: str | None, request_model: str | None
+) -> tuple[str | None, Quote | None]:
+    """The model a call is priced at (:func:`priced_model`) and the policy table's price of it
+    (:func:`policy_quote`), in one call."""
+    model = priced_model(response_model, request_model)
+    return model, policy_quote(prices, model)
+
+
+def source_cost(source_name: str | None, price: Price | None, usage: Usage) -> Cost | None:
+    """The :class:`Cost` of ``usage`` at the price source's ``price`` (:func:`source_quote`,
+    :func:`cost_of`); None without a source, a price or token counts."""
+    quoted = source_quote(source_name, price)
+    return cost_of(quoted, usage) if quoted is not None else None
 
 
 def cost_of(quoted: Quote, usage: Usage) -> Cost | None:

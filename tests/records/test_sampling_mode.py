@@ -1,6 +1,6 @@
 """The degraded mode of sampling requests, as their records end over real MCP sessions and the
 real anthropic SDK (the fake provider): each reason of the request table (the rule:
-tests/rules/test_degraded_mode.py), canary traffic, named degradations, the compliance boundary,
+tests/rules/test_verdict.py), canary traffic, named degradations, the compliance boundary,
 and a host run around ``call_tool`` that owns the request.
 """
 

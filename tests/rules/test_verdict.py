@@ -788,3 +788,28 @@ def test_a_runs_verdict_is_its_mode_and_its_silent_incident_causes():
     assert (names.MODE_DEGRADED, ()) == judge_run(
         degraded=True, outside_policy=True, disclosed=True, inside_open_run=False
     )
+
+
+def test_a_calls_policy_price_is_its_priced_model_and_the_tables_quote():
+    """``policy_price``: one call gives what ``priced_model`` and ``policy_quote`` say."""
+    prices = {"claude-haiku-5-5": Price(1.0, 5.0)}
+    assert ("claude-haiku-5-5-20261001", verdict.Quote(Price(1.0, 5.0), names.PRICE_SOURCE_POLICY)) == (
+        verdict.policy_price(prices, "claude-haiku-5-5-20261001", "claude-haiku-5-5")
+    )
+    assert ("gpt-4o", None) == verdict.policy_price(prices, None, "gpt-4o")
+    assert (None, None) == verdict.policy_price(prices, None, None)
+
+
+def test_a_source_price_costs_the_usage_and_no_price_costs_nothing():
+    """``source_cost``: ``cost_of`` at ``source_quote``; None without a price or a source name."""
+    usage = Usage(input_tokens=1_000_000, output_tokens=0)
+    assert verdict.Cost(2.0, "genai-prices@9.9.9") == verdict.source_cost("genai-prices@9.9.9", Price(2.0, 8.0), usage)
+    assert None is verdict.source_cost("genai-prices@9.9.9", None, usage)
+    assert None is verdict.source_cost(None, Price(2.0, 8.0), usage)
+
+
+def test_what_an_ending_says_of_its_model_is_the_served_model_and_whether_the_report_names_another():
+    """``served_by``: ``served_model``, and ``reports_another_model`` only when a call produced the answer."""
+    assert ("claude-sonnet-4-5", True) == verdict.served_by(True, False, "claude-sonnet-4-5", "gpt-4o")
+    assert ("claude-sonnet-4-5", False) == verdict.served_by(True, False, "claude-sonnet-4-5", "claude-sonnet-4-5")
+    assert ("gpt-4o", False) == verdict.served_by(False, False, None, "gpt-4o")
