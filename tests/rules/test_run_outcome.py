@@ -1,10 +1,14 @@
-"""The outcome of a sampling request's own run (``otel_sampling.rules.run_outcome``).
+"""The outcome of a run from the sampling requests inside it (``otel_sampling.rules.run_outcome``).
 
 The rule (docs/telemetry.md "Runs"): a completion is ``completed``; a decision not to sample (the
 ``names.DECISION_ENDINGS`` group: a policy denial, the user's, an exhausted budget) is ``denied``,
 the task declined before any model was asked; everything else, a refusal and a cancellation
 included, is ``failed``, a task attempted and not done. A host that answers no sampling at all
 (``host.unsupported``) attempted nothing: ``denied``.
+
+A framework's agent span's run, when the host set no outcome: ``failed`` when the span's status
+is ERROR or any request inside failed, else ``completed`` when one completed or none ended inside,
+else (every request inside denied) ``denied``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from otel_sampling import names
-from otel_sampling.rules.run_outcome import request_run_outcome
+from otel_sampling.rules.run_outcome import agent_run_outcome, request_run_outcome
 
 
 def test_a_completed_request_completes_its_run():
@@ -57,3 +61,30 @@ def test_an_ending_no_rule_names_is_a_failed_run():
 
 def test_every_ending_has_one_of_the_three_outcomes():
     assert {request_run_outcome(ending) for ending in names.ENDINGS} == set(names.OUTCOMES)
+
+
+# ---------------------------------------------------------------- an agent span's run
+def test_an_agent_run_with_no_request_inside_is_completed():
+    assert agent_run_outcome(False, ()) == "completed"
+
+
+def test_an_agent_span_with_status_error_is_a_failed_run_whatever_its_requests():
+    assert agent_run_outcome(True, {"completed"}) == "failed"
+    assert agent_run_outcome(True, {"denied"}) == "failed"
+
+
+@pytest.mark.parametrize(("requests", "outcome"), [({"completed"}, "completed"), ({"failed"}, "failed"), ({"denied"}, "denied")])
+def test_an_agent_run_with_one_request_inside_reads_its_outcome(requests, outcome):
+    """The framework closed its span OK; the one request inside says how the task went."""
+    assert agent_run_outcome(False, requests) == outcome
+
+
+def test_one_failed_request_fails_the_agent_run():
+    """Like a degradation, one request that was attempted and not done marks the whole run."""
+    assert agent_run_outcome(False, {"completed", "failed"}) == "failed"
+    assert agent_run_outcome(False, {"denied", "failed"}) == "failed"
+
+
+def test_a_denied_request_beside_a_completed_one_leaves_the_agent_run_completed():
+    """The denial was a decision that worked; something was asked for and delivered."""
+    assert agent_run_outcome(False, {"denied", "completed"}) == "completed"
