@@ -73,7 +73,9 @@ def test_an_agent_span_with_status_error_is_a_failed_run_whatever_its_requests()
     assert agent_run_outcome(True, {"denied"}) == "failed"
 
 
-@pytest.mark.parametrize(("requests", "outcome"), [({"completed"}, "completed"), ({"failed"}, "failed"), ({"denied"}, "denied")])
+@pytest.mark.parametrize(
+    ("requests", "outcome"), [({"completed"}, "completed"), ({"failed"}, "failed"), ({"denied"}, "denied")]
+)
 def test_an_agent_run_with_one_request_inside_reads_its_outcome(requests, outcome):
     """The framework closed its span OK; the one request inside says how the task went."""
     assert agent_run_outcome(False, requests) == outcome
