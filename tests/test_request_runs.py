@@ -5,7 +5,9 @@ tests/rules/test_verdict.py).
 Its run is named ``sampling/createMessage`` whatever the request's parent (none, a remote one
 from ``params._meta``, a framework's local ``tools/call`` CLIENT span); a run that owns the trace
 (an explicit run, a framework's agent span) owns the request instead. Its outcome comes from the
-request's ending: a decision is ``denied``, a failure or a refusal ``failed``.
+request's ending: a decision is ``denied``, a failure or a refusal ``failed``. A framework's agent
+span's run reads the endings of the requests inside it the same way (its span closes OK when the
+failed request came back to the agent as a tool error); an explicit run is the host's own account.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from conftest import TRACER_PROVIDER, with_policy
 from drivers import PATHS, call, callback_returning, result
 from otel_sampling import names, state
 from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+from otel_sampling.runs import current_run
 
 FRAMEWORK = trace.get_tracer("a-framework", tracer_provider=TRACER_PROVIDER)
 OWN = names.SPAN_SAMPLING  # the name of a request's own run
@@ -114,6 +117,82 @@ def test_an_agent_span_around_the_tool_call_owns_the_request(host, mode):
 
     anyio.run(agent)
     assert _runs(host) == {("invoke_agent triage", "completed"): 1}
+
+
+def _agent(mode, *answers, status=None, explicit=None):
+    """A framework's agent span that closes OK whatever the tool returned (google-adk's
+    ``invoke_workflow``: a failed sampling request comes back to the agent as a tool error), around
+    one request per answer, made in an explicit run named ``explicit`` when given."""
+
+    async def agent():
+        with FRAMEWORK.start_as_current_span(
+            "invoke_agent triage", attributes={names.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        ) as span:
+            for answer in answers:
+                if explicit is None:
+                    await call(mode, callback_returning(answer))
+                else:
+                    async with osm.run(explicit):
+                        await call(mode, callback_returning(answer))
+            if status is not None:
+                span.set_status(status)
+
+    anyio.run(agent)
+
+
+@both_paths
+@pytest.mark.parametrize(
+    ("answer", "outcome"),
+    [
+        (result(stop_reason="refusal"), "failed"),
+        (types.ErrorData(code=-32603, message="No model", data={"reason": "model.unavailable"}), "failed"),
+        (types.ErrorData(code=-1, message="User rejected sampling request"), "denied"),
+    ],
+)
+def test_an_agent_span_run_reads_the_ending_of_the_request_inside(host, mode, answer, outcome):
+    """Its span closed OK, but the one request inside was refused, failed or declined: the run
+    tells the request's story (the outcome its own run would have had)."""
+    _agent(mode, answer)
+    assert _runs(host) == {("invoke_agent triage", outcome): 1}
+
+
+@both_paths
+def test_one_failed_request_fails_an_agent_span_run(host, mode):
+    _agent(mode, result(), result(stop_reason="refusal"), types.ErrorData(code=-1, message="no"))
+    assert _runs(host) == {("invoke_agent triage", "failed"): 1}
+
+
+@both_paths
+def test_a_denied_request_beside_a_completed_one_leaves_an_agent_span_run_completed(host, mode):
+    _agent(mode, types.ErrorData(code=-1, message="no"), result())
+    assert _runs(host) == {("invoke_agent triage", "completed"): 1}
+
+
+@both_paths
+def test_an_agent_span_with_status_error_is_a_failed_run_even_when_its_request_completed(host, mode):
+    _agent(mode, result(), status=trace.Status(trace.StatusCode.ERROR))
+    assert _runs(host) == {("invoke_agent triage", "failed"): 1}
+
+
+@both_paths
+def test_an_outcome_the_host_set_on_an_agent_span_run_wins(host, mode):
+    async def agent():
+        with FRAMEWORK.start_as_current_span(
+            "invoke_agent triage", attributes={names.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        ):
+            await call(mode, callback_returning(result(stop_reason="refusal")))
+            current_run().set_outcome("escalated")
+
+    anyio.run(agent)
+    assert _runs(host) == {("invoke_agent triage", "escalated"): 1}
+
+
+@both_paths
+def test_a_request_in_an_explicit_run_nested_in_an_agent_span_counts_in_the_agent_run(host, mode):
+    """The explicit run is the host's own account (completed: its block exited); the request
+    inside it is inside the agent's run too, which reads its ending."""
+    _agent(mode, result(stop_reason="refusal"), explicit="summarise")
+    assert _runs(host) == {("summarise", "completed"): 1, ("invoke_agent triage", "failed"): 1}
 
 
 @both_paths

@@ -7,7 +7,9 @@ What becomes a run (the same on both MCP protocol paths; ``docs/telemetry.md`` "
 2. an agent span that no run owns: a span started with ``gen_ai.operation.name`` ``invoke_agent``
    or ``invoke_workflow`` (``names.AGENT_OPERATIONS``, the GenAI semantic conventions' agent and
    framework spans, which name that attribute at span creation), whatever its kind and parent, is
-   an implicit run named after the span, ending with it (``failed`` when its status is ERROR);
+   an implicit run named after the span, ending with it, with the outcome of the sampling requests
+   that ended inside it (``failed`` when its status is ERROR;
+   :func:`~otel_sampling.rules.verdict.agent_run_outcome`);
 3. a host-side sampling request that no run owns, whatever its parent (a local CLIENT span such as
    a framework's ``tools/call``, a remote parent from ``params._meta``, none): a run of its own named
    ``sampling/createMessage``, ended by the request with the outcome of its ending
@@ -57,6 +59,7 @@ from otel_sampling import foreign_spans, instants, locks, names, state
 from otel_sampling.metrics import bound, clean, finite, recorded_in
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules import verdict
+<<<<<<< HEAD
 from otel_sampling.rules.verdict import (
     NO_POLICY,
     CallSummary,
@@ -65,6 +68,11 @@ from otel_sampling.rules.verdict import (
     reasons_of,
     run_mode,
 )
+=======
+from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
+from otel_sampling.rules.verdict import agent_run_outcome
+from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
+>>>>>>> adkrun
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +115,7 @@ class Run:
         "_cost",
         "_unpriced",
         "_outcome",
+        "_request_outcomes",
         "_ended",
         "_trace_ids",
         "_root_span_id",
@@ -127,6 +136,8 @@ class Run:
         self._cost = 0.0
         self._unpriced = False  # a call inside reported tokens and had no price: the run's cost is unknown
         self._outcome: str | None = None
+        # request_run_outcome() of the sampling requests that ended inside it (at most the three OUTCOMES)
+        self._request_outcomes: set[str] = set()
         self._ended = False
         self._trace_ids: dict[int, None] = {}  # traces it owns in runs.by_trace (leave with their eviction)
         self._root_span_id = root_span_id  # set for an agent span's run: the span that ends it
@@ -179,6 +190,18 @@ class Run:
                     self._reasons.setdefault(str(reason), None)
         if self._parent is not None:
             self._parent.mark_degraded(reasons)
+
+    def note_request(self, outcome: str) -> None:
+        """A sampling request inside the run (not its own run) ended, with ``outcome``
+        (:func:`~otel_sampling.rules.verdict.request_run_outcome` of its ending); the enclosing
+        runs too. An agent span's run ends with what its requests say
+        (:func:`~otel_sampling.rules.verdict.agent_run_outcome`)."""
+        with self._lock:
+            if self._ended:
+                return
+            self._request_outcomes.add(outcome)
+        if self._parent is not None:
+            self._parent.note_request(outcome)
 
     def _note_outside_policy(self) -> None:
         self._outside_policy = True
@@ -441,9 +464,11 @@ def span_ended(span: Any) -> None:
     if attributes.get(names.SAMPLING_SUBSTITUTION) == names.SUBSTITUTION_OUTSIDE_POLICY:
         owner._note_outside_policy()
     if owner._root_span_id == span_context.span_id:
-        if owner._outcome is None:
+        if owner._outcome is None:  # the host's own word (set_outcome) wins
             failed = span.status is not None and span.status.status_code is StatusCode.ERROR
-            owner._outcome = names.OUTCOME_FAILED if failed else names.OUTCOME_COMPLETED
+            with owner._lock:
+                requests = frozenset(owner._request_outcomes)
+            owner._outcome = agent_run_outcome(failed, requests)
         start, end = span.start_time or 0, span.end_time or 0
         _finish(owner, max(0, end - start) / 1e9, None, incident_parent=span_context)
 

@@ -473,9 +473,16 @@ class SamplingRecord:
         return verdict.judge_request(facts, self._reference)
 
     def _end_run(self, ending: str, judged: RequestVerdict, context: Context | None) -> None:
-        """End the request's own run, if it is one, with the outcome of its ending."""
+        """End the request's own run, if it is one, with the outcome of its ending; else tell the
+        run that owns it how it ended (an agent span's run ends with that outcome)."""
         own, self._run = self._run, None
         if own is None:
+            outer = self._outer_run
+            if outer is not None:
+                try:
+                    outer.note_request(request_run_outcome(ending))
+                except Exception:
+                    logger.debug("otel-sampling: could not tell a run how a request ended", exc_info=True)
             return
         try:
             run_records.end_request_run(

@@ -99,7 +99,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from otel_sampling import names
@@ -553,6 +553,44 @@ def request_run_outcome(ending: str) -> str:
     if ending in _DECISIONS:
         return names.OUTCOME_DENIED
     return names.OUTCOME_FAILED
+
+
+# A framework's agent span that no run owns (``invoke_agent``, ``invoke_workflow``) is a run of its
+# own too, and the requests inside it end before it does. Its framework does not know how they
+# ended: a tool whose sampling request failed comes back as a tool error that the agent's model
+# reads as data, and a refusal the host answered as a result looks like any answer, so the span
+# closes OK on a task that was not done (google-adk 2.13: ``McpTool`` marks only its
+# ``execute_tool`` span for an ``isError`` result, and turns an MCP error into ``{"error": ...}``
+# for the model; ``invoke_workflow`` ends with its status unset).
+# When the host set no outcome itself, that run reads (agent_run_outcome):
+#
+#   what happened inside                        outcome     why
+#   the span's status is ERROR                  failed      the framework says the task failed
+#   a request inside was ``failed`` (above)     failed      a model was asked and did not deliver:
+#                                                           like a degradation, one such request
+#                                                           marks the whole run
+#   else a request inside was ``completed``     completed   what was asked for was delivered (a
+#                                                           denied request beside it was a decision
+#                                                           that worked)
+#   else every request inside was ``denied``    denied      nothing was attempted
+#   no request ended inside                     completed   nothing says otherwise
+#
+# An explicit run (``otel_sampling.run``) is the host's own account of its task: it ends
+# ``completed`` unless an exception leaves it or the host calls ``set_outcome`` (records/run.py).
+
+
+def agent_run_outcome(failed: bool, requests: Collection[str]) -> str:
+    """``agent.run.outcome`` of an agent span's run the host set no outcome for (the table above):
+    ``failed`` when the span's status is ERROR (``failed``) or a request inside failed, else
+    ``completed`` when one completed or none ended inside, else ``denied``.
+
+    ``requests`` holds the :func:`request_run_outcome` of every sampling request that ended inside
+    the run (a set is enough: order and count do not matter)."""
+    if failed or names.OUTCOME_FAILED in requests:
+        return names.OUTCOME_FAILED
+    if names.OUTCOME_COMPLETED in requests or not requests:
+        return names.OUTCOME_COMPLETED
+    return names.OUTCOME_DENIED
 
 
 # -------------------------------------------------------------------------------- what a call cost

@@ -50,16 +50,7 @@ VENVS_VARIABLE = "OTEL_SAMPLING_HOSTS_VENVS"  # set by `make test-hosts`: then a
 
 # (reason, hosts, scenarios, fields): every combination is a cell that is wrong today for that reason.
 _ALL_HOSTS = tuple(host.name for host in HOSTS)
-_WRONG_TODAY: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
-    (
-        "a framework's own agent run (google-adk's invoke_workflow span) reads completed when the one "
-        "sampling request inside it was refused, failed or declined: the run's outcome does not read the "
-        "request's (rules/verdict.py, records/run.py)",
-        ("google-adk",),
-        ("refusal", "all_failing", "declined", "refusal-no_policy", "all_failing-no_policy", "declined-no_policy"),
-        ("run",),
-    ),
-)
+_WRONG_TODAY: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 def _known_failures() -> dict[tuple[str, str, str], str]:

@@ -57,6 +57,7 @@ from otel_sampling.rules.verdict import (
     read_report,
     reasons_of,
     reports_another_model,
+    agent_run_outcome,
     request_run_outcome,
     run_mode,
     same_family,
@@ -813,3 +814,30 @@ def test_what_an_ending_says_of_its_model_is_the_served_model_and_whether_the_re
     assert ("claude-sonnet-4-5", True) == verdict.served_by(True, False, "claude-sonnet-4-5", "gpt-4o")
     assert ("claude-sonnet-4-5", False) == verdict.served_by(True, False, "claude-sonnet-4-5", "claude-sonnet-4-5")
     assert ("gpt-4o", False) == verdict.served_by(False, False, None, "gpt-4o")
+# ---------------------------------------------------------------- an agent span's run
+def test_an_agent_run_with_no_request_inside_is_completed():
+    assert agent_run_outcome(False, ()) == "completed"
+
+
+def test_an_agent_span_with_status_error_is_a_failed_run_whatever_its_requests():
+    assert agent_run_outcome(True, {"completed"}) == "failed"
+    assert agent_run_outcome(True, {"denied"}) == "failed"
+
+
+@pytest.mark.parametrize(
+    ("requests", "outcome"), [({"completed"}, "completed"), ({"failed"}, "failed"), ({"denied"}, "denied")]
+)
+def test_an_agent_run_with_one_request_inside_reads_its_outcome(requests, outcome):
+    """The framework closed its span OK; the one request inside says how the task went."""
+    assert agent_run_outcome(False, requests) == outcome
+
+
+def test_one_failed_request_fails_the_agent_run():
+    """Like a degradation, one request that was attempted and not done marks the whole run."""
+    assert agent_run_outcome(False, {"completed", "failed"}) == "failed"
+    assert agent_run_outcome(False, {"denied", "failed"}) == "failed"
+
+
+def test_a_denied_request_beside_a_completed_one_leaves_the_agent_run_completed():
+    """The denial was a decision that worked; something was asked for and delivered."""
+    assert agent_run_outcome(False, {"denied", "completed"}) == "completed"
