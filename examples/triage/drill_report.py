@@ -71,11 +71,12 @@ class DrillWatch:
     scrape before the release, taken while the host was held (its samples are the host's counts at
     the checkpoint: a scrape is stamped when it starts and reads the counts later, so a wall-time
     mark may fall before a sample that already holds what came after it); ``notes``: the waits that
-    ran out."""
+    ran out; ``deadline_s``: the bound of each wait."""
 
     prom: PrometheusServer
     config: MixinConfig
     drill_name: str
+    deadline_s: float = DEADLINE_S
     started: float = field(default_factory=time.time)
     marks: dict[str, float] = field(default_factory=dict)
     held: dict[str, float] = field(default_factory=dict)
@@ -101,7 +102,7 @@ class DrillWatch:
             )
         if name in (STARTING, RUNNING, RECOVERED):
             try:
-                self.prom.wait_for_rules(DEADLINE_S)
+                self.prom.wait_for_rules(self.deadline_s)
             except PrometheusError as e:
                 self.notes.append(str(e))
         # every target scraped since the checkpoint arrived: the oldest of their latest scrapes
@@ -116,7 +117,7 @@ class DrillWatch:
 
     def _wait(self, probe: Callable[[], Any], what: str) -> None:
         try:
-            wait_until(probe, DEADLINE_S, what)
+            wait_until(probe, self.deadline_s, what)
         except PrometheusError as e:
             self.notes.append(str(e))
 
