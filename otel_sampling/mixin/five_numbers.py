@@ -28,10 +28,10 @@ Plus ``prompt_cache_read_share_by_mode``: cache-read input tokens / input tokens
 failover that silently loses the provider's prompt cache shows as a lower share in degraded mode
 (it reads the ``gen_ai.client.inference.usage.cache_read.input_tokens`` and ``…input_tokens``
 counters of semantic-conventions-genai #374, emitted under ``OTEL_SEMCONV_STABILITY_OPT_IN=
-gen_ai_latest_experimental`` or ``gen_ai/dup``, plus ours, ``otel_sampling.client.usage.
-cache_read.input_tokens`` and ``…input_tokens``, emitted instead of them with v1.41's names only,
-the default: so it has data in every mode; absent where the provider never reported a cache
-part), and
+gen_ai_latest_experimental`` or ``gen_ai/dup``, added to ours,
+``otel_sampling.client.usage.cache_read.input_tokens`` and ``…input_tokens``, emitted instead of
+them with v1.41's names only, the default: so it has data in every mode; absent where the provider
+never reported a cache part), and
 ``runs``: finished runs per mode and outcome, the n behind the numbers (dashboards hide a ratio
 over too few runs).
 
