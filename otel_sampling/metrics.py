@@ -188,6 +188,18 @@ CLIENT_UNPRICED: Final = Spec(
     "Provider calls that reported token counts but had no price (neither the policy's table nor the price "
     "source knows the model): they carry no cost.",
 )
+CLIENT_USAGE_INPUT_TOKENS: Final = Spec(
+    names.METRIC_CLIENT_USAGE_INPUT_TOKENS,
+    COUNTER,
+    names.UNIT_TOKEN,
+    "Input tokens of provider calls, cached ones included, where the GenAI usage counters are not emitted.",
+)
+CLIENT_USAGE_CACHE_READ_INPUT_TOKENS: Final = Spec(
+    names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS,
+    COUNTER,
+    names.UNIT_TOKEN,
+    "Input tokens served from the provider's prompt cache, where the GenAI usage counters are not emitted.",
+)
 SAMPLING_STALLS: Final = Spec(
     names.METRIC_SAMPLING_STALLS,
     COUNTER,
@@ -384,7 +396,9 @@ class Instruments:
 class InferenceInstruments:
     """The GenAI inference instruments of one :class:`~otel_sampling.semconv_mode.Emission`:
     v1.41's when ``emission.old`` (``operation_duration``, ``token_usage``, ``time_to_first_chunk``,
-    ``operation_time_per_output_chunk``), the #521 / #374 ones when ``emission.new``; the others are None."""
+    ``operation_time_per_output_chunk``), the #521 / #374 ones when ``emission.new``, and ours of the
+    prompt-cache read share (``share_input``, ``share_cache_read``) when not ``emission.new``; the
+    others are None."""
 
     def __init__(self, meter: metrics.Meter, emission: Emission) -> None:
         self.emission = emission
@@ -403,6 +417,8 @@ class InferenceInstruments:
         self.usage_reasoning = create(meter, GEN_AI_USAGE_REASONING_OUTPUT_TOKENS) if new else None
         self.operation_input_tokens = create(meter, GEN_AI_OPERATION_INPUT_TOKENS) if new else None
         self.operation_output_tokens = create(meter, GEN_AI_OPERATION_OUTPUT_TOKENS) if new else None
+        self.share_input = None if new else create(meter, CLIENT_USAGE_INPUT_TOKENS)
+        self.share_cache_read = None if new else create(meter, CLIENT_USAGE_CACHE_READ_INPUT_TOKENS)
 
 
 class InFlight:

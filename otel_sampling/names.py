@@ -353,6 +353,12 @@ METRIC_SAMPLING_REJECTED: Final = "otel_sampling.sampling.rejected"
 SAMPLING_REJECTION_REASON: Final = "otel_sampling.sampling.rejection.reason"
 METRIC_CLIENT_COST: Final = "otel_sampling.client.cost.usd"
 METRIC_CLIENT_UNPRICED: Final = "otel_sampling.client.unpriced"  # calls with token counts and no price
+# The prompt-cache read share's pair where the host emits v1.41's GenAI names only (the default):
+# v1.41 has no metric of cache parts, and the newest usage counters are emitted only under
+# OTEL_SEMCONV_STABILITY_OPT_IN. Same points as gen_ai.client.inference.usage.input_tokens and
+# .cache_read.input_tokens (without gen_ai.token.modality), never beside them.
+METRIC_CLIENT_USAGE_INPUT_TOKENS: Final = "otel_sampling.client.usage.input_tokens"
+METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS: Final = "otel_sampling.client.usage.cache_read.input_tokens"
 UNIT_CALL: Final = "{call}"
 METRIC_DEGRADATION_ACTIVE: Final = "degradation.active"
 METRIC_DEGRADATION_EXPIRED: Final = "degradation.expired"

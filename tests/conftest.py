@@ -244,15 +244,23 @@ def load_triage_demo() -> ModuleType:
 @pytest.fixture(scope="session")
 def triage_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
     """The triage host (examples/triage/host.py) under ``opentelemetry-instrument`` with the real
-    Prometheus exporter, as ``make demo`` runs it, once per session: its scenario done, then held
-    until the session ends (it must then exit 0). Yields ``done`` (the scenario-done event),
-    ``scrape`` (its /metrics text when the scenario was done) and ``target`` (``host:port`` of its
-    /metrics)."""
+    Prometheus exporter, as ``make demo`` runs it (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai/dup``), once
+    per session: see :func:`triage_host_running`."""
+    with triage_host_running(tmp_path_factory.mktemp("triage")) as host:
+        yield host
+
+
+@contextlib.contextmanager
+def triage_host_running(directory: Path, opt_in: str | None = None) -> Iterator[SimpleNamespace]:
+    """The triage host, its scenario done, then held until the block ends (it must then exit 0).
+    Yields ``done`` (the scenario-done event), ``scrape`` (its /metrics text when the scenario was
+    done) and ``target`` (``host:port`` of its /metrics). ``opt_in``: ``OTEL_SEMCONV_STABILITY_OPT_IN``
+    instead of the demo's (``""``: unset, the default emission); its log is ``directory/host.log``."""
     from harness.otlp_receiver import OTLPReceiver
 
     demo = load_triage_demo()
     port = demo.free_port()
-    log = tmp_path_factory.mktemp("triage") / "host.log"
+    log = directory / "host.log"
     command = [
         str(Path(sys.executable).parent / "opentelemetry-instrument"),
         sys.executable,
@@ -261,6 +269,10 @@ def triage_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleName
     ]
     with FakeProvider() as provider, OTLPReceiver() as receiver, log.open("w") as log_file:
         env = demo.host_env(provider.url, receiver.endpoint, port)
+        if opt_in is not None:
+            env.pop("OTEL_SEMCONV_STABILITY_OPT_IN")
+            if opt_in:
+                env["OTEL_SEMCONV_STABILITY_OPT_IN"] = opt_in
         host = subprocess.Popen(
             command,
             env=env,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.limits import HANG_S
 from harness.prometheus import PrometheusServer, StaticMetrics
 from otel_sampling import names
 from otel_sampling.mixin import MixinConfig
@@ -101,7 +102,7 @@ def run_drill(tmp_path: Path, fallback_serves: bool, primary_returns: bool) -> t
         StaticMetrics(metrics.text) as endpoint,
         PrometheusServer([endpoint.target], [tmp_path / "alerts" / RULES_FILE]) as prom,
     ):
-        watch = drill_report.DrillWatch(prom, config, DRILL)
+        watch = drill_report.DrillWatch(prom, config, DRILL, deadline_s=HANG_S)  # a wait bounds a hang
         served(metrics, names.MODE_PRIMARY, PRIMARY, n=6)  # before the drill: under the traffic guard (10)
         with metrics.lock:
             metrics.calls[""] += 6

@@ -3,7 +3,11 @@ exporter (the session's ``triage_host``), scraped by a real Prometheus that load
 rules (short windows).
 
 Proves that every dashboard query and every variable query returns at least one series against
-the demo workload, and that the alerts the scenario drives (and only those) reach ``firing``.
+the demo workload, and that the alerts the scenario drives (and only those) reach ``firing``; and,
+for each GenAI emission mode (``OTEL_SEMCONV_STABILITY_OPT_IN`` unset, ``gen_ai_latest_experimental``,
+``gen_ai/dup``: the session's host), that the host exports that mode's names and no
+``gen_ai.token.type`` cache value, and that every query of the dashboards generated for it, the
+prompt-cache share's recorded series and the cache-share alert's expression return data.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from conftest import triage_host_running
 from harness.dashboards import dashboard_queries, expand, legend_labels
 from harness.limits import HANG_S
 from harness.prometheus import PrometheusServer, wait_until
@@ -20,7 +25,7 @@ from otel_sampling import names
 from otel_sampling.mixin import MixinConfig
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.generate import RULES_FILE, write
-from otel_sampling.mixin.rules import PREFIX, rule_groups
+from otel_sampling.mixin.rules import PREFIX, Recorded, rule_groups
 
 pytestmark = pytest.mark.e2e
 CONFIG = MixinConfig.for_short_run()
@@ -114,6 +119,59 @@ def test_every_dashboard_query_returns_data_with_the_newest_genai_names(stack, t
     ``gen_ai.client.inference.*``); the held host emits both (``gen_ai/dup``)."""
     write(dataclasses.replace(CONFIG, gen_ai_semconv="new"), tmp_path)
     _assert_every_query_returns_data(stack.prom, tmp_path / "dashboards")
+
+
+# The modes besides the session host's gen_ai/dup: OTEL_SEMCONV_STABILITY_OPT_IN ("": unset, the
+# default) and the gen_ai_semconv of the dashboards generated for such a host.
+OTHER_MODES = {"default": ("", "old"), "latest": (names.SEMCONV_GEN_AI_LATEST, "new")}
+# What each mode exports (one series of each family) and never: the v1.41 token histogram, the newest
+# input counter, ours of the prompt-cache share.
+OLD_TOKENS, NEWEST_INPUT, OUR_INPUT = m.TOKEN_USAGE + "_sum", m.USAGE_INPUT, m.SHARE_INPUT
+EXPORTED = {
+    "default": {OLD_TOKENS, OUR_INPUT},
+    "latest": {NEWEST_INPUT},
+    "dup": {OLD_TOKENS, NEWEST_INPUT},
+}
+
+
+@pytest.fixture(scope="module", params=sorted(OTHER_MODES))
+def mode_stack(request, tmp_path_factory):
+    """A triage host of its own in one of OTHER_MODES, scraped by Prometheus with the short-window
+    rules; the dashboards generated for that mode are in ``generated``."""
+    opt_in, semconv = OTHER_MODES[request.param]
+    out = tmp_path_factory.mktemp(f"mode-{request.param}")
+    write(dataclasses.replace(CONFIG, gen_ai_semconv=semconv), out)
+    with (
+        triage_host_running(out, opt_in) as host,
+        PrometheusServer([host.target], [out / "alerts" / RULES_FILE]) as prom,
+    ):
+        prom.wait_for_scrape()
+        prom.wait_for_rules()
+        yield SimpleNamespace(prom=prom, generated=out, mode=request.param)
+
+
+def test_every_dashboard_query_returns_data_in_the_default_and_the_latest_mode(mode_stack):
+    _assert_every_query_returns_data(mode_stack.prom, mode_stack.generated / "dashboards")
+
+
+def test_the_default_and_the_latest_mode_export_their_names_and_the_cache_share(mode_stack):
+    _assert_the_mode_and_the_cache_share(mode_stack.prom, mode_stack.mode)
+
+
+def test_the_dup_mode_exports_both_and_the_cache_share(stack):
+    _assert_the_mode_and_the_cache_share(stack.prom, "dup")
+
+
+def _assert_the_mode_and_the_cache_share(prom, mode: str) -> None:
+    families = {OLD_TOKENS, NEWEST_INPUT, OUR_INPUT}
+    assert {f for f in families if prom.query(f)} == EXPORTED[mode]
+    assert not prom.query(f'{{{m.TOKEN_TYPE}=~"cache.*"}}')  # never a token type of the convention
+    r = Recorded(CONFIG)
+    modes = {names.MODE_PRIMARY, names.MODE_DEGRADED}  # the scenario reads the cache in both modes
+    for recorded in (r.prompt_cache_read_share, r.cache_share_by_model, r.cache_share_baseline):
+        assert {x["metric"][m.MODE] for x in prom.query(recorded)} == modes, recorded
+    # PromptCacheShareDropped compares these two, element by element: both sides are there to compare
+    assert prom.query(f"{r.cache_share_by_model} and {r.cache_share_baseline}")
 
 
 def _assert_every_query_returns_data(prom, dashboards) -> None:

@@ -39,6 +39,25 @@ TRACKED = 'degradation_disclosure_tracked="true"'
 UNTRACKED = 'degradation_disclosure_tracked="false"'
 
 
+# The prompt-cache read share's counters (input, cache read): the newest usage counters of a host
+# run with OTEL_SEMCONV_STABILITY_OPT_IN, ours of a host on v1.41's names only (the default).
+CACHE_PAIRS = {
+    "newest": (
+        "gen_ai_client_inference_usage_input_tokens_total",
+        "gen_ai_client_inference_usage_cache_read_input_tokens_total",
+    ),
+    "ours": (
+        "otel_sampling_client_usage_input_tokens_total",
+        "otel_sampling_client_usage_cache_read_input_tokens_total",
+    ),
+}
+CACHE_DROPPED_TO_0 = (
+    "Calls to m in primary mode on job j read 0% of their input tokens from the prompt cache over the "
+    "last 30m, less than 50% of their share over the last 1d: a cached prefix that no longer matches "
+    "(a failover, a changed prompt) is paid at full input price."
+)
+
+
 def req(labels: str) -> str:
     return f"otel_sampling_sampling_requests_total{{{J}, {S}, {labels}}}"
 
@@ -514,38 +533,51 @@ CASES = [
         "60m",
         [],
     ),
+    *(
+        case
+        for pair, (inputs, reads) in CACHE_PAIRS.items()
+        for case in (
+            (
+                f"a day reading 80 % of input from the cache, then an hour reading none ({pair})",
+                "PromptCacheShareDropped",
+                [
+                    (f"{inputs}{{{J}, {CACHED_MODEL}}}", "0+1000x1560"),
+                    (f"{reads}{{{J}, {CACHED_MODEL}}}", "0+800x1500 1200000x60"),
+                ],
+                "26h",
+                [({"job": "j", "degradation_mode": "primary", "gen_ai_response_model": "m"}, CACHE_DROPPED_TO_0)],
+            ),
+            (
+                f"from 80 % to 50 %, above half of the baseline ({pair})",
+                "PromptCacheShareDropped",
+                [
+                    (f"{inputs}{{{J}, {CACHED_MODEL}}}", "0+1000x1560"),
+                    (f"{reads}{{{J}, {CACHED_MODEL}}}", "0+800x1500 1200000+500x60"),
+                ],
+                "26h",
+                [],
+            ),
+        )
+    ),
     (
-        "a day reading 80 % of input from the cache, then an hour reading none",
+        # instance a on the newest names reads 80 % all along; instance b on ours (3 times a's input)
+        # stops reading the cache: (800 + 0) / (1000 + 3000) = 20 % of input over the last 30m. One
+        # pair alone would read a's 80 % and stay quiet.
+        "two hosts of one job on different emission modes: the share of their sum dropped",
         "PromptCacheShareDropped",
         [
-            (f"gen_ai_client_inference_usage_input_tokens_total{{{J}, {CACHED_MODEL}}}", "0+1000x1560"),
-            (
-                f"gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, {CACHED_MODEL}}}",
-                "0+800x1500 1200000x60",
-            ),
+            (f'{CACHE_PAIRS["newest"][0]}{{{J}, instance="a", {CACHED_MODEL}}}', "0+1000x1560"),
+            (f'{CACHE_PAIRS["newest"][1]}{{{J}, instance="a", {CACHED_MODEL}}}', "0+800x1560"),
+            (f'{CACHE_PAIRS["ours"][0]}{{{J}, instance="b", {CACHED_MODEL}}}', "0+3000x1560"),
+            (f'{CACHE_PAIRS["ours"][1]}{{{J}, instance="b", {CACHED_MODEL}}}', "0+2400x1500 3600000x60"),
         ],
         "26h",
         [
             (
                 {"job": "j", "degradation_mode": "primary", "gen_ai_response_model": "m"},
-                "Calls to m in primary mode on job j read 0% of their input tokens from the prompt cache over the "
-                "last 30m, less than 50% of their share over the last 1d: a cached prefix that no longer matches "
-                "(a failover, a changed prompt) is paid at full input price.",
+                CACHE_DROPPED_TO_0.replace("read 0%", "read 20%"),
             )
         ],
-    ),
-    (
-        "from 80 % to 50 %, above half of the baseline",
-        "PromptCacheShareDropped",
-        [
-            (f"gen_ai_client_inference_usage_input_tokens_total{{{J}, {CACHED_MODEL}}}", "0+1000x1560"),
-            (
-                f"gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, {CACHED_MODEL}}}",
-                "0+800x1500 1200000+500x60",
-            ),
-        ],
-        "26h",
-        [],
     ),
 ]
 # Drills (docs/api.md "Drills"): the window is the drill's named degradation, reason "drill".
@@ -766,6 +798,12 @@ FIVE_NUMBERS_SERIES = [
     (f'gen_ai_client_inference_usage_input_tokens_total{{{J}, degradation_mode="degraded"}}', "_x2 200x20"),
     # the degraded calls' provider reported a cache part of 0 (a 0 % share, not "not reported")
     (f'gen_ai_client_inference_usage_cache_read_input_tokens_total{{{J}, degradation_mode="degraded"}}', "0x22"),
+    # job k's host emits v1.41's names only: ours of the share, read the same way
+    (f'otel_sampling_client_usage_input_tokens_total{{job="k", {SCOPE}, degradation_mode="primary"}}', "_x2 400x20"),
+    (
+        f'otel_sampling_client_usage_cache_read_input_tokens_total{{job="k", {SCOPE}, degradation_mode="primary"}}',
+        "_x2 100x20",
+    ),
     (req('degradation_mode="degraded"'), "_x2 3x20"),
     (req('degradation_mode="primary"'), "_x2 9x20"),
     # the framework's own token counts of the same calls, left out of every number
@@ -799,6 +837,11 @@ FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such seri
         "job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m",
         {"job": "j", "degradation_mode": "degraded"},
         0,
+    ),
+    (
+        "job_mode:gen_ai_client_inference_usage_cache_read_input_tokens:ratio30m",
+        {"job": "k", "degradation_mode": "primary"},
+        0.25,
     ),
     # no ratio for the framework's series (they have no mode): they were never read
     (

@@ -40,6 +40,8 @@ NEW_METRICS = (
     names.METRIC_GEN_AI_OPERATION_INPUT_TOKENS,
     names.METRIC_GEN_AI_OPERATION_OUTPUT_TOKENS,
 )
+# ours of the prompt-cache read share: emitted instead of the newest usage counters, never beside them
+SHARE_METRICS = (names.METRIC_CLIENT_USAGE_INPUT_TOKENS, names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS)
 
 
 def scenario(value: str) -> dict:
@@ -68,6 +70,12 @@ def latest(telemetry, monkeypatch):
     yield from _instrumented(telemetry, AnthropicInstrumentor, OpenAIInstrumentor)
 
 
+@pytest.fixture
+def default(telemetry, monkeypatch):
+    monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN", raising=False)
+    yield from _instrumented(telemetry, AnthropicInstrumentor, OpenAIInstrumentor)
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -91,8 +99,8 @@ def test_each_mode_exports_its_names_and_no_other(opt_in, fake_provider):
     mode = {"": semconv_mode.OLD, "gen_ai_latest_experimental": semconv_mode.NEW, "gen_ai/dup": semconv_mode.DUP}[
         opt_in.opt_in
     ]
-    exported = {metric for metric in (*OLD_METRICS, *NEW_METRICS) if opt_in.points(metric)}
-    expected = (set(OLD_METRICS) if mode.old else set()) | (set(NEW_METRICS) if mode.new else set())
+    exported = {metric for metric in (*OLD_METRICS, *NEW_METRICS, *SHARE_METRICS) if opt_in.points(metric)}
+    expected = (set(OLD_METRICS) if mode.old else set()) | set(NEW_METRICS if mode.new else SHARE_METRICS)
     assert exported == expected
 
 
@@ -146,6 +154,31 @@ def test_a_failed_call_records_usage_0_with_its_error(latest, fake_provider):
     assert counts == {("unknown", "overloaded_error"): 0}
     (point,) = latest.points(names.METRIC_GEN_AI_OPERATION_OUTPUT_TOKENS)
     assert (point.count, point.sum, point.attributes[names.ERROR_TYPE]) == (1, 0, "overloaded_error")
+
+
+def test_without_the_newest_names_the_share_counters_count_input_and_cache_reads(default, fake_provider):
+    """The default emits v1.41's names, which carry no cache parts: the share's pair counts what the
+    newest input and cache-read counters would (cache reads are part of input), without modality."""
+    claude(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("cache"))
+    claude(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES)
+    by = (names.GEN_AI_RESPONSE_MODEL, names.DEGRADATION_MODE)
+    assert default.counts(names.METRIC_CLIENT_USAGE_INPUT_TOKENS, *by) == {("claude-req", "primary"): 525 + 25}
+    # the second answer reported cache_read_input_tokens 0: a 0 added, not a part left out
+    assert default.counts(names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS, *by) == {("claude-req", "primary"): 400}
+    for point in (*default.points(SHARE_METRICS[0]), *default.points(SHARE_METRICS[1])):
+        assert names.GEN_AI_TOKEN_MODALITY not in point.attributes
+
+
+def test_without_the_newest_names_a_call_without_usage_or_failed_adds_0(default, fake_provider):
+    """As the newest counters: input on every call, failed ones included, 0 when no usage came; the
+    cache-read part 0 when the call brought no usage at all."""
+    claude(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("no_usage"))
+    with pytest.raises(anthropic.APIStatusError):
+        claude(fake_provider).messages.create(
+            model="claude-req", max_tokens=64, messages=MESSAGES, **scenario("status=529")
+        )
+    for metric in SHARE_METRICS:
+        assert default.counts(metric, names.ERROR_TYPE) == {(None,): 0, ("overloaded_error",): 0}, metric
 
 
 def test_a_stream_records_a_gap_per_chunk_after_the_first(latest, fake_provider):

@@ -100,7 +100,7 @@ def host_env(provider_url: str, traces_endpoint: str, metrics_port: int) -> dict
             "OTEL_EXPORTER_PROMETHEUS_PORT": str(metrics_port),
             "OTEL_LOGS_EXPORTER": "none",
             # Both the v1.41 and the newest GenAI metric names: the dashboards read the v1.41
-            # durations by default and the prompt-cache share reads the newest usage counters.
+            # durations by default, and the newest usage counters are on show beside them.
             names.ENV_SEMCONV_STABILITY_OPT_IN: names.SEMCONV_GEN_AI_DUP,
             names.ENV_POLICY: str(HERE / "policy.toml"),
             "ANTHROPIC_BASE_URL": provider_url,

@@ -14,7 +14,8 @@ deadlines: a busy machine is slow, never wrong):
   this is not the drill's), and the rules evaluated after that.
 
 ``lines`` then reads Prometheus (``ALERTS``, the recorded series, the raw counters, with
-``query_range`` and instant queries at the marked times) and says which drill alerts and which
+``query_range`` and instant queries at the marked times; the host's counts at a checkpoint at the
+timestamp of a scrape taken while it was held there, never at a wall-clock mark) and says which drill alerts and which
 degraded-mode alerts fired during or after the drill and why, the fallback's completion during the
 drill, the time to recover and the drills counter; its problems are what the scenario is designed
 to prove and Prometheus did not show:
@@ -66,13 +67,19 @@ def drill_selector(drill_name: str) -> str:
 class DrillWatch:
     """Called with each checkpoint event of the host; returns once Prometheus has seen what it must
     (see the module docstring). ``marks``: wall time (epoch seconds) of each checkpoint as it
-    arrived and as it was released (``<name>:released``); ``notes``: the waits that ran out."""
+    arrived and as it was released (``<name>:released``); ``held``: the timestamp of the latest
+    scrape before the release, taken while the host was held (its samples are the host's counts at
+    the checkpoint: a scrape is stamped when it starts and reads the counts later, so a wall-time
+    mark may fall before a sample that already holds what came after it); ``notes``: the waits that
+    ran out; ``deadline_s``: the bound of each wait."""
 
     prom: PrometheusServer
     config: MixinConfig
     drill_name: str
+    deadline_s: float = DEADLINE_S
     started: float = field(default_factory=time.time)
     marks: dict[str, float] = field(default_factory=dict)
+    held: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def __call__(self, event: dict[str, Any]) -> None:
@@ -95,9 +102,13 @@ class DrillWatch:
             )
         if name in (STARTING, RUNNING, RECOVERED):
             try:
-                self.prom.wait_for_rules(DEADLINE_S)
+                self.prom.wait_for_rules(self.deadline_s)
             except PrometheusError as e:
                 self.notes.append(str(e))
+        # every target scraped since the checkpoint arrived: the oldest of their latest scrapes
+        scraped = self.prom.query("min(timestamp(up))")
+        if scraped:
+            self.held[name] = float(scraped[0]["value"][1])
         self.marks[f"{name}:released"] = time.time()
 
     def _scraped_after(self, instant: float) -> bool:
@@ -106,7 +117,7 @@ class DrillWatch:
 
     def _wait(self, probe: Callable[[], Any], what: str) -> None:
         try:
-            wait_until(probe, DEADLINE_S, what)
+            wait_until(probe, self.deadline_s, what)
         except PrometheusError as e:
             self.notes.append(str(e))
 
@@ -207,8 +218,9 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
         f"drill_recovery_for {config.drill_recovery_for}, degraded_share_for {config.degraded_share_for})"
     ]
     problems = [f"drill report: timed out waiting: {note}" for note in watch.notes]
-    if any(k not in marks for k in (STARTING, RUNNING, RECOVERED)):
-        return out, [*problems, f"drill report: the host did not reach every checkpoint (reached: {sorted(marks)})"]
+    if any(k not in watch.held for k in (STARTING, RUNNING, RECOVERED)):
+        reached = f"reached: {sorted(marks)}; scraped while held: {sorted(watch.held)}"
+        return out, [*problems, f"drill report: the host did not reach every checkpoint ({reached})"]
 
     # the drill window, as Prometheus saw it
     active = reader.one(f"max({drill_selector(expected.drill_name)})")
@@ -259,9 +271,11 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     if not noticed:
         problems.append(f"none of {list(NOTICING_ALERTS)} fired during the drill: it went unnoticed")
 
-    # 2. the fallback served: the requests and provider calls made during the drill
+    # 2. the fallback served: the requests and provider calls made during the drill, from the counts
+    # of the host held before it to those of the host held with the drill's steps answered
     all_requests = m.SAMPLING_REQUESTS + config.selector()
-    served = reader.delta(all_requests, (m.MODE, m.ENDING, m.RESPONSE_MODEL), before, last_on)
+    drill_from, drill_to = watch.held[STARTING], watch.held[RUNNING]
+    served = reader.delta(all_requests, (m.MODE, m.ENDING, m.RESPONSE_MODEL), drill_from, drill_to)
     total = sum(served.values())
     fallback_done = sum(
         v
@@ -270,7 +284,7 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     )
     on_primary = matchers(**{m.REQUEST_MODEL: expected.primary_model})
     primary_calls = m.OPERATION_DURATION + "_count" + config.selector(on_primary)
-    calls = reader.delta(primary_calls, (m.ERROR_TYPE,), before, last_on)
+    calls = reader.delta(primary_calls, (m.ERROR_TYPE,), drill_from, drill_to)
     completed = f"sum({r.drill_requests}{{{matchers(**{m.ENDING: names.ENDING_COMPLETED})}}})"
     asked = f"sum({r.drill_requests}{{{MODEL_ASKED}}})"  # as the alert counts: denials left out
     completion = [v for _, v in reader.one(f"({completed} or {asked} * 0) / {asked}", first_on, last_on)]
@@ -299,7 +313,7 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
         )
 
     # 3. the exit: the primary flaps, then serves; recovery within the hysteresis
-    held_until = marks[f"{RECOVERED}:released"]  # the host held, nothing served meanwhile (unless it failed)
+    held_until = watch.held[RECOVERED]  # the host held, nothing served meanwhile (unless it failed)
     degraded_now = m.SAMPLING_REQUESTS + config.selector(matchers(**{m.MODE: names.MODE_DEGRADED}))
     primary_now = m.SAMPLING_REQUESTS + config.selector(matchers(**{m.MODE: names.MODE_PRIMARY}))
     degraded = reader.one(f"sum({degraded_now})", last_on, held_until)
@@ -357,7 +371,7 @@ def lines(watch: DrillWatch, expected: Expected, end: float | None = None) -> tu
     # read while the host was still held (once it exits its series go stale)
     counts = reader.by(
         f'sum by ({DRILL_OUTCOME_LABEL}) ({DRILLS}{{{DRILL_NAME_LABEL}="{expected.drill_name}"}})',
-        marks[f"{RECOVERED}:released"],
+        watch.held[RECOVERED],
         DRILL_OUTCOME_LABEL,
     )
     out.append(f"  {DRILLS} by outcome: {', '.join(f'{k} {v:.0f}' for k, v in sorted(counts.items())) or 'none'}")

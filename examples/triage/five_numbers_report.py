@@ -28,6 +28,8 @@ from otel_sampling.mixin.five_numbers import (
     RUNS,
     SCORE_COUNT,
     SCORE_SUM,
+    SHARE_CACHE_READ_TOKENS,
+    SHARE_INPUT_TOKENS,
 )
 from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL
 
@@ -122,9 +124,9 @@ def from_scrape(metrics_text: str) -> FiveNumbers:
             _add(score_sums, (labels.get(EVALUATION, ""), mode), value)
         elif name == SCORE_COUNT:
             _add(score_counts, (labels.get(EVALUATION, ""), mode), value)
-        elif name == INPUT_TOKENS:
+        elif name in (INPUT_TOKENS, SHARE_INPUT_TOKENS):  # a host exports one of the two, never both
             _add(numbers.input_tokens_by_mode, mode, value)
-        elif name == CACHE_READ_TOKENS:
+        elif name in (CACHE_READ_TOKENS, SHARE_CACHE_READ_TOKENS):
             _add(numbers.cache_read_tokens_by_mode, mode, value)
     for (evaluation, mode), count in score_counts.items():
         if count:

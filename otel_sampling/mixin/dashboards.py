@@ -465,7 +465,7 @@ def providers(config: MixinConfig) -> dash.Dashboard:
             timeseries_panel(
                 "Prompt-cache share by mode",
                 "Cache-read input tokens / input tokens, per mode (the gen_ai.client.inference.usage.* "
-                "counters: the host needs OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental or gen_ai/dup). "
+                "counters, or otel_sampling.client.usage.* from a host on v1.41's GenAI names only). "
                 "0: the provider reported no cache reads; no line: it reported no cache part. A failover that "
                 "loses the provider's prompt cache shows as a lower share in degraded mode.",
                 [

@@ -28,8 +28,10 @@ Plus ``prompt_cache_read_share_by_mode``: cache-read input tokens / input tokens
 failover that silently loses the provider's prompt cache shows as a lower share in degraded mode
 (it reads the ``gen_ai.client.inference.usage.cache_read.input_tokens`` and ``…input_tokens``
 counters of semantic-conventions-genai #374, emitted under ``OTEL_SEMCONV_STABILITY_OPT_IN=
-gen_ai_latest_experimental`` or ``gen_ai/dup``; absent where the provider never reported a cache
-part, or the host emits v1.41's names only), and
+gen_ai_latest_experimental`` or ``gen_ai/dup``, added to ours,
+``otel_sampling.client.usage.cache_read.input_tokens`` and ``…input_tokens``, emitted instead of
+them with v1.41's names only, the default: so it has data in every mode; absent where the provider
+never reported a cache part), and
 ``runs``: finished runs per mode and outcome, the n behind the numbers (dashboards hide a ratio
 over too few runs).
 
@@ -53,7 +55,7 @@ from dataclasses import dataclass
 
 from otel_sampling import names
 from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL, label_name, metric_name
-from otel_sampling.mixin.promql import counted, label_selector, matchers
+from otel_sampling.mixin.promql import counted, either, label_selector, matchers
 
 RUNS = metric_name(names.METRIC_AGENT_RUNS, names.UNIT_RUN, counter=True)
 RUN_COST = metric_name(names.METRIC_AGENT_RUN_COST, names.UNIT_USD, counter=True)
@@ -61,9 +63,12 @@ RUN_DURATION_SUM = metric_name(names.METRIC_AGENT_RUN_DURATION, names.UNIT_SECON
 SCORE_SUM = metric_name(names.METRIC_EVALUATION_SCORE, names.UNIT_ONE) + "_sum"
 SCORE_COUNT = metric_name(names.METRIC_EVALUATION_SCORE, names.UNIT_ONE) + "_count"
 INCIDENTS = metric_name(names.METRIC_SILENT_INCIDENTS, names.UNIT_INCIDENT, counter=True)
-# The cache-read share reads the #374 usage counters, the only metrics that carry cache parts.
+# The cache-read share reads the #374 usage counters where the host emits them, ours otherwise
+# (a host exports one pair, never both: records/provider_call.record_inference).
 INPUT_TOKENS = metric_name(names.METRIC_GEN_AI_USAGE_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
 CACHE_READ_TOKENS = metric_name(names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+SHARE_INPUT_TOKENS = metric_name(names.METRIC_CLIENT_USAGE_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+SHARE_CACHE_READ_TOKENS = metric_name(names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
 
 MODE = label_name(names.DEGRADATION_MODE)
 OUTCOME = label_name(names.AGENT_RUN_OUTCOME)
@@ -136,7 +141,9 @@ def expressions(
     completed_by_mode = total(RUNS, _COMPLETED, also=(MODE,))
     # No "or ... * 0" on the cache reads: a mode whose calls never reported a cache part has no
     # share (not reported), a mode whose calls reported 0 has 0 (record_inference records reported 0s).
-    cache_share = f"{total(CACHE_READ_TOKENS, also=(MODE,))}\n/ ({total(INPUT_TOKENS, also=(MODE,))} > 0)"
+    reads = either(total(CACHE_READ_TOKENS, also=(MODE,)), total(SHARE_CACHE_READ_TOKENS, also=(MODE,)))
+    inputs = either(total(INPUT_TOKENS, also=(MODE,)), total(SHARE_INPUT_TOKENS, also=(MODE,)))
+    cache_share = f"(\n{reads}\n)\n/ ((\n{inputs}\n) > 0)"
     return {
         "degraded_run_seconds": f"{total(RUN_DURATION_SUM, _DEGRADED)}\nor {total(RUN_DURATION_SUM)} * 0",
         "degraded_run_share": ratio(total(RUNS, _DEGRADED), total(RUNS)),

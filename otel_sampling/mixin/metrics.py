@@ -29,6 +29,9 @@ USAGE_OUTPUT = metric_name(names.METRIC_GEN_AI_USAGE_OUTPUT_TOKENS, names.UNIT_T
 USAGE_CACHE_READ = metric_name(names.METRIC_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
 USAGE_CACHE_WRITE = metric_name(names.METRIC_GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
 USAGE_REASONING = metric_name(names.METRIC_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+# ours of the prompt-cache read share, where the host emits v1.41's names only (never beside the two above)
+SHARE_INPUT = metric_name(names.METRIC_CLIENT_USAGE_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
+SHARE_CACHE_READ = metric_name(names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS, names.UNIT_TOKEN, counter=True)
 PROVIDER_COST = metric_name(names.METRIC_CLIENT_COST, names.UNIT_USD, counter=True)
 DEGRADATION_ACTIVE = metric_name(names.METRIC_DEGRADATION_ACTIVE, names.UNIT_ONE)
 DEGRADATION_EXPIRED = metric_name(names.METRIC_DEGRADATION_EXPIRED, names.UNIT_ONE)
@@ -99,6 +102,8 @@ COUNTERS = (
     USAGE_CACHE_READ,
     USAGE_CACHE_WRITE,
     USAGE_REASONING,
+    SHARE_INPUT,
+    SHARE_CACHE_READ,
 )
 # Every raw series a query may name (a histogram is read through its _bucket/_sum/_count series).
 SERIES = frozenset(COUNTERS + GAUGES + tuple(h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")))

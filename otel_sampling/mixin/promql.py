@@ -29,3 +29,10 @@ def counted(series: str, window: str) -> str:
     ``series`` is a selector such as ``agent_runs_total{job="a"}``.
     """
     return f"(({series} unless {series} offset {window}) or increase({series}[{window}]))"
+
+
+def either(a: str, b: str) -> str:
+    """``a + b`` where both have an element of the same labels, else whichever has one: the sum of two
+    aggregated metrics of which each source exports one (``a`` and ``b`` are ``sum by (...)``
+    expressions over the same labels)."""
+    return f"({a} + {b})\nor {a}\nor {b}"

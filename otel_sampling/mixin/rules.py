@@ -16,7 +16,7 @@ from otel_sampling.mixin import five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.prometheus_names import label_name
-from otel_sampling.mixin.promql import counted, label_selector, matchers
+from otel_sampling.mixin.promql import counted, either, label_selector, matchers
 
 PREFIX = "OtelSampling"
 BY_JOB = (m.JOB,)  # the level of every recorded series
@@ -80,16 +80,22 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
 
 
 def cache_share_rules(config: MixinConfig) -> list[Rule]:
-    """The cache-read share (``gen_ai.client.inference.usage.cache_read.input_tokens`` / ``…input_tokens``)
-    per job, mode and served model, over ``window`` and over ``cache_share_baseline_window``. No
-    ``or ... * 0`` on the reads: where the provider never reported a cache part there is no share."""
+    """The cache-read share (``gen_ai.client.inference.usage.cache_read.input_tokens`` / ``…input_tokens``,
+    or ours, ``otel_sampling.client.usage.*``, from a host on v1.41's names only) per job, mode and
+    served model, over ``window`` and over ``cache_share_baseline_window``. No ``or ... * 0`` on the
+    reads: where the provider never reported a cache part there is no share."""
     r, sel = Recorded(config), config.selector
     by = f"{m.JOB}, {m.MODE}, {m.RESPONSE_MODEL}"
 
+    def summed(newest: str, ours: str, window: str) -> str:
+        return either(
+            f"sum by ({by}) ({counted(newest + sel(), window)})", f"sum by ({by}) ({counted(ours + sel(), window)})"
+        )
+
     def share(window: str) -> str:
-        reads = f"sum by ({by}) ({counted(m.USAGE_CACHE_READ + sel(), window)})"
-        inputs = f"sum by ({by}) ({counted(m.USAGE_INPUT + sel(), window)})"
-        return f"{reads}\n/ ({inputs} > 0)"
+        reads = summed(m.USAGE_CACHE_READ, m.SHARE_CACHE_READ, window)
+        inputs = summed(m.USAGE_INPUT, m.SHARE_INPUT, window)
+        return f"(\n{reads}\n)\n/ ((\n{inputs}\n) > 0)"
 
     return [
         {"record": r.cache_share_by_model, "expr": share(config.window)},

@@ -495,7 +495,9 @@ def record_inference(
     ``unknown`` everywhere (the text's value for no usage; otherwise our providers report totals,
     not a count per modality). A part the answer left out while reporting other usage is not
     recorded, so a (mode, model) whose provider never reported a cache part has no cache-read
-    series to read a 0 % share from.
+    series to read a 0 % share from. Without the newest names, ours of the share
+    (``otel_sampling.client.usage.input_tokens`` and ``….cache_read.input_tokens``) get the input
+    and cache-read counts as the newest two would, without modality.
     """
     with_ending = {**attributes, names.ENDING: ending}
     if instruments.operation_duration is not None:
@@ -522,6 +524,16 @@ def record_inference(
                 )
     if instruments.emission.new:
         _record_usage(instruments, attributes, usage, context)
+    else:
+        no_usage = usage.input_tokens is None and usage.output_tokens is None
+        _add_counts(
+            (
+                (instruments.share_input, usage.input_tokens, True),
+                (instruments.share_cache_read, usage.cache_read_input_tokens, no_usage),
+            ),
+            attributes,
+            context,
+        )
 
 
 def _record_usage(
@@ -530,20 +542,18 @@ def _record_usage(
     usage: Usage,
     context: Context,
 ) -> None:
-    by_modality = {**attributes, names.GEN_AI_TOKEN_MODALITY: names.TOKEN_MODALITY_UNKNOWN}
     no_usage = usage.input_tokens is None and usage.output_tokens is None
-    counters = (
-        (instruments.usage_input, usage.input_tokens, True),
-        (instruments.usage_output, usage.output_tokens, True),
-        # A part the answer left out is not a 0 it reported: skipped when other usage came, so
-        # that a cache-read share of 0 means "reported 0", never "not reported".
-        (instruments.usage_cache_read, usage.cache_read_input_tokens, no_usage),
-        (instruments.usage_cache_write, usage.cache_creation_input_tokens, no_usage),
-        (instruments.usage_reasoning, usage.reasoning_output_tokens, no_usage),
+    _add_counts(
+        (
+            (instruments.usage_input, usage.input_tokens, True),
+            (instruments.usage_output, usage.output_tokens, True),
+            (instruments.usage_cache_read, usage.cache_read_input_tokens, no_usage),
+            (instruments.usage_cache_write, usage.cache_creation_input_tokens, no_usage),
+            (instruments.usage_reasoning, usage.reasoning_output_tokens, no_usage),
+        ),
+        {**attributes, names.GEN_AI_TOKEN_MODALITY: names.TOKEN_MODALITY_UNKNOWN},
+        context,
     )
-    for counter, count, zero_when_absent in counters:
-        if counter is not None and (count is not None or zero_when_absent):
-            counter.add(count or 0, by_modality, context=context)
     # The per-operation histograms carry the error attributes but no modality (token-metrics.yaml).
     for histogram, count in (
         (instruments.operation_input_tokens, usage.input_tokens),
@@ -551,6 +561,17 @@ def _record_usage(
     ):
         if histogram is not None:
             histogram.record(count or 0, attributes, context=context)
+
+
+def _add_counts(
+    counters: Sequence[tuple[Any, int | None, bool]], attributes: Mapping[str, Any], context: Context
+) -> None:
+    """Add each ``(counter, count, zero_when_absent)``: the count when reported (0 included), 0 when
+    absent and ``zero_when_absent``. A part the answer left out while reporting other usage is not a
+    0 it reported: skipped, so that a cache-read share of 0 means "reported 0", never "not reported"."""
+    for counter, count, zero_when_absent in counters:
+        if counter is not None and (count is not None or zero_when_absent):
+            counter.add(count or 0, attributes, context=context)
 
 
 # --------------------------------------------------------- the inference details event of one call

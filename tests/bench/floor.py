@@ -4,7 +4,8 @@ A hand-written wrapper (``wrapt``) around ``Messages.create`` (anthropic) and
 ``Completions.create`` (openai chat): one CLIENT span carrying the same attributes otel-sampling
 puts on its span for the bench's calls (same keys, same count: request, server, ending, mode,
 response, usage, time to first chunk on streams), and the same measurements (operation duration;
-input and output token usage; time to first chunk and per output chunk on streams; the unpriced
+input and output token usage; the prompt-cache share's input and cache-read counters (the
+default emits v1.41's names); time to first chunk and per output chunk on streams; the unpriced
 call, the bench running without a price source), with the same bucket
 boundaries, each recorded in the context of the call's span (so that, under the SDK's default
 ``trace_based`` exemplar filter, its exemplar names that span, as the contract says). No
@@ -57,6 +58,8 @@ class _Instruments:
             explicit_bucket_boundaries_advisory=list(names.GEN_AI_CHUNK_BUCKETS),
         )
         self.unpriced = meter.create_counter(names.METRIC_CLIENT_UNPRICED, unit="{call}")
+        self.share_input = meter.create_counter(names.METRIC_CLIENT_USAGE_INPUT_TOKENS, unit="{token}")
+        self.share_cache_read = meter.create_counter(names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS, unit="{token}")
 
 
 def _end(
@@ -90,6 +93,10 @@ def _end(
     )
     instruments.tokens.record(
         response["gen_ai.usage.output_tokens"], {**metric_attributes, "gen_ai.token.type": "output"}, context=context
+    )
+    instruments.share_input.add(response["gen_ai.usage.input_tokens"], metric_attributes, context=context)
+    instruments.share_cache_read.add(
+        response["gen_ai.usage.cache_read.input_tokens"], metric_attributes, context=context
     )
     priced_by = {k: metric_attributes[k] for k in ("gen_ai.provider.name", "gen_ai.response.model", "degradation.mode")}
     instruments.unpriced.add(1, priced_by, context=context)
