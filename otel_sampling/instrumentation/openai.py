@@ -116,13 +116,37 @@ def _index_of(choice: Any) -> int:
     return index if isinstance(index, int) else 0
 
 
+# Choices whose delta showed content or a refusal, remembered per stream (the rest are read on):
+# a stream cannot name more choices than this in its bookkeeping.
+MAX_SETTLED_CHOICES = 128
+
+
 class StreamAccumulator:
     """Reads ``ChatCompletionChunk``s: model and id from any chunk, finish reasons per choice,
     usage from the final chunk when ``include_usage`` was asked for, a refusal from any choice's
     ``delta.refusal``; with ``capture``, each choice's text and tool calls too. (A chunk with an
-    ``error`` member the SDK raises as ``APIError`` itself.)"""
+    ``error`` member the SDK raises as ``APIError`` itself.)
 
-    __slots__ = ("complete", "_model", "_id", "_finish_reasons", "_usage", "_choices", "_answered", "_refusal")
+    Per chunk, once the model, the id and a choice object came (content capture off), the chunk's
+    ``choices`` and ``usage`` and each choice's ``index`` and ``finish_reason`` are read as plain
+    attributes; a chunk the SDK built otherwise (it does not validate answers: a member missing, a
+    choice that is not an object) is read again by the tolerant reading, which takes any shape. A
+    choice's ``delta`` is read until it carried content text or a refusal: a refused message has
+    its ``refusal`` in place of any content, so after the first text of a choice none can come.
+    """
+
+    __slots__ = (
+        "complete",
+        "_model",
+        "_id",
+        "_finish_reasons",
+        "_usage",
+        "_choices",
+        "_answered",
+        "_refusal",
+        "_settled",
+        "_plain",
+    )
 
     def __init__(self, capture: bool = False) -> None:
         self.complete = False
@@ -134,8 +158,41 @@ class StreamAccumulator:
         self._choices: dict[int, dict[str, Any]] | None = {} if capture else None
         self._answered = False
         self._refusal = False
+        self._settled: set[int] = set()  # choice indices whose delta showed text or a refusal
+        self._plain = False  # model, id and a choice object came, no capture: plain attribute reads
 
     def observe(self, chunk: Any) -> None:
+        if self._plain:  # what _observe reads, for the SDK's models, in this one frame
+            try:
+                choices = chunk.choices
+                if type(choices) is list:
+                    for choice in choices:
+                        index = choice.index
+                        if index not in self._settled:
+                            self._see_delta(index, choice.delta)
+                        reason = choice.finish_reason
+                        if reason is not None and isinstance(reason, str):
+                            self._finish_reasons[index if type(index) is int else 0] = reason
+                            self.complete = True
+                    usage = chunk.usage
+                    if usage is not None:
+                        self._usage = usage
+                    return
+            except AttributeError:  # a shape the SDK did not validate: read again, tolerantly
+                pass
+        self._observe(chunk)
+
+    def _see_delta(self, index: Any, delta: Any) -> None:
+        """Until a choice's delta carried text or a refusal: a refusal there makes the call's."""
+        refusal = getattr(delta, "refusal", None)
+        if isinstance(refusal, str) and refusal:
+            self._refusal = True
+        elif not (isinstance(content := getattr(delta, "content", None), str) and content):
+            return
+        if type(index) is int and len(self._settled) < MAX_SETTLED_CHOICES:
+            self._settled.add(index)
+
+    def _observe(self, chunk: Any) -> None:
         if self._model is None and isinstance(model := getattr(chunk, "model", None), str) and model:
             self._model = model
         if self._id is None and isinstance(chunk_id := getattr(chunk, "id", None), str):
@@ -150,19 +207,20 @@ class StreamAccumulator:
                 if not is_object(choice):
                     continue
                 self._answered = True
+            index = _index_of(choice)
             reason = getattr(choice, "finish_reason", None)
             if isinstance(reason, str):
-                self._finish_reasons[_index_of(choice)] = reason
+                self._finish_reasons[index] = reason
                 self.complete = True
             delta = getattr(choice, "delta", None)
-            if not self._refusal:  # until a refusal came: the delta's field, read once a chunk
-                refusal = getattr(delta, "refusal", None)
-                self._refusal = isinstance(refusal, str) and bool(refusal)
+            if index not in self._settled:
+                self._see_delta(index, delta)
             if self._choices is not None and is_object(choice):
-                self._add_delta(self._choices.setdefault(_index_of(choice), {"text": [], "tools": {}}), delta)
+                self._add_delta(self._choices.setdefault(index, {"text": [], "tools": {}}), delta)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._usage = usage
+        self._plain = self._choices is None and self._answered and self._model is not None and self._id is not None
 
     @staticmethod
     def _add_delta(seen: dict[str, Any], delta: Any) -> None:
