@@ -22,9 +22,13 @@ token limit and ``stream``. Raw responses: ``with_raw_response`` returns a
 or drops it); both ``_parse`` methods and the ``close`` methods are wrapped for that.
 
 Trace context: the SDK sends none of its own, so each request (every attempt) carries the global
-propagator's headers (W3C ``traceparent`` by default) for our ``chat`` span, also when HTTP client
-spans are suppressed, so that a gateway or the provider can join the trace
-(``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off).
+propagator's headers (W3C ``traceparent`` by default) for the span current when the SDK builds that
+attempt's headers (``BaseClient._build_headers``, wrapped): our ``chat`` span, or a span another
+instrumentation started around the attempt. Also when HTTP client spans are suppressed, so that a
+gateway or the provider can join the trace. The headers go on the attempt's own ``Headers``, so
+the caller's options and header dicts are left as they were; a header the caller set on the call
+(``Omit()`` included) or on the client is kept (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true``
+turns it off).
 
 Chat usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is ``prompt_tokens``,
 which already includes ``prompt_tokens_details.cached_tokens`` (reported as
@@ -36,11 +40,15 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
+from opentelemetry import propagate
+
 from otel_sampling import names
+from otel_sampling import state as _state
 from otel_sampling.content import Content
 from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._provider import (
@@ -63,6 +71,8 @@ from otel_sampling.instrumentation.openai_fields import as_str, error_envelope, 
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.rules.values import Response, Usage
+
+logger = logging.getLogger(__name__)
 
 PROVIDER = "openai"  # gen_ai.provider.name well-known value
 AZURE_PROVIDER = "azure.ai.openai"  # gen_ai.provider.name well-known value of the SDK's Azure OpenAI clients
@@ -285,6 +295,10 @@ class _State(ProviderState):
 
     def __init__(self, instruments: Instruments) -> None:
         super().__init__(instruments)
+        # The trace context goes on each attempt's headers as the SDK builds them
+        # (:func:`_build_headers_wrapper`), not on a copy of the call's options: the shared
+        # wrappers' copy is not made.
+        self.propagates_per_attempt, self.propagates = self.propagates, False
         self._responses_class = self.response_class[1]  # extra_response_types[0]
         from openai.lib.azure import BaseAzureClient
 
@@ -355,11 +369,47 @@ def _end_left(state: ProviderState, helper_stream: Any) -> None:
 _stream_close_wrapper, _stream_aclose_wrapper = finally_wrappers("end an openai stream's span", _end_left)
 
 
+def _add_trace_context(headers: Any, options: Any) -> None:
+    """Add the global propagator's headers for the current span to one attempt's ``headers``
+    (the ``httpx`` ``Headers`` the SDK just built), but none the attempt has (the call's or the
+    client's) or the call's options name (an ``Omit()`` there removed it on purpose)."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    custom = options.headers if isinstance(options.headers, Mapping) else None  # NotGiven: none
+    named = {key.lower() for key in custom} if custom else ()
+    for key, value in carrier.items():
+        if key not in headers and key.lower() not in named:
+            headers[key] = value
+
+
+def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
+    """wrapt wrapper for ``BaseClient._build_headers(options, *, retries_taken)``, called once per
+    attempt: inside one of our calls, the attempt's headers get the trace context (:func:`_add_trace_context`)."""
+    if not state.propagates_per_attempt:
+
+        def unchanged(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            return wrapped(*args, **kwargs)
+
+        return unchanged
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        headers = wrapped(*args, **kwargs)
+        if _state.current_call.get() is not None:
+            try:
+                _add_trace_context(headers, args[0] if args else kwargs["options"])
+            except Exception:  # the request goes out as the SDK built it
+                logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
+        return headers
+
+    return wrapper
+
+
 _CHAT_STREAMS = "openai.lib.streaming.chat._completions"
 _RESPONSE_STREAMS = "openai.lib.streaming.responses._responses"
 _TARGETS = (
     Target("openai._base_client", "SyncAPIClient.request", create_wrapper),
     Target("openai._base_client", "AsyncAPIClient.request", async_create_wrapper),
+    Target("openai._base_client", "BaseClient._build_headers", _build_headers_wrapper),
     Target("openai._legacy_response", "LegacyAPIResponse._parse", parse_wrapper),
     Target("openai._response", "BaseAPIResponse._parse", parse_wrapper),
     Target("openai._response", "APIResponse.close", close_wrapper),
