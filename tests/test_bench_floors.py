@@ -20,7 +20,14 @@ import pytest
 WORKER = Path(__file__).parent / "bench" / "worker.py"
 WORKER_TIMEOUT_S = 1800
 CALLS = 3
-PROVIDER_KINDS = ("anthropic-create", "anthropic-stream", "openai-create", "openai-stream")
+PROVIDER_KINDS = (
+    "anthropic-create",
+    "anthropic-stream",
+    "openai-create",
+    "openai-stream",
+    "gemini-create",
+    "gemini-stream",
+)
 MCP_KINDS = ("mcp-legacy", "mcp-mrtr") if version("mcp").split(".")[0] != "1" else ()
 # Values that differ from process to process by design: a duration, and the fingerprint (a keyed hash,
 # the key random per process). Their keys are compared, not their values.

@@ -56,10 +56,11 @@ def _ours() -> None:
     # installed with the package, would add the look-up, the cost attributes and the cost point).
     os.environ["OTEL_SAMPLING_PRICE_SOURCE"] = "none"
     from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+    from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor
     from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
     from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
-    for instrumentor in (AnthropicInstrumentor, OpenAIInstrumentor, MCPSamplingInstrumentor):
+    for instrumentor in (AnthropicInstrumentor, OpenAIInstrumentor, GoogleGenAIInstrumentor, MCPSamplingInstrumentor):
         instrumentor().instrument()
 
 
@@ -146,6 +147,7 @@ PEERS = tuple(name for name in CONFIGS if name.startswith(("opentelemetry-", "op
 PACKAGES = (
     "anthropic",
     "openai",
+    "google-genai",
     "mcp",
     "httpx2",
     "opentelemetry-api",
