@@ -35,9 +35,9 @@ _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|\d{4}|latest)")
 
 
 class _Instruments:
-    def __init__(self) -> None:
-        self.tracer = trace.get_tracer(SCOPE)
-        meter = metrics.get_meter(SCOPE)
+    def __init__(self, scope: str = SCOPE) -> None:
+        self.tracer = trace.get_tracer(scope)
+        meter = metrics.get_meter(scope)
         self.duration = meter.create_histogram(
             names.METRIC_GEN_AI_OPERATION_DURATION,
             unit="s",

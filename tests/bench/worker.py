@@ -77,6 +77,12 @@ def _floor() -> None:
     floor.install()
 
 
+def _sdk_limit() -> None:
+    import sdk_limit
+
+    sdk_limit.install()
+
+
 def _mcp_floor(runs: bool = True) -> Callable[[], None]:
     def install() -> None:
         import mcp_floor
@@ -113,6 +119,8 @@ CONFIGS: dict[str, Config] = {
     # Both sides of the in-memory round trip instrumented (host and server share the process here).
     "otel-sampling+server": Config(calls.MCP_KINDS, "otel_sampling", _ours_with_server, "otel-sampling"),
     "floor": Config(calls.PROVIDER_KINDS, "bench.floor", _floor),
+    # The floor's span and points recorded by the SDK alone, none of the floor's reading (sdk_limit.py).
+    "sdk-limit": Config(calls.PROVIDER_KINDS, "bench.sdk_limit", _sdk_limit),
     "mcp-floor": Config(calls.MCP_KINDS, "bench.mcp_floor", _mcp_floor()),
     # The MCP floor without the implicit runs' points: the difference is what they cost.
     "mcp-floor-no-runs": Config(calls.MCP_KINDS, "bench.mcp_floor", _mcp_floor(runs=False)),
