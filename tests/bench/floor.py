@@ -61,6 +61,17 @@ class _Instruments:
         self.unpriced = meter.create_counter(names.METRIC_CLIENT_UNPRICED, unit="{call}")
 
 
+def metric_attributes_of(request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    """The metric points' attributes (the duration adds the ending, the tokens the token type)."""
+    metric_attributes = {
+        k: request[k]
+        for k in ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address")
+    }
+    metric_attributes["gen_ai.response.model"] = response["gen_ai.response.model"]
+    metric_attributes["degradation.mode"] = response["degradation.mode"]
+    return metric_attributes
+
+
 def _end(
     instruments: _Instruments,
     span: Any,
@@ -72,12 +83,7 @@ def _end(
 ) -> None:
     duration = time.perf_counter() - start
     attributes = {**request, **response}
-    metric_attributes = {
-        k: request[k]
-        for k in ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address")
-    }
-    metric_attributes["gen_ai.response.model"] = response["gen_ai.response.model"]
-    metric_attributes["degradation.mode"] = response["degradation.mode"]
+    metric_attributes = metric_attributes_of(request, response)
     context = trace.set_span_in_context(span)  # each point's exemplar names the call's span, as ours
     if first_chunk is not None:
         attributes["gen_ai.response.time_to_first_chunk"] = first_chunk - start

@@ -29,22 +29,19 @@ class _Plan(NamedTuple):
 
 
 def _plan(
-    instruments: floor._Instruments,
-    start: float,
     end: float,
+    instruments: floor._Instruments,
+    span: Any,
+    start: float,
     first_chunk: float | None,
     request: dict[str, Any],
     response: dict[str, Any],
-    gaps: list[float] | None,
+    gaps: list[float] | None = None,
 ) -> _Plan:
-    """What ``floor._end`` records for these arguments, as a plan (the same keys, values, points)."""
+    """What ``floor._end`` records when called with these arguments after ``end``, as a plan (the
+    same keys, values and points)."""
     attributes = {**request, **response}
-    metric_attributes = {
-        k: request[k]
-        for k in ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address")
-    }
-    metric_attributes["gen_ai.response.model"] = response["gen_ai.response.model"]
-    metric_attributes["degradation.mode"] = response["degradation.mode"]
+    metric_attributes = floor.metric_attributes_of(request, response)
     points: list[tuple[Any, float, dict[str, Any]]] = []
     if first_chunk is not None:
         attributes["gen_ai.response.time_to_first_chunk"] = first_chunk - start
@@ -74,17 +71,10 @@ def install() -> None:
     plans: dict[tuple[Any, ...], _Plan] = {}
     floor_end = floor._end
 
-    def end_and_keep(
-        instruments: floor._Instruments,
-        span: Any,
-        start: float,
-        first_chunk: float | None,
-        request: dict[str, Any],
-        response: dict[str, Any],
-        gaps: list[float] | None = None,
-    ) -> None:
-        plans[_key(request)] = _plan(instruments, start, time.perf_counter(), first_chunk, request, response, gaps)
-        floor_end(instruments, span, start, first_chunk, request, response, gaps)
+    def end_and_keep(*args: Any) -> None:  # floor._end's arguments
+        plan = _plan(time.perf_counter(), *args)
+        plans[_key(args[4])] = plan  # args[4]: the request's attributes
+        floor_end(*args)
 
     floor._end = end_and_keep  # this process measures the SDK limit only: the floor is not installed beside
 
