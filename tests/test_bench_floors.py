@@ -20,7 +20,14 @@ import pytest
 WORKER = Path(__file__).parent / "bench" / "worker.py"
 WORKER_TIMEOUT_S = 1800
 CALLS = 3
-PROVIDER_KINDS = ("anthropic-create", "anthropic-stream", "openai-create", "openai-stream")
+PROVIDER_KINDS = (
+    "anthropic-create",
+    "anthropic-stream",
+    "openai-create",
+    "openai-stream",
+    "gemini-create",
+    "gemini-stream",
+)
 MCP_KINDS = ("mcp-legacy", "mcp-mrtr") if version("mcp").split(".")[0] != "1" else ()
 # Values that differ from process to process by design: a duration, and the fingerprint (a keyed hash,
 # the key random per process). Their keys are compared, not their values.
@@ -75,3 +82,16 @@ def test_the_floor_exports_what_ours_exports(kind, ours, floors):
     assert "error" not in ours[kind] and "error" not in floors[kind], (ours[kind], floors[kind])
     assert _span(ours[kind]) == _span(floors[kind])
     assert _streams(ours[kind]) == _streams(floors[kind])
+
+
+@pytest.fixture(scope="module")
+def sdk_limit() -> dict[str, dict[str, object]]:
+    return _exported("sdk-limit", PROVIDER_KINDS)
+
+
+@pytest.mark.parametrize("kind", PROVIDER_KINDS)
+def test_the_sdk_limit_exports_what_the_floor_exports(kind, floors, sdk_limit):
+    """The SDK-limit configuration (``tests/bench/sdk_limit.py``) replays the floor's telemetry."""
+    assert "error" not in sdk_limit[kind], sdk_limit[kind]
+    assert _span(sdk_limit[kind]) == _span(floors[kind])
+    assert _streams(sdk_limit[kind]) == _streams(floors[kind])

@@ -343,6 +343,39 @@ def test_row4_a_refusal_field_is_refused(providers, api, answer, stream):
     assert ended(providers, api, answer, stream=stream) == (None, "refused")
 
 
+def _chat_chunk(*choices: dict) -> tuple[None, dict]:
+    return (None, {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x", "choices": choices})
+
+
+def test_row4_a_refusal_of_a_later_choice_after_anothers_text_is_refused(providers):
+    """Two choices (``n=2``): choice 0 answers with text over several chunks, choice 1 refuses after
+    it; the chunks after choice 0's text still read choice 1's delta."""
+    events = [
+        _chat_chunk({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}),
+        _chat_chunk({"index": 0, "delta": {"content": "hello"}, "finish_reason": None}),
+        _chat_chunk({"index": 0, "delta": {"content": " there"}, "finish_reason": None}),
+        _chat_chunk({"index": 1, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}),
+        _chat_chunk({"index": 1, "delta": {"refusal": "I can't help with that."}, "finish_reason": None}),
+        _chat_chunk(
+            {"index": 0, "delta": {}, "finish_reason": "stop"}, {"index": 1, "delta": {}, "finish_reason": "stop"}
+        ),
+    ]
+    assert ended(providers, "chat", events, stream=True) == (None, "refused")
+
+
+def test_row4_a_chunk_of_another_shape_after_the_first_ones_is_still_read(providers):
+    """The SDK does not validate chunks: one without ``choices`` or ``usage`` members, or with a
+    choice that is not an object, between ordinary ones, leaves the ending to the last chunk."""
+    events = [
+        _chat_chunk({"index": 0, "delta": {"content": "hello"}, "finish_reason": None}),
+        (None, {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x"}),
+        _chat_chunk("not a choice", {"index": 0, "delta": {"content": " there"}, "finish_reason": None}),
+        _chat_chunk({"index": 0, "finish_reason": None}),
+        _chat_chunk({"index": 0, "delta": {}, "finish_reason": "stop"}),
+    ]
+    assert ended(providers, "chat", events, stream=True) == (None, "completed")
+
+
 @pytest.mark.parametrize("refusal", [None, "", 7])
 def test_row4_an_empty_or_odd_refusal_field_is_no_refusal(providers, refusal):
     assert ended(providers, "chat", chat_completion(chat_message(refusal=refusal))) == (None, "completed")

@@ -18,9 +18,10 @@ import logging
 import anthropic
 import openai
 import pytest
+import wrapt
 from opentelemetry.instrumentation.utils import suppress_http_instrumentation
 
-from conftest import SPANS, _instrumented, traceparent_of
+from conftest import SPANS, TRACER_PROVIDER, _instrumented, traceparent_of
 from otel_sampling import names
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
@@ -71,6 +72,61 @@ def test_every_retry_carries_the_same_chat_span(openai_instrumented, fake_provid
     c.chat.completions.create(**{**CHAT, "extra_headers": {"x-fake-scenario": "status=500,fail_first=1"}})
     (span,) = openai_instrumented.spans()
     assert [h["traceparent"] for h in sent_headers(fake_provider)] == [traceparent_of(span)] * 2
+
+
+def test_each_attempt_carries_the_span_current_when_it_is_built(openai_instrumented, fake_provider):
+    """The context goes on each attempt's headers as the SDK builds them: a span another
+    instrumentation makes current around each attempt (here around the SDK's ``_build_request``)
+    is the one that attempt's ``traceparent`` names, each attempt its own, all in our call's trace."""
+    tracer = TRACER_PROVIDER.get_tracer("attempts")
+
+    def attempt(wrapped, instance, args, kwargs):
+        with tracer.start_as_current_span("attempt"):
+            return wrapped(*args, **kwargs)
+
+    fake_provider.reset()
+    wrapt.wrap_function_wrapper("openai._base_client", "BaseClient._build_request", attempt)
+    try:
+        client(fake_provider, max_retries=2).chat.completions.create(
+            **{**CHAT, "extra_headers": {"x-fake-scenario": "status=500,fail_first=1"}}
+        )
+    finally:
+        openai._base_client.BaseClient._build_request = openai._base_client.BaseClient._build_request.__wrapped__
+    attempts = [s for s in SPANS.get_finished_spans() if s.name == "attempt"]
+    (chat,) = openai_instrumented.spans()
+    assert len(attempts) == 2 and all(a.parent.span_id == chat.context.span_id for a in attempts)
+    assert [h["traceparent"] for h in sent_headers(fake_provider)] == [traceparent_of(a) for a in attempts]
+
+
+def test_nothing_reaches_the_caller_s_headers_or_a_later_call(openai_instrumented, fake_provider):
+    """Two calls with one header dict, the first retried: the dict is as the caller made it after
+    each, and each call's attempts carry that call's span (none of the first call's)."""
+    fake_provider.reset()
+    headers = {"x-fake-scenario": "status=500,fail_first=1"}
+    c = client(fake_provider, max_retries=2)
+    c.chat.completions.create(**{**CHAT, "extra_headers": headers})
+    assert headers == {"x-fake-scenario": "status=500,fail_first=1"}
+    c.chat.completions.create(**{**CHAT, "extra_headers": headers})
+    assert headers == {"x-fake-scenario": "status=500,fail_first=1"}
+    first, second = openai_instrumented.spans()
+    sent = [h["traceparent"] for h in sent_headers(fake_provider)]
+    assert sent == [traceparent_of(first)] * 2 + [traceparent_of(second)] * 2
+
+
+def test_a_traceparent_the_caller_omitted_stays_out(openai_instrumented, fake_provider):
+    """``Omit()`` on the call removes a header on purpose: none is added for it."""
+    fake_provider.reset()
+    client(fake_provider).chat.completions.create(**{**CHAT, "extra_headers": {"traceparent": openai.Omit()}})
+    (headers,) = sent_headers(fake_provider)
+    assert "traceparent" not in headers
+    assert openai_instrumented.spans()  # still traced
+
+
+def test_a_traceparent_among_the_client_s_default_headers_is_kept(openai_instrumented, fake_provider):
+    fake_provider.reset()
+    own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    client(fake_provider, default_headers={"traceparent": own}).chat.completions.create(**CHAT)
+    assert [h["traceparent"] for h in sent_headers(fake_provider)] == [own]
 
 
 def test_the_caller_s_own_traceparent_is_kept(openai_instrumented, fake_provider):

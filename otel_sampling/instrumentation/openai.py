@@ -22,9 +22,13 @@ token limit and ``stream``. Raw responses: ``with_raw_response`` returns a
 or drops it); both ``_parse`` methods and the ``close`` methods are wrapped for that.
 
 Trace context: the SDK sends none of its own, so each request (every attempt) carries the global
-propagator's headers (W3C ``traceparent`` by default) for our ``chat`` span, also when HTTP client
-spans are suppressed, so that a gateway or the provider can join the trace
-(``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off).
+propagator's headers (W3C ``traceparent`` by default) for the span current when the SDK builds that
+attempt's headers (``BaseClient._build_headers``, wrapped): our ``chat`` span, or a span another
+instrumentation started around the attempt. Also when HTTP client spans are suppressed, so that a
+gateway or the provider can join the trace. The headers go on the attempt's own ``Headers``, so
+the caller's options and header dicts are left as they were; a header the caller set on the call
+(``Omit()`` included) or on the client is kept (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true``
+turns it off).
 
 Chat usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is ``prompt_tokens``,
 which already includes ``prompt_tokens_details.cached_tokens`` (reported as
@@ -36,11 +40,15 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
+from opentelemetry import propagate
+
 from otel_sampling import names
+from otel_sampling import state as _state
 from otel_sampling.content import Content
 from otel_sampling.instrumentation import openai_responses
 from otel_sampling.instrumentation._provider import (
@@ -63,6 +71,8 @@ from otel_sampling.instrumentation.openai_fields import as_str, error_envelope, 
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.rules.values import Response, Usage
+
+logger = logging.getLogger(__name__)
 
 PROVIDER = "openai"  # gen_ai.provider.name well-known value
 AZURE_PROVIDER = "azure.ai.openai"  # gen_ai.provider.name well-known value of the SDK's Azure OpenAI clients
@@ -116,13 +126,37 @@ def _index_of(choice: Any) -> int:
     return index if isinstance(index, int) else 0
 
 
+# Choices whose delta showed content or a refusal, remembered per stream (the rest are read on):
+# a stream cannot name more choices than this in its bookkeeping.
+MAX_SETTLED_CHOICES = 128
+
+
 class StreamAccumulator:
     """Reads ``ChatCompletionChunk``s: model and id from any chunk, finish reasons per choice,
     usage from the final chunk when ``include_usage`` was asked for, a refusal from any choice's
     ``delta.refusal``; with ``capture``, each choice's text and tool calls too. (A chunk with an
-    ``error`` member the SDK raises as ``APIError`` itself.)"""
+    ``error`` member the SDK raises as ``APIError`` itself.)
 
-    __slots__ = ("complete", "_model", "_id", "_finish_reasons", "_usage", "_choices", "_answered", "_refusal")
+    Per chunk, once the model, the id and a choice object came (content capture off), the chunk's
+    ``choices`` and ``usage`` and each choice's ``index`` and ``finish_reason`` are read as plain
+    attributes; a chunk the SDK built otherwise (it does not validate answers: a member missing, a
+    choice that is not an object) is read again by the tolerant reading, which takes any shape. A
+    choice's ``delta`` is read until it carried content text or a refusal: a refused message has
+    its ``refusal`` in place of any content, so after the first text of a choice none can come.
+    """
+
+    __slots__ = (
+        "complete",
+        "_model",
+        "_id",
+        "_finish_reasons",
+        "_usage",
+        "_choices",
+        "_answered",
+        "_refusal",
+        "_settled",
+        "_plain",
+    )
 
     def __init__(self, capture: bool = False) -> None:
         self.complete = False
@@ -134,8 +168,41 @@ class StreamAccumulator:
         self._choices: dict[int, dict[str, Any]] | None = {} if capture else None
         self._answered = False
         self._refusal = False
+        self._settled: set[int] = set()  # choice indices whose delta showed text or a refusal
+        self._plain = False  # model, id and a choice object came, no capture: plain attribute reads
 
     def observe(self, chunk: Any) -> None:
+        if self._plain:  # what _observe reads, for the SDK's models, in this one frame
+            try:
+                choices = chunk.choices
+                if type(choices) is list:
+                    for choice in choices:
+                        index = choice.index
+                        if index not in self._settled:
+                            self._see_delta(index, choice.delta)
+                        reason = choice.finish_reason
+                        if reason is not None and isinstance(reason, str):
+                            self._finish_reasons[index if type(index) is int else 0] = reason
+                            self.complete = True
+                    usage = chunk.usage
+                    if usage is not None:
+                        self._usage = usage
+                    return
+            except AttributeError:  # a shape the SDK did not validate: read again, tolerantly
+                pass
+        self._observe(chunk)
+
+    def _see_delta(self, index: Any, delta: Any) -> None:
+        """Until a choice's delta carried text or a refusal: a refusal there makes the call's."""
+        refusal = getattr(delta, "refusal", None)
+        if isinstance(refusal, str) and refusal:
+            self._refusal = True
+        elif not (isinstance(content := getattr(delta, "content", None), str) and content):
+            return
+        if type(index) is int and len(self._settled) < MAX_SETTLED_CHOICES:
+            self._settled.add(index)
+
+    def _observe(self, chunk: Any) -> None:
         if self._model is None and isinstance(model := getattr(chunk, "model", None), str) and model:
             self._model = model
         if self._id is None and isinstance(chunk_id := getattr(chunk, "id", None), str):
@@ -150,19 +217,20 @@ class StreamAccumulator:
                 if not is_object(choice):
                     continue
                 self._answered = True
+            index = _index_of(choice)
             reason = getattr(choice, "finish_reason", None)
             if isinstance(reason, str):
-                self._finish_reasons[_index_of(choice)] = reason
+                self._finish_reasons[index] = reason
                 self.complete = True
             delta = getattr(choice, "delta", None)
-            if not self._refusal:  # until a refusal came: the delta's field, read once a chunk
-                refusal = getattr(delta, "refusal", None)
-                self._refusal = isinstance(refusal, str) and bool(refusal)
+            if index not in self._settled:
+                self._see_delta(index, delta)
             if self._choices is not None and is_object(choice):
-                self._add_delta(self._choices.setdefault(_index_of(choice), {"text": [], "tools": {}}), delta)
+                self._add_delta(self._choices.setdefault(index, {"text": [], "tools": {}}), delta)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._usage = usage
+        self._plain = self._choices is None and self._answered and self._model is not None and self._id is not None
 
     @staticmethod
     def _add_delta(seen: dict[str, Any], delta: Any) -> None:
@@ -227,6 +295,10 @@ class _State(ProviderState):
 
     def __init__(self, instruments: Instruments) -> None:
         super().__init__(instruments)
+        # The trace context goes on each attempt's headers as the SDK builds them
+        # (:func:`_build_headers_wrapper`), not on a copy of the call's options: the shared
+        # wrappers' copy is not made.
+        self.propagates_per_attempt, self.propagates = self.propagates, False
         self._responses_class = self.response_class[1]  # extra_response_types[0]
         from openai.lib.azure import BaseAzureClient
 
@@ -297,11 +369,47 @@ def _end_left(state: ProviderState, helper_stream: Any) -> None:
 _stream_close_wrapper, _stream_aclose_wrapper = finally_wrappers("end an openai stream's span", _end_left)
 
 
+def _add_trace_context(headers: Any, options: Any) -> None:
+    """Add the global propagator's headers for the current span to one attempt's ``headers``
+    (the ``httpx`` ``Headers`` the SDK just built), but none the attempt has (the call's or the
+    client's) or the call's options name (an ``Omit()`` there removed it on purpose)."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    custom = options.headers if isinstance(options.headers, Mapping) else None  # NotGiven: none
+    named = {key.lower() for key in custom} if custom else ()
+    for key, value in carrier.items():
+        if key not in headers and key.lower() not in named:
+            headers[key] = value
+
+
+def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
+    """wrapt wrapper for ``BaseClient._build_headers(options, *, retries_taken)``, called once per
+    attempt: inside one of our calls, the attempt's headers get the trace context (:func:`_add_trace_context`)."""
+    if not state.propagates_per_attempt:
+
+        def unchanged(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            return wrapped(*args, **kwargs)
+
+        return unchanged
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        headers = wrapped(*args, **kwargs)
+        if _state.current_call.get() is not None:
+            try:
+                _add_trace_context(headers, args[0] if args else kwargs["options"])
+            except Exception:  # the request goes out as the SDK built it
+                logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
+        return headers
+
+    return wrapper
+
+
 _CHAT_STREAMS = "openai.lib.streaming.chat._completions"
 _RESPONSE_STREAMS = "openai.lib.streaming.responses._responses"
 _TARGETS = (
     Target("openai._base_client", "SyncAPIClient.request", create_wrapper),
     Target("openai._base_client", "AsyncAPIClient.request", async_create_wrapper),
+    Target("openai._base_client", "BaseClient._build_headers", _build_headers_wrapper),
     Target("openai._legacy_response", "LegacyAPIResponse._parse", parse_wrapper),
     Target("openai._response", "BaseAPIResponse._parse", parse_wrapper),
     Target("openai._response", "APIResponse.close", close_wrapper),

@@ -26,6 +26,7 @@ of its own over the stream's events, as the SDK stream's ``__iter__`` (``__aiter
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
@@ -59,11 +60,27 @@ def _step(stream: Any, iterate: str, step: str) -> Any:
     return getattr(iterate_method(), step)
 
 
+def _never() -> bool:
+    return False
+
+
+def _in_use(step: Any) -> Callable[[], bool]:
+    """Whether another reader is inside the stream now: the ``gi_running`` (``ag_running``) of the
+    generator whose step reads the events (a thread blocked in it, a task awaiting in it); never,
+    for a stream read by its own ``__next__``. Asked only when reading raised: a second reader gets
+    the generator's "already executing" error while the first goes on, which is not the stream's end."""
+    generator = getattr(step, "__self__", None)
+    for flag in ("gi_running", "ag_running"):
+        if isinstance(getattr(generator, flag, None), bool):
+            return functools.partial(getattr, generator, flag)
+    return _never
+
+
 class _Reading:
     """One stream's call and what its events showed so far: the per-event path reads this plain
     object, not the proxy (whose every attribute access goes through wrapt's forwarding)."""
 
-    __slots__ = ("call", "accumulator", "failure", "step", "blind", "first", "readers")
+    __slots__ = ("call", "accumulator", "failure", "step", "blind", "first", "in_use")
 
     def __init__(
         self,
@@ -78,44 +95,34 @@ class _Reading:
         self.step = step  # reads the SDK stream's next event (:func:`_step`)
         self.blind = False  # an event could not be read: "no terminal event" would be our guess
         self.first = True  # no event read yet: the next one fixes the time to first chunk
-        # Readers inside the stream now. A second one (another thread or task) gets the SDK
-        # generator's "already executing" error while the first goes on reading: not the stream's end.
-        self.readers = 0
+        self.in_use = _in_use(step)  # another reader is inside the stream (:func:`_in_use`)
 
     def read(self) -> Any:
         """``next(stream)``: the next event (seen by the accumulator), or what the stream raised
         (``StopIteration`` at its end); the call ends with how the stream ended."""
-        alone = not self.readers
-        self.readers += 1
         try:
             event = self.step()
         except StopIteration:
             self.end(None, exhausted=True)
             raise
         except BaseException as exc:
-            if alone:
+            if not self.in_use():
                 self.end(exc, exhausted=False)
             raise
-        finally:
-            self.readers -= 1
         self.observe(event)
         return event
 
     async def read_async(self) -> Any:
         """``await anext(stream)``: as :meth:`read`, ``StopAsyncIteration`` at the end."""
-        alone = not self.readers
-        self.readers += 1
         try:
             event = await self.step()
         except StopAsyncIteration:
             self.end(None, exhausted=True)
             raise
         except BaseException as exc:
-            if alone:
+            if not self.in_use():
                 self.end(exc, exhausted=False)
             raise
-        finally:
-            self.readers -= 1
         self.observe(event)
         return event
 
@@ -175,19 +182,15 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
     reading: _Reading = proxy._self_reading
     step, observe = reading.step, reading.accumulator.observe
     while True:
-        alone = not reading.readers
-        reading.readers += 1
         try:
             event = step()
         except StopIteration:
             reading.end(None, exhausted=True)
             return
         except BaseException as exc:
-            if alone:
+            if not reading.in_use():
                 reading.end(exc, exhausted=False)
             raise
-        finally:
-            reading.readers -= 1
         try:
             if reading.first:
                 reading.first_event()
@@ -205,19 +208,15 @@ async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
     reading: _Reading = proxy._self_reading
     step, observe = reading.step, reading.accumulator.observe
     while True:
-        alone = not reading.readers
-        reading.readers += 1
         try:
             event = await step()
         except StopAsyncIteration:
             reading.end(None, exhausted=True)
             return
         except BaseException as exc:
-            if alone:
+            if not reading.in_use():
                 reading.end(exc, exhausted=False)
             raise
-        finally:
-            reading.readers -= 1
         try:
             if reading.first:
                 reading.first_event()

@@ -2,12 +2,16 @@
 
 Provider calls use the real SDK clients on an ``httpx2.MockTransport`` that answers every request
 with a recorded exchange from ``tests/data/cassettes`` (JSON or SSE exactly as recorded, body in one
-piece: the SDK still parses every SSE event). MCP calls are one tool call whose tool samples once,
-over the in-memory transport, on each protocol path (``tests/sampling_server.py``).
+piece: the SDK still parses every SSE event); google-genai's with the fake provider's Gemini answer
+(``otel_sampling.testing.fake_gemini``: one chunk a word, the last with the finish reason and
+usage). A provider's kinds are ``<prefix>-create`` and ``<prefix>-stream``; its client comes from
+its entry in :data:`CLIENTS` (a new SDK: its kinds, a builder there, its floor in ``floor.py``). MCP
+calls are one tool call whose tool samples once, over the in-memory transport, on each protocol path
+(``tests/sampling_server.py``).
 
-:func:`time_calls` runs warm-up calls, then times each call on its own (a stream is read to its last
-event: instrumentations end their span there). :func:`count_calls` runs warm-up calls, then the
-measured windows of calls back to back, calling ``mark`` between them (instruction counting).
+:func:`time_calls` runs warm-up calls, then times each call on its own (a stream is read to its
+last event: instrumentations end their span there). :func:`count_calls` runs warm-up calls, then
+the measured windows of calls back to back, calling ``mark`` between them (instruction counting).
 A :class:`Scenario` varies the standard call for the scaling measurements: label cardinality,
 requests held in flight, stream length.
 """
@@ -29,7 +33,8 @@ import httpx2  # noqa: E402
 
 from cassette_replay import base_url, load  # noqa: E402
 
-PROVIDER_KINDS = ("anthropic-create", "anthropic-stream", "openai-create", "openai-stream")
+PROVIDERS = ("anthropic", "openai", "gemini")  # each measured as <provider>-create and <provider>-stream
+PROVIDER_KINDS = tuple(f"{provider}-{shape}" for provider in PROVIDERS for shape in ("create", "stream"))
 MCP_KINDS = ("mcp-legacy", "mcp-mrtr")
 KINDS = PROVIDER_KINDS + MCP_KINDS
 
@@ -44,6 +49,9 @@ CASSETTES = {
 # "auto" = 2026-07-28, where sampling rides InputRequiredResult (multi-round-trip requests).
 MCP_MODES = {"mcp-legacy": "legacy", "mcp-mrtr": "auto"}
 MCP_MODEL = "claude-sonnet-5-5-20261001"  # what the host's sampling callback answers
+GEMINI_MODEL = "gemini-2.5-flash"  # requested and served (modelVersion) on the gemini kinds
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/"
+GEMINI_RESPONSE_ID = "bench-gemini-answer"
 HOLD_HINT = "bench-hold"  # a held request's model hint: its callback waits until released
 
 Timings = list[int]  # nanoseconds per call, in call order
@@ -142,7 +150,11 @@ class ProviderCalls(NamedTuple):
     hold: Callable[[int], Callable[[], None]]
 
 
-def provider_calls(kind: str, scenario: Scenario = STANDARD) -> ProviderCalls:
+Create = Callable[..., Any]  # one call of the SDK: its keyword arguments -> its answer (or stream)
+
+
+def _recorded_calls(kind: str, scenario: Scenario) -> tuple[Create, dict[str, Any], _Answers]:
+    """anthropic and openai: the recorded exchange answers, the recorded request asks."""
     cassette = load(CASSETTES[kind])
     body = dict(cassette["request"]["body"])
     answers = _Answers(cassette, scenario.labels, scenario.events if body.get("stream") else 0)
@@ -153,29 +165,95 @@ def provider_calls(kind: str, scenario: Scenario = STANDARD) -> ProviderCalls:
         client: Any = anthropic.Anthropic(
             base_url=base_url(cassette), api_key="sk-bench", max_retries=0, http_client=http
         )
-        create = client.messages.create
-    else:
-        import openai
+        return client.messages.create, body, answers
+    import openai
 
-        client = openai.OpenAI(base_url=base_url(cassette), api_key="sk-bench", max_retries=0, http_client=http)
-        create = client.chat.completions.create
+    client = openai.OpenAI(base_url=base_url(cassette), api_key="sk-bench", max_retries=0, http_client=http)
+    return client.chat.completions.create, body, answers
+
+
+class _GeminiAnswers(_Answers):
+    """The fake provider's Gemini answer (or its SSE chunks) for each model name the calls cycle
+    through, picked by the model the request's path names."""
+
+    def __init__(self, stream: bool, labels: int, events: int) -> None:
+        import json
+
+        from otel_sampling.testing import fake_gemini
+
+        words = ["Hello", " from", " the", " fake", " provider"]
+        if stream and events > len(words) + 1:  # chunks: one a word, then the finish reason and usage
+            words = words[:1] + [" again"] * (events - 2)
+        self.models = [GEMINI_MODEL] + [f"{GEMINI_MODEL}-b{i}" for i in range(1, labels)]
+        # One response id in every process (the fake draws one per answer): the floors' test compares them.
+        if stream:
+            self.bodies = [
+                "".join(
+                    f"data: {json.dumps({**c, 'responseId': GEMINI_RESPONSE_ID})}\r\n\r\n"
+                    for c in fake_gemini.chunks({}, m, words)
+                ).encode()
+                for m in self.models
+            ]
+        else:
+            self.bodies = [
+                json.dumps(fake_gemini.answer({}, m, words, response_id=GEMINI_RESPONSE_ID)).encode()
+                for m in self.models
+            ]
+        self.current = 0
+        self.model_of = fake_gemini.model_of
+        self.content_type = "text/event-stream" if stream else "application/json"
+
+    def respond(self, request: httpx2.Request) -> httpx2.Response:
+        body = self.bodies[self.models.index(self.model_of(request.url.path))]
+        return httpx2.Response(200, headers={"content-type": self.content_type}, content=body)
+
+
+def _gemini_calls(kind: str, scenario: Scenario) -> tuple[Create, dict[str, Any], _Answers]:
+    """google-genai: ``models.generate_content`` / ``generate_content_stream`` (its own retries off)."""
+    from google import genai
+
+    stream = kind.endswith("-stream")
+    answers = _GeminiAnswers(stream, scenario.labels, scenario.events)
+    http = httpx2.Client(transport=httpx2.MockTransport(answers.respond))
+    client = genai.Client(api_key="k-bench", http_options={"base_url": GEMINI_BASE_URL, "httpx_client": http})
+    create = client.models.generate_content_stream if stream else client.models.generate_content
+    return create, {"model": GEMINI_MODEL, "contents": "Summarise: printer on fire", "stream": stream}, answers
+
+
+# Per provider (the kind's prefix): its SDK call, the request's keyword arguments (``stream``: the
+# call streams; left out of the call for an SDK with a streaming method of its own) and its answers.
+CLIENTS: dict[str, Callable[[str, Scenario], tuple[Create, dict[str, Any], _Answers]]] = {
+    "anthropic": _recorded_calls,
+    "openai": _recorded_calls,
+    "gemini": _gemini_calls,
+}
+_STREAM_METHOD = ("gemini",)  # SDKs whose streaming call is a method of its own, not a stream=True argument
+
+
+def provider_calls(kind: str, scenario: Scenario = STANDARD) -> ProviderCalls:
+    provider = kind.split("-", 1)[0]
+    create, body, answers = CLIENTS[provider](kind, scenario)
+    streams = bool(body.get("stream"))
+    if provider in _STREAM_METHOD:
+        body = {k: v for k, v in body.items() if k != "stream"}
 
     def request(i: int) -> Any:
         return create(**(body if scenario.labels == 1 else {**body, "model": answers.turn(i)}))
 
     def hold(n: int) -> Callable[[], None]:
-        streams = [iter(create(**{**body, "stream": True})) for _ in range(n)]
-        for stream in streams:
+        held = {**body} if provider in _STREAM_METHOD else {**body, "stream": True}
+        streams_held = [iter(create(**held)) for _ in range(n)]
+        for stream in streams_held:
             next(stream)
 
         def finish() -> None:
-            for stream in streams:
+            for stream in streams_held:
                 for _ in stream:
                     pass
 
         return finish
 
-    if body.get("stream"):
+    if streams:
 
         def call(i: int) -> Any:
             last = None
@@ -193,6 +271,8 @@ def preload(kinds: Sequence[str]) -> None:
         import anthropic  # noqa: F401
     if any(k.startswith("openai") for k in kinds):
         import openai  # noqa: F401
+    if any(k.startswith("gemini") for k in kinds):
+        from google import genai  # noqa: F401
     if any(k in MCP_KINDS for k in kinds):
         import anyio  # noqa: F401
         import mcp  # noqa: F401

@@ -1,7 +1,8 @@
 """The floor: the least any instrumentation must do to report what otel-sampling reports per call.
 
-A hand-written wrapper (``wrapt``) around ``Messages.create`` (anthropic) and
-``Completions.create`` (openai chat): one CLIENT span carrying the same attributes otel-sampling
+A hand-written wrapper (``wrapt``) around ``Messages.create`` (anthropic),
+``Completions.create`` (openai chat) and ``Models.generate_content`` / ``generate_content_stream``
+(google-genai): one CLIENT span carrying the same attributes otel-sampling
 puts on its span for the bench's calls (same keys, same count: request, server, ending, mode,
 response, usage, time to first chunk on streams), and the same measurements (operation duration;
 input and output token usage; the prompt-cache share's input and cache-read counters (the
@@ -28,15 +29,16 @@ from opentelemetry.trace import SpanKind
 from otel_sampling import names
 
 SCOPE = "bench.floor"
+_SERVERS = {"gcp.gemini": "generativelanguage.googleapis.com"}  # else api.<provider>.com
 # A snapshot of the requested model, as the contract reads one: a date (YYYYMMDD, YYYY-MM-DD), four
 # digits (gpt-4-0613) or ``-latest`` after the requested name is no substitution.
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|\d{4}|latest)")
 
 
 class _Instruments:
-    def __init__(self) -> None:
-        self.tracer = trace.get_tracer(SCOPE)
-        meter = metrics.get_meter(SCOPE)
+    def __init__(self, scope: str = SCOPE) -> None:
+        self.tracer = trace.get_tracer(scope)
+        meter = metrics.get_meter(scope)
         self.duration = meter.create_histogram(
             names.METRIC_GEN_AI_OPERATION_DURATION,
             unit="s",
@@ -62,6 +64,17 @@ class _Instruments:
         self.share_cache_read = meter.create_counter(names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS, unit="{token}")
 
 
+def metric_attributes_of(request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    """The metric points' attributes (the duration adds the ending, the tokens the token type)."""
+    metric_attributes = {
+        k: request[k]
+        for k in ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address")
+    }
+    metric_attributes["gen_ai.response.model"] = response["gen_ai.response.model"]
+    metric_attributes["degradation.mode"] = response["degradation.mode"]
+    return metric_attributes
+
+
 def _end(
     instruments: _Instruments,
     span: Any,
@@ -73,12 +86,7 @@ def _end(
 ) -> None:
     duration = time.perf_counter() - start
     attributes = {**request, **response}
-    metric_attributes = {
-        k: request[k]
-        for k in ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address")
-    }
-    metric_attributes["gen_ai.response.model"] = response["gen_ai.response.model"]
-    metric_attributes["degradation.mode"] = response["degradation.mode"]
+    metric_attributes = metric_attributes_of(request, response)
     context = trace.set_span_in_context(span)  # each point's exemplar names the call's span, as ours
     if first_chunk is not None:
         attributes["gen_ai.response.time_to_first_chunk"] = first_chunk - start
@@ -158,7 +166,7 @@ def _request(provider: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         request["gen_ai.request.stream"] = True
     if provider == "openai":
         request["openai.api.type"] = "chat_completions"
-    request["server.address"] = f"api.{provider}.com"
+    request["server.address"] = _SERVERS.get(provider, f"api.{provider}.com")
     request["server.port"] = 443
     return request
 
@@ -226,6 +234,65 @@ def _openai_stream(
     )
 
 
+def _gemini_usage(usage: Any) -> dict[str, int]:
+    """Gemini's usageMetadata as ours reads it: thoughts are output (and reasoning) tokens."""
+    thoughts = usage.thoughts_token_count
+    counts = {
+        "gen_ai.usage.input_tokens": usage.prompt_token_count + (usage.tool_use_prompt_token_count or 0),
+        "gen_ai.usage.output_tokens": (usage.candidates_token_count or 0) + (thoughts or 0),
+    }
+    if usage.cached_content_token_count is not None:
+        counts["gen_ai.usage.cache_read.input_tokens"] = usage.cached_content_token_count
+    if thoughts is not None:
+        counts["gen_ai.usage.reasoning.output_tokens"] = thoughts
+    return counts
+
+
+def _gemini_outcome(answer: Any, reason: str, requested: str) -> dict[str, Any]:
+    return _outcome(answer.model_version, answer.response_id, reason, _gemini_usage(answer.usage_metadata), requested)
+
+
+def _gemini_stream(
+    instruments: _Instruments, span: Any, start: float, request: dict[str, Any], stream: Any
+) -> Iterator[Any]:
+    first_chunk = None
+    reason = ""
+    last_answer: Any = None
+    gaps: list[float] = []
+    last = 0.0
+    for chunk in stream:
+        now = time.perf_counter()
+        if first_chunk is None:
+            first_chunk = now
+        else:
+            gaps.append(now - last)
+        last = now
+        if chunk.candidates and chunk.candidates[0].finish_reason:
+            reason = chunk.candidates[0].finish_reason.value
+        last_answer = chunk  # model, id and usage: the last chunk's
+        yield chunk
+    outcome = _gemini_outcome(last_answer, reason, request["gen_ai.request.model"])
+    _end(instruments, span, start, first_chunk, request, outcome, gaps)
+
+
+def _gemini_wrapper(instruments: _Instruments, stream: bool) -> Any:
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        request = _request("gcp.gemini", kwargs)
+        if stream:
+            request["gen_ai.request.stream"] = True
+        span = instruments.tracer.start_span(f"chat {request['gen_ai.request.model']}", kind=SpanKind.CLIENT)
+        start = time.perf_counter()
+        with trace.use_span(span, end_on_exit=False):
+            result = wrapped(*args, **kwargs)
+        if stream:
+            return _gemini_stream(instruments, span, start, request, result)
+        reason = result.candidates[0].finish_reason.value
+        _end(instruments, span, start, None, request, _gemini_outcome(result, reason, request["gen_ai.request.model"]))
+        return result
+
+    return wrapper
+
+
 def _wrapper(instruments: _Instruments, provider: str) -> Any:
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         request = _request(provider, kwargs)
@@ -259,11 +326,15 @@ def _wrapper(instruments: _Instruments, provider: str) -> Any:
 
 
 def install() -> None:
-    """Wrap both SDKs' chat entry points (global tracer and meter providers)."""
+    """Wrap the SDKs' chat entry points (global tracer and meter providers)."""
     instruments = _Instruments()
     wrapt.wrap_function_wrapper(
         "anthropic.resources.messages.messages", "Messages.create", _wrapper(instruments, "anthropic")
     )
     wrapt.wrap_function_wrapper(
         "openai.resources.chat.completions.completions", "Completions.create", _wrapper(instruments, "openai")
+    )
+    wrapt.wrap_function_wrapper("google.genai.models", "Models.generate_content", _gemini_wrapper(instruments, False))
+    wrapt.wrap_function_wrapper(
+        "google.genai.models", "Models.generate_content_stream", _gemini_wrapper(instruments, True)
     )

@@ -58,6 +58,7 @@ WORKER_TIMEOUT_S = 3600
 JOBS = int(os.environ.get("BENCH_JOBS", "2"))  # configurations measured at once (the machine has 2 cores)
 OURS, OURS_WITH_SERVER, BARE, UNTRACED = "otel-sampling", "otel-sampling+server", "bare", "bare-untraced"
 FLOOR, MCP_FLOOR, MCP_FLOOR_NO_RUNS = "floor", "mcp-floor", "mcp-floor-no-runs"
+SDK_LIMIT = "sdk-limit"  # the floor's span and points recorded by the SDK alone (sdk_limit.py)
 # The check's tolerance: a ratio to the floor may rise this much (relative) before --check fails.
 # Processes running the same code differ by under 2% in an added count (the measuring child seeds `random`,
 # so span ids and exemplar choices repeat; what is left moves with allocation addresses), so by under about
@@ -397,6 +398,24 @@ def render_targets(table: dict[str, dict[str, Measured | str]]) -> list[str]:
     return lines
 
 
+def render_limits(table: dict[str, dict[str, Measured | str]]) -> list[str]:
+    """Ours beside the floor and the SDK limit (the same span and points, recorded by the SDK alone)."""
+    lines = [
+        "| call kind | ours added | floor added | SDK limit added | ours x floor | ours x SDK limit | "
+        "floor over SDK limit |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for kind, rows in table.items():
+        ours, floor, limit = added(rows, OURS), added(rows, floor_of(kind)), added(rows, SDK_LIMIT)
+        if ours is None or floor is None:
+            continue
+        lines.append(
+            f"| {kind} | {_signed_k(ours)} | {_signed_k(floor)} | {_signed_k(limit)} | {_x(ours / floor)} | "
+            f"{_x(ours / limit) if limit else ''} | {_signed_k(floor - limit) if limit is not None else ''} |"
+        )
+    return lines
+
+
 def render_platform(table: dict[str, dict[str, Measured | str]]) -> list[str]:
     """What the SDKs' own spans cost: bare (an SDK tracer provider set) over bare without one."""
     lines = [
@@ -623,7 +642,7 @@ def profile(target: str, python: str, n: int, warmup: int, match: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------- main
-MAIN_CONFIGS = (BARE, UNTRACED, OURS, OURS_WITH_SERVER, FLOOR, MCP_FLOOR, MCP_FLOOR_NO_RUNS, *PEERS)
+MAIN_CONFIGS = (BARE, UNTRACED, OURS, OURS_WITH_SERVER, FLOOR, SDK_LIMIT, MCP_FLOOR, MCP_FLOOR_NO_RUNS, *PEERS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -677,6 +696,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Targets:",
             "",
             *render_targets(runs[0]),
+            "",
+            "Ours, the floor and the SDK limit (added instructions per call over bare):",
+            "",
+            *render_limits(runs[0]),
             "",
             "What the SDKs' own spans cost (every configuration pays it):",
             "",

@@ -56,10 +56,11 @@ def _ours() -> None:
     # installed with the package, would add the look-up, the cost attributes and the cost point).
     os.environ["OTEL_SAMPLING_PRICE_SOURCE"] = "none"
     from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+    from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor
     from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
     from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
-    for instrumentor in (AnthropicInstrumentor, OpenAIInstrumentor, MCPSamplingInstrumentor):
+    for instrumentor in (AnthropicInstrumentor, OpenAIInstrumentor, GoogleGenAIInstrumentor, MCPSamplingInstrumentor):
         instrumentor().instrument()
 
 
@@ -74,6 +75,12 @@ def _floor() -> None:
     import floor
 
     floor.install()
+
+
+def _sdk_limit() -> None:
+    import sdk_limit
+
+    sdk_limit.install()
 
 
 def _mcp_floor(runs: bool = True) -> Callable[[], None]:
@@ -112,6 +119,8 @@ CONFIGS: dict[str, Config] = {
     # Both sides of the in-memory round trip instrumented (host and server share the process here).
     "otel-sampling+server": Config(calls.MCP_KINDS, "otel_sampling", _ours_with_server, "otel-sampling"),
     "floor": Config(calls.PROVIDER_KINDS, "bench.floor", _floor),
+    # The floor's span and points recorded by the SDK alone, none of the floor's reading (sdk_limit.py).
+    "sdk-limit": Config(calls.PROVIDER_KINDS, "bench.sdk_limit", _sdk_limit),
     "mcp-floor": Config(calls.MCP_KINDS, "bench.mcp_floor", _mcp_floor()),
     # The MCP floor without the implicit runs' points: the difference is what they cost.
     "mcp-floor-no-runs": Config(calls.MCP_KINDS, "bench.mcp_floor", _mcp_floor(runs=False)),
@@ -146,6 +155,7 @@ PEERS = tuple(name for name in CONFIGS if name.startswith(("opentelemetry-", "op
 PACKAGES = (
     "anthropic",
     "openai",
+    "google-genai",
     "mcp",
     "httpx2",
     "opentelemetry-api",
