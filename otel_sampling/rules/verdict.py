@@ -265,6 +265,9 @@ class CallSummary(NamedTuple):
         provider_fallback: the provider reported a server-side fallback.
         compare_models: False when ``requested`` names a deployment, not a model (Azure OpenAI).
         named: reasons of the named degradations and canary block around it (at start or end).
+        client_fallback: the reason a client library's router gives for making this call on a
+            fallback model (a LiteLLM Router hop: ``failover``, ``context_window_fallback``,
+            ``content_policy_fallback``), or None: the call is its first choice.
     """
 
     provider: str
@@ -278,6 +281,7 @@ class CallSummary(NamedTuple):
     provider_fallback: bool = False
     compare_models: bool = True
     named: tuple[str, ...] = ()
+    client_fallback: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -375,6 +379,8 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own: str | None = None
     if call.provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
+    elif call.client_fallback is not None and not call.failed:  # the router says why: its reason wins
+        own = call.client_fallback
     elif failed_over and not call.failed:
         own = names.REASON_FAILOVER
     elif not call.failed and call.served and call.compare_models:
