@@ -131,9 +131,12 @@ def test_a_context_window_or_content_policy_fallback_reads_degraded_with_its_rea
     assert primary[:2] == (PRIMARY, names.ENDING_ERROR)
     assert primary[3] == names.MODE_PRIMARY
     assert fallback == (FALLBACK, names.ENDING_COMPLETED, None, names.MODE_DEGRADED, (reason,))
-    assert litellm_instrumented.counts(
-        names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_RESPONSE_MODEL, names.DEGRADATION_MODE
-    )[FALLBACK, names.MODE_DEGRADED] == 1
+    assert (
+        litellm_instrumented.counts(
+            names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_RESPONSE_MODEL, names.DEGRADATION_MODE
+        )[FALLBACK, names.MODE_DEGRADED]
+        == 1
+    )
     (run_span,) = litellm_instrumented.spans("invoke_agent triage")
     assert run_span.attributes[names.DEGRADATION_MODE] == names.MODE_DEGRADED
     assert reason in run_span.attributes[names.DEGRADATION_REASON]

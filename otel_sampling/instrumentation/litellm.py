@@ -233,11 +233,11 @@ class _State(ProviderState):
 
     def bind_sdk(self) -> None:
         """Nothing is imported here: importing LiteLLM takes seconds, and ``instrument()`` runs in
-        processes that may never use it. Its classes are read on the first call (:meth:`_sdk`);
+        processes that may never use it. Its classes are read on the first call (:meth:`_classes`);
         the targets are wrapped once the host imports LiteLLM (``host_targets``)."""
         self._bound: dict[str, Any] = {}  # shared by the views (a shallow copy keeps the dict)
 
-    def _sdk(self) -> Mapping[str, Any]:
+    def _classes(self) -> Mapping[str, Any]:
         """LiteLLM's classes: its answers, its streams, its exceptions (the openai SDK's)."""
         bound = self._bound
         if bound:
@@ -262,24 +262,24 @@ class _State(ProviderState):
         )
         return bound
 
-    @property  # type: ignore[override]
-    def stream_types(self) -> tuple[Any, Any]:
-        streams = self._sdk()["streams"]
+    @property
+    def stream_types(self) -> tuple[Any, Any]:  # type: ignore[override]
+        streams = self._classes()["streams"]
         return (_Never, streams) if self.asynchronous else (streams, _Never)
 
-    @property  # type: ignore[override]
-    def response_class(self) -> tuple[type, ...]:
-        classes: tuple[type, ...] = self._sdk()["response_class"]
+    @property
+    def response_class(self) -> tuple[type, ...]:  # type: ignore[override]
+        classes: tuple[type, ...] = self._classes()["response_class"]
         return classes
 
     raw_response_classes: tuple[type, ...] = ()
 
     def error_type(self, exc: BaseException) -> str:
-        sdk = self._sdk()
+        sdk = self._classes()
         return error_type_of(exc, sdk["timeout_types"], sdk["connection_types"], self.envelope_fields)
 
     def failure(self, exc: BaseException) -> Failure:
-        sdk = self._sdk()
+        sdk = self._classes()
         return failure_of(exc, sdk["timeout_types"], sdk["connection_types"], self.envelope_fields)
 
     def drill_error(self, client: Any, options: Any, drill: Drill) -> BaseException:
@@ -287,7 +287,7 @@ class _State(ProviderState):
         ``ServiceUnavailableError`` (503) or ``RateLimitError`` (429), which a Router retries and
         falls back from as from a real one."""
         message = f"otel-sampling drill {drill.name!r}: {drill.failure}"
-        exceptions, model, provider = self._sdk()["exceptions"], drill.target_model, "otel-sampling-drill"
+        exceptions, model, provider = self._classes()["exceptions"], drill.target_model, "otel-sampling-drill"
         if drill.failure == names.DRILL_FAILURE_TIMEOUT:
             timeout: BaseException = exceptions.Timeout(message, model=model, llm_provider=provider)
             return timeout
@@ -316,7 +316,7 @@ class _State(ProviderState):
             max_tokens,
             body.get("stream") is True,
             body,
-            provider_name(litellm_provider, self._sdk()["known_providers"]),
+            provider_name(litellm_provider, self._classes()["known_providers"]),
             attributes={
                 **reasoning_level(body, "reasoning_effort"),
                 **reasoning_level(body, "reasoning", "effort"),
@@ -330,7 +330,7 @@ class _State(ProviderState):
         given and no provider when LiteLLM cannot (the call then fails in LiteLLM)."""
         api_base = body.get("api_base") or body.get("base_url")
         try:
-            upstream, provider, _, resolved_base = self._sdk()["get_llm_provider"](
+            upstream, provider, _, resolved_base = self._classes()["get_llm_provider"](
                 model=model, custom_llm_provider=body.get("custom_llm_provider"), api_base=api_base
             )
         except Exception:  # noqa: BLE001 - an unknown provider: LiteLLM itself raises for the call
@@ -364,17 +364,17 @@ class _State(ProviderState):
     def new_accumulator(self, stream: Any) -> Accumulator:
         """Chat chunks (``CustomStreamWrapper``) or Responses events."""
         capture = self.capture.enabled
-        if isinstance(stream, self._sdk()["chat_stream"]):
+        if isinstance(stream, self._classes()["chat_stream"]):
             return ChatStreamAccumulator(capture=capture)
         return openai_responses.ResponsesStreamAccumulator(capture=capture)
 
     def response_of(self, result: Any) -> Response:
-        if isinstance(result, self._sdk()["responses_class"]):
+        if isinstance(result, self._classes()["responses_class"]):
             return openai_responses.response_of(result)
         return chat_response_of(result)
 
     def output_of(self, result: Any, seen: Response) -> list[Any]:
-        if isinstance(result, self._sdk()["responses_class"]):
+        if isinstance(result, self._classes()["responses_class"]):
             return openai_responses.output_of(result, seen)
         return chat_output(result)
 
