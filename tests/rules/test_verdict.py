@@ -198,6 +198,17 @@ class TestCall:
             failed_over=True, requested=PERMITTED_FALLBACK, served=PERMITTED_FALLBACK
         )
 
+    @pytest.mark.parametrize("reason", ["failover", "context_window_fallback", "content_policy_fallback"])
+    def test_a_client_routers_fallback_hop_has_the_routers_reason(self, reason):
+        """A LiteLLM Router says why it made the call on a fallback model: its reason is the call's
+        own, before the scope's failover memory and whatever the model comparison would say."""
+        assert ("degraded", (reason,)) == call(
+            NO_POLICY, failed_over=True, client_fallback=reason, requested=PERMITTED_FALLBACK, served=OUTSIDE
+        )
+
+    def test_a_client_routers_fallback_hop_that_failed_has_no_reason(self):
+        assert ("primary", ()) == call(client_fallback="failover", ending=FAILED)
+
     def test_fallback(self):
         """Served another model than requested, one the requesting server's policy permits."""
         assert ("degraded", ("fallback",)) == call(served=PERMITTED_FALLBACK)
