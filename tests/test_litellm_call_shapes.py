@@ -228,13 +228,50 @@ async def arespond(kw):
     return (await litellm.aresponses(input="Where is it?", **kw)).output_text
 
 
-@pytest.mark.parametrize("shape", [respond, arespond], ids=lambda f: f.__name__)
+def respond_stream(kw):
+    events = list(litellm.responses(input="Where is it?", stream=True, **kw))
+    return "".join(e.delta for e in events if e.type == "response.output_text.delta")
+
+
+async def arespond_stream(kw):
+    events = [e async for e in await litellm.aresponses(input="Where is it?", stream=True, **kw)]
+    return "".join(e.delta for e in events if e.type == "response.output_text.delta")
+
+
+def router_respond(kw):
+    router = litellm.Router(model_list=[{"model_name": "main", "litellm_params": kw}])
+    return router.responses(model="main", input="Where is it?").output_text
+
+
+async def router_arespond(kw):
+    router = litellm.Router(model_list=[{"model_name": "main", "litellm_params": kw}])
+    return (await router.aresponses(model="main", input="Where is it?")).output_text
+
+
+RESPONSE_SHAPES = {
+    respond: False,
+    arespond: False,
+    respond_stream: True,
+    arespond_stream: True,
+    router_respond: False,
+    router_arespond: False,
+}
+
+
+@pytest.mark.parametrize("shape", list(RESPONSE_SHAPES), ids=lambda f: f.__name__)
 def test_a_responses_call_gives_one_span(litellm_instrumented, fake_provider, shape):
+    fake_provider.reset()
     kw = arguments(fake_provider, "openai")
     kw["max_output_tokens"] = kw.pop("max_tokens")
     assert run(shape, kw) == DEFAULT_TEXT
-    a = only_span(litellm_instrumented).attributes
+    span = only_span(litellm_instrumented)
+    a = span.attributes
     assert a[names.GEN_AI_REQUEST_MODEL] == a[names.GEN_AI_RESPONSE_MODEL] == "gpt-4o-mini"
     assert (a[names.GEN_AI_USAGE_INPUT_TOKENS], a[names.GEN_AI_USAGE_OUTPUT_TOKENS]) == (25, 5)
     assert a[names.GEN_AI_REQUEST_MAX_TOKENS] == 16
+    assert a[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
     assert a[names.ENDING] == names.ENDING_COMPLETED
+    assert a.get(names.GEN_AI_REQUEST_STREAM, False) is RESPONSE_SHAPES[shape]
+    (request,) = fake_provider.requests
+    assert request["path"] == "/v1/responses"
+    assert request["headers"]["traceparent"] == traceparent_of(span)
