@@ -275,3 +275,17 @@ def test_a_responses_call_gives_one_span(litellm_instrumented, fake_provider, sh
     (request,) = fake_provider.requests
     assert request["path"] == "/v1/responses"
     assert request["headers"]["traceparent"] == traceparent_of(span)
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
+@pytest.mark.parametrize("cut", ["drop", "truncate", "midstream_error"])
+def test_a_stream_cut_short_gives_one_failed_span(litellm_instrumented, fake_provider, route, cut):
+    """LiteLLM raises every cut it sees mid-stream (a dropped connection, a body that ends before the
+    final event, a provider error event) as ``MidStreamFallbackError`` around an error it gives HTTP
+    status 500: the span ends as that error, ``model.unavailable``."""
+    with pytest.raises(litellm.exceptions.MidStreamFallbackError):
+        complete_stream(arguments(fake_provider, route, f"{cut},text=one+two+three+four"))
+    span = only_span(litellm_instrumented)
+    assert span.attributes[names.ENDING] == names.ENDING_MODEL_UNAVAILABLE
+    assert span.attributes[names.ERROR_TYPE] == "500"
+    assert span.status.status_code is StatusCode.ERROR
