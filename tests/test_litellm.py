@@ -7,6 +7,7 @@ LiteLLM's own values.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -217,6 +218,14 @@ def _stamped(hops, *failures):
 )
 def test_a_fallback_hop_and_its_reason_are_read_from_the_routers_stamps(kwargs, reason):
     assert fallback_reason(kwargs) == reason
+
+
+@pytest.mark.parametrize("mock", [{"mock_response": "canned"}, {"mock_timeout": True, "timeout": 0.01}])
+def test_a_call_litellm_answers_itself_makes_no_span(litellm_instrumented, mock):
+    """LiteLLM's test doubles answer without an upstream call: there is no provider call to trace."""
+    with contextlib.suppress(litellm.Timeout):  # mock_timeout raises as a real timeout would
+        litellm.completion(model="openai/gpt-4o-mini", api_key="k", messages=MESSAGES, **mock)
+    assert litellm_instrumented.spans() == []
 
 
 def test_an_async_completion_answers_unchanged(litellm_instrumented, fake_provider):

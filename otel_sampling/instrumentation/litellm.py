@@ -15,6 +15,9 @@ underneath) stays inside that call's span, as the SDKs' own retries do in the ot
 A host that binds ``from litellm import completion`` before ``instrument()`` keeps the unwrapped
 function: instrument first (``opentelemetry-instrument`` does).
 
+A call given one of LiteLLM's test doubles (``mock_response``, ``mock_tool_calls``, ``mock_timeout``)
+sends nothing upstream: it makes no span.
+
 One call, one span: LiteLLM calls some providers through the openai SDK (``openai/...``, Azure,
 and the OpenAI-compatible ones). The LiteLLM span owns the attempt: a provider SDK call made while
 one of our calls is being sent is not traced again (the rule is in ``_provider``), so with the
@@ -115,6 +118,8 @@ FALLBACK_REASONS: Mapping[str, str] = {
     "ContentPolicyViolationError": names.REASON_CONTENT_POLICY_FALLBACK,
 }
 _MAX_TOKENS_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+#: LiteLLM's test doubles: a call given one is answered (or failed) by LiteLLM itself, nothing is sent.
+_MOCKS = ("mock_response", "mock_tool_calls", "mock_timeout")
 
 
 def provider_name(litellm_provider: Any, known: frozenset[str]) -> str:
@@ -306,7 +311,7 @@ class _State(ProviderState):
         for name, value in zip(("input", "model") if self.responses else ("model", "messages"), args, strict=False):
             body.setdefault(name, value)
         model = body.get("model")
-        if not isinstance(model, str):
+        if not isinstance(model, str) or any(body.get(key) is not None for key in _MOCKS):
             return None
         upstream, litellm_provider, api_base = self._resolved(model, body)
         _server.set(server_of_base(api_base))
