@@ -63,7 +63,6 @@ import copy
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from opentelemetry import propagate
 
@@ -77,6 +76,7 @@ from otel_sampling.instrumentation._provider import (
     async_create_wrapper,
     create_wrapper,
     reasoning_level,
+    server_of_url,
 )
 from otel_sampling.instrumentation._targets import HostTargets, Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.openai import StreamAccumulator, chat_response_of
@@ -159,21 +159,16 @@ def fallback_reason(kwargs: Mapping[str, Any]) -> str | None:
 _server: ContextVar[tuple[str, int | None] | None] = ContextVar("otel_sampling_litellm_server", default=None)
 
 
-def server_of_base(api_base: Any) -> tuple[str, int | None] | None:
+def server_of_base(api_base: Any, url_type: Any) -> tuple[str, int | None] | None:
     """``(server.address, server.port)`` of an ``api_base`` URL (the scheme's port when it names
-    none), or None."""
+    none), parsed with ``url_type`` (``httpx.URL``); None when there is none or it is no URL."""
     if not isinstance(api_base, str) or not api_base:
         return None
-    parts = urlsplit(api_base)
-    if not parts.hostname:
-        return None
     try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None:
-        port = {"https": 443, "http": 80}.get(parts.scheme)
-    return parts.hostname, port
+        url = url_type(api_base)
+    except Exception:  # noqa: BLE001 - a malformed api_base: LiteLLM reports it to the caller itself
+        return None
+    return server_of_url(url)
 
 
 class ChatStreamAccumulator(StreamAccumulator):
@@ -314,7 +309,7 @@ class _State(ProviderState):
         if not isinstance(model, str) or any(body.get(key) is not None for key in _MOCKS):
             return None
         upstream, litellm_provider, api_base = self._resolved(model, body)
-        _server.set(server_of_base(api_base))
+        _server.set(server_of_base(api_base, self._url_type))
         max_tokens = next((body[k] for k in _MAX_TOKENS_KEYS if body.get(k) is not None), None)
         return Request(
             upstream,
