@@ -62,7 +62,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, ClassVar
+from typing import Any
 
 from opentelemetry import propagate
 
@@ -207,10 +207,6 @@ class _State(ProviderState):
     accumulator_captures = True
     inject_trace_context = True  # LiteLLM sends the call's extra_headers upstream
     http_library = "httpx"  # LiteLLM's own HTTP client
-    drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {
-        names.DRILL_FAILURE_OVERLOADED: (503, "ServiceUnavailableError"),
-        names.DRILL_FAILURE_RATE_LIMITED: (429, "RateLimitError"),
-    }
 
     responses = False  # the view's endpoint: Chat Completions (``completion``) or the Responses API
     asynchronous = False  # the view's calling convention: which side of the shared wrappers proxies a stream
