@@ -186,8 +186,18 @@ def drop_stream(kw):
     return first.choices
 
 
+async def router_aleave_stream(kw):
+    router = litellm.Router(model_list=[{"model_name": "main", "litellm_params": kw}])
+    stream = await router.acompletion(model="main", messages=MESSAGES, stream=True)
+    first = await stream.__anext__()
+    await stream.aclose()
+    return first.choices
+
+
 @pytest.mark.parametrize("route", list(ROUTES))
-@pytest.mark.parametrize("shape", [leave_stream, aleave_stream, drop_stream], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "shape", [leave_stream, aleave_stream, drop_stream, router_aleave_stream], ids=lambda f: f.__name__
+)
 def test_a_stream_left_early_ends_cancelled_with_what_it_saw(litellm_instrumented, fake_provider, shape, route):
     assert run(shape, arguments(fake_provider, route, "text=one+two+three+four"))
     gc.collect()

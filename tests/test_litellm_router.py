@@ -140,3 +140,17 @@ def test_a_context_window_or_content_policy_fallback_reads_degraded_with_its_rea
     (run_span,) = litellm_instrumented.spans("invoke_agent triage")
     assert run_span.attributes[names.DEGRADATION_MODE] == names.MODE_DEGRADED
     assert reason in run_span.attributes[names.DEGRADATION_REASON]
+
+
+@CONVENTIONS
+def test_each_retry_is_an_attempt_of_its_own(litellm_instrumented, fake_provider, asynchronous):
+    """The Router retries the primary twice, then gives up (no fallback configured): three spans."""
+    fake_provider.reset()
+    r = router(fake_provider, f"status=429,fail_model={PRIMARY},no_retry")
+    retrying = litellm.Router(model_list=r.model_list, num_retries=2, retry_after=0)
+    with pytest.raises(litellm.RateLimitError):
+        ask(retrying, asynchronous)
+    assert (
+        attempts(litellm_instrumented) == [(PRIMARY, names.ENDING_MODEL_UNAVAILABLE, "429", names.MODE_PRIMARY, ())] * 3
+    )
+    assert [request["model"] for request in fake_provider.requests] == [PRIMARY] * 3
