@@ -235,3 +235,31 @@ def test_an_async_completion_answers_unchanged(litellm_instrumented, fake_provid
         )
     )
     assert answer.choices[0].message.content == DEFAULT_TEXT
+
+
+def test_a_suppressed_call_passes_straight_through(litellm_instrumented, fake_provider):
+    """No span, no metric point, no header: OpenTelemetry's suppression switch is honoured."""
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    fake_provider.reset()
+    with suppress_instrumentation():
+        litellm.completion(
+            model="openai/gpt-4o-mini", api_base=fake_provider.url + "/v1", api_key="k", messages=MESSAGES
+        )
+    assert litellm_instrumented.spans() == []
+    (request,) = fake_provider.requests
+    assert "traceparent" not in request["headers"]
+
+
+def test_instrument_twice_still_gives_one_span_per_call(telemetry, fake_provider):
+    instrumentor = LiteLLMInstrumentor()
+    for _ in range(2):
+        instrumentor.instrument(tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider)
+    try:
+        litellm.completion(
+            model="openai/gpt-4o-mini", api_base=fake_provider.url + "/v1", api_key="k", messages=MESSAGES
+        )
+    finally:
+        instrumentor.uninstrument()
+    assert len(telemetry.spans()) == 1
+    assert not isinstance(vars(litellm)["completion"], wrapt.FunctionWrapper)
