@@ -263,3 +263,51 @@ def test_instrument_twice_still_gives_one_span_per_call(telemetry, fake_provider
         instrumentor.uninstrument()
     assert len(telemetry.spans()) == 1
     assert not isinstance(vars(litellm)["completion"], wrapt.FunctionWrapper)
+
+
+def test_a_context_window_fallback_inside_a_sampling_request_reads_its_reason_everywhere(telemetry, fake_provider):
+    """The request does not fit the primary: the Router's context-window fallback serves it. The
+    call, the sampling request and the run all read ``context_window_fallback``, not ``failover``."""
+    pytest.importorskip("mcp_types", reason="mcp 2.x sessions")
+    import anyio
+    import mcp_types as types
+
+    from drivers import call
+    from otel_sampling.instrumentation.mcp import MCPSamplingInstrumentor
+
+    too_long = "status=400,no_retry,error_message=This model's maximum context length is 8192 tokens"
+    params = {"api_base": fake_provider.url + "/v1", "api_key": "sk-fake"}
+    r = litellm.Router(
+        model_list=[
+            {
+                "model_name": "primary",
+                "litellm_params": {
+                    "model": f"openai/{PRIMARY}",
+                    "extra_headers": {SCENARIO_HEADER: f"{too_long},fail_model={PRIMARY}"},
+                    **params,
+                },
+            },
+            {"model_name": "long", "litellm_params": {"model": f"openai/{FALLBACK}", **params}},
+        ],
+        context_window_fallbacks=[{"primary": ["long"]}],
+        num_retries=0,
+    )
+
+    async def callback(ctx, params):
+        answer = await r.acompletion(model="primary", messages=[{"role": "user", "content": "hi"}])
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="ok"), model=answer.model, stop_reason="endTurn"
+        )
+
+    for _ in _instrumented(telemetry, MCPSamplingInstrumentor, LiteLLMInstrumentor):
+        with osm.run("triage"):
+            anyio.run(call, "legacy", callback)
+    reason = (names.REASON_CONTEXT_WINDOW_FALLBACK,)
+    (sampling,) = telemetry.spans(names.SPAN_SAMPLING)
+    (run_span,) = telemetry.spans("invoke_agent triage")
+    for span in (chat_spans(telemetry)[-1], sampling, run_span):
+        assert span.attributes[names.DEGRADATION_MODE] == names.MODE_DEGRADED, span.name
+        assert tuple(span.attributes[names.DEGRADATION_REASON]) == reason, span.name
+    assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.DEGRADATION_MODE, names.DEGRADATION_REASON) == {
+        (names.MODE_DEGRADED, names.REASON_CONTEXT_WINDOW_FALLBACK): 1
+    }

@@ -24,6 +24,12 @@ first match wins for the unit's own reason:
                        one the policy permits (``within_policy``, or off the primary)
 =====================  ====================================================================
 
+A client library's router can say why it made a call on a fallback model
+(``CallSummary.client_fallback``: a LiteLLM Router hop): ``failover`` after an outage, or
+``context_window_fallback`` / ``content_policy_fallback`` when the request did not fit the first
+model. That reason is the call's own, before the failover memory's; a request whose only switch of
+model was such a fit fallback is not ``failover`` either (its calls' reason says what happened).
+
 A request also carries every reason of the calls inside it, then every named degradation around
 it (as it started or as it ends): a call inside a request is never degraded while the request is
 primary. A unit with any reason is ``degraded``, else ``primary``.
@@ -391,13 +397,25 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     return CallVerdict(*_verdict(own, call.named))
 
 
+# A client router's fallbacks for the request's fit, not for an outage (LiteLLM Router
+# ``context_window_fallbacks`` / ``content_policy_fallbacks``).
+_FIT_FALLBACKS = frozenset({names.REASON_CONTEXT_WINDOW_FALLBACK, names.REASON_CONTENT_POLICY_FALLBACK})
+
+
+def _fit_fallback_only(call_reasons: tuple[str, ...]) -> bool:
+    """The request's switch of model was a router's fallback for the request's fit: a call says so,
+    and none says it failed over. Its failover memory saw a failed call, then a success on another
+    model; the call's reason says why, and is the request's."""
+    return not _FIT_FALLBACKS.isdisjoint(call_reasons) and names.REASON_FAILOVER not in call_reasons
+
+
 def judge_request(facts: RequestFacts, reference: Reference) -> RequestVerdict:
     """The verdict of one sampling request as it ends (the table in the module docstring)."""
     judged = _judge(reference, facts.served, facts.failed, _normalised(facts.requested))
     own: str | None
     if facts.canary:
         own = names.REASON_CANARY
-    elif facts.failed_over:
+    elif facts.failed_over and not _fit_fallback_only(facts.call_reasons):
         own = names.REASON_FAILOVER
     elif facts.provider_fallback and not facts.failed:
         own = names.REASON_PROVIDER_FALLBACK

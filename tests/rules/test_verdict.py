@@ -90,6 +90,17 @@ class TestRequest:
         assert ("none", "degraded", ("failover",)) == request(failed_over=True, served=PERMITTED_FALLBACK)
         assert ("none", "degraded", ("failover",)) == request(failed_over=True)
 
+    @pytest.mark.parametrize("reason", ["context_window_fallback", "content_policy_fallback"])
+    def test_a_routers_fallback_for_the_requests_fit_is_no_failover(self, reason):
+        """A LiteLLM Router fell back because the request did not fit the first model: the failed
+        call and the success on another model are the router's fallback, named by the call."""
+        assert ("none", "degraded", (reason,)) == request(failed_over=True, call_reasons=(reason,))
+
+    def test_a_failover_beside_a_routers_fit_fallback_is_still_a_failover(self):
+        assert ("none", "degraded", ("failover", "context_window_fallback")) == request(
+            failed_over=True, call_reasons=("context_window_fallback", "failover")
+        )
+
     def test_provider_fallback_is_the_providers_own_server_side_fallback(self):
         """Reported by the provider (anthropic's ``fallback`` content), whatever the policy says."""
         assert ("within_policy", "degraded", ("provider_fallback",)) == request(
