@@ -311,3 +311,24 @@ def test_a_context_window_fallback_inside_a_sampling_request_reads_its_reason_ev
     assert telemetry.counts(names.METRIC_SAMPLING_REQUESTS, names.DEGRADATION_MODE, names.DEGRADATION_REASON) == {
         (names.MODE_DEGRADED, names.REASON_CONTEXT_WINDOW_FALLBACK): 1
     }
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "provider_id"),
+    [("openai/gpt-4o-mini", "/v1", "openai"), ("anthropic/claude-sonnet-4-5", "", "anthropic")],
+)
+def test_the_cost_is_genai_prices_price_of_the_served_model(
+    litellm_instrumented, fake_provider, model, api_base, provider_id
+):
+    genai_prices = pytest.importorskip("genai_prices")  # the prices extra
+    litellm.completion(
+        model=model, api_base=fake_provider.url + api_base, api_key="k", max_tokens=16, messages=MESSAGES
+    )
+    (span,) = litellm_instrumented.spans()
+    a = span.attributes
+    # The fake's fixed answer: 25 input tokens, 5 output tokens (one per word of its text).
+    usage = genai_prices.Usage(input_tokens=25, output_tokens=5)
+    expected = float(genai_prices.calc_price(usage, model.split("/")[1], provider_id=provider_id).total_price)
+    assert a["gen_ai.usage.cost.currency"] == "USD"
+    assert pytest.approx(expected) == a["gen_ai.usage.cost.amount"]
+    assert a["otel_sampling.cost.price_source"].startswith("genai-prices@")
