@@ -151,6 +151,15 @@ def test_another_served_model_is_the_response_model(litellm_instrumented, fake_p
 
 
 @pytest.mark.parametrize("route", list(ROUTES))
+@pytest.mark.parametrize("shape", list(SHAPES), ids=lambda f: f.__name__)
+def test_a_gateways_served_model_header_names_the_served_model(litellm_instrumented, fake_provider, shape, route):
+    """The gateway's body echoes the requested model; its ngrok-aig-model header (a default of
+    OTEL_SAMPLING_SERVED_MODEL_HEADERS) names the model that served."""
+    run(shape, arguments(fake_provider, route, "gateway_model=gw-served-1"))
+    assert only_span(litellm_instrumented).attributes[names.GEN_AI_RESPONSE_MODEL] == "gw-served-1"
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
 @pytest.mark.parametrize("shape", [s for s in SHAPES if not s.__name__.startswith("router")], ids=lambda f: f.__name__)
 def test_a_rate_limited_call_gives_one_failed_span(litellm_instrumented, fake_provider, shape, route):
     with pytest.raises(litellm.RateLimitError):

@@ -37,7 +37,10 @@ on Azure it is a deployment name, not compared with the served model. ``server.a
 The served model is the provider's, as LiteLLM hands it over: ``ModelResponse.model`` and a
 Responses answer's ``model`` copy the provider's answer; a stream chunk's ``model`` is the model
 asked for (LiteLLM writes its own name there), so a stream's served model is the
-``provider_response_model`` LiteLLM keeps in each chunk's ``_hidden_params``. Usage and
+``provider_response_model`` LiteLLM keeps in each chunk's ``_hidden_params``. Through a gateway
+whose body echoes the requested model, the first ``OTEL_SAMPLING_SERVED_MODEL_HEADERS`` header the
+provider's response carries names it instead, read from the headers LiteLLM keeps with the answer
+and each chunk (``_hidden_params["additional_headers"]``, as ``llm_provider-<name>``). Usage and
 finish reasons are read as the openai instrumentor reads Chat Completions and Responses answers
 (LiteLLM answers in those shapes whatever the provider). Errors: LiteLLM's exceptions (the openai
 SDK's classes) by their HTTP status: 429 and 5xx ``model.unavailable``, 408 / ``litellm.Timeout``
@@ -171,27 +174,52 @@ def server_of_base(api_base: Any, url_type: Any) -> tuple[str, int | None] | Non
     return server_of_url(url)
 
 
+_PROVIDER_HEADER = "llm_provider-"  # LiteLLM's prefix for the provider's response headers it keeps
+
+
+def gateway_model(hidden: Any, header_names: tuple[str, ...]) -> str | None:
+    """The model the first of ``header_names`` (``OTEL_SAMPLING_SERVED_MODEL_HEADERS``, lower case)
+    names in the provider's response headers LiteLLM keeps in an answer's or a chunk's
+    ``_hidden_params["additional_headers"]`` (as ``llm_provider-<name>``), or None."""
+    headers = hidden.get("additional_headers") if header_names and isinstance(hidden, dict) else None
+    if not isinstance(headers, Mapping):
+        return None
+    for name in header_names:
+        value = headers.get(_PROVIDER_HEADER + name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
 class ChatStreamAccumulator(StreamAccumulator):
     """The openai chat chunk accumulator, with the served model LiteLLM keeps aside: a
     ``CustomStreamWrapper`` chunk's ``model`` is the model asked for (OpenRouter's excepted), the
-    provider's own is in its ``_hidden_params["provider_response_model"]``."""
+    provider's own is in its ``_hidden_params["provider_response_model"]``, and a gateway's
+    served-model header (``header_names``) in its ``additional_headers``, which wins."""
 
-    __slots__ = ("_served",)
+    __slots__ = ("_served", "_gateway", "_header_names")
 
-    def __init__(self, capture: bool = False) -> None:
+    def __init__(self, capture: bool = False, header_names: tuple[str, ...] = ()) -> None:
         super().__init__(capture)
         self._served: str | None = None
+        self._gateway: str | None = None
+        self._header_names = header_names
 
     def observe(self, chunk: Any) -> None:
         super().observe(chunk)
         hidden = getattr(chunk, "_hidden_params", None)
-        served = hidden.get("provider_response_model") if isinstance(hidden, dict) else None
+        if not isinstance(hidden, dict):
+            return
+        served = hidden.get("provider_response_model")
         if isinstance(served, str) and served:
             self._served = served
+        if self._gateway is None:
+            self._gateway = gateway_model(hidden, self._header_names)
 
     def response(self) -> Response:
         response = super().response()
-        return response._replace(model=self._served) if self._served else response
+        served = self._gateway or self._served
+        return response._replace(model=served) if served else response
 
 
 class _Never:
@@ -361,13 +389,18 @@ class _State(ProviderState):
         """Chat chunks (``CustomStreamWrapper``) or Responses events."""
         capture = self.capture.enabled
         if isinstance(stream, self._classes()["chat_stream"]):
-            return ChatStreamAccumulator(capture=capture)
+            return ChatStreamAccumulator(capture=capture, header_names=self.served_model_headers)
         return openai_responses.ResponsesStreamAccumulator(capture=capture)
 
     def response_of(self, result: Any) -> Response:
+        """What a ``ModelResponse`` or a Responses answer reports; a gateway's served-model header
+        (kept by LiteLLM with the answer) names the served model."""
         if isinstance(result, self._classes()["responses_class"]):
-            return openai_responses.response_of(result)
-        return chat_response_of(result)
+            response = openai_responses.response_of(result)
+        else:
+            response = chat_response_of(result)
+        served = gateway_model(getattr(result, "_hidden_params", None), self.served_model_headers)
+        return response._replace(model=served) if served else response
 
     def output_of(self, result: Any, seen: Response) -> list[Any]:
         if isinstance(result, self._classes()["responses_class"]):
