@@ -231,8 +231,6 @@ class _State(ProviderState):
 
     provider = names.OVERFLOW_LABEL  # every call names the provider LiteLLM resolved
     envelope_fields = ("code", "type")
-    accumulator = ChatStreamAccumulator
-    accumulator_captures = True
     inject_trace_context = True  # LiteLLM sends the call's extra_headers upstream
     http_library = "httpx"  # LiteLLM's own HTTP client
 
