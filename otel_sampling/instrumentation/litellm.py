@@ -45,6 +45,9 @@ finish reasons are read as the openai instrumentor reads Chat Completions and Re
 (LiteLLM answers in those shapes whatever the provider). Errors: LiteLLM's exceptions (the openai
 SDK's classes) by their HTTP status: 429 and 5xx ``model.unavailable``, 408 / ``litellm.Timeout``
 ``timeout``; ``ContextWindowExceededError`` and ``ContentPolicyViolationError`` are 400s, ``error``.
+A stream cut short (a dropped connection, a body ending before the final event, a provider error
+event) reaches the caller as LiteLLM's ``MidStreamFallbackError``, which it gives HTTP status 500:
+``model.unavailable`` (LiteLLM's exception does not tell the three apart).
 
 Router fallbacks: a Router stamps each attempt's ``metadata`` (``attempted_fallbacks``, and the
 failures before it in ``previous_models``); an attempt on a fallback hop whose call succeeds is
@@ -52,7 +55,8 @@ degraded, with the reason of the failure that made the Router fall back
 (:func:`fallback_reason`): a context-window failure ``context_window_fallback``, a content-policy
 one ``content_policy_fallback``, anything else (an outage, a 429) ``failover``. The reason is the
 call's own (``CallSummary.client_fallback``), so it holds outside a sampling request, a run and a
-parent span too; the request and the run the call is made in carry it as any call reason.
+parent span too; the request and the run the call is made in carry it as any call reason, and a
+fallback for the request's fit is theirs too rather than ``failover`` (``rules/verdict``).
 
 Trace context: each call carries the global propagator's headers for our span in
 ``extra_headers`` (a copy; a header the caller set is kept), which LiteLLM sends with the
