@@ -332,3 +332,30 @@ def test_the_cost_is_genai_prices_price_of_the_served_model(
     assert a["gen_ai.usage.cost.currency"] == "USD"
     assert pytest.approx(expected) == a["gen_ai.usage.cost.amount"]
     assert a["otel_sampling.cost.price_source"].startswith("genai-prices@")
+
+
+@pytest.mark.parametrize(
+    "step",
+    ["_State.request_of", "_State.response_of", "_State.with_trace_context", "ChatStreamAccumulator.observe"],
+)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_failure_of_ours_never_reaches_the_host(litellm_instrumented, fake_provider, monkeypatch, step, stream):
+    """Our code raising at any step: the host's call answers as without us (the failure is logged)."""
+    from otel_sampling.instrumentation import litellm as litellm_module
+
+    owner, name = step.split(".")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("otel-sampling bug")
+
+    monkeypatch.setattr(getattr(litellm_module, owner), name, broken)
+    answer = litellm.completion(
+        model="openai/gpt-4o-mini",
+        api_base=fake_provider.url + "/v1",
+        api_key="k",
+        messages=MESSAGES,
+        stream=stream,
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in answer) if stream else answer.choices[0].message.content
+    assert text == DEFAULT_TEXT
+    assert len(litellm_instrumented.spans()) <= 1  # none when the call could not be started
