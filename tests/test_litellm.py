@@ -41,21 +41,43 @@ def chat_spans(t):
     return sorted((s for s in t.spans() if s.name.startswith("chat ")), key=lambda s: s.end_time)
 
 
-def test_instrument_does_not_import_litellm():
-    """Importing LiteLLM takes seconds: a process that never imports it does not pay for it."""
-    code = (
-        "import sys; from otel_sampling.instrumentation.litellm import LiteLLMInstrumentor; "
-        "LiteLLMInstrumentor().instrument(); print('litellm' in sys.modules)"
+def test_instrument_does_not_import_litellm_and_traces_it_once_the_host_does():
+    """Importing LiteLLM takes seconds: a process that never imports it does not pay for it; one
+    that imports it after ``instrument()`` gets one span per call, and none once uninstrumented."""
+    code = """
+import asyncio, sys
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_sampling.instrumentation.litellm import LiteLLMInstrumentor
+from otel_sampling.testing.fake_provider import FakeProvider
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+LiteLLMInstrumentor().instrument(tracer_provider=provider)
+print("litellm" in sys.modules)
+import litellm
+with FakeProvider() as fp:
+    kw = {"model": "openai/gpt-4o-mini", "api_base": fp.url + "/v1", "api_key": "k",
+          "messages": [{"role": "user", "content": "hi"}]}
+    litellm.completion(**kw)
+    asyncio.run(litellm.acompletion(**kw))
+    print(len(spans.get_finished_spans()))
+    LiteLLMInstrumentor().uninstrument()
+    litellm.completion(**kw)
+print(len(spans.get_finished_spans()))
+"""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=1000, env=env
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=1000)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.split() == ["False", "2", "2"]  # none after uninstrument()
 
 
 def test_uninstrument_restores_the_functions(telemetry, fake_provider):
     originals = {name: vars(litellm)[name] for name in ("completion", "acompletion", "responses", "aresponses")}
     for _ in _instrumented(telemetry, LiteLLMInstrumentor):
         assert all(isinstance(vars(litellm)[name], wrapt.FunctionWrapper) for name in originals)
-        assert isinstance(vars(litellm.main)["completion"], wrapt.FunctionWrapper)
     assert {name: vars(litellm)[name] for name in originals} == originals
     litellm.completion(model="openai/gpt-4o-mini", api_base=fake_provider.url + "/v1", api_key="k", messages=MESSAGES)
     assert telemetry.spans() == []

@@ -6,8 +6,11 @@ shape, sync and async: ``litellm.completion`` / ``acompletion`` (streamed too), 
 chunk, degraded mode, failover and content capture come from the shared machinery
 (:mod:`otel_sampling.instrumentation._provider`).
 
-Wrap point: the functions ``litellm.completion``, ``acompletion``, ``responses`` and ``aresponses``
-(the package's attributes, and ``litellm.main``'s / ``litellm.responses.main``'s). A ``Router`` runs
+Wrap point: the package's functions ``litellm.completion``, ``acompletion``, ``responses`` and
+``aresponses``: the public entry points, which pick LiteLLM's native (Rust) path or its Python one
+(``litellm.main``, not wrapped: LiteLLM's package functions hold it from their import on, so a
+wrapper there could not be taken off again, and they reach it only through the wrapped entry
+points, or from LiteLLM's own helpers such as ``text_completion``, which are not traced). A ``Router`` runs
 each attempt by looking ``litellm.<endpoint>`` up at call time (its host's ``invoke``), so each
 attempt, retries and fallback hops included, is one call to a wrapped function: one span. A
 retry LiteLLM runs inside one call (its ``num_retries`` argument, the openai SDK's ``max_retries``
@@ -432,10 +435,6 @@ _TARGETS = (
     Target("litellm", "acompletion", _achat),
     Target("litellm", "responses", _responses, optional=True),
     Target("litellm", "aresponses", _aresponses, optional=True),
-    Target("litellm.main", "completion", _chat),
-    Target("litellm.main", "acompletion", _achat),
-    Target("litellm.responses.main", "responses", _responses, optional=True),
-    Target("litellm.responses.main", "aresponses", _aresponses, optional=True),
 )
 
 
