@@ -207,7 +207,7 @@ OLDEST := opentelemetry-api==1.43.0 opentelemetry-sdk==1.43.0 \
 	opentelemetry-exporter-otlp-proto-http==1.43.0 opentelemetry-exporter-otlp-proto-grpc==1.43.0 \
 	opentelemetry-semantic-conventions==0.64b0 opentelemetry-instrumentation==0.64b0 \
 	opentelemetry-distro==0.64b0 opentelemetry-exporter-prometheus==0.64b0
-MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest openai2-oldest openai2-newest google-genai-oldest otel-oldest
+MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest openai2-oldest openai2-newest google-genai-oldest litellm-oldest otel-oldest
 
 extras_mcp1 := mcp1,anthropic,openai,otlp,otlp-grpc,prometheus,mixin,test
 # google-genai 3.x needs pydantic >= 2.12.5, which the mcp 1.x cells hold back: its tests skip there.
@@ -217,6 +217,8 @@ extras_openai := $(extras_mcp2)
 extras_google := $(extras_mcp2)
 extras_openai2 := $(extras_mcp2)
 extras_otel := $(extras_mcp2)
+# LiteLLM is heavy (about 200 MB with its dependencies): only its own cell installs it.
+extras_litellm := $(extras_mcp2),litellm
 # mcp 1.10 imports a pydantic internal that pydantic 2.12 removed: it runs with the pydantic of its time.
 pins_mcp1-oldest := mcp==1.10.0 pydantic==2.11.7 $(OLDEST)
 pins_mcp1-newest := "mcp<2"
@@ -231,6 +233,9 @@ pins_openai2-oldest := openai==2.0.0 $(OLDEST)
 pins_openai2-newest := "openai<3"
 # google-genai 3.0 is its first release on httpx2, the HTTP library of the client methods we wrap.
 pins_google-genai-oldest := google-genai==3.0.0 $(OLDEST)
+# The floor of the litellm extra: the release the instrumentor was written against (its Router core
+# runs each attempt through litellm.<endpoint>).
+pins_litellm-oldest := litellm==1.110.0 $(OLDEST)
 pins_otel-oldest := $(OLDEST)
 # pyproject's warning filter names an mcp 2.x class, which pytest cannot resolve on mcp 1.x.
 tests_mcp1 := -o filterwarnings= tests
@@ -238,7 +243,7 @@ tests_mcp2 := tests
 tests_otel := tests
 # Every module that drives a provider SDK: its wrappers, streams, endings, content, cost, failover,
 # sampling callbacks that call it, the range check, and loading under opentelemetry-instrument.
-PROVIDER_TESTS := $(wildcard tests/test_anthropic*.py tests/test_openai*.py tests/test_google_genai*.py tests/test_provider_*.py) \
+PROVIDER_TESTS := $(wildcard tests/test_anthropic*.py tests/test_openai*.py tests/test_google_genai*.py tests/test_litellm*.py tests/test_provider_*.py) \
 	tests/test_target_tables.py tests/test_sampling_with_provider.py tests/test_auto_instrumentation.py \
 	tests/test_hostile_provider.py tests/test_endings_total.py tests/test_fault_injection.py \
 	tests/test_suppression.py tests/test_degradation.py tests/test_exemplars.py tests/test_semconv.py \
@@ -247,6 +252,7 @@ tests_anthropic := $(PROVIDER_TESTS)
 tests_openai := $(PROVIDER_TESTS)
 tests_google := $(PROVIDER_TESTS)
 tests_openai2 := $(PROVIDER_TESTS)
+tests_litellm := $(PROVIDER_TESTS)
 
 test-matrix: $(MATRIX_CELLS:%=matrix-%)
 
@@ -261,5 +267,5 @@ $(MATRIX)/%/.installed: pyproject.toml Makefile
 
 # Not .PHONY: make skips pattern rules for phony targets.
 matrix-%: $(MATRIX)/%/.installed
-	@echo "== $*: $$($(MATRIX)/$*/bin/python -m pip freeze 2>/dev/null | grep -i -E '^(mcp|anthropic|openai|google-genai|opentelemetry-(api|sdk|semantic-conventions|instrumentation))==' | tr '\n' ' ')"
+	@echo "== $*: $$($(MATRIX)/$*/bin/python -m pip freeze 2>/dev/null | grep -i -E '^(mcp|anthropic|openai|google-genai|litellm|opentelemetry-(api|sdk|semantic-conventions|instrumentation))==' | tr '\n' ' ')"
 	$(MATRIX)/$*/bin/python -m pytest -q -p no:cacheprovider $(XDIST) $(tests_$(firstword $(subst -, ,$*)))

@@ -290,6 +290,11 @@ REASON_FAILOVER: Final = "failover"  # an error on one model, then a success on 
 REASON_SUBSTITUTION: Final = "substitution"  # served another model than asked, and no policy permits it
 REASON_CANARY: Final = "canary"  # deliberate traffic through the fallback
 REASON_DRILL: Final = "drill"  # a drill is failing a model's calls on purpose
+# A client library's router fell back to another model because the request did not fit the first
+# one's context window / was refused by its content policy (LiteLLM Router context_window_fallbacks /
+# content_policy_fallbacks): the fallback is about the request, not an outage.
+REASON_CONTEXT_WINDOW_FALLBACK: Final = "context_window_fallback"
+REASON_CONTENT_POLICY_FALLBACK: Final = "content_policy_fallback"
 DEGRADATION_REASONS: Final = (
     REASON_FALLBACK,
     REASON_PROVIDER_FALLBACK,
@@ -297,6 +302,8 @@ DEGRADATION_REASONS: Final = (
     REASON_SUBSTITUTION,
     REASON_CANARY,
     REASON_DRILL,
+    REASON_CONTEXT_WINDOW_FALLBACK,
+    REASON_CONTENT_POLICY_FALLBACK,
 )
 # Drills (otel_sampling.drill, [[drills]] in the policy file): our own namespace.
 DRILL_NAME: Final = "otel_sampling.drill.name"  # span attribute (list: every drill running) and metric label

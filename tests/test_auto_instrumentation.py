@@ -75,6 +75,7 @@ def test_entry_points_are_ours_and_distinct_from_peers():
         "otel_sampling_anthropic": "otel_sampling.instrumentation.anthropic:AnthropicInstrumentor",
         "otel_sampling_openai": "otel_sampling.instrumentation.openai:OpenAIInstrumentor",
         "otel_sampling_google_genai": "otel_sampling.instrumentation.google_genai:GoogleGenAIInstrumentor",
+        "otel_sampling_litellm": "otel_sampling.instrumentation.litellm:LiteLLMInstrumentor",
     }
 
 

@@ -21,6 +21,7 @@ from packaging.requirements import Requirement
 from otel_sampling.instrumentation._targets import HostTargets, Target, TargetTableInstrumentor
 from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
 from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor
+from otel_sampling.instrumentation.litellm import LiteLLMInstrumentor
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
 
 if sys.version_info >= (3, 11):
@@ -213,7 +214,12 @@ def test_a_hook_left_by_an_earlier_instrument_does_nothing(tmp_path, monkeypatch
 
 @pytest.mark.parametrize(
     ("extra", "instrumentor"),
-    [("anthropic", AnthropicInstrumentor), ("openai", OpenAIInstrumentor), ("google-genai", GoogleGenAIInstrumentor)],
+    [
+        ("anthropic", AnthropicInstrumentor),
+        ("openai", OpenAIInstrumentor),
+        ("google-genai", GoogleGenAIInstrumentor),
+        ("litellm", LiteLLMInstrumentor),
+    ],
 )
 def test_the_provider_instrumentors_check_the_range_their_extra_installs(extra, instrumentor):
     """The range an instrumentor accepts is the one ``pip install otel-sampling[<sdk>]`` installs."""

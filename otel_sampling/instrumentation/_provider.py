@@ -93,7 +93,8 @@ class Request(NamedTuple):
     it is not the SDK's own (anthropic's SDK talking to Bedrock: ``aws.bedrock``), further
     span attributes the SDK module knows from the request (openai's ``openai.api.type``), and
     ``deployment``: the model asked for is the caller's name for a deployment (Azure OpenAI), not
-    a model name, so the served model is not compared with it."""
+    a model name, so the served model is not compared with it; ``client_fallback``: the reason a
+    client library's router made this call on a fallback model (LiteLLM), or None."""
 
     model: Any
     max_tokens: Any
@@ -102,6 +103,7 @@ class Request(NamedTuple):
     provider: str | None = None
     attributes: Mapping[str, Any] | None = None
     deployment: bool = False
+    client_fallback: str | None = None
 
 
 class ProviderState:
@@ -380,7 +382,13 @@ def server_of_url(url: Any) -> tuple[str, int | None] | None:
 
 def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProviderCall | None:
     """The started, active call; None for a call we do not trace. The server and the input content
-    are extras: when reading them fails (logged), the call is traced without them."""
+    are extras: when reading them fails (logged), the call is traced without them.
+
+    A call made while another provider call of ours is being sent (a client library that calls a
+    provider SDK underneath: LiteLLM's openai provider calls the openai SDK) is that call's upstream
+    request: the outer call owns its span, so it is not traced again."""
+    if _state.current_call.get() is not None:
+        return None
     request = state.request_of(instance, args, kwargs)
     if request is None:
         return None
@@ -399,6 +407,7 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         failovers=state.failovers,
         extra_attributes=request.attributes,
         compare_models=not request.deployment,
+        client_fallback=request.client_fallback,
     )
     call.activate()
     return call

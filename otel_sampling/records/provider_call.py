@@ -105,6 +105,8 @@ class ProviderCall:
             span only, never metric labels.
         compare_models: whether a served model other than ``request_model`` is a substitution or a
             fallback (False when ``request_model`` names a deployment, as on Azure OpenAI).
+        client_fallback: the reason a client library's router made this call on a fallback model
+            (``CallSummary.client_fallback``), or None.
     """
 
     __slots__ = (
@@ -128,6 +130,7 @@ class ProviderCall:
         "_scope",
         "_served_model",
         "_named",
+        "_client_fallback",
     )
 
     def __init__(
@@ -144,8 +147,10 @@ class ProviderCall:
         failovers: FailoverTracker | None = None,
         extra_attributes: Mapping[str, Any] | None = None,
         compare_models: bool = True,
+        client_fallback: str | None = None,
     ) -> None:
         self._instruments = instruments
+        self._client_fallback = client_fallback
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
         self._first_chunk: float | None = None
@@ -279,6 +284,7 @@ class ProviderCall:
                 provider_fallback=response is not None and response.provider_fallback,
                 compare_models=self._compare_models,
                 named=tuple(dict.fromkeys((*self._named, *now.reasons))),  # distinct, first seen first
+                client_fallback=self._client_fallback,
             )
             judged = self._publish(summary)
             self._record_metrics(

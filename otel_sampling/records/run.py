@@ -59,20 +59,15 @@ from otel_sampling import foreign_spans, instants, locks, names, state
 from otel_sampling.metrics import bound, clean, finite, recorded_in
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules import verdict
-<<<<<<< HEAD
 from otel_sampling.rules.verdict import (
     NO_POLICY,
     CallSummary,
     CallVerdict,
+    agent_run_outcome,
     judge_run,
     reasons_of,
     run_mode,
 )
-=======
-from otel_sampling.rules.degraded_mode import reasons_of, run_mode, silent_incident_causes
-from otel_sampling.rules.verdict import agent_run_outcome
-from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
->>>>>>> adkrun
 
 logger = logging.getLogger(__name__)
 

@@ -29,6 +29,12 @@ first match wins for the unit's own reason:
                        one the policy permits (``within_policy``, or off the primary)
 =====================  ====================================================================
 
+A client library's router can say why it made a call on a fallback model
+(``CallSummary.client_fallback``: a LiteLLM Router hop): ``failover`` after an outage, or
+``context_window_fallback`` / ``content_policy_fallback`` when the request did not fit the first
+model. That reason is the call's own, before the failover memory's; a request whose only switch of
+model was such a fit fallback is not ``failover`` either (its calls' reason says what happened).
+
 A request also carries every reason of the calls inside it, then every named degradation around
 it (as it started or as it ends): a call inside a request is never degraded while the request is
 primary. A unit with any reason is ``degraded``, else ``primary``.
@@ -272,6 +278,9 @@ class CallSummary(NamedTuple):
         provider_fallback: the provider reported a server-side fallback.
         compare_models: False when ``requested`` names a deployment, not a model (Azure OpenAI).
         named: reasons of the named degradations and canary block around it (at start or end).
+        client_fallback: the reason a client library's router gives for making this call on a
+            fallback model (a LiteLLM Router hop: ``failover``, ``context_window_fallback``,
+            ``content_policy_fallback``), or None: the call is its first choice.
     """
 
     provider: str
@@ -285,6 +294,7 @@ class CallSummary(NamedTuple):
     provider_fallback: bool = False
     compare_models: bool = True
     named: tuple[str, ...] = ()
+    client_fallback: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -382,6 +392,8 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own: str | None = None
     if call.provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
+    elif call.client_fallback is not None and not call.failed:  # the router says why: its reason wins
+        own = call.client_fallback
     elif failed_over and not call.failed:
         own = names.REASON_FAILOVER
     elif not call.failed and call.served and call.compare_models:
@@ -392,13 +404,25 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     return CallVerdict(*_verdict(own, call.named))
 
 
+# A client router's fallbacks for the request's fit, not for an outage (LiteLLM Router
+# ``context_window_fallbacks`` / ``content_policy_fallbacks``).
+_FIT_FALLBACKS = frozenset({names.REASON_CONTEXT_WINDOW_FALLBACK, names.REASON_CONTENT_POLICY_FALLBACK})
+
+
+def _fit_fallback_only(call_reasons: tuple[str, ...]) -> bool:
+    """The request's switch of model was a router's fallback for the request's fit: a call says so,
+    and none says it failed over. Its failover memory saw a failed call, then a success on another
+    model; the call's reason says why, and is the request's."""
+    return not _FIT_FALLBACKS.isdisjoint(call_reasons) and names.REASON_FAILOVER not in call_reasons
+
+
 def judge_request(facts: RequestFacts, reference: Reference) -> RequestVerdict:
     """The verdict of one sampling request as it ends (the table in the module docstring)."""
     judged = _judge(reference, facts.served, facts.failed, _normalised(facts.requested))
     own: str | None
     if facts.canary:
         own = names.REASON_CANARY
-    elif facts.failed_over:
+    elif facts.failed_over and not _fit_fallback_only(facts.call_reasons):
         own = names.REASON_FAILOVER
     elif facts.provider_fallback and not facts.failed:
         own = names.REASON_PROVIDER_FALLBACK

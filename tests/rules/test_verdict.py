@@ -46,6 +46,7 @@ from otel_sampling.rules.verdict import (
     ReportedModel,
     RequestFacts,
     RequestVerdict,
+    agent_run_outcome,
     is_permitted,
     judge_call,
     judge_request,
@@ -57,7 +58,6 @@ from otel_sampling.rules.verdict import (
     read_report,
     reasons_of,
     reports_another_model,
-    agent_run_outcome,
     request_run_outcome,
     run_mode,
     same_family,
@@ -99,6 +99,17 @@ class TestRequest:
         """A provider call failed, then a call on another model succeeded; whichever model served."""
         assert ("none", "degraded", ("failover",)) == request(failed_over=True, served=PERMITTED_FALLBACK)
         assert ("none", "degraded", ("failover",)) == request(failed_over=True)
+
+    @pytest.mark.parametrize("reason", ["context_window_fallback", "content_policy_fallback"])
+    def test_a_routers_fallback_for_the_requests_fit_is_no_failover(self, reason):
+        """A LiteLLM Router fell back because the request did not fit the first model: the failed
+        call and the success on another model are the router's fallback, named by the call."""
+        assert ("none", "degraded", (reason,)) == request(failed_over=True, call_reasons=(reason,))
+
+    def test_a_failover_beside_a_routers_fit_fallback_is_still_a_failover(self):
+        assert ("none", "degraded", ("failover", "context_window_fallback")) == request(
+            failed_over=True, call_reasons=("context_window_fallback", "failover")
+        )
 
     def test_provider_fallback_is_the_providers_own_server_side_fallback(self):
         """Reported by the provider (anthropic's ``fallback`` content), whatever the policy says."""
@@ -207,6 +218,17 @@ class TestCall:
         assert ("degraded", ("failover",)) == call(
             failed_over=True, requested=PERMITTED_FALLBACK, served=PERMITTED_FALLBACK
         )
+
+    @pytest.mark.parametrize("reason", ["failover", "context_window_fallback", "content_policy_fallback"])
+    def test_a_client_routers_fallback_hop_has_the_routers_reason(self, reason):
+        """A LiteLLM Router says why it made the call on a fallback model: its reason is the call's
+        own, before the scope's failover memory and whatever the model comparison would say."""
+        assert ("degraded", (reason,)) == call(
+            NO_POLICY, failed_over=True, client_fallback=reason, requested=PERMITTED_FALLBACK, served=OUTSIDE
+        )
+
+    def test_a_client_routers_fallback_hop_that_failed_has_no_reason(self):
+        assert ("primary", ()) == call(client_fallback="failover", ending=FAILED)
 
     def test_fallback(self):
         """Served another model than requested, one the requesting server's policy permits."""
@@ -814,6 +836,8 @@ def test_what_an_ending_says_of_its_model_is_the_served_model_and_whether_the_re
     assert ("claude-sonnet-4-5", True) == verdict.served_by(True, False, "claude-sonnet-4-5", "gpt-4o")
     assert ("claude-sonnet-4-5", False) == verdict.served_by(True, False, "claude-sonnet-4-5", "claude-sonnet-4-5")
     assert ("gpt-4o", False) == verdict.served_by(False, False, None, "gpt-4o")
+
+
 # ---------------------------------------------------------------- an agent span's run
 def test_an_agent_run_with_no_request_inside_is_completed():
     assert agent_run_outcome(False, ()) == "completed"

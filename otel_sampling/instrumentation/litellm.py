@@ -1,0 +1,451 @@
+"""LiteLLM instrumentation (entry point ``otel_sampling_litellm``).
+
+One GenAI inference span ``chat {model}`` (kind CLIENT) per upstream attempt, whatever the call
+shape, sync and async: ``litellm.completion`` / ``acompletion`` (streamed too), ``litellm.responses``
+/ ``aresponses``, and every ``litellm.Router`` endpoint built on them. Endings, cost, time to first
+chunk, degraded mode, failover and content capture come from the shared machinery
+(:mod:`otel_sampling.instrumentation._provider`).
+
+Wrap point: the package's functions ``litellm.completion``, ``acompletion``, ``responses`` and
+``aresponses``: the public entry points, which pick LiteLLM's native (Rust) path or its Python one
+(``litellm.main``, not wrapped: LiteLLM's package functions hold it from their import on, so a
+wrapper there could not be taken off again, and they reach it only through the wrapped entry
+points, or from LiteLLM's own helpers such as ``text_completion``, which are not traced). A ``Router`` runs
+each attempt by looking ``litellm.<endpoint>`` up at call time (its host's ``invoke``), so each
+attempt, retries and fallback hops included, is one call to a wrapped function: one span. A
+retry LiteLLM runs inside one call (its ``num_retries`` argument, the openai SDK's ``max_retries``
+underneath) stays inside that call's span, as the SDKs' own retries do in the other instrumentors.
+A host that binds ``from litellm import completion`` before ``instrument()`` keeps the unwrapped
+function: instrument first (``opentelemetry-instrument`` does).
+
+A call given one of LiteLLM's test doubles (``mock_response``, ``mock_tool_calls``, ``mock_timeout``)
+sends nothing upstream: it makes no span.
+
+One call, one span: LiteLLM calls some providers through the openai SDK (``openai/...``, Azure,
+and the OpenAI-compatible ones). The LiteLLM span owns the attempt: a provider SDK call made while
+one of our calls is being sent is not traced again (the rule is in ``_provider``), so with the
+openai instrumentor also loaded there is still one span per attempt, named with the provider
+LiteLLM resolved rather than ``openai``.
+
+``gen_ai.provider.name``: the provider LiteLLM resolves for the call (``litellm.get_llm_provider``:
+the ``custom_llm_provider`` argument, else the model's ``provider/`` prefix, else LiteLLM's own
+model table), as the GenAI semconv well-known value where one exists (:data:`PROVIDERS`:
+``openai``, ``anthropic``, ``azure`` → ``azure.ai.openai``, ``gemini`` → ``gcp.gemini``,
+``vertex_ai`` → ``gcp.vertex_ai``, ``bedrock`` → ``aws.bedrock``...), else LiteLLM's own id
+(``ollama``, ``openrouter``, ``together_ai``: the ``LlmProviders`` values, a closed set), else
+``_OTHER``. ``gen_ai.request.model`` is the model sent upstream (``openai/gpt-4o`` is ``gpt-4o``);
+on Azure it is a deployment name, not compared with the served model. ``server.address`` /
+``server.port`` come from ``api_base`` when the call or the deployment names one.
+
+The served model is the provider's, as LiteLLM hands it over: ``ModelResponse.model`` and a
+Responses answer's ``model`` copy the provider's answer; a stream chunk's ``model`` is the model
+asked for (LiteLLM writes its own name there), so a stream's served model is the
+``provider_response_model`` LiteLLM keeps in each chunk's ``_hidden_params``. Through a gateway
+whose body echoes the requested model, the first ``OTEL_SAMPLING_SERVED_MODEL_HEADERS`` header the
+provider's response carries names it instead, read from the headers LiteLLM keeps with the answer
+and each chunk (``_hidden_params["additional_headers"]``, as ``llm_provider-<name>``). Usage and
+finish reasons are read as the openai instrumentor reads Chat Completions and Responses answers
+(LiteLLM answers in those shapes whatever the provider). Errors: LiteLLM's exceptions (the openai
+SDK's classes) by their HTTP status: 429 and 5xx ``model.unavailable``, 408 / ``litellm.Timeout``
+``timeout``; ``ContextWindowExceededError`` and ``ContentPolicyViolationError`` are 400s, ``error``.
+A stream cut short (a dropped connection, a body ending before the final event, a provider error
+event) reaches the caller as LiteLLM's ``MidStreamFallbackError``, which it gives HTTP status 500:
+``model.unavailable`` (LiteLLM's exception does not tell the three apart).
+
+Router fallbacks: a Router stamps each attempt's ``metadata`` (``attempted_fallbacks``, and the
+failures before it in ``previous_models``); an attempt on a fallback hop whose call succeeds is
+degraded, with the reason of the failure that made the Router fall back
+(:func:`fallback_reason`): a context-window failure ``context_window_fallback``, a content-policy
+one ``content_policy_fallback``, anything else (an outage, a 429) ``failover``. The reason is the
+call's own (``CallSummary.client_fallback``), so it holds outside a sampling request, a run and a
+parent span too; the request and the run the call is made in carry it as any call reason, and a
+fallback for the request's fit is theirs too rather than ``failover`` (``rules/verdict``).
+
+Trace context: each call carries the global propagator's headers for our span in
+``extra_headers`` (a copy; a header the caller set is kept), which LiteLLM sends with the
+upstream request; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off.
+``instrumentation_dependencies``: ``litellm >= 1.110, < 2``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from opentelemetry import propagate
+
+from otel_sampling import names
+from otel_sampling.content import Content
+from otel_sampling.drills import Drill
+from otel_sampling.instrumentation import openai_responses
+from otel_sampling.instrumentation._provider import (
+    ProviderState,
+    Request,
+    async_create_wrapper,
+    create_wrapper,
+    reasoning_level,
+    server_of_url,
+)
+from otel_sampling.instrumentation._targets import HostTargets, Target, TargetTableInstrumentor
+from otel_sampling.instrumentation.openai import StreamAccumulator, chat_response_of
+from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
+from otel_sampling.instrumentation.streams import Accumulator
+from otel_sampling.metrics import Instruments
+from otel_sampling.rules.endings import error_type_of, failure_of
+from otel_sampling.rules.values import Failure, Response
+
+#: LiteLLM provider id -> ``gen_ai.provider.name`` well-known value (GenAI semconv registry).
+PROVIDERS: Mapping[str, str] = {
+    "openai": "openai",
+    "text-completion-openai": "openai",
+    "azure": "azure.ai.openai",
+    "azure_text": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "anthropic": "anthropic",
+    "anthropic_text": "anthropic",
+    "bedrock": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "cohere": "cohere",
+    "cohere_chat": "cohere",
+    "deepseek": "deepseek",
+    "groq": "groq",
+    "mistral": "mistral_ai",
+    "perplexity": "perplexity",
+    "watsonx": "ibm.watsonx.ai",
+    "watsonx_text": "ibm.watsonx.ai",
+    "xai": "x_ai",
+}
+#: LiteLLM providers whose ``model`` names a deployment of the caller's, not a model.
+DEPLOYMENT_PROVIDERS = frozenset({"azure", "azure_text"})
+#: The exception class names (``previous_models[].exception_type``) that make a Router fall back
+#: through ``context_window_fallbacks`` / ``content_policy_fallbacks``, and the reason each gives.
+FALLBACK_REASONS: Mapping[str, str] = {
+    "ContextWindowExceededError": names.REASON_CONTEXT_WINDOW_FALLBACK,
+    "ContentPolicyViolationError": names.REASON_CONTENT_POLICY_FALLBACK,
+}
+_MAX_TOKENS_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+#: LiteLLM's test doubles: a call given one is answered (or failed) by LiteLLM itself, nothing is sent.
+_MOCKS = ("mock_response", "mock_tool_calls", "mock_timeout")
+
+
+def provider_name(litellm_provider: Any, known: frozenset[str]) -> str:
+    """``gen_ai.provider.name`` for a LiteLLM provider id: its well-known value (:data:`PROVIDERS`),
+    else the id itself when it is one of LiteLLM's (``known``), else ``_OTHER``."""
+    if not isinstance(litellm_provider, str):
+        return names.OVERFLOW_LABEL
+    return PROVIDERS.get(litellm_provider) or (litellm_provider if litellm_provider in known else names.OVERFLOW_LABEL)
+
+
+def _metadata(kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key in ("metadata", "litellm_metadata"):  # chat endpoints / the Responses API
+        value = kwargs.get(key)
+        if isinstance(value, Mapping) and "attempted_fallbacks" in value:
+            return value
+    return {}
+
+
+def fallback_reason(kwargs: Mapping[str, Any]) -> str | None:
+    """Why a Router made this attempt on a fallback model (None: it is not a fallback hop).
+
+    Read from the metadata the Router stamps on the attempt: ``attempted_fallbacks`` above 0 is a
+    hop, and the last of ``previous_models`` is the failure it falls back from: its
+    ``exception_type`` picks the reason (:data:`FALLBACK_REASONS`, else ``failover``)."""
+    metadata = _metadata(kwargs)
+    hops = metadata.get("attempted_fallbacks")
+    if not isinstance(hops, int) or isinstance(hops, bool) or hops <= 0:
+        return None
+    failures = metadata.get("previous_models")
+    last = failures[-1] if isinstance(failures, (list, tuple)) and failures else None
+    failure = last.get("exception_type") if isinstance(last, Mapping) else None
+    return FALLBACK_REASONS.get(failure, names.REASON_FAILOVER) if isinstance(failure, str) else names.REASON_FAILOVER
+
+
+# The server of the call being started: request_of reads it from the call's arguments, server_of
+# hands it to the shared wrapper right after (both in the caller's context).
+_server: ContextVar[tuple[str, int | None] | None] = ContextVar("otel_sampling_litellm_server", default=None)
+
+
+def server_of_base(api_base: Any, url_type: Any) -> tuple[str, int | None] | None:
+    """``(server.address, server.port)`` of an ``api_base`` URL (the scheme's port when it names
+    none), parsed with ``url_type`` (``httpx.URL``); None when there is none or it is no URL."""
+    if not isinstance(api_base, str) or not api_base:
+        return None
+    try:
+        url = url_type(api_base)
+    except Exception:  # noqa: BLE001 - a malformed api_base: LiteLLM reports it to the caller itself
+        return None
+    return server_of_url(url)
+
+
+_PROVIDER_HEADER = "llm_provider-"  # LiteLLM's prefix for the provider's response headers it keeps
+
+
+def gateway_model(hidden: Any, header_names: tuple[str, ...]) -> str | None:
+    """The model the first of ``header_names`` (``OTEL_SAMPLING_SERVED_MODEL_HEADERS``, lower case)
+    names in the provider's response headers LiteLLM keeps in an answer's or a chunk's
+    ``_hidden_params["additional_headers"]`` (as ``llm_provider-<name>``), or None."""
+    headers = hidden.get("additional_headers") if header_names and isinstance(hidden, dict) else None
+    if not isinstance(headers, Mapping):
+        return None
+    for name in header_names:
+        value = headers.get(_PROVIDER_HEADER + name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+class ChatStreamAccumulator(StreamAccumulator):
+    """The openai chat chunk accumulator, with the served model LiteLLM keeps aside: a
+    ``CustomStreamWrapper`` chunk's ``model`` is the model asked for (OpenRouter's excepted), the
+    provider's own is in its ``_hidden_params["provider_response_model"]``, and a gateway's
+    served-model header (``header_names``) in its ``additional_headers``, which wins."""
+
+    __slots__ = ("_served", "_gateway", "_header_names")
+
+    def __init__(self, capture: bool = False, header_names: tuple[str, ...] = ()) -> None:
+        super().__init__(capture)
+        self._served: str | None = None
+        self._gateway: str | None = None
+        self._header_names = header_names
+
+    def observe(self, chunk: Any) -> None:
+        super().observe(chunk)
+        hidden = getattr(chunk, "_hidden_params", None)
+        if not isinstance(hidden, dict):
+            return
+        served = hidden.get("provider_response_model")
+        if isinstance(served, str) and served:
+            self._served = served
+        if self._gateway is None:
+            self._gateway = gateway_model(hidden, self._header_names)
+
+    def response(self) -> Response:
+        response = super().response()
+        served = self._gateway or self._served
+        return response._replace(model=served) if served else response
+
+
+class _Never:
+    """A type no result is an instance of: the stream type of the other calling convention."""
+
+
+class _State(ProviderState):
+    """LiteLLM's answers to the shared wrappers (see the module docstring)."""
+
+    provider = names.OVERFLOW_LABEL  # every call names the provider LiteLLM resolved
+    envelope_fields = ("code", "type")
+    inject_trace_context = True  # LiteLLM sends the call's extra_headers upstream
+    http_library = "httpx"  # LiteLLM's own HTTP client
+
+    responses = False  # the view's endpoint: Chat Completions (``completion``) or the Responses API
+    asynchronous = False  # the view's calling convention: which side of the shared wrappers proxies a stream
+
+    def __init__(self, instruments: Instruments) -> None:
+        super().__init__(instruments)
+        # One view of this state per endpoint and calling convention: what the positional arguments
+        # are, and which side of the shared wrappers a stream is proxied on (the same classes
+        # stream both ways). The views share everything else (failover memory, LiteLLM's classes).
+        self._views: dict[tuple[bool, bool], _State] = {}
+        for responses in (False, True):
+            for asynchronous in (False, True):
+                view = copy.copy(self)
+                view.responses, view.asynchronous = responses, asynchronous
+                self._views[responses, asynchronous] = view
+
+    def view(self, responses: bool, asynchronous: bool) -> _State:
+        """This state as the wrapper of one endpoint (Responses API or not) and convention sees it."""
+        return self._views[responses, asynchronous]
+
+    def bind_sdk(self) -> None:
+        """Nothing is imported here: importing LiteLLM takes seconds, and ``instrument()`` runs in
+        processes that may never use it. Its classes are read on the first call (:meth:`_classes`);
+        the targets are wrapped once the host imports LiteLLM (``host_targets``)."""
+        self._bound: dict[str, Any] = {}  # shared by the views (a shallow copy keeps the dict)
+
+    def _classes(self) -> Mapping[str, Any]:
+        """LiteLLM's classes: its answers, its streams, its exceptions (the openai SDK's)."""
+        bound = self._bound
+        if bound:
+            return bound
+        import openai
+        from litellm import exceptions, get_llm_provider
+        from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+        from litellm.responses.streaming_iterator import BaseResponsesAPIStreamingIterator
+        from litellm.types.llms.openai import ResponsesAPIResponse
+        from litellm.types.utils import LlmProviders, ModelResponse
+
+        bound.update(
+            get_llm_provider=get_llm_provider,
+            responses_class=ResponsesAPIResponse,
+            response_class=(ModelResponse, ResponsesAPIResponse),
+            chat_stream=CustomStreamWrapper,
+            streams=(CustomStreamWrapper, BaseResponsesAPIStreamingIterator),
+            known_providers=frozenset(p.value for p in LlmProviders),
+            timeout_types=(openai.APITimeoutError, self._httpx.TimeoutException),
+            connection_types=(openai.APIConnectionError, self._httpx.TransportError),
+            exceptions=exceptions,
+        )
+        return bound
+
+    @property
+    def stream_types(self) -> tuple[Any, Any]:  # type: ignore[override]
+        streams = self._classes()["streams"]
+        return (_Never, streams) if self.asynchronous else (streams, _Never)
+
+    @property
+    def response_class(self) -> tuple[type, ...]:  # type: ignore[override]
+        classes: tuple[type, ...] = self._classes()["response_class"]
+        return classes
+
+    raw_response_classes: tuple[type, ...] = ()
+
+    def error_type(self, exc: BaseException) -> str:
+        sdk = self._classes()
+        return error_type_of(exc, sdk["timeout_types"], sdk["connection_types"], self.envelope_fields)
+
+    def failure(self, exc: BaseException) -> Failure:
+        sdk = self._classes()
+        return failure_of(exc, sdk["timeout_types"], sdk["connection_types"], self.envelope_fields)
+
+    def drill_error(self, client: Any, options: Any, drill: Drill) -> BaseException:
+        """The exception LiteLLM raises for ``drill.failure`` (nothing is sent): ``litellm.Timeout``,
+        ``ServiceUnavailableError`` (503) or ``RateLimitError`` (429), which a Router retries and
+        falls back from as from a real one."""
+        message = f"otel-sampling drill {drill.name!r}: {drill.failure}"
+        exceptions, model, provider = self._classes()["exceptions"], drill.target_model, "otel-sampling-drill"
+        if drill.failure == names.DRILL_FAILURE_TIMEOUT:
+            timeout: BaseException = exceptions.Timeout(message, model=model, llm_provider=provider)
+            return timeout
+        error_class = (
+            exceptions.RateLimitError
+            if drill.failure == names.DRILL_FAILURE_RATE_LIMITED
+            else exceptions.ServiceUnavailableError
+        )
+        error: BaseException = error_class(message, llm_provider=provider, model=model)
+        return error
+
+    def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
+        """``completion(model, messages, ...)`` / ``responses(input, model, ...)``: the model and
+        provider LiteLLM resolves for it, the token limit, whether streamed, the Router's fallback."""
+        body = dict(kwargs)
+        for name, value in zip(("input", "model") if self.responses else ("model", "messages"), args, strict=False):
+            body.setdefault(name, value)
+        model = body.get("model")
+        if not isinstance(model, str) or any(body.get(key) is not None for key in _MOCKS):
+            return None
+        upstream, litellm_provider, api_base = self._resolved(model, body)
+        _server.set(server_of_base(api_base, self._url_type))
+        max_tokens = next((body[k] for k in _MAX_TOKENS_KEYS if body.get(k) is not None), None)
+        return Request(
+            upstream,
+            max_tokens,
+            body.get("stream") is True,
+            body,
+            provider_name(litellm_provider, self._classes()["known_providers"]),
+            attributes={
+                **reasoning_level(body, "reasoning_effort"),
+                **reasoning_level(body, "reasoning", "effort"),
+            },
+            deployment=litellm_provider in DEPLOYMENT_PROVIDERS,
+            client_fallback=fallback_reason(body),
+        )
+
+    def _resolved(self, model: str, body: Mapping[str, Any]) -> tuple[str, Any, Any]:
+        """(upstream model, LiteLLM provider id, api base) as LiteLLM resolves them; the model as
+        given and no provider when LiteLLM cannot (the call then fails in LiteLLM)."""
+        api_base = body.get("api_base") or body.get("base_url")
+        try:
+            upstream, provider, _, resolved_base = self._classes()["get_llm_provider"](
+                model=model, custom_llm_provider=body.get("custom_llm_provider"), api_base=api_base
+            )
+        except Exception:  # noqa: BLE001 - an unknown provider: LiteLLM itself raises for the call
+            return model, None, api_base
+        return upstream or model, provider, api_base or resolved_base
+
+    def input_content(self, body: Any) -> Content:
+        return chat_input(body) if "messages" in body else responses_input(body)
+
+    def with_trace_context(
+        self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The call's keyword arguments with ``extra_headers`` (a copy) adding the propagator's
+        headers for our span; a header the caller set (any case) is kept."""
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        given_headers = kwargs.get("extra_headers")
+        given_headers = given_headers if isinstance(given_headers, Mapping) else {}
+        given = {str(key).lower() for key in given_headers}
+        added = {key: value for key, value in carrier.items() if key.lower() not in given}
+        if not added:
+            return args, kwargs
+        return args, {**kwargs, "extra_headers": {**given_headers, **added}}
+
+    def server_of(self, instance: Any) -> tuple[str, int | None] | None:
+        """The server of the call :meth:`request_of` just read (the shared wrappers ask right after it)."""
+        server = _server.get()
+        _server.set(None)  # nothing of the call stays in the caller's context
+        return server
+
+    def new_accumulator(self, stream: Any) -> Accumulator:
+        """Chat chunks (``CustomStreamWrapper``) or Responses events."""
+        capture = self.capture.enabled
+        if isinstance(stream, self._classes()["chat_stream"]):
+            return ChatStreamAccumulator(capture=capture, header_names=self.served_model_headers)
+        return openai_responses.ResponsesStreamAccumulator(capture=capture)
+
+    def response_of(self, result: Any) -> Response:
+        """What a ``ModelResponse`` or a Responses answer reports; a gateway's served-model header
+        (kept by LiteLLM with the answer) names the served model."""
+        if isinstance(result, self._classes()["responses_class"]):
+            response = openai_responses.response_of(result)
+        else:
+            response = chat_response_of(result)
+        served = gateway_model(getattr(result, "_hidden_params", None), self.served_model_headers)
+        return response._replace(model=served) if served else response
+
+    def output_of(self, result: Any, seen: Response) -> list[Any]:
+        if isinstance(result, self._classes()["responses_class"]):
+            return openai_responses.output_of(result, seen)
+        return chat_output(result)
+
+
+def _chat(state: _State) -> Any:
+    return create_wrapper(state.view(False, False))
+
+
+def _achat(state: _State) -> Any:
+    return async_create_wrapper(state.view(False, True))
+
+
+def _responses(state: _State) -> Any:
+    return create_wrapper(state.view(True, False))
+
+
+def _aresponses(state: _State) -> Any:
+    return async_create_wrapper(state.view(True, True))
+
+
+SUPPORTED = ">= 1.110, < 2"
+_TARGETS = (
+    Target("litellm", "completion", _chat),
+    Target("litellm", "acompletion", _achat),
+    Target("litellm", "responses", _responses, optional=True),
+    Target("litellm", "aresponses", _aresponses, optional=True),
+)
+
+
+class LiteLLMInstrumentor(TargetTableInstrumentor):
+    """Instruments LiteLLM's completion and Responses calls and every Router attempt (see the module docstring).
+
+    ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None)``; providers
+    default to the global ones (the logger provider carries the opt-in content events).
+    """
+
+    dependencies = (f"litellm {SUPPORTED}",)
+    # Wrapped once the host imports LiteLLM (instrument() never imports it: see _State.bind_sdk).
+    host_targets = (HostTargets(("litellm",), SUPPORTED, _TARGETS),)
+    state_class = _State
