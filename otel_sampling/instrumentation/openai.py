@@ -59,6 +59,7 @@ from otel_sampling.instrumentation._provider import (
     close_wrapper,
     create_wrapper,
     finally_wrappers,
+    guarded,
     is_object,
     parse_wrapper,
     reasoning_level,
@@ -369,10 +370,12 @@ def _end_left(state: ProviderState, helper_stream: Any) -> None:
 _stream_close_wrapper, _stream_aclose_wrapper = finally_wrappers("end an openai stream's span", _end_left)
 
 
-def _add_trace_context(headers: Any, options: Any) -> None:
+def _add_trace_context(headers: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Add the global propagator's headers for the current span to one attempt's ``headers``
-    (the ``httpx`` ``Headers`` the SDK just built), but none the attempt has (the call's or the
-    client's) or the call's options name (an ``Omit()`` there removed it on purpose)."""
+    (the ``httpx`` ``Headers`` the SDK just built from ``_build_headers(options, ...)``'s
+    ``args`` / ``kwargs``), but none the attempt has (the call's or the client's) or the call's
+    options name (an ``Omit()`` there removed it on purpose)."""
+    options = args[0] if args else kwargs["options"]
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
     custom = options.headers if isinstance(options.headers, Mapping) else None  # NotGiven: none
@@ -394,11 +397,8 @@ def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         headers = wrapped(*args, **kwargs)
-        if _state.current_call.get() is not None:
-            try:
-                _add_trace_context(headers, args[0] if args else kwargs["options"])
-            except Exception:  # the request goes out as the SDK built it
-                logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
+        if _state.current_call.get() is not None:  # else the request goes out as the SDK built it
+            guarded("add the trace context to a provider request", _add_trace_context, headers, args, kwargs)
         return headers
 
     return wrapper

@@ -103,9 +103,10 @@ def _end(
         response["gen_ai.usage.output_tokens"], {**metric_attributes, "gen_ai.token.type": "output"}, context=context
     )
     instruments.share_input.add(response["gen_ai.usage.input_tokens"], metric_attributes, context=context)
-    instruments.share_cache_read.add(
-        response["gen_ai.usage.cache_read.input_tokens"], metric_attributes, context=context
-    )
+    if "gen_ai.usage.cache_read.input_tokens" in response:  # a part the answer left out is not a 0
+        instruments.share_cache_read.add(
+            response["gen_ai.usage.cache_read.input_tokens"], metric_attributes, context=context
+        )
     priced_by = {k: metric_attributes[k] for k in ("gen_ai.provider.name", "gen_ai.response.model", "degradation.mode")}
     instruments.unpriced.add(1, priced_by, context=context)
 

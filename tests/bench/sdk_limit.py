@@ -54,6 +54,11 @@ def _plan(
         points.append(
             (instruments.tokens.record, response[key], {**metric_attributes, "gen_ai.token.type": token_type})
         )
+    points.append((instruments.share_input.add, response["gen_ai.usage.input_tokens"], metric_attributes))
+    if "gen_ai.usage.cache_read.input_tokens" in response:
+        points.append(
+            (instruments.share_cache_read.add, response["gen_ai.usage.cache_read.input_tokens"], metric_attributes)
+        )
     priced_by = {k: metric_attributes[k] for k in ("gen_ai.provider.name", "gen_ai.response.model", "degradation.mode")}
     points.append((instruments.unpriced.add, 1, priced_by))
     return _Plan(f"chat {request['gen_ai.request.model']}", attributes, tuple(points))
