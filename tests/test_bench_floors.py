@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from importlib.metadata import version
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,7 @@ PROVIDER_KINDS = (
     "anthropic-stream",
     "openai-create",
     "openai-stream",
-    "gemini-create",
-    "gemini-stream",
+    *(("gemini-create", "gemini-stream") if find_spec("google") and find_spec("google.genai") else ()),
 )
 MCP_KINDS = ("mcp-legacy", "mcp-mrtr") if version("mcp").split(".")[0] != "1" else ()
 # Values that differ from process to process by design: a duration, and the fingerprint (a keyed hash,

@@ -17,6 +17,7 @@ the span after the last one.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import time
 from collections.abc import Iterator
@@ -335,7 +336,18 @@ def install() -> None:
     wrapt.wrap_function_wrapper(
         "openai.resources.chat.completions.completions", "Completions.create", _wrapper(instruments, "openai")
     )
-    wrapt.wrap_function_wrapper("google.genai.models", "Models.generate_content", _gemini_wrapper(instruments, False))
-    wrapt.wrap_function_wrapper(
-        "google.genai.models", "Models.generate_content_stream", _gemini_wrapper(instruments, True)
-    )
+    if has_gemini():
+        wrapt.wrap_function_wrapper(
+            "google.genai.models", "Models.generate_content", _gemini_wrapper(instruments, False)
+        )
+        wrapt.wrap_function_wrapper(
+            "google.genai.models", "Models.generate_content_stream", _gemini_wrapper(instruments, True)
+        )
+
+
+def has_gemini() -> bool:
+    """Whether google-genai is installed (a matrix venv may have only the anthropic and openai SDKs)."""
+    try:
+        return importlib.util.find_spec("google.genai") is not None
+    except ModuleNotFoundError:  # no ``google`` namespace at all
+        return False

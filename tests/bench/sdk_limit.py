@@ -132,4 +132,6 @@ def install() -> None:
             floor._gemini_wrapper(instruments, True),
         ),
     ):
+        if module.startswith("google.") and not floor.has_gemini():
+            continue
         wrapt.wrap_function_wrapper(module, name, replaying(first, provider, stream))
