@@ -188,6 +188,13 @@ CLIENT_UNPRICED: Final = Spec(
     "Provider calls that reported token counts but had no price (neither the policy's table nor the price "
     "source knows the model): they carry no cost.",
 )
+CLIENT_VIOLATIONS: Final = Spec(
+    names.METRIC_CLIENT_VIOLATIONS,
+    COUNTER,
+    names.UNIT_VIOLATION,
+    "Violations of provider calls outside a sampling request against their policy scope "
+    "(model_outside_policy, boundary_crossed).",
+)
 CLIENT_USAGE_INPUT_TOKENS: Final = Spec(
     names.METRIC_CLIENT_USAGE_INPUT_TOKENS,
     COUNTER,
@@ -382,6 +389,8 @@ class Instruments:
         self.inference = InferenceInstruments(meter, settings.gen_ai_semconv)
         self.cost = create(meter, CLIENT_COST)
         self.unpriced = create(meter, CLIENT_UNPRICED)
+        self.client_violations = create(meter, CLIENT_VIOLATIONS)
+        self.scope_label = BoundedLabel(limit)  # otel_sampling.policy.scope (policy tables, and run names)
         self.sampling_stalls = create(meter, SAMPLING_STALLS)
         self.sampling_violations = create(meter, SAMPLING_VIOLATIONS)
         self.sampling_grants = create(meter, SAMPLING_GRANTS)

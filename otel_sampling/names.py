@@ -85,6 +85,19 @@ SAMPLING_PROVIDER_MODEL: Final = "otel_sampling.sampling.provider.response_model
 SAMPLING_REPORTED_MODEL: Final = "otel_sampling.sampling.reported_model"  # CreateMessageResult.model, the host's claim
 DEGRADATION_MODE: Final = "degradation.mode"  # MODES
 
+# ---------------------------------------------------------------- policy scopes (provider calls)
+# The policy scope a provider call (and an explicit run) was judged against
+# (otel_sampling.rules.scopes): "server:<name>", "tool:<server>/<tool>", "run:<name>", "default".
+POLICY_SCOPE: Final = "otel_sampling.policy.scope"
+# A provider call's own substitution judgement (SUBSTITUTIONS), against the model it asked for and its
+# scope's policy: on every chat span (a sampling request's own is SAMPLING_SUBSTITUTION).
+SUBSTITUTION: Final = "otel_sampling.substitution"
+# Violations of a provider call outside a sampling request (VIOLATIONS: model_outside_policy,
+# boundary_crossed): a span event on its chat span and a counter, by scope and kind.
+EVENT_VIOLATION: Final = "otel_sampling.violation"
+VIOLATION_KIND: Final = "otel_sampling.violation.kind"
+METRIC_CLIENT_VIOLATIONS: Final = "otel_sampling.client.violations"
+
 # ---------------------------------------------------------------- closed value sets
 PATH_RPC: Final = "rpc"  # legacy server-to-client JSON-RPC request (protocol <= 2025-11-25)
 PATH_MRTR: Final = "mrtr"  # 2026-07-28 InputRequiredResult.input_requests (multi-round-trip)

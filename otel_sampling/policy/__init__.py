@@ -11,6 +11,16 @@ The file is named by ``OTEL_SAMPLING_POLICY``; every table and key is optional::
     permitted_providers = ["anthropic"]  # gen_ai.provider.name values it may fail over to
     permitted_regions = ["eu"]           # regions (from [endpoints]) it may be served from
 
+    [servers."ticket-server".tools."summarise"]  # one tool, as the server process sees it
+    primary_model = "claude-sonnet-5-5"
+    permitted_models = ["claude-sonnet-5-5", "claude-haiku-5-5"]
+
+    [runs."ticket-triage"]               # a run: otel_sampling.run(name), an agent's gen_ai.agent.name
+    permitted_providers = ["anthropic"]
+
+    [default]                            # every other provider call
+    permitted_regions = ["eu"]
+
     [endpoints."api.eu.example.com"]     # a provider endpoint host (server.address)
     region = "eu"
 
@@ -31,7 +41,12 @@ the dotted key and its line, so that a typo fails at start-up instead of silentl
 rule. ``docs/configuration.md`` documents every key. ``python -m otel_sampling.policy FILE...``
 checks files before they are deployed.
 
-Keys in error messages are written ``servers."<server name>".<key>`` and
+Scope tables (server, tool, run, default) take ``primary_model``, ``permitted_models``,
+``permitted_providers`` and ``permitted_regions``; which one judges a provider call is
+:mod:`otel_sampling.rules.scopes`.
+
+Keys in error messages are written ``servers."<server name>".<key>``,
+``servers."<server>".tools."<tool>".<key>``, ``runs."<run name>".<key>``, ``default.<key>`` and
 ``prices."<model>".<key>`` (and ``endpoints."<host>".<key>``): names chosen by the operator are
 always double-quoted, schema keys never are; array items add ``[index]``
 (``ending_rules[2].ending``).

@@ -33,14 +33,20 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-_TOP_LEVEL_KEYS: Final = ("servers", "prices", "endpoints", "stall_threshold_seconds", "ending_rules", "drills")
-_SERVER_KEYS: Final = (
-    "primary_model",
-    "permitted_models",
-    "context_ceiling",
-    "permitted_providers",
-    "permitted_regions",
+_TOP_LEVEL_KEYS: Final = (
+    "servers",
+    "prices",
+    "endpoints",
+    "stall_threshold_seconds",
+    "ending_rules",
+    "drills",
+    "runs",
+    "default",
 )
+# The keys of every scope table: [servers."<name>"], [servers."<name>".tools."<tool>"],
+# [runs."<name>"], [default].
+_SCOPE_KEYS: Final = ("primary_model", "permitted_models", "permitted_providers", "permitted_regions")
+_SERVER_KEYS: Final = (*_SCOPE_KEYS, "context_ceiling", "tools")
 _ENDPOINT_KEYS: Final = ("region",)
 # The key's name before semantic-conventions-genai #440 renamed cache creation to cache write; still read.
 _OLD_CACHE_WRITE_KEY: Final = "cache_creation_usd_per_mtok"
@@ -67,12 +73,14 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
 
     Raises:
         PolicyError: the file does not exist ("policy file not found"), cannot be read, is not
-            UTF-8, is not valid TOML, has an unknown top-level table or an unknown key in a server
-            or price table, has a value of the wrong type (a boolean is not a number; an integer
+            UTF-8, is not valid TOML, has an unknown top-level table or an unknown key in a scope
+            table (``[servers."<name>"]``, its ``tools."<tool>"``, ``[runs."<name>"]``, ``[default]``;
+            ``context_ceiling`` and ``tools`` belong to a server table only) or a price table, an
+            empty run or tool name, has a value of the wrong type (a boolean is not a number; an integer
             is accepted where a float is expected), a negative or non-finite price, a missing
             required price, an empty model or server name, a ``context_ceiling`` outside
             :data:`ALLOWED_CONTEXT_CEILINGS`, an ``as_of`` that is not a date, a
-            ``primary_model`` missing from that server's ``permitted_models``, an empty provider,
+            ``primary_model`` missing from that scope's ``permitted_models``, an empty provider,
             region or endpoint name, a ``permitted_regions`` entry no ``[endpoints]`` table names,
             a ``stall_threshold_seconds`` that is not a finite number above 0, or an
             ``[[ending_rules]]`` entry with an ending outside ``names.ENDINGS`` (or
@@ -163,10 +171,18 @@ class _File:
 def _parse_document(file: _File, document: dict[str, Any]) -> Policy:
     file.table((), document, _TOP_LEVEL_KEYS)
     servers = file.table(("servers",), document.get("servers", {}))
+    runs = file.table(("runs",), document.get("runs", {}))
     prices = file.table(("prices",), document.get("prices", {}))
     endpoints = file.table(("endpoints",), document.get("endpoints", {}))
     policy = Policy(
         servers={name: _parse_server(file, ("servers", name), raw) for name, raw in servers.items()},
+        tools={
+            (server, tool): scope
+            for server, raw in servers.items()
+            for tool, scope in _parse_tools(file, ("servers", server, "tools"), raw).items()
+        },
+        runs={name: _parse_run(file, ("runs", name), raw) for name, raw in runs.items()},
+        default=_parse_scope(file, ("default",), document["default"]) if "default" in document else None,
         prices={model: _parse_price(file, ("prices", model), raw) for model, raw in prices.items()},
         source=file.path,
         endpoints={host: _parse_endpoint(file, ("endpoints", host), raw) for host, raw in endpoints.items()},
@@ -182,9 +198,29 @@ def _parse_document(file: _File, document: dict[str, Any]) -> Policy:
 def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
     file.check(key, schema.server_name, key[-1])
     table = file.table(key, raw, _SERVER_KEYS)
+    return _parse_scope(file, key, table, ceiling=file.optional(key, table, "context_ceiling", schema.context_ceiling))
+
+
+def _parse_tools(file: _File, key: KeyPath, raw: Any) -> dict[str, ServerPolicy]:
+    """The ``tools`` tables of a server table (checked as a table by :func:`_parse_server` first)."""
+    tools = file.table(key, raw.get("tools", {})) if isinstance(raw, dict) else {}
+    scopes = {}
+    for tool, table in tools.items():
+        file.check((*key, tool), schema.tool_name, tool)
+        scopes[tool] = _parse_scope(file, (*key, tool), table)
+    return scopes
+
+
+def _parse_run(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
+    file.check(key, schema.run_name, key[-1])
+    return _parse_scope(file, key, raw)
+
+
+def _parse_scope(file: _File, key: KeyPath, raw: Any, ceiling: str | None = None) -> ServerPolicy:
+    """A scope table's keys (a server table's ``context_ceiling`` and ``tools`` are read by the caller)."""
+    table = file.table(key, raw, _SERVER_KEYS if ceiling is not None or _is_server(key) else _SCOPE_KEYS)
     primary = file.optional(key, table, "primary_model", schema.model_name)
     permitted = file.optional(key, table, "permitted_models", schema.model_names)
-    ceiling = file.optional(key, table, "context_ceiling", schema.context_ceiling)
     providers = file.optional(key, table, "permitted_providers", schema.provider_names)
     regions = file.optional(key, table, "permitted_regions", schema.regions)
     if primary is not None and permitted is not None and primary not in permitted:
@@ -196,6 +232,10 @@ def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
         permitted_providers=providers,
         permitted_regions=regions,
     )
+
+
+def _is_server(key: KeyPath) -> bool:
+    return len(key) == 2 and key[0] == "servers"
 
 
 def _parse_price(file: _File, key: KeyPath, raw: Any) -> Price:
@@ -273,11 +313,16 @@ def _parse_drill(file: _File, key: KeyPath, raw: Any) -> DrillSchedule:
 def _check_regions(file: _File, policy: Policy) -> None:
     """A permitted region no endpoint is in is a typo: no call could ever be served from it."""
     known = {endpoint.region for endpoint in policy.endpoints.values()}
-    for name, server in policy.servers.items():
-        for index, region in enumerate(server.permitted_regions or ()):
+    scopes: list[tuple[KeyPath, ServerPolicy]] = [(("servers", name), s) for name, s in policy.servers.items()]
+    scopes += [(("servers", server, "tools", tool), s) for (server, tool), s in policy.tools.items()]
+    scopes += [(("runs", name), s) for name, s in policy.runs.items()]
+    if policy.default is not None:
+        scopes.append((("default",), policy.default))
+    for key, scope in scopes:
+        for index, region in enumerate(scope.permitted_regions or ()):
             if region not in known:
                 raise file.error(
-                    ("servers", name, "permitted_regions", index),
+                    (*key, "permitted_regions", index),
                     f"region {region!r} is not the region of any [endpoints] table"
                     f" (known: {', '.join(sorted(known)) or 'none'})",
                 )

@@ -27,14 +27,15 @@ KeyPath = tuple[Any, ...]  # str parts, plus int parts for array indexes
 def format_key(key: KeyPath) -> str:
     """``("servers", "wiki", "permitted_models", 0)`` -> ``servers."wiki".permitted_models[0]``.
 
-    The second part (a server, model or host name chosen by the operator) is always quoted as a
+    A name chosen by the operator (a server, run, model or host name: the second part of every
+    table but ``[default]``; a tool name after ``servers."<name>".tools``) is always quoted as a
     JSON string, with anything still unprintable escaped: the key stays one readable line.
     """
     text = ""
     for position, part in enumerate(key):
         if isinstance(part, int):
             text += f"[{part}]"
-        elif position == 1:
+        elif (position == 1 and key[0] != "default") or (position == 3 and key[0] == "servers" and key[2] == "tools"):
             text += "." + _quote(part)
         else:
             text += ("." if text else "") + part

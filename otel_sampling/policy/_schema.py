@@ -90,6 +90,16 @@ def server_name(value: Any) -> str:
     return _non_empty_string(value, "server name")
 
 
+def tool_name(value: Any) -> str:
+    """A ``[servers."<server>".tools."<tool>"]`` name: not empty or blank."""
+    return _non_empty_string(value, "tool name")
+
+
+def run_name(value: Any) -> str:
+    """A ``[runs."<name>"]`` name: not empty or blank."""
+    return _non_empty_string(value, "run name")
+
+
 def model_name(value: Any) -> str:
     """A model name (``primary_model``, a ``permitted_models`` item, a ``[prices]`` name)."""
     return _non_empty_string(value, "model name")

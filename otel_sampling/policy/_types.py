@@ -1,8 +1,9 @@
 """The policy as the rest of the package sees it: frozen dataclasses, and the error a bad file raises.
 
-:class:`Policy` holds read-only mappings of :class:`ServerPolicy` (per MCP server),
-:class:`Price` (per model) and :class:`Endpoint` (per provider host), plus the stall threshold and
-the host's :class:`EndingRule` list. :class:`PolicyError` carries where a file is wrong.
+:class:`Policy` holds read-only mappings of :class:`ServerPolicy` (one per scope: an MCP server, a
+server's tool, a run, the default), :class:`Price` (per model) and :class:`Endpoint` (per provider
+host), plus the stall threshold and the host's :class:`EndingRule` list. :class:`PolicyError`
+carries where a file is wrong.
 """
 
 from __future__ import annotations
@@ -70,7 +71,10 @@ def _format_error(path: str, problem: str, key: str | None, line: int | None, co
 
 @dataclass(frozen=True, slots=True)
 class ServerPolicy:
-    """Policy for one MCP server, from ``[servers."<serverInfo.name>"]``.
+    """Policy for one scope: an MCP server, from ``[servers."<serverInfo.name>"]``; one tool of a
+    server, from ``[servers."<server>".tools."<tool>"]``; a run, from ``[runs."<run name>"]``; every
+    other provider call, from ``[default]`` (which scope judges a call:
+    :mod:`otel_sampling.rules.scopes`). ``context_ceiling`` is a server table's only.
 
     Attributes:
         primary_model: the model to serve this server's sampling requests with; ``None`` (the
@@ -191,6 +195,11 @@ class Policy:
         ending_rules: the host's own error-frame rules (``[[ending_rules]]``), tried in file order
             after ``data.reason`` and before the built-in rules.
         drills: the drill schedule (``[[drills]]``, :class:`DrillSchedule`); none by default.
+        runs: read-only mapping of run name (``otel_sampling.run(name)``, an agent span's
+            ``gen_ai.agent.name``) to its scope (``[runs."<name>"]``); none by default.
+        tools: read-only mapping of ``(server, tool)`` to the scope of that tool as the server
+            sees it (``[servers."<server>".tools."<tool>"]``); none by default.
+        default: the scope of every other provider call (``[default]``); None: no such table.
 
     Plain dicts passed to the constructor are copied into read-only mappings.
     """
@@ -202,11 +211,16 @@ class Policy:
     stall_threshold_seconds: float = DEFAULT_STALL_THRESHOLD_SECONDS
     ending_rules: tuple[EndingRule, ...] = ()
     drills: tuple[DrillSchedule, ...] = ()
+    runs: Mapping[str, ServerPolicy] = dataclasses.field(default_factory=dict)
+    tools: Mapping[tuple[str, str], ServerPolicy] = dataclasses.field(default_factory=dict)
+    default: ServerPolicy | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "servers", types.MappingProxyType(dict(self.servers)))
         object.__setattr__(self, "prices", types.MappingProxyType(dict(self.prices)))
         object.__setattr__(self, "endpoints", types.MappingProxyType(dict(self.endpoints)))
+        object.__setattr__(self, "runs", types.MappingProxyType(dict(self.runs)))
+        object.__setattr__(self, "tools", types.MappingProxyType(dict(self.tools)))
 
     def server(self, name: str) -> ServerPolicy | None:
         """The policy for the server whose ``serverInfo.name`` is *name*, or ``None``."""

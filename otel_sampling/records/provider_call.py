@@ -8,12 +8,17 @@ the policy's table or the price source prices the model, :mod:`otel_sampling.rul
 Event: ``gen_ai.client.inference.operation.details`` (:func:`emit_inference_details`).
 
 As it ends, the call publishes one immutable :class:`~otel_sampling.rules.verdict.CallSummary` to
-its scope with one call (``scope.on_call(summary)``): the sampling request whose callback it runs
-in, else the run it is made in. The scope folds it in and returns the call's verdict
-(:func:`~otel_sampling.rules.verdict.judge_call`, against the request's hints and policy), which
-the span and the metric points carry. A call with neither scope is judged against no policy, its
-failover memory keyed by its parent span. Every method is called from guarded wrapper code and
-ends the span at most once.
+its scope with one call: the sampling request whose callback it runs in (``request.on_call``,
+judged against the request's hints and server policy), else the run it is made in
+(``run.on_call``), else nothing. Outside a sampling request the call is judged
+(:func:`~otel_sampling.rules.verdict.judge_call`) against the policy scope
+:func:`otel_sampling.records.run.policy_scope` picks (:mod:`otel_sampling.rules.scopes`: the run's
+tool, server or run table, walking outward, else ``[default]``, else no policy), its failover
+memory keyed by the run, else by its parent span; the violations it shows against that scope
+(:func:`otel_sampling.rules.scopes.violations`) are counted as
+``otel_sampling.client.violations`` and an ``otel_sampling.violation`` event on its span. The
+span and the metric points carry the one verdict. Every method is called from guarded wrapper
+code and ends the span at most once.
 
 Everything here is provider-independent: an SDK module only turns its responses into
 :class:`Response` and its exceptions into :class:`Failure`.
@@ -46,7 +51,7 @@ from otel_sampling.metrics import (
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailoverTracker
-from otel_sampling.rules import endings, verdict
+from otel_sampling.rules import endings, scopes, verdict
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
 from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
@@ -127,7 +132,8 @@ class ProviderCall:
         "_failovers",
         "_parent",
         "_compare_models",
-        "_scope",
+        "_request",
+        "_run",
         "_served_model",
         "_named",
         "_client_fallback",
@@ -169,7 +175,9 @@ class ProviderCall:
         self._parent = (parent.trace_id, parent.span_id) if parent.is_valid else None
         # Its scope is the sampling request current when it starts (a stream may end inside another
         # request's callback), else the run it is made in (the key of its failover memory).
-        self._scope: _Scope | None = state.current_request.get() or run_records.current_run()
+        request: _Scope | None = state.current_request.get()
+        self._request = request
+        self._run = run_records.current_run() if request is None else None
         # The named degradations around it as it starts (none, the common case, asks for nothing).
         self._named = () if state.calm and not state.canary.get() else state.active_reasons()
         max_length = instruments.settings.attribute_max_length
@@ -266,6 +274,7 @@ class ProviderCall:
             error_type, ending = decided.error_type, decided.ending
 
         judged = CallVerdict(names.MODE_PRIMARY, ())
+        violations: tuple[str, ...] = ()
         priced = None
         now = state.around()
         try:
@@ -286,22 +295,50 @@ class ProviderCall:
                 named=tuple(dict.fromkeys((*self._named, *now.reasons))),  # distinct, first seen first
                 client_fallback=self._client_fallback,
             )
-            judged = self._publish(summary)
+            judged, violations = self._publish(summary)
             self._record_metrics(
                 duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill
             )
+            if violations:
+                self._record_violations(violations, judged.scope)
         finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, judged, error_type, ending, priced)
+            self._end_span(response, usage, judged, error_type, ending, priced, violations)
 
-    def _publish(self, summary: CallSummary) -> CallVerdict:
-        """Tell the call's scope what it did, in one call; its verdict comes back."""
-        scope = self._scope
-        if scope is not None:
-            return scope.on_call(summary)
-        failed_over = self._failovers is not None and self._failovers.observe(
-            self._parent, summary.requested, summary.failed
-        )
-        return verdict.judge_call(summary, NO_POLICY, failed_over)
+    def _publish(self, summary: CallSummary) -> tuple[CallVerdict, tuple[str, ...]]:
+        """Tell the call's scope what it did, in one call; its verdict comes back, with the
+        violations a call outside a sampling request shows against its policy scope."""
+        request = self._request
+        if request is not None:
+            return request.on_call(summary), ()
+        run = self._run
+        policy = self._instruments.settings.policy
+        # No run and no [default] (the common direct call): no scope to look for.
+        scope = run_records.policy_scope(policy, run) if run is not None or policy.default is not None else None
+        reference = scope.reference if scope is not None else NO_POLICY
+        if run is not None:
+            judged = run.on_call(summary, reference)
+        else:
+            failed_over = self._failovers is not None and self._failovers.observe(
+                self._parent, summary.requested, summary.failed
+            )
+            judged = verdict.judge_call(summary, reference, failed_over)
+        return judged, scopes.violations(scope.policy, summary, judged) if scope is not None else ()
+
+    def _record_violations(self, violations: tuple[str, ...], scope: str | None) -> None:
+        """``otel_sampling.client.violations`` +1 per violation (its exemplar names this call's span)."""
+        instruments = self._instruments
+        context = recorded_in(self._span)
+        scope_label = instruments.scope_label.value(scope)
+        for kind in violations:
+            instruments.client_violations.add(
+                1,
+                {
+                    names.POLICY_SCOPE: scope_label,
+                    names.VIOLATION_KIND: kind,
+                    names.GEN_AI_PROVIDER_NAME: self._provider,
+                },
+                context=context,
+            )
 
     def _cost(self, response_model: str | None, usage: Usage) -> verdict.Cost | None:
         """The call's cost (:mod:`otel_sampling.rules.verdict`): None without token counts or a price."""
@@ -328,13 +365,22 @@ class ProviderCall:
         error_type: str | None,
         ending: str,
         priced: verdict.Cost | None,
+        violations: tuple[str, ...] = (),
     ) -> None:
         instruments = self._instruments
         span = self._span
         try:
             if span.is_recording():
                 max_length = instruments.settings.attribute_max_length
-                attributes: dict[str, Any] = {names.ENDING: ending, names.DEGRADATION_MODE: judged.mode}
+                attributes: dict[str, Any] = {
+                    names.ENDING: ending,
+                    names.DEGRADATION_MODE: judged.mode,
+                    names.SUBSTITUTION: judged.substitution,
+                }
+                if judged.scope is not None:  # built from the policy file's table names
+                    attributes[names.POLICY_SCOPE] = judged.scope
+                for kind in violations:
+                    span.add_event(names.EVENT_VIOLATION, {names.VIOLATION_KIND: kind})
                 reported = response.finish_reasons if response is not None else ()
                 outside: dict[str, object] = {
                     names.DEGRADATION_REASON: judged.reasons,
@@ -427,7 +473,7 @@ class ProviderCall:
 
 
 class _Scope(Protocol):
-    """Where a call publishes its summary: a sampling request, or a run."""
+    """Where a call made in a sampling request's callback publishes its summary: the request."""
 
     def on_call(self, call: CallSummary) -> CallVerdict: ...
 

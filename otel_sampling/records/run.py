@@ -33,7 +33,9 @@ host tracks disclosure at all (``degradation.disclosure.tracked``: it called ``d
 process, or ``OTEL_SAMPLING_DISCLOSURE_TRACKED=true``), so that only a host that does is paged.
 
 A run is also the key of the failover memory for provider calls made in it outside a sampling
-request (:mod:`otel_sampling.records.failover`).
+request (:mod:`otel_sampling.records.failover`), and the scope that judges them: the policy table
+:func:`policy_scope` finds for it and the runs it is nested in (:mod:`otel_sampling.rules.scopes`).
+An outside-policy substitution such a call shows makes its run an ``outside_policy`` incident cause.
 
 The registry of open runs (:data:`runs`) and the explicit run of a context (:data:`current_run_var`)
 live here; this module is the only one that reads or writes them. So does the span processor
@@ -57,8 +59,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import foreign_spans, instants, locks, names, state
 from otel_sampling.metrics import bound, clean, finite, recorded_in
+from otel_sampling.policy import Policy
 from otel_sampling.records.failover import FailedModels
-from otel_sampling.rules import verdict
+from otel_sampling.rules import scopes, verdict
 from otel_sampling.rules.verdict import (
     NO_POLICY,
     CallSummary,
@@ -72,6 +75,7 @@ from otel_sampling.rules.verdict import (
 logger = logging.getLogger(__name__)
 
 MAX_REASONS = 16  # distinct degradation reasons remembered per run
+MAX_NESTING = 64  # runs the scope rule walks outward through (a run nested deeper reads the first 64)
 _AGENT_OPERATIONS = frozenset(names.AGENT_OPERATIONS)
 
 #: Runs tracked at once (a root span that never ends must not grow memory).
@@ -102,6 +106,8 @@ class Run:
 
     __slots__ = (
         "name",
+        "tool",
+        "scope_name",
         "_lock",
         "_degraded",
         "_reasons",
@@ -120,8 +126,21 @@ class Run:
         "__weakref__",
     )
 
-    def __init__(self, name: str, root_span_id: int | None = None, parent: Run | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        root_span_id: int | None = None,
+        parent: Run | None = None,
+        *,
+        tool: tuple[str, str] | None = None,
+        scope_name: str | None = None,
+    ) -> None:
         self.name = name
+        #: ``(server, tool)`` of a server's ``tools/call`` run; None for any other run.
+        self.tool = tool
+        #: the name its ``[runs."<name>"]`` policy table is looked up by: its name, or an agent
+        #: span's ``gen_ai.agent.name``
+        self.scope_name = scope_name if scope_name is not None else name
         self._parent = parent  # the run this one is nested in: what happens inside counts there too
         self._lock = locks.new()
         self._degraded = False
@@ -213,10 +232,11 @@ class Run:
         with self._lock:
             self._cost += usd
 
-    def on_call(self, call: CallSummary) -> CallVerdict:
+    def on_call(self, call: CallSummary, reference: verdict.Reference = NO_POLICY) -> CallVerdict:
         """A provider call made in the run outside any sampling request ended: it is judged here,
-        against no policy, with the run as the key of its failover memory
-        (:class:`~otel_sampling.records.failover.FailedModels`), then absorbed (:meth:`absorb`)."""
+        against ``reference`` (its scope's, :func:`policy_scope`), with the run as the key of its
+        failover memory (:class:`~otel_sampling.records.failover.FailedModels`), then absorbed
+        (:meth:`absorb`); an ``outside_policy`` verdict is noted in the run and those around it."""
         failed_over = False
         with self._lock:
             failed = call.ending.error_type is not None
@@ -225,7 +245,19 @@ class Run:
             if self._failover is not None:  # a success with no failure standing is no failover
                 failed_over = self._failover.observe(call.requested, failed)
         self.absorb(call)
-        return verdict.judge_call(call, NO_POLICY, failed_over)
+        judged = verdict.judge_call(call, reference, failed_over)
+        if judged.substitution == names.SUBSTITUTION_OUTSIDE_POLICY and not self._ended:
+            self._note_outside_policy()
+        return judged
+
+    def lineage(self) -> tuple[scopes.RunFacts, ...]:
+        """This run and the runs it is nested in, innermost first, as the scope rule reads them."""
+        facts: list[scopes.RunFacts] = []
+        run: Run | None = self
+        while run is not None and len(facts) < MAX_NESTING:
+            facts.append(scopes.RunFacts(run.scope_name, run.tool))
+            run = run._parent
+        return tuple(facts)
 
     def absorb(self, call: CallSummary) -> None:
         """A provider call made in the run (directly, or inside a sampling request it owns) ended: its
@@ -250,7 +282,7 @@ class RunScope:
 
     __slots__ = ("_run", "_span", "_start", "_tokens", "_conversation_id")
 
-    def __init__(self, name: str, conversation_id: str | None = None) -> None:
+    def __init__(self, name: str, conversation_id: str | None = None, *, tool: tuple[str, str] | None = None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"run name must be a string, got {type(name).__name__}")
         if not name.strip():
@@ -259,8 +291,13 @@ class RunScope:
             raise TypeError(f"conversation_id must be a string, got {type(conversation_id).__name__}")
         if conversation_id is not None and not conversation_id.strip():
             raise ValueError("conversation_id must not be empty (leave it out when there is none)")
+        if tool is not None and not (
+            isinstance(tool, tuple) and len(tool) == 2 and all(isinstance(part, str) for part in tool)
+        ):
+            raise TypeError("tool must be a (server, tool) pair of strings")
         self._conversation_id = conversation_id
-        self._run = Run(name)  # its parent is the run current where it is entered, not where it is built
+        # its parent is the run current where it is entered, not where it is built
+        self._run = Run(name, tool=tool)
         self._span: trace.Span | None = None
         self._start = 0.0
         self._tokens: tuple[Token[Run | None], object] | None = None
@@ -293,6 +330,9 @@ class RunScope:
                 )
                 if conversation:
                     attributes[names.GEN_AI_CONVERSATION_ID] = conversation
+                scope = policy_scope(telemetry.settings.policy, run)
+                if scope is not None:
+                    attributes[names.POLICY_SCOPE] = scope.label  # built from the policy file's table names
                 span.set_attributes(attributes)
             self._span = span
             _own_trace(run, span.get_span_context())
@@ -341,6 +381,14 @@ def current_run() -> Run | None:
         return None
     trace_id = trace.get_current_span().get_span_context().trace_id
     return runs.by_trace.get(trace_id) if trace_id else None
+
+
+def policy_scope(policy: Policy, run: Run | None) -> scopes.Scope | None:
+    """The policy scope of a provider call made in ``run`` (None: in no run) outside a sampling
+    request (:func:`otel_sampling.rules.scopes.scope_of`); None: no table covers it."""
+    if run is None:
+        return scopes.scope_of(policy, ()) if policy.default is not None else None
+    return scopes.scope_of(policy, run.lineage())
 
 
 def current_reasons() -> tuple[str, ...]:
@@ -405,7 +453,13 @@ def span_started(span: Any) -> None:
     attributes = getattr(span, "attributes", None)
     if not attributes or attributes.get(names.GEN_AI_OPERATION_NAME) not in _AGENT_OPERATIONS:
         return  # not an agent's span: an HTTP server span, a health check, another library's work
-    _start_implicit(getattr(span, "name", "") or names.UNKNOWN_LABEL, span_context, root=True)
+    agent = attributes.get(names.GEN_AI_AGENT_NAME)
+    _start_implicit(
+        getattr(span, "name", "") or names.UNKNOWN_LABEL,
+        span_context,
+        root=True,
+        scope_name=agent if isinstance(agent, str) and agent else None,
+    )
 
 
 def open_request_run(span: trace.Span, active: tuple[str, ...] = ()) -> Run | None:
@@ -485,11 +539,16 @@ def _explicit() -> Run | None:
 
 
 def _start_implicit(
-    name: str, span_context: trace.SpanContext, root: bool, active: tuple[str, ...] | None = None
+    name: str,
+    span_context: trace.SpanContext,
+    root: bool,
+    active: tuple[str, ...] | None = None,
+    scope_name: str | None = None,
 ) -> Run:
     """An implicit run owning ``span_context``'s trace; ``root``: the span's end ends it. ``active``:
-    the reasons around it as it starts, when its starter read them already (else read here)."""
-    implicit = Run(name, root_span_id=span_context.span_id if root else None)
+    the reasons around it as it starts, when its starter read them already (else read here).
+    ``scope_name``: the name its ``[runs]`` table is looked up by (an agent's ``gen_ai.agent.name``)."""
+    implicit = Run(name, root_span_id=span_context.span_id if root else None, scope_name=scope_name)
     if active is None:
         active = state.active_reasons()
     if active:

@@ -48,6 +48,7 @@ from otel_sampling.records import run as run_records
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.records.ledger import record_violation
 from otel_sampling.rules import endings, servers, verdict
+from otel_sampling.rules.scopes import SERVER as SCOPE_SERVER
 from otel_sampling.rules.values import Ending, ProviderCalls
 from otel_sampling.rules.verdict import (
     CallSummary,
@@ -175,7 +176,7 @@ class SamplingRecord:
         self._server_key = server_key
         self._server_label = instruments.server_label.value(server_label if server_label is not None else server_name)
         self._policy_names = policy_names if policy_names is not None else ((server_name,) if server_name else ())
-        self._policy = self._server_policy()
+        self._policy, policy_name = self._server_policy()
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
         self._hints = hint_names(params)
@@ -184,6 +185,7 @@ class SamplingRecord:
             self._policy.permitted_models if self._policy is not None else None,
             self._policy.primary_model if self._policy is not None else None,
             self._policy is not None,
+            f"{SCOPE_SERVER}:{policy_name}" if policy_name is not None else None,
         )
         # The named degradations around it as it starts (none, the common case, asks for nothing).
         self._named = () if state.calm and not state.canary.get() else state.active_reasons()
@@ -319,15 +321,16 @@ class SamplingRecord:
         """The host entered ``otel_sampling.canary()`` while this request's callback runs."""
         self._canary = True
 
-    def _server_policy(self) -> ServerPolicy | None:
-        """The policy for the requesting server: the first of its policy names the policy has a table
-        for (None: no policy covers it, or the server is unnamed)."""
+    def _server_policy(self) -> tuple[ServerPolicy | None, str | None]:
+        """The policy for the requesting server and its table's name: the first of its policy names
+        the policy has a table for (None, None: no policy covers it, or the server is unnamed). The
+        scope of the calls inside it (:mod:`otel_sampling.rules.scopes`, rule 1)."""
         policy = self._instruments.settings.policy
         for name in self._policy_names:
             found = policy.servers.get(name)
             if found is not None:
-                return found
-        return None
+                return found, name
+        return None, None
 
     def grant_context(self, scope: str) -> None:
         """The host granted ``includeContext`` ``scope`` (one of ``names.INCLUDE_CONTEXT_VALUES``);

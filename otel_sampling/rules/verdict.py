@@ -302,23 +302,32 @@ class CallSummary(NamedTuple):
 
 
 class Reference(NamedTuple):
-    """What a unit is judged against: the server's hints, and the policy covering the server
-    (``covered``; ``permitted`` None: it names no permitted models, every model is permitted)."""
+    """What a unit is judged against: the server's hints, and the policy scope covering it
+    (``covered``; ``permitted`` None: it names no permitted models, every model is permitted);
+    ``scope``: that scope's ``otel_sampling.policy.scope`` (:mod:`otel_sampling.rules.scopes`), None
+    without one."""
 
     hints: tuple[str, ...] = ()
     permitted: tuple[str, ...] | None = None
     primary: str | None = None
     covered: bool = False
+    scope: str | None = None
 
 
 NO_POLICY = Reference()
 
 
 class CallVerdict(NamedTuple):
-    """The verdict of one provider call: ``degradation.mode`` and its reasons (own reason first)."""
+    """The verdict of one provider call: ``degradation.mode`` and its reasons (own reason first), its
+    substitution judgement (``otel_sampling.substitution``: :func:`judge_substitution` of the served
+    model against the model the call asked for and its scope's policy; ``none`` for a failed call,
+    ``unjudged`` when no served model is known or the call names a deployment), and the scope it was
+    judged against (``Reference.scope``)."""
 
     mode: str
     reasons: tuple[str, ...]
+    substitution: str = names.SUBSTITUTION_UNJUDGED
+    scope: str | None = None
 
 
 class RequestFacts(NamedTuple):
@@ -387,21 +396,25 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
 
     ``failed_over``: it succeeded after a call on another model failed (the scope's failover memory).
     A failed call has no reason of its own; a call whose ``requested`` names a deployment is judged
-    only by its failures, fallbacks and named degradations.
+    only by its failures, fallbacks and named degradations. Its substitution is judged whatever its
+    own reason (a failover onto a model the policy does not permit is ``failover`` and
+    ``outside_policy``).
     """
     own: str | None = None
+    judged = names.SUBSTITUTION_NONE if call.failed else names.SUBSTITUTION_UNJUDGED
+    served: str | None = None
+    if not call.failed and call.served and call.compare_models:
+        served = normalise(call.served)
+        judged = _judge(reference, served, False, _normalised(call.requested))
     if call.provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
     elif call.client_fallback is not None and not call.failed:  # the router says why: its reason wins
         own = call.client_fallback
     elif failed_over and not call.failed:
         own = names.REASON_FAILOVER
-    elif not call.failed and call.served and call.compare_models:
-        served = normalise(call.served)
-        requested = _normalised(call.requested)
-        judged = _judge(reference, served, False, requested)
+    elif served is not None:
         own = _own_reason(judged, served, reference.primary)
-    return CallVerdict(*_verdict(own, call.named))
+    return CallVerdict(*_verdict(own, call.named), judged, reference.scope)
 
 
 # A client router's fallbacks for the request's fit, not for an outage (LiteLLM Router

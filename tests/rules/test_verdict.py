@@ -189,7 +189,12 @@ class TestRequestWithoutPolicy:
         assert ("none", "primary", ()) == request(NO_POLICY, served="gpt-4o-mini", requested=None)
 
 
-def call(reference: Reference = POLICY, failed_over: bool = False, **facts) -> CallVerdict:
+def call(reference: Reference = POLICY, failed_over: bool = False, **facts) -> tuple[str, tuple[str, ...]]:
+    """The mode and reasons :func:`judged_call` gives."""
+    return judged_call(reference, failed_over, **facts)[:2]
+
+
+def judged_call(reference: Reference = POLICY, failed_over: bool = False, **facts) -> CallVerdict:
     """``judge_call`` of a successful call served the model it asked for, changed by ``facts``."""
     given = {
         "provider": "anthropic",
@@ -264,6 +269,41 @@ class TestCall:
     def test_named_degradations_around_it_degrade_it_after_its_own_reason(self):
         assert ("degraded", ("sources unavailable",)) == call(named=("sources unavailable",))
         assert ("degraded", ("fallback", "canary")) == call(served=PERMITTED_FALLBACK, named=("canary",))
+
+
+class TestCallSubstitution:
+    """``judge_call``'s substitution: the served model against the model the call asked for and its
+    scope's policy (the same judgement as a request's, with the requested model as the reference)."""
+
+    @pytest.mark.parametrize(
+        ("reference", "facts", "substitution"),
+        [
+            (POLICY, {}, "none"),  # served as asked, a permitted model
+            (POLICY, {"served": "claude-sonnet-5-5-20261001"}, "none"),  # a snapshot of it
+            (POLICY, {"served": PERMITTED_FALLBACK}, "within_policy"),
+            (POLICY, {"served": OUTSIDE}, "outside_policy"),
+            # asked for a model the policy does not permit, and served it: outside the policy all the same
+            (POLICY, {"requested": OUTSIDE, "served": OUTSIDE}, "outside_policy"),
+            (NO_POLICY, {"served": OUTSIDE}, "without_policy"),
+            (NO_POLICY, {"requested": OUTSIDE, "served": OUTSIDE}, "none"),
+            # a policy that names no permitted models permits every one
+            (Reference((), None, None, True), {"served": OUTSIDE}, "within_policy"),
+            (POLICY, {"ending": FAILED, "served": None}, "none"),  # nothing served, nothing substituted
+            (POLICY, {"served": None}, "unjudged"),
+            (POLICY, {"served": OUTSIDE, "compare_models": False}, "unjudged"),  # a deployment name
+        ],
+    )
+    def test_the_served_model_is_judged(self, reference, facts, substitution):
+        assert substitution == judged_call(reference, **facts).substitution
+
+    def test_it_is_judged_whatever_the_calls_own_reason(self):
+        """A failover onto a model the policy does not permit: ``failover``, and ``outside_policy``."""
+        judged = judged_call(POLICY, failed_over=True, requested=OUTSIDE, served=OUTSIDE)
+        assert ("degraded", ("failover",), "outside_policy") == judged[:3]
+
+    def test_the_verdict_names_the_scope_it_was_judged_against(self):
+        assert "run:triage" == judged_call(POLICY._replace(scope="run:triage")).scope
+        assert None is judged_call(NO_POLICY).scope
 
 
 class TestServedModel:
