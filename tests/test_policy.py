@@ -886,3 +886,100 @@ def test_boundary_errors_name_file_line_and_key(tmp_path, text, key, problem):
     assert (error.key, error.line) == (key, line)
     assert error.problem.startswith(problem)
     assert str(error).startswith(f"{path}:{line}: {key}: {problem}")
+
+
+# ---------------------------------------------------------------- scopes beyond MCP servers
+SCOPES = """\
+[endpoints."api.eu.example.com"]
+region = "eu"
+
+[servers."tickets"]
+context_ceiling = "thisServer"
+
+[servers."tickets".tools."summarise"]
+primary_model = "claude-sonnet-5-5"
+permitted_models = ["claude-sonnet-5-5", "claude-haiku-5-5"]
+
+[runs."ticket-triage"]
+permitted_providers = ["anthropic"]
+
+[runs."nightly/report"]
+primary_model = "gpt-5"
+
+[default]
+permitted_regions = ["eu"]
+"""
+
+
+def test_scope_tables_load(tmp_path):
+    policy = load_policy(write(tmp_path, SCOPES))
+    assert dict(policy.tools) == {
+        ("tickets", "summarise"): ServerPolicy(
+            primary_model="claude-sonnet-5-5", permitted_models=("claude-sonnet-5-5", "claude-haiku-5-5")
+        )
+    }
+    assert dict(policy.runs) == {
+        "ticket-triage": ServerPolicy(permitted_providers=("anthropic",)),
+        "nightly/report": ServerPolicy(primary_model="gpt-5"),
+    }
+    assert policy.default == ServerPolicy(permitted_regions=("eu",))
+    assert policy.server("tickets") == ServerPolicy(context_ceiling="thisServer")  # its tools are not its keys
+
+
+def test_no_scope_tables_by_default(tmp_path):
+    policy = load_policy(write(tmp_path, '[servers."s"]\nprimary_model = "m"\n'))
+    assert (dict(policy.runs), dict(policy.tools), policy.default) == ({}, {}, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "problem"),
+    [
+        ('[runs."r"]\npermited_models = ["m"]  # BAD\n', 'runs."r".permited_models', "unknown key; did you mean"),
+        ('[runs."r"]\ncontext_ceiling = "none"  # BAD\n', 'runs."r".context_ceiling', "unknown key"),
+        ('[runs." "]  # BAD\n', 'runs." "', "empty run name"),
+        ("runs = 3  # BAD\n", "runs", "expected a table, got integer"),
+        (
+            '[runs."r"]\nprimary_model = "a"  # BAD\npermitted_models = ["b"]\n',
+            'runs."r".primary_model',
+            "'a' is not in permitted_models ['b']",
+        ),
+        ("[default]\ntools = {}  # BAD\n", "default.tools", "unknown key"),
+        ("[default]\npermitted_providers = [1]  # BAD\n", "default.permitted_providers[0]", "expected a string"),
+        ("default = 1  # BAD\n", "default", "expected a table, got integer"),
+        (
+            '[endpoints."h"]\nregion = "eu"\n[default]\npermitted_regions = ["us"]  # BAD\n',
+            "default.permitted_regions[0]",
+            "region 'us' is not the region of any [endpoints] table (known: eu)",
+        ),
+        (
+            '[servers."s".tools."t"]\ncontext_ceiling = "none"  # BAD\n',
+            'servers."s".tools."t".context_ceiling',
+            "unknown key",
+        ),
+        ('[servers."s".tools.""]  # BAD\n', 'servers."s".tools.""', "empty tool name"),
+        ('[servers."s"]\ntools = ["t"]  # BAD\n', 'servers."s".tools', "expected a table, got array"),
+        (
+            '[servers."s".tools."t"]\npermitted_regions = ["us"]  # BAD\n',
+            'servers."s".tools."t".permitted_regions[0]',
+            "region 'us' is not the region of any [endpoints] table (known: none)",
+        ),
+    ],
+)
+def test_scope_errors_name_file_line_and_key(tmp_path, text, key, problem):
+    path = write(tmp_path, text)
+    line = marked_line(path)
+    error = load_error(path)
+    assert (error.key, error.line) == (key, line)
+    assert error.problem.startswith(problem)
+    assert str(error).startswith(f"{path}:{line}: {key}: {problem}")
+
+
+def test_the_checker_command_checks_scope_tables(tmp_path, capsys):
+    from otel_sampling.policy.__main__ import main
+
+    good = write(tmp_path, SCOPES)
+    assert main([str(good)]) == 0
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[runs."triage"]\npermitted_model = ["m"]\n')
+    assert main([str(bad)]) == 1
+    assert f'{bad}:2: runs."triage".permitted_model: unknown key' in capsys.readouterr().err
