@@ -1,0 +1,202 @@
+"""Provider calls outside any sampling request, judged against their policy scope: every signal at once.
+
+docs/telemetry.md "Direct calls and policy scopes": a call made in an explicit run, under a
+framework's agent span (``gen_ai.operation.name=invoke_agent`` with ``gen_ai.agent.name``), in a
+server tool's run (``RunScope(name, tool=(server, tool))``) or in no run at all is judged with the
+same verdict path as a sampling request, against the scope the one rule picks
+(``[runs."<name>"]``, ``[servers."<server>".tools."<tool>"]``, ``[default]``; none without a
+policy). Real anthropic and openai SDK calls against the fake provider over HTTP; the expected
+values come from the docs' tables, not from the code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import anthropic
+import openai
+import pytest
+from opentelemetry import trace
+
+import otel_sampling as osm
+from conftest import TRACER_PROVIDER, Telemetry, with_policy
+from otel_sampling import names
+from otel_sampling.instrumentation.anthropic import AnthropicInstrumentor
+from otel_sampling.instrumentation.openai import OpenAIInstrumentor
+from otel_sampling.runs import RunScope
+from otel_sampling.testing.fake_provider import SCENARIO_HEADER
+
+HOST = trace.get_tracer("host", tracer_provider=TRACER_PROVIDER)
+MESSAGES = [{"role": "user", "content": "Summarise: printer on fire"}]
+PRIMARY, FALLBACK, OUTSIDE = "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-7-sonnet-20250219"
+DOWN = f"status=529,fail_model={PRIMARY}"  # the primary is down; any other model answers
+
+PRICES = "".join(
+    f'[prices."{model}"]\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n' for model in (PRIMARY, FALLBACK, OUTSIDE)
+)
+SCOPE_KEYS = f'primary_model = "{PRIMARY}"\npermitted_models = ["{PRIMARY}", "{FALLBACK}"]\n'
+POLICIES = {
+    # A price table and no scope table: no policy judges the calls.
+    "no policy": PRICES,
+    "scoped": (
+        PRICES
+        + f'[runs."triage"]\n{SCOPE_KEYS}'
+        + f'[servers."tickets".tools."summarise"]\n{SCOPE_KEYS}'
+        + f"[default]\n{SCOPE_KEYS}"
+    ),
+}
+
+# Where the calls are made, and the scope the rule gives them under the "scoped" policy.
+PLACES = {
+    "explicit run": "run:triage",
+    "agent span": "run:triage",  # its gen_ai.agent.name
+    "tool run": "tool:tickets/summarise",
+    "no run": "default",
+}
+
+
+@contextlib.contextmanager
+def made_in(place: str) -> Iterator[None]:
+    if place == "explicit run":
+        with osm.run("triage"):
+            yield
+    elif place == "agent span":
+        agent = {names.GEN_AI_OPERATION_NAME: "invoke_agent", names.GEN_AI_AGENT_NAME: "triage"}
+        with HOST.start_as_current_span("invoke_agent triage", attributes=agent):
+            yield
+    elif place == "tool run":
+        with RunScope("tickets/summarise", tool=("tickets", "summarise")):
+            yield
+    else:
+        with HOST.start_as_current_span("handle ticket"):  # a plain span: no run
+            yield
+
+
+def ask(fp, model: str, scenario: str = "") -> bool:
+    """One anthropic call with no SDK retry; True when it succeeded."""
+    headers = {SCENARIO_HEADER: scenario} if scenario else {}
+    try:
+        with anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0, open_telemetry=False) as client:
+            client.messages.create(model=model, max_tokens=8, messages=MESSAGES, extra_headers=headers)
+    except anthropic.APIStatusError:
+        return False
+    return True
+
+
+# What the host does: the models it asks in turn, the first that answers serving.
+CHAINS = {
+    "as asked": (PRIMARY,),
+    "permitted fallback": (PRIMARY, FALLBACK),
+    "outside policy": (PRIMARY, OUTSIDE),
+}
+
+
+class Call(NamedTuple):
+    """The serving call's chat span: substitution, mode, first reason, violations (its events)."""
+
+    substitution: str
+    mode: str
+    reason: str | None
+    violations: tuple[str, ...] = ()
+
+
+class Expected(NamedTuple):
+    call: Call
+    run_mode: str
+    incident: tuple[str, ...]  # the silent incident's causes; () when none
+
+
+PRIMARY_CALL = Expected(Call("none", "primary", None), "primary", ())
+FAILED_OVER = Expected(Call("none", "degraded", "failover"), "degraded", ("degraded",))
+# docs/telemetry.md "Direct calls and policy scopes", the table of a fallback chain.
+TABLE = {
+    ("no policy", "as asked"): PRIMARY_CALL,
+    ("no policy", "permitted fallback"): FAILED_OVER,
+    ("no policy", "outside policy"): FAILED_OVER,
+    ("scoped", "as asked"): PRIMARY_CALL,
+    ("scoped", "permitted fallback"): FAILED_OVER,
+    ("scoped", "outside policy"): Expected(
+        Call("outside_policy", "degraded", "failover", ("model_outside_policy",)),
+        "degraded",
+        ("degraded", "outside_policy"),
+    ),
+}
+
+
+@pytest.fixture(params=list(POLICIES))
+def policy(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def hosted(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str) -> Iterator[Telemetry]:
+    yield from with_policy(telemetry, tmp_path, monkeypatch, POLICIES[policy], AnthropicInstrumentor, OpenAIInstrumentor)
+
+
+def chat_spans(t: Telemetry) -> list:
+    return sorted((s for s in t.spans() if s.name.startswith("chat ")), key=lambda s: s.end_time)
+
+
+def call_signals(span) -> Call:
+    a = span.attributes
+    reasons = a.get(names.DEGRADATION_REASON)
+    kinds = tuple(e.attributes[names.VIOLATION_KIND] for e in span.events if e.name == names.EVENT_VIOLATION)
+    return Call(a[names.SUBSTITUTION], a[names.DEGRADATION_MODE], reasons[0] if reasons else None, kinds)
+
+
+def incident_causes(t: Telemetry) -> tuple[str, ...]:
+    events = [
+        e
+        for s in t.spans(scope=None)
+        for e in s.events
+        if e.name == names.EVENT_SILENT_INCIDENT and s.instrumentation_scope.name == names.SCOPE_NAME
+    ]
+    assert len(events) <= 1
+    return tuple(events[0].attributes[names.SILENT_INCIDENT_CAUSE]) if events else ()
+
+
+@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("place", list(PLACES))
+def test_every_signal_of_a_direct_call_tells_the_same_story(hosted, fake_provider, policy, place, chain):
+    expected = TABLE[(policy, chain)]
+    scope = PLACES[place] if policy == "scoped" else None
+    with made_in(place):
+        answered = [ask(fake_provider, model, DOWN if chain != "as asked" else "") for model in CHAINS[chain]]
+    assert answered == [False] * (len(answered) - 1) + [True]
+
+    *failed, served = chat_spans(hosted)
+    # The serving call: its verdict and the scope that decided it.
+    assert expected.call == call_signals(served)
+    assert scope == served.attributes.get(names.POLICY_SCOPE)
+    # A failed call served nothing: nothing substituted, no reason of its own, the same scope.
+    for span in failed:
+        assert (Call("none", "primary", None), scope) == (call_signals(span), span.attributes.get(names.POLICY_SCOPE))
+
+    # Metric points carry the same mode.
+    modes = hosted.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE)
+    expected_modes: dict[tuple[str], int] = {}
+    for mode in ["primary"] * len(failed) + [expected.call.mode]:
+        expected_modes[(mode,)] = expected_modes.get((mode,), 0) + 1
+    assert expected_modes == modes
+    violations = hosted.counts(names.METRIC_CLIENT_VIOLATIONS, names.POLICY_SCOPE, names.VIOLATION_KIND)
+    assert {(scope, kind): 1 for kind in expected.call.violations} == violations
+
+    # The run: its mode, its cost by mode (cost per completed task), its incident.
+    runs = hosted.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOME)
+    costs = hosted.counts(names.METRIC_AGENT_RUN_COST, names.DEGRADATION_MODE)
+    incidents = sum(hosted.counts(names.METRIC_SILENT_INCIDENTS).values())
+    if place == "no run":
+        assert ({}, {}, 0, ()) == (runs, costs, incidents, incident_causes(hosted))
+        return
+    assert {(expected.run_mode, "completed"): 1} == runs
+    assert [(expected.run_mode,)] == list(costs)
+    assert (1 if expected.incident else 0, expected.incident) == (incidents, incident_causes(hosted))
+    if place != "agent span":  # an explicit run's own span
+        (run_span,) = hosted.spans(f"invoke_agent {'triage' if place == 'explicit run' else 'tickets/summarise'}")
+        assert (expected.run_mode, scope) == (
+            run_span.attributes[names.DEGRADATION_MODE],
+            run_span.attributes.get(names.POLICY_SCOPE),
+        )
