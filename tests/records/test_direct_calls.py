@@ -35,7 +35,8 @@ PRIMARY, FALLBACK, OUTSIDE = "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-
 DOWN = f"status=529,fail_model={PRIMARY}"  # the primary is down; any other model answers
 
 PRICES = "".join(
-    f'[prices."{model}"]\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n' for model in (PRIMARY, FALLBACK, OUTSIDE)
+    f'[prices."{model}"]\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n'
+    for model in (PRIMARY, FALLBACK, OUTSIDE)
 )
 SCOPE_KEYS = f'primary_model = "{PRIMARY}"\npermitted_models = ["{PRIMARY}", "{FALLBACK}"]\n'
 POLICIES = {
@@ -133,7 +134,9 @@ def policy(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def hosted(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str) -> Iterator[Telemetry]:
-    yield from with_policy(telemetry, tmp_path, monkeypatch, POLICIES[policy], AnthropicInstrumentor, OpenAIInstrumentor)
+    yield from with_policy(
+        telemetry, tmp_path, monkeypatch, POLICIES[policy], AnthropicInstrumentor, OpenAIInstrumentor
+    )
 
 
 def chat_spans(t: Telemetry) -> list:
@@ -200,3 +203,145 @@ def test_every_signal_of_a_direct_call_tells_the_same_story(hosted, fake_provide
             run_span.attributes[names.DEGRADATION_MODE],
             run_span.attributes.get(names.POLICY_SCOPE),
         )
+
+
+# ---------------------------------------------------------------- the verdict table, for direct calls
+# docs/telemetry.md "Verdicts with and without a policy" holds for a direct call too: the model it
+# asked for is the reference, and the run's table ([runs."triage"]) the policy.
+ASKED = "claude-sonnet-4-5"
+RUN_POLICIES = {
+    "no policy": "",
+    "permitted only": f'[runs."triage"]\npermitted_models = ["{ASKED}"]\n',
+    "primary + permitted": (
+        f'[runs."triage"]\nprimary_model = "{ASKED}"\npermitted_models = ["{ASKED}", "claude-haiku-4-5"]\n'
+    ),
+}
+
+
+class Column(NamedTuple):
+    sdk: str  # "anthropic" or "openai" (an OpenAI-compatible gateway)
+    requested: str
+    served: str
+
+
+COLUMNS = {
+    "as asked": Column("anthropic", ASKED, ASKED),
+    "snapshot": Column("anthropic", ASKED, "claude-sonnet-4-5-20250929"),
+    "alias": Column("anthropic", f"{ASKED}-latest", "claude-sonnet-4-5-20250929"),
+    "gateway prefix": Column("openai", f"anthropic/{ASKED}", "claude-sonnet-4-5-20250929"),
+    "same family other size": Column("anthropic", ASKED, "claude-haiku-4-5"),
+    "other family": Column("anthropic", ASKED, "claude-3-7-sonnet-20250219"),
+    "other provider": Column("openai", ASKED, "gpt-4o-mini"),
+}
+
+
+class Row(NamedTuple):
+    """The chat span's substitution, mode and first reason; the run's mode; an incident counted."""
+
+    substitution: str
+    mode: str
+    reason: str | None
+    run_mode: str
+    incident: bool
+
+
+AS_ASKED = Row("none", "primary", None, "primary", False)
+WITHOUT = Row("without_policy", "degraded", "substitution", "degraded", True)
+OUTSIDE_ROW = Row("outside_policy", "degraded", "substitution", "degraded", True)
+WITHIN = Row("within_policy", "degraded", "fallback", "degraded", True)
+SERVED_OTHER = ("same family other size", "other family", "other provider")
+VERDICTS = {
+    **{(policy, column): AS_ASKED for policy in RUN_POLICIES for column in COLUMNS if column not in SERVED_OTHER},
+    **{("no policy", column): WITHOUT for column in SERVED_OTHER},
+    **{("permitted only", column): OUTSIDE_ROW for column in SERVED_OTHER},
+    ("primary + permitted", "same family other size"): WITHIN,
+    ("primary + permitted", "other family"): OUTSIDE_ROW,
+    ("primary + permitted", "other provider"): OUTSIDE_ROW,
+}
+assert set(VERDICTS) == {(p, c) for p in RUN_POLICIES for c in COLUMNS}
+
+
+@pytest.fixture(params=list(RUN_POLICIES))
+def run_policy(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def in_run_scope(
+    telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_policy: str
+) -> Iterator[Telemetry]:
+    yield from with_policy(
+        telemetry, tmp_path, monkeypatch, RUN_POLICIES[run_policy], AnthropicInstrumentor, OpenAIInstrumentor
+    )
+
+
+def served_as(fp, column: Column) -> None:
+    headers = {SCENARIO_HEADER: f"served_model={column.served}"}
+    if column.sdk == "anthropic":
+        with anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0, open_telemetry=False) as client:
+            client.messages.create(model=column.requested, max_tokens=8, messages=MESSAGES, extra_headers=headers)
+    else:
+        with openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0) as client:
+            client.chat.completions.create(model=column.requested, messages=MESSAGES, extra_headers=headers)
+
+
+@pytest.mark.parametrize("column", list(COLUMNS))
+def test_the_verdict_table_holds_for_a_direct_call(in_run_scope, fake_provider, run_policy, column):
+    expected = VERDICTS[(run_policy, column)]
+    with osm.run("triage"):
+        served_as(fake_provider, COLUMNS[column])
+    (chat,) = chat_spans(in_run_scope)
+    call = call_signals(chat)
+    (run_mode,) = [mode for (mode,) in in_run_scope.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE)]
+    incidents = sum(in_run_scope.counts(names.METRIC_SILENT_INCIDENTS).values())
+    assert expected == Row(call.substitution, call.mode, call.reason, run_mode, incidents == 1)
+    assert (None if run_policy == "no policy" else "run:triage") == chat.attributes.get(names.POLICY_SCOPE)
+    outside = expected.substitution == "outside_policy"
+    assert (("model_outside_policy",) if outside else ()) == call.violations
+    assert (("degraded", "outside_policy") if outside else ("degraded",) if expected.incident else ()) == (
+        incident_causes(in_run_scope)
+    )
+
+
+# ---------------------------------------------------------------- the compliance boundary
+BOUNDARY = """\
+[endpoints."127.0.0.1"]
+region = "eu"
+
+[runs."eu-only"]
+permitted_providers = ["anthropic"]
+permitted_regions = ["eu"]
+
+[runs."us-only"]
+permitted_regions = ["us"]
+
+[endpoints."api.us.example.com"]
+region = "us"
+"""
+
+
+@pytest.fixture
+def bounded(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
+    yield from with_policy(telemetry, tmp_path, monkeypatch, BOUNDARY, AnthropicInstrumentor, OpenAIInstrumentor)
+
+
+@pytest.mark.parametrize(
+    ("run", "column", "crossed"),
+    [
+        ("eu-only", Column("anthropic", ASKED, ASKED), False),  # a permitted provider, from a permitted region
+        ("eu-only", Column("openai", "gpt-4o-mini", "gpt-4o-mini"), True),  # a provider outside the scope
+        ("us-only", Column("anthropic", ASKED, ASKED), True),  # an endpoint in a region outside it
+    ],
+)
+def test_a_direct_call_outside_its_scopes_boundary_is_a_violation(bounded, fake_provider, run, column, crossed):
+    with osm.run(run):
+        served_as(fake_provider, column)
+    (chat,) = chat_spans(bounded)
+    kinds = ("boundary_crossed",) if crossed else ()
+    # A violation, not a degradation: the call served as asked, its mode and its run's stay primary.
+    assert Call("none", "primary", None, kinds) == call_signals(chat)
+    counted = bounded.counts(
+        names.METRIC_CLIENT_VIOLATIONS, names.POLICY_SCOPE, names.VIOLATION_KIND, names.GEN_AI_PROVIDER_NAME
+    )
+    assert ({(f"run:{run}", "boundary_crossed", column.sdk): 1} if crossed else {}) == counted
+    assert {("primary",): 1} == bounded.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE)

@@ -194,6 +194,10 @@ def test_every_signal_of_the_request_tells_the_same_story(hosted, fake_provider,
     # The provider call's own metric points carry its mode too.
     calls = hosted.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE)
     assert {(expected.chat_mode,): 1} == calls
+    # The call was judged against its request's server table (the scope rule's first step).
+    (chat,) = [s for s in hosted.spans() if s.name.startswith(names.OPERATION_CHAT)]
+    scope = None if policy == "no policy" else f"server:{SERVER}"
+    assert scope == chat.attributes.get(names.POLICY_SCOPE)
 
 
 @pytest.fixture
