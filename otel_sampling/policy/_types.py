@@ -214,6 +214,9 @@ class Policy:
     runs: Mapping[str, ServerPolicy] = dataclasses.field(default_factory=dict)
     tools: Mapping[tuple[str, str], ServerPolicy] = dataclasses.field(default_factory=dict)
     default: ServerPolicy | None = None
+    #: True when a table may cover a provider call outside a sampling request (a run, tool or
+    #: server table, or ``[default]``): a plain value the provider call reads before looking.
+    scoped: bool = dataclasses.field(init=False, default=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "servers", types.MappingProxyType(dict(self.servers)))
@@ -221,6 +224,7 @@ class Policy:
         object.__setattr__(self, "endpoints", types.MappingProxyType(dict(self.endpoints)))
         object.__setattr__(self, "runs", types.MappingProxyType(dict(self.runs)))
         object.__setattr__(self, "tools", types.MappingProxyType(dict(self.tools)))
+        object.__setattr__(self, "scoped", bool(self.servers or self.runs or self.tools or self.default is not None))
 
     def server(self, name: str) -> ServerPolicy | None:
         """The policy for the server whose ``serverInfo.name`` is *name*, or ``None``."""

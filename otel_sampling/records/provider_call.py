@@ -312,8 +312,9 @@ class ProviderCall:
             return request.on_call(summary), ()
         run = self._run
         policy = self._instruments.settings.policy
-        # No run and no [default] (the common direct call): no scope to look for.
-        scope = run_records.policy_scope(policy, run) if run is not None or policy.default is not None else None
+        # No scope table, or no run and no [default] (the common direct call): no scope to look for.
+        looked = policy.scoped and (run is not None or policy.default is not None)
+        scope = run_records.policy_scope(policy, run) if looked else None
         reference = scope.reference if scope is not None else NO_POLICY
         if run is not None:
             judged = run.on_call(summary, reference)
