@@ -345,3 +345,43 @@ def test_a_direct_call_outside_its_scopes_boundary_is_a_violation(bounded, fake_
     )
     assert ({(f"run:{run}", "boundary_crossed", column.sdk): 1} if crossed else {}) == counted
     assert {("primary",): 1} == bounded.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE)
+
+
+# ---------------------------------------------------------------- nested runs
+NESTED = f'[runs."nightly"]\npermitted_models = ["{ASKED}"]\n'
+
+
+@pytest.fixture
+def nested(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
+    yield from with_policy(telemetry, tmp_path, monkeypatch, NESTED, AnthropicInstrumentor)
+
+
+def test_a_run_without_a_table_is_judged_by_the_run_around_it(nested, fake_provider):
+    """The rule walks outward: the inner run has no table, the outer one's judges the call; the
+    outside-policy substitution counts in both runs, and the one incident in the outer run."""
+    with osm.run("nightly"), osm.run("step-3"):
+        served_as(fake_provider, Column("anthropic", ASKED, "claude-haiku-4-5"))
+    (chat,) = chat_spans(nested)
+    assert (Call("outside_policy", "degraded", "substitution", ("model_outside_policy",)), "run:nightly") == (
+        call_signals(chat),
+        chat.attributes[names.POLICY_SCOPE],
+    )
+    runs = nested.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE)
+    assert {("nightly", "degraded"): 1, ("step-3", "degraded"): 1} == runs
+    assert {("nightly",): 1} == nested.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
+    (outer,) = nested.spans("invoke_agent nightly")
+    (inner,) = nested.spans("invoke_agent step-3")
+    assert ("run:nightly", "run:nightly") == (
+        outer.attributes[names.POLICY_SCOPE],
+        inner.attributes[names.POLICY_SCOPE],
+    )
+    (event,) = [e for e in outer.events if e.name == names.EVENT_SILENT_INCIDENT]
+    assert ("degraded", "outside_policy") == tuple(event.attributes[names.SILENT_INCIDENT_CAUSE])
+
+
+def test_a_tool_run_names_its_tool(telemetry):
+    with RunScope("tickets/summarise", tool=("tickets", "summarise")) as tool_run, osm.run("triage") as run:
+        assert (("tickets", "summarise"), None) == (tool_run.tool, run.tool)
+    for bad in (("tickets",), ["tickets", "summarise"], ("tickets", 3), "tickets/summarise"):
+        with pytest.raises(TypeError, match="tool must be a"):
+            RunScope("tickets/summarise", tool=bad)
