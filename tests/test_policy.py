@@ -880,6 +880,11 @@ def test_no_boundary_by_default(tmp_path):
     ],
 )
 def test_boundary_errors_name_file_line_and_key(tmp_path, text, key, problem):
+    names_file_line_and_key(tmp_path, text, key, problem)
+
+
+def names_file_line_and_key(tmp_path: Path, text: str, key: str, problem: str) -> None:
+    """Loading ``text`` fails at ``key``, on the line marked ``# BAD``, with ``problem``."""
     path = write(tmp_path, text)
     line = marked_line(path)
     error = load_error(path)
@@ -966,12 +971,7 @@ def test_no_scope_tables_by_default(tmp_path):
     ],
 )
 def test_scope_errors_name_file_line_and_key(tmp_path, text, key, problem):
-    path = write(tmp_path, text)
-    line = marked_line(path)
-    error = load_error(path)
-    assert (error.key, error.line) == (key, line)
-    assert error.problem.startswith(problem)
-    assert str(error).startswith(f"{path}:{line}: {key}: {problem}")
+    names_file_line_and_key(tmp_path, text, key, problem)
 
 
 def test_the_checker_command_checks_scope_tables(tmp_path, capsys):

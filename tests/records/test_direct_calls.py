@@ -127,15 +127,12 @@ TABLE = {
 }
 
 
-@pytest.fixture(params=list(POLICIES))
-def policy(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
 @pytest.fixture
 def hosted(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str) -> Iterator[Telemetry]:
+    """The anthropic and openai instrumentors, under the policy file named ``policy`` (each test
+    parametrizes it: a key of :data:`ALL_POLICIES`)."""
     yield from with_policy(
-        telemetry, tmp_path, monkeypatch, POLICIES[policy], AnthropicInstrumentor, OpenAIInstrumentor
+        telemetry, tmp_path, monkeypatch, ALL_POLICIES[policy], AnthropicInstrumentor, OpenAIInstrumentor
     )
 
 
@@ -163,6 +160,7 @@ def incident_causes(t: Telemetry) -> tuple[str, ...]:
 
 @pytest.mark.parametrize("chain", list(CHAINS))
 @pytest.mark.parametrize("place", list(PLACES))
+@pytest.mark.parametrize("policy", list(POLICIES))
 def test_every_signal_of_a_direct_call_tells_the_same_story(hosted, fake_provider, policy, place, chain):
     expected = TABLE[(policy, chain)]
     scope = PLACES[place] if policy == "scoped" else None
@@ -210,7 +208,7 @@ def test_every_signal_of_a_direct_call_tells_the_same_story(hosted, fake_provide
 # asked for is the reference, and the run's table ([runs."triage"]) the policy.
 ASKED = "claude-sonnet-4-5"
 RUN_POLICIES = {
-    "no policy": "",
+    "no policy": PRICES,
     "permitted only": f'[runs."triage"]\npermitted_models = ["{ASKED}"]\n',
     "primary + permitted": (
         f'[runs."triage"]\nprimary_model = "{ASKED}"\npermitted_models = ["{ASKED}", "claude-haiku-4-5"]\n'
@@ -261,20 +259,6 @@ VERDICTS = {
 assert set(VERDICTS) == {(p, c) for p in RUN_POLICIES for c in COLUMNS}
 
 
-@pytest.fixture(params=list(RUN_POLICIES))
-def run_policy(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def in_run_scope(
-    telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_policy: str
-) -> Iterator[Telemetry]:
-    yield from with_policy(
-        telemetry, tmp_path, monkeypatch, RUN_POLICIES[run_policy], AnthropicInstrumentor, OpenAIInstrumentor
-    )
-
-
 def served_as(fp, column: Column) -> None:
     headers = {SCENARIO_HEADER: f"served_model={column.served}"}
     if column.sdk == "anthropic":
@@ -286,20 +270,21 @@ def served_as(fp, column: Column) -> None:
 
 
 @pytest.mark.parametrize("column", list(COLUMNS))
-def test_the_verdict_table_holds_for_a_direct_call(in_run_scope, fake_provider, run_policy, column):
-    expected = VERDICTS[(run_policy, column)]
+@pytest.mark.parametrize("policy", list(RUN_POLICIES))
+def test_the_verdict_table_holds_for_a_direct_call(hosted, fake_provider, policy, column):
+    expected = VERDICTS[(policy, column)]
     with osm.run("triage"):
         served_as(fake_provider, COLUMNS[column])
-    (chat,) = chat_spans(in_run_scope)
+    (chat,) = chat_spans(hosted)
     call = call_signals(chat)
-    (run_mode,) = [mode for (mode,) in in_run_scope.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE)]
-    incidents = sum(in_run_scope.counts(names.METRIC_SILENT_INCIDENTS).values())
+    (run_mode,) = [mode for (mode,) in hosted.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE)]
+    incidents = sum(hosted.counts(names.METRIC_SILENT_INCIDENTS).values())
     assert expected == Row(call.substitution, call.mode, call.reason, run_mode, incidents == 1)
-    assert (None if run_policy == "no policy" else "run:triage") == chat.attributes.get(names.POLICY_SCOPE)
+    assert (None if policy == "no policy" else "run:triage") == chat.attributes.get(names.POLICY_SCOPE)
     outside = expected.substitution == "outside_policy"
     assert (("model_outside_policy",) if outside else ()) == call.violations
     assert (("degraded", "outside_policy") if outside else ("degraded",) if expected.incident else ()) == (
-        incident_causes(in_run_scope)
+        incident_causes(hosted)
     )
 
 
@@ -320,11 +305,6 @@ region = "us"
 """
 
 
-@pytest.fixture
-def bounded(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
-    yield from with_policy(telemetry, tmp_path, monkeypatch, BOUNDARY, AnthropicInstrumentor, OpenAIInstrumentor)
-
-
 @pytest.mark.parametrize(
     ("run", "column", "crossed"),
     [
@@ -333,44 +313,41 @@ def bounded(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         ("us-only", Column("anthropic", ASKED, ASKED), True),  # an endpoint in a region outside it
     ],
 )
-def test_a_direct_call_outside_its_scopes_boundary_is_a_violation(bounded, fake_provider, run, column, crossed):
+@pytest.mark.parametrize("policy", ["boundary"])
+def test_a_direct_call_outside_its_scopes_boundary_is_a_violation(hosted, fake_provider, policy, run, column, crossed):
     with osm.run(run):
         served_as(fake_provider, column)
-    (chat,) = chat_spans(bounded)
+    (chat,) = chat_spans(hosted)
     kinds = ("boundary_crossed",) if crossed else ()
     # A violation, not a degradation: the call served as asked, its mode and its run's stay primary.
     assert Call("none", "primary", None, kinds) == call_signals(chat)
-    counted = bounded.counts(
+    counted = hosted.counts(
         names.METRIC_CLIENT_VIOLATIONS, names.POLICY_SCOPE, names.VIOLATION_KIND, names.GEN_AI_PROVIDER_NAME
     )
     assert ({(f"run:{run}", "boundary_crossed", column.sdk): 1} if crossed else {}) == counted
-    assert {("primary",): 1} == bounded.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE)
+    assert {("primary",): 1} == hosted.counts(names.METRIC_AGENT_RUNS, names.DEGRADATION_MODE)
 
 
 # ---------------------------------------------------------------- nested runs
 NESTED = f'[runs."nightly"]\npermitted_models = ["{ASKED}"]\n'
 
 
-@pytest.fixture
-def nested(telemetry: Telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
-    yield from with_policy(telemetry, tmp_path, monkeypatch, NESTED, AnthropicInstrumentor)
-
-
-def test_a_run_without_a_table_is_judged_by_the_run_around_it(nested, fake_provider):
+@pytest.mark.parametrize("policy", ["nested"])
+def test_a_run_without_a_table_is_judged_by_the_run_around_it(hosted, fake_provider, policy):
     """The rule walks outward: the inner run has no table, the outer one's judges the call; the
     outside-policy substitution counts in both runs, and the one incident in the outer run."""
     with osm.run("nightly"), osm.run("step-3"):
         served_as(fake_provider, Column("anthropic", ASKED, "claude-haiku-4-5"))
-    (chat,) = chat_spans(nested)
+    (chat,) = chat_spans(hosted)
     assert (Call("outside_policy", "degraded", "substitution", ("model_outside_policy",)), "run:nightly") == (
         call_signals(chat),
         chat.attributes[names.POLICY_SCOPE],
     )
-    runs = nested.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE)
+    runs = hosted.counts(names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE)
     assert {("nightly", "degraded"): 1, ("step-3", "degraded"): 1} == runs
-    assert {("nightly",): 1} == nested.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
-    (outer,) = nested.spans("invoke_agent nightly")
-    (inner,) = nested.spans("invoke_agent step-3")
+    assert {("nightly",): 1} == hosted.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
+    (outer,) = hosted.spans("invoke_agent nightly")
+    (inner,) = hosted.spans("invoke_agent step-3")
     assert ("run:nightly", "run:nightly") == (
         outer.attributes[names.POLICY_SCOPE],
         inner.attributes[names.POLICY_SCOPE],
@@ -385,3 +362,7 @@ def test_a_tool_run_names_its_tool(telemetry):
     for bad in (("tickets",), ["tickets", "summarise"], ("tickets", 3), "tickets/summarise"):
         with pytest.raises(TypeError, match="tool must be a"):
             RunScope("tickets/summarise", tool=bad)
+
+
+ALL_POLICIES = {**RUN_POLICIES, **POLICIES, "boundary": BOUNDARY, "nested": NESTED}
+assert len(ALL_POLICIES) == len(RUN_POLICIES) + len(POLICIES) + 1  # one "no policy", the same in both
