@@ -218,7 +218,7 @@ def _parse_run(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
 
 def _parse_scope(file: _File, key: KeyPath, raw: Any, ceiling: str | None = None) -> ServerPolicy:
     """A scope table's keys (a server table's ``context_ceiling`` and ``tools`` are read by the caller)."""
-    table = file.table(key, raw, _SERVER_KEYS if ceiling is not None or _is_server(key) else _SCOPE_KEYS)
+    table = file.table(key, raw, _SERVER_KEYS if _is_server(key) else _SCOPE_KEYS)
     primary = file.optional(key, table, "primary_model", schema.model_name)
     permitted = file.optional(key, table, "permitted_models", schema.model_names)
     providers = file.optional(key, table, "permitted_providers", schema.provider_names)
