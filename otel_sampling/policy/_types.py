@@ -200,6 +200,8 @@ class Policy:
         tools: read-only mapping of ``(server, tool)`` to the scope of that tool as the server
             sees it (``[servers."<server>".tools."<tool>"]``); none by default.
         default: the scope of every other provider call (``[default]``); None: no such table.
+        scoped: derived: True when a table may cover a provider call outside a sampling request
+            (any server, tool or run table, or ``[default]``).
 
     Plain dicts passed to the constructor are copied into read-only mappings.
     """
