@@ -254,6 +254,7 @@ class SamplingRecord:
             (names.NETWORK_TRANSPORT, transport),
             (names.SAMPLING_TOOL_NAME, self._tool_name),
             (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint),
+            (names.POLICY_SCOPE, self._reference.scope),  # the server table that judges it, if any
         ]
         if request_id is not None and self._path == names.PATH_RPC:
             facts.append((names.JSONRPC_REQUEST_ID, str(request_id)))  # a JSON-RPC id: a string or an int

@@ -197,7 +197,7 @@ def test_every_signal_of_the_request_tells_the_same_story(hosted, fake_provider,
     # The call was judged against its request's server table (the scope rule's first step).
     (chat,) = [s for s in hosted.spans() if s.name.startswith(names.OPERATION_CHAT)]
     scope = None if policy == "no policy" else f"server:{SERVER}"
-    assert scope == chat.attributes.get(names.POLICY_SCOPE)
+    assert (scope, scope) == (chat.attributes.get(names.POLICY_SCOPE), sampling.attributes.get(names.POLICY_SCOPE))
 
 
 @pytest.fixture
