@@ -12,7 +12,6 @@ the runs' verdicts and incidents from them, beside the sampling ones of the host
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from collections import Counter
@@ -24,6 +23,7 @@ from mcp import Client, StdioServerParameters
 
 from desk_server import FALLBACK_MODEL, PRIMARY_MODEL, SERVER_NAME
 from otel_sampling import names
+from server_telemetry import exporting_env, launcher
 
 HERE = Path(__file__).resolve().parent
 OUTAGE = "status=529,no_retry"  # the primary is overloaded (anthropic's 529)
@@ -57,26 +57,13 @@ CALLS = (
 def server_parameters(provider_url: str, traces_endpoint: str, metrics_endpoint: str) -> StdioServerParameters:
     """desk_server.py under ``opentelemetry-instrument``: the server-side and anthropic instrumentors,
     spans and delta metrics to the receiver, the demo's policy (its prices)."""
-    launcher = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
-    if launcher is None:
-        raise SystemExit("opentelemetry-instrument is not installed next to this Python (run `make demo`)")
     env = {
-        "OTEL_SERVICE_NAME": SERVER_NAME,
-        "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "200",
-        "OTEL_METRICS_EXPORTER": "otlp",
-        "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf",
-        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": metrics_endpoint,
-        "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "delta",  # one process per session: sum them
-        "OTEL_METRIC_EXPORT_INTERVAL": "500",
-        "OTEL_LOGS_EXPORTER": "none",
+        **exporting_env(SERVER_NAME, traces_endpoint, metrics_endpoint),
         "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "otel_sampling_mcp,otel_sampling_openai",
         names.ENV_POLICY: str(HERE / "policy.toml"),
         "ANTHROPIC_BASE_URL": provider_url,
     }
-    return StdioServerParameters(command=launcher, args=[sys.executable, str(HERE / "desk_server.py")], env=env)
+    return StdioServerParameters(command=launcher(), args=[sys.executable, str(HERE / "desk_server.py")], env=env)
 
 
 async def drive(params: StdioServerParameters) -> list[str]:
