@@ -147,7 +147,7 @@ class _State:
         settings = instruments.settings
         self.pending = _Pending(settings.max_pending, settings.unanswered_after_seconds)
         # 2026-07-28 tool runs whose round ended input_required: requestState -> the round's run
-        self.rounds: TTLCache[str | None, Run] = TTLCache(settings.max_pending, settings.unanswered_after_seconds)
+        self.rounds: TTLCache[str, Run] = TTLCache(settings.max_pending, settings.unanswered_after_seconds)
         self.rounds_lock = locks.new()
         otel_state.forget_after_fork(self)
 
@@ -265,9 +265,10 @@ def _open_tool_run(state: _State, params: Any, handling: tuple[str | None, str |
     server, tool = (clean(part, LABEL_MAX_LENGTH) or names.UNKNOWN_LABEL for part in handling)
     scope = RunScope(f"{server}/{tool}", tool=(server, tool))
     run = scope.__enter__()
-    if isinstance(params, Mapping) and "requestState" in params:
+    key = _state_key(params.get("requestState")) if isinstance(params, Mapping) else None
+    if key is not None:
         with state.rounds_lock:
-            earlier = state.rounds.pop(_state_key(params.get("requestState")), None)
+            earlier = state.rounds.pop(key, None)
         if earlier is not None:
             run.take_over(earlier)
     return scope, run
@@ -278,10 +279,11 @@ def _end_tool_run(state: _State, scope: RunScope, run: Run, result: Any) -> None
     hands the run over to the retry that answers it."""
     try:
         if isinstance(result, Mapping):
-            if result.get("resultType") == "input_required":
+            key = _state_key(result.get("requestState"))
+            if result.get("resultType") == "input_required" and key is not None:  # no state: no retry to match
                 run.hand_over()
                 with state.rounds_lock:
-                    state.rounds[_state_key(result.get("requestState"))] = run
+                    state.rounds[key] = run
             elif result.get("isError") is True:
                 run.set_outcome(names.OUTCOME_FAILED)
     finally:

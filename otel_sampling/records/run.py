@@ -257,8 +257,9 @@ class Run:
             served = call.ending.error_type is None
             if served:
                 self.last_served = (call.served or call.requested, call.provider, call.region)
-            unanswered = self._unanswered  # None but in a tool run whose sampling gave no answer
-            reason = server_model_reason(True, served) if unanswered else None
+            # None but in a tool run holding a sampling request that gave no answer
+            unanswered = self._unanswered
+            reason = server_model_reason(unanswered is not None, served) if unanswered else None
             if reason is not None:
                 self._unanswered = None
         if reason is not None and unanswered:
