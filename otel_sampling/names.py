@@ -308,6 +308,9 @@ REASON_DRILL: Final = "drill"  # a drill is failing a model's calls on purpose
 # content_policy_fallbacks): the fallback is about the request, not an outage.
 REASON_CONTEXT_WINDOW_FALLBACK: Final = "context_window_fallback"
 REASON_CONTENT_POLICY_FALLBACK: Final = "content_policy_fallback"
+# An MCP server asked the client to sample, the request did not complete (refused, unsupported, no
+# back-channel, failed), and the server answered from a model of its own: the user's model was replaced.
+REASON_SERVER_MODEL: Final = "server_model"
 DEGRADATION_REASONS: Final = (
     REASON_FALLBACK,
     REASON_PROVIDER_FALLBACK,
@@ -317,6 +320,7 @@ DEGRADATION_REASONS: Final = (
     REASON_DRILL,
     REASON_CONTEXT_WINDOW_FALLBACK,
     REASON_CONTENT_POLICY_FALLBACK,
+    REASON_SERVER_MODEL,
 )
 # Drills (otel_sampling.drill, [[drills]] in the policy file): our own namespace.
 DRILL_NAME: Final = "otel_sampling.drill.name"  # span attribute (list: every drill running) and metric label

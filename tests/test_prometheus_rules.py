@@ -62,8 +62,38 @@ def req(labels: str) -> str:
     return f"otel_sampling_sampling_requests_total{{{J}, {S}, {labels}}}"
 
 
+def named_runs(name: str, mode: str, outcome: str = "completed") -> str:
+    return f'agent_runs_total{{{J}, agent_run_name="{name}", degradation_mode="{mode}", agent_run_outcome="{outcome}"}}'
+
+
+TOOL = "tickets/triage"  # a server's tool call is the run <server>/<tool>
+
 # (case name, alert, [(series, values)], eval time, [(extra labels, description)] or [] for a near miss)
 CASES = [
+    (
+        "a tool's runs 25% degraded at 4 runs/min fires after for",
+        "RunsDegradedShareHigh",
+        [
+            (named_runs(TOOL, "degraded"), "0+1x120"),
+            (named_runs(TOOL, "primary"), "0+3x120"),
+            (named_runs("sampling/createMessage", "primary"), "0+10x120"),  # another name: no dilution
+        ],
+        "60m",
+        [
+            (
+                {"job": "j", "agent_run_name": TOOL},
+                "25% of the runs 'tickets/triage' of job j ended in degraded mode over the last 30m "
+                "(threshold 10%, at least 20 runs).",
+            )
+        ],
+    ),
+    (
+        "low traffic: 1 of 2 runs of a tool degraded per 30m",
+        "RunsDegradedShareHigh",
+        [(named_runs(TOOL, "degraded"), "0x29 1x29 2x29 3x29"), (named_runs(TOOL, "primary"), "0x29 1x29 2x29 3x29")],
+        "110m",
+        [],
+    ),
     (
         "20% degraded at 5 req/min fires after for",
         "DegradedShareHigh",
@@ -859,6 +889,40 @@ FIVE_NUMBERS_EXPECTED = [  # (recorded series, labels, value; None: no such seri
 ]
 
 
+# The five numbers per run name, over one window: the tool run "tickets/triage" 4 runs (2 degraded: 1
+# completed, 1 failed; 2 primary completed), 1 silent incident, 0.02 USD primary and 0.06 USD degraded;
+# beside it 6 primary runs of another name, never mixed in.
+BY_NAME = {"job": "j", "agent_run_name": TOOL}
+BY_NAME_SERIES = [
+    (named_runs(TOOL, "primary"), "_x2 2x20"),
+    (named_runs(TOOL, "degraded"), "_x2 1x20"),
+    (named_runs(TOOL, "degraded", "failed"), "_x2 1x20"),
+    (named_runs("other", "primary"), "_x2 6x20"),
+    (f'agent_run_cost_usd_total{{{J}, agent_run_name="{TOOL}", degradation_mode="primary"}}', "_x2 0.02x20"),
+    (f'agent_run_cost_usd_total{{{J}, agent_run_name="{TOOL}", degradation_mode="degraded"}}', "_x2 0.06x20"),
+    (f'degradation_silent_incidents_total{{{J}, agent_run_name="{TOOL}"}}', "_x2 1x20"),
+]
+BY_NAME_EXPECTED = [
+    ("job_agent_run_name:agent_runs_degraded:ratio30m", BY_NAME, 0.5),
+    ("job_agent_run_name:agent_runs_degraded:ratio30m", {"job": "j", "agent_run_name": "other"}, 0),
+    ("job_agent_run_name:degradation_silent_incidents:increase30m", BY_NAME, 1),
+    ("job_agent_run_name:degradation_silent_incidents:increase30m", {"job": "j", "agent_run_name": "other"}, 0),
+    ("job_agent_run_name_mode:agent_runs_completed:ratio30m", {**BY_NAME, "degradation_mode": "degraded"}, 0.5),
+    ("job_agent_run_name_mode:agent_runs_completed:ratio30m", {**BY_NAME, "degradation_mode": "primary"}, 1),
+    # 0.06 USD / 1 completed degraded run; 0.02 / 2 primary
+    (
+        "job_agent_run_name_mode:agent_run_cost_usd:per_completed_run30m",
+        {**BY_NAME, "degradation_mode": "degraded"},
+        0.06,
+    ),
+    (
+        "job_agent_run_name_mode:agent_run_cost_usd:per_completed_run30m",
+        {**BY_NAME, "degradation_mode": "primary"},
+        0.01,
+    ),
+]
+
+
 def promql_labels(series: str, labels: dict[str, str]) -> str:
     return series + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
@@ -914,6 +978,21 @@ def promtool_tests(step: str) -> dict:
                     "exp_samples": [] if value is None else [{"labels": promql_labels(series, labels), "value": value}],
                 }
                 for series, labels, value in FIVE_NUMBERS_EXPECTED
+            ],
+        }
+    )
+    tests.append(
+        {
+            "name": "the five numbers per run name, recorded",
+            "interval": "1m",
+            "input_series": [{"series": s, "values": v} for s, v in BY_NAME_SERIES],
+            "promql_expr_test": [
+                {
+                    "expr": promql_labels(series, labels),
+                    "eval_time": "10m",
+                    "exp_samples": [{"labels": promql_labels(series, labels), "value": value}],
+                }
+                for series, labels, value in BY_NAME_EXPECTED
             ],
         }
     )

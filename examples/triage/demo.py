@@ -10,11 +10,15 @@
    traffic, a drill) drives its scripted scenario over a real stdio MCP server; at the drill's
    checkpoints it waits until Prometheus has seen what it must (drill_report.DrillWatch).
 4. Scrapes /metrics while the host holds, lets it exit (spans flush), stops everything.
-5. Prints the report built from the scraped metrics and the received spans (with the five numbers
-   of degraded mode, five_numbers_report.py), the alerts a second Prometheus fires on that scrape,
-   and the drill report read from the live Prometheus (drill_report.py: which drill alerts and
-   degraded-mode alerts fired and why, the fallback during the drill, the time to recover); writes
-   them under .demo/, and exits 1 when the telemetry does not show what the scenario drove.
+5. Drives the second server, desk-server, which calls its own model with a fallback chain
+   (direct_calls.py, desk_server.py), through an outage of its primary; its telemetry goes to the
+   same receiver.
+6. Prints the report built from the scraped metrics and the received spans (with the five numbers
+   of degraded mode, five_numbers_report.py, and desk-server's runs beside them), the alerts a
+   second Prometheus fires on that scrape, and the drill report read from the live Prometheus
+   (drill_report.py: which drill alerts and degraded-mode alerts fired and why, the fallback during
+   the drill, the time to recover); writes them under .demo/, and exits 1 when the telemetry does
+   not show what the scenario drove.
 
 The OTLP receiver and the Prometheus server are the repository's test harnesses (tests/harness/):
 the demo runs from a checkout, as `make demo` runs it, and puts tests/ on sys.path for them.
@@ -40,9 +44,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
+import anyio
 from prometheus_client.parser import text_string_to_metric_families
 
 import depth_report
+import direct_calls
 import five_numbers_report
 from otel_sampling import names
 from otel_sampling.mixin.prometheus_names import label_name, metric_name
@@ -417,13 +423,20 @@ def main() -> int:
             if watch
             else (["Drill report: skipped (no Prometheus server; `make prometheus` installs Debian's package)"], [])
         )
+        answers = anyio.run(
+            direct_calls.drive,
+            direct_calls.server_parameters(provider.url, receiver.endpoint, receiver.metrics_endpoint),
+        )
+        direct_calls.wait_for_runs(receiver)
+        direct_text, direct_problems = direct_calls.report(list(receiver.metrics), list(receiver.spans), answers)
     (OUT / "metrics.txt").write_text(metrics_text)
     with (OUT / "spans.jsonl").open("w") as f:
         for span in spans:
             f.write(json.dumps(span) + "\n")
     text, problems = report(done, metrics_text, spans, metrics_url, server_counts)
     degradation_text, degradation_problems = degradation_report(done, metrics_text)
-    text, problems = f"{text}\n{degradation_text}", problems + degradation_problems + drill_problems
+    text = f"{text}\n{degradation_text}{direct_text}"
+    problems = problems + degradation_problems + direct_problems + drill_problems
     print(text)
     print(f"Host log: {OUT.name}/host.log")
     print_fired_alerts(metrics_text)
@@ -434,7 +447,8 @@ def main() -> int:
         return 1
     print(
         "\nAll checks passed: every ending the scenario drove is in the metrics, "
-        "with substitutions and a degraded share; the drill was noticed, the fallback served, the primary returned."
+        "with substitutions and a degraded share; the drill was noticed, the fallback served, the primary returned; "
+        "desk-server's own-model runs show their failovers, server_model answers and incidents."
     )
     return 0
 

@@ -20,13 +20,19 @@ from otel_sampling import names
 UNANSWERED_AFTER_S = "5"  # longer than the slowest step (slow-provider, 2.5 s); exit ends the rest
 
 
-def server_env(traces_endpoint: str, metrics_endpoint: str) -> dict[str, str]:
-    """Host environment that makes it launch the server instrumented (see ``host.server_parameters``)."""
-    launcher = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
-    if launcher is None:
+def launcher() -> str:
+    """``opentelemetry-instrument`` next to this Python."""
+    found = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+    if found is None:
         raise SystemExit("opentelemetry-instrument is not installed next to this Python (run `make demo`)")
-    server = {
-        "OTEL_SERVICE_NAME": "ticket-server",
+    return found
+
+
+def exporting_env(service_name: str, traces_endpoint: str, metrics_endpoint: str) -> dict[str, str]:
+    """A stdio server's OpenTelemetry environment: spans and delta metrics over OTLP/HTTP (one
+    process per session: their deltas add up), no logs, nothing on stdout (the MCP channel)."""
+    return {
+        "OTEL_SERVICE_NAME": service_name,
         "OTEL_TRACES_EXPORTER": "otlp",
         "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint,
@@ -37,10 +43,17 @@ def server_env(traces_endpoint: str, metrics_endpoint: str) -> dict[str, str]:
         "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "delta",  # one process per session: sum them
         "OTEL_METRIC_EXPORT_INTERVAL": "500",
         "OTEL_LOGS_EXPORTER": "none",
+    }
+
+
+def server_env(traces_endpoint: str, metrics_endpoint: str) -> dict[str, str]:
+    """Host environment that makes it launch the server instrumented (see ``host.server_parameters``)."""
+    server = {
+        **exporting_env("ticket-server", traces_endpoint, metrics_endpoint),
         "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "otel_sampling_mcp,otel_sampling_anthropic,otel_sampling_openai",
         names.ENV_UNANSWERED_AFTER_SECONDS: UNANSWERED_AFTER_S,
     }
-    env = {"TRIAGE_SERVER_LAUNCHER": launcher}
+    env = {"TRIAGE_SERVER_LAUNCHER": launcher()}
     env.update({f"TRIAGE_SERVER_ENV_{key}": value for key, value in server.items()})
     return env
 

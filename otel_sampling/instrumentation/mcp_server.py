@@ -23,6 +23,16 @@ reports the client span for a request it initiates) and ``otel_sampling.sampling
   Pending requests are bounded (``OTEL_SAMPLING_MAX_PENDING``; past it the oldest ends
   ``unanswered``) and swept by the shared watchdog thread.
 
+Every ``tools/call`` the server handles (both paths: ``ServerRunner._on_request`` serves each) is
+a run named ``<server>/<tool>`` (:class:`~otel_sampling.records.run.RunScope` with ``tool=``; the
+``agent.run.name`` label bounded like every host-named label): the provider calls the tool makes
+roll up into it, and it ends ``failed`` when the handler raises or the result has ``isError``
+true. On the 2026-07-28 path a round that ends ``input_required`` is not a run of its own: the
+retry carrying its ``requestState`` continues it (bounded and expiring like the pending requests;
+a round whose retry never comes records no run). A sampling request from a tool that gave no
+answer, followed by a provider call that serves in the same run, makes both ``degraded`` with
+reason ``server_model`` (:mod:`otel_sampling.records.server_sampling`).
+
 A separate entry point from the host side (``otel_sampling_mcp``) so that a process can switch
 either side off with ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS``. Inside
 ``opentelemetry.instrumentation.utils.suppress_instrumentation()`` both wrappers pass straight
@@ -36,6 +46,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from typing import Any
 
+from cachetools import TTLCache
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -46,7 +57,8 @@ from otel_sampling.bounded import EvictingTTLCache
 from otel_sampling.instrumentation._mcp_host import parent_of
 from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
-from otel_sampling.metrics import Instruments
+from otel_sampling.metrics import LABEL_MAX_LENGTH, Instruments, clean
+from otel_sampling.records.run import Run, RunScope, current_run
 from otel_sampling.records.server_sampling import ServerSamplingRecord
 
 # (server name, tool name) of the inbound request being handled in this task: ServerSession
@@ -134,6 +146,15 @@ class _State:
         self.result_types = (mcp_types.CreateMessageResult, mcp_types.CreateMessageResultWithTools)
         settings = instruments.settings
         self.pending = _Pending(settings.max_pending, settings.unanswered_after_seconds)
+        # 2026-07-28 tool runs whose round ended input_required: requestState -> the round's run
+        self.rounds: TTLCache[str, Run] = TTLCache(settings.max_pending, settings.unanswered_after_seconds)
+        self.rounds_lock = locks.new()
+        otel_state.forget_after_fork(self)
+
+    def forget(self) -> None:
+        """A forked child continues none of the parent's tool calls."""
+        with self.rounds_lock:
+            self.rounds.clear()
 
     def start(self) -> None:
         otel_state.watchdog.register(self.pending.sweep)
@@ -197,6 +218,7 @@ def _start_rpc(state: _State, session: Any, request: Any) -> ServerSamplingRecor
         server_name=server_name,
         session_id=getattr(connection, "session_id", None),
         tool_name=tool_name,
+        run=current_run(),
     )
 
 
@@ -211,10 +233,17 @@ def _on_request_wrapper(state: _State) -> Callable[..., Any]:
         # The names are extras: when reading them fails, the request is handled without them.
         handling = guarded("read the server and tool names", _names_of, instance, method, params, fallback=_NO_NAMES)
         token = _handling.set(handling)
+        opened = guarded("open the tool call's run", _open_tool_run, state, params, handling) if handling[1] else None
         try:
             result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if opened is not None:
+                guarded("end the tool call's run", opened[0].__exit__, type(exc), exc, exc.__traceback__)
+            raise
         finally:
             _handling.reset(token)
+        if opened is not None:
+            guarded("end the tool call's run", _end_tool_run, state, *opened, result)
         if isinstance(result, Mapping) and result.get("resultType") == "input_required":
             guarded(
                 "start the server-side requests of an input-required result",
@@ -228,6 +257,37 @@ def _on_request_wrapper(state: _State) -> Callable[..., Any]:
         return result
 
     return wrapper
+
+
+def _open_tool_run(state: _State, params: Any, handling: tuple[str | None, str | None]) -> tuple[RunScope, Run]:
+    """Enter the run of a ``tools/call`` (``handling`` names its tool): ``<server>/<tool>``,
+    continuing the round its ``requestState`` answers, if any."""
+    server, tool = (clean(part, LABEL_MAX_LENGTH) or names.UNKNOWN_LABEL for part in handling)
+    scope = RunScope(f"{server}/{tool}", tool=(server, tool))
+    run = scope.__enter__()
+    key = _state_key(params.get("requestState")) if isinstance(params, Mapping) else None
+    if key is not None:
+        with state.rounds_lock:
+            earlier = state.rounds.pop(key, None)
+        if earlier is not None:
+            run.take_over(earlier)
+    return scope, run
+
+
+def _end_tool_run(state: _State, scope: RunScope, run: Run, result: Any) -> None:
+    """End a tool call's run: ``failed`` on an ``isError`` result; an ``input_required`` result
+    hands the run over to the retry that answers it."""
+    try:
+        if isinstance(result, Mapping):
+            key = _state_key(result.get("requestState"))
+            if result.get("resultType") == "input_required" and key is not None:  # no state: no retry to match
+                run.hand_over()
+                with state.rounds_lock:
+                    state.rounds[key] = run
+            elif result.get("isError") is True:
+                run.set_outcome(names.OUTCOME_FAILED)
+    finally:
+        scope.__exit__(None, None, None)
 
 
 def _answer(state: _State, params: Mapping[str, Any]) -> None:

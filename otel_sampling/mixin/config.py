@@ -59,12 +59,14 @@ class MixinConfig:
     window: str = _option("30m", "window of every recorded ratio and count the alerts and the overview read")
     day_window: str = _option("1d", "window of the per-day alerts (untested fallback, grants per server)")
     degraded_share_threshold: float = _option(
-        0.10, "share of sampling requests served degraded above which DegradedShareHigh fires"
+        0.10,
+        "share of sampling requests served degraded above which DegradedShareHigh fires "
+        "(and of one run name's runs ended degraded, RunsDegradedShareHigh)",
     )
     min_requests: int = _option(
         20, "traffic guard: with fewer requests (or runs) in the window no ratio alerts or shows"
     )
-    degraded_share_for: str = _option("30m", "for of DegradedShareHigh")
+    degraded_share_for: str = _option("30m", "for of DegradedShareHigh and RunsDegradedShareHigh")
     degraded_too_long_for: str = _option("4h", "how long a named degradation may stay active (DegradedTooLong)")
     expired_for: str = _option("5m", "for of DegradationExpired")
     event_for: str = _option("0m", "for of the alerts on discrete events (incident, substitution, violation)")

@@ -68,13 +68,15 @@ def overview(config: MixinConfig) -> dash.Dashboard:
     r, w, n = Recorded(config), config.window, config.min_requests
     job = label_selector(JOB)
     server_var = label_variable("server", "MCP server", m.SAMPLING_REQUESTS, m.SERVER, raw_selector(config))
+    run_var = label_variable("run_name", "Run name", m.AGENT_RUNS, m.RUN_NAME, raw_selector(config))
     d = dashboard(
         config,
         "otel-sampling-overview",
         "Overview",
         "The five numbers of graceful degradation, endings and substitutions: are we degraded, and does it "
-        "hurt? The MCP server filter applies to the sampling-request panels (runs span servers).",
-        (server_var,),
+        "hurt? The MCP server filter applies to the sampling-request panels (runs span servers); the run "
+        "name filter to the runs-by-name row (a server's tool call is the run <server>/<tool>).",
+        (server_var, run_var),
     )
     servers = label_selector(JOB, SERVER)  # of the recorded series; raw ones add the scope
     degraded = label_selector(JOB, SERVER, matchers(**{m.MODE: names.MODE_DEGRADED}))
@@ -146,7 +148,7 @@ def overview(config: MixinConfig) -> dash.Dashboard:
         ),
     ):
         d = d.with_panel(panel)
-    return (
+    d = (
         d.with_panel(
             timeseries_panel(
                 "Sampling requests by ending",
@@ -193,7 +195,54 @@ def overview(config: MixinConfig) -> dash.Dashboard:
                 width=24,
             )
         )
+        .with_row(row("Runs by name"))
     )
+    for panel in _runs_by_name(config):
+        d = d.with_panel(panel)
+    return d
+
+
+def _runs_by_name(config: MixinConfig) -> list[PanelBuilder]:
+    """The five numbers per run name (recorded per job and run name): the runs of one task kind, of
+    one server's tool (``<server>/<tool>``, its provider calls included), beside the sampling ones."""
+    r, w, n = Recorded(config), config.window, config.min_requests
+    by = f"{m.JOB}, {m.RUN_NAME}"
+    named = label_selector(JOB, f'{m.RUN_NAME}=~"$run_name"')
+    enough = f"and on ({by}) sum by ({by}) ({r.runs_by_name}{named}) >= {n}"
+    legend = f"{{{{{m.RUN_NAME}}}}}"
+    by_mode = f"{{{{{m.RUN_NAME}}}}} {{{{{m.MODE}}}}}"
+    return [
+        timeseries_panel(
+            f"Degraded share of runs by name ({w})",
+            f"Runs of each name that ended degraded / all its runs over the last {w} (recorded "
+            f"{r.runs_degraded_ratio_by_name}), drawn from {n} runs on; the line is the "
+            "OtelSamplingRunsDegradedShareHigh threshold.",
+            [(f"{r.runs_degraded_ratio_by_name}{named} {enough}", legend)],
+            "percentunit",
+            threshold=config.degraded_share_threshold,
+        ).links([runbook_link(config, f"{PREFIX}RunsDegradedShareHigh")]),
+        timeseries_panel(
+            f"Silent incidents by run name ({w})",
+            f"Runs of each name that ended degraded (or served outside policy) without a disclosure over the "
+            f"last {w} (recorded {r.silent_incidents_by_name}). Target 0.",
+            [(f"{r.silent_incidents_by_name}{named}", legend)],
+            "short",
+        ).links([runbook_link(config, f"{PREFIX}SilentDegradation")]),
+        timeseries_panel(
+            f"Completion by run name and mode ({w})",
+            f"Runs of each name that completed / attempted, per mode, over the last {w} (recorded "
+            f"{r.completion_ratio_by_name}).",
+            [(f"{r.completion_ratio_by_name}{named}", by_mode)],
+            "percentunit",
+        ),
+        timeseries_panel(
+            f"Cost per completed run by name and mode ({w})",
+            f"USD spent in runs of each name and mode (failed runs included) / its completed runs, over the "
+            f"last {w} (recorded {r.cost_per_completed_run_by_name}).",
+            [(f"{r.cost_per_completed_run_by_name}{named}", by_mode)],
+            "currencyUSD",
+        ),
+    ]
 
 
 def mcp_sampling(config: MixinConfig) -> dash.Dashboard:

@@ -20,6 +20,7 @@ from otel_sampling.mixin.promql import counted, either, label_selector, matchers
 
 PREFIX = "OtelSampling"
 BY_JOB = (m.JOB,)  # the level of every recorded series
+BY_RUN_NAME = (m.JOB, m.RUN_NAME)  # the five numbers again, per run name (a server's tool: <server>/<tool>)
 Rule = dict[str, Any]
 
 
@@ -44,6 +45,12 @@ class Recorded:
         self.silent_incidents = number["silent_incidents"]
         self.cost_per_completed_run = number["cost_per_completed_task_by_mode"]
         self.prompt_cache_read_share = number["prompt_cache_read_share_by_mode"]
+        by_name = {key: five_numbers.record_name(key, w, BY_RUN_NAME) for key in five_numbers.NUMBERS}
+        self.runs_by_name = by_name["runs"]
+        self.runs_degraded_ratio_by_name = by_name["degraded_run_share"]
+        self.completion_ratio_by_name = by_name["completion_rate_by_mode"]
+        self.silent_incidents_by_name = by_name["silent_incidents"]
+        self.cost_per_completed_run_by_name = by_name["cost_per_completed_task_by_mode"]
         self.degraded_exposure = "job:otel_sampling_degraded_exposure:active"
         # the cache-read share by mode and served model, over the window and over its baseline window
         cache = m.USAGE_CACHE_READ.removesuffix("_total")
@@ -53,7 +60,8 @@ class Recorded:
 
 def recording_rules(config: MixinConfig) -> list[Rule]:
     """Every recorded series: the sampling-request counts and degraded share, then the five numbers
-    exactly as ``otel_sampling.mixin.five_numbers`` writes them (per job); see ``Recorded`` for the names."""
+    exactly as ``otel_sampling.mixin.five_numbers`` writes them, per job and per job and run name;
+    see ``Recorded`` for the names."""
     r, w, sel = Recorded(config), config.window, config.selector
     mode_degraded = matchers(**{m.MODE: names.MODE_DEGRADED})
     in_a_drill = f'{m.DRILL_NAME}!=""'
@@ -74,6 +82,7 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
             f"/ ({r.requests} > 0)",
         },
         *five_numbers.recording_rules(w, by=BY_JOB, selector=config.rule_selector, scope=config.scope_selector),
+        *five_numbers.recording_rules(w, by=BY_RUN_NAME, selector=config.rule_selector, scope=config.scope_selector),
         degraded_exposure_rule(config),
         *cache_share_rules(config),
     ]
@@ -166,6 +175,18 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
             f"{{{{ $value | humanizePercentage }}}} of the sampling requests of job {{{{ $labels.job }}}} "
             f"were served in degraded mode over the last {w} (threshold {c.degraded_share_threshold:.0%}, "
             f"at least {c.min_requests} requests).",
+        ),
+        _alert(
+            c,
+            "RunsDegradedShareHigh",
+            f"{r.runs_degraded_ratio_by_name} > {c.degraded_share_threshold}\n"
+            f"and on ({m.JOB}, {m.RUN_NAME}) sum by ({m.JOB}, {m.RUN_NAME}) ({r.runs_by_name}) >= {c.min_requests}",
+            c.degraded_share_for,
+            "warning",
+            "A high share of one kind of run ended in degraded mode.",
+            f"{{{{ $value | humanizePercentage }}}} of the runs '{{{{ $labels.{m.RUN_NAME} }}}}' of job "
+            f"{{{{ $labels.job }}}} ended in degraded mode over the last {w} (threshold "
+            f"{c.degraded_share_threshold:.0%}, at least {c.min_requests} runs).",
         ),
         _alert(
             c,

@@ -48,6 +48,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -70,6 +71,7 @@ from otel_sampling.rules.verdict import (
     judge_run,
     reasons_of,
     run_mode,
+    server_model_reason,
 )
 
 logger = logging.getLogger(__name__)
@@ -123,6 +125,8 @@ class Run:
         "last_served",
         "_parent",
         "_failover",
+        "_unanswered",
+        "_handed_over",
         "__weakref__",
     )
 
@@ -159,6 +163,9 @@ class Run:
         self._failover: FailedModels | None = None
         # (model, provider, region) of the last provider call that succeeded inside the run
         self.last_served: tuple[str | None, str, str | None] | None = None
+        # settle() of each server-side sampling request in the run that gave no answer (tool runs only)
+        self._unanswered: list[Callable[[bool], None]] | None = None
+        self._handed_over = False  # one round of a tool call that goes on in a retry: records nothing
 
     @property
     def degraded(self) -> bool:
@@ -270,8 +277,50 @@ class Run:
                 self._cost += call.usd
             elif call.usage.input_tokens is not None or call.usage.output_tokens is not None:
                 self._unpriced = True
-            if call.ending.error_type is None:
+            served = call.ending.error_type is None
+            if served:
                 self.last_served = (call.served or call.requested, call.provider, call.region)
+            # None but in a tool run holding a sampling request that gave no answer
+            unanswered = self._unanswered
+            reason = server_model_reason(unanswered is not None, served) if unanswered else None
+            if reason is not None:
+                self._unanswered = None
+        if reason is not None and unanswered:
+            self.mark_degraded((reason,))
+            _settle(unanswered, True)
+
+    def await_server_model(self, settle: Callable[[bool], None]) -> bool:
+        """A server-side sampling request of this tool run gave no answer
+        (:func:`~otel_sampling.rules.verdict.sampling_gave_no_answer`): when a provider call serves
+        in the run later, the run is degraded ``server_model`` and ``settle(True)`` is called; when
+        the run ends first, ``settle(False)``. False (``settle`` not kept) for a run that is no tool
+        run or has ended."""
+        with self._lock:
+            if self.tool is None or self._ended:
+                return False
+            if self._unanswered is None:
+                self._unanswered = []
+            self._unanswered.append(settle)
+        return True
+
+    def hand_over(self) -> None:
+        """This run is one round of a tool call that goes on in another request (a 2026-07-28
+        ``input_required`` result, retried by the client): its end records no point and no
+        incident; the next round's run takes over what it saw (:meth:`take_over`)."""
+        self._handed_over = True
+
+    def take_over(self, earlier: Run) -> None:
+        """Fold an earlier round's run (:meth:`hand_over`) into this one: its degradation reasons,
+        substitution outside policy, disclosure and cost."""
+        if earlier.degraded:
+            self.mark_degraded(earlier.reasons)
+        if earlier._outside_policy:
+            self._note_outside_policy()
+        if earlier._disclosed:
+            self.note_disclosure()
+        with self._lock:
+            self._cost += earlier._cost
+            self._unpriced = self._unpriced or earlier._unpriced
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, degraded={self.degraded}, disclosed={self._disclosed})"
@@ -283,6 +332,17 @@ class RunScope:
     __slots__ = ("_run", "_span", "_start", "_tokens", "_conversation_id")
 
     def __init__(self, name: str, conversation_id: str | None = None, *, tool: tuple[str, str] | None = None) -> None:
+        """``tool``: (server name, tool name) for the run of a server-side MCP ``tools/call``
+        (:attr:`Run.tool`); None for every other run.
+
+        Raises:
+            TypeError: ``name`` or ``conversation_id`` is not a string, ``tool`` not a pair of strings.
+            ValueError: ``name`` or a given ``conversation_id`` is empty.
+        """
+        if tool is not None and not (
+            isinstance(tool, tuple) and len(tool) == 2 and all(isinstance(part, str) for part in tool)
+        ):
+            raise TypeError(f"tool must be a (server, tool) pair of strings, got {tool!r:.80}")
         if not isinstance(name, str):
             raise TypeError(f"run name must be a string, got {type(name).__name__}")
         if not name.strip():
@@ -291,10 +351,6 @@ class RunScope:
             raise TypeError(f"conversation_id must be a string, got {type(conversation_id).__name__}")
         if conversation_id is not None and not conversation_id.strip():
             raise ValueError("conversation_id must not be empty (leave it out when there is none)")
-        if tool is not None and not (
-            isinstance(tool, tuple) and len(tool) == 2 and all(isinstance(part, str) for part in tool)
-        ):
-            raise TypeError("tool must be a (server, tool) pair of strings")
         self._conversation_id = conversation_id
         # its parent is the run current where it is entered, not where it is built
         self._run = Run(name, tool=tool)
@@ -538,6 +594,14 @@ def _explicit() -> Run | None:
     return explicit if explicit is not None and not explicit._ended else None
 
 
+def _settle(settles: list[Callable[[bool], None]], server_model: bool) -> None:
+    for settle in settles:
+        try:
+            settle(server_model)
+        except Exception:
+            logger.debug("otel-sampling: could not settle a server-side sampling request", exc_info=True)
+
+
 def _start_implicit(
     name: str,
     span_context: trace.SpanContext,
@@ -599,10 +663,14 @@ def _finish(
         ended._ended = True
         runs.open.pop(id(ended), None)
         _forget_traces(ended)
-    try:
-        _record(ended, duration_s, span, incident_parent, context)
-    except Exception:
-        logger.debug("otel-sampling: could not record the end of run %r", ended.name, exc_info=True)
+        unanswered, ended._unanswered = ended._unanswered, None
+    if unanswered:
+        _settle(unanswered, False)
+    if not ended._handed_over:
+        try:
+            _record(ended, duration_s, span, incident_parent, context)
+        except Exception:
+            logger.debug("otel-sampling: could not record the end of run %r", ended.name, exc_info=True)
     # An ended run passes nothing on: a run nested in it keeps it, but not the chain above it
     # (a job that starts the next job from inside its run would otherwise keep every earlier run).
     ended._parent = None

@@ -4,6 +4,12 @@ The server side of ``sampling/createMessage`` (MCP semantic conventions: the ser
 client span for a request it initiates). Endings are the host's vocabulary as far as the server
 can see them, plus ``unanswered``: on the 2026-07-28 path a client that denies a request (or
 gives up) never tells the server, which only sees that no retry carried the answer.
+
+A request sent from a server tool run (:attr:`otel_sampling.records.run.Run.tool`) that gave no
+answer (:func:`~otel_sampling.rules.verdict.sampling_gave_no_answer`) keeps its span open, its
+end time taken, until the run knows whether the server answered from its own model: a provider
+call that serves in the run makes the span (and the run) ``degraded`` with reason
+``server_model``; the run's end without one ends the span as it was.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from otel_sampling import locks, names
+from otel_sampling import locks, names, state
 from otel_sampling.metrics import Instruments, operation_attributes, record_operation_duration, recorded_in
+from otel_sampling.records.run import Run
 from otel_sampling.records.sampling import (
     add_result_attributes,
     hint_names,
@@ -23,6 +30,7 @@ from otel_sampling.records.sampling import (
 )
 from otel_sampling.rules import endings
 from otel_sampling.rules.values import Ending
+from otel_sampling.rules.verdict import sampling_gave_no_answer
 
 
 class ServerSamplingRecord:
@@ -39,9 +47,10 @@ class ServerSamplingRecord:
         session_id: the connection's MCP session id (streamable HTTP), when there is one.
         tool_name: the tool call the request belongs to, when known.
         parent: the parent context (None: the ambient one).
+        run: the server tool run the request is sent from (None: none, or not a tool run).
     """
 
-    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock", "_start", "_operation")
+    __slots__ = ("_instruments", "_span", "_path", "_ended", "_lock", "_start", "_operation", "_run", "_around")
 
     def __init__(
         self,
@@ -54,8 +63,12 @@ class ServerSamplingRecord:
         session_id: str | None,
         tool_name: str | None,
         parent: otel_context.Context | None = None,
+        run: Run | None = None,
     ) -> None:
         self._instruments = instruments
+        self._run = run if run is not None and run.tool is not None else None
+        # the named degradations around it (as the span processor stamps them), for a later server_model
+        self._around = () if self._run is None or (state.calm and not state.canary.get()) else state.active_reasons()
         self._path = path
         self._ended = False
         self._lock = locks.new()
@@ -158,4 +171,27 @@ class ServerSamplingRecord:
                         span.set_status(Status(StatusCode.ERROR))
                     span.set_attributes(attributes)
             finally:
-                span.end()
+                if not self._await_server_model(ending):
+                    span.end()
+
+    def _await_server_model(self, ending: Ending) -> bool:
+        """Hand the span to the tool run when the request gave no answer; False: end it now."""
+        run = self._run
+        if run is None or not sampling_gave_no_answer(ending.ending):
+            return False
+        end_time = time.time_ns()
+        span = self._span
+
+        def settle(server_model: bool) -> None:
+            try:
+                if server_model and span.is_recording():
+                    reasons = list(dict.fromkeys((*self._around, names.REASON_SERVER_MODEL)))
+                    degraded = {names.DEGRADATION_MODE: names.MODE_DEGRADED, names.DEGRADATION_REASON: reasons}
+                    span.set_attributes(degraded)
+            finally:
+                span.end(end_time=end_time)
+
+        try:
+            return run.await_server_model(settle)
+        except Exception:  # noqa: BLE001 - the span ends now, as it would without a run
+            return False

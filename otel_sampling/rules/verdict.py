@@ -549,6 +549,28 @@ def judge_run(*, degraded: bool, outside_policy: bool, disclosed: bool, inside_o
     )
 
 
+# ---------------------------------------------------- a server that answered from its own model
+# A server-side ``tools/call`` run (``docs/telemetry.md`` "Server tool runs") in which the server
+# asked the client to sample, the request did not complete, and a provider call of the server's own
+# then served: the user's model was replaced by the server's. Every ending but ``completed`` counts
+# (refused or denied by the client, a client with no sampling (``host.unsupported``), no
+# back-channel on a 2026-07-28 connection, a timeout or an error): whatever the cause, the answer
+# came from a model the user did not choose. A call that failed answered nothing.
+
+
+def sampling_gave_no_answer(ending: str) -> bool:
+    """Whether a server-side sampling request that ended with ``ending`` left the server without
+    the client's answer (every ending but ``completed``)."""
+    return ending != names.ENDING_COMPLETED
+
+
+def server_model_reason(unanswered_sampling: bool, call_served: bool) -> str | None:
+    """``server_model`` (``names.REASON_SERVER_MODEL``) for a provider call that served inside a
+    server tool run holding a sampling request that gave no answer (:func:`sampling_gave_no_answer`),
+    else None."""
+    return names.REASON_SERVER_MODEL if unanswered_sampling and call_served else None
+
+
 # -------------------------------------------------------------- the outcome of a request's own run
 # The outcome of a sampling request's own run, from how the request ended.
 #

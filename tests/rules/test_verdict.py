@@ -719,6 +719,26 @@ def test_an_ending_no_rule_names_is_a_failed_run():
     assert request_run_outcome("something.new") == "failed"
 
 
+# A server that answered from its own model (server_model): a server-side sampling request that gave
+# no answer, then a provider call of the server's own that served, in one tool run.
+@pytest.mark.parametrize("ending", [e for e in (*names.ENDINGS, names.ENDING_UNANSWERED) if e != "completed"])
+def test_every_ending_but_completed_leaves_the_server_without_an_answer(ending):
+    assert verdict.sampling_gave_no_answer(ending)
+
+
+def test_a_completed_request_answered_the_server():
+    assert not verdict.sampling_gave_no_answer(names.ENDING_COMPLETED)
+
+
+def test_a_call_that_served_after_a_request_with_no_answer_is_server_model():
+    assert verdict.server_model_reason(True, True) == names.REASON_SERVER_MODEL == "server_model"
+
+
+@pytest.mark.parametrize(("unanswered", "served"), [(True, False), (False, True), (False, False)])
+def test_a_failed_call_or_no_unanswered_request_is_no_server_model(unanswered, served):
+    assert verdict.server_model_reason(unanswered, served) is None
+
+
 def test_every_ending_has_one_of_the_three_outcomes():
     assert {request_run_outcome(ending) for ending in names.ENDINGS} == set(names.OUTCOMES)
 

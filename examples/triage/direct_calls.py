@@ -1,0 +1,186 @@
+"""The demo's second server, desk-server (``desk_server.py``), which calls its own model: driven
+through a primary outage, and reported from the server's own telemetry.
+
+A small client (this module; no sampling callback: a client that answers no sampling, as hosts will
+once sampling is gone) calls desk-server's tools over stdio, on a handshake-era (``legacy``) and a
+2026-07-28 (``auto``) connection. The server runs under ``opentelemetry-instrument`` with the
+server-side instrumentor and the anthropic one: each tool call is a run ``desk-server/<tool>`` and
+its provider calls roll up into it. Its spans and metrics (deltas over OTLP/HTTP: a stdio server
+is gone before anyone could scrape it) go to the demo's OTLP receiver, and :func:`report` reads
+the runs' verdicts and incidents from them, beside the sampling ones of the host.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+from desk_server import FALLBACK_MODEL, PRIMARY_MODEL, SERVER_NAME
+from otel_sampling import names
+from server_telemetry import exporting_env, launcher
+
+HERE = Path(__file__).resolve().parent
+OUTAGE = "status=529,no_retry"  # the primary is overloaded (anthropic's 529)
+TICKET = "Printer on floor 3 prints blank pages since the driver update."
+FLUSH_WAIT_S = 60  # the server processes export their last points as they exit
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call and what the server's telemetry must show for it."""
+
+    tool: str
+    session: str  # "legacy" or "auto"
+    scenario: str  # the primary's provider state (draft_reply)
+    model: str  # the model that answers
+    reason: str | None  # the run's degradation.reason (None: primary)
+
+
+CALLS = (
+    Call("draft_reply", "legacy", "", PRIMARY_MODEL, None),
+    Call("draft_reply", "legacy", "", PRIMARY_MODEL, None),
+    Call("draft_reply", "legacy", OUTAGE, FALLBACK_MODEL, names.REASON_FAILOVER),  # the outage starts
+    Call("draft_reply", "legacy", OUTAGE, FALLBACK_MODEL, names.REASON_FAILOVER),
+    Call("summarize", "legacy", "", FALLBACK_MODEL, names.REASON_SERVER_MODEL),  # the client answers no sampling
+    Call("draft_reply", "auto", OUTAGE, FALLBACK_MODEL, names.REASON_FAILOVER),
+    Call("draft_reply", "auto", "", PRIMARY_MODEL, None),  # the primary is back
+    Call("summarize", "auto", "", FALLBACK_MODEL, names.REASON_SERVER_MODEL),  # 2026-07-28: no back-channel
+)
+
+
+def server_parameters(provider_url: str, traces_endpoint: str, metrics_endpoint: str) -> StdioServerParameters:
+    """desk_server.py under ``opentelemetry-instrument``: the server-side and anthropic instrumentors,
+    spans and delta metrics to the receiver, the demo's policy (its prices)."""
+    env = {
+        **exporting_env(SERVER_NAME, traces_endpoint, metrics_endpoint),
+        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "otel_sampling_mcp,otel_sampling_openai",
+        names.ENV_POLICY: str(HERE / "policy.toml"),
+        "ANTHROPIC_BASE_URL": provider_url,
+    }
+    return StdioServerParameters(command=launcher(), args=[sys.executable, str(HERE / "desk_server.py")], env=env)
+
+
+async def drive(params: StdioServerParameters) -> list[str]:
+    """Make every call of :data:`CALLS`, one connection per session; the tools' answers."""
+    answers = []
+    for session in dict.fromkeys(call.session for call in CALLS):
+        async with Client(params, mode=session) as client:
+            for call in (c for c in CALLS if c.session == session):
+                args: dict[str, Any] = {"ticket": TICKET}
+                if call.tool == "draft_reply":
+                    args["provider_scenario"] = call.scenario
+                result = await client.call_tool(call.tool, args)
+                answers.append(result.content[0].text)
+    return answers
+
+
+def _ours(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [item for item in items if item.get("service_name") == SERVER_NAME]
+
+
+def _sum(metrics: list[dict[str, Any]], name: str, *keys: str) -> Counter[tuple[Any, ...]]:
+    found: Counter[tuple[Any, ...]] = Counter()
+    for metric in metrics:
+        if metric["name"] == name:
+            for point in metric["points"]:
+                found[tuple(point["attributes"].get(k) for k in keys)] += point["value"]
+    return found
+
+
+def wait_for_runs(receiver: Any) -> None:
+    """Until the server processes' delta points count every call's run (or :data:`FLUSH_WAIT_S`)."""
+    deadline = time.monotonic() + FLUSH_WAIT_S
+    while time.monotonic() < deadline:
+        if sum(_sum(_ours(list(receiver.metrics)), names.METRIC_AGENT_RUNS).values()) >= len(CALLS):
+            return
+        time.sleep(0.2)
+
+
+def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: list[str]) -> tuple[str, list[str]]:
+    """The runs of desk-server by name (runs, degraded, completed, silent incidents, cost per
+    completed run by mode, reasons) and the sampling requests it answered from its own model."""
+    metrics, spans = _ours(metrics), _ours(spans)
+    runs = _sum(metrics, names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOME)
+    incidents = _sum(metrics, names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
+    cost = _sum(metrics, names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME, names.DEGRADATION_MODE)
+    reasons: dict[str, Counter[str]] = {}
+    for span in spans:
+        name = span["attributes"].get(names.AGENT_RUN_NAME)
+        if name and span["attributes"].get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_INVOKE_AGENT:
+            for reason in span["attributes"].get(names.DEGRADATION_REASON) or ():
+                reasons.setdefault(name, Counter())[reason] += 1
+    sampling = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["kind"] == "CLIENT"]
+    server_model = [
+        s for s in sampling if names.REASON_SERVER_MODEL in (s["attributes"].get(names.DEGRADATION_REASON) or ())
+    ]
+
+    lines = [
+        "",
+        f"Direct calls: {SERVER_NAME} calls its own model (anthropic SDK, {PRIMARY_MODEL} then {FALLBACK_MODEL}); "
+        "each tool call is a run of the server instrumentor",
+    ]
+    header = ["runs", "degraded", "completed", "silent", "$/completed primary", "$/completed degraded"]
+    rows = []
+    for name in sorted({key[0] for key in runs}):
+        of = {key[1:]: n for key, n in runs.items() if key[0] == name}
+        completed = {
+            mode: sum(n for (m, o), n in of.items() if m == mode and o == names.OUTCOME_COMPLETED)
+            for mode in (names.MODE_PRIMARY, names.MODE_DEGRADED)
+        }
+        per_completed = [
+            f"${cost[(name, mode)] / completed[mode]:.6f}" if completed[mode] and (name, mode) in cost else "-"
+            for mode in (names.MODE_PRIMARY, names.MODE_DEGRADED)
+        ]
+        rows.append(
+            [
+                name,
+                int(sum(of.values())),
+                int(sum(n for (m, _), n in of.items() if m == names.MODE_DEGRADED)),
+                int(sum(completed.values())),
+                int(incidents[(name,)]),
+                *per_completed,
+            ]
+        )
+    width = max([len("Runs by name")] + [len(r[0]) + 2 for r in rows]) + 1
+    widths = [max(len(h), *(len(str(r[i + 1])) for r in rows)) + 2 for i, h in enumerate(header)]
+    lines.append("Runs by name".ljust(width) + "".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
+    for row in rows:
+        cells = "".join(str(v).rjust(w) for v, w in zip(row[1:], widths, strict=True))
+        lines.append(("  " + row[0]).ljust(width) + cells)
+    for name, counted in sorted(reasons.items()):
+        lines.append(f"  {name}: degradation.reason {dict(sorted(counted.items()))}")
+    lines.append(
+        f"Sampling requests {SERVER_NAME} sent: {len(sampling)}, endings "
+        f"{dict(sorted(Counter(s['attributes'].get(names.SAMPLING_ENDING) for s in sampling).items()))}; answered "
+        f"from its own model (degradation.reason server_model on the span): {len(server_model)}"
+    )
+
+    problems = []
+    expected_runs: Counter[tuple[str, str]] = Counter()
+    expected_reasons: dict[str, Counter[str]] = {}
+    for call in CALLS:
+        name = f"{SERVER_NAME}/{call.tool}"
+        expected_runs[(name, names.MODE_DEGRADED if call.reason else names.MODE_PRIMARY)] += 1
+        if call.reason:
+            expected_reasons.setdefault(name, Counter())[call.reason] += 1
+    counted_runs = Counter({(k[0], k[1]): int(n) for k, n in runs.items() if k[2] == names.OUTCOME_COMPLETED})
+    if +counted_runs != +expected_runs:
+        problems.append(f"{SERVER_NAME} runs {dict(counted_runs)} differ from the calls made {dict(expected_runs)}")
+    if reasons != expected_reasons:
+        problems.append(f"{SERVER_NAME} run reasons {reasons} differ from the calls' {expected_reasons}")
+    expected_incidents = sum(1 for call in CALLS if call.reason)
+    if sum(incidents.values()) != expected_incidents:
+        problems.append(f"{sum(incidents.values()):.0f} {SERVER_NAME} silent incidents, expected {expected_incidents}")
+    expected_server_model = sum(call.reason == names.REASON_SERVER_MODEL for call in CALLS)
+    if len(server_model) != expected_server_model:
+        problems.append(f"{len(server_model)} sampling spans say server_model, expected {expected_server_model}")
+    models = [answer.split(" by ", 1)[-1].split(" ", 1)[0] for answer in answers]
+    if models != [call.model for call in CALLS]:
+        problems.append(f"{SERVER_NAME} answered from {models}, expected {[call.model for call in CALLS]}")
+    return "\n".join(lines), problems
