@@ -267,6 +267,20 @@ AGENT_RUN_DURATION: Final = Spec(
     "Duration of agent runs, by name, mode and outcome.",
     names.RUN_DURATION_BUCKETS,
 )
+AGENT_RUN_STEPS: Final = Spec(
+    names.METRIC_AGENT_RUN_STEPS,
+    HISTOGRAM,
+    names.UNIT_CALL,
+    "Provider calls made inside agent runs (steps per run), by name, mode and outcome.",
+    names.RUN_STEPS_BUCKETS,
+)
+AGENT_RUN_TOKENS: Final = Spec(
+    names.METRIC_AGENT_RUN_TOKENS,
+    HISTOGRAM,
+    names.UNIT_TOKEN,
+    "Tokens of the provider calls made inside agent runs, per run, by token type, name, mode and outcome.",
+    names.GEN_AI_TOKEN_BUCKETS,
+)
 EVALUATION_SCORE: Final = Spec(
     names.METRIC_EVALUATION_SCORE,
     HISTOGRAM,
@@ -503,6 +517,8 @@ class ApiInstruments:
         self.agent_runs = create(meter, AGENT_RUNS)
         self.run_cost = create(meter, AGENT_RUN_COST)
         self.run_duration = create(meter, AGENT_RUN_DURATION)
+        self.run_steps = create(meter, AGENT_RUN_STEPS)
+        self.run_tokens = create(meter, AGENT_RUN_TOKENS)
         self.evaluation_score = create(meter, EVALUATION_SCORE)
         self.cache_lookups = create(meter, CACHE_LOOKUPS)
         self.drills = create(meter, DRILLS)

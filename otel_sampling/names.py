@@ -63,6 +63,8 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"  # part of output_tokens
 GEN_AI_REQUEST_REASONING_LEVEL: Final = "gen_ai.request.reasoning.level"  # the effort the request asked for
+# ours: anthropic thinking.budget_tokens as asked (the conventions name the effort level only)
+REQUEST_THINKING_BUDGET: Final = "otel_sampling.request.thinking.budget_tokens"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"  # seconds, streams only
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # opt-in content (JSON string)
@@ -295,6 +297,11 @@ REASON_DRILL: Final = "drill"  # a drill is failing a model's calls on purpose
 # content_policy_fallbacks): the fallback is about the request, not an outage.
 REASON_CONTEXT_WINDOW_FALLBACK: Final = "context_window_fallback"
 REASON_CONTENT_POLICY_FALLBACK: Final = "content_policy_fallback"
+# The call asked for less reasoning effort (or a smaller thinking budget) than its scope's primary_effort.
+REASON_REDUCED_EFFORT: Final = "reduced_effort"
+# Reasoning effort levels, lowest first (openai reasoning_effort / reasoning.effort values; anthropic
+# output_config.effort's are among them): the policy's primary_effort and otel_sampling.rules.effort.
+EFFORT_LEVELS: Final = ("none", "minimal", "low", "medium", "high", "xhigh")
 DEGRADATION_REASONS: Final = (
     REASON_FALLBACK,
     REASON_PROVIDER_FALLBACK,
@@ -304,6 +311,7 @@ DEGRADATION_REASONS: Final = (
     REASON_DRILL,
     REASON_CONTEXT_WINDOW_FALLBACK,
     REASON_CONTENT_POLICY_FALLBACK,
+    REASON_REDUCED_EFFORT,
 )
 # Drills (otel_sampling.drill, [[drills]] in the policy file): our own namespace.
 DRILL_NAME: Final = "otel_sampling.drill.name"  # span attribute (list: every drill running) and metric label
@@ -374,6 +382,8 @@ METRIC_SILENT_INCIDENTS: Final = "degradation.silent_incidents"
 METRIC_AGENT_RUNS: Final = "agent.runs"
 METRIC_AGENT_RUN_COST: Final = "agent.run.cost.usd"
 METRIC_AGENT_RUN_DURATION: Final = "agent.run.duration"
+METRIC_AGENT_RUN_STEPS: Final = "agent.run.steps"  # histogram: provider calls made inside a run
+METRIC_AGENT_RUN_TOKENS: Final = "agent.run.tokens"  # histogram: tokens of a run, by gen_ai.token.type
 METRIC_EVALUATION_SCORE: Final = "otel_sampling.evaluation.score"
 METRIC_CACHE_LOOKUPS: Final = "otel_sampling.cache.lookups"
 METRIC_DRILLS: Final = "otel_sampling.drills"
@@ -408,6 +418,8 @@ CACHE_MATCH: Final = "match"
 CACHE_MISMATCH: Final = "mismatch"
 # agent.run.duration buckets, seconds: an agent task runs from a fraction of a second to an hour.
 RUN_DURATION_BUCKETS: Final = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+# agent.run.steps buckets, provider calls per run: one call to a long agent loop.
+RUN_STEPS_BUCKETS: Final = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100, 200)
 # otel_sampling.evaluation.score buckets: scores in [0, 1], one bucket per tenth.
 EVALUATION_SCORE_BUCKETS: Final = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 

@@ -52,6 +52,7 @@ from otel_sampling.instrumentation._provider import (
     sequence,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.rules.effort import anthropic_effort
 from otel_sampling.rules.endings import reported_error_type
 from otel_sampling.rules.values import Response, Usage, token_count, token_counts
 
@@ -277,6 +278,7 @@ class _State(ProviderState):
             return None
         module = type(instance).__module__
         provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
+        level = reasoning_level(body, "output_config", "effort")
         # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
         # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
         return Request(
@@ -285,8 +287,9 @@ class _State(ProviderState):
             kwargs.get("stream") is True,
             body,
             provider,
-            attributes=reasoning_level(body, "output_config", "effort") or None,
+            attributes=level or None,
             deployment=provider is not None,
+            effort=anthropic_effort(body.get("thinking"), level.get(names.GEN_AI_REQUEST_REASONING_LEVEL)),
         )
 
     def input_content(self, body: Any) -> Content:

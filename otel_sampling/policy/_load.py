@@ -40,6 +40,8 @@ _SERVER_KEYS: Final = (
     "context_ceiling",
     "permitted_providers",
     "permitted_regions",
+    "primary_effort",
+    "side_effect_tools",
 )
 _ENDPOINT_KEYS: Final = ("region",)
 # The key's name before semantic-conventions-genai #440 renamed cache creation to cache write; still read.
@@ -187,6 +189,8 @@ def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
     ceiling = file.optional(key, table, "context_ceiling", schema.context_ceiling)
     providers = file.optional(key, table, "permitted_providers", schema.provider_names)
     regions = file.optional(key, table, "permitted_regions", schema.regions)
+    effort = file.optional(key, table, "primary_effort", schema.effort)
+    side_effects = file.optional(key, table, "side_effect_tools", schema.tool_names)
     if primary is not None and permitted is not None and primary not in permitted:
         raise file.error((*key, "primary_model"), f"{primary!r} is not in permitted_models {list(permitted)!r}")
     return ServerPolicy(
@@ -195,6 +199,8 @@ def _parse_server(file: _File, key: KeyPath, raw: Any) -> ServerPolicy:
         context_ceiling=ceiling,
         permitted_providers=providers,
         permitted_regions=regions,
+        primary_effort=effort,
+        side_effect_tools=side_effects,
     )
 
 

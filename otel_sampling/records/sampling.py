@@ -184,6 +184,7 @@ class SamplingRecord:
             self._policy.permitted_models if self._policy is not None else None,
             self._policy.primary_model if self._policy is not None else None,
             self._policy is not None,
+            self._policy.primary_effort if self._policy is not None else None,
         )
         # The named degradations around it as it starts (none, the common case, asks for nothing).
         self._named = () if state.calm and not state.canary.get() else state.active_reasons()
