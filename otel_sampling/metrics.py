@@ -281,6 +281,13 @@ AGENT_RUN_TOKENS: Final = Spec(
     "Tokens of the provider calls made inside agent runs, per run, by token type, name, mode and outcome.",
     names.GEN_AI_TOKEN_BUCKETS,
 )
+AGENT_RUN_REPEATED_TOOL_CALLS: Final = Spec(
+    names.METRIC_AGENT_RUN_REPEATED_TOOL_CALLS,
+    COUNTER,
+    names.UNIT_CALL,
+    "Tool calls the host sent again within one run with the same tool and arguments, by mode, tool and "
+    "whether the policy names the tool as having side effects.",
+)
 EVALUATION_SCORE: Final = Spec(
     names.METRIC_EVALUATION_SCORE,
     HISTOGRAM,
@@ -403,6 +410,8 @@ class Instruments:
         self.sampling_server_requests = create(meter, SAMPLING_SERVER_REQUESTS)
         self.sampling_rejected = create(meter, SAMPLING_REJECTED)
         self.rejection_reason_label = BoundedLabel(limit)
+        self.repeated_tool_calls = create(meter, AGENT_RUN_REPEATED_TOOL_CALLS)
+        self.tool_label = BoundedLabel(limit)  # tool names come from the servers' tools/list
         self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
         self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
 

@@ -266,6 +266,8 @@ VIOLATION_BOUNDARY_CROSSED: Final = "boundary_crossed"
 VIOLATION_REPORTED_MODEL_MISMATCH: Final = "reported_model_mismatch"
 # a grant offered for anything but a budget exhaustion
 VIOLATION_GRANT_WITHOUT_EXHAUSTION: Final = "grant_without_exhaustion"
+# the host sent a tool call the policy names in side_effect_tools again, same arguments, in one run
+VIOLATION_REPEATED_SIDE_EFFECT: Final = "repeated_side_effect"
 VIOLATIONS: Final = (
     VIOLATION_SCOPE_WIDENED,
     VIOLATION_DECISION_FLIPPED,
@@ -275,6 +277,7 @@ VIOLATIONS: Final = (
     VIOLATION_BOUNDARY_CROSSED,
     VIOLATION_GRANT_WITHOUT_EXHAUSTION,
     VIOLATION_REPORTED_MODEL_MISMATCH,
+    VIOLATION_REPEATED_SIDE_EFFECT,
 )
 ENDING_UNANSWERED: Final = "unanswered"  # server side only: a 2026-07-28 request the client never answered
 
@@ -384,6 +387,10 @@ METRIC_AGENT_RUN_COST: Final = "agent.run.cost.usd"
 METRIC_AGENT_RUN_DURATION: Final = "agent.run.duration"
 METRIC_AGENT_RUN_STEPS: Final = "agent.run.steps"  # histogram: provider calls made inside a run
 METRIC_AGENT_RUN_TOKENS: Final = "agent.run.tokens"  # histogram: tokens of a run, by gen_ai.token.type
+# tool calls the host sent again in one run with the same tool and arguments fingerprint
+METRIC_AGENT_RUN_REPEATED_TOOL_CALLS: Final = "agent.run.repeated_tool_calls"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # GenAI semconv: the tool an operation is about
+TOOL_SIDE_EFFECT: Final = "otel_sampling.tool.side_effect"  # "true" | "false": the policy names the tool
 METRIC_EVALUATION_SCORE: Final = "otel_sampling.evaluation.score"
 METRIC_CACHE_LOOKUPS: Final = "otel_sampling.cache.lookups"
 METRIC_DRILLS: Final = "otel_sampling.drills"

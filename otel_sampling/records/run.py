@@ -79,6 +79,9 @@ _AGENT_OPERATIONS = frozenset(names.AGENT_OPERATIONS)
 
 _TOKEN_TYPES = (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT)
 
+#: Distinct tool-call fingerprints a run remembers (32 characters each: at most about 12 KB a run).
+MAX_TOOL_CALLS = 128
+
 #: Runs tracked at once (a root span that never ends must not grow memory).
 MAX_OPEN_RUNS = 4096
 
@@ -117,6 +120,7 @@ class Run:
         "_steps",
         "_tokens",
         "_tokens_unknown",
+        "_tool_calls",
         "_outcome",
         "_request_outcomes",
         "_ended",
@@ -141,6 +145,7 @@ class Run:
         self._steps = 0  # provider calls made inside it (failed ones included: each was a turn asked for)
         self._tokens = [0, 0]  # input, output tokens of those calls
         self._tokens_unknown = [False, False]  # a call that served reported no input / output count
+        self._tool_calls: set[str] | None = None  # fingerprints of the tool calls sent in it (made at the first)
         self._outcome: str | None = None
         # request_run_outcome() of the sampling requests that ended inside it (at most the three OUTCOMES)
         self._request_outcomes: set[str] = set()
@@ -257,6 +262,23 @@ class Run:
                     self._tokens_unknown[index] = True
             if call.ending.error_type is None:
                 self.last_served = (call.served or call.requested, call.provider, call.region)
+
+    def note_tool_call(self, fingerprint: str) -> bool:
+        """The host sent a tool call with this fingerprint
+        (:func:`~otel_sampling.records.ledger.tool_call_fingerprint`) inside the run: True when an
+        earlier one in the run had the same. The first ``MAX_TOOL_CALLS`` distinct fingerprints are
+        remembered; a later new one is not (a repeat of it goes unseen), so a run's memory is bounded."""
+        with self._lock:
+            if self._ended:
+                return False
+            seen = self._tool_calls
+            if seen is None:
+                seen = self._tool_calls = set()
+            if fingerprint in seen:
+                return True
+            if len(seen) < MAX_TOOL_CALLS:
+                seen.add(fingerprint)
+            return False
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, degraded={self.degraded}, disclosed={self._disclosed})"
