@@ -279,6 +279,9 @@ class _State(ProviderState):
         module = type(instance).__module__
         provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
         level = reasoning_level(body, "output_config", "effort")
+        # Left out, the SDK's body holds its omit sentinel (dropped as it sends): no thinking asked for.
+        thinking = body.get("thinking")
+        thinking = thinking if isinstance(thinking, Mapping) else None
         # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
         # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
         return Request(
@@ -289,7 +292,7 @@ class _State(ProviderState):
             provider,
             attributes=level or None,
             deployment=provider is not None,
-            effort=anthropic_effort(body.get("thinking"), level.get(names.GEN_AI_REQUEST_REASONING_LEVEL)),
+            effort=anthropic_effort(thinking, level.get(names.GEN_AI_REQUEST_REASONING_LEVEL)),
         )
 
     def input_content(self, body: Any) -> Content:
