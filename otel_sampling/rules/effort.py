@@ -8,7 +8,7 @@ An effort has one of two shapes (``docs/telemetry.md`` "Reduced effort"):
   (``low``, ``medium``, ``high``);
 * a thinking budget in tokens (an int >= 0): anthropic ``thinking.budget_tokens`` of extended
   thinking, 0 when thinking is disabled or not asked for (Anthropic's extended thinking is off
-  unless the request enables it).
+  unless the request enables it; the anthropic wrapper reads it so).
 
 A call's effort is below the primary effort when both have the same shape and the call's is
 lower: a level ranks lower in :data:`LEVELS`, a budget is smaller. Nothing else is below: a call
@@ -19,7 +19,6 @@ level) is not compared.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Final
 
 from otel_sampling.names import EFFORT_LEVELS
@@ -43,19 +42,3 @@ def below_primary(effort: Effort | None, primary: Effort | None) -> bool:
         return False
     rank, primary_rank = _RANK.get(effort), _RANK.get(primary)
     return rank is not None and primary_rank is not None and rank < primary_rank
-
-
-def anthropic_effort(thinking: object, level: object) -> Effort | None:
-    """A Messages request's effort, from its ``thinking`` and ``output_config.effort`` values:
-    ``thinking.budget_tokens`` when thinking is enabled with a budget (an int >= 0); else the
-    level when it is a string; else 0 when thinking is disabled or absent; else None (thinking of
-    another type, such as adaptive thinking whose budget the model decides, or unreadable)."""
-    named = level if isinstance(level, str) else None
-    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
-    if thinking is None or kind == "disabled":
-        return named if named is not None else 0
-    if kind == "enabled":
-        budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
-        if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0:
-            return budget
-    return named

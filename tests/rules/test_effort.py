@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from otel_sampling import names
-from otel_sampling.rules.effort import anthropic_effort, below_primary
+from otel_sampling.rules.effort import below_primary
 from otel_sampling.rules.values import Ending, Usage
 from otel_sampling.rules.verdict import CallSummary, Reference, judge_call
 
@@ -46,26 +46,6 @@ class TestBelowPrimary:
     )
     def test_what_cannot_be_compared_is_not_below(self, effort, primary):
         assert not below_primary(effort, primary)
-
-
-class TestAnthropicEffort:
-    @pytest.mark.parametrize(
-        ("thinking", "level", "effort"),
-        [
-            ({"type": "enabled", "budget_tokens": 4096}, None, 4096),
-            ({"type": "enabled", "budget_tokens": 4096}, "high", 4096),  # the budget is what is cut
-            ({"type": "disabled"}, None, 0),
-            (None, None, 0),  # extended thinking is off unless enabled
-            (None, "low", "low"),
-            ({"type": "disabled"}, "medium", "medium"),
-            ({"type": "adaptive"}, None, None),  # the model decides the budget
-            ({"type": "enabled", "budget_tokens": "4096"}, None, None),  # unreadable
-            ({"type": "enabled", "budget_tokens": True}, None, None),
-            ("enabled", None, None),
-        ],
-    )
-    def test_a_messages_requests_effort(self, thinking, level, effort):
-        assert anthropic_effort(thinking, level) == effort
 
 
 def _call(effort, failed: bool = False) -> CallSummary:
