@@ -42,6 +42,7 @@ from typing import IO
 
 from prometheus_client.parser import text_string_to_metric_families
 
+import breakage_report
 import depth_report
 import five_numbers_report
 from otel_sampling import names
@@ -423,7 +424,9 @@ def main() -> int:
             f.write(json.dumps(span) + "\n")
     text, problems = report(done, metrics_text, spans, metrics_url, server_counts)
     degradation_text, degradation_problems = degradation_report(done, metrics_text)
-    text, problems = f"{text}\n{degradation_text}", problems + degradation_problems + drill_problems
+    breakage_lines, breakage_problems = breakage_report.lines(metrics_text, done)
+    text = "\n".join((text, degradation_text, "", *breakage_lines))
+    problems = problems + degradation_problems + breakage_problems + drill_problems
     print(text)
     print(f"Host log: {OUT.name}/host.log")
     print_fired_alerts(metrics_text)
