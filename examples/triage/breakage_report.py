@@ -137,9 +137,13 @@ def lines(metrics_text: str, done: dict[str, Any]) -> tuple[list[str], list[str]
     problems = []
     if [t.get("steps") for t in tasks] != [t.expected_steps for t in agent_loop.TASKS]:
         problems.append(f"agent loop tasks {tasks} did not take the steps {agent_loop.TASKS} drives")
-    repeats = {m: s.get(REPEATED, m) or 0.0 for m in MODES}
-    if repeats != {names.MODE_PRIMARY: 0.0, names.MODE_DEGRADED: float(degraded_tasks)}:
-        problems.append(f"repeated tool calls by mode {repeats}, the agent loop drove {degraded_tasks} degraded ones")
+    # The sampling scenario repeats tool calls of its own (a retried ticket in a live run); the agent
+    # loop adds one repeat of its side-effect tool per degraded task, and none in a primary one.
+    degraded_repeats = s.get(REPEATED, names.MODE_DEGRADED) or 0.0
+    if degraded_repeats < degraded_tasks:
+        problems.append(
+            f"{degraded_repeats:.0f} repeated tool calls in degraded mode, the agent loop drove {degraded_tasks}"
+        )
     if s.side_effect_violations != degraded_tasks:
         problems.append(f"{s.side_effect_violations:.0f} repeated_side_effect violations, expected {degraded_tasks}")
     steps = {m: s.per(STEPS + "_sum", STEPS + "_count", m) for m in MODES}

@@ -359,9 +359,16 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
 
 def _note_repeat(state: Any, session: Any, name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """The run's memory of the tool calls sent in it (``call_tool(name, arguments=None, ...)``, both
-    majors): a repeat is counted (:mod:`otel_sampling.records.tool_repeats`). Nothing outside a run."""
+    majors): a repeat is counted (:mod:`otel_sampling.records.tool_repeats`). Nothing outside a run.
+    The rounds of one input-required loop (each a ``call_tool`` with the same name and arguments)
+    are one call: only its first round is noted."""
     if current_run() is None:
         return
+    loop = tool_call.get()
+    if loop is not None:  # a 2026-07-28 loop sends its call again each round: one call, noted once
+        if loop.noted:
+            return
+        loop.noted = True
     server = state.server_facts(session, state.connections.endpoint(session))
     arguments = args[1] if len(args) > 1 else kwargs.get("arguments")
     label = server.label if server.label is not None else server.name
@@ -414,14 +421,16 @@ HTTP_MANAGER_TARGETS_V1 = (
 class ToolCall:
     """One tool call whose input-required loop is running: ``name`` (None when not a string),
     ``round_context``, the context of its last round's ``MCP send tools/call`` span, and
-    ``first_context``, its first round's (each None until the SDK made one)."""
+    ``first_context``, its first round's (each None until the SDK made one); ``noted``: the run's
+    memory of tool calls has seen it (its first round)."""
 
-    __slots__ = ("name", "round_context", "first_context")
+    __slots__ = ("name", "round_context", "first_context", "noted")
 
     def __init__(self, name: object) -> None:
         self.name = name if isinstance(name, str) else None
         self.round_context: otel_context.Context | None = None
         self.first_context: otel_context.Context | None = None
+        self.noted = False
 
 
 #: The tool call whose loop dispatches the request at hand (None: not inside one). The sampling

@@ -148,3 +148,21 @@ def test_no_argument_reaches_a_span_an_event_or_a_label(host):
     assert exported and not any(SECRET in text for text in exported)
     data = host.reader.get_metrics_data()
     assert SECRET not in data.to_json()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_rounds_of_one_input_required_loop_are_one_call(host, mode):
+    """On the 2026-07-28 path mcp's ``Client.call_tool`` sends ``tools/call`` again with the same name
+    and arguments for each round of the loop: one call, no repeat; a second call is one."""
+    from drivers import ARGS, callback_returning, result
+    from sampling_server import build_server
+
+    async def twice() -> None:
+        async with Client(build_server(), mode=mode, sampling_callback=callback_returning(result())) as client:
+            async with otel_sampling.run("triage"):
+                await client.call_tool("sample", ARGS)
+                assert _repeats(host) == {}
+                await client.call_tool("sample", ARGS)
+
+    anyio.run(twice)
+    assert _repeats(host) == {("primary", "sample", "false"): 1}
