@@ -255,11 +255,16 @@ class Run:
             elif call.usage.input_tokens is not None or call.usage.output_tokens is not None:
                 self._unpriced = True
             self._steps += 1
-            for index, count in enumerate((call.usage.input_tokens, call.usage.output_tokens)):
-                if count is not None:
-                    self._tokens[index] += count
-                elif not call.failed:  # a failed call that reports nothing used nothing we know of
-                    self._tokens_unknown[index] = True
+            usage, tokens = call.usage, self._tokens
+            # A failed call that reports no count used nothing we know of; a call that served did.
+            if usage.input_tokens is not None:
+                tokens[0] += usage.input_tokens
+            elif not call.failed:
+                self._tokens_unknown[0] = True
+            if usage.output_tokens is not None:
+                tokens[1] += usage.output_tokens
+            elif not call.failed:
+                self._tokens_unknown[1] = True
             if call.ending.error_type is None:
                 self.last_served = (call.served or call.requested, call.provider, call.region)
 
