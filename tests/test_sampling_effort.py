@@ -56,14 +56,24 @@ def _anthropic_callback(fp, **effort):
     return callback
 
 
-def _openai_callback(fp, level: str):
+def _openai_callback(fp, level: str, api: str = "chat", stream: bool = False):
     async def callback(ctx, params):
         async with openai.AsyncOpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0) as client:
-            completion = await client.chat.completions.create(
-                model="gpt-5", messages=[{"role": "user", "content": "hi"}], reasoning_effort=level
-            )
+            if api == "responses":
+                answer = await client.responses.create(model="gpt-5", input="hi", reasoning={"effort": level})
+                model = answer.model
+            elif stream:
+                chunks = await client.chat.completions.create(
+                    model="gpt-5", messages=[{"role": "user", "content": "hi"}], reasoning_effort=level, stream=True
+                )
+                model = [chunk.model async for chunk in chunks][-1]
+            else:
+                completion = await client.chat.completions.create(
+                    model="gpt-5", messages=[{"role": "user", "content": "hi"}], reasoning_effort=level
+                )
+                model = completion.model
         return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(text="ok"), model=completion.model, stop_reason="endTurn"
+            role="assistant", content=types.TextContent(text="ok"), model=model, stop_reason="endTurn"
         )
 
     return callback
@@ -112,3 +122,27 @@ def test_a_lower_reasoning_effort_level_degrades(level_policy, fake_provider, le
     assert _verdicts(level_policy, "chat gpt-5") == (expected, expected)
     (chat,) = level_policy.spans("chat gpt-5")
     assert chat.attributes[names.GEN_AI_REQUEST_REASONING_LEVEL] == level
+
+
+@pytest.mark.parametrize(("api", "stream"), [("chat", True), ("responses", False)])
+def test_the_responses_api_and_streams_carry_the_effort_too(level_policy, fake_provider, api, stream):
+    anyio.run(call_sample_tool, "legacy", _openai_callback(fake_provider, "minimal", api, stream))
+    assert _verdicts(level_policy, "chat gpt-5") == (REDUCED, REDUCED)
+
+
+def test_a_streamed_messages_call_with_a_smaller_budget_is_degraded(budget_policy, fake_provider):
+    async def callback(ctx, params):
+        async with anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0) as client:
+            async with client.messages.stream(
+                model="claude-sonnet-5-5",
+                max_tokens=16000,
+                messages=[{"role": "user", "content": "hi"}],
+                thinking={"type": "enabled", "budget_tokens": 2048},
+            ) as stream:
+                message = await stream.get_final_message()
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="ok"), model=message.model, stop_reason="endTurn"
+        )
+
+    anyio.run(call_sample_tool, "legacy", callback)
+    assert _verdicts(budget_policy, "chat claude-sonnet-5-5") == (REDUCED, REDUCED)
