@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 import agent_loop
 import five_numbers_report
 from otel_sampling import names
@@ -47,8 +49,6 @@ TOKENS = metric_name(names.METRIC_AGENT_RUN_TOKENS, names.UNIT_TOKEN)
 
 
 def _samples(metrics_text: str) -> Iterable[tuple[str, dict[str, str], float]]:
-    from prometheus_client.parser import text_string_to_metric_families
-
     for family in text_string_to_metric_families(metrics_text):
         for sample in family.samples:
             if sample.labels.get(SCOPE_NAME_LABEL, names.SCOPE_NAME) == names.SCOPE_NAME:
@@ -105,6 +105,10 @@ def _of(part: float | None, whole: float | None) -> str:
     return "n/a" if part is None else f"{part:.0f}/{whole:.0f}" if whole is not None else f"{part:.0f}"
 
 
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.6f}"
+
+
 def _mean(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
@@ -124,7 +128,7 @@ def lines(metrics_text: str, done: dict[str, Any]) -> tuple[list[str], list[str]
         ("steps per completed task", lambda m: _mean(s.per(STEPS + "_sum", STEPS + "_count", m))),
         ("tokens per completed task", lambda m: _mean(s.per(TOKENS + "_sum", TOKENS + "_count", m))),
         ("repeated tool calls", lambda m: _count(s.get(REPEATED, m))),
-        ("cost per completed task (USD)", lambda m: five_numbers_report._usd(five.cost_per_completed_task(m))),
+        ("cost per completed task (USD)", lambda m: _usd(five.cost_per_completed_task(m))),
     ]
     width = max(len(label) for label, _ in rows) + 2
     out = [
