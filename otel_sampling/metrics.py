@@ -274,6 +274,27 @@ AGENT_RUN_DURATION: Final = Spec(
     "Duration of agent runs, by name, mode and outcome.",
     names.RUN_DURATION_BUCKETS,
 )
+AGENT_RUN_STEPS: Final = Spec(
+    names.METRIC_AGENT_RUN_STEPS,
+    HISTOGRAM,
+    names.UNIT_CALL,
+    "Provider calls made inside agent runs (steps per run), by name, mode and outcome.",
+    names.RUN_STEPS_BUCKETS,
+)
+AGENT_RUN_TOKENS: Final = Spec(
+    names.METRIC_AGENT_RUN_TOKENS,
+    HISTOGRAM,
+    names.UNIT_TOKEN,
+    "Tokens of the provider calls made inside agent runs, per run, by token type, name, mode and outcome.",
+    names.GEN_AI_TOKEN_BUCKETS,
+)
+AGENT_RUN_REPEATED_TOOL_CALLS: Final = Spec(
+    names.METRIC_AGENT_RUN_REPEATED_TOOL_CALLS,
+    COUNTER,
+    names.UNIT_CALL,
+    "Tool calls the host sent again within one run with the same tool and arguments, by mode, tool and "
+    "whether the policy names the tool as having side effects.",
+)
 EVALUATION_SCORE: Final = Spec(
     names.METRIC_EVALUATION_SCORE,
     HISTOGRAM,
@@ -398,6 +419,8 @@ class Instruments:
         self.sampling_server_requests = create(meter, SAMPLING_SERVER_REQUESTS)
         self.sampling_rejected = create(meter, SAMPLING_REJECTED)
         self.rejection_reason_label = BoundedLabel(limit)
+        self.repeated_tool_calls = create(meter, AGENT_RUN_REPEATED_TOOL_CALLS)
+        self.tool_label = BoundedLabel(limit)  # tool names come from the servers' tools/list
         self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
         self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
 
@@ -512,6 +535,8 @@ class ApiInstruments:
         self.agent_runs = create(meter, AGENT_RUNS)
         self.run_cost = create(meter, AGENT_RUN_COST)
         self.run_duration = create(meter, AGENT_RUN_DURATION)
+        self.run_steps = create(meter, AGENT_RUN_STEPS)
+        self.run_tokens = create(meter, AGENT_RUN_TOKENS)
         self.evaluation_score = create(meter, EVALUATION_SCORE)
         self.cache_lookups = create(meter, CACHE_LOOKUPS)
         self.drills = create(meter, DRILLS)

@@ -63,6 +63,8 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"  # part of output_tokens
 GEN_AI_REQUEST_REASONING_LEVEL: Final = "gen_ai.request.reasoning.level"  # the effort the request asked for
+# ours: anthropic thinking.budget_tokens as asked (the conventions name the effort level only)
+REQUEST_THINKING_BUDGET: Final = "otel_sampling.request.thinking.budget_tokens"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"  # seconds, streams only
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"  # opt-in content (JSON string)
@@ -277,6 +279,8 @@ VIOLATION_BOUNDARY_CROSSED: Final = "boundary_crossed"
 VIOLATION_REPORTED_MODEL_MISMATCH: Final = "reported_model_mismatch"
 # a grant offered for anything but a budget exhaustion
 VIOLATION_GRANT_WITHOUT_EXHAUSTION: Final = "grant_without_exhaustion"
+# the host sent a tool call the policy names in side_effect_tools again, same arguments, in one run
+VIOLATION_REPEATED_SIDE_EFFECT: Final = "repeated_side_effect"
 VIOLATIONS: Final = (
     VIOLATION_SCOPE_WIDENED,
     VIOLATION_DECISION_FLIPPED,
@@ -286,6 +290,7 @@ VIOLATIONS: Final = (
     VIOLATION_BOUNDARY_CROSSED,
     VIOLATION_GRANT_WITHOUT_EXHAUSTION,
     VIOLATION_REPORTED_MODEL_MISMATCH,
+    VIOLATION_REPEATED_SIDE_EFFECT,
 )
 ENDING_UNANSWERED: Final = "unanswered"  # server side only: a 2026-07-28 request the client never answered
 
@@ -311,6 +316,11 @@ REASON_CONTENT_POLICY_FALLBACK: Final = "content_policy_fallback"
 # An MCP server asked the client to sample, the request did not complete (refused, unsupported, no
 # back-channel, failed), and the server answered from a model of its own: the user's model was replaced.
 REASON_SERVER_MODEL: Final = "server_model"
+# The call asked for less reasoning effort (or a smaller thinking budget) than its scope's primary_effort.
+REASON_REDUCED_EFFORT: Final = "reduced_effort"
+# Reasoning effort levels, lowest first (openai reasoning_effort / reasoning.effort values; anthropic
+# output_config.effort's are among them): the policy's primary_effort and otel_sampling.rules.effort.
+EFFORT_LEVELS: Final = ("none", "minimal", "low", "medium", "high", "xhigh")
 DEGRADATION_REASONS: Final = (
     REASON_FALLBACK,
     REASON_PROVIDER_FALLBACK,
@@ -321,6 +331,7 @@ DEGRADATION_REASONS: Final = (
     REASON_CONTEXT_WINDOW_FALLBACK,
     REASON_CONTENT_POLICY_FALLBACK,
     REASON_SERVER_MODEL,
+    REASON_REDUCED_EFFORT,
 )
 # Drills (otel_sampling.drill, [[drills]] in the policy file): our own namespace.
 DRILL_NAME: Final = "otel_sampling.drill.name"  # span attribute (list: every drill running) and metric label
@@ -391,6 +402,12 @@ METRIC_SILENT_INCIDENTS: Final = "degradation.silent_incidents"
 METRIC_AGENT_RUNS: Final = "agent.runs"
 METRIC_AGENT_RUN_COST: Final = "agent.run.cost.usd"
 METRIC_AGENT_RUN_DURATION: Final = "agent.run.duration"
+METRIC_AGENT_RUN_STEPS: Final = "agent.run.steps"  # histogram: provider calls made inside a run
+METRIC_AGENT_RUN_TOKENS: Final = "agent.run.tokens"  # histogram: tokens of a run, by gen_ai.token.type
+# tool calls the host sent again in one run with the same tool and arguments fingerprint
+METRIC_AGENT_RUN_REPEATED_TOOL_CALLS: Final = "agent.run.repeated_tool_calls"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"  # GenAI semconv: the tool an operation is about
+TOOL_SIDE_EFFECT: Final = "otel_sampling.tool.side_effect"  # "true" | "false": the policy names the tool
 METRIC_EVALUATION_SCORE: Final = "otel_sampling.evaluation.score"
 METRIC_CACHE_LOOKUPS: Final = "otel_sampling.cache.lookups"
 METRIC_DRILLS: Final = "otel_sampling.drills"
@@ -425,6 +442,8 @@ CACHE_MATCH: Final = "match"
 CACHE_MISMATCH: Final = "mismatch"
 # agent.run.duration buckets, seconds: an agent task runs from a fraction of a second to an hour.
 RUN_DURATION_BUCKETS: Final = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+# agent.run.steps buckets, provider calls per run: one call to a long agent loop.
+RUN_STEPS_BUCKETS: Final = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100, 200)
 # otel_sampling.evaluation.score buckets: scores in [0, 1], one bucket per tenth.
 EVALUATION_SCORE_BUCKETS: Final = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 

@@ -327,6 +327,8 @@ CONTRACT = [
     ("counter", names.METRIC_AGENT_RUNS, names.UNIT_RUN, m.AGENT_RUNS),
     ("counter", names.METRIC_AGENT_RUN_COST, names.UNIT_USD, m.AGENT_RUN_COST),
     ("histogram", names.METRIC_AGENT_RUN_DURATION, names.UNIT_SECONDS, m.AGENT_RUN_DURATION + "_sum"),
+    ("histogram", names.METRIC_AGENT_RUN_STEPS, names.UNIT_CALL, m.AGENT_RUN_STEPS + "_sum"),
+    ("histogram", names.METRIC_AGENT_RUN_TOKENS, names.UNIT_TOKEN, m.AGENT_RUN_TOKENS + "_count"),
     ("histogram", names.METRIC_EVALUATION_SCORE, names.UNIT_ONE, m.EVALUATION_SCORE + "_count"),
     ("counter", names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, m.CACHE_LOOKUPS),
     ("counter", names.METRIC_DRILLS, names.UNIT_DRILL, m.DRILLS),

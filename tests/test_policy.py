@@ -598,6 +598,38 @@ SCHEMA_ERRORS = {
         'servers."b".context_ceiling',
         "must be one of",
     ),
+    "primary_effort not a level": (
+        """\
+        [servers.a]
+        primary_effort = "maximum"  # BAD
+        """,
+        'servers."a".primary_effort',
+        'must be one of "none", "minimal", "low", "medium", "high", "xhigh" or a thinking budget in tokens',
+    ),
+    "primary_effort budget not above 0": (
+        """\
+        [servers.a]
+        primary_effort = 0  # BAD
+        """,
+        'servers."a".primary_effort',
+        "a thinking budget must be above 0 tokens",
+    ),
+    "primary_effort a float": (
+        """\
+        [servers.a]
+        primary_effort = 1.5  # BAD
+        """,
+        'servers."a".primary_effort',
+        "expected an effort level (a string) or a thinking budget in tokens (an integer), got float",
+    ),
+    "side_effect_tools with an empty name": (
+        """\
+        [servers.a]
+        side_effect_tools = ["create_ticket", ""]  # BAD
+        """,
+        'servers."a".side_effect_tools[1]',
+        "empty tool name",
+    ),
 }
 
 
@@ -983,3 +1015,13 @@ def test_the_checker_command_checks_scope_tables(tmp_path, capsys):
     bad.write_text('[runs."triage"]\npermitted_model = ["m"]\n')
     assert main([str(bad)]) == 1
     assert f'{bad}:2: runs."triage".permitted_model: unknown key' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("effort", ["high", 8192])
+def test_effort_and_side_effect_tools_are_read(tmp_path: Path, effort: object) -> None:
+    value = f'"{effort}"' if isinstance(effort, str) else str(effort)
+    path = write(tmp_path, f'[servers.a]\nprimary_effort = {value}\nside_effect_tools = ["create_ticket"]\n')
+    server = load_policy(path).servers["a"]
+    assert server.primary_effort == effort
+    assert server.side_effect_tools == ("create_ticket",)
+    assert load_policy(write(tmp_path, "[servers.b]\n", "empty.toml")).servers["b"].primary_effort is None

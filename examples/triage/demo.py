@@ -47,6 +47,7 @@ from typing import IO
 import anyio
 from prometheus_client.parser import text_string_to_metric_families
 
+import breakage_report
 import depth_report
 import direct_calls
 import five_numbers_report
@@ -435,8 +436,9 @@ def main() -> int:
             f.write(json.dumps(span) + "\n")
     text, problems = report(done, metrics_text, spans, metrics_url, server_counts)
     degradation_text, degradation_problems = degradation_report(done, metrics_text)
-    text = f"{text}\n{degradation_text}{direct_text}"
-    problems = problems + degradation_problems + direct_problems + drill_problems
+    breakage_lines, breakage_problems = breakage_report.lines(metrics_text, done)
+    text = "\n".join((f"{text}\n{degradation_text}{direct_text}", "", *breakage_lines))
+    problems = problems + degradation_problems + direct_problems + breakage_problems + drill_problems
     print(text)
     print(f"Host log: {OUT.name}/host.log")
     print_fired_alerts(metrics_text)

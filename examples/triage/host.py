@@ -71,6 +71,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import agent_loop  # noqa: E402
 import otel_sampling as osm  # noqa: E402  # the small API for what no wrapper can see
 from otel_sampling.degradation import Degradation  # noqa: E402
 from scenario import (  # noqa: E402
@@ -658,8 +659,15 @@ async def main_async(checkpoints: bool = False) -> int:
         except Exception as e:  # noqa: BLE001 - could not connect, or the server died: reported
             failed = True
             log(f"{HTTP_SESSION}: session failed: {_describe_exception(e)}")
+        agent_tasks: list[dict[str, Any]] = []
+        try:  # the tool-using loop on the host's own LLM, its tools run on the ticket server
+            async with connect(host, "auto") as client:
+                agent_tasks = await agent_loop.run_tasks(llm, client)
+        except Exception as e:  # noqa: BLE001 - could not connect, or the server died: reported
+            failed = True
+            log(f"agent loop failed: {_describe_exception(e)}")
     log(f"done: {len(steps)} steps in {time.monotonic() - t0:.1f} s, spent ${host.spent_usd:.6f}")
-    print(json.dumps({"event": "scenario-done", "steps": steps}), flush=True)
+    print(json.dumps({"event": "scenario-done", "steps": steps, "agent_tasks": agent_tasks}), flush=True)
     return 1 if failed else 0
 
 

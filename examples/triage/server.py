@@ -151,6 +151,13 @@ async def summarize_with_deadline(
     return _describe(result)
 
 
+@server.tool(structured_output=False)
+async def open_incident(city: str) -> str:
+    """Open an incident for the site in ``city`` (a side effect: it pages the on-call)."""
+    log(f"open_incident: {city}")
+    return f"incident opened for {city}"
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":  # streamable HTTP on 127.0.0.1:PORT, path /mcp
         # stopped with SIGINT: uvicorn re-raises it after a graceful shutdown, and exit hooks run

@@ -75,6 +75,8 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_sampling import locks, names
 from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import HostTargets, Target
+from otel_sampling.records.run import current_run
+from otel_sampling.records.tool_repeats import note_host_tool_call
 from otel_sampling.rules.servers import stdio_endpoint, url_endpoint
 
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
@@ -339,6 +341,7 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
             return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
         call = guarded("note a tool call", _note_tool_call, state, instance, name)
+        guarded("note a repeated tool call", _note_repeat, state, instance, name, args, kwargs)
         token = guarded("continue a tool call's trace", continue_trace)
         try:
             return await wrapped(*args, **kwargs)
@@ -352,6 +355,24 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
                 guarded("forget a tool call", _forget_tool_call, state, instance, call)
 
     return wrapper
+
+
+def _note_repeat(state: Any, session: Any, name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The run's memory of the tool calls sent in it (``call_tool(name, arguments=None, ...)``, both
+    majors): a repeat is counted (:mod:`otel_sampling.records.tool_repeats`). Nothing outside a run.
+    The rounds of one input-required loop (each a ``call_tool`` with the same name and arguments)
+    are one call: only its first round is noted."""
+    if current_run() is None:
+        return
+    loop = tool_call.get()
+    if loop is not None:  # a 2026-07-28 loop sends its call again each round: one call, noted once
+        if loop.noted:
+            return
+        loop.noted = True
+    server = state.server_facts(session, state.connections.endpoint(session))
+    arguments = args[1] if len(args) > 1 else kwargs.get("arguments")
+    label = server.label if server.label is not None else server.name
+    note_host_tool_call(state.instruments, state.ledger.fingerprint_key, name, arguments, server.known_as, label)
 
 
 def _count_rejected_inputs(state: Any, session: Any, exc: Exception) -> None:
@@ -400,14 +421,16 @@ HTTP_MANAGER_TARGETS_V1 = (
 class ToolCall:
     """One tool call whose input-required loop is running: ``name`` (None when not a string),
     ``round_context``, the context of its last round's ``MCP send tools/call`` span, and
-    ``first_context``, its first round's (each None until the SDK made one)."""
+    ``first_context``, its first round's (each None until the SDK made one); ``noted``: the run's
+    memory of tool calls has seen it (its first round)."""
 
-    __slots__ = ("name", "round_context", "first_context")
+    __slots__ = ("name", "round_context", "first_context", "noted")
 
     def __init__(self, name: object) -> None:
         self.name = name if isinstance(name, str) else None
         self.round_context: otel_context.Context | None = None
         self.first_context: otel_context.Context | None = None
+        self.noted = False
 
 
 #: The tool call whose loop dispatches the request at hand (None: not inside one). The sampling

@@ -94,7 +94,10 @@ class Request(NamedTuple):
     span attributes the SDK module knows from the request (openai's ``openai.api.type``), and
     ``deployment``: the model asked for is the caller's name for a deployment (Azure OpenAI), not
     a model name, so the served model is not compared with it; ``client_fallback``: the reason a
-    client library's router made this call on a fallback model (LiteLLM), or None."""
+    client library's router made this call on a fallback model (LiteLLM), or None; ``effort``: the
+    reasoning effort asked for when the SDK module reads it itself (anthropic's thinking budget,
+    :func:`~otel_sampling.rules.effort.anthropic_effort`), else None: the
+    ``gen_ai.request.reasoning.level`` among ``attributes`` is the call's effort."""
 
     model: Any
     max_tokens: Any
@@ -104,6 +107,7 @@ class Request(NamedTuple):
     attributes: Mapping[str, Any] | None = None
     deployment: bool = False
     client_fallback: str | None = None
+    effort: str | int | None = None
 
 
 class ProviderState:
@@ -408,6 +412,9 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         extra_attributes=request.attributes,
         compare_models=not request.deployment,
         client_fallback=request.client_fallback,
+        effort=request.effort
+        if request.effort is not None or not request.attributes
+        else request.attributes.get(names.GEN_AI_REQUEST_REASONING_LEVEL),
     )
     call.activate()
     return call

@@ -277,6 +277,7 @@ class _State(ProviderState):
             return None
         module = type(instance).__module__
         provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
+        level = reasoning_level(body, "output_config", "effort")
         # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
         # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
         return Request(
@@ -285,8 +286,9 @@ class _State(ProviderState):
             kwargs.get("stream") is True,
             body,
             provider,
-            attributes=reasoning_level(body, "output_config", "effort") or None,
+            attributes=level or None,
             deployment=provider is not None,
+            effort=effort_of(body.get("thinking"), level.get(names.GEN_AI_REQUEST_REASONING_LEVEL)),
         )
 
     def input_content(self, body: Any) -> Content:
@@ -321,3 +323,21 @@ class AnthropicInstrumentor(TargetTableInstrumentor):
     targets = _TARGETS
     dependencies = ("anthropic >= 1.14, < 3",)
     state_class = _State
+
+
+def effort_of(thinking: object, level: object) -> str | int | None:
+    """A Messages request's effort (:mod:`otel_sampling.rules.effort`), from its ``thinking`` and
+    ``output_config.effort`` values: ``thinking.budget_tokens`` when thinking is enabled with a
+    budget (an int >= 0); else the level when it is a string; else 0 when thinking is disabled or
+    not asked for (left out, the SDK's body holds its omit sentinel, dropped as it sends; the API
+    takes only an object); else None (thinking of another type, such as adaptive thinking whose
+    budget the model decides, or an unreadable budget)."""
+    named = level if isinstance(level, str) else None
+    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    if kind is None or kind == "disabled":
+        return named if named is not None else 0
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+        if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0:
+            return budget
+    return named

@@ -60,6 +60,17 @@ def _share(part: str, whole: str) -> str:
     return f"({part} or vector(0)) / ({whole} > 0)"
 
 
+def _per_completed_run(config: MixinConfig, histogram: str, count_matcher: str = "") -> str:
+    """The mean per completed run of a per-run histogram over the dashboard's range, by job and mode:
+    its ``_sum`` over its ``_count`` (``count_matcher`` picks one point per run where a run records
+    several, one per token type)."""
+    done = matchers(**{m.RUN_OUTCOME: names.OUTCOME_COMPLETED})
+    by = f"{m.JOB}, {m.MODE}"
+    total = counted(f"{histogram}_sum{raw_selector(config, done)}", RANGE)
+    runs = counted(f"{histogram}_count{raw_selector(config, done, count_matcher)}", RANGE)
+    return f"sum by ({by}) ({total})\n/ (sum by ({by}) ({runs}) > 0)"
+
+
 def _good_ratio(good: float, ok: float) -> dash.ThresholdsConfig:
     return thresholds((None, "red"), (ok, "yellow"), (good, "green"))
 
@@ -88,6 +99,7 @@ def overview(config: MixinConfig) -> dash.Dashboard:
         """Low-traffic guard: a ratio is shown only with at least ``min_requests`` runs behind it."""
         return f"and on ({by}) sum by ({by}) ({r.runs}{{{JOB}{', ' + selector if selector else ''}}}) >= {n}"
 
+    one_per_run = matchers(**{m.TOKEN_TYPE: names.TOKEN_TYPE_INPUT})  # a run records a point per token type
     for panel in (
         stat_panel(
             f"Time in degraded mode ({w})",
@@ -145,6 +157,23 @@ def overview(config: MixinConfig) -> dash.Dashboard:
             "currencyUSD",
             decimals=3,
             no_value=small,
+        ),
+        stat_panel(
+            "Steps per completed run",
+            "Provider calls per completed run (agent.run.steps), per mode, over the selected range: a weaker "
+            "fallback takes more turns, and so can cost more per task though it is cheaper per token.",
+            [(_per_completed_run(config, m.AGENT_RUN_STEPS), f"{{{{{m.MODE}}}}}")],
+            "short",
+            decimals=1,
+            width=12,
+        ),
+        stat_panel(
+            "Tokens per completed run",
+            "Input and output tokens per completed run (agent.run.tokens), per mode, over the selected range.",
+            [(_per_completed_run(config, m.AGENT_RUN_TOKENS, one_per_run), f"{{{{{m.MODE}}}}}")],
+            "short",
+            decimals=0,
+            width=12,
         ),
     ):
         d = d.with_panel(panel)

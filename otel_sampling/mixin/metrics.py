@@ -40,6 +40,8 @@ SILENT_INCIDENTS = metric_name(names.METRIC_SILENT_INCIDENTS, names.UNIT_INCIDEN
 AGENT_RUNS = metric_name(names.METRIC_AGENT_RUNS, names.UNIT_RUN, counter=True)
 AGENT_RUN_COST = metric_name(names.METRIC_AGENT_RUN_COST, names.UNIT_USD, counter=True)
 AGENT_RUN_DURATION = metric_name(names.METRIC_AGENT_RUN_DURATION, names.UNIT_SECONDS)  # histogram
+AGENT_RUN_STEPS = metric_name(names.METRIC_AGENT_RUN_STEPS, names.UNIT_CALL)  # histogram
+AGENT_RUN_TOKENS = metric_name(names.METRIC_AGENT_RUN_TOKENS, names.UNIT_TOKEN)  # histogram
 EVALUATION_SCORE = metric_name(names.METRIC_EVALUATION_SCORE, names.UNIT_ONE)  # histogram
 CACHE_LOOKUPS = metric_name(names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, counter=True)
 DRILLS = metric_name(names.METRIC_DRILLS, names.UNIT_DRILL, counter=True)
@@ -81,6 +83,8 @@ HISTOGRAMS = (
     TOKEN_USAGE,
     EVALUATION_SCORE,
     AGENT_RUN_DURATION,
+    AGENT_RUN_STEPS,
+    AGENT_RUN_TOKENS,
 )
 GAUGES = (SAMPLING_IN_FLIGHT, DEGRADATION_ACTIVE, DEGRADATION_EXPIRED)
 COUNTERS = (

@@ -45,7 +45,14 @@ _TOP_LEVEL_KEYS: Final = (
 )
 # The keys of every scope table: [servers."<name>"], [servers."<name>".tools."<tool>"],
 # [runs."<name>"], [default].
-_SCOPE_KEYS: Final = ("primary_model", "permitted_models", "permitted_providers", "permitted_regions")
+_SCOPE_KEYS: Final = (
+    "primary_model",
+    "permitted_models",
+    "permitted_providers",
+    "permitted_regions",
+    "primary_effort",
+    "side_effect_tools",
+)
 _SERVER_KEYS: Final = (*_SCOPE_KEYS, "context_ceiling", "tools")
 _ENDPOINT_KEYS: Final = ("region",)
 # The key's name before semantic-conventions-genai #440 renamed cache creation to cache write; still read.
@@ -223,6 +230,8 @@ def _parse_scope(file: _File, key: KeyPath, raw: Any, ceiling: str | None = None
     permitted = file.optional(key, table, "permitted_models", schema.model_names)
     providers = file.optional(key, table, "permitted_providers", schema.provider_names)
     regions = file.optional(key, table, "permitted_regions", schema.regions)
+    effort = file.optional(key, table, "primary_effort", schema.effort)
+    side_effects = file.optional(key, table, "side_effect_tools", schema.tool_names)
     if primary is not None and permitted is not None and primary not in permitted:
         raise file.error((*key, "primary_model"), f"{primary!r} is not in permitted_models {list(permitted)!r}")
     return ServerPolicy(
@@ -231,6 +240,8 @@ def _parse_scope(file: _File, key: KeyPath, raw: Any, ceiling: str | None = None
         context_ceiling=ceiling,
         permitted_providers=providers,
         permitted_regions=regions,
+        primary_effort=effort,
+        side_effect_tools=side_effects,
     )
 
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from otel_sampling.names import DRILL_FAILURES, ENDING_COMPLETED, ENDINGS
+from otel_sampling.names import DRILL_FAILURES, EFFORT_LEVELS, ENDING_COMPLETED, ENDINGS
 from otel_sampling.policy._types import ALLOWED_CONTEXT_CEILINGS
 
 _T = TypeVar("_T")
@@ -133,6 +133,27 @@ def provider_names(value: Any) -> tuple[str, ...]:
 def regions(value: Any) -> tuple[str, ...]:
     """An array of :func:`region`."""
     return _strings(value, region)
+
+
+def tool_names(value: Any) -> tuple[str, ...]:
+    """An array of MCP tool names (``side_effect_tools``), each not empty or blank."""
+    return _strings(value, lambda item: _non_empty_string(item, "tool name"))
+
+
+def effort(value: Any) -> str | int:
+    """A ``primary_effort``: a level of :data:`otel_sampling.names.EFFORT_LEVELS` (case-sensitive,
+    as the providers' APIs take them), or a thinking budget in tokens, an integer above 0."""
+    if isinstance(value, str):
+        if value not in EFFORT_LEVELS:
+            raise Invalid(
+                f"must be one of {_listed(EFFORT_LEVELS)} or a thinking budget in tokens; got {short_repr(value)}"
+            )
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise Invalid(f"a thinking budget must be above 0 tokens; got {short_repr(value)}")
+        return value
+    raise Invalid(wrong_type("an effort level (a string) or a thinking budget in tokens (an integer)", value))
 
 
 def _non_empty_string(value: Any, what: str) -> str:

@@ -88,6 +88,13 @@ class ServerPolicy:
             included; ``None`` (the default) sets no boundary.
         permitted_regions: the boundary by region: regions (named in ``[endpoints]``) whose
             endpoints may serve them; an endpoint with no region is outside. ``None``: no boundary.
+        primary_effort: the reasoning effort its calls are meant to run at: a level of
+            :data:`otel_sampling.names.EFFORT_LEVELS` (``"high"``) or a thinking budget in tokens
+            (an int above 0); a call asking for less (same shape) is degraded, reason
+            ``reduced_effort``. ``None`` (the default): effort is not judged.
+        side_effect_tools: names of this server's tools that have side effects: the host calling
+            one again with the same arguments in one run is a ``repeated_side_effect`` violation.
+            ``None`` (the default): no tool is named.
     """
 
     primary_model: str | None = None
@@ -95,6 +102,8 @@ class ServerPolicy:
     context_ceiling: str | None = None
     permitted_providers: tuple[str, ...] | None = None
     permitted_regions: tuple[str, ...] | None = None
+    primary_effort: str | int | None = None
+    side_effect_tools: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

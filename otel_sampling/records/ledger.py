@@ -98,6 +98,15 @@ def fingerprint(params: Any, key: bytes) -> str:
     return hmac.digest(key, canonical.encode("utf-8", "surrogatepass"), "sha256").hex()[:32]
 
 
+def tool_call_fingerprint(name: str, arguments: Any, key: bytes) -> str:
+    """The identity of a ``tools/call`` under ``key``, made as :func:`fingerprint`'s: 32 hex
+    characters of HMAC-SHA-256 over the canonical JSON of ``{"arguments": ..., "name": ...}``
+    (``arguments`` None is ``{}``: the MCP spec makes them optional). Raises what ``json`` raises
+    for arguments it cannot encode (nested past the recursion limit; callers guard)."""
+    canonical = _CANONICAL.encode({"arguments": {} if arguments is None else arguments, "name": name})
+    return hmac.digest(key, canonical.encode("utf-8", "surrogatepass"), "sha256").hex()[:32]
+
+
 SERVER_KEY_MAX_LENGTH = 256
 
 

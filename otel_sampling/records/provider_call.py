@@ -46,6 +46,7 @@ from otel_sampling.metrics import (
     bound,
     clean,
     clean_texts,
+    otlp_int,
     recorded_in,
 )
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
@@ -112,6 +113,9 @@ class ProviderCall:
             fallback (False when ``request_model`` names a deployment, as on Azure OpenAI).
         client_fallback: the reason a client library's router made this call on a fallback model
             (``CallSummary.client_fallback``), or None.
+        effort: the reasoning effort it asked for (``CallSummary.effort``: a level, or a thinking
+            budget in tokens, which the span carries as ``otel_sampling.request.thinking.budget_tokens``),
+            or None.
     """
 
     __slots__ = (
@@ -137,6 +141,7 @@ class ProviderCall:
         "_served_model",
         "_named",
         "_client_fallback",
+        "_effort",
     )
 
     def __init__(
@@ -154,9 +159,11 @@ class ProviderCall:
         extra_attributes: Mapping[str, Any] | None = None,
         compare_models: bool = True,
         client_fallback: str | None = None,
+        effort: str | int | None = None,
     ) -> None:
         self._instruments = instruments
         self._client_fallback = client_fallback
+        self._effort = effort
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
         self._first_chunk: float | None = None
@@ -203,6 +210,8 @@ class ProviderCall:
                 attributes[names.GEN_AI_REQUEST_STREAM] = True
             if extra_attributes:
                 attributes.update(extra_attributes)
+            if type(effort) is int and effort > 0 and otlp_int(effort) is not None:  # thinking enabled
+                attributes[names.REQUEST_THINKING_BUDGET] = effort
             if server:
                 attributes[names.SERVER_ADDRESS] = clean(server[0], max_length)
                 if server[1] is not None:
@@ -294,6 +303,7 @@ class ProviderCall:
                 compare_models=self._compare_models,
                 named=tuple(dict.fromkeys((*self._named, *now.reasons))),  # distinct, first seen first
                 client_fallback=self._client_fallback,
+                effort=self._effort,
             )
             judged, violations = self._publish(summary)
             self._record_metrics(

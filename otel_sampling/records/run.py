@@ -24,10 +24,13 @@ open.
 A run is degraded if anything inside it was: a span that ended inside it with
 ``degradation.mode=degraded``, or a named degradation active at any moment while it was open.
 When it ends it records ``agent.runs``, ``agent.run.cost.usd`` (the priced provider calls inside
-it plus :func:`add_cost`; no point when a call inside reported tokens and had no price) and
-``agent.run.duration``. A run that ended degraded, or that contains a substitution outside
-policy, without an ``otel_sampling.disclose()`` call is a silent-degradation incident (a signal
-that never reaches the person is a record, not a control): span event
+it plus :func:`add_cost`; no point when a call inside reported tokens and had no price),
+``agent.run.duration``, ``agent.run.steps`` (the provider calls made inside it, failed ones
+included) and ``agent.run.tokens`` (their input and output tokens, by ``gen_ai.token.type``; no
+point for a type that a call which did not fail left unreported). A run that ended degraded, or
+that contains a substitution outside policy, without an ``otel_sampling.disclose()`` call is a
+silent-degradation incident (a signal that never reaches the person is a record, not a control):
+span event
 ``degradation.silent_incident`` and ``degradation.silent_incidents``, labelled with whether the
 host tracks disclosure at all (``degradation.disclosure.tracked``: it called ``disclose()`` in this
 process, or ``OTEL_SAMPLING_DISCLOSURE_TRACKED=true``), so that only a host that does is paged.
@@ -80,6 +83,11 @@ MAX_REASONS = 16  # distinct degradation reasons remembered per run
 MAX_NESTING = 64  # runs the scope rule walks outward through (a run nested deeper reads the first 64)
 _AGENT_OPERATIONS = frozenset(names.AGENT_OPERATIONS)
 
+_TOKEN_TYPES = (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT)
+
+#: Distinct tool-call fingerprints a run remembers (32 characters each: at most about 12 KB a run).
+MAX_TOOL_CALLS = 128
+
 #: Runs tracked at once (a root span that never ends must not grow memory).
 MAX_OPEN_RUNS = 4096
 
@@ -117,6 +125,10 @@ class Run:
         "_disclosed",
         "_cost",
         "_unpriced",
+        "_steps",
+        "_tokens",
+        "_tokens_unknown",
+        "_tool_calls",
         "_outcome",
         "_request_outcomes",
         "_ended",
@@ -153,6 +165,10 @@ class Run:
         self._disclosed = False
         self._cost = 0.0
         self._unpriced = False  # a call inside reported tokens and had no price: the run's cost is unknown
+        self._steps = 0  # provider calls made inside it (failed ones included: each was a turn asked for)
+        self._tokens = [0, 0]  # input, output tokens of those calls
+        self._tokens_unknown = [False, False]  # a call that served reported no input / output count
+        self._tool_calls: set[str] | None = None  # fingerprints of the tool calls sent in it (made at the first)
         self._outcome: str | None = None
         # request_run_outcome() of the sampling requests that ended inside it (at most the three OUTCOMES)
         self._request_outcomes: set[str] = set()
@@ -277,6 +293,17 @@ class Run:
                 self._cost += call.usd
             elif call.usage.input_tokens is not None or call.usage.output_tokens is not None:
                 self._unpriced = True
+            self._steps += 1
+            usage, tokens = call.usage, self._tokens
+            # A failed call that reports no count used nothing we know of; a call that served did.
+            if usage.input_tokens is not None:
+                tokens[0] += usage.input_tokens
+            elif not call.failed:
+                self._tokens_unknown[0] = True
+            if usage.output_tokens is not None:
+                tokens[1] += usage.output_tokens
+            elif not call.failed:
+                self._tokens_unknown[1] = True
             served = call.ending.error_type is None
             if served:
                 self.last_served = (call.served or call.requested, call.provider, call.region)
@@ -321,6 +348,23 @@ class Run:
         with self._lock:
             self._cost += earlier._cost
             self._unpriced = self._unpriced or earlier._unpriced
+
+    def note_tool_call(self, fingerprint: str) -> bool:
+        """The host sent a tool call with this fingerprint
+        (:func:`~otel_sampling.records.ledger.tool_call_fingerprint`) inside the run: True when an
+        earlier one in the run had the same. The first ``MAX_TOOL_CALLS`` distinct fingerprints are
+        remembered; a later new one is not (a repeat of it goes unseen), so a run's memory is bounded."""
+        with self._lock:
+            if self._ended:
+                return False
+            seen = self._tool_calls
+            if seen is None:
+                seen = self._tool_calls = set()
+            if fingerprint in seen:
+                return True
+            if len(seen) < MAX_TOOL_CALLS:
+                seen.add(fingerprint)
+            return False
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, degraded={self.degraded}, disclosed={self._disclosed})"
@@ -710,6 +754,12 @@ def _record(
     if not ended._unpriced:
         telemetry.run_cost.add(ended.cost_usd, base, context=context)
     telemetry.run_duration.record(duration_s, base, context=context)
+    # Steps and tokens per run, beside its cost: a weaker model takes more turns. A token type a
+    # call that served did not report is unknown for the run: no point (a sum would read low).
+    telemetry.run_steps.record(ended._steps, base, context=context)
+    for token_type, count, unknown in zip(_TOKEN_TYPES, ended._tokens, ended._tokens_unknown, strict=True):
+        if not unknown:
+            telemetry.run_tokens.record(count, {**base, names.GEN_AI_TOKEN_TYPE: token_type}, context=context)
 
     if span is not None and span.is_recording():
         attributes: dict[str, Any] = {

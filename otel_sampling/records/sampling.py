@@ -186,6 +186,7 @@ class SamplingRecord:
             self._policy.primary_model if self._policy is not None else None,
             self._policy is not None,
             f"{SCOPE_SERVER}:{policy_name}" if policy_name is not None else None,
+            self._policy.primary_effort if self._policy is not None else None,
         )
         # The named degradations around it as it starts (none, the common case, asks for nothing).
         self._named = () if state.calm and not state.canary.get() else state.active_reasons()

@@ -75,7 +75,7 @@ def scope(scope_label: str, table: ServerPolicy) -> Scope:
     return Scope(
         scope_label,
         table,
-        Reference((), table.permitted_models, table.primary_model, True, scope_label),
+        Reference((), table.permitted_models, table.primary_model, True, scope_label, table.primary_effort),
     )
 
 

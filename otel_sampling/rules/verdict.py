@@ -29,6 +29,10 @@ first match wins for the unit's own reason:
                        one the policy permits (``within_policy``, or off the primary)
 =====================  ====================================================================
 
+A call that asked for less reasoning effort than its scope's ``primary_effort``
+(:mod:`otel_sampling.rules.effort`) is also ``reduced_effort``, after its own reason: cutting the
+thinking budget is a degradation as a model swap is.
+
 A client library's router can say why it made a call on a fallback model
 (``CallSummary.client_fallback``: a LiteLLM Router hop): ``failover`` after an outage, or
 ``context_window_fallback`` / ``content_policy_fallback`` when the request did not fit the first
@@ -110,6 +114,7 @@ from typing import Any, NamedTuple
 
 from otel_sampling import names
 from otel_sampling.policy import Price
+from otel_sampling.rules.effort import Effort, below_primary
 from otel_sampling.rules.values import Ending, Usage, clean_usage
 
 # ---------------------------------------------------------------------- substitution
@@ -281,6 +286,8 @@ class CallSummary(NamedTuple):
         client_fallback: the reason a client library's router gives for making this call on a
             fallback model (a LiteLLM Router hop: ``failover``, ``context_window_fallback``,
             ``content_policy_fallback``), or None: the call is its first choice.
+        effort: the reasoning effort it asked for (:mod:`otel_sampling.rules.effort`: a level, or
+            a thinking budget in tokens), or None: it stated none.
     """
 
     provider: str
@@ -295,6 +302,7 @@ class CallSummary(NamedTuple):
     compare_models: bool = True
     named: tuple[str, ...] = ()
     client_fallback: str | None = None
+    effort: Effort | None = None
 
     @property
     def failed(self) -> bool:
@@ -305,13 +313,14 @@ class Reference(NamedTuple):
     """What a unit is judged against: the server's hints, and the policy scope covering it
     (``covered``; ``permitted`` None: it names no permitted models, every model is permitted);
     ``scope``: that scope's ``otel_sampling.policy.scope`` (:mod:`otel_sampling.rules.scopes`), None
-    without one."""
+    without one; ``primary_effort``: the scope's ``primary_effort``, None: effort is not judged."""
 
     hints: tuple[str, ...] = ()
     permitted: tuple[str, ...] | None = None
     primary: str | None = None
     covered: bool = False
     scope: str | None = None
+    primary_effort: Effort | None = None
 
 
 NO_POLICY = Reference()
@@ -398,7 +407,9 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     A failed call has no reason of its own; a call whose ``requested`` names a deployment is judged
     only by its failures, fallbacks and named degradations. Its substitution is judged whatever its
     own reason (a failover onto a model the policy does not permit is ``failover`` and
-    ``outside_policy``).
+    ``outside_policy``). A call that did not fail and asked for less effort than the scope's primary
+    effort (:func:`~otel_sampling.rules.effort.below_primary`) is also ``reduced_effort``, after its
+    own reason (a fallback that also thinks less is both).
     """
     own: str | None = None
     judged = names.SUBSTITUTION_NONE if call.failed else names.SUBSTITUTION_UNJUDGED
@@ -414,7 +425,13 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
         own = names.REASON_FAILOVER
     elif served is not None:
         own = _own_reason(judged, served, reference.primary)
+    primary_effort = reference.primary_effort
+    if primary_effort is not None and not call.failed and below_primary(call.effort, primary_effort):
+        return CallVerdict(*_verdict(own, _REDUCED_EFFORT, call.named), judged, reference.scope)
     return CallVerdict(*_verdict(own, call.named), judged, reference.scope)
+
+
+_REDUCED_EFFORT = (names.REASON_REDUCED_EFFORT,)
 
 
 # A client router's fallbacks for the request's fit, not for an outage (LiteLLM Router

@@ -71,7 +71,7 @@ class TestWhichScope:
         found = scope_of(EVERY_TABLE, (SUMMARISE,))
         assert found is not None
         assert TOOL_TABLE is found.policy
-        assert ((), None, "tool-model", True, "tool:tickets/summarise") == found.reference
+        assert ((), None, "tool-model", True, "tool:tickets/summarise", None) == found.reference
 
 
 @pytest.mark.parametrize(

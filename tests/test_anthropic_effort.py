@@ -1,0 +1,30 @@
+"""The effort an anthropic Messages request asks for (``otel_sampling.instrumentation.anthropic.effort_of``),
+as :mod:`otel_sampling.rules.effort` compares it: ``thinking`` is ``{"type": "enabled", "budget_tokens": n}``
+or ``{"type": "disabled"}`` (off when absent), ``output_config.effort`` a level (Anthropic's
+"Extended thinking" and "Effort" pages)."""
+
+from __future__ import annotations
+
+import pytest
+
+from otel_sampling.instrumentation.anthropic import effort_of
+
+
+class TestAnthropicEffort:
+    @pytest.mark.parametrize(
+        ("thinking", "level", "effort"),
+        [
+            ({"type": "enabled", "budget_tokens": 4096}, None, 4096),
+            ({"type": "enabled", "budget_tokens": 4096}, "high", 4096),  # the budget is what is cut
+            ({"type": "disabled"}, None, 0),
+            (None, None, 0),  # extended thinking is off unless enabled
+            (None, "low", "low"),
+            ({"type": "disabled"}, "medium", "medium"),
+            ({"type": "adaptive"}, None, None),  # the model decides the budget
+            ({"type": "enabled", "budget_tokens": "4096"}, None, None),  # unreadable
+            ({"type": "enabled", "budget_tokens": True}, None, None),
+            (object(), None, 0),  # the SDK's omit sentinel: not asked for
+        ],
+    )
+    def test_a_messages_requests_effort(self, thinking, level, effort):
+        assert effort_of(thinking, level) == effort
