@@ -462,7 +462,7 @@ ENV_PRICE_SOURCE: Final = "OTEL_SAMPLING_PRICE_SOURCE"  # PRICE_SOURCE_GENAI_PRI
 PRICE_SOURCE_NONE: Final = "none"  # no price source: only the policy's [prices] table prices calls
 ENV_SERVED_MODEL_HEADERS: Final = "OTEL_SAMPLING_SERVED_MODEL_HEADERS"  # headers naming a gateway's served model
 
-# ---------------------------------------------------------------- what the fallback breaks: tool calls, structured output, truncation
+# ---------------------------------------------------------------- what the fallback breaks (tool calls, truncation)
 # Per provider call, from its request (the tools offered, the structured output asked for) and its
 # answer (the tool calls the model made, the text it answered with, its finish reason); counts and
 # closed value sets only, never arguments or text (docs/telemetry.md, "What the fallback breaks").

@@ -44,7 +44,9 @@ from otel_sampling.metrics import (
     recorded_in,
 )
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
+from otel_sampling.records import call_signals
 from otel_sampling.records import run as run_records
+from otel_sampling.records.call_signals import NO_SIGNALS, CallChecks, Signals
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.rules import endings, verdict
 from otel_sampling.rules.endings import answer_ending
@@ -131,6 +133,7 @@ class ProviderCall:
         "_served_model",
         "_named",
         "_client_fallback",
+        "checks",
     )
 
     def __init__(
@@ -151,6 +154,9 @@ class ProviderCall:
     ) -> None:
         self._instruments = instruments
         self._client_fallback = client_fallback
+        # What the request asked for and its answer held (records/call_signals.py): set by the
+        # wrappers for a call that offered tools or asked for structured output, else None.
+        self.checks: CallChecks | None = None
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
         self._first_chunk: float | None = None
@@ -267,9 +273,13 @@ class ProviderCall:
 
         judged = CallVerdict(names.MODE_PRIMARY, ())
         priced = None
+        signals = NO_SIGNALS
         now = state.around()
         try:
             priced = self._cost(response_model, usage)
+            signals = call_signals.judge(
+                self.checks, response, usage.input_tokens, self._window(response_model, usage.input_tokens)
+            )
             settings = self._instruments.settings
             endpoint = settings.policy.endpoints.get(self._server_address) if self._server_address else None
             summary = CallSummary(
@@ -288,10 +298,17 @@ class ProviderCall:
             )
             judged = self._publish(summary)
             self._record_metrics(
-                duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill
+                duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill, signals
             )
         finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, judged, error_type, ending, priced)
+            self._end_span(response, usage, judged, error_type, ending, priced, signals)
+
+    def _window(self, response_model: str | None, input_tokens: int | None) -> int | None:
+        """The served model's context window, from the price source (None: unknown, or nothing to divide)."""
+        source = self._instruments.settings.price_source
+        if source is None or response_model is None or input_tokens is None:
+            return None
+        return source.context_window(self._provider, response_model)
 
     def _publish(self, summary: CallSummary) -> CallVerdict:
         """Tell the call's scope what it did, in one call; its verdict comes back."""
@@ -328,6 +345,7 @@ class ProviderCall:
         error_type: str | None,
         ending: str,
         priced: verdict.Cost | None,
+        signals: Signals = NO_SIGNALS,
     ) -> None:
         instruments = self._instruments
         span = self._span
@@ -355,6 +373,8 @@ class ProviderCall:
                     attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
                     attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
                     attributes[names.COST_PRICE_SOURCE] = priced.source
+                if signals is not NO_SIGNALS:
+                    attributes.update(call_signals.span_attributes(signals))
                 if error_type is not None:
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
@@ -382,6 +402,7 @@ class ProviderCall:
         ending: str,
         usd: float | None,
         drill: dict[str, str],
+        signals: Signals = NO_SIGNALS,
     ) -> None:
         instruments = self._instruments
         context = recorded_in(self._span)
@@ -424,6 +445,8 @@ class ProviderCall:
         elif usage.input_tokens is not None or usage.output_tokens is not None:
             # token counts and no price: the model the operator has to price (the policy's [prices])
             instruments.unpriced.add(1, priced_by, context=context)
+        if signals is not NO_SIGNALS:
+            call_signals.record(instruments.signals, signals, priced_by, context)
 
 
 class _Scope(Protocol):

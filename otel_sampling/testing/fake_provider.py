@@ -115,8 +115,15 @@ SCENARIOS: dict[str, str] = {
     "candidates=<n>": "Gemini, not streamed: n candidates (at most 100,000), each with its finishReason",
     "tool": "the model calls a tool (anthropic tool_use block, openai tool_calls, Responses a function_call "
     "output item)",
+    "tool_name=<n>": "with tool: the model calls tool <n> (default get_weather), offered or not",
+    "tool_args=<a>": "with tool: the arguments are bad_json (not JSON: a cut object; anthropic: input is that "
+    'string), missing (the object {}, no city) or wrong_type ({"city": 42}); default {"city": "Paris"}',
+    "json=<j>": 'the output text is JSON (streamed in two deltas): valid {"city": "Paris"}, bad_json (a cut '
+    'object), mismatch {"town": 42}',
+    "context_length": "HTTP 400, the provider's context-length error (anthropic invalid_request_error "
+    '"prompt is too long: ..."; openai code context_length_exceeded)',
     "text=<w1+w2+...>": "the output text, words separated by +",
-    "length": 'openai: finish_reason="length"; Responses status="incomplete" '
+    "length": 'anthropic stop_reason="max_tokens"; openai: finish_reason="length"; Responses status="incomplete" '
     '(incomplete_details.reason="max_output_tokens", event response.incomplete); Gemini finishReason="MAX_TOKENS"',
     "no_model": "openai Chat Completions, not streamed: a body without model",
     "failed": 'openai Responses: status="failed" with error.code="server_error" (streamed: a '
@@ -200,7 +207,27 @@ def _long_model(sc: dict[str, str]) -> str | None:
     return "m" * int(sc["long_model"]) if "long_model" in sc else None
 
 
+_TOOL_ARGUMENTS = {"missing": {}, "wrong_type": {"city": 42}}
+_BAD_JSON = '{"city": "Par'
+_JSON_TEXTS = {"valid": '{"city": "Paris"}', "bad_json": _BAD_JSON, "mismatch": '{"town": 42}'}
+
+
+def _tool_call(sc: dict[str, str]) -> tuple[str, object]:
+    """The name and arguments (an object, or ``_BAD_JSON`` text) of the scenario's tool call."""
+    args = sc.get("tool_args", "")
+    return sc.get("tool_name") or "get_weather", (
+        _BAD_JSON if args == "bad_json" else _TOOL_ARGUMENTS.get(args, {"city": "Paris"})
+    )
+
+
+def _arguments_text(arguments: object) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
 def _words(sc: dict[str, str]) -> list[str]:
+    if sc.get("json") in _JSON_TEXTS:
+        text = _JSON_TEXTS[sc["json"]]
+        return [text[:5], text[5:]]
     text = sc.get("text", DEFAULT_TEXT).replace("+", " ")
     parts = text.split(" ")
     return [p if i == 0 else " " + p for i, p in enumerate(parts)]
@@ -385,6 +412,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------ errors
     def _maybe_error(self, sc: dict[str, str], retry_count: int, provider: str, model: object) -> bool:
+        if "context_length" in sc and provider != "gemini":
+            self._context_length_error(provider)
+            return True
         if "status" not in sc and "error_200" not in sc:
             return False
         if "fail_first" in sc and retry_count >= int(sc["fail_first"]):
@@ -412,6 +442,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(status, body, headers)
         return True
 
+    def _context_length_error(self, provider: str) -> None:
+        """The 400 each provider answers a request whose input does not fit the model's window with."""
+        if provider == "anthropic":
+            req_id = _id("req_")
+            message = "prompt is too long: 210000 tokens > 200000 maximum"
+            body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+            self._send_json(400, dict(body, request_id=req_id), {"request-id": req_id})
+            return
+        message = (
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in "
+            "130000 tokens. Please reduce the length of the messages."
+        )
+        error = {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+        self._send_json(400, {"error": error}, {"x-request-id": _id("req_")})
+
     # ------------------------------------------------------------------ anthropic
     @staticmethod
     def _anthropic_usage(sc: dict[str, str], output_tokens: int) -> dict[str, Any]:
@@ -434,7 +484,15 @@ class _Handler(BaseHTTPRequestHandler):
         requested = body.get("model") or "claude-fake"
         served = sc.get("fallback") or sc.get("served_model") or _long_model(sc) or requested
         words = _words(sc)
-        stop_reason = "refusal" if "refusal" in sc else ("tool_use" if "tool" in sc else "end_turn")
+        stop_reason = (
+            "refusal"
+            if "refusal" in sc
+            else "max_tokens"
+            if "length" in sc
+            else "tool_use"
+            if "tool" in sc
+            else "end_turn"
+        )
         usage = self._anthropic_usage(sc, len(words))
         if "fallback" in sc:
             usage["iterations"] = [
@@ -467,7 +525,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         content.append({"type": "text", "text": "".join(words)})
         if "tool" in sc:
-            content.append({"type": "tool_use", "id": _id("toolu_"), "name": "get_weather", "input": {"city": "Paris"}})
+            tool_name, tool_input = _tool_call(sc)
+            content.append({"type": "tool_use", "id": _id("toolu_"), "name": tool_name, "input": tool_input})
         msg: dict[str, Any] = {
             "id": _id("msg_"),
             "type": "message",
@@ -544,7 +603,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {
                     "type": "content_block_delta",
                     "index": idx,
-                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool["input"])},
+                    "delta": {"type": "input_json_delta", "partial_json": _arguments_text(tool["input"])},
                 },
                 "content_block_delta",
             )
@@ -627,11 +686,12 @@ class _Handler(BaseHTTPRequestHandler):
             "x-ratelimit-remaining-tokens": "100000",
             **_gateway_headers(sc),
         }
+        tool_name, tool_args = _tool_call(sc)
         tool_calls = [
             {
                 "id": _id("call_"),
                 "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                "function": {"name": tool_name, "arguments": _arguments_text(tool_args)},
             }
         ]
         base = {
@@ -701,11 +761,18 @@ class _Handler(BaseHTTPRequestHandler):
             ):
                 return
             self._event(sc, chunk([{"index": 0, "delta": {"content": w}, "logprobs": None, "finish_reason": None}]))
-        if "tool" in sc:
-            tc = dict(tool_calls[0], index=0)
-            self._event(
-                sc, chunk([{"index": 0, "delta": {"tool_calls": [tc]}, "logprobs": None, "finish_reason": None}])
-            )
+        if "tool" in sc:  # as openai streams a call: its id and name first, then its arguments in pieces
+            function = tool_calls[0]["function"]
+            arguments = function["arguments"]
+            first = dict(tool_calls[0], index=0, function={"name": function["name"], "arguments": ""})
+            pieces = [
+                {"index": 0, "function": {"arguments": arguments[:6]}},
+                {"index": 0, "function": {"arguments": arguments[6:]}},
+            ]
+            for tc in (first, *pieces):
+                self._event(
+                    sc, chunk([{"index": 0, "delta": {"tool_calls": [tc]}, "logprobs": None, "finish_reason": None}])
+                )
         self._event(sc, chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}]))
         if include_usage:
             self._event(sc, chunk([], self._openai_usage(sc, len(words))))
@@ -737,13 +804,14 @@ class _Handler(BaseHTTPRequestHandler):
         }
         outputs = [item]
         if "tool" in sc:
+            tool_name, tool_args = _tool_call(sc)
             outputs.append(
                 {
                     "type": "function_call",
                     "id": _id("fc_"),
                     "call_id": _id("call_"),
-                    "name": "get_weather",
-                    "arguments": '{"city": "Paris"}',
+                    "name": tool_name,
+                    "arguments": _arguments_text(tool_args),
                     "status": "completed",
                 }
             )

@@ -99,7 +99,9 @@ SCHEMA = Asked({}, structured=True, schema=WEATHER)
         (('{"city": "Paris"}', '{"city": 1}'), names.STRUCTURED_OUTPUT_SCHEMA_MISMATCH),  # any choice
     ],
 )
-def test_structured_output_must_parse_and_satisfy_the_schema(texts: tuple[str | None, ...], failure: str | None) -> None:
+def test_structured_output_must_parse_and_satisfy_the_schema(
+    texts: tuple[str | None, ...], failure: str | None
+) -> None:
     assert structured_failure(SCHEMA, Answer(texts=texts)) == (True, failure)
 
 
