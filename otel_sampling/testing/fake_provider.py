@@ -687,7 +687,7 @@ class _Handler(BaseHTTPRequestHandler):
             **_gateway_headers(sc),
         }
         tool_name, tool_args = _tool_call(sc)
-        tool_calls = [
+        tool_calls: list[dict[str, Any]] = [
             {
                 "id": _id("call_"),
                 "type": "function",
