@@ -9,8 +9,7 @@ answers a result with ``isError: true``; an unknown tool or invalid arguments a 
 from __future__ import annotations
 
 import anyio
-from mcp import Client
-from mcp import types
+from mcp import Client, types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
