@@ -56,7 +56,9 @@ OPENAI_KEYS: Final = frozenset({"tools", "response_format", "text", "tool_choice
 
 
 def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+    """``obj[key]`` of a JSON object, ``obj.key`` of an SDK model (a dict by its type: an ABC check
+    costs more than the read)."""
+    return obj.get(key) if issubclass(type(obj), dict) else getattr(obj, key, None)
 
 
 def _list(value: Any) -> list[Any] | tuple[Any, ...]:
@@ -199,8 +201,8 @@ class _AnthropicStream:
 
 # ---------------------------------------------------------------------- openai answers
 def _chat_tool_call(call: Any) -> ToolCall:
-    custom = _get(call, "custom")
-    if _get(call, "type") == "custom" or (custom is not None and _get(call, "function") is None):
+    if _get(call, "type") == "custom":  # free text input: its name only
+        custom = _get(call, "custom")
         return ToolCall(_get(custom, "name"), _get(custom, "input"), checked=False)
     function = _get(call, "function")
     return ToolCall(_get(function, "name"), _get(function, "arguments"))

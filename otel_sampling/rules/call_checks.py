@@ -235,8 +235,8 @@ def conforms(schema: object, value: object) -> bool:
     return _conforms(schema, value, 0, [MAX_SCHEMA_NODES])
 
 
-def _conforms(schema: object, value: object, depth: int, budget: list[int]) -> bool:
-    if not isinstance(schema, Mapping) or depth > MAX_SCHEMA_DEPTH:
+def _conforms(schema: Any, value: object, depth: int, budget: list[int]) -> bool:
+    if not issubclass(type(schema), dict) or depth > MAX_SCHEMA_DEPTH:  # (an ABC check costs more)
         return True
     budget[0] -= 1
     if budget[0] < 0:
@@ -248,7 +248,7 @@ def _conforms(schema: object, value: object, depth: int, budget: list[int]) -> b
         return _object_conforms(schema, value, depth, budget)
     if isinstance(value, list):
         items = schema.get("items")
-        return not isinstance(items, Mapping) or all(_conforms(items, item, depth + 1, budget) for item in value)
+        return not issubclass(type(items), dict) or all(_conforms(items, item, depth + 1, budget) for item in value)
     return True
 
 
@@ -256,8 +256,8 @@ def _object_conforms(schema: Mapping[str, Any], value: dict[Any, Any], depth: in
     required = schema.get("required")
     if isinstance(required, list) and any(isinstance(key, str) and key not in value for key in required):
         return False
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
+    properties: Any = schema.get("properties")
+    if not issubclass(type(properties), dict):
         return True
     if schema.get("additionalProperties") is False and any(key not in properties for key in value):
         return False
