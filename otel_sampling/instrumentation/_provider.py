@@ -418,10 +418,16 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         compare_models=not request.deployment,
         client_fallback=request.client_fallback,
     )
-    if not state.ask_keys.isdisjoint(request.body):  # the one check of a call with no tools nor schema
+    if not state.ask_keys.isdisjoint(request.body) and _asks(state.ask_keys, request.body):
         call.checks = guarded("read what a provider call asked for", state.checks_of, request.body)
     call.activate()
     return call
+
+
+def _asks(keys: frozenset[str], body: Mapping[str, Any]) -> bool:
+    """Whether ``body`` gives one of ``keys`` a JSON object or array: a body may carry an argument
+    the caller left out as the SDK's sentinel (anthropic's ``omit``), so a key alone says nothing."""
+    return any(isinstance(body.get(key), (list, dict)) for key in keys)
 
 
 def _drill_error(

@@ -6,9 +6,9 @@ A call that offered tools or asked for structured output carries a :class:`CallC
 start (the SDK module reads the :class:`~otel_sampling.rules.call_checks.Asked` of the request;
 a call that asked for neither carries none, and costs one check); its answer, once read, is handed
 to it (:meth:`CallChecks.answered`), and a failure that says the context did not fit marks it
-(:meth:`CallChecks.context_too_long`). As the call ends, :func:`judge` decides
-(:mod:`otel_sampling.rules.call_checks`) and :func:`record` / :func:`span_attributes` emit: counts
-and closed values only, never arguments or text.
+(:meth:`CallChecks.context_too_long`). As the call ends,
+:func:`otel_sampling.rules.call_checks.judge` decides and :func:`record` emits the metric points
+and the span attributes: counts and closed values only, never arguments or text.
 
 Metric points (each with the call's ``gen_ai.provider.name``, ``gen_ai.response.model`` (bounded),
 ``degradation.mode`` and drill labels):
@@ -25,15 +25,13 @@ Metric points (each with the call's ``gen_ai.provider.name``, ``gen_ai.response.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from opentelemetry.context import Context
 
 from otel_sampling import names
 from otel_sampling.metrics import SignalInstruments
-from otel_sampling.rules import call_checks
-from otel_sampling.rules.call_checks import NOTHING_ASKED, NOTHING_CHECKED, Answer, Asked, Checked
-from otel_sampling.rules.values import Response
+from otel_sampling.rules.call_checks import NOTHING_ASKED, Answer, Asked, Signals
 
 
 class CallChecks:
@@ -56,40 +54,10 @@ class CallChecks:
         self.context_length = True
 
 
-class Signals(NamedTuple):
-    """The outcome for one call: its checks, truncation kind (or None), and context utilization (or None)."""
-
-    checked: Checked
-    asked: Asked
-    truncation: str | None
-    utilization: float | None
-
-
-NO_SIGNALS = Signals(NOTHING_CHECKED, NOTHING_ASKED, None, None)
-
-
-def judge(
-    checks: CallChecks | None, response: Response | None, input_tokens: int | None, window: int | None
-) -> Signals:
-    """The call's signals: its answer checked when it holds one (not an error body, not a refusal)."""
-    truncation = call_checks.truncation(
-        response.finish_reasons if response is not None else (), checks is not None and checks.context_length
-    )
-    utilization = call_checks.utilization(input_tokens, window) if window is not None else None
-    if checks is None:
-        if truncation is None and utilization is None:
-            return NO_SIGNALS  # the common call: nothing to record
-        return Signals(NOTHING_CHECKED, NOTHING_ASKED, truncation, utilization)
-    answer = checks.answer
-    readable = answer is not None and response is not None and response.error_type is None and not response.refusal
-    checked = call_checks.check(checks.asked, answer) if readable and answer is not None else NOTHING_CHECKED
-    return Signals(checked, checks.asked, truncation, utilization)
-
-
-def span_attributes(signals: Signals) -> dict[str, Any]:
-    """The chat span's attributes of ``signals``: the tool-call counts where tools were offered,
-    whether structured output was asked for and how it failed, the truncation kind, the utilization."""
-    attributes: dict[str, Any] = {}
+def span_attributes(signals: Signals, attributes: dict[str, Any]) -> None:
+    """Add the chat span's attributes of ``signals`` to ``attributes``: the tool-call counts where
+    tools were offered, whether structured output was asked for and how it failed, the truncation
+    kind, the utilization."""
     checked = signals.checked
     if signals.asked.tools:
         attributes[names.TOOL_CALL_COUNT] = checked.tool_calls
@@ -103,11 +71,19 @@ def span_attributes(signals: Signals) -> dict[str, Any]:
         attributes[names.TRUNCATION_KIND] = signals.truncation
     if signals.utilization is not None:
         attributes[names.CONTEXT_UTILIZATION] = signals.utilization
-    return attributes
 
 
-def record(instruments: SignalInstruments, signals: Signals, labels: dict[str, Any], context: Context) -> None:
-    """Add the call's points (the module docstring); ``labels``: the call's metric labels."""
+def record(
+    instruments: SignalInstruments,
+    signals: Signals,
+    labels: dict[str, Any],
+    context: Context,
+    span_attributes_into: dict[str, Any],
+) -> None:
+    """Put the span attributes of ``signals`` in ``span_attributes_into``, then add the call's points
+    (the module docstring); ``labels``: the call's metric labels. One call for both: each call into
+    another module is a step on the provider call's path."""
+    span_attributes(signals, span_attributes_into)
     checked = signals.checked
     if checked.tool_calls:
         instruments.tool_calls.add(checked.tool_calls, labels, context=context)

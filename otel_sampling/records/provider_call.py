@@ -46,9 +46,10 @@ from otel_sampling.metrics import (
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
 from otel_sampling.records import call_signals
 from otel_sampling.records import run as run_records
-from otel_sampling.records.call_signals import NO_SIGNALS, CallChecks, Signals
+from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.records.failover import FailoverTracker
-from otel_sampling.rules import endings, verdict
+from otel_sampling.rules import call_checks, endings, verdict
+from otel_sampling.rules.call_checks import NO_SIGNALS, Signals
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
 from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
@@ -274,12 +275,11 @@ class ProviderCall:
         judged = CallVerdict(names.MODE_PRIMARY, ())
         priced = None
         signals = NO_SIGNALS
+        signal_attributes: dict[str, Any] = {}
         now = state.around()
         try:
             priced = self._cost(response_model, usage)
-            signals = call_signals.judge(
-                self.checks, response, usage.input_tokens, self._window(response_model, usage.input_tokens)
-            )
+            signals = self._signals(response, usage.input_tokens)
             settings = self._instruments.settings
             endpoint = settings.policy.endpoints.get(self._server_address) if self._server_address else None
             summary = CallSummary(
@@ -297,18 +297,35 @@ class ProviderCall:
                 client_fallback=self._client_fallback,
             )
             judged = self._publish(summary)
-            self._record_metrics(
-                duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill, signals
+            labels, context = self._record_metrics(
+                duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill
             )
+            if signals is not NO_SIGNALS:  # the call's signals: their points, and their span attributes
+                call_signals.record(self._instruments.signals, signals, labels, context, signal_attributes)
         finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, judged, error_type, ending, priced, signals)
+            self._end_span(response, usage, judged, error_type, ending, priced, signal_attributes)
 
-    def _window(self, response_model: str | None, input_tokens: int | None) -> int | None:
-        """The served model's context window, from the price source (None: unknown, or nothing to divide)."""
+    def _signals(self, response: Response | None, input_tokens: int | None) -> Signals:
+        """What the call shows (:func:`otel_sampling.rules.call_checks.judge`): its checks against
+        what it asked, its truncation, its context utilization (the served model's window from the
+        price source)."""
+        checks = self.checks
         source = self._instruments.settings.price_source
-        if source is None or response_model is None or input_tokens is None:
-            return None
-        return source.context_window(self._provider, response_model)
+        model = response.model if response is not None else None
+        window = (
+            source.context_window(self._provider, model)
+            if source is not None and model is not None and input_tokens is not None
+            else None
+        )
+        readable = response is not None and response.error_type is None and not response.refusal
+        return call_checks.judge(
+            checks.asked if checks is not None else None,
+            checks.answer if checks is not None and readable else None,
+            checks is not None and checks.context_length,
+            response.finish_reasons if response is not None else (),
+            input_tokens,
+            window,
+        )
 
     def _publish(self, summary: CallSummary) -> CallVerdict:
         """Tell the call's scope what it did, in one call; its verdict comes back."""
@@ -345,7 +362,7 @@ class ProviderCall:
         error_type: str | None,
         ending: str,
         priced: verdict.Cost | None,
-        signals: Signals = NO_SIGNALS,
+        signal_attributes: Mapping[str, Any],
     ) -> None:
         instruments = self._instruments
         span = self._span
@@ -373,8 +390,8 @@ class ProviderCall:
                     attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
                     attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
                     attributes[names.COST_PRICE_SOURCE] = priced.source
-                if signals is not NO_SIGNALS:
-                    attributes.update(call_signals.span_attributes(signals))
+                if signal_attributes:
+                    attributes.update(signal_attributes)
                 if error_type is not None:
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
@@ -402,8 +419,9 @@ class ProviderCall:
         ending: str,
         usd: float | None,
         drill: dict[str, str],
-        signals: Signals = NO_SIGNALS,
-    ) -> None:
+    ) -> tuple[dict[str, Any], Context]:
+        """Record the call's points; return the labels of its cost (provider, served model, mode,
+        drill) and the context its points are recorded in, for the call's signals."""
         instruments = self._instruments
         context = recorded_in(self._span)
         labelled: list[tuple[str, BoundedLabel, object]] = [
@@ -445,8 +463,7 @@ class ProviderCall:
         elif usage.input_tokens is not None or usage.output_tokens is not None:
             # token counts and no price: the model the operator has to price (the policy's [prices])
             instruments.unpriced.add(1, priced_by, context=context)
-        if signals is not NO_SIGNALS:
-            call_signals.record(instruments.signals, signals, priced_by, context)
+        return priced_by, context
 
 
 class _Scope(Protocol):

@@ -211,6 +211,41 @@ def utilization(input_tokens: int | None, context_window: int | None) -> float |
     return input_tokens / context_window
 
 
+class Signals(NamedTuple):
+    """What one provider call shows (:func:`judge`): its checks, truncation kind (or None), and
+    context utilization (or None)."""
+
+    checked: Checked
+    asked: Asked
+    truncation: str | None
+    utilization: float | None
+
+
+NO_SIGNALS: Final = Signals(NOTHING_CHECKED, NOTHING_ASKED, None, None)
+
+
+def judge(
+    asked: Asked | None,
+    answer: Answer | None,
+    context_length: bool,
+    finish_reasons: Sequence[str],
+    input_tokens: int | None,
+    window: int | None,
+) -> Signals:
+    """The call's signals, in one call: its answer checked against what it asked (``asked`` None:
+    it asked for nothing; ``answer`` None: no answer to read: none came, an error body, a refusal),
+    its :func:`truncation`, its :func:`utilization`. :data:`NO_SIGNALS` (the same object) when
+    there is nothing to record."""
+    truncated = truncation(finish_reasons, context_length)
+    utilized = utilization(input_tokens, window) if window is not None else None
+    if asked is None:
+        if truncated is None and utilized is None:
+            return NO_SIGNALS
+        return Signals(NOTHING_CHECKED, NOTHING_ASKED, truncated, utilized)
+    checked = check(asked, answer) if answer is not None else NOTHING_CHECKED
+    return Signals(checked, asked, truncated, utilized)
+
+
 # ---------------------------------------------------------------------- JSON values and the schema check
 _NOT_JSON: Final = object()  # a text that does not parse
 _TOO_LONG: Final = object()  # a text past MAX_CHECKED_CHARS: not parsed
