@@ -427,7 +427,10 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
 def _asks(keys: frozenset[str], body: Mapping[str, Any]) -> bool:
     """Whether ``body`` gives one of ``keys`` a JSON object or array: a body may carry an argument
     the caller left out as the SDK's sentinel (anthropic's ``omit``), so a key alone says nothing."""
-    return any(isinstance(body.get(key), (list, dict)) for key in keys)
+    for key in keys:  # noqa: SIM110 - a loop allocates no generator, on every anthropic call
+        if isinstance(body.get(key), (list, dict)):
+            return True
+    return False
 
 
 def _drill_error(
