@@ -223,3 +223,37 @@ def test_context_utilization_is_input_tokens_over_the_served_models_window(
     assert span_of(both).attributes[names.CONTEXT_UTILIZATION] == pytest.approx(input_tokens / info.context_window)
     (point,) = both.points(names.METRIC_CLIENT_CONTEXT_UTILIZATION)
     assert point.count == 1 and point.attributes[names.GEN_AI_RESPONSE_MODEL] == model
+
+
+def test_the_anthropic_stream_helper_and_an_async_stream_are_read_too(both: Telemetry, fake_provider: Any) -> None:
+    import asyncio
+
+    headers = {"x-fake-scenario": "tool,tool_args=missing"}
+    request: dict[str, Any] = {
+        "model": "claude-req",
+        "max_tokens": 64,
+        "messages": MESSAGES,
+        "tools": _tools("anthropic"),
+    }
+    client = anthropic.Anthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+    with client.messages.stream(**request, extra_headers=headers) as stream:
+        stream.get_final_message()
+
+    async def read_async() -> None:
+        aclient = anthropic.AsyncAnthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+        async for _ in await aclient.messages.create(**request, stream=True, extra_headers=headers):
+            pass
+
+    asyncio.run(read_async())
+    spans = [s for s in both.spans() if s.name.startswith("chat")]
+    assert [s.attributes[names.TOOL_CALL_INVALID_ARGUMENTS_COUNT] for s in spans] == [1, 1]
+    assert both.counts(names.METRIC_CLIENT_TOOL_CALL_ERRORS, names.TOOL_CALL_ERROR) == {
+        (names.TOOL_CALL_ERROR_INVALID_ARGUMENTS,): 2
+    }
+
+
+def test_an_effort_alone_asks_for_no_check(both: Telemetry, fake_provider: Any) -> None:
+    """anthropic's ``output_config`` carries the effort too: without a format it asks for nothing."""
+    call("anthropic", fake_provider, "json=bad_json", output_config={"effort": "low"})
+    assert names.STRUCTURED_OUTPUT_REQUESTED not in span_of(both).attributes
+    assert both.points(names.METRIC_CLIENT_STRUCTURED_OUTPUT_REQUESTS) == []
