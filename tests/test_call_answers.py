@@ -9,6 +9,7 @@ documents them; what each scenario should count follows from the offered tool's 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -257,3 +258,20 @@ def test_an_effort_alone_asks_for_no_check(both: Telemetry, fake_provider: Any) 
     call("anthropic", fake_provider, "json=bad_json", output_config={"effort": "low"})
     assert names.STRUCTURED_OUTPUT_REQUESTED not in span_of(both).attributes
     assert both.points(names.METRIC_CLIENT_STRUCTURED_OUTPUT_REQUESTS) == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("hostile", ["odd_types", "null_choices", "no_usage", "truncate", "midstream_error"])
+def test_hostile_answers_to_a_call_with_tools_and_a_schema_still_end_the_call(
+    both: Telemetry, fake_provider: Any, api: str, stream: bool, hostile: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Wrong JSON types, null output lists, cut streams: the call ends once, with what could be read,
+    and reading them never fails (no step of ours logged a failure)."""
+    caplog.set_level(logging.DEBUG, logger="otel_sampling")
+    extra = _schema(api)
+    call(api, fake_provider, f"tool,json=mismatch,{hostile}", stream, tools=_tools(api), **extra)
+    span = span_of(both)
+    assert span.attributes[names.TOOL_CALL_COUNT] in (0, 1)
+    ours = ("tool calls", "asked for", "context-length")
+    assert not [r.getMessage() for r in caplog.records if any(words in r.getMessage() for words in ours)]
