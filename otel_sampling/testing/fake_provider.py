@@ -117,7 +117,8 @@ SCENARIOS: dict[str, str] = {
     "output item)",
     "tool_name=<n>": "with tool: the model calls tool <n> (default get_weather), offered or not",
     "tool_args=<a>": "with tool: the arguments are bad_json (not JSON: a cut object; anthropic input and "
-    'Gemini args: that string), missing (the object {}, no city) or wrong_type ({"city": 42}); default {"city": "Paris"}',
+    'Gemini args: that string), missing (the object {}, no city) or wrong_type ({"city": 42}); '
+    'default {"city": "Paris"}',
     "json=<j>": 'the output text is JSON (streamed in two deltas): valid {"city": "Paris"}, bad_json (a cut '
     'object), mismatch {"town": 42}',
     "context_length": "HTTP 400, the provider's context-length error (anthropic invalid_request_error "
