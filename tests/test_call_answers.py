@@ -275,3 +275,84 @@ def test_hostile_answers_to_a_call_with_tools_and_a_schema_still_end_the_call(
     assert span.attributes[names.TOOL_CALL_COUNT] in (0, 1)
     ours = ("tool calls", "asked for", "context-length")
     assert not [r.getMessage() for r in caplog.records if any(words in r.getMessage() for words in ours)]
+
+
+# ---------------------------------------------------------------------- google-genai (Gemini)
+def _gemini(fp: Any, scenario: str, stream: bool, **config: Any) -> None:
+    from google import genai
+
+    from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor  # noqa: F401 - installed below
+
+    client = genai.Client(api_key="k-fake", http_options={"base_url": fp.url})
+    options = {"http_options": {"headers": {"x-fake-scenario": scenario}}, **config}
+    if stream:
+        list(client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi", config=options))
+    else:
+        client.models.generate_content(model="gemini-2.5-flash", contents="hi", config=options)
+
+
+@pytest.fixture
+def gemini(telemetry: Telemetry) -> Iterator[Telemetry]:
+    pytest.importorskip("google.genai")
+    from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor
+
+    with instrumenting(telemetry, GoogleGenAIInstrumentor):
+        yield telemetry
+
+
+GEMINI_TOOLS = [{"function_declarations": [{"name": "get_weather", "parameters_json_schema": WEATHER}]}]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize(
+    ("scenario", "not_offered", "invalid"),
+    [
+        ("tool", 0, 0),
+        ("tool,tool_name=rm", 1, 0),
+        ("tool,tool_args=missing", 0, 1),
+        ("tool,tool_args=wrong_type", 0, 1),
+    ],
+)
+def test_gemini_function_calls_the_model_got_wrong(
+    gemini: Telemetry, fake_provider: Any, stream: bool, scenario: str, not_offered: int, invalid: int
+) -> None:
+    _gemini(fake_provider, scenario, stream, tools=GEMINI_TOOLS)
+    attributes = span_of(gemini).attributes
+    assert (
+        attributes[names.TOOL_CALL_COUNT],
+        attributes[names.TOOL_CALL_NOT_OFFERED_COUNT],
+        attributes[names.TOOL_CALL_INVALID_ARGUMENTS_COUNT],
+    ) == (1, not_offered, invalid)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize(
+    ("scenario", "failure"),
+    [
+        ("json=valid", None),
+        ("json=bad_json", names.STRUCTURED_OUTPUT_INVALID_JSON),
+        ("json=mismatch", names.STRUCTURED_OUTPUT_SCHEMA_MISMATCH),
+    ],
+)
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"response_json_schema": WEATHER},
+        # Gemini's own Schema, as the SDK sends it: OpenAPI's upper-case type names
+        {"response_schema": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}}, "required": ["city"]}},
+    ],
+    ids=["json_schema", "schema"],
+)
+def test_gemini_structured_output_that_failed(
+    gemini: Telemetry, fake_provider: Any, stream: bool, scenario: str, failure: str | None, schema: dict[str, Any]
+) -> None:
+    _gemini(fake_provider, scenario, stream, response_mime_type="application/json", **schema)
+    attributes = span_of(gemini).attributes
+    assert attributes[names.STRUCTURED_OUTPUT_REQUESTED] is True
+    assert attributes.get(names.STRUCTURED_OUTPUT_FAILURE) == failure
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_gemini_max_tokens_is_a_truncation(gemini: Telemetry, fake_provider: Any, stream: bool) -> None:
+    _gemini(fake_provider, "length", stream)
+    assert span_of(gemini).attributes[names.TRUNCATION_KIND] == names.TRUNCATION_MAX_TOKENS

@@ -1,8 +1,8 @@
 """What a provider request asked for (offered tools, structured output) and what its answer held (tool
 calls, texts), read for the checks of :mod:`otel_sampling.rules.call_checks`.
 
-Read only for a call whose request body has one of its SDK's :data:`ANTHROPIC_KEYS` /
-:data:`OPENAI_KEYS` (one ``isdisjoint`` per call otherwise). Request bodies are the JSON the SDK
+Read only for a call whose request body gives one of its SDK's :data:`ANTHROPIC_KEYS` /
+:data:`OPENAI_KEYS` / :data:`GEMINI_KEYS` an object or array (``_provider._asks``). Request bodies are the JSON the SDK
 sends (``options.json_data``); answers are the SDK's parsed models (or dicts: the SDKs do not
 validate answers, so any member may hold any JSON value). Each reader keeps at most
 :data:`MAX_TOOL_CALLS` tool calls and, per tool call or text, at most ``MAX_CHECKED_CHARS + 1``
@@ -31,10 +31,14 @@ texts                     the ``text`` blocks, joined                 each choic
                                                                       ``delta.content``); each ``message`` item's
                                                                       ``output_text`` parts, joined
 ========================  ==========================================  ==========================================
+
+Gemini (google-genai's REST body and ``HttpResponse`` JSON): :func:`gemini_asked`, :class:`GeminiAnswers`
+(``functionCall`` parts; each answer's JSON is parsed again here, only for a call with checks).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
@@ -53,6 +57,7 @@ _KEPT: Final = MAX_CHECKED_CHARS + 1  # characters kept of a streamed text: past
 #: Request keys that may ask for a check (anthropic, openai): a body with none of them is not read.
 ANTHROPIC_KEYS: Final = frozenset({"tools", "output_config", "output_format", "tool_choice"})
 OPENAI_KEYS: Final = frozenset({"tools", "response_format", "text", "tool_choice"})
+GEMINI_KEYS: Final = frozenset({"tools", "generationConfig", "toolConfig"})
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -305,6 +310,97 @@ class _ResponsesStream:
 
     def answer(self) -> Answer:
         return responses_answer(self._response) if self._response is not None else Answer()
+
+
+# ---------------------------------------------------------------------- Gemini (google-genai) requests and answers
+def gemini_asked(body: Mapping[str, Any]) -> Asked | None:
+    """What a ``generateContent`` REST body asked for: ``tools[].functionDeclarations[]`` (``name``,
+    ``parametersJsonSchema`` (as google-genai sends it: ``parameters_json_schema``) else
+    ``parameters``), ``generationConfig.responseMimeType`` ``application/json``
+    (``responseJsonSchema`` / ``response_json_schema`` else ``responseSchema``), a forced tool
+    (``toolConfig.functionCallingConfig``: mode ``ANY`` with one allowed name)."""
+    tools: dict[str, object] = {}
+    for tool in _list(body.get("tools")):
+        for declaration in _list(_get(tool, "functionDeclarations")):
+            name = _get(declaration, "name")
+            if isinstance(name, str) and len(tools) < MAX_OFFERED_TOOLS:
+                tools[name] = _first(declaration, "parametersJsonSchema", "parameters_json_schema", "parameters")
+    config = body.get("generationConfig")
+    structured = _get(config, "responseMimeType") == "application/json"
+    schema = None
+    if structured:
+        schema = _first(config, "responseJsonSchema", "response_json_schema", "responseSchema")
+    calling = _get(body.get("toolConfig"), "functionCallingConfig")
+    allowed = _list(_get(calling, "allowedFunctionNames"))
+    forced = _str(allowed[0]) if _get(calling, "mode") == "ANY" and len(allowed) == 1 else None
+    if not tools and not structured and forced is None:
+        return None
+    return Asked(tools, structured or forced is not None, schema, forced)
+
+
+def _first(obj: Any, *keys: str) -> Any:
+    """The first of ``keys`` ``obj`` holds (google-genai sends some fields in snake case:
+    ``parameters_json_schema``, ``response_json_schema``)."""
+    for key in keys:
+        value = _get(obj, key)
+        if value is not None:
+            return value
+    return None
+
+
+def _gemini_candidates(body: Any) -> list[Any] | tuple[Any, ...]:
+    """The candidates of a ``GenerateContentResponse`` in an SDK ``HttpResponse`` body (its JSON text:
+    parsed again here, only for a call with checks)."""
+    answer = json.loads(body) if isinstance(body, str) and body else None
+    return _list(answer.get("candidates")) if isinstance(answer, dict) else ()
+
+
+def _gemini_parts(candidate: Any, calls: list[ToolCall]) -> str | None:
+    """The candidate's text (its thoughts left out; None without text), its function calls added to ``calls``."""
+    texts: list[str] = []
+    for part in _list(_get(_get(candidate, "content"), "parts")):
+        call = _get(part, "functionCall")
+        if call is not None and len(calls) < MAX_TOOL_CALLS:
+            calls.append(ToolCall(_get(call, "name"), _get(call, "args")))
+        elif isinstance(text := _get(part, "text"), str) and _get(part, "thought") is not True:
+            texts.append(text)
+    return "".join(texts) if texts else None
+
+
+class GeminiAnswers:
+    """Function calls and texts of a ``generateContent`` answer and of its stream's chunks."""
+
+    def of(self, result: Any) -> Answer:
+        calls: list[ToolCall] = []
+        texts = [_gemini_parts(c, calls) for c in _gemini_candidates(getattr(result, "body", None))[:MAX_TEXTS]]
+        return Answer(tuple(calls), tuple(texts))
+
+    def stream(self) -> StreamReader:
+        return _GeminiStream()
+
+
+class _GeminiStream:
+    __slots__ = ("_calls", "_texts")
+
+    def __init__(self) -> None:
+        self._calls: list[ToolCall] = []
+        self._texts: dict[int, str | None] = {}
+
+    def observe(self, event: Any) -> None:
+        for position, candidate in enumerate(_gemini_candidates(getattr(event, "body", None))):
+            index = _get(candidate, "index")
+            index = index if isinstance(index, int) else position
+            if index not in self._texts and len(self._texts) >= MAX_TEXTS:
+                continue
+            text = _gemini_parts(candidate, self._calls)
+            seen = self._texts.get(index)
+            if text is not None and len(seen or "") < _KEPT:
+                self._texts[index] = ((seen or "") + text)[:_KEPT]
+            else:
+                self._texts.setdefault(index, seen)
+
+    def answer(self) -> Answer:
+        return Answer(tuple(self._calls), tuple(self._texts[i] for i in sorted(self._texts)))
 
 
 # ---------------------------------------------------------------------- a stream's accumulator, checked too

@@ -26,7 +26,8 @@ that failures over requests is a rate. A text over :data:`MAX_CHECKED_CHARS` cha
 parsed and checked no further (counted as a request, never a failure).
 
 The schema check (:func:`conforms`) is bounded and partial on purpose: JSON types (``type``, one or
-a list; an integral float is an ``integer``, a bool is neither an ``integer`` nor a ``number``),
+a list, also in OpenAPI's upper case as Gemini's ``Schema`` writes them; an integral float is an
+``integer``, a bool is neither an ``integer`` nor a ``number``),
 ``required``, ``properties`` and ``additionalProperties: false`` of objects, ``items`` of arrays,
 at most :data:`MAX_SCHEMA_DEPTH` levels deep and :data:`MAX_SCHEMA_NODES` values visited per check;
 not read (passes): ``$ref``, ``anyOf`` / ``oneOf`` / ``allOf``, ``enum``, formats, ranges and
@@ -306,6 +307,8 @@ def _object_conforms(schema: Mapping[str, Any], value: dict[Any, Any], depth: in
 def _is_type(value: object, kind: object) -> bool:
     if isinstance(kind, list):
         return any(_is_type(value, one) for one in kind)
+    if isinstance(kind, str) and kind.isupper():  # OpenAPI's upper-case names (Gemini's Schema): "OBJECT"
+        kind = kind.lower()
     if kind == "object":
         return isinstance(value, dict)
     if kind == "array":
