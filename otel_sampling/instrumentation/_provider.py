@@ -425,10 +425,12 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
 
 
 def _asks(keys: frozenset[str], body: Mapping[str, Any]) -> bool:
-    """Whether ``body`` gives one of ``keys`` a JSON object or array: a body may carry an argument
-    the caller left out as the SDK's sentinel (anthropic's ``omit``), so a key alone says nothing."""
-    for key in keys:  # noqa: SIM110 - a loop allocates no generator, on every anthropic call
-        if isinstance(body.get(key), (list, dict)):
+    """Whether ``body`` gives one of ``keys`` a JSON object or array that is not empty: a body may
+    carry an argument the caller left out as the SDK's sentinel (anthropic's ``omit``) or as an
+    empty object (google-genai's ``generationConfig``), so a key alone says nothing."""
+    for key in keys:  # a loop, not any(): no generator on every anthropic call
+        value = body.get(key)
+        if value and isinstance(value, (list, dict)):
             return True
     return False
 
