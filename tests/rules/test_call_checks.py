@@ -11,6 +11,7 @@ import pytest
 from otel_sampling import names
 from otel_sampling.rules.call_checks import (
     MAX_CHECKED_CHARS,
+    NO_SIGNALS,
     Answer,
     Asked,
     Checked,
@@ -18,6 +19,7 @@ from otel_sampling.rules.call_checks import (
     check,
     conforms,
     context_length_error,
+    judge,
     structured_failure,
     tool_call_error,
     truncation,
@@ -203,3 +205,21 @@ def test_utilization_is_input_tokens_over_the_window_where_both_are_known() -> N
     assert utilization(None, 200_000) is None
     assert utilization(10, None) is None
     assert utilization(10, 0) is None
+
+
+# ---------------------------------------------------------------------- one judgment per call
+def test_a_call_that_asked_nothing_was_not_cut_and_has_no_window_shows_nothing() -> None:
+    assert judge(None, None, False, ("stop",), 25, None) is NO_SIGNALS
+
+
+def test_every_call_shows_its_truncation_and_utilization() -> None:
+    signals = judge(None, None, False, ("length",), 50_000, 200_000)
+    assert (signals.truncation, signals.utilization, signals.checked) == (names.TRUNCATION_MAX_TOKENS, 0.25, Checked())
+    assert judge(None, None, True, (), None, None).truncation == names.TRUNCATION_CONTEXT_LENGTH
+
+
+def test_a_call_that_asked_is_checked_only_when_its_answer_was_read() -> None:
+    answer = Answer((ToolCall("rm", "{}"),))
+    assert judge(OFFERED, answer, False, ("tool_calls",), None, None).checked == Checked(1, 1, 0)
+    unread = judge(OFFERED, None, False, (), None, None)  # an error body, a refusal, no answer
+    assert (unread.checked, unread.asked) == (Checked(), OFFERED)
