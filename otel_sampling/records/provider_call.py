@@ -274,12 +274,10 @@ class ProviderCall:
 
         judged = CallVerdict(names.MODE_PRIMARY, ())
         priced = None
-        signals = NO_SIGNALS
         signal_attributes: dict[str, Any] = {}
         now = state.around()
         try:
             priced = self._cost(response_model, usage)
-            signals = self._signals(response, usage.input_tokens)
             settings = self._instruments.settings
             endpoint = settings.policy.endpoints.get(self._server_address) if self._server_address else None
             summary = CallSummary(
@@ -300,10 +298,27 @@ class ProviderCall:
             labels, context = self._record_metrics(
                 duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill
             )
-            if signals is not NO_SIGNALS:  # the call's signals: their points, and their span attributes
-                call_signals.record(self._instruments.signals, signals, labels, context, signal_attributes)
+            self._record_signals(response, usage.input_tokens, labels, context, signal_attributes)
         finally:  # the span ends even when a metric call fails
             self._end_span(response, usage, judged, error_type, ending, priced, signal_attributes)
+
+    def _record_signals(
+        self,
+        response: Response | None,
+        input_tokens: int | None,
+        labels: dict[str, Any],
+        context: Context,
+        span_attributes: dict[str, Any],
+    ) -> None:
+        """What the fallback breaks (records/call_signals.py): the call's signals, their points, and
+        their span attributes put in ``span_attributes``. A failure here is logged at DEBUG: the
+        call's verdict and other points are recorded already, and its span still ends."""
+        try:
+            signals = self._signals(response, input_tokens)
+            if signals is not NO_SIGNALS:
+                call_signals.record(self._instruments.signals, signals, labels, context, span_attributes)
+        except Exception:
+            logger.debug("otel-sampling: could not record what a provider call's answer shows", exc_info=True)
 
     def _signals(self, response: Response | None, input_tokens: int | None) -> Signals:
         """What the call shows (:func:`otel_sampling.rules.call_checks.judge`): its checks against
