@@ -356,3 +356,25 @@ def test_gemini_structured_output_that_failed(
 def test_gemini_max_tokens_is_a_truncation(gemini: Telemetry, fake_provider: Any, stream: bool) -> None:
     _gemini(fake_provider, "length", stream)
     assert span_of(gemini).attributes[names.TRUNCATION_KIND] == names.TRUNCATION_MAX_TOKENS
+
+
+@pytest.mark.parametrize("api", ["anthropic", "chat", "responses"])
+def test_a_raw_response_is_checked_too(both: Telemetry, fake_provider: Any, api: str) -> None:
+    """``with_raw_response`` (what LangChain calls): the SDK read the body; the checks read its JSON."""
+    headers = {"x-fake-scenario": "tool,tool_args=wrong_type"}
+    if api == "anthropic":
+        client = anthropic.Anthropic(base_url=fake_provider.url, api_key="sk-fake", max_retries=0)
+        client.messages.with_raw_response.create(
+            model="claude-req", max_tokens=64, messages=MESSAGES, tools=_tools(api), extra_headers=headers
+        )
+    else:
+        oai = openai.OpenAI(base_url=fake_provider.url + "/v1", api_key="sk-fake", max_retries=0)
+        if api == "chat":
+            oai.chat.completions.with_raw_response.create(
+                model="gpt-req", messages=MESSAGES, tools=_tools(api), extra_headers=headers
+            )
+        else:
+            oai.responses.with_raw_response.create(
+                model="gpt-req", input="hi", tools=_tools(api), extra_headers=headers
+            )
+    assert span_of(both).attributes[names.TOOL_CALL_INVALID_ARGUMENTS_COUNT] == 1

@@ -503,6 +503,13 @@ def _read_answer(checks: CallChecks, result: Any) -> None:
         checks.answered(checks.reader.of(result))
 
 
+def _read_raw_answer(checks: CallChecks, http_response: Any) -> None:
+    """The answer of a raw response whose body the SDK read already, from its JSON (the readers
+    read a JSON object as they read the SDK's model)."""
+    if checks.reader is not None:
+        checks.answered(checks.reader.of(json.loads(http_response.content)))
+
+
 def _accumulator(state: ProviderState, call: ProviderCall, stream: Any) -> Accumulator:
     """The stream's accumulator; for a call with checks, one that also reads its tool calls and texts."""
     accumulator = state.new_accumulator(stream)
@@ -562,7 +569,10 @@ def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
     if state.served_model_headers:
         guarded("read a gateway's served-model header", _note_served_model, state, call, http)
     if not getattr(raw, "_is_sse_stream", False) and http.is_stream_consumed:
-        call.end(state.decode_raw(raw))
+        response = state.decode_raw(raw)
+        if call.checks is not None:
+            guarded("read a provider answer's tool calls", _read_raw_answer, call.checks, http)
+        call.end(response)
         return
     state.pending[raw] = call
     weakref.finalize(raw, _end_unseen, state, call)  # never parsed: ended when collected (a no-op once ended)

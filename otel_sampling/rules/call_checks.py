@@ -243,8 +243,9 @@ def judge(
         if truncated is None and utilized is None:
             return NO_SIGNALS
         return Signals(NOTHING_CHECKED, NOTHING_ASKED, truncated, utilized)
-    checked = check(asked, answer) if answer is not None else NOTHING_CHECKED
-    return Signals(checked, asked, truncated, utilized)
+    if answer is None:  # nothing read to judge: no count, not even 0
+        return judge(None, None, context_length, finish_reasons, input_tokens, window)
+    return Signals(check(asked, answer), asked, truncated, utilized)
 
 
 # ---------------------------------------------------------------------- JSON values and the schema check

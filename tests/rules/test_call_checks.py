@@ -221,5 +221,4 @@ def test_every_call_shows_its_truncation_and_utilization() -> None:
 def test_a_call_that_asked_is_checked_only_when_its_answer_was_read() -> None:
     answer = Answer((ToolCall("rm", "{}"),))
     assert judge(OFFERED, answer, False, ("tool_calls",), None, None).checked == Checked(1, 1, 0)
-    unread = judge(OFFERED, None, False, (), None, None)  # an error body, a refusal, no answer
-    assert (unread.checked, unread.asked) == (Checked(), OFFERED)
+    assert judge(OFFERED, None, False, (), None, None) is NO_SIGNALS  # an error body, a refusal, no answer
