@@ -50,34 +50,27 @@ def rates(config: MixinConfig) -> tuple[Rate, Rate, Rate]:
     def record(series: str, kind: str) -> str:
         return f"job_mode:{series.removesuffix('_total')}:{kind}{w}"
 
-    calls = f"{config.inference_duration}_count"
+    def rate(key: str, title: str, numerator: str, denominator: str, unit_text: str, volume: str = "") -> Rate:
+        volume = volume or record(denominator, "increase")
+        return Rate(key, title, record(numerator, "ratio"), volume, numerator, denominator, unit_text)
+
     return (
-        Rate(
-            "FallbackToolErrorsHigher",
-            "Tool-call error rate",
-            record(m.TOOL_CALL_ERRORS, "ratio"),
-            record(m.TOOL_CALLS, "increase"),
-            m.TOOL_CALL_ERRORS,
-            m.TOOL_CALLS,
-            "tool calls",
-        ),
-        Rate(
+        rate("FallbackToolErrorsHigher", "Tool-call error rate", m.TOOL_CALL_ERRORS, m.TOOL_CALLS, "tool calls"),
+        rate(
             "FallbackStructuredOutputFailing",
             "Structured-output failure rate",
-            record(m.STRUCTURED_FAILURES, "ratio"),
-            record(m.STRUCTURED_REQUESTS, "increase"),
             m.STRUCTURED_FAILURES,
             m.STRUCTURED_REQUESTS,
             "structured-output requests",
         ),
-        Rate(
+        # provider calls: the inference duration histogram's count, recorded under a name of its own
+        rate(
             "FallbackTruncatesMore",
             "Truncation rate",
-            record(m.TRUNCATIONS, "ratio"),
-            f"job_mode:otel_sampling_client_provider_calls:increase{w}",
             m.TRUNCATIONS,
-            calls,
+            f"{config.inference_duration}_count",
             "provider calls",
+            f"job_mode:otel_sampling_client_provider_calls:increase{w}",
         ),
     )
 
