@@ -272,7 +272,7 @@ def test_hostile_answers_to_a_call_with_tools_and_a_schema_still_end_the_call(
     extra = _schema(api)
     call(api, fake_provider, f"tool,json=mismatch,{hostile}", stream, tools=_tools(api), **extra)
     span = span_of(both)
-    assert span.attributes[names.TOOL_CALL_COUNT] in (0, 1)
+    assert span.attributes.get(names.TOOL_CALL_COUNT) in (None, 0, 1)  # None: an error event, no answer read
     ours = ("tool calls", "asked for", "context-length", "answer shows")
     assert not [r.getMessage() for r in caplog.records if any(words in r.getMessage() for words in ours)]
 
