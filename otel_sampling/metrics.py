@@ -332,6 +332,50 @@ SAMPLING_IN_FLIGHT: Final = Spec(
     names.UNIT_REQUEST,
     "Sampling requests the host is handling now.",
 )
+CLIENT_TOOL_CALLS: Final = Spec(
+    names.METRIC_CLIENT_TOOL_CALLS,
+    COUNTER,
+    names.UNIT_TOOL_CALL,
+    "Tool calls the model made in provider answers to requests that offered tools, by mode and served model.",
+)
+CLIENT_TOOL_CALL_ERRORS: Final = Spec(
+    names.METRIC_CLIENT_TOOL_CALL_ERRORS,
+    COUNTER,
+    names.UNIT_TOOL_CALL,
+    "Tool calls the model got wrong: a tool not offered, or arguments that are not JSON or miss the tool's "
+    "input schema.",
+)
+CLIENT_STRUCTURED_OUTPUT_REQUESTS: Final = Spec(
+    names.METRIC_CLIENT_STRUCTURED_OUTPUT_REQUESTS,
+    COUNTER,
+    names.UNIT_CALL,
+    "Provider calls that asked for structured output and whose answer was judged.",
+)
+CLIENT_STRUCTURED_OUTPUT_FAILURES: Final = Spec(
+    names.METRIC_CLIENT_STRUCTURED_OUTPUT_FAILURES,
+    COUNTER,
+    names.UNIT_CALL,
+    "Provider calls that asked for structured output and got an answer that is not JSON or misses the schema.",
+)
+CLIENT_TRUNCATIONS: Final = Spec(
+    names.METRIC_CLIENT_TRUNCATIONS,
+    COUNTER,
+    names.UNIT_CALL,
+    "Provider calls cut by the output token limit, or refused for a context that does not fit the window.",
+)
+CLIENT_CONTEXT_UTILIZATION: Final = Spec(
+    names.METRIC_CLIENT_CONTEXT_UTILIZATION,
+    HISTOGRAM,
+    names.UNIT_ONE,
+    "Input tokens of a provider call over the served model's context window (where the price source knows it).",
+    names.CONTEXT_UTILIZATION_BUCKETS,
+)
+HOST_TOOL_CALLS: Final = Spec(
+    names.METRIC_HOST_TOOL_CALLS,
+    COUNTER,
+    names.UNIT_TOOL_CALL,
+    "MCP tools/call requests the host sent, by outcome and the mode of the run that sent them.",
+)
 
 #: Every instrument otel-sampling creates.
 SPECS: Final = tuple(value for value in tuple(globals().values()) if isinstance(value, Spec))
@@ -412,6 +456,7 @@ class Instruments:
         self.unpriced = create(meter, CLIENT_UNPRICED)
         self.client_violations = create(meter, CLIENT_VIOLATIONS)
         self.scope_label = BoundedLabel(limit)  # otel_sampling.policy.scope (policy tables, and run names)
+        self.signals = SignalInstruments(meter)
         self.sampling_stalls = create(meter, SAMPLING_STALLS)
         self.sampling_violations = create(meter, SAMPLING_VIOLATIONS)
         self.sampling_grants = create(meter, SAMPLING_GRANTS)
@@ -423,6 +468,30 @@ class Instruments:
         self.tool_label = BoundedLabel(limit)  # tool names come from the servers' tools/list
         self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
         self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
+
+
+class SignalInstruments:
+    """What the fallback breaks (``records/call_signals.py``): the tool calls and structured output of
+    provider calls, their truncations and context utilization, and the host's MCP tool calls."""
+
+    __slots__ = (
+        "tool_calls",
+        "tool_call_errors",
+        "structured_requests",
+        "structured_failures",
+        "truncations",
+        "context_utilization",
+        "host_tool_calls",
+    )
+
+    def __init__(self, meter: metrics.Meter) -> None:
+        self.tool_calls = create(meter, CLIENT_TOOL_CALLS)
+        self.tool_call_errors = create(meter, CLIENT_TOOL_CALL_ERRORS)
+        self.structured_requests = create(meter, CLIENT_STRUCTURED_OUTPUT_REQUESTS)
+        self.structured_failures = create(meter, CLIENT_STRUCTURED_OUTPUT_FAILURES)
+        self.truncations = create(meter, CLIENT_TRUNCATIONS)
+        self.context_utilization = create(meter, CLIENT_CONTEXT_UTILIZATION)
+        self.host_tool_calls = create(meter, HOST_TOOL_CALLS)
 
 
 class InferenceInstruments:

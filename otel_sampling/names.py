@@ -497,3 +497,42 @@ ENV_POLICY_REFUSAL_CODE: Final = "OTEL_SAMPLING_POLICY_REFUSAL_CODE"  # the code
 ENV_PRICE_SOURCE: Final = "OTEL_SAMPLING_PRICE_SOURCE"  # PRICE_SOURCE_GENAI_PRICES (default) | PRICE_SOURCE_NONE
 PRICE_SOURCE_NONE: Final = "none"  # no price source: only the policy's [prices] table prices calls
 ENV_SERVED_MODEL_HEADERS: Final = "OTEL_SAMPLING_SERVED_MODEL_HEADERS"  # headers naming a gateway's served model
+
+# ---------------------------------------------------------------- what the fallback breaks (tool calls, truncation)
+# Per provider call, from its request (the tools offered, the structured output asked for) and its
+# answer (the tool calls the model made, the text it answered with, its finish reason); counts and
+# closed value sets only, never arguments or text (docs/telemetry.md, "What the fallback breaks").
+METRIC_CLIENT_TOOL_CALLS: Final = "otel_sampling.client.tool_calls"  # tool calls a model made
+METRIC_CLIENT_TOOL_CALL_ERRORS: Final = "otel_sampling.client.tool_call.errors"  # by TOOL_CALL_ERROR
+METRIC_CLIENT_STRUCTURED_OUTPUT_REQUESTS: Final = "otel_sampling.client.structured_output.requests"
+METRIC_CLIENT_STRUCTURED_OUTPUT_FAILURES: Final = "otel_sampling.client.structured_output.failures"
+METRIC_CLIENT_TRUNCATIONS: Final = "otel_sampling.client.truncations"  # by TRUNCATION_KIND
+METRIC_CLIENT_CONTEXT_UTILIZATION: Final = "otel_sampling.client.context.utilization"  # histogram, unit 1
+METRIC_HOST_TOOL_CALLS: Final = "otel_sampling.host.tool_calls"  # MCP tools/call the host sent, by outcome
+UNIT_TOOL_CALL: Final = "{tool_call}"
+TOOL_CALL_ERROR: Final = "otel_sampling.tool_call.error"
+TOOL_CALL_ERROR_NOT_OFFERED: Final = "not_offered"  # a tool the request did not offer
+TOOL_CALL_ERROR_INVALID_ARGUMENTS: Final = "invalid_arguments"  # not JSON, or not the offered input schema
+TOOL_CALL_ERRORS: Final = (TOOL_CALL_ERROR_NOT_OFFERED, TOOL_CALL_ERROR_INVALID_ARGUMENTS)
+STRUCTURED_OUTPUT_FAILURE: Final = "otel_sampling.structured_output.failure"
+STRUCTURED_OUTPUT_INVALID_JSON: Final = "invalid_json"  # the answer does not parse as JSON
+STRUCTURED_OUTPUT_SCHEMA_MISMATCH: Final = "schema_mismatch"  # JSON, not the requested schema
+STRUCTURED_OUTPUT_FAILURES: Final = (STRUCTURED_OUTPUT_INVALID_JSON, STRUCTURED_OUTPUT_SCHEMA_MISMATCH)
+TRUNCATION_KIND: Final = "otel_sampling.truncation.kind"
+TRUNCATION_MAX_TOKENS: Final = "max_tokens"  # finish reason length / max_tokens: the output limit cut it
+TRUNCATION_CONTEXT_LENGTH: Final = "context_length"  # the input did not fit the served model's window
+TRUNCATION_KINDS: Final = (TRUNCATION_MAX_TOKENS, TRUNCATION_CONTEXT_LENGTH)
+TOOL_CALL_OUTCOME: Final = "otel_sampling.tool_call.outcome"
+TOOL_CALL_OUTCOME_OK: Final = "ok"  # a result without isError
+TOOL_CALL_OUTCOME_IS_ERROR: Final = "is_error"  # a result with isError: true
+TOOL_CALL_OUTCOME_ERROR_FRAME: Final = "error_frame"  # a JSON-RPC error answer (-32602 ...)
+TOOL_CALL_OUTCOMES: Final = (TOOL_CALL_OUTCOME_OK, TOOL_CALL_OUTCOME_IS_ERROR, TOOL_CALL_OUTCOME_ERROR_FRAME)
+# On the chat span: counts and closed values (set only where the call offered tools, asked for
+# structured output, was cut, or the served model's window is known).
+TOOL_CALL_COUNT: Final = "otel_sampling.tool_call.count"
+TOOL_CALL_NOT_OFFERED_COUNT: Final = "otel_sampling.tool_call.not_offered.count"
+TOOL_CALL_INVALID_ARGUMENTS_COUNT: Final = "otel_sampling.tool_call.invalid_arguments.count"
+STRUCTURED_OUTPUT_REQUESTED: Final = "otel_sampling.structured_output.requested"  # bool
+CONTEXT_UTILIZATION: Final = "otel_sampling.context.utilization"  # input tokens / context window
+# otel_sampling.client.context.utilization buckets: a share of the window, finer near full.
+CONTEXT_UTILIZATION_BUCKETS: Final = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)

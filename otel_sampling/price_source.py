@@ -73,6 +73,11 @@ class PriceSource(Protocol):
         when the source has no price for it."""
         ...
 
+    def context_window(self, provider: str, model: str) -> int | None:
+        """The context window of ``model`` served by ``provider`` in tokens (input and output
+        together, as the provider documents it); None when the source does not know it."""
+        ...
+
 
 class GenaiPrices:
     """genai-prices' bundled data as a :class:`PriceSource` (see the module docstring).
@@ -86,6 +91,7 @@ class GenaiPrices:
         self._providers = providers
         self.name = f"{names.PRICE_SOURCE_GENAI_PRICES}@{version}"  #: read on every priced call
         self._find = functools.lru_cache(maxsize=MAX_CACHED_MODELS)(self._look_up)
+        self._window = functools.lru_cache(maxsize=MAX_CACHED_MODELS)(self._look_up_window)
 
     def price(self, provider: str, model: str, input_tokens: int) -> Price | None:
         if len(model) > MAX_MODEL_LENGTH:
@@ -97,16 +103,37 @@ class GenaiPrices:
             logger.debug("otel-sampling: genai-prices could not price %r of %r", model, provider, exc_info=True)
             return None
 
-    def _look_up(self, provider: str, model: str) -> Price | _Changing | None:
-        """The model's one price, else its prices by date and tier; None when genai-prices knows
-        no such provider or model, or prices neither its input nor its output."""
+    def context_window(self, provider: str, model: str) -> int | None:
+        """genai-prices' ``context_window`` of the model (the same match rules as :meth:`price`;
+        kept in an LRU of its own); None when it lists none."""
+        if len(model) > MAX_MODEL_LENGTH:
+            return None
+        try:
+            return self._window(provider, model)
+        except Exception:  # genai-prices failing knows no window; the host's call goes on
+            logger.debug("otel-sampling: genai-prices could not read the window of %r", model, exc_info=True)
+            return None
+
+    def _model(self, provider: str, model: str) -> ModelInfo | None:
         from genai_prices.data_snapshot import find_provider_by_id
-        from genai_prices.types import ModelPrice
 
         found_provider = find_provider_by_id(self._providers, _PROVIDER_IDS.get(provider, provider))
         if found_provider is None:
             return None
-        info = found_provider.find_model(model, all_providers=self._providers)
+        info: ModelInfo | None = found_provider.find_model(model, all_providers=self._providers)
+        return info
+
+    def _look_up_window(self, provider: str, model: str) -> int | None:
+        info = self._model(provider, model)
+        window = getattr(info, "context_window", None)
+        return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+
+    def _look_up(self, provider: str, model: str) -> Price | _Changing | None:
+        """The model's one price, else its prices by date and tier; None when genai-prices knows
+        no such provider or model, or prices neither its input nor its output."""
+        from genai_prices.types import ModelPrice
+
+        info = self._model(provider, model)
         if info is None:
             return None
         if isinstance(info.prices, ModelPrice):

@@ -54,6 +54,7 @@ _MCP2_ONLY = {
     "test_fleet.py",
     "test_mcp_connections.py",
     "test_mcp_tool_call.py",
+    "test_mcp_tool_outcomes.py",  # mcp.Client and the 2.x low-level Server
     "test_mcp_rejected.py",  # mcp.Client; the mcp 1.x rejections are in test_mcp_v1.py
     "test_restarts.py",
 }

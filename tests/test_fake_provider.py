@@ -19,7 +19,7 @@ import anthropic
 import pytest
 
 from harness.limits import HANG_S
-from otel_sampling.testing import fake_gemini, fake_provider
+from otel_sampling.testing import fake_answers, fake_gemini, fake_provider
 from otel_sampling.testing.fake_provider import DEFAULT_TEXT, SCENARIO_HEADER, SCENARIOS, FakeProvider, parse_scenario
 
 MODEL = "claude-sonnet-5-5"
@@ -219,7 +219,7 @@ def test_cli_help_says_how_to_use_it_and_lists_every_scenario():
 
 
 def test_the_scenario_table_names_every_key_the_server_reads():
-    source = inspect.getsource(fake_provider) + inspect.getsource(fake_gemini)
+    source = inspect.getsource(fake_provider) + inspect.getsource(fake_gemini) + inspect.getsource(fake_answers)
     read = {
         key for match in re.findall(r'"(\w+)" in sc\b|sc\.get\("(\w+)"|sc\["(\w+)"\]', source) for key in match if key
     }

@@ -64,6 +64,7 @@ from drivers import ANTHROPIC_KW, DRIVERS, UNDRIVEN, Driver, Sandwich, answer, c
 from otel_sampling import names, price_source
 from otel_sampling.instrumentation import _mcp_connections as mcp_connections_module
 from otel_sampling.instrumentation import _mcp_host as mcp_host_module
+from otel_sampling.instrumentation import _mcp_tool_outcomes as mcp_tool_outcomes_module
 from otel_sampling.instrumentation import _provider, openai_responses
 from otel_sampling.instrumentation import anthropic as anthropic_module
 from otel_sampling.instrumentation import mcp_server as mcp_server_module
@@ -79,6 +80,7 @@ from otel_sampling.records.ledger import Ledger
 from otel_sampling.records.provider_call import ProviderCall
 from otel_sampling.records.sampling import SamplingRecord
 from otel_sampling.records.server_sampling import ServerSamplingRecord
+from otel_sampling.rules import call_checks as call_checks_module
 from otel_sampling.rules import endings, verdict
 from sampling_server import build_server
 
@@ -204,6 +206,7 @@ MCP_HOST_STEPS = [
     _attr(InFlight, "add"),  # in-flight counts (an asynchronous UpDownCounter: no SDK call per request)
     _attr(run_records, "open_request_run"),  # a request no run owns is its own run
     _attr(run_records, "end_request_run"),
+    _attr(mcp_tool_outcomes_module, "outcome_of_result"),  # the outcome of the host's tools/call
 ]
 MCP_SERVER_STEPS = [
     _attr(ServerSamplingRecord, "__init__"),
@@ -230,8 +233,13 @@ PROVIDER_STEPS = [
     _attr(FailoverTracker, "observe"),
     _attr(verdict, "judge_call"),
     _attr(verdict, "policy_quote"),
-    # The price source's look-up (genai-prices, when the prices extra is installed).
-    *([_attr(price_source.GenaiPrices, "price")] if price_source.installed() is not None else []),
+    _attr(call_checks_module, "judge"),  # what the fallback breaks: truncation, utilization, checks
+    # The price source's look-ups (genai-prices, when the prices extra is installed).
+    *(
+        [_attr(price_source.GenaiPrices, "price"), _attr(price_source.GenaiPrices, "context_window")]
+        if price_source.installed() is not None
+        else []
+    ),
 ]
 SYNC_PROVIDER_STEPS = [_attr(StreamProxy, "__init__")]
 ASYNC_PROVIDER_STEPS = [_attr(AsyncStreamProxy, "__init__")]

@@ -21,7 +21,7 @@ from harness.dashboards import dashboard_queries, expand, legend_labels, load, p
 from harness.grafana_model import model_errors
 from harness.limits import HANG_S
 from otel_sampling import names
-from otel_sampling.mixin import MixinConfig, five_numbers
+from otel_sampling.mixin import MixinConfig, breakage, five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.__main__ import main
 from otel_sampling.mixin.generate import render
@@ -340,6 +340,13 @@ CONTRACT = [
     ("counter", names.METRIC_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, names.UNIT_TOKEN, m.USAGE_REASONING),
     ("counter", names.METRIC_CLIENT_USAGE_INPUT_TOKENS, names.UNIT_TOKEN, m.SHARE_INPUT),
     ("counter", names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS, names.UNIT_TOKEN, m.SHARE_CACHE_READ),
+    ("counter", names.METRIC_CLIENT_TOOL_CALLS, names.UNIT_TOOL_CALL, m.TOOL_CALLS),
+    ("counter", names.METRIC_CLIENT_TOOL_CALL_ERRORS, names.UNIT_TOOL_CALL, m.TOOL_CALL_ERRORS),
+    ("counter", names.METRIC_CLIENT_STRUCTURED_OUTPUT_REQUESTS, names.UNIT_CALL, m.STRUCTURED_REQUESTS),
+    ("counter", names.METRIC_CLIENT_STRUCTURED_OUTPUT_FAILURES, names.UNIT_CALL, m.STRUCTURED_FAILURES),
+    ("counter", names.METRIC_CLIENT_TRUNCATIONS, names.UNIT_CALL, m.TRUNCATIONS),
+    ("histogram", names.METRIC_CLIENT_CONTEXT_UTILIZATION, names.UNIT_ONE, m.CONTEXT_UTILIZATION + "_bucket"),
+    ("counter", names.METRIC_HOST_TOOL_CALLS, names.UNIT_TOOL_CALL, m.HOST_TOOL_CALLS),
 ]
 
 
@@ -518,7 +525,7 @@ def row_queries(title: str) -> list[str]:
 
 def test_the_degradation_dashboard_has_a_drills_row_and_a_silent_to_operators_row():
     layout = rows(load(DEGRADATION))
-    assert list(layout) == ["Drills", "Silent to operators"]
+    assert list(layout)[:2] == ["Drills", "Silent to operators"]
     assert all(layout.values())
     drills = "\n".join(row_queries("Drills"))
     assert m.DRILLS in drills and m.DRILL_NAME in drills and m.DRILL_OUTCOME in drills
@@ -529,6 +536,23 @@ def test_the_degradation_dashboard_has_a_drills_row_and_a_silent_to_operators_ro
     assert Recorded(MixinConfig()).degraded_exposure in silent
     assert f'alertname="{PREFIX}SilentToOperators"' in silent
     assert all(f"{PREFIX}{alert}" in silent for alert in DEGRADED_MODE_ALERTS)
+
+
+def test_what_the_fallback_breaks_shows_each_rate_by_mode_beside_its_alert():
+    """Each compared rate reads its recorded ratio by mode (primary and degraded side by side) and
+    names the alert that compares them; the kinds, the context utilization and the host's tool-call
+    outcomes are by mode too."""
+    layout = rows(load(DEGRADATION))
+    assert list(layout)[2] == "What the fallback breaks"
+    panels = layout["What the fallback breaks"]
+    for rate in breakage.rates(MixinConfig()):
+        (panel,) = [p for p in panels if p["title"] == rate.title]
+        assert [t["expr"] for t in panel["targets"]] == [f'max by ({m.MODE}) ({rate.ratio}{{job=~"$job"}})']
+        assert f"{PREFIX}{rate.key}" in panel["description"]
+    queries = "\n".join(row_queries("What the fallback breaks"))
+    for series in (m.TOOL_CALL_ERRORS, m.STRUCTURED_FAILURES, m.TRUNCATIONS, m.CONTEXT_UTILIZATION, m.HOST_TOOL_CALLS):
+        assert series in queries
+    assert all(f"by ({m.MODE}" in q for q in row_queries("What the fallback breaks"))
 
 
 def test_the_drill_windows_annotate_the_degradation_dashboard_only():

@@ -923,6 +923,101 @@ BY_NAME_EXPECTED = [
 ]
 
 
+# What the fallback breaks: each rate, degraded against primary (by job and mode over 30m).
+def call_series(metric: str, mode: str, extra: str = "") -> str:
+    return f'{metric}{{{J}, degradation_mode="{mode}", gen_ai_provider_name="p", gen_ai_response_model="m"{extra}}}'
+
+
+TOOL_CALLS, TOOL_ERRORS = "otel_sampling_client_tool_calls_total", "otel_sampling_client_tool_call_errors_total"
+STRUCTURED = "otel_sampling_client_structured_output_requests_total"
+STRUCTURED_FAILED = "otel_sampling_client_structured_output_failures_total"
+PROVIDER_CALLS, TRUNCATED = "gen_ai_client_operation_duration_seconds_count", "otel_sampling_client_truncations_total"
+INVALID = ', otel_sampling_tool_call_error="invalid_arguments"'
+MISMATCH = ', otel_sampling_structured_output_failure="schema_mismatch"'
+CUT = ', otel_sampling_truncation_kind="max_tokens"'
+DEGRADED_JOB = {"job": "j"}  # "> on (job)" keeps the matching labels only
+
+
+def breakage_description(what: str, value: str, unit: str) -> str:
+    return (
+        f"In degraded mode, job j had a {what} of {value} over the last 30m, more than 2 times the primary's "
+        f"(each side with at least 20 {unit})."
+    )
+
+
+CASES += [
+    (
+        "tool-call errors: 40% degraded against 10% primary, 10 calls a minute each",
+        "FallbackToolErrorsHigher",
+        [
+            (call_series(TOOL_CALLS, "primary"), "0+10x60"),
+            (call_series(TOOL_ERRORS, "primary", INVALID), "0+1x60"),
+            (call_series(TOOL_CALLS, "degraded"), "0+10x60"),
+            (call_series(TOOL_ERRORS, "degraded", INVALID), "0+4x60"),
+        ],
+        "50m",
+        [(DEGRADED_JOB, breakage_description("tool-call error rate", "40%", "tool calls"))],
+    ),
+    (
+        "tool-call errors: 15% degraded against 10% primary is within the factor",
+        "FallbackToolErrorsHigher",
+        [
+            (call_series(TOOL_CALLS, "primary"), "0+20x60"),
+            (call_series(TOOL_ERRORS, "primary", INVALID), "0+2x60"),
+            (call_series(TOOL_CALLS, "degraded"), "0+20x60"),
+            (call_series(TOOL_ERRORS, "degraded", INVALID), "0+3x60"),
+        ],
+        "50m",
+        [],
+    ),
+    (
+        "structured output: half the degraded answers miss the schema, none of the primary's",
+        "FallbackStructuredOutputFailing",
+        [
+            (call_series(STRUCTURED, "primary"), "0+2x60"),
+            (call_series(STRUCTURED, "degraded"), "0+2x60"),
+            (call_series(STRUCTURED_FAILED, "degraded", MISMATCH), "0+1x60"),
+        ],
+        "50m",
+        [(DEGRADED_JOB, breakage_description("structured-output failure rate", "50%", "structured-output requests"))],
+    ),
+    (
+        "structured output: every degraded answer fails, but 15 requests in the window",
+        "FallbackStructuredOutputFailing",
+        [
+            (call_series(STRUCTURED, "primary"), "0+2x60"),
+            (call_series(STRUCTURED, "degraded"), "0+0.5x60"),
+            (call_series(STRUCTURED_FAILED, "degraded", MISMATCH), "0+0.5x60"),
+        ],
+        "50m",
+        [],
+    ),
+    (
+        "truncations: 30% degraded against 10% primary",
+        "FallbackTruncatesMore",
+        [
+            (call_series(PROVIDER_CALLS, "primary", ', otel_sampling_ending="completed"'), "0+10x60"),
+            (call_series(TRUNCATED, "primary", CUT), "0+1x60"),
+            (call_series(PROVIDER_CALLS, "degraded", ', otel_sampling_ending="completed"'), "0+10x60"),
+            (call_series(TRUNCATED, "degraded", CUT), "0+3x60"),
+        ],
+        "50m",
+        [(DEGRADED_JOB, breakage_description("truncation rate", "30%", "provider calls"))],
+    ),
+    (
+        "truncations: the primary served 15 calls in the window, too few to compare",
+        "FallbackTruncatesMore",
+        [
+            (call_series(PROVIDER_CALLS, "primary", ', otel_sampling_ending="completed"'), "0+0.5x60"),
+            (call_series(PROVIDER_CALLS, "degraded", ', otel_sampling_ending="completed"'), "0+10x60"),
+            (call_series(TRUNCATED, "degraded", CUT), "0+3x60"),
+        ],
+        "50m",
+        [],
+    ),
+]
+
+
 def promql_labels(series: str, labels: dict[str, str]) -> str:
     return series + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 

@@ -513,3 +513,61 @@ def test_a_block_no_part_type_fits_is_a_generic_part(capture, fake_provider):
     (message,) = json.loads(gpt_span.attributes[names.GEN_AI_INPUT_MESSAGES])
     assert message["parts"] == [{"type": "generic", "generic_type": "image_url"}]
     assert SENTINEL not in everything_exported(telemetry, [])
+
+
+WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+ARGUMENT_TEXTS = ("Paris", "city", "town", "Par")  # in the fake provider's tool arguments and JSON answers
+
+
+def every_point(telemetry) -> list[dict]:
+    data = telemetry.reader.get_metrics_data()
+    return [
+        dict(p.attributes)
+        for rm in (data.resource_metrics if data else ())
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        for p in m.data.data_points
+    ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("scenario", ["tool,tool_args=wrong_type", "tool,tool_name=rm", "json=mismatch", "json=valid"])
+def test_tool_call_and_structured_output_checks_carry_no_arguments_nor_text(capture, fake_provider, scenario, stream):
+    """The checks of issue 26 count; neither the arguments nor the answer's text reach a span, an
+    event or a metric label by default (the offered tools' schemas neither)."""
+    telemetry, records = capture(None)
+    capture(None, instrumentor_class=OpenAIInstrumentor)
+    headers = {"x-fake-scenario": scenario}
+    result = client(fake_provider).messages.create(
+        **KW,
+        tools=[{"name": "get_weather", "input_schema": WEATHER_SCHEMA}],
+        output_config={"format": {"type": "json_schema", "schema": WEATHER_SCHEMA}},
+        extra_headers=headers,
+        stream=stream,
+    )
+    list(result) if stream else None
+    oai = openai_client(fake_provider)
+    result = oai.chat.completions.create(
+        **CHAT_KW,
+        tools=[{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_SCHEMA}}],
+        response_format={"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER_SCHEMA}},
+        extra_headers=headers,
+        stream=stream,
+    )
+    list(result) if stream else None
+    result = oai.responses.create(
+        **RESP_KW,
+        tools=[{"type": "function", "name": "get_weather", "parameters": WEATHER_SCHEMA, "strict": False}],
+        text={"format": {"type": "json_schema", "name": "w", "schema": WEATHER_SCHEMA}},
+        extra_headers=headers,
+        stream=stream,
+    )
+    list(result) if stream else None
+    spans = telemetry.spans()
+    assert len(spans) == 3
+    assert all(
+        names.TOOL_CALL_COUNT in s.attributes or names.STRUCTURED_OUTPUT_REQUESTED in s.attributes for s in spans
+    )
+    exported = repr((everything_exported(telemetry, records), every_point(telemetry)))
+    for text in ARGUMENT_TEXTS:
+        assert text not in exported

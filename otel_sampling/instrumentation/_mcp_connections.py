@@ -73,6 +73,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import locks, names
+from otel_sampling.instrumentation import _mcp_tool_outcomes as tool_outcomes
 from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import HostTargets, Target
 from otel_sampling.records.run import current_run
@@ -344,15 +345,18 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
         guarded("note a repeated tool call", _note_repeat, state, instance, name, args, kwargs)
         token = guarded("continue a tool call's trace", continue_trace)
         try:
-            return await wrapped(*args, **kwargs)
+            result = await wrapped(*args, **kwargs)
         except Exception as exc:
             guarded("count rejected input requests", _count_rejected_inputs, state, instance, exc)
+            guarded("count a tool call's outcome", tool_outcomes.count_failure, state.instruments, exc)
             raise
         finally:
             if token is not None:
                 otel_context.detach(token)
             if call is not None:
                 guarded("forget a tool call", _forget_tool_call, state, instance, call)
+        guarded("count a tool call's outcome", tool_outcomes.count_result, state.instruments, result)
+        return result
 
     return wrapper
 

@@ -48,10 +48,13 @@ from otel_sampling import drills, names
 from otel_sampling import state as _state
 from otel_sampling.content import Content, capture_mode
 from otel_sampling.drills import Drill
+from otel_sampling.instrumentation.call_answers import CheckedAccumulator
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
+from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.records.provider_call import ProviderCall
+from otel_sampling.rules.call_checks import context_length_error
 from otel_sampling.rules.endings import error_type_of, failure_of, fallback_failure
 from otel_sampling.rules.values import Failure, Response
 
@@ -159,6 +162,12 @@ class ProviderState:
     inject_trace_context: bool = False
     drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {}
     http_library: str = "httpx2"
+    ask_keys: frozenset[str] = frozenset()
+
+    def checks_of(self, body: Any) -> CallChecks | None:
+        """What a request whose body has one of ``ask_keys`` asked for, with its answer's reader
+        (:mod:`~otel_sampling.instrumentation.call_answers`); None: nothing to check."""
+        return None
 
     def __init__(self, instruments: Instruments) -> None:
         self.instruments = instruments
@@ -416,8 +425,21 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         if request.effort is not None or not request.attributes
         else request.attributes.get(names.GEN_AI_REQUEST_REASONING_LEVEL),
     )
+    if not state.ask_keys.isdisjoint(request.body) and _asks(state.ask_keys, request.body):
+        call.checks = guarded("read what a provider call asked for", state.checks_of, request.body)
     call.activate()
     return call
+
+
+def _asks(keys: frozenset[str], body: Mapping[str, Any]) -> bool:
+    """Whether ``body`` gives one of ``keys`` a JSON object or array that is not empty: a body may
+    carry an argument the caller left out as the SDK's sentinel (anthropic's ``omit``) or as an
+    empty object (google-genai's ``generationConfig``), so a key alone says nothing."""
+    for key in keys:  # a loop, not any(): no generator on every anthropic call
+        value = body.get(key)
+        if value and isinstance(value, (list, dict)):
+            return True
+    return False
 
 
 def _drill_error(
@@ -451,7 +473,16 @@ def _classify(state: ProviderState, call: ProviderCall, exc: BaseException) -> F
 def _fail(state: ProviderState, call: ProviderCall, exc: BaseException) -> None:
     """End the call with the SDK's exception; when classifying it failed (logged), with the fallback failure."""
     failure = guarded("classify a provider error", _classify, state, call, exc, fallback=fallback_failure(exc))
+    guarded("tell a context-length error", _note_context_length, call, failure, exc)
     call.end(None, *failure)
+
+
+def _note_context_length(call: ProviderCall, failure: Failure, exc: BaseException) -> None:
+    """A provider error that says the input does not fit the model's context window is a truncation."""
+    if context_length_error(failure.error_type, getattr(exc, "message", None)):
+        if call.checks is None:
+            call.checks = CallChecks()
+        call.checks.context_too_long()
 
 
 def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct: bool = False) -> Any:
@@ -464,12 +495,35 @@ def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct:
     """
     sync_stream, async_stream = state.stream_types
     if isinstance(result, sync_stream):
-        return StreamProxy(result, call, state.new_accumulator(result), state.failure)
+        return StreamProxy(result, call, _accumulator(state, call, result), state.failure)
     if isinstance(result, async_stream):
-        return AsyncStreamProxy(result, call, state.new_accumulator(result), state.failure)
+        return AsyncStreamProxy(result, call, _accumulator(state, call, result), state.failure)
     read = isinstance(result, state.response_class) or (direct and not is_object(result))
+    if read and call.checks is not None:
+        guarded("read a provider answer's tool calls", _read_answer, call.checks, result)
     call.end(state.parsed(result) if read else None)
     return result
+
+
+def _read_answer(checks: CallChecks, result: Any) -> None:
+    if checks.reader is not None:
+        checks.answered(checks.reader.of(result))
+
+
+def _read_raw_answer(checks: CallChecks, http_response: Any) -> None:
+    """The answer of a raw response whose body the SDK read already, from its JSON (the readers
+    read a JSON object as they read the SDK's model)."""
+    if checks.reader is not None:
+        checks.answered(checks.reader.of(json.loads(http_response.content)))
+
+
+def _accumulator(state: ProviderState, call: ProviderCall, stream: Any) -> Accumulator:
+    """The stream's accumulator; for a call with checks, one that also reads its tool calls and texts."""
+    accumulator = state.new_accumulator(stream)
+    checks = call.checks
+    if checks is not None and checks.reader is not None:
+        return CheckedAccumulator(accumulator, checks.reader.stream(), checks)
+    return accumulator
 
 
 def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
@@ -522,7 +576,10 @@ def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
     if state.served_model_headers:
         guarded("read a gateway's served-model header", _note_served_model, state, call, http)
     if not getattr(raw, "_is_sse_stream", False) and http.is_stream_consumed:
-        call.end(state.decode_raw(raw))
+        response = state.decode_raw(raw)
+        if call.checks is not None:
+            guarded("read a provider answer's tool calls", _read_raw_answer, call.checks, http)
+        call.end(response)
         return
     state.pending[raw] = call
     weakref.finalize(raw, _end_unseen, state, call)  # never parsed: ended when collected (a no-op once ended)

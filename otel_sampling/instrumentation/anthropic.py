@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 from otel_sampling import names
 from otel_sampling.content import Content, generic_part, text_part
+from otel_sampling.instrumentation import call_answers
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -52,6 +53,7 @@ from otel_sampling.instrumentation._provider import (
     sequence,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import reported_error_type
 from otel_sampling.rules.values import Response, Usage, token_count, token_counts
 
@@ -251,6 +253,9 @@ class StreamAccumulator:
         )
 
 
+_ANSWERS = call_answers.AnthropicAnswers()
+
+
 class _State(ProviderState):
     provider = PROVIDER
     max_tokens_keys = ("max_tokens",)
@@ -265,6 +270,12 @@ class _State(ProviderState):
         names.DRILL_FAILURE_OVERLOADED: (529, "overloaded_error"),
         names.DRILL_FAILURE_RATE_LIMITED: (429, "rate_limit_error"),
     }
+
+    ask_keys = call_answers.ANTHROPIC_KEYS
+
+    def checks_of(self, body: Any) -> CallChecks | None:
+        asked = call_answers.anthropic_asked(body)
+        return None if asked is None else CallChecks(asked, _ANSWERS)
 
     def error_body(self, error_type: str, message: str) -> dict[str, Any]:
         """Anthropic's error shape: ``{"type": "error", "error": {"type", "message"}}``."""

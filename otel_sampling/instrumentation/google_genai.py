@@ -61,6 +61,7 @@ from opentelemetry import propagate
 from otel_sampling import names
 from otel_sampling.content import Content, generic_part, text_part
 from otel_sampling.drills import Drill
+from otel_sampling.instrumentation import call_answers
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -70,6 +71,7 @@ from otel_sampling.instrumentation._provider import (
     server_of_url,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import Failure, Response, Usage, token_count
 
@@ -289,6 +291,9 @@ def model_of_path(path: str) -> tuple[str, bool]:
     return resource.rpartition("/")[2], True
 
 
+_ANSWERS = call_answers.GeminiAnswers()
+
+
 class _State(ProviderState):
     """The google-genai SDK's answers to the shared wrappers (see the module docstring)."""
 
@@ -367,6 +372,12 @@ class _State(ProviderState):
         return Request(
             model or None, max_tokens, stream, body, VERTEX_PROVIDER if vertex else None, deployment=deployment
         )
+
+    ask_keys = call_answers.GEMINI_KEYS
+
+    def checks_of(self, body: Any) -> CallChecks | None:
+        asked = call_answers.gemini_asked(body)
+        return None if asked is None else CallChecks(asked, _ANSWERS)
 
     def input_content(self, body: Any) -> Content:
         system = body.get("systemInstruction")

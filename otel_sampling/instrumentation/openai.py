@@ -50,7 +50,7 @@ from opentelemetry import propagate
 from otel_sampling import names
 from otel_sampling import state as _state
 from otel_sampling.content import Content
-from otel_sampling.instrumentation import openai_responses
+from otel_sampling.instrumentation import call_answers, openai_responses
 from otel_sampling.instrumentation._provider import (
     ProviderState,
     Request,
@@ -71,6 +71,7 @@ from otel_sampling.instrumentation.openai_content import chat_input, chat_output
 from otel_sampling.instrumentation.openai_fields import as_str, error_envelope, field, usage_of
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
+from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.values import Response, Usage
 
 logger = logging.getLogger(__name__)
@@ -271,6 +272,9 @@ class StreamAccumulator:
         )
 
 
+_CHAT, _RESPONSES = call_answers.OpenAIAnswers(responses=False), call_answers.OpenAIAnswers(responses=True)
+
+
 class _State(ProviderState):
     """One state for both endpoints: the request's path picks the API (token-limit keys,
     ``openai.api.type``, content), the result's type its extraction, the stream's URL its
@@ -343,6 +347,12 @@ class _State(ProviderState):
             },
             deployment=azure,
         )
+
+    ask_keys = call_answers.OPENAI_KEYS
+
+    def checks_of(self, body: Any) -> CallChecks | None:
+        asked = call_answers.openai_asked(body)
+        return None if asked is None else CallChecks(asked, _CHAT if "messages" in body else _RESPONSES)
 
     def input_content(self, body: Any) -> Content:
         # Chat Completions requires ``messages``; the Responses API has ``input`` / ``instructions`` instead.

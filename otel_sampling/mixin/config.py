@@ -42,7 +42,7 @@ class MixinConfig:
 
     Raises:
         ValueError: on a malformed duration, a window of 0, a ratio outside 0-1, a negative count,
-            ``flapping_transitions`` below 1, a ``gen_ai_semconv`` neither ``old`` nor ``new``, a
+            ``flapping_transitions`` or ``breakage_factor`` below 1, a ``gen_ai_semconv`` neither ``old`` nor ``new``, a
             ``cache_share_drop`` outside (0, 1] or a ``rule_selector`` / ``scope_selector`` that is not
             PromQL label matchers.
     """
@@ -109,6 +109,21 @@ class MixinConfig:
         0.5, "fraction of its baseline the cache-read share (by job, mode, model) must lose for PromptCacheShareDropped"
     )
     cache_share_for: str = _option("15m", "for of PromptCacheShareDropped")
+    breakage_factor: float = _option(
+        2.0,
+        "how many times the primary's rate the degraded side's tool-call error, structured-output failure or "
+        "truncation rate must exceed for FallbackToolErrorsHigher, FallbackStructuredOutputFailing, "
+        "FallbackTruncatesMore (at least 1)",
+    )
+    breakage_min_calls: int = _option(
+        20,
+        "traffic guard of those alerts: each side (primary, degraded) needs this many tool calls, structured-output "
+        "requests or provider calls in the window",
+    )
+    breakage_for: str = _option(
+        "15m",
+        "for of FallbackToolErrorsHigher, FallbackStructuredOutputFailing, FallbackTruncatesMore; for_short_run: 2s",
+    )
     runbook_url: str = _option(
         RUNBOOK_URL,
         "base of every alert's runbook_url and of the dashboards' Runbook link "
@@ -132,6 +147,8 @@ class MixinConfig:
             raise ValueError(f"gen_ai_semconv: {self.gen_ai_semconv!r} is neither old nor new")
         if not 0 < self.cache_share_drop <= 1:
             raise ValueError(f"cache_share_drop: {self.cache_share_drop!r} is not a ratio above 0 and at most 1")
+        if self.breakage_factor < 1:  # below 1, a fallback as good as the primary would page
+            raise ValueError(f"breakage_factor: {self.breakage_factor!r} must be at least 1")
         if self.flapping_transitions < 1:  # ">= 0" entries would fire on every degradation ever entered
             raise ValueError(f"flapping_transitions: {self.flapping_transitions!r} must be at least 1")
         for name in ("rule_selector", "scope_selector"):
@@ -166,6 +183,8 @@ class MixinConfig:
             drill_fallback_for="2s",
             drill_recovery_window="5s",
             drill_recovery_for="20s",
+            breakage_min_calls=10,
+            breakage_for="2s",
         )
 
     def selector(self, *matchers: str) -> str:

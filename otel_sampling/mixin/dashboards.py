@@ -14,7 +14,7 @@ from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import dashboard as dm
 
 from otel_sampling import names
-from otel_sampling.mixin import five_numbers
+from otel_sampling.mixin import breakage_row, five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.panels import (
@@ -745,6 +745,9 @@ def degradation(config: MixinConfig) -> dash.Dashboard:
         d = d.with_panel(panel)
     d = d.with_row(row("Silent to operators"))
     for panel in _silent_to_operators(config):
+        d = d.with_panel(panel)
+    d = d.with_row(row("What the fallback breaks"))
+    for panel in breakage_row.panels(config):
         d = d.with_panel(panel)
     return d
 

@@ -45,6 +45,14 @@ AGENT_RUN_TOKENS = metric_name(names.METRIC_AGENT_RUN_TOKENS, names.UNIT_TOKEN) 
 EVALUATION_SCORE = metric_name(names.METRIC_EVALUATION_SCORE, names.UNIT_ONE)  # histogram
 CACHE_LOOKUPS = metric_name(names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, counter=True)
 DRILLS = metric_name(names.METRIC_DRILLS, names.UNIT_DRILL, counter=True)
+# what the fallback breaks (otel_sampling.records.call_signals)
+TOOL_CALLS = metric_name(names.METRIC_CLIENT_TOOL_CALLS, names.UNIT_TOOL_CALL, counter=True)
+TOOL_CALL_ERRORS = metric_name(names.METRIC_CLIENT_TOOL_CALL_ERRORS, names.UNIT_TOOL_CALL, counter=True)
+STRUCTURED_REQUESTS = metric_name(names.METRIC_CLIENT_STRUCTURED_OUTPUT_REQUESTS, names.UNIT_CALL, counter=True)
+STRUCTURED_FAILURES = metric_name(names.METRIC_CLIENT_STRUCTURED_OUTPUT_FAILURES, names.UNIT_CALL, counter=True)
+TRUNCATIONS = metric_name(names.METRIC_CLIENT_TRUNCATIONS, names.UNIT_CALL, counter=True)
+CONTEXT_UTILIZATION = metric_name(names.METRIC_CLIENT_CONTEXT_UTILIZATION, names.UNIT_ONE)  # histogram
+HOST_TOOL_CALLS = metric_name(names.METRIC_HOST_TOOL_CALLS, names.UNIT_TOOL_CALL, counter=True)
 
 # ---------------------------------------------------------------- labels
 SERVER = label_name(names.MCP_SERVER_NAME)
@@ -72,6 +80,10 @@ CACHE_PROVENANCE_MODE = label_name(names.CACHE_PROVENANCE_MODE)
 CACHE_PROVENANCE_MATCH = label_name(names.CACHE_PROVENANCE_MATCH)
 DRILL_NAME = label_name(names.DRILL_NAME)
 DRILL_OUTCOME = label_name(names.DRILL_OUTCOME)
+TOOL_CALL_ERROR = label_name(names.TOOL_CALL_ERROR)
+STRUCTURED_FAILURE = label_name(names.STRUCTURED_OUTPUT_FAILURE)
+TRUNCATION_KIND = label_name(names.TRUNCATION_KIND)
+TOOL_CALL_OUTCOME = label_name(names.TOOL_CALL_OUTCOME)
 JOB = "job"  # from the scrape configuration, not from the package
 SCOPE_NAME = SCOPE_NAME_LABEL  # from the exporter: the instrumentation scope of the series
 LE = "le"  # histogram bucket bound (Prometheus)
@@ -85,6 +97,7 @@ HISTOGRAMS = (
     AGENT_RUN_DURATION,
     AGENT_RUN_STEPS,
     AGENT_RUN_TOKENS,
+    CONTEXT_UTILIZATION,
 )
 GAUGES = (SAMPLING_IN_FLIGHT, DEGRADATION_ACTIVE, DEGRADATION_EXPIRED)
 COUNTERS = (
@@ -108,6 +121,12 @@ COUNTERS = (
     USAGE_REASONING,
     SHARE_INPUT,
     SHARE_CACHE_READ,
+    TOOL_CALLS,
+    TOOL_CALL_ERRORS,
+    STRUCTURED_REQUESTS,
+    STRUCTURED_FAILURES,
+    TRUNCATIONS,
+    HOST_TOOL_CALLS,
 )
 # Every raw series a query may name (a histogram is read through its _bucket/_sum/_count series).
 SERIES = frozenset(COUNTERS + GAUGES + tuple(h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_sampling import names
-from otel_sampling.mixin import five_numbers
+from otel_sampling.mixin import breakage, five_numbers
 from otel_sampling.mixin import metrics as m
 from otel_sampling.mixin.config import MixinConfig
 from otel_sampling.mixin.prometheus_names import label_name
@@ -85,6 +85,7 @@ def recording_rules(config: MixinConfig) -> list[Rule]:
         *five_numbers.recording_rules(w, by=BY_RUN_NAME, selector=config.rule_selector, scope=config.scope_selector),
         degraded_exposure_rule(config),
         *cache_share_rules(config),
+        *breakage.recording_rules(config),
     ]
 
 
@@ -367,6 +368,7 @@ def alerting_rules(config: MixinConfig) -> list[Rule]:
             f"{dw} (threshold {c.grants_per_day_threshold}).",
         ),
     ]
+    alerts += [_alert(c, *spec) for spec in breakage.alerts(config)]
     return alerts
 
 

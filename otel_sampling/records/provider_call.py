@@ -50,9 +50,12 @@ from otel_sampling.metrics import (
     recorded_in,
 )
 from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
+from otel_sampling.records import call_signals
 from otel_sampling.records import run as run_records
+from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.records.failover import FailoverTracker
-from otel_sampling.rules import endings, scopes, verdict
+from otel_sampling.rules import call_checks, endings, scopes, verdict
+from otel_sampling.rules.call_checks import NO_SIGNALS, Signals
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
 from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
@@ -142,6 +145,7 @@ class ProviderCall:
         "_named",
         "_client_fallback",
         "_effort",
+        "checks",
     )
 
     def __init__(
@@ -164,6 +168,9 @@ class ProviderCall:
         self._instruments = instruments
         self._client_fallback = client_fallback
         self._effort = effort
+        # What the request asked for and its answer held (records/call_signals.py): set by the
+        # wrappers for a call that offered tools or asked for structured output, else None.
+        self.checks: CallChecks | None = None
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
         self._first_chunk: float | None = None
@@ -285,6 +292,7 @@ class ProviderCall:
         judged = CallVerdict(names.MODE_PRIMARY, ())
         violations: tuple[str, ...] = ()
         priced = None
+        signal_attributes: dict[str, Any] = {}
         now = state.around()
         try:
             priced = self._cost(response_model, usage)
@@ -306,13 +314,54 @@ class ProviderCall:
                 effort=self._effort,
             )
             judged, violations = self._publish(summary)
-            self._record_metrics(
+            labels, context = self._record_metrics(
                 duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill
             )
             if violations:
                 self._record_violations(violations, judged.scope)
+            self._record_signals(response, usage.input_tokens, labels, context, signal_attributes)
         finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, judged, error_type, ending, priced, violations)
+            self._end_span(response, usage, judged, error_type, ending, priced, signal_attributes, violations)
+
+    def _record_signals(
+        self,
+        response: Response | None,
+        input_tokens: int | None,
+        labels: dict[str, Any],
+        context: Context,
+        span_attributes: dict[str, Any],
+    ) -> None:
+        """What the fallback breaks (records/call_signals.py): the call's signals, their points, and
+        their span attributes put in ``span_attributes``. A failure here is logged at DEBUG: the
+        call's verdict and other points are recorded already, and its span still ends."""
+        try:
+            signals = self._signals(response, input_tokens)
+            if signals is not NO_SIGNALS:
+                call_signals.record(self._instruments.signals, signals, labels, context, span_attributes)
+        except Exception:
+            logger.debug("otel-sampling: could not record what a provider call's answer shows", exc_info=True)
+
+    def _signals(self, response: Response | None, input_tokens: int | None) -> Signals:
+        """What the call shows (:func:`otel_sampling.rules.call_checks.judge`): its checks against
+        what it asked, its truncation, its context utilization (the served model's window from the
+        price source)."""
+        checks = self.checks
+        source = self._instruments.settings.price_source
+        model = response.model if response is not None else None
+        window = (
+            source.context_window(self._provider, model)
+            if source is not None and model is not None and input_tokens is not None
+            else None
+        )
+        readable = response is not None and response.error_type is None and not response.refusal
+        return call_checks.judge(
+            checks.asked if checks is not None else None,
+            checks.answer if checks is not None and readable else None,
+            checks is not None and checks.context_length,
+            response.finish_reasons if response is not None else (),
+            input_tokens,
+            window,
+        )
 
     def _publish(self, summary: CallSummary) -> tuple[CallVerdict, tuple[str, ...]]:
         """Tell the call's scope what it did, in one call; its verdict comes back, with the
@@ -376,6 +425,7 @@ class ProviderCall:
         error_type: str | None,
         ending: str,
         priced: verdict.Cost | None,
+        signal_attributes: Mapping[str, Any],
         violations: tuple[str, ...] = (),
     ) -> None:
         instruments = self._instruments
@@ -412,6 +462,8 @@ class ProviderCall:
                     attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
                     attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
                     attributes[names.COST_PRICE_SOURCE] = priced.source
+                if signal_attributes:
+                    attributes.update(signal_attributes)
                 if error_type is not None:
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
@@ -439,7 +491,9 @@ class ProviderCall:
         ending: str,
         usd: float | None,
         drill: dict[str, str],
-    ) -> None:
+    ) -> tuple[dict[str, Any], Context]:
+        """Record the call's points; return the labels of its cost (provider, served model, mode,
+        drill) and the context its points are recorded in, for the call's signals."""
         instruments = self._instruments
         context = recorded_in(self._span)
         labelled: list[tuple[str, BoundedLabel, object]] = [
@@ -481,6 +535,7 @@ class ProviderCall:
         elif usage.input_tokens is not None or usage.output_tokens is not None:
             # token counts and no price: the model the operator has to price (the policy's [prices])
             instruments.unpriced.add(1, priced_by, context=context)
+        return priced_by, context
 
 
 class _Scope(Protocol):

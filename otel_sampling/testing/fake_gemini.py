@@ -14,6 +14,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from otel_sampling.testing import fake_answers
+
 GENERATE = ":generateContent"
 STREAM_GENERATE = ":streamGenerateContent"
 #: HTTP status -> google.rpc status name, as the Gemini API and Vertex AI send them.
@@ -81,7 +83,8 @@ def _parts(sc: dict[str, str], text: str) -> list[dict[str, Any]]:
         parts.append({"text": "Thinking it over", "thought": True})
     parts.append({"text": text})
     if "tool" in sc:
-        parts.append({"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}})
+        name, args = fake_answers.tool_call(sc)
+        parts.append({"functionCall": {"name": name, "args": args}})
     return parts
 
 
@@ -130,7 +133,8 @@ def chunks(sc: dict[str, str], served: str | None, words: list[str]) -> list[dic
         )
     last: dict[str, Any] = {"content": {"role": "model", "parts": []}, "finishReason": finish_reason(sc), "index": 0}
     if "tool" in sc:
-        last["content"]["parts"] = [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
+        name, args = fake_answers.tool_call(sc)
+        last["content"]["parts"] = [{"functionCall": {"name": name, "args": args}}]
     out.append(
         {
             "candidates": [last],

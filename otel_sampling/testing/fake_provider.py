@@ -76,7 +76,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from otel_sampling.testing import fake_gemini
+from otel_sampling.testing import fake_answers, fake_gemini
 
 __all__ = ["DEFAULT_TEXT", "FakeProvider", "SCENARIO_HEADER", "SCENARIOS", "parse_scenario"]
 
@@ -116,8 +116,9 @@ SCENARIOS: dict[str, str] = {
     "tool": "the model calls a tool (anthropic tool_use block, openai tool_calls, Responses a function_call "
     "output item)",
     "tool_name=<n>": "with tool: the model calls tool <n> (default get_weather), offered or not",
-    "tool_args=<a>": "with tool: the arguments are bad_json (not JSON: a cut object; anthropic: input is that "
-    'string), missing (the object {}, no city) or wrong_type ({"city": 42}); default {"city": "Paris"}',
+    "tool_args=<a>": "with tool: the arguments are bad_json (not JSON: a cut object; anthropic input and "
+    'Gemini args: that string), missing (the object {}, no city) or wrong_type ({"city": 42}); '
+    'default {"city": "Paris"}',
     "json=<j>": 'the output text is JSON (streamed in two deltas): valid {"city": "Paris"}, bad_json (a cut '
     'object), mismatch {"town": 42}',
     "context_length": "HTTP 400, the provider's context-length error (anthropic invalid_request_error "
@@ -207,26 +208,9 @@ def _long_model(sc: dict[str, str]) -> str | None:
     return "m" * int(sc["long_model"]) if "long_model" in sc else None
 
 
-_TOOL_ARGUMENTS = {"missing": {}, "wrong_type": {"city": 42}}
-_BAD_JSON = '{"city": "Par'
-_JSON_TEXTS = {"valid": '{"city": "Paris"}', "bad_json": _BAD_JSON, "mismatch": '{"town": 42}'}
-
-
-def _tool_call(sc: dict[str, str]) -> tuple[str, object]:
-    """The name and arguments (an object, or ``_BAD_JSON`` text) of the scenario's tool call."""
-    args = sc.get("tool_args", "")
-    return sc.get("tool_name") or "get_weather", (
-        _BAD_JSON if args == "bad_json" else _TOOL_ARGUMENTS.get(args, {"city": "Paris"})
-    )
-
-
-def _arguments_text(arguments: object) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments)
-
-
 def _words(sc: dict[str, str]) -> list[str]:
-    if sc.get("json") in _JSON_TEXTS:
-        text = _JSON_TEXTS[sc["json"]]
+    if sc.get("json") in fake_answers.JSON_TEXTS:
+        text = fake_answers.JSON_TEXTS[sc["json"]]
         return [text[:5], text[5:]]
     text = sc.get("text", DEFAULT_TEXT).replace("+", " ")
     parts = text.split(" ")
@@ -525,7 +509,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         content.append({"type": "text", "text": "".join(words)})
         if "tool" in sc:
-            tool_name, tool_input = _tool_call(sc)
+            tool_name, tool_input = fake_answers.tool_call(sc)
             content.append({"type": "tool_use", "id": _id("toolu_"), "name": tool_name, "input": tool_input})
         msg: dict[str, Any] = {
             "id": _id("msg_"),
@@ -603,7 +587,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {
                     "type": "content_block_delta",
                     "index": idx,
-                    "delta": {"type": "input_json_delta", "partial_json": _arguments_text(tool["input"])},
+                    "delta": {"type": "input_json_delta", "partial_json": fake_answers.arguments_text(tool["input"])},
                 },
                 "content_block_delta",
             )
@@ -686,12 +670,12 @@ class _Handler(BaseHTTPRequestHandler):
             "x-ratelimit-remaining-tokens": "100000",
             **_gateway_headers(sc),
         }
-        tool_name, tool_args = _tool_call(sc)
+        tool_name, tool_args = fake_answers.tool_call(sc)
         tool_calls: list[dict[str, Any]] = [
             {
                 "id": _id("call_"),
                 "type": "function",
-                "function": {"name": tool_name, "arguments": _arguments_text(tool_args)},
+                "function": {"name": tool_name, "arguments": fake_answers.arguments_text(tool_args)},
             }
         ]
         base = {
@@ -804,14 +788,14 @@ class _Handler(BaseHTTPRequestHandler):
         }
         outputs = [item]
         if "tool" in sc:
-            tool_name, tool_args = _tool_call(sc)
+            tool_name, tool_args = fake_answers.tool_call(sc)
             outputs.append(
                 {
                     "type": "function_call",
                     "id": _id("fc_"),
                     "call_id": _id("call_"),
                     "name": tool_name,
-                    "arguments": _arguments_text(tool_args),
+                    "arguments": fake_answers.arguments_text(tool_args),
                     "status": "completed",
                 }
             )

@@ -34,7 +34,10 @@ import httpx2  # noqa: E402
 from cassette_replay import base_url, load  # noqa: E402
 
 PROVIDERS = ("anthropic", "openai", "gemini")  # each measured as <provider>-create and <provider>-stream
-PROVIDER_KINDS = tuple(f"{provider}-{shape}" for provider in PROVIDERS for shape in ("create", "stream"))
+# A call that offers tools and asks for a schema (the checks of otel_sampling.rules.call_checks read
+# its request and answer): anthropic's forced tool, openai's tools and json_schema response format.
+TOOL_KINDS = ("anthropic-tools", "openai-tools")
+PROVIDER_KINDS = tuple(f"{provider}-{shape}" for provider in PROVIDERS for shape in ("create", "stream")) + TOOL_KINDS
 MCP_KINDS = ("mcp-legacy", "mcp-mrtr")
 KINDS = PROVIDER_KINDS + MCP_KINDS
 
@@ -44,6 +47,20 @@ CASSETTES = {
     "anthropic-stream": "anthropic/stream_basic.json",
     "openai-create": "openai/chat_basic.json",
     "openai-stream": "openai/chat_stream_include_usage.json",
+    "anthropic-tools": "anthropic/messages_tool_use.json",  # tools, a forced tool (its input schema), a tool_use
+    "openai-tools": "openai/chat_tool_calls.json",  # tools, two tool_calls (and a schema, REQUEST_EXTRAS)
+}
+# What a kind's call adds to its recorded request (the answer is recorded without it).
+REQUEST_EXTRAS: dict[str, dict[str, Any]] = {
+    "openai-tools": {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "weather",
+                "schema": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
+            },
+        }
+    },
 }
 # mcp.Client mode of each MCP kind: "legacy" = JSON-RPC over memory streams (2025-11-25),
 # "auto" = 2026-07-28, where sampling rides InputRequiredResult (multi-round-trip requests).
@@ -156,7 +173,7 @@ Create = Callable[..., Any]  # one call of the SDK: its keyword arguments -> its
 def _recorded_calls(kind: str, scenario: Scenario) -> tuple[Create, dict[str, Any], _Answers]:
     """anthropic and openai: the recorded exchange answers, the recorded request asks."""
     cassette = load(CASSETTES[kind])
-    body = dict(cassette["request"]["body"])
+    body = {**cassette["request"]["body"], **REQUEST_EXTRAS.get(kind, {})}
     answers = _Answers(cassette, scenario.labels, scenario.events if body.get("stream") else 0)
     http = httpx2.Client(transport=_transport(cassette, answers))
     if kind.startswith("anthropic"):
