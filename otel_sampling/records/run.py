@@ -414,7 +414,7 @@ def run_may_take(span: Any) -> bool:
 
 def _is_agent_span(span: Any) -> bool:
     attributes = getattr(span, "attributes", None)
-    return bool(attributes) and attributes.get(names.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS
+    return attributes is not None and attributes.get(names.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS
 
 
 def open_request_run(span: trace.Span, active: tuple[str, ...] = ()) -> Run | None:
