@@ -13,6 +13,8 @@ import gc
 import anthropic
 import httpx2
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import SpanKind, StatusCode
 
 from conftest import TRACER_PROVIDER, instrumenting, raised_by
@@ -66,6 +68,39 @@ def test_create_span_attributes_and_metrics(anthropic_instrumented, fake_provide
     assert input_point.sum == 525
     assert input_point.attributes[names.GEN_AI_RESPONSE_MODEL] == "claude-served"
     assert anthropic_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ERROR_TYPE) == {(None,): 1}
+
+
+class _RecordingSampler(Sampler):
+    """Always samples; keeps the attributes each span was started with."""
+
+    def __init__(self) -> None:
+        self.started: list[dict] = []
+
+    def should_sample(self, parent_context, trace_id, name, kind=None, attributes=None, links=None, trace_state=None):
+        self.started.append(dict(attributes or {}))
+        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+    def get_description(self) -> str:
+        return "recording"
+
+
+def test_a_sampler_sees_what_is_known_at_the_start(telemetry, fake_provider):
+    """The GenAI conventions ask for gen_ai.operation.name, the provider, the request model and the
+    server at span creation (sampling-relevant): the sampler gets them, the answer's come at the end."""
+    sampler = _RecordingSampler()
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=TracerProvider(sampler=sampler), meter_provider=telemetry.meter_provider)
+    try:
+        client(fake_provider).messages.create(model="claude-req", max_tokens=64, messages=MESSAGES)
+    finally:
+        instrumentor.uninstrument()
+    started = next(a for a in sampler.started if a.get(names.GEN_AI_OPERATION_NAME) == "chat")
+    assert started[names.GEN_AI_PROVIDER_NAME] == "anthropic"
+    assert started[names.GEN_AI_REQUEST_MODEL] == "claude-req"
+    assert started[names.GEN_AI_REQUEST_MAX_TOKENS] == 64
+    assert started[names.SERVER_ADDRESS] == "127.0.0.1"
+    assert started[names.SERVER_PORT] == int(fake_provider.url.rsplit(":", 1)[1])
+    assert names.GEN_AI_RESPONSE_MODEL not in started
 
 
 def test_anthropic_own_span_is_a_child_never_a_sibling(anthropic_instrumented, fake_provider):

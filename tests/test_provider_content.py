@@ -15,6 +15,7 @@ import httpx2
 import openai
 import pytest
 from opentelemetry._logs import SeverityNumber
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 
 from cassette_replay import OPENAI_HTTP
 from conftest import TRACER_PROVIDER
@@ -85,6 +86,43 @@ def everything_exported(telemetry, records) -> str:
         for p in telemetry.points(m)
     ]
     return repr((spans, points, [(r.body, dict(r.attributes or {})) for r in records]))
+
+
+class _DropsDebug(LogRecordProcessor):
+    """A pipeline that keeps nothing below INFO, and says so (``enabled``)."""
+
+    def __init__(self) -> None:
+        self.emitted: list = []
+
+    def enabled(self, *, context=None, instrumentation_scope=None, severity_number=None, event_name=None) -> bool:
+        return severity_number is None or severity_number >= SeverityNumber.INFO
+
+    def on_emit(self, log_record) -> None:
+        self.emitted.append(log_record)
+
+    def shutdown(self) -> None: ...
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def test_no_event_is_built_for_a_pipeline_that_drops_it(telemetry, fake_provider):
+    """The details event is DEBUG: a logger whose pipeline says it drops DEBUG records
+    (``Logger.enabled``) is not handed one; the call's span is exported as usual."""
+    processor = _DropsDebug()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(processor)
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(
+        tracer_provider=TRACER_PROVIDER, meter_provider=telemetry.meter_provider, logger_provider=logger_provider
+    )
+    try:
+        client(fake_provider).messages.create(**KW)
+    finally:
+        instrumentor.uninstrument()
+    assert processor.emitted == []
+    (span,) = telemetry.spans()
+    assert span.attributes[names.GEN_AI_RESPONSE_MODEL]
 
 
 @pytest.mark.parametrize("mode", [None, "NO_CONTENT", "bogus"])

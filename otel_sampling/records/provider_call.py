@@ -197,33 +197,34 @@ class ProviderCall:
         max_length = instruments.settings.attribute_max_length
         model = clean(self._request_model, max_length) if self._request_model else None
         # The request model may come from a server's hint: cleaned and cut like any attribute.
-        span = instruments.tracer.start_span(
-            f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT, kind=SpanKind.CLIENT
+        # What is known at the start is given to start_span (samplers see it, as the GenAI
+        # conventions ask of gen_ai.operation.name, the provider, the model and the server).
+        attributes: dict[str, Any] = {
+            names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+            names.GEN_AI_PROVIDER_NAME: provider,
+        }
+        if model:
+            attributes[names.GEN_AI_REQUEST_MODEL] = model
+        if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+            attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+        if stream:
+            attributes[names.GEN_AI_REQUEST_STREAM] = True
+        if extra_attributes:
+            attributes.update(extra_attributes)
+        if type(effort) is int and effort > 0 and otlp_int(effort) is not None:  # thinking enabled
+            attributes[names.REQUEST_THINKING_BUDGET] = effort
+        if server:
+            attributes[names.SERVER_ADDRESS] = clean(server[0], max_length)
+            if server[1] is not None:
+                attributes[names.SERVER_PORT] = server[1]
+        self._span = instruments.tracer.start_span(
+            f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
         )
-        self._span = span
         # Timed from the span's start (not before it), so that the time to first chunk and the
         # duration never exceed the span's own duration.
         self._start = time.perf_counter()
-        if span.is_recording():
-            attributes: dict[str, Any] = {
-                names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
-                names.GEN_AI_PROVIDER_NAME: provider,
-            }
-            if model:
-                attributes[names.GEN_AI_REQUEST_MODEL] = model
-            if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
-                attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-            if stream:
-                attributes[names.GEN_AI_REQUEST_STREAM] = True
-            if extra_attributes:
-                attributes.update(extra_attributes)
-            if type(effort) is int and effort > 0 and otlp_int(effort) is not None:  # thinking enabled
-                attributes[names.REQUEST_THINKING_BUDGET] = effort
-            if server:
-                attributes[names.SERVER_ADDRESS] = clean(server[0], max_length)
-                if server[1] is not None:
-                    attributes[names.SERVER_PORT] = server[1]
-            span.set_attributes(attributes)
 
     @property
     def request_model(self) -> str | None:
@@ -712,9 +713,15 @@ _CONTENT: Final = frozenset(
 
 
 def emit_inference_details(event_logger: Logger, span: trace.Span, content: Mapping[str, Any] | None) -> None:
-    """Emit the event for ``span`` (ended or about to end), with ``content`` when given."""
+    """Emit the event for ``span`` (ended or about to end), with ``content`` when given; nothing
+    when the logger says it would drop a DEBUG record of this name (``Logger.enabled``, where the API has it)."""
     recorded = getattr(span, "attributes", None)
     if not span.is_recording() or not isinstance(recorded, Mapping):
+        return
+    enabled = getattr(event_logger, "enabled", None)
+    if enabled is not None and not enabled(
+        severity_number=SeverityNumber.DEBUG, event_name=names.EVENT_INFERENCE_DETAILS
+    ):
         return
     attributes = {
         key: value for key, value in recorded.items() if key.startswith(_SPAN_NAMESPACES) and key not in _CONTENT

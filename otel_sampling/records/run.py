@@ -548,18 +548,27 @@ def span_started(span: Any) -> None:
                 while len(runs.by_span) > MAX_OPEN_RUNS:
                     runs.by_span.popitem(last=False)
         return
-    if trace_id in runs.by_trace:
-        return
-    attributes = getattr(span, "attributes", None)
-    if not attributes or attributes.get(names.GEN_AI_OPERATION_NAME) not in _AGENT_OPERATIONS:
-        return  # not an agent's span: an HTTP server span, a health check, another library's work
-    agent = attributes.get(names.GEN_AI_AGENT_NAME)
+    if trace_id in runs.by_trace or not _is_agent_span(span):
+        return  # an owned trace's, or not an agent's span: an HTTP server span, another library's work
+    agent = span.attributes.get(names.GEN_AI_AGENT_NAME)
     _start_implicit(
         getattr(span, "name", "") or names.UNKNOWN_LABEL,
         span_context,
         root=True,
         scope_name=agent if isinstance(agent, str) and agent else None,
     )
+
+
+def run_may_take(span: Any) -> bool:
+    """Whether :func:`span_started` may attribute ``span`` to a run: a run is open in this context,
+    a run owns some trace, or ``span`` is an agent's (it starts one). False for most spans of a
+    process running no agent (a bare provider call): the span processor then does nothing more."""
+    return _explicit() is not None or bool(runs.by_trace) or _is_agent_span(span)
+
+
+def _is_agent_span(span: Any) -> bool:
+    attributes = getattr(span, "attributes", None)
+    return attributes is not None and attributes.get(names.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS
 
 
 def open_request_run(span: trace.Span, active: tuple[str, ...] = ()) -> Run | None:
@@ -602,6 +611,8 @@ def end_request_run(
 
 def span_ended(span: Any) -> None:
     """Fold an ended span into its run; the end of an agent span's run's span ends the run."""
+    if not runs.by_trace and not runs.by_span:  # no run owns anything: nothing to fold
+        return
     span_context = span.get_span_context() if hasattr(span, "get_span_context") else span.context
     owner = runs.by_span.pop(span_context.span_id, None) if runs.by_span else None
     owner = owner or runs.by_trace.get(span_context.trace_id)
@@ -844,10 +855,12 @@ class DegradationSpanProcessor(SpanProcessor):
                     foreign_spans.guard(span, self.foreign_max_length)
                 except Exception:
                     logger.debug("otel-sampling: foreign span guard failed", exc_info=True)
-            if not is_instrumentation_enabled():
-                return
             # The common case, nothing degraded and no canary block, asks for no reasons.
             reasons = () if state.calm and not state.canary.get() else state.active_reasons()
+            if not reasons and not run_may_take(span):
+                return  # nothing to stamp, no run to tell
+            if not is_instrumentation_enabled():
+                return
             if reasons:
                 _stamp(span, reasons)
             span_started(span)
