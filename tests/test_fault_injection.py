@@ -352,28 +352,21 @@ UNREACHABLE = {
         for d in DRIVERS
         if d.startswith(("anthropic", "openai"))
     },
-    **{
-        (d, "ProviderState.new_accumulator"): "openai's and LiteLLM's states pick their accumulator themselves "
-        "(their own step)"
+    **{  # a step the driver's state overrides, or no raw response
+        (d, step): reason
+        for families, step, reason in (
+            (("openai", "litellm"), "ProviderState.new_accumulator", "picks its accumulator itself (its own step)"),
+            (("google_genai", "litellm"), "ProviderState.server_of", "reads the server itself (its own step)"),
+            (("google_genai",), "ProviderState.parsed", "reads its answers itself (its own step)"),
+            (
+                ("google_genai", "litellm"),
+                "ProviderState.decode_raw",
+                "no raw response reaches the caller (google-genai's request returns its own HttpResponse, "
+                "LiteLLM its own answers)",
+            ),
+        )
         for d in DRIVERS
-        if d.startswith(("openai", "litellm"))
-    },
-    **{
-        (d, "ProviderState.server_of"): "google-genai's and LiteLLM's states read the server themselves "
-        "(their own step)"
-        for d in DRIVERS
-        if d.startswith(("google_genai", "litellm"))
-    },
-    **{
-        (d, "ProviderState.decode_raw"): "no raw response reaches the caller: google-genai's request returns its "
-        "own HttpResponse, LiteLLM its own answers"
-        for d in DRIVERS
-        if d.startswith(("google_genai", "litellm"))
-    },
-    **{
-        (d, "ProviderState.parsed"): "google-genai's state reads its answers itself (its own step)"
-        for d in DRIVERS
-        if d.startswith("google_genai")
+        if d.startswith(families)
     },
 }
 

@@ -7,7 +7,8 @@ primary: an outage, a rate limit) and ``context_window_fallbacks`` (the request 
 primary's context window) both falling back from ``primary`` to ``fallback``, and no retries. The
 handler reports the model the answer names (``ModelResponse.model``, the provider's) and
 ``endTurn``; what the Router raised (every deployment failed) reaches fastmcp, which answers the
-server with an error. Declining is a handler that raises, fastmcp's way to refuse a request.
+server with an error. The client, its tool call and its decline are the fastmcp host's
+(host_fastmcp.py): only the handler differs.
 
     python host_litellm_router.py --host litellm-router --provider-url URL --scenario HEADER --sampling model
 
@@ -20,9 +21,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # its model table
 
 import litellm
 import mcp_types as types
-from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
-from host_scenarios import SAMPLING_DECLINE, SAMPLING_MODEL, SCENARIO_HEADER, TICKET, TOOL, run_host
+from host_fastmcp import main as fastmcp_host
+from host_scenarios import SCENARIO_HEADER, run_host
 
 
 def router(args) -> litellm.Router:
@@ -62,21 +62,8 @@ def router_handler(args):
     return handler
 
 
-async def decline(messages, params, context):
-    raise RuntimeError("User rejected sampling request")
-
-
 async def main(args) -> str:
-    handler = None
-    if args.sampling == SAMPLING_MODEL:
-        handler = router_handler(args)
-    elif args.sampling == SAMPLING_DECLINE:
-        handler = decline
-    transport = StdioTransport(command=args.server_command, args=args.server_args, keep_alive=False)
-    async with Client(transport, sampling_handler=handler, timeout=60) as mcp:
-        result = await mcp.call_tool(TOOL, {"ticket": TICKET}, raise_on_error=False)
-    text = " ".join(getattr(block, "text", repr(block)) for block in result.content)
-    return f"{'error' if result.is_error else 'ok'}: {text}"
+    return await fastmcp_host(args, router_handler)
 
 
 if __name__ == "__main__":
