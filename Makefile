@@ -148,9 +148,11 @@ victoria-metrics:
 # opentelemetry-instrument against the fake provider, one tool call per scenario (tests/hosts/).
 # The report (scenario x host x expected and observed verdict) goes to build/hosts-report.md.
 HOSTS_VENV := .venv-hosts
-HOSTS      := pydantic-ai fastmcp mcp-use google-adk langchain-mcp-adapters
+HOSTS      := pydantic-ai fastmcp mcp-use google-adk langchain-mcp-adapters litellm-router
 # pydantic-ai and fastmcp run on mcp 2.x (through fastmcp 4), google-adk on mcp 2.x too (it allows
-# mcp<3), mcp-use and langchain-mcp-adapters pin mcp<2. google-adk pins opentelemetry-api/sdk <= 1.44.
+# mcp<3), mcp-use and langchain-mcp-adapters pin mcp<2. google-adk pins opentelemetry-api/sdk <= 1.44
+# and google-genai < 3 (its Gemini model class). litellm-router: a fastmcp 4 client whose sampling
+# handler is a LiteLLM Router with fallbacks.
 pins_pydantic-ai   := "pydantic-ai-slim[mcp,anthropic]==2.68.0"
 extras_pydantic-ai := mcp,anthropic,otlp
 pins_fastmcp       := "fastmcp[openai]==4.2.3"
@@ -158,9 +160,11 @@ extras_fastmcp     := mcp,openai,otlp
 pins_mcp-use       := "mcp-use[anthropic]==1.7.1"
 extras_mcp-use     := mcp1,anthropic,otlp
 pins_google-adk    := "google-adk[mcp]==2.13.0"
-extras_google-adk  := mcp,anthropic,otlp
+extras_google-adk  := mcp,anthropic,google-genai,otlp
 pins_langchain-mcp-adapters   := "langchain-mcp-adapters==0.3.2" "langchain-openai==1.7.4"
 extras_langchain-mcp-adapters := mcp1,openai,otlp
+pins_litellm-router   := "fastmcp==4.2.3" "litellm==1.110.2"
+extras_litellm-router := mcp,openai,litellm,otlp
 
 venv-hosts: $(HOSTS:%=$(HOSTS_VENV)/%/.installed-stamp)
 
@@ -207,7 +211,7 @@ OLDEST := opentelemetry-api==1.43.0 opentelemetry-sdk==1.43.0 \
 	opentelemetry-exporter-otlp-proto-http==1.43.0 opentelemetry-exporter-otlp-proto-grpc==1.43.0 \
 	opentelemetry-semantic-conventions==0.64b0 opentelemetry-instrumentation==0.64b0 \
 	opentelemetry-distro==0.64b0 opentelemetry-exporter-prometheus==0.64b0
-MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest openai2-oldest openai2-newest google-genai-oldest litellm-oldest otel-oldest
+MATRIX_CELLS := mcp1-oldest mcp1-newest mcp2-oldest mcp2-newest anthropic-oldest openai-oldest openai2-oldest openai2-newest google-genai-oldest google-genai2-oldest google-genai2-newest litellm-oldest otel-oldest
 
 extras_mcp1 := mcp1,anthropic,openai,otlp,otlp-grpc,prometheus,mixin,test
 # google-genai 3.x needs pydantic >= 2.12.5, which the mcp 1.x cells hold back: its tests skip there.
@@ -233,6 +237,9 @@ pins_openai2-oldest := openai==2.0.0 $(OLDEST)
 pins_openai2-newest := "openai<3"
 # google-genai 3.0 is its first release on httpx2, the HTTP library of the client methods we wrap.
 pins_google-genai-oldest := google-genai==3.0.0 $(OLDEST)
+# google-genai 2.x (on httpx), which google-adk pins (google-genai>=2.30,<3): its own state.
+pins_google-genai2-oldest := google-genai==2.30.0 $(OLDEST)
+pins_google-genai2-newest := "google-genai<3"
 # The floor of the litellm extra: the release the instrumentor was written against (its Router core
 # runs each attempt through litellm.<endpoint>).
 pins_litellm-oldest := litellm==1.110.0 $(OLDEST)

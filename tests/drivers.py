@@ -7,7 +7,8 @@
 * The call-shape drivers (:data:`DRIVERS`): a real host workload for each wrapper family, run on
   its success path and on a host-exception path, asserting the host-level answers inside: mcp host
   and server on both protocol paths; the anthropic and openai SDKs, sync and async, plain,
-  streamed, raw and helper shapes, against the fake provider. The fault-injection, lifecycle and
+  streamed, raw and helper shapes; google-genai (models, streams, chats) and LiteLLM (completion,
+  Responses, a Router) where installed; all against the fake provider. The fault-injection, lifecycle and
   suppression tests run them.
 * :class:`Sandwich`: a recording wrapper below ours (what the SDK's function returned or raised)
   and one above ours (what the host received), on every target of the given target tables.
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import inspect
+import os
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -292,6 +295,118 @@ def drive_openai_async(fp) -> None:
     anyio.run(main)
 
 
+GEMINI_MODEL = "gemini-req"
+
+
+def _gemini_client(fp) -> Any:
+    from google import genai
+
+    # One attempt a call (the SDK's retries would resend the 503 of the error call).
+    options = {"base_url": fp.url, "retry_options": {"attempts": 1}}
+    return genai.Client(api_key="k-fake", http_options=options)
+
+
+def _gemini_scenario(value: str) -> dict:
+    return {"config": {"http_options": {"headers": {"x-fake-scenario": value}}}}
+
+
+def drive_google_genai_sync(fp) -> None:
+    from google.genai import errors
+
+    c = _gemini_client(fp)
+    assert c.models.generate_content(model=GEMINI_MODEL, contents="hi").candidates[0].finish_reason == "STOP"
+    chunks = list(c.models.generate_content_stream(model=GEMINI_MODEL, contents="hi"))
+    assert chunks[-1].candidates[0].finish_reason == "STOP"
+    chat = c.chats.create(model=GEMINI_MODEL)
+    assert chat.send_message("hi").text
+    assert [chunk.text for chunk in chat.send_message_stream("again")]
+    with pytest.raises(errors.ServerError) as info:
+        c.models.generate_content(model=GEMINI_MODEL, contents="hi", **_gemini_scenario("status=503"))
+    assert info.value.code == 503
+
+
+def drive_google_genai_async(fp) -> None:
+    from google.genai import errors
+
+    async def main():
+        c = _gemini_client(fp).aio
+        answer = await c.models.generate_content(model=GEMINI_MODEL, contents="hi")
+        assert answer.candidates[0].finish_reason == "STOP"
+        chunks = [chunk async for chunk in await c.models.generate_content_stream(model=GEMINI_MODEL, contents="hi")]
+        assert chunks[-1].candidates[0].finish_reason == "STOP"
+        chat = c.chats.create(model=GEMINI_MODEL)
+        assert (await chat.send_message("hi")).text
+        with pytest.raises(errors.ClientError) as info:
+            await c.models.generate_content(model=GEMINI_MODEL, contents="hi", **_gemini_scenario("status=429"))
+        assert info.value.code == 429
+
+    anyio.run(main)
+
+
+def _litellm():
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # its model table from the package, not fetched
+    import litellm
+
+    return litellm
+
+
+def litellm_kw(fp, scenario_value: str = "") -> dict:
+    """A LiteLLM call on its openai route to the fake provider (no retries of its own)."""
+    kw = {"model": "openai/gpt-req", "api_base": fp.url + "/v1", "api_key": "sk-fake", "num_retries": 0}
+    if scenario_value:
+        kw["extra_headers"] = {"x-fake-scenario": f"{scenario_value},no_retry"}
+    return kw
+
+
+LITELLM_MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def _litellm_router(litellm: Any, fp) -> Any:
+    """A Router whose primary deployment is down (503 for its model only) and falls back."""
+    params = {"api_base": fp.url + "/v1", "api_key": "sk-fake"}
+    down = {"extra_headers": {"x-fake-scenario": "status=503,fail_model=gpt-req,no_retry"}}
+    return litellm.Router(
+        model_list=[
+            {"model_name": "primary", "litellm_params": {"model": "openai/gpt-req", **params, **down}},
+            {"model_name": "backup", "litellm_params": {"model": "openai/gpt-backup", **params}},
+        ],
+        fallbacks=[{"primary": ["backup"]}],
+        num_retries=0,
+    )
+
+
+def drive_litellm_sync(fp) -> None:
+    litellm = _litellm()
+    kw = litellm_kw(fp)
+    assert litellm.completion(messages=LITELLM_MESSAGES, **kw).choices[0].finish_reason == "stop"
+    chunks = list(litellm.completion(messages=LITELLM_MESSAGES, stream=True, **kw))
+    assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
+    assert litellm.responses(input="hi", **kw).status == "completed"
+    assert [e.type for e in litellm.responses(input="hi", stream=True, **kw)][-1] == "response.completed"
+    assert _litellm_router(litellm, fp).completion(model="primary", messages=LITELLM_MESSAGES).model == "gpt-backup"
+    with pytest.raises(litellm.RateLimitError) as info:
+        litellm.completion(messages=LITELLM_MESSAGES, **litellm_kw(fp, "status=429"))
+    assert info.value.status_code == 429
+
+
+def drive_litellm_async(fp) -> None:
+    litellm = _litellm()
+
+    async def main():
+        kw = litellm_kw(fp)
+        assert (await litellm.acompletion(messages=LITELLM_MESSAGES, **kw)).choices[0].finish_reason == "stop"
+        chunks = [k async for k in await litellm.acompletion(messages=LITELLM_MESSAGES, stream=True, **kw)]
+        assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
+        events = [e.type async for e in await litellm.aresponses(input="hi", stream=True, **kw)]
+        assert events[-1] == "response.completed"
+        router = _litellm_router(litellm, fp)
+        assert (await router.acompletion(model="primary", messages=LITELLM_MESSAGES)).model == "gpt-backup"
+        with pytest.raises(litellm.RateLimitError):
+            await litellm.acompletion(messages=LITELLM_MESSAGES, **litellm_kw(fp, "status=429"))
+
+    anyio.run(main)
+
+
 class _Recorded(LogRecordProcessor):
     def __init__(self, records: list) -> None:
         self.records = records
@@ -328,6 +443,19 @@ DRIVERS = {
     "openai_sync": Driver(OpenAIInstrumentor, drive_openai_sync),
     "openai_async": Driver(OpenAIInstrumentor, drive_openai_async),
 }
+# google-genai and LiteLLM are extras (the mcp 1.x cells have no google-genai, only its own cell LiteLLM).
+HAS_GEMINI = importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.genai") is not None
+HAS_LITELLM = importlib.util.find_spec("litellm") is not None
+if HAS_GEMINI:
+    from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor
+
+    DRIVERS["google_genai_sync"] = Driver(GoogleGenAIInstrumentor, drive_google_genai_sync)
+    DRIVERS["google_genai_async"] = Driver(GoogleGenAIInstrumentor, drive_google_genai_async)
+if HAS_LITELLM:
+    from otel_sampling.instrumentation.litellm import LiteLLMInstrumentor
+
+    DRIVERS["litellm_sync"] = Driver(LiteLLMInstrumentor, drive_litellm_sync)
+    DRIVERS["litellm_async"] = Driver(LiteLLMInstrumentor, drive_litellm_async)
 # Targets no driver here reaches, and why: they open stdio and HTTP transports (the drivers' servers
 # are in-process); test_mcp_sampling.py and test_mcp_connections.py (stdio) and
 # test_mcp_server_side.py (streamable HTTP) drive them for real.
@@ -341,11 +469,29 @@ UNDRIVEN = {
 
 
 def tables() -> dict[type, tuple]:
-    """Each instrumentor's target table (the one ``instrument()`` wraps)."""
-    return {
+    """Each instrumentor's target table (the one ``instrument()`` wraps; LiteLLM's: the targets it
+    wraps once the host imports LiteLLM, imported here)."""
+    out = {
         cls: cls()._table()[0]
         for cls in (MCPSamplingInstrumentor, MCPServerSamplingInstrumentor, AnthropicInstrumentor, OpenAIInstrumentor)
     }
+    if HAS_GEMINI:
+        out[GoogleGenAIInstrumentor] = GoogleGenAIInstrumentor()._table()[0]
+    if HAS_LITELLM:
+        _litellm()
+        out[LiteLLMInstrumentor] = tuple(
+            target for group in LiteLLMInstrumentor()._host_targets() for target in group.targets if _exists(target)
+        )
+    return out
+
+
+def _exists(target) -> bool:
+    """Whether an optional target is in the installed library."""
+    try:
+        resolve(target)
+    except (AttributeError, KeyError):
+        return False
+    return True
 
 
 def resolve(target):

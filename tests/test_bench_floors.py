@@ -27,6 +27,7 @@ PROVIDER_KINDS = (
     "openai-create",
     "openai-stream",
     *(("gemini-create", "gemini-stream") if find_spec("google") and find_spec("google.genai") else ()),
+    *(("litellm-create", "litellm-stream") if find_spec("litellm") else ()),
 )
 MCP_KINDS = ("mcp-legacy", "mcp-mrtr") if version("mcp").split(".")[0] != "1" else ()
 # Values that differ from process to process by design: a duration, and the fingerprint (a keyed hash,

@@ -2,7 +2,9 @@
 
 Table-driven. A *driver* (``tests/drivers.py``) is a real host workload for one wrapper family
 (real mcp in-memory sessions on both protocol paths, client and server side; the real anthropic and
-openai SDKs, sync and async, plain, streamed, raw and helper shapes, against the fake provider), run
+openai SDKs, sync and async, plain, streamed, raw and helper shapes; google-genai's models, streams
+and chats and LiteLLM's completion, Responses and Router calls where installed; all against the fake
+provider), run
 on its success path and on a host-exception path. A *step* is one internal step a wrapper reaches,
 monkeypatched to raise a ``RuntimeError``:
 
@@ -60,7 +62,19 @@ from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from conftest import SPANS, TRACER_PROVIDER
-from drivers import ANTHROPIC_KW, DRIVERS, UNDRIVEN, Driver, Sandwich, answer, current_target, sampling_request, tables
+from drivers import (
+    ANTHROPIC_KW,
+    DRIVERS,
+    HAS_GEMINI,
+    HAS_LITELLM,
+    UNDRIVEN,
+    Driver,
+    Sandwich,
+    answer,
+    current_target,
+    sampling_request,
+    tables,
+)
 from otel_sampling import names, price_source
 from otel_sampling.instrumentation import _mcp_connections as mcp_connections_module
 from otel_sampling.instrumentation import _mcp_host as mcp_host_module
@@ -261,6 +275,36 @@ OPENAI_STEPS = [
     _attr(openai_responses.ResponsesStreamAccumulator, "response"),
     _attr(propagate, "inject"),  # the trace context openai's requests carry (its SDK sends none)
 ]
+GENAI_STEPS: list[Step] = []
+if HAS_GEMINI:
+    from otel_sampling.instrumentation import google_genai as google_genai_module
+
+    GENAI_STEPS = [
+        _attr(google_genai_module._State, "request_of"),
+        _attr(google_genai_module._State, "parsed"),
+        _attr(google_genai_module._State, "failure"),
+        _attr(google_genai_module._State, "server_of"),
+        _attr(google_genai_module.StreamAccumulator, "observe"),
+        _attr(google_genai_module.StreamAccumulator, "response"),
+        _attr(propagate, "inject"),  # the trace context its requests carry (the SDK sends none)
+    ]
+LITELLM_STEPS: list[Step] = []
+if HAS_LITELLM:
+    from otel_sampling.instrumentation import litellm as litellm_module
+
+    LITELLM_STEPS = [
+        _attr(litellm_module._State, "request_of"),
+        _attr(litellm_module._State, "response_of"),
+        _attr(litellm_module._State, "failure"),
+        _attr(litellm_module._State, "new_accumulator"),
+        _attr(litellm_module._State, "server_of"),
+        _attr(litellm_module, "fallback_reason"),  # the Router's fallback hop, read from its metadata
+        _attr(litellm_module.ChatStreamAccumulator, "observe"),
+        _attr(litellm_module.ChatStreamAccumulator, "response"),
+        _attr(openai_responses.ResponsesStreamAccumulator, "observe"),
+        _attr(openai_responses.ResponsesStreamAccumulator, "response"),
+        _attr(propagate, "inject"),  # the trace context its requests carry (extra_headers)
+    ]
 
 
 # The steps each driver reaches.
@@ -273,6 +317,22 @@ STEPS = {
     "anthropic_async": PROVIDER_STEPS + ASYNC_PROVIDER_STEPS + ANTHROPIC_STEPS,
     "openai_sync": PROVIDER_STEPS + SYNC_PROVIDER_STEPS + OPENAI_STEPS,
     "openai_async": PROVIDER_STEPS + ASYNC_PROVIDER_STEPS + OPENAI_STEPS,
+    **(
+        {
+            "google_genai_sync": PROVIDER_STEPS + SYNC_PROVIDER_STEPS + GENAI_STEPS,
+            "google_genai_async": PROVIDER_STEPS + ASYNC_PROVIDER_STEPS + GENAI_STEPS,
+        }
+        if HAS_GEMINI
+        else {}
+    ),
+    **(
+        {
+            "litellm_sync": PROVIDER_STEPS + SYNC_PROVIDER_STEPS + LITELLM_STEPS,
+            "litellm_async": PROVIDER_STEPS + ASYNC_PROVIDER_STEPS + LITELLM_STEPS,
+        }
+        if HAS_LITELLM
+        else {}
+    ),
 }
 assert set(STEPS) == set(DRIVERS)
 
@@ -300,10 +360,21 @@ UNREACHABLE = {
         for d in DRIVERS
         if d.startswith(("anthropic", "openai"))
     },
-    **{
-        (d, "ProviderState.new_accumulator"): "openai's state picks its accumulator itself (its own step)"
+    **{  # a step the driver's state overrides, or no raw response
+        (d, step): reason
+        for families, step, reason in (
+            (("openai", "litellm"), "ProviderState.new_accumulator", "picks its accumulator itself (its own step)"),
+            (("google_genai", "litellm"), "ProviderState.server_of", "reads the server itself (its own step)"),
+            (("google_genai",), "ProviderState.parsed", "reads its answers itself (its own step)"),
+            (
+                ("google_genai", "litellm"),
+                "ProviderState.decode_raw",
+                "no raw response reaches the caller (google-genai's request returns its own HttpResponse, "
+                "LiteLLM its own answers)",
+            ),
+        )
         for d in DRIVERS
-        if d.startswith("openai")
+        if d.startswith(families)
     },
 }
 

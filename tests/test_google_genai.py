@@ -7,6 +7,7 @@ ending rules of docs/telemetry.md; the call shapes themselves: test_google_genai
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from importlib.metadata import version
@@ -16,7 +17,6 @@ import wrapt
 from opentelemetry.trace import StatusCode
 
 genai = pytest.importorskip("google.genai")
-import httpx2  # noqa: E402
 from google.genai import _api_client, errors, types  # noqa: E402
 
 import otel_sampling as osm  # noqa: E402
@@ -26,6 +26,8 @@ from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor, 
 from otel_sampling.testing import fake_gemini  # noqa: E402
 
 MODEL = "gemini-2.5-flash"
+# The SDK's HTTP library: google-genai 2.x sends through httpx, 3.x through httpx2.
+HTTP = importlib.import_module("httpx" if version("google-genai").startswith("2.") else "httpx2")
 SENTINEL = "SENTINEL-9c1d"
 PNG = bytes.fromhex("89504e470d0a1a0a")  # a PNG signature: what matters is that it is an inlineData part
 
@@ -147,7 +149,7 @@ def test_errors_by_status(genai_instrumented, fake_provider, status, error_type,
 
 
 def test_a_client_timeout_ends_timeout(genai_instrumented, fake_provider):
-    with pytest.raises(httpx2.TimeoutException):
+    with pytest.raises(HTTP.TimeoutException):
         c = client(fake_provider)
         options = types.HttpOptions(timeout=200, headers={"x-fake-scenario": "delay=2"})  # milliseconds
         c.models.generate_content(model=MODEL, contents="hi", config={"http_options": options})
@@ -177,7 +179,7 @@ def test_a_stream_cut_before_its_finish_reason_is_incomplete(genai_instrumented,
 
 
 def test_a_dropped_stream_is_a_connection_failure(genai_instrumented, fake_provider):
-    with pytest.raises(httpx2.TransportError):
+    with pytest.raises(HTTP.TransportError):
         call(fake_provider, "drop", stream=True)
     _, a = only(genai_instrumented)
     assert a[names.ENDING] == names.ENDING_MODEL_UNAVAILABLE
@@ -380,7 +382,7 @@ def test_a_timeout_drill_raises_the_client_timeout(genai_instrumented, fake_prov
     c = client(fake_provider)
     fake_provider.reset()
     with osm.drill("slow", target_model=MODEL, duration=600, failure="timeout"):
-        with pytest.raises(httpx2.TimeoutException):
+        with pytest.raises(HTTP.TimeoutException):
             c.models.generate_content(model=MODEL, contents="hi")
     assert fake_provider.requests == []
     _, a = only(genai_instrumented)

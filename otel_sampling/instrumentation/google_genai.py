@@ -19,8 +19,9 @@ generator that sends the request when first read: the span starts at the call, a
 that fails (HTTP 429...) ends it when the stream is first read; the async twin sends it before
 returning its stream. ``gen_ai.request.model`` is the model of the path (``models/gemini-2.5-flash``
 is ``gemini-2.5-flash``; a tuned model or a Vertex AI endpoint is a deployment name, not compared
-with the served model). ``instrumentation_dependencies``: ``google-genai >= 3.0, < 4`` (3.0 is the
-first release on httpx2, the HTTP library of these private hooks).
+with the served model). ``instrumentation_dependencies``: ``google-genai >= 2.30, < 4``: the same
+hooks and REST bodies from 2.30 on (google-adk's floor: it pins ``google-genai < 3``); 2.x sends
+through httpx, 3.x through httpx2, and the installed major picks the state that reads its errors.
 
 ``gen_ai.provider.name`` is ``gcp.gemini`` (Gemini API) or ``gcp.vertex_ai`` (the client's
 ``vertexai`` mode), GenAI semconv well-known values; both are priced as genai-prices' ``google``.
@@ -53,7 +54,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
 from opentelemetry import propagate
@@ -71,6 +73,7 @@ from otel_sampling.instrumentation._provider import (
     server_of_url,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import Failure, Response, Usage, token_count
@@ -449,13 +452,32 @@ _TARGETS = (
 )
 
 
+class _HttpxState(_State):
+    """google-genai 2.x: the same client methods and REST bodies as 3.x, sent through httpx (3.0
+    moved to httpx2): httpx's timeouts and transport errors, an httpx timeout for a drill."""
+
+    http_library = "httpx"
+
+
 class GoogleGenAIInstrumentor(TargetTableInstrumentor):
     """Instruments every google-genai ``generateContent`` call shape (see the module docstring).
 
     ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None)``; providers
     default to the global ones (the logger provider carries the opt-in content events).
+    Supported range: ``google-genai >= 2.30, < 4``; the installed major picks the state (2.x on
+    httpx, 3.x on httpx2).
     """
 
     targets = _TARGETS
-    dependencies = ("google-genai >= 3.0, < 4",)
+    dependencies = ("google-genai >= 2.30, < 4",)
     state_class = _State
+
+    def _table(self) -> tuple[tuple[Target, ...], Callable[[Instruments], Any]]:
+        return self.targets, _HttpxState if _installed_major() == 2 else _State
+
+
+def _installed_major() -> int | None:
+    try:
+        return int(version("google-genai").split(".", 1)[0])
+    except (PackageNotFoundError, ValueError):
+        return None

@@ -4,7 +4,9 @@ Provider calls use the real SDK clients on an ``httpx2.MockTransport`` that answ
 with a recorded exchange from ``tests/data/cassettes`` (JSON or SSE exactly as recorded, body in one
 piece: the SDK still parses every SSE event); google-genai's with the fake provider's Gemini answer
 (``otel_sampling.testing.fake_gemini``: one chunk a word, the last with the finish reason and
-usage). A provider's kinds are ``<prefix>-create`` and ``<prefix>-stream``; its client comes from
+usage); LiteLLM's ``litellm.completion`` on its openai route, handed an openai SDK client on the
+openai kinds' recorded exchanges (LiteLLM reads the answer into its own ``ModelResponse``, and a
+stream's chunks into its own). A provider's kinds are ``<prefix>-create`` and ``<prefix>-stream``; its client comes from
 its entry in :data:`CLIENTS` (a new SDK: its kinds, a builder there, its floor in ``floor.py``). MCP
 calls are one tool call whose tool samples once, over the in-memory transport, on each protocol path
 (``tests/sampling_server.py``).
@@ -33,7 +35,7 @@ import httpx2  # noqa: E402
 
 from cassette_replay import base_url, load  # noqa: E402
 
-PROVIDERS = ("anthropic", "openai", "gemini")  # each measured as <provider>-create and <provider>-stream
+PROVIDERS = ("anthropic", "openai", "gemini", "litellm")  # each measured as <provider>-create and <provider>-stream
 # A call that offers tools and asks for a schema (the checks of otel_sampling.rules.call_checks read
 # its request and answer): anthropic's forced tool, openai's tools and json_schema response format.
 TOOL_KINDS = ("anthropic-tools", "openai-tools")
@@ -47,6 +49,8 @@ CASSETTES = {
     "anthropic-stream": "anthropic/stream_basic.json",
     "openai-create": "openai/chat_basic.json",
     "openai-stream": "openai/chat_stream_include_usage.json",
+    "litellm-create": "openai/chat_basic.json",
+    "litellm-stream": "openai/chat_stream_include_usage.json",
     "anthropic-tools": "anthropic/messages_tool_use.json",  # tools, a forced tool (its input schema), a tool_use
     "openai-tools": "openai/chat_tool_calls.json",  # tools, two tool_calls (and a schema, REQUEST_EXTRAS)
 }
@@ -237,12 +241,31 @@ def _gemini_calls(kind: str, scenario: Scenario) -> tuple[Create, dict[str, Any]
     return create, {"model": GEMINI_MODEL, "contents": "Summarise: printer on fire", "stream": stream}, answers
 
 
+def _litellm_calls(kind: str, scenario: Scenario) -> tuple[Create, dict[str, Any], _Answers]:
+    """LiteLLM: ``litellm.completion`` routed to openai (``custom_llm_provider``), sending through the
+    openai SDK client it is handed (``client``: LiteLLM's own retries off, as the SDK's)."""
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # its model table from the package, not fetched
+    import litellm
+    import openai
+
+    cassette = load(CASSETTES[kind])
+    body = dict(cassette["request"]["body"])
+    answers = _Answers(cassette, scenario.labels, scenario.events if body.get("stream") else 0)
+    http = httpx2.Client(transport=_transport(cassette, answers))
+    client = openai.OpenAI(base_url=base_url(cassette), api_key="sk-bench", max_retries=0, http_client=http)
+    body.update(custom_llm_provider="openai", client=client, num_retries=0)
+    return litellm.completion, body, answers
+
+
 # Per provider (the kind's prefix): its SDK call, the request's keyword arguments (``stream``: the
 # call streams; left out of the call for an SDK with a streaming method of its own) and its answers.
 CLIENTS: dict[str, Callable[[str, Scenario], tuple[Create, dict[str, Any], _Answers]]] = {
     "anthropic": _recorded_calls,
     "openai": _recorded_calls,
     "gemini": _gemini_calls,
+    "litellm": _litellm_calls,
 }
 _STREAM_METHOD = ("gemini",)  # SDKs whose streaming call is a method of its own, not a stream=True argument
 
@@ -290,6 +313,11 @@ def preload(kinds: Sequence[str]) -> None:
         import openai  # noqa: F401
     if any(k.startswith("gemini") for k in kinds):
         from google import genai  # noqa: F401
+    if any(k.startswith("litellm") for k in kinds):
+        import os
+
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm  # noqa: F401
     if any(k in MCP_KINDS for k in kinds):
         import anyio  # noqa: F401
         import mcp  # noqa: F401

@@ -1,8 +1,9 @@
 """The floor: the least any instrumentation must do to report what otel-sampling reports per call.
 
 A hand-written wrapper (``wrapt``) around ``Messages.create`` (anthropic),
-``Completions.create`` (openai chat) and ``Models.generate_content`` / ``generate_content_stream``
-(google-genai): one CLIENT span carrying the same attributes otel-sampling
+``Completions.create`` (openai chat), ``Models.generate_content`` / ``generate_content_stream``
+(google-genai) and ``litellm.completion`` (LiteLLM; the openai SDK call it makes underneath is not
+traced again, as ours does not): one CLIENT span carrying the same attributes otel-sampling
 puts on its span for the bench's calls (same keys, same count: request, server, ending, mode,
 response, usage, time to first chunk on streams), and the same measurements (operation duration;
 input and output token usage; the prompt-cache share's input and cache-read counters (the
@@ -21,6 +22,7 @@ import importlib.util
 import re
 import time
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import wrapt
@@ -30,6 +32,9 @@ from opentelemetry.trace import SpanKind
 from otel_sampling import names
 
 SCOPE = "bench.floor"
+# A LiteLLM call being sent: the openai SDK call it makes underneath passes straight through (one
+# call, one span, as ours: the same one check on every SDK call).
+_sending: ContextVar[bool] = ContextVar("bench_floor_sending", default=False)
 _SERVERS = {"gcp.gemini": "generativelanguage.googleapis.com"}  # else api.<provider>.com
 # A snapshot of the requested model, as the contract reads one: a date (YYYYMMDD, YYYY-MM-DD), four
 # digits (gpt-4-0613) or ``-latest`` after the requested name is no substitution.
@@ -66,10 +71,12 @@ class _Instruments:
 
 
 def metric_attributes_of(request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
-    """The metric points' attributes (the duration adds the ending, the tokens the token type)."""
+    """The metric points' attributes (the duration adds the ending, the tokens the token type; a
+    LiteLLM call's request names no server)."""
     metric_attributes = {
         k: request[k]
         for k in ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address")
+        if k in request
     }
     metric_attributes["gen_ai.response.model"] = response["gen_ai.response.model"]
     metric_attributes["degradation.mode"] = response["degradation.mode"]
@@ -116,6 +123,7 @@ def _outcome(model: str, response_id: str, reason: str, usage: dict[str, int], r
     outcome: dict[str, Any] = {
         "otel_sampling.ending": "completed",
         "degradation.mode": "primary",
+        "otel_sampling.substitution": "none",
         "gen_ai.response.model": model,
         "gen_ai.response.id": response_id,
         "gen_ai.response.finish_reasons": (reason,),
@@ -124,6 +132,7 @@ def _outcome(model: str, response_id: str, reason: str, usage: dict[str, int], r
     if model != requested and not (model.startswith(requested) and _SNAPSHOT.fullmatch(model, len(requested))):
         outcome["degradation.mode"] = "degraded"
         outcome["degradation.reason"] = ("substitution",)
+        outcome["otel_sampling.substitution"] = "without_policy"
     return outcome
 
 
@@ -295,8 +304,72 @@ def _gemini_wrapper(instruments: _Instruments, stream: bool) -> Any:
     return wrapper
 
 
+def _litellm_request(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The request as ours reads a LiteLLM call: the provider LiteLLM routes to (the bench names it
+    with ``custom_llm_provider``), the model sent upstream; no server (the call names no ``api_base``)."""
+    request: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": kwargs["custom_llm_provider"],
+        "gen_ai.request.model": kwargs["model"],
+    }
+    if kwargs.get("stream"):
+        request["gen_ai.request.stream"] = True
+    return request
+
+
+def _litellm_stream(
+    instruments: _Instruments, span: Any, start: float, request: dict[str, Any], stream: Any
+) -> Iterator[Any]:
+    """LiteLLM's chunks: the served model is the provider's, kept in each chunk's ``_hidden_params``
+    (a chunk's ``model`` is the model asked for)."""
+    first_chunk = None
+    model = response_id = reason = ""
+    usage: Any = None
+    gaps: list[float] = []
+    last = 0.0
+    for chunk in stream:
+        now = time.perf_counter()
+        if first_chunk is None:
+            first_chunk = now
+            response_id = chunk.id
+        else:
+            gaps.append(now - last)
+        last = now
+        model = chunk._hidden_params.get("provider_response_model") or model
+        if chunk.choices and chunk.choices[0].finish_reason:
+            reason = chunk.choices[0].finish_reason
+        if getattr(chunk, "usage", None) is not None:
+            usage = chunk.usage
+        yield chunk
+    outcome = _outcome(model, response_id, reason, _openai_usage(usage), request["gen_ai.request.model"])
+    _end(instruments, span, start, first_chunk, request, outcome, gaps)
+
+
+def _litellm_wrapper(instruments: _Instruments) -> Any:
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        request = _litellm_request(kwargs)
+        span = instruments.tracer.start_span(f"chat {request['gen_ai.request.model']}", kind=SpanKind.CLIENT)
+        start = time.perf_counter()
+        sending = _sending.set(True)
+        try:
+            with trace.use_span(span, end_on_exit=False):
+                result = wrapped(*args, **kwargs)
+        finally:
+            _sending.reset(sending)
+        if kwargs.get("stream"):
+            return _litellm_stream(instruments, span, start, request, result)
+        usage = _openai_usage(result.usage)
+        outcome = _outcome(result.model, result.id, result.choices[0].finish_reason, usage, kwargs["model"])
+        _end(instruments, span, start, None, request, outcome)
+        return result
+
+    return wrapper
+
+
 def _wrapper(instruments: _Instruments, provider: str) -> Any:
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if _sending.get():
+            return wrapped(*args, **kwargs)
         request = _request(provider, kwargs)
         span = instruments.tracer.start_span(f"chat {request['gen_ai.request.model']}", kind=SpanKind.CLIENT)
         start = time.perf_counter()
@@ -328,7 +401,7 @@ def _wrapper(instruments: _Instruments, provider: str) -> Any:
 
 
 def install() -> None:
-    """Wrap the SDKs' chat entry points (global tracer and meter providers)."""
+    """Wrap the SDKs' chat entry points and LiteLLM's ``completion`` (global tracer and meter providers)."""
     instruments = _Instruments()
     wrapt.wrap_function_wrapper(
         "anthropic.resources.messages.messages", "Messages.create", _wrapper(instruments, "anthropic")
@@ -343,6 +416,10 @@ def install() -> None:
         wrapt.wrap_function_wrapper(
             "google.genai.models", "Models.generate_content_stream", _gemini_wrapper(instruments, True)
         )
+    # Wrapped once a call kind imports LiteLLM, as ours (importing it takes seconds).
+    wrapt.register_post_import_hook(
+        lambda module: wrapt.wrap_function_wrapper(module, "completion", _litellm_wrapper(instruments)), "litellm"
+    )
 
 
 def has_gemini() -> bool:

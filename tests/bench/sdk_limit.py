@@ -65,7 +65,10 @@ def _plan(
 
 
 def _key(request: dict[str, Any]) -> tuple[Any, ...]:
-    return request["gen_ai.provider.name"], request["gen_ai.request.model"], "gen_ai.request.stream" in request
+    """Provider, model, shape, and whether the request names its server: an SDK's entry point does,
+    a LiteLLM call does not (its openai route and the openai SDK's calls keep plans of their own)."""
+    provider, model = request["gen_ai.provider.name"], request["gen_ai.request.model"]
+    return provider, model, "gen_ai.request.stream" in request, "server.address" in request
 
 
 def install() -> None:
@@ -83,15 +86,23 @@ def install() -> None:
 
     floor._end = end_and_keep  # this process measures the SDK limit only: the floor is not installed beside
 
-    def replaying(first: Any, provider: str, stream: bool | None) -> Any:
-        """``first``: the floor's wrapper; ``stream``: the entry point's shape (None: the call's ``stream``)."""
+    def replaying(first: Any, provider: str, stream: bool | None, sdk: bool = True) -> Any:
+        """``first``: the floor's wrapper; ``stream``: the entry point's shape (None: the call's
+        ``stream``); ``sdk``: an SDK's entry point (False: LiteLLM's, whose SDK call underneath
+        passes straight through, as the floor's)."""
 
         def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            if floor._sending.get():
+                return wrapped(*args, **kwargs)
             streams = bool(kwargs.get("stream")) if stream is None else stream
-            plan = plans.get((provider, kwargs["model"], streams))
+            plan = plans.get((provider, kwargs["model"], streams, sdk))
             if plan is None:
                 return first(wrapped, instance, args, kwargs)
-            result = wrapped(*args, **kwargs)
+            sending = floor._sending.set(not sdk)
+            try:
+                result = wrapped(*args, **kwargs)
+            finally:
+                floor._sending.reset(sending)
             span = instruments.tracer.start_span(plan.name, kind=SpanKind.CLIENT)
             span.set_attributes(plan.attributes)
             span.end()
@@ -135,3 +146,11 @@ def install() -> None:
         if module.startswith("google.") and not floor.has_gemini():
             continue
         wrapt.wrap_function_wrapper(module, name, replaying(first, provider, stream))
+    # LiteLLM on its openai route (the bench's calls), wrapped once a call kind imports it, as the floor.
+    litellm_first = floor._litellm_wrapper(instruments)
+    wrapt.register_post_import_hook(
+        lambda module: wrapt.wrap_function_wrapper(
+            module, "completion", replaying(litellm_first, "openai", None, sdk=False)
+        ),
+        "litellm",
+    )

@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import ctypes
 import gc
+import importlib.util
 import json
 import os
 import random
@@ -62,6 +63,10 @@ def _ours() -> None:
 
     for instrumentor in (AnthropicInstrumentor, OpenAIInstrumentor, GoogleGenAIInstrumentor, MCPSamplingInstrumentor):
         instrumentor().instrument()
+    if importlib.util.find_spec("litellm") is not None:  # wraps LiteLLM once a call kind imports it
+        from otel_sampling.instrumentation.litellm import LiteLLMInstrumentor
+
+        LiteLLMInstrumentor().instrument()
 
 
 def _ours_with_server() -> None:
@@ -156,6 +161,7 @@ PACKAGES = (
     "anthropic",
     "openai",
     "google-genai",
+    "litellm",
     "mcp",
     "httpx2",
     "opentelemetry-api",

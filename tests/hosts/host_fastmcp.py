@@ -34,16 +34,21 @@ async def decline(messages, params, context):
     raise RuntimeError("User rejected sampling request")
 
 
-async def main(args) -> str:
+def openai_handler(args) -> FallbackSamplingHandler:
     family = args.family
+    client = openai.AsyncOpenAI(
+        base_url=args.provider_url + "/v1", api_key="sk-fake", default_headers={SCENARIO_HEADER: args.scenario}
+    )
+    return FallbackSamplingHandler(
+        OpenAISamplingHandler(family.primary, client), OpenAISamplingHandler(family.fallback, client)
+    )
+
+
+async def main(args, answering=openai_handler) -> str:
+    """One tool call; ``answering(args)``: the sampling handler that answers with the host's models."""
     handler = None
     if args.sampling == SAMPLING_MODEL:
-        client = openai.AsyncOpenAI(
-            base_url=args.provider_url + "/v1", api_key="sk-fake", default_headers={SCENARIO_HEADER: args.scenario}
-        )
-        handler = FallbackSamplingHandler(
-            OpenAISamplingHandler(family.primary, client), OpenAISamplingHandler(family.fallback, client)
-        )
+        handler = answering(args)
     elif args.sampling == SAMPLING_DECLINE:
         handler = decline
     transport = StdioTransport(command=args.server_command, args=args.server_args, keep_alive=False)

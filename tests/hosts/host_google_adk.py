@@ -1,13 +1,16 @@
 """A google-adk host: an ``Agent`` with an ``McpToolset`` over stdio whose ``sampling_callback``
 answers the server's sampling requests with ADK's own model classes, as ADK's MCP docs show.
 
-The callback asks a ``FallbackModel`` of two ``AnthropicLlm`` (ADK's Anthropic API model class: the
-anthropic SDK's ``AsyncAnthropic``, pointed at the fake provider) through its
+The callback asks a ``FallbackModel`` of two ADK model classes through its
 ``generate_content_async``: the primary, then the fallback on a failure with a retriable status
-(ADK's defaults plus anthropic's 529 overloaded, which ADK's default set leaves out). It reports the
-model the response names (``LlmResponse.model_version``, the Messages API's ``model``) and
-``endTurn``. The agent's own model is a local ``BaseLlm`` that calls the tool once and answers with
-its result, so the only provider calls are the sampling ones. ADK has no decline of its own:
+(ADK's defaults plus anthropic's 529 overloaded, which ADK's default set leaves out). The
+``google-adk`` host's are ``AnthropicLlm`` (ADK's Anthropic API model class: the anthropic SDK's
+``AsyncAnthropic``, pointed at the fake provider); the ``google-adk-gemini`` host's are ``Gemini``
+(ADK's default model class: google-genai on the Gemini API, its ``base_url`` the fake provider,
+one attempt a call). It reports the model the response names (``LlmResponse.model_version``: the
+Messages API's ``model``, Gemini's ``modelVersion``) and ``endTurn``. The agent's own model is a
+local ``BaseLlm`` that calls the tool once and answers with its result, so the only provider calls
+are the sampling ones. ADK has no decline of its own:
 declining returns the MCP spec's frame (``-1``, "User rejected sampling request"); no sampling is
 an ``McpToolset`` without a callback (mcp's default answer).
 
@@ -16,6 +19,7 @@ an ``McpToolset`` without a callback (mcp's default answer).
 It prints the agent's output (or what the run raised) as its last line (host_scenarios.run_host).
 """
 
+import os
 from collections.abc import AsyncGenerator
 
 import mcp_types as types
@@ -24,6 +28,7 @@ from google.adk.agents import Agent
 from google.adk.models import FallbackModel
 from google.adk.models.anthropic_llm import AnthropicLlm
 from google.adk.models.base_llm import BaseLlm
+from google.adk.models.google_llm import Gemini
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
@@ -58,15 +63,23 @@ class CallTheToolOnce(BaseLlm):
         yield LlmResponse(content=genai.Content(role="model", parts=[genai.Part(function_call=call)]))
 
 
-def model_callback(args):
+def models(args) -> list[BaseLlm]:
+    """The primary's and the fallback's model objects, of the family's API."""
     family = args.family
+    if family.provider == "gemini":
+        os.environ["GOOGLE_API_KEY"] = "k-fake"  # what the Gemini class's client reads
+        once = genai.HttpRetryOptions(attempts=1)
+        return [Gemini(model=m, base_url=args.provider_url, retry_options=once) for m in family.permitted]
     client = AsyncAnthropic(
         base_url=args.provider_url, api_key="sk-fake", default_headers={SCENARIO_HEADER: args.scenario}
     )
-    llm = FallbackModel(
-        models=[AnthropicLlm(model=family.primary, client=client), AnthropicLlm(model=family.fallback, client=client)],
-        retriable_status_codes=FallbackModel.DEFAULT_STATUS_CODES | {OVERLOADED},
-    )
+    return [AnthropicLlm(model=m, client=client) for m in family.permitted]
+
+
+def model_callback(args):
+    llm = FallbackModel(models=models(args), retriable_status_codes=FallbackModel.DEFAULT_STATUS_CODES | {OVERLOADED})
+    # The Gemini class takes no client: the scenario header rides each request's options.
+    options = genai.HttpOptions(headers={SCENARIO_HEADER: args.scenario}) if args.family.provider == "gemini" else None
 
     async def sampling_callback(context, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         contents = [
@@ -75,7 +88,7 @@ def model_callback(args):
             if isinstance(m.content, types.TextContent)
         ]
         config = genai.GenerateContentConfig(
-            system_instruction=params.system_prompt, max_output_tokens=params.max_tokens
+            system_instruction=params.system_prompt, max_output_tokens=params.max_tokens, http_options=options
         )
         responses = [r async for r in llm.generate_content_async(LlmRequest(contents=contents, config=config))]
         response = responses[-1] if responses else None

@@ -123,7 +123,7 @@ class HostRunner:
         self.venvs, self.provider, self.receiver, self.policy = venvs, provider, receiver, policy
 
     def venv(self, host: Host) -> Path:
-        return self.venvs / host.name
+        return self.venvs / host.venv_name
 
     def _base_env(self) -> dict[str, str]:
         # PYTHONPATH: a checkout named there (a worktree) is the otel_sampling the hosts load, in
@@ -227,7 +227,9 @@ class HostRunner:
             "fastmcp",
             "mcp-use",
             "google-adk",
+            "google-genai",
             "langchain-mcp-adapters",
+            "litellm",
             "mcp",
             "anthropic",
             "openai",

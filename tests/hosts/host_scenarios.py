@@ -30,7 +30,7 @@ SERVER_VERSION = "1.0.0"  # serverInfo.version of both servers (server_v1.py, se
 class Family:
     """The models one host uses and the policy of the server it talks to."""
 
-    provider: str  # "anthropic" | "openai": the SDK the host's model client uses
+    provider: str  # "anthropic" | "openai" | "gemini": the API the host's model client calls
     server: str  # the server's serverInfo.name, the policy table's key
     hint: str  # modelPreferences.hints[0].name the server sends
     primary: str  # the policy's primary_model; what the host asks for first
@@ -48,6 +48,10 @@ ANTHROPIC = Family(
 # The hint must be an openai model id for fastmcp's OpenAISamplingHandler to pick it (it picks the
 # first hint that is a known ChatModel, else its default_model); no model here contains another's name.
 OPENAI = Family("openai", "tickets-openai", "gpt-4.1", "gpt-4.1", "gpt-4o-mini", "o3")
+# The Gemini API through google-genai (ADK's Gemini model class).
+GEMINI = Family(
+    "gemini", "tickets-gemini", "gemini-2.5-pro", "gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.0-flash-lite"
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,11 @@ class Host:
     # mcp 1.x servers send sampling/createMessage whatever the client declared (the client's SDK then
     # answers "Sampling not supported"); an mcp 2.x server's Sample fails the tool call before asking.
     asked_without_capability: bool
+    venv: str = ""  # its venv under .venv-hosts/ when another host's ("": its name)
+
+    @property
+    def venv_name(self) -> str:
+        return self.venv or self.name
 
 
 HOSTS = (
@@ -67,6 +76,10 @@ HOSTS = (
     Host("mcp-use", "host_mcp_use", ANTHROPIC, "server_v1.py", asked_without_capability=True),
     Host("google-adk", "host_google_adk", ANTHROPIC, "server_v2.py", asked_without_capability=False),
     Host("langchain-mcp-adapters", "host_langchain", OPENAI, "server_v1.py", asked_without_capability=True),
+    # google-adk's own Gemini model class (google-genai), in the google-adk venv.
+    Host("google-adk-gemini", "host_google_adk", GEMINI, "server_v2.py", False, venv="google-adk"),
+    # A fastmcp 4 client whose sampling handler is a LiteLLM Router falling back from the primary.
+    Host("litellm-router", "host_litellm_router", OPENAI, "server_v2.py", asked_without_capability=False),
 )
 
 # How the host is set up to answer sampling requests (the host scripts' --sampling):
@@ -105,6 +118,10 @@ class Scenario:
     without_policy: Callable[[Family], Expected] | None = field(default=None, repr=False)
     policy: bool = True  # the instrumented run has OTEL_SAMPLING_POLICY set (policy_toml())
     base: str = ""  # the scenario this one is the no-policy twin of ("": itself)
+    hosts: tuple[str, ...] = ()  # the hosts it applies to (a host behaviour only they have; (): every host)
+
+    def applies_to(self, host: Host) -> bool:
+        return not self.hosts or host.name in self.hosts
 
     def twin_without_policy(self) -> Scenario:
         """The same scenario on a host with no policy file."""
@@ -168,6 +185,22 @@ _SCENARIOS_WITH_POLICY = (
         lambda f: Expected("completed", f.fallback, "none", "degraded", ("failover",), "completed"),
     ),
     Scenario(
+        "context_window_fallback",
+        "the request does not fit the primary's context window (HTTP 400, the openai context-length "
+        "message); the Router's context_window_fallbacks serve it on the fallback model",
+        SAMPLING_MODEL,
+        "status=400,fail_model={primary},error_message=This model's maximum context length is 8192 tokens",
+        # The fallback was asked for and served (no substitution); a fit fallback is not a failover
+        # (docs/telemetry.md, "Automatic degraded mode"): the request's own reason is then `fallback`
+        # where the policy names another primary (a permitted model that is not the primary), none
+        # without a policy; then its call's reason, context_window_fallback.
+        lambda f: Expected(
+            "completed", f.fallback, "none", "degraded", ("fallback", "context_window_fallback"), "completed"
+        ),
+        lambda f: Expected("completed", f.fallback, "none", "degraded", ("context_window_fallback",), "completed"),
+        hosts=("litellm-router",),
+    ),
+    Scenario(
         "refusal",
         "the primary model refuses (anthropic stop_reason refusal, openai content_filter)",
         SAMPLING_MODEL,
@@ -201,8 +234,8 @@ _SCENARIOS_WITH_POLICY = (
 # Every scenario with the policy file, then every one without.
 SCENARIOS = (*_SCENARIOS_WITH_POLICY, *(s.twin_without_policy() for s in _SCENARIOS_WITH_POLICY))
 
-# The overload status per provider: anthropic's 529 overloaded_error, openai's 503 (it has no 529).
-OVERLOAD_STATUS = {"anthropic": "529", "openai": "503"}
+# The overload status per provider: anthropic's 529 overloaded_error, openai's and Gemini's 503 (no 529).
+OVERLOAD_STATUS = {"anthropic": "529", "openai": "503", "gemini": "503"}
 
 
 def expected_for(scenario: Scenario, host: Host) -> Expected | None:
@@ -225,7 +258,7 @@ def scenario_header(scenario: Scenario, family: Family) -> str:
 def policy_toml() -> str:
     """The policy file (OTEL_SAMPLING_POLICY) every instrumented host runs with."""
     tables = []
-    for family in (ANTHROPIC, OPENAI):
+    for family in (ANTHROPIC, OPENAI, GEMINI):
         permitted = ", ".join(f'"{m}"' for m in family.permitted)
         tables.append(
             f'[servers."{family.server}"]\nprimary_model = "{family.primary}"\npermitted_models = [{permitted}]\n'

@@ -1,9 +1,10 @@
 """Real agent frameworks answering MCP sampling under ``opentelemetry-instrument``: is every verdict
 the one a person reading the provider's answer would give? (``make test-hosts``.)
 
-Each host (host_scenarios.HOSTS: pydantic-ai, the fastmcp 4 Client, mcp-use, google-adk,
-langchain-mcp-adapters; each in its own venv under ``.venv-hosts/``, which ``make venv-hosts``
-builds) makes one tool call per scenario to a small MCP server that samples, its model client
+Each host (host_scenarios.HOSTS: pydantic-ai, the fastmcp 4 Client, mcp-use, google-adk (with
+ADK's Anthropic model class, and with its Gemini one), langchain-mcp-adapters, and a fastmcp 4
+Client answering with a LiteLLM Router; each in its venv under ``.venv-hosts/``, which ``make
+venv-hosts`` builds) makes one tool call per scenario to a small MCP server that samples, its model client
 pointed at the fake provider, which plays the scenario. Each scenario runs twice per host: bare,
 and under ``opentelemetry-instrument`` exporting OTLP/HTTP to a local receiver; and once more
 instrumented with no policy file (the ``-no_policy`` twin of each scenario, which reuses the bare
@@ -68,7 +69,8 @@ KNOWN_FAILURES = _known_failures()
 def _cells() -> Iterator[tuple[Scenario, Host]]:
     for scenario in SCENARIOS:
         for host in HOSTS:
-            yield scenario, host
+            if scenario.applies_to(host):
+                yield scenario, host
 
 
 def _verdict_params() -> Iterator[Any]:
@@ -108,7 +110,7 @@ class Suite:
 def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
     configured = os.environ.get(VENVS_VARIABLE)
     venvs = ROOT / (configured or ".venv-hosts")
-    missing = [h.name for h in HOSTS if not (venvs / h.name / "bin" / "opentelemetry-instrument").exists()]
+    missing = [h.name for h in HOSTS if not (venvs / h.venv_name / "bin" / "opentelemetry-instrument").exists()]
     if missing:
         message = f"no host venv for {', '.join(missing)} under {venvs}: `make venv-hosts` builds them"
         if configured:
