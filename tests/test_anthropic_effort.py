@@ -6,6 +6,7 @@ or ``{"type": "disabled"}`` (off when absent), ``output_config.effort`` a level 
 from __future__ import annotations
 
 import pytest
+from anthropic._types import NOT_GIVEN, omit
 
 from otel_sampling.instrumentation.anthropic import effort_of
 
@@ -23,7 +24,10 @@ class TestAnthropicEffort:
             ({"type": "adaptive"}, None, None),  # the model decides the budget
             ({"type": "enabled", "budget_tokens": "4096"}, None, None),  # unreadable
             ({"type": "enabled", "budget_tokens": True}, None, None),
-            (object(), None, 0),  # the SDK's omit sentinel: not asked for
+            (omit, None, 0),  # left out: the SDK's sentinel, not asked for
+            (NOT_GIVEN, None, 0),
+            ("x", None, None),  # not an object (the API takes only one): unreadable, not "off"
+            ("x", "low", "low"),
         ],
     )
     def test_a_messages_requests_effort(self, thinking, level, effort):

@@ -1011,6 +1011,8 @@ def test_the_checker_command_checks_scope_tables(tmp_path, capsys):
 
     good = write(tmp_path, SCOPES)
     assert main([str(good)]) == 0
+    # SCOPES: one server table, one tool table, two run tables, [default]
+    assert capsys.readouterr().out == f"{good}: ok (1 server, 0 prices, 1 tool table, 2 run tables, a default scope)\n"
     bad = tmp_path / "bad.toml"
     bad.write_text('[runs."triage"]\npermitted_model = ["m"]\n')
     assert main([str(bad)]) == 1

@@ -336,6 +336,10 @@ class AnthropicInstrumentor(TargetTableInstrumentor):
     state_class = _State
 
 
+# The SDK's sentinels for an argument left out (anthropic ``Omit`` / ``NotGiven``).
+_LEFT_OUT = frozenset({"Omit", "NotGiven"})
+
+
 def effort_of(thinking: object, level: object) -> str | int | None:
     """A Messages request's effort (:mod:`otel_sampling.rules.effort`), from its ``thinking`` and
     ``output_config.effort`` values: ``thinking.budget_tokens`` when thinking is enabled with a
@@ -344,7 +348,12 @@ def effort_of(thinking: object, level: object) -> str | int | None:
     takes only an object); else None (thinking of another type, such as adaptive thinking whose
     budget the model decides, or an unreadable budget)."""
     named = level if isinstance(level, str) else None
-    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    if isinstance(thinking, Mapping):
+        kind = thinking.get("type")
+    elif thinking is None or type(thinking).__name__ in _LEFT_OUT:
+        kind = None
+    else:
+        return named  # not an object (the API rejects it): no budget to read
     if kind is None or kind == "disabled":
         return named if named is not None else 0
     if kind == "enabled":

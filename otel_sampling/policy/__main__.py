@@ -1,6 +1,7 @@
 """``python -m otel_sampling.policy FILE...``: check policy files before deploying them.
 
-Prints ``FILE: ok (N servers, M prices)`` on stdout per valid file and the
+Prints ``FILE: ok (N servers, M prices)`` on stdout per valid file (followed by ``, N tool tables``,
+``, N run tables`` and ``, a default scope`` when the file has them) and the
 :class:`~otel_sampling.policy.PolicyError` message on stderr per invalid one. Exit status: 0 when
 every file is valid, 1 otherwise, 2 (with a usage line on stderr) without files or on an unknown
 option; ``--help`` prints the usage, ``--version`` the package version (exit 0).
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from otel_sampling.policy import PolicyError, load_policy
+from otel_sampling.policy import Policy, PolicyError, load_policy
 from otel_sampling.version import __version__
 
 
@@ -40,9 +41,24 @@ def main(argv: list[str] | None = None) -> int:
             print(exc, file=sys.stderr)
             status = 1
         else:
-            servers, prices = len(policy.servers), len(policy.prices)
-            print(f"{path}: ok ({servers} server{'s' * (servers != 1)}, {prices} price{'s' * (prices != 1)})")
+            print(f"{path}: ok ({', '.join(_counts(policy))})")
     return status
+
+
+def _counts(policy: Policy) -> list[str]:
+    """What a valid file holds, in words: its servers and prices, then its other scope tables."""
+
+    def counted(n: int, what: str) -> str:
+        return f"{n} {what}{'s' * (n != 1)}"
+
+    parts = [counted(len(policy.servers), "server"), counted(len(policy.prices), "price")]
+    if policy.tools:
+        parts.append(counted(len(policy.tools), "tool table"))
+    if policy.runs:
+        parts.append(counted(len(policy.runs), "run table"))
+    if policy.default is not None:
+        parts.append("a default scope")
+    return parts
 
 
 if __name__ == "__main__":

@@ -550,13 +550,8 @@ def span_started(span: Any) -> None:
         return
     if trace_id in runs.by_trace or not _is_agent_span(span):
         return  # an owned trace's, or not an agent's span: an HTTP server span, another library's work
-    agent = span.attributes.get(names.GEN_AI_AGENT_NAME)
-    _start_implicit(
-        getattr(span, "name", "") or names.UNKNOWN_LABEL,
-        span_context,
-        root=True,
-        scope_name=agent if isinstance(agent, str) and agent else None,
-    )
+    name = getattr(span, "name", "") or names.UNKNOWN_LABEL
+    _start_implicit(name, span_context, root=True, scope_name=_agent_name(span.attributes, name))
 
 
 def run_may_take(span: Any) -> bool:
@@ -564,6 +559,19 @@ def run_may_take(span: Any) -> bool:
     a run owns some trace, or ``span`` is an agent's (it starts one). False for most spans of a
     process running no agent (a bare provider call): the span processor then does nothing more."""
     return _explicit() is not None or bool(runs.by_trace) or _is_agent_span(span)
+
+
+def _agent_name(attributes: Any, span_name: str) -> str | None:
+    """The name an agent span's ``[runs]`` table is looked up by: its ``gen_ai.agent.name``, else its
+    span name after the operation (semconv names it ``invoke_agent {gen_ai.agent.name}``); None:
+    the span name itself."""
+    agent = attributes.get(names.GEN_AI_AGENT_NAME)
+    if isinstance(agent, str) and agent:
+        return agent
+    prefix = f"{attributes.get(names.GEN_AI_OPERATION_NAME)} "
+    if span_name.startswith(prefix) and span_name[len(prefix) :].strip():
+        return span_name[len(prefix) :]
+    return None
 
 
 def _is_agent_span(span: Any) -> bool:

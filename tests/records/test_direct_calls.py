@@ -356,6 +356,17 @@ def test_a_run_without_a_table_is_judged_by_the_run_around_it(hosted, fake_provi
     assert ("degraded", "outside_policy") == tuple(event.attributes[names.SILENT_INCIDENT_CAUSE])
 
 
+@pytest.mark.parametrize("policy", ["nested"])
+def test_an_agent_span_without_an_agent_name_is_looked_up_by_its_span_name(hosted, fake_provider, policy):
+    """Semconv names an agent span ``invoke_agent {gen_ai.agent.name}``: a framework that sets the
+    span name and not the attribute still reaches its ``[runs]`` table."""
+    with HOST.start_as_current_span("invoke_agent nightly", attributes={names.GEN_AI_OPERATION_NAME: "invoke_agent"}):
+        served_as(fake_provider, Column("anthropic", ASKED, "claude-haiku-4-5"))
+    (chat,) = chat_spans(hosted)
+    assert "run:nightly" == chat.attributes[names.POLICY_SCOPE]
+    assert "outside_policy" == chat.attributes[names.SUBSTITUTION]
+
+
 def test_a_tool_run_names_its_tool(telemetry):
     with RunScope("tickets/summarise", tool=("tickets", "summarise")) as tool_run, osm.run("triage") as run:
         assert (("tickets", "summarise"), None) == (tool_run.tool, run.tool)
