@@ -454,6 +454,8 @@ def judge_request(facts: RequestFacts, reference: Reference) -> RequestVerdict:
         own = names.REASON_CANARY
     elif facts.failed_over and not _fit_fallback_only(facts.call_reasons):
         own = names.REASON_FAILOVER
+    elif facts.failed_over and not facts.failed:
+        own = None  # a router's fit fallback: its call's reason says why (judge_call's order), no second name
     elif facts.provider_fallback and not facts.failed:
         own = names.REASON_PROVIDER_FALLBACK
     else:

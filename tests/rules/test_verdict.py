@@ -106,6 +106,15 @@ class TestRequest:
         call and the success on another model are the router's fallback, named by the call."""
         assert ("none", "degraded", (reason,)) == request(failed_over=True, call_reasons=(reason,))
 
+    @pytest.mark.parametrize("reason", ["context_window_fallback", "content_policy_fallback"])
+    def test_a_routers_fit_fallback_onto_a_permitted_model_has_the_routers_reason_only(self, reason):
+        """The router asked the permitted fallback, not the policy's primary, and it served: the
+        router's reason says why, as on its call (``judge_call``: the router's reason wins); one
+        cause, one name (not ``fallback`` beside it)."""
+        assert ("none", "degraded", (reason,)) == request(
+            failed_over=True, call_reasons=(reason,), served=PERMITTED_FALLBACK
+        )
+
     def test_a_failover_beside_a_routers_fit_fallback_is_still_a_failover(self):
         assert ("none", "degraded", ("failover", "context_window_fallback")) == request(
             failed_over=True, call_reasons=("context_window_fallback", "failover")
