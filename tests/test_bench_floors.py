@@ -26,6 +26,8 @@ PROVIDER_KINDS = (
     "anthropic-stream",
     "openai-create",
     "openai-stream",
+    "anthropic-tools",
+    "openai-tools",
     *(("gemini-create", "gemini-stream") if find_spec("google") and find_spec("google.genai") else ()),
     *(("litellm-create", "litellm-stream") if find_spec("litellm") else ()),
 )

@@ -19,6 +19,7 @@ the span after the last one.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -68,6 +69,9 @@ class _Instruments:
         self.unpriced = meter.create_counter(names.METRIC_CLIENT_UNPRICED, unit="{call}")
         self.share_input = meter.create_counter(names.METRIC_CLIENT_USAGE_INPUT_TOKENS, unit="{token}")
         self.share_cache_read = meter.create_counter(names.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS, unit="{token}")
+        self.tool_calls = meter.create_counter(names.METRIC_CLIENT_TOOL_CALLS, unit=names.UNIT_TOOL_CALL)
+        self.tool_call_errors = meter.create_counter(names.METRIC_CLIENT_TOOL_CALL_ERRORS, unit=names.UNIT_TOOL_CALL)
+        self.structured = meter.create_counter(names.METRIC_CLIENT_STRUCTURED_OUTPUT_REQUESTS, unit="{call}")
 
 
 def metric_attributes_of(request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +95,10 @@ def _end(
     request: dict[str, Any],
     response: dict[str, Any],
     gaps: list[float] | None = None,
+    checks: dict[str, Any] | None = None,
 ) -> None:
     duration = time.perf_counter() - start
-    attributes = {**request, **response}
+    attributes = {**request, **response, **(checks or {})}
     metric_attributes = metric_attributes_of(request, response)
     context = trace.set_span_in_context(span)  # each point's exemplar names the call's span, as ours
     if first_chunk is not None:
@@ -117,6 +122,72 @@ def _end(
         )
     priced_by = {k: metric_attributes[k] for k in ("gen_ai.provider.name", "gen_ai.response.model", "degradation.mode")}
     instruments.unpriced.add(1, priced_by, context=context)
+    for record, value, point_attributes in check_points(instruments, checks, priced_by):
+        record(value, point_attributes, context=context)
+
+
+def check_points(
+    instruments: _Instruments, checks: dict[str, Any] | None, priced_by: dict[str, Any]
+) -> list[tuple[Any, int, dict[str, Any]]]:
+    """The points of a call's tool checks (:func:`_tool_checks`): (instrument's add, value, attributes)."""
+    if not checks:
+        return []
+    points: list[tuple[Any, int, dict[str, Any]]] = [
+        (instruments.tool_calls.add, checks[names.TOOL_CALL_COUNT], priced_by)
+    ]
+    for kind, key in (
+        (names.TOOL_CALL_ERROR_NOT_OFFERED, names.TOOL_CALL_NOT_OFFERED_COUNT),
+        (names.TOOL_CALL_ERROR_INVALID_ARGUMENTS, names.TOOL_CALL_INVALID_ARGUMENTS_COUNT),
+    ):
+        if checks[key]:
+            points.append((instruments.tool_call_errors.add, checks[key], {**priced_by, names.TOOL_CALL_ERROR: kind}))
+    if checks.get(names.STRUCTURED_OUTPUT_REQUESTED):
+        points.append((instruments.structured.add, 1, priced_by))
+    return points
+
+
+_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _fits(arguments: Any, schema: dict[str, Any]) -> bool:
+    """The least schema check: an object with the required properties, each top-level one of its type."""
+    if not isinstance(arguments, dict) or any(key not in arguments for key in schema.get("required", ())):
+        return False
+    for key, value in arguments.items():
+        kind = schema.get("properties", {}).get(key, {}).get("type")
+        if kind in ("integer", "number"):
+            if isinstance(value, bool) or not isinstance(value, int if kind == "integer" else (int, float)):
+                return False
+        elif kind in _JSON_TYPES and not isinstance(value, _JSON_TYPES[kind]):
+            return False
+    return True
+
+
+def _tool_checks(provider: str, kwargs: dict[str, Any], result: Any) -> dict[str, Any] | None:
+    """The tool calls of an answer against the tools offered (None: none offered); anthropic's forced
+    tool is a request for structured output, answered by that tool's input."""
+    tools = kwargs.get("tools")
+    if not tools:
+        return None
+    if provider == "anthropic":
+        offered = {tool["name"]: tool.get("input_schema", {}) for tool in tools}
+        calls = [(block.name, block.input) for block in result.content if block.type == "tool_use"]
+    else:
+        offered = {tool["function"]["name"]: tool["function"].get("parameters", {}) for tool in tools}
+        calls = [
+            (c.function.name, json.loads(c.function.arguments)) for c in result.choices[0].message.tool_calls or ()
+        ]
+    checks: dict[str, Any] = {
+        names.TOOL_CALL_COUNT: len(calls),
+        names.TOOL_CALL_NOT_OFFERED_COUNT: sum(name not in offered for name, _ in calls),
+        names.TOOL_CALL_INVALID_ARGUMENTS_COUNT: sum(
+            name in offered and not _fits(arguments, offered[name]) for name, arguments in calls
+        ),
+    }
+    choice = kwargs.get("tool_choice")
+    if provider == "anthropic" and isinstance(choice, dict) and choice.get("type") == "tool":
+        checks[names.STRUCTURED_OUTPUT_REQUESTED] = True
+    return checks
 
 
 def _outcome(model: str, response_id: str, reason: str, usage: dict[str, int], requested: str) -> dict[str, Any]:
@@ -394,7 +465,7 @@ def _wrapper(instruments: _Instruments, provider: str) -> Any:
                 _openai_usage(result.usage),
                 request["gen_ai.request.model"],
             )
-        _end(instruments, span, start, None, request, outcome)
+        _end(instruments, span, start, None, request, outcome, checks=_tool_checks(provider, kwargs, result))
         return result
 
     return wrapper

@@ -37,10 +37,11 @@ def _plan(
     request: dict[str, Any],
     response: dict[str, Any],
     gaps: list[float] | None = None,
+    checks: dict[str, Any] | None = None,
 ) -> _Plan:
     """What ``floor._end`` records when called with these arguments after ``end``, as a plan (the
     same keys, values and points)."""
-    attributes = {**request, **response}
+    attributes = {**request, **response, **(checks or {})}
     metric_attributes = floor.metric_attributes_of(request, response)
     points: list[tuple[Any, float, dict[str, Any]]] = []
     if first_chunk is not None:
@@ -61,14 +62,16 @@ def _plan(
         )
     priced_by = {k: metric_attributes[k] for k in ("gen_ai.provider.name", "gen_ai.response.model", "degradation.mode")}
     points.append((instruments.unpriced.add, 1, priced_by))
+    points += floor.check_points(instruments, checks, priced_by)
     return _Plan(f"chat {request['gen_ai.request.model']}", attributes, tuple(points))
 
 
-def _key(request: dict[str, Any]) -> tuple[Any, ...]:
-    """Provider, model, shape, and whether the request names its server: an SDK's entry point does,
-    a LiteLLM call does not (its openai route and the openai SDK's calls keep plans of their own)."""
+def _key(request: dict[str, Any], checks: dict[str, Any] | None) -> tuple[Any, ...]:
+    """Provider, model, shape, whether the request names its server (an SDK's entry point does, a
+    LiteLLM call does not: its openai route and the openai SDK's calls keep plans of their own), and
+    whether it offered tools (the tools kinds ask the plain kinds' models)."""
     provider, model = request["gen_ai.provider.name"], request["gen_ai.request.model"]
-    return provider, model, "gen_ai.request.stream" in request, "server.address" in request
+    return provider, model, "gen_ai.request.stream" in request, "server.address" in request, checks is not None
 
 
 def install() -> None:
@@ -79,10 +82,10 @@ def install() -> None:
     plans: dict[tuple[Any, ...], _Plan] = {}
     floor_end = floor._end
 
-    def end_and_keep(*args: Any) -> None:  # floor._end's arguments
-        plan = _plan(time.perf_counter(), *args)
-        plans[_key(args[4])] = plan  # args[4]: the request's attributes
-        floor_end(*args)
+    def end_and_keep(*args: Any, checks: dict[str, Any] | None = None) -> None:  # floor._end's arguments
+        plan = _plan(time.perf_counter(), *args, checks=checks)
+        plans[_key(args[4], checks)] = plan  # args[4]: the request's attributes
+        floor_end(*args, checks=checks)
 
     floor._end = end_and_keep  # this process measures the SDK limit only: the floor is not installed beside
 
@@ -95,7 +98,7 @@ def install() -> None:
             if floor._sending.get():
                 return wrapped(*args, **kwargs)
             streams = bool(kwargs.get("stream")) if stream is None else stream
-            plan = plans.get((provider, kwargs["model"], streams, sdk))
+            plan = plans.get((provider, kwargs["model"], streams, sdk, bool(kwargs.get("tools"))))
             if plan is None:
                 return first(wrapped, instance, args, kwargs)
             sending = floor._sending.set(not sdk)
