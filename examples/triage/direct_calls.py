@@ -56,7 +56,7 @@ CALLS = (
 
 def server_parameters(provider_url: str, traces_endpoint: str, metrics_endpoint: str) -> StdioServerParameters:
     """desk_server.py under ``opentelemetry-instrument``: the server-side and anthropic instrumentors,
-    spans and delta metrics to the receiver, the demo's policy (its prices)."""
+    spans and delta metrics to the receiver, the demo's policy (its prices and the tools' scopes)."""
     env = {
         **exporting_env(SERVER_NAME, traces_endpoint, metrics_endpoint),
         "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "otel_sampling_mcp,otel_sampling_openai",
@@ -104,17 +104,35 @@ def wait_for_runs(receiver: Any) -> None:
 
 def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: list[str]) -> tuple[str, list[str]]:
     """The runs of desk-server by name (runs, degraded, completed, silent incidents, cost per
-    completed run by mode, reasons) and the sampling requests it answered from its own model."""
+    completed run by mode; the policy scope, the substitution verdicts of the calls that served
+    and the reasons) and the sampling requests it answered from its own model."""
     metrics, spans = _ours(metrics), _ours(spans)
     runs = _sum(metrics, names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOME)
     incidents = _sum(metrics, names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
     cost = _sum(metrics, names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME, names.DEGRADATION_MODE)
+    violations = _sum(metrics, names.METRIC_CLIENT_VIOLATIONS, names.POLICY_SCOPE, names.VIOLATION_KIND)
     reasons: dict[str, Counter[str]] = {}
+    run_scopes: dict[str, Counter[str | None]] = {}
+    run_of_trace: dict[str, str] = {}
     for span in spans:
         name = span["attributes"].get(names.AGENT_RUN_NAME)
         if name and span["attributes"].get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_INVOKE_AGENT:
+            run_of_trace[span["trace_id"]] = name
+            run_scopes.setdefault(name, Counter())[span["attributes"].get(names.POLICY_SCOPE)] += 1
             for reason in span["attributes"].get(names.DEGRADATION_REASON) or ():
                 reasons.setdefault(name, Counter())[reason] += 1
+    # The provider calls that served (no error.type), by the run they were made in: their
+    # substitution verdicts and the scope that judged them.
+    substitutions: dict[str, Counter[str]] = {}
+    call_scopes: dict[str, Counter[str | None]] = {}
+    for span in spans:
+        attributes = span["attributes"]
+        name = run_of_trace.get(span["trace_id"])
+        ours = span["scope"] == names.SCOPE_NAME and span["name"] != names.SPAN_SAMPLING  # not the SDK's own span
+        if name and ours and attributes.get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_CHAT:
+            call_scopes.setdefault(name, Counter())[attributes.get(names.POLICY_SCOPE)] += 1
+            if names.ERROR_TYPE not in attributes:
+                substitutions.setdefault(name, Counter())[attributes.get(names.SUBSTITUTION)] += 1
     sampling = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["kind"] == "CLIENT"]
     server_model = [
         s for s in sampling if names.REASON_SERVER_MODEL in (s["attributes"].get(names.DEGRADATION_REASON) or ())
@@ -153,8 +171,14 @@ def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: 
     for row in rows:
         cells = "".join(str(v).rjust(w) for v, w in zip(row[1:], widths, strict=True))
         lines.append(("  " + row[0]).ljust(width) + cells)
-    for name, counted in sorted(reasons.items()):
-        lines.append(f"  {name}: degradation.reason {dict(sorted(counted.items()))}")
+    for name in sorted(run_scopes):
+        scope = ", ".join(str(label) for label in run_scopes[name])
+        lines.append(
+            f"  {name}: policy scope {scope}; substitution of the calls that served "
+            f"{dict(sorted(substitutions.get(name, Counter()).items()))}; "
+            f"degradation.reason {dict(sorted(reasons.get(name, Counter()).items()))}"
+        )
+    lines.append(f"  otel_sampling.client.violations: {dict(violations) or 'none'}")
     lines.append(
         f"Sampling requests {SERVER_NAME} sent: {len(sampling)}, endings "
         f"{dict(sorted(Counter(s['attributes'].get(names.SAMPLING_ENDING) for s in sampling).items()))}; answered "
@@ -174,6 +198,15 @@ def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: 
         problems.append(f"{SERVER_NAME} runs {dict(counted_runs)} differ from the calls made {dict(expected_runs)}")
     if reasons != expected_reasons:
         problems.append(f"{SERVER_NAME} run reasons {reasons} differ from the calls' {expected_reasons}")
+    for name in run_scopes:
+        scope = f"tool:{name}"  # each tool has a table of its own in policy.toml
+        judged = run_scopes[name] + call_scopes.get(name, Counter())
+        if set(judged) != {scope}:
+            problems.append(f"{name}: runs and calls judged in scopes {dict(judged)}, expected {scope}")
+    within = {names.SUBSTITUTION_NONE, names.SUBSTITUTION_WITHIN_POLICY}
+    outside = {name: dict(c) for name, c in substitutions.items() if set(c) - within}
+    if outside or violations:
+        problems.append(f"{SERVER_NAME} served outside its tools' policy: {outside}, violations {dict(violations)}")
     expected_incidents = sum(1 for call in CALLS if call.reason)
     if sum(incidents.values()) != expected_incidents:
         problems.append(f"{sum(incidents.values()):.0f} {SERVER_NAME} silent incidents, expected {expected_incidents}")
