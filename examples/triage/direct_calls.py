@@ -93,11 +93,19 @@ def _sum(metrics: list[dict[str, Any]], name: str, *keys: str) -> Counter[tuple[
     return found
 
 
+def _provider_calls(spans: list[dict[str, Any]]) -> int:
+    return sum(s["scope"] == names.SCOPE_NAME and s["name"].startswith(f"{names.OPERATION_CHAT} ") for s in spans)
+
+
 def wait_for_runs(receiver: Any) -> None:
-    """Until the server processes' delta points count every call's run (or :data:`FLUSH_WAIT_S`)."""
+    """Until the server processes' delta points count every call's run and their spans every
+    provider call the calls made (or :data:`FLUSH_WAIT_S`): spans and points arrive apart."""
+    # draft_reply through the outage asks the primary, then the fallback; every other call asks once
+    calls = sum(2 if c.tool == "draft_reply" and c.scenario else 1 for c in CALLS)
     deadline = time.monotonic() + FLUSH_WAIT_S
     while time.monotonic() < deadline:
-        if sum(_sum(_ours(list(receiver.metrics)), names.METRIC_AGENT_RUNS).values()) >= len(CALLS):
+        runs = sum(_sum(_ours(list(receiver.metrics)), names.METRIC_AGENT_RUNS).values())
+        if runs >= len(CALLS) and _provider_calls(_ours(list(receiver.spans))) >= calls:
             return
         time.sleep(0.2)
 
