@@ -121,26 +121,23 @@ def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: 
     violations = _sum(metrics, names.METRIC_CLIENT_VIOLATIONS, names.POLICY_SCOPE, names.VIOLATION_KIND)
     reasons: dict[str, Counter[str]] = {}
     run_scopes: dict[str, Counter[str | None]] = {}
-    run_of_trace: dict[str, str] = {}
     for span in spans:
         name = span["attributes"].get(names.AGENT_RUN_NAME)
         if name and span["attributes"].get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_INVOKE_AGENT:
-            run_of_trace[span["trace_id"]] = name
             run_scopes.setdefault(name, Counter())[span["attributes"].get(names.POLICY_SCOPE)] += 1
             for reason in span["attributes"].get(names.DEGRADATION_REASON) or ():
                 reasons.setdefault(name, Counter())[reason] += 1
-    # The provider calls that served (no error.type), by the run they were made in: their
-    # substitution verdicts and the scope that judged them.
-    substitutions: dict[str, Counter[str]] = {}
-    call_scopes: dict[str, Counter[str | None]] = {}
+    # The provider calls that served (no error.type), by the policy scope that judged them: each
+    # carries its scope, so no span tree is walked (a client that propagates its trace context
+    # puts the calls under mcp's own server span).
+    substitutions: dict[str | None, Counter[str]] = {}
     for span in spans:
         attributes = span["attributes"]
-        name = run_of_trace.get(span["trace_id"])
         ours = span["scope"] == names.SCOPE_NAME and span["name"] != names.SPAN_SAMPLING  # not the SDK's own span
-        if name and ours and attributes.get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_CHAT:
-            call_scopes.setdefault(name, Counter())[attributes.get(names.POLICY_SCOPE)] += 1
+        if ours and attributes.get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_CHAT:
+            verdicts = substitutions.setdefault(attributes.get(names.POLICY_SCOPE), Counter())
             if names.ERROR_TYPE not in attributes:
-                substitutions.setdefault(name, Counter())[attributes.get(names.SUBSTITUTION)] += 1
+                verdicts[attributes.get(names.SUBSTITUTION)] += 1
     sampling = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["kind"] == "CLIENT"]
     server_model = [
         s for s in sampling if names.REASON_SERVER_MODEL in (s["attributes"].get(names.DEGRADATION_REASON) or ())
@@ -181,10 +178,12 @@ def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: 
         lines.append(("  " + row[0]).ljust(width) + cells)
     for name in sorted(run_scopes):
         scope = ", ".join(str(label) for label in run_scopes[name])
+        verdicts = Counter[str]()
+        for label in run_scopes[name]:
+            verdicts.update(substitutions.get(label, Counter()))
         lines.append(
             f"  {name}: policy scope {scope}; substitution of the calls that served "
-            f"{dict(sorted(substitutions.get(name, Counter()).items()))}; "
-            f"degradation.reason {dict(sorted(reasons.get(name, Counter()).items()))}"
+            f"{dict(sorted(verdicts.items()))}; degradation.reason {dict(sorted(reasons.get(name, Counter()).items()))}"
         )
     lines.append(f"  otel_sampling.client.violations: {dict(violations) or 'none'}")
     lines.append(
@@ -206,11 +205,13 @@ def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: 
         problems.append(f"{SERVER_NAME} runs {dict(counted_runs)} differ from the calls made {dict(expected_runs)}")
     if reasons != expected_reasons:
         problems.append(f"{SERVER_NAME} run reasons {reasons} differ from the calls' {expected_reasons}")
+    # Each tool has a table of its own in policy.toml: its runs and its calls are judged there.
+    expected_scopes = {f"tool:{SERVER_NAME}/{call.tool}" for call in CALLS}
     for name in run_scopes:
-        scope = f"tool:{name}"  # each tool has a table of its own in policy.toml
-        judged = run_scopes[name] + call_scopes.get(name, Counter())
-        if set(judged) != {scope}:
-            problems.append(f"{name}: runs and calls judged in scopes {dict(judged)}, expected {scope}")
+        if set(run_scopes[name]) != {f"tool:{name}"}:
+            problems.append(f"{name}: runs in scopes {dict(run_scopes[name])}, expected tool:{name}")
+    if set(substitutions) != expected_scopes:
+        problems.append(f"{SERVER_NAME} provider calls judged in scopes {sorted(map(str, substitutions))}")
     within = {names.SUBSTITUTION_NONE, names.SUBSTITUTION_WITHIN_POLICY}
     outside = {name: dict(c) for name, c in substitutions.items() if set(c) - within}
     if outside or violations:
