@@ -108,17 +108,6 @@ async def call_tool(server: MCPServer, mode: str, models: tuple[str, ...], scena
     return out.content[0].text
 
 
-def incident_causes(t: Telemetry) -> tuple[str, ...]:
-    events = [
-        e
-        for s in t.spans(scope=None)
-        for e in s.events
-        if e.name == names.EVENT_SILENT_INCIDENT and s.instrumentation_scope.name == names.SCOPE_NAME
-    ]
-    assert len(events) <= 1
-    return tuple(events[0].attributes[names.SILENT_INCIDENT_CAUSE]) if events else ()
-
-
 @pytest.mark.parametrize("chain", list(CHAINS))
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("mode", list(PATHS))
@@ -161,4 +150,4 @@ def test_a_server_tools_calls_are_judged_against_the_tools_scope(server_side, fa
     modes = server_side.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.DEGRADATION_MODE)
     assert Counter([("primary",)] * len(failed) + [(expected.mode,)]) == modes
     incidents = server_side.counts(names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
-    assert ({(RUN,): 1} if expected.incident else {}, expected.incident) == (incidents, incident_causes(server_side))
+    assert ({(RUN,): 1} if expected.incident else {}, expected.incident) == (incidents, server_side.incident_causes())
