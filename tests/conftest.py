@@ -154,6 +154,12 @@ class Telemetry:
             out[key] = out.get(key, 0) + (p.value if hasattr(p, "value") else p.count)
         return out
 
+    def incident_causes(self) -> tuple[str, ...]:
+        """The causes of the one silent incident our spans recorded (its event); () when none."""
+        events = [e for s in self.spans() for e in s.events if e.name == names.EVENT_SILENT_INCIDENT]
+        assert len(events) <= 1
+        return tuple(events[0].attributes[names.SILENT_INCIDENT_CAUSE]) if events else ()
+
 
 @pytest.fixture
 def telemetry() -> Iterator[Telemetry]:

@@ -40,6 +40,14 @@ def test_the_report_finds_what_the_calls_drove(driven):
     assert "desk-server/draft_reply      6         3          6       3" in text
     assert "desk-server/summarize        2         2          2       2" in text
     assert "server_model on the span): 2" in text
+    # Each tool's calls judged against its own table (policy.toml); the failover's fallback was asked
+    # for by name and is permitted: substitution none (docs/telemetry.md "Direct calls and policy scopes").
+    assert (
+        "desk-server/draft_reply: policy scope tool:desk-server/draft_reply; substitution of the calls that"
+        " served {'none': 6}; degradation.reason {'failover': 3}"
+    ) in text
+    assert "desk-server/summarize: policy scope tool:desk-server/summarize;" in text
+    assert "otel_sampling.client.violations: none" in text
 
 
 def test_each_tool_call_is_one_run_of_its_tool(driven):

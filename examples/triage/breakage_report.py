@@ -7,9 +7,15 @@ structured-output requests that failed (``otel_sampling.client.structured_output
 ``.failures``), truncations (``otel_sampling.client.truncations``), the host's ``tools/call`` that
 came back an error (``otel_sampling.host.tool_calls``), steps and tokens per completed task
 (``agent.run.steps``, ``agent.run.tokens``, runs with outcome ``completed``), repeated tool calls
-(``agent.run.repeated_tool_calls``) and cost per completed task (the five numbers'). A row whose
-series the host did not export shows ``n/a``. The checks hold the agent loop's tasks
-(``agent_loop.TASKS``) to what the scrape shows.
+(``agent.run.repeated_tool_calls``) and cost per completed task (``agent.run.cost.usd`` over
+``agent.runs`` completed). A row whose series the host did not export shows ``n/a``. The checks
+hold the agent loop's tasks (``agent_loop.TASKS``) to what the scrape shows.
+
+The per-task rows compare like for like: the runs of one name, the agent loop's
+(``agent_loop.RUN_NAME``, by ``agent.run.name``), primary vs degraded, so steps, tokens and cost per
+completed task show what the fallback does to that task; the scripted sampling scenario's runs are
+other tasks and stay out. The per-call rows have no run name (their labels are bounded to mode and
+model): every provider call and ``tools/call`` of the host.
 """
 
 from __future__ import annotations
@@ -20,8 +26,8 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 import agent_loop
-import five_numbers_report
 from otel_sampling import names
+from otel_sampling.mixin.five_numbers import RUN_COST, RUNS
 from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL, label_name, metric_name
 
 MODES = (names.MODE_PRIMARY, names.MODE_DEGRADED)
@@ -29,6 +35,7 @@ MODE, OUTCOME, TOKEN_TYPE = (
     label_name(n) for n in (names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOME, names.GEN_AI_TOKEN_TYPE)
 )
 KIND = label_name(names.SAMPLING_VIOLATION_KIND)
+RUN_NAME = label_name(names.AGENT_RUN_NAME)
 TOOL_CALL_OUTCOME = label_name("otel_sampling.tool_call.outcome")
 
 
@@ -56,15 +63,18 @@ def _samples(metrics_text: str) -> Iterable[tuple[str, dict[str, str], float]]:
 
 
 class Scrape:
-    """Sums by mode of the series the table reads; ``seen``: the series present at all."""
+    """Sums by mode of the series the table reads; ``seen``: the series present at all. The run
+    series (steps, tokens, runs, cost) only of the runs named ``run_name``."""
 
-    def __init__(self, metrics_text: str) -> None:
+    def __init__(self, metrics_text: str, run_name: str) -> None:
         self.sums: dict[tuple[str, str], float] = {}
         self.seen: set[str] = set()
         self.side_effect_violations = 0.0
-        completed = (STEPS + "_sum", STEPS + "_count", TOKENS + "_sum", TOKENS + "_count")
+        completed = (STEPS + "_sum", STEPS + "_count", TOKENS + "_sum", TOKENS + "_count", RUNS)
         for name, labels, value in _samples(metrics_text):
             mode = labels.get(MODE, "")
+            if name in (*completed, RUN_COST) and labels.get(RUN_NAME) != run_name:
+                continue  # another task: not compared with this one
             if name in completed:
                 if labels.get(OUTCOME) != names.OUTCOME_COMPLETED:
                     continue
@@ -84,6 +94,7 @@ class Scrape:
                 STRUCTURED_FAILURES,
                 TRUNCATIONS,
                 REPEATED,
+                RUN_COST,
             ):
                 continue
             self.seen.add(name)
@@ -115,9 +126,8 @@ def _mean(value: float | None) -> str:
 
 def lines(metrics_text: str, done: dict[str, Any]) -> tuple[list[str], list[str]]:
     """The table and its problems (what the agent loop drove that the scrape does not show)."""
-    s = Scrape(metrics_text)
-    five = five_numbers_report.from_scrape(metrics_text)
-    rows = [
+    s = Scrape(metrics_text, agent_loop.RUN_NAME)
+    per_call = [
         ("tool-call errors / tool calls", lambda m: _of(s.get(TOOL_CALL_ERRORS, m), s.get(TOOL_CALLS, m))),
         ("host tools/call not ok", lambda m: _count(s.get(HOST_TOOL_CALLS, m))),
         (
@@ -125,16 +135,22 @@ def lines(metrics_text: str, done: dict[str, Any]) -> tuple[list[str], list[str]
             lambda m: _of(s.get(STRUCTURED_FAILURES, m), s.get(STRUCTURED_REQUESTS, m)),
         ),
         ("truncations", lambda m: _count(s.get(TRUNCATIONS, m))),
+        ("repeated tool calls", lambda m: _count(s.get(REPEATED, m))),
+    ]
+    per_task = [
+        ("completed tasks", lambda m: _count(s.get(RUNS, m))),
         ("steps per completed task", lambda m: _mean(s.per(STEPS + "_sum", STEPS + "_count", m))),
         ("tokens per completed task", lambda m: _mean(s.per(TOKENS + "_sum", TOKENS + "_count", m))),
-        ("repeated tool calls", lambda m: _count(s.get(REPEATED, m))),
-        ("cost per completed task (USD)", lambda m: _usd(five.cost_per_completed_task(m))),
+        ("cost per completed task (USD)", lambda m: _usd(s.per(RUN_COST, RUNS, m))),
     ]
-    width = max(len(label) for label, _ in rows) + 2
+    width = max(len(label) for label, _ in per_call + per_task) + 4
     out = [
-        "What the fallback breaks (all runs, by mode)".ljust(width) + "".join(m.rjust(12) for m in MODES),
-        *(("  " + label).ljust(width) + "".join(cell(m).rjust(12) for m in MODES) for label, cell in rows),
-        f"  repeated_side_effect violations: {s.side_effect_violations:.0f}",
+        "What the fallback breaks, by mode".ljust(width) + "".join(m.rjust(12) for m in MODES),
+        "  every provider call and tools/call of the host",
+        *(("    " + label).ljust(width) + "".join(cell(m).rjust(12) for m in MODES) for label, cell in per_call),
+        f"    repeated_side_effect violations: {s.side_effect_violations:.0f}",
+        f"  the {agent_loop.RUN_NAME} task (runs named {agent_loop.RUN_NAME}, agent_loop.py)",
+        *(("    " + label).ljust(width) + "".join(cell(m).rjust(12) for m in MODES) for label, cell in per_task),
     ]
     tasks = done.get("agent_tasks", [])
     degraded_tasks = sum(t.expected_mode == names.MODE_DEGRADED for t in agent_loop.TASKS)
@@ -150,9 +166,16 @@ def lines(metrics_text: str, done: dict[str, Any]) -> tuple[list[str], list[str]
         )
     if s.side_effect_violations != degraded_tasks:
         problems.append(f"{s.side_effect_violations:.0f} repeated_side_effect violations, expected {degraded_tasks}")
-    steps = {m: s.per(STEPS + "_sum", STEPS + "_count", m) for m in MODES}
-    if None in steps.values() or steps[names.MODE_DEGRADED] <= steps[names.MODE_PRIMARY]:  # type: ignore[operator]
-        problems.append(f"steps per completed task {steps}: the fallback should take more")
+    # The task's own numbers: the steps each task took (agent_loop.TASKS), averaged by mode.
+    for mode in MODES:
+        driven = [t.expected_steps for t in agent_loop.TASKS if t.expected_mode == mode]
+        expected = sum(driven) / len(driven) if driven else None
+        seen = (s.get(RUNS, mode), s.per(STEPS + "_sum", STEPS + "_count", mode))
+        if seen != (len(driven), expected):
+            problems.append(
+                f"{agent_loop.RUN_NAME} {mode}: (completed tasks, steps per task) {seen}, "
+                f"the agent loop drove {(len(driven), expected)}"
+            )
     for series, what in (
         (TOOL_CALL_ERRORS, "tool-call errors"),
         (TRUNCATIONS, "truncations"),

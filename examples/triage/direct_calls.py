@@ -56,7 +56,7 @@ CALLS = (
 
 def server_parameters(provider_url: str, traces_endpoint: str, metrics_endpoint: str) -> StdioServerParameters:
     """desk_server.py under ``opentelemetry-instrument``: the server-side and anthropic instrumentors,
-    spans and delta metrics to the receiver, the demo's policy (its prices)."""
+    spans and delta metrics to the receiver, the demo's policy (its prices and the tools' scopes)."""
     env = {
         **exporting_env(SERVER_NAME, traces_endpoint, metrics_endpoint),
         "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "otel_sampling_mcp,otel_sampling_openai",
@@ -93,28 +93,51 @@ def _sum(metrics: list[dict[str, Any]], name: str, *keys: str) -> Counter[tuple[
     return found
 
 
+def _provider_calls(spans: list[dict[str, Any]]) -> int:
+    return sum(s["scope"] == names.SCOPE_NAME and s["name"].startswith(f"{names.OPERATION_CHAT} ") for s in spans)
+
+
 def wait_for_runs(receiver: Any) -> None:
-    """Until the server processes' delta points count every call's run (or :data:`FLUSH_WAIT_S`)."""
+    """Until the server processes' delta points count every call's run and their spans every
+    provider call the calls made (or :data:`FLUSH_WAIT_S`): spans and points arrive apart."""
+    # draft_reply through the outage asks the primary, then the fallback; every other call asks once
+    calls = sum(2 if c.tool == "draft_reply" and c.scenario else 1 for c in CALLS)
     deadline = time.monotonic() + FLUSH_WAIT_S
     while time.monotonic() < deadline:
-        if sum(_sum(_ours(list(receiver.metrics)), names.METRIC_AGENT_RUNS).values()) >= len(CALLS):
+        runs = sum(_sum(_ours(list(receiver.metrics)), names.METRIC_AGENT_RUNS).values())
+        if runs >= len(CALLS) and _provider_calls(_ours(list(receiver.spans))) >= calls:
             return
         time.sleep(0.2)
 
 
 def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: list[str]) -> tuple[str, list[str]]:
     """The runs of desk-server by name (runs, degraded, completed, silent incidents, cost per
-    completed run by mode, reasons) and the sampling requests it answered from its own model."""
+    completed run by mode; the policy scope, the substitution verdicts of the calls that served
+    and the reasons) and the sampling requests it answered from its own model."""
     metrics, spans = _ours(metrics), _ours(spans)
     runs = _sum(metrics, names.METRIC_AGENT_RUNS, names.AGENT_RUN_NAME, names.DEGRADATION_MODE, names.AGENT_RUN_OUTCOME)
     incidents = _sum(metrics, names.METRIC_SILENT_INCIDENTS, names.AGENT_RUN_NAME)
     cost = _sum(metrics, names.METRIC_AGENT_RUN_COST, names.AGENT_RUN_NAME, names.DEGRADATION_MODE)
+    violations = _sum(metrics, names.METRIC_CLIENT_VIOLATIONS, names.POLICY_SCOPE, names.VIOLATION_KIND)
     reasons: dict[str, Counter[str]] = {}
+    run_scopes: dict[str, Counter[str | None]] = {}
     for span in spans:
         name = span["attributes"].get(names.AGENT_RUN_NAME)
         if name and span["attributes"].get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_INVOKE_AGENT:
+            run_scopes.setdefault(name, Counter())[span["attributes"].get(names.POLICY_SCOPE)] += 1
             for reason in span["attributes"].get(names.DEGRADATION_REASON) or ():
                 reasons.setdefault(name, Counter())[reason] += 1
+    # The provider calls that served (no error.type), by the policy scope that judged them: each
+    # carries its scope, so no span tree is walked (a client that propagates its trace context
+    # puts the calls under mcp's own server span).
+    substitutions: dict[str | None, Counter[str]] = {}
+    for span in spans:
+        attributes = span["attributes"]
+        ours = span["scope"] == names.SCOPE_NAME and span["name"] != names.SPAN_SAMPLING  # not the SDK's own span
+        if ours and attributes.get(names.GEN_AI_OPERATION_NAME) == names.OPERATION_CHAT:
+            verdicts = substitutions.setdefault(attributes.get(names.POLICY_SCOPE), Counter())
+            if names.ERROR_TYPE not in attributes:
+                verdicts[attributes.get(names.SUBSTITUTION)] += 1
     sampling = [s for s in spans if s["name"] == names.SPAN_SAMPLING and s["kind"] == "CLIENT"]
     server_model = [
         s for s in sampling if names.REASON_SERVER_MODEL in (s["attributes"].get(names.DEGRADATION_REASON) or ())
@@ -153,8 +176,16 @@ def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: 
     for row in rows:
         cells = "".join(str(v).rjust(w) for v, w in zip(row[1:], widths, strict=True))
         lines.append(("  " + row[0]).ljust(width) + cells)
-    for name, counted in sorted(reasons.items()):
-        lines.append(f"  {name}: degradation.reason {dict(sorted(counted.items()))}")
+    for name in sorted(run_scopes):
+        scope = ", ".join(str(label) for label in run_scopes[name])
+        verdicts = Counter[str]()
+        for label in run_scopes[name]:
+            verdicts.update(substitutions.get(label, Counter()))
+        lines.append(
+            f"  {name}: policy scope {scope}; substitution of the calls that served "
+            f"{dict(sorted(verdicts.items()))}; degradation.reason {dict(sorted(reasons.get(name, Counter()).items()))}"
+        )
+    lines.append(f"  otel_sampling.client.violations: {dict(violations) or 'none'}")
     lines.append(
         f"Sampling requests {SERVER_NAME} sent: {len(sampling)}, endings "
         f"{dict(sorted(Counter(s['attributes'].get(names.SAMPLING_ENDING) for s in sampling).items()))}; answered "
@@ -174,6 +205,17 @@ def report(metrics: list[dict[str, Any]], spans: list[dict[str, Any]], answers: 
         problems.append(f"{SERVER_NAME} runs {dict(counted_runs)} differ from the calls made {dict(expected_runs)}")
     if reasons != expected_reasons:
         problems.append(f"{SERVER_NAME} run reasons {reasons} differ from the calls' {expected_reasons}")
+    # Each tool has a table of its own in policy.toml: its runs and its calls are judged there.
+    expected_scopes = {f"tool:{SERVER_NAME}/{call.tool}" for call in CALLS}
+    for name in run_scopes:
+        if set(run_scopes[name]) != {f"tool:{name}"}:
+            problems.append(f"{name}: runs in scopes {dict(run_scopes[name])}, expected tool:{name}")
+    if set(substitutions) != expected_scopes:
+        problems.append(f"{SERVER_NAME} provider calls judged in scopes {sorted(map(str, substitutions))}")
+    within = {names.SUBSTITUTION_NONE, names.SUBSTITUTION_WITHIN_POLICY}
+    outside = {name: dict(c) for name, c in substitutions.items() if set(c) - within}
+    if outside or violations:
+        problems.append(f"{SERVER_NAME} served outside its tools' policy: {outside}, violations {dict(violations)}")
     expected_incidents = sum(1 for call in CALLS if call.reason)
     if sum(incidents.values()) != expected_incidents:
         problems.append(f"{sum(incidents.values()):.0f} {SERVER_NAME} silent incidents, expected {expected_incidents}")

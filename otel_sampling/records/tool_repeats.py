@@ -7,8 +7,9 @@ the call's fingerprint (:func:`~otel_sampling.records.ledger.tool_call_fingerpri
 sampling request fingerprint: no argument is kept, only the hash, and only in the run's memory)
 is noted in the run; a fingerprint the run saw before is a repeat
 (:func:`~otel_sampling.rules.repeats.judge_repeat`), counted by the mode the run is in so far
-(:func:`~otel_sampling.records.run.current_mode`), the tool (bounded) and whether the server's
-policy table names it in ``side_effect_tools``; a repeat of such a tool is also the violation
+(:func:`~otel_sampling.records.run.current_mode`), the tool (bounded) and whether it is a
+side-effect tool (:func:`~otel_sampling.rules.repeats.judge_repeat`: the server's policy table or
+the run's scope names it in ``side_effect_tools``); a repeat of such a tool is also the violation
 (``otel_sampling.sampling.violations`` and an event on the span current where the host sent it).
 Outside every run nothing is done (no fingerprint is computed).
 """
@@ -45,7 +46,12 @@ def note_host_tool_call(
         return
     policy = instruments.settings.policy
     table = next((policy.servers[n] for n in policy_names if n in policy.servers), None)
-    judged = judge_repeat(name, table.side_effect_tools if table is not None else None)
+    scope = run_records.policy_scope(policy, run)
+    judged = judge_repeat(
+        name,
+        table.side_effect_tools if table is not None else None,
+        scope.policy.side_effect_tools if scope is not None else None,
+    )
     span = trace.get_current_span()
     instruments.repeated_tool_calls.add(
         1,

@@ -147,17 +147,6 @@ def call_signals(span) -> Call:
     return Call(a[names.SUBSTITUTION], a[names.DEGRADATION_MODE], reasons[0] if reasons else None, kinds)
 
 
-def incident_causes(t: Telemetry) -> tuple[str, ...]:
-    events = [
-        e
-        for s in t.spans(scope=None)
-        for e in s.events
-        if e.name == names.EVENT_SILENT_INCIDENT and s.instrumentation_scope.name == names.SCOPE_NAME
-    ]
-    assert len(events) <= 1
-    return tuple(events[0].attributes[names.SILENT_INCIDENT_CAUSE]) if events else ()
-
-
 @pytest.mark.parametrize("chain", list(CHAINS))
 @pytest.mark.parametrize("place", list(PLACES))
 @pytest.mark.parametrize("policy", list(POLICIES))
@@ -190,11 +179,11 @@ def test_every_signal_of_a_direct_call_tells_the_same_story(hosted, fake_provide
     costs = hosted.counts(names.METRIC_AGENT_RUN_COST, names.DEGRADATION_MODE)
     incidents = sum(hosted.counts(names.METRIC_SILENT_INCIDENTS).values())
     if place == "no run":
-        assert ({}, {}, 0, ()) == (runs, costs, incidents, incident_causes(hosted))
+        assert ({}, {}, 0, ()) == (runs, costs, incidents, hosted.incident_causes())
         return
     assert {(expected.run_mode, "completed"): 1} == runs
     assert [(expected.run_mode,)] == list(costs)
-    assert (1 if expected.incident else 0, expected.incident) == (incidents, incident_causes(hosted))
+    assert (1 if expected.incident else 0, expected.incident) == (incidents, hosted.incident_causes())
     if place != "agent span":  # an explicit run's own span
         (run_span,) = hosted.spans(f"invoke_agent {'triage' if place == 'explicit run' else 'tickets/summarise'}")
         assert (expected.run_mode, scope) == (
@@ -284,7 +273,7 @@ def test_the_verdict_table_holds_for_a_direct_call(hosted, fake_provider, policy
     outside = expected.substitution == "outside_policy"
     assert (("model_outside_policy",) if outside else ()) == call.violations
     assert (("degraded", "outside_policy") if outside else ("degraded",) if expected.incident else ()) == (
-        incident_causes(hosted)
+        hosted.incident_causes()
     )
 
 

@@ -1,7 +1,8 @@
 """Tool calls the host sends again in one run (``otel_sampling.records.tool_repeats``): the same tool
 with the same arguments as an earlier call of the run is counted on
-``agent.run.repeated_tool_calls``, and for a tool the server's policy names in ``side_effect_tools``
-it is also the violation ``repeated_side_effect``. No argument reaches any span, event or label.
+``agent.run.repeated_tool_calls``, and for a tool the server's policy table or the sending run's
+scope (``[runs."<name>"]``, else ``[default]``) names in ``side_effect_tools`` it is also the
+violation ``repeated_side_effect``. No argument reaches any span, event or label.
 
 Real mcp 2.x sessions (in-process, mcp's own ``Client``) with a server of two tools, one with a
 side effect; the policy file is read as the host reads it (``OTEL_SAMPLING_POLICY``).
@@ -166,3 +167,32 @@ def test_the_rounds_of_one_input_required_loop_are_one_call(host, mode):
 
     anyio.run(twice)
     assert _repeats(host) == {("primary", "sample", "false"): 1}
+
+
+RUN_SCOPED = '[runs."triage"]\nside_effect_tools = ["search"]\n\n[default]\nside_effect_tools = ["create_ticket"]\n'
+
+
+@pytest.fixture
+def run_scoped(telemetry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    yield from with_policy(telemetry, tmp_path, monkeypatch, RUN_SCOPED, MCPSamplingInstrumentor)
+
+
+def test_the_run_scope_names_side_effect_tools_the_server_table_does_not(run_scoped):
+    search = ("search", {"query": "printer"})
+    anyio.run(_calls, search, search)
+    assert _repeats(run_scoped) == {("primary", "search", "true"): 1}
+    assert _violations(run_scoped) == {(SERVER, names.VIOLATION_REPEATED_SIDE_EFFECT): 1}
+
+
+def test_the_runs_own_table_decides_before_the_default(run_scoped):
+    ticket = ("create_ticket", {"title": SECRET})
+    anyio.run(_calls, ticket, ticket)
+    assert _repeats(run_scoped) == {("primary", "create_ticket", "false"): 1}
+    assert _violations(run_scoped) == {}
+
+
+def test_a_run_with_no_table_of_its_own_reads_the_default(run_scoped):
+    ticket = ("create_ticket", {"title": SECRET})
+    anyio.run(lambda: _calls(ticket, ticket, run="nightly"))
+    assert _repeats(run_scoped) == {("primary", "create_ticket", "true"): 1}
+    assert _violations(run_scoped) == {(SERVER, names.VIOLATION_REPEATED_SIDE_EFFECT): 1}
