@@ -69,3 +69,15 @@ def test_the_unanswered_sampling_spans_say_server_model(driven):
     assert sorted(s["attributes"][names.SAMPLING_PATH] for s in spans) == ["no_back_channel", "rpc"]
     assert all(s["attributes"][names.DEGRADATION_REASON] == ["server_model"] for s in spans)
     assert all(s["attributes"][names.DEGRADATION_MODE] == "degraded" for s in spans)
+
+
+def test_each_tool_run_is_in_its_callers_trace_with_its_provider_calls(driven):
+    """The driver's calls carry its trace context in ``params._meta`` (this process has a tracer
+    provider): each tool run's span is a child in the caller's trace, and the provider calls the
+    tool made are in that trace too."""
+    spans = [s for s in driven[2] if s["service_name"] == "desk-server"]
+    run_spans = [s for s in spans if s["attributes"].get(names.GEN_AI_OPERATION_NAME) == "invoke_agent"]
+    chats = [s for s in spans if s["name"].startswith("chat ")]
+    assert run_spans and chats
+    assert all(s["parent_span_id"] is not None for s in run_spans)
+    assert {s["trace_id"] for s in chats} <= {s["trace_id"] for s in run_spans}

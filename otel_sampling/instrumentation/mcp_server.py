@@ -44,7 +44,7 @@ from __future__ import annotations
 import atexit
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachetools import TTLCache
 from opentelemetry import context as otel_context
@@ -238,12 +238,12 @@ def _on_request_wrapper(state: _State) -> Callable[..., Any]:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             if opened is not None:
-                guarded("end the tool call's run", opened[0].__exit__, type(exc), exc, exc.__traceback__)
+                guarded("end the tool call's run", _leave_tool_run, opened, exc)
             raise
         finally:
             _handling.reset(token)
         if opened is not None:
-            guarded("end the tool call's run", _end_tool_run, state, *opened, result)
+            guarded("end the tool call's run", _end_tool_run, state, opened, result)
         if isinstance(result, Mapping) and result.get("resultType") == "input_required":
             guarded(
                 "start the server-side requests of an input-required result",
@@ -259,24 +259,52 @@ def _on_request_wrapper(state: _State) -> Callable[..., Any]:
     return wrapper
 
 
-def _open_tool_run(state: _State, params: Any, handling: tuple[str | None, str | None]) -> tuple[RunScope, Run]:
-    """Enter the run of a ``tools/call`` (``handling`` names its tool): ``<server>/<tool>``,
-    continuing the round its ``requestState`` answers, if any."""
+class _ToolRun(NamedTuple):
+    scope: RunScope
+    run: Run
+    caller: Token[otel_context.Context] | None  # the caller's context, attached around the run (None: none sent)
+
+
+def _open_tool_run(state: _State, params: Any, handling: tuple[str | None, str | None]) -> _ToolRun:
+    """Enter the run of a ``tools/call`` (``handling`` names its tool): ``<server>/<tool>``, in the
+    caller's trace when ``params._meta`` carries its context (mcp's own server span, started later
+    under that context, is then its sibling in the same trace), continuing the round its
+    ``requestState`` answers, if any."""
     server, tool = (clean(part, LABEL_MAX_LENGTH) or names.UNKNOWN_LABEL for part in handling)
     scope = RunScope(f"{server}/{tool}", tool=(server, tool))
-    run = scope.__enter__()
+    parent = parent_of(params.get("_meta")) if isinstance(params, Mapping) else None
+    caller = otel_context.attach(parent) if parent is not None else None
+    try:
+        run = scope.__enter__()
+    except BaseException:
+        if caller is not None:
+            otel_context.detach(caller)
+        raise
     key = _state_key(params.get("requestState")) if isinstance(params, Mapping) else None
     if key is not None:
         with state.rounds_lock:
             earlier = state.rounds.pop(key, None)
         if earlier is not None:
             run.take_over(earlier)
-    return scope, run
+    return _ToolRun(scope, run, caller)
 
 
-def _end_tool_run(state: _State, scope: RunScope, run: Run, result: Any) -> None:
+def _leave_tool_run(opened: _ToolRun, exc: BaseException | None = None) -> None:
+    """Exit the run's scope (with the exception that left the tool call, if any), then the caller's context."""
+    try:
+        if exc is None:
+            opened.scope.__exit__(None, None, None)
+        else:
+            opened.scope.__exit__(type(exc), exc, exc.__traceback__)
+    finally:
+        if opened.caller is not None:
+            otel_context.detach(opened.caller)
+
+
+def _end_tool_run(state: _State, opened: _ToolRun, result: Any) -> None:
     """End a tool call's run: ``failed`` on an ``isError`` result; an ``input_required`` result
     hands the run over to the retry that answers it."""
+    run = opened.run
     try:
         if isinstance(result, Mapping):
             key = _state_key(result.get("requestState"))
@@ -287,7 +315,7 @@ def _end_tool_run(state: _State, scope: RunScope, run: Run, result: Any) -> None
             elif result.get("isError") is True:
                 run.set_outcome(names.OUTCOME_FAILED)
     finally:
-        scope.__exit__(None, None, None)
+        _leave_tool_run(opened)
 
 
 def _answer(state: _State, params: Mapping[str, Any]) -> None:
