@@ -94,8 +94,6 @@ def test_a_tool_run_is_in_the_callers_trace(server_side, fake_provider, mode):
         return turn.get_span_context()
 
     turn = anyio.run(called_in_a_span)
-    for sp in server_side.spans():
-        print("DBG", sp.name, hex(sp.context.trace_id)[-6:], sp.parent and hex(sp.parent.span_id)[-6:], hex(sp.context.span_id)[-6:])
     (span,) = run_spans(server_side)
     (chat,) = server_side.spans(f"chat {PRIMARY}")
     assert (turn.trace_id, turn.trace_id) == (span.context.trace_id, chat.context.trace_id)
