@@ -347,6 +347,7 @@ CONTRACT = [
     ("counter", names.METRIC_CLIENT_TRUNCATIONS, names.UNIT_CALL, m.TRUNCATIONS),
     ("histogram", names.METRIC_CLIENT_CONTEXT_UTILIZATION, names.UNIT_ONE, m.CONTEXT_UTILIZATION + "_bucket"),
     ("counter", names.METRIC_HOST_TOOL_CALLS, names.UNIT_TOOL_CALL, m.HOST_TOOL_CALLS),
+    ("counter", names.METRIC_AGENT_RUN_REPEATED_TOOL_CALLS, names.UNIT_CALL, m.REPEATED_TOOL_CALLS),
 ]
 
 

@@ -14,8 +14,8 @@ MODE_LEGEND = f"{{{{{m.MODE}}}}}"
 
 
 def panels(config: MixinConfig) -> list[PanelBuilder]:
-    """One panel per rate (recorded, by mode), then the kinds behind them, the context utilization and
-    the host's tool-call outcomes, each by mode."""
+    """One panel per rate (recorded, by mode), then the kinds behind them, the context utilization,
+    the host's tool-call outcomes and its repeated tool calls, each by mode."""
     job = label_selector(JOB)
     j = raw_selector(config)
     found: list[PanelBuilder] = [
@@ -74,6 +74,21 @@ def panels(config: MixinConfig) -> list[PanelBuilder]:
                 (
                     f"sum by ({m.MODE}, {m.TOOL_CALL_OUTCOME}) ({counted(m.HOST_TOOL_CALLS + j, RATE)})",
                     f"{{{{{m.MODE}}}}} {{{{{m.TOOL_CALL_OUTCOME}}}}}",
+                )
+            ],
+            "short",
+            width=12,
+            bars=True,
+        ),
+        timeseries_panel(
+            "Repeated tool calls",
+            "tools/call requests a run sent again with the same tool and arguments, per interval, by mode and "
+            "whether the policy names the tool as having side effects (a repeat of one is also a "
+            "repeated_side_effect violation): retries multiply side effects.",
+            [
+                (
+                    f"sum by ({m.MODE}, {m.TOOL_SIDE_EFFECT}) ({counted(m.REPEATED_TOOL_CALLS + j, RATE)})",
+                    f"{{{{{m.MODE}}}}} side effect {{{{{m.TOOL_SIDE_EFFECT}}}}}",
                 )
             ],
             "short",

@@ -53,6 +53,7 @@ STRUCTURED_FAILURES = metric_name(names.METRIC_CLIENT_STRUCTURED_OUTPUT_FAILURES
 TRUNCATIONS = metric_name(names.METRIC_CLIENT_TRUNCATIONS, names.UNIT_CALL, counter=True)
 CONTEXT_UTILIZATION = metric_name(names.METRIC_CLIENT_CONTEXT_UTILIZATION, names.UNIT_ONE)  # histogram
 HOST_TOOL_CALLS = metric_name(names.METRIC_HOST_TOOL_CALLS, names.UNIT_TOOL_CALL, counter=True)
+REPEATED_TOOL_CALLS = metric_name(names.METRIC_AGENT_RUN_REPEATED_TOOL_CALLS, names.UNIT_CALL, counter=True)
 
 # ---------------------------------------------------------------- labels
 SERVER = label_name(names.MCP_SERVER_NAME)
@@ -84,6 +85,7 @@ TOOL_CALL_ERROR = label_name(names.TOOL_CALL_ERROR)
 STRUCTURED_FAILURE = label_name(names.STRUCTURED_OUTPUT_FAILURE)
 TRUNCATION_KIND = label_name(names.TRUNCATION_KIND)
 TOOL_CALL_OUTCOME = label_name(names.TOOL_CALL_OUTCOME)
+TOOL_SIDE_EFFECT = label_name(names.TOOL_SIDE_EFFECT)
 JOB = "job"  # from the scrape configuration, not from the package
 SCOPE_NAME = SCOPE_NAME_LABEL  # from the exporter: the instrumentation scope of the series
 LE = "le"  # histogram bucket bound (Prometheus)
@@ -127,6 +129,7 @@ COUNTERS = (
     STRUCTURED_FAILURES,
     TRUNCATIONS,
     HOST_TOOL_CALLS,
+    REPEATED_TOOL_CALLS,
 )
 # Every raw series a query may name (a histogram is read through its _bucket/_sum/_count series).
 SERIES = frozenset(COUNTERS + GAUGES + tuple(h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")))
