@@ -330,6 +330,10 @@ def test_alerts_are_one_per_job_over_the_fleet(fleet):
         ("firing", "DegradationFlapping", frozenset({**job, m.COMPONENT: COMPONENT}.items())): len(HOSTS) * FLAPS + 2,
         # 1/3 of 30 requests (for: 30m): c alone would be 100% of 10, under the 20-request guard
         ("pending", "DegradedShareHigh", frozenset(job.items())): 1 / 3,
+        # one run name's degraded share, 1/3 of 30 runs (for: 30m): the hosts' runs, and the server
+        # tool runs of the sampling server each host runs in its own process (`<server>/sample`)
+        ("pending", "RunsDegradedShareHigh", frozenset({**job, m.RUN_NAME: RUN_NAME}.items())): 1 / 3,
+        ("pending", "RunsDegradedShareHigh", frozenset({**job, m.RUN_NAME: f"{SERVER}/sample"}.items())): 1 / 3,
         # `search` held (for: 4h)
         ("pending", "DegradedTooLong", frozenset({**job, **component}.items())): 1.0,
         # and the drill (for: 4h; its hour-long window ends before)
