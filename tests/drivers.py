@@ -220,6 +220,7 @@ def scenario(value: str) -> dict:
 def drive_anthropic_sync(fp) -> None:
     c = anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
     assert c.messages.create(**ANTHROPIC_KW).stop_reason == "end_turn"
+    assert c.messages.create(**ANTHROPIC_KW, **scenario("length")).stop_reason == "max_tokens"  # a truncation
     assert [e.type for e in c.messages.create(**ANTHROPIC_KW, stream=True)][-1] == "message_stop"
     with c.messages.stream(**ANTHROPIC_KW) as stream:
         assert stream.get_final_message().stop_reason == "end_turn"
@@ -238,6 +239,7 @@ def drive_anthropic_async(fp) -> None:
     async def main():
         c = anthropic.AsyncAnthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
         assert (await c.messages.create(**ANTHROPIC_KW)).stop_reason == "end_turn"
+        assert (await c.messages.create(**ANTHROPIC_KW, **scenario("length"))).stop_reason == "max_tokens"
         assert [e.type async for e in await c.messages.create(**ANTHROPIC_KW, stream=True)][-1] == "message_stop"
         async with c.messages.with_streaming_response.create(**ANTHROPIC_KW) as raw:
             assert (await raw.parse()).stop_reason == "end_turn"
@@ -257,6 +259,7 @@ USAGE = {"stream_options": {"include_usage": True}}
 def drive_openai_sync(fp) -> None:
     c = openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
     assert c.chat.completions.create(**CHAT).choices[0].finish_reason == "stop"
+    assert c.chat.completions.create(**CHAT, **scenario("length")).choices[0].finish_reason == "length"  # truncated
     chunks = list(c.chat.completions.create(**CHAT, stream=True))
     assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
     with c.chat.completions.stream(**CHAT, **USAGE) as stream:
@@ -278,6 +281,7 @@ def drive_openai_async(fp) -> None:
     async def main():
         c = openai.AsyncOpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
         assert (await c.chat.completions.create(**CHAT)).choices[0].finish_reason == "stop"
+        assert (await c.chat.completions.create(**CHAT, **scenario("length"))).choices[0].finish_reason == "length"
         chunks = [k async for k in await c.chat.completions.create(**CHAT, stream=True)]
         assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
         async with c.chat.completions.stream(**CHAT, **USAGE) as stream:
