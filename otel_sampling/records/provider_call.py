@@ -6,6 +6,10 @@ Metrics: the GenAI inference metrics of the names ``OTEL_SEMCONV_STABILITY_OPT_I
 usage, time to first chunk and per output chunk for streams) and ``otel_sampling.client.cost.usd`` (when
 the policy's table or the price source prices the model, :mod:`otel_sampling.rules.verdict`).
 Event: ``gen_ai.client.inference.operation.details`` (:func:`emit_inference_details`).
+What the fallback breaks (:func:`record_signals`): the call's tool calls and structured output
+checked against what it asked for (:class:`~otel_sampling.records.call_signals.CallChecks`), its
+truncation, and its context utilization against the served model's context window, which the price
+source's look-up gives with the price (:mod:`otel_sampling.rules.call_checks` decides).
 
 As it ends, the call publishes one immutable :class:`~otel_sampling.rules.verdict.CallSummary` to
 its scope with one call: the sampling request whose callback it runs in (``request.on_call``,
