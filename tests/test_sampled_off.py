@@ -3,8 +3,8 @@
 The OTel SDK hands out a ``NonRecordingSpan`` when the sampler drops a span; every attribute we
 would build for it is wasted work on the hot path. Proof that none is built: a counting hook on
 the ``NonRecordingSpan`` methods that take attributes (every attribute dict we build ends in one
-of them) and on ``metrics.clean`` and ``clean_texts`` (the per-attribute string work) as imported by the modules that
-build span attributes. The metrics must not depend on sampling: the same workload under
+of them) and on ``metrics.clean`` and ``clean_texts`` (the per-attribute string work) as imported
+by the modules that build span attributes. The metrics must not depend on sampling: the same workload under
 ``ALWAYS_ON`` and ``ALWAYS_OFF`` gives the same points with the same labels.
 
 The ``agent.run*`` metrics too: a sampling request that no run owns is its own run, opened and
