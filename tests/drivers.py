@@ -319,6 +319,8 @@ def drive_google_genai_sync(fp) -> None:
 
     c = _gemini_client(fp)
     assert c.models.generate_content(model=GEMINI_MODEL, contents="hi").candidates[0].finish_reason == "STOP"
+    truncated = c.models.generate_content(model=GEMINI_MODEL, contents="hi", **_gemini_scenario("length"))
+    assert truncated.candidates[0].finish_reason == "MAX_TOKENS"
     chunks = list(c.models.generate_content_stream(model=GEMINI_MODEL, contents="hi"))
     assert chunks[-1].candidates[0].finish_reason == "STOP"
     chat = c.chats.create(model=GEMINI_MODEL)
@@ -336,6 +338,8 @@ def drive_google_genai_async(fp) -> None:
         c = _gemini_client(fp).aio
         answer = await c.models.generate_content(model=GEMINI_MODEL, contents="hi")
         assert answer.candidates[0].finish_reason == "STOP"
+        truncated = await c.models.generate_content(model=GEMINI_MODEL, contents="hi", **_gemini_scenario("length"))
+        assert truncated.candidates[0].finish_reason == "MAX_TOKENS"
         chunks = [chunk async for chunk in await c.models.generate_content_stream(model=GEMINI_MODEL, contents="hi")]
         assert chunks[-1].candidates[0].finish_reason == "STOP"
         chat = c.chats.create(model=GEMINI_MODEL)
@@ -383,6 +387,8 @@ def drive_litellm_sync(fp) -> None:
     litellm = _litellm()
     kw = litellm_kw(fp)
     assert litellm.completion(messages=LITELLM_MESSAGES, **kw).choices[0].finish_reason == "stop"
+    truncated = litellm.completion(messages=LITELLM_MESSAGES, **litellm_kw(fp, "length"))
+    assert truncated.choices[0].finish_reason == "length"
     chunks = list(litellm.completion(messages=LITELLM_MESSAGES, stream=True, **kw))
     assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
     assert litellm.responses(input="hi", **kw).status == "completed"
@@ -399,6 +405,8 @@ def drive_litellm_async(fp) -> None:
     async def main():
         kw = litellm_kw(fp)
         assert (await litellm.acompletion(messages=LITELLM_MESSAGES, **kw)).choices[0].finish_reason == "stop"
+        truncated = await litellm.acompletion(messages=LITELLM_MESSAGES, **litellm_kw(fp, "length"))
+        assert truncated.choices[0].finish_reason == "length"
         chunks = [k async for k in await litellm.acompletion(messages=LITELLM_MESSAGES, stream=True, **kw)]
         assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
         events = [e.type async for e in await litellm.aresponses(input="hi", stream=True, **kw)]

@@ -350,12 +350,6 @@ UNREACHABLE = {
         (d, "Histogram.record"): "the server side records one counter; its tools/call span is no run"
         for d in ("mcp_server_legacy", "mcp_server_2026")
     },
-    **{
-        (d, "Counter.add"): "the cost counter needs a priced model (claude-req and gpt-req have no price in "
-        "genai-prices, and no policy table is loaded); provider calls record histograms"
-        for d in DRIVERS
-        if d.startswith(("anthropic", "openai"))
-    },
     **{  # a step the driver's state overrides, or no raw response
         (d, step): reason
         for families, step, reason in (
