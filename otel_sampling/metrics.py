@@ -471,7 +471,7 @@ class Instruments:
 
 
 class SignalInstruments:
-    """What the fallback breaks (``records/call_signals.py``): the tool calls and structured output of
+    """What the fallback breaks (``records/provider_call.py``): the tool calls and structured output of
     provider calls, their truncations and context utilization, and the host's MCP tool calls."""
 
     __slots__ = (

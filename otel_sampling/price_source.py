@@ -23,12 +23,17 @@ Not read: batch and service-tier prices (genai-prices' price variants; the stand
 applies) and prices genai-prices fetches at run time (``UpdatePrices``): the recorded source,
 ``genai-prices@<version>``, names the data that priced the call.
 
+Beside the price, the same look-up gives the model's context window (genai-prices'
+``context_window``, in tokens, input and output together as the provider documents it; None when
+it lists none), which the call's context utilization is measured against.
+
 Cheap per call: what is found for each ``(gen_ai.provider.name, model)`` pair, misses included,
-is kept in an LRU of :data:`MAX_CACHED_MODELS` entries (``functools.lru_cache``), each price
-already converted: a call reads the LRU, or for a dated or tiered model asks genai-prices which of
-its prices is in force and compares its input tokens with the tier starts. A model name longer than
-:data:`MAX_MODEL_LENGTH` characters is not looked up (no price). Never raises: a failure of
-genai-prices is logged at DEBUG and the call has no price from it.
+is kept in an LRU of :data:`MAX_CACHED_MODELS` entries (``functools.lru_cache``), one entry per
+model holding its price, already converted, and its window: a call reads the LRU, or for a dated
+or tiered model asks genai-prices which of its prices is in force and compares its input tokens
+with the tier starts. A model name longer than :data:`MAX_MODEL_LENGTH` characters is not looked
+up (:data:`UNLISTED`). Never raises: a failure of genai-prices is logged at DEBUG and the call has
+no price nor window from it.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from __future__ import annotations
 import datetime
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from otel_sampling import names
 from otel_sampling.policy import Price
@@ -59,23 +64,32 @@ _PROVIDER_IDS: Final = {
 }
 
 
+class Listing(NamedTuple):
+    """What a price source lists for one model, for one call.
+
+    ``price``: USD per million tokens at the call's input size (None: the source has no price for
+    it); ``context_window``: the model's context window in tokens, input and output together (None:
+    the source does not know it)."""
+
+    price: Price | None
+    context_window: int | None
+
+
+UNLISTED: Final = Listing(None, None)  #: a model the source does not list
+
+
 class PriceSource(Protocol):
-    """A maintained price list: prices a provider's model for one call."""
+    """A maintained price list: prices a provider's model for one call, and knows its context window."""
 
     @property
     def name(self) -> str:
         """What the recorded cost names as its source (``otel_sampling.cost.price_source``)."""
         ...
 
-    def price(self, provider: str, model: str, input_tokens: int) -> Price | None:
-        """USD per million tokens of ``model`` served by ``provider`` (``gen_ai.provider.name``)
-        for a call of ``input_tokens`` input tokens (cache reads and writes included); None
-        when the source has no price for it."""
-        ...
-
-    def context_window(self, provider: str, model: str) -> int | None:
-        """The context window of ``model`` served by ``provider`` in tokens (input and output
-        together, as the provider documents it); None when the source does not know it."""
+    def look_up(self, provider: str, model: str, input_tokens: int) -> Listing:
+        """The :class:`Listing` of ``model`` served by ``provider`` (``gen_ai.provider.name``) for a
+        call of ``input_tokens`` input tokens (cache reads and writes included): its price and
+        context window in one look-up; :data:`UNLISTED` when the source knows neither."""
         ...
 
 
@@ -91,79 +105,61 @@ class GenaiPrices:
         self._providers = providers
         self.name = f"{names.PRICE_SOURCE_GENAI_PRICES}@{version}"  #: read on every priced call
         self._find = functools.lru_cache(maxsize=MAX_CACHED_MODELS)(self._look_up)
-        self._window = functools.lru_cache(maxsize=MAX_CACHED_MODELS)(self._look_up_window)
 
-    def price(self, provider: str, model: str, input_tokens: int) -> Price | None:
+    def look_up(self, provider: str, model: str, input_tokens: int) -> Listing:
         if len(model) > MAX_MODEL_LENGTH:
-            return None
+            return UNLISTED
         try:
             found = self._find(provider, model)
             return found.at(input_tokens) if isinstance(found, _Changing) else found
-        except Exception:  # genai-prices failing prices nothing; the host's call goes on
-            logger.debug("otel-sampling: genai-prices could not price %r of %r", model, provider, exc_info=True)
-            return None
+        except Exception:  # genai-prices failing lists nothing; the host's call goes on
+            logger.debug("otel-sampling: genai-prices could not look up %r of %r", model, provider, exc_info=True)
+            return UNLISTED
 
-    def context_window(self, provider: str, model: str) -> int | None:
-        """genai-prices' ``context_window`` of the model (the same match rules as :meth:`price`;
-        kept in an LRU of its own); None when it lists none."""
-        if len(model) > MAX_MODEL_LENGTH:
-            return None
-        try:
-            return self._window(provider, model)
-        except Exception:  # genai-prices failing knows no window; the host's call goes on
-            logger.debug("otel-sampling: genai-prices could not read the window of %r", model, exc_info=True)
-            return None
-
-    def _model(self, provider: str, model: str) -> ModelInfo | None:
+    def _look_up(self, provider: str, model: str) -> Listing | _Changing:
+        """The model's window with its one price, else with its prices by date and tier;
+        :data:`UNLISTED` when genai-prices knows no such provider or model. A model priced for
+        neither input nor output has no price."""
         from genai_prices.data_snapshot import find_provider_by_id
+        from genai_prices.types import ModelPrice
 
         found_provider = find_provider_by_id(self._providers, _PROVIDER_IDS.get(provider, provider))
         if found_provider is None:
-            return None
+            return UNLISTED
         info: ModelInfo | None = found_provider.find_model(model, all_providers=self._providers)
-        return info
-
-    def _look_up_window(self, provider: str, model: str) -> int | None:
-        info = self._model(provider, model)
-        window = getattr(info, "context_window", None)
-        return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
-
-    def _look_up(self, provider: str, model: str) -> Price | _Changing | None:
-        """The model's one price, else its prices by date and tier; None when genai-prices knows
-        no such provider or model, or prices neither its input nor its output."""
-        from genai_prices.types import ModelPrice
-
-        info = self._model(provider, model)
         if info is None:
-            return None
+            return UNLISTED
+        window = info.context_window
+        window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
         if isinstance(info.prices, ModelPrice):
             tiers = _tiers(info.prices)
             if len(tiers) == 1:
-                return tiers[0][1]
-        return _Changing(info)
+                return Listing(tiers[0][1], window)
+        return _Changing(info, window)
 
 
 class _Changing:
     """A model whose price depends on the date (genai-prices' conditional prices) or on the call's
     input tokens (its tiers): genai-prices picks the price in force, converted once per price."""
 
-    __slots__ = ("_info", "_converted")
+    __slots__ = ("_info", "_window", "_converted")
 
-    def __init__(self, info: ModelInfo) -> None:
+    def __init__(self, info: ModelInfo, window: int | None) -> None:
         from genai_prices.types import ModelPrice
 
         self._info = info
+        self._window = window
         listed = [info.prices] if isinstance(info.prices, ModelPrice) else [c.prices for c in info.prices]
         # Keyed by identity: genai-prices hands back the listed price objects; one entry per listed price.
         self._converted = {id(prices): _tiers(prices) for prices in listed}
 
-    def at(self, input_tokens: int) -> Price | None:
+    def at(self, input_tokens: int) -> Listing:
         prices = self._info.get_prices(datetime.datetime.now(datetime.timezone.utc))
         tiers = self._converted.get(id(prices)) or _tiers(prices)
         for start, price in tiers:
             if input_tokens > start:
-                return price
-        return None
+                return Listing(price, self._window)
+        return Listing(None, self._window)
 
 
 def _parts(prices: ModelPrice) -> tuple[Any, ...]:

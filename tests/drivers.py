@@ -220,6 +220,7 @@ def scenario(value: str) -> dict:
 def drive_anthropic_sync(fp) -> None:
     c = anthropic.Anthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
     assert c.messages.create(**ANTHROPIC_KW).stop_reason == "end_turn"
+    assert c.messages.create(**ANTHROPIC_KW, **scenario("length")).stop_reason == "max_tokens"  # a truncation
     assert [e.type for e in c.messages.create(**ANTHROPIC_KW, stream=True)][-1] == "message_stop"
     with c.messages.stream(**ANTHROPIC_KW) as stream:
         assert stream.get_final_message().stop_reason == "end_turn"
@@ -238,6 +239,7 @@ def drive_anthropic_async(fp) -> None:
     async def main():
         c = anthropic.AsyncAnthropic(base_url=fp.url, api_key="sk-fake", max_retries=0)
         assert (await c.messages.create(**ANTHROPIC_KW)).stop_reason == "end_turn"
+        assert (await c.messages.create(**ANTHROPIC_KW, **scenario("length"))).stop_reason == "max_tokens"
         assert [e.type async for e in await c.messages.create(**ANTHROPIC_KW, stream=True)][-1] == "message_stop"
         async with c.messages.with_streaming_response.create(**ANTHROPIC_KW) as raw:
             assert (await raw.parse()).stop_reason == "end_turn"
@@ -257,6 +259,7 @@ USAGE = {"stream_options": {"include_usage": True}}
 def drive_openai_sync(fp) -> None:
     c = openai.OpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
     assert c.chat.completions.create(**CHAT).choices[0].finish_reason == "stop"
+    assert c.chat.completions.create(**CHAT, **scenario("length")).choices[0].finish_reason == "length"  # truncated
     chunks = list(c.chat.completions.create(**CHAT, stream=True))
     assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
     with c.chat.completions.stream(**CHAT, **USAGE) as stream:
@@ -278,6 +281,7 @@ def drive_openai_async(fp) -> None:
     async def main():
         c = openai.AsyncOpenAI(base_url=fp.url + "/v1", api_key="sk-fake", max_retries=0)
         assert (await c.chat.completions.create(**CHAT)).choices[0].finish_reason == "stop"
+        assert (await c.chat.completions.create(**CHAT, **scenario("length"))).choices[0].finish_reason == "length"
         chunks = [k async for k in await c.chat.completions.create(**CHAT, stream=True)]
         assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
         async with c.chat.completions.stream(**CHAT, **USAGE) as stream:
@@ -315,6 +319,8 @@ def drive_google_genai_sync(fp) -> None:
 
     c = _gemini_client(fp)
     assert c.models.generate_content(model=GEMINI_MODEL, contents="hi").candidates[0].finish_reason == "STOP"
+    truncated = c.models.generate_content(model=GEMINI_MODEL, contents="hi", **_gemini_scenario("length"))
+    assert truncated.candidates[0].finish_reason == "MAX_TOKENS"
     chunks = list(c.models.generate_content_stream(model=GEMINI_MODEL, contents="hi"))
     assert chunks[-1].candidates[0].finish_reason == "STOP"
     chat = c.chats.create(model=GEMINI_MODEL)
@@ -332,6 +338,8 @@ def drive_google_genai_async(fp) -> None:
         c = _gemini_client(fp).aio
         answer = await c.models.generate_content(model=GEMINI_MODEL, contents="hi")
         assert answer.candidates[0].finish_reason == "STOP"
+        truncated = await c.models.generate_content(model=GEMINI_MODEL, contents="hi", **_gemini_scenario("length"))
+        assert truncated.candidates[0].finish_reason == "MAX_TOKENS"
         chunks = [chunk async for chunk in await c.models.generate_content_stream(model=GEMINI_MODEL, contents="hi")]
         assert chunks[-1].candidates[0].finish_reason == "STOP"
         chat = c.chats.create(model=GEMINI_MODEL)
@@ -379,6 +387,8 @@ def drive_litellm_sync(fp) -> None:
     litellm = _litellm()
     kw = litellm_kw(fp)
     assert litellm.completion(messages=LITELLM_MESSAGES, **kw).choices[0].finish_reason == "stop"
+    truncated = litellm.completion(messages=LITELLM_MESSAGES, **litellm_kw(fp, "length"))
+    assert truncated.choices[0].finish_reason == "length"
     chunks = list(litellm.completion(messages=LITELLM_MESSAGES, stream=True, **kw))
     assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
     assert litellm.responses(input="hi", **kw).status == "completed"
@@ -395,6 +405,8 @@ def drive_litellm_async(fp) -> None:
     async def main():
         kw = litellm_kw(fp)
         assert (await litellm.acompletion(messages=LITELLM_MESSAGES, **kw)).choices[0].finish_reason == "stop"
+        truncated = await litellm.acompletion(messages=LITELLM_MESSAGES, **litellm_kw(fp, "length"))
+        assert truncated.choices[0].finish_reason == "length"
         chunks = [k async for k in await litellm.acompletion(messages=LITELLM_MESSAGES, stream=True, **kw)]
         assert [k.choices[0].finish_reason for k in chunks if k.choices][-1] == "stop"
         events = [e.type async for e in await litellm.aresponses(input="hi", stream=True, **kw)]

@@ -248,12 +248,8 @@ PROVIDER_STEPS = [
     _attr(verdict, "judge_call"),
     _attr(verdict, "policy_quote"),
     _attr(call_checks_module, "judge"),  # what the fallback breaks: truncation, utilization, checks
-    # The price source's look-ups (genai-prices, when the prices extra is installed).
-    *(
-        [_attr(price_source.GenaiPrices, "price"), _attr(price_source.GenaiPrices, "context_window")]
-        if price_source.installed() is not None
-        else []
-    ),
+    # The price source's look-up, price and window (genai-prices, when the prices extra is installed).
+    *([_attr(price_source.GenaiPrices, "look_up")] if price_source.installed() is not None else []),
 ]
 SYNC_PROVIDER_STEPS = [_attr(StreamProxy, "__init__")]
 ASYNC_PROVIDER_STEPS = [_attr(AsyncStreamProxy, "__init__")]
@@ -353,12 +349,6 @@ UNREACHABLE = {
     **{
         (d, "Histogram.record"): "the server side records one counter; its tools/call span is no run"
         for d in ("mcp_server_legacy", "mcp_server_2026")
-    },
-    **{
-        (d, "Counter.add"): "the cost counter needs a priced model (claude-req and gpt-req have no price in "
-        "genai-prices, and no policy table is loaded); provider calls record histograms"
-        for d in DRIVERS
-        if d.startswith(("anthropic", "openai"))
     },
     **{  # a step the driver's state overrides, or no raw response
         (d, step): reason

@@ -42,7 +42,7 @@ def genai_prices_total(provider_id: str, model: str, usage: Usage) -> float:
 
 def our_cost(provider: str, model: str, usage: Usage) -> verdict.Cost | None:
     assert SOURCE is not None
-    quoted = verdict.source_quote(SOURCE.name, SOURCE.price(provider, model, usage.input_tokens or 0))
+    quoted = verdict.source_quote(SOURCE.name, SOURCE.look_up(provider, model, usage.input_tokens or 0).price)
     return verdict.cost_of(quoted, usage) if quoted is not None else None
 
 
@@ -123,7 +123,8 @@ class TestProviders:
 
     def test_azure_openai_falls_back_to_openai_prices(self):
         """genai-prices' azure provider lists no gpt-4o of its own and falls back to openai's."""
-        assert SOURCE.price("azure.ai.openai", "gpt-4o-2024-08-06", 0) == SOURCE.price("openai", "gpt-4o", 0)
+        azure, openai = SOURCE.look_up("azure.ai.openai", "gpt-4o-2024-08-06", 0), SOURCE.look_up("openai", "gpt-4o", 0)
+        assert azure.price == openai.price
 
     @pytest.mark.parametrize(
         ("provider", "provider_id", "model"),
@@ -143,23 +144,62 @@ class TestProviders:
 
     def test_another_providers_model_is_not_priced(self):
         """openai's model names are not anthropic's: no price, not a guess from another provider."""
-        assert None is SOURCE.price("anthropic", "gpt-4o", 0)
-        assert None is SOURCE.price("no-such-provider", "gpt-4o", 0)
+        assert None is SOURCE.look_up("anthropic", "gpt-4o", 0).price
+        assert None is SOURCE.look_up("no-such-provider", "gpt-4o", 0).price
+
+
+class TestContextWindows:
+    """The same look-up lists the model's context window (genai-prices' ``context_window``), whatever
+    its price depends on."""
+
+    def test_a_snapshot_lists_its_models_window_beside_its_price(self):
+        """claude-sonnet-4-5: ``context_window=200000`` (its data); the snapshot resolves to it."""
+        listed = SOURCE.look_up("anthropic", "claude-sonnet-4-5-20250929", 25)
+        assert 200_000 == listed.context_window
+        assert listed.price is not None and pytest.approx(3.0) == listed.price.input_usd_per_mtok
+
+    @pytest.mark.parametrize(
+        ("provider", "model", "window", "input_tokens"),
+        [
+            ("openai", "o3", 200_000, 1000),  # dated prices: ``context_window=200000``
+            ("anthropic", "claude-haiku-5-5", 1_000_000, 100_000),  # tiers: ``context_window=1000000``
+            ("anthropic", "claude-haiku-5-5", 1_000_000, 150_000),
+        ],
+    )
+    def test_a_dated_or_tiered_model_lists_its_window_at_every_price(self, provider, model, window, input_tokens):
+        listed = SOURCE.look_up(provider, model, input_tokens)
+        assert window == listed.context_window
+        assert listed.price is not None
+
+    def test_a_model_without_a_window_lists_its_price_only(self):
+        """claude-v1: ``input_mtok=8, output_mtok=24``, no ``context_window`` (its data)."""
+        listed = SOURCE.look_up("anthropic", "claude-v1", 10)
+        assert None is listed.context_window
+        assert listed.price is not None
+        assert (8.0, 24.0) == (listed.price.input_usd_per_mtok, listed.price.output_usd_per_mtok)
+
+    def test_a_model_without_a_price_still_lists_its_window(self):
+        """github-copilot's gpt-4o: no token price, ``context_window=128000`` (its data)."""
+        assert price_source.Listing(None, 128_000) == SOURCE.look_up("github-copilot", "gpt-4o", 0)
+
+    def test_an_unknown_or_huge_name_lists_nothing(self):
+        assert price_source.UNLISTED == SOURCE.look_up("anthropic", "claude-unpriced-x", 10)
+        assert price_source.UNLISTED == SOURCE.look_up("anthropic", "claude-sonnet-4-5" + "x" * 300, 10)
 
 
 class TestUnknownAndHostile:
     def test_an_unknown_model_has_no_price(self):
-        assert None is SOURCE.price("anthropic", "claude-unpriced-x", 0)
+        assert None is SOURCE.look_up("anthropic", "claude-unpriced-x", 0).price
         assert None is our_cost("anthropic", "claude-unpriced-x", CACHED)
 
     def test_a_huge_name_is_not_looked_up(self):
         """A name past ``MAX_MODEL_LENGTH`` (a prefix of it a known model) has no price."""
-        assert None is SOURCE.price("anthropic", "claude-sonnet-4-5" + "x" * price_source.MAX_MODEL_LENGTH, 0)
+        assert None is SOURCE.look_up("anthropic", "claude-sonnet-4-5" + "x" * price_source.MAX_MODEL_LENGTH, 0).price
 
     def test_thousands_of_names_keep_the_cache_bounded(self):
         source = price_source.GenaiPrices(genai_prices.data.providers, "test")
         for i in range(price_source.MAX_CACHED_MODELS + 200):
-            source.price("anthropic", f"claude-sonnet-4-5-{i}", 0)  # each admitted by genai-prices' prefix rule
+            source.look_up("anthropic", f"claude-sonnet-4-5-{i}", 0)  # each admitted by genai-prices' prefix rule
         assert source._find.cache_info().currsize == price_source.MAX_CACHED_MODELS
 
     def test_a_failing_genai_prices_prices_nothing(self, monkeypatch):
@@ -171,7 +211,7 @@ class TestUnknownAndHostile:
 
         monkeypatch.setattr(Provider, "find_model", broken)
         source = price_source.GenaiPrices(genai_prices.data.providers, "test")
-        assert None is source.price("anthropic", "claude-sonnet-4-5", 0)
+        assert price_source.UNLISTED == source.look_up("anthropic", "claude-sonnet-4-5", 0)
 
 
 def test_without_genai_prices_there_is_no_source(monkeypatch, caplog):
@@ -195,4 +235,4 @@ def test_genai_prices_comes_with_the_package_where_it_installs():
 def test_a_model_with_neither_input_nor_output_price_has_no_price():
     """genai-prices lists github-copilot's gpt-4o with no token price ("included in the
     subscription", its data): no price, so no cost, rather than a cost of 0."""
-    assert None is SOURCE.price("github-copilot", "gpt-4o", 0)
+    assert None is SOURCE.look_up("github-copilot", "gpt-4o", 0).price

@@ -3,8 +3,8 @@
 The OTel SDK hands out a ``NonRecordingSpan`` when the sampler drops a span; every attribute we
 would build for it is wasted work on the hot path. Proof that none is built: a counting hook on
 the ``NonRecordingSpan`` methods that take attributes (every attribute dict we build ends in one
-of them) and on ``metrics.clean`` (the per-attribute string work) as imported by the modules that
-build span attributes. The metrics must not depend on sampling: the same workload under
+of them) and on ``metrics.clean`` and ``clean_texts`` (the per-attribute string work) as imported
+by the modules that build span attributes. The metrics must not depend on sampling: the same workload under
 ``ALWAYS_ON`` and ``ALWAYS_OFF`` gives the same points with the same labels.
 
 The ``agent.run*`` metrics too: a sampling request that no run owns is its own run, opened and
@@ -119,7 +119,6 @@ def attribute_work(monkeypatch):
     for method in ("set_attribute", "set_attributes", "add_event", "set_status", "add_link"):
         monkeypatch.setattr(NonRecordingSpan, method, counting(f"NonRecordingSpan.{method}"))
     monkeypatch.setattr(sampling_record, "clean", counting("sampling_record.clean", sampling_record.clean))
-    monkeypatch.setattr(provider_call, "clean", counting("provider_call.clean", provider_call.clean))
     monkeypatch.setattr(provider_call, "clean_texts", counting("provider_call.clean_texts", provider_call.clean_texts))
     monkeypatch.setattr(
         sampling_record, "clean_texts", counting("sampling_record.clean_texts", sampling_record.clean_texts)
@@ -139,8 +138,9 @@ def test_sampled_off_does_no_attribute_work_and_records_the_same_metrics(fake_pr
 
     assert on_spans and not off_spans
     assert "NonRecordingSpan.set_attributes" not in on_work and on_work  # the hook sees real work
-    # Sampled off: the one clean left is a provider call's span name (the sampler's input), one per call.
-    assert attribute_work == ["provider_call.clean"] * (4 if workload is _provider_calls else 0)
+    # Sampled off: the one clean left is a provider call's start attributes (the sampler's input: its
+    # model, which names the span, and its server address, in one pass), one per call.
+    assert attribute_work == ["provider_call.clean_texts"] * (4 if workload is _provider_calls else 0)
     assert off_points == on_points
     expected = (
         {

@@ -45,7 +45,7 @@ AGENT_RUN_TOKENS = metric_name(names.METRIC_AGENT_RUN_TOKENS, names.UNIT_TOKEN) 
 EVALUATION_SCORE = metric_name(names.METRIC_EVALUATION_SCORE, names.UNIT_ONE)  # histogram
 CACHE_LOOKUPS = metric_name(names.METRIC_CACHE_LOOKUPS, names.UNIT_LOOKUP, counter=True)
 DRILLS = metric_name(names.METRIC_DRILLS, names.UNIT_DRILL, counter=True)
-# what the fallback breaks (otel_sampling.records.call_signals)
+# what the fallback breaks (otel_sampling.records.provider_call)
 TOOL_CALLS = metric_name(names.METRIC_CLIENT_TOOL_CALLS, names.UNIT_TOOL_CALL, counter=True)
 TOOL_CALL_ERRORS = metric_name(names.METRIC_CLIENT_TOOL_CALL_ERRORS, names.UNIT_TOOL_CALL, counter=True)
 STRUCTURED_REQUESTS = metric_name(names.METRIC_CLIENT_STRUCTURED_OUTPUT_REQUESTS, names.UNIT_CALL, counter=True)

@@ -6,6 +6,10 @@ Metrics: the GenAI inference metrics of the names ``OTEL_SEMCONV_STABILITY_OPT_I
 usage, time to first chunk and per output chunk for streams) and ``otel_sampling.client.cost.usd`` (when
 the policy's table or the price source prices the model, :mod:`otel_sampling.rules.verdict`).
 Event: ``gen_ai.client.inference.operation.details`` (:func:`emit_inference_details`).
+What the fallback breaks (:func:`record_signals`): the call's tool calls and structured output
+checked against what it asked for (:class:`~otel_sampling.records.call_signals.CallChecks`), its
+truncation, and its context utilization against the served model's context window, which the price
+source's look-up gives with the price (:mod:`otel_sampling.rules.call_checks` decides).
 
 As it ends, the call publishes one immutable :class:`~otel_sampling.rules.verdict.CallSummary` to
 its scope with one call: the sampling request whose callback it runs in (``request.on_call``,
@@ -43,19 +47,18 @@ from otel_sampling.metrics import (
     BoundedLabel,
     InferenceInstruments,
     Instruments,
+    SignalInstruments,
     bound,
-    clean,
     clean_texts,
     otlp_int,
     recorded_in,
 )
-from otel_sampling.price_source import MAX_MODEL_LENGTH, PriceSource
-from otel_sampling.records import call_signals
+from otel_sampling.price_source import MAX_MODEL_LENGTH, UNLISTED, PriceSource
 from otel_sampling.records import run as run_records
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.records.failover import FailoverTracker
 from otel_sampling.rules import call_checks, endings, scopes, verdict
-from otel_sampling.rules.call_checks import NO_SIGNALS, Signals
+from otel_sampling.rules.call_checks import NO_SIGNALS, TRUNCATING_REASONS, Signals
 from otel_sampling.rules.endings import answer_ending
 from otel_sampling.rules.values import Ending, Response, Usage, clean_usage
 from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
@@ -194,17 +197,24 @@ class ProviderCall:
         self._run = run_records.current_run() if request is None else None
         # The named degradations around it as it starts (none, the common case, asks for nothing).
         self._named = () if state.calm and not state.canary.get() else state.active_reasons()
-        max_length = instruments.settings.attribute_max_length
-        model = clean(self._request_model, max_length) if self._request_model else None
-        # The request model may come from a server's hint: cleaned and cut like any attribute.
-        # What is known at the start is given to start_span (samplers see it, as the GenAI
-        # conventions ask of gen_ai.operation.name, the provider, the model and the server).
+        # The request model may come from a server's hint, the address from the host: both cleaned
+        # and cut like any attribute, in one pass. What is known at the start is given to start_span
+        # (samplers see it, as the GenAI conventions ask of gen_ai.operation.name, the provider, the
+        # model and the server).
         attributes: dict[str, Any] = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: provider,
+            **clean_texts(
+                {
+                    names.GEN_AI_REQUEST_MODEL: self._request_model,
+                    names.SERVER_ADDRESS: server[0] if server else None,
+                },
+                instruments.settings.attribute_max_length,
+            ),
         }
-        if model:
-            attributes[names.GEN_AI_REQUEST_MODEL] = model
+        model = attributes.get(names.GEN_AI_REQUEST_MODEL)
+        if not model:  # nothing printable in it: no model to name
+            attributes.pop(names.GEN_AI_REQUEST_MODEL, None)
         if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
             attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
         if stream:
@@ -213,10 +223,8 @@ class ProviderCall:
             attributes.update(extra_attributes)
         if type(effort) is int and effort > 0 and otlp_int(effort) is not None:  # thinking enabled
             attributes[names.REQUEST_THINKING_BUDGET] = effort
-        if server:
-            attributes[names.SERVER_ADDRESS] = clean(server[0], max_length)
-            if server[1] is not None:
-                attributes[names.SERVER_PORT] = server[1]
+        if server and server[1] is not None:
+            attributes[names.SERVER_PORT] = server[1]
         self._span = instruments.tracer.start_span(
             f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT,
             kind=SpanKind.CLIENT,
@@ -293,10 +301,10 @@ class ProviderCall:
         judged = CallVerdict(names.MODE_PRIMARY, ())
         violations: tuple[str, ...] = ()
         priced = None
-        signal_attributes: dict[str, Any] = {}
+        signal_attributes: dict[str, Any] | None = None
         now = state.around()
         try:
-            priced = self._cost(response_model, usage)
+            priced, window = self._cost(response_model, usage)
             settings = self._instruments.settings
             endpoint = settings.policy.endpoints.get(self._server_address) if self._server_address else None
             summary = CallSummary(
@@ -320,7 +328,15 @@ class ProviderCall:
             )
             if violations:
                 self._record_violations(violations, judged.scope)
-            self._record_signals(response, usage.input_tokens, labels, context, signal_attributes)
+            # Nothing asked, no window to measure against, no finish reason that cuts: no signals
+            # (call_checks.judge would find none), and the call pays these few checks only.
+            if (
+                self.checks is not None
+                or window is not None
+                or (response is not None and not TRUNCATING_REASONS.isdisjoint(response.finish_reasons))
+            ):
+                signal_attributes = {}
+                self._record_signals(response, usage.input_tokens, window, labels, context, signal_attributes)
         finally:  # the span ends even when a metric call fails
             self._end_span(response, usage, judged, error_type, ending, priced, signal_attributes, violations)
 
@@ -328,41 +344,31 @@ class ProviderCall:
         self,
         response: Response | None,
         input_tokens: int | None,
+        window: int | None,
         labels: dict[str, Any],
         context: Context,
         span_attributes: dict[str, Any],
     ) -> None:
-        """What the fallback breaks (records/call_signals.py): the call's signals, their points, and
-        their span attributes put in ``span_attributes``. A failure here is logged at DEBUG: the
-        call's verdict and other points are recorded already, and its span still ends."""
+        """What the fallback breaks: the call's signals (:func:`otel_sampling.rules.call_checks.judge`:
+        its checks against what it asked, its truncation, its context utilization against the served
+        model's ``window``), their points (:func:`record_signals`), and their span attributes put in
+        ``span_attributes``. A failure here is logged at DEBUG: the call's verdict and other points are
+        recorded already, and its span still ends."""
         try:
-            signals = self._signals(response, input_tokens)
+            checks = self.checks
+            readable = response is not None and response.error_type is None and not response.refusal
+            signals = call_checks.judge(
+                checks.asked if checks is not None else None,
+                checks.answer if checks is not None and readable else None,
+                checks is not None and checks.context_length,
+                response.finish_reasons if response is not None else (),
+                input_tokens,
+                window,
+            )
             if signals is not NO_SIGNALS:
-                call_signals.record(self._instruments.signals, signals, labels, context, span_attributes)
+                record_signals(self._instruments.signals, signals, labels, context, span_attributes)
         except Exception:
             logger.debug("otel-sampling: could not record what a provider call's answer shows", exc_info=True)
-
-    def _signals(self, response: Response | None, input_tokens: int | None) -> Signals:
-        """What the call shows (:func:`otel_sampling.rules.call_checks.judge`): its checks against
-        what it asked, its truncation, its context utilization (the served model's window from the
-        price source)."""
-        checks = self.checks
-        source = self._instruments.settings.price_source
-        model = response.model if response is not None else None
-        window = (
-            source.context_window(self._provider, model)
-            if source is not None and model is not None and input_tokens is not None
-            else None
-        )
-        readable = response is not None and response.error_type is None and not response.refusal
-        return call_checks.judge(
-            checks.asked if checks is not None else None,
-            checks.answer if checks is not None and readable else None,
-            checks is not None and checks.context_length,
-            response.finish_reasons if response is not None else (),
-            input_tokens,
-            window,
-        )
 
     def _publish(self, summary: CallSummary) -> tuple[CallVerdict, tuple[str, ...]]:
         """Tell the call's scope what it did, in one call; its verdict comes back, with the
@@ -401,22 +407,27 @@ class ProviderCall:
                 context=context,
             )
 
-    def _cost(self, response_model: str | None, usage: Usage) -> verdict.Cost | None:
-        """The call's cost (:mod:`otel_sampling.rules.verdict`): None without token counts or a price."""
+    def _cost(self, response_model: str | None, usage: Usage) -> tuple[verdict.Cost | None, int | None]:
+        """The call's cost (:mod:`otel_sampling.rules.verdict`: None without token counts or a price)
+        and the served model's context window (None: unknown), from one look-up in the price source."""
         if usage.input_tokens is None and usage.output_tokens is None:
-            return None
+            return None, None
         settings = self._instruments.settings
         requested = self._request_model if self._compare_models else None
         model, quoted = verdict.policy_price(settings.policy.prices, response_model, requested)
-        if quoted is not None:
-            return verdict.cost_of(quoted, usage)
         source = settings.price_source
-        # The price look-up (an LRU over genai-prices) is ours; the rule only picks the price.
-        price = source.price(self._provider, model, usage.input_tokens or 0) if source is not None and model else None
-        if source is None or price is None:
+        # The look-up (an LRU over genai-prices) is ours; the rule only picks the price. Its window is
+        # the served model's only when the call is priced at the served model (not at the requested one).
+        listed = (
+            source.look_up(self._provider, model, usage.input_tokens or 0) if source is not None and model else UNLISTED
+        )
+        window = listed.context_window if response_model else None
+        if quoted is not None:
+            return verdict.cost_of(quoted, usage), window
+        if source is None or listed.price is None:
             _unpriced.report(model, source)
-            return None
-        return verdict.source_cost(source.name, price, usage)
+            return None, window
+        return verdict.source_cost(source.name, listed.price, usage), window
 
     def _end_span(
         self,
@@ -426,7 +437,7 @@ class ProviderCall:
         error_type: str | None,
         ending: str,
         priced: verdict.Cost | None,
-        signal_attributes: Mapping[str, Any],
+        signal_attributes: Mapping[str, Any] | None,
         violations: tuple[str, ...] = (),
     ) -> None:
         instruments = self._instruments
@@ -691,6 +702,73 @@ def _add_counts(
     for counter, count, zero_when_absent in counters:
         if counter is not None and (count is not None or zero_when_absent):
             counter.add(count or 0, attributes, context=context)
+
+
+# --------------------------------------------------------- what the fallback breaks, of one call
+# The points and span attributes of a call's :class:`~otel_sampling.rules.call_checks.Signals`
+# (``docs/telemetry.md``, "What the fallback breaks"): counts and closed values only, never
+# arguments or text. Each point carries the call's ``gen_ai.provider.name``,
+# ``gen_ai.response.model`` (bounded), ``degradation.mode`` and drill labels:
+#
+# * ``otel_sampling.client.tool_calls``: the answer's tool calls (a request that offered tools);
+# * ``otel_sampling.client.tool_call.errors``: by ``otel_sampling.tool_call.error``;
+# * ``otel_sampling.client.structured_output.requests`` / ``.failures`` (by
+#   ``otel_sampling.structured_output.failure``): a call that asked for structured output and whose
+#   answer was judged;
+# * ``otel_sampling.client.truncations``: by ``otel_sampling.truncation.kind``, every call;
+# * ``otel_sampling.client.context.utilization``: input tokens over the served model's context
+#   window, every call whose input tokens and window (the price source's) are known.
+
+
+def signal_span_attributes(signals: Signals, attributes: dict[str, Any]) -> None:
+    """Add the chat span's attributes of ``signals`` to ``attributes``: the tool-call counts where
+    tools were offered, whether structured output was asked for and how it failed, the truncation
+    kind, the utilization."""
+    checked = signals.checked
+    if signals.asked.tools:
+        attributes[names.TOOL_CALL_COUNT] = checked.tool_calls
+        attributes[names.TOOL_CALL_NOT_OFFERED_COUNT] = checked.not_offered
+        attributes[names.TOOL_CALL_INVALID_ARGUMENTS_COUNT] = checked.invalid_arguments
+    if checked.structured:
+        attributes[names.STRUCTURED_OUTPUT_REQUESTED] = True
+        if checked.structured_failure is not None:
+            attributes[names.STRUCTURED_OUTPUT_FAILURE] = checked.structured_failure
+    if signals.truncation is not None:
+        attributes[names.TRUNCATION_KIND] = signals.truncation
+    if signals.utilization is not None:
+        attributes[names.CONTEXT_UTILIZATION] = signals.utilization
+
+
+def record_signals(
+    instruments: SignalInstruments,
+    signals: Signals,
+    labels: dict[str, Any],
+    context: Context,
+    span_attributes_into: dict[str, Any],
+) -> None:
+    """Put the span attributes of ``signals`` in ``span_attributes_into``
+    (:func:`signal_span_attributes`), then add the call's points (the section's comment);
+    ``labels``: the call's metric labels."""
+    signal_span_attributes(signals, span_attributes_into)
+    checked = signals.checked
+    if checked.tool_calls:
+        instruments.tool_calls.add(checked.tool_calls, labels, context=context)
+        for count, error in (
+            (checked.not_offered, names.TOOL_CALL_ERROR_NOT_OFFERED),
+            (checked.invalid_arguments, names.TOOL_CALL_ERROR_INVALID_ARGUMENTS),
+        ):
+            if count:
+                instruments.tool_call_errors.add(count, {**labels, names.TOOL_CALL_ERROR: error}, context=context)
+    if checked.structured:
+        instruments.structured_requests.add(1, labels, context=context)
+        if checked.structured_failure is not None:
+            instruments.structured_failures.add(
+                1, {**labels, names.STRUCTURED_OUTPUT_FAILURE: checked.structured_failure}, context=context
+            )
+    if signals.truncation is not None:
+        instruments.truncations.add(1, {**labels, names.TRUNCATION_KIND: signals.truncation}, context=context)
+    if signals.utilization is not None:
+        instruments.context_utilization.record(signals.utilization, labels, context=context)
 
 
 # --------------------------------------------------------- the inference details event of one call

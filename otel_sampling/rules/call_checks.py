@@ -63,6 +63,8 @@ _TRUNCATING: Final = {
     "MAX_TOKENS": names.TRUNCATION_MAX_TOKENS,  # Gemini
     "model_context_window_exceeded": names.TRUNCATION_CONTEXT_LENGTH,  # anthropic
 }
+#: The finish reasons :func:`truncation` reads: an answer with none of them was not cut.
+TRUNCATING_REASONS: Final = frozenset(_TRUNCATING)
 # error.type values that are a context-length error on their own (openai's error code).
 _CONTEXT_LENGTH_TYPES: Final = frozenset({"context_length_exceeded", "string_above_max_length"})
 # What a provider's context-length error message says (lower case), when its type is generic
@@ -236,7 +238,9 @@ def judge(
     """The call's signals, in one call: its answer checked against what it asked (``asked`` None:
     it asked for nothing; ``answer`` None: no answer to read: none came, an error body, a refusal),
     its :func:`truncation`, its :func:`utilization`. :data:`NO_SIGNALS` (the same object) when
-    there is nothing to record."""
+    there is nothing to record: always so for a call that asked for nothing (``asked`` None), had
+    no context-length error, no ``window`` and none of :data:`TRUNCATING_REASONS`, which a caller
+    may skip the call for."""
     truncated = truncation(finish_reasons, context_length)
     utilized = utilization(input_tokens, window) if window is not None else None
     if asked is None:
