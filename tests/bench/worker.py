@@ -194,7 +194,7 @@ CONFIGS: dict[str, Config] = {
         "opentelemetry-instrumentation-openai-v2",
     ),
     "opentelemetry-instrumentation-google-genai": Config(
-        # Every release (to 1.3b0) declares google-genai < 3 and, on 3.x, declines to instrument
+        # Its releases (1.1b1 to 1.3b0 at least) declare google-genai < 3 and, on 3.x, decline to instrument
         # unless told to skip that check; its spans come from the GenAI utility's handler.
         GEMINI_KINDS,
         ("opentelemetry.instrumentation.google_genai", "opentelemetry.util.genai"),
