@@ -20,7 +20,7 @@ $(PEERS_STAMP): pyproject.toml
 	$(PEERS_VENV)/bin/python -m pip install --quiet -e ".[anthropic,peers]"
 	touch $(PEERS_STAMP)
 
-# The benchmark's venv: our package with both SDKs and mcp, plus the four peer instrumentations and
+# The benchmark's venv: our package with the provider SDKs and mcp, plus the peer instrumentations and
 # pyinstrument (the bench extra). Kept apart from .venv-peers, which tests/test_peers.py uses.
 BENCH_VENV  := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed-stamp

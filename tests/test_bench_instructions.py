@@ -72,6 +72,16 @@ def test_a_peer_that_did_not_run_is_no_reference():
     assert "x_peer" not in instructions.ratios("openai-create", rows)[OURS]
 
 
+def test_litellms_callback_is_counted_over_litellm_with_its_logging_run_inline():
+    # LiteLLM logs on its own thread pool, which callgrind does not count; the peer runs that logging
+    # inline, so its reference is LiteLLM doing the same with no callback, not bare.
+    rows = {BARE: _row(1_000), OURS: _row(1_200), "litellm-logging-inline": _row(1_500), "litellm-otel": _row(1_900)}
+    computed = instructions.ratios("litellm-create", rows)
+    assert computed["litellm-otel"]["added"] == 400
+    assert computed[OURS]["x_peer"] == pytest.approx(0.5)  # 200 over bare against the callback's 400
+    assert "litellm-logging-inline" not in computed  # a reference, not an instrumentation
+
+
 def test_check_fails_on_a_rise_above_the_tolerance_only():
     committed = {"anthropic-create": {OURS: 1.30}, "mcp-legacy": {OURS: 2.0}}
     within = instructions.compare(committed, {"anthropic-create": {OURS: 1.33}, "mcp-legacy": {OURS: 1.5}}, 0.03)

@@ -72,6 +72,8 @@ MCP_FLOOR_TARGET, MCP_BARE_TARGET = 1.2, 0.15
 # The configurations whose added instructions per call have a budget in the committed file: ours and
 # the floors, so that a drift of both (which leaves their ratio as it was) is caught too.
 BUDGETED = (OURS, OURS_WITH_SERVER, FLOOR, MCP_FLOOR)
+# The references other than bare that a configuration's added count is taken over (worker.Config.reference).
+REFERENCES = tuple(dict.fromkeys(c.reference for c in CONFIGS.values() if c.reference != BARE))
 
 
 class Measured(NamedTuple):
@@ -232,9 +234,15 @@ def scenario_name(scenario: calls.Scenario) -> str:
 
 
 # ---------------------------------------------------------------------------------------- ratios
+def reference_of(config: str) -> str:
+    """The configuration ``config``'s added instructions are counted over: bare, or its own
+    (``worker.Config.reference``: LiteLLM's logging run inline for its OpenTelemetry callback)."""
+    return CONFIGS[config].reference if config in CONFIGS else BARE
+
+
 def added(rows: Mapping[str, Measured | str], config: str) -> float | None:
-    """Instructions per call over bare's, or None when either did not run."""
-    row, bare = rows.get(config), rows.get(BARE)
+    """Instructions per call over its reference's (:func:`reference_of`), or None when either did not run."""
+    row, bare = rows.get(config), rows.get(reference_of(config))
     if not isinstance(row, Measured) or not isinstance(bare, Measured):
         return None
     return row.per_call - bare.per_call
@@ -256,7 +264,7 @@ def ratios(kind: str, rows: Mapping[str, Measured | str]) -> dict[str, dict[str,
     out: dict[str, dict[str, float]] = {}
     for config in rows:
         value = added(rows, config)
-        if value is None or config in (BARE, UNTRACED):  # the references, not instrumentations
+        if value is None or config in (BARE, UNTRACED, *REFERENCES):  # the references, not instrumentations
             continue
         entry: dict[str, float] = {"added": value}
         if floor:
@@ -302,7 +310,9 @@ def render_main(runs: Sequence[dict[str, dict[str, Measured | str]]]) -> list[st
                 continue
             entry = computed.get(config, {})
             spread = spread_of(
-                [r[kind].get(config) for r in runs], [r[kind].get(BARE) for r in runs], config in (BARE, UNTRACED)
+                [r[kind].get(config) for r in runs],
+                [r[kind].get(reference_of(config)) for r in runs],
+                config in (BARE, UNTRACED, *REFERENCES),
             )
             lines.append(
                 " | ".join(
@@ -315,7 +325,7 @@ def render_main(runs: Sequence[dict[str, dict[str, Measured | str]]]) -> list[st
                         _x(entry.get("x_peer")),
                         _pct(entry.get("x_bare")),
                         spread,
-                        f"{row.own_spans:g}" if config not in (BARE, UNTRACED) else "",
+                        f"{row.own_spans:g}" if config not in (BARE, UNTRACED, *REFERENCES) else "",
                         str(row.attributes) if row.attributes else "",
                         f"{row.points:g}" if row.points else "",
                         "ok",
@@ -642,7 +652,18 @@ def profile(target: str, python: str, n: int, warmup: int, match: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------- main
-MAIN_CONFIGS = (BARE, UNTRACED, OURS, OURS_WITH_SERVER, FLOOR, SDK_LIMIT, MCP_FLOOR, MCP_FLOOR_NO_RUNS, *PEERS)
+MAIN_CONFIGS = (
+    BARE,
+    UNTRACED,
+    OURS,
+    OURS_WITH_SERVER,
+    FLOOR,
+    SDK_LIMIT,
+    MCP_FLOOR,
+    MCP_FLOOR_NO_RUNS,
+    *PEERS,
+    *REFERENCES,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -684,6 +705,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = args.calls or 20
     kinds = [k for k in args.kinds.split(",") if k]
     configs = [c for c in args.configs.split(",") if c]
+    configs += [r for r in dict.fromkeys(reference_of(c) for c in configs) if r not in configs]
     if args.only != "contract" and args.only != "scaling":
         runs = [measure_all(configs, kinds, n, args.warmup) for _ in range(args.runs)]
         lines = [

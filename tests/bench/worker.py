@@ -50,6 +50,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 
 ANTHROPIC_KINDS = ("anthropic-create", "anthropic-stream")
 OPENAI_KINDS = ("openai-create", "openai-stream")
+GEMINI_KINDS = ("gemini-create", "gemini-stream")
+LITELLM_KINDS = ("litellm-create", "litellm-stream")
 
 
 def _ours() -> None:
@@ -97,23 +99,60 @@ def _mcp_floor(runs: bool = True) -> Callable[[], None]:
     return install
 
 
-def _peer(module: str, cls: str) -> Callable[[], None]:
+def _peer(module: str, cls: str, **options: Any) -> Callable[[], None]:
     def install() -> None:
-        getattr(__import__(module, fromlist=[cls]), cls)().instrument()
+        getattr(__import__(module, fromlist=[cls]), cls)().instrument(**options)
 
     return install
 
 
+def _litellm_logging_inline() -> None:
+    """Run LiteLLM's logging thread pool's tasks on the calling thread, where they are counted.
+
+    LiteLLM hands each call's success logging (and, on a stream, each chunk's) to its own thread
+    pool (``litellm_core_utils.thread_pool_executor.executor``, the one object every module
+    submits to); callgrind counts the main thread only (``instructions.py``), so its callbacks'
+    work would not be counted at all. Inline, their instructions are the same, without the
+    hand-off.
+    """
+    from concurrent.futures import Future
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from litellm.litellm_core_utils.thread_pool_executor import executor
+
+    def submit(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        done: Future[Any] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - as the pool would: kept in the future
+            done.set_exception(exc)
+        return done
+
+    executor.submit = submit  # type: ignore[method-assign]
+
+
+def _litellm_otel() -> None:
+    """LiteLLM's own OpenTelemetry callback, as its docs set it up (``litellm.callbacks = ["otel"]``,
+    its defaults: spans on the global ``TracerProvider``, no metrics), its logging run inline."""
+    _litellm_logging_inline()
+    import litellm
+
+    litellm.callbacks = ["otel"]
+
+
 class Config(NamedTuple):
     """``kinds`` it applies to, the instrumentation ``scope`` prefix its spans carry (None: bare),
-    the ``install`` step, the ``package`` whose version the report names, and whether a global SDK
-    ``TracerProvider`` is set (``traced``; without one the SDKs' own spans cost next to nothing)."""
+    the ``install`` step, the ``package`` whose version the report names, whether a global SDK
+    ``TracerProvider`` is set (``traced``; without one the SDKs' own spans cost next to nothing),
+    and the configuration its added cost is counted over (``reference``: bare, unless the
+    configuration changes how the SDK itself runs)."""
 
     kinds: tuple[str, ...]
     scope: str | tuple[str, ...] | None
     install: Callable[[], None]
     package: str | None = None
     traced: bool = True
+    reference: str = "bare"
 
 
 CONFIGS: dict[str, Config] = {
@@ -154,8 +193,21 @@ CONFIGS: dict[str, Config] = {
         _peer("opentelemetry.instrumentation.openai_v2", "OpenAIInstrumentor"),
         "opentelemetry-instrumentation-openai-v2",
     ),
+    "opentelemetry-instrumentation-google-genai": Config(
+        # Its releases (1.1b1 to 1.3b0 at least) declare google-genai < 3 and, on 3.x, decline to instrument
+        # unless told to skip that check; its spans come from the GenAI utility's handler.
+        GEMINI_KINDS,
+        ("opentelemetry.instrumentation.google_genai", "opentelemetry.util.genai"),
+        _peer("opentelemetry.instrumentation.google_genai", "GoogleGenAiSdkInstrumentor", skip_dep_check=True),
+        "opentelemetry-instrumentation-google-genai",
+    ),
+    # LiteLLM's own OpenTelemetry callback (its "otel" callback; tracer name "litellm").
+    # Counted over bare LiteLLM with its logging run inline as here, no callback: what the callback
+    # adds (LiteLLM's own logging, which bare runs on its pool, runs either way).
+    "litellm-otel": Config(LITELLM_KINDS, "litellm", _litellm_otel, "litellm", reference="litellm-logging-inline"),
+    "litellm-logging-inline": Config(LITELLM_KINDS, None, _litellm_logging_inline),
 }
-PEERS = tuple(name for name in CONFIGS if name.startswith(("opentelemetry-", "openinference-")))
+PEERS = tuple(name for name in CONFIGS if name.startswith(("opentelemetry-", "openinference-", "litellm-otel")))
 # Versions the report names (the SDKs every configuration shares, and the instrumentations).
 PACKAGES = (
     "anthropic",
@@ -168,7 +220,7 @@ PACKAGES = (
     "opentelemetry-sdk",
     "wrapt",
     "otel-sampling",
-    *PEERS,
+    *dict.fromkeys(package for package in (CONFIGS[name].package for name in PEERS) if package),
 )
 
 
