@@ -51,7 +51,9 @@ importable without the ``mixin`` extra.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Final
 
 from otel_sampling import names
 from otel_sampling.mixin.prometheus_names import SCOPE_NAME_LABEL, label_name, metric_name
@@ -101,6 +103,17 @@ NUMBERS: dict[str, _Number] = {
     "prompt_cache_read_share_by_mode": _Number((MODE,), CACHE_READ_TOKENS.removesuffix("_total"), "ratio"),
     "runs": _Number((MODE, OUTCOME), RUNS.removesuffix("_total"), "increase"),
 }
+# The numbers read from run series alone (agent.runs, agent.run.*, degradation.silent_incidents), which
+# carry agent.run.name: the ones a grouping by run name splits (an evaluation score and a provider
+# call's tokens carry no run name).
+RUN_NUMBERS: Final = (
+    "degraded_run_seconds",
+    "degraded_run_share",
+    "completion_rate_by_mode",
+    "silent_incidents",
+    "cost_per_completed_task_by_mode",
+    "runs",
+)
 # Label names as they appear in a rule's level (Prometheus rule naming joins the labels with "_").
 _LEVEL_NAMES = {MODE: "mode", OUTCOME: "outcome", EVALUATION: "evaluation"}
 
@@ -172,11 +185,18 @@ def record_name(key: str, window: str, by: tuple[str, ...] = ("job",)) -> str:
 
 
 def recording_rules(
-    window: str = "1h", *, by: tuple[str, ...] = ("job",), selector: str = "", scope: str = OUR_SCOPE
+    window: str = "1h",
+    *,
+    by: tuple[str, ...] = ("job",),
+    selector: str = "",
+    scope: str = OUR_SCOPE,
+    keys: Collection[str] | None = None,
 ) -> list[dict[str, str]]:
-    """``{"record", "expr"}`` for every number (and ``runs``), for a rule group; arguments as in
-    :func:`expressions` and :func:`record_name`."""
+    """``{"record", "expr"}`` for every number (and ``runs``), or those of ``keys`` (e.g.
+    :data:`RUN_NUMBERS`), for a rule group; other arguments as in :func:`expressions` and
+    :func:`record_name`."""
     return [
         {"record": record_name(key, window, by), "expr": expr}
         for key, expr in expressions(window, by=by, selector=selector, scope=scope).items()
+        if keys is None or key in keys
     ]
