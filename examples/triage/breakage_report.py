@@ -1,7 +1,7 @@
 """The demo's "what the fallback breaks" table, primary vs degraded, read from one scrape of the
 host's ``/metrics`` (every counter starts at zero, so a value is its increase over the run).
 
-Rows (the names of issue 26; ``docs/telemetry.md``): the model's tool calls and the ones it got
+Rows (the names of ``docs/telemetry.md``, "What the fallback breaks"): the model's tool calls and the ones it got
 wrong (``otel_sampling.client.tool_calls``, ``otel_sampling.client.tool_call.errors``), the
 structured-output requests that failed (``otel_sampling.client.structured_output.requests`` /
 ``.failures``), truncations (``otel_sampling.client.truncations``), the host's ``tools/call`` that
