@@ -571,8 +571,9 @@ def every_point(telemetry) -> list[dict]:
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("scenario", ["tool,tool_args=wrong_type", "tool,tool_name=rm", "json=mismatch", "json=valid"])
 def test_tool_call_and_structured_output_checks_carry_no_arguments_nor_text(capture, fake_provider, scenario, stream):
-    """The call checks (tool calls, structured output, truncation) count; neither the arguments nor the answer's text reach a span, an
-    event or a metric label by default (the offered tools' schemas neither)."""
+    """The call checks (tool calls, structured output, truncation) count; neither the arguments nor
+    the answer's text reach a span, an event or a metric label by default (the offered tools'
+    schemas neither)."""
     telemetry, records = capture(None)
     capture(None, instrumentor_class=OpenAIInstrumentor)
     headers = {"x-fake-scenario": scenario}
