@@ -44,8 +44,8 @@ def _mcp_major() -> int | None:
 
 
 # The mcp 1.x cells of `make test-matrix`: modules written against the mcp 2.x API are left out.
-# They import `mcp_types` (a package only mcp 2.x brings), or are named here when they use other
-# 2.x-only names; mcp 1.x has its own module, test_mcp_v1.py.
+# They import `mcp_types` (a package only mcp 2.x brings) or mcp 2.x's `Client`, or are named here
+# when they use other 2.x-only names; mcp 1.x has its own module, test_mcp_v1.py.
 _MCP2_ONLY = {
     "test_lifecycle.py",
     "test_in_flight.py",
@@ -57,10 +57,15 @@ _MCP2_ONLY = {
     "test_mcp_tool_outcomes.py",  # mcp.Client and the 2.x low-level Server
     "test_mcp_rejected.py",  # mcp.Client; the mcp 1.x rejections are in test_mcp_v1.py
     "test_restarts.py",
+    "test_direct_calls_demo.py",  # the demo's desk-server driver (examples/triage) uses mcp.Client
 }
 if _mcp_major() == 1:
     _sources = {p.relative_to(HERE).as_posix(): p.read_text(encoding="utf-8") for p in HERE.rglob("test_*.py")}
-    _ignored = {name for name, text in _sources.items() if name in _MCP2_ONLY or "mcp_types" in text}
+    _ignored = {
+        name
+        for name, text in _sources.items()
+        if name in _MCP2_ONLY or "mcp_types" in text or "from mcp import Client" in text
+    }
     # (a module under a folder, tests/records/..., is named by its path from here)
     while True:  # and the modules that import one of those
         _more = {
