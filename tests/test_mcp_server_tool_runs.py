@@ -12,7 +12,6 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from conftest import instrumenting
@@ -79,25 +78,6 @@ def test_a_tool_served_by_its_primary_is_a_primary_run(server_side, fake_provide
     (chat,) = server_side.spans(f"chat {PRIMARY}")
     assert chat.context.trace_id == span.context.trace_id  # the provider call is inside the tool's run
     assert incidents(server_side) == {}
-
-
-@pytest.mark.parametrize("mode", PATHS)
-def test_a_tool_run_is_in_the_callers_trace(server_side, fake_provider, mode):
-    """The client sends its trace context in ``params._meta``: the tool's run span and its provider
-    call are in the caller's trace, the run span under the caller's span."""
-
-    async def called_in_a_span():
-        # The session (and the in-memory server's tasks) start outside the span: only _meta carries it.
-        async with Client(build_model_server(fake_provider.url), mode=mode) as client:
-            with trace.get_tracer("host").start_as_current_span("host turn") as turn:
-                await client.call_tool("triage", {})
-        return turn.get_span_context()
-
-    turn = anyio.run(called_in_a_span)
-    (span,) = run_spans(server_side)
-    (chat,) = server_side.spans(f"chat {PRIMARY}")
-    assert (turn.trace_id, turn.trace_id) == (span.context.trace_id, chat.context.trace_id)
-    assert span.parent is not None and span.parent.trace_id == turn.trace_id
 
 
 @pytest.mark.parametrize("mode", PATHS)
