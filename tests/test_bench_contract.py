@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).parent / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(Path(__file__).parent / "bench"))
 
 import contract
+
+BENCH = Path(__file__).parent / "bench"
 
 # Every element used once under ``bare``, as the bench builds it; each use's result as text.
 _USE_ALL = """
