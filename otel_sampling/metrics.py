@@ -681,12 +681,18 @@ def clean_texts(values: Mapping[str, object], max_length: int) -> dict[str, str 
     """
     cleaned: dict[str, str | list[str]] = {}
     for key, value in values.items():
-        if value is None or value == "":
+        if value is None:
             continue
-        if isinstance(value, (list, tuple)):
+        if type(value) is str:
+            if len(value) <= max_length and value.isprintable():  # the common case: fit already, no copy
+                if value:
+                    cleaned[key] = value
+            elif value:
+                cleaned[key] = clean(value, max_length)
+        elif isinstance(value, (list, tuple)):
             if value:
                 cleaned[key] = [clean(item, max_length) for item in value]
-        else:
+        elif value != "":
             cleaned[key] = clean(value, max_length)
     return cleaned
 
@@ -734,9 +740,11 @@ class BoundedLabel:
         self._always = frozenset(always)
 
     def value(self, raw: object) -> str:
+        if type(raw) is str and raw in self._seen:  # hot path: a value admitted already (never "")
+            return raw
         if raw is None or raw == "":
             return UNKNOWN_LABEL
-        if isinstance(raw, str) and (raw in self._seen or raw in self._always):  # hot path: already clean
+        if isinstance(raw, str) and (raw in self._seen or raw in self._always):  # already clean
             return raw
         text = clean(raw, LABEL_MAX_LENGTH)
         if not text:  # nothing printable (controls, lone surrogates): an empty label is no label

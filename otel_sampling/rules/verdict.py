@@ -216,6 +216,8 @@ class ReportedModel(NamedTuple):
 def normalise(name: str) -> str:
     """One model name with its path, provider prefix and Bedrock version taken off (rules 2 to 4);
     the name itself when nothing is left after them."""
+    if "/" not in name and ":" not in name and "." not in name:  # no path nor prefix: the common case
+        return name
     plain = name.rsplit("/", 1)[-1]
     colon = _COLON_PREFIX.match(plain)
     if colon:
@@ -412,22 +414,26 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own reason (a fallback that also thinks less is both).
     """
     own: str | None = None
-    judged = names.SUBSTITUTION_NONE if call.failed else names.SUBSTITUTION_UNJUDGED
+    failed = call.ending.error_type is not None  # call.failed
+    judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     served: str | None = None
-    if not call.failed and call.served and call.compare_models:
+    if not failed and call.served and call.compare_models:
         served = normalise(call.served)
-        judged = _judge(reference, served, False, _normalised(call.requested))
+        requested = call.requested
+        judged = _judge(reference, served, False, normalise(requested) if requested else None)
     if call.provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
-    elif call.client_fallback is not None and not call.failed:  # the router says why: its reason wins
+    elif call.client_fallback is not None and not failed:  # the router says why: its reason wins
         own = call.client_fallback
-    elif failed_over and not call.failed:
+    elif failed_over and not failed:
         own = names.REASON_FAILOVER
     elif served is not None:
         own = _own_reason(judged, served, reference.primary)
     primary_effort = reference.primary_effort
-    if primary_effort is not None and not call.failed and below_primary(call.effort, primary_effort):
+    if primary_effort is not None and not failed and below_primary(call.effort, primary_effort):
         return CallVerdict(*_verdict(own, _REDUCED_EFFORT, call.named), judged, reference.scope)
+    if own is None and not call.named:  # nothing degraded it: primary, without building the reasons
+        return CallVerdict(names.MODE_PRIMARY, (), judged, reference.scope)
     return CallVerdict(*_verdict(own, call.named), judged, reference.scope)
 
 
@@ -740,7 +746,9 @@ def policy_price(
 ) -> tuple[str | None, Quote | None]:
     """The model a call is priced at (:func:`priced_model`) and the policy table's price of it
     (:func:`policy_quote`), in one call."""
-    model = priced_model(response_model, request_model)
+    model = response_model or request_model or None  # priced_model
+    if not prices or not model:  # an empty table prices nothing (policy_quote)
+        return model, None
     return model, policy_quote(prices, model)
 
 
