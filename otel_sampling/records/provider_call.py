@@ -318,6 +318,8 @@ class ProviderCall:
         if ending is None:
             decided = answer_ending(response, error_type)
             error_type, ending = decided.error_type, decided.ending
+        else:
+            decided = Ending(ending, error_type)
 
         judged = _PRIMARY
         violations: tuple[str, ...] = ()
@@ -337,7 +339,7 @@ class ProviderCall:
                 endpoint.region if endpoint is not None else None,  # the policy's [endpoints]
                 self._request_model,
                 response_model,
-                Ending(ending, error_type),
+                decided,
                 usage,
                 priced.usd if priced is not None else None,
                 response is not None and response.provider_fallback,

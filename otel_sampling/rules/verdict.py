@@ -107,6 +107,7 @@ the same snapshots (the alias resolves to one).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -189,6 +190,19 @@ def same_family(requested: str, served: str) -> bool:
     (``claude-3-5-sonnet-latest`` and ``claude-3-5-sonnet-20241022`` are one model)."""
     if served == requested:  # the common answer, without the regular expression
         return True
+    if len(requested) <= _REMEMBERED_LENGTH and len(served) <= _REMEMBERED_LENGTH:
+        return _same_family(requested, served)  # a pair seen before (a snapshot of it) is not matched again
+    return _same_family.__wrapped__(requested, served)
+
+
+# Pairs of model names remembered by same_family: a process sees few (a model and its snapshot),
+# and the bound keeps a hostile stream of names from holding more than ~1 MB.
+_REMEMBERED_PAIRS = 1024
+_REMEMBERED_LENGTH = 256
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_PAIRS)
+def _same_family(requested: str, served: str) -> bool:
     base = _SNAPSHOT_SUFFIX.sub("", requested)
     return same_model(base, served) or same_model(served, requested)
 
@@ -418,9 +432,14 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     served: str | None = None
     if not failed and call.served and call.compare_models:
-        served = normalise(call.served)
         requested = call.requested
-        judged = _judge(reference, served, False, normalise(requested) if requested else None)
+        if requested == call.served and reference.permitted is None and reference.primary is None:
+            # Served as asked and no policy names models (the common direct call): nothing was
+            # substituted and it has no reason of its own, as _judge and _own_reason would find.
+            judged = names.SUBSTITUTION_NONE
+        else:
+            served = normalise(call.served)
+            judged = _judge(reference, served, False, normalise(requested) if requested else None)
     if call.provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
     elif call.client_fallback is not None and not failed:  # the router says why: its reason wins
