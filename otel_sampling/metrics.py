@@ -469,6 +469,32 @@ class Instruments:
         self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
         self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
 
+    def call_attributes(
+        self,
+        provider: str,
+        request_model: object,
+        response_model: object,
+        server_address: object,
+        error_type: str | None,
+        mode: str,
+    ) -> dict[str, str]:
+        """The metric attributes of one provider call's points, every label from outside bounded
+        (:class:`BoundedLabel`), in one call: ``gen_ai.operation.name`` (``chat``),
+        ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.model``,
+        ``server.address`` (when given), ``error.type`` (when the call failed), ``degradation.mode``."""
+        attributes = {
+            names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+            names.GEN_AI_PROVIDER_NAME: provider,
+            names.GEN_AI_REQUEST_MODEL: self.model_label.value(request_model),
+            names.GEN_AI_RESPONSE_MODEL: self.model_label.value(response_model),
+        }
+        if server_address:
+            attributes[names.SERVER_ADDRESS] = self.server_label.value(server_address)
+        if error_type is not None:
+            attributes[names.ERROR_TYPE] = self.error_type_label.value(error_type)
+        attributes[names.DEGRADATION_MODE] = mode
+        return attributes
+
 
 class SignalInstruments:
     """What the fallback breaks (``records/provider_call.py``): the tool calls and structured output of

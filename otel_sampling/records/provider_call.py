@@ -213,7 +213,7 @@ class ProviderCall:
             **clean_texts(
                 {
                     names.GEN_AI_REQUEST_MODEL: self._request_model,
-                    names.SERVER_ADDRESS: server[0] if server else None,
+                    names.SERVER_ADDRESS: self._server_address,
                 },
                 instruments.settings.attribute_max_length,
             ),
@@ -575,20 +575,9 @@ class ProviderCall:
         drill) and the context its points are recorded in, for the call's signals."""
         instruments = self._instruments
         context = recorded_in(self._span)
-        model_label = instruments.model_label.value(response_model)
-        # Every label from outside bounded (BoundedLabel, as metrics.bound does), in the order
-        # request model, response model, server, error type.
-        metric_attributes: dict[str, Any] = {
-            names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
-            names.GEN_AI_PROVIDER_NAME: self._provider,
-            names.GEN_AI_REQUEST_MODEL: instruments.model_label.value(self._request_model),
-            names.GEN_AI_RESPONSE_MODEL: model_label,
-        }
-        if self._server_address:
-            metric_attributes[names.SERVER_ADDRESS] = instruments.server_label.value(self._server_address)
-        if error_type is not None:
-            metric_attributes[names.ERROR_TYPE] = instruments.error_type_label.value(error_type)
-        metric_attributes[names.DEGRADATION_MODE] = mode
+        metric_attributes: dict[str, Any] = instruments.call_attributes(
+            self._provider, self._request_model, response_model, self._server_address, error_type, mode
+        )
         if drill:
             metric_attributes.update(drill)
         first_chunk = self._first_chunk - self._start if self._stream and self._first_chunk is not None else None
@@ -604,7 +593,7 @@ class ProviderCall:
         )
         priced_by = {
             names.GEN_AI_PROVIDER_NAME: self._provider,
-            names.GEN_AI_RESPONSE_MODEL: model_label,
+            names.GEN_AI_RESPONSE_MODEL: metric_attributes[names.GEN_AI_RESPONSE_MODEL],
             names.DEGRADATION_MODE: mode,
         }
         if drill:
