@@ -469,6 +469,32 @@ class Instruments:
         self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
         self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
 
+    def call_attributes(
+        self,
+        provider: str,
+        request_model: object,
+        response_model: object,
+        server_address: object,
+        error_type: str | None,
+        mode: str,
+    ) -> dict[str, str]:
+        """The metric attributes of one provider call's points, every label from outside bounded
+        (:class:`BoundedLabel`), in one call: ``gen_ai.operation.name`` (``chat``),
+        ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.model``,
+        ``server.address`` (when given), ``error.type`` (when the call failed), ``degradation.mode``."""
+        attributes = {
+            names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+            names.GEN_AI_PROVIDER_NAME: provider,
+            names.GEN_AI_REQUEST_MODEL: self.model_label.value(request_model),
+            names.GEN_AI_RESPONSE_MODEL: self.model_label.value(response_model),
+        }
+        if server_address:
+            attributes[names.SERVER_ADDRESS] = self.server_label.value(server_address)
+        if error_type is not None:
+            attributes[names.ERROR_TYPE] = self.error_type_label.value(error_type)
+        attributes[names.DEGRADATION_MODE] = mode
+        return attributes
+
 
 class SignalInstruments:
     """What the fallback breaks (``records/provider_call.py``): the tool calls and structured output of
@@ -681,12 +707,18 @@ def clean_texts(values: Mapping[str, object], max_length: int) -> dict[str, str 
     """
     cleaned: dict[str, str | list[str]] = {}
     for key, value in values.items():
-        if value is None or value == "":
+        if value is None:
             continue
-        if isinstance(value, (list, tuple)):
+        if type(value) is str:
+            if len(value) <= max_length and value.isprintable():  # the common case: fit already, no copy
+                if value:
+                    cleaned[key] = value
+            elif value:
+                cleaned[key] = clean(value, max_length)
+        elif isinstance(value, (list, tuple)):
             if value:
                 cleaned[key] = [clean(item, max_length) for item in value]
-        else:
+        elif value != "":
             cleaned[key] = clean(value, max_length)
     return cleaned
 
@@ -734,9 +766,11 @@ class BoundedLabel:
         self._always = frozenset(always)
 
     def value(self, raw: object) -> str:
+        if type(raw) is str and raw in self._seen:  # hot path: a value admitted already (never "")
+            return raw
         if raw is None or raw == "":
             return UNKNOWN_LABEL
-        if isinstance(raw, str) and (raw in self._seen or raw in self._always):  # hot path: already clean
+        if isinstance(raw, str) and (raw in self._seen or raw in self._always):  # already clean
             return raw
         text = clean(raw, LABEL_MAX_LENGTH)
         if not text:  # nothing printable (controls, lone surrogates): an empty label is no label

@@ -33,22 +33,22 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import Token
 from typing import Any, Final, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber
 from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 from otel_sampling import locks, names, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.metrics import (
-    BoundedLabel,
     InferenceInstruments,
     Instruments,
     SignalInstruments,
-    bound,
+    clean,
     clean_texts,
     otlp_int,
     recorded_in,
@@ -66,6 +66,12 @@ from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
 logger = logging.getLogger(__name__)
 
 MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later ones are not logged
+
+
+_UNKNOWN: Final = object()  # a span that does not name its parent
+_NO_USAGE: Final = Usage()  # a call that brought no response
+_PRIMARY: Final = CallVerdict(names.MODE_PRIMARY, ())  # the verdict of a call whose judging failed
+_NO_DRILL: Final[dict[str, str]] = {}  # state.drill_label() while no drill runs (read only, never changed)
 
 
 class UnpricedModels:
@@ -132,6 +138,7 @@ class ProviderCall:
         "_start",
         "_ended",
         "_attached",
+        "_call_token",
         "_server_address",
         "_first_chunk",
         "_last_chunk",
@@ -181,15 +188,14 @@ class ProviderCall:
         self._chunk_gaps: list[float] = []  # time_per_output_chunk, when emitted
         self._stream = stream
         self._ended = False
-        self._attached: tuple[object, object] | None = None
+        # The context token while the call is active (activate); _call_token is set with it.
+        self._attached: Token[Context] | None = None
         self._served_model: str | None = None  # named by a gateway's response header
         self._server_address = server[0] if server else None
         self._capture = capture
         self._input_content = input_content
         self._failovers = failovers
         self._compare_models = compare_models
-        parent = trace.get_current_span().get_span_context()
-        self._parent = (parent.trace_id, parent.span_id) if parent.is_valid else None
         # Its scope is the sampling request current when it starts (a stream may end inside another
         # request's callback), else the run it is made in (the key of its failover memory).
         request: _Scope | None = state.current_request.get()
@@ -207,7 +213,7 @@ class ProviderCall:
             **clean_texts(
                 {
                     names.GEN_AI_REQUEST_MODEL: self._request_model,
-                    names.SERVER_ADDRESS: server[0] if server else None,
+                    names.SERVER_ADDRESS: self._server_address,
                 },
                 instruments.settings.attribute_max_length,
             ),
@@ -215,7 +221,7 @@ class ProviderCall:
         model = attributes.get(names.GEN_AI_REQUEST_MODEL)
         if not model:  # nothing printable in it: no model to name
             attributes.pop(names.GEN_AI_REQUEST_MODEL, None)
-        if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+        if type(max_tokens) is int or (isinstance(max_tokens, int) and not isinstance(max_tokens, bool)):
             attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
         if stream:
             attributes[names.GEN_AI_REQUEST_STREAM] = True
@@ -233,6 +239,15 @@ class ProviderCall:
         # Timed from the span's start (not before it), so that the time to first chunk and the
         # duration never exceed the span's own duration.
         self._start = time.perf_counter()
+        # Its parent span (the key of its failover memory): the one an SDK span names (None: a root
+        # span), else (a span that names none: not recorded, another API) the current span's.
+        parent = getattr(self._span, "parent", _UNKNOWN)
+        if parent is None:
+            self._parent = None
+        else:
+            if type(parent) is not SpanContext:
+                parent = trace.get_current_span().get_span_context()
+            self._parent = (parent.trace_id, parent.span_id) if parent.is_valid else None
 
     @property
     def request_model(self) -> str | None:
@@ -242,13 +257,15 @@ class ProviderCall:
     def activate(self) -> None:
         """Make the span current, so spans the SDK itself starts (anthropic's own) become children,
         and this call ``state.current_call`` while the SDK sends it (its response is parsed then)."""
-        self._attached = (otel_context.attach(trace.set_span_in_context(self._span)), state.current_call.set(self))
+        self._attached = otel_context.attach(trace.set_span_in_context(self._span))
+        self._call_token: Token[Any] = state.current_call.set(self)
 
     def deactivate(self) -> None:
-        if self._attached is not None:
-            (otel_token, call_token), self._attached = self._attached, None
-            state.current_call.reset(call_token)  # type: ignore[arg-type]
-            otel_context.detach(otel_token)  # type: ignore[arg-type]
+        otel_token = self._attached
+        if otel_token is not None:
+            self._attached = None
+            state.current_call.reset(self._call_token)
+            otel_context.detach(otel_token)
 
     def note_served_model(self, model: str) -> None:
         """A gateway's response header names the model that served this call (its body echoes the
@@ -290,41 +307,57 @@ class ProviderCall:
             return
         self._ended = True
         duration = time.perf_counter() - self._start
-        if self._served_model is not None and response is not None:
-            response = response._replace(model=self._served_model)
-        response_model = response.model if response else None
-        usage = clean_usage(response.usage) if response else Usage()
+        if response is not None:
+            if self._served_model is not None:
+                response = response._replace(model=self._served_model)
+            response_model = response.model
+            usage = clean_usage(response.usage)
+        else:
+            response_model = None
+            usage = _NO_USAGE
         if ending is None:
             decided = answer_ending(response, error_type)
             error_type, ending = decided.error_type, decided.ending
+        else:
+            decided = Ending(ending, error_type)
 
-        judged = CallVerdict(names.MODE_PRIMARY, ())
+        judged = _PRIMARY
         violations: tuple[str, ...] = ()
         priced = None
         signal_attributes: dict[str, Any] | None = None
-        now = state.around()
+        # The state around it as it ends (state.around's reasons and drill; the common case, nothing
+        # degraded, no canary block and no drill, asks for nothing).
+        reasons = () if state.calm and not state.canary.get() else state.active_reasons()
+        named = tuple(dict.fromkeys((*self._named, *reasons))) if reasons else self._named  # distinct, first seen first
         try:
             priced, window = self._cost(response_model, usage)
-            settings = self._instruments.settings
-            endpoint = settings.policy.endpoints.get(self._server_address) if self._server_address else None
+            address = self._server_address
+            endpoint = self._instruments.settings.policy.endpoints.get(address) if address else None
             summary = CallSummary(
-                provider=self._provider,
-                address=self._server_address,
-                region=endpoint.region if endpoint is not None else None,  # the policy's [endpoints]
-                requested=self._request_model,
-                served=response_model,
-                ending=Ending(ending, error_type),
-                usage=usage,
-                usd=priced.usd if priced is not None else None,
-                provider_fallback=response is not None and response.provider_fallback,
-                compare_models=self._compare_models,
-                named=tuple(dict.fromkeys((*self._named, *now.reasons))),  # distinct, first seen first
-                client_fallback=self._client_fallback,
-                effort=self._effort,
+                self._provider,
+                address,
+                endpoint.region if endpoint is not None else None,  # the policy's [endpoints]
+                self._request_model,
+                response_model,
+                decided,
+                usage,
+                priced.usd if priced is not None else None,
+                response is not None and response.provider_fallback,
+                self._compare_models,
+                named,
+                self._client_fallback,
+                self._effort,
             )
             judged, violations = self._publish(summary)
             labels, context = self._record_metrics(
-                duration, response_model, usage, judged.mode, error_type, ending, summary.usd, now.drill
+                duration,
+                response_model,
+                usage,
+                judged.mode,
+                error_type,
+                ending,
+                summary.usd,
+                state.drill_label() if state.drills.running else _NO_DRILL,
             )
             if violations:
                 self._record_violations(violations, judged.scope)
@@ -385,8 +418,10 @@ class ProviderCall:
         if run is not None:
             judged = run.on_call(summary, reference)
         else:
-            failed_over = self._failovers is not None and self._failovers.observe(
-                self._parent, summary.requested, summary.failed
+            failed_over = (  # no parent span: no failover memory to ask (FailoverTracker.observe)
+                self._parent is not None
+                and self._failovers is not None
+                and self._failovers.observe(self._parent, summary.requested, summary.ending.error_type is not None)
             )
             judged = verdict.judge_call(summary, reference, failed_over)
         return judged, scopes.violations(scope.policy, summary, judged) if scope is not None else ()
@@ -443,7 +478,8 @@ class ProviderCall:
         instruments = self._instruments
         span = self._span
         try:
-            if span.is_recording():
+            recording = span.is_recording()
+            if recording:
                 max_length = instruments.settings.attribute_max_length
                 attributes: dict[str, Any] = {
                     names.ENDING: ending,
@@ -454,19 +490,49 @@ class ProviderCall:
                     attributes[names.POLICY_SCOPE] = judged.scope
                 for kind in violations:
                     span.add_event(names.EVENT_VIOLATION, {names.VIOLATION_KIND: kind})
+                # Values from outside, cleaned and cut as clean_texts does (a printable string that
+                # fits, the common case, is kept as it is without a call).
+                if judged.reasons:
+                    attributes[names.DEGRADATION_REASON] = [clean(reason, max_length) for reason in judged.reasons]
                 reported = response.finish_reasons if response is not None else ()
-                outside: dict[str, object] = {
-                    names.DEGRADATION_REASON: judged.reasons,
-                    names.GEN_AI_RESPONSE_FINISH_REASONS: endings.inference_finish_reasons(reported, ending),
-                    names.ERROR_TYPE: error_type,
-                }
+                finish_reasons = endings.inference_finish_reasons(reported, ending)
+                if type(finish_reasons) is tuple:
+                    if finish_reasons:
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
+                            clean(reason, max_length) for reason in finish_reasons
+                        ]
+                elif finish_reasons is not None:
+                    attributes.update(clean_texts({names.GEN_AI_RESPONSE_FINISH_REASONS: finish_reasons}, max_length))
+                if error_type is not None:
+                    attributes.update(clean_texts({names.ERROR_TYPE: error_type}, max_length))
                 if response is not None:
-                    outside[names.GEN_AI_RESPONSE_MODEL] = response.model
-                    outside[names.GEN_AI_RESPONSE_ID] = response.response_id
-                attributes.update(clean_texts(outside, max_length))
-                for key, value in zip(_USAGE_ATTRIBUTES, usage, strict=True):
-                    if value is not None:  # a count (clean_usage): within int64, as OTLP carries it
-                        attributes[key] = value
+                    model, response_id = response.model, response.response_id
+                    if (
+                        type(model) is str
+                        and type(response_id) is str
+                        and len(model) <= max_length
+                        and len(response_id) <= max_length
+                        and (model + response_id).isprintable()
+                    ):
+                        if model:
+                            attributes[names.GEN_AI_RESPONSE_MODEL] = model
+                        if response_id:
+                            attributes[names.GEN_AI_RESPONSE_ID] = response_id
+                    else:
+                        outside = {names.GEN_AI_RESPONSE_MODEL: model, names.GEN_AI_RESPONSE_ID: response_id}
+                        attributes.update(clean_texts(outside, max_length))
+                input_tokens, output_tokens, cache_read, cache_write, reasoning = usage
+                # each a count (clean_usage): within int64, as OTLP carries it
+                if input_tokens is not None:
+                    attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = input_tokens
+                if output_tokens is not None:
+                    attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
+                if cache_read is not None:
+                    attributes[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
+                if cache_write is not None:
+                    attributes[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = cache_write
+                if reasoning is not None:
+                    attributes[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
                 if self._stream and self._first_chunk is not None:
                     attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self._first_chunk - self._start
                 if priced is not None:
@@ -479,8 +545,9 @@ class ProviderCall:
                 if error_type is not None:
                     span.set_status(Status(StatusCode.ERROR))
                 span.set_attributes(attributes)
-            content = self._capture_content(span, response) if self._capture.span or self._capture.event else None
-            emit_inference_details(instruments.event_logger, span, content if self._capture.event else None)
+            capture = self._capture
+            content = self._capture_content(span, response) if capture.span or capture.event else None
+            emit_inference_details(instruments.event_logger, span, content if capture.event else None, recording)
         finally:
             span.end()
 
@@ -508,23 +575,11 @@ class ProviderCall:
         drill) and the context its points are recorded in, for the call's signals."""
         instruments = self._instruments
         context = recorded_in(self._span)
-        labelled: list[tuple[str, BoundedLabel, object]] = [
-            (names.GEN_AI_REQUEST_MODEL, instruments.model_label, self._request_model),
-            (names.GEN_AI_RESPONSE_MODEL, instruments.model_label, response_model),
-        ]
-        if self._server_address:
-            labelled.append((names.SERVER_ADDRESS, instruments.server_label, self._server_address))
-        if error_type is not None:
-            labelled.append((names.ERROR_TYPE, instruments.error_type_label, error_type))
-        bounded = bound(labelled)
-        model_label = bounded[names.GEN_AI_RESPONSE_MODEL]
-        metric_attributes = {
-            names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
-            names.GEN_AI_PROVIDER_NAME: self._provider,
-            **bounded,
-            names.DEGRADATION_MODE: mode,
-            **drill,
-        }
+        metric_attributes: dict[str, Any] = instruments.call_attributes(
+            self._provider, self._request_model, response_model, self._server_address, error_type, mode
+        )
+        if drill:
+            metric_attributes.update(drill)
         first_chunk = self._first_chunk - self._start if self._stream and self._first_chunk is not None else None
         record_inference(
             instruments.inference,
@@ -538,10 +593,11 @@ class ProviderCall:
         )
         priced_by = {
             names.GEN_AI_PROVIDER_NAME: self._provider,
-            names.GEN_AI_RESPONSE_MODEL: model_label,
+            names.GEN_AI_RESPONSE_MODEL: metric_attributes[names.GEN_AI_RESPONSE_MODEL],
             names.DEGRADATION_MODE: mode,
-            **drill,
         }
+        if drill:
+            priced_by.update(drill)
         if usd is not None:
             instruments.cost.add(usd, priced_by, context=context)
         elif usage.input_tokens is not None or usage.output_tokens is not None:
@@ -639,31 +695,33 @@ def record_inference(
             instruments.time_to_first_chunk.record(first_chunk, attributes, context=context)
         if instruments.inference_time_to_first_chunk is not None:
             instruments.inference_time_to_first_chunk.record(first_chunk, attributes, context=context)
-    for per_chunk in (instruments.operation_time_per_output_chunk, instruments.time_per_output_chunk):
-        if per_chunk is not None:
-            for gap in chunk_gaps:
-                per_chunk.record(gap, attributes, context=context)
-    if instruments.token_usage is not None:
-        for count, token_type in (
-            (usage.input_tokens, names.TOKEN_TYPE_INPUT),
-            (usage.output_tokens, names.TOKEN_TYPE_OUTPUT),
-        ):
-            if count is not None:
-                instruments.token_usage.record(
-                    count, {**attributes, names.GEN_AI_TOKEN_TYPE: token_type}, context=context
-                )
+    if chunk_gaps:
+        for per_chunk in (instruments.operation_time_per_output_chunk, instruments.time_per_output_chunk):
+            if per_chunk is not None:
+                for gap in chunk_gaps:
+                    per_chunk.record(gap, attributes, context=context)
+    input_tokens, output_tokens, cache_read, _, _ = usage
+    token_usage = instruments.token_usage
+    if token_usage is not None:
+        if input_tokens is not None:
+            token_usage.record(
+                input_tokens, {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}, context=context
+            )
+        if output_tokens is not None:
+            token_usage.record(
+                output_tokens, {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}, context=context
+            )
     if instruments.emission.new:
         _record_usage(instruments, attributes, usage, context)
-    else:
-        no_usage = usage.input_tokens is None and usage.output_tokens is None
-        _add_counts(
-            (
-                (instruments.share_input, usage.input_tokens, True),
-                (instruments.share_cache_read, usage.cache_read_input_tokens, no_usage),
-            ),
-            attributes,
-            context,
-        )
+        return
+    # Ours of the share: the input count on every call (0 when not reported), the cache-read count
+    # when reported, and as 0 when the call brought no usage at all (_add_counts' rule).
+    if instruments.share_input is not None:
+        instruments.share_input.add(input_tokens or 0, attributes, context=context)
+    if instruments.share_cache_read is not None and (
+        cache_read is not None or (input_tokens is None and output_tokens is None)
+    ):
+        instruments.share_cache_read.add(cache_read or 0, attributes, context=context)
 
 
 def _record_usage(
@@ -790,16 +848,22 @@ _CONTENT: Final = frozenset(
 )
 
 
-def emit_inference_details(event_logger: Logger, span: trace.Span, content: Mapping[str, Any] | None) -> None:
+def emit_inference_details(
+    event_logger: Logger, span: trace.Span, content: Mapping[str, Any] | None, recording: bool | None = None
+) -> None:
     """Emit the event for ``span`` (ended or about to end), with ``content`` when given; nothing
-    when the logger says it would drop a DEBUG record of this name (``Logger.enabled``, where the API has it)."""
-    recorded = getattr(span, "attributes", None)
-    if not span.is_recording() or not isinstance(recorded, Mapping):
-        return
+    when the logger says it would drop a DEBUG record of this name (``Logger.enabled``, where the API
+    has it), asked first: a pipeline that drops it costs no read of the span. ``recording``:
+    ``span.is_recording()`` when the caller knows it already (None: asked here)."""
     enabled = getattr(event_logger, "enabled", None)
     if enabled is not None and not enabled(
         severity_number=SeverityNumber.DEBUG, event_name=names.EVENT_INFERENCE_DETAILS
     ):
+        return
+    if not (span.is_recording() if recording is None else recording):
+        return
+    recorded = getattr(span, "attributes", None)
+    if not isinstance(recorded, Mapping):
         return
     attributes = {
         key: value for key, value in recorded.items() if key.startswith(_SPAN_NAMESPACES) and key not in _CONTENT

@@ -474,8 +474,8 @@ class RunScope:
 
 def current_run() -> Run | None:
     """The run in this context: the explicit one, else the one owning the current span's trace."""
-    explicit = _explicit()
-    if explicit is not None:
+    explicit = current_run_var.get()  # _explicit(), inline: read on every provider call
+    if explicit is not None and not explicit._ended:
         return explicit
     if not runs.by_trace:  # no run owns any trace (a bare provider call): skip the context lookup
         return None
@@ -863,10 +863,17 @@ class DegradationSpanProcessor(SpanProcessor):
                     foreign_spans.guard(span, self.foreign_max_length)
                 except Exception:
                     logger.debug("otel-sampling: foreign span guard failed", exc_info=True)
-            # The common case, nothing degraded and no canary block, asks for no reasons.
-            reasons = () if state.calm and not state.canary.get() else state.active_reasons()
-            if not reasons and not run_may_take(span):
-                return  # nothing to stamp, no run to tell
+            if state.calm and not runs.by_trace and not state.canary.get() and current_run_var.get() is None:
+                # The common case: nothing degraded, no canary block, no run open in this context nor
+                # owning a trace. Only an agent span (it starts a run) asks for more (run_may_take).
+                attributes = getattr(span, "attributes", None)
+                if attributes is None or attributes.get(names.GEN_AI_OPERATION_NAME) not in _AGENT_OPERATIONS:
+                    return
+                reasons: tuple[str, ...] = ()
+            else:
+                reasons = () if state.calm and not state.canary.get() else state.active_reasons()
+                if not reasons and not run_may_take(span):
+                    return  # nothing to stamp, no run to tell
             if not is_instrumentation_enabled():
                 return
             if reasons:
@@ -876,7 +883,7 @@ class DegradationSpanProcessor(SpanProcessor):
             logger.debug("otel-sampling: span processor on_start failed", exc_info=True)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if not state.hooked:
+        if not state.hooked or (not runs.by_trace and not runs.by_span):  # no run owns anything: nothing to fold
             return
         try:
             span_ended(span)

@@ -486,7 +486,7 @@ def answer_ending(response: Response | None, error_type: str | None = None) -> E
         return COMPLETED
     if not response.answered:
         return EMPTY_RESPONSE
-    if response.refusal or any(reason in REFUSAL_REASONS for reason in response.finish_reasons):
+    if response.refusal or not REFUSAL_REASONS.isdisjoint(response.finish_reasons):
         return REFUSED
     return COMPLETED
 

@@ -7,6 +7,7 @@ an SDK reported. One check belongs to the values themselves: what a token count 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, NamedTuple
 
 #: A token count is an int in ``[0, MAX_TOKEN_COUNT]``: OTLP carries int attributes as int64.
@@ -64,13 +65,17 @@ def token_count(value: object) -> int | None:
     """``value`` when it is a token count: an int (not a bool) from 0 to :data:`MAX_TOKEN_COUNT`.
     Anything else a provider sends there (negative, beyond int64, a float such as ``NaN`` or
     ``1.5``, a bool, a string) is None: left off, as if not reported."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
-        return value
-    return None
+    if type(value) is int:  # the common case: a plain int (a bool's type is bool)
+        return value if 0 <= value <= MAX_TOKEN_COUNT else None
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_TOKEN_COUNT else None  # an int subclass
 
 
 def token_counts(fields: dict[str, object]) -> dict[str, int]:
     """The ``fields`` whose value is a :func:`token_count`, in one call; the others left off."""
+    if _all_counts(fields.values()):  # the common case: only the ones not reported to leave off
+        return {key: value for key, value in fields.items() if value is not None}  # type: ignore[misc]  # ints
     counts: dict[str, int] = {}
     for key, value in fields.items():
         count = token_count(value)
@@ -81,8 +86,22 @@ def token_counts(fields: dict[str, object]) -> dict[str, int]:
 
 def clean_usage(usage: Usage) -> Usage:
     """``usage`` with every field that is not a :func:`token_count` left off (None)."""
-    cleaned = Usage(*(token_count(value) for value in usage))
+    if _all_counts(usage):  # the common case: nothing to leave off, no copy
+        return usage
+    cleaned = Usage(*map(token_count, usage))
     return usage if cleaned == usage else cleaned
+
+
+_COUNT_TYPES = frozenset({int, type(None)})  # a plain int (a bool's type is bool), or not reported
+
+
+def _all_counts(values: Collection[Any]) -> bool:
+    """Whether every one of ``values`` is None or a plain int within :func:`token_count`'s range,
+    checked by built-ins without a Python loop (False: some value needs :func:`token_count`)."""
+    if not _COUNT_TYPES.issuperset(map(type, values)):
+        return False
+    nonzero = [*filter(None, values)]  # the ints other than 0 (None and 0 need no range check)
+    return not nonzero or (min(nonzero) > 0 and max(nonzero) <= MAX_TOKEN_COUNT)
 
 
 class Response(NamedTuple):

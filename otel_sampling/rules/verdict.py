@@ -107,6 +107,7 @@ the same snapshots (the alias resolves to one).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -189,6 +190,19 @@ def same_family(requested: str, served: str) -> bool:
     (``claude-3-5-sonnet-latest`` and ``claude-3-5-sonnet-20241022`` are one model)."""
     if served == requested:  # the common answer, without the regular expression
         return True
+    if len(requested) <= _REMEMBERED_LENGTH and len(served) <= _REMEMBERED_LENGTH:
+        return _same_family(requested, served)  # a pair seen before (a snapshot of it) is not matched again
+    return _same_family.__wrapped__(requested, served)
+
+
+# Pairs of model names remembered by same_family: a process sees few (a model and its snapshot),
+# and the bound keeps a hostile stream of names from holding more than ~1 MB.
+_REMEMBERED_PAIRS = 1024
+_REMEMBERED_LENGTH = 256
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_PAIRS)
+def _same_family(requested: str, served: str) -> bool:
     base = _SNAPSHOT_SUFFIX.sub("", requested)
     return same_model(base, served) or same_model(served, requested)
 
@@ -216,6 +230,8 @@ class ReportedModel(NamedTuple):
 def normalise(name: str) -> str:
     """One model name with its path, provider prefix and Bedrock version taken off (rules 2 to 4);
     the name itself when nothing is left after them."""
+    if "/" not in name and ":" not in name and "." not in name:  # no path nor prefix: the common case
+        return name
     plain = name.rsplit("/", 1)[-1]
     colon = _COLON_PREFIX.match(plain)
     if colon:
@@ -412,22 +428,31 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own reason (a fallback that also thinks less is both).
     """
     own: str | None = None
-    judged = names.SUBSTITUTION_NONE if call.failed else names.SUBSTITUTION_UNJUDGED
+    failed = call.ending.error_type is not None  # call.failed
+    judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     served: str | None = None
-    if not call.failed and call.served and call.compare_models:
-        served = normalise(call.served)
-        judged = _judge(reference, served, False, _normalised(call.requested))
+    if not failed and call.served and call.compare_models:
+        requested = call.requested
+        if requested == call.served and reference.permitted is None and reference.primary is None:
+            # Served as asked and no policy names models (the common direct call): nothing was
+            # substituted and it has no reason of its own, as _judge and _own_reason would find.
+            judged = names.SUBSTITUTION_NONE
+        else:
+            served = normalise(call.served)
+            judged = _judge(reference, served, False, normalise(requested) if requested else None)
     if call.provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
-    elif call.client_fallback is not None and not call.failed:  # the router says why: its reason wins
+    elif call.client_fallback is not None and not failed:  # the router says why: its reason wins
         own = call.client_fallback
-    elif failed_over and not call.failed:
+    elif failed_over and not failed:
         own = names.REASON_FAILOVER
     elif served is not None:
         own = _own_reason(judged, served, reference.primary)
     primary_effort = reference.primary_effort
-    if primary_effort is not None and not call.failed and below_primary(call.effort, primary_effort):
+    if primary_effort is not None and not failed and below_primary(call.effort, primary_effort):
         return CallVerdict(*_verdict(own, _REDUCED_EFFORT, call.named), judged, reference.scope)
+    if own is None and not call.named:  # nothing degraded it: primary, without building the reasons
+        return CallVerdict(names.MODE_PRIMARY, (), judged, reference.scope)
     return CallVerdict(*_verdict(own, call.named), judged, reference.scope)
 
 
@@ -740,7 +765,9 @@ def policy_price(
 ) -> tuple[str | None, Quote | None]:
     """The model a call is priced at (:func:`priced_model`) and the policy table's price of it
     (:func:`policy_quote`), in one call."""
-    model = priced_model(response_model, request_model)
+    model = response_model or request_model or None  # priced_model
+    if not prices or not model:  # an empty table prices nothing (policy_quote)
+        return model, None
     return model, policy_quote(prices, model)
 
 

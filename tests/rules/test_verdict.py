@@ -244,6 +244,13 @@ class TestCall:
     def test_a_client_routers_fallback_hop_that_failed_has_no_reason(self):
         assert ("primary", ()) == call(client_fallback="failover", ending=FAILED)
 
+    def test_served_as_asked_off_a_primary_that_names_no_permitted_models_is_a_fallback(self):
+        """A scope with a primary and no permitted models: a call that asked for another model and
+        got it is on a fallback, however plainly it was served as asked."""
+        primary_only = Reference((), None, PRIMARY, True)
+        assert ("degraded", ("fallback",)) == call(primary_only, requested=OUTSIDE, served=OUTSIDE)
+        assert ("primary", ()) == call(primary_only)
+
     def test_fallback(self):
         """Served another model than requested, one the requesting server's policy permits."""
         assert ("degraded", ("fallback",)) == call(served=PERMITTED_FALLBACK)
