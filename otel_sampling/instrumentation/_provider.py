@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import copy
 import importlib
+import itertools
 import json
 import logging
 import operator
 import os
+import re
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple, TypeVar, overload
@@ -178,6 +180,11 @@ class ProviderState:
         self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
         self.failovers = FailoverTracker()
         self.served_model_headers = instruments.settings.served_model_headers
+        # Any of them, as a whole line of the newline-joined raw header names (_note_served_model).
+        self.served_model_names = re.compile(
+            b"^(?:%b)$" % b"|".join(re.escape(name.encode("ascii")) for name in self.served_model_headers),
+            re.IGNORECASE | re.MULTILINE,
+        )
         # Raw responses whose body is not read yet -> their call (ended at parse or collection).
         self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
         self.drill_schedules = instruments.settings.policy.drills
@@ -291,7 +298,8 @@ def reasoning_level(body: Mapping[str, Any], *path: str) -> dict[str, str]:
     when the request sets none, or sets something that is not a short string."""
     value: Any = body
     for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
+        # A dict first: the Mapping check is a Python-level ABC call.
+        value = value.get(key) if type(value) is dict or isinstance(value, Mapping) else None
     if isinstance(value, str) and 0 < len(value) <= MAX_REASONING_LEVEL_LENGTH and value.isprintable():
         return {names.GEN_AI_REQUEST_REASONING_LEVEL: value}
     return {}
@@ -408,27 +416,39 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     content: Content | None = None
     if state.capture.span or state.capture.event:
         content = guarded("capture a provider call's input", state.input_content, request.body)
+    try:  # not through guarded(): one guard frame per wrapper boundary, and this one is _start's
+        server = state.server_of(instance)
+    except Exception:
+        logger.debug("otel-sampling: could not read a provider client's server", exc_info=True)
+        server = None
+    effort = request.effort
+    if effort is None and request.attributes:
+        effort = request.attributes.get(names.GEN_AI_REQUEST_REASONING_LEVEL)
     call = ProviderCall(
         state.instruments,
         request.provider or state.provider,
         request.model,
         request.max_tokens,
         request.stream,
-        guarded("read a provider client's server", state.server_of, instance),
+        server,
         capture=state.capture,
         input_content=content,
         failovers=state.failovers,
         extra_attributes=request.attributes,
         compare_models=not request.deployment,
         client_fallback=request.client_fallback,
-        effort=request.effort
-        if request.effort is not None or not request.attributes
-        else request.attributes.get(names.GEN_AI_REQUEST_REASONING_LEVEL),
+        effort=effort,
     )
-    if not state.ask_keys.isdisjoint(request.body) and _asks(state.ask_keys, request.body):
-        call.checks = guarded("read what a provider call asked for", state.checks_of, request.body)
+    body, keys = request.body, state.ask_keys
+    # Keys present (anthropic's body holds all of them, most as its omit sentinel) and one of them a
+    # list or dict, asked in C (no Python frame per key), before the full check.
+    if not keys.isdisjoint(body) and any(map(isinstance, map(body.get, keys), _CONTAINERS)) and _asks(keys, body):
+        call.checks = guarded("read what a provider call asked for", state.checks_of, body)
     call.activate()
     return call
+
+
+_CONTAINERS = itertools.repeat((list, dict))  # isinstance's second argument, for map() (never exhausted)
 
 
 def _asks(keys: frozenset[str], body: Mapping[str, Any]) -> bool:
@@ -456,8 +476,8 @@ def _drill_error(
 def _drilled(
     state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any], call: ProviderCall
 ) -> BaseException | None:
-    """Follow the policy's drill schedule, then the exception a drill fails this call with, if any:
-    nothing to do (two attribute reads) without a schedule or a running drill."""
+    """Follow the policy's drill schedule, then the exception a drill fails this call with, if any.
+    Called only when there is a schedule or a running drill (the wrappers check both first)."""
     if state.drill_schedules:
         guarded("follow the drill schedule", drills.follow_schedule, state.drill_schedules)
     if not _state.drills.running:
@@ -486,19 +506,28 @@ def _note_context_length(call: ProviderCall, failure: Failure, exc: BaseExceptio
 
 
 def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct: bool = False) -> Any:
-    """A stream gets a proxy that ends the call; a parsed response ends it now.
+    """End the call (or hand it to a stream proxy or a raw response); return what the caller gets.
+    A stream gets a proxy that ends the call; a parsed response ends it now.
 
-    ``direct``: ``result`` is what the SDK's ``request`` built from the body as the call's
-    response type. The SDK hands a JSON body that is not an object (a list, a string, a number,
-    null) back as it is: an answer that holds nothing, read as one. (A raw response's ``parse(to=...)``
-    may ask for any type: there a result of another type is an answer we did not read.)
+    ``direct``: ``result`` is what the SDK's ``request`` returned (the call is still active, and
+    may be a raw response), built from the body as the call's response type. The SDK hands a JSON
+    body that is not an object (a list, a string, a number, null) back as it is: an answer that
+    holds nothing, read as one. (A raw response's ``parse(to=...)`` may ask for any type: there a
+    result of another type is an answer we did not read.)
     """
-    sync_stream, async_stream = state.stream_types
-    if isinstance(result, sync_stream):
-        return StreamProxy(result, call, _accumulator(state, call, result), state.failure)
-    if isinstance(result, async_stream):
-        return AsyncStreamProxy(result, call, _accumulator(state, call, result), state.failure)
-    read = isinstance(result, state.response_class) or (direct and not is_object(result))
+    if direct:
+        call.deactivate()
+        if isinstance(result, state.raw_response_classes):
+            _raw(state, call, result)
+            return result
+    read = isinstance(result, state.response_class)
+    if not read:
+        sync_stream, async_stream = state.stream_types
+        if isinstance(result, sync_stream):
+            return StreamProxy(result, call, _accumulator(state, call, result), state.failure)
+        if isinstance(result, async_stream):
+            return AsyncStreamProxy(result, call, _accumulator(state, call, result), state.failure)
+        read = direct and not is_object(result)
     if read and call.checks is not None:
         guarded("read a provider answer's tool calls", _read_answer, call.checks, result)
     call.end(state.parsed(result) if read else None)
@@ -526,49 +555,42 @@ def _accumulator(state: ProviderState, call: ProviderCall, stream: Any) -> Accum
     return accumulator
 
 
-def _succeed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
-    """End the call (or hand it to a stream proxy or a raw response); return what the caller gets."""
-    call.deactivate()
-    if isinstance(result, state.raw_response_classes):
-        _raw(state, call, result)
-        return result
-    return _proxy_or_end(state, call, result, direct=True)
-
-
 _NOT_HANDED = object()  # what guarded() gives back when ending the call failed
 
 
-def _hand_over(
-    state: ProviderState, call: ProviderCall, result: Any, end: Callable[[ProviderState, ProviderCall, Any], Any]
-) -> Any:
-    """What the caller gets: ``end(state, call, result)`` (the result, or the stream proxy around it);
+def _hand_over(state: ProviderState, call: ProviderCall, result: Any, direct: bool) -> Any:
+    """What the caller gets: :func:`_proxy_or_end` (the result, or the stream proxy around it);
     when that failed (logged), the result itself, and the call ends without response details."""
-    handed = guarded("end a provider call", end, state, call, result, fallback=_NOT_HANDED)
+    handed = guarded("end a provider call", _proxy_or_end, state, call, result, direct, fallback=_NOT_HANDED)
     if handed is _NOT_HANDED:
         _end_unseen(state, call)
         return result
     return handed
 
 
-def served_model_of(headers: Any, header_names: tuple[str, ...]) -> str | None:
-    """The model the first of ``header_names`` (lower-cased header names, ASCII as HTTP's are)
-    present in ``headers`` (``httpx2.Headers``) names (stripped; an empty value names none), or None.
-
-    The names present are read in one pass over the raw headers, as bytes: each ``get`` of an absent
-    name scans them all and raises and catches a ``KeyError``, ``keys()`` decodes every name (through
-    a Python property per name), and most answers carry none of these headers."""
-    present = {key.lower() for key, _ in headers.raw}
-    for name in header_names:
-        value = headers.get(name) if name.encode("ascii") in present else None
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
+_FIRST = operator.itemgetter(0)
 
 
 def _note_served_model(state: ProviderState, call: ProviderCall, http_response: Any) -> None:
-    model = served_model_of(http_response.headers, state.served_model_headers)
-    if model is not None:
-        call.note_served_model(model)
+    """The call's served model: what the first of ``state.served_model_headers`` (lower-cased
+    header names, ASCII as HTTP's are) present in the response's headers (``httpx2.Headers``)
+    names (stripped; an empty value names none), if any.
+
+    Whether any is present is one search, in C, of the raw header names (most answers carry none):
+    reading a name that is absent through ``Headers`` scans and decodes them all, per name. The raw
+    names are the ``Headers``' own list (``_list``, which ``raw`` copies; the same in httpx and
+    httpx2), else ``raw``."""
+    headers = http_response.headers
+    items = getattr(headers, "_list", None)
+    if type(items) is not list:
+        items = headers.raw
+    if state.served_model_names.search(b"\n".join(map(_FIRST, items))) is None:
+        return
+    for name in state.served_model_headers:
+        value = headers.get(name)
+        if isinstance(value, str) and value.strip():
+            call.note_served_model(value.strip())
+            return
 
 
 def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
@@ -594,10 +616,11 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
         call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
-        drilled = _drilled(state, instance, args, kwargs, call)
-        if drilled is not None:  # the SDK's own exception, raised before any request is sent
-            guarded("end a failed provider call", _fail, state, call, drilled)
-            raise drilled
+        if state.drill_schedules or _state.drills.running:
+            drilled = _drilled(state, instance, args, kwargs, call)
+            if drilled is not None:  # the SDK's own exception, raised before any request is sent
+                guarded("end a failed provider call", _fail, state, call, drilled)
+                raise drilled
         if state.propagates:
             args, kwargs = guarded(
                 "add the trace context to a provider request",
@@ -612,7 +635,7 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, _succeed)
+        return _hand_over(state, call, result, True)
 
     return wrapper
 
@@ -626,10 +649,11 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
         call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
-        drilled = _drilled(state, instance, args, kwargs, call)
-        if drilled is not None:  # the SDK's own exception, raised before any request is sent
-            guarded("end a failed provider call", _fail, state, call, drilled)
-            raise drilled
+        if state.drill_schedules or _state.drills.running:
+            drilled = _drilled(state, instance, args, kwargs, call)
+            if drilled is not None:  # the SDK's own exception, raised before any request is sent
+                guarded("end a failed provider call", _fail, state, call, drilled)
+                raise drilled
         if state.propagates:
             args, kwargs = guarded(
                 "add the trace context to a provider request",
@@ -644,7 +668,7 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, _succeed)
+        return _hand_over(state, call, result, True)
 
     return wrapper
 
@@ -719,6 +743,6 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, _proxy_or_end)
+        return _hand_over(state, call, result, False)
 
     return wrapper

@@ -46,7 +46,6 @@ from otel_sampling.instrumentation._provider import (
     close_wrapper,
     create_wrapper,
     is_object,
-    member,
     parse_wrapper,
     reasoning_level,
     request_options,
@@ -55,7 +54,7 @@ from otel_sampling.instrumentation._provider import (
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import reported_error_type
-from otel_sampling.rules.values import Response, Usage, token_count, token_counts
+from otel_sampling.rules.values import MAX_TOKEN_COUNT, Response, Usage, token_count
 
 PROVIDER = "anthropic"  # gen_ai.provider.name well-known value
 MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_name of every Messages call
@@ -63,6 +62,7 @@ MESSAGES_SPAN_NAME = "anthropic.messages.create"  # FinalRequestOptions.span_nam
 _PLATFORMS = (("anthropic.lib.bedrock.", "aws.bedrock"), ("anthropic.lib.vertex.", "gcp.vertex_ai"))
 _THINKING = "thinking_tokens"
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_COUNTED_FIELDS = (*_USAGE_FIELDS, _THINKING)  # what _counts reads, in its order
 # A stream's content delta type -> (the block key it adds to, the delta field that holds the text).
 _DELTA_FIELDS: dict[str, tuple[str, str]] = {
     "text_delta": ("text", "text"),
@@ -73,41 +73,88 @@ _DELTA_FIELDS: dict[str, tuple[str, str]] = {
 
 def to_usage(fields: dict[str, int]) -> Usage:
     """Semantic-convention usage from anthropic usage fields (cache tokens added to input)."""
-    base = fields.get("input_tokens")
-    cache_read = fields.get("cache_read_input_tokens")
-    cache_creation = fields.get("cache_creation_input_tokens")
-    total_input = None if base is None else token_count(base + (cache_read or 0) + (cache_creation or 0))
-    return Usage(total_input, fields.get("output_tokens"), cache_read, cache_creation, fields.get(_THINKING))
+    get = fields.get
+    return _usage(
+        get("input_tokens"),
+        get("output_tokens"),
+        get("cache_read_input_tokens"),
+        get("cache_creation_input_tokens"),
+        get(_THINKING),
+    )
 
 
-def _usage_fields(usage: Any, into: dict[str, int]) -> None:
-    """Copy the usage fields on ``usage`` that are token counts into ``into`` (later values
-    overwrite); one that is none is left off before it is summed, as if not reported."""
-    if usage is None:
-        return
-    fields: dict[str, object] = {field: getattr(usage, field, None) for field in _USAGE_FIELDS}
+def _usage(base: int | None, output: int | None, read: int | None, creation: int | None, thinking: int | None) -> Usage:
+    """Semantic-convention usage from anthropic's token counts: input adds the cache tokens."""
+    total_input = None
+    if base is not None:
+        total_input = base + (read or 0) + (creation or 0)
+        if total_input > MAX_TOKEN_COUNT:
+            total_input = None
+    return Usage(total_input, output, read, creation, thinking)
+
+
+def _members(value: Any) -> dict[str, Any]:
+    """What ``getattr(value, name, None)`` reads for a field name, as one dict: a model's instance
+    dict over its pydantic extras (the SDK keeps the JSON members it does not declare there); none
+    for a JSON scalar, array or dict (which have no such attributes). The SDK builds answers without
+    validating them, so any member may hold any of these. Read there rather than with ``getattr``,
+    for which pydantic's ``__getattr__`` raises and catches an ``AttributeError`` when the name is
+    neither a field nor an extra (about 15k instructions)."""
+    fields = getattr(value, "__dict__", None)
+    if type(fields) is not dict:
+        return _NO_MEMBERS
+    extra = getattr(value, "__pydantic_extra__", None)
+    if extra and type(extra) is dict:
+        return {**extra, **fields}
+    return fields
+
+
+_NO_MEMBERS: dict[str, Any] = {}  # never written
+
+
+def _counts(usage: Mapping[str, Any]) -> tuple[int | None, int | None, int | None, int | None, int | None]:
+    """The token counts among ``usage``'s members (:func:`_members`), in :data:`_USAGE_FIELDS` order
+    then the thinking tokens: each a :func:`~otel_sampling.rules.values.token_count` or None."""
+    get = usage.get
+    base, output, read, creation = (
+        get("input_tokens"),
+        get("output_tokens"),
+        get("cache_read_input_tokens"),
+        get("cache_creation_input_tokens"),
+    )
+    # Four plain ints in range, the common case, in one test; else each read on its own.
+    if not (
+        type(base) is type(output) is type(read) is type(creation) is int
+        and min(base, output, read, creation) >= 0
+        and max(base, output, read, creation) <= MAX_TOKEN_COUNT
+    ):
+        base, output, read, creation = token_count(base), token_count(output), token_count(read), token_count(creation)
     # usage.output_tokens_details.thinking_tokens (the SDK's BetaOutputTokensDetails; an extra
     # field, a dict, on the non-beta models): reasoning, already inside output_tokens.
-    details = getattr(usage, "output_tokens_details", None)
-    fields[_THINKING] = details.get(_THINKING) if isinstance(details, dict) else getattr(details, _THINKING, None)
-    into.update(token_counts(fields))
+    details = get("output_tokens_details")
+    thinking = None
+    if details is not None:
+        thinking = token_count(
+            details.get(_THINKING) if isinstance(details, dict) else getattr(details, _THINKING, None)
+        )
+    return base, output, read, creation, thinking
 
 
-def _is_fallback_usage(usage: Any) -> bool:
-    """beta ``usage.iterations`` has a ``fallback_message`` entry."""
-    iterations = _iterations(usage)  # () for most answers: nothing to read
-    return bool(iterations) and any(getattr(i, "type", None) == "fallback_message" for i in sequence(iterations))
+def _usage_fields(usage: Mapping[str, Any], into: dict[str, int]) -> None:
+    """Copy the usage fields among ``usage``'s members (:func:`_members`) that are token counts
+    into ``into`` (later values overwrite); one that is none is left off before it is summed, as if
+    not reported (:func:`~otel_sampling.rules.values.token_count`)."""
+    for field, count in zip(_COUNTED_FIELDS, _counts(usage), strict=True):
+        if count is not None:
+            into[field] = count
 
 
-def _iterations(usage: Any) -> Any:
-    """``usage.iterations``, or ``()``. Only the beta usage models declare the field (a plain
-    ``Usage`` may carry it as an extra): a plain ``getattr`` that misses costs a raised and caught
-    ``AttributeError`` inside pydantic on every call, so the instance and extra dicts are read."""
-    found = getattr(usage, "__dict__", None) or {}
-    iterations = found.get("iterations")
-    if iterations is None:
-        iterations = (getattr(usage, "__pydantic_extra__", None) or {}).get("iterations")
-    return iterations or ()
+def _is_fallback_usage(usage: Mapping[str, Any]) -> bool:
+    """beta ``usage.iterations`` (a member, :func:`_members`) has a ``fallback_message`` entry."""
+    iterations = usage.get("iterations")
+    if not iterations:  # most answers: nothing to read
+        return False
+    return any(getattr(iteration, "type", None) == "fallback_message" for iteration in sequence(iterations))
 
 
 def _str(value: Any) -> str | None:
@@ -118,14 +165,16 @@ def _get(obj: Any, key: str) -> Any:
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
 
-def _error_envelope(message: Any) -> str | None:
+def _error_envelope(members: Mapping[str, Any]) -> str | None:
     """``error.type`` of the error a body the SDK parsed as a message reports (``{"type": "error",
     "error": {"type": "overloaded_error", ...}}`` sent with HTTP 200, or an ``error`` member of
-    any JSON type), else None (:func:`~otel_sampling.rules.endings.reported_error_type`)."""
-    error = member(message, "error")
-    if error is None and getattr(message, "type", None) != "error":  # every successful answer
+    any JSON type), else None (:func:`~otel_sampling.rules.endings.reported_error_type`), from
+    the message's members (:func:`_members`)."""
+    error = members.get("error")
+    marked = members.get("type") == "error"
+    if error is None and not marked:  # every successful answer
         return None
-    return reported_error_type(error, (_get(error, "type"),), marked=getattr(message, "type", None) == "error")
+    return reported_error_type(error, (_get(error, "type"),), marked=marked)
 
 
 def response_of(message: Any) -> Response:
@@ -133,21 +182,28 @@ def response_of(message: Any) -> Response:
     error body that came with HTTP 200 ends the call as that error (``Response.error_type``), one
     without a ``content`` list holds no answer (``Response.answered``; the SDK does not validate
     answers: a body that is not a JSON object reaches us as it is)."""
-    fields: dict[str, int] = {}
-    usage = getattr(message, "usage", None)
-    _usage_fields(usage, fields)
-    stop_reason = _str(getattr(message, "stop_reason", None))
-    blocks = getattr(message, "content", None)
-    content = sequence(blocks)
-    fallback = _is_fallback_usage(usage) or any(getattr(b, "type", None) == "fallback" for b in content)
+    members = _members(message)
+    get = members.get
+    usage = _members(get("usage"))
+    stop_reason = get("stop_reason")
+    blocks = get("content")
+    content = blocks if isinstance(blocks, (list, tuple)) else None
+    fallback = _is_fallback_usage(usage)
+    if content is not None and not fallback:
+        for block in content:
+            if getattr(block, "type", None) == "fallback":
+                fallback = True
+                break
+    model = get("model")
+    response_id = get("id")
     return Response(
-        _str(getattr(message, "model", None)),
-        _str(getattr(message, "id", None)),
-        (stop_reason,) if stop_reason else (),
-        to_usage(fields),
+        model if isinstance(model, str) and model else None,
+        response_id if isinstance(response_id, str) and response_id else None,
+        (stop_reason,) if isinstance(stop_reason, str) and stop_reason else (),
+        _usage(*_counts(usage)),
         fallback,
-        error_type=_error_envelope(message),
-        answered=isinstance(blocks, (list, tuple)),
+        error_type=_error_envelope(members),
+        answered=content is not None,
     )
 
 
@@ -214,7 +270,7 @@ class StreamAccumulator:
             self._answered = self._answered or is_object(message)
             self._model = _str(getattr(message, "model", None))
             self._id = _str(getattr(message, "id", None))
-            _usage_fields(getattr(message, "usage", None), self._usage)
+            _usage_fields(_members(getattr(message, "usage", None)), self._usage)
         elif kind == "content_block_start":
             block: Any = getattr(event, "content_block", None)
             if getattr(block, "type", None) == "fallback":
@@ -228,7 +284,7 @@ class StreamAccumulator:
                 )
         elif kind == "message_delta":
             self._stop_reason = _str(getattr(getattr(event, "delta", None), "stop_reason", None)) or self._stop_reason
-            usage = getattr(event, "usage", None)
+            usage = _members(getattr(event, "usage", None))
             _usage_fields(usage, self._usage)
             self._fallback = self._fallback or _is_fallback_usage(usage)
         elif kind == "message_stop":
@@ -286,9 +342,20 @@ class _State(ProviderState):
         options, body = request_options(args, kwargs)
         if getattr(options, "span_name", None) != MESSAGES_SPAN_NAME:
             return None
+        provider = None
         module = type(instance).__module__
-        provider = next((name for prefix, name in _PLATFORMS if module.startswith(prefix)), None)
-        level = reasoning_level(body, "output_config", "effort")
+        if module.startswith("anthropic.lib."):  # the platform clients' modules: one check for the others
+            for prefix, name in _PLATFORMS:
+                if module.startswith(prefix):
+                    provider = name
+                    break
+        config = body.get("output_config")
+        # Left out (the SDK's omit sentinel, the common case): no effort level to read.
+        level = (
+            {}
+            if config is None or type(config).__name__ in _LEFT_OUT
+            else reasoning_level(body, "output_config", "effort")
+        )
         # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
         # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
         return Request(
@@ -299,7 +366,7 @@ class _State(ProviderState):
             provider,
             attributes=level or None,
             deployment=provider is not None,
-            effort=effort_of(body.get("thinking"), level.get(names.GEN_AI_REQUEST_REASONING_LEVEL)),
+            effort=effort_of(body.get("thinking"), level.get(names.GEN_AI_REQUEST_REASONING_LEVEL) if level else None),
         )
 
     def input_content(self, body: Any) -> Content:
@@ -348,10 +415,10 @@ def effort_of(thinking: object, level: object) -> str | int | None:
     takes only an object); else None (thinking of another type, such as adaptive thinking whose
     budget the model decides, or an unreadable budget)."""
     named = level if isinstance(level, str) else None
-    if isinstance(thinking, Mapping):
-        kind = thinking.get("type")
-    elif thinking is None or type(thinking).__name__ in _LEFT_OUT:
+    if thinking is None or type(thinking).__name__ in _LEFT_OUT:  # the common case, without an ABC check
         kind = None
+    elif isinstance(thinking, Mapping):
+        kind = thinking.get("type")
     else:
         return named  # not an object (the API rejects it): no budget to read
     if kind is None or kind == "disabled":
