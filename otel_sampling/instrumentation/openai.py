@@ -43,7 +43,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from opentelemetry import propagate
 
@@ -61,6 +61,7 @@ from otel_sampling.instrumentation._provider import (
     finally_wrappers,
     guarded,
     is_object,
+    member,
     parse_wrapper,
     reasoning_level,
     request_options,
@@ -72,7 +73,7 @@ from otel_sampling.instrumentation.openai_fields import as_str, error_envelope, 
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
-from otel_sampling.rules.values import Response, Usage
+from otel_sampling.rules.values import Response, Usage, token_count
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +121,90 @@ def chat_response_of(completion: Any) -> Response:
         error_type=error_envelope(completion),
         answered=any(is_object(c) for c in choices),
         refusal=any(_is_refusal(field(c, "message")) for c in choices),
+    )
+
+
+class _ChatModels(NamedTuple):
+    """The SDK's Chat Completions models, whose exact instances are read by plain attribute reads
+    (:func:`_sdk_chat_response`): the SDK builds them with every declared field set, so that
+    reading one never goes through pydantic's ``__getattr__``."""
+
+    completion: type
+    choice: type
+    message: type
+    usage: type
+    input_details: type
+    output_details: type
+
+    @classmethod
+    def of_sdk(cls) -> _ChatModels:
+        from openai.types import completion_usage
+        from openai.types.chat import chat_completion, chat_completion_message
+
+        return cls(
+            chat_completion.ChatCompletion,
+            chat_completion.Choice,
+            chat_completion_message.ChatCompletionMessage,
+            completion_usage.CompletionUsage,
+            completion_usage.PromptTokensDetails,
+            completion_usage.CompletionTokensDetails,
+        )
+
+
+def _sdk_usage(usage: Any, models: _ChatModels) -> Usage | None:
+    """:func:`to_usage` of a ``CompletionUsage`` the SDK built (details None or the SDK's); None:
+    another shape, for :func:`to_usage`. ``cache_write_tokens`` is read as a member: releases
+    before it was declared keep it among the pydantic extras."""
+    if usage is None:
+        return Usage()
+    if type(usage) is not models.usage:
+        return None
+    details, output_details = usage.prompt_tokens_details, usage.completion_tokens_details
+    cached = written = reasoning = None
+    if details is not None:
+        if type(details) is not models.input_details:
+            return None
+        cached, written = token_count(details.cached_tokens), token_count(member(details, "cache_write_tokens"))
+    if output_details is not None:
+        if type(output_details) is not models.output_details:
+            return None
+        reasoning = token_count(output_details.reasoning_tokens)
+    return Usage(token_count(usage.prompt_tokens), token_count(usage.completion_tokens), cached, written, reasoning)
+
+
+def _sdk_chat_response(completion: Any, models: _ChatModels) -> Response | None:
+    """What :func:`chat_response_of` reads, from a ``ChatCompletion`` built of the SDK's own models
+    throughout and without an undeclared member (an ``error`` among them); None: another shape,
+    for :func:`chat_response_of`. (The SDK does not validate answers: a field may hold any JSON
+    value, which a type check here sends to the tolerant read.)"""
+    if completion.__pydantic_extra__:
+        return None
+    choices = completion.choices
+    if type(choices) is not list:
+        return None
+    reasons = []
+    refusal = False
+    for choice in choices:
+        if type(choice) is not models.choice:
+            return None
+        message = choice.message
+        if type(message) is not models.message:
+            return None
+        if type(reason := choice.finish_reason) is str:
+            reasons.append(reason)
+        if type(said := message.refusal) is str and said:
+            refusal = True
+    usage = _sdk_usage(completion.usage, models)
+    if usage is None:
+        return None
+    model, response_id = completion.model, completion.id
+    return Response(
+        model if type(model) is str and model else None,
+        response_id if type(response_id) is str else None,
+        tuple(reasons),
+        usage,
+        answered=bool(choices),
+        refusal=refusal,
     )
 
 
@@ -305,6 +390,7 @@ class _State(ProviderState):
         # wrappers' copy is not made.
         self.propagates_per_attempt, self.propagates = self.propagates, False
         self._responses_class = self.response_class[1]  # extra_response_types[0]
+        self._chat_models = _ChatModels.of_sdk()
         from openai.lib.azure import BaseAzureClient
 
         self._azure_client = BaseAzureClient
@@ -312,6 +398,10 @@ class _State(ProviderState):
     def response_of(self, result: Any) -> Response:
         """What a parsed ``ChatCompletion`` or Responses ``Response`` reports (``parse()`` results
         subclass them)."""
+        if type(result) is self._chat_models.completion:
+            response = _sdk_chat_response(result, self._chat_models)
+            if response is not None:
+                return response
         if isinstance(result, self._responses_class):
             return openai_responses.response_of(result)
         return chat_response_of(result)
