@@ -419,8 +419,20 @@ class _State(ProviderState):
         api = _APIS.get(url) if isinstance(url, str) and getattr(options, "method", None) == "post" else None
         if api is None or not body:
             return None
-        api_attributes, max_tokens_keys = api
-        max_tokens = next((body[k] for k in max_tokens_keys if k in body), None)
+        attributes, max_tokens_keys = api
+        max_tokens = None
+        for key in max_tokens_keys:
+            if key in body:
+                max_tokens = body[key]
+                break
+        # Chat Completions' reasoning_effort, the Responses API's reasoning.effort (most requests set
+        # neither: the endpoint's own read-only attributes then)
+        if "reasoning_effort" in body or "reasoning" in body:
+            attributes = {
+                **attributes,
+                **reasoning_level(body, "reasoning_effort"),
+                **reasoning_level(body, "reasoning", "effort"),
+            }
         # Azure OpenAI: ``model`` is the caller's deployment name, which says nothing of the model served.
         azure = isinstance(instance, self._azure_client)
         return Request(
@@ -429,12 +441,7 @@ class _State(ProviderState):
             body.get("stream") is True,
             body,
             provider=AZURE_PROVIDER if azure else None,
-            # Chat Completions' reasoning_effort, the Responses API's reasoning.effort
-            attributes={
-                **api_attributes,
-                **reasoning_level(body, "reasoning_effort"),
-                **reasoning_level(body, "reasoning", "effort"),
-            },
+            attributes=attributes,
             deployment=azure,
         )
 
