@@ -41,6 +41,7 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar, NamedTuple
@@ -389,9 +390,14 @@ class _State(ProviderState):
         # (:func:`_build_headers_wrapper`), not on a copy of the call's options: the shared
         # wrappers' copy is not made.
         self.propagates_per_attempt, self.propagates = self.propagates, False
+        # client -> the lower-cased names of the headers it sends on every request (:func:`_add_trace_context`)
+        self.client_headers: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
         self._responses_class = self.response_class[1]  # extra_response_types[0]
         self._chat_models = _ChatModels.of_sdk()
+        from openai import Omit
         from openai.lib.azure import BaseAzureClient
+
+        self.omit_type = Omit
 
         self._azure_client = BaseAzureClient
 
@@ -477,18 +483,32 @@ def _end_left(state: ProviderState, helper_stream: Any) -> None:
 _stream_close_wrapper, _stream_aclose_wrapper = finally_wrappers("end an openai stream's span", _end_left)
 
 
-def _add_trace_context(headers: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _client_header_names(client: Any, omit: type) -> frozenset[str]:
+    """The lower-cased names of the headers a client sends on every request (its ``default_headers``,
+    the caller's among them; one it leaves out with the SDK's ``omit`` type it does not send)."""
+    return frozenset(key.lower() for key, value in client.default_headers.items() if not isinstance(value, omit))
+
+
+def _add_trace_context(state: _State, client: Any, headers: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Add the global propagator's headers for the current span to one attempt's ``headers``
     (the ``httpx`` ``Headers`` the SDK just built from ``_build_headers(options, ...)``'s
-    ``args`` / ``kwargs``), but none the attempt has (the call's or the client's) or the call's
-    options name (an ``Omit()`` there removed it on purpose)."""
+    ``args`` / ``kwargs``), but none the client sends or the call's options name (an ``Omit()``
+    there removed it on purpose). The client's names are read once per client (its default
+    headers are fixed when it is made): the attempt's ``Headers`` are not searched, each look-up
+    there decodes all of them."""
     options = args[0] if args else kwargs["options"]
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
-    custom = options.headers if isinstance(options.headers, Mapping) else None  # NotGiven: none
-    named = {key.lower() for key in custom} if custom else ()
+    if not carrier:
+        return
+    named = state.client_headers.get(client)
+    if named is None:
+        named = state.client_headers[client] = _client_header_names(client, state.omit_type)
+    custom = options.headers
+    if custom and isinstance(custom, Mapping):  # NotGiven: none
+        named = named.union(key.lower() for key in custom)
     for key, value in carrier.items():
-        if key not in headers and key.lower() not in named:
+        if key.lower() not in named:
             headers[key] = value
 
 
@@ -505,7 +525,15 @@ def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         headers = wrapped(*args, **kwargs)
         if _state.current_call.get() is not None:  # else the request goes out as the SDK built it
-            guarded("add the trace context to a provider request", _add_trace_context, headers, args, kwargs)
+            guarded(
+                "add the trace context to a provider request",
+                _add_trace_context,
+                state,
+                instance,
+                headers,
+                args,
+                kwargs,
+            )
         return headers
 
     return wrapper
