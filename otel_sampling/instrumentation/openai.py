@@ -136,11 +136,13 @@ class _ChatModels(NamedTuple):
     usage: type
     input_details: type
     output_details: type
+    chunk: type
+    chunk_choice: type
 
     @classmethod
     def of_sdk(cls) -> _ChatModels:
         from openai.types import completion_usage
-        from openai.types.chat import chat_completion, chat_completion_message
+        from openai.types.chat import chat_completion, chat_completion_chunk, chat_completion_message
 
         return cls(
             chat_completion.ChatCompletion,
@@ -149,6 +151,8 @@ class _ChatModels(NamedTuple):
             completion_usage.CompletionUsage,
             completion_usage.PromptTokensDetails,
             completion_usage.CompletionTokensDetails,
+            chat_completion_chunk.ChatCompletionChunk,
+            chat_completion_chunk.Choice,
         )
 
 
@@ -244,9 +248,11 @@ class StreamAccumulator:
         "_refusal",
         "_settled",
         "_plain",
+        "_models",
+        "_sdk_chunk",
     )
 
-    def __init__(self, capture: bool = False) -> None:
+    def __init__(self, capture: bool = False, models: _ChatModels | None = None) -> None:
         self.complete = False
         self._model: str | None = None
         self._id: str | None = None
@@ -258,6 +264,10 @@ class StreamAccumulator:
         self._refusal = False
         self._settled: set[int] = set()  # choice indices whose delta showed text or a refusal
         self._plain = False  # model, id and a choice object came, no capture: plain attribute reads
+        self._models = models
+        # The SDK's chunk class, whose instances are read plainly from the first (no capture):
+        # the SDK sets every declared member.
+        self._sdk_chunk = models.chunk if models is not None and not capture else None
 
     def observe(self, chunk: Any) -> None:
         if self._plain:  # what _observe reads, for the SDK's models, in this one frame
@@ -276,9 +286,39 @@ class StreamAccumulator:
                     if usage is not None:
                         self._usage = usage
                     return
-            except AttributeError:  # a shape the SDK did not validate: read again, tolerantly
+            except (AttributeError, TypeError):  # a shape the SDK did not validate: read again, tolerantly
                 pass
+        elif type(chunk) is self._sdk_chunk and self._sdk_read(chunk):
+            return
         self._observe(chunk)
+
+    def _sdk_read(self, chunk: Any) -> bool:
+        """What :meth:`_observe` reads, from a chunk of the SDK's class whose choices are the SDK's
+        with an int ``index`` (read as plain attributes: the SDK sets every declared member); False,
+        nothing read, for any other shape."""
+        choices = chunk.choices
+        if type(choices) is not list:
+            return False
+        for choice in choices:
+            if type(choice) is not self._models.chunk_choice or type(choice.index) is not int:  # type: ignore[union-attr]
+                return False
+        if self._model is None and type(model := chunk.model) is str and model:
+            self._model = model
+        if self._id is None and type(chunk_id := chunk.id) is str:
+            self._id = chunk_id
+        for choice in choices:
+            index = choice.index
+            if isinstance(reason := choice.finish_reason, str):
+                self._finish_reasons[index] = reason
+                self.complete = True
+            if index not in self._settled:
+                self._see_delta(index, choice.delta)
+        if choices:
+            self._answered = True
+        if (usage := chunk.usage) is not None:
+            self._usage = usage
+        self._plain = self._answered and self._model is not None and self._id is not None
+        return True
 
     def _see_delta(self, index: Any, delta: Any) -> None:
         """Until a choice's delta carried text or a refusal: a refusal there makes the call's."""
@@ -345,13 +385,18 @@ class StreamAccumulator:
         return messages
 
     def response(self) -> Response:
-        reasons = tuple(self._finish_reasons[i] for i in sorted(self._finish_reasons))
+        finish_reasons = self._finish_reasons
+        if len(finish_reasons) > 1:
+            reasons = tuple(finish_reasons[i] for i in sorted(finish_reasons))
+        else:
+            reasons = tuple(finish_reasons.values())
         output = self._output(self._choices) if self._choices is not None else None
+        usage = _sdk_usage(self._usage, self._models) if self._models is not None else None
         return Response(
             self._model,
             self._id,
             reasons,
-            to_usage(self._usage),
+            to_usage(self._usage) if usage is None else usage,
             output=output,
             answered=self._answered,
             refusal=self._refusal,
@@ -466,7 +511,7 @@ class _State(ProviderState):
         capture = self.capture.enabled
         if stream.response.request.url.path.endswith(RESPONSES_PATH):
             return openai_responses.ResponsesStreamAccumulator(capture=capture)
-        return StreamAccumulator(capture=capture)
+        return StreamAccumulator(capture=capture, models=self._chat_models)
 
 
 def _end_left(state: ProviderState, helper_stream: Any) -> None:
