@@ -337,9 +337,8 @@ def _sse(*chunks: str) -> bytes:
 
 
 def _chunk(choices: str, usage: str = "null") -> str:
-    return (
-        f'{{"id":"c1","object":"chat.completion.chunk","created":0,"model":"gpt-x","choices":{choices},"usage":{usage}}}'
-    )
+    head = '"id":"c1","object":"chat.completion.chunk","created":0,"model":"gpt-x"'
+    return f'{{{head},"choices":{choices},"usage":{usage}}}'
 
 
 def test_a_choice_index_that_is_no_int_midway_still_reports_the_finish_reason_and_usage(openai_instrumented):
