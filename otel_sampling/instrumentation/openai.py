@@ -138,6 +138,7 @@ class _ChatModels(NamedTuple):
     output_details: type
     chunk: type
     chunk_choice: type
+    declares_cache_writes: bool  # PromptTokensDetails.cache_write_tokens, declared in later releases
 
     @classmethod
     def of_sdk(cls) -> _ChatModels:
@@ -153,13 +154,14 @@ class _ChatModels(NamedTuple):
             completion_usage.CompletionTokensDetails,
             chat_completion_chunk.ChatCompletionChunk,
             chat_completion_chunk.Choice,
+            "cache_write_tokens" in completion_usage.PromptTokensDetails.model_fields,
         )
 
 
 def _sdk_usage(usage: Any, models: _ChatModels) -> Usage | None:
     """:func:`to_usage` of a ``CompletionUsage`` the SDK built (details None or the SDK's); None:
-    another shape, for :func:`to_usage`. ``cache_write_tokens`` is read as a member: releases
-    before it was declared keep it among the pydantic extras."""
+    another shape, for :func:`to_usage`. ``cache_write_tokens`` is read as a member where the SDK
+    does not declare it (it keeps it among the pydantic extras)."""
     if usage is None:
         return Usage()
     if type(usage) is not models.usage:
@@ -169,7 +171,8 @@ def _sdk_usage(usage: Any, models: _ChatModels) -> Usage | None:
     if details is not None:
         if type(details) is not models.input_details:
             return None
-        cached, written = token_count(details.cached_tokens), token_count(member(details, "cache_write_tokens"))
+        written = details.cache_write_tokens if models.declares_cache_writes else member(details, "cache_write_tokens")
+        cached, written = token_count(details.cached_tokens), token_count(written)
     if output_details is not None:
         if type(output_details) is not models.output_details:
             return None
