@@ -324,13 +324,18 @@ class StreamAccumulator:
         return True
 
     def _see_delta(self, index: Any, delta: Any) -> None:
-        """Until a choice's delta carried text or a refusal: a refusal there makes the call's."""
+        """Until a choice's delta carried text or a refusal: a refusal there makes the call's. (An
+        ``index`` that is not an int is choice 0's, as :func:`_index_of` reads it.)"""
+        if type(index) is not int:
+            index = 0
+            if index in self._settled:
+                return
         refusal = getattr(delta, "refusal", None)
         if isinstance(refusal, str) and refusal:
             self._refusal = True
         elif not (isinstance(content := getattr(delta, "content", None), str) and content):
             return
-        if type(index) is int and len(self._settled) < MAX_SETTLED_CHOICES:
+        if len(self._settled) < MAX_SETTLED_CHOICES:
             self._settled.add(index)
 
     def _observe(self, chunk: Any) -> None:
