@@ -130,14 +130,14 @@ class _ChatModels(NamedTuple):
     (:func:`_sdk_chat_response`): the SDK builds them with every declared field set, so that
     reading one never goes through pydantic's ``__getattr__``."""
 
-    completion: type
-    choice: type
-    message: type
-    usage: type
-    input_details: type
-    output_details: type
-    chunk: type
-    chunk_choice: type
+    completion: type[Any]
+    choice: type[Any]
+    message: type[Any]
+    usage: type[Any]
+    input_details: type[Any]
+    output_details: type[Any]
+    chunk: type[Any]
+    chunk_choice: type[Any]
     declares_cache_writes: bool  # PromptTokensDetails.cache_write_tokens, declared in later releases
 
     @classmethod
