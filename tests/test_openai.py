@@ -12,15 +12,19 @@ import asyncio
 import copy
 import gc
 import socket
+from typing import Any
 
 import openai
 import pydantic
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from openai._legacy_response import LegacyAPIResponse
+from openai._models import construct_type
 from opentelemetry.trace import SpanKind, StatusCode
 
 from cassette_replay import OPENAI_HTTP
-from conftest import TRACER_PROVIDER, traceparent_of
+from conftest import TRACER_PROVIDER, json_value, traceparent_of
 from drivers import SpanBalance, add_span_processor
 from otel_sampling import names
 from otel_sampling.instrumentation.openai import OpenAIInstrumentor
@@ -644,3 +648,127 @@ def test_azure_openai_deployment_names_are_no_substitution(telemetry):
     assert a[names.DEGRADATION_MODE] == "primary" and names.DEGRADATION_REASON not in a
     modes = telemetry.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.GEN_AI_PROVIDER_NAME, names.DEGRADATION_MODE)
     assert modes == {("azure.ai.openai", "primary"): 1}
+
+
+# ---------------------------------------------------------------- the plain reads of the SDK's own models
+# The SDK builds answers without validating them (``construct_type``): any member may hold any JSON.
+# Answers built of its own models throughout are read with plain attribute reads; whatever the JSON,
+# they must report what the tolerant read reports.
+
+
+def _or_any(good: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return good | json_value
+
+
+_usage = _or_any(
+    st.fixed_dictionaries(
+        {
+            "prompt_tokens": _or_any(st.integers(-1, 2**64)),
+            "completion_tokens": _or_any(st.integers(-1, 2**64)),
+            "total_tokens": st.just(0),
+        },
+        optional={
+            "prompt_tokens_details": _or_any(
+                st.fixed_dictionaries({}, optional={"cached_tokens": json_value, "cache_write_tokens": json_value})
+            ),
+            "completion_tokens_details": _or_any(st.fixed_dictionaries({}, optional={"reasoning_tokens": json_value})),
+        },
+    )
+)
+_refusals = st.none() | st.sampled_from(["", "I can't help with that."])
+_reasons = st.none() | st.sampled_from(["stop", "length", "tool_calls"])
+_completion = st.fixed_dictionaries(
+    {
+        "id": _or_any(st.just("chatcmpl-1")),
+        "object": st.just("chat.completion"),
+        "created": st.just(0),
+        "model": _or_any(st.sampled_from(["gpt-4o", ""])),
+        "choices": _or_any(
+            st.lists(
+                _or_any(
+                    st.fixed_dictionaries(
+                        {
+                            "index": _or_any(st.integers(0, 2)),
+                            "finish_reason": _or_any(_reasons),
+                            "message": _or_any(
+                                st.fixed_dictionaries(
+                                    {"role": st.just("assistant"), "content": json_value, "refusal": _or_any(_refusals)}
+                                )
+                            ),
+                        }
+                    )
+                ),
+                max_size=3,
+            )
+        ),
+        "usage": st.none() | _usage,
+    },
+    optional={"error": json_value},
+)
+_chunk = st.fixed_dictionaries(
+    {
+        "id": _or_any(st.just("chatcmpl-1")),
+        "object": st.just("chat.completion.chunk"),
+        "created": st.just(0),
+        "model": _or_any(st.just("gpt-4o")),
+        "choices": _or_any(
+            st.lists(
+                _or_any(
+                    st.fixed_dictionaries(
+                        {
+                            "index": _or_any(st.integers(0, 2)),
+                            "finish_reason": _or_any(_reasons),
+                            "delta": _or_any(
+                                st.fixed_dictionaries(
+                                    {}, optional={"content": _or_any(st.sampled_from(["", "hi"])), "refusal": _refusals}
+                                )
+                            ),
+                        }
+                    )
+                ),
+                max_size=3,
+            )
+        ),
+        "usage": st.none() | _usage,
+    }
+)
+
+
+def _state() -> Any:
+    from otel_sampling.metrics import Instruments
+    from otel_sampling.settings import Settings
+
+    return OpenAIInstrumentor()._table()[1](Instruments(Settings()))  # the installed major's state
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(body=_completion)
+def test_a_completion_read_plainly_reports_what_the_tolerant_read_does(body):
+    from openai.types.chat import ChatCompletion
+
+    from otel_sampling.instrumentation.openai import chat_response_of
+
+    completion = construct_type(type_=ChatCompletion, value=body)
+    assert _state().response_of(completion) == chat_response_of(completion)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(bodies=st.lists(_chunk, min_size=1, max_size=5))
+@example(  # a refusal under an index that is no int, once choice 0 (which it reads as) showed text
+    bodies=[
+        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": "hi"}}]},
+        {"id": "c", "model": "m", "choices": [{"index": "0", "delta": {"refusal": "no"}}]},
+    ]
+)
+def test_a_stream_read_plainly_reports_what_the_tolerant_read_of_every_chunk_does(bodies):
+    from openai.types.chat import ChatCompletionChunk
+
+    from otel_sampling.instrumentation.openai import StreamAccumulator
+
+    chunks = [construct_type(type_=ChatCompletionChunk, value=body) for body in bodies]
+    plain = StreamAccumulator(models=_state()._chat_models)  # as the state makes it for a chat stream
+    tolerant = StreamAccumulator()
+    for chunk in chunks:
+        plain.observe(chunk)
+        tolerant._observe(chunk)
+    assert (plain.response(), plain.complete) == (tolerant.response(), tolerant.complete)

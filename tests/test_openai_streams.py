@@ -332,6 +332,42 @@ def test_mid_stream_exception_reaches_the_caller_unchanged(openai_instrumented, 
     assert span.attributes[names.GEN_AI_RESPONSE_MODEL] == "gpt-x"  # seen before the error
 
 
+def _sse(*chunks: str) -> bytes:
+    return b"".join(b"data: " + c.encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def _chunk(choices: str, usage: str = "null") -> str:
+    head = '"id":"c1","object":"chat.completion.chunk","created":0,"model":"gpt-x"'
+    return f'{{{head},"choices":{choices},"usage":{usage}}}'
+
+
+def test_a_choice_index_that_is_no_int_midway_still_reports_the_finish_reason_and_usage(openai_instrumented):
+    """The SDK does not validate chunks: a choice ``index`` sent as a JSON object after the first
+    chunks (read plainly by then) is read tolerantly, as the choice the stream names first."""
+    body = _sse(
+        _chunk('[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]'),
+        _chunk('[{"index":{"n":0},"delta":{},"finish_reason":"length"}]'),
+        _chunk("[]", '{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}'),
+    )
+
+    def handler(request):
+        return OPENAI_HTTP.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    c = openai.OpenAI(
+        api_key="sk-fake",
+        base_url="https://api.openai.com/v1",
+        max_retries=0,
+        http_client=OPENAI_HTTP.Client(transport=OPENAI_HTTP.MockTransport(handler)),
+    )
+    chunks = list(c.chat.completions.create(model="gpt-req", messages=MESSAGES, stream=True))
+    assert len(chunks) == 3
+    span = ended_once(openai_instrumented)
+    assert span.attributes[names.ENDING] == "completed"
+    assert span.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("length",)
+    assert span.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 3
+    assert span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 1
+
+
 def test_error_type_of_a_raw_http_library_error():
     """What a raw error of the SDK's HTTP library (httpx2; openai 2.x: httpx) escaping a stream would
     be named (the SDK's own classification)."""

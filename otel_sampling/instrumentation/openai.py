@@ -41,9 +41,10 @@ Responses API: :mod:`otel_sampling.instrumentation.openai_responses`.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from opentelemetry import propagate
 
@@ -61,6 +62,7 @@ from otel_sampling.instrumentation._provider import (
     finally_wrappers,
     guarded,
     is_object,
+    member,
     parse_wrapper,
     reasoning_level,
     request_options,
@@ -72,7 +74,7 @@ from otel_sampling.instrumentation.openai_fields import as_str, error_envelope, 
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
-from otel_sampling.rules.values import Response, Usage
+from otel_sampling.rules.values import Response, Usage, token_count
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +125,97 @@ def chat_response_of(completion: Any) -> Response:
     )
 
 
+class _ChatModels(NamedTuple):
+    """The SDK's Chat Completions models, whose exact instances are read by plain attribute reads
+    (:func:`_sdk_chat_response`): the SDK builds them with every declared field set, so that
+    reading one never goes through pydantic's ``__getattr__``."""
+
+    completion: type[Any]
+    choice: type[Any]
+    message: type[Any]
+    usage: type[Any]
+    input_details: type[Any]
+    output_details: type[Any]
+    chunk: type[Any]
+    chunk_choice: type[Any]
+    declares_cache_writes: bool  # PromptTokensDetails.cache_write_tokens, declared in later releases
+
+    @classmethod
+    def of_sdk(cls) -> _ChatModels:
+        from openai.types import completion_usage
+        from openai.types.chat import chat_completion, chat_completion_chunk, chat_completion_message
+
+        return cls(
+            chat_completion.ChatCompletion,
+            chat_completion.Choice,
+            chat_completion_message.ChatCompletionMessage,
+            completion_usage.CompletionUsage,
+            completion_usage.PromptTokensDetails,
+            completion_usage.CompletionTokensDetails,
+            chat_completion_chunk.ChatCompletionChunk,
+            chat_completion_chunk.Choice,
+            "cache_write_tokens" in completion_usage.PromptTokensDetails.model_fields,
+        )
+
+
+def _sdk_usage(usage: Any, models: _ChatModels) -> Usage | None:
+    """:func:`to_usage` of a ``CompletionUsage`` the SDK built (details None or the SDK's); None:
+    another shape, for :func:`to_usage`. ``cache_write_tokens`` is read as a member where the SDK
+    does not declare it (it keeps it among the pydantic extras)."""
+    if usage is None:
+        return Usage()
+    if type(usage) is not models.usage:
+        return None
+    details, output_details = usage.prompt_tokens_details, usage.completion_tokens_details
+    cached = written = reasoning = None
+    if details is not None:
+        if type(details) is not models.input_details:
+            return None
+        written = details.cache_write_tokens if models.declares_cache_writes else member(details, "cache_write_tokens")
+        cached, written = token_count(details.cached_tokens), token_count(written)
+    if output_details is not None:
+        if type(output_details) is not models.output_details:
+            return None
+        reasoning = token_count(output_details.reasoning_tokens)
+    return Usage(token_count(usage.prompt_tokens), token_count(usage.completion_tokens), cached, written, reasoning)
+
+
+def _sdk_chat_response(completion: Any, models: _ChatModels) -> Response | None:
+    """What :func:`chat_response_of` reads, from a ``ChatCompletion`` built of the SDK's own models
+    throughout and without an undeclared member (an ``error`` among them); None: another shape,
+    for :func:`chat_response_of`. (The SDK does not validate answers: a field may hold any JSON
+    value, which a type check here sends to the tolerant read.)"""
+    if completion.__pydantic_extra__:
+        return None
+    choices = completion.choices
+    if type(choices) is not list:
+        return None
+    reasons = []
+    refusal = False
+    for choice in choices:
+        if type(choice) is not models.choice:
+            return None
+        message = choice.message
+        if type(message) is not models.message:
+            return None
+        if type(reason := choice.finish_reason) is str:
+            reasons.append(reason)
+        if type(said := message.refusal) is str and said:
+            refusal = True
+    usage = _sdk_usage(completion.usage, models)
+    if usage is None:
+        return None
+    model, response_id = completion.model, completion.id
+    return Response(
+        model if type(model) is str and model else None,
+        response_id if type(response_id) is str else None,
+        tuple(reasons),
+        usage,
+        answered=bool(choices),
+        refusal=refusal,
+    )
+
+
 def _index_of(choice: Any) -> int:
     index = getattr(choice, "index", 0)
     return index if isinstance(index, int) else 0
@@ -158,9 +251,11 @@ class StreamAccumulator:
         "_refusal",
         "_settled",
         "_plain",
+        "_models",
+        "_sdk_chunk",
     )
 
-    def __init__(self, capture: bool = False) -> None:
+    def __init__(self, capture: bool = False, models: _ChatModels | None = None) -> None:
         self.complete = False
         self._model: str | None = None
         self._id: str | None = None
@@ -172,6 +267,10 @@ class StreamAccumulator:
         self._refusal = False
         self._settled: set[int] = set()  # choice indices whose delta showed text or a refusal
         self._plain = False  # model, id and a choice object came, no capture: plain attribute reads
+        self._models = models
+        # The SDK's chunk class, whose instances are read plainly from the first (no capture):
+        # the SDK sets every declared member.
+        self._sdk_chunk = models.chunk if models is not None and not capture else None
 
     def observe(self, chunk: Any) -> None:
         if self._plain:  # what _observe reads, for the SDK's models, in this one frame
@@ -190,18 +289,53 @@ class StreamAccumulator:
                     if usage is not None:
                         self._usage = usage
                     return
-            except AttributeError:  # a shape the SDK did not validate: read again, tolerantly
+            except (AttributeError, TypeError):  # a shape the SDK did not validate: read again, tolerantly
                 pass
+        elif type(chunk) is self._sdk_chunk and self._sdk_read(chunk):
+            return
         self._observe(chunk)
 
+    def _sdk_read(self, chunk: Any) -> bool:
+        """What :meth:`_observe` reads, from a chunk of the SDK's class whose choices are the SDK's
+        with an int ``index`` (read as plain attributes: the SDK sets every declared member); False,
+        nothing read, for any other shape."""
+        choices = chunk.choices
+        if type(choices) is not list:
+            return False
+        for choice in choices:
+            if type(choice) is not self._models.chunk_choice or type(choice.index) is not int:  # type: ignore[union-attr]
+                return False
+        if self._model is None and type(model := chunk.model) is str and model:
+            self._model = model
+        if self._id is None and type(chunk_id := chunk.id) is str:
+            self._id = chunk_id
+        for choice in choices:
+            index = choice.index
+            if isinstance(reason := choice.finish_reason, str):
+                self._finish_reasons[index] = reason
+                self.complete = True
+            if index not in self._settled:
+                self._see_delta(index, choice.delta)
+        if choices:
+            self._answered = True
+        if (usage := chunk.usage) is not None:
+            self._usage = usage
+        self._plain = self._answered and self._model is not None and self._id is not None
+        return True
+
     def _see_delta(self, index: Any, delta: Any) -> None:
-        """Until a choice's delta carried text or a refusal: a refusal there makes the call's."""
+        """Until a choice's delta carried text or a refusal: a refusal there makes the call's. (An
+        ``index`` that is not an int is choice 0's, as :func:`_index_of` reads it.)"""
+        if type(index) is not int:
+            index = 0
+            if index in self._settled:
+                return
         refusal = getattr(delta, "refusal", None)
         if isinstance(refusal, str) and refusal:
             self._refusal = True
         elif not (isinstance(content := getattr(delta, "content", None), str) and content):
             return
-        if type(index) is int and len(self._settled) < MAX_SETTLED_CHOICES:
+        if len(self._settled) < MAX_SETTLED_CHOICES:
             self._settled.add(index)
 
     def _observe(self, chunk: Any) -> None:
@@ -259,13 +393,18 @@ class StreamAccumulator:
         return messages
 
     def response(self) -> Response:
-        reasons = tuple(self._finish_reasons[i] for i in sorted(self._finish_reasons))
+        finish_reasons = self._finish_reasons
+        if len(finish_reasons) > 1:
+            reasons = tuple(finish_reasons[i] for i in sorted(finish_reasons))
+        else:
+            reasons = tuple(finish_reasons.values())
         output = self._output(self._choices) if self._choices is not None else None
+        usage = _sdk_usage(self._usage, self._models) if self._models is not None else None
         return Response(
             self._model,
             self._id,
             reasons,
-            to_usage(self._usage),
+            to_usage(self._usage) if usage is None else usage,
             output=output,
             answered=self._answered,
             refusal=self._refusal,
@@ -304,14 +443,24 @@ class _State(ProviderState):
         # (:func:`_build_headers_wrapper`), not on a copy of the call's options: the shared
         # wrappers' copy is not made.
         self.propagates_per_attempt, self.propagates = self.propagates, False
+        # client -> the lower-cased names of the headers it sends on every request (:func:`_add_trace_context`)
+        self.client_headers: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
         self._responses_class = self.response_class[1]  # extra_response_types[0]
+        self._chat_models = _ChatModels.of_sdk()
+        from openai import Omit
         from openai.lib.azure import BaseAzureClient
+
+        self.omit_type = Omit
 
         self._azure_client = BaseAzureClient
 
     def response_of(self, result: Any) -> Response:
         """What a parsed ``ChatCompletion`` or Responses ``Response`` reports (``parse()`` results
         subclass them)."""
+        if type(result) is self._chat_models.completion:
+            response = _sdk_chat_response(result, self._chat_models)
+            if response is not None:
+                return response
         if isinstance(result, self._responses_class):
             return openai_responses.response_of(result)
         return chat_response_of(result)
@@ -329,8 +478,20 @@ class _State(ProviderState):
         api = _APIS.get(url) if isinstance(url, str) and getattr(options, "method", None) == "post" else None
         if api is None or not body:
             return None
-        api_attributes, max_tokens_keys = api
-        max_tokens = next((body[k] for k in max_tokens_keys if k in body), None)
+        attributes, max_tokens_keys = api
+        max_tokens = None
+        for key in max_tokens_keys:
+            if key in body:
+                max_tokens = body[key]
+                break
+        # Chat Completions' reasoning_effort, the Responses API's reasoning.effort (most requests set
+        # neither: the endpoint's own read-only attributes then)
+        if "reasoning_effort" in body or "reasoning" in body:
+            attributes = {
+                **attributes,
+                **reasoning_level(body, "reasoning_effort"),
+                **reasoning_level(body, "reasoning", "effort"),
+            }
         # Azure OpenAI: ``model`` is the caller's deployment name, which says nothing of the model served.
         azure = isinstance(instance, self._azure_client)
         return Request(
@@ -339,12 +500,7 @@ class _State(ProviderState):
             body.get("stream") is True,
             body,
             provider=AZURE_PROVIDER if azure else None,
-            # Chat Completions' reasoning_effort, the Responses API's reasoning.effort
-            attributes={
-                **api_attributes,
-                **reasoning_level(body, "reasoning_effort"),
-                **reasoning_level(body, "reasoning", "effort"),
-            },
+            attributes=attributes,
             deployment=azure,
         )
 
@@ -363,7 +519,7 @@ class _State(ProviderState):
         capture = self.capture.enabled
         if stream.response.request.url.path.endswith(RESPONSES_PATH):
             return openai_responses.ResponsesStreamAccumulator(capture=capture)
-        return StreamAccumulator(capture=capture)
+        return StreamAccumulator(capture=capture, models=self._chat_models)
 
 
 def _end_left(state: ProviderState, helper_stream: Any) -> None:
@@ -380,18 +536,32 @@ def _end_left(state: ProviderState, helper_stream: Any) -> None:
 _stream_close_wrapper, _stream_aclose_wrapper = finally_wrappers("end an openai stream's span", _end_left)
 
 
-def _add_trace_context(headers: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _client_header_names(client: Any, omit: type) -> frozenset[str]:
+    """The lower-cased names of the headers a client sends on every request (its ``default_headers``,
+    the caller's among them; one it leaves out with the SDK's ``omit`` type it does not send)."""
+    return frozenset(key.lower() for key, value in client.default_headers.items() if not isinstance(value, omit))
+
+
+def _add_trace_context(state: _State, client: Any, headers: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Add the global propagator's headers for the current span to one attempt's ``headers``
     (the ``httpx`` ``Headers`` the SDK just built from ``_build_headers(options, ...)``'s
-    ``args`` / ``kwargs``), but none the attempt has (the call's or the client's) or the call's
-    options name (an ``Omit()`` there removed it on purpose)."""
+    ``args`` / ``kwargs``), but none the client sends or the call's options name (an ``Omit()``
+    there removed it on purpose). The client's names are read once per client (its default
+    headers are fixed when it is made): the attempt's ``Headers`` are not searched, each look-up
+    there decodes all of them."""
     options = args[0] if args else kwargs["options"]
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
-    custom = options.headers if isinstance(options.headers, Mapping) else None  # NotGiven: none
-    named = {key.lower() for key in custom} if custom else ()
+    if not carrier:
+        return
+    named = state.client_headers.get(client)
+    if named is None:
+        named = state.client_headers[client] = _client_header_names(client, state.omit_type)
+    custom = options.headers
+    if custom and isinstance(custom, Mapping):  # NotGiven: none
+        named = named.union(key.lower() for key in custom)
     for key, value in carrier.items():
-        if key not in headers and key.lower() not in named:
+        if key.lower() not in named:
             headers[key] = value
 
 
@@ -408,7 +578,15 @@ def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         headers = wrapped(*args, **kwargs)
         if _state.current_call.get() is not None:  # else the request goes out as the SDK built it
-            guarded("add the trace context to a provider request", _add_trace_context, headers, args, kwargs)
+            guarded(
+                "add the trace context to a provider request",
+                _add_trace_context,
+                state,
+                instance,
+                headers,
+                args,
+                kwargs,
+            )
         return headers
 
     return wrapper
