@@ -46,8 +46,10 @@ block reason: one cut before (``truncate``, a dropped connection) ends ``incompl
 the caller leaves early ends ``cancelled``.
 
 Trace context: the SDK sends none of its own, so each request carries the global propagator's
-headers for our span (``http_options.headers`` of the call, a copy; a header set on the call or
-the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off).
+headers for our span: added to the request the SDK builds (``BaseApiClient._build_request``, wrapped
+too) for a call that gives no ``http_options``, else to a copy of the call's ``http_options.headers``;
+the caller's options and the client's headers are left as they were, and a header set on the call
+or the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from otel_sampling.instrumentation._provider import (
     Request,
     async_create_wrapper,
     create_wrapper,
+    guarded,
     sequence,
     server_of_url,
 )
@@ -396,26 +399,34 @@ class _State(ProviderState):
     def with_trace_context(
         self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The call's arguments with ``http_options`` (a copy, or a new one) whose ``headers`` add
-        the propagator's for our span; a header set on the call or on the client is kept."""
+        """The call's arguments carrying the propagator's headers for our span. A call that gives no
+        ``http_options`` (the usual case) gets a :class:`_TraceHeaders` as its options: empty, so the
+        SDK reads it as none, and :func:`_build_request_wrapper` adds its headers to the request the
+        SDK builds (real options would make the SDK merge them into a copy of the client's on every
+        request: a pydantic validation and a setattr per field). A call that gives options gets a
+        copy of them whose ``headers`` add ours. A header set on the call or on the client is kept."""
         carrier: dict[str, str] = {}
         propagate.inject(carrier)
         positional = len(args) > 3
         options = args[3] if positional else kwargs.get("http_options")
-        given_headers = _get_headers(options)
-        given = {key.lower() for key in (*given_headers, *_get_headers(getattr(instance, "_http_options", None)))}
-        added = {key: value for key, value in carrier.items() if key.lower() not in given}
-        if not added:
-            return args, kwargs
-        headers = {**given_headers, **added}
         if options is None:
-            new_options: Any = {"headers": headers}
-        elif isinstance(options, dict):
-            new_options = {**options, "headers": headers}
-        else:  # types.HttpOptions
-            new_options = options.model_copy(update={"headers": headers})
+            new_options: Any = _TraceHeaders(carrier)
+        else:
+            given_headers = _get_headers(options)
+            client_headers = _get_headers(getattr(instance, "_http_options", None))
+            given = {key.lower() for key in (*given_headers, *client_headers)}
+            added = {key: value for key, value in carrier.items() if key.lower() not in given}
+            if not added:
+                return args, kwargs
+            headers = {**given_headers, **added}
+            if isinstance(options, dict):
+                new_options = {**options, "headers": headers}
+            else:  # types.HttpOptions
+                new_options = options.model_copy(update={"headers": headers})
         if positional:
             return (*args[:3], new_options, *args[4:]), kwargs
+        if len(args) == 3:
+            return (*args, new_options), kwargs
         return args, {**kwargs, "http_options": new_options}
 
     def server_of(self, instance: Any) -> tuple[str, int | None] | None:
@@ -443,12 +454,51 @@ def _get_headers(options: Any) -> Mapping[str, Any]:
     return headers if isinstance(headers, Mapping) else {}
 
 
+class _TraceHeaders(dict[str, Any]):
+    """The ``http_options`` of a call that gave none: an empty dict (the SDK reads it as no options,
+    in every version: it only asks whether options are truthy) carrying the propagator's headers
+    for our span, which :func:`_build_request_wrapper` adds to the request the SDK builds."""
+
+    __slots__ = ("headers",)
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__()
+        self.headers = headers
+
+
+def _add_trace_context(request: Any, carrier: dict[str, str]) -> None:
+    """Add ``carrier`` (the propagator's headers) to the ``HttpRequest`` the SDK just built, but none
+    it has already (set on the client, any case). Its headers become a new dict: google-genai 2.x
+    hands the client's own dict to a request whose call set no options."""
+    headers = request.headers
+    given = {key.lower() for key in headers}
+    added = {key: value for key, value in carrier.items() if key.lower() not in given}
+    if added:
+        request.headers = {**headers, **added}
+
+
+def _build_request_wrapper(state: _State) -> Callable[..., Any]:
+    """wrapt wrapper for ``BaseApiClient._build_request(http_method, path, request_dict,
+    http_options)``, called once per request (the SDK's retries send the request it built again):
+    options that are a :class:`_TraceHeaders` add their headers to the request (:func:`_add_trace_context`)."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        request = wrapped(*args, **kwargs)
+        options = args[3] if len(args) > 3 else kwargs.get("http_options")
+        if type(options) is _TraceHeaders:
+            guarded("add the trace context to a provider request", _add_trace_context, request, options.headers)
+        return request
+
+    return wrapper
+
+
 _CLIENT = "google.genai._api_client"
 _TARGETS = (
     Target(_CLIENT, "BaseApiClient.request", create_wrapper),
     Target(_CLIENT, "BaseApiClient.request_streamed", create_wrapper),
     Target(_CLIENT, "BaseApiClient.async_request", async_create_wrapper),
     Target(_CLIENT, "BaseApiClient.async_request_streamed", async_create_wrapper),
+    Target(_CLIENT, "BaseApiClient._build_request", _build_request_wrapper),
 )
 
 
