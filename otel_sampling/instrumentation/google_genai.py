@@ -79,7 +79,7 @@ from otel_sampling.instrumentation._targets import Target, TargetTableInstrument
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
-from otel_sampling.rules.values import Failure, Response, Usage, token_count
+from otel_sampling.rules.values import MAX_TOKEN_COUNT, Failure, Response, Usage, token_count
 
 PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
 VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
@@ -110,24 +110,29 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _count(value: Any) -> int | None:
+    """:func:`~otel_sampling.rules.values.token_count`, with the usual case (absent, or a plain count) first."""
+    if value is None or (type(value) is int and 0 <= value <= MAX_TOKEN_COUNT):
+        return value
+    return token_count(value)
+
+
 def to_usage(metadata: Any) -> Usage:
     """Semantic-convention usage from a ``usageMetadata`` object (see the module docstring)."""
     if not isinstance(metadata, dict):
         return Usage()
-    prompt = token_count(metadata.get("promptTokenCount"))
-    tool_prompt = token_count(metadata.get("toolUsePromptTokenCount"))
-    candidates = token_count(metadata.get("candidatesTokenCount"))
-    thoughts = token_count(metadata.get("thoughtsTokenCount"))
-    input_tokens = None if prompt is None else token_count(prompt + (tool_prompt or 0))
+    get = metadata.get
+    prompt = _count(get("promptTokenCount"))
+    candidates = _count(get("candidatesTokenCount"))
+    thoughts = _count(get("thoughtsTokenCount"))
+    input_tokens = None
+    if prompt is not None:
+        tool_prompt = _count(get("toolUsePromptTokenCount"))
+        input_tokens = token_count(prompt + tool_prompt) if tool_prompt else prompt
     output_tokens = None
     if candidates is not None or thoughts is not None:
-        output_tokens = token_count((candidates or 0) + (thoughts or 0))
-    cached = token_count(metadata.get("cachedContentTokenCount"))
-    return Usage(input_tokens, output_tokens, cached, reasoning_output_tokens=thoughts)
-
-
-def _finish_reasons(candidates: list[Any] | tuple[Any, ...]) -> tuple[str, ...]:
-    return tuple(reason for c in candidates if (reason := _str(_get(c, "finishReason"))) is not None)
+        output_tokens = token_count((candidates or 0) + thoughts) if thoughts else (candidates or 0)
+    return Usage(input_tokens, output_tokens, _count(get("cachedContentTokenCount")), reasoning_output_tokens=thoughts)
 
 
 def _blocked(answer: Any) -> bool:
@@ -147,19 +152,34 @@ def _error_type(answer: Any) -> str | None:
     return named or names.ERROR_TYPE_ERROR_EVENT
 
 
+_NOTHING = Response(None, None, (), Usage(), answered=False)
+
+
 def response_of(answer: Any) -> Response:
     """What a ``GenerateContentResponse`` JSON object reports (output content not read)."""
-    candidates = sequence(_get(answer, "candidates"))
-    reasons = _finish_reasons(candidates)
-    blocked = _blocked(answer)
+    if not isinstance(answer, dict):
+        return _NOTHING
+    reasons: list[str] = []
+    answered = refusal = "promptFeedback" in answer and _blocked(answer)
+    candidates = answer.get("candidates")
+    if isinstance(candidates, (list, tuple)):
+        for candidate in candidates:
+            if isinstance(candidate, dict):
+                answered = True
+                reason = candidate.get("finishReason")
+                if isinstance(reason, str) and reason:
+                    reasons.append(reason)
+                    refusal = refusal or reason in BLOCKED
+    model = answer.get("modelVersion")
+    response_id = answer.get("responseId")
     return Response(
-        _str(_get(answer, "modelVersion")),
-        _str(_get(answer, "responseId")),
-        reasons,
-        to_usage(_get(answer, "usageMetadata")),
-        error_type=_error_type(answer),
-        answered=blocked or any(isinstance(c, dict) for c in candidates),
-        refusal=blocked or any(reason in BLOCKED for reason in reasons),
+        model if isinstance(model, str) and model else None,
+        response_id if isinstance(response_id, str) and response_id else None,
+        tuple(reasons),
+        to_usage(answer.get("usageMetadata")),
+        error_type=_error_type(answer) if "error" in answer else None,
+        answered=answered,
+        refusal=refusal,
     )
 
 
@@ -361,17 +381,25 @@ class _State(ProviderState):
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(http_method, path, request_dict, http_options=None)``: a ``generateContent``
         or ``streamGenerateContent`` post, or None."""
-        path = _argument(args, kwargs, 1, "path")
-        if not isinstance(path, str) or _argument(args, kwargs, 0, "http_method") != "post":
+        if len(args) > 2:  # how the SDK calls it: request(http_method, path, request_dict, http_options)
+            method, path, body = args[0], args[1], args[2]
+        else:
+            method = _argument(args, kwargs, 0, "http_method")
+            path = _argument(args, kwargs, 1, "path")
+            body = _argument(args, kwargs, 2, "request_dict")
+        if method != "post" or not isinstance(path, str):
             return None
         endpoint = path.split("?", 1)[0]
         stream = endpoint.endswith(STREAM_GENERATE)
         if not (stream or endpoint.endswith(GENERATE)):
             return None
-        body = _argument(args, kwargs, 2, "request_dict")
         if not isinstance(body, dict):
             body = {}
-        model, deployment = model_of_path(path)
+        resource = endpoint[: -len(STREAM_GENERATE if stream else GENERATE)]
+        if resource.startswith(_MODELS) and "/" not in resource[len(_MODELS) :]:  # the Gemini API's models/x
+            model, deployment = resource[len(_MODELS) :], False
+        else:
+            model, deployment = model_of_path(path)
         config = body.get("generationConfig")
         max_tokens = config.get("maxOutputTokens") if isinstance(config, dict) else None
         vertex = getattr(instance, "vertexai", False) is True
