@@ -86,6 +86,7 @@ VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Ve
 GENERATE = ":generateContent"
 STREAM_GENERATE = ":streamGenerateContent"
 _MODELS = "models/"
+_read_json = json.JSONDecoder().raw_decode  # (value, end) of the JSON text a string starts with
 #: Candidate finish reasons saying the output was blocked (``google.genai.types.FinishReason``):
 #: the call is ``refused``. A ``promptFeedback.blockReason`` (any) is too.
 BLOCKED = frozenset(
@@ -255,23 +256,36 @@ class StreamAccumulator:
 
     def observe(self, event: Any) -> None:
         body = getattr(event, "body", None)
-        chunk = json.loads(body) if isinstance(body, str) and body else None
+        if not isinstance(body, str) or not body:
+            return
+        # The SDK's own json.dumps of the chunk: one JSON value, nothing around it.
+        chunk = _read_json(body)[0]
         if not isinstance(chunk, dict):
             return
-        self._model = _str(chunk.get("modelVersion")) or self._model
-        self._id = _str(chunk.get("responseId")) or self._id
-        if (usage := chunk.get("usageMetadata")) is not None:
+        get = chunk.get
+        model = get("modelVersion")
+        if isinstance(model, str) and model:
+            self._model = model
+        response_id = get("responseId")
+        if isinstance(response_id, str) and response_id:
+            self._id = response_id
+        if (usage := get("usageMetadata")) is not None:
             self._usage = usage
-        self._error = self._error or _error_type(chunk)
-        if _blocked(chunk):
+        if self._error is None and "error" in chunk:
+            self._error = _error_type(chunk)
+        if "promptFeedback" in chunk and _blocked(chunk):
             self._blocked = self._answered = self.complete = True
-        for position, candidate in enumerate(sequence(chunk.get("candidates"))):
+        candidates = get("candidates")
+        if not isinstance(candidates, (list, tuple)):
+            return
+        for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
                 continue
             self._answered = True
             index = candidate.get("index")
             index = index if isinstance(index, int) else position
-            if reason := _str(candidate.get("finishReason")):
+            reason = candidate.get("finishReason")
+            if isinstance(reason, str) and reason:
                 self._reasons[index] = reason
                 self.complete = True
             if self._parts is not None:
