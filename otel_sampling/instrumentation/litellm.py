@@ -210,18 +210,24 @@ class ChatStreamAccumulator(StreamAccumulator):
     provider's own is in its ``_hidden_params["provider_response_model"]``, and a gateway's
     served-model header (``header_names``) in its ``additional_headers``, which wins."""
 
-    __slots__ = ("_served", "_gateway", "_header_names", "_headers_read")
+    __slots__ = ("_served", "_gateway", "_header_names", "_headers_read", "_chunk_class")
 
-    def __init__(self, capture: bool = False, header_names: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, capture: bool = False, header_names: tuple[str, ...] = (), chunk_class: type | None = None
+    ) -> None:
         super().__init__(capture)
         self._served: str | None = None
         self._gateway: str | None = None
         self._header_names = header_names
         # The provider's response headers are the same in every chunk: read in the first that has them.
         self._headers_read = not header_names
+        self._chunk_class = chunk_class  # LiteLLM's ModelResponseStream: read plainly (_observe_plain)
 
     def observe(self, chunk: Any) -> None:
-        super().observe(chunk)
+        if self._plain and type(chunk) is self._chunk_class:
+            self._observe_plain(chunk)
+        else:
+            super().observe(chunk)
         hidden = getattr(chunk, "_hidden_params", None)
         if not isinstance(hidden, dict):
             return
@@ -231,6 +237,31 @@ class ChatStreamAccumulator(StreamAccumulator):
         if not self._headers_read and isinstance(hidden.get("additional_headers"), Mapping):
             self._headers_read = True
             self._gateway = gateway_model(hidden, self._header_names)
+
+    def _observe_plain(self, chunk: Any) -> None:
+        """The openai accumulator's plain reading of a chunk, for a ``ModelResponseStream``: its
+        ``usage`` is an extra field, absent from every chunk but the last (an attribute read of
+        an absent one raises inside pydantic, and the plain reading would give way to the tolerant
+        one on every chunk)."""
+        try:
+            choices = chunk.choices
+            if type(choices) is list:
+                for choice in choices:
+                    index = choice.index
+                    if index not in self._settled:
+                        self._see_delta(index, choice.delta)
+                    reason = choice.finish_reason
+                    if reason is not None and isinstance(reason, str):
+                        self._finish_reasons[index if type(index) is int else 0] = reason
+                        self.complete = True
+                extra = chunk.__pydantic_extra__
+                usage = extra.get("usage") if extra else None
+                if usage is not None:
+                    self._usage = usage
+                return
+        except AttributeError:  # a shape LiteLLM did not validate: read again, tolerantly
+            pass
+        self._observe(chunk)
 
     def response(self) -> Response:
         response = super().response()
@@ -286,13 +317,14 @@ class _State(ProviderState):
         from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
         from litellm.responses.streaming_iterator import BaseResponsesAPIStreamingIterator
         from litellm.types.llms.openai import ResponsesAPIResponse
-        from litellm.types.utils import LlmProviders, ModelResponse
+        from litellm.types.utils import LlmProviders, ModelResponse, ModelResponseStream
 
         bound.update(
             get_llm_provider=get_llm_provider,
             responses_class=ResponsesAPIResponse,
             response_class=(ModelResponse, ResponsesAPIResponse),
             chat_stream=CustomStreamWrapper,
+            chunk_class=ModelResponseStream,
             streams=(CustomStreamWrapper, BaseResponsesAPIStreamingIterator),
             known_providers=frozenset(p.value for p in LlmProviders),
             timeout_types=(openai.APITimeoutError, self._httpx.TimeoutException),
@@ -427,7 +459,7 @@ class _State(ProviderState):
         """Chat chunks (``CustomStreamWrapper``) or Responses events."""
         capture = self.capture.enabled
         if isinstance(stream, self._classes()["chat_stream"]):
-            return ChatStreamAccumulator(capture=capture, header_names=self.served_model_headers)
+            return ChatStreamAccumulator(capture, self.served_model_headers, self._classes()["chunk_class"])
         return openai_responses.ResponsesStreamAccumulator(capture=capture)
 
     def response_of(self, result: Any) -> Response:
