@@ -91,7 +91,7 @@ from otel_sampling.instrumentation._provider import (
     server_of_url,
 )
 from otel_sampling.instrumentation._targets import HostTargets, Target, TargetTableInstrumentor
-from otel_sampling.instrumentation.openai import StreamAccumulator, chat_response_of
+from otel_sampling.instrumentation.openai import StreamAccumulator, chat_response_of, to_usage
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
 from otel_sampling.instrumentation.streams import Accumulator
 from otel_sampling.metrics import Instruments
@@ -269,6 +269,37 @@ class ChatStreamAccumulator(StreamAccumulator):
         return response._replace(model=served) if served else response
 
 
+def _model_response_of(answer: Any, choice_class: Any) -> Response | None:
+    """What :func:`~otel_sampling.instrumentation.openai.chat_response_of` reads from a LiteLLM
+    ``ModelResponse`` whose choices are all LiteLLM's ``Choices`` and which has no ``error``
+    member, read from its fields directly (its ``usage`` is a pydantic extra); None for any other
+    shape, which the tolerant reading takes."""
+    fields = answer.__dict__
+    extra = answer.__pydantic_extra__ or {}
+    choices = fields.get("choices")
+    if type(choices) is not list or "error" in fields or "error" in extra:
+        return None
+    reasons: list[str] = []
+    refusal = False
+    for choice in choices:
+        if type(choice) is not choice_class:
+            return None
+        reason = choice.finish_reason
+        if isinstance(reason, str):
+            reasons.append(reason)
+        message_refusal = getattr(choice.message, "refusal", None)
+        refusal = refusal or (isinstance(message_refusal, str) and bool(message_refusal))
+    model, response_id = fields.get("model"), fields.get("id")
+    return Response(
+        model if isinstance(model, str) and model else None,
+        response_id if isinstance(response_id, str) else None,
+        tuple(reasons),
+        to_usage(fields["usage"] if "usage" in fields else extra.get("usage")),
+        answered=bool(choices),
+        refusal=refusal,
+    )
+
+
 class _Never:
     """A type no result is an instance of: the stream type of the other calling convention."""
 
@@ -317,7 +348,7 @@ class _State(ProviderState):
         from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
         from litellm.responses.streaming_iterator import BaseResponsesAPIStreamingIterator
         from litellm.types.llms.openai import ResponsesAPIResponse
-        from litellm.types.utils import LlmProviders, ModelResponse, ModelResponseStream
+        from litellm.types.utils import Choices, LlmProviders, ModelResponse, ModelResponseStream
 
         bound.update(
             get_llm_provider=get_llm_provider,
@@ -325,6 +356,8 @@ class _State(ProviderState):
             response_class=(ModelResponse, ResponsesAPIResponse),
             chat_stream=CustomStreamWrapper,
             chunk_class=ModelResponseStream,
+            chat_class=ModelResponse,
+            choice_class=Choices,
             streams=(CustomStreamWrapper, BaseResponsesAPIStreamingIterator),
             known_providers=frozenset(p.value for p in LlmProviders),
             timeout_types=(openai.APITimeoutError, self._httpx.TimeoutException),
@@ -465,7 +498,10 @@ class _State(ProviderState):
     def response_of(self, result: Any) -> Response:
         """What a ``ModelResponse`` or a Responses answer reports; a gateway's served-model header
         (kept by LiteLLM with the answer) names the served model."""
-        if isinstance(result, self._classes()["responses_class"]):
+        classes = self._classes()
+        if type(result) is classes["chat_class"]:
+            response = _model_response_of(result, classes["choice_class"]) or chat_response_of(result)
+        elif isinstance(result, classes["responses_class"]):
             response = openai_responses.response_of(result)
         else:
             response = chat_response_of(result)
