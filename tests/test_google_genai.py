@@ -225,6 +225,21 @@ def test_the_callers_http_options_are_not_changed(genai_instrumented, fake_provi
     assert fake_provider.requests[0]["headers"]["traceparent"] == traceparent_of(span)
 
 
+def test_the_trace_context_stays_off_the_clients_headers(genai_instrumented, fake_provider):
+    """A call's traceparent goes on its own request only: the client's next request, made where our
+    instrumentation is suppressed, carries none (google-genai 2.x builds a request on the client's
+    own header dict when the call sets no options)."""
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    fake_provider.reset()
+    c = client(fake_provider)
+    c.models.generate_content(model=MODEL, contents="hi")
+    with suppress_instrumentation():
+        c.models.generate_content(model=MODEL, contents="hi")
+    span, _ = only(genai_instrumented)
+    assert [r["headers"].get("traceparent") for r in fake_provider.requests] == [traceparent_of(span), None]
+
+
 def test_no_trace_context_when_turned_off(telemetry, fake_provider, monkeypatch):
     monkeypatch.setenv(names.ENV_OMIT_PROVIDER_TRACE_CONTEXT, "true")
     for _ in _instrumented(telemetry, GoogleGenAIInstrumentor):

@@ -46,8 +46,10 @@ block reason: one cut before (``truncate``, a dropped connection) ends ``incompl
 the caller leaves early ends ``cancelled``.
 
 Trace context: the SDK sends none of its own, so each request carries the global propagator's
-headers for our span (``http_options.headers`` of the call, a copy; a header set on the call or
-the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off).
+headers for our span: added to the request the SDK builds (``BaseApiClient._build_request``, wrapped
+too) for a call that gives no ``http_options``, else to a copy of the call's ``http_options.headers``;
+the caller's options and the client's headers are left as they were, and a header set on the call
+or the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from otel_sampling.instrumentation._provider import (
     Request,
     async_create_wrapper,
     create_wrapper,
+    guarded,
     sequence,
     server_of_url,
 )
@@ -76,13 +79,14 @@ from otel_sampling.instrumentation._targets import Target, TargetTableInstrument
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
-from otel_sampling.rules.values import Failure, Response, Usage, token_count
+from otel_sampling.rules.values import MAX_TOKEN_COUNT, Failure, Response, Usage, token_count
 
 PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
 VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
 GENERATE = ":generateContent"
 STREAM_GENERATE = ":streamGenerateContent"
 _MODELS = "models/"
+_read_json = json.JSONDecoder().raw_decode  # (value, end) of the JSON text a string starts with
 #: Candidate finish reasons saying the output was blocked (``google.genai.types.FinishReason``):
 #: the call is ``refused``. A ``promptFeedback.blockReason`` (any) is too.
 BLOCKED = frozenset(
@@ -107,24 +111,29 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _count(value: Any) -> int | None:
+    """:func:`~otel_sampling.rules.values.token_count`, with the usual case (absent, or a plain count) first."""
+    if value is None or (type(value) is int and 0 <= value <= MAX_TOKEN_COUNT):
+        return value
+    return token_count(value)
+
+
 def to_usage(metadata: Any) -> Usage:
     """Semantic-convention usage from a ``usageMetadata`` object (see the module docstring)."""
     if not isinstance(metadata, dict):
         return Usage()
-    prompt = token_count(metadata.get("promptTokenCount"))
-    tool_prompt = token_count(metadata.get("toolUsePromptTokenCount"))
-    candidates = token_count(metadata.get("candidatesTokenCount"))
-    thoughts = token_count(metadata.get("thoughtsTokenCount"))
-    input_tokens = None if prompt is None else token_count(prompt + (tool_prompt or 0))
+    get = metadata.get
+    prompt = _count(get("promptTokenCount"))
+    candidates = _count(get("candidatesTokenCount"))
+    thoughts = _count(get("thoughtsTokenCount"))
+    input_tokens = None
+    if prompt is not None:
+        tool_prompt = _count(get("toolUsePromptTokenCount"))
+        input_tokens = token_count(prompt + tool_prompt) if tool_prompt else prompt
     output_tokens = None
     if candidates is not None or thoughts is not None:
-        output_tokens = token_count((candidates or 0) + (thoughts or 0))
-    cached = token_count(metadata.get("cachedContentTokenCount"))
-    return Usage(input_tokens, output_tokens, cached, reasoning_output_tokens=thoughts)
-
-
-def _finish_reasons(candidates: list[Any] | tuple[Any, ...]) -> tuple[str, ...]:
-    return tuple(reason for c in candidates if (reason := _str(_get(c, "finishReason"))) is not None)
+        output_tokens = token_count((candidates or 0) + thoughts) if thoughts else (candidates or 0)
+    return Usage(input_tokens, output_tokens, _count(get("cachedContentTokenCount")), reasoning_output_tokens=thoughts)
 
 
 def _blocked(answer: Any) -> bool:
@@ -144,19 +153,34 @@ def _error_type(answer: Any) -> str | None:
     return named or names.ERROR_TYPE_ERROR_EVENT
 
 
+_NOTHING = Response(None, None, (), Usage(), answered=False)
+
+
 def response_of(answer: Any) -> Response:
     """What a ``GenerateContentResponse`` JSON object reports (output content not read)."""
-    candidates = sequence(_get(answer, "candidates"))
-    reasons = _finish_reasons(candidates)
-    blocked = _blocked(answer)
+    if not isinstance(answer, dict):
+        return _NOTHING
+    reasons: list[str] = []
+    answered = refusal = "promptFeedback" in answer and _blocked(answer)
+    candidates = answer.get("candidates")
+    if isinstance(candidates, (list, tuple)):
+        for candidate in candidates:
+            if isinstance(candidate, dict):
+                answered = True
+                reason = candidate.get("finishReason")
+                if isinstance(reason, str) and reason:
+                    reasons.append(reason)
+                    refusal = refusal or reason in BLOCKED
+    model = answer.get("modelVersion")
+    response_id = answer.get("responseId")
     return Response(
-        _str(_get(answer, "modelVersion")),
-        _str(_get(answer, "responseId")),
-        reasons,
-        to_usage(_get(answer, "usageMetadata")),
-        error_type=_error_type(answer),
-        answered=blocked or any(isinstance(c, dict) for c in candidates),
-        refusal=blocked or any(reason in BLOCKED for reason in reasons),
+        model if isinstance(model, str) and model else None,
+        response_id if isinstance(response_id, str) and response_id else None,
+        tuple(reasons),
+        to_usage(answer.get("usageMetadata")),
+        error_type=_error_type(answer) if "error" in answer else None,
+        answered=answered,
+        refusal=refusal,
     )
 
 
@@ -232,23 +256,36 @@ class StreamAccumulator:
 
     def observe(self, event: Any) -> None:
         body = getattr(event, "body", None)
-        chunk = json.loads(body) if isinstance(body, str) and body else None
+        if not isinstance(body, str) or not body:
+            return
+        # The SDK's own json.dumps of the chunk: one JSON value, nothing around it.
+        chunk = _read_json(body)[0]
         if not isinstance(chunk, dict):
             return
-        self._model = _str(chunk.get("modelVersion")) or self._model
-        self._id = _str(chunk.get("responseId")) or self._id
-        if (usage := chunk.get("usageMetadata")) is not None:
+        get = chunk.get
+        model = get("modelVersion")
+        if isinstance(model, str) and model:
+            self._model = model
+        response_id = get("responseId")
+        if isinstance(response_id, str) and response_id:
+            self._id = response_id
+        if (usage := get("usageMetadata")) is not None:
             self._usage = usage
-        self._error = self._error or _error_type(chunk)
-        if _blocked(chunk):
+        if self._error is None and "error" in chunk:
+            self._error = _error_type(chunk)
+        if "promptFeedback" in chunk and _blocked(chunk):
             self._blocked = self._answered = self.complete = True
-        for position, candidate in enumerate(sequence(chunk.get("candidates"))):
+        candidates = get("candidates")
+        if not isinstance(candidates, (list, tuple)):
+            return
+        for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
                 continue
             self._answered = True
             index = candidate.get("index")
             index = index if isinstance(index, int) else position
-            if reason := _str(candidate.get("finishReason")):
+            reason = candidate.get("finishReason")
+            if isinstance(reason, str) and reason:
                 self._reasons[index] = reason
                 self.complete = True
             if self._parts is not None:
@@ -358,17 +395,25 @@ class _State(ProviderState):
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(http_method, path, request_dict, http_options=None)``: a ``generateContent``
         or ``streamGenerateContent`` post, or None."""
-        path = _argument(args, kwargs, 1, "path")
-        if not isinstance(path, str) or _argument(args, kwargs, 0, "http_method") != "post":
+        if len(args) > 2:  # how the SDK calls it: request(http_method, path, request_dict, http_options)
+            method, path, body = args[0], args[1], args[2]
+        else:
+            method = _argument(args, kwargs, 0, "http_method")
+            path = _argument(args, kwargs, 1, "path")
+            body = _argument(args, kwargs, 2, "request_dict")
+        if method != "post" or not isinstance(path, str):
             return None
         endpoint = path.split("?", 1)[0]
         stream = endpoint.endswith(STREAM_GENERATE)
         if not (stream or endpoint.endswith(GENERATE)):
             return None
-        body = _argument(args, kwargs, 2, "request_dict")
         if not isinstance(body, dict):
             body = {}
-        model, deployment = model_of_path(path)
+        resource = endpoint[: -len(STREAM_GENERATE if stream else GENERATE)]
+        if resource.startswith(_MODELS) and "/" not in resource[len(_MODELS) :]:  # the Gemini API's models/x
+            model, deployment = resource[len(_MODELS) :], False
+        else:
+            model, deployment = model_of_path(path)
         config = body.get("generationConfig")
         max_tokens = config.get("maxOutputTokens") if isinstance(config, dict) else None
         vertex = getattr(instance, "vertexai", False) is True
@@ -396,26 +441,34 @@ class _State(ProviderState):
     def with_trace_context(
         self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The call's arguments with ``http_options`` (a copy, or a new one) whose ``headers`` add
-        the propagator's for our span; a header set on the call or on the client is kept."""
+        """The call's arguments carrying the propagator's headers for our span. A call that gives no
+        ``http_options`` (the usual case) gets a :class:`_TraceHeaders` as its options: empty, so the
+        SDK reads it as none, and :func:`_build_request_wrapper` adds its headers to the request the
+        SDK builds (real options would make the SDK merge them into a copy of the client's on every
+        request: a pydantic validation and a setattr per field). A call that gives options gets a
+        copy of them whose ``headers`` add ours. A header set on the call or on the client is kept."""
         carrier: dict[str, str] = {}
         propagate.inject(carrier)
         positional = len(args) > 3
         options = args[3] if positional else kwargs.get("http_options")
-        given_headers = _get_headers(options)
-        given = {key.lower() for key in (*given_headers, *_get_headers(getattr(instance, "_http_options", None)))}
-        added = {key: value for key, value in carrier.items() if key.lower() not in given}
-        if not added:
-            return args, kwargs
-        headers = {**given_headers, **added}
         if options is None:
-            new_options: Any = {"headers": headers}
-        elif isinstance(options, dict):
-            new_options = {**options, "headers": headers}
-        else:  # types.HttpOptions
-            new_options = options.model_copy(update={"headers": headers})
+            new_options: Any = _TraceHeaders(carrier)
+        else:
+            given_headers = _get_headers(options)
+            client_headers = _get_headers(getattr(instance, "_http_options", None))
+            given = {key.lower() for key in (*given_headers, *client_headers)}
+            added = {key: value for key, value in carrier.items() if key.lower() not in given}
+            if not added:
+                return args, kwargs
+            headers = {**given_headers, **added}
+            if isinstance(options, dict):
+                new_options = {**options, "headers": headers}
+            else:  # types.HttpOptions
+                new_options = options.model_copy(update={"headers": headers})
         if positional:
             return (*args[:3], new_options, *args[4:]), kwargs
+        if len(args) == 3:
+            return (*args, new_options), kwargs
         return args, {**kwargs, "http_options": new_options}
 
     def server_of(self, instance: Any) -> tuple[str, int | None] | None:
@@ -443,12 +496,51 @@ def _get_headers(options: Any) -> Mapping[str, Any]:
     return headers if isinstance(headers, Mapping) else {}
 
 
+class _TraceHeaders(dict[str, Any]):
+    """The ``http_options`` of a call that gave none: an empty dict (the SDK reads it as no options,
+    in every version: it only asks whether options are truthy) carrying the propagator's headers
+    for our span, which :func:`_build_request_wrapper` adds to the request the SDK builds."""
+
+    __slots__ = ("headers",)
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__()
+        self.headers = headers
+
+
+def _add_trace_context(request: Any, carrier: dict[str, str]) -> None:
+    """Add ``carrier`` (the propagator's headers) to the ``HttpRequest`` the SDK just built, but none
+    it has already (set on the client, any case). Its headers become a new dict: google-genai 2.x
+    hands the client's own dict to a request whose call set no options."""
+    headers = request.headers
+    given = {key.lower() for key in headers}
+    added = {key: value for key, value in carrier.items() if key.lower() not in given}
+    if added:
+        request.headers = {**headers, **added}
+
+
+def _build_request_wrapper(state: _State) -> Callable[..., Any]:
+    """wrapt wrapper for ``BaseApiClient._build_request(http_method, path, request_dict,
+    http_options)``, called once per request (the SDK's retries send the request it built again):
+    options that are a :class:`_TraceHeaders` add their headers to the request (:func:`_add_trace_context`)."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        request = wrapped(*args, **kwargs)
+        options = args[3] if len(args) > 3 else kwargs.get("http_options")
+        if type(options) is _TraceHeaders:
+            guarded("add the trace context to a provider request", _add_trace_context, request, options.headers)
+        return request
+
+    return wrapper
+
+
 _CLIENT = "google.genai._api_client"
 _TARGETS = (
     Target(_CLIENT, "BaseApiClient.request", create_wrapper),
     Target(_CLIENT, "BaseApiClient.request_streamed", create_wrapper),
     Target(_CLIENT, "BaseApiClient.async_request", async_create_wrapper),
     Target(_CLIENT, "BaseApiClient.async_request_streamed", async_create_wrapper),
+    Target(_CLIENT, "BaseApiClient._build_request", _build_request_wrapper),
 )
 
 

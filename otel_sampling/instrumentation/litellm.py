@@ -33,7 +33,9 @@ model table), as the GenAI semconv well-known value where one exists (:data:`PRO
 ``openai``, ``anthropic``, ``azure`` → ``azure.ai.openai``, ``gemini`` → ``gcp.gemini``,
 ``vertex_ai`` → ``gcp.vertex_ai``, ``bedrock`` → ``aws.bedrock``...), else LiteLLM's own id
 (``ollama``, ``openrouter``, ``together_ai``: the ``LlmProviders`` values, a closed set), else
-``_OTHER``. ``gen_ai.request.model`` is the model sent upstream (``openai/gpt-4o`` is ``gpt-4o``);
+``_OTHER`` (LiteLLM's resolution of a model, ``custom_llm_provider`` and ``api_base`` is read once
+per ``instrument()`` and kept: it reads LiteLLM's tables and the process environment, which a
+process sets before its calls). ``gen_ai.request.model`` is the model sent upstream (``openai/gpt-4o`` is ``gpt-4o``);
 on Azure it is a deployment name, not compared with the served model. ``server.address`` /
 ``server.port`` come from ``api_base`` when the call or the deployment names one.
 
@@ -89,7 +91,7 @@ from otel_sampling.instrumentation._provider import (
     server_of_url,
 )
 from otel_sampling.instrumentation._targets import HostTargets, Target, TargetTableInstrumentor
-from otel_sampling.instrumentation.openai import StreamAccumulator, chat_response_of
+from otel_sampling.instrumentation.openai import StreamAccumulator, chat_response_of, to_usage
 from otel_sampling.instrumentation.openai_content import chat_input, chat_output, responses_input
 from otel_sampling.instrumentation.streams import Accumulator
 from otel_sampling.metrics import Instruments
@@ -127,6 +129,10 @@ FALLBACK_REASONS: Mapping[str, str] = {
     "ContextWindowExceededError": names.REASON_CONTEXT_WINDOW_FALLBACK,
     "ContentPolicyViolationError": names.REASON_CONTENT_POLICY_FALLBACK,
 }
+#: How many (model, ``custom_llm_provider``, api base) resolutions a state keeps (see ``_State._resolved``).
+MAX_RESOLUTIONS = 256
+_KEY_TYPES = (str, type(None))  # a resolution is kept for these arguments only (hashable, as LiteLLM takes them)
+_MAX_KEY_LENGTH = 1024  # ... and only when short: what is kept stays small
 _MAX_TOKENS_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
 #: LiteLLM's test doubles: a call given one is answered (or failed) by LiteLLM itself, nothing is sent.
 _MOCKS = ("mock_response", "mock_tool_calls", "mock_timeout")
@@ -204,29 +210,94 @@ class ChatStreamAccumulator(StreamAccumulator):
     provider's own is in its ``_hidden_params["provider_response_model"]``, and a gateway's
     served-model header (``header_names``) in its ``additional_headers``, which wins."""
 
-    __slots__ = ("_served", "_gateway", "_header_names")
+    __slots__ = ("_served", "_gateway", "_header_names", "_headers_read", "_chunk_class")
 
-    def __init__(self, capture: bool = False, header_names: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, capture: bool = False, header_names: tuple[str, ...] = (), chunk_class: type | None = None
+    ) -> None:
         super().__init__(capture)
         self._served: str | None = None
         self._gateway: str | None = None
         self._header_names = header_names
+        # The provider's response headers are the same in every chunk: read in the first that has them.
+        self._headers_read = not header_names
+        self._chunk_class = chunk_class  # LiteLLM's ModelResponseStream: read plainly (_observe_plain)
 
     def observe(self, chunk: Any) -> None:
-        super().observe(chunk)
+        if self._plain and type(chunk) is self._chunk_class:
+            self._observe_plain(chunk)
+        else:
+            super().observe(chunk)
         hidden = getattr(chunk, "_hidden_params", None)
         if not isinstance(hidden, dict):
             return
         served = hidden.get("provider_response_model")
         if isinstance(served, str) and served:
             self._served = served
-        if self._gateway is None:
+        if not self._headers_read and isinstance(hidden.get("additional_headers"), Mapping):
+            self._headers_read = True
             self._gateway = gateway_model(hidden, self._header_names)
+
+    def _observe_plain(self, chunk: Any) -> None:
+        """The openai accumulator's plain reading of a chunk, for a ``ModelResponseStream``: its
+        ``usage`` is an extra field, absent from every chunk but the last (an attribute read of
+        an absent one raises inside pydantic, and the plain reading would give way to the tolerant
+        one on every chunk)."""
+        try:
+            choices = chunk.choices
+            if type(choices) is list:
+                for choice in choices:
+                    index = choice.index
+                    if index not in self._settled:
+                        self._see_delta(index, choice.delta)
+                    reason = choice.finish_reason
+                    if reason is not None and isinstance(reason, str):
+                        self._finish_reasons[index if type(index) is int else 0] = reason
+                        self.complete = True
+                extra = chunk.__pydantic_extra__
+                usage = extra.get("usage") if extra else None
+                if usage is not None:
+                    self._usage = usage
+                return
+        except AttributeError:  # a shape LiteLLM did not validate: read again, tolerantly
+            pass
+        self._observe(chunk)
 
     def response(self) -> Response:
         response = super().response()
         served = self._gateway or self._served
         return response._replace(model=served) if served else response
+
+
+def _model_response_of(answer: Any, choice_class: Any) -> Response | None:
+    """What :func:`~otel_sampling.instrumentation.openai.chat_response_of` reads from a LiteLLM
+    ``ModelResponse`` whose choices are all LiteLLM's ``Choices`` and which has no ``error``
+    member, read from its fields directly (its ``usage`` is a pydantic extra); None for any other
+    shape, which the tolerant reading takes."""
+    fields = answer.__dict__
+    extra = answer.__pydantic_extra__ or {}
+    choices = fields.get("choices")
+    if type(choices) is not list or "error" in fields or "error" in extra:
+        return None
+    reasons: list[str] = []
+    refusal = False
+    for choice in choices:
+        if type(choice) is not choice_class:
+            return None
+        reason = choice.finish_reason
+        if isinstance(reason, str):
+            reasons.append(reason)
+        message_refusal = getattr(choice.message, "refusal", None)
+        refusal = refusal or (isinstance(message_refusal, str) and bool(message_refusal))
+    model, response_id = fields.get("model"), fields.get("id")
+    return Response(
+        model if isinstance(model, str) and model else None,
+        response_id if isinstance(response_id, str) else None,
+        tuple(reasons),
+        to_usage(fields["usage"] if "usage" in fields else extra.get("usage")),
+        answered=bool(choices),
+        refusal=refusal,
+    )
 
 
 class _Never:
@@ -265,6 +336,7 @@ class _State(ProviderState):
         processes that may never use it. Its classes are read on the first call (:meth:`_classes`);
         the targets are wrapped once the host imports LiteLLM (``host_targets``)."""
         self._bound: dict[str, Any] = {}  # shared by the views (a shallow copy keeps the dict)
+        self._resolutions: dict[tuple[str, Any, Any], tuple[str, Any, Any]] = {}  # see _resolved
 
     def _classes(self) -> Mapping[str, Any]:
         """LiteLLM's classes: its answers, its streams, its exceptions (the openai SDK's)."""
@@ -276,13 +348,16 @@ class _State(ProviderState):
         from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
         from litellm.responses.streaming_iterator import BaseResponsesAPIStreamingIterator
         from litellm.types.llms.openai import ResponsesAPIResponse
-        from litellm.types.utils import LlmProviders, ModelResponse
+        from litellm.types.utils import Choices, LlmProviders, ModelResponse, ModelResponseStream
 
         bound.update(
             get_llm_provider=get_llm_provider,
             responses_class=ResponsesAPIResponse,
             response_class=(ModelResponse, ResponsesAPIResponse),
             chat_stream=CustomStreamWrapper,
+            chunk_class=ModelResponseStream,
+            chat_class=ModelResponse,
+            choice_class=Choices,
             streams=(CustomStreamWrapper, BaseResponsesAPIStreamingIterator),
             known_providers=frozenset(p.value for p in LlmProviders),
             timeout_types=(openai.APITimeoutError, self._httpx.TimeoutException),
@@ -332,39 +407,62 @@ class _State(ProviderState):
         """``completion(model, messages, ...)`` / ``responses(input, model, ...)``: the model and
         provider LiteLLM resolves for it, the token limit, whether streamed, the Router's fallback."""
         body = dict(kwargs)
-        for name, value in zip(("input", "model") if self.responses else ("model", "messages"), args, strict=False):
-            body.setdefault(name, value)
+        if args:
+            for name, value in zip(("input", "model") if self.responses else ("model", "messages"), args, strict=False):
+                body.setdefault(name, value)
         model = body.get("model")
-        if not isinstance(model, str) or any(body.get(key) is not None for key in _MOCKS):
+        if not isinstance(model, str):
             return None
+        for key in _MOCKS:  # a loop, not any(): no generator on every call
+            if body.get(key) is not None:
+                return None
         upstream, litellm_provider, api_base = self._resolved(model, body)
         _server.set(server_of_base(api_base, self._url_type))
-        max_tokens = next((body[k] for k in _MAX_TOKENS_KEYS if body.get(k) is not None), None)
+        max_tokens = None
+        for key in _MAX_TOKENS_KEYS:
+            if body.get(key) is not None:
+                max_tokens = body[key]
+                break
+        attributes = None
+        if "reasoning_effort" in body or "reasoning" in body:
+            attributes = {**reasoning_level(body, "reasoning_effort"), **reasoning_level(body, "reasoning", "effort")}
         return Request(
             upstream,
             max_tokens,
             body.get("stream") is True,
             body,
             provider_name(litellm_provider, self._classes()["known_providers"]),
-            attributes={
-                **reasoning_level(body, "reasoning_effort"),
-                **reasoning_level(body, "reasoning", "effort"),
-            },
+            attributes=attributes,
             deployment=litellm_provider in DEPLOYMENT_PROVIDERS,
-            client_fallback=fallback_reason(body),
+            client_fallback=fallback_reason(body) if "metadata" in body or "litellm_metadata" in body else None,
         )
 
     def _resolved(self, model: str, body: Mapping[str, Any]) -> tuple[str, Any, Any]:
         """(upstream model, LiteLLM provider id, api base) as LiteLLM resolves them; the model as
-        given and no provider when LiteLLM cannot (the call then fails in LiteLLM)."""
+        given and no provider when LiteLLM cannot (the call then fails in LiteLLM). A resolution is
+        kept per (model, ``custom_llm_provider``, api base) given, up to :data:`MAX_RESOLUTIONS`
+        (LiteLLM resolves from its own tables and the process environment, which a process sets
+        before its calls: reading them again on every call costs as much as the rest of our call)."""
         api_base = body.get("api_base") or body.get("base_url")
+        custom_llm_provider = body.get("custom_llm_provider")
+        key = (model, custom_llm_provider, api_base)
+        keyed = (
+            type(custom_llm_provider) in _KEY_TYPES
+            and type(api_base) in _KEY_TYPES
+            and len(model) + len(custom_llm_provider or "") + len(api_base or "") <= _MAX_KEY_LENGTH
+        )
+        if keyed and (known := self._resolutions.get(key)) is not None:
+            return known
         try:
             upstream, provider, _, resolved_base = self._classes()["get_llm_provider"](
-                model=model, custom_llm_provider=body.get("custom_llm_provider"), api_base=api_base
+                model=model, custom_llm_provider=custom_llm_provider, api_base=api_base
             )
         except Exception:  # noqa: BLE001 - an unknown provider: LiteLLM itself raises for the call
             return model, None, api_base
-        return upstream or model, provider, api_base or resolved_base
+        resolved = (upstream or model, provider, api_base or resolved_base)
+        if keyed and len(self._resolutions) < MAX_RESOLUTIONS:
+            self._resolutions[key] = resolved
+        return resolved
 
     def input_content(self, body: Any) -> Content:
         return chat_input(body) if "messages" in body else responses_input(body)
@@ -394,13 +492,16 @@ class _State(ProviderState):
         """Chat chunks (``CustomStreamWrapper``) or Responses events."""
         capture = self.capture.enabled
         if isinstance(stream, self._classes()["chat_stream"]):
-            return ChatStreamAccumulator(capture=capture, header_names=self.served_model_headers)
+            return ChatStreamAccumulator(capture, self.served_model_headers, self._classes()["chunk_class"])
         return openai_responses.ResponsesStreamAccumulator(capture=capture)
 
     def response_of(self, result: Any) -> Response:
         """What a ``ModelResponse`` or a Responses answer reports; a gateway's served-model header
         (kept by LiteLLM with the answer) names the served model."""
-        if isinstance(result, self._classes()["responses_class"]):
+        classes = self._classes()
+        if type(result) is classes["chat_class"]:
+            response = _model_response_of(result, classes["choice_class"]) or chat_response_of(result)
+        elif isinstance(result, classes["responses_class"]):
             response = openai_responses.response_of(result)
         else:
             response = chat_response_of(result)
