@@ -38,7 +38,6 @@ from otel_sampling.metrics import (
     Instruments,
     bound,
     clean,
-    clean_texts,
     operation_attributes,
     otlp_int,
     record_operation_duration,
@@ -697,16 +696,45 @@ def start_attributes(
     ``MAX_HINTS`` hints, ``gen_ai.request.max_tokens`` (when an OTLP exporter can carry it), and each
     ``(key, value)`` of ``facts`` whose value is a non-empty string; every string cut to ``max_length``."""
     attributes: dict[str, Any] = {names.MCP_METHOD_NAME: names.METHOD_SAMPLING, names.SAMPLING_PATH: path}
-    max_tokens = otlp_int(getattr(params, "max_tokens", None))  # mcp accepts any int
+    max_tokens = getattr(params, "max_tokens", None)  # mcp accepts any int
+    if type(max_tokens) is not int or max_tokens not in INT64:
+        max_tokens = otlp_int(max_tokens)
     if max_tokens is not None:
         attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-    outside: dict[str, object] = {
-        names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: include_context(params),
-        names.SAMPLING_MODEL_HINTS: hints[:MAX_HINTS],
-    }
-    outside.update((key, value) for key, value in facts if isinstance(value, str))
-    attributes.update(clean_texts(outside, max_length))
+    _put_texts(
+        attributes,
+        max_length,
+        (
+            (names.SAMPLING_INCLUDE_CONTEXT_REQUESTED, include_context(params)),
+            (names.SAMPLING_MODEL_HINTS, hints[:MAX_HINTS]),
+        ),
+    )
+    for key, value in facts:
+        if isinstance(value, str) and value:
+            # The common value is already fit: one C-level scan, no call (clean: the rest).
+            attributes[key] = value if len(value) <= max_length and value.isprintable() else clean(value, max_length)
     return attributes
+
+
+def _put_texts(attributes: dict[str, Any], max_length: int, values: Iterable[tuple[str, object]]) -> None:
+    """Each ``(key, value)`` of ``values`` into ``attributes``, made fit for the span as
+    :func:`otel_sampling.metrics.clean_texts` makes it (left out when None, empty or an empty list or
+    tuple); a string, or a list of strings, that is already fit is kept as it is, without a call."""
+    for key, value in values:
+        if type(value) is str:
+            if value:
+                fit = len(value) <= max_length and value.isprintable()
+                attributes[key] = value if fit else clean(value, max_length)
+        elif isinstance(value, (list, tuple)):
+            if value:
+                attributes[key] = [
+                    item
+                    if type(item) is str and len(item) <= max_length and item.isprintable()
+                    else clean(item, max_length)
+                    for item in value
+                ]
+        elif value is not None and value != "":
+            attributes[key] = clean(value, max_length)
 
 
 def add_result_attributes(
@@ -721,15 +749,14 @@ def add_result_attributes(
     ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``otel_sampling.sampling.budget.resets_at`` and
     ``error.type``, and each ``(key, value)`` of ``facts`` that is not None or empty (a string or a
     sequence of strings); every string cut to ``max_length``."""
-    attributes.update(
-        clean_texts(
-            {
-                names.GEN_AI_RESPONSE_MODEL: served,
-                names.GEN_AI_RESPONSE_FINISH_REASONS: endings.finish_reasons(stop_reason),
-                names.SAMPLING_BUDGET_RESETS_AT: ending.resets_at,
-                names.ERROR_TYPE: ending.error_type,
-                **dict(facts),
-            },
-            max_length,
-        )
+    _put_texts(
+        attributes,
+        max_length,
+        (
+            (names.GEN_AI_RESPONSE_MODEL, served),
+            (names.GEN_AI_RESPONSE_FINISH_REASONS, endings.finish_reasons(stop_reason)),
+            (names.SAMPLING_BUDGET_RESETS_AT, ending.resets_at),
+            (names.ERROR_TYPE, ending.error_type),
+        ),
     )
+    _put_texts(attributes, max_length, facts)
