@@ -64,6 +64,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 MAX_SERVED_CALLS = 16  # provider calls that served a request, remembered for the compliance boundary
+# One lock for every record's short sections (no section takes another record's): a lock per
+# request would cost its making and its fork-safety bookkeeping on every request.
+_LOCK = locks.new()
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 SESSION_ATTRIBUTE_SETS = 256  # sessions whose shared start attributes are kept made fit (least recent dropped)
 
 
@@ -164,7 +168,7 @@ class SamplingRecord:
         self._last_requested: str | None = None  # model the last successful provider call asked for
         self._provider_fallback = False  # the last successful provider call fell back server-side
         self._call_reasons: dict[str, None] = {}  # reasons of the calls inside it, first seen first
-        self._lock = locks.new()  # provider calls from many threads and tasks publish into one request
+        self._lock = _LOCK  # provider calls from many threads and tasks publish into one request
         self._served_by: list[tuple[str, str | None]] = []  # (provider, endpoint host) of the calls that served it
         self._input_tokens = 0
         self._output_tokens = 0
@@ -215,7 +219,7 @@ class SamplingRecord:
                         earlier.trace_id,
                         earlier.span_id,
                         is_remote=False,
-                        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+                        trace_flags=_SAMPLED,
                     )
                 )
             ]
@@ -474,6 +478,7 @@ class SamplingRecord:
     def _verdict(self, ending: Ending, served: str | None, now: state.Around) -> RequestVerdict:
         """The request's one verdict (:func:`~otel_sampling.rules.verdict.judge_request`), from what
         the calls inside it published (no call counts here once ``_ended`` is set)."""
+        named, around = self._named, now.reasons
         facts = RequestFacts(
             served=served,
             requested=self._last_requested if self._calls.produced is not None else None,
@@ -482,7 +487,7 @@ class SamplingRecord:
             canary=self._canary or now.canary,
             provider_fallback=self._provider_fallback,
             call_reasons=tuple(self._call_reasons),
-            named=tuple(dict.fromkeys((*self._named, *now.reasons))),  # distinct, first seen first
+            named=tuple(dict.fromkeys((*named, *around))) if named or around else (),  # distinct, first seen first
         )
         return verdict.judge_request(facts, self._reference)
 
