@@ -61,6 +61,7 @@ its requests get no tool name and the ambient parent.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -79,6 +80,8 @@ from otel_sampling.instrumentation._targets import HostTargets, Target
 from otel_sampling.records.run import current_run
 from otel_sampling.records.tool_repeats import note_host_tool_call
 from otel_sampling.rules.servers import stdio_endpoint, url_endpoint
+
+logger = logging.getLogger(__name__)
 
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
 HELD_STREAM_MARKS = 64  # marks on streams no weak reference can point to, held until a session takes them
@@ -341,9 +344,7 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
-        call = guarded("note a tool call", _note_tool_call, state, instance, name)
-        guarded("note a repeated tool call", _note_repeat, state, instance, name, args, kwargs)
-        token = guarded("continue a tool call's trace", continue_trace)
+        call, token = guarded("note a tool call", _before_call, state, instance, name, args, kwargs, fallback=_NOTHING)
         try:
             result = await wrapped(*args, **kwargs)
         except Exception as exc:
@@ -354,11 +355,39 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
             if token is not None:
                 otel_context.detach(token)
             if call is not None:
-                guarded("forget a tool call", _forget_tool_call, state, instance, call)
+                try:
+                    _forget_tool_call(state, instance, call)
+                except Exception:
+                    logger.debug("otel-sampling: could not forget a tool call", exc_info=True)
         guarded("count a tool call's outcome", tool_outcomes.count_result, state.instruments, result)
         return result
 
     return wrapper
+
+
+_NOTHING: tuple[ToolCallInFlight | None, Token[otel_context.Context] | None] = (None, None)
+
+
+def _before_call(
+    state: Any, session: Any, name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[ToolCallInFlight | None, Token[otel_context.Context] | None]:
+    """Before a tool call is sent: the call noted in flight on the session (None: not noted), the
+    run's memory of tool calls told, and the token of the trace it continues (None: none). Each step
+    on its own: one failing leaves the others done (one guard frame for the three, per call)."""
+    call = token = None
+    try:
+        call = _note_tool_call(state, session, name)
+    except Exception:
+        logger.debug("otel-sampling: could not note a tool call in flight", exc_info=True)
+    try:
+        _note_repeat(state, session, name, args, kwargs)
+    except Exception:
+        logger.debug("otel-sampling: could not note a repeated tool call", exc_info=True)
+    try:
+        token = continue_trace()
+    except Exception:
+        logger.debug("otel-sampling: could not continue a tool call's trace", exc_info=True)
+    return call, token
 
 
 def _note_repeat(state: Any, session: Any, name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -69,7 +69,7 @@ def parent_of(meta: Any) -> otel_context.Context | None:
     anything there.
     """
     try:
-        if hasattr(meta, "model_dump"):
+        if type(meta) is not dict and hasattr(meta, "model_dump"):  # mcp 2.x: a dict, read as it is
             meta = meta.model_dump(by_alias=True, exclude_none=True)
         if not isinstance(meta, Mapping) or "traceparent" not in meta:
             return None

@@ -26,6 +26,7 @@ call that asked for it (:mod:`~otel_sampling.instrumentation._mcp_connections`).
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -53,6 +54,8 @@ from otel_sampling.instrumentation._provider import guarded
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.metrics import Instruments, clean
 from otel_sampling.records.sampling import SamplingRecord
+
+logger = logging.getLogger(__name__)
 
 CANCEL_REASONS_PER_DISPATCHER = 64  # cancel notifications remembered per connection until consumed
 CANCEL_REASON_MAX_LENGTH = 256
@@ -135,6 +138,9 @@ class State(HostState):
 
 def _end_with_return(state: State, record: SamplingRecord, result: Any) -> None:
     """Classify what the callback returned the way mcp will read it."""
+    if isinstance(result, state.result_types):  # the common answer, first
+        record.end_with_result(result.model, result.stop_reason)
+        return
     if not isinstance(result, state.answer_types):
         try:  # a dict or another shape: mcp validates it into a result or an error frame
             result = state.client_response.validate_python(result)
@@ -149,11 +155,12 @@ def _end_with_return(state: State, record: SamplingRecord, result: Any) -> None:
         record.end_with_error_frame(INVALID_RESULT_CODE, None)
 
 
-def _cancel_reason(state: State, session: Any, ctx: Any) -> str | None:
-    return state.cancel_reasons.pop(getattr(session, "_dispatcher", None), getattr(ctx, "request_id", None))
-
-
-def _end(state: State, record: SamplingRecord, reason: str | None, result: Any, exc: BaseException | None) -> None:
+def _end(state: State, record: SamplingRecord, session: Any, ctx: Any, result: Any, exc: BaseException | None) -> None:
+    try:  # without the peer's reason, the request still ends
+        reason = state.cancel_reasons.pop(getattr(session, "_dispatcher", None), getattr(ctx, "request_id", None))
+    except Exception:
+        logger.debug("otel-sampling: could not read the peer's cancel reason", exc_info=True)
+        reason = None
     if exc is not None:
         record.end_with_exception(exc, reason)
     elif reason is not None:  # the peer cancelled it and mcp will not send this answer
@@ -168,9 +175,11 @@ def _finish(
     """End the record with what the callback returned or raised; never raises."""
     # Each step on its own: a failure before the ending must not leave the request pending (its
     # span open, in-flight up) for the rest of the process.
-    guarded("deactivate a sampling record", record.deactivate)
-    reason = guarded("read the peer's cancel reason", _cancel_reason, state, session, ctx)
-    guarded("end a sampling record", _end, state, record, reason, result, exc)
+    try:
+        record.deactivate()
+    except Exception:
+        logger.debug("otel-sampling: could not deactivate a sampling record", exc_info=True)
+    guarded("end a sampling record", _end, state, record, session, ctx, result, exc)
 
 
 def _dispatch_wrapper(state: State) -> Callable[..., Any]:

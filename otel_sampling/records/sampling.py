@@ -21,6 +21,7 @@ the host's ``CreateMessageResult.model`` read as a model id
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -34,11 +35,8 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from otel_sampling import locks, names, state
 from otel_sampling.metrics import (
     INT64,
-    BoundedLabel,
     Instruments,
-    bound,
     clean,
-    clean_texts,
     operation_attributes,
     otlp_int,
     record_operation_duration,
@@ -62,9 +60,15 @@ from otel_sampling.rules.verdict import (
 if TYPE_CHECKING:
     from otel_sampling.policy import ServerPolicy
     from otel_sampling.records.ledger import Ledger
+    from otel_sampling.settings import Settings
 
 logger = logging.getLogger(__name__)
 MAX_SERVED_CALLS = 16  # provider calls that served a request, remembered for the compliance boundary
+# One lock for every record's short sections (no section takes another record's): a lock per
+# request would cost its making and its fork-safety bookkeeping on every request.
+_LOCK = locks.new()
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+SESSION_ATTRIBUTE_SETS = 256  # sessions whose shared start attributes are kept made fit (least recent dropped)
 
 
 class SamplingRecord:
@@ -103,9 +107,7 @@ class SamplingRecord:
         "_start",
         "_server_label",
         "_server_attributes",
-        "_server_name",
         "_server_key",
-        "_hints",
         "_include_context",
         "_path",
         "_ended",
@@ -133,7 +135,6 @@ class SamplingRecord:
         "_violations",
         "_tool_name",
         "_run",
-        "_policy_names",
         "_operation",
     )
 
@@ -167,26 +168,36 @@ class SamplingRecord:
         self._last_requested: str | None = None  # model the last successful provider call asked for
         self._provider_fallback = False  # the last successful provider call fell back server-side
         self._call_reasons: dict[str, None] = {}  # reasons of the calls inside it, first seen first
-        self._lock = locks.new()  # provider calls from many threads and tasks publish into one request
+        self._lock = _LOCK  # provider calls from many threads and tasks publish into one request
         self._served_by: list[tuple[str, str | None]] = []  # (provider, endpoint host) of the calls that served it
         self._input_tokens = 0
         self._output_tokens = 0
         self._cost_usd = 0.0
-        self._server_name = server_name
         self._server_key = server_key
         self._server_label = instruments.server_label.value(server_label if server_label is not None else server_name)
-        self._policy_names = policy_names if policy_names is not None else ((server_name,) if server_name else ())
-        self._policy, policy_name = self._server_policy()
         self._server_attributes = {names.MCP_SERVER_NAME: self._server_label}  # in_flight, both ways
         self._path = path
-        self._hints = hint_names(params)
-        self._reference = Reference(
-            tuple(self._hints),
-            self._policy.permitted_models if self._policy is not None else None,
-            self._policy.primary_model if self._policy is not None else None,
-            self._policy is not None,
-            f"{SCOPE_SERVER}:{policy_name}" if policy_name is not None else None,
-            self._policy.primary_effort if self._policy is not None else None,
+        hints = hint_names(params)
+        settings = instruments.settings
+        policy, policy_name = (
+            _server_policy(
+                settings, policy_names if policy_names is not None else ((server_name,) if server_name else ())
+            )
+            if settings.policy.servers
+            else (None, None)
+        )
+        self._policy = policy
+        self._reference = (
+            Reference(hints, None, None, False, None, None)
+            if policy is None
+            else Reference(
+                hints,
+                policy.permitted_models,
+                policy.primary_model,
+                True,
+                f"{SCOPE_SERVER}:{policy_name}",
+                policy.primary_effort,
+            )
         )
         # The named degradations around it as it starts (none, the common case, asks for nothing).
         self._named = () if state.calm and not state.canary.get() else state.active_reasons()
@@ -195,29 +206,32 @@ class SamplingRecord:
         self._granted: str | None = None
         self._violations: set[str] = set()
         self._tool_name = tool_name
-        self._operation = operation_attributes(protocol_version, transport)
-        self._fingerprint, self._earlier = ledger.recall(params) if ledger is not None else (None, None)
+        self._operation = _operation_attributes(protocol_version, transport)
+        self._fingerprint, earlier = ledger.recall(params) if ledger is not None else (None, None)
+        self._earlier = earlier
+        attributes = self._describe(
+            params, request_id, protocol_version, server_name, server_version, session_id, transport
+        )
         links = (
             [
                 Link(
                     SpanContext(
-                        self._earlier.trace_id,
-                        self._earlier.span_id,
+                        earlier.trace_id,
+                        earlier.span_id,
                         is_remote=False,
-                        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+                        trace_flags=_SAMPLED,
                     )
                 )
             ]
-            if self._earlier
+            if earlier
             else None
         )
-
-        span = instruments.tracer.start_span(names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER, links=links)
+        # The attributes at the start, in the one call that starts the span (samplers see them too).
+        span = instruments.tracer.start_span(
+            names.SPAN_SAMPLING, context=parent, kind=SpanKind.SERVER, links=links, attributes=attributes
+        )
         self._span = span
-        try:
-            if span.is_recording():
-                self._describe(span, request_id, protocol_version, params, server_version, session_id, transport)
-            # Last, so that a record whose start failed was never counted in flight.
+        try:  # last, so that a record whose start failed was never counted in flight
             instruments.sampling_in_flight.add(1, self._server_attributes)
         except BaseException:
             span.end()
@@ -236,30 +250,36 @@ class SamplingRecord:
 
     def _describe(
         self,
-        span: trace.Span,
+        params: Any,
         request_id: object,
         protocol_version: str | None,
-        params: Any,
+        server_name: str | None,
         server_version: str | None,
         session_id: str | None,
         transport: str | None,
-    ) -> None:
-        """The span's attributes known at the start, in one ``set_attributes`` (each call takes the span's lock)."""
+    ) -> dict[str, Any]:
+        """The span's attributes known at the start."""
         settings = self._instruments.settings
         max_length = settings.attribute_max_length
-        facts = [
-            (names.MCP_PROTOCOL_VERSION, protocol_version),
-            (names.MCP_SERVER_NAME, self._server_name),
-            (names.MCP_SERVER_VERSION, server_version),
-            (names.MCP_SESSION_ID, session_id),
-            (names.NETWORK_TRANSPORT, transport),
-            (names.SAMPLING_TOOL_NAME, self._tool_name),
-            (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint),
-            (names.POLICY_SCOPE, self._reference.scope),  # the server table that judges it, if any
-        ]
-        if request_id is not None and self._path == names.PATH_RPC:
-            facts.append((names.JSONRPC_REQUEST_ID, str(request_id)))  # a JSON-RPC id: a string or an int
-        span.set_attributes(start_attributes(params, self._path, self._hints, max_length, facts))
+        path = self._path
+        attributes = start_attributes(params, path, self._reference.hints, max_length)
+        attributes.update(
+            _session_attributes(protocol_version, server_name, server_version, session_id, transport, max_length)
+        )
+        _put_facts(
+            attributes,
+            max_length,
+            (
+                (names.SAMPLING_TOOL_NAME, self._tool_name),
+                (names.SAMPLING_FINGERPRINT, None if settings.omit_fingerprint else self._fingerprint),
+                (names.POLICY_SCOPE, self._reference.scope),  # the server table that judges it, if any
+                (  # a JSON-RPC id: a string or an int
+                    names.JSONRPC_REQUEST_ID,
+                    str(request_id) if request_id is not None and path == names.PATH_RPC else None,
+                ),
+            ),
+        )
+        return attributes
 
     def _violate(self, kind: str) -> None:
         """Record violation ``kind`` once for this request."""
@@ -322,17 +342,6 @@ class SamplingRecord:
     def note_canary(self) -> None:
         """The host entered ``otel_sampling.canary()`` while this request's callback runs."""
         self._canary = True
-
-    def _server_policy(self) -> tuple[ServerPolicy | None, str | None]:
-        """The policy for the requesting server and its table's name: the first of its policy names
-        the policy has a table for (None, None: no policy covers it, or the server is unnamed). The
-        scope of the calls inside it (:mod:`otel_sampling.rules.scopes`, rule 1)."""
-        policy = self._instruments.settings.policy
-        for name in self._policy_names:
-            found = policy.servers.get(name)
-            if found is not None:
-                return found, name
-        return None, None
 
     def grant_context(self, scope: str) -> None:
         """The host granted ``includeContext`` ``scope`` (one of ``names.INCLUDE_CONTEXT_VALUES``);
@@ -447,15 +456,19 @@ class SamplingRecord:
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             context = recorded_in(self._span)
             self._record_metrics(ending.ending, judged, served, now.drill, context)
-            record_operation_duration(
-                self._instruments.mcp_server_duration,
-                time.perf_counter() - self._start,
-                self._operation,
-                ending.error_type,
-                status_code,
-                self._instruments.error_type_label,
-                context,
-            )
+            elapsed = time.perf_counter() - self._start
+            if ending.error_type is None and status_code is None:  # the common ending: no label to bound
+                self._instruments.mcp_server_duration.record(elapsed, self._operation, context=context)
+            else:
+                record_operation_duration(
+                    self._instruments.mcp_server_duration,
+                    elapsed,
+                    self._operation,
+                    ending.error_type,
+                    status_code,
+                    self._instruments.error_type_label,
+                    context,
+                )
         finally:  # the span ends even when a metric call fails
             try:
                 self._end_span(ending, judged, served, reported, stop_reason, cancel_reason, status_code)
@@ -465,6 +478,7 @@ class SamplingRecord:
     def _verdict(self, ending: Ending, served: str | None, now: state.Around) -> RequestVerdict:
         """The request's one verdict (:func:`~otel_sampling.rules.verdict.judge_request`), from what
         the calls inside it published (no call counts here once ``_ended`` is set)."""
+        named, around = self._named, now.reasons
         facts = RequestFacts(
             served=served,
             requested=self._last_requested if self._calls.produced is not None else None,
@@ -473,7 +487,7 @@ class SamplingRecord:
             canary=self._canary or now.canary,
             provider_fallback=self._provider_fallback,
             call_reasons=tuple(self._call_reasons),
-            named=tuple(dict.fromkeys((*self._named, *now.reasons))),  # distinct, first seen first
+            named=tuple(dict.fromkeys((*named, *around))) if named or around else (),  # distinct, first seen first
         )
         return verdict.judge_request(facts, self._reference)
 
@@ -562,12 +576,9 @@ class SamplingRecord:
     ) -> None:
         instruments = self._instruments
         instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
-        labelled: list[tuple[str, BoundedLabel, object]] = [
-            (names.GEN_AI_RESPONSE_MODEL, instruments.model_label, served)
-        ]
+        bounded = {names.GEN_AI_RESPONSE_MODEL: instruments.model_label.value(served)}
         if judged.reasons:
-            labelled.append((names.DEGRADATION_REASON, state.api_instruments().reason_label, judged.reasons[0]))
-        bounded = bound(labelled)
+            bounded[names.DEGRADATION_REASON] = state.api_instruments().reason_label.value(judged.reasons[0])
         instruments.sampling_duration.record(
             time.perf_counter() - self._start,
             {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending, **drill},
@@ -657,6 +668,48 @@ def _owning_run(span: trace.Span) -> run_records.Run | None:
         return None
 
 
+def _server_policy(settings: Settings, policy_names: tuple[str, ...]) -> tuple[ServerPolicy | None, str | None]:
+    """The policy for the requesting server and its table's name: the first of its policy names
+    the policy has a table for (None, None: no policy covers it, or the server is unnamed). The
+    scope of the calls inside it (:mod:`otel_sampling.rules.scopes`, rule 1)."""
+    tables = settings.policy.servers
+    for name in policy_names:
+        found = tables.get(name)
+        if found is not None:
+            return found, name
+    return None, None
+
+
+# The operation duration's start attributes of a session's requests, made once: shared, never changed.
+_operation_attributes = functools.lru_cache(maxsize=SESSION_ATTRIBUTE_SETS)(operation_attributes)
+
+
+@functools.lru_cache(maxsize=SESSION_ATTRIBUTE_SETS)
+def _session_attributes(
+    protocol_version: str | None,
+    server_name: str | None,
+    server_version: str | None,
+    session_id: str | None,
+    transport: str | None,
+    max_length: int,
+) -> tuple[tuple[str, Any], ...]:
+    """The start attributes a session's requests share (the same for each request of a session:
+    made fit once, not per request): each that is a non-empty string, cut to ``max_length``."""
+    attributes: dict[str, Any] = {}
+    _put_facts(
+        attributes,
+        max_length,
+        (
+            (names.MCP_PROTOCOL_VERSION, protocol_version),
+            (names.MCP_SERVER_NAME, server_name),
+            (names.MCP_SERVER_VERSION, server_version),
+            (names.MCP_SESSION_ID, session_id),
+            (names.NETWORK_TRANSPORT, transport),
+        ),
+    )
+    return tuple(attributes.items())
+
+
 def _context_label(value: str) -> str:
     return value if value in names.INCLUDE_CONTEXT_VALUES else names.OVERFLOW_LABEL
 
@@ -697,16 +750,51 @@ def start_attributes(
     ``MAX_HINTS`` hints, ``gen_ai.request.max_tokens`` (when an OTLP exporter can carry it), and each
     ``(key, value)`` of ``facts`` whose value is a non-empty string; every string cut to ``max_length``."""
     attributes: dict[str, Any] = {names.MCP_METHOD_NAME: names.METHOD_SAMPLING, names.SAMPLING_PATH: path}
-    max_tokens = otlp_int(getattr(params, "max_tokens", None))  # mcp accepts any int
+    max_tokens = getattr(params, "max_tokens", None)  # mcp accepts any int
+    if type(max_tokens) is not int or max_tokens not in INT64:
+        max_tokens = otlp_int(max_tokens)
     if max_tokens is not None:
         attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-    outside: dict[str, object] = {
-        names.SAMPLING_INCLUDE_CONTEXT_REQUESTED: include_context(params),
-        names.SAMPLING_MODEL_HINTS: hints[:MAX_HINTS],
-    }
-    outside.update((key, value) for key, value in facts if isinstance(value, str))
-    attributes.update(clean_texts(outside, max_length))
+    _put_texts(
+        attributes,
+        max_length,
+        (
+            (names.SAMPLING_INCLUDE_CONTEXT_REQUESTED, include_context(params)),
+            (names.SAMPLING_MODEL_HINTS, hints[:MAX_HINTS]),
+        ),
+    )
+    _put_facts(attributes, max_length, facts)
     return attributes
+
+
+def _put_facts(attributes: dict[str, Any], max_length: int, facts: Iterable[tuple[str, object]]) -> None:
+    """Each ``(key, value)`` of ``facts`` whose value is a non-empty string into ``attributes``, cut
+    to ``max_length`` (:func:`otel_sampling.metrics.clean`; a value already fit is kept as it is)."""
+    for key, value in facts:
+        if isinstance(value, str) and value:
+            fit = len(value) <= max_length and value.isprintable()  # the common case: no call
+            attributes[key] = value if fit else clean(value, max_length)
+
+
+def _put_texts(attributes: dict[str, Any], max_length: int, values: Iterable[tuple[str, object]]) -> None:
+    """Each ``(key, value)`` of ``values`` into ``attributes``, made fit for the span as
+    :func:`otel_sampling.metrics.clean_texts` makes it (left out when None, empty or an empty list or
+    tuple); a string, or a list of strings, that is already fit is kept as it is, without a call."""
+    for key, value in values:
+        if type(value) is str:
+            if value:
+                fit = len(value) <= max_length and value.isprintable()
+                attributes[key] = value if fit else clean(value, max_length)
+        elif isinstance(value, (list, tuple)):
+            if value:
+                attributes[key] = [
+                    item
+                    if type(item) is str and len(item) <= max_length and item.isprintable()
+                    else clean(item, max_length)
+                    for item in value
+                ]
+        elif value is not None and value != "":
+            attributes[key] = clean(value, max_length)
 
 
 def add_result_attributes(
@@ -721,15 +809,14 @@ def add_result_attributes(
     ``gen_ai.response.finish_reasons`` (from ``stopReason``), ``otel_sampling.sampling.budget.resets_at`` and
     ``error.type``, and each ``(key, value)`` of ``facts`` that is not None or empty (a string or a
     sequence of strings); every string cut to ``max_length``."""
-    attributes.update(
-        clean_texts(
-            {
-                names.GEN_AI_RESPONSE_MODEL: served,
-                names.GEN_AI_RESPONSE_FINISH_REASONS: endings.finish_reasons(stop_reason),
-                names.SAMPLING_BUDGET_RESETS_AT: ending.resets_at,
-                names.ERROR_TYPE: ending.error_type,
-                **dict(facts),
-            },
-            max_length,
-        )
+    _put_texts(
+        attributes,
+        max_length,
+        (
+            (names.GEN_AI_RESPONSE_MODEL, served),
+            (names.GEN_AI_RESPONSE_FINISH_REASONS, endings.finish_reasons(stop_reason)),
+            (names.SAMPLING_BUDGET_RESETS_AT, ending.resets_at),
+            (names.ERROR_TYPE, ending.error_type),
+            *facts,
+        ),
     )
