@@ -44,6 +44,7 @@ once read), anthropic ``max_tokens``, Gemini ``MAX_TOKENS``); ``context_length``
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
@@ -289,7 +290,10 @@ def _conforms(schema: Any, value: object, depth: int, budget: list[int]) -> bool
         return _object_conforms(schema, value, depth, budget)
     if isinstance(value, list):
         items = schema.get("items")
-        return not issubclass(type(items), dict) or all(_conforms(items, item, depth + 1, budget) for item in value)
+        # Past the budget the rest reads as conforming: a check never visits more than the budget.
+        return not issubclass(type(items), dict) or all(
+            _conforms(items, item, depth + 1, budget) for item in value[: max(budget[0], 0)]
+        )
     return True
 
 
@@ -300,9 +304,9 @@ def _object_conforms(schema: Mapping[str, Any], value: dict[Any, Any], depth: in
     properties: Any = schema.get("properties")
     if not issubclass(type(properties), dict):
         return True
-    if schema.get("additionalProperties") is False and any(key not in properties for key in value):
+    if schema.get("additionalProperties") is False and not value.keys() <= properties.keys():
         return False
-    for key, item in value.items():
+    for key, item in itertools.islice(value.items(), max(budget[0], 0)):
         sub = properties.get(key)
         if sub is not None and not _conforms(sub, item, depth + 1, budget):
             return False

@@ -11,6 +11,7 @@ import pytest
 from otel_sampling import names
 from otel_sampling.rules.call_checks import (
     MAX_CHECKED_CHARS,
+    MAX_SCHEMA_NODES,
     NO_SIGNALS,
     Answer,
     Asked,
@@ -162,6 +163,16 @@ def test_the_schema_check_is_bounded_in_depth() -> None:
         deep = {"type": "object", "properties": {"a": deep}}
         value = {"a": value}
     assert conforms(deep, value)  # the mismatch lies past MAX_SCHEMA_DEPTH
+
+
+def test_the_schema_check_visits_at_most_its_budget_of_values() -> None:
+    schema = {"type": "array", "items": {"type": "integer"}}
+    assert not conforms(schema, [*range(MAX_SCHEMA_NODES - 2), "x"])  # within the budget: read
+    assert conforms(schema, [*range(MAX_SCHEMA_NODES), "x"])  # past it: passes unread
+    members = {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(MAX_SCHEMA_NODES + 1)}}
+    assert conforms(members, {**{f"k{i}": i for i in range(MAX_SCHEMA_NODES)}, f"k{MAX_SCHEMA_NODES}": "x"})
+    closed = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
+    assert not conforms(closed, {"a": 1, "b": 2})  # a closed object's keys are all read
 
 
 # ---------------------------------------------------------------------- truncation and context
