@@ -38,7 +38,6 @@ import json
 import logging
 import operator
 import os
-import re
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple, TypeVar, overload
@@ -180,11 +179,7 @@ class ProviderState:
         self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
         self.failovers = FailoverTracker()
         self.served_model_headers = instruments.settings.served_model_headers
-        # Any of them, as a whole line of the newline-joined raw header names (_note_served_model).
-        self.served_model_names = re.compile(
-            b"^(?:%b)$" % b"|".join(re.escape(name.encode("ascii")) for name in self.served_model_headers),
-            re.IGNORECASE | re.MULTILINE,
-        )
+        self.served_model_keys = frozenset(name.encode("ascii") for name in self.served_model_headers)
         # Raw responses whose body is not read yet -> their call (ended at parse or collection).
         self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
         self.drill_schedules = instruments.settings.policy.drills
@@ -568,7 +563,7 @@ def _hand_over(state: ProviderState, call: ProviderCall, result: Any, direct: bo
     return handed
 
 
-_FIRST = operator.itemgetter(0)
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _note_served_model(state: ProviderState, call: ProviderCall, http_response: Any) -> None:
@@ -576,15 +571,14 @@ def _note_served_model(state: ProviderState, call: ProviderCall, http_response: 
     header names, ASCII as HTTP's are) present in the response's headers (``httpx2.Headers``)
     names (stripped; an empty value names none), if any.
 
-    Whether any is present is one search, in C, of the raw header names (most answers carry none):
-    reading a name that is absent through ``Headers`` scans and decodes them all, per name. The raw
-    names are the ``Headers``' own list (``_list``, which ``raw`` copies; the same in httpx and
-    httpx2), else ``raw``."""
+    Whether any is present is asked of the raw header names, lower-cased, in C (most answers carry
+    none of these headers): reading a name that is absent through ``Headers`` scans and decodes
+    them all, per name. The ``Headers``' own list (``_list``, the same in httpx and httpx2) holds
+    each name lower-cased already; without it, the names of ``raw`` are lower-cased here."""
     headers = http_response.headers
     items = getattr(headers, "_list", None)
-    if type(items) is not list:
-        items = headers.raw
-    if state.served_model_names.search(b"\n".join(map(_FIRST, items))) is None:
+    names = map(_SECOND, items) if type(items) is list else map(bytes.lower, map(_FIRST, headers.raw))
+    if state.served_model_keys.isdisjoint(names):
         return
     for name in state.served_model_headers:
         value = headers.get(name)
