@@ -182,6 +182,9 @@ class ProviderState:
         self.served_model_keys = frozenset(name.encode("ascii") for name in self.served_model_headers)
         # Raw responses whose body is not read yet -> their call (ended at parse or collection).
         self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
+        # Whether a raw response was ever pending: until then the wrappers of ``_parse`` and ``close``
+        # do not ask ``pending`` (its length is a Python call).
+        self.had_pending = False
         self.drill_schedules = instruments.settings.policy.drills
         self._httpx = importlib.import_module(self.http_library)
         self._url_type = self._httpx.URL
@@ -598,6 +601,7 @@ def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
         call.end(response)
         return
     state.pending[raw] = call
+    state.had_pending = True
     weakref.finalize(raw, _end_unseen, state, call)  # never parsed: ended when collected (a no-op once ended)
 
 
@@ -675,7 +679,7 @@ def _end_unseen(state: ProviderState, call: ProviderCall) -> None:
 
 
 def _end_unparsed(state: ProviderState, raw: Any) -> None:
-    call = state.pending.pop(raw, None) if state.pending else None
+    call = state.pending.pop(raw, None) if state.had_pending and state.pending else None
     if call is not None:
         _end_unseen(state, call)  # closed without being parsed: whatever the caller read, we did not see it
 
@@ -720,7 +724,7 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
     ``request``, reads the served-model headers of the answer the SDK is parsing."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = state.pending.pop(instance, None) if state.pending else None
+        call = state.pending.pop(instance, None) if state.had_pending and state.pending else None
         if call is None:
             current = _state.current_call.get() if state.served_model_headers else None
             if current is not None:  # the answer of the call being sent: its headers may name the served model
