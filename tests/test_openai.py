@@ -677,60 +677,36 @@ _usage = _or_any(
 )
 _refusals = st.none() | st.sampled_from(["", "I can't help with that."])
 _reasons = st.none() | st.sampled_from(["stop", "length", "tool_calls"])
-_completion = st.fixed_dictionaries(
-    {
-        "id": _or_any(st.just("chatcmpl-1")),
-        "object": st.just("chat.completion"),
-        "created": st.just(0),
-        "model": _or_any(st.sampled_from(["gpt-4o", ""])),
-        "choices": _or_any(
-            st.lists(
-                _or_any(
-                    st.fixed_dictionaries(
-                        {
-                            "index": _or_any(st.integers(0, 2)),
-                            "finish_reason": _or_any(_reasons),
-                            "message": _or_any(
-                                st.fixed_dictionaries(
-                                    {"role": st.just("assistant"), "content": json_value, "refusal": _or_any(_refusals)}
-                                )
-                            ),
-                        }
-                    )
-                ),
-                max_size=3,
-            )
-        ),
-        "usage": st.none() | _usage,
-    },
-    optional={"error": json_value},
+
+
+def _answer(kind: str, part: str, body: st.SearchStrategy[Any], **optional: Any) -> st.SearchStrategy[Any]:
+    """A Chat Completions answer (``kind``) whose choices carry ``part`` (``message`` / ``delta``)."""
+    choice = st.fixed_dictionaries(
+        {"index": _or_any(st.integers(0, 2)), "finish_reason": _or_any(_reasons), part: _or_any(body)}
+    )
+    return st.fixed_dictionaries(
+        {
+            "id": _or_any(st.just("chatcmpl-1")),
+            "object": st.just(kind),
+            "created": st.just(0),
+            "model": _or_any(st.sampled_from(["gpt-4o", ""])),
+            "choices": _or_any(st.lists(_or_any(choice), max_size=3)),
+            "usage": st.none() | _usage,
+        },
+        optional=optional,
+    )
+
+
+_completion = _answer(
+    "chat.completion",
+    "message",
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": json_value, "refusal": _or_any(_refusals)}),
+    error=json_value,
 )
-_chunk = st.fixed_dictionaries(
-    {
-        "id": _or_any(st.just("chatcmpl-1")),
-        "object": st.just("chat.completion.chunk"),
-        "created": st.just(0),
-        "model": _or_any(st.just("gpt-4o")),
-        "choices": _or_any(
-            st.lists(
-                _or_any(
-                    st.fixed_dictionaries(
-                        {
-                            "index": _or_any(st.integers(0, 2)),
-                            "finish_reason": _or_any(_reasons),
-                            "delta": _or_any(
-                                st.fixed_dictionaries(
-                                    {}, optional={"content": _or_any(st.sampled_from(["", "hi"])), "refusal": _refusals}
-                                )
-                            ),
-                        }
-                    )
-                ),
-                max_size=3,
-            )
-        ),
-        "usage": st.none() | _usage,
-    }
+_chunk = _answer(
+    "chat.completion.chunk",
+    "delta",
+    st.fixed_dictionaries({}, optional={"content": _or_any(st.sampled_from(["", "hi"])), "refusal": _refusals}),
 )
 
 
@@ -741,7 +717,7 @@ def _state() -> Any:
     return OpenAIInstrumentor()._table()[1](Instruments(Settings()))  # the installed major's state
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(body=_completion)
 def test_a_completion_read_plainly_reports_what_the_tolerant_read_does(body):
     from openai.types.chat import ChatCompletion
@@ -752,7 +728,7 @@ def test_a_completion_read_plainly_reports_what_the_tolerant_read_does(body):
     assert _state().response_of(completion) == chat_response_of(completion)
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(bodies=st.lists(_chunk, min_size=1, max_size=5))
 @example(  # a refusal under an index that is no int, once choice 0 (which it reads as) showed text
     bodies=[

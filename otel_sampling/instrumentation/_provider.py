@@ -38,7 +38,6 @@ import json
 import logging
 import operator
 import os
-import re
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple, TypeVar, overload
@@ -180,13 +179,12 @@ class ProviderState:
         self._last_server: tuple[Any, tuple[str, int | None] | None] = (object(), None)
         self.failovers = FailoverTracker()
         self.served_model_headers = instruments.settings.served_model_headers
-        # Any of them, as a whole line of the newline-joined raw header names (_note_served_model).
-        self.served_model_names = re.compile(
-            b"^(?:%b)$" % b"|".join(re.escape(name.encode("ascii")) for name in self.served_model_headers),
-            re.IGNORECASE | re.MULTILINE,
-        )
+        self.served_model_keys = frozenset(name.encode("ascii") for name in self.served_model_headers)
         # Raw responses whose body is not read yet -> their call (ended at parse or collection).
         self.pending: weakref.WeakKeyDictionary[Any, ProviderCall] = weakref.WeakKeyDictionary()
+        # Whether a raw response was ever pending: until then the wrappers of ``_parse`` and ``close``
+        # do not ask ``pending`` (its length is a Python call).
+        self.had_pending = False
         self.drill_schedules = instruments.settings.policy.drills
         self._httpx = importlib.import_module(self.http_library)
         self._url_type = self._httpx.URL
@@ -568,7 +566,7 @@ def _hand_over(state: ProviderState, call: ProviderCall, result: Any, direct: bo
     return handed
 
 
-_FIRST = operator.itemgetter(0)
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _note_served_model(state: ProviderState, call: ProviderCall, http_response: Any) -> None:
@@ -576,15 +574,14 @@ def _note_served_model(state: ProviderState, call: ProviderCall, http_response: 
     header names, ASCII as HTTP's are) present in the response's headers (``httpx2.Headers``)
     names (stripped; an empty value names none), if any.
 
-    Whether any is present is one search, in C, of the raw header names (most answers carry none):
-    reading a name that is absent through ``Headers`` scans and decodes them all, per name. The raw
-    names are the ``Headers``' own list (``_list``, which ``raw`` copies; the same in httpx and
-    httpx2), else ``raw``."""
+    Whether any is present is asked of the raw header names, lower-cased, in C (most answers carry
+    none of these headers): reading a name that is absent through ``Headers`` scans and decodes
+    them all, per name. The ``Headers``' own list (``_list``, the same in httpx and httpx2) holds
+    each name lower-cased already; without it, the names of ``raw`` are lower-cased here."""
     headers = http_response.headers
     items = getattr(headers, "_list", None)
-    if type(items) is not list:
-        items = headers.raw
-    if state.served_model_names.search(b"\n".join(map(_FIRST, items))) is None:
+    names = map(_SECOND, items) if type(items) is list else map(bytes.lower, map(_FIRST, headers.raw))
+    if state.served_model_keys.isdisjoint(names):
         return
     for name in state.served_model_headers:
         value = headers.get(name)
@@ -604,6 +601,7 @@ def _raw(state: ProviderState, call: ProviderCall, raw: Any) -> None:
         call.end(response)
         return
     state.pending[raw] = call
+    state.had_pending = True
     weakref.finalize(raw, _end_unseen, state, call)  # never parsed: ended when collected (a no-op once ended)
 
 
@@ -681,7 +679,7 @@ def _end_unseen(state: ProviderState, call: ProviderCall) -> None:
 
 
 def _end_unparsed(state: ProviderState, raw: Any) -> None:
-    call = state.pending.pop(raw, None) if state.pending else None
+    call = state.pending.pop(raw, None) if state.had_pending and state.pending else None
     if call is not None:
         _end_unseen(state, call)  # closed without being parsed: whatever the caller read, we did not see it
 
@@ -726,7 +724,7 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
     ``request``, reads the served-model headers of the answer the SDK is parsing."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = state.pending.pop(instance, None) if state.pending else None
+        call = state.pending.pop(instance, None) if state.had_pending and state.pending else None
         if call is None:
             current = _state.current_call.get() if state.served_model_headers else None
             if current is not None:  # the answer of the call being sent: its headers may name the served model

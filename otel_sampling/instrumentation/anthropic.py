@@ -115,29 +115,23 @@ _NO_MEMBERS: dict[str, Any] = {}  # never written
 def _counts(usage: Mapping[str, Any]) -> tuple[int | None, int | None, int | None, int | None, int | None]:
     """The token counts among ``usage``'s members (:func:`_members`), in :data:`_USAGE_FIELDS` order
     then the thinking tokens: each a :func:`~otel_sampling.rules.values.token_count` or None."""
-    get = usage.get
-    base, output, read, creation = (
-        get("input_tokens"),
-        get("output_tokens"),
-        get("cache_read_input_tokens"),
-        get("cache_creation_input_tokens"),
-    )
+    counts: tuple[Any, ...] = tuple(map(usage.get, _USAGE_FIELDS))
     # Four plain ints in range, the common case, in one test; else each read on its own.
-    if not (
-        type(base) is type(output) is type(read) is type(creation) is int
-        and min(base, output, read, creation) >= 0
-        and max(base, output, read, creation) <= MAX_TOKEN_COUNT
-    ):
-        base, output, read, creation = token_count(base), token_count(output), token_count(read), token_count(creation)
+    if not (set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and max(counts) <= MAX_TOKEN_COUNT):
+        counts = tuple(map(token_count, counts))
+    base, output, read, creation = counts
     # usage.output_tokens_details.thinking_tokens (the SDK's BetaOutputTokensDetails; an extra
     # field, a dict, on the non-beta models): reasoning, already inside output_tokens.
-    details = get("output_tokens_details")
+    details = usage.get("output_tokens_details")
     thinking = None
     if details is not None:
         thinking = token_count(
             details.get(_THINKING) if isinstance(details, dict) else getattr(details, _THINKING, None)
         )
     return base, output, read, creation, thinking
+
+
+_INT_ONLY = {int}
 
 
 def _usage_fields(usage: Mapping[str, Any], into: dict[str, int]) -> None:
@@ -177,16 +171,17 @@ def _error_envelope(members: Mapping[str, Any]) -> str | None:
     return reported_error_type(error, (_get(error, "type"),), marked=marked)
 
 
+_MESSAGE_MEMBERS = ("model", "id", "stop_reason", "content", "usage")
+
+
 def response_of(message: Any) -> Response:
     """What a non-streamed ``Message`` / ``BetaMessage`` reports (output content not read); an
     error body that came with HTTP 200 ends the call as that error (``Response.error_type``), one
     without a ``content`` list holds no answer (``Response.answered``; the SDK does not validate
     answers: a body that is not a JSON object reaches us as it is)."""
     members = _members(message)
-    get = members.get
-    usage = _members(get("usage"))
-    stop_reason = get("stop_reason")
-    blocks = get("content")
+    model, response_id, stop_reason, blocks, usage = map(members.get, _MESSAGE_MEMBERS)
+    usage = _members(usage)
     content = blocks if isinstance(blocks, (list, tuple)) else None
     fallback = _is_fallback_usage(usage)
     if content is not None and not fallback:
@@ -194,8 +189,6 @@ def response_of(message: Any) -> Response:
             if getattr(block, "type", None) == "fallback":
                 fallback = True
                 break
-    model = get("model")
-    response_id = get("id")
     return Response(
         model if isinstance(model, str) and model else None,
         response_id if isinstance(response_id, str) and response_id else None,
@@ -251,7 +244,17 @@ class StreamAccumulator:
     ``message_delta``, completion from ``message_stop``; with ``capture``, the content blocks too.
     The SDK builds events without validating them: a field may be missing or of any JSON type."""
 
-    __slots__ = ("complete", "_model", "_id", "_stop_reason", "_usage", "_fallback", "_blocks", "_answered")
+    __slots__ = (
+        "complete",
+        "skipped_events",
+        "_model",
+        "_id",
+        "_stop_reason",
+        "_usage",
+        "_fallback",
+        "_blocks",
+        "_answered",
+    )
 
     def __init__(self, capture: bool = False) -> None:
         self.complete = False
@@ -262,6 +265,8 @@ class StreamAccumulator:
         self._fallback = False
         self._blocks: dict[int, dict[str, Any]] | None = {} if capture else None
         self._answered = False
+        # Without content capture, the text deltas (most of a stream's events) hold nothing to read.
+        self.skipped_events = None if capture else _CONTENT_EVENTS
 
     def observe(self, event: Any) -> None:
         kind = getattr(event, "type", None)
@@ -309,6 +314,7 @@ class StreamAccumulator:
         )
 
 
+_CONTENT_EVENTS = frozenset({"content_block_delta", "content_block_stop", "ping"})
 _ANSWERS = call_answers.AnthropicAnswers()
 
 

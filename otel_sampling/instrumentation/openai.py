@@ -234,10 +234,13 @@ class StreamAccumulator:
 
     Per chunk, once the model, the id and a choice object came (content capture off), the chunk's
     ``choices`` and ``usage`` and each choice's ``index`` and ``finish_reason`` are read as plain
-    attributes; a chunk the SDK built otherwise (it does not validate answers: a member missing, a
-    choice that is not an object) is read again by the tolerant reading, which takes any shape. A
-    choice's ``delta`` is read until it carried content text or a refusal: a refused message has
-    its ``refusal`` in place of any content, so after the first text of a choice none can come.
+    attributes; before that too for a chunk of the SDK's own classes (``models``: the state's
+    :class:`_ChatModels`; None, as for another library's chunks: read tolerantly until then). A
+    chunk the SDK built otherwise (it does not validate answers: a member missing, a choice that
+    is not an object, an ``index`` that cannot be a key) is read again by the tolerant reading,
+    which takes any shape and reads an ``index`` that is not an int as 0. A choice's ``delta`` is
+    read until it carried content text or a refusal: a refused message has its ``refusal`` in
+    place of any content, so after the first text of a choice none can come.
     """
 
     __slots__ = (

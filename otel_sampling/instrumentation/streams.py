@@ -43,6 +43,10 @@ UNREADABLE = "otel-sampling: could not read a stream event"
 
 
 class Accumulator(Protocol):
+    """Reads a stream's events. An accumulator may also have ``skipped_events``: the ``type`` of
+    events it reads nothing from (a frozenset, or None: it reads every event), which the proxy
+    then does not hand it (no Python call per such event)."""
+
     complete: bool
 
     def observe(self, event: Any) -> None: ...
@@ -80,7 +84,7 @@ class _Reading:
     """One stream's call and what its events showed so far: the per-event path reads this plain
     object, not the proxy (whose every attribute access goes through wrapt's forwarding)."""
 
-    __slots__ = ("call", "accumulator", "failure", "step", "blind", "first", "in_use")
+    __slots__ = ("call", "accumulator", "failure", "step", "blind", "first", "in_use", "skipped")
 
     def __init__(
         self,
@@ -96,6 +100,9 @@ class _Reading:
         self.blind = False  # an event could not be read: "no terminal event" would be our guess
         self.first = True  # no event read yet: the next one fixes the time to first chunk
         self.in_use = _in_use(step)  # another reader is inside the stream (:func:`_in_use`)
+        skipped = getattr(accumulator, "skipped_events", None)
+        # Event types not handed to the accumulator (it reads nothing from them), or None.
+        self.skipped: frozenset[str] | None = skipped if isinstance(skipped, frozenset) and skipped else None
 
     def read(self) -> Any:
         """``next(stream)``: the next event (seen by the accumulator), or what the stream raised
@@ -132,7 +139,8 @@ class _Reading:
                 self.first_event()
             elif self.call is not None:
                 self.call.chunk()
-            self.accumulator.observe(event)
+            if self.skipped is None or getattr(event, "type", None) not in self.skipped:
+                self.accumulator.observe(event)
         except Exception:  # an event we cannot read: the stream goes on, the call ends unreadable
             self.blind = True
             logger.debug(UNREADABLE, exc_info=True)
@@ -180,7 +188,7 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
     What :meth:`_Reading.read` does, written out in this one frame: it is the only Python frame
     the proxy adds per event (beside the accumulator's reading of it)."""
     reading: _Reading = proxy._self_reading
-    step, observe = reading.step, reading.accumulator.observe
+    step, observe, skipped = reading.step, reading.accumulator.observe, reading.skipped
     while True:
         try:
             event = step()
@@ -196,7 +204,8 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
                 reading.first_event()
             elif reading.call is not None:
                 reading.call.chunk()  # the gap since the previous event (time per output chunk)
-            observe(event)
+            if skipped is None or getattr(event, "type", None) not in skipped:
+                observe(event)
         except Exception:  # as in _Reading.observe
             reading.blind = True
             logger.debug(UNREADABLE, exc_info=True)
@@ -206,7 +215,7 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
 async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
     """``aiter(proxy)``: as :func:`_events`, an async generator as the SDK stream's ``__aiter__`` is."""
     reading: _Reading = proxy._self_reading
-    step, observe = reading.step, reading.accumulator.observe
+    step, observe, skipped = reading.step, reading.accumulator.observe, reading.skipped
     while True:
         try:
             event = await step()
@@ -222,7 +231,8 @@ async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
                 reading.first_event()
             elif reading.call is not None:
                 reading.call.chunk()  # the gap since the previous event (time per output chunk)
-            observe(event)
+            if skipped is None or getattr(event, "type", None) not in skipped:
+                observe(event)
         except Exception:  # as in _Reading.observe
             reading.blind = True
             logger.debug(UNREADABLE, exc_info=True)
