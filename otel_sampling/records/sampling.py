@@ -263,9 +263,14 @@ class SamplingRecord:
         max_length = settings.attribute_max_length
         path = self._path
         attributes = start_attributes(params, path, self._reference.hints, max_length)
-        attributes.update(
-            _session_attributes(protocol_version, server_name, server_version, session_id, transport, max_length)
-        )
+        shared = (protocol_version, server_name, server_version, session_id, transport)
+        # Kept made fit when each is a string that fits (what a cache may hold is bounded), else made now.
+        fits = True
+        for value in shared:
+            if value is not None and (type(value) is not str or len(value) > max_length):
+                fits = False
+                break
+        attributes.update((_session_attributes if fits else _session_attributes.__wrapped__)(*shared, max_length))
         _put_facts(
             attributes,
             max_length,
@@ -694,7 +699,9 @@ def _session_attributes(
     max_length: int,
 ) -> tuple[tuple[str, Any], ...]:
     """The start attributes a session's requests share (the same for each request of a session:
-    made fit once, not per request): each that is a non-empty string, cut to ``max_length``."""
+    made fit once, not per request): each that is a non-empty string, cut to ``max_length``. The
+    cache holds only values that already fit (at most ``SESSION_ATTRIBUTE_SETS`` sets of five
+    strings of ``max_length``): a hostile name is made fit per request, never kept."""
     attributes: dict[str, Any] = {}
     _put_facts(
         attributes,
