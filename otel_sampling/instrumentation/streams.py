@@ -18,9 +18,9 @@ Responses ``error`` / ``response.failed``), reaches the call through the accumul
 (``Response.error_type``): the call ends with it whatever the exit. How a stream ended is the
 rule :func:`otel_sampling.rules.endings.stream_ending`.
 
-The first event fixes the call's time to first chunk. ``iter(proxy)`` (``aiter``) is a generator
-of its own over the stream's events, as the SDK stream's ``__iter__`` (``__aiter__``) is, and
-``next(proxy)`` (``anext``) reads the same events.
+Each event's time goes to the call's ``chunk_times`` (the first fixes its time to first chunk).
+``iter(proxy)`` (``aiter``) is a generator of its own over the stream's events, as the SDK
+stream's ``__iter__`` (``__aiter__``) is, and ``next(proxy)`` (``anext``) reads the same events.
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
 
 import wrapt
 
-from otel_sampling.records.provider_call import ProviderCall
+from otel_sampling.records.provider_call import MAX_CHUNK_TIMES, ProviderCall
 from otel_sampling.rules import endings
 from otel_sampling.rules.endings import fallback_failure, stream_ending
 from otel_sampling.rules.values import Failure, Response
@@ -84,7 +85,7 @@ class _Reading:
     """One stream's call and what its events showed so far: the per-event path reads this plain
     object, not the proxy (whose every attribute access goes through wrapt's forwarding)."""
 
-    __slots__ = ("call", "accumulator", "failure", "step", "blind", "first", "in_use", "skipped")
+    __slots__ = ("call", "accumulator", "failure", "step", "blind", "times", "in_use", "skipped")
 
     def __init__(
         self,
@@ -98,7 +99,8 @@ class _Reading:
         self.failure = failure
         self.step = step  # reads the SDK stream's next event (:func:`_step`)
         self.blind = False  # an event could not be read: "no terminal event" would be our guess
-        self.first = True  # no event read yet: the next one fixes the time to first chunk
+        # The call's event times (ProviderCall.chunk_times), appended to here as events come.
+        self.times: list[float] = call.chunk_times if call is not None else []
         self.in_use = _in_use(step)  # another reader is inside the stream (:func:`_in_use`)
         skipped = getattr(accumulator, "skipped_events", None)
         # Event types not handed to the accumulator (it reads nothing from them), or None.
@@ -135,21 +137,13 @@ class _Reading:
 
     def observe(self, event: Any) -> None:
         try:
-            if self.first:
-                self.first_event()
-            elif self.call is not None:
-                self.call.chunk()
+            if len(self.times) < MAX_CHUNK_TIMES:
+                self.times.append(time.perf_counter())
             if self.skipped is None or getattr(event, "type", None) not in self.skipped:
                 self.accumulator.observe(event)
         except Exception:  # an event we cannot read: the stream goes on, the call ends unreadable
             self.blind = True
             logger.debug(UNREADABLE, exc_info=True)
-
-    def first_event(self) -> None:
-        """The first event came: it fixes the call's time to first chunk."""
-        self.first = False
-        if self.call is not None:
-            self.call.first_chunk()
 
     def end(self, exc: BaseException | None, exhausted: bool) -> None:
         """End the call once (later calls do nothing): with ``exc`` raised by the stream, else as
@@ -188,7 +182,7 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
     What :meth:`_Reading.read` does, written out in this one frame: it is the only Python frame
     the proxy adds per event (beside the accumulator's reading of it)."""
     reading: _Reading = proxy._self_reading
-    step, observe, skipped = reading.step, reading.accumulator.observe, reading.skipped
+    step, observe, skipped, times = reading.step, reading.accumulator.observe, reading.skipped, reading.times
     while True:
         try:
             event = step()
@@ -200,10 +194,8 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
                 reading.end(exc, exhausted=False)
             raise
         try:
-            if reading.first:
-                reading.first_event()
-            elif reading.call is not None:
-                reading.call.chunk()  # the gap since the previous event (time per output chunk)
+            if len(times) < MAX_CHUNK_TIMES:  # the time to first chunk, then the gaps (time per output chunk)
+                times.append(time.perf_counter())
             if skipped is None or getattr(event, "type", None) not in skipped:
                 observe(event)
         except Exception:  # as in _Reading.observe
@@ -215,7 +207,7 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
 async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
     """``aiter(proxy)``: as :func:`_events`, an async generator as the SDK stream's ``__aiter__`` is."""
     reading: _Reading = proxy._self_reading
-    step, observe, skipped = reading.step, reading.accumulator.observe, reading.skipped
+    step, observe, skipped, times = reading.step, reading.accumulator.observe, reading.skipped, reading.times
     while True:
         try:
             event = await step()
@@ -227,10 +219,8 @@ async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
                 reading.end(exc, exhausted=False)
             raise
         try:
-            if reading.first:
-                reading.first_event()
-            elif reading.call is not None:
-                reading.call.chunk()  # the gap since the previous event (time per output chunk)
+            if len(times) < MAX_CHUNK_TIMES:  # the time to first chunk, then the gaps (time per output chunk)
+                times.append(time.perf_counter())
             if skipped is None or getattr(event, "type", None) not in skipped:
                 observe(event)
         except Exception:  # as in _Reading.observe

@@ -30,6 +30,7 @@ Everything here is provider-independent: an SDK module only turns its responses 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -140,9 +141,7 @@ class ProviderCall:
         "_attached",
         "_call_token",
         "_server_address",
-        "_first_chunk",
-        "_last_chunk",
-        "_chunk_gaps",
+        "chunk_times",
         "_stream",
         "_capture",
         "_input_content",
@@ -183,9 +182,10 @@ class ProviderCall:
         self.checks: CallChecks | None = None
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
-        self._first_chunk: float | None = None
-        self._last_chunk = 0.0
-        self._chunk_gaps: list[float] = []  # time_per_output_chunk, when emitted
+        # time.perf_counter() of each stream event, appended by the stream's reader while it holds
+        # fewer than MAX_CHUNK_TIMES (a list append: no Python frame per event); the first fixes the
+        # time to first chunk, the gaps between them are time_per_output_chunk.
+        self.chunk_times: list[float] = []
         self._stream = stream
         self._ended = False
         # The context token while the call is active (activate); _call_token is set with it.
@@ -272,23 +272,6 @@ class ProviderCall:
         request): the call's served model, whatever the body says."""
         if not self._ended:
             self._served_model = model
-
-    def first_chunk(self) -> None:
-        """A stream delivered its first event: fixes the time to first chunk."""
-        if self._first_chunk is None:
-            self._first_chunk = self._last_chunk = time.perf_counter()
-
-    def chunk(self) -> None:
-        """A stream delivered an event after its first: the gap since the previous one is kept for
-        ``…time_per_output_chunk`` (at most ``MAX_CHUNK_GAPS`` per call)."""
-        if self._first_chunk is None:
-            self.first_chunk()
-            return
-        if len(self._chunk_gaps) >= MAX_CHUNK_GAPS:
-            return
-        now = time.perf_counter()
-        self._chunk_gaps.append(now - self._last_chunk)
-        self._last_chunk = now
 
     def end(self, response: Response | None, error_type: str | None = None, ending: str | None = None) -> None:
         """End the call once.
@@ -533,8 +516,8 @@ class ProviderCall:
                     attributes[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = cache_write
                 if reasoning is not None:
                     attributes[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
-                if self._stream and self._first_chunk is not None:
-                    attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self._first_chunk - self._start
+                if self._stream and self.chunk_times:
+                    attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self.chunk_times[0] - self._start
                 if priced is not None:
                     attributes[names.GEN_AI_USAGE_COST_AMOUNT] = priced.usd
                     attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
@@ -580,14 +563,15 @@ class ProviderCall:
         )
         if drill:
             metric_attributes.update(drill)
-        first_chunk = self._first_chunk - self._start if self._stream and self._first_chunk is not None else None
+        times = self.chunk_times
+        first_chunk = times[0] - self._start if self._stream and times else None
         record_inference(
             instruments.inference,
             metric_attributes,
             ending=ending,
             duration=duration,
             first_chunk=first_chunk,
-            chunk_gaps=self._chunk_gaps,
+            chunk_gaps=[later - earlier for earlier, later in itertools.pairwise(times)] if len(times) > 1 else (),
             usage=usage,
             context=context,
         )
@@ -649,6 +633,7 @@ _USAGE_ATTRIBUTES = (
 # parts are inside ``input`` and have their own counters in the newest names).
 
 MAX_CHUNK_GAPS: Final = 4096  # inter-chunk gaps kept per stream (time_per_output_chunk); later ones are dropped
+MAX_CHUNK_TIMES: Final = MAX_CHUNK_GAPS + 1  # event times a stream's reader appends to ProviderCall.chunk_times
 
 
 def record_inference(
