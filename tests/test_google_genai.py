@@ -240,6 +240,19 @@ def test_the_trace_context_stays_off_the_clients_headers(genai_instrumented, fak
     assert [r["headers"].get("traceparent") for r in fake_provider.requests] == [traceparent_of(span), None]
 
 
+@pytest.mark.parametrize("options", [None, {"headers": {"x-caller": "1"}}], ids=["none", "headers"])
+def test_a_request_given_its_options_by_keyword_is_sent_as_asked(genai_instrumented, fake_provider, options):
+    """``BaseApiClient.request(method, path, body, http_options=...)``, the method's own signature
+    with the options by keyword, is sent as without us, with the trace context."""
+    fake_provider.reset()
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    c = client(fake_provider)  # held: a collected client closes its HTTP client
+    c._api_client.request("post", f"models/{MODEL}:generateContent", body, http_options=options)
+    span, attributes = only(genai_instrumented)
+    assert attributes[names.ENDING] == names.ENDING_COMPLETED
+    assert fake_provider.requests[0]["headers"]["traceparent"] == traceparent_of(span)
+
+
 def test_no_trace_context_when_turned_off(telemetry, fake_provider, monkeypatch):
     monkeypatch.setenv(names.ENV_OMIT_PROVIDER_TRACE_CONTEXT, "true")
     for _ in _instrumented(telemetry, GoogleGenAIInstrumentor):

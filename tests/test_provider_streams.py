@@ -150,6 +150,18 @@ def test_a_response_without_a_model_omits_the_attribute(anthropic_instrumented):
     assert [p.attributes[names.GEN_AI_RESPONSE_MODEL] for p in points] == ["_unknown"]
 
 
+def test_an_event_whose_type_is_not_a_string_is_read_not_skipped(anthropic_instrumented):
+    """The SDK builds an event whose JSON ``type`` is an array as it is (it validates nothing): such
+    an event is read as any unknown one, so a stream that ends without ``message_stop`` is still
+    incomplete."""
+    odd = f"event: message_delta\ndata: {json.dumps({'type': ['weird'], 'delta': {}})}\n\n".encode()
+    client = streaming(anthropic.Anthropic, httpx2.Client, lambda: sse(MESSAGE_START) + odd)
+    assert len(list(client.messages.create(**KW, stream=True))) == 2
+    (span,) = anthropic_instrumented.spans()
+    assert span.attributes[names.ENDING] == names.ENDING_ERROR
+    assert span.attributes[names.ERROR_TYPE] == "incomplete_stream"
+
+
 # ---------------------------------------------------------------- both SDKs: what a caller can do with a stream
 def test_time_to_first_chunk_and_duration_never_exceed_the_span(anthropic_instrumented, fake_provider, monkeypatch):
     # Whatever runs before the span starts (here a slow look-up of the current sampling request,

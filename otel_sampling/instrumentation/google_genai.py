@@ -467,7 +467,7 @@ class _State(ProviderState):
                 new_options = options.model_copy(update={"headers": headers})
         if positional:
             return (*args[:3], new_options, *args[4:]), kwargs
-        if len(args) == 3:
+        if len(args) == 3 and "http_options" not in kwargs:
             return (*args, new_options), kwargs
         return args, {**kwargs, "http_options": new_options}
 

@@ -244,22 +244,13 @@ class ChatStreamAccumulator(StreamAccumulator):
         an absent one raises inside pydantic, and the plain reading would give way to the tolerant
         one on every chunk)."""
         try:
-            choices = chunk.choices
-            if type(choices) is list:
-                for choice in choices:
-                    index = choice.index
-                    if index not in self._settled:
-                        self._see_delta(index, choice.delta)
-                    reason = choice.finish_reason
-                    if reason is not None and isinstance(reason, str):
-                        self._finish_reasons[index if type(index) is int else 0] = reason
-                        self.complete = True
+            if self._plain_choices(chunk.choices):
                 extra = chunk.__pydantic_extra__
                 usage = extra.get("usage") if extra else None
                 if usage is not None:
                     self._usage = usage
                 return
-        except AttributeError:  # a shape LiteLLM did not validate: read again, tolerantly
+        except (AttributeError, TypeError):  # a shape LiteLLM did not validate: read again, tolerantly
             pass
         self._observe(chunk)
 

@@ -276,18 +276,9 @@ class StreamAccumulator:
         self._sdk_chunk = models.chunk if models is not None and not capture else None
 
     def observe(self, chunk: Any) -> None:
-        if self._plain:  # what _observe reads, for the SDK's models, in this one frame
+        if self._plain:  # what _observe reads, for the SDK's models
             try:
-                choices = chunk.choices
-                if type(choices) is list:
-                    for choice in choices:
-                        index = choice.index
-                        if index not in self._settled:
-                            self._see_delta(index, choice.delta)
-                        reason = choice.finish_reason
-                        if reason is not None and isinstance(reason, str):
-                            self._finish_reasons[index if type(index) is int else 0] = reason
-                            self.complete = True
+                if self._plain_choices(chunk.choices):
                     usage = chunk.usage
                     if usage is not None:
                         self._usage = usage
@@ -297,6 +288,22 @@ class StreamAccumulator:
         elif type(chunk) is self._sdk_chunk and self._sdk_read(chunk):
             return
         self._observe(chunk)
+
+    def _plain_choices(self, choices: Any) -> bool:
+        """A chunk's choices, of the SDK's models, read by plain attribute reads; False when they
+        are not a list (the chunk is read tolerantly). Raises ``AttributeError`` or ``TypeError``
+        on a shape the SDK did not validate."""
+        if type(choices) is not list:
+            return False
+        for choice in choices:
+            index = choice.index
+            if index not in self._settled:
+                self._see_delta(index, choice.delta)
+            reason = choice.finish_reason
+            if reason is not None and isinstance(reason, str):
+                self._finish_reasons[index if type(index) is int else 0] = reason
+                self.complete = True
+        return True
 
     def _sdk_read(self, chunk: Any) -> bool:
         """What :meth:`_observe` reads, from a chunk of the SDK's class whose choices are the SDK's
@@ -557,9 +564,12 @@ def _add_trace_context(state: _State, client: Any, headers: Any, args: tuple[Any
     propagate.inject(carrier)
     if not carrier:
         return
-    named = state.client_headers.get(client)
-    if named is None:
-        named = state.client_headers[client] = _client_header_names(client, state.omit_type)
+    try:
+        named = state.client_headers.get(client)
+        if named is None:
+            named = state.client_headers[client] = _client_header_names(client, state.omit_type)
+    except TypeError:  # a client that cannot be a key (a subclass with __eq__ and no __hash__): read each time
+        named = _client_header_names(client, state.omit_type)
     custom = options.headers
     if custom and isinstance(custom, Mapping):  # NotGiven: none
         named = named.union(key.lower() for key in custom)

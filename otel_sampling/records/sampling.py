@@ -206,7 +206,11 @@ class SamplingRecord:
         self._granted: str | None = None
         self._violations: set[str] = set()
         self._tool_name = tool_name
-        self._operation = _operation_attributes(protocol_version, transport)
+        # Kept made once only for short strings (what the cache may hold is bounded), else made now.
+        cached = (protocol_version is None or (type(protocol_version) is str and len(protocol_version) <= 64)) and (
+            transport is None or (type(transport) is str and len(transport) <= 64)
+        )
+        self._operation = (_operation_attributes if cached else operation_attributes)(protocol_version, transport)
         self._fingerprint, earlier = ledger.recall(params) if ledger is not None else (None, None)
         self._earlier = earlier
         attributes = self._describe(

@@ -44,7 +44,6 @@ once read), anthropic ``max_tokens``, Gemini ``MAX_TOKENS``); ``context_length``
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
@@ -306,7 +305,9 @@ def _object_conforms(schema: Mapping[str, Any], value: dict[Any, Any], depth: in
         return True
     if schema.get("additionalProperties") is False and not value.keys() <= properties.keys():
         return False
-    for key, item in itertools.islice(value.items(), max(budget[0], 0)):
+    for key, item in value.items():
+        if budget[0] <= 0:  # the rest pass unread
+            break
         sub = properties.get(key)
         if sub is not None and not _conforms(sub, item, depth + 1, budget):
             return False

@@ -171,6 +171,8 @@ def test_the_schema_check_visits_at_most_its_budget_of_values() -> None:
     assert conforms(schema, [*range(MAX_SCHEMA_NODES), "x"])  # past it: passes unread
     members = {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(MAX_SCHEMA_NODES + 1)}}
     assert conforms(members, {**{f"k{i}": i for i in range(MAX_SCHEMA_NODES)}, f"k{MAX_SCHEMA_NODES}": "x"})
+    undeclared = {f"extra{i}": i for i in range(MAX_SCHEMA_NODES)}  # members no property names cost nothing
+    assert not conforms(WEATHER, {**undeclared, "city": 42})
     closed = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
     assert not conforms(closed, {"a": 1, "b": 2})  # a closed object's keys are all read
 
