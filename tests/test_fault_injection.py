@@ -246,7 +246,7 @@ PROVIDER_STEPS = [
     _attr(ProviderState, "decode_raw"),
     _attr(FailoverTracker, "observe"),
     _attr(verdict, "judge_call"),
-    _attr(verdict, "policy_quote"),
+    _attr(verdict, "policy_price"),
     _attr(call_checks_module, "judge"),  # what the fallback breaks: truncation, utilization, checks
     # The price source's look-up, price and window (genai-prices, when the prices extra is installed).
     *([_attr(price_source.GenaiPrices, "look_up")] if price_source.installed() is not None else []),
@@ -349,6 +349,11 @@ UNREACHABLE = {
     **{
         (d, "Histogram.record"): "the server side records one counter; its tools/call span is no run"
         for d in ("mcp_server_legacy", "mcp_server_2026")
+    },
+    **{  # a call with no parent span has no failover memory to ask (ProviderCall._publish)
+        (d, "FailoverTracker.observe"): "the driver's calls have no parent span"
+        for d in DRIVERS
+        if d.startswith(("anthropic", "openai", "google_genai", "litellm"))
     },
     **{  # a step the driver's state overrides, or no raw response
         (d, step): reason
