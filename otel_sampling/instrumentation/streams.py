@@ -139,8 +139,8 @@ class _Reading:
         try:
             if len(self.times) < MAX_CHUNK_TIMES:
                 self.times.append(time.perf_counter())
-            kind = getattr(event, "type", None)  # a str the SDK declares (any other: read, never skipped)
-            if self.skipped is None or type(kind) is not str or kind not in self.skipped:
+            skipped = self.skipped  # types it reads nothing from; a type that is not a str is read
+            if skipped is None or type(kind := getattr(event, "type", None)) is not str or kind not in skipped:
                 self.accumulator.observe(event)
         except Exception:  # an event we cannot read: the stream goes on, the call ends unreadable
             self.blind = True
@@ -197,8 +197,7 @@ def _events(proxy: StreamProxy) -> Iterator[Any]:
         try:
             if len(times) < MAX_CHUNK_TIMES:  # the time to first chunk, then the gaps (time per output chunk)
                 times.append(time.perf_counter())
-            kind = getattr(event, "type", None)
-            if skipped is None or type(kind) is not str or kind not in skipped:
+            if skipped is None or type(kind := getattr(event, "type", None)) is not str or kind not in skipped:
                 observe(event)
         except Exception:  # as in _Reading.observe
             reading.blind = True
@@ -223,8 +222,7 @@ async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
         try:
             if len(times) < MAX_CHUNK_TIMES:  # the time to first chunk, then the gaps (time per output chunk)
                 times.append(time.perf_counter())
-            kind = getattr(event, "type", None)
-            if skipped is None or type(kind) is not str or kind not in skipped:
+            if skipped is None or type(kind := getattr(event, "type", None)) is not str or kind not in skipped:
                 observe(event)
         except Exception:  # as in _Reading.observe
             reading.blind = True
