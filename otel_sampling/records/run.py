@@ -474,8 +474,8 @@ class RunScope:
 
 def current_run() -> Run | None:
     """The run in this context: the explicit one, else the one owning the current span's trace."""
-    explicit = current_run_var.get()  # _explicit(), inline: read on every provider call
-    if explicit is not None and not explicit._ended:
+    explicit = _explicit()
+    if explicit is not None:
         return explicit
     if not runs.by_trace:  # no run owns any trace (a bare provider call): skip the context lookup
         return None
@@ -866,8 +866,7 @@ class DegradationSpanProcessor(SpanProcessor):
             if state.calm and not runs.by_trace and not state.canary.get() and current_run_var.get() is None:
                 # The common case: nothing degraded, no canary block, no run open in this context nor
                 # owning a trace. Only an agent span (it starts a run) asks for more (run_may_take).
-                attributes = getattr(span, "attributes", None)
-                if attributes is None or attributes.get(names.GEN_AI_OPERATION_NAME) not in _AGENT_OPERATIONS:
+                if not _is_agent_span(span):
                     return
                 reasons: tuple[str, ...] = ()
             else:

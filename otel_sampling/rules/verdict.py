@@ -428,7 +428,7 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own reason (a fallback that also thinks less is both).
     """
     own: str | None = None
-    failed = call.ending.error_type is not None  # call.failed
+    failed = call.failed  # read once: a property
     judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     served: str | None = None
     if not failed and call.served and call.compare_models:
@@ -765,7 +765,7 @@ def policy_price(
 ) -> tuple[str | None, Quote | None]:
     """The model a call is priced at (:func:`priced_model`) and the policy table's price of it
     (:func:`policy_quote`), in one call."""
-    model = response_model or request_model or None  # priced_model
+    model = priced_model(response_model, request_model)
     if not prices or not model:  # an empty table prices nothing (policy_quote)
         return model, None
     return model, policy_quote(prices, model)
