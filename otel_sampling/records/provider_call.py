@@ -202,7 +202,7 @@ class ProviderCall:
         self._request = request
         self._run = run_records.current_run() if request is None else None
         # The named degradations around it as it starts (none, the common case, asks for nothing).
-        self._named = () if state.calm and not state.canary.get() else state.active_reasons()
+        self._named = state.active_reasons()
         # The request model may come from a server's hint, the address from the host: both cleaned
         # and cut like any attribute, in one pass. What is known at the start is given to start_span
         # (samplers see it, as the GenAI conventions ask of gen_ai.operation.name, the provider, the
@@ -310,7 +310,7 @@ class ProviderCall:
         signal_attributes: dict[str, Any] | None = None
         # The state around it as it ends (state.around's reasons and drill; the common case, nothing
         # degraded, no canary block and no drill, asks for nothing).
-        reasons = () if state.calm and not state.canary.get() else state.active_reasons()
+        reasons = state.active_reasons()
         named = tuple(dict.fromkeys((*self._named, *reasons))) if reasons else self._named  # distinct, first seen first
         try:
             priced, window = self._cost(response_model, usage)

@@ -870,7 +870,7 @@ class DegradationSpanProcessor(SpanProcessor):
                     return
                 reasons: tuple[str, ...] = ()
             else:
-                reasons = () if state.calm and not state.canary.get() else state.active_reasons()
+                reasons = state.active_reasons()
                 if not reasons and not run_may_take(span):
                     return  # nothing to stamp, no run to tell
             if not is_instrumentation_enabled():

@@ -200,7 +200,7 @@ class SamplingRecord:
             )
         )
         # The named degradations around it as it starts (none, the common case, asks for nothing).
-        self._named = () if state.calm and not state.canary.get() else state.active_reasons()
+        self._named = state.active_reasons()
         self._include_context = include_context(params)
         self._ledger = ledger
         self._granted: str | None = None

@@ -68,7 +68,7 @@ class ServerSamplingRecord:
         self._instruments = instruments
         self._run = run if run is not None and run.tool is not None else None
         # the named degradations around it (as the span processor stamps them), for a later server_model
-        self._around = () if self._run is None or (state.calm and not state.canary.get()) else state.active_reasons()
+        self._around = () if self._run is None else state.active_reasons()
         self._path = path
         self._ended = False
         self._lock = locks.new()
