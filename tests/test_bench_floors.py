@@ -1,6 +1,7 @@
 """The floors record exactly ours' telemetry (``tests/bench/floor.py``, ``tests/bench/mcp_floor.py``):
 per call kind, the bench's calls export from ours and from its floor the same span attributes (keys
-and values) and the same metric streams (names and label sets). Otherwise the ratio to the floor in
+and values) and the same metric streams (names and label sets), and send the provider the same trace-context
+headers. Otherwise the ratio to the floor in
 ``make bench-check`` measures a different contract.
 
 Each configuration runs in its own process (``worker.py CONFIG --telemetry N``), as the bench runs it.
@@ -85,6 +86,13 @@ def test_the_floor_exports_what_ours_exports(kind, ours, floors):
     assert "error" not in ours[kind] and "error" not in floors[kind], (ours[kind], floors[kind])
     assert _span(ours[kind]) == _span(floors[kind])
     assert _streams(ours[kind]) == _streams(floors[kind])
+
+
+@pytest.mark.parametrize("kind", PROVIDER_KINDS)
+def test_the_floor_sends_the_trace_context_ours_sends(kind, ours, floors):
+    """Propagation is part of the contract (``docs/telemetry.md``): a floor that sent none would
+    measure a smaller one."""
+    assert ours[kind]["trace_context"] == floors[kind]["trace_context"] == ["traceparent"]
 
 
 @pytest.fixture(scope="module")

@@ -125,6 +125,10 @@ def stream_body(body: str, events: int) -> str:
     return "\n\n".join(blocks) + "\n\n"
 
 
+# The last request a provider call kind sent (``--telemetry`` compares the trace context on it).
+SENT: dict[str, httpx2.Request] = {}
+
+
 class _Answers:
     """The response bodies of one provider call kind, one per model name the calls cycle through;
     ``turn`` picks the next one (the transport answers with the body of the current turn)."""
@@ -158,6 +162,7 @@ def _transport(cassette: dict[str, Any], answers: _Answers) -> httpx2.MockTransp
     status, headers = answer["status"], answer.get("headers") or {}
 
     def handler(request: httpx2.Request) -> httpx2.Response:
+        SENT["request"] = request
         return httpx2.Response(status, headers=headers, content=answers.bodies[answers.current])
 
     return httpx2.MockTransport(handler)
@@ -225,6 +230,7 @@ class _GeminiAnswers(_Answers):
         self.content_type = "text/event-stream" if stream else "application/json"
 
     def respond(self, request: httpx2.Request) -> httpx2.Response:
+        SENT["request"] = request
         body = self.bodies[self.models.index(self.model_of(request.url.path))]
         return httpx2.Response(200, headers={"content-type": self.content_type}, content=body)
 

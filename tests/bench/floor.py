@@ -14,11 +14,17 @@ boundaries, each recorded in the context of the call's span (so that, under the 
 classification, no label bounding, no error handling, no content capture: nothing the bench's
 successful calls do not need. A stream is wrapped in a generator that reads each event and ends
 the span after the last one.
+
+On the wire it sends what ours sends: the SDKs that send no trace context of their own (openai,
+google-genai, LiteLLM's openai route) carry the global propagator's headers for the floor's span
+(``extra_headers`` on openai and LiteLLM, the request ``_build_request`` builds on google-genai);
+anthropic's SDK sends its own span's ``traceparent`` in every configuration.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import time
@@ -27,7 +33,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import wrapt
-from opentelemetry import metrics, trace
+from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import SpanKind
 
 from otel_sampling import names
@@ -342,7 +348,10 @@ def _gemini_stream(
     last_answer: Any = None
     gaps: list[float] = []
     last = 0.0
-    for chunk in stream:
+    chunks = iter(stream)
+    with trace.use_span(span, end_on_exit=False):  # the SDK's generator sends the request on the first read
+        first = next(chunks, None)
+    for chunk in itertools.chain((first,), chunks) if first is not None else ():
         now = time.perf_counter()
         if first_chunk is None:
             first_chunk = now
@@ -424,7 +433,7 @@ def _litellm_wrapper(instruments: _Instruments) -> Any:
         sending = _sending.set(True)
         try:
             with trace.use_span(span, end_on_exit=False):
-                result = wrapped(*args, **kwargs)
+                result = wrapped(*args, **_traced(kwargs))
         finally:
             _sending.reset(sending)
         if kwargs.get("stream"):
@@ -437,6 +446,25 @@ def _litellm_wrapper(instruments: _Instruments) -> Any:
     return wrapper
 
 
+def _traced(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's keyword arguments with the propagator's headers for the current span (the floor's)
+    as ``extra_headers``, under any the caller gave."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    given = kwargs.get("extra_headers")
+    return {**kwargs, "extra_headers": {**carrier, **given} if given else carrier}
+
+
+def _gemini_request(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``BaseApiClient._build_request``: the request it builds carries the propagator's headers for
+    the current span, under the client's (a new dict: the SDK may hand a request the client's own)."""
+    request = wrapped(*args, **kwargs)
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    request.headers = {**carrier, **request.headers}
+    return request
+
+
 def _wrapper(instruments: _Instruments, provider: str) -> Any:
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if _sending.get():
@@ -445,7 +473,7 @@ def _wrapper(instruments: _Instruments, provider: str) -> Any:
         span = instruments.tracer.start_span(f"chat {request['gen_ai.request.model']}", kind=SpanKind.CLIENT)
         start = time.perf_counter()
         with trace.use_span(span, end_on_exit=False):
-            result = wrapped(*args, **kwargs)
+            result = wrapped(*args, **(kwargs if provider == "anthropic" else _traced(kwargs)))
         if kwargs.get("stream"):
             follow = _anthropic_stream if provider == "anthropic" else _openai_stream
             return follow(instruments, span, start, request, result)
@@ -487,6 +515,7 @@ def install() -> None:
         wrapt.wrap_function_wrapper(
             "google.genai.models", "Models.generate_content_stream", _gemini_wrapper(instruments, True)
         )
+        wrapt.wrap_function_wrapper("google.genai._api_client", "BaseApiClient._build_request", _gemini_request)
     # Wrapped once a call kind imports LiteLLM, as ours (importing it takes seconds).
     wrapt.register_post_import_hook(
         lambda module: wrapt.wrap_function_wrapper(module, "completion", _litellm_wrapper(instruments)), "litellm"

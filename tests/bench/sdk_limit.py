@@ -7,7 +7,8 @@ then replays the plan: one span started, its attributes set in one call, ended, 
 recorded in its context (so the exemplars name it, as the floor's do). No request or answer is
 read, no stream wrapped: a stream's time to first chunk and its gaps are the first call's, recorded
 when the call returns. Its added instructions over bare are the practical least for this telemetry
-through the SDK; the floor's excess over it is the reading of requests and answers.
+through the SDK; the floor's excess over it is the reading of requests and answers and, on the
+SDKs that send no trace context of their own, the propagator's headers it sends.
 """
 
 from __future__ import annotations

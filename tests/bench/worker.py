@@ -452,12 +452,17 @@ def _in_child(measure_one: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return json.loads(text) if text else {"error": f"the measuring child died (wait status {status})"}
 
 
+_TRACE_CONTEXT = {"traceparent", "tracestate", "baggage"}
+
+
 def exported(
     kind: str, made: int, exporter: CountingExporter, reader: InMemoryMetricReader, scope: str | tuple[str, ...] | None
 ) -> dict[str, Any]:
     """What ``made`` calls of ``kind`` exported (``--telemetry``): the attributes of the last span of
     the configuration's own scopes, and every metric stream as its name and label sets (values
-    left out: durations differ from call to call)."""
+    left out: durations differ from call to call), and the names of the trace-context headers
+    (``traceparent``, ``tracestate``, ``baggage``) on the last request sent to the provider."""
+    calls.SENT.clear()
     calls.count_calls(kind, made, [], lambda label: None)
     assert exporter.last is not None
     spans = {s: a for s, a in exporter.last.items() if scope is not None and s.startswith(scope)}
@@ -467,7 +472,9 @@ def exported(
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
                 streams.setdefault(metric.name, []).extend(dict(p.attributes or {}) for p in metric.data.data_points)
-    return {"spans": spans, "metrics": streams}
+    sent = calls.SENT.get("request")
+    propagated = sorted(k for k in sent.headers if k.lower() in _TRACE_CONTEXT) if sent is not None else []
+    return {"spans": spans, "metrics": streams, "trace_context": propagated}
 
 
 def drag(loops: int) -> None:
