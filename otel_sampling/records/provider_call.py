@@ -207,20 +207,31 @@ class ProviderCall:
         # and cut like any attribute, in one pass. What is known at the start is given to start_span
         # (samplers see it, as the GenAI conventions ask of gen_ai.operation.name, the provider, the
         # model and the server).
-        attributes: dict[str, Any] = {
-            names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
-            names.GEN_AI_PROVIDER_NAME: provider,
-            **clean_texts(
-                {
-                    names.GEN_AI_REQUEST_MODEL: self._request_model,
-                    names.SERVER_ADDRESS: self._server_address,
-                },
-                instruments.settings.attribute_max_length,
-            ),
-        }
-        model = attributes.get(names.GEN_AI_REQUEST_MODEL)
-        if not model:  # nothing printable in it: no model to name
-            attributes.pop(names.GEN_AI_REQUEST_MODEL, None)
+        model = self._request_model
+        address = self._server_address
+        max_length = instruments.settings.attribute_max_length
+        if (
+            type(model) is str
+            and 0 < len(model) <= max_length
+            and model.isprintable()
+            and (address is None or (type(address) is str and len(address) <= max_length and address.isprintable()))
+        ):  # the common case: what is given fits as it is
+            attributes: dict[str, Any] = {
+                names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+                names.GEN_AI_PROVIDER_NAME: provider,
+                names.GEN_AI_REQUEST_MODEL: model,
+            }
+            if address:
+                attributes[names.SERVER_ADDRESS] = address
+        else:
+            attributes = {
+                names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+                names.GEN_AI_PROVIDER_NAME: provider,
+                **clean_texts({names.GEN_AI_REQUEST_MODEL: model, names.SERVER_ADDRESS: address}, max_length),
+            }
+            model = attributes.get(names.GEN_AI_REQUEST_MODEL)
+            if not model:  # nothing printable in it: no model to name
+                attributes.pop(names.GEN_AI_REQUEST_MODEL, None)
         if type(max_tokens) is int or (isinstance(max_tokens, int) and not isinstance(max_tokens, bool)):
             attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
         if stream:

@@ -128,13 +128,27 @@ def check(asked: Asked, answer: Answer) -> Checked:
     """Every tool call of ``answer`` against ``asked`` (:func:`tool_call_error`), and its structured
     output (:func:`structured_failure`)."""
     not_offered = invalid = 0
+    forced = asked.forced_tool
+    # Whether every call of the forced tool passed its tool check (a plain-str name, its arguments
+    # checked: they parsed and fit that tool's schema, the structured output's), and how many came.
+    forced_fit = forced is not None
+    forced_calls = 0
     for call in answer.tool_calls:
         error = tool_call_error(asked, call)
         if error == names.TOOL_CALL_ERROR_NOT_OFFERED:
             not_offered += 1
         elif error is not None:
             invalid += 1
-    judged, failure = structured_failure(asked, answer) if asked.structured else (False, None)
+        if forced_fit and call.name == forced:
+            forced_calls += 1
+            if error is not None or not call.checked or type(call.name) is not str:
+                forced_fit = False
+    if not asked.structured:
+        judged, failure = False, None
+    elif forced_fit and forced_calls:  # well-formed, read once already: not parsed and checked again
+        judged, failure = True, None
+    else:
+        judged, failure = structured_failure(asked, answer)
     return Checked(len(answer.tool_calls), not_offered, invalid, judged, failure)
 
 
@@ -283,8 +297,14 @@ def _conforms(schema: Any, value: object, depth: int, budget: list[int]) -> bool
     if budget[0] < 0:
         return True
     kind = schema.get("type")
-    if kind is not None and not _is_type(value, kind):
-        return False
+    if kind is not None:
+        # The common names, by one look-up (a bool is an int: "integer" and "number" go the long way).
+        plain = _PLAIN_TYPES.get(kind) if type(kind) is str else None
+        if plain is not None:
+            if not isinstance(value, plain):
+                return False
+        elif not _is_type(value, kind):
+            return False
     if isinstance(value, dict):
         return _object_conforms(schema, value, depth, budget)
     if isinstance(value, list):
@@ -298,8 +318,10 @@ def _conforms(schema: Any, value: object, depth: int, budget: list[int]) -> bool
 
 def _object_conforms(schema: Mapping[str, Any], value: dict[Any, Any], depth: int, budget: list[int]) -> bool:
     required = schema.get("required")
-    if isinstance(required, list) and any(isinstance(key, str) and key not in value for key in required):
-        return False
+    if isinstance(required, list):
+        for key in required:
+            if isinstance(key, str) and key not in value:
+                return False
     properties: Any = schema.get("properties")
     if not issubclass(type(properties), dict):
         return True
@@ -338,4 +360,5 @@ def _is_type(value: object, kind: object) -> bool:
     return True  # a type name JSON Schema does not define: no constraint
 
 
+_PLAIN_TYPES: Final = {"object": dict, "array": list, "string": str, "boolean": bool}
 _KNOWN_TYPES: Final = frozenset({"object", "array", "string", "boolean", "null", "integer", "number"})
