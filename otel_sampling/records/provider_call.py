@@ -72,7 +72,6 @@ MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later 
 _UNKNOWN: Final = object()  # a span that does not name its parent
 _NO_USAGE: Final = Usage()  # a call that brought no response
 _PRIMARY: Final = CallVerdict(names.MODE_PRIMARY, ())  # the verdict of a call whose judging failed
-_NO_DRILL: Final[dict[str, str]] = {}  # state.drill_label() while no drill runs (read only, never changed)
 
 
 class UnpricedModels:
@@ -139,6 +138,7 @@ class ProviderCall:
         "_start",
         "_ended",
         "_attached",
+        "_context",
         "_call_token",
         "_server_address",
         "chunk_times",
@@ -190,6 +190,8 @@ class ProviderCall:
         self._ended = False
         # The context token while the call is active (activate); _call_token is set with it.
         self._attached: Token[Context] | None = None
+        # The context its span is current in (activate), where its points are recorded too.
+        self._context: Context | None = None
         self._served_model: str | None = None  # named by a gateway's response header
         self._server_address = server[0] if server else None
         self._capture = capture
@@ -268,7 +270,8 @@ class ProviderCall:
     def activate(self) -> None:
         """Make the span current, so spans the SDK itself starts (anthropic's own) become children,
         and this call ``state.current_call`` while the SDK sends it (its response is parsed then)."""
-        self._attached = otel_context.attach(trace.set_span_in_context(self._span))
+        self._context = context = trace.set_span_in_context(self._span)
+        self._attached = otel_context.attach(context)
         self._call_token: Token[Any] = state.current_call.set(self)
 
     def deactivate(self) -> None:
@@ -343,16 +346,43 @@ class ProviderCall:
                 self._effort,
             )
             judged, violations = self._publish(summary)
-            labels, context = self._record_metrics(
-                duration,
-                response_model,
-                usage,
-                judged.mode,
-                error_type,
-                ending,
-                summary.usd,
-                state.drill_label() if state.drills.running else _NO_DRILL,
+            # The call's points: the inference metrics (record_inference), then its cost, or the
+            # unpriced call, by provider, served model, mode and drill (the labels of its signals).
+            instruments = self._instruments
+            # Recorded in a context whose span is this call's, so that an exemplar names it (recorded_in):
+            # the one it was made current in, else (never activated) one of its own.
+            context = self._context
+            if context is None:
+                context = recorded_in(self._span)
+            mode = judged.mode
+            metric_attributes = instruments.call_attributes(
+                self._provider, self._request_model, response_model, address, error_type, mode
             )
+            labels = {
+                names.GEN_AI_PROVIDER_NAME: self._provider,
+                names.GEN_AI_RESPONSE_MODEL: metric_attributes[names.GEN_AI_RESPONSE_MODEL],
+                names.DEGRADATION_MODE: mode,
+            }
+            if state.drills.running:
+                drill = state.drill_label()
+                metric_attributes.update(drill)
+                labels.update(drill)
+            times = self.chunk_times
+            record_inference(
+                instruments.inference,
+                metric_attributes,
+                ending=ending,
+                duration=duration,
+                first_chunk=times[0] - self._start if self._stream and times else None,
+                chunk_gaps=[later - earlier for earlier, later in itertools.pairwise(times)] if len(times) > 1 else (),
+                usage=usage,
+                context=context,
+            )
+            if priced is not None:
+                instruments.cost.add(priced.usd, labels, context=context)
+            elif usage.input_tokens is not None or usage.output_tokens is not None:
+                # token counts and no price: the model the operator has to price (the policy's [prices])
+                instruments.unpriced.add(1, labels, context=context)
             if violations:
                 self._record_violations(violations, judged.scope)
             # Nothing asked, no window to measure against, no finish reason that cuts: no signals
@@ -491,7 +521,10 @@ class ProviderCall:
                 reported = response.finish_reasons if response is not None else ()
                 finish_reasons = endings.inference_finish_reasons(reported, ending)
                 if type(finish_reasons) is tuple:
-                    if finish_reasons:
+                    first = finish_reasons[0] if len(finish_reasons) == 1 else None
+                    if type(first) is str and len(first) <= max_length and first.isprintable():
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits (the common case)
+                    elif finish_reasons:
                         attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
                             clean(reason, max_length) for reason in finish_reasons
                         ]
@@ -553,52 +586,6 @@ class ProviderCall:
         if attributes and self._capture.span and span.is_recording():
             span.set_attributes(attributes)
         return attributes
-
-    def _record_metrics(
-        self,
-        duration: float,
-        response_model: str | None,
-        usage: Usage,
-        mode: str,
-        error_type: str | None,
-        ending: str,
-        usd: float | None,
-        drill: dict[str, str],
-    ) -> tuple[dict[str, Any], Context]:
-        """Record the call's points; return the labels of its cost (provider, served model, mode,
-        drill) and the context its points are recorded in, for the call's signals."""
-        instruments = self._instruments
-        context = recorded_in(self._span)
-        metric_attributes: dict[str, Any] = instruments.call_attributes(
-            self._provider, self._request_model, response_model, self._server_address, error_type, mode
-        )
-        if drill:
-            metric_attributes.update(drill)
-        times = self.chunk_times
-        first_chunk = times[0] - self._start if self._stream and times else None
-        record_inference(
-            instruments.inference,
-            metric_attributes,
-            ending=ending,
-            duration=duration,
-            first_chunk=first_chunk,
-            chunk_gaps=[later - earlier for earlier, later in itertools.pairwise(times)] if len(times) > 1 else (),
-            usage=usage,
-            context=context,
-        )
-        priced_by = {
-            names.GEN_AI_PROVIDER_NAME: self._provider,
-            names.GEN_AI_RESPONSE_MODEL: metric_attributes[names.GEN_AI_RESPONSE_MODEL],
-            names.DEGRADATION_MODE: mode,
-        }
-        if drill:
-            priced_by.update(drill)
-        if usd is not None:
-            instruments.cost.add(usd, priced_by, context=context)
-        elif usage.input_tokens is not None or usage.output_tokens is not None:
-            # token counts and no price: the model the operator has to price (the policy's [prices])
-            instruments.unpriced.add(1, priced_by, context=context)
-        return priced_by, context
 
 
 class _Scope(Protocol):
