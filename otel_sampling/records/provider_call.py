@@ -761,25 +761,6 @@ def _add_counts(
 #   window, every call whose input tokens and window (the price source's) are known.
 
 
-def signal_span_attributes(signals: Signals, attributes: dict[str, Any]) -> None:
-    """Add the chat span's attributes of ``signals`` to ``attributes``: the tool-call counts where
-    tools were offered, whether structured output was asked for and how it failed, the truncation
-    kind, the utilization."""
-    checked = signals.checked
-    if signals.asked.tools:
-        attributes[names.TOOL_CALL_COUNT] = checked.tool_calls
-        attributes[names.TOOL_CALL_NOT_OFFERED_COUNT] = checked.not_offered
-        attributes[names.TOOL_CALL_INVALID_ARGUMENTS_COUNT] = checked.invalid_arguments
-    if checked.structured:
-        attributes[names.STRUCTURED_OUTPUT_REQUESTED] = True
-        if checked.structured_failure is not None:
-            attributes[names.STRUCTURED_OUTPUT_FAILURE] = checked.structured_failure
-    if signals.truncation is not None:
-        attributes[names.TRUNCATION_KIND] = signals.truncation
-    if signals.utilization is not None:
-        attributes[names.CONTEXT_UTILIZATION] = signals.utilization
-
-
 def record_signals(
     instruments: SignalInstruments,
     signals: Signals,
@@ -787,29 +768,44 @@ def record_signals(
     context: Context,
     span_attributes_into: dict[str, Any],
 ) -> None:
-    """Put the span attributes of ``signals`` in ``span_attributes_into``
-    (:func:`signal_span_attributes`), then add the call's points (the section's comment);
-    ``labels``: the call's metric labels."""
-    signal_span_attributes(signals, span_attributes_into)
-    checked = signals.checked
-    if checked.tool_calls:
-        instruments.tool_calls.add(checked.tool_calls, labels, context=context)
-        for count, error in (
-            (checked.not_offered, names.TOOL_CALL_ERROR_NOT_OFFERED),
-            (checked.invalid_arguments, names.TOOL_CALL_ERROR_INVALID_ARGUMENTS),
-        ):
-            if count:
-                instruments.tool_call_errors.add(count, {**labels, names.TOOL_CALL_ERROR: error}, context=context)
-    if checked.structured:
-        instruments.structured_requests.add(1, labels, context=context)
-        if checked.structured_failure is not None:
-            instruments.structured_failures.add(
-                1, {**labels, names.STRUCTURED_OUTPUT_FAILURE: checked.structured_failure}, context=context
+    """Put the chat span's attributes of ``signals`` in ``span_attributes_into`` (the tool-call
+    counts where tools were offered, whether structured output was asked for and how it failed, the
+    truncation kind, the utilization), and add the call's points (the section's comment), in one
+    pass; ``labels``: the call's metric labels."""
+    attributes = span_attributes_into
+    tool_calls, not_offered, invalid_arguments, structured, structured_failure = signals.checked
+    if signals.asked.tools:
+        attributes[names.TOOL_CALL_COUNT] = tool_calls
+        attributes[names.TOOL_CALL_NOT_OFFERED_COUNT] = not_offered
+        attributes[names.TOOL_CALL_INVALID_ARGUMENTS_COUNT] = invalid_arguments
+    if tool_calls:
+        instruments.tool_calls.add(tool_calls, labels, context=context)
+        if not_offered:
+            instruments.tool_call_errors.add(
+                not_offered, {**labels, names.TOOL_CALL_ERROR: names.TOOL_CALL_ERROR_NOT_OFFERED}, context=context
             )
-    if signals.truncation is not None:
-        instruments.truncations.add(1, {**labels, names.TRUNCATION_KIND: signals.truncation}, context=context)
-    if signals.utilization is not None:
-        instruments.context_utilization.record(signals.utilization, labels, context=context)
+        if invalid_arguments:
+            instruments.tool_call_errors.add(
+                invalid_arguments,
+                {**labels, names.TOOL_CALL_ERROR: names.TOOL_CALL_ERROR_INVALID_ARGUMENTS},
+                context=context,
+            )
+    if structured:
+        attributes[names.STRUCTURED_OUTPUT_REQUESTED] = True
+        instruments.structured_requests.add(1, labels, context=context)
+        if structured_failure is not None:
+            attributes[names.STRUCTURED_OUTPUT_FAILURE] = structured_failure
+            instruments.structured_failures.add(
+                1, {**labels, names.STRUCTURED_OUTPUT_FAILURE: structured_failure}, context=context
+            )
+    truncation = signals.truncation
+    if truncation is not None:
+        attributes[names.TRUNCATION_KIND] = truncation
+        instruments.truncations.add(1, {**labels, names.TRUNCATION_KIND: truncation}, context=context)
+    utilization = signals.utilization
+    if utilization is not None:
+        attributes[names.CONTEXT_UTILIZATION] = utilization
+        instruments.context_utilization.record(utilization, labels, context=context)
 
 
 # --------------------------------------------------------- the inference details event of one call
