@@ -482,14 +482,26 @@ class Instruments:
         (:class:`BoundedLabel`), in one call: ``gen_ai.operation.name`` (``chat``),
         ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.model``,
         ``server.address`` (when given), ``error.type`` (when the call failed), ``degradation.mode``."""
+        # A value admitted already is its own label (BoundedLabel.value's first test, without its call).
+        models = self.model_label
+        seen = models._seen
         attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: provider,
-            names.GEN_AI_REQUEST_MODEL: self.model_label.value(request_model),
-            names.GEN_AI_RESPONSE_MODEL: self.model_label.value(response_model),
+            names.GEN_AI_REQUEST_MODEL: request_model
+            if type(request_model) is str and request_model in seen
+            else models.value(request_model),
+            names.GEN_AI_RESPONSE_MODEL: response_model
+            if type(response_model) is str and response_model in seen
+            else models.value(response_model),
         }
         if server_address:
-            attributes[names.SERVER_ADDRESS] = self.server_label.value(server_address)
+            servers = self.server_label
+            attributes[names.SERVER_ADDRESS] = (
+                server_address
+                if type(server_address) is str and server_address in servers._seen
+                else servers.value(server_address)
+            )
         if error_type is not None:
             attributes[names.ERROR_TYPE] = self.error_type_label.value(error_type)
         attributes[names.DEGRADATION_MODE] = mode

@@ -72,7 +72,6 @@ MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later 
 _UNKNOWN: Final = object()  # a span that does not name its parent
 _NO_USAGE: Final = Usage()  # a call that brought no response
 _PRIMARY: Final = CallVerdict(names.MODE_PRIMARY, ())  # the verdict of a call whose judging failed
-_NO_DRILL: Final[dict[str, str]] = {}  # state.drill_label() while no drill runs (read only, never changed)
 
 
 class UnpricedModels:
@@ -139,6 +138,7 @@ class ProviderCall:
         "_start",
         "_ended",
         "_attached",
+        "_context",
         "_call_token",
         "_server_address",
         "chunk_times",
@@ -190,6 +190,8 @@ class ProviderCall:
         self._ended = False
         # The context token while the call is active (activate); _call_token is set with it.
         self._attached: Token[Context] | None = None
+        # The context its span is current in (activate), where its points are recorded too.
+        self._context: Context | None = None
         self._served_model: str | None = None  # named by a gateway's response header
         self._server_address = server[0] if server else None
         self._capture = capture
@@ -207,20 +209,31 @@ class ProviderCall:
         # and cut like any attribute, in one pass. What is known at the start is given to start_span
         # (samplers see it, as the GenAI conventions ask of gen_ai.operation.name, the provider, the
         # model and the server).
-        attributes: dict[str, Any] = {
-            names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
-            names.GEN_AI_PROVIDER_NAME: provider,
-            **clean_texts(
-                {
-                    names.GEN_AI_REQUEST_MODEL: self._request_model,
-                    names.SERVER_ADDRESS: self._server_address,
-                },
-                instruments.settings.attribute_max_length,
-            ),
-        }
-        model = attributes.get(names.GEN_AI_REQUEST_MODEL)
-        if not model:  # nothing printable in it: no model to name
-            attributes.pop(names.GEN_AI_REQUEST_MODEL, None)
+        model = self._request_model
+        address = self._server_address
+        max_length = instruments.settings.attribute_max_length
+        if (
+            type(model) is str
+            and 0 < len(model) <= max_length
+            and model.isprintable()
+            and (address is None or (type(address) is str and len(address) <= max_length and address.isprintable()))
+        ):  # the common case: what is given fits as it is
+            attributes: dict[str, Any] = {
+                names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+                names.GEN_AI_PROVIDER_NAME: provider,
+                names.GEN_AI_REQUEST_MODEL: model,
+            }
+            if address:
+                attributes[names.SERVER_ADDRESS] = address
+        else:
+            attributes = {
+                names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
+                names.GEN_AI_PROVIDER_NAME: provider,
+                **clean_texts({names.GEN_AI_REQUEST_MODEL: model, names.SERVER_ADDRESS: address}, max_length),
+            }
+            model = attributes.get(names.GEN_AI_REQUEST_MODEL)
+            if not model:  # nothing printable in it: no model to name
+                attributes.pop(names.GEN_AI_REQUEST_MODEL, None)
         if type(max_tokens) is int or (isinstance(max_tokens, int) and not isinstance(max_tokens, bool)):
             attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
         if stream:
@@ -257,7 +270,8 @@ class ProviderCall:
     def activate(self) -> None:
         """Make the span current, so spans the SDK itself starts (anthropic's own) become children,
         and this call ``state.current_call`` while the SDK sends it (its response is parsed then)."""
-        self._attached = otel_context.attach(trace.set_span_in_context(self._span))
+        self._context = context = trace.set_span_in_context(self._span)
+        self._attached = otel_context.attach(context)
         self._call_token: Token[Any] = state.current_call.set(self)
 
     def deactivate(self) -> None:
@@ -332,16 +346,43 @@ class ProviderCall:
                 self._effort,
             )
             judged, violations = self._publish(summary)
-            labels, context = self._record_metrics(
-                duration,
-                response_model,
-                usage,
-                judged.mode,
-                error_type,
-                ending,
-                summary.usd,
-                state.drill_label() if state.drills.running else _NO_DRILL,
+            # The call's points: the inference metrics (record_inference), then its cost, or the
+            # unpriced call, by provider, served model, mode and drill (the labels of its signals).
+            instruments = self._instruments
+            # Recorded in a context whose span is this call's, so that an exemplar names it (recorded_in):
+            # the one it was made current in, else (never activated) one of its own.
+            context = self._context
+            if context is None:
+                context = recorded_in(self._span)
+            mode = judged.mode
+            metric_attributes = instruments.call_attributes(
+                self._provider, self._request_model, response_model, address, error_type, mode
             )
+            labels = {
+                names.GEN_AI_PROVIDER_NAME: self._provider,
+                names.GEN_AI_RESPONSE_MODEL: metric_attributes[names.GEN_AI_RESPONSE_MODEL],
+                names.DEGRADATION_MODE: mode,
+            }
+            if state.drills.running:
+                drill = state.drill_label()
+                metric_attributes.update(drill)
+                labels.update(drill)
+            times = self.chunk_times
+            record_inference(
+                instruments.inference,
+                metric_attributes,
+                ending=ending,
+                duration=duration,
+                first_chunk=times[0] - self._start if self._stream and times else None,
+                chunk_gaps=[later - earlier for earlier, later in itertools.pairwise(times)] if len(times) > 1 else (),
+                usage=usage,
+                context=context,
+            )
+            if priced is not None:
+                instruments.cost.add(priced.usd, labels, context=context)
+            elif usage.input_tokens is not None or usage.output_tokens is not None:
+                # token counts and no price: the model the operator has to price (the policy's [prices])
+                instruments.unpriced.add(1, labels, context=context)
             if violations:
                 self._record_violations(violations, judged.scope)
             # Nothing asked, no window to measure against, no finish reason that cuts: no signals
@@ -480,7 +521,10 @@ class ProviderCall:
                 reported = response.finish_reasons if response is not None else ()
                 finish_reasons = endings.inference_finish_reasons(reported, ending)
                 if type(finish_reasons) is tuple:
-                    if finish_reasons:
+                    first = finish_reasons[0] if len(finish_reasons) == 1 else None
+                    if type(first) is str and len(first) <= max_length and first.isprintable():
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits (the common case)
+                    elif finish_reasons:
                         attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
                             clean(reason, max_length) for reason in finish_reasons
                         ]
@@ -542,52 +586,6 @@ class ProviderCall:
         if attributes and self._capture.span and span.is_recording():
             span.set_attributes(attributes)
         return attributes
-
-    def _record_metrics(
-        self,
-        duration: float,
-        response_model: str | None,
-        usage: Usage,
-        mode: str,
-        error_type: str | None,
-        ending: str,
-        usd: float | None,
-        drill: dict[str, str],
-    ) -> tuple[dict[str, Any], Context]:
-        """Record the call's points; return the labels of its cost (provider, served model, mode,
-        drill) and the context its points are recorded in, for the call's signals."""
-        instruments = self._instruments
-        context = recorded_in(self._span)
-        metric_attributes: dict[str, Any] = instruments.call_attributes(
-            self._provider, self._request_model, response_model, self._server_address, error_type, mode
-        )
-        if drill:
-            metric_attributes.update(drill)
-        times = self.chunk_times
-        first_chunk = times[0] - self._start if self._stream and times else None
-        record_inference(
-            instruments.inference,
-            metric_attributes,
-            ending=ending,
-            duration=duration,
-            first_chunk=first_chunk,
-            chunk_gaps=[later - earlier for earlier, later in itertools.pairwise(times)] if len(times) > 1 else (),
-            usage=usage,
-            context=context,
-        )
-        priced_by = {
-            names.GEN_AI_PROVIDER_NAME: self._provider,
-            names.GEN_AI_RESPONSE_MODEL: metric_attributes[names.GEN_AI_RESPONSE_MODEL],
-            names.DEGRADATION_MODE: mode,
-        }
-        if drill:
-            priced_by.update(drill)
-        if usd is not None:
-            instruments.cost.add(usd, priced_by, context=context)
-        elif usage.input_tokens is not None or usage.output_tokens is not None:
-            # token counts and no price: the model the operator has to price (the policy's [prices])
-            instruments.unpriced.add(1, priced_by, context=context)
-        return priced_by, context
 
 
 class _Scope(Protocol):
@@ -763,25 +761,6 @@ def _add_counts(
 #   window, every call whose input tokens and window (the price source's) are known.
 
 
-def signal_span_attributes(signals: Signals, attributes: dict[str, Any]) -> None:
-    """Add the chat span's attributes of ``signals`` to ``attributes``: the tool-call counts where
-    tools were offered, whether structured output was asked for and how it failed, the truncation
-    kind, the utilization."""
-    checked = signals.checked
-    if signals.asked.tools:
-        attributes[names.TOOL_CALL_COUNT] = checked.tool_calls
-        attributes[names.TOOL_CALL_NOT_OFFERED_COUNT] = checked.not_offered
-        attributes[names.TOOL_CALL_INVALID_ARGUMENTS_COUNT] = checked.invalid_arguments
-    if checked.structured:
-        attributes[names.STRUCTURED_OUTPUT_REQUESTED] = True
-        if checked.structured_failure is not None:
-            attributes[names.STRUCTURED_OUTPUT_FAILURE] = checked.structured_failure
-    if signals.truncation is not None:
-        attributes[names.TRUNCATION_KIND] = signals.truncation
-    if signals.utilization is not None:
-        attributes[names.CONTEXT_UTILIZATION] = signals.utilization
-
-
 def record_signals(
     instruments: SignalInstruments,
     signals: Signals,
@@ -789,29 +768,44 @@ def record_signals(
     context: Context,
     span_attributes_into: dict[str, Any],
 ) -> None:
-    """Put the span attributes of ``signals`` in ``span_attributes_into``
-    (:func:`signal_span_attributes`), then add the call's points (the section's comment);
-    ``labels``: the call's metric labels."""
-    signal_span_attributes(signals, span_attributes_into)
-    checked = signals.checked
-    if checked.tool_calls:
-        instruments.tool_calls.add(checked.tool_calls, labels, context=context)
-        for count, error in (
-            (checked.not_offered, names.TOOL_CALL_ERROR_NOT_OFFERED),
-            (checked.invalid_arguments, names.TOOL_CALL_ERROR_INVALID_ARGUMENTS),
-        ):
-            if count:
-                instruments.tool_call_errors.add(count, {**labels, names.TOOL_CALL_ERROR: error}, context=context)
-    if checked.structured:
-        instruments.structured_requests.add(1, labels, context=context)
-        if checked.structured_failure is not None:
-            instruments.structured_failures.add(
-                1, {**labels, names.STRUCTURED_OUTPUT_FAILURE: checked.structured_failure}, context=context
+    """Put the chat span's attributes of ``signals`` in ``span_attributes_into`` (the tool-call
+    counts where tools were offered, whether structured output was asked for and how it failed, the
+    truncation kind, the utilization), and add the call's points (the section's comment), in one
+    pass; ``labels``: the call's metric labels."""
+    attributes = span_attributes_into
+    tool_calls, not_offered, invalid_arguments, structured, structured_failure = signals.checked
+    if signals.asked.tools:
+        attributes[names.TOOL_CALL_COUNT] = tool_calls
+        attributes[names.TOOL_CALL_NOT_OFFERED_COUNT] = not_offered
+        attributes[names.TOOL_CALL_INVALID_ARGUMENTS_COUNT] = invalid_arguments
+    if tool_calls:
+        instruments.tool_calls.add(tool_calls, labels, context=context)
+        if not_offered:
+            instruments.tool_call_errors.add(
+                not_offered, {**labels, names.TOOL_CALL_ERROR: names.TOOL_CALL_ERROR_NOT_OFFERED}, context=context
             )
-    if signals.truncation is not None:
-        instruments.truncations.add(1, {**labels, names.TRUNCATION_KIND: signals.truncation}, context=context)
-    if signals.utilization is not None:
-        instruments.context_utilization.record(signals.utilization, labels, context=context)
+        if invalid_arguments:
+            instruments.tool_call_errors.add(
+                invalid_arguments,
+                {**labels, names.TOOL_CALL_ERROR: names.TOOL_CALL_ERROR_INVALID_ARGUMENTS},
+                context=context,
+            )
+    if structured:
+        attributes[names.STRUCTURED_OUTPUT_REQUESTED] = True
+        instruments.structured_requests.add(1, labels, context=context)
+        if structured_failure is not None:
+            attributes[names.STRUCTURED_OUTPUT_FAILURE] = structured_failure
+            instruments.structured_failures.add(
+                1, {**labels, names.STRUCTURED_OUTPUT_FAILURE: structured_failure}, context=context
+            )
+    truncation = signals.truncation
+    if truncation is not None:
+        attributes[names.TRUNCATION_KIND] = truncation
+        instruments.truncations.add(1, {**labels, names.TRUNCATION_KIND: truncation}, context=context)
+    utilization = signals.utilization
+    if utilization is not None:
+        attributes[names.CONTEXT_UTILIZATION] = utilization
+        instruments.context_utilization.record(utilization, labels, context=context)
 
 
 # --------------------------------------------------------- the inference details event of one call

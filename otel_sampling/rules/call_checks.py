@@ -128,13 +128,28 @@ def check(asked: Asked, answer: Answer) -> Checked:
     """Every tool call of ``answer`` against ``asked`` (:func:`tool_call_error`), and its structured
     output (:func:`structured_failure`)."""
     not_offered = invalid = 0
+    forced = asked.forced_tool
+    # Whether every call of the forced tool passed its tool check (a plain-str name, its arguments
+    # checked: they parsed and fit that tool's schema, the structured output's), and how many came.
+    forced_fit = forced is not None
+    forced_calls = 0
     for call in answer.tool_calls:
         error = tool_call_error(asked, call)
-        if error == names.TOOL_CALL_ERROR_NOT_OFFERED:
-            not_offered += 1
-        elif error is not None:
-            invalid += 1
-    judged, failure = structured_failure(asked, answer) if asked.structured else (False, None)
+        if error is not None:
+            if error == names.TOOL_CALL_ERROR_NOT_OFFERED:
+                not_offered += 1
+            else:
+                invalid += 1
+        if forced_fit and call.name == forced:
+            forced_calls += 1
+            if error is not None or not call.checked or type(call.name) is not str:
+                forced_fit = False
+    if not asked.structured:
+        judged, failure = False, None
+    elif forced_fit and forced_calls:  # well-formed, read once already: not parsed and checked again
+        judged, failure = True, None
+    else:
+        judged, failure = structured_failure(asked, answer)
     return Checked(len(answer.tool_calls), not_offered, invalid, judged, failure)
 
 
@@ -277,16 +292,19 @@ def conforms(schema: object, value: object) -> bool:
 
 
 def _conforms(schema: Any, value: object, depth: int, budget: list[int]) -> bool:
-    if not issubclass(type(schema), dict) or depth > MAX_SCHEMA_DEPTH:  # (an ABC check costs more)
+    if not isinstance(schema, dict) or depth > MAX_SCHEMA_DEPTH:  # (not Mapping: an ABC check costs more)
         return True
     budget[0] -= 1
     if budget[0] < 0:
         return True
     kind = schema.get("type")
-    if kind is not None and not _is_type(value, kind):
-        return False
+    # A kind that names the value's own JSON type fits without _is_type (the common case).
     if isinstance(value, dict):
+        if kind is not None and kind != "object" and not _is_type(value, kind):
+            return False
         return _object_conforms(schema, value, depth, budget)
+    if kind is not None and kind != _TYPE_NAMES.get(type(value)) and not _is_type(value, kind):
+        return False
     if isinstance(value, list):
         items = schema.get("items")
         # Past the budget the rest reads as conforming: a check never visits more than the budget.
@@ -298,8 +316,10 @@ def _conforms(schema: Any, value: object, depth: int, budget: list[int]) -> bool
 
 def _object_conforms(schema: Mapping[str, Any], value: dict[Any, Any], depth: int, budget: list[int]) -> bool:
     required = schema.get("required")
-    if isinstance(required, list) and any(isinstance(key, str) and key not in value for key in required):
-        return False
+    if isinstance(required, list):
+        for key in required:
+            if isinstance(key, str) and key not in value:
+                return False
     properties: Any = schema.get("properties")
     if not issubclass(type(properties), dict):
         return True
@@ -309,7 +329,15 @@ def _object_conforms(schema: Mapping[str, Any], value: dict[Any, Any], depth: in
         if budget[0] <= 0:  # the rest pass unread
             break
         sub = properties.get(key)
-        if sub is not None and not _conforms(sub, item, depth + 1, budget):
+        if sub is None:
+            continue
+        if type(item) is str and type(sub) is dict and depth < MAX_SCHEMA_DEPTH:
+            # A string property (the common leaf): _conforms' visit of it, without its call.
+            budget[0] -= 1  # stays >= 0: the loop's check above
+            kind = sub.get("type")
+            if kind is not None and kind != "string" and not _is_type(item, kind):
+                return False
+        elif not _conforms(sub, item, depth + 1, budget):
             return False
     return True
 
@@ -338,4 +366,6 @@ def _is_type(value: object, kind: object) -> bool:
     return True  # a type name JSON Schema does not define: no constraint
 
 
+# The JSON type name of a decoded value's exact type (an int or a float may be "integer" or "number").
+_TYPE_NAMES: Final[dict[type, str]] = {str: "string", list: "array", bool: "boolean", type(None): "null"}
 _KNOWN_TYPES: Final = frozenset({"object", "array", "string", "boolean", "null", "integer", "number"})

@@ -437,6 +437,14 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
             # Served as asked and no policy names models (the common direct call): nothing was
             # substituted and it has no reason of its own, as _judge and _own_reason would find.
             judged = names.SUBSTITUTION_NONE
+        elif (
+            reference is NO_POLICY
+            and type(call.served) is str
+            and (requested is None or type(requested) is str)
+            and len(call.served) <= _REMEMBERED_LENGTH
+            and (requested is None or len(requested) <= _REMEMBERED_LENGTH)
+        ):  # no policy (the common direct call): the pair's judgement, remembered
+            served, judged = _judged_without_policy(call.served, requested)
         else:
             served = normalise(call.served)
             judged = _judge(reference, served, False, normalise(requested) if requested else None)
@@ -457,6 +465,14 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
 
 
 _REDUCED_EFFORT = (names.REASON_REDUCED_EFFORT,)
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_PAIRS)
+def _judged_without_policy(served: str, requested: str | None) -> tuple[str, str]:
+    """The normalised served model and the substitution judgement of a call that did not fail, judged
+    against :data:`NO_POLICY` (``judge_call``'s: pure, so a process's few pairs are judged once)."""
+    normalised = normalise(served)
+    return normalised, _judge(NO_POLICY, normalised, False, normalise(requested) if requested else None)
 
 
 # A client router's fallbacks for the request's fit, not for an outage (LiteLLM Router

@@ -130,6 +130,19 @@ def test_a_forced_tool_carries_the_structured_output() -> None:
     assert check(asked, wrong) == Checked(1, 0, 1, True, names.STRUCTURED_OUTPUT_SCHEMA_MISMATCH)
 
 
+def test_a_forced_tool_call_checked_as_a_tool_call_gives_the_structured_outcome_too() -> None:
+    asked = Asked({"get_weather": WEATHER, "web_search": None}, structured=True, forced_tool="get_weather")
+    paris = ToolCall("get_weather", '{"city": "Paris"}')
+    assert check(asked, Answer((paris,))) == Checked(1, 0, 0, True, None)
+    assert check(asked, Answer((paris, ToolCall("web_search", "{}")))) == Checked(2, 0, 0, True, None)
+    not_json = ToolCall("get_weather", "{city")
+    assert check(asked, Answer((paris, not_json))) == Checked(2, 0, 1, True, names.STRUCTURED_OUTPUT_INVALID_JSON)
+    free_text = ToolCall("get_weather", "{city", checked=False)  # its name only is checked as a tool call
+    assert check(asked, Answer((free_text,))) == Checked(1, 0, 0, True, names.STRUCTURED_OUTPUT_INVALID_JSON)
+    other = Answer((ToolCall("web_search", "{}"),))
+    assert check(asked, other) == Checked(1, 0, 0, True, names.STRUCTURED_OUTPUT_INVALID_JSON)
+
+
 # ---------------------------------------------------------------------- the schema check
 def test_the_schema_check_reads_types_required_properties_items_and_closed_objects() -> None:
     schema = {

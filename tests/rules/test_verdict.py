@@ -222,6 +222,23 @@ def judged_call(reference: Reference = POLICY, failed_over: bool = False, **fact
 class TestCall:
     """``judge_call``: the mode and reasons of one provider call by what it did."""
 
+    @pytest.mark.parametrize(
+        ("requested", "served", "substitution", "mode"),
+        [
+            ("gpt-4o", "gpt-4o-2024-08-06", "none", "primary"),  # a snapshot of the model asked for
+            ("gpt-4o", "gpt-4o-mini", "without_policy", "degraded"),
+            ("gpt-4o", "openai/gpt-4o", "none", "primary"),  # a path before the id
+            (None, "gpt-4o", "none", "primary"),  # nothing asked for
+            ("gpt-4o", "gpt-4o-mini" + "x" * 300, "without_policy", "degraded"),  # too long to remember
+        ],
+    )
+    def test_a_call_without_a_policy_is_judged_the_same_each_time(self, requested, served, substitution, mode):
+        """The judgement of a (served, requested) pair without a policy, remembered after its first
+        call, is the same judgement each time, and the same as against an equal reference."""
+        verdicts = [judged_call(NO_POLICY, requested=requested, served=served) for _ in range(2)]
+        verdicts.append(judged_call(Reference(), requested=requested, served=served))
+        assert {(v.substitution, v.mode) for v in verdicts} == {(substitution, mode)}
+
     def test_a_call_served_as_asked_is_primary(self):
         assert ("primary", ()) == call()
 
