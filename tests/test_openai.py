@@ -728,6 +728,51 @@ def test_a_completion_read_plainly_reports_what_the_tolerant_read_does(body):
     assert _state().response_of(completion) == chat_response_of(completion)
 
 
+_tool_call = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "id": st.just("call_1"),
+            "type": _or_any(st.just("function")),
+            "function": _or_any(
+                st.fixed_dictionaries({}, optional={"name": _or_any(st.just("get_weather")), "arguments": json_value})
+            ),
+        }
+    ),
+    st.fixed_dictionaries(  # a custom tool's call: free text input, read by its name only
+        {"id": st.just("call_2"), "type": st.just("custom"), "custom": st.just({"name": "grep", "input": "x"})}
+    ),
+)
+_tool_answer = _answer(
+    "chat.completion",
+    "message",
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": json_value},
+        optional={"tool_calls": _or_any(st.lists(_or_any(_tool_call), max_size=3))},
+    ),
+)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(body=_tool_answer)
+@example(  # two choices, each with a function tool call
+    body={
+        "id": "c",
+        "model": "m",
+        "choices": [
+            {"index": i, "message": {"content": None, "tool_calls": [{"type": "function", "function": f}]}}
+            for i, f in enumerate([{"name": "a", "arguments": "{}"}, {"name": "b", "arguments": '{"x": 1}'}])
+        ],
+    }
+)
+def test_a_completion_s_tool_calls_read_plainly_are_what_the_tolerant_read_finds(body):
+    from openai.types.chat import ChatCompletion
+
+    from otel_sampling.instrumentation.call_answers import chat_answer
+
+    completion = construct_type(type_=ChatCompletion, value=body)
+    assert _state()._chat_answers.of(completion) == chat_answer(completion)
+
+
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(bodies=st.lists(_chunk, min_size=1, max_size=5))
 @example(  # a refusal under an index that is no int, once choice 0 (which it reads as) showed text

@@ -74,6 +74,7 @@ from otel_sampling.instrumentation.openai_fields import as_str, error_envelope, 
 from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy, StreamProxy
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
+from otel_sampling.rules.call_checks import Answer, ToolCall
 from otel_sampling.rules.values import Response, Usage, token_count
 
 logger = logging.getLogger(__name__)
@@ -138,12 +139,19 @@ class _ChatModels(NamedTuple):
     output_details: type[Any]
     chunk: type[Any]
     chunk_choice: type[Any]
+    function_call: type[Any]  # ChatCompletionMessageFunctionToolCall
+    function: type[Any]  # its ``function``
     declares_cache_writes: bool  # PromptTokensDetails.cache_write_tokens, declared in later releases
 
     @classmethod
     def of_sdk(cls) -> _ChatModels:
         from openai.types import completion_usage
-        from openai.types.chat import chat_completion, chat_completion_chunk, chat_completion_message
+        from openai.types.chat import (
+            chat_completion,
+            chat_completion_chunk,
+            chat_completion_message,
+            chat_completion_message_function_tool_call,
+        )
 
         return cls(
             chat_completion.ChatCompletion,
@@ -154,6 +162,8 @@ class _ChatModels(NamedTuple):
             completion_usage.CompletionTokensDetails,
             chat_completion_chunk.ChatCompletionChunk,
             chat_completion_chunk.Choice,
+            chat_completion_message_function_tool_call.ChatCompletionMessageFunctionToolCall,
+            chat_completion_message_function_tool_call.Function,
             "cache_write_tokens" in completion_usage.PromptTokensDetails.model_fields,
         )
 
@@ -214,6 +224,52 @@ def _sdk_chat_response(completion: Any, models: _ChatModels) -> Response | None:
         answered=bool(choices),
         refusal=refusal,
     )
+
+
+def _sdk_chat_answer(completion: Any, models: _ChatModels) -> Answer | None:
+    """What :func:`~otel_sampling.instrumentation.call_answers.chat_answer` reads (each choice's
+    text, its function tool calls' names and arguments), from a ``ChatCompletion`` built of the
+    SDK's own models throughout, function tool calls only (read as plain attributes: the SDK sets
+    every declared member); None: another shape (a custom tool call, ``parse()``'s subclasses, a
+    member holding another JSON value), for the tolerant read."""
+    if type(completion) is not models.completion:
+        return None
+    choices = completion.choices
+    if type(choices) is not list:
+        return None
+    calls: list[ToolCall] = []
+    texts: list[str | None] = []
+    for choice in choices[: call_answers.MAX_TEXTS]:
+        if type(choice) is not models.choice or type(message := choice.message) is not models.message:
+            return None
+        texts.append(text if isinstance(text := message.content, str) else None)
+        tool_calls = message.tool_calls
+        if tool_calls is None:
+            continue
+        if type(tool_calls) is not list:
+            return None
+        for call in tool_calls:
+            if type(call) is not models.function_call or call.type == "custom":
+                return None
+            function = call.function
+            if type(function) is not models.function:
+                return None
+            if len(calls) < call_answers.MAX_TOOL_CALLS:
+                calls.append(ToolCall(function.name, function.arguments))
+    return Answer(tuple(calls), tuple(texts))
+
+
+class _ChatAnswers(call_answers.OpenAIAnswers):
+    """Chat Completions answers (:class:`~otel_sampling.instrumentation.call_answers.OpenAIAnswers`),
+    a ``ChatCompletion`` of the SDK's own models read by :func:`_sdk_chat_answer`."""
+
+    def __init__(self, models: _ChatModels) -> None:
+        super().__init__(responses=False)
+        self._models = models
+
+    def of(self, result: Any) -> Answer:
+        answer = _sdk_chat_answer(result, self._models)
+        return call_answers.chat_answer(result) if answer is None else answer
 
 
 def _index_of(choice: Any) -> int:
@@ -421,7 +477,7 @@ class StreamAccumulator:
         )
 
 
-_CHAT, _RESPONSES = call_answers.OpenAIAnswers(responses=False), call_answers.OpenAIAnswers(responses=True)
+_RESPONSES = call_answers.OpenAIAnswers(responses=True)
 
 
 class _State(ProviderState):
@@ -457,6 +513,7 @@ class _State(ProviderState):
         self.client_headers: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
         self._responses_class = self.response_class[1]  # extra_response_types[0]
         self._chat_models = _ChatModels.of_sdk()
+        self._chat_answers = _ChatAnswers(self._chat_models)
         from openai import Omit
         from openai.lib.azure import BaseAzureClient
 
@@ -518,7 +575,7 @@ class _State(ProviderState):
 
     def checks_of(self, body: Any) -> CallChecks | None:
         asked = call_answers.openai_asked(body)
-        return None if asked is None else CallChecks(asked, _CHAT if "messages" in body else _RESPONSES)
+        return None if asked is None else CallChecks(asked, self._chat_answers if "messages" in body else _RESPONSES)
 
     def input_content(self, body: Any) -> Content:
         # Chat Completions requires ``messages``; the Responses API has ``input`` / ``instructions`` instead.
