@@ -47,15 +47,17 @@ the caller leaves early ends ``cancelled``.
 
 Trace context: the SDK sends none of its own, so each request carries the global propagator's
 headers for our span: added to the request the SDK builds (``BaseApiClient._build_request``, wrapped
-too) for a call that gives no ``http_options``, else to a copy of the call's ``http_options.headers``;
-the caller's options and the client's headers are left as they were, and a header set on the call
-or the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off.
+too), which already holds the client's headers and the call's ``http_options.headers``; the
+caller's options and the client's headers are left as they were, and a header set on the call or
+the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
+import logging
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
@@ -63,6 +65,7 @@ from typing import Any, ClassVar
 from opentelemetry import propagate
 
 from otel_sampling import names
+from otel_sampling import state as _state
 from otel_sampling.content import Content, generic_part, text_part
 from otel_sampling.drills import Drill
 from otel_sampling.instrumentation import call_answers
@@ -71,7 +74,6 @@ from otel_sampling.instrumentation._provider import (
     Request,
     async_create_wrapper,
     create_wrapper,
-    guarded,
     sequence,
     server_of_url,
 )
@@ -80,6 +82,8 @@ from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import MAX_TOKEN_COUNT, Failure, Response, Usage, token_count
+
+logger = logging.getLogger(__name__)
 
 PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
 VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
@@ -348,6 +352,18 @@ class _State(ProviderState):
         names.DRILL_FAILURE_RATE_LIMITED: (429, "RESOURCE_EXHAUSTED"),
     }
 
+    def __init__(self, instruments: Instruments) -> None:
+        super().__init__(instruments)
+        # The trace context goes on the request the SDK builds (:func:`_build_request_wrapper`),
+        # which already holds the client's and the call's headers: the shared wrappers' copy of
+        # the call's arguments is not made.
+        self.propagates_per_request, self.propagates = self.propagates, False
+        # ``request_streamed`` builds its request when its generator is first read, after the call
+        # stopped being current: its wrapper sees this state as a view that reads the trace context
+        # at the call and hands it to ``_build_request`` in the options (:meth:`with_trace_context`).
+        self.streamed = copy.copy(self)
+        self.streamed.propagates = self.propagates_per_request
+
     def bind_sdk(self) -> None:
         """google-genai's classes (not the anthropic / openai layout ``ProviderState`` reads)."""
         import types
@@ -441,12 +457,13 @@ class _State(ProviderState):
     def with_trace_context(
         self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The call's arguments carrying the propagator's headers for our span. A call that gives no
-        ``http_options`` (the usual case) gets a :class:`_TraceHeaders` as its options: empty, so the
-        SDK reads it as none, and :func:`_build_request_wrapper` adds its headers to the request the
-        SDK builds (real options would make the SDK merge them into a copy of the client's on every
-        request: a pydantic validation and a setattr per field). A call that gives options gets a
-        copy of them whose ``headers`` add ours. A header set on the call or on the client is kept."""
+        """``request_streamed``'s arguments carrying the propagator's headers for our span. A call
+        that gives no ``http_options`` (the usual case) gets a :class:`_TraceHeaders` as its options:
+        empty, so the SDK reads it as none, and :func:`_build_request_wrapper` adds its headers to
+        the request the SDK builds (real options would make the SDK merge them into a copy of the
+        client's on every request: a pydantic validation and a setattr per field). A call that
+        gives options gets a copy of them whose ``headers`` add ours. A header set on the call or
+        on the client is kept."""
         carrier: dict[str, str] = {}
         propagate.inject(carrier)
         positional = len(args) > 3
@@ -497,9 +514,9 @@ def _get_headers(options: Any) -> Mapping[str, Any]:
 
 
 class _TraceHeaders(dict[str, Any]):
-    """The ``http_options`` of a call that gave none: an empty dict (the SDK reads it as no options,
-    in every version: it only asks whether options are truthy) carrying the propagator's headers
-    for our span, which :func:`_build_request_wrapper` adds to the request the SDK builds."""
+    """The ``http_options`` of a streamed call that gave none: an empty dict (the SDK reads it as no
+    options, in every version: it only asks whether options are truthy) carrying the propagator's
+    headers for our span, which :func:`_build_request_wrapper` adds to the request the SDK builds."""
 
     __slots__ = ("headers",)
 
@@ -508,13 +525,27 @@ class _TraceHeaders(dict[str, Any]):
         self.headers = headers
 
 
-def _add_trace_context(request: Any, carrier: dict[str, str]) -> None:
-    """Add ``carrier`` (the propagator's headers) to the ``HttpRequest`` the SDK just built, but none
-    it has already (set on the client, any case). Its headers become a new dict: google-genai 2.x
-    hands the client's own dict to a request whose call set no options."""
+def _add_trace_context(request: Any, carrier: dict[str, str] | None) -> None:
+    """Add ``carrier``, else the propagator's headers for the current span (ours: the call is
+    active), to the ``HttpRequest`` the SDK just built, but none it has already (set on the client
+    or the call, any case). Its headers become a new dict: google-genai 2.x hands the client's own
+    dict to a request whose call set no options."""
+    if carrier is None:
+        carrier = {}
+        propagate.inject(carrier)
+    if not carrier:
+        return
     headers = request.headers
-    given = {key.lower() for key in headers}
-    added = {key: value for key, value in carrier.items() if key.lower() not in given}
+    try:  # C-level lower-casing: every header name the SDK and propagators set is a str
+        given = set(map(str.lower, headers))
+        fresh = given.isdisjoint(map(str.lower, carrier))
+    except TypeError:  # a name that is no str: compared one by one
+        given = {str(key).lower() for key in headers}
+        fresh = False
+    if fresh:
+        request.headers = {**headers, **carrier}
+        return
+    added = {key: value for key, value in carrier.items() if str(key).lower() not in given}
     if added:
         request.headers = {**headers, **added}
 
@@ -522,22 +553,42 @@ def _add_trace_context(request: Any, carrier: dict[str, str]) -> None:
 def _build_request_wrapper(state: _State) -> Callable[..., Any]:
     """wrapt wrapper for ``BaseApiClient._build_request(http_method, path, request_dict,
     http_options)``, called once per request (the SDK's retries send the request it built again):
-    options that are a :class:`_TraceHeaders` add their headers to the request (:func:`_add_trace_context`)."""
+    inside one of our calls, the request gets the trace context (:func:`_add_trace_context`). The
+    request already holds the client's headers and the call's ``http_options.headers`` (the SDK
+    merged them), so a header set on either is kept, and the caller's options are not copied."""
+    if not state.propagates_per_request:
+
+        def unchanged(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            return wrapped(*args, **kwargs)
+
+        return unchanged
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         request = wrapped(*args, **kwargs)
         options = args[3] if len(args) > 3 else kwargs.get("http_options")
-        if type(options) is _TraceHeaders:
-            guarded("add the trace context to a provider request", _add_trace_context, request, options.headers)
+        if type(options) is _TraceHeaders:  # a streamed call's, read at the call
+            carrier: dict[str, str] | None = options.headers
+        elif _state.current_call.get() is not None:
+            carrier = None  # the current span's
+        else:  # the request goes out as the SDK built it
+            return request
+        try:  # one guard at this wrapper boundary, as guarded() would
+            _add_trace_context(request, carrier)
+        except Exception:
+            logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
         return request
 
     return wrapper
 
 
+def _streamed_wrapper(state: _State) -> Callable[..., Any]:
+    return create_wrapper(state.streamed)
+
+
 _CLIENT = "google.genai._api_client"
 _TARGETS = (
     Target(_CLIENT, "BaseApiClient.request", create_wrapper),
-    Target(_CLIENT, "BaseApiClient.request_streamed", create_wrapper),
+    Target(_CLIENT, "BaseApiClient.request_streamed", _streamed_wrapper),
     Target(_CLIENT, "BaseApiClient.async_request", async_create_wrapper),
     Target(_CLIENT, "BaseApiClient.async_request_streamed", async_create_wrapper),
     Target(_CLIENT, "BaseApiClient._build_request", _build_request_wrapper),
