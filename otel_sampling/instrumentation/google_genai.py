@@ -91,6 +91,7 @@ GENERATE = ":generateContent"
 STREAM_GENERATE = ":streamGenerateContent"
 _MODELS = "models/"
 _read_json = json.JSONDecoder().raw_decode  # (value, end) of the JSON text a string starts with
+_JSON_SPACE = " \t\n\r"  # JSON's whitespace (RFC 8259)
 #: Candidate finish reasons saying the output was blocked (``google.genai.types.FinishReason``):
 #: the call is ``refused``. A ``promptFeedback.blockReason`` (any) is too.
 BLOCKED = frozenset(
@@ -127,17 +128,31 @@ def to_usage(metadata: Any) -> Usage:
     if not isinstance(metadata, dict):
         return Usage()
     get = metadata.get
-    prompt = _count(get("promptTokenCount"))
-    candidates = _count(get("candidatesTokenCount"))
-    thoughts = _count(get("thoughtsTokenCount"))
+    prompt, candidates = get("promptTokenCount"), get("candidatesTokenCount")
+    thoughts, tool_prompt, cached = (
+        get("thoughtsTokenCount"),
+        get("toolUsePromptTokenCount"),
+        get("cachedContentTokenCount"),
+    )
+    if (  # the usual answer: plain counts of the prompt and the candidates, nothing else to add
+        type(prompt) is int
+        and type(candidates) is int
+        and thoughts is None
+        and tool_prompt is None
+        and cached is None
+        and 0 <= prompt <= MAX_TOKEN_COUNT
+        and 0 <= candidates <= MAX_TOKEN_COUNT
+    ):
+        return Usage(prompt, candidates)
+    prompt, candidates, thoughts = _count(prompt), _count(candidates), _count(thoughts)
     input_tokens = None
     if prompt is not None:
-        tool_prompt = _count(get("toolUsePromptTokenCount"))
+        tool_prompt = _count(tool_prompt)
         input_tokens = token_count(prompt + tool_prompt) if tool_prompt else prompt
     output_tokens = None
     if candidates is not None or thoughts is not None:
         output_tokens = token_count((candidates or 0) + thoughts) if thoughts else (candidates or 0)
-    return Usage(input_tokens, output_tokens, _count(get("cachedContentTokenCount")), reasoning_output_tokens=thoughts)
+    return Usage(input_tokens, output_tokens, _count(cached), reasoning_output_tokens=thoughts)
 
 
 def _blocked(answer: Any) -> bool:
@@ -267,15 +282,16 @@ class StreamAccumulator:
         if not isinstance(chunk, dict):
             return
         get = chunk.get
+        # Every chunk names the model and the id: one seen already is not checked again.
         model = get("modelVersion")
-        if isinstance(model, str) and model:
+        if model != self._model and isinstance(model, str) and model:
             self._model = model
         response_id = get("responseId")
-        if isinstance(response_id, str) and response_id:
+        if response_id != self._id and isinstance(response_id, str) and response_id:
             self._id = response_id
         if (usage := get("usageMetadata")) is not None:
             self._usage = usage
-        if self._error is None and "error" in chunk:
+        if "error" in chunk and self._error is None:
             self._error = _error_type(chunk)
         if "promptFeedback" in chunk and _blocked(chunk):
             self._blocked = self._answered = self.complete = True
@@ -286,13 +302,14 @@ class StreamAccumulator:
             if not isinstance(candidate, dict):
                 continue
             self._answered = True
-            index = candidate.get("index")
-            index = index if isinstance(index, int) else position
             reason = candidate.get("finishReason")
-            if isinstance(reason, str) and reason:
-                self._reasons[index] = reason
+            if reason and isinstance(reason, str):  # most chunks have none: the index is read only when needed
+                index = candidate.get("index")
+                self._reasons[index if isinstance(index, int) else position] = reason
                 self.complete = True
             if self._parts is not None:
+                index = candidate.get("index")
+                index = index if isinstance(index, int) else position
                 self._parts.setdefault(index, []).extend(sequence(_get(candidate.get("content"), "parts")))
 
     def _output(self, parts: dict[int, list[Any]]) -> list[Any]:
@@ -335,6 +352,26 @@ def model_of_path(path: str) -> tuple[str, bool]:
     return resource.rpartition("/")[2], True
 
 
+#: How many request paths a state keeps read (see ``_State.request_of``), each up to this long.
+MAX_PATHS = 256
+_MAX_PATH_LENGTH = 1024
+_NOT_GENERATE = ("", False, False)  # what endpoint_of gives a path that is no generateContent one
+
+
+def endpoint_of(path: str) -> tuple[str, bool, bool]:
+    """``(model, deployment, stream)`` of a ``{model}:generateContent`` or
+    ``{model}:streamGenerateContent`` path (:func:`model_of_path`); ``_NOT_GENERATE`` for any other."""
+    endpoint = path.split("?", 1)[0]
+    stream = endpoint.endswith(STREAM_GENERATE)
+    if not (stream or endpoint.endswith(GENERATE)):
+        return _NOT_GENERATE
+    resource = endpoint[: -len(STREAM_GENERATE if stream else GENERATE)]
+    if resource.startswith(_MODELS) and "/" not in resource[len(_MODELS) :]:  # the Gemini API's models/x
+        return resource[len(_MODELS) :], False, stream
+    model, deployment = model_of_path(path)
+    return model, deployment, stream
+
+
 _ANSWERS = call_answers.GeminiAnswers()
 
 
@@ -358,6 +395,7 @@ class _State(ProviderState):
         # which already holds the client's and the call's headers: the shared wrappers' copy of
         # the call's arguments is not made.
         self.propagates_per_request, self.propagates = self.propagates, False
+        self._endpoints: dict[str, tuple[str, bool, bool]] = {}  # path -> endpoint_of(path), shared by the views
         # ``request_streamed`` builds its request when its generator is first read, after the call
         # stopped being current: its wrapper sees this state as a view that reads the trace context
         # at the call and hands it to ``_build_request`` in the options (:meth:`with_trace_context`).
@@ -417,19 +455,21 @@ class _State(ProviderState):
             method = _argument(args, kwargs, 0, "http_method")
             path = _argument(args, kwargs, 1, "path")
             body = _argument(args, kwargs, 2, "request_dict")
-        if method != "post" or not isinstance(path, str):
+        if method != "post":
             return None
-        endpoint = path.split("?", 1)[0]
-        stream = endpoint.endswith(STREAM_GENERATE)
-        if not (stream or endpoint.endswith(GENERATE)):
+        # A client sends the same few paths again and again: each read once (up to MAX_PATHS kept).
+        endpoint = self._endpoints.get(path) if type(path) is str else None
+        if endpoint is None:
+            if not isinstance(path, str):
+                return None
+            endpoint = endpoint_of(path)
+            if type(path) is str and len(path) <= _MAX_PATH_LENGTH and len(self._endpoints) < MAX_PATHS:
+                self._endpoints[path] = endpoint
+        if endpoint is _NOT_GENERATE:
             return None
+        model, deployment, stream = endpoint
         if not isinstance(body, dict):
             body = {}
-        resource = endpoint[: -len(STREAM_GENERATE if stream else GENERATE)]
-        if resource.startswith(_MODELS) and "/" not in resource[len(_MODELS) :]:  # the Gemini API's models/x
-            model, deployment = resource[len(_MODELS) :], False
-        else:
-            model, deployment = model_of_path(path)
         config = body.get("generationConfig")
         max_tokens = config.get("maxOutputTokens") if isinstance(config, dict) else None
         vertex = getattr(instance, "vertexai", False) is True
@@ -501,7 +541,14 @@ class _State(ProviderState):
         """What an ``SdkHttpResponse`` body (a ``GenerateContentResponse`` JSON) reports; with
         content capture on, its output messages too."""
         body = getattr(result, "body", None)
-        answer = json.loads(body) if isinstance(body, str) and body else None
+        answer = None
+        if isinstance(body, str) and body:
+            try:  # the C decoder alone; json.loads' own answer (a value or its error) for what it does not take
+                answer, end = _read_json(body)
+                if end != len(body) and body[end:].strip(_JSON_SPACE):
+                    answer = json.loads(body)  # raises: extra data
+            except ValueError:  # leading whitespace, or no JSON
+                answer = json.loads(body)
         response = response_of(answer)
         if self.capture.enabled:
             response = response._replace(output=output_messages(sequence(_get(answer, "candidates"))))
