@@ -212,6 +212,16 @@ def gateway_model(hidden: Any, header_keys: tuple[str, ...]) -> str | None:
     return None
 
 
+def hidden_params(answer: Any) -> Any:
+    """LiteLLM's ``_hidden_params`` of an answer or a chunk, or None. A pydantic private attribute:
+    read from the model's private values as LiteLLM's own ``hidden_params`` does, without a trip
+    through pydantic's ``__getattr__``; any other object by its attribute."""
+    private = getattr(answer, "__pydantic_private__", None)
+    if type(private) is dict and "_hidden_params" in private:
+        return private["_hidden_params"]
+    return getattr(answer, "_hidden_params", None)
+
+
 class ChatStreamAccumulator(StreamAccumulator):
     """The openai chat chunk accumulator, with the served model LiteLLM keeps aside: a
     ``CustomStreamWrapper`` chunk's ``model`` is the model asked for (OpenRouter's excepted), the
@@ -233,34 +243,35 @@ class ChatStreamAccumulator(StreamAccumulator):
 
     def observe(self, chunk: Any) -> None:
         if self._plain and type(chunk) is self._chunk_class:
-            self._observe_plain(chunk)
+            # The openai accumulator's plain reading, for a ``ModelResponseStream``: its ``usage``
+            # is an extra field, absent from every chunk but the last (an attribute read of an
+            # absent one raises inside pydantic, and the plain reading would give way to the
+            # tolerant one on every chunk).
+            try:
+                plain = self._plain_choices(chunk.choices)
+                if plain:
+                    extra = chunk.__pydantic_extra__
+                    usage = extra.get("usage") if extra else None
+                    if usage is not None:
+                        self._usage = usage
+            except (AttributeError, TypeError):  # a shape LiteLLM did not validate: read again, tolerantly
+                plain = False
+            if not plain:
+                self._observe(chunk)
         else:
             super().observe(chunk)
-        hidden = getattr(chunk, "_hidden_params", None)
+        private = getattr(chunk, "__pydantic_private__", None)  # hidden_params(chunk), inline: read per chunk
+        hidden = (
+            private["_hidden_params"] if type(private) is dict and "_hidden_params" in private else hidden_params(chunk)
+        )
         if not isinstance(hidden, dict):
             return
         served = hidden.get("provider_response_model")
-        if isinstance(served, str) and served:
+        if served != self._served and isinstance(served, str) and served:
             self._served = served
         if not self._headers_read and isinstance(hidden.get("additional_headers"), Mapping):
             self._headers_read = True
             self._gateway = gateway_model(hidden, self._header_keys)
-
-    def _observe_plain(self, chunk: Any) -> None:
-        """The openai accumulator's plain reading of a chunk, for a ``ModelResponseStream``: its
-        ``usage`` is an extra field, absent from every chunk but the last (an attribute read of
-        an absent one raises inside pydantic, and the plain reading would give way to the tolerant
-        one on every chunk)."""
-        try:
-            if self._plain_choices(chunk.choices):
-                extra = chunk.__pydantic_extra__
-                usage = extra.get("usage") if extra else None
-                if usage is not None:
-                    self._usage = usage
-                return
-        except (AttributeError, TypeError):  # a shape LiteLLM did not validate: read again, tolerantly
-            pass
-        self._observe(chunk)
 
     def response(self) -> Response:
         response = super().response()
@@ -507,7 +518,7 @@ class _State(ProviderState):
             response = openai_responses.response_of(result)
         else:
             response = chat_response_of(result)
-        served = gateway_model(getattr(result, "_hidden_params", None), self._header_keys)
+        served = gateway_model(hidden_params(result), self._header_keys) if self._header_keys else None
         return response._replace(model=served) if served else response
 
     def output_of(self, result: Any, seen: Response) -> list[Any]:
