@@ -260,10 +260,7 @@ class ChatStreamAccumulator(StreamAccumulator):
                 self._observe(chunk)
         else:
             super().observe(chunk)
-        private = getattr(chunk, "__pydantic_private__", None)  # hidden_params(chunk), inline: read per chunk
-        hidden = (
-            private["_hidden_params"] if type(private) is dict and "_hidden_params" in private else hidden_params(chunk)
-        )
+        hidden = hidden_params(chunk)
         if not isinstance(hidden, dict):
             return
         served = hidden.get("provider_response_model")
