@@ -372,6 +372,19 @@ def endpoint_of(path: str) -> tuple[str, bool, bool]:
     return model, deployment, stream
 
 
+def json_value(text: str) -> Any:
+    """``json.loads(text)``: the same value, or the same ``ValueError``; the usual text (a JSON
+    value, nothing but whitespace after it) read by the C decoder alone, without ``json.loads``'
+    Python frames."""
+    try:
+        value, end = _read_json(text)
+    except ValueError:  # leading whitespace, or no JSON: json.loads' own answer
+        return json.loads(text)
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        return json.loads(text)  # raises: extra data
+    return value
+
+
 _ANSWERS = call_answers.GeminiAnswers()
 
 
@@ -541,14 +554,7 @@ class _State(ProviderState):
         """What an ``SdkHttpResponse`` body (a ``GenerateContentResponse`` JSON) reports; with
         content capture on, its output messages too."""
         body = getattr(result, "body", None)
-        answer = None
-        if isinstance(body, str) and body:
-            try:  # the C decoder alone; json.loads' own answer (a value or its error) for what it does not take
-                answer, end = _read_json(body)
-                if end != len(body) and body[end:].strip(_JSON_SPACE):
-                    answer = json.loads(body)  # raises: extra data
-            except ValueError:  # leading whitespace, or no JSON
-                answer = json.loads(body)
+        answer = json_value(body) if isinstance(body, str) and body else None
         response = response_of(answer)
         if self.capture.enabled:
             response = response._replace(output=output_messages(sequence(_get(answer, "candidates"))))
