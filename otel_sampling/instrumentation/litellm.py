@@ -239,7 +239,7 @@ class ChatStreamAccumulator(StreamAccumulator):
         self._header_keys = header_keys  # provider_header_keys of the served-model headers
         # The provider's response headers are the same in every chunk: read in the first that has them.
         self._headers_read = not header_keys
-        self._chunk_class = chunk_class  # LiteLLM's ModelResponseStream: read plainly (_observe_plain)
+        self._chunk_class: Any = chunk_class  # LiteLLM's ModelResponseStream: read plainly (observe)
 
     def observe(self, chunk: Any) -> None:
         if self._plain and type(chunk) is self._chunk_class:
