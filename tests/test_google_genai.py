@@ -22,7 +22,13 @@ from google.genai import _api_client, errors, types  # noqa: E402
 import otel_sampling as osm  # noqa: E402
 from conftest import TRACER_PROVIDER, _instrumented, traceparent_of  # noqa: E402
 from otel_sampling import names  # noqa: E402
-from otel_sampling.instrumentation.google_genai import GoogleGenAIInstrumentor, model_of_path  # noqa: E402
+from otel_sampling.instrumentation import google_genai  # noqa: E402
+from otel_sampling.instrumentation.google_genai import (  # noqa: E402
+    GoogleGenAIInstrumentor,
+    endpoint_of,
+    json_value,
+    model_of_path,
+)
 from otel_sampling.testing import fake_gemini  # noqa: E402
 
 MODEL = "gemini-2.5-flash"
@@ -204,14 +210,21 @@ def test_a_stable_version_of_the_requested_model_is_the_same_model(genai_instrum
     assert a[names.DEGRADATION_MODE] == names.MODE_PRIMARY
 
 
-def test_a_trace_context_set_by_the_caller_is_kept(genai_instrumented, fake_provider):
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_a_trace_context_set_by_the_caller_is_kept(genai_instrumented, fake_provider, stream):
     fake_provider.reset()
     mine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    c = client(fake_provider, headers={"traceparent": mine})
-    c.models.generate_content(model=MODEL, contents="hi")
-    c = client(fake_provider)
-    c.models.generate_content(model=MODEL, contents="hi", config={"http_options": {"headers": {"Traceparent": mine}}})
-    assert [r["headers"]["traceparent"] for r in fake_provider.requests] == [mine, mine]
+
+    def send(c, **config):
+        if stream:
+            list(c.models.generate_content_stream(model=MODEL, contents="hi", config=config))
+        else:
+            c.models.generate_content(model=MODEL, contents="hi", config=config)
+
+    send(client(fake_provider, headers={"traceparent": mine}))
+    send(client(fake_provider, headers={"TraceParent": mine}))
+    send(client(fake_provider), http_options={"headers": {"Traceparent": mine}})
+    assert [r["headers"]["traceparent"] for r in fake_provider.requests] == [mine, mine, mine]
 
 
 def test_the_callers_http_options_are_not_changed(genai_instrumented, fake_provider):
@@ -368,6 +381,26 @@ def test_an_installed_version_outside_the_range_warns_once(caplog, telemetry):
 )
 def test_the_request_model_is_read_from_the_path(path, model, deployment):
     assert model_of_path(path) == (model, deployment)
+    assert endpoint_of(path) == (model, deployment, ":streamGenerateContent" in path)
+
+
+@pytest.mark.parametrize("path", ["models/gemini-2.5-flash:countTokens", "models/gemini-2.5-flash", "files"])
+def test_other_paths_are_no_generate_endpoint(path):
+    assert endpoint_of(path) is google_genai._NOT_GENERATE
+
+
+@pytest.mark.parametrize("text", ['{"a": [1, 2]}', ' \n{"a": 1}\r\n\t ', "[]", "null", '"x"'])
+def test_json_value_reads_what_json_loads_reads(text):
+    assert json_value(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1} x', '{"a": 1}{"b": 2}', "{", " ", '{"a": 1}\x0b'])
+def test_json_value_refuses_what_json_loads_refuses(text):
+    with pytest.raises(json.JSONDecodeError) as refused:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as ours:
+        json_value(text)
+    assert str(ours.value) == str(refused.value)
 
 
 def test_a_failed_call_then_a_call_on_another_model_is_a_failover(genai_instrumented, fake_provider):

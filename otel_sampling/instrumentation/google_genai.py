@@ -47,15 +47,17 @@ the caller leaves early ends ``cancelled``.
 
 Trace context: the SDK sends none of its own, so each request carries the global propagator's
 headers for our span: added to the request the SDK builds (``BaseApiClient._build_request``, wrapped
-too) for a call that gives no ``http_options``, else to a copy of the call's ``http_options.headers``;
-the caller's options and the client's headers are left as they were, and a header set on the call
-or the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off.
+too), which already holds the client's headers and the call's ``http_options.headers``; the
+caller's options and the client's headers are left as they were, and a header set on the call or
+the client is kept; ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it off.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
+import logging
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
@@ -63,6 +65,7 @@ from typing import Any, ClassVar
 from opentelemetry import propagate
 
 from otel_sampling import names
+from otel_sampling import state as _state
 from otel_sampling.content import Content, generic_part, text_part
 from otel_sampling.drills import Drill
 from otel_sampling.instrumentation import call_answers
@@ -71,7 +74,6 @@ from otel_sampling.instrumentation._provider import (
     Request,
     async_create_wrapper,
     create_wrapper,
-    guarded,
     sequence,
     server_of_url,
 )
@@ -81,12 +83,15 @@ from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import MAX_TOKEN_COUNT, Failure, Response, Usage, token_count
 
+logger = logging.getLogger(__name__)
+
 PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
 VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
 GENERATE = ":generateContent"
 STREAM_GENERATE = ":streamGenerateContent"
 _MODELS = "models/"
 _read_json = json.JSONDecoder().raw_decode  # (value, end) of the JSON text a string starts with
+_JSON_SPACE = " \t\n\r"  # JSON's whitespace (RFC 8259)
 #: Candidate finish reasons saying the output was blocked (``google.genai.types.FinishReason``):
 #: the call is ``refused``. A ``promptFeedback.blockReason`` (any) is too.
 BLOCKED = frozenset(
@@ -123,17 +128,31 @@ def to_usage(metadata: Any) -> Usage:
     if not isinstance(metadata, dict):
         return Usage()
     get = metadata.get
-    prompt = _count(get("promptTokenCount"))
-    candidates = _count(get("candidatesTokenCount"))
-    thoughts = _count(get("thoughtsTokenCount"))
+    prompt, candidates = get("promptTokenCount"), get("candidatesTokenCount")
+    thoughts, tool_prompt, cached = (
+        get("thoughtsTokenCount"),
+        get("toolUsePromptTokenCount"),
+        get("cachedContentTokenCount"),
+    )
+    if (  # the usual answer: plain counts of the prompt and the candidates, nothing else to add
+        type(prompt) is int
+        and type(candidates) is int
+        and thoughts is None
+        and tool_prompt is None
+        and cached is None
+        and 0 <= prompt <= MAX_TOKEN_COUNT
+        and 0 <= candidates <= MAX_TOKEN_COUNT
+    ):
+        return Usage(prompt, candidates)
+    prompt, candidates, thoughts = _count(prompt), _count(candidates), _count(thoughts)
     input_tokens = None
     if prompt is not None:
-        tool_prompt = _count(get("toolUsePromptTokenCount"))
+        tool_prompt = _count(tool_prompt)
         input_tokens = token_count(prompt + tool_prompt) if tool_prompt else prompt
     output_tokens = None
     if candidates is not None or thoughts is not None:
         output_tokens = token_count((candidates or 0) + thoughts) if thoughts else (candidates or 0)
-    return Usage(input_tokens, output_tokens, _count(get("cachedContentTokenCount")), reasoning_output_tokens=thoughts)
+    return Usage(input_tokens, output_tokens, _count(cached), reasoning_output_tokens=thoughts)
 
 
 def _blocked(answer: Any) -> bool:
@@ -263,15 +282,16 @@ class StreamAccumulator:
         if not isinstance(chunk, dict):
             return
         get = chunk.get
+        # Every chunk names the model and the id: one seen already is not checked again.
         model = get("modelVersion")
-        if isinstance(model, str) and model:
+        if model != self._model and isinstance(model, str) and model:
             self._model = model
         response_id = get("responseId")
-        if isinstance(response_id, str) and response_id:
+        if response_id != self._id and isinstance(response_id, str) and response_id:
             self._id = response_id
         if (usage := get("usageMetadata")) is not None:
             self._usage = usage
-        if self._error is None and "error" in chunk:
+        if "error" in chunk and self._error is None:
             self._error = _error_type(chunk)
         if "promptFeedback" in chunk and _blocked(chunk):
             self._blocked = self._answered = self.complete = True
@@ -282,13 +302,14 @@ class StreamAccumulator:
             if not isinstance(candidate, dict):
                 continue
             self._answered = True
-            index = candidate.get("index")
-            index = index if isinstance(index, int) else position
             reason = candidate.get("finishReason")
-            if isinstance(reason, str) and reason:
-                self._reasons[index] = reason
+            if reason and isinstance(reason, str):  # most chunks have none: the index is read only when needed
+                index = candidate.get("index")
+                self._reasons[index if isinstance(index, int) else position] = reason
                 self.complete = True
             if self._parts is not None:
+                index = candidate.get("index")
+                index = index if isinstance(index, int) else position
                 self._parts.setdefault(index, []).extend(sequence(_get(candidate.get("content"), "parts")))
 
     def _output(self, parts: dict[int, list[Any]]) -> list[Any]:
@@ -331,6 +352,39 @@ def model_of_path(path: str) -> tuple[str, bool]:
     return resource.rpartition("/")[2], True
 
 
+#: How many request paths a state keeps read (see ``_State.request_of``), each up to this long.
+MAX_PATHS = 256
+_MAX_PATH_LENGTH = 1024
+_NOT_GENERATE = ("", False, False)  # what endpoint_of gives a path that is no generateContent one
+
+
+def endpoint_of(path: str) -> tuple[str, bool, bool]:
+    """``(model, deployment, stream)`` of a ``{model}:generateContent`` or
+    ``{model}:streamGenerateContent`` path (:func:`model_of_path`); ``_NOT_GENERATE`` for any other."""
+    endpoint = path.split("?", 1)[0]
+    stream = endpoint.endswith(STREAM_GENERATE)
+    if not (stream or endpoint.endswith(GENERATE)):
+        return _NOT_GENERATE
+    resource = endpoint[: -len(STREAM_GENERATE if stream else GENERATE)]
+    if resource.startswith(_MODELS) and "/" not in resource[len(_MODELS) :]:  # the Gemini API's models/x
+        return resource[len(_MODELS) :], False, stream
+    model, deployment = model_of_path(path)
+    return model, deployment, stream
+
+
+def json_value(text: str) -> Any:
+    """``json.loads(text)``: the same value, or the same ``ValueError``; the usual text (a JSON
+    value, nothing but whitespace after it) read by the C decoder alone, without ``json.loads``'
+    Python frames."""
+    try:
+        value, end = _read_json(text)
+    except ValueError:  # leading whitespace, or no JSON: json.loads' own answer
+        return json.loads(text)
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        return json.loads(text)  # raises: extra data
+    return value
+
+
 _ANSWERS = call_answers.GeminiAnswers()
 
 
@@ -347,6 +401,19 @@ class _State(ProviderState):
         names.DRILL_FAILURE_OVERLOADED: (503, "UNAVAILABLE"),
         names.DRILL_FAILURE_RATE_LIMITED: (429, "RESOURCE_EXHAUSTED"),
     }
+
+    def __init__(self, instruments: Instruments) -> None:
+        super().__init__(instruments)
+        # The trace context goes on the request the SDK builds (:func:`_build_request_wrapper`),
+        # which already holds the client's and the call's headers: the shared wrappers' copy of
+        # the call's arguments is not made.
+        self.propagates_per_request, self.propagates = self.propagates, False
+        self._endpoints: dict[str, tuple[str, bool, bool]] = {}  # path -> endpoint_of(path), shared by the views
+        # ``request_streamed`` builds its request when its generator is first read, after the call
+        # stopped being current: its wrapper sees this state as a view that reads the trace context
+        # at the call and hands it to ``_build_request`` in the options (:meth:`with_trace_context`).
+        self.streamed = copy.copy(self)
+        self.streamed.propagates = self.propagates_per_request
 
     def bind_sdk(self) -> None:
         """google-genai's classes (not the anthropic / openai layout ``ProviderState`` reads)."""
@@ -401,19 +468,21 @@ class _State(ProviderState):
             method = _argument(args, kwargs, 0, "http_method")
             path = _argument(args, kwargs, 1, "path")
             body = _argument(args, kwargs, 2, "request_dict")
-        if method != "post" or not isinstance(path, str):
+        if method != "post":
             return None
-        endpoint = path.split("?", 1)[0]
-        stream = endpoint.endswith(STREAM_GENERATE)
-        if not (stream or endpoint.endswith(GENERATE)):
+        # A client sends the same few paths again and again: each read once (up to MAX_PATHS kept).
+        endpoint = self._endpoints.get(path) if type(path) is str else None
+        if endpoint is None:
+            if not isinstance(path, str):
+                return None
+            endpoint = endpoint_of(path)
+            if type(path) is str and len(path) <= _MAX_PATH_LENGTH and len(self._endpoints) < MAX_PATHS:
+                self._endpoints[path] = endpoint
+        if endpoint is _NOT_GENERATE:
             return None
+        model, deployment, stream = endpoint
         if not isinstance(body, dict):
             body = {}
-        resource = endpoint[: -len(STREAM_GENERATE if stream else GENERATE)]
-        if resource.startswith(_MODELS) and "/" not in resource[len(_MODELS) :]:  # the Gemini API's models/x
-            model, deployment = resource[len(_MODELS) :], False
-        else:
-            model, deployment = model_of_path(path)
         config = body.get("generationConfig")
         max_tokens = config.get("maxOutputTokens") if isinstance(config, dict) else None
         vertex = getattr(instance, "vertexai", False) is True
@@ -441,12 +510,13 @@ class _State(ProviderState):
     def with_trace_context(
         self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The call's arguments carrying the propagator's headers for our span. A call that gives no
-        ``http_options`` (the usual case) gets a :class:`_TraceHeaders` as its options: empty, so the
-        SDK reads it as none, and :func:`_build_request_wrapper` adds its headers to the request the
-        SDK builds (real options would make the SDK merge them into a copy of the client's on every
-        request: a pydantic validation and a setattr per field). A call that gives options gets a
-        copy of them whose ``headers`` add ours. A header set on the call or on the client is kept."""
+        """``request_streamed``'s arguments carrying the propagator's headers for our span. A call
+        that gives no ``http_options`` (the usual case) gets a :class:`_TraceHeaders` as its options:
+        empty, so the SDK reads it as none, and :func:`_build_request_wrapper` adds its headers to
+        the request the SDK builds (real options would make the SDK merge them into a copy of the
+        client's on every request: a pydantic validation and a setattr per field). A call that
+        gives options gets a copy of them whose ``headers`` add ours. A header set on the call or
+        on the client is kept."""
         carrier: dict[str, str] = {}
         propagate.inject(carrier)
         positional = len(args) > 3
@@ -484,7 +554,7 @@ class _State(ProviderState):
         """What an ``SdkHttpResponse`` body (a ``GenerateContentResponse`` JSON) reports; with
         content capture on, its output messages too."""
         body = getattr(result, "body", None)
-        answer = json.loads(body) if isinstance(body, str) and body else None
+        answer = json_value(body) if isinstance(body, str) and body else None
         response = response_of(answer)
         if self.capture.enabled:
             response = response._replace(output=output_messages(sequence(_get(answer, "candidates"))))
@@ -497,9 +567,9 @@ def _get_headers(options: Any) -> Mapping[str, Any]:
 
 
 class _TraceHeaders(dict[str, Any]):
-    """The ``http_options`` of a call that gave none: an empty dict (the SDK reads it as no options,
-    in every version: it only asks whether options are truthy) carrying the propagator's headers
-    for our span, which :func:`_build_request_wrapper` adds to the request the SDK builds."""
+    """The ``http_options`` of a streamed call that gave none: an empty dict (the SDK reads it as no
+    options, in every version: it only asks whether options are truthy) carrying the propagator's
+    headers for our span, which :func:`_build_request_wrapper` adds to the request the SDK builds."""
 
     __slots__ = ("headers",)
 
@@ -508,13 +578,27 @@ class _TraceHeaders(dict[str, Any]):
         self.headers = headers
 
 
-def _add_trace_context(request: Any, carrier: dict[str, str]) -> None:
-    """Add ``carrier`` (the propagator's headers) to the ``HttpRequest`` the SDK just built, but none
-    it has already (set on the client, any case). Its headers become a new dict: google-genai 2.x
-    hands the client's own dict to a request whose call set no options."""
+def _add_trace_context(request: Any, carrier: dict[str, str] | None) -> None:
+    """Add ``carrier``, else the propagator's headers for the current span (ours: the call is
+    active), to the ``HttpRequest`` the SDK just built, but none it has already (set on the client
+    or the call, any case). Its headers become a new dict: google-genai 2.x hands the client's own
+    dict to a request whose call set no options."""
+    if carrier is None:
+        carrier = {}
+        propagate.inject(carrier)
+    if not carrier:
+        return
     headers = request.headers
-    given = {key.lower() for key in headers}
-    added = {key: value for key, value in carrier.items() if key.lower() not in given}
+    try:  # C-level lower-casing: every header name the SDK and propagators set is a str
+        given = set(map(str.lower, headers))
+        fresh = given.isdisjoint(map(str.lower, carrier))
+    except TypeError:  # a name that is no str: compared one by one
+        given = {str(key).lower() for key in headers}
+        fresh = False
+    if fresh:
+        request.headers = {**headers, **carrier}
+        return
+    added = {key: value for key, value in carrier.items() if str(key).lower() not in given}
     if added:
         request.headers = {**headers, **added}
 
@@ -522,22 +606,42 @@ def _add_trace_context(request: Any, carrier: dict[str, str]) -> None:
 def _build_request_wrapper(state: _State) -> Callable[..., Any]:
     """wrapt wrapper for ``BaseApiClient._build_request(http_method, path, request_dict,
     http_options)``, called once per request (the SDK's retries send the request it built again):
-    options that are a :class:`_TraceHeaders` add their headers to the request (:func:`_add_trace_context`)."""
+    inside one of our calls, the request gets the trace context (:func:`_add_trace_context`). The
+    request already holds the client's headers and the call's ``http_options.headers`` (the SDK
+    merged them), so a header set on either is kept, and the caller's options are not copied."""
+    if not state.propagates_per_request:
+
+        def unchanged(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            return wrapped(*args, **kwargs)
+
+        return unchanged
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         request = wrapped(*args, **kwargs)
         options = args[3] if len(args) > 3 else kwargs.get("http_options")
-        if type(options) is _TraceHeaders:
-            guarded("add the trace context to a provider request", _add_trace_context, request, options.headers)
+        if type(options) is _TraceHeaders:  # a streamed call's, read at the call
+            carrier: dict[str, str] | None = options.headers
+        elif _state.current_call.get() is not None:
+            carrier = None  # the current span's
+        else:  # the request goes out as the SDK built it
+            return request
+        try:  # one guard at this wrapper boundary, as guarded() would
+            _add_trace_context(request, carrier)
+        except Exception:
+            logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
         return request
 
     return wrapper
 
 
+def _streamed_wrapper(state: _State) -> Callable[..., Any]:
+    return create_wrapper(state.streamed)
+
+
 _CLIENT = "google.genai._api_client"
 _TARGETS = (
     Target(_CLIENT, "BaseApiClient.request", create_wrapper),
-    Target(_CLIENT, "BaseApiClient.request_streamed", create_wrapper),
+    Target(_CLIENT, "BaseApiClient.request_streamed", _streamed_wrapper),
     Target(_CLIENT, "BaseApiClient.async_request", async_create_wrapper),
     Target(_CLIENT, "BaseApiClient.async_request_streamed", async_create_wrapper),
     Target(_CLIENT, "BaseApiClient._build_request", _build_request_wrapper),

@@ -135,7 +135,7 @@ _KEY_TYPES = (str, type(None))  # a resolution is kept for these arguments only 
 _MAX_KEY_LENGTH = 1024  # ... and only when short: what is kept stays small
 _MAX_TOKENS_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
 #: LiteLLM's test doubles: a call given one is answered (or failed) by LiteLLM itself, nothing is sent.
-_MOCKS = ("mock_response", "mock_tool_calls", "mock_timeout")
+_MOCKS = frozenset({"mock_response", "mock_tool_calls", "mock_timeout"})
 
 
 def provider_name(litellm_provider: Any, known: frozenset[str]) -> str:
@@ -190,18 +190,36 @@ def server_of_base(api_base: Any, url_type: Any) -> tuple[str, int | None] | Non
 _PROVIDER_HEADER = "llm_provider-"  # LiteLLM's prefix for the provider's response headers it keeps
 
 
-def gateway_model(hidden: Any, header_names: tuple[str, ...]) -> str | None:
-    """The model the first of ``header_names`` (``OTEL_SAMPLING_SERVED_MODEL_HEADERS``, lower case)
-    names in the provider's response headers LiteLLM keeps in an answer's or a chunk's
-    ``_hidden_params["additional_headers"]`` (as ``llm_provider-<name>``), or None."""
-    headers = hidden.get("additional_headers") if header_names and isinstance(hidden, dict) else None
-    if not isinstance(headers, Mapping):
+def provider_header_keys(header_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys LiteLLM keeps the provider's response headers ``header_names`` under (``llm_provider-<name>``)."""
+    return tuple(_PROVIDER_HEADER + name for name in header_names)
+
+
+def gateway_model(hidden: Any, header_keys: tuple[str, ...]) -> str | None:
+    """The model the first of ``header_keys`` (:func:`provider_header_keys` of
+    ``OTEL_SAMPLING_SERVED_MODEL_HEADERS``) names in the provider's response headers LiteLLM keeps
+    in an answer's or a chunk's ``_hidden_params["additional_headers"]``, or None."""
+    headers = hidden.get("additional_headers") if header_keys and isinstance(hidden, dict) else None
+    if type(headers) is dict:  # LiteLLM's own: none of the keys, the usual answer, asked in C
+        if headers.keys().isdisjoint(header_keys):
+            return None
+    elif not isinstance(headers, Mapping):
         return None
-    for name in header_names:
-        value = headers.get(_PROVIDER_HEADER + name)
+    for key in header_keys:
+        value = headers.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None
+
+
+def hidden_params(answer: Any) -> Any:
+    """LiteLLM's ``_hidden_params`` of an answer or a chunk, or None. A pydantic private attribute:
+    read from the model's private values as LiteLLM's own ``hidden_params`` does, without a trip
+    through pydantic's ``__getattr__``; any other object by its attribute."""
+    private = getattr(answer, "__pydantic_private__", None)
+    if type(private) is dict and "_hidden_params" in private:
+        return private["_hidden_params"]
+    return getattr(answer, "_hidden_params", None)
 
 
 class ChatStreamAccumulator(StreamAccumulator):
@@ -210,49 +228,47 @@ class ChatStreamAccumulator(StreamAccumulator):
     provider's own is in its ``_hidden_params["provider_response_model"]``, and a gateway's
     served-model header (``header_names``) in its ``additional_headers``, which wins."""
 
-    __slots__ = ("_served", "_gateway", "_header_names", "_headers_read", "_chunk_class")
+    __slots__ = ("_served", "_gateway", "_header_keys", "_headers_read", "_chunk_class")
 
     def __init__(
-        self, capture: bool = False, header_names: tuple[str, ...] = (), chunk_class: type | None = None
+        self, capture: bool = False, header_keys: tuple[str, ...] = (), chunk_class: type | None = None
     ) -> None:
         super().__init__(capture)
         self._served: str | None = None
         self._gateway: str | None = None
-        self._header_names = header_names
+        self._header_keys = header_keys  # provider_header_keys of the served-model headers
         # The provider's response headers are the same in every chunk: read in the first that has them.
-        self._headers_read = not header_names
-        self._chunk_class = chunk_class  # LiteLLM's ModelResponseStream: read plainly (_observe_plain)
+        self._headers_read = not header_keys
+        self._chunk_class: Any = chunk_class  # LiteLLM's ModelResponseStream: read plainly (observe)
 
     def observe(self, chunk: Any) -> None:
         if self._plain and type(chunk) is self._chunk_class:
-            self._observe_plain(chunk)
+            # The openai accumulator's plain reading, for a ``ModelResponseStream``: its ``usage``
+            # is an extra field, absent from every chunk but the last (an attribute read of an
+            # absent one raises inside pydantic, and the plain reading would give way to the
+            # tolerant one on every chunk).
+            try:
+                plain = self._plain_choices(chunk.choices)
+                if plain:
+                    extra = chunk.__pydantic_extra__
+                    usage = extra.get("usage") if extra else None
+                    if usage is not None:
+                        self._usage = usage
+            except (AttributeError, TypeError):  # a shape LiteLLM did not validate: read again, tolerantly
+                plain = False
+            if not plain:
+                self._observe(chunk)
         else:
             super().observe(chunk)
-        hidden = getattr(chunk, "_hidden_params", None)
+        hidden = hidden_params(chunk)
         if not isinstance(hidden, dict):
             return
         served = hidden.get("provider_response_model")
-        if isinstance(served, str) and served:
+        if served != self._served and isinstance(served, str) and served:
             self._served = served
         if not self._headers_read and isinstance(hidden.get("additional_headers"), Mapping):
             self._headers_read = True
-            self._gateway = gateway_model(hidden, self._header_names)
-
-    def _observe_plain(self, chunk: Any) -> None:
-        """The openai accumulator's plain reading of a chunk, for a ``ModelResponseStream``: its
-        ``usage`` is an extra field, absent from every chunk but the last (an attribute read of
-        an absent one raises inside pydantic, and the plain reading would give way to the tolerant
-        one on every chunk)."""
-        try:
-            if self._plain_choices(chunk.choices):
-                extra = chunk.__pydantic_extra__
-                usage = extra.get("usage") if extra else None
-                if usage is not None:
-                    self._usage = usage
-                return
-        except (AttributeError, TypeError):  # a shape LiteLLM did not validate: read again, tolerantly
-            pass
-        self._observe(chunk)
+            self._gateway = gateway_model(hidden, self._header_keys)
 
     def response(self) -> Response:
         response = super().response()
@@ -308,6 +324,7 @@ class _State(ProviderState):
 
     def __init__(self, instruments: Instruments) -> None:
         super().__init__(instruments)
+        self._header_keys = provider_header_keys(self.served_model_headers)
         # One view of this state per endpoint and calling convention: what the positional arguments
         # are, and which side of the shared wrappers a stream is proxied on (the same classes
         # stream both ways). The views share everything else (failover memory, LiteLLM's classes).
@@ -404,9 +421,9 @@ class _State(ProviderState):
         model = body.get("model")
         if not isinstance(model, str):
             return None
-        for key in _MOCKS:  # a loop, not any(): no generator on every call
-            if body.get(key) is not None:
-                return None
+        # Most calls name none of them (asked in C); one named as None is not given.
+        if not _MOCKS.isdisjoint(body) and any(body.get(key) is not None for key in _MOCKS):
+            return None
         upstream, litellm_provider, api_base = self._resolved(model, body)
         _server.set(server_of_base(api_base, self._url_type))
         max_tokens = None
@@ -466,6 +483,8 @@ class _State(ProviderState):
         carrier: dict[str, str] = {}
         propagate.inject(carrier)
         given_headers = kwargs.get("extra_headers")
+        if given_headers is None:  # the usual call: the carrier is a dict of our own, sent as it is
+            return (args, {**kwargs, "extra_headers": carrier}) if carrier else (args, kwargs)
         given_headers = given_headers if isinstance(given_headers, Mapping) else {}
         given = {str(key).lower() for key in given_headers}
         added = {key: value for key, value in carrier.items() if key.lower() not in given}
@@ -483,7 +502,7 @@ class _State(ProviderState):
         """Chat chunks (``CustomStreamWrapper``) or Responses events."""
         capture = self.capture.enabled
         if isinstance(stream, self._classes()["chat_stream"]):
-            return ChatStreamAccumulator(capture, self.served_model_headers, self._classes()["chunk_class"])
+            return ChatStreamAccumulator(capture, self._header_keys, self._classes()["chunk_class"])
         return openai_responses.ResponsesStreamAccumulator(capture=capture)
 
     def response_of(self, result: Any) -> Response:
@@ -496,7 +515,7 @@ class _State(ProviderState):
             response = openai_responses.response_of(result)
         else:
             response = chat_response_of(result)
-        served = gateway_model(getattr(result, "_hidden_params", None), self.served_model_headers)
+        served = gateway_model(hidden_params(result), self._header_keys) if self._header_keys else None
         return response._replace(model=served) if served else response
 
     def output_of(self, result: Any, seen: Response) -> list[Any]:
