@@ -256,7 +256,9 @@ class ProviderState:
         return _with_trace_context(args, kwargs)
 
     def server_of(self, instance: Any) -> tuple[str, int | None] | None:
-        url = base_url_of(instance)
+        url = getattr(instance, "base_url", None)  # the SDK client itself
+        if url is None:  # a resource: its client's
+            url = getattr(getattr(instance, "_client", None), "base_url", None)
         last_url, last_server = self._last_server
         if url is last_url:
             return last_server
@@ -378,14 +380,6 @@ def member(answer: Any, name: str) -> Any:
         return fields[name]
     extra = getattr(answer, "__pydantic_extra__", None)
     return extra.get(name) if isinstance(extra, dict) else None
-
-
-def base_url_of(resource: Any) -> Any:
-    """The SDK client's ``base_url`` (of a resource or the client itself), or None."""
-    url = getattr(resource, "base_url", None)  # the client itself
-    if url is None:  # a resource: its client's
-        url = getattr(getattr(resource, "_client", None), "base_url", None)
-    return url
 
 
 def server_of_url(url: Any) -> tuple[str, int | None] | None:
@@ -553,17 +547,14 @@ def _accumulator(state: ProviderState, call: ProviderCall, stream: Any) -> Accum
     return accumulator
 
 
-_NOT_HANDED = object()  # what guarded() gives back when ending the call failed
+# What guarded() gives back when :func:`_proxy_or_end` failed (logged): the caller then gets
+# :func:`_handed`, the result itself, and the call ends without response details.
+_NOT_HANDED = object()
 
 
-def _hand_over(state: ProviderState, call: ProviderCall, result: Any, direct: bool) -> Any:
-    """What the caller gets: :func:`_proxy_or_end` (the result, or the stream proxy around it);
-    when that failed (logged), the result itself, and the call ends without response details."""
-    handed = guarded("end a provider call", _proxy_or_end, state, call, result, direct, fallback=_NOT_HANDED)
-    if handed is _NOT_HANDED:
-        _end_unseen(state, call)
-        return result
-    return handed
+def _handed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
+    _end_unseen(state, call)
+    return result
 
 
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
@@ -633,7 +624,8 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, True)
+        handed = guarded("end a provider call", _proxy_or_end, state, call, result, True, fallback=_NOT_HANDED)
+        return _handed(state, call, result) if handed is _NOT_HANDED else handed
 
     return wrapper
 
@@ -666,7 +658,8 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, True)
+        handed = guarded("end a provider call", _proxy_or_end, state, call, result, True, fallback=_NOT_HANDED)
+        return _handed(state, call, result) if handed is _NOT_HANDED else handed
 
     return wrapper
 
@@ -741,6 +734,7 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, False)
+        handed = guarded("end a provider call", _proxy_or_end, state, call, result, False, fallback=_NOT_HANDED)
+        return _handed(state, call, result) if handed is _NOT_HANDED else handed
 
     return wrapper
