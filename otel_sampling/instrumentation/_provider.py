@@ -405,33 +405,33 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     request = state.request_of(instance, args, kwargs)
     if request is None:
         return None
+    model, max_tokens, stream, body, provider, attributes, deployment, client_fallback, effort = request
     content: Content | None = None
     if state.capture.span or state.capture.event:
-        content = guarded("capture a provider call's input", state.input_content, request.body)
+        content = guarded("capture a provider call's input", state.input_content, body)
     try:  # not through guarded(): one guard frame per wrapper boundary, and this one is _start's
         server = state.server_of(instance)
     except Exception:
         logger.debug("otel-sampling: could not read a provider client's server", exc_info=True)
         server = None
-    effort = request.effort
-    if effort is None and request.attributes:
-        effort = request.attributes.get(names.GEN_AI_REQUEST_REASONING_LEVEL)
+    if effort is None and attributes:
+        effort = attributes.get(names.GEN_AI_REQUEST_REASONING_LEVEL)
     call = ProviderCall(
         state.instruments,
-        request.provider or state.provider,
-        request.model,
-        request.max_tokens,
-        request.stream,
+        provider or state.provider,
+        model,
+        max_tokens,
+        stream,
         server,
         capture=state.capture,
         input_content=content,
         failovers=state.failovers,
-        extra_attributes=request.attributes,
-        compare_models=not request.deployment,
-        client_fallback=request.client_fallback,
+        extra_attributes=attributes,
+        compare_models=not deployment,
+        client_fallback=client_fallback,
         effort=effort,
     )
-    body, keys = request.body, state.ask_keys
+    keys = state.ask_keys
     # Keys present (anthropic's body holds all of them, most as its omit sentinel) and one of them a
     # list or dict, asked in C (no Python frame per key), before the full check.
     if not keys.isdisjoint(body) and any(map(isinstance, map(body.get, keys), _CONTAINERS)) and _asks(keys, body):

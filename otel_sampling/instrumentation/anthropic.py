@@ -144,10 +144,6 @@ def _is_fallback_usage(usage: Mapping[str, Any]) -> bool:
     return any(getattr(iteration, "type", None) == "fallback_message" for iteration in sequence(iterations))
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _get(obj: Any, key: str) -> Any:
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
@@ -279,8 +275,9 @@ class StreamAccumulator:
         if kind == "message_start":
             message = getattr(event, "message", None)
             self._answered = self._answered or is_object(message)
-            self._model = _str(getattr(message, "model", None))
-            self._id = _str(getattr(message, "id", None))
+            model, response_id = getattr(message, "model", None), getattr(message, "id", None)
+            self._model = model if isinstance(model, str) and model else None
+            self._id = response_id if isinstance(response_id, str) and response_id else None
             _usage_fields(_members(getattr(message, "usage", None)), self._usage)
         elif kind == "content_block_start":
             block: Any = getattr(event, "content_block", None)
@@ -294,10 +291,13 @@ class StreamAccumulator:
                     self._blocks.setdefault(index, {"type": "text", "text": ""}), getattr(event, "delta", None)
                 )
         elif kind == "message_delta":
-            self._stop_reason = _str(getattr(getattr(event, "delta", None), "stop_reason", None)) or self._stop_reason
+            stop_reason = getattr(getattr(event, "delta", None), "stop_reason", None)
+            if isinstance(stop_reason, str) and stop_reason:
+                self._stop_reason = stop_reason
             usage = _members(getattr(event, "usage", None))
             _usage_fields(usage, self._usage)
-            self._fallback = self._fallback or _is_fallback_usage(usage)
+            if usage.get("iterations"):  # most answers: nothing to read
+                self._fallback = self._fallback or _is_fallback_usage(usage)
         elif kind == "message_stop":
             self.complete = True
 
