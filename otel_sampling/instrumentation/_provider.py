@@ -507,17 +507,20 @@ def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct:
     holds nothing, read as one. (A raw response's ``parse(to=...)`` may ask for any type: there a
     result of another type is an answer we did not read.)
     """
+    # Judged by the result's type: isinstance() of a model against each class it is not an instance
+    # of reads its __class__ again (is_object).
+    kind = type(result)
     if direct:
         call.deactivate()
-        if isinstance(result, state.raw_response_classes):
+        if issubclass(kind, state.raw_response_classes):
             _raw(state, call, result)
             return result
-    read = isinstance(result, state.response_class)
+    read = issubclass(kind, state.response_class)
     if not read:
         sync_stream, async_stream = state.stream_types
-        if isinstance(result, sync_stream):
+        if issubclass(kind, sync_stream):
             return StreamProxy(result, call, _accumulator(state, call, result), state.failure)
-        if isinstance(result, async_stream):
+        if issubclass(kind, async_stream):
             return AsyncStreamProxy(result, call, _accumulator(state, call, result), state.failure)
         read = direct and not is_object(result)
     if read and call.checks is not None:

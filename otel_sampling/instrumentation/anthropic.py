@@ -128,7 +128,7 @@ def _usage_fields(usage: Mapping[str, Any], into: dict[str, int]) -> None:
     """Copy the usage fields among ``usage``'s members (:func:`_members`) that are token counts
     into ``into`` (later values overwrite); one that is none is left off before it is summed, as if
     not reported (:func:`~otel_sampling.rules.values.token_count`)."""
-    counts = _counts(usage)
+    counts: tuple[Any, ...] = _counts(usage)
     # The (field, count) pairs whose count is not None, picked in C (no Python step per field).
     into.update(itertools.compress(zip(_COUNTED_FIELDS, counts, strict=True), map(operator.is_not, counts, _NONES)))
 
@@ -178,7 +178,8 @@ def response_of(message: Any) -> Response:
             if getattr(block, "type", None) == "fallback":
                 fallback = True
                 break
-    base, output, read, creation = counts = tuple(map(usage.get, _USAGE_FIELDS))
+    counts: tuple[Any, ...] = tuple(map(usage.get, _USAGE_FIELDS))
+    base, output, read, creation = counts
     # Four plain ints in range and no thinking tokens, the common case: summed here (_counts reads the rest).
     if (
         set(map(type, counts)) == _INT_ONLY

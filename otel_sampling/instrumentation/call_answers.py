@@ -119,7 +119,7 @@ def anthropic_asked(body: Mapping[str, Any]) -> Asked | None:
         name = tool.get("name") if is_dict else _get(tool, "name")
         if isinstance(name, str):
             tools[name] = tool.get("input_schema") if is_dict else _get(tool, "input_schema")
-    config = body.get("output_config")  # most requests: the SDK's omit sentinel, without a format
+    config: Any = body.get("output_config")  # most requests: the SDK's omit sentinel, without a format
     structured, schema = _json_schema(
         config.get("format") if issubclass(type(config), dict) else getattr(config, "format", None)  # _get, inline
     )

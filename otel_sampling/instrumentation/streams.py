@@ -150,6 +150,7 @@ class _Reading:
         call, self.call = self.call, None
         if call is None:
             return
+        error_type: str | None
         try:  # what was seen, error.type (None: no error) and the ending
             response = self.accumulator.response()
             if exc is not None:
