@@ -434,6 +434,29 @@ def test_a_hostile_cache_count_is_left_off_before_anthropics_input_is_summed(pri
     assert span.attributes[names.GEN_AI_USAGE_COST_AMOUNT] == pytest.approx((100 * 1.0 + 5 * 5.0) / 1e6)
 
 
+def test_anthropic_input_summed_past_the_bound_is_left_off(providers):
+    """Each count in range, their sum (semconv input) past ``2**63 - 1``: the input is left off, the
+    cache counts and the output are kept."""
+    usage = {"input_tokens": 2**62, "cache_read_input_tokens": 2**62, "cache_creation_input_tokens": 1}
+    call("anthropic", anthropic_message(usage={**usage, "output_tokens": 5}))
+    (span,) = providers.spans()
+    assert names.GEN_AI_USAGE_INPUT_TOKENS not in span.attributes
+    assert span.attributes[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 2**62
+    assert span.attributes[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] == 1
+    assert span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
+
+
+def test_anthropic_thinking_tokens_are_the_reasoning_output_tokens(providers):
+    """``usage.output_tokens_details.thinking_tokens`` (the SDK's beta ``BetaOutputTokensDetails``):
+    reasoning, already inside ``output_tokens``."""
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0, "output_tokens": 40}
+    call("anthropic", anthropic_message(usage={**usage, "output_tokens_details": {"thinking_tokens": 32}}))
+    (span,) = providers.spans()
+    assert span.attributes[names.GEN_AI_USAGE_INPUT_TOKENS] == 3
+    assert span.attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] == 40
+    assert span.attributes[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] == 32
+
+
 def test_counts_at_the_bounds_are_kept(providers):
     call("chat", chat_completion(usage={"prompt_tokens": 2**63 - 1, "completion_tokens": 0}))
     (span,) = providers.spans()

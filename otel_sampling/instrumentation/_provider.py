@@ -256,7 +256,9 @@ class ProviderState:
         return _with_trace_context(args, kwargs)
 
     def server_of(self, instance: Any) -> tuple[str, int | None] | None:
-        url = base_url_of(instance)
+        url = getattr(instance, "base_url", None)  # the SDK client itself
+        if url is None:  # a resource: its client's
+            url = getattr(getattr(instance, "_client", None), "base_url", None)
         last_url, last_server = self._last_server
         if url is last_url:
             return last_server
@@ -380,14 +382,6 @@ def member(answer: Any, name: str) -> Any:
     return extra.get(name) if isinstance(extra, dict) else None
 
 
-def base_url_of(resource: Any) -> Any:
-    """The SDK client's ``base_url`` (of a resource or the client itself), or None."""
-    url = getattr(resource, "base_url", None)  # the client itself
-    if url is None:  # a resource: its client's
-        url = getattr(getattr(resource, "_client", None), "base_url", None)
-    return url
-
-
 def server_of_url(url: Any) -> tuple[str, int | None] | None:
     """``(server.address, server.port)`` of an ``httpx2.URL`` (None: no host)."""
     host = getattr(url, "host", None)
@@ -411,33 +405,33 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     request = state.request_of(instance, args, kwargs)
     if request is None:
         return None
+    model, max_tokens, stream, body, provider, attributes, deployment, client_fallback, effort = request
     content: Content | None = None
     if state.capture.span or state.capture.event:
-        content = guarded("capture a provider call's input", state.input_content, request.body)
+        content = guarded("capture a provider call's input", state.input_content, body)
     try:  # not through guarded(): one guard frame per wrapper boundary, and this one is _start's
         server = state.server_of(instance)
     except Exception:
         logger.debug("otel-sampling: could not read a provider client's server", exc_info=True)
         server = None
-    effort = request.effort
-    if effort is None and request.attributes:
-        effort = request.attributes.get(names.GEN_AI_REQUEST_REASONING_LEVEL)
+    if effort is None and attributes:
+        effort = attributes.get(names.GEN_AI_REQUEST_REASONING_LEVEL)
     call = ProviderCall(
         state.instruments,
-        request.provider or state.provider,
-        request.model,
-        request.max_tokens,
-        request.stream,
+        provider or state.provider,
+        model,
+        max_tokens,
+        stream,
         server,
         capture=state.capture,
         input_content=content,
         failovers=state.failovers,
-        extra_attributes=request.attributes,
-        compare_models=not request.deployment,
-        client_fallback=request.client_fallback,
+        extra_attributes=attributes,
+        compare_models=not deployment,
+        client_fallback=client_fallback,
         effort=effort,
     )
-    body, keys = request.body, state.ask_keys
+    keys = state.ask_keys
     # Keys present (anthropic's body holds all of them, most as its omit sentinel) and one of them a
     # list or dict, asked in C (no Python frame per key), before the full check.
     if not keys.isdisjoint(body) and any(map(isinstance, map(body.get, keys), _CONTAINERS)) and _asks(keys, body):
@@ -513,17 +507,20 @@ def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct:
     holds nothing, read as one. (A raw response's ``parse(to=...)`` may ask for any type: there a
     result of another type is an answer we did not read.)
     """
+    # Judged by the result's type: isinstance() of a model against each class it is not an instance
+    # of reads its __class__ again (is_object).
+    kind = type(result)
     if direct:
         call.deactivate()
-        if isinstance(result, state.raw_response_classes):
+        if issubclass(kind, state.raw_response_classes):
             _raw(state, call, result)
             return result
-    read = isinstance(result, state.response_class)
+    read = issubclass(kind, state.response_class)
     if not read:
         sync_stream, async_stream = state.stream_types
-        if isinstance(result, sync_stream):
+        if issubclass(kind, sync_stream):
             return StreamProxy(result, call, _accumulator(state, call, result), state.failure)
-        if isinstance(result, async_stream):
+        if issubclass(kind, async_stream):
             return AsyncStreamProxy(result, call, _accumulator(state, call, result), state.failure)
         read = direct and not is_object(result)
     if read and call.checks is not None:
@@ -553,17 +550,14 @@ def _accumulator(state: ProviderState, call: ProviderCall, stream: Any) -> Accum
     return accumulator
 
 
-_NOT_HANDED = object()  # what guarded() gives back when ending the call failed
+# What guarded() gives back when :func:`_proxy_or_end` failed (logged): the caller then gets
+# :func:`_handed`, the result itself, and the call ends without response details.
+_NOT_HANDED = object()
 
 
-def _hand_over(state: ProviderState, call: ProviderCall, result: Any, direct: bool) -> Any:
-    """What the caller gets: :func:`_proxy_or_end` (the result, or the stream proxy around it);
-    when that failed (logged), the result itself, and the call ends without response details."""
-    handed = guarded("end a provider call", _proxy_or_end, state, call, result, direct, fallback=_NOT_HANDED)
-    if handed is _NOT_HANDED:
-        _end_unseen(state, call)
-        return result
-    return handed
+def _handed(state: ProviderState, call: ProviderCall, result: Any) -> Any:
+    _end_unseen(state, call)
+    return result
 
 
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
@@ -633,7 +627,8 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, True)
+        handed = guarded("end a provider call", _proxy_or_end, state, call, result, True, fallback=_NOT_HANDED)
+        return _handed(state, call, result) if handed is _NOT_HANDED else handed
 
     return wrapper
 
@@ -666,7 +661,8 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, True)
+        handed = guarded("end a provider call", _proxy_or_end, state, call, result, True, fallback=_NOT_HANDED)
+        return _handed(state, call, result) if handed is _NOT_HANDED else handed
 
     return wrapper
 
@@ -741,6 +737,7 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
         except BaseException as exc:
             guarded("end a failed provider call", _fail, state, call, exc)
             raise
-        return _hand_over(state, call, result, False)
+        handed = guarded("end a provider call", _proxy_or_end, state, call, result, False, fallback=_NOT_HANDED)
+        return _handed(state, call, result) if handed is _NOT_HANDED else handed
 
     return wrapper

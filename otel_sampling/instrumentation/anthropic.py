@@ -32,6 +32,8 @@ there the request names a platform model id, which is not compared with the serv
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -69,18 +71,6 @@ _DELTA_FIELDS: dict[str, tuple[str, str]] = {
     "thinking_delta": ("thinking", "thinking"),
     "input_json_delta": ("input", "partial_json"),
 }
-
-
-def to_usage(fields: dict[str, int]) -> Usage:
-    """Semantic-convention usage from anthropic usage fields (cache tokens added to input)."""
-    get = fields.get
-    return _usage(
-        get("input_tokens"),
-        get("output_tokens"),
-        get("cache_read_input_tokens"),
-        get("cache_creation_input_tokens"),
-        get(_THINKING),
-    )
 
 
 def _usage(base: int | None, output: int | None, read: int | None, creation: int | None, thinking: int | None) -> Usage:
@@ -138,9 +128,12 @@ def _usage_fields(usage: Mapping[str, Any], into: dict[str, int]) -> None:
     """Copy the usage fields among ``usage``'s members (:func:`_members`) that are token counts
     into ``into`` (later values overwrite); one that is none is left off before it is summed, as if
     not reported (:func:`~otel_sampling.rules.values.token_count`)."""
-    for field, count in zip(_COUNTED_FIELDS, _counts(usage), strict=True):
-        if count is not None:
-            into[field] = count
+    counts: tuple[Any, ...] = _counts(usage)
+    # The (field, count) pairs whose count is not None, picked in C (no Python step per field).
+    into.update(itertools.compress(zip(_COUNTED_FIELDS, counts, strict=True), map(operator.is_not, counts, _NONES)))
+
+
+_NONES = itertools.repeat(None)  # operator.is_not's second argument, for map() (never exhausted)
 
 
 def _is_fallback_usage(usage: Mapping[str, Any]) -> bool:
@@ -149,10 +142,6 @@ def _is_fallback_usage(usage: Mapping[str, Any]) -> bool:
     if not iterations:  # most answers: nothing to read
         return False
     return any(getattr(iteration, "type", None) == "fallback_message" for iteration in sequence(iterations))
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -171,7 +160,7 @@ def _error_envelope(members: Mapping[str, Any]) -> str | None:
     return reported_error_type(error, (_get(error, "type"),), marked=marked)
 
 
-_MESSAGE_MEMBERS = ("model", "id", "stop_reason", "content", "usage")
+_MESSAGE_MEMBERS = ("model", "id", "stop_reason", "content", "usage", "error", "type")
 
 
 def response_of(message: Any) -> Response:
@@ -180,22 +169,36 @@ def response_of(message: Any) -> Response:
     without a ``content`` list holds no answer (``Response.answered``; the SDK does not validate
     answers: a body that is not a JSON object reaches us as it is)."""
     members = _members(message)
-    model, response_id, stop_reason, blocks, usage = map(members.get, _MESSAGE_MEMBERS)
+    model, response_id, stop_reason, blocks, usage, error, kind = map(members.get, _MESSAGE_MEMBERS)
     usage = _members(usage)
     content = blocks if isinstance(blocks, (list, tuple)) else None
-    fallback = _is_fallback_usage(usage)
+    fallback = _is_fallback_usage(usage) if usage.get("iterations") else False
     if content is not None and not fallback:
         for block in content:
             if getattr(block, "type", None) == "fallback":
                 fallback = True
                 break
+    counts: tuple[Any, ...] = tuple(map(usage.get, _USAGE_FIELDS))
+    base, output, read, creation = counts
+    # Four plain ints in range and no thinking tokens, the common case: summed here (_counts reads the rest).
+    if (
+        set(map(type, counts)) == _INT_ONLY
+        and min(counts) >= 0
+        and max(counts) <= MAX_TOKEN_COUNT
+        and (total := base + read + creation) <= MAX_TOKEN_COUNT
+        and usage.get("output_tokens_details") is None
+    ):
+        read_usage = Usage(total, output, read, creation)
+    else:
+        read_usage = _usage(*_counts(usage))
     return Response(
         model if isinstance(model, str) and model else None,
         response_id if isinstance(response_id, str) and response_id else None,
         (stop_reason,) if isinstance(stop_reason, str) and stop_reason else (),
-        _usage(*_counts(usage)),
+        read_usage,
         fallback,
-        error_type=_error_envelope(members),
+        # Every successful answer has no error member and a type that is not "error".
+        error_type=None if error is None and kind != "error" else _error_envelope(members),
         answered=content is not None,
     )
 
@@ -273,8 +276,9 @@ class StreamAccumulator:
         if kind == "message_start":
             message = getattr(event, "message", None)
             self._answered = self._answered or is_object(message)
-            self._model = _str(getattr(message, "model", None))
-            self._id = _str(getattr(message, "id", None))
+            model, response_id = getattr(message, "model", None), getattr(message, "id", None)
+            self._model = model if isinstance(model, str) and model else None
+            self._id = response_id if isinstance(response_id, str) and response_id else None
             _usage_fields(_members(getattr(message, "usage", None)), self._usage)
         elif kind == "content_block_start":
             block: Any = getattr(event, "content_block", None)
@@ -288,10 +292,13 @@ class StreamAccumulator:
                     self._blocks.setdefault(index, {"type": "text", "text": ""}), getattr(event, "delta", None)
                 )
         elif kind == "message_delta":
-            self._stop_reason = _str(getattr(getattr(event, "delta", None), "stop_reason", None)) or self._stop_reason
+            stop_reason = getattr(getattr(event, "delta", None), "stop_reason", None)
+            if isinstance(stop_reason, str) and stop_reason:
+                self._stop_reason = stop_reason
             usage = _members(getattr(event, "usage", None))
             _usage_fields(usage, self._usage)
-            self._fallback = self._fallback or _is_fallback_usage(usage)
+            if usage.get("iterations"):  # most answers: nothing to read
+                self._fallback = self._fallback or _is_fallback_usage(usage)
         elif kind == "message_stop":
             self.complete = True
 
@@ -309,9 +316,8 @@ class StreamAccumulator:
         output = None
         if self._blocks is not None:
             output = output_messages(self._stop_reason, [self._blocks[i] for i in sorted(self._blocks)])
-        return Response(
-            self._model, self._id, reasons, to_usage(self._usage), self._fallback, output, answered=self._answered
-        )
+        usage = _usage(*map(self._usage.get, _COUNTED_FIELDS))
+        return Response(self._model, self._id, reasons, usage, self._fallback, output, answered=self._answered)
 
 
 _CONTENT_EVENTS = frozenset({"content_block_delta", "content_block_stop", "ping"})
@@ -345,9 +351,12 @@ class _State(ProviderState):
 
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(cast_to, options, *, stream=False, stream_cls=None)``: a Messages call or None."""
-        options, body = request_options(args, kwargs)
+        options = args[1] if len(args) > 1 else kwargs.get("options")
         if getattr(options, "span_name", None) != MESSAGES_SPAN_NAME:
             return None
+        body = getattr(options, "json_data", None)
+        if type(body) is not dict or getattr(options, "extra_json", None):  # common: a dict, no extra_body
+            options, body = request_options(args, kwargs)
         provider = None
         module = type(instance).__module__
         if module.startswith("anthropic.lib."):  # the platform clients' modules: one check for the others
@@ -356,12 +365,16 @@ class _State(ProviderState):
                     provider = name
                     break
         config = body.get("output_config")
-        # Left out (the SDK's omit sentinel, the common case): no effort level to read.
-        level = (
-            {}
-            if config is None or type(config).__name__ in _LEFT_OUT
-            else reasoning_level(body, "output_config", "effort")
-        )
+        thinking = body.get("thinking")
+        # Left out (the SDK's omit sentinel, the common case): no effort level to read; with thinking
+        # left out too, the effort is 0 (effort_of).
+        config_left_out = config is None or type(config).__name__ in _LEFT_OUT
+        if config_left_out and (thinking is None or type(thinking).__name__ in _LEFT_OUT):
+            level: dict[str, str] = {}
+            effort: str | int | None = 0
+        else:
+            level = {} if config_left_out else reasoning_level(body, "output_config", "effort")
+            effort = effort_of(thinking, level.get(names.GEN_AI_REQUEST_REASONING_LEVEL) if level else None)
         # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
         # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
         return Request(
@@ -372,7 +385,7 @@ class _State(ProviderState):
             provider,
             attributes=level or None,
             deployment=provider is not None,
-            effort=effort_of(body.get("thinking"), level.get(names.GEN_AI_REQUEST_REASONING_LEVEL) if level else None),
+            effort=effort,
         )
 
     def input_content(self, body: Any) -> Content:

@@ -38,6 +38,7 @@ Gemini (google-genai's REST body and ``HttpResponse`` JSON): :func:`gemini_asked
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -101,7 +102,7 @@ def _offered(tools: Any, name_of: Any, schema_of: Any) -> dict[str, object]:
 def _json_schema(fmt: Any) -> tuple[bool, object]:
     """``(asked, schema)`` of an output format: ``json_schema`` (its ``schema``; openai Chat nests it
     in ``json_schema``), ``json_object`` (any JSON), else not asked."""
-    kind = _get(fmt, "type")
+    kind = fmt.get("type") if issubclass(type(fmt), dict) else getattr(fmt, "type", None)  # _get, inline
     if kind == "json_schema":
         schema = _get(fmt, "schema")
         if schema is None:
@@ -112,12 +113,23 @@ def _json_schema(fmt: Any) -> tuple[bool, object]:
 
 def anthropic_asked(body: Mapping[str, Any]) -> Asked | None:
     """What an anthropic Messages request asked for (None: nothing to check)."""
-    tools = _offered(body.get("tools"), lambda t: _get(t, "name"), lambda t: _get(t, "input_schema"))
-    structured, schema = _json_schema(_get(body.get("output_config"), "format"))
+    tools: dict[str, object] = {}
+    for tool in _list(body.get("tools"))[:MAX_OFFERED_TOOLS]:
+        is_dict = type(tool) is dict  # the common case, read without _get
+        name = tool.get("name") if is_dict else _get(tool, "name")
+        if isinstance(name, str):
+            tools[name] = tool.get("input_schema") if is_dict else _get(tool, "input_schema")
+    config: Any = body.get("output_config")  # most requests: the SDK's omit sentinel, without a format
+    structured, schema = _json_schema(
+        config.get("format") if issubclass(type(config), dict) else getattr(config, "format", None)  # _get, inline
+    )
     if not structured:
         structured, schema = _json_schema(body.get("output_format"))
     choice = body.get("tool_choice")
-    forced = _str(_get(choice, "name")) if _get(choice, "type") == "tool" else None
+    if type(choice) is dict:
+        forced = _str(choice.get("name")) if choice.get("type") == "tool" else None
+    else:
+        forced = _str(_get(choice, "name")) if _get(choice, "type") == "tool" else None
     if not tools and not structured and forced is None:
         return None
     return Asked(tools, structured or forced is not None, schema, forced)
@@ -155,11 +167,14 @@ class AnthropicAnswers:
     def of(self, message: Any) -> Answer:
         calls: list[ToolCall] = []
         texts: list[str] = []
-        for block in _list(_get(message, "content")):
-            kind = _get(block, "type")
+        content = message.get("content") if issubclass(type(message), dict) else getattr(message, "content", None)
+        for block in _list(content):
+            # A block as the SDK builds it, a model, reads its fields by getattr (_get's other case).
+            get = block.get if issubclass(type(block), dict) else functools.partial(getattr, block)
+            kind = get("type", None)
             if kind in ("tool_use", "server_tool_use") and len(calls) < MAX_TOOL_CALLS:
-                calls.append(ToolCall(_get(block, "name"), _get(block, "input")))
-            elif kind == "text" and isinstance(text := _get(block, "text"), str):
+                calls.append(ToolCall(get("name", None), get("input", None)))
+            elif kind == "text" and isinstance(text := get("text", None), str):
                 texts.append(text)
         return Answer(tuple(calls), ("".join(texts) if texts else None,))
 

@@ -26,7 +26,6 @@ stream's ``__iter__`` (``__aiter__``) is, and ``next(proxy)`` (``anext``) reads 
 from __future__ import annotations
 
 import copy
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -65,27 +64,23 @@ def _step(stream: Any, iterate: str, step: str) -> Any:
     return getattr(iterate_method(), step)
 
 
-def _never() -> bool:
-    return False
-
-
-def _in_use(step: Any) -> Callable[[], bool]:
+def _in_use(step: Any) -> bool:
     """Whether another reader is inside the stream now: the ``gi_running`` (``ag_running``) of the
     generator whose step reads the events (a thread blocked in it, a task awaiting in it); never,
     for a stream read by its own ``__next__``. Asked only when reading raised: a second reader gets
     the generator's "already executing" error while the first goes on, which is not the stream's end."""
     generator = getattr(step, "__self__", None)
     for flag in ("gi_running", "ag_running"):
-        if isinstance(getattr(generator, flag, None), bool):
-            return functools.partial(getattr, generator, flag)
-    return _never
+        if isinstance(running := getattr(generator, flag, None), bool):
+            return running
+    return False
 
 
 class _Reading:
     """One stream's call and what its events showed so far: the per-event path reads this plain
     object, not the proxy (whose every attribute access goes through wrapt's forwarding)."""
 
-    __slots__ = ("call", "accumulator", "failure", "step", "blind", "times", "in_use", "skipped")
+    __slots__ = ("call", "accumulator", "failure", "step", "blind", "times", "skipped")
 
     def __init__(
         self,
@@ -101,7 +96,6 @@ class _Reading:
         self.blind = False  # an event could not be read: "no terminal event" would be our guess
         # The call's event times (ProviderCall.chunk_times), appended to here as events come.
         self.times: list[float] = call.chunk_times if call is not None else []
-        self.in_use = _in_use(step)  # another reader is inside the stream (:func:`_in_use`)
         skipped = getattr(accumulator, "skipped_events", None)
         # Event types not handed to the accumulator (it reads nothing from them), or None.
         self.skipped: frozenset[str] | None = skipped if isinstance(skipped, frozenset) and skipped else None
@@ -120,6 +114,10 @@ class _Reading:
             raise
         self.observe(event)
         return event
+
+    def in_use(self) -> bool:
+        """Another reader is inside the stream now (:func:`_in_use`)."""
+        return _in_use(self.step)
 
     async def read_async(self) -> Any:
         """``await anext(stream)``: as :meth:`read`, ``StopAsyncIteration`` at the end."""
@@ -152,8 +150,14 @@ class _Reading:
         call, self.call = self.call, None
         if call is None:
             return
-        try:
-            response, error_type, ending = self._outcome(exc, exhausted)
+        error_type: str | None
+        try:  # what was seen, error.type (None: no error) and the ending
+            response = self.accumulator.response()
+            if exc is not None:
+                error_type, ending = self.failure(exc)
+            else:
+                ended = stream_ending(response, self.accumulator.complete, exhausted, self.blind)
+                error_type, ending = ended.error_type, ended.ending
         except Exception:
             logger.debug("otel-sampling: could not read how a stream ended", exc_info=True)
             response = None
@@ -165,15 +169,6 @@ class _Reading:
             call.end(response, error_type, ending)
         except Exception:
             logger.debug("otel-sampling: could not end a stream's span", exc_info=True)
-
-    def _outcome(self, exc: BaseException | None, exhausted: bool) -> tuple[Response, str | None, str]:
-        """What was seen, ``error.type`` (None: no error) and the ending."""
-        response = self.accumulator.response()
-        if exc is not None:
-            failure = self.failure(exc)
-            return response, failure.error_type, failure.ending
-        ended = stream_ending(response, self.accumulator.complete, exhausted, self.blind)
-        return response, ended.error_type, ended.ending
 
 
 def _events(proxy: StreamProxy) -> Iterator[Any]:
@@ -232,16 +227,7 @@ async def _async_events(proxy: AsyncStreamProxy) -> AsyncIterator[Any]:
 
 # wrapt 1.x (still supported) cannot subscript ObjectProxy at run time, so no ObjectProxy[Any] here.
 class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[type-arg]
-    def __init__(
-        self,
-        stream: Any,
-        call: ProviderCall,
-        accumulator: Accumulator,
-        failure: Callable[[BaseException], Failure],
-        step: Any,
-    ) -> None:
-        super().__init__(stream)
-        self._self_reading = _Reading(call, accumulator, failure, step)
+    _self_reading: _Reading  # set by each proxy's __init__
 
     def _self_end(self, exc: BaseException | None, exhausted: bool) -> None:
         self._self_reading.end(exc, exhausted)
@@ -278,7 +264,8 @@ class StreamProxy(_StreamProxyBase):
     def __init__(
         self, stream: Any, call: ProviderCall, accumulator: Accumulator, failure: Callable[[BaseException], Failure]
     ) -> None:
-        super().__init__(stream, call, accumulator, failure, _step(stream, "__iter__", "__next__"))
+        super().__init__(stream)
+        self._self_reading = _Reading(call, accumulator, failure, _step(stream, "__iter__", "__next__"))
 
     def __iter__(self) -> Iterator[Any]:
         return _events(self)
@@ -314,7 +301,8 @@ class AsyncStreamProxy(_StreamProxyBase):
     def __init__(
         self, stream: Any, call: ProviderCall, accumulator: Accumulator, failure: Callable[[BaseException], Failure]
     ) -> None:
-        super().__init__(stream, call, accumulator, failure, _step(stream, "__aiter__", "__anext__"))
+        super().__init__(stream)
+        self._self_reading = _Reading(call, accumulator, failure, _step(stream, "__aiter__", "__anext__"))
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return _async_events(self)
