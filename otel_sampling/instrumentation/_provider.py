@@ -137,6 +137,10 @@ class ProviderState:
             ``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT`` is ``true``: ``propagates``, set per ``instrument()``).
         drill_answers: a drill's failure (``names.DRILL_FAILURES`` but ``timeout``) -> the HTTP
             status and error type the provider answers it with (its body: :meth:`error_body`).
+        handles_upstream: a client library over another SDK (LiteLLM) whose adapter puts the trace
+            context on the request it sends upstream and reads the served model from its answer:
+            the upstream SDK's hooks (openai's headers and served-model header read) leave the
+            call alone (``ProviderCall.handles_upstream``).
         http_library: the import name of the SDK's HTTP library (``httpx2``; openai 2.x: ``httpx``),
             whose raw errors can escape mid-stream and whose types build a drill's answer.
 
@@ -161,6 +165,7 @@ class ProviderState:
     raw_response_type: str = "_response.BaseAPIResponse"
     extra_raw_response_types: tuple[str, ...] = ()
     inject_trace_context: bool = False
+    handles_upstream: bool = False
     drill_answers: ClassVar[Mapping[str, tuple[int, str]]] = {}
     http_library: str = "httpx2"
     ask_keys: frozenset[str] = frozenset()
@@ -436,6 +441,7 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     # list or dict, asked in C (no Python frame per key), before the full check.
     if not keys.isdisjoint(body) and any(map(isinstance, map(body.get, keys), _CONTAINERS)) and _asks(keys, body):
         call.checks = guarded("read what a provider call asked for", state.checks_of, body)
+    call.handles_upstream = state.handles_upstream
     call.activate()
     return call
 
@@ -723,7 +729,8 @@ def parse_wrapper(state: ProviderState) -> Callable[..., Any]:
         call = state.pending.pop(instance, None) if state.had_pending and state.pending else None
         if call is None:
             current = _state.current_call.get() if state.served_model_headers else None
-            if current is not None:  # the answer of the call being sent: its headers may name the served model
+            # The answer of the call being sent: its headers may name the served model.
+            if current is not None and not current.handles_upstream:
                 guarded(
                     "read a gateway's served-model header",
                     _note_served_model,

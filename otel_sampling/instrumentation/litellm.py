@@ -317,6 +317,7 @@ class _State(ProviderState):
     provider = names.OVERFLOW_LABEL  # every call names the provider LiteLLM resolved
     envelope_fields = ("code", "type")
     inject_trace_context = True  # LiteLLM sends the call's extra_headers upstream
+    handles_upstream = True  # ... and its answer's _hidden_params hold the upstream response headers
     http_library = "httpx"  # LiteLLM's own HTTP client
 
     responses = False  # the view's endpoint: Chat Completions (``completion``) or the Responses API

@@ -647,7 +647,10 @@ def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         headers = wrapped(*args, **kwargs)
-        if _state.current_call.get() is not None:  # else the request goes out as the SDK built it
+        current = _state.current_call.get()
+        # Outside our calls, and inside one whose adapter sent the trace context (LiteLLM's
+        # extra_headers), the request goes out as the SDK built it.
+        if current is not None and not current.handles_upstream:
             guarded(
                 "add the trace context to a provider request",
                 _add_trace_context,

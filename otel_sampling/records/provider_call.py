@@ -155,6 +155,7 @@ class ProviderCall:
         "_client_fallback",
         "_effort",
         "checks",
+        "handles_upstream",
     )
 
     def __init__(
@@ -180,6 +181,9 @@ class ProviderCall:
         # What the request asked for and its answer held (records/call_signals.py): set by the
         # wrappers for a call that offered tools or asked for structured output, else None.
         self.checks: CallChecks | None = None
+        # Its adapter puts the trace context on the upstream SDK request and reads the served model
+        # itself (LiteLLM over the openai SDK): set by the wrappers; the SDK's own hooks leave both.
+        self.handles_upstream = False
         self._provider = provider
         self._request_model = request_model if isinstance(request_model, str) else None
         # time.perf_counter() of each stream event, appended by the stream's reader while it holds
