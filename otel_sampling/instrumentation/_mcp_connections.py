@@ -495,10 +495,7 @@ def _tool_call_wrapper(state: Any) -> Callable[..., Any]:
     return wrapper
 
 
-def _note_round() -> None:
-    call = tool_call.get()
-    if call is None:
-        return
+def _note_round(call: ToolCall) -> None:
     context = otel_context.get_current()
     if trace.get_current_span(context).get_span_context().is_valid:
         call.round_context = context
@@ -507,11 +504,13 @@ def _note_round() -> None:
 
 
 def _inject_wrapper(state: Any) -> Callable[..., Any]:
-    """The SDK injects the trace context of a request it sends, inside that request's span."""
+    """The SDK injects the trace context of a request it sends, inside that request's span: inside
+    a tool call (its loop), that request is a round of the call."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if is_instrumentation_enabled():
-            guarded("note a tool call's round", _note_round)
+        call = tool_call.get()  # most sends (the server's, a session's own) are no round: nothing to note
+        if call is not None and is_instrumentation_enabled():
+            guarded("note a tool call's round", _note_round, call)
         return wrapped(*args, **kwargs)
 
     return wrapper

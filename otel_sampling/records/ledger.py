@@ -367,6 +367,10 @@ class Ledger:
         with self._lock:
             self._last_grants.write(server_key(server), self.now())
 
+    def grants_noted(self) -> bool:
+        """True when a grant is remembered for some server (else :meth:`granted_since` is False)."""
+        return bool(self._last_grants._expires)
+
     def granted_since(self, server: str | None, since: float) -> bool:
         """True when a grant for ``server`` was recorded at or after ``since``."""
         with self._lock:
