@@ -315,7 +315,11 @@ def _dispatcher_init_wrapper(state: Any) -> Callable[..., Any]:
     return wrapper
 
 
-def _note_tool_call(state: Any, session: Any, name: Any) -> ToolCallInFlight | None:
+# A tool call noted in flight: the session's list of them it is in, and the call.
+_Noted = tuple[list[ToolCallInFlight], ToolCallInFlight]
+
+
+def _note_tool_call(state: Any, session: Any, name: Any) -> _Noted | None:
     """Note ``name`` among the session's tool calls in flight; None when it is not noted."""
     if not isinstance(name, str):
         return None
@@ -324,16 +328,14 @@ def _note_tool_call(state: Any, session: Any, name: Any) -> ToolCallInFlight | N
         return None
     call = ToolCallInFlight(name, otel_context.get_current())
     calls.append(call)
-    return call
+    return calls, call
 
 
-def _forget_tool_call(state: Any, session: Any, call: ToolCallInFlight) -> None:
-    calls = state.connections.tool_calls.get(session)
-    if calls is not None:
-        for i, noted in enumerate(calls):
-            if noted is call:
-                del calls[i]
-                return
+def _forget_tool_call(calls: list[ToolCallInFlight], call: ToolCallInFlight) -> None:
+    for i, noted in enumerate(calls):
+        if noted is call:
+            del calls[i]
+            return
 
 
 def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
@@ -344,7 +346,7 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
-        call, token = guarded("note a tool call", _before_call, state, instance, name, args, kwargs, fallback=_NOTHING)
+        noted, token = guarded("note a tool call", _before_call, state, instance, name, args, kwargs, fallback=_NOTHING)
         try:
             result = await wrapped(*args, **kwargs)
         except Exception as exc:
@@ -354,9 +356,9 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
         finally:
             if token is not None:
                 otel_context.detach(token)
-            if call is not None:
+            if noted is not None:
                 try:
-                    _forget_tool_call(state, instance, call)
+                    _forget_tool_call(*noted)
                 except Exception:
                     logger.debug("otel-sampling: could not forget a tool call", exc_info=True)
         guarded("count a tool call's outcome", tool_outcomes.count_result, state.instruments, result)
@@ -365,18 +367,19 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
     return wrapper
 
 
-_NOTHING: tuple[ToolCallInFlight | None, Token[otel_context.Context] | None] = (None, None)
+_NOTHING: tuple[_Noted | None, Token[otel_context.Context] | None] = (None, None)
 
 
 def _before_call(
     state: Any, session: Any, name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[ToolCallInFlight | None, Token[otel_context.Context] | None]:
-    """Before a tool call is sent: the call noted in flight on the session (None: not noted), the
-    run's memory of tool calls told, and the token of the trace it continues (None: none). Each step
-    on its own: one failing leaves the others done (one guard frame for the three, per call)."""
-    call = token = None
+) -> tuple[_Noted | None, Token[otel_context.Context] | None]:
+    """Before a tool call is sent: the call noted in flight on the session, with the session's list
+    it is in (None: not noted), the run's memory of tool calls told, and the token of the trace it
+    continues (None: none). Each step on its own: one failing leaves the others done (one guard
+    frame for the three, per call)."""
+    noted = token = None
     try:
-        call = _note_tool_call(state, session, name)
+        noted = _note_tool_call(state, session, name)
     except Exception:
         logger.debug("otel-sampling: could not note a tool call in flight", exc_info=True)
     try:
@@ -387,7 +390,7 @@ def _before_call(
         token = continue_trace()
     except Exception:
         logger.debug("otel-sampling: could not continue a tool call's trace", exc_info=True)
-    return call, token
+    return noted, token
 
 
 def _note_repeat(state: Any, session: Any, name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
