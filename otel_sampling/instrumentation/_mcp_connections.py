@@ -71,6 +71,7 @@ from typing import Any, NamedTuple
 import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.instrumentation import utils as instrumentation_utils
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import locks, names
@@ -82,6 +83,11 @@ from otel_sampling.records.tool_repeats import note_host_tool_call
 from otel_sampling.rules.servers import stdio_endpoint, url_endpoint
 
 logger = logging.getLogger(__name__)
+
+# The keys is_instrumentation_enabled() reads (suppress_instrumentation() sets both); None in
+# another opentelemetry layout, where instrumentation_enabled() asks is_instrumentation_enabled().
+_SUPPRESSED: str | None = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+_SUPPRESSED_PLAIN: str | None = getattr(instrumentation_utils, "_SUPPRESS_INSTRUMENTATION_KEY_PLAIN", None)
 
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
 HELD_STREAM_MARKS = 64  # marks on streams no weak reference can point to, held until a session takes them
@@ -132,6 +138,16 @@ class StreamMarks:
                 held = self._held.pop(id(stream), None)
                 mark = held[1] if held is not None and held[0] is stream else None
             return mark
+
+
+def instrumentation_enabled() -> bool:
+    """``opentelemetry.instrumentation.utils.is_instrumentation_enabled()``, reading the current
+    context once instead of twice: for the wrappers that run on every tool call and sampling
+    request (each check otherwise costs five frames)."""
+    if _SUPPRESSED is None or _SUPPRESSED_PLAIN is None:  # pragma: no cover - see the keys
+        return is_instrumentation_enabled()
+    context = otel_context.get_current()
+    return not (context.get(_SUPPRESSED) or context.get(_SUPPRESSED_PLAIN))
 
 
 class ToolCallInFlight(NamedTuple):
@@ -343,7 +359,7 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
     loop sent in the trace of the call's first round."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
+        if not instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
         noted, token = guarded("note a tool call", _before_call, state, instance, name, args, kwargs, fallback=_NOTHING)
@@ -487,7 +503,7 @@ def _tool_call_wrapper(state: Any) -> Callable[..., Any]:
     """A client's tool call (``name`` first, or as a keyword): its loop's callbacks see the mark."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
+        if not instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         token = tool_call.set(ToolCall(args[0] if args else kwargs.get("name")))
         try:
@@ -512,7 +528,7 @@ def _inject_wrapper(state: Any) -> Callable[..., Any]:
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = tool_call.get()  # most sends (the server's, a session's own) are no round: nothing to note
-        if call is not None and is_instrumentation_enabled():
+        if call is not None and instrumentation_enabled():
             guarded("note a tool call's round", _note_round, call)
         return wrapped(*args, **kwargs)
 
