@@ -41,6 +41,7 @@ from otel_sampling.instrumentation._mcp_connections import (
     FASTMCP_TARGETS,
     HTTP_MANAGER_TARGETS_V2,
     MCP_TARGETS,
+    instrumentation_enabled,
     tool_call,
 )
 from otel_sampling.instrumentation._mcp_host import (
@@ -186,7 +187,7 @@ def _finish(
 
 def _dispatch_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
+        if not instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         request = args[1] if len(args) > 1 else kwargs.get("request")
         if not isinstance(request, state.request_type):

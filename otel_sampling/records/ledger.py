@@ -302,6 +302,8 @@ class Ledger:
         )
         self._last_endings = ExpiringLRU(settings.max_pending, settings.identity_ttl_seconds)
         self._last_grants = ExpiringLRU(settings.max_pending, settings.identity_ttl_seconds)
+        #: A grant was noted (ever; until then :meth:`granted_since` is False for every server).
+        self.grants_noted = False
         self._lock = locks.new()
 
     @staticmethod
@@ -366,10 +368,7 @@ class Ledger:
     def note_grant(self, server: str) -> None:
         with self._lock:
             self._last_grants.write(server_key(server), self.now())
-
-    def grants_noted(self) -> bool:
-        """True when a grant is remembered for some server (else :meth:`granted_since` is False)."""
-        return bool(self._last_grants._expires)
+            self.grants_noted = True
 
     def granted_since(self, server: str | None, since: float) -> bool:
         """True when a grant for ``server`` was recorded at or after ``since``."""

@@ -563,7 +563,7 @@ class SamplingRecord:
         earlier = self._earlier
         if earlier is not None:
             granted_since = False
-            if ledger.grants_noted():  # no grant ever noted (the common case): no decision to read
+            if ledger.grants_noted:  # no grant ever noted (the common case): no decision to read
                 before = earlier.decision_for(self._server_key)
                 granted_since = (
                     before is not None
