@@ -71,6 +71,7 @@ from typing import Any, NamedTuple
 import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.instrumentation import utils as instrumentation_utils
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import locks, names
@@ -82,6 +83,11 @@ from otel_sampling.records.tool_repeats import note_host_tool_call
 from otel_sampling.rules.servers import stdio_endpoint, url_endpoint
 
 logger = logging.getLogger(__name__)
+
+# The keys is_instrumentation_enabled() reads (suppress_instrumentation() sets both); None in
+# another opentelemetry layout, where instrumentation_enabled() asks is_instrumentation_enabled().
+_SUPPRESSED: str | None = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+_SUPPRESSED_PLAIN: str | None = getattr(instrumentation_utils, "_SUPPRESS_INSTRUMENTATION_KEY_PLAIN", None)
 
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
 HELD_STREAM_MARKS = 64  # marks on streams no weak reference can point to, held until a session takes them
@@ -132,6 +138,16 @@ class StreamMarks:
                 held = self._held.pop(id(stream), None)
                 mark = held[1] if held is not None and held[0] is stream else None
             return mark
+
+
+def instrumentation_enabled() -> bool:
+    """``opentelemetry.instrumentation.utils.is_instrumentation_enabled()``, reading the current
+    context once instead of twice: for the wrappers that run on every tool call and sampling
+    request (each check otherwise costs five frames)."""
+    if _SUPPRESSED is None or _SUPPRESSED_PLAIN is None:  # pragma: no cover - see the keys
+        return is_instrumentation_enabled()
+    context = otel_context.get_current()
+    return not (context.get(_SUPPRESSED) or context.get(_SUPPRESSED_PLAIN))
 
 
 class ToolCallInFlight(NamedTuple):
@@ -315,7 +331,11 @@ def _dispatcher_init_wrapper(state: Any) -> Callable[..., Any]:
     return wrapper
 
 
-def _note_tool_call(state: Any, session: Any, name: Any) -> ToolCallInFlight | None:
+# A tool call noted in flight: the session's list of them it is in, and the call.
+_Noted = tuple[list[ToolCallInFlight], ToolCallInFlight]
+
+
+def _note_tool_call(state: Any, session: Any, name: Any) -> _Noted | None:
     """Note ``name`` among the session's tool calls in flight; None when it is not noted."""
     if not isinstance(name, str):
         return None
@@ -324,16 +344,14 @@ def _note_tool_call(state: Any, session: Any, name: Any) -> ToolCallInFlight | N
         return None
     call = ToolCallInFlight(name, otel_context.get_current())
     calls.append(call)
-    return call
+    return calls, call
 
 
-def _forget_tool_call(state: Any, session: Any, call: ToolCallInFlight) -> None:
-    calls = state.connections.tool_calls.get(session)
-    if calls is not None:
-        for i, noted in enumerate(calls):
-            if noted is call:
-                del calls[i]
-                return
+def _forget_tool_call(calls: list[ToolCallInFlight], call: ToolCallInFlight) -> None:
+    for i, noted in enumerate(calls):
+        if noted is call:
+            del calls[i]
+            return
 
 
 def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
@@ -341,10 +359,10 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
     loop sent in the trace of the call's first round."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
+        if not instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         name = args[0] if args else kwargs.get("name")
-        call, token = guarded("note a tool call", _before_call, state, instance, name, args, kwargs, fallback=_NOTHING)
+        noted, token = guarded("note a tool call", _before_call, state, instance, name, args, kwargs, fallback=_NOTHING)
         try:
             result = await wrapped(*args, **kwargs)
         except Exception as exc:
@@ -354,9 +372,9 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
         finally:
             if token is not None:
                 otel_context.detach(token)
-            if call is not None:
+            if noted is not None:
                 try:
-                    _forget_tool_call(state, instance, call)
+                    _forget_tool_call(*noted)
                 except Exception:
                     logger.debug("otel-sampling: could not forget a tool call", exc_info=True)
         guarded("count a tool call's outcome", tool_outcomes.count_result, state.instruments, result)
@@ -365,18 +383,19 @@ def _call_tool_wrapper(state: Any) -> Callable[..., Any]:
     return wrapper
 
 
-_NOTHING: tuple[ToolCallInFlight | None, Token[otel_context.Context] | None] = (None, None)
+_NOTHING: tuple[_Noted | None, Token[otel_context.Context] | None] = (None, None)
 
 
 def _before_call(
     state: Any, session: Any, name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[ToolCallInFlight | None, Token[otel_context.Context] | None]:
-    """Before a tool call is sent: the call noted in flight on the session (None: not noted), the
-    run's memory of tool calls told, and the token of the trace it continues (None: none). Each step
-    on its own: one failing leaves the others done (one guard frame for the three, per call)."""
-    call = token = None
+) -> tuple[_Noted | None, Token[otel_context.Context] | None]:
+    """Before a tool call is sent: the call noted in flight on the session, with the session's list
+    it is in (None: not noted), the run's memory of tool calls told, and the token of the trace it
+    continues (None: none). Each step on its own: one failing leaves the others done (one guard
+    frame for the three, per call)."""
+    noted = token = None
     try:
-        call = _note_tool_call(state, session, name)
+        noted = _note_tool_call(state, session, name)
     except Exception:
         logger.debug("otel-sampling: could not note a tool call in flight", exc_info=True)
     try:
@@ -387,7 +406,7 @@ def _before_call(
         token = continue_trace()
     except Exception:
         logger.debug("otel-sampling: could not continue a tool call's trace", exc_info=True)
-    return call, token
+    return noted, token
 
 
 def _note_repeat(state: Any, session: Any, name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -484,7 +503,7 @@ def _tool_call_wrapper(state: Any) -> Callable[..., Any]:
     """A client's tool call (``name`` first, or as a keyword): its loop's callbacks see the mark."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
+        if not instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         token = tool_call.set(ToolCall(args[0] if args else kwargs.get("name")))
         try:
@@ -495,10 +514,7 @@ def _tool_call_wrapper(state: Any) -> Callable[..., Any]:
     return wrapper
 
 
-def _note_round() -> None:
-    call = tool_call.get()
-    if call is None:
-        return
+def _note_round(call: ToolCall) -> None:
     context = otel_context.get_current()
     if trace.get_current_span(context).get_span_context().is_valid:
         call.round_context = context
@@ -507,11 +523,13 @@ def _note_round() -> None:
 
 
 def _inject_wrapper(state: Any) -> Callable[..., Any]:
-    """The SDK injects the trace context of a request it sends, inside that request's span."""
+    """The SDK injects the trace context of a request it sends, inside that request's span: inside
+    a tool call (its loop), that request is a round of the call."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if is_instrumentation_enabled():
-            guarded("note a tool call's round", _note_round)
+        call = tool_call.get()  # most sends (the server's, a session's own) are no round: nothing to note
+        if call is not None and instrumentation_enabled():
+            guarded("note a tool call's round", _note_round, call)
         return wrapped(*args, **kwargs)
 
     return wrapper

@@ -41,6 +41,7 @@ from otel_sampling.instrumentation._mcp_connections import (
     FASTMCP_TARGETS,
     HTTP_MANAGER_TARGETS_V2,
     MCP_TARGETS,
+    instrumentation_enabled,
     tool_call,
 )
 from otel_sampling.instrumentation._mcp_host import (
@@ -70,6 +71,7 @@ class _CancelReasons:
     def __init__(self, normalise: Callable[[Any], Any]) -> None:
         self._by_dispatcher: weakref.WeakKeyDictionary[Any, OrderedDict[Any, str]] = weakref.WeakKeyDictionary()
         self._normalise = normalise
+        self._noted = False  # a cancellation was noted (until then, none is looked up)
 
     def note(self, dispatcher: Any, params: Any) -> None:
         if not isinstance(params, Mapping):
@@ -77,13 +79,14 @@ class _CancelReasons:
         request_id, reason = params.get("requestId"), params.get("reason")
         if not isinstance(request_id, (str, int)) or not isinstance(reason, str):
             return
+        self._noted = True
         reasons = self._by_dispatcher.setdefault(dispatcher, OrderedDict())
         reasons[self._normalise(request_id)] = clean(reason, CANCEL_REASON_MAX_LENGTH)
         while len(reasons) > CANCEL_REASONS_PER_DISPATCHER:
             reasons.popitem(last=False)
 
     def pop(self, dispatcher: Any, request_id: Any) -> str | None:
-        if dispatcher is None or not isinstance(request_id, (str, int)):
+        if not self._noted or dispatcher is None or not isinstance(request_id, (str, int)):
             return None
         reasons = self._by_dispatcher.get(dispatcher)
         return reasons.pop(self._normalise(request_id), None) if reasons else None
@@ -184,7 +187,7 @@ def _finish(
 
 def _dispatch_wrapper(state: State) -> Callable[..., Any]:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
+        if not instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         request = args[1] if len(args) > 1 else kwargs.get("request")
         if not isinstance(request, state.request_type):

@@ -51,7 +51,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from cachetools import TTLCache
+from cachetools import LRUCache
 from opentelemetry import trace
 
 try:  # mcp's models are pydantic's: wherever there is a request to fingerprint, pydantic is there
@@ -140,8 +140,57 @@ def _json_fallback(value: Any) -> Any:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_fallback)
 
 
+class ExpiringLRU(LRUCache[Any, Any]):
+    """A ``cachetools.LRUCache`` (at most ``maxsize`` entries; when full, the least recently used
+    leaves first) whose entries are forgotten ``ttl_seconds`` after they were last written.
+
+    Expiry is read lazily: :meth:`fresh` drops an expired entry it finds, :meth:`expire` drops them
+    all; an expired entry nobody reads stays until then or until it is the least recently used
+    one (so it never holds more than ``maxsize`` entries). Cheaper per access than
+    ``cachetools.TTLCache``, which walks its expiry list and enters its timer on every access.
+    Write with :meth:`write` (it stamps the expiry). Not thread-safe: its owners lock.
+
+    Args:
+        maxsize: most entries (>= 1).
+        ttl_seconds: seconds an entry is remembered after it was last written.
+        timer: the clock, seconds (default ``time.monotonic``).
+    """
+
+    def __init__(self, maxsize: int, ttl_seconds: float, timer: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(maxsize)
+        self._ttl = ttl_seconds
+        self._timer = timer
+        self._expires: dict[Any, float] = {}  # key -> when it expires (the timer's seconds); same keys
+
+    def fresh(self, key: Any) -> Any:
+        """The value written for ``key`` less than ``ttl_seconds`` ago (a use: it becomes the most
+        recently used), else None."""
+        expires = self._expires.get(key)
+        if expires is None:
+            return None
+        if self._timer() < expires:
+            return self[key]
+        del self[key]
+        return None
+
+    def write(self, key: Any, value: Any) -> None:
+        """Remember ``value`` for ``key`` for ``ttl_seconds`` from now (a write restarts the TTL)."""
+        self[key] = value
+        self._expires[key] = self._timer() + self._ttl
+
+    def expire(self) -> None:
+        """Drop every expired entry."""
+        now = self._timer()
+        for key in [key for key, expires in self._expires.items() if not now < expires]:
+            del self[key]
+
+    def __delitem__(self, key: Any) -> None:  # every removal (del, pop, eviction by popitem) goes here
+        super().__delitem__(key)
+        del self._expires[key]
+
+
 class IdentityStore:
-    """Fingerprint -> :class:`Seen`, bounded (LRU + TTL, ``cachetools.TTLCache``), thread-safe.
+    """Fingerprint -> :class:`Seen`, bounded (:class:`ExpiringLRU`: LRU + TTL), thread-safe.
 
     Args:
         max_entries: most fingerprints remembered (>= 1).
@@ -150,16 +199,17 @@ class IdentityStore:
     """
 
     def __init__(self, max_entries: int, ttl_seconds: float, timer: Callable[[], float] = time.monotonic) -> None:
-        self._entries: TTLCache[Any, Any] = TTLCache(max_entries, ttl_seconds, timer)
+        self._entries = ExpiringLRU(max_entries, ttl_seconds, timer)
         self._lock = locks.new()
 
     def get(self, key: str) -> Seen | None:
         with self._lock:
-            return self._entries.get(key)
+            seen: Seen | None = self._entries.fresh(key)
+            return seen
 
     def put(self, key: str, seen: Seen) -> None:
         with self._lock:
-            self._entries[key] = seen
+            self._entries.write(key, seen)
 
     def __len__(self) -> int:
         with self._lock:
@@ -250,8 +300,10 @@ class Ledger:
             settings.policy.stall_threshold_seconds,
             lambda record, seconds: record.mark_stalled(seconds),
         )
-        self._last_endings: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
-        self._last_grants: TTLCache[Any, Any] = TTLCache(settings.max_pending, settings.identity_ttl_seconds)
+        self._last_endings = ExpiringLRU(settings.max_pending, settings.identity_ttl_seconds)
+        self._last_grants = ExpiringLRU(settings.max_pending, settings.identity_ttl_seconds)
+        #: A grant was noted (ever; until then :meth:`granted_since` is False for every server).
+        self.grants_noted = False
         self._lock = locks.new()
 
     @staticmethod
@@ -306,20 +358,22 @@ class Ledger:
     def note_ending(self, server: str | None, ending: str) -> None:
         if server is not None:
             with self._lock:
-                self._last_endings[server_key(server)] = ending
+                self._last_endings.write(server_key(server), ending)
 
     def last_ending(self, server: str) -> str | None:
         with self._lock:
-            return self._last_endings.get(server_key(server))
+            ending: str | None = self._last_endings.fresh(server_key(server))
+            return ending
 
     def note_grant(self, server: str) -> None:
         with self._lock:
-            self._last_grants[server_key(server)] = self.now()
+            self._last_grants.write(server_key(server), self.now())
+            self.grants_noted = True
 
     def granted_since(self, server: str | None, since: float) -> bool:
         """True when a grant for ``server`` was recorded at or after ``since``."""
         with self._lock:
-            last = self._last_grants.get(server_key(server)) if server is not None else None
+            last = self._last_grants.fresh(server_key(server)) if server is not None else None
         return last is not None and last >= since
 
 

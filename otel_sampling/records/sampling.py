@@ -562,12 +562,14 @@ class SamplingRecord:
             return
         earlier = self._earlier
         if earlier is not None:
-            before = earlier.decision_for(self._server_key)
-            granted_since = (
-                before is not None
-                and before.budget_denied
-                and ledger.granted_since(self._server_key, before.decided_at)
-            )
+            granted_since = False
+            if ledger.grants_noted:  # no grant ever noted (the common case): no decision to read
+                before = earlier.decision_for(self._server_key)
+                granted_since = (
+                    before is not None
+                    and before.budget_denied
+                    and ledger.granted_since(self._server_key, before.decided_at)
+                )
             for kind in servers.violations_at_end(earlier, self._server_key, ending, self._granted, granted_since):
                 self._violate(kind)
         ledger.remember(
@@ -774,7 +776,8 @@ def start_attributes(
             (names.SAMPLING_MODEL_HINTS, hints[:MAX_HINTS]),
         ),
     )
-    _put_facts(attributes, max_length, facts)
+    if facts:
+        _put_facts(attributes, max_length, facts)
     return attributes
 
 
@@ -792,6 +795,8 @@ def _put_texts(attributes: dict[str, Any], max_length: int, values: Iterable[tup
     :func:`otel_sampling.metrics.clean_texts` makes it (left out when None, empty or an empty list or
     tuple); a string, or a list of strings, that is already fit is kept as it is, without a call."""
     for key, value in values:
+        if value is None:  # the common case for most of them
+            continue
         if type(value) is str:
             if value:
                 fit = len(value) <= max_length and value.isprintable()
@@ -804,7 +809,7 @@ def _put_texts(attributes: dict[str, Any], max_length: int, values: Iterable[tup
                     else clean(item, max_length)
                     for item in value
                 ]
-        elif value is not None and value != "":
+        elif value != "":
             attributes[key] = clean(value, max_length)
 
 

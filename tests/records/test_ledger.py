@@ -23,7 +23,7 @@ pytest.importorskip("mcp_types", reason="mcp 2.x's CreateMessageRequestParams")
 
 import mcp_types as types
 
-from otel_sampling.records.ledger import SERVER_KEY_MAX_LENGTH, IdentityStore, fingerprint, server_key
+from otel_sampling.records.ledger import SERVER_KEY_MAX_LENGTH, ExpiringLRU, IdentityStore, fingerprint, server_key
 from otel_sampling.rules.servers import Seen
 
 BOUND = 100
@@ -185,3 +185,52 @@ class TestIdentityStore:
         store.put("c", _seen(3))
 
         assert (_seen(1), None, _seen(3)) == (store.get("a"), store.get("b"), store.get("c"))
+
+
+class TestExpiringLRU:
+    """``ExpiringLRU``, the store under the identity store and the per-server endings and grants:
+    ``cachetools.LRUCache`` semantics (at most ``maxsize``, least recently used leaves first), each
+    entry forgotten ``ttl_seconds`` after it was last written (live while now < written + ttl, as
+    ``cachetools.TTLCache`` reads it), expiry read lazily."""
+
+    def test_an_entry_is_live_until_its_ttl_has_passed(self):
+        now = [0.0]
+        store = ExpiringLRU(BOUND, 10, timer=lambda: now[0])
+        store.write("a", 1)
+        now[0] = 9.999
+
+        assert store.fresh("a") == 1
+        now[0] = 10.0
+        assert store.fresh("a") is None
+
+    def test_an_expired_entry_read_leaves_the_store(self):
+        now = [0.0]
+        store = ExpiringLRU(BOUND, 10, timer=lambda: now[0])
+        store.write("a", 1)
+        store.write("b", 2)
+        now[0] = 11.0
+
+        assert store.fresh("a") is None
+        assert list(store) == ["b"]  # read lazily: only the entry read has left
+        store.expire()
+        assert len(store) == 0
+
+    def test_a_full_store_evicts_the_least_recently_used_with_its_expiry(self):
+        """A flood of distinct keys (10 kB each, made afresh) holds no more memory than the store
+        held when it was first full: an evicted entry leaves no expiry behind."""
+        store = ExpiringLRU(BOUND, 3600)
+        tracemalloc.start()
+        try:
+            full = None
+            for i in range(REQUESTS):
+                store.write(f"{i:08d}" + "k" * 10_000, i)
+                if full is None and len(store) == BOUND:
+                    full, _peak = tracemalloc.get_traced_memory()
+            size, _peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+
+        assert len(store) == BOUND
+        assert full is not None and size < 1.5 * full  # a leaked expiry would keep each ~10 kB key
+        assert store.fresh(f"{REQUESTS - 1:08d}" + "k" * 10_000) == REQUESTS - 1
+        assert store.fresh(f"{0:08d}" + "k" * 10_000) is None
