@@ -89,7 +89,12 @@ class RequestScope(Protocol):
 
 
 class CallInFlight(Protocol):
-    """A provider call whose SDK request is being sent (:class:`otel_sampling.records.provider_call.ProviderCall`)."""
+    """A provider call whose SDK request is being sent (:class:`otel_sampling.records.provider_call.ProviderCall`).
+
+    ``handles_upstream``: its adapter puts the trace context on the request a client library
+    sends upstream through another SDK, and reads the served model from its answer (LiteLLM)."""
+
+    handles_upstream: bool
 
     def note_served_model(self, model: str) -> None: ...
 
