@@ -29,6 +29,7 @@ from otel_sampling.instrumentation.google_genai import (  # noqa: E402
     json_value,
     model_of_path,
 )
+from otel_sampling.instrumentation.streams import UnreadEvents  # noqa: E402
 from otel_sampling.testing import fake_gemini  # noqa: E402
 
 MODEL = "gemini-2.5-flash"
@@ -512,3 +513,67 @@ def test_a_sampling_callback_failing_over_between_gemini_models_is_one_degraded_
     assert a[names.GEN_AI_RESPONSE_MODEL] == "gemini-2.0-flash"
     assert a[names.DEGRADATION_MODE] == names.MODE_DEGRADED  # no policy: the failover itself says so
     assert served.attributes[names.DEGRADATION_REASON] == (names.REASON_FAILOVER,)
+
+
+# ---------------------------------------------------------------------- a stream's chunks, read
+def _chunk(**fields):
+    """A streamed chunk as request_streamed yields it: the SDK's json.dumps of the chunk's JSON."""
+    return types.HttpResponse(body=json.dumps(fields))
+
+
+def _text(word, index=0):
+    return {"content": {"role": "model", "parts": [{"text": word}]}, "index": index}
+
+
+def test_a_streams_model_id_and_usage_are_the_latest_chunk_that_has_them():
+    read = google_genai.StreamAccumulator()
+    read.observe(
+        _chunk(
+            candidates=[_text("a")],
+            usageMetadata={"promptTokenCount": 3, "candidatesTokenCount": 1},
+            modelVersion="m-1",
+            responseId="r-1",
+        )
+    )
+    read.observe(_chunk(candidates=[_text("b")], modelVersion="m-2"))
+    read.observe(_chunk(candidates=[{"finishReason": "MAX_TOKENS", "index": 0}]))
+    response = read.response()
+    assert (response.model, response.response_id, response.finish_reasons) == ("m-2", "r-1", ("MAX_TOKENS",))
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (3, 1)
+    assert read.complete and response.answered and not response.refusal
+
+
+def test_a_long_stream_reports_its_last_chunks_model():
+    read = google_genai.StreamAccumulator()
+    for i in range(3 * google_genai.MAX_PENDING_CHUNKS + 1):
+        read.observe(_chunk(candidates=[_text("w")], modelVersion=f"m-{i}"))
+    read.observe(_chunk(candidates=[{"finishReason": "STOP", "index": 0}]))
+    assert read.response().model == f"m-{3 * google_genai.MAX_PENDING_CHUNKS}"
+
+
+def test_a_stream_cut_before_its_finish_reason_reports_what_came():
+    read = google_genai.StreamAccumulator()
+    first = _chunk(candidates=[_text("a")], usageMetadata={"promptTokenCount": 3}, modelVersion="m", responseId="r")
+    read.observe(first)
+    response = read.response()
+    assert (response.model, response.response_id, response.usage.input_tokens) == ("m", "r", 3)
+    assert response.answered and not read.complete
+
+
+def test_a_finish_reason_written_with_escapes_is_read():
+    read = google_genai.StreamAccumulator()
+    read.observe(types.HttpResponse(body='{"candidates": [{"finish\\u0052eason": "SAFETY", "index": 0}]}'))
+    assert read.complete and read.response().refusal
+
+
+def test_an_unreadable_chunk_fails_the_reading_that_meets_it_and_no_other():
+    read = google_genai.StreamAccumulator()
+    read.observe(types.HttpResponse(body="{not json"))
+    with pytest.raises(json.JSONDecodeError):  # the chunk that follows is read first
+        read.observe(_chunk(candidates=[{"finishReason": "STOP", "index": 0}], modelVersion="m"))
+    assert read.complete and read.response().model == "m"
+    cut = google_genai.StreamAccumulator()
+    cut.observe(types.HttpResponse(body="{not json"))
+    with pytest.raises(UnreadEvents) as unread:
+        cut.response()
+    assert not unread.value.response.answered

@@ -78,6 +78,7 @@ from otel_sampling.instrumentation._provider import (
     server_of_url,
 )
 from otel_sampling.instrumentation._targets import Target, TargetTableInstrumentor
+from otel_sampling.instrumentation.streams import UnreadEvents
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
@@ -255,12 +256,37 @@ def _joined(parts: list[Any]) -> list[Any]:
     return joined
 
 
+#: How many chunk bodies a stream's accumulator holds unread (see :class:`StreamAccumulator`).
+MAX_PENDING_CHUNKS = 32
+#: Keys of a chunk that say more than its model, id, usage and candidates (as the SDK's
+#: ``json.dumps`` writes them); a body without any of them is a plain one.
+_TELLING_KEYS = ('"finishReason"', '"error"', '"promptFeedback"')
+
+
 class StreamAccumulator:
     """Reads the chunks of a ``streamGenerateContent`` stream (each a ``GenerateContentResponse``
     in the SDK's ``SdkHttpResponse.body``): model, id and usage from the latest chunk that has
-    them, finish reasons per candidate, a block; with ``capture``, each candidate's parts too."""
+    them, finish reasons per candidate, a block; with ``capture``, each candidate's parts too.
 
-    __slots__ = ("complete", "_model", "_id", "_reasons", "_usage", "_blocked", "_error", "_answered", "_parts")
+    A plain chunk (no finish reason, error or prompt feedback anywhere in its text: most of a
+    stream) can only set the model, id, usage and that candidates came: its text is kept unread
+    (up to :data:`MAX_PENDING_CHUNKS`) until a chunk that says more, or the end, and is read only
+    if that later chunk does not set all of these itself. An unreadable kept chunk makes the
+    reading of the chunk that settles it fail (once that chunk was read), as it would have; one
+    settled at the end makes :meth:`response` raise :class:`UnreadEvents` with what the others said."""
+
+    __slots__ = (
+        "complete",
+        "_model",
+        "_id",
+        "_reasons",
+        "_usage",
+        "_blocked",
+        "_error",
+        "_answered",
+        "_parts",
+        "_pending",
+    )
 
     def __init__(self, capture: bool = False) -> None:
         self.complete = False
@@ -272,13 +298,63 @@ class StreamAccumulator:
         self._error: str | None = None
         self._answered = False
         self._parts: dict[int, list[Any]] | None = {} if capture else None
+        self._pending: list[str] = []  # plain chunks' bodies, unread, in order
 
     def observe(self, event: Any) -> None:
         body = getattr(event, "body", None)
         if not isinstance(body, str) or not body:
             return
+        pending = self._pending
+        if (  # keys are found in the text only as written: none escaped (``\u``)
+            self._parts is None
+            and len(pending) < MAX_PENDING_CHUNKS
+            and body[0] == "{"
+            and "\\u" not in body
+            and _TELLING_KEYS[0] not in body
+            and _TELLING_KEYS[1] not in body
+            and _TELLING_KEYS[2] not in body
+        ):
+            pending.append(body)
+            return
         # The SDK's own json.dumps of the chunk: one JSON value, nothing around it.
         chunk = _read_json(body)[0]
+        unreadable = self._settle(chunk) if pending else None
+        self._read(chunk)
+        if unreadable is not None:
+            raise unreadable
+
+    def _settle(self, later: Any) -> ValueError | None:
+        """Read the kept plain chunks, in order, unless ``later`` (the chunk that follows them, or
+        None) sets everything they could; the error of the first that could not be read."""
+        pending = self._pending
+        if type(later) is dict:
+            get = later.get
+            model, response_id, candidates = get("modelVersion"), get("responseId"), get("candidates")
+            if (
+                isinstance(model, str)
+                and model
+                and isinstance(response_id, str)
+                and response_id
+                and get("usageMetadata") is not None
+                and (
+                    self._answered
+                    or (isinstance(candidates, (list, tuple)) and any(isinstance(c, dict) for c in candidates))
+                )
+            ):
+                pending.clear()
+                return None
+        unreadable: ValueError | None = None
+        for body in pending:
+            try:
+                chunk = _read_json(body)[0]
+            except ValueError as exc:
+                unreadable = unreadable or exc
+            else:
+                self._read(chunk)
+        pending.clear()
+        return unreadable
+
+    def _read(self, chunk: Any) -> None:
         if not isinstance(chunk, dict):
             return
         get = chunk.get
@@ -324,8 +400,9 @@ class StreamAccumulator:
         )
 
     def response(self) -> Response:
+        unreadable = self._settle(None) if self._pending else None
         reasons = tuple(self._reasons[i] for i in sorted(self._reasons))
-        return Response(
+        response = Response(
             self._model,
             self._id,
             reasons,
@@ -335,6 +412,9 @@ class StreamAccumulator:
             answered=self._answered,
             refusal=self._blocked or any(reason in BLOCKED for reason in reasons),
         )
+        if unreadable is not None:
+            raise UnreadEvents(response) from unreadable
+        return response
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], position: int, name: str) -> Any:

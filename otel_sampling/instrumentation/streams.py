@@ -54,6 +54,16 @@ class Accumulator(Protocol):
     def response(self) -> Response: ...
 
 
+class UnreadEvents(ValueError):
+    """Raised by an accumulator's ``response()`` when an event it kept unread could not be read
+    once it came to read it: ``response`` is what the other events said. The stream is then read
+    blind, as when an event cannot be read as it comes."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__("a stream event could not be read")
+        self.response = response
+
+
 def _step(stream: Any, iterate: str, step: str) -> Any:
     """What reads the next event: the step of the stream's own iterator (``iter(stream).__next__``;
     the SDK streams' ``__iter__`` reads what their ``__next__`` reads, and resuming that generator
@@ -152,7 +162,11 @@ class _Reading:
             return
         error_type: str | None
         try:  # what was seen, error.type (None: no error) and the ending
-            response = self.accumulator.response()
+            try:
+                response = self.accumulator.response()
+            except UnreadEvents as unread:
+                logger.debug(UNREADABLE, exc_info=True)
+                self.blind, response = True, unread.response
             if exc is not None:
                 error_type, ending = self.failure(exc)
             else:
