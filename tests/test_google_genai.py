@@ -29,6 +29,7 @@ from otel_sampling.instrumentation.google_genai import (  # noqa: E402
     json_value,
     model_of_path,
 )
+from otel_sampling.instrumentation import streams  # noqa: E402
 from otel_sampling.instrumentation.streams import UnreadEvents  # noqa: E402
 from otel_sampling.testing import fake_gemini  # noqa: E402
 
@@ -577,3 +578,27 @@ def test_an_unreadable_chunk_fails_the_reading_that_meets_it_and_no_other():
     with pytest.raises(UnreadEvents) as unread:
         cut.response()
     assert not unread.value.response.answered
+
+
+class _EndedCall:
+    """What a stream's reading hands the call it ends (the span and metrics are ProviderCall's)."""
+
+    def __init__(self):
+        self.chunk_times = []
+        self.ended = None
+
+    def end(self, response, error_type, ending):
+        self.ended = (response, error_type, ending)
+
+
+def test_a_stream_read_to_its_end_with_an_unreadable_kept_chunk_ends_as_read_blind():
+    read = google_genai.StreamAccumulator()
+    read.observe(_chunk(candidates=[_text("a")], modelVersion="m", responseId="r"))
+    read.observe(types.HttpResponse(body="{not json"))
+    call = _EndedCall()
+    reading = streams._Reading(call, read, lambda exc: None, None)
+    reading.end(None, exhausted=True)
+    response, error_type, ending = call.ended
+    assert reading.blind and (response.model, response.response_id) == ("m", "r")
+    # No finish reason came, but an unread chunk may have carried it: not an incomplete stream.
+    assert (error_type, ending) == (None, names.ENDING_COMPLETED)
