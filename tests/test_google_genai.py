@@ -22,14 +22,13 @@ from google.genai import _api_client, errors, types  # noqa: E402
 import otel_sampling as osm  # noqa: E402
 from conftest import TRACER_PROVIDER, _instrumented, traceparent_of  # noqa: E402
 from otel_sampling import names  # noqa: E402
-from otel_sampling.instrumentation import google_genai  # noqa: E402
+from otel_sampling.instrumentation import google_genai, streams  # noqa: E402
 from otel_sampling.instrumentation.google_genai import (  # noqa: E402
     GoogleGenAIInstrumentor,
     endpoint_of,
     json_value,
     model_of_path,
 )
-from otel_sampling.instrumentation import streams  # noqa: E402
 from otel_sampling.instrumentation.streams import UnreadEvents  # noqa: E402
 from otel_sampling.testing import fake_gemini  # noqa: E402
 
