@@ -544,7 +544,10 @@ def served_model(
     return served_member(read_report(reported))
 
 
-@functools.lru_cache(maxsize=_REMEMBERED_PAIRS)
+_REMEMBERED_REPORTS = 64  # a host reports one model or a few: a flood of names churns 64 short strings
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_REPORTS)
 def _served_by_report(reported: str) -> str | None:
     return served_member(read_report(reported))
 
