@@ -267,7 +267,10 @@ class Around(NamedTuple):
 
 def around() -> Around:
     """What a record reads of the process at its start or its end, in one call."""
-    return Around(hooked, active_reasons(), bool(canary.get()), drill_label())
+    in_canary = bool(canary.get())
+    if calm and not in_canary and not drills.running:  # the common case: nothing degraded around it
+        return Around(hooked, (), False, {})
+    return Around(hooked, active_reasons(), in_canary, drill_label())
 
 
 # ---------------------------------------------------------------------- API instruments

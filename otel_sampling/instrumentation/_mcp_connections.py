@@ -84,10 +84,10 @@ from otel_sampling.rules.servers import stdio_endpoint, url_endpoint
 
 logger = logging.getLogger(__name__)
 
-# The keys is_instrumentation_enabled() reads (suppress_instrumentation() sets both); None in
-# another opentelemetry layout, where instrumentation_enabled() asks is_instrumentation_enabled().
-_SUPPRESSED: str | None = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-_SUPPRESSED_PLAIN: str | None = getattr(instrumentation_utils, "_SUPPRESS_INSTRUMENTATION_KEY_PLAIN", None)
+# The keys is_instrumentation_enabled() reads (suppress_instrumentation() sets both); "" in
+# another opentelemetry layout, where instrumentation_enabled is is_instrumentation_enabled itself.
+_SUPPRESSED: str = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None) or ""
+_SUPPRESSED_PLAIN: str = getattr(instrumentation_utils, "_SUPPRESS_INSTRUMENTATION_KEY_PLAIN", None) or ""
 
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
 HELD_STREAM_MARKS = 64  # marks on streams no weak reference can point to, held until a session takes them
@@ -140,14 +140,17 @@ class StreamMarks:
             return mark
 
 
-def instrumentation_enabled() -> bool:
-    """``opentelemetry.instrumentation.utils.is_instrumentation_enabled()``, reading the current
-    context once instead of twice: for the wrappers that run on every tool call and sampling
-    request (each check otherwise costs five frames)."""
-    if _SUPPRESSED is None or _SUPPRESSED_PLAIN is None:  # pragma: no cover - see the keys
-        return is_instrumentation_enabled()
+def _enabled_in_one_read() -> bool:
     context = otel_context.get_current()
     return not (context.get(_SUPPRESSED) or context.get(_SUPPRESSED_PLAIN))
+
+
+#: ``opentelemetry.instrumentation.utils.is_instrumentation_enabled()``, reading the current
+#: context once instead of twice: for the wrappers that run on every tool call and sampling
+#: request (each check otherwise costs five frames). The layout is checked once, here.
+instrumentation_enabled: Callable[[], bool] = (
+    _enabled_in_one_read if _SUPPRESSED and _SUPPRESSED_PLAIN else is_instrumentation_enabled
+)
 
 
 class ToolCallInFlight(NamedTuple):
@@ -335,19 +338,10 @@ def _dispatcher_init_wrapper(state: Any) -> Callable[..., Any]:
 _Noted = tuple[list[ToolCallInFlight], ToolCallInFlight]
 
 
-def _note_tool_call(state: Any, session: Any, name: Any) -> _Noted | None:
-    """Note ``name`` among the session's tool calls in flight; None when it is not noted."""
-    if not isinstance(name, str):
-        return None
-    calls: list[ToolCallInFlight] = state.connections.tool_calls.setdefault(session, [])
-    if len(calls) >= TOOL_CALLS_PER_SESSION:
-        return None
-    call = ToolCallInFlight(name, otel_context.get_current())
-    calls.append(call)
-    return calls, call
-
-
 def _forget_tool_call(calls: list[ToolCallInFlight], call: ToolCallInFlight) -> None:
+    if calls and calls[-1] is call:  # the common case: the last call noted ends first
+        calls.pop()
+        return
     for i, noted in enumerate(calls):
         if noted is call:
             del calls[i]
@@ -393,9 +387,15 @@ def _before_call(
     it is in (None: not noted), the run's memory of tool calls told, and the token of the trace it
     continues (None: none). Each step on its own: one failing leaves the others done (one guard
     frame for the three, per call)."""
-    noted = token = None
-    try:
-        noted = _note_tool_call(state, session, name)
+    noted: _Noted | None = None
+    token: Token[otel_context.Context] | None = None
+    try:  # the call noted in flight (a name that is no string is not noted)
+        if isinstance(name, str):
+            calls: list[ToolCallInFlight] = state.connections.tool_calls.setdefault(session, [])
+            if len(calls) < TOOL_CALLS_PER_SESSION:
+                call = ToolCallInFlight(name, otel_context.get_current())
+                calls.append(call)
+                noted = calls, call
     except Exception:
         logger.debug("otel-sampling: could not note a tool call in flight", exc_info=True)
     try:

@@ -62,7 +62,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_sampling import foreign_spans, instants, locks, names, state
-from otel_sampling.metrics import bound, clean, finite, recorded_in
+from otel_sampling.metrics import clean, finite, recorded_in
 from otel_sampling.policy import Policy
 from otel_sampling.records.failover import FailedModels
 from otel_sampling.rules import scopes, verdict
@@ -90,6 +90,10 @@ MAX_TOOL_CALLS = 128
 
 #: Runs tracked at once (a root span that never ends must not grow memory).
 MAX_OPEN_RUNS = 4096
+
+# One lock for every run's short sections (none takes another run's lock, nor runs.lock): a lock
+# per run would cost its making and its fork-safety bookkeeping on every sampling request's run.
+_RUN_LOCK = locks.new()
 
 
 class RunRegistry:
@@ -158,7 +162,7 @@ class Run:
         #: span's ``gen_ai.agent.name``
         self.scope_name = scope_name if scope_name is not None else name
         self._parent = parent  # the run this one is nested in: what happens inside counts there too
-        self._lock = locks.new()
+        self._lock = _RUN_LOCK
         self._degraded = False
         self._reasons: dict[str, None] = {}
         self._outside_policy = False
@@ -474,8 +478,8 @@ class RunScope:
 
 def current_run() -> Run | None:
     """The run in this context: the explicit one, else the one owning the current span's trace."""
-    explicit = _explicit()
-    if explicit is not None:
+    explicit = current_run_var.get()  # _explicit(), inline: every tool call and provider call asks
+    if explicit is not None and not explicit._ended:
         return explicit
     if not runs.by_trace:  # no run owns any trace (a bare provider call): skip the context lookup
         return None
@@ -680,17 +684,24 @@ def _start_implicit(
         active = state.active_reasons()
     if active:
         implicit.mark_degraded(active)
-    _register(implicit)
-    _own_trace(implicit, span_context)
+    trace_id = span_context.trace_id
+    with runs.lock:  # registered and owning its trace in one section (what _register and _own_trace do)
+        _open(implicit)
+        if span_context.is_valid and trace_id not in runs.by_trace:
+            _take_trace(implicit, trace_id)
     return implicit
 
 
 def _register(new: Run) -> None:
     with runs.lock:
-        runs.open[id(new)] = new
-        while len(runs.open) > MAX_OPEN_RUNS:
-            _, evicted = runs.open.popitem(last=False)
-            _forget_traces(evicted)
+        _open(new)
+
+
+def _open(new: Run) -> None:  # called with runs.lock held
+    runs.open[id(new)] = new
+    while len(runs.open) > MAX_OPEN_RUNS:
+        _, evicted = runs.open.popitem(last=False)
+        _forget_traces(evicted)
 
 
 def _own_trace(owner: Run, span_context: trace.SpanContext) -> None:
@@ -700,11 +711,15 @@ def _own_trace(owner: Run, span_context: trace.SpanContext) -> None:
     with runs.lock:
         if owner._ended or trace_id in runs.by_trace:
             return
-        runs.by_trace[trace_id] = owner
-        owner._trace_ids[trace_id] = None
-        while len(runs.by_trace) > MAX_OPEN_RUNS:
-            evicted, previous_owner = runs.by_trace.popitem(last=False)
-            previous_owner._trace_ids.pop(evicted, None)  # a run open for a million traces keeps 4096
+        _take_trace(owner, trace_id)
+
+
+def _take_trace(owner: Run, trace_id: int) -> None:  # called with runs.lock held
+    runs.by_trace[trace_id] = owner
+    owner._trace_ids[trace_id] = None
+    while len(runs.by_trace) > MAX_OPEN_RUNS:
+        evicted, previous_owner = runs.by_trace.popitem(last=False)
+        previous_owner._trace_ids.pop(evicted, None)  # a run open for a million traces keeps 4096
 
 
 def _forget_traces(ended: Run) -> None:  # called with runs.lock held
@@ -747,23 +762,20 @@ def _record(
     context: otel_context.Context | None = None,
 ) -> None:
     telemetry = state.api_instruments()
-    labelled = bound(
-        [
-            (names.AGENT_RUN_NAME, telemetry.run_name_label, ended.name),
-            (names.AGENT_RUN_OUTCOME, telemetry.outcome_label, ended._outcome or names.OUTCOME_COMPLETED),
-        ]
-    )
-    name, outcome = labelled[names.AGENT_RUN_NAME], labelled[names.AGENT_RUN_OUTCOME]
+    name = telemetry.run_name_label.value(ended.name)
+    outcome = telemetry.outcome_label.value(ended._outcome or names.OUTCOME_COMPLETED)
+    outer = ended._parent
+    degraded, disclosed_run = ended._degraded, ended._disclosed
     judged = judge_run(
-        degraded=ended.degraded,
+        degraded=degraded,
         outside_policy=ended._outside_policy,
-        disclosed=ended.disclosed,
-        inside_open_run=ended._parent is not None and not ended._parent._ended,
+        disclosed=disclosed_run,
+        inside_open_run=outer is not None and not outer._ended,
     )
     mode = judged.mode
-    disclosed = "true" if ended.disclosed else "false"
-    reasons = [telemetry.reason_label.value(r) for r in ended.reasons]
-    base = {**labelled, names.DEGRADATION_MODE: mode}
+    disclosed = "true" if disclosed_run else "false"
+    reasons = [telemetry.reason_label.value(r) for r in ended.reasons] if degraded else []
+    base = {names.AGENT_RUN_NAME: name, names.AGENT_RUN_OUTCOME: outcome, names.DEGRADATION_MODE: mode}
     if context is None:
         context = _recorded_in(span, incident_parent)
     telemetry.agent_runs.add(1, {**base, names.AGENT_RUN_DISCLOSED: disclosed}, context=context)
@@ -771,14 +783,16 @@ def _record(
     # unpriced call: its cost is unknown, and a 0 would read as free (otel_sampling.client.unpriced
     # names the models to price).
     if not ended._unpriced:
-        telemetry.run_cost.add(ended.cost_usd, base, context=context)
+        telemetry.run_cost.add(ended._cost, base, context=context)
     telemetry.run_duration.record(duration_s, base, context=context)
     # Steps and tokens per run, beside its cost: a weaker model takes more turns. A token type a
     # call that served did not report is unknown for the run: no point (a sum would read low).
     telemetry.run_steps.record(ended._steps, base, context=context)
-    for token_type, count, unknown in zip(_TOKEN_TYPES, ended._tokens, ended._tokens_unknown, strict=True):
-        if not unknown:
-            telemetry.run_tokens.record(count, {**base, names.GEN_AI_TOKEN_TYPE: token_type}, context=context)
+    tokens, unknown = ended._tokens, ended._tokens_unknown
+    if not unknown[0]:
+        telemetry.run_tokens.record(tokens[0], {**base, names.GEN_AI_TOKEN_TYPE: _TOKEN_TYPES[0]}, context=context)
+    if not unknown[1]:
+        telemetry.run_tokens.record(tokens[1], {**base, names.GEN_AI_TOKEN_TYPE: _TOKEN_TYPES[1]}, context=context)
 
     if span is not None and span.is_recording():
         attributes: dict[str, Any] = {
@@ -866,7 +880,8 @@ class DegradationSpanProcessor(SpanProcessor):
             if state.calm and not runs.by_trace and not state.canary.get() and current_run_var.get() is None:
                 # The common case: nothing degraded, no canary block, no run open in this context nor
                 # owning a trace. Only an agent span (it starts a run) asks for more (run_may_take).
-                if not _is_agent_span(span):
+                attributes = span.attributes  # _is_agent_span, inline: every span of the process passes here
+                if attributes is None or attributes.get(names.GEN_AI_OPERATION_NAME) not in _AGENT_OPERATIONS:
                     return
                 reasons: tuple[str, ...] = ()
             else:

@@ -450,6 +450,7 @@ class SamplingRecord:
             endings.from_what_happened, told, endings.Happened(told, result, generic, self._calls)
         )
         served, mismatch = self._served(reported) if result else (None, False)
+        elapsed = time.perf_counter() - self._start  # the request's duration, its run's too
         now = state.around()
         try:
             judged = self._verdict(ending, served, now)
@@ -464,8 +465,7 @@ class SamplingRecord:
             except Exception:  # identity and violations are extras: the ending is still recorded
                 logger.debug("otel-sampling: could not track a sampling request's ending", exc_info=True)
             context = recorded_in(self._span)
-            self._record_metrics(ending.ending, judged, served, now.drill, context)
-            elapsed = time.perf_counter() - self._start
+            self._record_metrics(ending.ending, judged, served, now.drill, context, elapsed)
             if ending.error_type is None and status_code is None:  # the common ending: no label to bound
                 self._instruments.mcp_server_duration.record(elapsed, self._operation, context=context)
             else:
@@ -482,7 +482,7 @@ class SamplingRecord:
             try:
                 self._end_span(ending, judged, served, reported, stop_reason, cancel_reason, status_code)
             finally:
-                self._end_run(ending.ending, judged, context)
+                self._end_run(ending.ending, judged, context, elapsed)
 
     def _verdict(self, ending: Ending, served: str | None, now: state.Around) -> RequestVerdict:
         """The request's one verdict (:func:`~otel_sampling.rules.verdict.judge_request`), from what
@@ -500,7 +500,7 @@ class SamplingRecord:
         )
         return verdict.judge_request(facts, self._reference)
 
-    def _end_run(self, ending: str, judged: RequestVerdict, context: Context | None) -> None:
+    def _end_run(self, ending: str, judged: RequestVerdict, context: Context | None, elapsed: float) -> None:
         """End the request's own run, if it is one, with the outcome of its ending; else tell the
         run that owns it how it ended (an agent span's run ends with that outcome)."""
         own, self._run = self._run, None
@@ -518,7 +518,7 @@ class SamplingRecord:
                 request_run_outcome(ending),
                 judged.reasons,
                 judged.substitution == names.SUBSTITUTION_OUTSIDE_POLICY,
-                time.perf_counter() - self._start,
+                elapsed,
                 self._span.get_span_context(),
                 context,
             )
@@ -583,7 +583,13 @@ class SamplingRecord:
         )
 
     def _record_metrics(
-        self, ending: str, judged: RequestVerdict, served: str | None, drill: dict[str, str], context: Context
+        self,
+        ending: str,
+        judged: RequestVerdict,
+        served: str | None,
+        drill: dict[str, str],
+        context: Context,
+        elapsed: float,
     ) -> None:
         instruments = self._instruments
         instruments.sampling_in_flight.add(-1, self._server_attributes)  # as added: no drill label
@@ -591,7 +597,7 @@ class SamplingRecord:
         if judged.reasons:
             bounded[names.DEGRADATION_REASON] = state.api_instruments().reason_label.value(judged.reasons[0])
         instruments.sampling_duration.record(
-            time.perf_counter() - self._start,
+            elapsed,
             {names.MCP_SERVER_NAME: self._server_label, names.SAMPLING_ENDING: ending, **drill},
             context=context,
         )

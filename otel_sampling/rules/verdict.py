@@ -409,6 +409,8 @@ def _own_reason(judged: str, served: str | None, primary: str | None) -> str | N
 
 
 def _verdict(own: str | None, *more: Iterable[str]) -> tuple[str, tuple[str, ...]]:
+    if not own and not any(more):  # no reason at all (each group an empty tuple or list): primary
+        return names.MODE_PRIMARY, ()
     reasons = dict.fromkeys((own,) if own else ())
     for group in more:
         reasons.update(dict.fromkeys(group))
@@ -535,7 +537,19 @@ def served_model(
         return None
     if produced and provider_model:
         return normalise(provider_model)
-    return served_member(read_report(reported)) if reported else None
+    if not reported:
+        return None
+    if type(reported) is str and len(reported) <= _REMEMBERED_LENGTH:
+        return _served_by_report(reported)  # a host reports the same few names: each read once
+    return served_member(read_report(reported))
+
+
+_REMEMBERED_REPORTS = 64  # a host reports one model or a few: a flood of names churns 64 short strings
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_REPORTS)
+def _served_by_report(reported: str) -> str | None:
+    return served_member(read_report(reported))
 
 
 # --------------------------------------------------------------------------- degraded mode of runs
@@ -601,12 +615,17 @@ class RunVerdict(NamedTuple):
 
 def judge_run(*, degraded: bool, outside_policy: bool, disclosed: bool, inside_open_run: bool) -> RunVerdict:
     """A run's verdict as it ends: :func:`run_mode` and :func:`silent_incident_causes`."""
+    if not degraded and not outside_policy:  # the common run: primary, and no incident
+        return _PRIMARY_RUN
     return RunVerdict(
         run_mode(degraded),
         silent_incident_causes(
             degraded=degraded, outside_policy=outside_policy, disclosed=disclosed, inside_open_run=inside_open_run
         ),
     )
+
+
+_PRIMARY_RUN = RunVerdict(names.MODE_PRIMARY, ())
 
 
 # ---------------------------------------------------- a server that answered from its own model
