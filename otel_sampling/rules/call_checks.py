@@ -268,7 +268,12 @@ def judge(
     there is nothing to record: always so for a call that asked for nothing (``asked`` None), had
     no context-length error, no ``window`` and none of :data:`TRUNCATING_REASONS`, which a caller
     may skip the call for."""
-    truncated = truncation(finish_reasons, context_length)
+    # (none of TRUNCATING_REASONS, the common case: no truncation, without its loop)
+    truncated = (
+        truncation(finish_reasons, context_length)
+        if context_length or not TRUNCATING_REASONS.isdisjoint(finish_reasons)
+        else None
+    )
     utilized = utilization(input_tokens, window) if window is not None else None
     if asked is None:
         if truncated is None and utilized is None:
