@@ -146,14 +146,37 @@ def _openai_tool_schema(tool: Any) -> object:
     return _get(nested if nested is not None else tool, "parameters")
 
 
+def _openai_offered(tools: Any) -> dict[str, object]:
+    """:func:`_offered` of openai tools, a Chat Completions function tool as the SDK sends it (a
+    dict whose ``function`` is a dict) read without the general readers' calls."""
+    if type(tools) is not list:
+        return _offered(tools, _openai_tool_name, _openai_tool_schema)
+    offered: dict[str, object] = {}
+    for tool in tools[:MAX_OFFERED_TOOLS]:
+        if type(tool) is dict and tool.get("type") == "function" and type(function := tool.get("function")) is dict:
+            name = function.get("name")
+            schema = function.get("parameters")
+        else:
+            name = _openai_tool_name(tool)
+            schema = _openai_tool_schema(tool) if isinstance(name, str) else None
+        if isinstance(name, str):
+            offered[name] = schema
+    return offered
+
+
 def openai_asked(body: Mapping[str, Any]) -> Asked | None:
     """What an openai Chat Completions or Responses request asked for (None: nothing to check)."""
-    tools = _offered(body.get("tools"), _openai_tool_name, _openai_tool_schema)
+    tools = _openai_offered(body.get("tools"))
     fmt = body.get("response_format") if "messages" in body else _get(body.get("text"), "format")
-    structured, schema = _json_schema(fmt)
+    if type(fmt) is dict and fmt.get("type") == "json_schema" and "schema" not in fmt:
+        # Chat Completions' json_schema format as sent (its schema nested in json_schema): _json_schema's read
+        nested = fmt.get("json_schema")
+        structured, schema = True, (nested.get("schema") if type(nested) is dict else _get(nested, "schema"))
+    else:
+        structured, schema = _json_schema(fmt)
     choice = body.get("tool_choice")
     forced = None
-    if _get(choice, "type") == "function":
+    if type(choice) is not str and _get(choice, "type") == "function":  # not "auto" / "required" / "none"
         forced = _str(_get(_get(choice, "function"), "name") or _get(choice, "name"))
     if not tools and not structured and forced is None:
         return None

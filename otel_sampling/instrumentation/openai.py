@@ -75,7 +75,7 @@ from otel_sampling.instrumentation.streams import Accumulator, AsyncStreamProxy,
 from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.call_checks import Answer, ToolCall
-from otel_sampling.rules.values import Response, Usage, token_count
+from otel_sampling.rules.values import Response, Usage, clean_usage
 
 logger = logging.getLogger(__name__)
 
@@ -182,12 +182,13 @@ def _sdk_usage(usage: Any, models: _ChatModels) -> Usage | None:
         if type(details) is not models.input_details:
             return None
         written = details.cache_write_tokens if models.declares_cache_writes else member(details, "cache_write_tokens")
-        cached, written = token_count(details.cached_tokens), token_count(written)
+        cached = details.cached_tokens
     if output_details is not None:
         if type(output_details) is not models.output_details:
             return None
-        reasoning = token_count(output_details.reasoning_tokens)
-    return Usage(token_count(usage.prompt_tokens), token_count(usage.completion_tokens), cached, written, reasoning)
+        reasoning = output_details.reasoning_tokens
+    # Each a token count or None (clean_usage: token_count of each, checked at once)
+    return clean_usage(Usage(usage.prompt_tokens, usage.completion_tokens, cached, written, reasoning))
 
 
 def _sdk_chat_response(completion: Any, models: _ChatModels) -> Response | None:

@@ -13,7 +13,7 @@ from typing import Any
 from otel_sampling import names
 from otel_sampling.instrumentation._provider import member
 from otel_sampling.rules.endings import reported_error_type
-from otel_sampling.rules.values import Usage, token_count
+from otel_sampling.rules.values import Usage, clean_usage
 
 
 def field(obj: Any, name: str) -> Any:
@@ -41,12 +41,15 @@ def usage_of(usage: Any, input_key: str, output_key: str, details_key: str, outp
     if usage is None:
         return Usage()
     details = field(usage, details_key)
-    return Usage(
-        token_count(field(usage, input_key)),
-        token_count(field(usage, output_key)),
-        token_count(field(details, "cached_tokens")),
-        token_count(field(details, "cache_write_tokens")),
-        token_count(field(field(usage, output_details_key), "reasoning_tokens")),
+    # Each a token count or None (clean_usage: token_count of each, checked at once)
+    return clean_usage(
+        Usage(
+            field(usage, input_key),
+            field(usage, output_key),
+            field(details, "cached_tokens"),
+            field(details, "cache_write_tokens"),
+            field(field(usage, output_details_key), "reasoning_tokens"),
+        )
     )
 
 

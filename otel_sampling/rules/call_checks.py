@@ -159,13 +159,25 @@ def tool_call_error(asked: Asked, call: ToolCall) -> str | None:
         return names.TOOL_CALL_ERROR_NOT_OFFERED
     if not call.checked:
         return None
-    value = _decoded(call.arguments)
-    if value is _TOO_LONG:
-        return None
+    arguments = call.arguments
+    if type(arguments) is str and len(arguments) <= MAX_CHECKED_CHARS:  # the common case: _decoded, inline
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
+    else:
+        value = _decoded(arguments)
+        if value is _TOO_LONG:
+            return None
     if not isinstance(value, dict):
         return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
     schema = asked.tools[call.name]
-    return None if schema is None or conforms(schema, value) else names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
+    if type(schema) is dict and type(kind := schema.get("type")) is str and kind == "object":
+        # An object schema (the common case): conforms' visit of it, without its two calls.
+        fits = _object_conforms(schema, value, 0, [MAX_SCHEMA_NODES - 1])
+    else:
+        fits = schema is None or conforms(schema, value)
+    return None if fits else names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
 
 
 def structured_failure(asked: Asked, answer: Answer) -> tuple[bool, str | None]:
@@ -256,7 +268,12 @@ def judge(
     there is nothing to record: always so for a call that asked for nothing (``asked`` None), had
     no context-length error, no ``window`` and none of :data:`TRUNCATING_REASONS`, which a caller
     may skip the call for."""
-    truncated = truncation(finish_reasons, context_length)
+    # (none of TRUNCATING_REASONS, the common case: no truncation, without its loop)
+    truncated = (
+        truncation(finish_reasons, context_length)
+        if context_length or not TRUNCATING_REASONS.isdisjoint(finish_reasons)
+        else None
+    )
     utilized = utilization(input_tokens, window) if window is not None else None
     if asked is None:
         if truncated is None and utilized is None:

@@ -88,8 +88,7 @@ def clean_usage(usage: Usage) -> Usage:
     """``usage`` with every field that is not a :func:`token_count` left off (None)."""
     if _all_counts(usage):  # the common case: nothing to leave off, no copy
         return usage
-    cleaned = Usage(*map(token_count, usage))
-    return usage if cleaned == usage else cleaned
+    return Usage(*map(token_count, usage))
 
 
 _COUNT_TYPES = frozenset({int, type(None)})  # a plain int (a bool's type is bool), or not reported

@@ -69,6 +69,21 @@ def test_a_tool_offered_without_a_schema_takes_any_object_and_free_text_tools_on
     assert tool_call_error(OFFERED, ToolCall("get_weather", "free text", checked=False)) is None
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "required": ["city"]},
+        {"type": "OBJECT", "required": ["city"]},  # OpenAPI's upper case (Gemini's Schema)
+        {"type": ["object", "null"], "required": ["city"]},  # one of a list of types
+        {"required": ["city"]},  # no type: an object's keywords still read
+    ],
+)
+def test_an_object_schema_is_read_whatever_way_it_names_its_type(schema: dict[str, object]) -> None:
+    asked = Asked({"get_weather": schema})
+    assert tool_call_error(asked, ToolCall("get_weather", '{"city": "Paris"}')) is None
+    assert tool_call_error(asked, ToolCall("get_weather", '{"days": 3}')) == names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
+
+
 def test_arguments_past_the_size_limit_are_counted_not_checked() -> None:
     huge = '{"city": ' + " " * MAX_CHECKED_CHARS + "42}"
     assert tool_call_error(OFFERED, ToolCall("get_weather", huge)) is None
