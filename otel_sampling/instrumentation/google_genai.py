@@ -74,6 +74,7 @@ from otel_sampling.instrumentation._provider import (
     Request,
     async_create_wrapper,
     create_wrapper,
+    guarded,
     sequence,
     server_of_url,
 )
@@ -705,10 +706,7 @@ def _build_request_wrapper(state: _State) -> Callable[..., Any]:
             carrier = None  # the current span's
         else:  # the request goes out as the SDK built it
             return request
-        try:  # one guard at this wrapper boundary, as guarded() would
-            _add_trace_context(request, carrier)
-        except Exception:
-            logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
+        guarded("add the trace context to a provider request", _add_trace_context, request, carrier)
         return request
 
     return wrapper
