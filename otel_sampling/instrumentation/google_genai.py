@@ -328,6 +328,7 @@ class StreamAccumulator:
         """Read the kept plain chunks, in order, unless ``later`` (the chunk that follows them, or
         None) sets everything they could; the error of the first that could not be read."""
         pending = self._pending
+        unreadable: ValueError | None
         if type(later) is dict:
             get = later.get
             model, response_id, candidates = get("modelVersion"), get("responseId"), get("candidates")
@@ -342,9 +343,17 @@ class StreamAccumulator:
                     or (isinstance(candidates, (list, tuple)) and any(isinstance(c, dict) for c in candidates))
                 )
             ):
+                # Their values are all overridden, but one that cannot be read still reads the stream blind.
+                unreadable = None
+                for body in pending:
+                    try:
+                        _read_json(body)
+                    except ValueError as exc:
+                        unreadable = exc
+                        break
                 pending.clear()
-                return None
-        unreadable: ValueError | None = None
+                return unreadable
+        unreadable = None
         for body in pending:
             try:
                 chunk = _read_json(body)[0]
