@@ -603,30 +603,6 @@ def test_a_stream_read_to_its_end_with_an_unreadable_kept_chunk_ends_as_read_bli
     assert (error_type, ending) == (None, names.ENDING_COMPLETED)
 
 
-@pytest.mark.parametrize("later", [{"promptFeedback": {}}, {}], ids=["prompt-feedback", "past-the-kept-bound"])
-def test_an_unreadable_chunk_before_one_that_says_everything_still_reads_the_stream_blind(later):
-    """An unreadable chunk makes the stream read blind (the per-chunk reader failed on it), even when
-    a later chunk sets the model, id, usage and candidates: read to its end without a finish reason,
-    it is judged by its answer, not as an incomplete stream."""
-    full = _chunk(
-        candidates=[_text("a")],
-        usageMetadata={"promptTokenCount": 1, "candidatesTokenCount": 1},
-        modelVersion="m",
-        responseId="r",
-        **later,
-    )
-    read = google_genai.StreamAccumulator()
-    reading = streams._Reading(_EndedCall(), read, lambda exc: None, None)
-    reading.observe(types.HttpResponse(body="{not json"))
-    for _ in range(1 if later else google_genai.MAX_PENDING_CHUNKS + 1):
-        reading.observe(full)
-    call = reading.call
-    reading.end(None, exhausted=True)
-    response, error_type, ending = call.ended
-    assert (response.model, response.response_id) == ("m", "r")
-    assert reading.blind and (error_type, ending) == (None, names.ENDING_COMPLETED)
-
-
 def test_a_stream_of_huge_plain_chunks_keeps_no_more_than_a_bounded_text_unread():
     """Hostile input cannot blow up memory: plain chunks kept unread are bounded in size, not only
     in number (32 chunks of 4 MB each would otherwise be held until the stream's end)."""

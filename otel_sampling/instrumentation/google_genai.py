@@ -333,9 +333,12 @@ class StreamAccumulator:
 
     def _settle(self, later: Any) -> ValueError | None:
         """Read the kept plain chunks, in order, unless ``later`` (the chunk that follows them, or
-        None) sets everything they could; the error of the first that could not be read."""
+        None) sets everything they could; the error of the first that could not be read.
+
+        Chunks ``later`` overrides are dropped undecoded: each is the SDK's own ``json.dumps`` of a
+        chunk it decoded before yielding it, so none can be unreadable (a stream the SDK cannot
+        decode fails in the SDK, and the call ends with its error)."""
         pending = self._pending
-        unreadable: ValueError | None
         if type(later) is dict:
             get = later.get
             model, response_id, candidates = get("modelVersion"), get("responseId"), get("candidates")
@@ -350,18 +353,10 @@ class StreamAccumulator:
                     or (isinstance(candidates, (list, tuple)) and any(isinstance(c, dict) for c in candidates))
                 )
             ):
-                # Their values are all overridden, but one that cannot be read still reads the stream blind.
-                unreadable = None
-                for body in pending:
-                    try:
-                        _read_json(body)
-                    except ValueError as exc:
-                        unreadable = exc
-                        break
                 pending.clear()
                 self._pending_chars = 0
-                return unreadable
-        unreadable = None
+                return None
+        unreadable: ValueError | None = None
         for body in pending:
             try:
                 chunk = _read_json(body)[0]
