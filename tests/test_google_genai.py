@@ -601,3 +601,21 @@ def test_a_stream_read_to_its_end_with_an_unreadable_kept_chunk_ends_as_read_bli
     assert reading.blind and (response.model, response.response_id) == ("m", "r")
     # No finish reason came, but an unread chunk may have carried it: not an incomplete stream.
     assert (error_type, ending) == (None, names.ENDING_COMPLETED)
+
+
+def test_a_stream_of_huge_plain_chunks_keeps_no_more_than_a_bounded_text_unread():
+    """Hostile input cannot blow up memory: plain chunks kept unread are bounded in size, not only
+    in number (32 chunks of 4 MB each would otherwise be held until the stream's end)."""
+    import tracemalloc
+
+    read = google_genai.StreamAccumulator()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(google_genai.MAX_PENDING_CHUNKS):
+            read.observe(_chunk(candidates=[_text(str(i) * (4 << 20))], modelVersion="m", responseId="r"))
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 16 << 20
+    assert read.response().model == "m"

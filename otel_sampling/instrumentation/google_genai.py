@@ -257,8 +257,10 @@ def _joined(parts: list[Any]) -> list[Any]:
     return joined
 
 
-#: How many chunk bodies a stream's accumulator holds unread (see :class:`StreamAccumulator`).
+#: How many chunk bodies a stream's accumulator holds unread (see :class:`StreamAccumulator`), and
+#: how many characters at most in all: a chunk past either is read as it comes.
 MAX_PENDING_CHUNKS = 32
+MAX_PENDING_CHARS = 1 << 20
 #: Keys of a chunk that say more than its model, id, usage and candidates (as the SDK's
 #: ``json.dumps`` writes them); a body without any of them is a plain one.
 _TELLING_KEYS = ('"finishReason"', '"error"', '"promptFeedback"')
@@ -271,9 +273,10 @@ class StreamAccumulator:
 
     A plain chunk (no finish reason, error or prompt feedback anywhere in its text: most of a
     stream) can only set the model, id, usage and that candidates came: its text is kept unread
-    (up to :data:`MAX_PENDING_CHUNKS`) until a chunk that says more, or the end, and is read only
-    if that later chunk does not set all of these itself. An unreadable kept chunk makes the
-    reading of the chunk that settles it fail (once that chunk was read), as it would have; one
+    (up to :data:`MAX_PENDING_CHUNKS`, :data:`MAX_PENDING_CHARS` in all) until a chunk that says
+    more, or the end, and is read only if that later chunk does not set all of these itself (only
+    checked readable then). An unreadable kept chunk makes the reading of the chunk that settles
+    it fail (once that chunk was read), as it would have; one
     settled at the end makes :meth:`response` raise :class:`UnreadEvents` with what the others said."""
 
     __slots__ = (
@@ -287,6 +290,7 @@ class StreamAccumulator:
         "_answered",
         "_parts",
         "_pending",
+        "_pending_chars",
     )
 
     def __init__(self, capture: bool = False) -> None:
@@ -300,6 +304,7 @@ class StreamAccumulator:
         self._answered = False
         self._parts: dict[int, list[Any]] | None = {} if capture else None
         self._pending: list[str] = []  # plain chunks' bodies, unread, in order
+        self._pending_chars = 0  # their length in all
 
     def observe(self, event: Any) -> None:
         body = getattr(event, "body", None)
@@ -309,6 +314,7 @@ class StreamAccumulator:
         if (  # keys are found in the text only as written: none escaped (``\u``)
             self._parts is None
             and len(pending) < MAX_PENDING_CHUNKS
+            and self._pending_chars + len(body) <= MAX_PENDING_CHARS
             and body[0] == "{"
             and "\\u" not in body
             and _TELLING_KEYS[0] not in body
@@ -316,6 +322,7 @@ class StreamAccumulator:
             and _TELLING_KEYS[2] not in body
         ):
             pending.append(body)
+            self._pending_chars += len(body)
             return
         # The SDK's own json.dumps of the chunk: one JSON value, nothing around it.
         chunk = _read_json(body)[0]
@@ -326,7 +333,11 @@ class StreamAccumulator:
 
     def _settle(self, later: Any) -> ValueError | None:
         """Read the kept plain chunks, in order, unless ``later`` (the chunk that follows them, or
-        None) sets everything they could; the error of the first that could not be read."""
+        None) sets everything they could; the error of the first that could not be read.
+
+        Chunks ``later`` overrides are dropped undecoded: each is the SDK's own ``json.dumps`` of a
+        chunk it decoded before yielding it, so none can be unreadable (a stream the SDK cannot
+        decode fails in the SDK, and the call ends with its error)."""
         pending = self._pending
         if type(later) is dict:
             get = later.get
@@ -343,6 +354,7 @@ class StreamAccumulator:
                 )
             ):
                 pending.clear()
+                self._pending_chars = 0
                 return None
         unreadable: ValueError | None = None
         for body in pending:
@@ -353,6 +365,7 @@ class StreamAccumulator:
             else:
                 self._read(chunk)
         pending.clear()
+        self._pending_chars = 0
         return unreadable
 
     def _read(self, chunk: Any) -> None:

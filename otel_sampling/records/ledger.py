@@ -145,8 +145,9 @@ class ExpiringLRU(LRUCache[Any, Any]):
     leaves first) whose entries are forgotten ``ttl_seconds`` after they were last written.
 
     Expiry is read lazily: :meth:`fresh` drops an expired entry it finds, :meth:`expire` drops them
-    all; an expired entry nobody reads stays until then or until it is the least recently used
-    one (so it never holds more than ``maxsize`` entries). Cheaper per access than
+    all, and a write of a new key into a full cache drops them first (as ``TTLCache`` does: an
+    expired entry never pushes out a fresh one); else an expired entry nobody reads stays (it never
+    holds more than ``maxsize`` entries). The timer must not go back. Cheaper per access than
     ``cachetools.TTLCache``, which walks its expiry list and enters its timer on every access.
     Write with :meth:`write` (it stamps the expiry). Not thread-safe: its owners lock.
 
@@ -160,7 +161,8 @@ class ExpiringLRU(LRUCache[Any, Any]):
         super().__init__(maxsize)
         self._ttl = ttl_seconds
         self._timer = timer
-        self._expires: dict[Any, float] = {}  # key -> when it expires (the timer's seconds); same keys
+        # key -> when it expires (the timer's seconds), soonest first; the cache's keys
+        self._expires: dict[Any, float] = {}
 
     def fresh(self, key: Any) -> Any:
         """The value written for ``key`` less than ``ttl_seconds`` ago (a use: it becomes the most
@@ -175,13 +177,26 @@ class ExpiringLRU(LRUCache[Any, Any]):
 
     def write(self, key: Any, value: Any) -> None:
         """Remember ``value`` for ``key`` for ``ttl_seconds`` from now (a write restarts the TTL)."""
+        now, expires = self._timer(), self._expires
+        if key in expires:
+            del expires[key]  # re-inserted last: the expiry times stay in order
+        elif len(expires) >= self.maxsize:
+            self._expire_first(now)  # expired entries leave before the least recently used fresh one
         self[key] = value
-        self._expires[key] = self._timer() + self._ttl
+        expires[key] = now + self._ttl
 
     def expire(self) -> None:
         """Drop every expired entry."""
-        now = self._timer()
-        for key in [key for key, expires in self._expires.items() if not now < expires]:
+        self._expire_first(self._timer())
+
+    def _expire_first(self, now: float) -> None:
+        """Drop the entries expired at ``now``: the first ones of ``_expires`` (written in order)."""
+        expired = []
+        for key, expires in self._expires.items():
+            if now < expires:
+                break
+            expired.append(key)
+        for key in expired:
             del self[key]
 
     def __delitem__(self, key: Any) -> None:  # every removal (del, pop, eviction by popitem) goes here
