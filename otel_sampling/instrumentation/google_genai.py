@@ -57,7 +57,6 @@ from __future__ import annotations
 import copy
 import importlib
 import json
-import logging
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
@@ -84,8 +83,6 @@ from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import MAX_TOKEN_COUNT, Failure, Response, Usage, token_count
-
-logger = logging.getLogger(__name__)
 
 PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
 VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
@@ -274,9 +271,9 @@ class StreamAccumulator:
     A plain chunk (no finish reason, error or prompt feedback anywhere in its text: most of a
     stream) can only set the model, id, usage and that candidates came: its text is kept unread
     (up to :data:`MAX_PENDING_CHUNKS`, :data:`MAX_PENDING_CHARS` in all) until a chunk that says
-    more, or the end, and is read only if that later chunk does not set all of these itself (only
-    checked readable then). An unreadable kept chunk makes the reading of the chunk that settles
-    it fail (once that chunk was read), as it would have; one
+    more, or the end, and is read only if that later chunk does not set all of these itself. An
+    unreadable kept chunk that is read makes the reading of the chunk that settles it fail (once
+    that chunk was read), as it would have; one
     settled at the end makes :meth:`response` raise :class:`UnreadEvents` with what the others said."""
 
     __slots__ = (
