@@ -18,6 +18,7 @@ import sys
 import tracemalloc
 
 import pytest
+from cachetools import TTLCache
 
 pytest.importorskip("mcp_types", reason="mcp 2.x's CreateMessageRequestParams")
 
@@ -234,3 +235,46 @@ class TestExpiringLRU:
         assert full is not None and size < 1.5 * full  # a leaked expiry would keep each ~10 kB key
         assert store.fresh(f"{REQUESTS - 1:08d}" + "k" * 10_000) == REQUESTS - 1
         assert store.fresh(f"{0:08d}" + "k" * 10_000) is None
+
+    def test_a_full_memory_drops_an_expired_entry_before_a_fresh_one(self):
+        """TTLCache drops expired entries before it evicts the least recently used one: an entry
+        written within the TTL is not lost to one that expired, however recently that one was read."""
+        now = [0.0]
+
+        def clock():
+            return now[0]
+
+        memory, reference = ExpiringLRU(2, 10, clock), TTLCache(2, 10, clock)
+        now[0] = 0
+        memory.write("a", 1)
+        reference["a"] = 1
+        now[0] = 5
+        memory.write("b", 2)
+        reference["b"] = 2
+        now[0] = 9
+        assert memory.fresh("a") == reference.get("a") == 1  # "a" is now the most recently used
+        now[0] = 11  # "a" expired, "b" has until 15
+        memory.write("c", 3)
+        reference["c"] = 3
+        now[0] = 12
+        assert reference.get("b") == 2
+        assert memory.fresh("b") == 2
+        assert len(memory) <= 2
+
+    def test_entries_expire_ttl_after_their_last_write_and_never_exceed_the_bound(self):
+        now = [0.0]
+
+        def clock():
+            return now[0]
+
+        memory = ExpiringLRU(3, 10, clock)
+        for i in range(10):
+            now[0] = i
+            memory.write(i % 4, i)
+            assert len(memory) <= 3
+        now[0] = 9.5
+        assert memory.fresh(9 % 4) == 9
+        now[0] = 19
+        assert memory.fresh(9 % 4) is None
+        memory.expire()
+        assert len(memory) == 0
