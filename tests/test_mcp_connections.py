@@ -114,24 +114,3 @@ def test_every_form_of_client_over_streamable_http_names_the_transport(mcp_instr
     assert attrs[names.NETWORK_TRANSPORT] == names.TRANSPORT_TCP
     if mode == "legacy":  # the initialize handshake's mcp-session-id; a 2026-07-28 connection has none
         assert len(attrs[names.MCP_SESSION_ID]) >= 16
-
-
-def test_the_per_request_suppression_check_is_opentelemetry_s():
-    """``instrumentation_enabled`` (read by the wrappers on every tool call and sampling request)
-    answers as ``is_instrumentation_enabled``: off inside ``suppress_instrumentation()``, and off
-    when either key it sets is set alone (instrumentations of other vintages set one of them)."""
-    from opentelemetry import context
-    from opentelemetry.instrumentation.utils import is_instrumentation_enabled, suppress_instrumentation
-
-    from otel_sampling.instrumentation._mcp_connections import instrumentation_enabled
-
-    assert instrumentation_enabled() is is_instrumentation_enabled() is True
-    with suppress_instrumentation():
-        assert instrumentation_enabled() is is_instrumentation_enabled() is False
-    for key in (context._SUPPRESS_INSTRUMENTATION_KEY, "suppress_instrumentation"):
-        token = context.attach(context.set_value(key, True))
-        try:
-            assert instrumentation_enabled() is is_instrumentation_enabled() is False
-        finally:
-            context.detach(token)
-    assert instrumentation_enabled() is True

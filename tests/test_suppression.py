@@ -133,3 +133,27 @@ def test_a_call_started_outside_suppression_ends_its_span_when_read_inside(shape
     (span,) = openai_instrumented.spans()
     assert span.attributes[names.ENDING] == "completed"
     assert openai_instrumented.counts(names.METRIC_GEN_AI_OPERATION_DURATION, names.ENDING) == {("completed",): 1}
+
+
+def test_the_per_request_suppression_check_is_opentelemetry_s():
+    """``instrumentation_enabled`` (read by the wrappers on every provider call, tool call and
+    sampling request) answers as ``is_instrumentation_enabled``: off inside
+    ``suppress_instrumentation()``, and off when either key it sets is set alone (instrumentations
+    of other vintages set one of them). The context it reads is ``get_current()``'s, also inside."""
+    from opentelemetry import context
+    from opentelemetry.instrumentation.utils import is_instrumentation_enabled, suppress_instrumentation
+
+    from otel_sampling.instrumentation._provider import _current_context, instrumentation_enabled
+
+    assert instrumentation_enabled() is is_instrumentation_enabled() is True
+    assert _current_context() is context.get_current()
+    with suppress_instrumentation():
+        assert instrumentation_enabled() is is_instrumentation_enabled() is False
+        assert _current_context() is context.get_current()
+    for key in (context._SUPPRESS_INSTRUMENTATION_KEY, "suppress_instrumentation"):
+        token = context.attach(context.set_value(key, True))
+        try:
+            assert instrumentation_enabled() is is_instrumentation_enabled() is False
+        finally:
+            context.detach(token)
+    assert instrumentation_enabled() is True

@@ -71,23 +71,17 @@ from typing import Any, NamedTuple
 import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.instrumentation import utils as instrumentation_utils
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import locks, names
 from otel_sampling.instrumentation import _mcp_tool_outcomes as tool_outcomes
-from otel_sampling.instrumentation._provider import guarded
+from otel_sampling.instrumentation._provider import guarded, instrumentation_enabled
 from otel_sampling.instrumentation._targets import HostTargets, Target
 from otel_sampling.records.run import current_run
 from otel_sampling.records.tool_repeats import note_host_tool_call
 from otel_sampling.rules.servers import stdio_endpoint, url_endpoint
 
 logger = logging.getLogger(__name__)
-
-# The keys is_instrumentation_enabled() reads (suppress_instrumentation() sets both); "" in
-# another opentelemetry layout, where instrumentation_enabled is is_instrumentation_enabled itself.
-_SUPPRESSED: str = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None) or ""
-_SUPPRESSED_PLAIN: str = getattr(instrumentation_utils, "_SUPPRESS_INSTRUMENTATION_KEY_PLAIN", None) or ""
 
 TOOL_CALLS_PER_SESSION = 64  # tool calls remembered in flight per session
 HELD_STREAM_MARKS = 64  # marks on streams no weak reference can point to, held until a session takes them
@@ -138,19 +132,6 @@ class StreamMarks:
                 held = self._held.pop(id(stream), None)
                 mark = held[1] if held is not None and held[0] is stream else None
             return mark
-
-
-def _enabled_in_one_read() -> bool:
-    context = otel_context.get_current()
-    return not (context.get(_SUPPRESSED) or context.get(_SUPPRESSED_PLAIN))
-
-
-#: ``opentelemetry.instrumentation.utils.is_instrumentation_enabled()``, reading the current
-#: context once instead of twice: for the wrappers that run on every tool call and sampling
-#: request (each check otherwise costs five frames). The layout is checked once, here.
-instrumentation_enabled: Callable[[], bool] = (
-    _enabled_in_one_read if _SUPPRESSED and _SUPPRESSED_PLAIN else is_instrumentation_enabled
-)
 
 
 class ToolCallInFlight(NamedTuple):

@@ -1,5 +1,6 @@
-"""The call wrappers every provider SDK shares (each SDK module supplies a :class:`ProviderState`), and
-:func:`guarded`, the one guard every wrapper (MCP and provider alike) calls our code through.
+"""The call wrappers every provider SDK shares (each SDK module supplies a :class:`ProviderState`);
+:func:`guarded`, the one guard every wrapper (MCP and provider alike) calls our code through; and
+:data:`instrumentation_enabled`, the suppression check every wrapper runs on every call.
 
 A wrapped call starts a :class:`~otel_sampling.records.provider_call.ProviderCall` (current while the SDK
 sends the request), then ends it with the parsed response, hands it to a stream proxy, or ends
@@ -40,9 +41,13 @@ import operator
 import os
 import weakref
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, ClassVar, NamedTuple, TypeVar, overload
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+from opentelemetry.instrumentation import utils as instrumentation_utils
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_sampling import drills, names
@@ -89,6 +94,43 @@ def guarded(step: str, function: Callable[..., Any], /, *args: Any, fallback: An
     except Exception:
         logger.debug("otel-sampling: could not %s", step, exc_info=True)
         return fallback
+
+
+# ---------------------------------------------------------------------- the suppression check
+# is_instrumentation_enabled() reads the current context twice (once per key suppress_instrumentation()
+# sets), each read three frames deep. instrumentation_enabled reads it once, straight from the
+# ContextVar of OpenTelemetry's default runtime context (what opentelemetry.context.get_current()
+# returns), and looks both keys up in it. The layout is checked once, here: with another runtime
+# context (OTEL_PYTHON_CONTEXT) the context is read through get_current(); without the keys where
+# this opentelemetry version keeps them, instrumentation_enabled is is_instrumentation_enabled itself.
+# It lives beside the guard: every wrapper calls both, so neither is a hop into another module.
+_SUPPRESSED: str = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None) or ""
+_SUPPRESSED_PLAIN: str = getattr(instrumentation_utils, "_SUPPRESS_INSTRUMENTATION_KEY_PLAIN", None) or ""
+
+
+def _context_reader() -> Callable[[], Any]:
+    """What returns the current context: the default runtime context's ``ContextVar.get`` (a C
+    call), else ``opentelemetry.context.get_current``."""
+    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+    variable = getattr(runtime, "_current_context", None)
+    if type(runtime) is ContextVarsRuntimeContext and isinstance(variable, ContextVar):
+        return variable.get
+    return otel_context.get_current
+
+
+_current_context = _context_reader()
+
+
+def _enabled_in_one_read() -> bool:
+    context = _current_context()
+    return not (context.get(_SUPPRESSED) or context.get(_SUPPRESSED_PLAIN))
+
+
+#: ``opentelemetry.instrumentation.utils.is_instrumentation_enabled()``: False inside
+#: ``suppress_instrumentation()`` (or when either key it sets is set on its own), else True.
+instrumentation_enabled: Callable[[], bool] = (
+    _enabled_in_one_read if _SUPPRESSED and _SUPPRESSED_PLAIN else is_instrumentation_enabled
+)
 
 
 class Request(NamedTuple):
@@ -178,6 +220,7 @@ class ProviderState:
     def __init__(self, instruments: Instruments) -> None:
         self.instruments = instruments
         self.capture = capture_mode(os.environ)
+        self.captures = bool(self.capture.span or self.capture.event)  # whether content is captured at all
         self.propagates = self.inject_trace_context and instruments.settings.propagate_to_provider
         # The last client base URL read and its server: a client's URL is one immutable object,
         # read on every call; its host and port are Python properties (IDNA decoding).
@@ -274,14 +317,14 @@ class ProviderState:
 
     def new_accumulator(self, stream: Any) -> Accumulator:
         """A new accumulator for ``stream`` (the SDK's stream object, not read here)."""
-        if (self.capture.span or self.capture.event) and self.accumulator_captures:
+        if self.captures and self.accumulator_captures:
             return self.accumulator(capture=True)
         return self.accumulator()
 
     def parsed(self, result: Any) -> Response:
         """What a parsed response reports; with content capture on, its output messages too."""
         response = self.response_of(result)
-        if (self.capture.span or self.capture.event) and self.output_of is not None:
+        if self.captures and self.output_of is not None:
             try:
                 response = response._replace(output=self.output_of(result, response))
             except Exception:  # content is an extra: the model, usage and ending still count
@@ -411,9 +454,7 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
     if request is None:
         return None
     model, max_tokens, stream, body, provider, attributes, deployment, client_fallback, effort = request
-    content: Content | None = None
-    if state.capture.span or state.capture.event:
-        content = guarded("capture a provider call's input", state.input_content, body)
+    content = guarded("capture a provider call's input", state.input_content, body) if state.captures else None
     try:  # not through guarded(): one guard frame per wrapper boundary, and this one is _start's
         server = state.server_of(instance)
     except Exception:
@@ -521,14 +562,17 @@ def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct:
         if issubclass(kind, state.raw_response_classes):
             _raw(state, call, result)
             return result
-    read = issubclass(kind, state.response_class)
-    if not read:
-        sync_stream, async_stream = state.stream_types
-        if issubclass(kind, sync_stream):
-            return StreamProxy(result, call, _accumulator(state, call, result), state.failure)
-        if issubclass(kind, async_stream):
-            return AsyncStreamProxy(result, call, _accumulator(state, call, result), state.failure)
-        read = direct and not is_object(result)
+    if issubclass(kind, state.response_class):  # the common case: a parsed answer
+        if call.checks is not None:
+            guarded("read a provider answer's tool calls", _read_answer, call.checks, result)
+        call.end(state.parsed(result))
+        return result
+    sync_stream, async_stream = state.stream_types
+    if issubclass(kind, sync_stream):
+        return StreamProxy(result, call, _accumulator(state, call, result), state.failure)
+    if issubclass(kind, async_stream):
+        return AsyncStreamProxy(result, call, _accumulator(state, call, result), state.failure)
+    read = direct and not is_object(result)
     if read and call.checks is not None:
         guarded("read a provider answer's tool calls", _read_answer, call.checks, result)
     call.end(state.parsed(result) if read else None)
@@ -609,7 +653,7 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for a synchronous call (``create``, or the SDK's ``request``)."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
+        if not instrumentation_enabled():
             return wrapped(*args, **kwargs)
         call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
@@ -643,7 +687,7 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for an ``async def`` call (``create``, or the SDK's ``request``)."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not is_instrumentation_enabled():
+        if not instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:

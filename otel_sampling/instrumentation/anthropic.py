@@ -161,6 +161,7 @@ def _error_envelope(members: Mapping[str, Any]) -> str | None:
 
 
 _MESSAGE_MEMBERS = ("model", "id", "stop_reason", "content", "usage", "error", "type")
+_REQUEST_MEMBERS = ("model", "max_tokens", "output_config", "thinking")  # what request_of reads of a body
 
 
 def response_of(message: Any) -> Response:
@@ -168,9 +169,14 @@ def response_of(message: Any) -> Response:
     error body that came with HTTP 200 ends the call as that error (``Response.error_type``), one
     without a ``content`` list holds no answer (``Response.answered``; the SDK does not validate
     answers: a body that is not a JSON object reaches us as it is)."""
-    members = _members(message)
+    # The SDK's models with no pydantic extras, the common case: their members are their instance
+    # dicts, read here (_members merges the extras, or reads no members of a non-model).
+    members = getattr(message, "__dict__", None)
+    if type(members) is not dict or getattr(message, "__pydantic_extra__", None):
+        members = _members(message)
     model, response_id, stop_reason, blocks, usage, error, kind = map(members.get, _MESSAGE_MEMBERS)
-    usage = _members(usage)
+    fields = getattr(usage, "__dict__", None)
+    usage = fields if type(fields) is dict and not getattr(usage, "__pydantic_extra__", None) else _members(usage)
     content = blocks if isinstance(blocks, (list, tuple)) else None
     fallback = _is_fallback_usage(usage) if usage.get("iterations") else False
     if content is not None and not fallback:
@@ -180,11 +186,12 @@ def response_of(message: Any) -> Response:
                 break
     counts: tuple[Any, ...] = tuple(map(usage.get, _USAGE_FIELDS))
     base, output, read, creation = counts
-    # Four plain ints in range and no thinking tokens, the common case: summed here (_counts reads the rest).
+    # Four plain ints, none negative, output and the summed input in range, no thinking tokens: the
+    # common case, summed here (_counts reads the rest). Each input count is within the sum's range.
     if (
         set(map(type, counts)) == _INT_ONLY
         and min(counts) >= 0
-        and max(counts) <= MAX_TOKEN_COUNT
+        and output <= MAX_TOKEN_COUNT
         and (total := base + read + creation) <= MAX_TOKEN_COUNT
         and usage.get("output_tokens_details") is None
     ):
@@ -349,6 +356,12 @@ class _State(ProviderState):
         """Anthropic's error shape: ``{"type": "error", "error": {"type", "message"}}``."""
         return {"type": "error", "error": {"type": error_type, "message": message}}
 
+    def bind_sdk(self) -> None:
+        super().bind_sdk()
+        # None and the SDK's sentinels for an argument left out, by type: asked before their names.
+        sentinels = (getattr(self._sdk, name, None) for name in ("omit", "NOT_GIVEN"))
+        self.left_out_types = frozenset({type(None), *(type(s) for s in sentinels if type(s).__name__ in _LEFT_OUT)})
+
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(cast_to, options, *, stream=False, stream_cls=None)``: a Messages call or None."""
         options = args[1] if len(args) > 1 else kwargs.get("options")
@@ -364,12 +377,12 @@ class _State(ProviderState):
                 if module.startswith(prefix):
                     provider = name
                     break
-        config = body.get("output_config")
-        thinking = body.get("thinking")
+        model, max_tokens, config, thinking = map(body.get, _REQUEST_MEMBERS)
         # Left out (the SDK's omit sentinel, the common case): no effort level to read; with thinking
         # left out too, the effort is 0 (effort_of).
-        config_left_out = config is None or type(config).__name__ in _LEFT_OUT
-        if config_left_out and (thinking is None or type(thinking).__name__ in _LEFT_OUT):
+        left_out = self.left_out_types
+        config_left_out = type(config) in left_out or type(config).__name__ in _LEFT_OUT
+        if config_left_out and (type(thinking) in left_out or type(thinking).__name__ in _LEFT_OUT):
             level: dict[str, str] = {}
             effort: str | int | None = 0
         else:
@@ -378,8 +391,8 @@ class _State(ProviderState):
         # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
         # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
         return Request(
-            body.get("model"),
-            body.get("max_tokens"),
+            model,
+            max_tokens,
             kwargs.get("stream") is True,
             body,
             provider,

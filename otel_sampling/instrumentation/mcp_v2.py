@@ -41,7 +41,6 @@ from otel_sampling.instrumentation._mcp_connections import (
     FASTMCP_TARGETS,
     HTTP_MANAGER_TARGETS_V2,
     MCP_TARGETS,
-    instrumentation_enabled,
     tool_call,
 )
 from otel_sampling.instrumentation._mcp_host import (
@@ -51,7 +50,7 @@ from otel_sampling.instrumentation._mcp_host import (
     first_error_type,
     start_record,
 )
-from otel_sampling.instrumentation._provider import guarded
+from otel_sampling.instrumentation._provider import guarded, instrumentation_enabled
 from otel_sampling.instrumentation._targets import Target
 from otel_sampling.metrics import Instruments, clean
 from otel_sampling.records.sampling import SamplingRecord
