@@ -25,10 +25,11 @@ Trace context: the SDK sends none of its own, so each request (every attempt) ca
 propagator's headers (W3C ``traceparent`` by default) for the span current when the SDK builds that
 attempt's headers (``BaseClient._build_headers``, wrapped): our ``chat`` span, or a span another
 instrumentation started around the attempt. Also when HTTP client spans are suppressed, so that a
-gateway or the provider can join the trace. The headers go on the attempt's own ``Headers``, so
-the caller's options and header dicts are left as they were; a header the caller set on the call
-(``Omit()`` included) or on the client is kept (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true``
-turns it off).
+gateway or the provider can join the trace. The headers go among the custom headers of the options
+the SDK copies for each attempt (as ``extra_headers`` would, under the caller's), so the caller's
+options and header dicts are left as they were; a header the caller set on the call (``Omit()``
+included) or on the client is kept (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it
+off).
 
 Chat usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is ``prompt_tokens``,
 which already includes ``prompt_tokens_details.cached_tokens`` (reported as
@@ -60,7 +61,6 @@ from otel_sampling.instrumentation._provider import (
     close_wrapper,
     create_wrapper,
     finally_wrappers,
-    guarded,
     is_object,
     member,
     parse_wrapper,
@@ -610,14 +610,14 @@ def _client_header_names(client: Any, omit: type) -> frozenset[str]:
     return frozenset(key.lower() for key, value in client.default_headers.items() if not isinstance(value, omit))
 
 
-def _add_trace_context(state: _State, client: Any, headers: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Add the global propagator's headers for the current span to one attempt's ``headers``
-    (the ``httpx`` ``Headers`` the SDK just built from ``_build_headers(options, ...)``'s
-    ``args`` / ``kwargs``), but none the client sends or the call's options name (an ``Omit()``
-    there removed it on purpose). The client's names are read once per client (its default
-    headers are fixed when it is made): the attempt's ``Headers`` are not searched, each look-up
-    there decodes all of them."""
-    options = args[0] if args else kwargs["options"]
+def _add_trace_context(state: _State, client: Any, options: Any) -> None:
+    """Put the global propagator's headers for the current span among one attempt's custom headers
+    (``options.headers`` of the options the SDK copied for that attempt, replaced by a new dict, as
+    the SDK's own per-attempt hooks do: the caller's options and header dicts are not touched),
+    but none the client sends. The SDK merges the custom headers over the client's,
+    case-insensitively, a later one winning and an ``Omit()`` removing it: a header the caller set
+    on the call (``Omit()`` included) is kept as the caller gave it. The client's names are read
+    once per client (its default headers are fixed when it is made)."""
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
     if not carrier:
@@ -628,12 +628,14 @@ def _add_trace_context(state: _State, client: Any, headers: Any, args: tuple[Any
             named = state.client_headers[client] = _client_header_names(client, state.omit_type)
     except TypeError:  # a client that cannot be a key (a subclass with __eq__ and no __hash__): read each time
         named = _client_header_names(client, state.omit_type)
+    for key in carrier:
+        if key.lower() in named:
+            carrier = {key: value for key, value in carrier.items() if key.lower() not in named}
+            if not carrier:
+                return
+            break
     custom = options.headers
-    if custom and isinstance(custom, Mapping):  # NotGiven: none
-        named = named.union(key.lower() for key in custom)
-    for key, value in carrier.items():
-        if key.lower() not in named:
-            headers[key] = value
+    options.headers = {**carrier, **custom} if custom else carrier  # NotGiven (no headers) is falsy
 
 
 def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
@@ -647,21 +649,15 @@ def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
         return unchanged
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        headers = wrapped(*args, **kwargs)
         current = _state.current_call.get()
         # Outside our calls, and inside one whose adapter sent the trace context (LiteLLM's
         # extra_headers), the request goes out as the SDK built it.
         if current is not None and not current.handles_upstream:
-            guarded(
-                "add the trace context to a provider request",
-                _add_trace_context,
-                state,
-                instance,
-                headers,
-                args,
-                kwargs,
-            )
-        return headers
+            try:
+                _add_trace_context(state, instance, args[0] if args else kwargs["options"])
+            except Exception:
+                logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
+        return wrapped(*args, **kwargs)
 
     return wrapper
 
