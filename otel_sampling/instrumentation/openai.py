@@ -516,9 +516,11 @@ class _State(ProviderState):
         self._chat_models = _ChatModels.of_sdk()
         self._chat_answers = _ChatAnswers(self._chat_models)
         from openai import Omit
+        from openai._models import FinalRequestOptions
         from openai.lib.azure import BaseAzureClient
 
         self.omit_type = Omit
+        self._options_type = FinalRequestOptions
 
         self._azure_client = BaseAzureClient
 
@@ -541,9 +543,17 @@ class _State(ProviderState):
 
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(cast_to, options, *, stream, stream_cls)``: a ``POST`` to an inference endpoint, or None."""
-        options, body = request_options(args, kwargs)
-        url = getattr(options, "url", None)
-        api = _APIS.get(url) if isinstance(url, str) and getattr(options, "method", None) == "post" else None
+        options = args[1] if len(args) > 1 else kwargs.get("options")
+        # The SDK's own options with a JSON object body and no extra_body (the usual call) are read
+        # as plain attributes; anything else as request_options() reads it.
+        url: object
+        method: object
+        if type(options) is self._options_type and type(body := options.json_data) is dict and not options.extra_json:
+            url, method = options.url, options.method
+        else:
+            options, body = request_options(args, kwargs)
+            url, method = getattr(options, "url", None), getattr(options, "method", None)
+        api = _APIS.get(url) if isinstance(url, str) and method == "post" else None
         if api is None or not body:
             return None
         attributes, max_tokens_keys = api
