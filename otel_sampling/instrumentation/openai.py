@@ -61,6 +61,7 @@ from otel_sampling.instrumentation._provider import (
     close_wrapper,
     create_wrapper,
     finally_wrappers,
+    guarded,
     is_object,
     member,
     parse_wrapper,
@@ -663,10 +664,13 @@ def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
         # Outside our calls, and inside one whose adapter sent the trace context (LiteLLM's
         # extra_headers), the request goes out as the SDK built it.
         if current is not None and not current.handles_upstream:
-            try:
-                _add_trace_context(state, instance, args[0] if args else kwargs["options"])
-            except Exception:
-                logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
+            guarded(
+                "add the trace context to a provider request",
+                _add_trace_context,
+                state,
+                instance,
+                args[0] if args else kwargs["options"],
+            )
         return wrapped(*args, **kwargs)
 
     return wrapper
