@@ -793,3 +793,20 @@ def test_a_stream_read_plainly_reports_what_the_tolerant_read_of_every_chunk_doe
         plain.observe(chunk)
         tolerant._observe(chunk)
     assert (plain.response(), plain.complete) == (tolerant.response(), tolerant.complete)
+
+
+@pytest.mark.parametrize("where", ["call", "client"])
+def test_a_traceparent_the_caller_named_in_another_case_is_the_one_sent(where, openai_instrumented, fake_provider):
+    """The SDK merges header names case-insensitively: a ``TraceParent`` the caller gave on the call
+    or on the client is the only ``traceparent`` the request carries."""
+    own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    sent: list[list[str]] = []
+    http_client = openai.DefaultHttpxClient(
+        event_hooks={"request": [lambda request: sent.append(request.headers.get_list("traceparent"))]}
+    )
+    given = {"TraceParent": own}
+    c = client(fake_provider, http_client=http_client, **({"default_headers": given} if where == "client" else {}))
+    c.chat.completions.create(**{**CHAT, **({"extra_headers": given} if where == "call" else {})})
+    assert sent == [[own]]
+    assert given == {"TraceParent": own}
+    assert openai_instrumented.spans()  # still traced

@@ -25,10 +25,11 @@ Trace context: the SDK sends none of its own, so each request (every attempt) ca
 propagator's headers (W3C ``traceparent`` by default) for the span current when the SDK builds that
 attempt's headers (``BaseClient._build_headers``, wrapped): our ``chat`` span, or a span another
 instrumentation started around the attempt. Also when HTTP client spans are suppressed, so that a
-gateway or the provider can join the trace. The headers go on the attempt's own ``Headers``, so
-the caller's options and header dicts are left as they were; a header the caller set on the call
-(``Omit()`` included) or on the client is kept (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true``
-turns it off).
+gateway or the provider can join the trace. The headers go among the custom headers of the options
+the SDK copies for each attempt (as ``extra_headers`` would, under the caller's), so the caller's
+options and header dicts are left as they were; a header the caller set on the call (``Omit()``
+included) or on the client is kept (``OTEL_SAMPLING_OMIT_PROVIDER_TRACE_CONTEXT=true`` turns it
+off).
 
 Chat usage follows the semantic conventions: ``gen_ai.usage.input_tokens`` is ``prompt_tokens``,
 which already includes ``prompt_tokens_details.cached_tokens`` (reported as
@@ -516,9 +517,11 @@ class _State(ProviderState):
         self._chat_models = _ChatModels.of_sdk()
         self._chat_answers = _ChatAnswers(self._chat_models)
         from openai import Omit
+        from openai._models import FinalRequestOptions
         from openai.lib.azure import BaseAzureClient
 
         self.omit_type = Omit
+        self._options_type = FinalRequestOptions
 
         self._azure_client = BaseAzureClient
 
@@ -541,9 +544,17 @@ class _State(ProviderState):
 
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(cast_to, options, *, stream, stream_cls)``: a ``POST`` to an inference endpoint, or None."""
-        options, body = request_options(args, kwargs)
-        url = getattr(options, "url", None)
-        api = _APIS.get(url) if isinstance(url, str) and getattr(options, "method", None) == "post" else None
+        options = args[1] if len(args) > 1 else kwargs.get("options")
+        # The SDK's own options with a JSON object body and no extra_body (the usual call) are read
+        # as plain attributes; anything else as request_options() reads it.
+        url: object
+        method: object
+        if type(options) is self._options_type and type(body := options.json_data) is dict and not options.extra_json:
+            url, method = options.url, options.method
+        else:
+            options, body = request_options(args, kwargs)
+            url, method = getattr(options, "url", None), getattr(options, "method", None)
+        api = _APIS.get(url) if isinstance(url, str) and method == "post" else None
         if api is None or not body:
             return None
         attributes, max_tokens_keys = api
@@ -610,14 +621,14 @@ def _client_header_names(client: Any, omit: type) -> frozenset[str]:
     return frozenset(key.lower() for key, value in client.default_headers.items() if not isinstance(value, omit))
 
 
-def _add_trace_context(state: _State, client: Any, headers: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Add the global propagator's headers for the current span to one attempt's ``headers``
-    (the ``httpx`` ``Headers`` the SDK just built from ``_build_headers(options, ...)``'s
-    ``args`` / ``kwargs``), but none the client sends or the call's options name (an ``Omit()``
-    there removed it on purpose). The client's names are read once per client (its default
-    headers are fixed when it is made): the attempt's ``Headers`` are not searched, each look-up
-    there decodes all of them."""
-    options = args[0] if args else kwargs["options"]
+def _add_trace_context(state: _State, client: Any, options: Any) -> None:
+    """Put the global propagator's headers for the current span among one attempt's custom headers
+    (``options.headers`` of the options the SDK copied for that attempt, replaced by a new dict, as
+    the SDK's own per-attempt hooks do: the caller's options and header dicts are not touched),
+    but none the client sends. The SDK merges the custom headers over the client's,
+    case-insensitively, a later one winning and an ``Omit()`` removing it: a header the caller set
+    on the call (``Omit()`` included) is kept as the caller gave it. The client's names are read
+    once per client (its default headers are fixed when it is made)."""
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
     if not carrier:
@@ -628,12 +639,14 @@ def _add_trace_context(state: _State, client: Any, headers: Any, args: tuple[Any
             named = state.client_headers[client] = _client_header_names(client, state.omit_type)
     except TypeError:  # a client that cannot be a key (a subclass with __eq__ and no __hash__): read each time
         named = _client_header_names(client, state.omit_type)
+    for key in carrier:
+        if key.lower() in named:
+            carrier = {key: value for key, value in carrier.items() if key.lower() not in named}
+            if not carrier:
+                return
+            break
     custom = options.headers
-    if custom and isinstance(custom, Mapping):  # NotGiven: none
-        named = named.union(key.lower() for key in custom)
-    for key, value in carrier.items():
-        if key.lower() not in named:
-            headers[key] = value
+    options.headers = {**carrier, **custom} if custom else carrier  # NotGiven (no headers) is falsy
 
 
 def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
@@ -647,7 +660,6 @@ def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
         return unchanged
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        headers = wrapped(*args, **kwargs)
         current = _state.current_call.get()
         # Outside our calls, and inside one whose adapter sent the trace context (LiteLLM's
         # extra_headers), the request goes out as the SDK built it.
@@ -657,11 +669,9 @@ def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
                 _add_trace_context,
                 state,
                 instance,
-                headers,
-                args,
-                kwargs,
+                args[0] if args else kwargs["options"],
             )
-        return headers
+        return wrapped(*args, **kwargs)
 
     return wrapper
 
