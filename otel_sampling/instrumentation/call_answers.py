@@ -114,25 +114,33 @@ def _json_schema(fmt: Any) -> tuple[bool, object]:
 def anthropic_asked(body: Mapping[str, Any]) -> Asked | None:
     """What an anthropic Messages request asked for (None: nothing to check)."""
     tools: dict[str, object] = {}
-    for tool in _list(body.get("tools"))[:MAX_OFFERED_TOOLS]:
-        is_dict = type(tool) is dict  # the common case, read without _get
-        name = tool.get("name") if is_dict else _get(tool, "name")
-        if isinstance(name, str):
-            tools[name] = tool.get("input_schema") if is_dict else _get(tool, "input_schema")
+    listed = body.get("tools")
+    for tool in (listed if type(listed) is list else _list(listed))[:MAX_OFFERED_TOOLS]:
+        if type(tool) is dict:  # the common case, read without _get
+            name = tool.get("name")
+            if isinstance(name, str):
+                tools[name] = tool.get("input_schema")
+        elif isinstance(name := _get(tool, "name"), str):
+            tools[name] = _get(tool, "input_schema")
     config: Any = body.get("output_config")  # most requests: the SDK's omit sentinel, without a format
-    structured, schema = _json_schema(
-        config.get("format") if issubclass(type(config), dict) else getattr(config, "format", None)  # _get, inline
-    )
-    if not structured:
-        structured, schema = _json_schema(body.get("output_format"))
+    fmt = config.get("format") if isinstance(config, dict) else getattr(config, "format", None)  # _get, inline
+    # (no format: not asked, without _json_schema's call)
+    structured, schema = _json_schema(fmt) if fmt is not None else _NOT_ASKED
+    if not structured and (fmt := body.get("output_format")) is not None:
+        structured, schema = _json_schema(fmt)
     choice = body.get("tool_choice")
+    forced = None
     if type(choice) is dict:
-        forced = _str(choice.get("name")) if choice.get("type") == "tool" else None
-    else:
-        forced = _str(_get(choice, "name")) if _get(choice, "type") == "tool" else None
+        if choice.get("type") == "tool" and isinstance(name := choice.get("name"), str):
+            forced = name
+    elif _get(choice, "type") == "tool":
+        forced = _str(_get(choice, "name"))
     if not tools and not structured and forced is None:
         return None
     return Asked(tools, structured or forced is not None, schema, forced)
+
+
+_NOT_ASKED: Final = (False, None)  # _json_schema's answer for no output format
 
 
 def _openai_tool_name(tool: Any) -> Any:
@@ -146,27 +154,21 @@ def _openai_tool_schema(tool: Any) -> object:
     return _get(nested if nested is not None else tool, "parameters")
 
 
-def _openai_offered(tools: Any) -> dict[str, object]:
-    """:func:`_offered` of openai tools, a Chat Completions function tool as the SDK sends it (a
-    dict whose ``function`` is a dict) read without the general readers' calls."""
-    if type(tools) is not list:
-        return _offered(tools, _openai_tool_name, _openai_tool_schema)
-    offered: dict[str, object] = {}
-    for tool in tools[:MAX_OFFERED_TOOLS]:
-        if type(tool) is dict and tool.get("type") == "function" and type(function := tool.get("function")) is dict:
-            name = function.get("name")
-            schema = function.get("parameters")
-        else:
-            name = _openai_tool_name(tool)
-            schema = _openai_tool_schema(tool) if isinstance(name, str) else None
-        if isinstance(name, str):
-            offered[name] = schema
-    return offered
-
-
 def openai_asked(body: Mapping[str, Any]) -> Asked | None:
     """What an openai Chat Completions or Responses request asked for (None: nothing to check)."""
-    tools = _openai_offered(body.get("tools"))
+    listed = body.get("tools")
+    if type(listed) is list:
+        # :func:`_offered` of openai tools, a Chat Completions function tool as the SDK sends it (a
+        # dict whose ``function`` is a dict) read without the general readers' calls.
+        tools: dict[str, object] = {}
+        for tool in listed[:MAX_OFFERED_TOOLS]:
+            if type(tool) is dict and tool.get("type") == "function" and type(function := tool.get("function")) is dict:
+                if isinstance(name := function.get("name"), str):
+                    tools[name] = function.get("parameters")
+            elif isinstance(name := _openai_tool_name(tool), str):
+                tools[name] = _openai_tool_schema(tool)
+    else:
+        tools = _offered(listed, _openai_tool_name, _openai_tool_schema)
     fmt = body.get("response_format") if "messages" in body else _get(body.get("text"), "format")
     if type(fmt) is dict and fmt.get("type") == "json_schema" and "schema" not in fmt:
         # Chat Completions' json_schema format as sent (its schema nested in json_schema): _json_schema's read
@@ -190,10 +192,10 @@ class AnthropicAnswers:
     def of(self, message: Any) -> Answer:
         calls: list[ToolCall] = []
         texts: list[str] = []
-        content = message.get("content") if issubclass(type(message), dict) else getattr(message, "content", None)
-        for block in _list(content):
+        content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+        for block in content if type(content) is list else _list(content):
             # A block as the SDK builds it, a model, reads its fields by getattr (_get's other case).
-            get = block.get if issubclass(type(block), dict) else functools.partial(getattr, block)
+            get = block.get if isinstance(block, dict) else functools.partial(getattr, block)
             kind = get("type", None)
             if kind in ("tool_use", "server_tool_use") and len(calls) < MAX_TOOL_CALLS:
                 calls.append(ToolCall(get("name", None), get("input", None)))

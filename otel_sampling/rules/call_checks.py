@@ -53,6 +53,7 @@ from otel_sampling import names
 MAX_CHECKED_CHARS: Final = 65_536  # longer arguments / answer texts are not parsed nor checked
 MAX_SCHEMA_DEPTH: Final = 8  # nested levels of a schema read; deeper ones pass
 MAX_SCHEMA_NODES: Final = 256  # values visited per check; the rest pass
+_FIRST_BUDGET: Final = MAX_SCHEMA_NODES - 1  # what is left of it once the top-level object is visited
 MAX_OFFERED_TOOLS: Final = 512  # offered tools read from one request; a call to a later one is not "not offered"
 MESSAGE_CHARS_READ: Final = 1024  # of a provider error's message, to tell a context-length error
 
@@ -128,12 +129,13 @@ def check(asked: Asked, answer: Answer) -> Checked:
     """Every tool call of ``answer`` against ``asked`` (:func:`tool_call_error`), and its structured
     output (:func:`structured_failure`)."""
     not_offered = invalid = 0
+    calls = answer.tool_calls
     forced = asked.forced_tool
     # Whether every call of the forced tool passed its tool check (a plain-str name, its arguments
     # checked: they parsed and fit that tool's schema, the structured output's), and how many came.
     forced_fit = forced is not None
     forced_calls = 0
-    for call in answer.tool_calls:
+    for call in calls:
         error = tool_call_error(asked, call)
         if error is not None:
             if error == names.TOOL_CALL_ERROR_NOT_OFFERED:
@@ -145,36 +147,42 @@ def check(asked: Asked, answer: Answer) -> Checked:
             if error is not None or not call.checked or type(call.name) is not str:
                 forced_fit = False
     if not asked.structured:
-        judged, failure = False, None
-    elif forced_fit and forced_calls:  # well-formed, read once already: not parsed and checked again
-        judged, failure = True, None
-    else:
-        judged, failure = structured_failure(asked, answer)
-    return Checked(len(answer.tool_calls), not_offered, invalid, judged, failure)
+        return Checked(len(calls), not_offered, invalid)
+    if forced_fit and forced_calls:  # well-formed, read once already: not parsed and checked again
+        return Checked(len(calls), not_offered, invalid, True)
+    judged, failure = structured_failure(asked, answer)
+    return Checked(len(calls), not_offered, invalid, judged, failure)
 
 
 def tool_call_error(asked: Asked, call: ToolCall) -> str | None:
     """``not_offered``, ``invalid_arguments`` or None (the module docstring)."""
-    if not isinstance(call.name, str) or call.name not in asked.tools:
+    name, arguments, checked = call
+    if not isinstance(name, str) or name not in asked.tools:
         return names.TOOL_CALL_ERROR_NOT_OFFERED
-    if not call.checked:
+    if not checked:
         return None
-    arguments = call.arguments
-    if type(arguments) is str and len(arguments) <= MAX_CHECKED_CHARS:  # the common case: _decoded, inline
+    if type(arguments) is str and len(arguments) <= MAX_CHECKED_CHARS:  # a JSON text (openai): _decoded, inline
         try:
-            value = json.loads(arguments)
+            value, end = _DECODER.raw_decode(arguments)
+            if end != len(arguments):
+                value = json.loads(arguments)
         except (ValueError, RecursionError):
+            value = _decoded(arguments)
+        if not isinstance(value, dict):
             return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
+    elif type(arguments) is dict:  # decoded by the SDK already (anthropic's input)
+        value = arguments
     else:
         value = _decoded(arguments)
         if value is _TOO_LONG:
             return None
-    if not isinstance(value, dict):
-        return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
-    schema = asked.tools[call.name]
-    if type(schema) is dict and type(kind := schema.get("type")) is str and kind == "object":
-        # An object schema (the common case): conforms' visit of it, without its two calls.
-        fits = _object_conforms(schema, value, 0, [MAX_SCHEMA_NODES - 1])
+        if not isinstance(value, dict):
+            return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
+    schema = asked.tools[name]
+    # An object schema (the common case): conforms' visit of it, without its two calls (a "type"
+    # that only says it equals "object" goes there too, as conforms would send it).
+    if type(schema) is dict and schema.get("type") == "object":
+        fits = _object_conforms(schema, value, 0, [_FIRST_BUDGET])
     else:
         fits = schema is None or conforms(schema, value)
     return None if fits else names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
@@ -190,9 +198,13 @@ def structured_failure(asked: Asked, answer: Answer) -> tuple[bool, str | None]:
         values = [_decoded(call.arguments) for call in forced]
         schema = asked.tools.get(asked.forced_tool)
     else:
+        if answer.tool_calls:
+            for text in answer.texts:
+                if text is not None:
+                    break
+            else:
+                return False, None  # the model called a tool first: no structured answer yet
         texts = [text for text in answer.texts if text is not None]
-        if not texts and answer.tool_calls:
-            return False, None  # the model called a tool first: no structured answer yet
         if not texts:
             texts = [""]
         values = [_decoded(text) for text in texts]
@@ -285,13 +297,16 @@ def judge(
 
 
 # ---------------------------------------------------------------------- JSON values and the schema check
+# What json.loads decodes with (no hooks): its raw_decode reads a JSON text that holds nothing but
+# one value, as json.loads does, without json.loads' two calls; any other text goes to json.loads.
+_DECODER: Final = json.JSONDecoder()
 _NOT_JSON: Final = object()  # a text that does not parse
 _TOO_LONG: Final = object()  # a text past MAX_CHECKED_CHARS: not parsed
 
 
 def _decoded(arguments: object) -> object:
-    """A JSON text decoded (:data:`_NOT_JSON` when it does not parse, :data:`_TOO_LONG` past the
-    limit); any other value as it is (the SDK decoded it already)."""
+    """A JSON text decoded as json.loads decodes it (:data:`_NOT_JSON` when it does not parse,
+    :data:`_TOO_LONG` past the limit); any other value as it is (the SDK decoded it already)."""
     if not isinstance(arguments, str):
         return arguments
     if len(arguments) > MAX_CHECKED_CHARS:
@@ -338,7 +353,7 @@ def _object_conforms(schema: Mapping[str, Any], value: dict[Any, Any], depth: in
             if isinstance(key, str) and key not in value:
                 return False
     properties: Any = schema.get("properties")
-    if not issubclass(type(properties), dict):
+    if not isinstance(properties, dict):
         return True
     if schema.get("additionalProperties") is False and not value.keys() <= properties.keys():
         return False

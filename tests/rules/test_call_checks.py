@@ -84,6 +84,22 @@ def test_an_object_schema_is_read_whatever_way_it_names_its_type(schema: dict[st
     assert tool_call_error(asked, ToolCall("get_weather", '{"days": 3}')) == names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
 
 
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        (' \n{"city": "Paris"}', None),  # white space around the object, as json.loads reads it
+        ('{"city": "Paris"} \t\n', None),
+        ('{"city": "Paris"} {}', names.TOOL_CALL_ERROR_INVALID_ARGUMENTS),  # more than one value
+        ('{"city": "Paris"}x', names.TOOL_CALL_ERROR_INVALID_ARGUMENTS),
+        ('{"city": "Paris", "days": NaN}', names.TOOL_CALL_ERROR_INVALID_ARGUMENTS),  # json.loads' NaN: not an integer
+        ('"{\\"city\\": \\"Paris\\"}"', names.TOOL_CALL_ERROR_INVALID_ARGUMENTS),  # a string holding JSON
+        ("[" * 10_000 + "]" * 10_000, names.TOOL_CALL_ERROR_INVALID_ARGUMENTS),  # deeper than json.loads reads
+    ],
+)
+def test_arguments_text_is_read_as_json_loads_reads_it(arguments: str, error: str | None) -> None:
+    assert tool_call_error(OFFERED, ToolCall("get_weather", arguments)) == error
+
+
 def test_arguments_past_the_size_limit_are_counted_not_checked() -> None:
     huge = '{"city": ' + " " * MAX_CHECKED_CHARS + "42}"
     assert tool_call_error(OFFERED, ToolCall("get_weather", huge)) is None
@@ -199,6 +215,16 @@ def test_the_schema_check_visits_at_most_its_budget_of_values() -> None:
     assert conforms(schema, [*range(MAX_SCHEMA_NODES), "x"])  # past it: passes unread
     members = {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(MAX_SCHEMA_NODES + 1)}}
     assert conforms(members, {**{f"k{i}": i for i in range(MAX_SCHEMA_NODES)}, f"k{MAX_SCHEMA_NODES}": "x"})
+    strings = {"type": "object", "properties": {f"s{i}": {"type": "string"} for i in range(MAX_SCHEMA_NODES + 1)}}
+    last = {f"s{MAX_SCHEMA_NODES}": 1}  # the one member of the wrong type, after the string members
+    assert not conforms(strings, {**{f"s{i}": "x" for i in range(MAX_SCHEMA_NODES - 2)}, **last})
+    assert conforms(strings, {**{f"s{i}": "x" for i in range(MAX_SCHEMA_NODES - 1)}, **last})
+    nested = {"type": "object", "properties": {"s": {"type": "string"}, "o": strings}}  # both objects spend it
+    assert not conforms(nested, {"s": "x", "o": {**{f"s{i}": "x" for i in range(MAX_SCHEMA_NODES - 4)}, **last}})
+    assert conforms(nested, {"s": "x", "o": {**{f"s{i}": "x" for i in range(MAX_SCHEMA_NODES - 3)}, **last}})
+    assert not conforms(nested, {"o": {**{f"s{i}": "x" for i in range(MAX_SCHEMA_NODES - 3)}, **last}})
+    assert not conforms(nested, {"o": {f"s{i}": "x" for i in range(MAX_SCHEMA_NODES - 3)}, "s": 1})
+    assert conforms(nested, {"o": {f"s{i}": "x" for i in range(MAX_SCHEMA_NODES - 2)}, "s": 1})
     undeclared = {f"extra{i}": i for i in range(MAX_SCHEMA_NODES)}  # members no property names cost nothing
     assert not conforms(WEATHER, {**undeclared, "city": 42})
     closed = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
