@@ -430,7 +430,7 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own reason (a fallback that also thinks less is both).
     """
     own: str | None = None
-    failed = call.failed  # read once: a property
+    failed = call.ending.error_type is not None  # CallSummary.failed, without the property's call
     judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     served: str | None = None
     if not failed and call.served and call.compare_models:
@@ -800,7 +800,7 @@ def policy_price(
 ) -> tuple[str | None, Quote | None]:
     """The model a call is priced at (:func:`priced_model`) and the policy table's price of it
     (:func:`policy_quote`), in one call."""
-    model = priced_model(response_model, request_model)
+    model = response_model or request_model or None  # priced_model's rule, without its call
     if not prices or not model:  # an empty table prices nothing (policy_quote)
         return model, None
     return model, policy_quote(prices, model)
