@@ -74,7 +74,7 @@ def _instruments(limit: int) -> Instruments:
     return Instruments(settings, TracerProvider(), MeterProvider())
 
 
-def test_call_points_are_the_call_attributes_and_what_each_point_adds():
+def test_call_points_are_the_call_labels_and_what_each_point_adds():
     instruments = _instruments(10)
     points = instruments.call_points("anthropic", "m-1", "m-2", "api.example.com", None, "primary", "completed")
     expected = {
@@ -118,8 +118,8 @@ def test_call_points_of_an_odd_string_or_a_failure_are_built_each_time():
     instruments = _instruments(10)
     instruments.call_points("openai", "a", "a", None, None, "primary", "completed")
     odd = instruments.call_points("openai", _Odd("a"), _Odd("a"), None, None, "primary", "completed")
-    # equal to the kept ("a", "a") key by hash and __eq__, yet not given its answer
-    assert odd.attributes == instruments.call_attributes("openai", _Odd("a"), _Odd("a"), None, None, "primary")
+    # equal to the kept ("a", "a") key by hash and __eq__, yet not given its answer: BoundedLabel's
+    assert odd.attributes["gen_ai.response.model"] == BoundedLabel(10).value(_Odd("a"))
     assert odd.attributes["gen_ai.response.model"] != "a"
     failed = instruments.call_points("openai", "a", "a", None, "timeout", "primary", "error")
     assert failed.attributes["error.type"] == "timeout"
