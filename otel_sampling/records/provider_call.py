@@ -530,7 +530,7 @@ class ProviderCall:
                 elif type(finish_reasons := endings.inference_finish_reasons(reported, ending)) is tuple:
                     first = finish_reasons[0] if len(finish_reasons) == 1 else None
                     if type(first) is str and len(first) <= max_length and first.isprintable():
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits (the common case)
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits
                     elif finish_reasons:
                         attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
                             clean(reason, max_length) for reason in finish_reasons
