@@ -445,6 +445,12 @@ class Instruments:
         self.server_label = BoundedLabel(limit)
         self.model_label = BoundedLabel(limit)
         self.error_type_label = BoundedLabel(limit)  # provider error bodies choose their own type names
+        # call_points' answers for labels admitted already (a label admitted stays admitted and a
+        # full set never admits another, so an answer never changes); at most MAX_CACHED_CALL_POINTS.
+        # Request models and server addresses met already that are span attribute values as they are
+        # (printable, within settings.attribute_max_length): the provider calls' (records/provider_call.py).
+        self.fitting_texts: set[str] = set()
+        self._call_points: dict[tuple[str, str, str, str | None, str, str], CallPoints] = {}
 
         self.sampling_requests = create(meter, SAMPLING_REQUESTS)
         self.sampling_duration = create(meter, SAMPLING_DURATION)
@@ -469,7 +475,7 @@ class Instruments:
         self.mcp_server_duration = create(meter, MCP_SERVER_OPERATION_DURATION)  # the host's sampling requests
         self.mcp_client_duration = create(meter, MCP_CLIENT_OPERATION_DURATION)  # the MCP server's
 
-    def call_attributes(
+    def call_points(
         self,
         provider: str,
         request_model: object,
@@ -477,14 +483,32 @@ class Instruments:
         server_address: object,
         error_type: str | None,
         mode: str,
-    ) -> dict[str, str]:
-        """The metric attributes of one provider call's points, every label from outside bounded
-        (:class:`BoundedLabel`), in one call: ``gen_ai.operation.name`` (``chat``),
-        ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.model``,
-        ``server.address`` (when given), ``error.type`` (when the call failed), ``degradation.mode``."""
+        ending: str,
+    ) -> CallPoints:
+        """The attributes of every point of one provider call, every label from outside bounded
+        (:class:`BoundedLabel`), with the ones derived from them (:class:`CallPoints`):
+        ``gen_ai.operation.name`` (``chat``), ``gen_ai.provider.name``, ``gen_ai.request.model``,
+        ``gen_ai.response.model``, ``server.address`` (when given), ``error.type`` (when the call
+        failed), ``degradation.mode``. The dicts may be shared between calls: never change them
+        (build new ones from them)."""
+        # Plain strings compare as themselves: the answer for them may be kept (a label admitted
+        # stays admitted and a full set admits no other, so it never changes).
+        key = (
+            (provider, request_model, response_model, server_address, mode, ending)
+            if error_type is None
+            and type(request_model) is str
+            and type(response_model) is str
+            and (server_address is None or type(server_address) is str)
+            else None
+        )
+        if key is not None:
+            cached = self._call_points.get(key)
+            if cached is not None:
+                return cached
         # A value admitted already is its own label (BoundedLabel.value's first test, without its call).
         models = self.model_label
         seen = models._seen
+        servers = self.server_label
         attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
             names.GEN_AI_PROVIDER_NAME: provider,
@@ -496,7 +520,6 @@ class Instruments:
             else models.value(response_model),
         }
         if server_address:
-            servers = self.server_label
             attributes[names.SERVER_ADDRESS] = (
                 server_address
                 if type(server_address) is str and server_address in servers._seen
@@ -505,7 +528,55 @@ class Instruments:
         if error_type is not None:
             attributes[names.ERROR_TYPE] = self.error_type_label.value(error_type)
         attributes[names.DEGRADATION_MODE] = mode
-        return attributes
+        points = call_points_of(attributes, ending)
+        # Only labels admitted already (bounded in number and length) are kept, and only so many.
+        if (
+            key is not None
+            and len(self._call_points) < MAX_CACHED_CALL_POINTS
+            and request_model in seen
+            and response_model in seen
+            and (server_address is None or server_address in servers._seen)
+        ):
+            self._call_points[key] = points
+        return points
+
+
+MAX_CACHED_CALL_POINTS: Final = 512  # Instruments.call_points' kept answers
+
+
+class CallPoints(NamedTuple):
+    """The attributes of one provider call's points (:meth:`Instruments.call_points`).
+
+    ``attributes``: every inference point's; ``with_ending``:
+    the duration's, with ``otel_sampling.ending``; ``input_tokens`` / ``output_tokens``: v1.41's
+    ``gen_ai.client.token.usage`` points', with ``gen_ai.token.type``; ``labels``: the cost and
+    signal points' (``gen_ai.provider.name``, ``gen_ai.response.model``, ``degradation.mode``).
+    """
+
+    attributes: dict[str, str]
+    with_ending: dict[str, str]
+    input_tokens: dict[str, str]
+    output_tokens: dict[str, str]
+    labels: dict[str, str]
+
+
+def call_points_of(attributes: dict[str, str], ending: str, drill: Mapping[str, str] | None = None) -> CallPoints:
+    """:class:`CallPoints` of a call's metric ``attributes`` (:attr:`CallPoints.attributes`)
+    and its ``ending``; ``drill``: the drill labels every point adds (:func:`otel_sampling.state.drill_label`)."""
+    if drill:
+        attributes = {**attributes, **drill}
+    return CallPoints(
+        attributes,
+        {**attributes, names.ENDING: ending},
+        {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT},
+        {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT},
+        {
+            names.GEN_AI_PROVIDER_NAME: attributes[names.GEN_AI_PROVIDER_NAME],
+            names.GEN_AI_RESPONSE_MODEL: attributes[names.GEN_AI_RESPONSE_MODEL],
+            names.DEGRADATION_MODE: attributes[names.DEGRADATION_MODE],
+            **(drill or {}),
+        },
+    )
 
 
 class SignalInstruments:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import threading
 
-from otel_sampling.metrics import LABEL_MAX_LENGTH, BoundedLabel, bound, clean, clean_texts
+from otel_sampling.metrics import (
+    LABEL_MAX_LENGTH,
+    MAX_CACHED_CALL_POINTS,
+    BoundedLabel,
+    Instruments,
+    bound,
+    clean,
+    clean_texts,
+)
+from otel_sampling.settings import Settings
 
 
 def test_first_values_are_kept_then_other():
@@ -55,3 +64,70 @@ def test_bound_gives_each_key_its_own_labels_value():
     models, servers = BoundedLabel(1), BoundedLabel(1)
     assert bound([("m", models, "claude"), ("s", servers, "weather")]) == {"m": "claude", "s": "weather"}
     assert bound([("m", models, "gpt"), ("s", servers, None)]) == {"m": "_OTHER", "s": "_unknown"}
+
+
+def _instruments(limit: int) -> Instruments:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    settings = Settings.from_env({"OTEL_SAMPLING_LABEL_VALUE_LIMIT": str(limit)})
+    return Instruments(settings, TracerProvider(), MeterProvider())
+
+
+def test_call_points_are_the_call_labels_and_what_each_point_adds():
+    instruments = _instruments(10)
+    points = instruments.call_points("anthropic", "m-1", "m-2", "api.example.com", None, "primary", "completed")
+    expected = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "anthropic",
+        "gen_ai.request.model": "m-1",
+        "gen_ai.response.model": "m-2",
+        "server.address": "api.example.com",
+        "degradation.mode": "primary",
+    }
+    assert points.attributes == expected
+    assert points.with_ending == {**expected, "otel_sampling.ending": "completed"}
+    assert points.input_tokens == {**expected, "gen_ai.token.type": "input"}
+    assert points.output_tokens == {**expected, "gen_ai.token.type": "output"}
+    assert points.labels == {
+        "gen_ai.provider.name": "anthropic",
+        "gen_ai.response.model": "m-2",
+        "degradation.mode": "primary",
+    }
+    again = instruments.call_points("anthropic", "m-1", "m-2", "api.example.com", None, "primary", "completed")
+    assert again == points
+
+
+def test_call_points_of_a_model_past_the_label_cap_stay_other():
+    instruments = _instruments(1)
+    first = instruments.call_points("openai", "a", "a", None, None, "primary", "completed")
+    assert first.attributes["gen_ai.response.model"] == "a"
+    for _ in range(2):  # asked twice: the same answer, the label set still full
+        later = instruments.call_points("openai", "a", "b", None, None, "primary", "completed")
+        assert later.attributes["gen_ai.response.model"] == "_OTHER"
+
+
+class _Odd(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_call_points_of_an_odd_string_or_a_failure_are_built_each_time():
+    instruments = _instruments(10)
+    instruments.call_points("openai", "a", "a", None, None, "primary", "completed")
+    odd = instruments.call_points("openai", _Odd("a"), _Odd("a"), None, None, "primary", "completed")
+    # equal to the kept ("a", "a") key by hash and __eq__, yet not given its answer: BoundedLabel's
+    assert odd.attributes["gen_ai.response.model"] == BoundedLabel(10).value(_Odd("a"))
+    assert odd.attributes["gen_ai.response.model"] != "a"
+    failed = instruments.call_points("openai", "a", "a", None, "timeout", "primary", "error")
+    assert failed.attributes["error.type"] == "timeout"
+    assert len(instruments._call_points) == 1
+
+
+def test_call_points_kept_are_bounded():
+    instruments = _instruments(10_000)
+    for index in range(MAX_CACHED_CALL_POINTS + 10):
+        instruments.call_points("openai", f"m{index}", "m", None, None, "primary", "completed")
+    assert len(instruments._call_points) == MAX_CACHED_CALL_POINTS

@@ -46,9 +46,11 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 from otel_sampling import locks, names, state
 from otel_sampling.content import NO_CAPTURE, CaptureMode, Content
 from otel_sampling.metrics import (
+    CallPoints,
     InferenceInstruments,
     Instruments,
     SignalInstruments,
+    call_points_of,
     clean,
     clean_texts,
     otlp_int,
@@ -67,6 +69,7 @@ from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
 logger = logging.getLogger(__name__)
 
 MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later ones are not logged
+MAX_FITTING_TEXTS: Final = 1024  # request models and addresses remembered to fit as attribute values
 
 
 _UNKNOWN: Final = object()  # a span that does not name its parent
@@ -208,7 +211,7 @@ class ProviderCall:
         self._request = request
         self._run = run_records.current_run() if request is None else None
         # The named degradations around it as it starts (none, the common case, asks for nothing).
-        self._named = state.active_reasons()
+        self._named = state.active_reasons() if not state.calm or state.canary.get() else ()
         # The request model may come from a server's hint, the address from the host: both cleaned
         # and cut like any attribute, in one pass. What is known at the start is given to start_span
         # (samplers see it, as the GenAI conventions ask of gen_ai.operation.name, the provider, the
@@ -216,11 +219,14 @@ class ProviderCall:
         model = self._request_model
         address = self._server_address
         max_length = instruments.settings.attribute_max_length
+        fitting = instruments.fitting_texts
         if (
             type(model) is str
-            and 0 < len(model) <= max_length
-            and model.isprintable()
-            and (address is None or (type(address) is str and len(address) <= max_length and address.isprintable()))
+            and (model in fitting or (model and _fits(model, fitting, max_length)))
+            and (
+                address is None
+                or (type(address) is str and (address in fitting or _fits(address, fitting, max_length)))
+            )
         ):  # the common case: what is given fits as it is
             attributes: dict[str, Any] = {
                 names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
@@ -328,7 +334,7 @@ class ProviderCall:
         signal_attributes: dict[str, Any] | None = None
         # The state around it as it ends (state.around's reasons and drill; the common case, nothing
         # degraded, no canary block and no drill, asks for nothing).
-        reasons = state.active_reasons()
+        reasons = state.active_reasons() if not state.calm or state.canary.get() else ()
         named = tuple(dict.fromkeys((*self._named, *reasons))) if reasons else self._named  # distinct, first seen first
         try:
             priced, window = self._cost(response_model, usage)
@@ -358,29 +364,23 @@ class ProviderCall:
             context = self._context
             if context is None:
                 context = recorded_in(self._span)
-            mode = judged.mode
-            metric_attributes = instruments.call_attributes(
-                self._provider, self._request_model, response_model, address, error_type, mode
+            points = instruments.call_points(
+                self._provider, self._request_model, response_model, address, error_type, judged.mode, ending
             )
-            labels = {
-                names.GEN_AI_PROVIDER_NAME: self._provider,
-                names.GEN_AI_RESPONSE_MODEL: metric_attributes[names.GEN_AI_RESPONSE_MODEL],
-                names.DEGRADATION_MODE: mode,
-            }
             if state.drills.running:
-                drill = state.drill_label()
-                metric_attributes.update(drill)
-                labels.update(drill)
+                points = call_points_of(points.attributes, ending, state.drill_label())
+            labels = points.labels
             times = self.chunk_times
             record_inference(
                 instruments.inference,
-                metric_attributes,
+                points.attributes,
                 ending=ending,
                 duration=duration,
                 first_chunk=times[0] - self._start if self._stream and times else None,
                 chunk_gaps=[later - earlier for earlier, later in itertools.pairwise(times)] if len(times) > 1 else (),
                 usage=usage,
                 context=context,
+                points=points,
             )
             if priced is not None:
                 instruments.cost.add(priced.usd, labels, context=context)
@@ -523,11 +523,14 @@ class ProviderCall:
                 if judged.reasons:
                     attributes[names.DEGRADATION_REASON] = [clean(reason, max_length) for reason in judged.reasons]
                 reported = response.finish_reasons if response is not None else ()
-                finish_reasons = endings.inference_finish_reasons(reported, ending)
-                if type(finish_reasons) is tuple:
+                first = reported[0] if type(reported) is tuple and len(reported) == 1 else None
+                if type(first) is str and len(first) <= max_length and first.isprintable():
+                    # one reported that fits (the common case): inference_finish_reasons keeps it as it is
+                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]
+                elif type(finish_reasons := endings.inference_finish_reasons(reported, ending)) is tuple:
                     first = finish_reasons[0] if len(finish_reasons) == 1 else None
                     if type(first) is str and len(first) <= max_length and first.isprintable():
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits (the common case)
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits
                     elif finish_reasons:
                         attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
                             clean(reason, max_length) for reason in finish_reasons
@@ -592,6 +595,16 @@ class ProviderCall:
         return attributes
 
 
+def _fits(text: str, fitting: set[str], max_length: int) -> bool:
+    """Whether ``text`` is an attribute value as it is (printable, at most ``max_length`` long);
+    one that is and is not empty is remembered in ``fitting`` (at most ``MAX_FITTING_TEXTS``)."""
+    if len(text) <= max_length and text.isprintable():
+        if text and len(fitting) < MAX_FITTING_TEXTS:
+            fitting.add(text)
+        return True
+    return False
+
+
 class _Scope(Protocol):
     """Where a call made in a sampling request's callback publishes its summary: the request."""
 
@@ -648,6 +661,7 @@ def record_inference(
     chunk_gaps: Sequence[float],
     usage: Usage,
     context: Context,
+    points: CallPoints | None = None,
 ) -> None:
     """Record one inference call (``attributes``: the metric attributes of every point, ``error.type``
     included when it failed).
@@ -659,6 +673,8 @@ def record_inference(
         chunk_gaps: seconds between consecutive chunks after the first (``time_per_output_chunk``).
         usage: the cleaned counts (:func:`~otel_sampling.rules.values.clean_usage`); None parts were not reported.
         context: the context to record in (:func:`otel_sampling.metrics.recorded_in`).
+        points: the attributes derived from ``attributes`` and ``ending``
+            (:meth:`otel_sampling.metrics.Instruments.call_points`), when built already.
 
     v1.41 names: ``gen_ai.client.token.usage`` gets ``input`` and ``output`` when reported. Newest
     names (token-metrics.yaml: "SHOULD record this metric for each inference operation, including
@@ -672,7 +688,12 @@ def record_inference(
     (``otel_sampling.client.usage.input_tokens`` and ``….cache_read.input_tokens``) get the input
     and cache-read counts as the newest two would, without modality.
     """
-    with_ending = {**attributes, names.ENDING: ending}
+    if points is None:
+        with_ending = {**attributes, names.ENDING: ending}
+        input_attributes = {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}
+        output_attributes = {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}
+    else:  # built already (and maybe shared between calls: never changed)
+        with_ending, input_attributes, output_attributes = points.with_ending, points.input_tokens, points.output_tokens
     if instruments.operation_duration is not None:
         instruments.operation_duration.record(duration, with_ending, context=context)
     if instruments.inference_duration is not None:
@@ -691,13 +712,9 @@ def record_inference(
     token_usage = instruments.token_usage
     if token_usage is not None:
         if input_tokens is not None:
-            token_usage.record(
-                input_tokens, {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}, context=context
-            )
+            token_usage.record(input_tokens, input_attributes, context=context)
         if output_tokens is not None:
-            token_usage.record(
-                output_tokens, {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}, context=context
-            )
+            token_usage.record(output_tokens, output_attributes, context=context)
     if instruments.emission.new:
         _record_usage(instruments, attributes, usage, context)
         return

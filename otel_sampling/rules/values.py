@@ -92,15 +92,14 @@ def clean_usage(usage: Usage) -> Usage:
 
 
 _COUNT_TYPES = frozenset({int, type(None)})  # a plain int (a bool's type is bool), or not reported
+_in_count_range = range(MAX_TOKEN_COUNT + 1).__contains__  # an int's membership: two comparisons, in C
 
 
 def _all_counts(values: Collection[Any]) -> bool:
     """Whether every one of ``values`` is None or a plain int within :func:`token_count`'s range,
     checked by built-ins without a Python loop (False: some value needs :func:`token_count`)."""
-    if not _COUNT_TYPES.issuperset(map(type, values)):
-        return False
-    nonzero = [*filter(None, values)]  # the ints other than 0 (None and 0 need no range check)
-    return not nonzero or (min(nonzero) > 0 and max(nonzero) <= MAX_TOKEN_COUNT)
+    # Only plain ints reach the range (None and 0 are filtered out: None would make range scan itself).
+    return _COUNT_TYPES.issuperset(map(type, values)) and all(map(_in_count_range, filter(None, values)))
 
 
 class Response(NamedTuple):

@@ -430,9 +430,11 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own reason (a fallback that also thinks less is both).
     """
     own: str | None = None
-    failed = call.failed  # read once: a property
+    failed = call.ending.error_type is not None  # CallSummary.failed, without the property's call
     judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     served: str | None = None
+    remembered = False  # the served model's own reason (_own_reason's) remembered with its judgement
+    served_reason: str | None = None
     if not failed and call.served and call.compare_models:
         requested = call.requested
         if requested == call.served and reference.permitted is None and reference.primary is None:
@@ -446,7 +448,8 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
             and len(call.served) <= _REMEMBERED_LENGTH
             and (requested is None or len(requested) <= _REMEMBERED_LENGTH)
         ):  # no policy (the common direct call): the pair's judgement, remembered
-            served, judged = _judged_without_policy(call.served, requested)
+            served, judged, served_reason = _judged_without_policy(call.served, requested)
+            remembered = True
         else:
             served = normalise(call.served)
             judged = _judge(reference, served, False, normalise(requested) if requested else None)
@@ -457,7 +460,7 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     elif failed_over and not failed:
         own = names.REASON_FAILOVER
     elif served is not None:
-        own = _own_reason(judged, served, reference.primary)
+        own = served_reason if remembered else _own_reason(judged, served, reference.primary)
     primary_effort = reference.primary_effort
     if primary_effort is not None and not failed and below_primary(call.effort, primary_effort):
         return CallVerdict(*_verdict(own, _REDUCED_EFFORT, call.named), judged, reference.scope)
@@ -470,11 +473,13 @@ _REDUCED_EFFORT = (names.REASON_REDUCED_EFFORT,)
 
 
 @functools.lru_cache(maxsize=_REMEMBERED_PAIRS)
-def _judged_without_policy(served: str, requested: str | None) -> tuple[str, str]:
-    """The normalised served model and the substitution judgement of a call that did not fail, judged
-    against :data:`NO_POLICY` (``judge_call``'s: pure, so a process's few pairs are judged once)."""
+def _judged_without_policy(served: str, requested: str | None) -> tuple[str, str, str | None]:
+    """The normalised served model, the substitution judgement and the served model's own reason
+    (:func:`_own_reason`) of a call that did not fail, judged against :data:`NO_POLICY`
+    (``judge_call``'s: pure, so a process's few pairs are judged once)."""
     normalised = normalise(served)
-    return normalised, _judge(NO_POLICY, normalised, False, normalise(requested) if requested else None)
+    judged = _judge(NO_POLICY, normalised, False, normalise(requested) if requested else None)
+    return normalised, judged, _own_reason(judged, normalised, NO_POLICY.primary)
 
 
 # A client router's fallbacks for the request's fit, not for an outage (LiteLLM Router
@@ -800,7 +805,7 @@ def policy_price(
 ) -> tuple[str | None, Quote | None]:
     """The model a call is priced at (:func:`priced_model`) and the policy table's price of it
     (:func:`policy_quote`), in one call."""
-    model = priced_model(response_model, request_model)
+    model = response_model or request_model or None  # priced_model's rule, without its call
     if not prices or not model:  # an empty table prices nothing (policy_quote)
         return model, None
     return model, policy_quote(prices, model)
