@@ -92,9 +92,9 @@ GENERATE = ":generateContent"
 STREAM_GENERATE = ":streamGenerateContent"
 _MODELS = "models/"
 _read_json = json.JSONDecoder().raw_decode  # (value, end) of the JSON text a string starts with
-# The decoder's scanner (C): ``(value, end)`` of the JSON value at an index, without raw_decode's
-# Python frame; StopIteration or ValueError when there is none.
-_scan_json = json.JSONDecoder().scan_once
+# The scanner a decoder holds (C): ``(value, end)`` of the JSON value at an index, without
+# raw_decode's Python frame; StopIteration or ValueError when there is none.
+_scan_json: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
 _JSON_SPACE = " \t\n\r"  # JSON's whitespace (RFC 8259)
 #: Candidate finish reasons saying the output was blocked (``google.genai.types.FinishReason``):
 #: the call is ``refused``. A ``promptFeedback.blockReason`` (any) is too.
