@@ -381,3 +381,44 @@ def test_a_failure_of_ours_never_reaches_the_host(litellm_instrumented, fake_pro
     text = "".join(c.choices[0].delta.content or "" for c in answer) if stream else answer.choices[0].message.content
     assert text == DEFAULT_TEXT
     assert len(litellm_instrumented.spans()) <= 1  # none when the call could not be started
+
+
+def _litellm_usages():
+    from litellm.types.utils import CompletionTokensDetailsWrapper, PromptTokensDetailsWrapper, Usage
+
+    usual = Usage(
+        prompt_tokens=12,
+        completion_tokens=5,
+        total_tokens=17,
+        prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=4),
+        completion_tokens_details=CompletionTokensDetailsWrapper(reasoning_tokens=2),
+    )
+    no_details = Usage(prompt_tokens=12, completion_tokens=5, total_tokens=17)
+    no_details.prompt_tokens_details = no_details.completion_tokens_details = None
+    written = Usage(prompt_tokens=12, completion_tokens=5, total_tokens=17)
+    written.prompt_tokens_details = PromptTokensDetailsWrapper(cached_tokens=1, cache_write_tokens=3)
+    odd = Usage(prompt_tokens=12, completion_tokens=5, total_tokens=17)
+    odd.prompt_tokens_details = PromptTokensDetailsWrapper.model_construct(cached_tokens=-1)
+    odd.completion_tokens_details = CompletionTokensDetailsWrapper.model_construct(reasoning_tokens=True)
+    odd.__dict__["prompt_tokens"] = 2**70
+    dropped = Usage(prompt_tokens=12, completion_tokens=5, total_tokens=17)
+    del dropped.prompt_tokens_details
+    other_detail = Usage(prompt_tokens=12, completion_tokens=5, total_tokens=17)
+    other_detail.__dict__["completion_tokens_details"] = {"reasoning_tokens": 7}
+    return [usual, no_details, written, odd, dropped, other_detail, None, {"prompt_tokens": 3}]
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_a_litellm_usage_read_from_its_fields_is_what_the_openai_reading_reads(index):
+    """LiteLLM's own ``Usage`` is read from its fields (no lookup of the absent ``cache_write_tokens``
+    through pydantic): the same usage as the openai instrumentor's reading of any usage object,
+    whatever its details hold or lack."""
+    from litellm.types.utils import CompletionTokensDetailsWrapper, PromptTokensDetailsWrapper, Usage
+
+    from otel_sampling.instrumentation import litellm as litellm_module
+    from otel_sampling.instrumentation.openai import to_usage
+
+    plain = litellm_module._plain_usage_classes(Usage, PromptTokensDetailsWrapper, CompletionTokensDetailsWrapper)
+    assert plain  # LiteLLM's classes have no class attribute of a name the reading reads
+    usage = _litellm_usages()[index]
+    assert litellm_module._usage_of(usage, plain) == to_usage(usage)

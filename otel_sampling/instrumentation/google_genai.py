@@ -57,6 +57,7 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+import logging
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
@@ -73,7 +74,6 @@ from otel_sampling.instrumentation._provider import (
     Request,
     async_create_wrapper,
     create_wrapper,
-    guarded,
     sequence,
     server_of_url,
 )
@@ -84,12 +84,17 @@ from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import MAX_TOKEN_COUNT, Failure, Response, Usage, token_count
 
+logger = logging.getLogger(__name__)
+
 PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
 VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
 GENERATE = ":generateContent"
 STREAM_GENERATE = ":streamGenerateContent"
 _MODELS = "models/"
 _read_json = json.JSONDecoder().raw_decode  # (value, end) of the JSON text a string starts with
+# The scanner a decoder holds (C): ``(value, end)`` of the JSON value at an index, without
+# raw_decode's Python frame; StopIteration or ValueError when there is none.
+_scan_json: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
 _JSON_SPACE = " \t\n\r"  # JSON's whitespace (RFC 8259)
 #: Candidate finish reasons saying the output was blocked (``google.genai.types.FinishReason``):
 #: the call is ``refused``. A ``promptFeedback.blockReason`` (any) is too.
@@ -122,27 +127,29 @@ def _count(value: Any) -> int | None:
     return token_count(value)
 
 
+#: The ``usageMetadata`` counts that add to (or detail) the prompt's and the candidates'.
+_OTHER_COUNTS = frozenset({"thoughtsTokenCount", "toolUsePromptTokenCount", "cachedContentTokenCount"})
+
+
 def to_usage(metadata: Any) -> Usage:
     """Semantic-convention usage from a ``usageMetadata`` object (see the module docstring)."""
     if not isinstance(metadata, dict):
         return Usage()
     get = metadata.get
     prompt, candidates = get("promptTokenCount"), get("candidatesTokenCount")
+    if (  # the usual answer: plain counts of the prompt and the candidates, nothing else to add
+        type(prompt) is int
+        and type(candidates) is int
+        and 0 <= prompt <= MAX_TOKEN_COUNT
+        and 0 <= candidates <= MAX_TOKEN_COUNT
+        and _OTHER_COUNTS.isdisjoint(metadata)
+    ):
+        return Usage(prompt, candidates)
     thoughts, tool_prompt, cached = (
         get("thoughtsTokenCount"),
         get("toolUsePromptTokenCount"),
         get("cachedContentTokenCount"),
     )
-    if (  # the usual answer: plain counts of the prompt and the candidates, nothing else to add
-        type(prompt) is int
-        and type(candidates) is int
-        and thoughts is None
-        and tool_prompt is None
-        and cached is None
-        and 0 <= prompt <= MAX_TOKEN_COUNT
-        and 0 <= candidates <= MAX_TOKEN_COUNT
-    ):
-        return Usage(prompt, candidates)
     prompt, candidates, thoughts = _count(prompt), _count(candidates), _count(thoughts)
     input_tokens = None
     if prompt is not None:
@@ -178,9 +185,10 @@ def response_of(answer: Any) -> Response:
     """What a ``GenerateContentResponse`` JSON object reports (output content not read)."""
     if not isinstance(answer, dict):
         return _NOTHING
-    reasons: list[str] = []
+    get = answer.get
+    candidates, model, response_id = get("candidates"), get("modelVersion"), get("responseId")
     answered = refusal = "promptFeedback" in answer and _blocked(answer)
-    candidates = answer.get("candidates")
+    reasons: list[str] = []
     if isinstance(candidates, (list, tuple)):
         for candidate in candidates:
             if isinstance(candidate, dict):
@@ -189,13 +197,11 @@ def response_of(answer: Any) -> Response:
                 if isinstance(reason, str) and reason:
                     reasons.append(reason)
                     refusal = refusal or reason in BLOCKED
-    model = answer.get("modelVersion")
-    response_id = answer.get("responseId")
     return Response(
         model if isinstance(model, str) and model else None,
         response_id if isinstance(response_id, str) and response_id else None,
         tuple(reasons),
-        to_usage(answer.get("usageMetadata")),
+        to_usage(get("usageMetadata")),
         error_type=_error_type(answer) if "error" in answer else None,
         answered=answered,
         refusal=refusal,
@@ -468,8 +474,8 @@ def json_value(text: str) -> Any:
     value, nothing but whitespace after it) read by the C decoder alone, without ``json.loads``'
     Python frames."""
     try:
-        value, end = _read_json(text)
-    except ValueError:  # leading whitespace, or no JSON: json.loads' own answer
+        value, end = _scan_json(text, 0)
+    except (StopIteration, ValueError):  # leading whitespace, or no JSON: json.loads' own answer
         return json.loads(text)
     if end != len(text) and text[end:].strip(_JSON_SPACE):
         return json.loads(text)  # raises: extra data
@@ -647,7 +653,7 @@ class _State(ProviderState):
         body = getattr(result, "body", None)
         answer = json_value(body) if isinstance(body, str) and body else None
         response = response_of(answer)
-        if self.capture.enabled:
+        if (capture := self.capture).span or capture.event:
             response = response._replace(output=output_messages(sequence(_get(answer, "candidates"))))
         return response
 
@@ -716,7 +722,10 @@ def _build_request_wrapper(state: _State) -> Callable[..., Any]:
             carrier = None  # the current span's
         else:  # the request goes out as the SDK built it
             return request
-        guarded("add the trace context to a provider request", _add_trace_context, request, carrier)
+        try:  # the guard inline (as guarded() does it): no guard frame on every request
+            _add_trace_context(request, carrier)
+        except Exception:
+            logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
         return request
 
     return wrapper

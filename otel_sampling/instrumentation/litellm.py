@@ -96,7 +96,7 @@ from otel_sampling.instrumentation.openai_content import chat_input, chat_output
 from otel_sampling.instrumentation.streams import Accumulator
 from otel_sampling.metrics import Instruments
 from otel_sampling.rules.endings import error_type_of, failure_of
-from otel_sampling.rules.values import Failure, Response
+from otel_sampling.rules.values import Failure, Response, Usage, clean_usage
 
 #: LiteLLM provider id -> ``gen_ai.provider.name`` well-known value (GenAI semconv registry).
 PROVIDERS: Mapping[str, str] = {
@@ -134,6 +134,7 @@ MAX_RESOLUTIONS = 256
 _KEY_TYPES = (str, type(None))  # a resolution is kept for these arguments only (hashable, as LiteLLM takes them)
 _MAX_KEY_LENGTH = 1024  # ... and only when short: what is kept stays small
 _MAX_TOKENS_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+_MAX_TOKENS_NAMES = frozenset(_MAX_TOKENS_KEYS)
 #: LiteLLM's test doubles: a call given one is answered (or failed) by LiteLLM itself, nothing is sent.
 _MOCKS = frozenset({"mock_response", "mock_tool_calls", "mock_timeout"})
 
@@ -276,7 +277,53 @@ class ChatStreamAccumulator(StreamAccumulator):
         return response._replace(model=served) if served else response
 
 
-def _model_response_of(answer: Any, choice_class: Any) -> Response | None:
+#: The fields of LiteLLM's ``Usage`` and of its token details that ``to_usage`` reads (see :func:`_usage_of`).
+_USAGE_FIELDS = frozenset({"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"})
+_DETAIL_FIELDS = ("cached_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+def _plain_usage_classes(usage_class: type, prompt_details: type, completion_details: type) -> tuple[type, ...]:
+    """LiteLLM's ``Usage``, ``PromptTokensDetailsWrapper`` and ``CompletionTokensDetailsWrapper``
+    when none of them has a class attribute of a name :func:`_usage_of` reads (an attribute read
+    then finds an instance's field, or nothing); () otherwise."""
+    classes = (usage_class, prompt_details, completion_details)
+    names_read = (*_USAGE_FIELDS, *_DETAIL_FIELDS)
+    if any(hasattr(cls, name) for cls in classes for name in names_read):
+        return ()
+    return classes
+
+
+def _usage_of(usage: Any, plain: tuple[Any, ...]) -> Usage:
+    """:func:`~otel_sampling.instrumentation.openai.to_usage` of an answer's ``usage``: LiteLLM's own
+    ``Usage`` (``plain``: :func:`_plain_usage_classes`) with every field set and its details LiteLLM's
+    own (or None), none carrying ``cache_write_tokens`` or an extra field, read from their fields
+    directly, as the attribute reads of ``to_usage`` find them (without the lookup of the absent
+    ``cache_write_tokens`` in pydantic's ``__getattr__`` and its exception); any other by ``to_usage``."""
+    if plain and type(usage) is plain[0]:
+        fields = usage.__dict__
+        if fields.keys() >= _USAGE_FIELDS:
+            details: Any = fields["prompt_tokens_details"]
+            output_details: Any = fields["completion_tokens_details"]
+            if details is None:
+                cached = None
+            elif type(details) is plain[1] and not details.__pydantic_extra__:
+                detail_fields = details.__dict__
+                if "cache_write_tokens" in detail_fields or "cached_tokens" not in detail_fields:
+                    return to_usage(usage)
+                cached = detail_fields["cached_tokens"]
+            else:
+                return to_usage(usage)
+            if output_details is None:
+                reasoning = None
+            elif type(output_details) is plain[2] and "reasoning_tokens" in output_details.__dict__:
+                reasoning = output_details.__dict__["reasoning_tokens"]
+            else:
+                return to_usage(usage)
+            return clean_usage(Usage(fields["prompt_tokens"], fields["completion_tokens"], cached, None, reasoning))
+    return to_usage(usage)
+
+
+def _model_response_of(answer: Any, choice_class: Any, plain_usage: tuple[type, ...] = ()) -> Response | None:
     """What :func:`~otel_sampling.instrumentation.openai.chat_response_of` reads from a LiteLLM
     ``ModelResponse`` whose choices are all LiteLLM's ``Choices`` and which has no ``error``
     member, read from its fields directly (its ``usage`` is a pydantic extra); None for any other
@@ -301,7 +348,7 @@ def _model_response_of(answer: Any, choice_class: Any) -> Response | None:
         model if isinstance(model, str) and model else None,
         response_id if isinstance(response_id, str) else None,
         tuple(reasons),
-        to_usage(fields["usage"] if "usage" in fields else extra.get("usage")),
+        _usage_of(fields["usage"] if "usage" in fields else extra.get("usage"), plain_usage),
         answered=bool(choices),
         refusal=refusal,
     )
@@ -345,7 +392,7 @@ class _State(ProviderState):
         processes that may never use it. Its classes are read on the first call (:meth:`_classes`);
         the targets are wrapped once the host imports LiteLLM (``host_targets``)."""
         self._bound: dict[str, Any] = {}  # shared by the views (a shallow copy keeps the dict)
-        self._resolutions: dict[tuple[str, Any, Any], tuple[str, Any, Any]] = {}  # see _resolved
+        self._resolutions: dict[tuple[str, Any, Any], tuple[str, str, bool, Any]] = {}  # see _resolved
 
     def _classes(self) -> Mapping[str, Any]:
         """LiteLLM's classes: its answers, its streams, its exceptions (the openai SDK's)."""
@@ -357,7 +404,15 @@ class _State(ProviderState):
         from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
         from litellm.responses.streaming_iterator import BaseResponsesAPIStreamingIterator
         from litellm.types.llms.openai import ResponsesAPIResponse
-        from litellm.types.utils import Choices, LlmProviders, ModelResponse, ModelResponseStream
+        from litellm.types.utils import (
+            Choices,
+            CompletionTokensDetailsWrapper,
+            LlmProviders,
+            ModelResponse,
+            ModelResponseStream,
+            PromptTokensDetailsWrapper,
+        )
+        from litellm.types.utils import Usage as LiteLLMUsage
 
         bound.update(
             get_llm_provider=get_llm_provider,
@@ -367,6 +422,7 @@ class _State(ProviderState):
             chunk_class=ModelResponseStream,
             chat_class=ModelResponse,
             choice_class=Choices,
+            plain_usage=_plain_usage_classes(LiteLLMUsage, PromptTokensDetailsWrapper, CompletionTokensDetailsWrapper),
             streams=(CustomStreamWrapper, BaseResponsesAPIStreamingIterator),
             known_providers=frozenset(p.value for p in LlmProviders),
             timeout_types=(openai.APITimeoutError, self._httpx.TimeoutException),
@@ -415,8 +471,9 @@ class _State(ProviderState):
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``completion(model, messages, ...)`` / ``responses(input, model, ...)``: the model and
         provider LiteLLM resolves for it, the token limit, whether streamed, the Router's fallback."""
-        body = dict(kwargs)
+        body = kwargs  # wrapt's own dict for this call, which nothing changes: read as it is
         if args:
+            body = dict(kwargs)
             for name, value in zip(("input", "model") if self.responses else ("model", "messages"), args, strict=False):
                 body.setdefault(name, value)
         model = body.get("model")
@@ -425,13 +482,14 @@ class _State(ProviderState):
         # Most calls name none of them (asked in C); one named as None is not given.
         if not _MOCKS.isdisjoint(body) and any(body.get(key) is not None for key in _MOCKS):
             return None
-        upstream, litellm_provider, api_base = self._resolved(model, body)
-        _server.set(server_of_base(api_base, self._url_type))
+        upstream, provider, deployment, server = self._resolved(model, body)
+        _server.set(server)
         max_tokens = None
-        for key in _MAX_TOKENS_KEYS:
-            if body.get(key) is not None:
-                max_tokens = body[key]
-                break
+        if not _MAX_TOKENS_NAMES.isdisjoint(body):  # most calls name no limit (asked in C)
+            for key in _MAX_TOKENS_KEYS:
+                if body.get(key) is not None:
+                    max_tokens = body[key]
+                    break
         attributes = None
         if "reasoning_effort" in body or "reasoning" in body:
             attributes = {**reasoning_level(body, "reasoning_effort"), **reasoning_level(body, "reasoning", "effort")}
@@ -440,18 +498,19 @@ class _State(ProviderState):
             max_tokens,
             body.get("stream") is True,
             body,
-            provider_name(litellm_provider, self._classes()["known_providers"]),
+            provider,
             attributes=attributes,
-            deployment=litellm_provider in DEPLOYMENT_PROVIDERS,
+            deployment=deployment,
             client_fallback=fallback_reason(body) if "metadata" in body or "litellm_metadata" in body else None,
         )
 
-    def _resolved(self, model: str, body: Mapping[str, Any]) -> tuple[str, Any, Any]:
-        """(upstream model, LiteLLM provider id, api base) as LiteLLM resolves them; the model as
-        given and no provider when LiteLLM cannot (the call then fails in LiteLLM). A resolution is
-        kept per (model, ``custom_llm_provider``, api base) given, up to :data:`MAX_RESOLUTIONS`
-        (LiteLLM resolves from its own tables and the process environment, which a process sets
-        before its calls: reading them again on every call costs as much as the rest of our call)."""
+    def _resolved(self, model: str, body: Mapping[str, Any]) -> tuple[str, str, bool, tuple[str, int | None] | None]:
+        """(upstream model, ``gen_ai.provider.name``, whether the model names a deployment, server
+        of the api base) as LiteLLM resolves the call; the model as given and no provider when
+        LiteLLM cannot (the call then fails in LiteLLM). A resolution is kept per (model,
+        ``custom_llm_provider``, api base) given, up to :data:`MAX_RESOLUTIONS` (LiteLLM resolves
+        from its own tables and the process environment, which a process sets before its calls:
+        reading them again on every call costs as much as the rest of our call)."""
         api_base = body.get("api_base") or body.get("base_url")
         custom_llm_provider = body.get("custom_llm_provider")
         key = (model, custom_llm_provider, api_base)
@@ -462,13 +521,19 @@ class _State(ProviderState):
         )
         if keyed and (known := self._resolutions.get(key)) is not None:
             return known
+        classes = self._classes()
         try:
-            upstream, provider, _, resolved_base = self._classes()["get_llm_provider"](
+            upstream, provider, _, resolved_base = classes["get_llm_provider"](
                 model=model, custom_llm_provider=custom_llm_provider, api_base=api_base
             )
         except Exception:  # noqa: BLE001 - an unknown provider: LiteLLM itself raises for the call
-            return model, None, api_base
-        resolved = (upstream or model, provider, api_base or resolved_base)
+            return model, names.OVERFLOW_LABEL, False, server_of_base(api_base, self._url_type)
+        resolved = (
+            upstream or model,
+            provider_name(provider, classes["known_providers"]),
+            provider in DEPLOYMENT_PROVIDERS,
+            server_of_base(api_base or resolved_base, self._url_type),
+        )
         if keyed and len(self._resolutions) < MAX_RESOLUTIONS:
             self._resolutions[key] = resolved
         return resolved
@@ -511,7 +576,9 @@ class _State(ProviderState):
         (kept by LiteLLM with the answer) names the served model."""
         classes = self._classes()
         if type(result) is classes["chat_class"]:
-            response = _model_response_of(result, classes["choice_class"]) or chat_response_of(result)
+            response = _model_response_of(result, classes["choice_class"], classes["plain_usage"]) or chat_response_of(
+                result
+            )
         elif isinstance(result, classes["responses_class"]):
             response = openai_responses.response_of(result)
         else:
