@@ -57,7 +57,6 @@ from __future__ import annotations
 import copy
 import importlib
 import json
-import logging
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
@@ -74,6 +73,7 @@ from otel_sampling.instrumentation._provider import (
     Request,
     async_create_wrapper,
     create_wrapper,
+    guarded,
     sequence,
     server_of_url,
 )
@@ -83,8 +83,6 @@ from otel_sampling.metrics import Instruments
 from otel_sampling.records.call_signals import CallChecks
 from otel_sampling.rules.endings import error_type_of, failure_of
 from otel_sampling.rules.values import MAX_TOKEN_COUNT, Failure, Response, Usage, token_count
-
-logger = logging.getLogger(__name__)
 
 PROVIDER = "gcp.gemini"  # gen_ai.provider.name well-known value of the Gemini API
 VERTEX_PROVIDER = "gcp.vertex_ai"  # gen_ai.provider.name well-known value of Vertex AI
@@ -722,10 +720,7 @@ def _build_request_wrapper(state: _State) -> Callable[..., Any]:
             carrier = None  # the current span's
         else:  # the request goes out as the SDK built it
             return request
-        try:  # the guard inline (as guarded() does it): no guard frame on every request
-            _add_trace_context(request, carrier)
-        except Exception:
-            logger.debug("otel-sampling: could not add the trace context to a provider request", exc_info=True)
+        guarded("add the trace context to a provider request", _add_trace_context, request, carrier)
         return request
 
     return wrapper

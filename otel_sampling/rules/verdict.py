@@ -805,7 +805,7 @@ def policy_price(
 ) -> tuple[str | None, Quote | None]:
     """The model a call is priced at (:func:`priced_model`) and the policy table's price of it
     (:func:`policy_quote`), in one call."""
-    model = response_model or request_model or None  # priced_model's rule, without its call
+    model = priced_model(response_model, request_model)
     if not prices or not model:  # an empty table prices nothing (policy_quote)
         return model, None
     return model, policy_quote(prices, model)
