@@ -139,6 +139,23 @@ def test_the_caller_s_own_traceparent_is_kept(openai_instrumented, fake_provider
     assert headers == {"traceparent": own}
 
 
+@pytest.mark.parametrize("name", ["TraceParent", "TRACEPARENT"])
+def test_a_traceparent_the_caller_named_in_another_case_is_the_only_one_sent(openai_instrumented, fake_provider, name):
+    """Header names are case-insensitive: the caller's ``TraceParent`` (or its ``Omit()``) is the
+    caller's choice as ``traceparent`` is, on every openai major (2.x merges the call's headers over
+    the client's case-sensitively). Read on the wire, where two header lines would both go out."""
+    own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    sent: list[list[str]] = []
+    http = openai.DefaultHttpxClient(
+        event_hooks={"request": [lambda r: sent.append(r.headers.get_list("traceparent"))]}
+    )
+    c = client(fake_provider, http_client=http)
+    c.chat.completions.create(**{**CHAT, "extra_headers": {name: own}})
+    c.chat.completions.create(**{**CHAT, "extra_headers": {name: openai.Omit()}})
+    assert sent == [[own], []]
+    assert len(openai_instrumented.spans()) == 2  # still traced
+
+
 def test_a_failing_propagator_leaves_the_request_alone(openai_instrumented, fake_provider, monkeypatch, caplog):
     from opentelemetry import propagate
 

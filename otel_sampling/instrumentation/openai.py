@@ -646,7 +646,17 @@ def _add_trace_context(state: _State, client: Any, options: Any) -> None:
                 return
             break
     custom = options.headers
-    options.headers = {**carrier, **custom} if custom else carrier  # NotGiven (no headers) is falsy
+    if not custom:  # NotGiven (no headers) is falsy
+        options.headers = carrier
+        return
+    # A name the caller set in any case (Omit() included) is the caller's: openai 2.x merges the
+    # custom headers over the client's case-sensitively, so ours would go out beside it.
+    taken = {key.lower() for key in custom}
+    if not taken.isdisjoint(key.lower() for key in carrier):
+        carrier = {key: value for key, value in carrier.items() if key.lower() not in taken}
+        if not carrier:
+            return
+    options.headers = {**carrier, **custom}
 
 
 def _build_headers_wrapper(state: _State) -> Callable[..., Any]:
