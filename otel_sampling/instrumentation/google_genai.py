@@ -90,9 +90,6 @@ GENERATE = ":generateContent"
 STREAM_GENERATE = ":streamGenerateContent"
 _MODELS = "models/"
 _read_json = json.JSONDecoder().raw_decode  # (value, end) of the JSON text a string starts with
-# The scanner a decoder holds (C): ``(value, end)`` of the JSON value at an index, without
-# raw_decode's Python frame; StopIteration or ValueError when there is none.
-_scan_json: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
 _JSON_SPACE = " \t\n\r"  # JSON's whitespace (RFC 8259)
 #: Candidate finish reasons saying the output was blocked (``google.genai.types.FinishReason``):
 #: the call is ``refused``. A ``promptFeedback.blockReason`` (any) is too.
@@ -472,8 +469,8 @@ def json_value(text: str) -> Any:
     value, nothing but whitespace after it) read by the C decoder alone, without ``json.loads``'
     Python frames."""
     try:
-        value, end = _scan_json(text, 0)
-    except (StopIteration, ValueError):  # leading whitespace, or no JSON: json.loads' own answer
+        value, end = _read_json(text)
+    except ValueError:  # leading whitespace, or no JSON: json.loads' own answer
         return json.loads(text)
     if end != len(text) and text[end:].strip(_JSON_SPACE):
         return json.loads(text)  # raises: extra data

@@ -166,7 +166,7 @@ def tool_call_error(asked: Asked, call: ToolCall) -> str | None:
             value, end = _DECODER.raw_decode(arguments)
             if end != len(arguments):
                 value = json.loads(arguments)
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError):  # leading white space too: json.loads' own answer
             value = _decoded(arguments)
         if not isinstance(value, dict):
             return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
@@ -198,13 +198,9 @@ def structured_failure(asked: Asked, answer: Answer) -> tuple[bool, str | None]:
         values = [_decoded(call.arguments) for call in forced]
         schema = asked.tools.get(asked.forced_tool)
     else:
-        if answer.tool_calls:
-            for text in answer.texts:
-                if text is not None:
-                    break
-            else:
-                return False, None  # the model called a tool first: no structured answer yet
         texts = [text for text in answer.texts if text is not None]
+        if not texts and answer.tool_calls:
+            return False, None  # the model called a tool first: no structured answer yet
         if not texts:
             texts = [""]
         values = [_decoded(text) for text in texts]

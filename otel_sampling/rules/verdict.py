@@ -430,7 +430,7 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own reason (a fallback that also thinks less is both).
     """
     own: str | None = None
-    failed = call.ending.error_type is not None  # CallSummary.failed, without the property's call
+    failed = call.failed  # read once: a property
     judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     served: str | None = None
     remembered = False  # the served model's own reason (_own_reason's) remembered with its judgement
