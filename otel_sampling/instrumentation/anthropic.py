@@ -160,8 +160,11 @@ def _error_envelope(members: Mapping[str, Any]) -> str | None:
     return reported_error_type(error, (_get(error, "type"),), marked=marked)
 
 
-_MESSAGE_MEMBERS = ("model", "id", "stop_reason", "content", "usage", "error", "type")
+_MESSAGE_MEMBERS = ("model", "id", "stop_reason", "content", "usage", "type")
+_MESSAGE_FIELDS = operator.itemgetter(*_MESSAGE_MEMBERS)
+_USAGE_COUNTS = operator.itemgetter(*_USAGE_FIELDS)
 _REQUEST_MEMBERS = ("model", "max_tokens", "output_config", "thinking")  # what request_of reads of a body
+_REQUEST_FIELDS = operator.itemgetter(*_REQUEST_MEMBERS)
 
 
 def response_of(message: Any) -> Response:
@@ -174,7 +177,11 @@ def response_of(message: Any) -> Response:
     members = getattr(message, "__dict__", None)
     if type(members) is not dict or getattr(message, "__pydantic_extra__", None):
         members = _members(message)
-    model, response_id, stop_reason, blocks, usage, error, kind = map(members.get, _MESSAGE_MEMBERS)
+    try:  # the members a Message always has (the SDK sets every field it declares), in one C call
+        model, response_id, stop_reason, blocks, usage, kind = _MESSAGE_FIELDS(members)
+    except KeyError:  # a body the SDK built without one (it does not validate answers)
+        model, response_id, stop_reason, blocks, usage, kind = map(members.get, _MESSAGE_MEMBERS)
+    error = members.get("error")
     fields = getattr(usage, "__dict__", None)
     usage = fields if type(fields) is dict and not getattr(usage, "__pydantic_extra__", None) else _members(usage)
     content = blocks if isinstance(blocks, (list, tuple)) else None
@@ -184,29 +191,42 @@ def response_of(message: Any) -> Response:
             if getattr(block, "type", None) == "fallback":
                 fallback = True
                 break
-    counts: tuple[Any, ...] = tuple(map(usage.get, _USAGE_FIELDS))
-    base, output, read, creation = counts
+    try:  # the SDK's Usage sets all four
+        base, output, read, creation = _USAGE_COUNTS(usage)
+    except KeyError:
+        base, output, read, creation = map(usage.get, _USAGE_FIELDS)
     # Four plain ints, none negative, output and the summed input in range, no thinking tokens: the
     # common case, summed here (_counts reads the rest). Each input count is within the sum's range.
     if (
-        set(map(type, counts)) == _INT_ONLY
-        and min(counts) >= 0
-        and output <= MAX_TOKEN_COUNT
+        type(base) is int
+        and type(output) is int
+        and type(read) is int
+        and type(creation) is int
+        and base >= 0
+        and read >= 0
+        and creation >= 0
+        and 0 <= output <= MAX_TOKEN_COUNT
         and (total := base + read + creation) <= MAX_TOKEN_COUNT
         and usage.get("output_tokens_details") is None
     ):
-        read_usage = Usage(total, output, read, creation)
+        read_usage = Usage._make((total, output, read, creation, None))
     else:
         read_usage = _usage(*_counts(usage))
-    return Response(
-        model if isinstance(model, str) and model else None,
-        response_id if isinstance(response_id, str) and response_id else None,
-        (stop_reason,) if isinstance(stop_reason, str) and stop_reason else (),
-        read_usage,
-        fallback,
-        # Every successful answer has no error member and a type that is not "error".
-        error_type=None if error is None and kind != "error" else _error_envelope(members),
-        answered=content is not None,
+    # _make: a namedtuple built from one tuple of its fields, in order, skips the keyword binding of
+    # its __new__ (about 2k instructions); it checks their number.
+    return Response._make(
+        (
+            model if isinstance(model, str) and model else None,
+            response_id if isinstance(response_id, str) and response_id else None,
+            (stop_reason,) if isinstance(stop_reason, str) and stop_reason else (),
+            read_usage,
+            fallback,
+            None,  # output: content capture fills it (ProviderState.parsed)
+            # Every successful answer has no error member and a type that is not "error".
+            None if error is None and kind != "error" else _error_envelope(members),
+            content is not None,  # answered
+            False,  # refusal: anthropic's come as a stop reason
+        )
     )
 
 
@@ -377,7 +397,10 @@ class _State(ProviderState):
                 if module.startswith(prefix):
                     provider = name
                     break
-        model, max_tokens, config, thinking = map(body.get, _REQUEST_MEMBERS)
+        try:  # the SDK's Messages body holds them all (one left out as its omit sentinel), in one C call
+            model, max_tokens, config, thinking = _REQUEST_FIELDS(body)
+        except KeyError:
+            model, max_tokens, config, thinking = map(body.get, _REQUEST_MEMBERS)
         # Left out (the SDK's omit sentinel, the common case): no effort level to read; with thinking
         # left out too, the effort is 0 (effort_of).
         left_out = self.left_out_types
@@ -390,15 +413,18 @@ class _State(ProviderState):
             effort = effort_of(thinking, level.get(names.GEN_AI_REQUEST_REASONING_LEVEL) if level else None)
         # A platform's model id (Bedrock ``anthropic.claude-...-v1:0`` or an inference profile, Vertex
         # ``claude-...@version``) is not the name the answer reports: not compared with the served model.
-        return Request(
-            model,
-            max_tokens,
-            kwargs.get("stream") is True,
-            body,
-            provider,
-            attributes=level or None,
-            deployment=provider is not None,
-            effort=effort,
+        return Request._make(  # in its field order (_make: see response_of)
+            (
+                model,
+                max_tokens,
+                kwargs.get("stream") is True,
+                body,
+                provider,
+                level or None,  # attributes
+                provider is not None,  # deployment
+                None,  # client_fallback
+                effort,
+            )
         )
 
     def input_content(self, body: Any) -> Content:
