@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import itertools
 import json
 import logging
 import operator
@@ -477,24 +476,20 @@ def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: d
         client_fallback=client_fallback,
         effort=effort,
     )
-    keys = state.ask_keys
-    # Keys present (anthropic's body holds all of them, most as its omit sentinel) and one of them a
-    # list or dict, asked in C (no Python frame per key), before the full check.
-    if not keys.isdisjoint(body) and any(map(isinstance, map(body.get, keys), _CONTAINERS)) and _asks(keys, body):
+    if _asks(state.ask_keys, body):
         call.checks = guarded("read what a provider call asked for", state.checks_of, body)
     call.handles_upstream = state.handles_upstream
     call.activate()
     return call
 
 
-_CONTAINERS = itertools.repeat((list, dict))  # isinstance's second argument, for map() (never exhausted)
-
-
 def _asks(keys: frozenset[str], body: Mapping[str, Any]) -> bool:
     """Whether ``body`` gives one of ``keys`` a JSON object or array that is not empty: a body may
     carry an argument the caller left out as the SDK's sentinel (anthropic's ``omit``) or as an
     empty object (google-genai's ``generationConfig``), so a key alone says nothing."""
-    for key in keys:  # a loop, not any(): no generator on every anthropic call
+    # A loop, truthiness first: anthropic's body holds every key, most as its omit sentinel (false),
+    # which an isinstance() check reads the __class__ of; map()s in C cost more here.
+    for key in keys:
         value = body.get(key)
         if value and isinstance(value, (list, dict)):
             return True
