@@ -442,13 +442,7 @@ def server_of_url(url: Any) -> tuple[str, int | None] | None:
 
 def _start(state: ProviderState, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProviderCall | None:
     """The started, active call; None for a call we do not trace. The server and the input content
-    are extras: when reading them fails (logged), the call is traced without them.
-
-    A call made while another provider call of ours is being sent (a client library that calls a
-    provider SDK underneath: LiteLLM's openai provider calls the openai SDK) is that call's upstream
-    request: the outer call owns its span, so it is not traced again."""
-    if _state.current_call.get() is not None:
-        return None
+    are extras: when reading them fails (logged), the call is traced without them."""
     request = state.request_of(instance, args, kwargs)
     if request is None:
         return None
@@ -557,7 +551,9 @@ def _proxy_or_end(state: ProviderState, call: ProviderCall, result: Any, direct:
         if issubclass(kind, state.raw_response_classes):
             _raw(state, call, result)
             return result
-    if issubclass(kind, state.response_class):  # the common case: a parsed answer
+    # The common case: a parsed answer of the response class itself, found without issubclass() (the
+    # SDKs' models' metaclass is an ABCMeta: a Python-level check).
+    if kind in state.response_class or issubclass(kind, state.response_class):
         if call.checks is not None:
             guarded("read a provider answer's tool calls", _read_answer, call.checks, result)
         call.end(state.parsed(result))
@@ -648,7 +644,10 @@ def create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for a synchronous call (``create``, or the SDK's ``request``)."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not instrumentation_enabled():
+        # A call made while another provider call of ours is being sent (a client library that calls
+        # a provider SDK underneath: LiteLLM's openai provider calls the openai SDK) is that call's
+        # upstream request: the outer call owns its span, so it is not traced again.
+        if not instrumentation_enabled() or _state.current_call.get() is not None:
             return wrapped(*args, **kwargs)
         call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
@@ -682,7 +681,10 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for an ``async def`` call (``create``, or the SDK's ``request``)."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not instrumentation_enabled():
+        # A call made while another provider call of ours is being sent (a client library that calls
+        # a provider SDK underneath: LiteLLM's openai provider calls the openai SDK) is that call's
+        # upstream request: the outer call owns its span, so it is not traced again.
+        if not instrumentation_enabled() or _state.current_call.get() is not None:
             return await wrapped(*args, **kwargs)
         call = guarded("start a provider call", _start, state, instance, args, kwargs)
         if call is None:
