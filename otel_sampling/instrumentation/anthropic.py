@@ -105,11 +105,20 @@ _NO_MEMBERS: dict[str, Any] = {}  # never written
 def _counts(usage: Mapping[str, Any]) -> tuple[int | None, int | None, int | None, int | None, int | None]:
     """The token counts among ``usage``'s members (:func:`_members`), in :data:`_USAGE_FIELDS` order
     then the thinking tokens: each a :func:`~otel_sampling.rules.values.token_count` or None."""
-    counts: tuple[Any, ...] = tuple(map(usage.get, _USAGE_FIELDS))
-    # Four plain ints in range, the common case, in one test; else each read on its own.
-    if not (set(map(type, counts)) == _INT_ONLY and min(counts) >= 0 and max(counts) <= MAX_TOKEN_COUNT):
-        counts = tuple(map(token_count, counts))
-    base, output, read, creation = counts
+    base, output, read, creation = map(usage.get, _USAGE_FIELDS)
+    # Four plain ints in range, the common case, tested one by one (cheaper than a set of their
+    # types); else each read on its own.
+    if not (
+        type(base) is int
+        and type(output) is int
+        and type(read) is int
+        and type(creation) is int
+        and 0 <= base <= MAX_TOKEN_COUNT
+        and 0 <= output <= MAX_TOKEN_COUNT
+        and 0 <= read <= MAX_TOKEN_COUNT
+        and 0 <= creation <= MAX_TOKEN_COUNT
+    ):
+        base, output, read, creation = map(token_count, (base, output, read, creation))
     # usage.output_tokens_details.thinking_tokens (the SDK's BetaOutputTokensDetails; an extra
     # field, a dict, on the non-beta models): reasoning, already inside output_tokens.
     details = usage.get("output_tokens_details")
@@ -119,9 +128,6 @@ def _counts(usage: Mapping[str, Any]) -> tuple[int | None, int | None, int | Non
             details.get(_THINKING) if isinstance(details, dict) else getattr(details, _THINKING, None)
         )
     return base, output, read, creation, thinking
-
-
-_INT_ONLY = {int}
 
 
 def _usage_fields(usage: Mapping[str, Any], into: dict[str, int]) -> None:
