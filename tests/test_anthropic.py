@@ -366,3 +366,22 @@ def test_a_call_without_a_finish_reason_reports_error_in_its_place(anthropic_ins
     assert failed.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
     assert left.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
     assert completed.attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
+
+
+def test_a_message_built_without_some_members_reads_them_as_absent():
+    """The SDK builds an answer without validating it: a body that lacks a member a Message declares
+    (here ``usage``, and ``model`` given as a number) is read as reporting none of it, as a complete
+    one is read field by field."""
+    from anthropic._models import construct_type
+
+    from otel_sampling.instrumentation.anthropic import response_of
+    from otel_sampling.rules.values import Response, Usage
+
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "model": 7, "content": [], "stop_reason": "end_turn"}
+    message = construct_type(type_=anthropic.types.Message, value=body)
+    assert response_of(message) == Response(None, "msg_1", ("end_turn",), Usage(), answered=True)
+    complete = construct_type(
+        type_=anthropic.types.Message,
+        value={**body, "model": "claude-x", "usage": {"input_tokens": 3, "output_tokens": 2}},
+    )
+    assert response_of(complete) == Response("claude-x", "msg_1", ("end_turn",), Usage(3, 2), answered=True)
