@@ -438,7 +438,7 @@ class _State(ProviderState):
 
     @property
     def response_class(self) -> tuple[type, ...]:  # type: ignore[override]
-        classes: tuple[type, ...] = self._classes()["response_class"]
+        classes: tuple[type, ...] = (self._bound or self._classes())["response_class"]
         return classes
 
     raw_response_classes: tuple[type, ...] = ()
@@ -514,13 +514,10 @@ class _State(ProviderState):
         api_base = body.get("api_base") or body.get("base_url")
         custom_llm_provider = body.get("custom_llm_provider")
         key = (model, custom_llm_provider, api_base)
-        keyed = (
-            type(custom_llm_provider) in _KEY_TYPES
-            and type(api_base) in _KEY_TYPES
-            and len(model) + len(custom_llm_provider or "") + len(api_base or "") <= _MAX_KEY_LENGTH
-        )
-        if keyed and (known := self._resolutions.get(key)) is not None:
+        keyed = type(custom_llm_provider) in _KEY_TYPES and type(api_base) in _KEY_TYPES
+        if keyed and (known := self._resolutions.get(key)) is not None:  # only short keys are kept
             return known
+        keyed = keyed and len(model) + len(custom_llm_provider or "") + len(api_base or "") <= _MAX_KEY_LENGTH
         classes = self._classes()
         try:
             upstream, provider, _, resolved_base = classes["get_llm_provider"](
@@ -574,7 +571,7 @@ class _State(ProviderState):
     def response_of(self, result: Any) -> Response:
         """What a ``ModelResponse`` or a Responses answer reports; a gateway's served-model header
         (kept by LiteLLM with the answer) names the served model."""
-        classes = self._classes()
+        classes = self._bound or self._classes()
         if type(result) is classes["chat_class"]:
             response = _model_response_of(result, classes["choice_class"], classes["plain_usage"]) or chat_response_of(
                 result
