@@ -200,7 +200,7 @@ def gateway_model(hidden: Any, header_keys: tuple[str, ...]) -> str | None:
     """The model the first of ``header_keys`` (:func:`provider_header_keys` of
     ``OTEL_SAMPLING_SERVED_MODEL_HEADERS``) names in the provider's response headers LiteLLM keeps
     in an answer's or a chunk's ``_hidden_params["additional_headers"]``, or None."""
-    headers = hidden.get("additional_headers") if header_keys and isinstance(hidden, dict) else None
+    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
     if type(headers) is dict:  # LiteLLM's own: none of the keys, the usual answer, asked in C
         if headers.keys().isdisjoint(header_keys):
             return None
@@ -342,7 +342,8 @@ def _model_response_of(answer: Any, choice_class: Any, plain_usage: tuple[type, 
         if isinstance(reason, str):
             reasons.append(reason)
         message_refusal = getattr(choice.message, "refusal", None)
-        refusal = refusal or (isinstance(message_refusal, str) and bool(message_refusal))
+        if isinstance(message_refusal, str) and message_refusal:
+            refusal = True
     model, response_id = fields.get("model"), fields.get("id")
     return Response(
         model if isinstance(model, str) and model else None,
