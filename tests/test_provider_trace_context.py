@@ -129,6 +129,21 @@ def test_a_traceparent_among_the_client_s_default_headers_is_kept(openai_instrum
     assert [h["traceparent"] for h in sent_headers(fake_provider)] == [own]
 
 
+def test_clients_called_in_turn_each_keep_their_own_default_headers(openai_instrumented, fake_provider):
+    """What a client sends on every request is the client's own: calls through two clients in turn,
+    one naming a ``traceparent`` among its default headers, send that one through it and ours
+    through the other."""
+    fake_provider.reset()
+    own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    naming, plain = client(fake_provider, default_headers={"TraceParent": own}), client(fake_provider)
+    for each in (naming, plain, naming, plain):
+        each.chat.completions.create(**CHAT)
+    chats = [s for s in openai_instrumented.spans() if s.name.startswith("chat ")]
+    sent = [h["traceparent"] for h in sent_headers(fake_provider)]
+    assert sent[0::2] == [own, own]
+    assert sent[1::2] == [traceparent_of(chats[1]), traceparent_of(chats[3])]
+
+
 def test_the_caller_s_own_traceparent_is_kept(openai_instrumented, fake_provider):
     """A header the caller set on the call is the caller's choice: not replaced."""
     fake_provider.reset()

@@ -200,7 +200,7 @@ def gateway_model(hidden: Any, header_keys: tuple[str, ...]) -> str | None:
     """The model the first of ``header_keys`` (:func:`provider_header_keys` of
     ``OTEL_SAMPLING_SERVED_MODEL_HEADERS``) names in the provider's response headers LiteLLM keeps
     in an answer's or a chunk's ``_hidden_params["additional_headers"]``, or None."""
-    headers = hidden.get("additional_headers") if header_keys and isinstance(hidden, dict) else None
+    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
     if type(headers) is dict:  # LiteLLM's own: none of the keys, the usual answer, asked in C
         if headers.keys().isdisjoint(header_keys):
             return None
@@ -342,7 +342,8 @@ def _model_response_of(answer: Any, choice_class: Any, plain_usage: tuple[type, 
         if isinstance(reason, str):
             reasons.append(reason)
         message_refusal = getattr(choice.message, "refusal", None)
-        refusal = refusal or (isinstance(message_refusal, str) and bool(message_refusal))
+        if isinstance(message_refusal, str) and message_refusal:
+            refusal = True
     model, response_id = fields.get("model"), fields.get("id")
     return Response(
         model if isinstance(model, str) and model else None,
@@ -438,7 +439,7 @@ class _State(ProviderState):
 
     @property
     def response_class(self) -> tuple[type, ...]:  # type: ignore[override]
-        classes: tuple[type, ...] = self._classes()["response_class"]
+        classes: tuple[type, ...] = (self._bound or self._classes())["response_class"]
         return classes
 
     raw_response_classes: tuple[type, ...] = ()
@@ -514,13 +515,10 @@ class _State(ProviderState):
         api_base = body.get("api_base") or body.get("base_url")
         custom_llm_provider = body.get("custom_llm_provider")
         key = (model, custom_llm_provider, api_base)
-        keyed = (
-            type(custom_llm_provider) in _KEY_TYPES
-            and type(api_base) in _KEY_TYPES
-            and len(model) + len(custom_llm_provider or "") + len(api_base or "") <= _MAX_KEY_LENGTH
-        )
-        if keyed and (known := self._resolutions.get(key)) is not None:
+        keyed = type(custom_llm_provider) in _KEY_TYPES and type(api_base) in _KEY_TYPES
+        if keyed and (known := self._resolutions.get(key)) is not None:  # only short keys are kept
             return known
+        keyed = keyed and len(model) + len(custom_llm_provider or "") + len(api_base or "") <= _MAX_KEY_LENGTH
         classes = self._classes()
         try:
             upstream, provider, _, resolved_base = classes["get_llm_provider"](
@@ -574,7 +572,7 @@ class _State(ProviderState):
     def response_of(self, result: Any) -> Response:
         """What a ``ModelResponse`` or a Responses answer reports; a gateway's served-model header
         (kept by LiteLLM with the answer) names the served model."""
-        classes = self._classes()
+        classes = self._bound or self._classes()
         if type(result) is classes["chat_class"]:
             response = _model_response_of(result, classes["choice_class"], classes["plain_usage"]) or chat_response_of(
                 result

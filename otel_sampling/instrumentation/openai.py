@@ -85,13 +85,18 @@ AZURE_PROVIDER = "azure.ai.openai"  # gen_ai.provider.name well-known value of t
 CHAT_PATH = "/chat/completions"
 RESPONSES_PATH = "/responses"
 # The span attributes (openai.api.type, GenAI semconv for openai; built once, read-only) and the
-# token-limit keys, first found wins, per endpoint.
-_APIS = {
-    CHAT_PATH: (
+# token-limit keys, first found wins (and as a set), per (method, path) of an inference endpoint.
+_APIS: dict[tuple[object, object], tuple[dict[str, str], tuple[str, ...], frozenset[str]]] = {
+    ("post", CHAT_PATH): (
         {names.OPENAI_API_TYPE: names.OPENAI_API_TYPE_CHAT_COMPLETIONS},
         ("max_completion_tokens", "max_tokens"),
+        frozenset({"max_completion_tokens", "max_tokens"}),
     ),
-    RESPONSES_PATH: ({names.OPENAI_API_TYPE: names.OPENAI_API_TYPE_RESPONSES}, ("max_output_tokens",)),
+    ("post", RESPONSES_PATH): (
+        {names.OPENAI_API_TYPE: names.OPENAI_API_TYPE_RESPONSES},
+        ("max_output_tokens",),
+        frozenset({"max_output_tokens"}),
+    ),
 }
 
 
@@ -129,149 +134,90 @@ def chat_response_of(completion: Any) -> Response:
 
 class _ChatModels(NamedTuple):
     """The SDK's Chat Completions models, whose exact instances are read by plain attribute reads
-    (:func:`_sdk_chat_response`): the SDK builds them with every declared field set, so that
-    reading one never goes through pydantic's ``__getattr__``."""
+    (:meth:`_State.response_of`): the SDK builds them with every declared field set, so that
+    reading one never goes through pydantic's ``__getattr__``. A field the SDK types as a model
+    holds that model or, since it does not validate answers, the JSON value that came (a dict, a
+    list, a string, a number, null), none of which has an attribute of the names read here: the
+    plain reads of a field's members raise ``AttributeError`` for those, and the tolerant read
+    takes the answer then."""
 
     completion: type[Any]
-    choice: type[Any]
-    message: type[Any]
     usage: type[Any]
-    input_details: type[Any]
-    output_details: type[Any]
     chunk: type[Any]
     chunk_choice: type[Any]
-    function_call: type[Any]  # ChatCompletionMessageFunctionToolCall
-    function: type[Any]  # its ``function``
     declares_cache_writes: bool  # PromptTokensDetails.cache_write_tokens, declared in later releases
 
     @classmethod
     def of_sdk(cls) -> _ChatModels:
         from openai.types import completion_usage
-        from openai.types.chat import (
-            chat_completion,
-            chat_completion_chunk,
-            chat_completion_message,
-            chat_completion_message_function_tool_call,
-        )
+        from openai.types.chat import chat_completion, chat_completion_chunk
 
         return cls(
             chat_completion.ChatCompletion,
-            chat_completion.Choice,
-            chat_completion_message.ChatCompletionMessage,
             completion_usage.CompletionUsage,
-            completion_usage.PromptTokensDetails,
-            completion_usage.CompletionTokensDetails,
             chat_completion_chunk.ChatCompletionChunk,
             chat_completion_chunk.Choice,
-            chat_completion_message_function_tool_call.ChatCompletionMessageFunctionToolCall,
-            chat_completion_message_function_tool_call.Function,
             "cache_write_tokens" in completion_usage.PromptTokensDetails.model_fields,
         )
 
 
 def _sdk_usage(usage: Any, models: _ChatModels) -> Usage | None:
-    """:func:`to_usage` of a ``CompletionUsage`` the SDK built (details None or the SDK's); None:
+    """:func:`to_usage` of a ``CompletionUsage`` the SDK built (see :class:`_ChatModels`); None:
     another shape, for :func:`to_usage`. ``cache_write_tokens`` is read as a member where the SDK
     does not declare it (it keeps it among the pydantic extras)."""
-    if usage is None:
-        return Usage()
     if type(usage) is not models.usage:
-        return None
+        return Usage() if usage is None else None
     details, output_details = usage.prompt_tokens_details, usage.completion_tokens_details
     cached = written = reasoning = None
-    if details is not None:
-        if type(details) is not models.input_details:
-            return None
-        written = details.cache_write_tokens if models.declares_cache_writes else member(details, "cache_write_tokens")
-        cached = details.cached_tokens
-    if output_details is not None:
-        if type(output_details) is not models.output_details:
-            return None
-        reasoning = output_details.reasoning_tokens
+    try:
+        if details is not None:
+            cached = details.cached_tokens
+            written = (
+                details.cache_write_tokens if models.declares_cache_writes else member(details, "cache_write_tokens")
+            )
+        if output_details is not None:
+            reasoning = output_details.reasoning_tokens
+    except AttributeError:  # details that came as another JSON value
+        return None
     # Each a token count or None (clean_usage: token_count of each, checked at once)
     return clean_usage(Usage(usage.prompt_tokens, usage.completion_tokens, cached, written, reasoning))
 
 
-def _sdk_chat_response(completion: Any, models: _ChatModels) -> Response | None:
-    """What :func:`chat_response_of` reads, from a ``ChatCompletion`` built of the SDK's own models
-    throughout and without an undeclared member (an ``error`` among them); None: another shape,
-    for :func:`chat_response_of`. (The SDK does not validate answers: a field may hold any JSON
-    value, which a type check here sends to the tolerant read.)"""
-    if completion.__pydantic_extra__:
-        return None
-    choices = completion.choices
-    if type(choices) is not list:
-        return None
-    reasons = []
-    refusal = False
-    for choice in choices:
-        if type(choice) is not models.choice:
-            return None
-        message = choice.message
-        if type(message) is not models.message:
-            return None
-        if type(reason := choice.finish_reason) is str:
-            reasons.append(reason)
-        if type(said := message.refusal) is str and said:
-            refusal = True
-    usage = _sdk_usage(completion.usage, models)
-    if usage is None:
-        return None
-    model, response_id = completion.model, completion.id
-    return Response(
-        model if type(model) is str and model else None,
-        response_id if type(response_id) is str else None,
-        tuple(reasons),
-        usage,
-        answered=bool(choices),
-        refusal=refusal,
-    )
-
-
-def _sdk_chat_answer(completion: Any, models: _ChatModels) -> Answer | None:
-    """What :func:`~otel_sampling.instrumentation.call_answers.chat_answer` reads (each choice's
-    text, its function tool calls' names and arguments), from a ``ChatCompletion`` built of the
-    SDK's own models throughout, function tool calls only (read as plain attributes: the SDK sets
-    every declared member); None: another shape (a custom tool call, ``parse()``'s subclasses, a
-    member holding another JSON value), for the tolerant read."""
-    if type(completion) is not models.completion:
-        return None
-    choices = completion.choices
-    if type(choices) is not list:
-        return None
-    calls: list[ToolCall] = []
-    texts: list[str | None] = []
-    for choice in choices[: call_answers.MAX_TEXTS]:
-        if type(choice) is not models.choice or type(message := choice.message) is not models.message:
-            return None
-        texts.append(text if isinstance(text := message.content, str) else None)
-        tool_calls = message.tool_calls
-        if tool_calls is None:
-            continue
-        if type(tool_calls) is not list:
-            return None
-        for call in tool_calls:
-            if type(call) is not models.function_call or call.type == "custom":
-                return None
-            function = call.function
-            if type(function) is not models.function:
-                return None
-            if len(calls) < call_answers.MAX_TOOL_CALLS:
-                calls.append(ToolCall(function.name, function.arguments))
-    return Answer(tuple(calls), tuple(texts))
-
-
 class _ChatAnswers(call_answers.OpenAIAnswers):
-    """Chat Completions answers (:class:`~otel_sampling.instrumentation.call_answers.OpenAIAnswers`),
-    a ``ChatCompletion`` of the SDK's own models read by :func:`_sdk_chat_answer`."""
+    """Chat Completions answers (:class:`~otel_sampling.instrumentation.call_answers.OpenAIAnswers`)."""
 
     def __init__(self, models: _ChatModels) -> None:
         super().__init__(responses=False)
         self._models = models
 
     def of(self, result: Any) -> Answer:
-        answer = _sdk_chat_answer(result, self._models)
-        return call_answers.chat_answer(result) if answer is None else answer
+        """What :func:`~otel_sampling.instrumentation.call_answers.chat_answer` reads (each choice's
+        text, its function tool calls' names and arguments), from a ``ChatCompletion`` (the SDK's
+        own class, not ``parse()``'s subclass) read as plain attributes (:class:`_ChatModels`),
+        function tool calls only; another shape (a custom tool call, a member holding another JSON
+        value) by ``chat_answer``, the tolerant read."""
+        if type(result) is not self._models.completion or type(choices := result.choices) is not list:
+            return call_answers.chat_answer(result)
+        calls: list[ToolCall] = []
+        texts: list[str | None] = []
+        try:
+            for choice in choices[: call_answers.MAX_TEXTS]:
+                message = choice.message
+                texts.append(text if isinstance(text := message.content, str) else None)
+                tool_calls = message.tool_calls
+                if tool_calls is None:
+                    continue
+                if type(tool_calls) is not list:
+                    return call_answers.chat_answer(result)
+                for call in tool_calls:
+                    if call.type == "custom":  # free text input, read by its name only
+                        return call_answers.chat_answer(result)
+                    function = call.function
+                    if len(calls) < call_answers.MAX_TOOL_CALLS:
+                        calls.append(ToolCall(function.name, function.arguments))
+        except AttributeError:  # a member that came as another JSON value
+            return call_answers.chat_answer(result)
+        return Answer(tuple(calls), tuple(texts))
 
 
 def _index_of(choice: Any) -> int:
@@ -513,6 +459,8 @@ class _State(ProviderState):
         self.propagates_per_attempt, self.propagates = self.propagates, False
         # client -> the lower-cased names of the headers it sends on every request (:func:`_add_trace_context`)
         self.client_headers: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+        # ... and the last client's, without a weak reference made per call
+        self.last_client_headers: tuple[Callable[[], object], frozenset[str]] = (_no_client, frozenset())
         self._responses_class = self.response_class[1]  # extra_response_types[0]
         self._chat_models = _ChatModels.of_sdk()
         self._chat_answers = _ChatAnswers(self._chat_models)
@@ -521,17 +469,42 @@ class _State(ProviderState):
         from openai.lib.azure import BaseAzureClient
 
         self.omit_type = Omit
-        self._options_type = FinalRequestOptions
+        self.options_type = FinalRequestOptions
 
         self._azure_client = BaseAzureClient
 
     def response_of(self, result: Any) -> Response:
         """What a parsed ``ChatCompletion`` or Responses ``Response`` reports (``parse()`` results
-        subclass them)."""
-        if type(result) is self._chat_models.completion:
-            response = _sdk_chat_response(result, self._chat_models)
-            if response is not None:
-                return response
+        subclass them). A ``ChatCompletion`` of the SDK's own class (not a subclass) whose choices
+        and messages came as JSON objects (:class:`_ChatModels`), without an undeclared member (an
+        ``error`` among them), is read as plain attributes; any other by :func:`chat_response_of`."""
+        models = self._chat_models
+        if (
+            type(result) is models.completion
+            and not result.__pydantic_extra__
+            and type(choices := result.choices) is list
+        ):
+            reasons = []
+            refusal = False
+            try:
+                for choice in choices:
+                    if type(reason := choice.finish_reason) is str:
+                        reasons.append(reason)
+                    if type(said := choice.message.refusal) is str and said:
+                        refusal = True
+                usage = _sdk_usage(result.usage, models)
+            except AttributeError:  # a choice or a message that came as another JSON value
+                usage = None
+            if usage is not None:
+                model, response_id = result.model, result.id
+                return Response(
+                    model if type(model) is str and model else None,
+                    response_id if type(response_id) is str else None,
+                    tuple(reasons),
+                    usage,
+                    answered=bool(choices),
+                    refusal=refusal,
+                )
         if isinstance(result, self._responses_class):
             return openai_responses.response_of(result)
         return chat_response_of(result)
@@ -544,25 +517,32 @@ class _State(ProviderState):
 
     def request_of(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request | None:
         """``request(cast_to, options, *, stream, stream_cls)``: a ``POST`` to an inference endpoint, or None."""
-        options = args[1] if len(args) > 1 else kwargs.get("options")
+        try:
+            options = args[1]
+        except IndexError:  # given by keyword
+            options = kwargs.get("options")
         # The SDK's own options with a JSON object body and no extra_body (the usual call) are read
         # as plain attributes; anything else as request_options() reads it.
         url: object
         method: object
-        if type(options) is self._options_type and type(body := options.json_data) is dict and not options.extra_json:
+        if type(options) is self.options_type and type(body := options.json_data) is dict and not options.extra_json:
             url, method = options.url, options.method
         else:
             options, body = request_options(args, kwargs)
             url, method = getattr(options, "url", None), getattr(options, "method", None)
-        api = _APIS.get(url) if isinstance(url, str) and method == "post" else None
+        try:
+            api = _APIS.get((method, url))
+        except TypeError:  # an unhashable method or url: no SDK request of ours
+            api = None
         if api is None or not body:
             return None
-        attributes, max_tokens_keys = api
+        attributes, max_tokens_keys, any_max_tokens_key = api
         max_tokens = None
-        for key in max_tokens_keys:
-            if key in body:
-                max_tokens = body[key]
-                break
+        if not any_max_tokens_key.isdisjoint(body):  # asked in C: many requests set no limit
+            for key in max_tokens_keys:
+                if key in body:
+                    max_tokens = body[key]
+                    break
         # Chat Completions' reasoning_effort, the Responses API's reasoning.effort (most requests set
         # neither: the endpoint's own read-only attributes then)
         if "reasoning_effort" in body or "reasoning" in body:
@@ -571,17 +551,12 @@ class _State(ProviderState):
                 **reasoning_level(body, "reasoning_effort"),
                 **reasoning_level(body, "reasoning", "effort"),
             }
-        # Azure OpenAI: ``model`` is the caller's deployment name, which says nothing of the model served.
-        azure = isinstance(instance, self._azure_client)
-        return Request(
-            body.get("model"),
-            max_tokens,
-            body.get("stream") is True,
-            body,
-            provider=AZURE_PROVIDER if azure else None,
-            attributes=attributes,
-            deployment=azure,
-        )
+        if isinstance(instance, self._azure_client):
+            # Azure OpenAI: ``model`` is the caller's deployment name, which says nothing of the model served.
+            return Request(
+                body.get("model"), max_tokens, body.get("stream") is True, body, AZURE_PROVIDER, attributes, True
+            )
+        return Request(body.get("model"), max_tokens, body.get("stream") is True, body, attributes=attributes)
 
     ask_keys = call_answers.OPENAI_KEYS
 
@@ -615,6 +590,13 @@ def _end_left(state: ProviderState, helper_stream: Any) -> None:
 _stream_close_wrapper, _stream_aclose_wrapper = finally_wrappers("end an openai stream's span", _end_left)
 
 
+_NO_CLIENT = object()
+
+
+def _no_client() -> object:
+    return _NO_CLIENT  # no client is this one
+
+
 def _client_header_names(client: Any, omit: type) -> frozenset[str]:
     """The lower-cased names of the headers a client sends on every request (its ``default_headers``,
     the caller's among them; one it leaves out with the SDK's ``omit`` type it does not send)."""
@@ -633,21 +615,29 @@ def _add_trace_context(state: _State, client: Any, options: Any) -> None:
     propagate.inject(carrier)
     if not carrier:
         return
-    try:
-        named = state.client_headers.get(client)
-        if named is None:
-            named = state.client_headers[client] = _client_header_names(client, state.omit_type)
-    except TypeError:  # a client that cannot be a key (a subclass with __eq__ and no __hash__): read each time
-        named = _client_header_names(client, state.omit_type)
-    for key in carrier:
-        if key.lower() in named:
-            carrier = {key: value for key, value in carrier.items() if key.lower() not in named}
-            if not carrier:
-                return
-            break
+    last_client, named = state.last_client_headers  # most processes call through one client
+    if last_client() is not client:
+        try:
+            known = state.client_headers.get(client)
+            if known is None:
+                known = state.client_headers[client] = _client_header_names(client, state.omit_type)
+            named = known
+            state.last_client_headers = (weakref.ref(client), named)
+        except TypeError:  # a client that cannot be a key (a subclass with __eq__ and no __hash__): read each time
+            named = _client_header_names(client, state.omit_type)
+    if not named.isdisjoint(map(str.lower, carrier)):
+        carrier = {key: value for key, value in carrier.items() if key.lower() not in named}
+        if not carrier:
+            return
     custom = options.headers
     if not custom:  # NotGiven (no headers) is falsy
-        options.headers = carrier
+        if type(options) is state.options_type:
+            # The SDK's own options: a pydantic model keeps its fields in its instance dict, where
+            # an assignment puts them through pydantic's Python-level __setattr__ (no validation on
+            # these options); the SDK reads this attempt's copy for its headers only.
+            options.__dict__["headers"] = carrier
+        else:
+            options.headers = carrier
         return
     # A name the caller set in any case (Omit() included) is the caller's: openai 2.x merges the
     # custom headers over the client's case-sensitively, so ours would go out beside it.
