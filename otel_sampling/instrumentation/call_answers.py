@@ -137,7 +137,8 @@ def anthropic_asked(body: Mapping[str, Any]) -> Asked | None:
         forced = _str(_get(choice, "name"))
     if not tools and not structured and forced is None:
         return None
-    return Asked(tools, structured or forced is not None, schema, forced)
+    # (tuple's own __new__: the same Asked, without the NamedTuple's Python frame)
+    return tuple.__new__(Asked, (tools, structured or forced is not None, schema, forced))
 
 
 _NOT_ASKED: Final = (False, None)  # _json_schema's answer for no output format
@@ -182,7 +183,8 @@ def openai_asked(body: Mapping[str, Any]) -> Asked | None:
         forced = _str(_get(_get(choice, "function"), "name") or _get(choice, "name"))
     if not tools and not structured and forced is None:
         return None
-    return Asked(tools, structured or forced is not None, schema, forced)
+    # (tuple's own __new__: the same Asked, without the NamedTuple's Python frame)
+    return tuple.__new__(Asked, (tools, structured or forced is not None, schema, forced))
 
 
 # ---------------------------------------------------------------------- anthropic answers

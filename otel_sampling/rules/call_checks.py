@@ -44,8 +44,10 @@ once read), anthropic ``max_tokens``, Gemini ``MAX_TOKENS``); ``context_length``
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
+from operator import is_
 from typing import Any, Final, NamedTuple
 
 from otel_sampling import names
@@ -130,62 +132,67 @@ def check(asked: Asked, answer: Answer) -> Checked:
     output (:func:`structured_failure`)."""
     not_offered = invalid = 0
     calls = answer.tool_calls
+    tools = asked.tools
     forced = asked.forced_tool
     # Whether every call of the forced tool passed its tool check (a plain-str name, its arguments
     # checked: they parsed and fit that tool's schema, the structured output's), and how many came.
     forced_fit = forced is not None
     forced_calls = 0
-    for call in calls:
-        error = tool_call_error(asked, call)
-        if error is not None:
-            if error == names.TOOL_CALL_ERROR_NOT_OFFERED:
-                not_offered += 1
-            else:
+    for name, arguments, checked in calls:
+        # A call's error (the module docstring; tool_call_error reads it from here), one frame for
+        # all calls: ``fit`` is no error with its arguments checked.
+        if not isinstance(name, str) or name not in tools:
+            not_offered += 1
+            fit = False
+        elif not checked:  # free text: its name only
+            fit = False
+        else:
+            if type(arguments) is str and len(arguments) <= MAX_CHECKED_CHARS:  # a JSON text (openai): _decoded, inline
+                try:
+                    value, end = _DECODER.raw_decode(arguments)
+                    if end != len(arguments):
+                        value = json.loads(arguments)
+                except (ValueError, RecursionError):  # leading white space too: json.loads' own answer
+                    value = _decoded(arguments)
+            else:  # decoded by the SDK already (anthropic's input), or a text past the limit
+                value = arguments if type(arguments) is dict else _decoded(arguments)
+            if value is _TOO_LONG:  # not checked, never an error
+                fit = True
+            elif isinstance(value, dict):
+                schema = tools[name]
+                # An object schema (the common case): conforms' visit of it, without its two calls (a
+                # "type" that only says it equals "object" goes there too, as conforms would send it).
+                if type(schema) is dict and schema.get("type") == "object":
+                    fit = _object_conforms(schema, value, 0, [_FIRST_BUDGET])
+                else:
+                    fit = schema is None or conforms(schema, value)
+                if not fit:
+                    invalid += 1
+            else:  # not a JSON object
                 invalid += 1
-        if forced_fit and call.name == forced:
+                fit = False
+        if forced_fit and name == forced:
             forced_calls += 1
-            if error is not None or not call.checked or type(call.name) is not str:
+            if not fit or type(name) is not str:
                 forced_fit = False
+    judged: bool
+    failure: str | None
     if not asked.structured:
-        return Checked(len(calls), not_offered, invalid)
-    if forced_fit and forced_calls:  # well-formed, read once already: not parsed and checked again
-        return Checked(len(calls), not_offered, invalid, True)
-    judged, failure = structured_failure(asked, answer)
-    return Checked(len(calls), not_offered, invalid, judged, failure)
+        judged, failure = False, None
+    elif forced_fit and forced_calls:  # well-formed, read once already: not parsed and checked again
+        judged, failure = True, None
+    else:
+        judged, failure = structured_failure(asked, answer)
+    # (tuple's own __new__: the same Checked, without the NamedTuple's Python frame)
+    return tuple.__new__(Checked, (len(calls), not_offered, invalid, judged, failure))
 
 
 def tool_call_error(asked: Asked, call: ToolCall) -> str | None:
-    """``not_offered``, ``invalid_arguments`` or None (the module docstring)."""
-    name, arguments, checked = call
-    if not isinstance(name, str) or name not in asked.tools:
+    """``not_offered``, ``invalid_arguments`` or None (the module docstring), as :func:`check` counts it."""
+    checked = check(Asked(asked.tools), Answer((call,)))
+    if checked.not_offered:
         return names.TOOL_CALL_ERROR_NOT_OFFERED
-    if not checked:
-        return None
-    if type(arguments) is str and len(arguments) <= MAX_CHECKED_CHARS:  # a JSON text (openai): _decoded, inline
-        try:
-            value, end = _DECODER.raw_decode(arguments)
-            if end != len(arguments):
-                value = json.loads(arguments)
-        except (ValueError, RecursionError):  # leading white space too: json.loads' own answer
-            value = _decoded(arguments)
-        if not isinstance(value, dict):
-            return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
-    elif type(arguments) is dict:  # decoded by the SDK already (anthropic's input)
-        value = arguments
-    else:
-        value = _decoded(arguments)
-        if value is _TOO_LONG:
-            return None
-        if not isinstance(value, dict):
-            return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
-    schema = asked.tools[name]
-    # An object schema (the common case): conforms' visit of it, without its two calls (a "type"
-    # that only says it equals "object" goes there too, as conforms would send it).
-    if type(schema) is dict and schema.get("type") == "object":
-        fits = _object_conforms(schema, value, 0, [_FIRST_BUDGET])
-    else:
-        fits = schema is None or conforms(schema, value)
-    return None if fits else names.TOOL_CALL_ERROR_INVALID_ARGUMENTS
+    return names.TOOL_CALL_ERROR_INVALID_ARGUMENTS if checked.invalid_arguments else None
 
 
 def structured_failure(asked: Asked, answer: Answer) -> tuple[bool, str | None]:
@@ -198,11 +205,13 @@ def structured_failure(asked: Asked, answer: Answer) -> tuple[bool, str | None]:
         values = [_decoded(call.arguments) for call in forced]
         schema = asked.tools.get(asked.forced_tool)
     else:
-        texts = [text for text in answer.texts if text is not None]
-        if not texts and answer.tool_calls:
-            return False, None  # the model called a tool first: no structured answer yet
-        if not texts:
-            texts = [""]
+        texts: Sequence[str | None] = answer.texts
+        if all(map(is_, texts, _NONES)):  # no text (in C, by identity): a tool call's common answer
+            if answer.tool_calls:
+                return False, None  # the model called a tool first: no structured answer yet
+            texts = ("",)
+        elif None in texts:  # (a text's own __eq__ may say so too: the filter decides, by identity)
+            texts = [text for text in texts if text is not None]
         values = [_decoded(text) for text in texts]
         schema = asked.schema
     for value in values:
@@ -289,7 +298,8 @@ def judge(
         return Signals(NOTHING_CHECKED, NOTHING_ASKED, truncated, utilized)
     if answer is None:  # nothing read to judge: no count, not even 0
         return judge(None, None, context_length, finish_reasons, input_tokens, window)
-    return Signals(check(asked, answer), asked, truncated, utilized)
+    # (tuple's own __new__: the same tuple, without the NamedTuple's Python frame)
+    return tuple.__new__(Signals, (check(asked, answer), asked, truncated, utilized))
 
 
 # ---------------------------------------------------------------------- JSON values and the schema check
@@ -297,6 +307,7 @@ def judge(
 # one value, as json.loads does, without json.loads' two calls; any other text goes to json.loads.
 _DECODER: Final = json.JSONDecoder()
 _NOT_JSON: Final = object()  # a text that does not parse
+_NONES: Final = itertools.repeat(None)  # is_'s second argument, for map() (never exhausted)
 _TOO_LONG: Final = object()  # a text past MAX_CHECKED_CHARS: not parsed
 
 

@@ -139,6 +139,30 @@ def test_structured_output_must_parse_and_satisfy_the_schema(
     assert structured_failure(SCHEMA, Answer(texts=texts)) == (True, failure)
 
 
+class _SaysItIsNone(str):
+    """A text whose own ``==`` says it equals anything (None too)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_only_the_choices_with_text_are_judged() -> None:
+    assert structured_failure(SCHEMA, Answer(texts=(None, '{"city": "Paris"}'))) == (True, None)
+    assert structured_failure(SCHEMA, Answer(texts=('{"city": "Paris"}', None, "{"))) == (
+        True,
+        names.STRUCTURED_OUTPUT_INVALID_JSON,
+    )
+    assert structured_failure(SCHEMA, Answer(texts=())) == (True, names.STRUCTURED_OUTPUT_INVALID_JSON)  # no choice
+    # A text is told from a choice without one by identity, whatever its own == says.
+    odd = _SaysItIsNone('{"town": "Paris"}')
+    assert structured_failure(SCHEMA, Answer(texts=(odd,))) == (True, names.STRUCTURED_OUTPUT_SCHEMA_MISMATCH)
+    tool_first = Answer((ToolCall("get_weather", "{}"),), texts=(odd,))
+    assert structured_failure(SCHEMA, tool_first) == (True, names.STRUCTURED_OUTPUT_SCHEMA_MISMATCH)
+    assert structured_failure(SCHEMA, Answer((ToolCall("get_weather", "{}"),), texts=(None, None))) == (False, None)
+
+
 def test_json_mode_without_a_schema_only_has_to_parse() -> None:
     asked = Asked({}, structured=True)
     assert structured_failure(asked, Answer(texts=('{"anything": [1]}',))) == (True, None)
