@@ -469,7 +469,7 @@ class _State(ProviderState):
         from openai.lib.azure import BaseAzureClient
 
         self.omit_type = Omit
-        self.options_type = FinalRequestOptions
+        self._options_type = FinalRequestOptions
 
         self._azure_client = BaseAzureClient
 
@@ -525,7 +525,7 @@ class _State(ProviderState):
         # as plain attributes; anything else as request_options() reads it.
         url: object
         method: object
-        if type(options) is self.options_type and type(body := options.json_data) is dict and not options.extra_json:
+        if type(options) is self._options_type and type(body := options.json_data) is dict and not options.extra_json:
             url, method = options.url, options.method
         else:
             options, body = request_options(args, kwargs)
@@ -631,13 +631,7 @@ def _add_trace_context(state: _State, client: Any, options: Any) -> None:
             return
     custom = options.headers
     if not custom:  # NotGiven (no headers) is falsy
-        if type(options) is state.options_type:
-            # The SDK's own options: a pydantic model keeps its fields in its instance dict, where
-            # an assignment puts them through pydantic's Python-level __setattr__ (no validation on
-            # these options); the SDK reads this attempt's copy for its headers only.
-            options.__dict__["headers"] = carrier
-        else:
-            options.headers = carrier
+        options.headers = carrier
         return
     # A name the caller set in any case (Omit() included) is the caller's: openai 2.x merges the
     # custom headers over the client's case-sensitively, so ours would go out beside it.
