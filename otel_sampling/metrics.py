@@ -440,6 +440,9 @@ class Instruments:
         self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
         # Events (GenAI content capture) are log records; the global logger provider by default.
         self.event_logger = get_logger(names.SCOPE_NAME, __version__, logger_provider, schema_url=names.SCHEMA_URL)
+        # Its Logger.enabled (None where the API has none: every record is emitted), looked up once
+        # and asked per record: a logger provider set later (behind the API's proxy) changes its answer.
+        self.event_logger_enabled: Callable[..., bool] | None = getattr(self.event_logger, "enabled", None)
         meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider, schema_url=names.SCHEMA_URL)
         limit = settings.label_value_limit
         self.server_label = BoundedLabel(limit)

@@ -111,7 +111,7 @@ import functools
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from otel_sampling import names
 from otel_sampling.policy import Price
@@ -435,23 +435,23 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     served: str | None = None
     remembered = False  # the served model's own reason (_own_reason's) remembered with its judgement
     served_reason: str | None = None
-    if not failed and call.served and call.compare_models:
+    reported = call.served
+    if not failed and reported and call.compare_models:
         requested = call.requested
-        if requested == call.served and reference.permitted is None and reference.primary is None:
+        if requested == reported and reference.permitted is None and reference.primary is None:
             # Served as asked and no policy names models (the common direct call): nothing was
             # substituted and it has no reason of its own, as _judge and _own_reason would find.
             judged = names.SUBSTITUTION_NONE
         elif (
             reference is NO_POLICY
-            and type(call.served) is str
-            and (requested is None or type(requested) is str)
-            and len(call.served) <= _REMEMBERED_LENGTH
-            and (requested is None or len(requested) <= _REMEMBERED_LENGTH)
+            and type(reported) is str
+            and len(reported) <= _REMEMBERED_LENGTH
+            and (requested is None or (type(requested) is str and len(requested) <= _REMEMBERED_LENGTH))
         ):  # no policy (the common direct call): the pair's judgement, remembered
-            served, judged, served_reason = _judged_without_policy(call.served, requested)
+            served, judged, served_reason = _judged_without_policy(reported, requested)
             remembered = True
         else:
-            served = normalise(call.served)
+            served = normalise(reported)
             judged = _judge(reference, served, False, normalise(requested) if requested else None)
     if call.provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
@@ -465,8 +465,15 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     if primary_effort is not None and not failed and below_primary(call.effort, primary_effort):
         return CallVerdict(*_verdict(own, _REDUCED_EFFORT, call.named), judged, reference.scope)
     if own is None and not call.named:  # nothing degraded it: primary, without building the reasons
-        return CallVerdict(names.MODE_PRIMARY, (), judged, reference.scope)
+        scope = reference.scope
+        if scope is None:  # the common direct call: one verdict per judgement, built once
+            return _PRIMARY_UNSCOPED[judged]
+        return CallVerdict(names.MODE_PRIMARY, (), judged, scope)
     return CallVerdict(*_verdict(own, call.named), judged, reference.scope)
+
+
+# judge_call's verdicts of a primary call judged without a policy scope, one per judgement.
+_PRIMARY_UNSCOPED: Final = {judged: CallVerdict(names.MODE_PRIMARY, (), judged) for judged in names.SUBSTITUTIONS}
 
 
 _REDUCED_EFFORT = (names.REASON_REDUCED_EFFORT,)
