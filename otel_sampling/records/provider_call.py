@@ -218,14 +218,16 @@ class ProviderCall:
         # and cut like any attribute, in one pass. What is known at the start is given to start_span
         # (samplers see it, as the GenAI conventions ask of gen_ai.operation.name, the provider, the
         # model and the server).
-        max_length = instruments.settings.attribute_max_length
         fitting = instruments.fitting_texts
         if (
             type(model) is str
-            and (model in fitting or (model and _fits(model, fitting, max_length)))
+            and (model in fitting or (model and _fits(model, fitting, instruments.settings.attribute_max_length)))
             and (
                 address is None
-                or (type(address) is str and (address in fitting or _fits(address, fitting, max_length)))
+                or (
+                    type(address) is str
+                    and (address in fitting or _fits(address, fitting, instruments.settings.attribute_max_length))
+                )
             )
         ):  # the common case: what is given fits as it is
             attributes: dict[str, Any] = {
@@ -239,7 +241,10 @@ class ProviderCall:
             attributes = {
                 names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
                 names.GEN_AI_PROVIDER_NAME: provider,
-                **clean_texts({names.GEN_AI_REQUEST_MODEL: model, names.SERVER_ADDRESS: address}, max_length),
+                **clean_texts(
+                    {names.GEN_AI_REQUEST_MODEL: model, names.SERVER_ADDRESS: address},
+                    instruments.settings.attribute_max_length,
+                ),
             }
             model = attributes.get(names.GEN_AI_REQUEST_MODEL)
             if not model:  # nothing printable in it: no model to name
@@ -336,11 +341,14 @@ class ProviderCall:
         signal_attributes: dict[str, Any] | None = None
         # The state around it as it ends (state.around's reasons and drill; the common case, nothing
         # degraded, no canary block and no drill, asks for nothing).
-        reasons = state.active_reasons() if not state.calm or state.canary.get() else ()
-        named = tuple(dict.fromkeys((*self._named, *reasons))) if reasons else self._named  # distinct, first seen first
+        named = self._named
+        if not state.calm or state.canary.get():
+            reasons = state.active_reasons()
+            if reasons:
+                named = tuple(dict.fromkeys((*named, *reasons)))  # distinct, first seen first
+        instruments = self._instruments
         try:
             priced, window = self._cost(response_model, usage)
-            instruments = self._instruments
             address = self._server_address
             endpoint = instruments.settings.policy.endpoints.get(address) if address else None
             summary = CallSummary(
@@ -397,10 +405,100 @@ class ProviderCall:
             ):
                 signal_attributes = {}
                 self._record_signals(response, usage.input_tokens, window, labels, context, signal_attributes)
-        finally:  # the span ends even when a metric call fails
-            self._end_span(
-                response, usage, judged, error_type, ending, priced, signal_attributes, violations, first_chunk
-            )
+        finally:  # the span ends even when a metric call fails, with the verdict and what the call reported
+            span = self._span
+            try:
+                recording = span.is_recording()
+                if recording:
+                    max_length = instruments.settings.attribute_max_length
+                    attributes: dict[str, Any] = {
+                        names.ENDING: ending,
+                        names.DEGRADATION_MODE: judged.mode,
+                        names.SUBSTITUTION: judged.substitution,
+                    }
+                    if judged.scope is not None:  # built from the policy file's table names
+                        attributes[names.POLICY_SCOPE] = judged.scope
+                    for kind in violations:
+                        span.add_event(names.EVENT_VIOLATION, {names.VIOLATION_KIND: kind})
+                    # Values from outside, cleaned and cut as clean_texts does (a printable string that
+                    # fits, the common case, is kept as it is without a call).
+                    if judged.reasons:
+                        attributes[names.DEGRADATION_REASON] = [clean(reason, max_length) for reason in judged.reasons]
+                    reported = response.finish_reasons if response is not None else ()
+                    fitting = instruments.fitting_texts
+                    if (
+                        type(reported) is tuple
+                        and len(reported) == 1
+                        and type(first := reported[0]) is str
+                        and (first in fitting or _fits(first, fitting, max_length))
+                    ):  # one reported that fits (the common case): inference_finish_reasons keeps it as it is
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]
+                    elif type(finish_reasons := endings.inference_finish_reasons(reported, ending)) is tuple:
+                        first = finish_reasons[0] if len(finish_reasons) == 1 else None
+                        if type(first) is str and len(first) <= max_length and first.isprintable():
+                            attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits
+                        elif finish_reasons:
+                            attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
+                                clean(reason, max_length) for reason in finish_reasons
+                            ]
+                    elif finish_reasons is not None:
+                        attributes.update(
+                            clean_texts({names.GEN_AI_RESPONSE_FINISH_REASONS: finish_reasons}, max_length)
+                        )
+                    if error_type is not None:
+                        attributes.update(clean_texts({names.ERROR_TYPE: error_type}, max_length))
+                    if response is not None:
+                        model, response_id = response_model, response.response_id
+                        if (
+                            type(model) is str
+                            and type(response_id) is str
+                            and len(model) <= max_length
+                            and len(response_id) <= max_length
+                            and (model + response_id).isprintable()
+                        ):
+                            if model:
+                                attributes[names.GEN_AI_RESPONSE_MODEL] = model
+                            if response_id:
+                                attributes[names.GEN_AI_RESPONSE_ID] = response_id
+                        else:
+                            outside = {names.GEN_AI_RESPONSE_MODEL: model, names.GEN_AI_RESPONSE_ID: response_id}
+                            attributes.update(clean_texts(outside, max_length))
+                    input_tokens, output_tokens, cache_read, cache_write, reasoning = usage
+                    # each a count (clean_usage): within int64, as OTLP carries it
+                    if input_tokens is not None:
+                        attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = input_tokens
+                    if output_tokens is not None:
+                        attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
+                    if cache_read is not None:
+                        attributes[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
+                    if cache_write is not None:
+                        attributes[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = cache_write
+                    if reasoning is not None:
+                        attributes[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
+                    if first_chunk is not None:
+                        attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = first_chunk
+                    if priced is not None:
+                        attributes[names.GEN_AI_USAGE_COST_AMOUNT] = priced.usd
+                        attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
+                        attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
+                        attributes[names.COST_PRICE_SOURCE] = priced.source
+                    if signal_attributes:
+                        attributes.update(signal_attributes)
+                    if error_type is not None:
+                        span.set_status(Status(StatusCode.ERROR))
+                    span.set_attributes(attributes)
+                capture = self._capture
+                content = self._capture_content(span, response) if capture.span or capture.event else None
+                # Asked first: a log pipeline that drops the event costs no read of the span.
+                enabled = instruments.event_logger_enabled
+                if enabled is None or enabled(
+                    severity_number=SeverityNumber.DEBUG, event_name=names.EVENT_INFERENCE_DETAILS
+                ):
+                    emit_inference_details(
+                        instruments.event_logger, span, content if capture.event else None, recording
+                    )
+            finally:
+                span.end()
 
     def _record_signals(
         self,
@@ -497,109 +595,6 @@ class ProviderCall:
             _unpriced.report(model, source)
             return None, window
         return verdict.source_cost(source.name, listed.price, usage), window
-
-    def _end_span(
-        self,
-        response: Response | None,
-        usage: Usage,
-        judged: CallVerdict,
-        error_type: str | None,
-        ending: str,
-        priced: verdict.Cost | None,
-        signal_attributes: Mapping[str, Any] | None,
-        violations: tuple[str, ...] = (),
-        first_chunk: float | None = None,
-    ) -> None:
-        instruments = self._instruments
-        span = self._span
-        try:
-            recording = span.is_recording()
-            if recording:
-                max_length = instruments.settings.attribute_max_length
-                attributes: dict[str, Any] = {
-                    names.ENDING: ending,
-                    names.DEGRADATION_MODE: judged.mode,
-                    names.SUBSTITUTION: judged.substitution,
-                }
-                if judged.scope is not None:  # built from the policy file's table names
-                    attributes[names.POLICY_SCOPE] = judged.scope
-                for kind in violations:
-                    span.add_event(names.EVENT_VIOLATION, {names.VIOLATION_KIND: kind})
-                # Values from outside, cleaned and cut as clean_texts does (a printable string that
-                # fits, the common case, is kept as it is without a call).
-                if judged.reasons:
-                    attributes[names.DEGRADATION_REASON] = [clean(reason, max_length) for reason in judged.reasons]
-                reported = response.finish_reasons if response is not None else ()
-                fitting = instruments.fitting_texts
-                if (
-                    type(reported) is tuple
-                    and len(reported) == 1
-                    and type(first := reported[0]) is str
-                    and (first in fitting or _fits(first, fitting, max_length))
-                ):  # one reported that fits (the common case): inference_finish_reasons keeps it as it is
-                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]
-                elif type(finish_reasons := endings.inference_finish_reasons(reported, ending)) is tuple:
-                    first = finish_reasons[0] if len(finish_reasons) == 1 else None
-                    if type(first) is str and len(first) <= max_length and first.isprintable():
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits
-                    elif finish_reasons:
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
-                            clean(reason, max_length) for reason in finish_reasons
-                        ]
-                elif finish_reasons is not None:
-                    attributes.update(clean_texts({names.GEN_AI_RESPONSE_FINISH_REASONS: finish_reasons}, max_length))
-                if error_type is not None:
-                    attributes.update(clean_texts({names.ERROR_TYPE: error_type}, max_length))
-                if response is not None:
-                    model, response_id = response.model, response.response_id
-                    if (
-                        type(model) is str
-                        and type(response_id) is str
-                        and len(model) <= max_length
-                        and len(response_id) <= max_length
-                        and (model + response_id).isprintable()
-                    ):
-                        if model:
-                            attributes[names.GEN_AI_RESPONSE_MODEL] = model
-                        if response_id:
-                            attributes[names.GEN_AI_RESPONSE_ID] = response_id
-                    else:
-                        outside = {names.GEN_AI_RESPONSE_MODEL: model, names.GEN_AI_RESPONSE_ID: response_id}
-                        attributes.update(clean_texts(outside, max_length))
-                input_tokens, output_tokens, cache_read, cache_write, reasoning = usage
-                # each a count (clean_usage): within int64, as OTLP carries it
-                if input_tokens is not None:
-                    attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = input_tokens
-                if output_tokens is not None:
-                    attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
-                if cache_read is not None:
-                    attributes[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
-                if cache_write is not None:
-                    attributes[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = cache_write
-                if reasoning is not None:
-                    attributes[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
-                if first_chunk is not None:
-                    attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = first_chunk
-                if priced is not None:
-                    attributes[names.GEN_AI_USAGE_COST_AMOUNT] = priced.usd
-                    attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
-                    attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
-                    attributes[names.COST_PRICE_SOURCE] = priced.source
-                if signal_attributes:
-                    attributes.update(signal_attributes)
-                if error_type is not None:
-                    span.set_status(Status(StatusCode.ERROR))
-                span.set_attributes(attributes)
-            capture = self._capture
-            content = self._capture_content(span, response) if capture.span or capture.event else None
-            # Asked first: a log pipeline that drops the event costs no read of the span.
-            enabled = instruments.event_logger_enabled
-            if enabled is None or enabled(
-                severity_number=SeverityNumber.DEBUG, event_name=names.EVENT_INFERENCE_DETAILS
-            ):
-                emit_inference_details(instruments.event_logger, span, content if capture.event else None, recording)
-        finally:
-            span.end()
 
     def _capture_content(self, span: trace.Span, response: Response | None) -> dict[str, Any]:
         """The content attributes (set on the span when capture puts content there)."""

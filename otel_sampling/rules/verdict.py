@@ -429,12 +429,9 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     effort (:func:`~otel_sampling.rules.effort.below_primary`) is also ``reduced_effort``, after its
     own reason (a fallback that also thinks less is both).
     """
-    own: str | None = None
     failed = call.failed  # read once: a property
     judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
-    served: str | None = None
-    remembered = False  # the served model's own reason (_own_reason's) remembered with its judgement
-    served_reason: str | None = None
+    served_reason: str | None = None  # the served model's own reason (_own_reason's)
     reported = call.served
     if not failed and reported and call.compare_models:
         requested = call.requested
@@ -448,19 +445,20 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
             and len(reported) <= _REMEMBERED_LENGTH
             and (requested is None or (type(requested) is str and len(requested) <= _REMEMBERED_LENGTH))
         ):  # no policy (the common direct call): the pair's judgement, remembered
-            served, judged, served_reason = _judged_without_policy(reported, requested)
-            remembered = True
+            judged, served_reason = _judged_without_policy(reported, requested)
         else:
             served = normalise(reported)
             judged = _judge(reference, served, False, normalise(requested) if requested else None)
+            served_reason = _own_reason(judged, served, reference.primary)
+    own: str | None
     if call.provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
     elif call.client_fallback is not None and not failed:  # the router says why: its reason wins
         own = call.client_fallback
     elif failed_over and not failed:
         own = names.REASON_FAILOVER
-    elif served is not None:
-        own = served_reason if remembered else _own_reason(judged, served, reference.primary)
+    else:
+        own = served_reason
     primary_effort = reference.primary_effort
     if primary_effort is not None and not failed and below_primary(call.effort, primary_effort):
         return CallVerdict(*_verdict(own, _REDUCED_EFFORT, call.named), judged, reference.scope)
@@ -480,13 +478,13 @@ _REDUCED_EFFORT = (names.REASON_REDUCED_EFFORT,)
 
 
 @functools.lru_cache(maxsize=_REMEMBERED_PAIRS)
-def _judged_without_policy(served: str, requested: str | None) -> tuple[str, str, str | None]:
-    """The normalised served model, the substitution judgement and the served model's own reason
-    (:func:`_own_reason`) of a call that did not fail, judged against :data:`NO_POLICY`
-    (``judge_call``'s: pure, so a process's few pairs are judged once)."""
+def _judged_without_policy(served: str, requested: str | None) -> tuple[str, str | None]:
+    """The substitution judgement and the served model's own reason (:func:`_own_reason`) of a call
+    that did not fail, judged against :data:`NO_POLICY` (``judge_call``'s: pure, so a process's few
+    pairs are judged once)."""
     normalised = normalise(served)
     judged = _judge(NO_POLICY, normalised, False, normalise(requested) if requested else None)
-    return normalised, judged, _own_reason(judged, normalised, NO_POLICY.primary)
+    return judged, _own_reason(judged, normalised, NO_POLICY.primary)
 
 
 # A client router's fallbacks for the request's fit, not for an outage (LiteLLM Router
