@@ -69,7 +69,7 @@ from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
 logger = logging.getLogger(__name__)
 
 MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later ones are not logged
-MAX_FITTING_TEXTS: Final = 1024  # request models and addresses remembered to fit as attribute values
+MAX_FITTING_TEXTS: Final = 1024  # request models, addresses, finish reasons remembered to fit as attribute values
 
 
 _UNKNOWN: Final = object()  # a span that does not name its parent
@@ -329,7 +329,7 @@ class ProviderCall:
             usage = _NO_USAGE
         if ending is None:
             decided = answer_ending(response, error_type)
-            error_type, ending = decided.error_type, decided.ending
+            ending, error_type, _ = decided
         else:
             decided = Ending(ending, error_type)
         times = self.chunk_times
@@ -434,9 +434,9 @@ class ProviderCall:
                     ):  # one reported that fits (the common case): inference_finish_reasons keeps it as it is
                         attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]
                     elif type(finish_reasons := endings.inference_finish_reasons(reported, ending)) is tuple:
-                        first = finish_reasons[0] if len(finish_reasons) == 1 else None
-                        if type(first) is str and len(first) <= max_length and first.isprintable():
-                            attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits
+                        only = finish_reasons[0] if len(finish_reasons) == 1 else None
+                        if type(only) is str and len(only) <= max_length and only.isprintable():
+                            attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [only]  # one that fits
                         elif finish_reasons:
                             attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
                                 clean(reason, max_length) for reason in finish_reasons
