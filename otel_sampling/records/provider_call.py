@@ -322,10 +322,13 @@ class ProviderCall:
         if response is not None:
             if self._served_model is not None:
                 response = response._replace(model=self._served_model)
-            response_model = response.model
-            usage = clean_usage(response.usage)
+            # Its fields read once (a tuple's unpacking, cheaper than a read of each field by name).
+            response_model, response_id, finish_reasons, reported_usage, provider_fallback, _, _, _, _ = response
+            usage = clean_usage(reported_usage)
         else:
-            response_model = None
+            response_model = response_id = None
+            finish_reasons = ()
+            provider_fallback = False
             usage = _NO_USAGE
         if ending is None:
             decided = answer_ending(response, error_type)
@@ -343,9 +346,9 @@ class ProviderCall:
         # degraded, no canary block and no drill, asks for nothing).
         named = self._named
         if not state.calm or state.canary.get():
-            reasons = state.active_reasons()
-            if reasons:
-                named = tuple(dict.fromkeys((*named, *reasons)))  # distinct, first seen first
+            around = state.active_reasons()
+            if around:
+                named = tuple(dict.fromkeys((*named, *around)))  # distinct, first seen first
         instruments = self._instruments
         try:
             priced, window = self._cost(response_model, usage)
@@ -360,7 +363,7 @@ class ProviderCall:
                 decided,
                 usage,
                 priced.usd if priced is not None else None,
-                response is not None and response.provider_fallback,
+                provider_fallback,
                 self._compare_models,
                 named,
                 self._client_fallback,
@@ -401,7 +404,7 @@ class ProviderCall:
             if (
                 self.checks is not None
                 or window is not None
-                or (response is not None and not TRUNCATING_REASONS.isdisjoint(response.finish_reasons))
+                or (response is not None and not TRUNCATING_REASONS.isdisjoint(finish_reasons))
             ):
                 signal_attributes = {}
                 self._record_signals(response, usage.input_tokens, window, labels, context, signal_attributes)
@@ -411,20 +414,21 @@ class ProviderCall:
                 recording = span.is_recording()
                 if recording:
                     max_length = instruments.settings.attribute_max_length
+                    mode, reasons, substitution, scope = judged
                     attributes: dict[str, Any] = {
                         names.ENDING: ending,
-                        names.DEGRADATION_MODE: judged.mode,
-                        names.SUBSTITUTION: judged.substitution,
+                        names.DEGRADATION_MODE: mode,
+                        names.SUBSTITUTION: substitution,
                     }
-                    if judged.scope is not None:  # built from the policy file's table names
-                        attributes[names.POLICY_SCOPE] = judged.scope
+                    if scope is not None:  # built from the policy file's table names
+                        attributes[names.POLICY_SCOPE] = scope
                     for kind in violations:
                         span.add_event(names.EVENT_VIOLATION, {names.VIOLATION_KIND: kind})
                     # Values from outside, cleaned and cut as clean_texts does (a printable string that
                     # fits, the common case, is kept as it is without a call).
-                    if judged.reasons:
-                        attributes[names.DEGRADATION_REASON] = [clean(reason, max_length) for reason in judged.reasons]
-                    reported = response.finish_reasons if response is not None else ()
+                    if reasons:
+                        attributes[names.DEGRADATION_REASON] = [clean(reason, max_length) for reason in reasons]
+                    reported = finish_reasons
                     fitting = instruments.fitting_texts
                     if (
                         type(reported) is tuple
@@ -448,7 +452,7 @@ class ProviderCall:
                     if error_type is not None:
                         attributes.update(clean_texts({names.ERROR_TYPE: error_type}, max_length))
                     if response is not None:
-                        model, response_id = response_model, response.response_id
+                        model = response_model
                         if (
                             type(model) is str
                             and type(response_id) is str

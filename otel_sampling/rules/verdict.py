@@ -430,12 +430,13 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     own reason (a fallback that also thinks less is both).
     """
     failed = call.failed  # read once: a property
+    # The fields read below, each once (a tuple's unpacking, cheaper than a read of each by name).
+    _, _, _, requested, reported, _, _, _, provider_fallback, compare_models, named, client_fallback, effort = call
+    _, permitted, primary, _, scope, primary_effort = reference
     judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
     served_reason: str | None = None  # the served model's own reason (_own_reason's)
-    reported = call.served
-    if not failed and reported and call.compare_models:
-        requested = call.requested
-        if requested == reported and reference.permitted is None and reference.primary is None:
+    if not failed and reported and compare_models:
+        if requested == reported and permitted is None and primary is None:
             # Served as asked and no policy names models (the common direct call): nothing was
             # substituted and it has no reason of its own, as _judge and _own_reason would find.
             judged = names.SUBSTITUTION_NONE
@@ -449,25 +450,23 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
         else:
             served = normalise(reported)
             judged = _judge(reference, served, False, normalise(requested) if requested else None)
-            served_reason = _own_reason(judged, served, reference.primary)
+            served_reason = _own_reason(judged, served, primary)
     own: str | None
-    if call.provider_fallback:
+    if provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
-    elif call.client_fallback is not None and not failed:  # the router says why: its reason wins
-        own = call.client_fallback
+    elif client_fallback is not None and not failed:  # the router says why: its reason wins
+        own = client_fallback
     elif failed_over and not failed:
         own = names.REASON_FAILOVER
     else:
         own = served_reason
-    primary_effort = reference.primary_effort
-    if primary_effort is not None and not failed and below_primary(call.effort, primary_effort):
-        return CallVerdict(*_verdict(own, _REDUCED_EFFORT, call.named), judged, reference.scope)
-    if own is None and not call.named:  # nothing degraded it: primary, without building the reasons
-        scope = reference.scope
+    if primary_effort is not None and not failed and below_primary(effort, primary_effort):
+        return CallVerdict(*_verdict(own, _REDUCED_EFFORT, named), judged, scope)
+    if own is None and not named:  # nothing degraded it: primary, without building the reasons
         if scope is None:  # the common direct call: one verdict per judgement, built once
             return _PRIMARY_UNSCOPED[judged]
         return CallVerdict(names.MODE_PRIMARY, (), judged, scope)
-    return CallVerdict(*_verdict(own, call.named), judged, reference.scope)
+    return CallVerdict(*_verdict(own, named), judged, scope)
 
 
 # judge_call's verdicts of a primary call judged without a policy scope, one per judgement.
