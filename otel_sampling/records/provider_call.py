@@ -383,6 +383,7 @@ class ProviderCall:
             if state.drills.running:
                 points = call_points_of(points.attributes, ending, state.drill_label())
             labels = points.labels
+            input_tokens, output_tokens, _, _, _ = usage
             record_inference(
                 instruments.inference,
                 points,
@@ -394,7 +395,7 @@ class ProviderCall:
             )
             if priced is not None:
                 instruments.cost.add(priced.usd, labels, context=context)
-            elif usage.input_tokens is not None or usage.output_tokens is not None:
+            elif input_tokens is not None or output_tokens is not None:
                 # token counts and no price: the model the operator has to price (the policy's [prices])
                 instruments.unpriced.add(1, labels, context=context)
             if violations:
@@ -407,7 +408,7 @@ class ProviderCall:
                 or (response is not None and not TRUNCATING_REASONS.isdisjoint(finish_reasons))
             ):
                 signal_attributes = {}
-                self._record_signals(response, usage.input_tokens, window, labels, context, signal_attributes)
+                self._record_signals(response, input_tokens, window, labels, context, signal_attributes)
         finally:  # the span ends even when a metric call fails, with the verdict and what the call reported
             span = self._span
             try:
@@ -577,7 +578,8 @@ class ProviderCall:
     def _cost(self, response_model: str | None, usage: Usage) -> tuple[verdict.Cost | None, int | None]:
         """The call's cost (:mod:`otel_sampling.rules.verdict`: None without token counts or a price)
         and the served model's context window (None: unknown), from one look-up in the price source."""
-        if usage.input_tokens is None and usage.output_tokens is None:
+        input_tokens, output_tokens, _, _, _ = usage
+        if input_tokens is None and output_tokens is None:
             return None, None
         settings = self._instruments.settings
         requested = self._request_model if self._compare_models else None
@@ -589,9 +591,7 @@ class ProviderCall:
         model, quoted = verdict.policy_price(prices, response_model, requested)
         # The look-up (an LRU over genai-prices) is ours; the rule only picks the price. Its window is
         # the served model's only when the call is priced at the served model (not at the requested one).
-        listed = (
-            source.look_up(self._provider, model, usage.input_tokens or 0) if source is not None and model else UNLISTED
-        )
+        listed = source.look_up(self._provider, model, input_tokens or 0) if source is not None and model else UNLISTED
         window = listed.context_window if response_model else None
         if quoted is not None:
             return verdict.cost_of(quoted, usage), window
