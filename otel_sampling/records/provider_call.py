@@ -626,15 +626,6 @@ class _Scope(Protocol):
     def on_call(self, call: CallSummary) -> CallVerdict: ...
 
 
-_USAGE_ATTRIBUTES = (
-    names.GEN_AI_USAGE_INPUT_TOKENS,
-    names.GEN_AI_USAGE_OUTPUT_TOKENS,
-    names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-    names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
-    names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
-)
-
-
 # --------------------------------------------------------- the GenAI inference metrics of one call
 # Which GenAI inference metric names we emit, and the recording of one inference call into them.
 #
