@@ -440,6 +440,9 @@ class Instruments:
         self.tracer = trace.get_tracer(names.SCOPE_NAME, __version__, tracer_provider, schema_url=names.SCHEMA_URL)
         # Events (GenAI content capture) are log records; the global logger provider by default.
         self.event_logger = get_logger(names.SCOPE_NAME, __version__, logger_provider, schema_url=names.SCHEMA_URL)
+        # Its Logger.enabled (None where the API has none: every record is emitted), looked up once
+        # and asked per record: a logger provider set later (behind the API's proxy) changes its answer.
+        self.event_logger_enabled: Callable[..., bool] | None = getattr(self.event_logger, "enabled", None)
         meter = metrics.get_meter(names.SCOPE_NAME, __version__, meter_provider, schema_url=names.SCHEMA_URL)
         limit = settings.label_value_limit
         self.server_label = BoundedLabel(limit)
@@ -447,7 +450,7 @@ class Instruments:
         self.error_type_label = BoundedLabel(limit)  # provider error bodies choose their own type names
         # call_points' answers for labels admitted already (a label admitted stays admitted and a
         # full set never admits another, so an answer never changes); at most MAX_CACHED_CALL_POINTS.
-        # Request models and server addresses met already that are span attribute values as they are
+        # Request models, server addresses and finish reasons met already that are span attribute values as they are
         # (printable, within settings.attribute_max_length): the provider calls' (records/provider_call.py).
         self.fitting_texts: set[str] = set()
         self._call_points: dict[tuple[str, str, str, str | None, str, str], CallPoints] = {}
@@ -493,15 +496,14 @@ class Instruments:
         (build new ones from them)."""
         # Plain strings compare as themselves: the answer for them may be kept (a label admitted
         # stays admitted and a full set admits no other, so it never changes).
-        key = (
-            (provider, request_model, response_model, server_address, mode, ending)
-            if error_type is None
+        key: tuple[str, str, str, str | None, str, str] | None = None
+        if (
+            error_type is None
             and type(request_model) is str
             and type(response_model) is str
             and (server_address is None or type(server_address) is str)
-            else None
-        )
-        if key is not None:
+        ):
+            key = (provider, request_model, response_model, server_address, mode, ending)
             cached = self._call_points.get(key)
             if cached is not None:
                 return cached

@@ -69,10 +69,11 @@ from otel_sampling.rules.verdict import NO_POLICY, CallSummary, CallVerdict
 logger = logging.getLogger(__name__)
 
 MAX_REPORTED_UNPRICED = 256  # distinct unpriced models logged once each; later ones are not logged
-MAX_FITTING_TEXTS: Final = 1024  # request models and addresses remembered to fit as attribute values
+MAX_FITTING_TEXTS: Final = 1024  # request models, addresses, finish reasons remembered to fit as attribute values
 
 
 _UNKNOWN: Final = object()  # a span that does not name its parent
+_CHAT_PREFIX: Final = f"{names.OPERATION_CHAT} "  # the span name's operation, before its model
 _NO_USAGE: Final = Usage()  # a call that brought no response
 _PRIMARY: Final = CallVerdict(names.MODE_PRIMARY, ())  # the verdict of a call whose judging failed
 
@@ -188,7 +189,7 @@ class ProviderCall:
         # itself (LiteLLM over the openai SDK): set by the wrappers; the SDK's own hooks leave both.
         self.handles_upstream = False
         self._provider = provider
-        self._request_model = request_model if isinstance(request_model, str) else None
+        self._request_model = model = request_model if isinstance(request_model, str) else None
         # time.perf_counter() of each stream event, appended by the stream's reader while it holds
         # fewer than MAX_CHUNK_TIMES (a list append: no Python frame per event); the first fixes the
         # time to first chunk, the gaps between them are time_per_output_chunk.
@@ -200,7 +201,8 @@ class ProviderCall:
         # The context its span is current in (activate), where its points are recorded too.
         self._context: Context | None = None
         self._served_model: str | None = None  # named by a gateway's response header
-        self._server_address = server[0] if server else None
+        address, port = server if server else (None, None)
+        self._server_address = address
         self._capture = capture
         self._input_content = input_content
         self._failovers = failovers
@@ -216,16 +218,16 @@ class ProviderCall:
         # and cut like any attribute, in one pass. What is known at the start is given to start_span
         # (samplers see it, as the GenAI conventions ask of gen_ai.operation.name, the provider, the
         # model and the server).
-        model = self._request_model
-        address = self._server_address
-        max_length = instruments.settings.attribute_max_length
         fitting = instruments.fitting_texts
         if (
             type(model) is str
-            and (model in fitting or (model and _fits(model, fitting, max_length)))
+            and (model in fitting or (model and _fits(model, fitting, instruments.settings.attribute_max_length)))
             and (
                 address is None
-                or (type(address) is str and (address in fitting or _fits(address, fitting, max_length)))
+                or (
+                    type(address) is str
+                    and (address in fitting or _fits(address, fitting, instruments.settings.attribute_max_length))
+                )
             )
         ):  # the common case: what is given fits as it is
             attributes: dict[str, Any] = {
@@ -239,7 +241,10 @@ class ProviderCall:
             attributes = {
                 names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
                 names.GEN_AI_PROVIDER_NAME: provider,
-                **clean_texts({names.GEN_AI_REQUEST_MODEL: model, names.SERVER_ADDRESS: address}, max_length),
+                **clean_texts(
+                    {names.GEN_AI_REQUEST_MODEL: model, names.SERVER_ADDRESS: address},
+                    instruments.settings.attribute_max_length,
+                ),
             }
             model = attributes.get(names.GEN_AI_REQUEST_MODEL)
             if not model:  # nothing printable in it: no model to name
@@ -250,12 +255,12 @@ class ProviderCall:
             attributes[names.GEN_AI_REQUEST_STREAM] = True
         if extra_attributes:
             attributes.update(extra_attributes)
-        if type(effort) is int and effort > 0 and otlp_int(effort) is not None:  # thinking enabled
+        if effort and type(effort) is int and effort > 0 and otlp_int(effort) is not None:  # thinking enabled
             attributes[names.REQUEST_THINKING_BUDGET] = effort
-        if server and server[1] is not None:
-            attributes[names.SERVER_PORT] = server[1]
+        if port is not None:
+            attributes[names.SERVER_PORT] = port
         self._span = instruments.tracer.start_span(
-            f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT,
+            _CHAT_PREFIX + model if model else names.OPERATION_CHAT,
             kind=SpanKind.CLIENT,
             attributes=attributes,
         )
@@ -317,16 +322,21 @@ class ProviderCall:
         if response is not None:
             if self._served_model is not None:
                 response = response._replace(model=self._served_model)
-            response_model = response.model
-            usage = clean_usage(response.usage)
+            # Its fields read once (a tuple's unpacking, cheaper than a read of each field by name).
+            response_model, response_id, finish_reasons, reported_usage, provider_fallback, _, _, _, _ = response
+            usage = clean_usage(reported_usage)
         else:
-            response_model = None
+            response_model = response_id = None
+            finish_reasons = ()
+            provider_fallback = False
             usage = _NO_USAGE
         if ending is None:
             decided = answer_ending(response, error_type)
-            error_type, ending = decided.error_type, decided.ending
+            ending, error_type, _ = decided
         else:
             decided = Ending(ending, error_type)
+        times = self.chunk_times
+        first_chunk = times[0] - self._start if self._stream and times else None
 
         judged = _PRIMARY
         violations: tuple[str, ...] = ()
@@ -334,12 +344,16 @@ class ProviderCall:
         signal_attributes: dict[str, Any] | None = None
         # The state around it as it ends (state.around's reasons and drill; the common case, nothing
         # degraded, no canary block and no drill, asks for nothing).
-        reasons = state.active_reasons() if not state.calm or state.canary.get() else ()
-        named = tuple(dict.fromkeys((*self._named, *reasons))) if reasons else self._named  # distinct, first seen first
+        named = self._named
+        if not state.calm or state.canary.get():
+            around = state.active_reasons()
+            if around:
+                named = tuple(dict.fromkeys((*named, *around)))  # distinct, first seen first
+        instruments = self._instruments
         try:
             priced, window = self._cost(response_model, usage)
             address = self._server_address
-            endpoint = self._instruments.settings.policy.endpoints.get(address) if address else None
+            endpoint = instruments.settings.policy.endpoints.get(address) if address else None
             summary = CallSummary(
                 self._provider,
                 address,
@@ -349,7 +363,7 @@ class ProviderCall:
                 decided,
                 usage,
                 priced.usd if priced is not None else None,
-                response is not None and response.provider_fallback,
+                provider_fallback,
                 self._compare_models,
                 named,
                 self._client_fallback,
@@ -358,7 +372,6 @@ class ProviderCall:
             judged, violations = self._publish(summary)
             # The call's points: the inference metrics (record_inference), then its cost, or the
             # unpriced call, by provider, served model, mode and drill (the labels of its signals).
-            instruments = self._instruments
             # Recorded in a context whose span is this call's, so that an exemplar names it (recorded_in):
             # the one it was made current in, else (never activated) one of its own.
             context = self._context
@@ -370,21 +383,19 @@ class ProviderCall:
             if state.drills.running:
                 points = call_points_of(points.attributes, ending, state.drill_label())
             labels = points.labels
-            times = self.chunk_times
+            input_tokens, output_tokens, _, _, _ = usage
             record_inference(
                 instruments.inference,
-                points.attributes,
-                ending=ending,
+                points,
                 duration=duration,
-                first_chunk=times[0] - self._start if self._stream and times else None,
-                chunk_gaps=[later - earlier for earlier, later in itertools.pairwise(times)] if len(times) > 1 else (),
+                first_chunk=first_chunk,
+                chunk_gaps=[b - a for a, b in itertools.pairwise(times)] if times and len(times) > 1 else (),
                 usage=usage,
                 context=context,
-                points=points,
             )
             if priced is not None:
                 instruments.cost.add(priced.usd, labels, context=context)
-            elif usage.input_tokens is not None or usage.output_tokens is not None:
+            elif input_tokens is not None or output_tokens is not None:
                 # token counts and no price: the model the operator has to price (the policy's [prices])
                 instruments.unpriced.add(1, labels, context=context)
             if violations:
@@ -394,12 +405,105 @@ class ProviderCall:
             if (
                 self.checks is not None
                 or window is not None
-                or (response is not None and not TRUNCATING_REASONS.isdisjoint(response.finish_reasons))
+                or (response is not None and not TRUNCATING_REASONS.isdisjoint(finish_reasons))
             ):
                 signal_attributes = {}
-                self._record_signals(response, usage.input_tokens, window, labels, context, signal_attributes)
-        finally:  # the span ends even when a metric call fails
-            self._end_span(response, usage, judged, error_type, ending, priced, signal_attributes, violations)
+                self._record_signals(response, input_tokens, window, labels, context, signal_attributes)
+        finally:  # the span ends even when a metric call fails, with the verdict and what the call reported
+            span = self._span
+            try:
+                recording = span.is_recording()
+                if recording:
+                    max_length = instruments.settings.attribute_max_length
+                    mode, reasons, substitution, scope = judged
+                    attributes: dict[str, Any] = {
+                        names.ENDING: ending,
+                        names.DEGRADATION_MODE: mode,
+                        names.SUBSTITUTION: substitution,
+                    }
+                    if scope is not None:  # built from the policy file's table names
+                        attributes[names.POLICY_SCOPE] = scope
+                    for kind in violations:
+                        span.add_event(names.EVENT_VIOLATION, {names.VIOLATION_KIND: kind})
+                    # Values from outside, cleaned and cut as clean_texts does (a printable string that
+                    # fits, the common case, is kept as it is without a call).
+                    if reasons:
+                        attributes[names.DEGRADATION_REASON] = [clean(reason, max_length) for reason in reasons]
+                    reported = finish_reasons
+                    fitting = instruments.fitting_texts
+                    if (
+                        type(reported) is tuple
+                        and len(reported) == 1
+                        and type(first := reported[0]) is str
+                        and (first in fitting or _fits(first, fitting, max_length))
+                    ):  # one reported that fits (the common case): inference_finish_reasons keeps it as it is
+                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]
+                    elif type(finish_reasons := endings.inference_finish_reasons(reported, ending)) is tuple:
+                        only = finish_reasons[0] if len(finish_reasons) == 1 else None
+                        if type(only) is str and len(only) <= max_length and only.isprintable():
+                            attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [only]  # one that fits
+                        elif finish_reasons:
+                            attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
+                                clean(reason, max_length) for reason in finish_reasons
+                            ]
+                    elif finish_reasons is not None:
+                        attributes.update(
+                            clean_texts({names.GEN_AI_RESPONSE_FINISH_REASONS: finish_reasons}, max_length)
+                        )
+                    if error_type is not None:
+                        attributes.update(clean_texts({names.ERROR_TYPE: error_type}, max_length))
+                    if response is not None:
+                        model = response_model
+                        if (
+                            type(model) is str
+                            and type(response_id) is str
+                            and len(model) <= max_length
+                            and len(response_id) <= max_length
+                            and (model + response_id).isprintable()
+                        ):
+                            if model:
+                                attributes[names.GEN_AI_RESPONSE_MODEL] = model
+                            if response_id:
+                                attributes[names.GEN_AI_RESPONSE_ID] = response_id
+                        else:
+                            outside = {names.GEN_AI_RESPONSE_MODEL: model, names.GEN_AI_RESPONSE_ID: response_id}
+                            attributes.update(clean_texts(outside, max_length))
+                    input_tokens, output_tokens, cache_read, cache_write, reasoning = usage
+                    # each a count (clean_usage): within int64, as OTLP carries it
+                    if input_tokens is not None:
+                        attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = input_tokens
+                    if output_tokens is not None:
+                        attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
+                    if cache_read is not None:
+                        attributes[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
+                    if cache_write is not None:
+                        attributes[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = cache_write
+                    if reasoning is not None:
+                        attributes[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
+                    if first_chunk is not None:
+                        attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = first_chunk
+                    if priced is not None:
+                        attributes[names.GEN_AI_USAGE_COST_AMOUNT] = priced.usd
+                        attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
+                        attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
+                        attributes[names.COST_PRICE_SOURCE] = priced.source
+                    if signal_attributes:
+                        attributes.update(signal_attributes)
+                    if error_type is not None:
+                        span.set_status(Status(StatusCode.ERROR))
+                    span.set_attributes(attributes)
+                capture = self._capture
+                content = self._capture_content(span, response) if capture.span or capture.event else None
+                # Asked first: a log pipeline that drops the event costs no read of the span.
+                enabled = instruments.event_logger_enabled
+                if enabled is None or enabled(
+                    severity_number=SeverityNumber.DEBUG, event_name=names.EVENT_INFERENCE_DETAILS
+                ):
+                    emit_inference_details(
+                        instruments.event_logger, span, content if capture.event else None, recording
+                    )
+            finally:
+                span.end()
 
     def _record_signals(
         self,
@@ -439,10 +543,11 @@ class ProviderCall:
             return request.on_call(summary), ()
         run = self._run
         policy = self._instruments.settings.policy
-        # No scope table, or no run and no [default] (the common direct call): no scope to look for.
-        looked = policy.scoped and (run is not None or policy.default is not None)
-        scope = run_records.policy_scope(policy, run) if looked else None
-        reference = scope.reference if scope is not None else NO_POLICY
+        if policy.scoped and (run is not None or policy.default is not None):
+            scope = run_records.policy_scope(policy, run)
+            reference = scope.reference if scope is not None else NO_POLICY
+        else:  # no scope table, or no run and no [default] (the common direct call): no scope to look for
+            scope, reference = None, NO_POLICY
         if run is not None:
             judged = run.on_call(summary, reference)
         else:
@@ -473,17 +578,20 @@ class ProviderCall:
     def _cost(self, response_model: str | None, usage: Usage) -> tuple[verdict.Cost | None, int | None]:
         """The call's cost (:mod:`otel_sampling.rules.verdict`: None without token counts or a price)
         and the served model's context window (None: unknown), from one look-up in the price source."""
-        if usage.input_tokens is None and usage.output_tokens is None:
+        input_tokens, output_tokens, _, _, _ = usage
+        if input_tokens is None and output_tokens is None:
             return None, None
         settings = self._instruments.settings
         requested = self._request_model if self._compare_models else None
-        model, quoted = verdict.policy_price(settings.policy.prices, response_model, requested)
         source = settings.price_source
+        prices = settings.policy.prices
+        if source is None and not prices:  # nothing prices any model (an empty table prices nothing)
+            _unpriced.report(verdict.priced_model(response_model, requested), None)
+            return None, None
+        model, quoted = verdict.policy_price(prices, response_model, requested)
         # The look-up (an LRU over genai-prices) is ours; the rule only picks the price. Its window is
         # the served model's only when the call is priced at the served model (not at the requested one).
-        listed = (
-            source.look_up(self._provider, model, usage.input_tokens or 0) if source is not None and model else UNLISTED
-        )
+        listed = source.look_up(self._provider, model, input_tokens or 0) if source is not None and model else UNLISTED
         window = listed.context_window if response_model else None
         if quoted is not None:
             return verdict.cost_of(quoted, usage), window
@@ -491,99 +599,6 @@ class ProviderCall:
             _unpriced.report(model, source)
             return None, window
         return verdict.source_cost(source.name, listed.price, usage), window
-
-    def _end_span(
-        self,
-        response: Response | None,
-        usage: Usage,
-        judged: CallVerdict,
-        error_type: str | None,
-        ending: str,
-        priced: verdict.Cost | None,
-        signal_attributes: Mapping[str, Any] | None,
-        violations: tuple[str, ...] = (),
-    ) -> None:
-        instruments = self._instruments
-        span = self._span
-        try:
-            recording = span.is_recording()
-            if recording:
-                max_length = instruments.settings.attribute_max_length
-                attributes: dict[str, Any] = {
-                    names.ENDING: ending,
-                    names.DEGRADATION_MODE: judged.mode,
-                    names.SUBSTITUTION: judged.substitution,
-                }
-                if judged.scope is not None:  # built from the policy file's table names
-                    attributes[names.POLICY_SCOPE] = judged.scope
-                for kind in violations:
-                    span.add_event(names.EVENT_VIOLATION, {names.VIOLATION_KIND: kind})
-                # Values from outside, cleaned and cut as clean_texts does (a printable string that
-                # fits, the common case, is kept as it is without a call).
-                if judged.reasons:
-                    attributes[names.DEGRADATION_REASON] = [clean(reason, max_length) for reason in judged.reasons]
-                reported = response.finish_reasons if response is not None else ()
-                first = reported[0] if type(reported) is tuple and len(reported) == 1 else None
-                if type(first) is str and len(first) <= max_length and first.isprintable():
-                    # one reported that fits (the common case): inference_finish_reasons keeps it as it is
-                    attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]
-                elif type(finish_reasons := endings.inference_finish_reasons(reported, ending)) is tuple:
-                    first = finish_reasons[0] if len(finish_reasons) == 1 else None
-                    if type(first) is str and len(first) <= max_length and first.isprintable():
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [first]  # one that fits
-                    elif finish_reasons:
-                        attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = [
-                            clean(reason, max_length) for reason in finish_reasons
-                        ]
-                elif finish_reasons is not None:
-                    attributes.update(clean_texts({names.GEN_AI_RESPONSE_FINISH_REASONS: finish_reasons}, max_length))
-                if error_type is not None:
-                    attributes.update(clean_texts({names.ERROR_TYPE: error_type}, max_length))
-                if response is not None:
-                    model, response_id = response.model, response.response_id
-                    if (
-                        type(model) is str
-                        and type(response_id) is str
-                        and len(model) <= max_length
-                        and len(response_id) <= max_length
-                        and (model + response_id).isprintable()
-                    ):
-                        if model:
-                            attributes[names.GEN_AI_RESPONSE_MODEL] = model
-                        if response_id:
-                            attributes[names.GEN_AI_RESPONSE_ID] = response_id
-                    else:
-                        outside = {names.GEN_AI_RESPONSE_MODEL: model, names.GEN_AI_RESPONSE_ID: response_id}
-                        attributes.update(clean_texts(outside, max_length))
-                input_tokens, output_tokens, cache_read, cache_write, reasoning = usage
-                # each a count (clean_usage): within int64, as OTLP carries it
-                if input_tokens is not None:
-                    attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = input_tokens
-                if output_tokens is not None:
-                    attributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
-                if cache_read is not None:
-                    attributes[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
-                if cache_write is not None:
-                    attributes[names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = cache_write
-                if reasoning is not None:
-                    attributes[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
-                if self._stream and self.chunk_times:
-                    attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = self.chunk_times[0] - self._start
-                if priced is not None:
-                    attributes[names.GEN_AI_USAGE_COST_AMOUNT] = priced.usd
-                    attributes[names.GEN_AI_USAGE_COST_CURRENCY] = names.CURRENCY_USD
-                    attributes[names.GEN_AI_USAGE_COST_SOURCE] = names.COST_SOURCE_LOCAL
-                    attributes[names.COST_PRICE_SOURCE] = priced.source
-                if signal_attributes:
-                    attributes.update(signal_attributes)
-                if error_type is not None:
-                    span.set_status(Status(StatusCode.ERROR))
-                span.set_attributes(attributes)
-            capture = self._capture
-            content = self._capture_content(span, response) if capture.span or capture.event else None
-            emit_inference_details(instruments.event_logger, span, content if capture.event else None, recording)
-        finally:
-            span.end()
 
     def _capture_content(self, span: trace.Span, response: Response | None) -> dict[str, Any]:
         """The content attributes (set on the span when capture puts content there)."""
@@ -609,15 +624,6 @@ class _Scope(Protocol):
     """Where a call made in a sampling request's callback publishes its summary: the request."""
 
     def on_call(self, call: CallSummary) -> CallVerdict: ...
-
-
-_USAGE_ATTRIBUTES = (
-    names.GEN_AI_USAGE_INPUT_TOKENS,
-    names.GEN_AI_USAGE_OUTPUT_TOKENS,
-    names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-    names.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
-    names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
-)
 
 
 # --------------------------------------------------------- the GenAI inference metrics of one call
@@ -653,28 +659,25 @@ MAX_CHUNK_TIMES: Final = MAX_CHUNK_GAPS + 1  # event times a stream's reader app
 
 def record_inference(
     instruments: InferenceInstruments,
-    attributes: Mapping[str, Any],
+    points: CallPoints,
     *,
-    ending: str,
     duration: float,
     first_chunk: float | None,
     chunk_gaps: Sequence[float],
     usage: Usage,
     context: Context,
-    points: CallPoints | None = None,
 ) -> None:
-    """Record one inference call (``attributes``: the metric attributes of every point, ``error.type``
-    included when it failed).
+    """Record one inference call.
 
     Args:
-        ending: ``otel_sampling.ending``, added to the duration's attributes.
+        points: the attributes of its points (:meth:`otel_sampling.metrics.Instruments.call_points`:
+            every point's, ``error.type`` included when it failed; the duration's, with
+            ``otel_sampling.ending``; v1.41's token usage's, with ``gen_ai.token.type``).
         duration: seconds from the request to the call's end.
         first_chunk: seconds from the request to a stream's first chunk; None: not a stream, or no chunk.
         chunk_gaps: seconds between consecutive chunks after the first (``time_per_output_chunk``).
         usage: the cleaned counts (:func:`~otel_sampling.rules.values.clean_usage`); None parts were not reported.
         context: the context to record in (:func:`otel_sampling.metrics.recorded_in`).
-        points: the attributes derived from ``attributes`` and ``ending``
-            (:meth:`otel_sampling.metrics.Instruments.call_points`), when built already.
 
     v1.41 names: ``gen_ai.client.token.usage`` gets ``input`` and ``output`` when reported. Newest
     names (token-metrics.yaml: "SHOULD record this metric for each inference operation, including
@@ -688,12 +691,8 @@ def record_inference(
     (``otel_sampling.client.usage.input_tokens`` and ``….cache_read.input_tokens``) get the input
     and cache-read counts as the newest two would, without modality.
     """
-    if points is None:
-        with_ending = {**attributes, names.ENDING: ending}
-        input_attributes = {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}
-        output_attributes = {**attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}
-    else:  # built already (and maybe shared between calls: never changed)
-        with_ending, input_attributes, output_attributes = points.with_ending, points.input_tokens, points.output_tokens
+    # (the dicts may be shared between calls: never changed)
+    attributes, with_ending, input_attributes, output_attributes, _ = points
     if instruments.operation_duration is not None:
         instruments.operation_duration.record(duration, with_ending, context=context)
     if instruments.inference_duration is not None:
@@ -851,15 +850,10 @@ _CONTENT: Final = frozenset(
 def emit_inference_details(
     event_logger: Logger, span: trace.Span, content: Mapping[str, Any] | None, recording: bool | None = None
 ) -> None:
-    """Emit the event for ``span`` (ended or about to end), with ``content`` when given; nothing
-    when the logger says it would drop a DEBUG record of this name (``Logger.enabled``, where the API
-    has it), asked first: a pipeline that drops it costs no read of the span. ``recording``:
+    """Emit the event for ``span`` (ended or about to end), with ``content`` when given; the caller
+    asks first whether the logger would drop a DEBUG record of this name (``Logger.enabled``, where
+    the API has it: :attr:`otel_sampling.metrics.Instruments.event_logger_enabled`). ``recording``:
     ``span.is_recording()`` when the caller knows it already (None: asked here)."""
-    enabled = getattr(event_logger, "enabled", None)
-    if enabled is not None and not enabled(
-        severity_number=SeverityNumber.DEBUG, event_name=names.EVENT_INFERENCE_DETAILS
-    ):
-        return
     if not (span.is_recording() if recording is None else recording):
         return
     recorded = getattr(span, "attributes", None)

@@ -478,15 +478,17 @@ def answer_ending(response: Response | None, error_type: str | None = None) -> E
         error_type: a failure found without an exception (an incomplete stream), which ends the
             call as rule 1 does, before what the answer reports.
     """
-    if error_type is None and response is not None:
-        error_type = response.error_type
+    if response is None:
+        return Ending(reported_ending(error_type), error_type) if error_type is not None else COMPLETED
+    # The fields read below, each once (a tuple's unpacking, cheaper than a read of each by name).
+    _, _, finish_reasons, _, _, _, reported_error, answered, refusal = response
+    if error_type is None:
+        error_type = reported_error
     if error_type is not None:
         return Ending(reported_ending(error_type), error_type)
-    if response is None:
-        return COMPLETED
-    if not response.answered:
+    if not answered:
         return EMPTY_RESPONSE
-    if response.refusal or not REFUSAL_REASONS.isdisjoint(response.finish_reasons):
+    if refusal or not REFUSAL_REASONS.isdisjoint(finish_reasons):
         return REFUSED
     return COMPLETED
 

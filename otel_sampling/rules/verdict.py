@@ -111,7 +111,7 @@ import functools
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from otel_sampling import names
 from otel_sampling.policy import Price
@@ -429,57 +429,61 @@ def judge_call(call: CallSummary, reference: Reference, failed_over: bool) -> Ca
     effort (:func:`~otel_sampling.rules.effort.below_primary`) is also ``reduced_effort``, after its
     own reason (a fallback that also thinks less is both).
     """
-    own: str | None = None
     failed = call.failed  # read once: a property
+    # The fields read below, each once (a tuple's unpacking, cheaper than a read of each by name).
+    _, _, _, requested, reported, _, _, _, provider_fallback, compare_models, named, client_fallback, effort = call
+    _, permitted, primary, _, scope, primary_effort = reference
     judged = names.SUBSTITUTION_NONE if failed else names.SUBSTITUTION_UNJUDGED
-    served: str | None = None
-    remembered = False  # the served model's own reason (_own_reason's) remembered with its judgement
-    served_reason: str | None = None
-    if not failed and call.served and call.compare_models:
-        requested = call.requested
-        if requested == call.served and reference.permitted is None and reference.primary is None:
+    served_reason: str | None = None  # the served model's own reason (_own_reason's)
+    if not failed and reported and compare_models:
+        if requested == reported and permitted is None and primary is None:
             # Served as asked and no policy names models (the common direct call): nothing was
             # substituted and it has no reason of its own, as _judge and _own_reason would find.
             judged = names.SUBSTITUTION_NONE
         elif (
             reference is NO_POLICY
-            and type(call.served) is str
-            and (requested is None or type(requested) is str)
-            and len(call.served) <= _REMEMBERED_LENGTH
-            and (requested is None or len(requested) <= _REMEMBERED_LENGTH)
+            and type(reported) is str
+            and len(reported) <= _REMEMBERED_LENGTH
+            and (requested is None or (type(requested) is str and len(requested) <= _REMEMBERED_LENGTH))
         ):  # no policy (the common direct call): the pair's judgement, remembered
-            served, judged, served_reason = _judged_without_policy(call.served, requested)
-            remembered = True
+            judged, served_reason = _judged_without_policy(reported, requested)
         else:
-            served = normalise(call.served)
+            served = normalise(reported)
             judged = _judge(reference, served, False, normalise(requested) if requested else None)
-    if call.provider_fallback:
+            served_reason = _own_reason(judged, served, primary)
+    own: str | None
+    if provider_fallback:
         own = names.REASON_PROVIDER_FALLBACK
-    elif call.client_fallback is not None and not failed:  # the router says why: its reason wins
-        own = call.client_fallback
+    elif client_fallback is not None and not failed:  # the router says why: its reason wins
+        own = client_fallback
     elif failed_over and not failed:
         own = names.REASON_FAILOVER
-    elif served is not None:
-        own = served_reason if remembered else _own_reason(judged, served, reference.primary)
-    primary_effort = reference.primary_effort
-    if primary_effort is not None and not failed and below_primary(call.effort, primary_effort):
-        return CallVerdict(*_verdict(own, _REDUCED_EFFORT, call.named), judged, reference.scope)
-    if own is None and not call.named:  # nothing degraded it: primary, without building the reasons
-        return CallVerdict(names.MODE_PRIMARY, (), judged, reference.scope)
-    return CallVerdict(*_verdict(own, call.named), judged, reference.scope)
+    else:
+        own = served_reason
+    if primary_effort is not None and not failed and below_primary(effort, primary_effort):
+        return CallVerdict(*_verdict(own, _REDUCED_EFFORT, named), judged, scope)
+    if own is None and not named:  # nothing degraded it: primary, without building the reasons
+        if scope is None:  # the common direct call: one verdict per judgement, built once
+            return _PRIMARY_UNSCOPED[judged]
+        return CallVerdict(names.MODE_PRIMARY, (), judged, scope)
+    return CallVerdict(*_verdict(own, named), judged, scope)
+
+
+# judge_call's verdicts of a primary call judged without a policy scope, one per judgement.
+_PRIMARY_UNSCOPED: Final = {judged: CallVerdict(names.MODE_PRIMARY, (), judged) for judged in names.SUBSTITUTIONS}
 
 
 _REDUCED_EFFORT = (names.REASON_REDUCED_EFFORT,)
 
 
 @functools.lru_cache(maxsize=_REMEMBERED_PAIRS)
-def _judged_without_policy(served: str, requested: str | None) -> tuple[str, str, str | None]:
-    """The normalised served model, the substitution judgement and the served model's own reason
-    (:func:`_own_reason`) of a call that did not fail, judged against :data:`NO_POLICY`
-    (``judge_call``'s: pure, so a process's few pairs are judged once)."""
+def _judged_without_policy(served: str, requested: str | None) -> tuple[str, str | None]:
+    """The substitution judgement and the served model's own reason (:func:`_own_reason`) of a call
+    that did not fail, judged against :data:`NO_POLICY` (``judge_call``'s: pure, so a process's few
+    pairs are judged once)."""
     normalised = normalise(served)
     judged = _judge(NO_POLICY, normalised, False, normalise(requested) if requested else None)
-    return normalised, judged, _own_reason(judged, normalised, NO_POLICY.primary)
+    return judged, _own_reason(judged, normalised, NO_POLICY.primary)
 
 
 # A client router's fallbacks for the request's fit, not for an outage (LiteLLM Router
