@@ -345,13 +345,20 @@ def _model_response_of(answer: Any, choice_class: Any, plain_usage: tuple[type, 
         if isinstance(message_refusal, str) and message_refusal:
             refusal = True
     model, response_id = fields.get("model"), fields.get("id")
-    return Response(
-        model if isinstance(model, str) and model else None,
-        response_id if isinstance(response_id, str) else None,
-        tuple(reasons),
-        _usage_of(fields["usage"] if "usage" in fields else extra.get("usage"), plain_usage),
-        answered=bool(choices),
-        refusal=refusal,
+    # _make: a namedtuple built from one tuple of its fields, in order, skips the keyword binding of
+    # its __new__ (about 2k instructions); it checks their number.
+    return Response._make(
+        (
+            model if isinstance(model, str) and model else None,
+            response_id if isinstance(response_id, str) else None,
+            tuple(reasons),
+            _usage_of(fields["usage"] if "usage" in fields else extra.get("usage"), plain_usage),
+            False,  # provider_fallback
+            None,  # output: content capture fills it (ProviderState.parsed)
+            None,  # error_type: an answer with an error member is read tolerantly
+            bool(choices),  # answered
+            refusal,
+        )
     )
 
 
@@ -494,15 +501,18 @@ class _State(ProviderState):
         attributes = None
         if "reasoning_effort" in body or "reasoning" in body:
             attributes = {**reasoning_level(body, "reasoning_effort"), **reasoning_level(body, "reasoning", "effort")}
-        return Request(
-            upstream,
-            max_tokens,
-            body.get("stream") is True,
-            body,
-            provider,
-            attributes=attributes,
-            deployment=deployment,
-            client_fallback=fallback_reason(body) if "metadata" in body or "litellm_metadata" in body else None,
+        return Request._make(  # in its field order (_make: see _model_response_of)
+            (
+                upstream,
+                max_tokens,
+                body.get("stream") is True,
+                body,
+                provider,
+                attributes,
+                deployment,
+                fallback_reason(body) if "metadata" in body or "litellm_metadata" in body else None,  # client_fallback
+                None,  # effort: LiteLLM's reasoning level is an attribute
+            )
         )
 
     def _resolved(self, model: str, body: Mapping[str, Any]) -> tuple[str, str, bool, tuple[str, int | None] | None]:
