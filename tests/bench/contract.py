@@ -192,11 +192,13 @@ def _emissions(context: Any) -> dict[str, Callable[[], Any]]:
     from opentelemetry import metrics
 
     from otel_sampling import names, semconv_mode
-    from otel_sampling.metrics import InferenceInstruments
+    from otel_sampling.metrics import InferenceInstruments, call_points_of
     from otel_sampling.records.provider_call import record_inference
     from otel_sampling.rules.values import Usage
 
     usage = Usage(1200, 300, 0, 0)  # anthropic reports both cache counts, 0 included
+    # The call's point attributes, built once: ours keeps them per admitted label set (Instruments.call_points).
+    points = call_points_of(dict(_CALL_LABELS), names.ENDING_COMPLETED)
     gaps = [0.01] * _STREAM_GAPS
     found: dict[str, Callable[[], Any]] = {}
     for index, (value, emission) in enumerate(_EMISSIONS):
@@ -212,8 +214,7 @@ def _emissions(context: Any) -> dict[str, Callable[[], Any]]:
             ) -> None:
                 record_inference(
                     instruments,
-                    _CALL_LABELS,
-                    ending=names.ENDING_COMPLETED,
+                    points,
                     duration=1.5,
                     first_chunk=first_chunk,
                     chunk_gaps=chunk_gaps,
