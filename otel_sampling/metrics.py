@@ -411,8 +411,14 @@ def recorded_in(span: trace.Span) -> Context:
     current (after the callback or the SDK call returned) or on the watchdog thread (stalls), where
     the current span is the parent or none: recorded in this context, an exemplar names ``span``.
     Build it once per ending, for all of its points.
+
+    The context holds a ``NonRecordingSpan`` of ``span``'s own span context: the exemplar filter and
+    reservoir read only that (its trace flags, trace and span ids), and read it from a
+    ``NonRecordingSpan`` without the SDK span's two Python frames per read, twice per point. A span
+    whose context is invalid (a no-op tracer's) is put there itself, as the SDK reads it (no ids).
     """
-    return trace.set_span_in_context(span, Context())
+    span_context = span.get_span_context()
+    return trace.set_span_in_context(trace.NonRecordingSpan(span_context) if span_context.is_valid else span, Context())
 
 
 class Instruments:

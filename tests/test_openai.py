@@ -810,3 +810,26 @@ def test_a_traceparent_the_caller_named_in_another_case_is_the_one_sent(where, o
     assert sent == [[own]]
     assert given == {"TraceParent": own}
     assert openai_instrumented.spans()  # still traced
+
+
+class _UnhashablePost(str):
+    """A method that equals "post" and cannot be a dict key (a caller's own request options)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other)
+
+
+def test_a_caller_built_post_whose_method_is_an_odd_string_is_traced(openai_instrumented, fake_provider):
+    """The method is compared as the SDK's request compares it, whatever its type."""
+    from openai._models import FinalRequestOptions
+    from openai.types.chat import ChatCompletion
+
+    options = FinalRequestOptions.construct(
+        method=_UnhashablePost("post"),
+        url="/chat/completions",
+        json_data={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+    )
+    assert type(client(fake_provider).request(ChatCompletion, options)) is ChatCompletion
+    assert [span.name for span in openai_instrumented.spans()] == ["chat gpt-4o"]

@@ -239,3 +239,19 @@ def test_a_value_that_is_not_a_boolean_is_reported_and_the_default_kept(caplog):
     assert any(
         names.ENV_OMIT_PROVIDER_TRACE_CONTEXT in r.getMessage() and "'nope'" in r.getMessage() for r in caplog.records
     )
+
+
+def test_a_propagator_header_named_in_bytes_goes_out(openai_instrumented, fake_provider, monkeypatch):
+    """The API types carrier keys as strings, yet httpx sends a bytes name as it is: a propagator that
+    writes one still has its header sent (matched against the caller's names by its own lower())."""
+    from opentelemetry import propagate
+
+    def inject(carrier, context=None, setter=None):
+        carrier[b"x-b3"] = "v"
+
+    monkeypatch.setattr(propagate, "inject", inject)
+    fake_provider.reset()
+    client(fake_provider).chat.completions.create(**CHAT)
+    (headers,) = sent_headers(fake_provider)
+    assert headers.get("x-b3") == "v"
+    assert len(openai_instrumented.spans()) == 1

@@ -530,10 +530,10 @@ class _State(ProviderState):
         else:
             options, body = request_options(args, kwargs)
             url, method = getattr(options, "url", None), getattr(options, "method", None)
-        try:
+        if type(method) is str and type(url) is str:  # the SDK's own options: one look-up
             api = _APIS.get((method, url))
-        except TypeError:  # an unhashable method or url: no SDK request of ours
-            api = None
+        else:  # another type (a caller's own options): compared, as the SDK's request would
+            api = _APIS.get(("post", url)) if isinstance(url, str) and method == "post" else None
         if api is None or not body:
             return None
         attributes, max_tokens_keys, any_max_tokens_key = api
@@ -625,7 +625,11 @@ def _add_trace_context(state: _State, client: Any, options: Any) -> None:
             state.last_client_headers = (weakref.ref(client), named)
         except TypeError:  # a client that cannot be a key (a subclass with __eq__ and no __hash__): read each time
             named = _client_header_names(client, state.omit_type)
-    if not named.isdisjoint(map(str.lower, carrier)):
+    try:
+        disjoint = named.isdisjoint(map(str.lower, carrier))  # in C
+    except TypeError:  # a propagator that wrote a key of another type (bytes): its own lower()
+        disjoint = named.isdisjoint(key.lower() for key in carrier)
+    if not disjoint:
         carrier = {key: value for key, value in carrier.items() if key.lower() not in named}
         if not carrier:
             return

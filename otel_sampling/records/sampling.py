@@ -488,15 +488,15 @@ class SamplingRecord:
         """The request's one verdict (:func:`~otel_sampling.rules.verdict.judge_request`), from what
         the calls inside it published (no call counts here once ``_ended`` is set)."""
         named, around = self._named, now.reasons
-        facts = RequestFacts(
-            served=served,
-            requested=self._last_requested if self._calls.produced is not None else None,
-            failed=ending.error_type is not None,
-            failed_over=self._failed_over(),
-            canary=self._canary or now.canary,
-            provider_fallback=self._provider_fallback,
-            call_reasons=tuple(self._call_reasons),
-            named=tuple(dict.fromkeys((*named, *around))) if named or around else (),  # distinct, first seen first
+        facts = RequestFacts(  # positional, in field order (one built per request: no keyword binding)
+            served,
+            self._last_requested if self._calls.produced is not None else None,  # requested
+            ending.error_type is not None,  # failed
+            self._failed_over(),
+            self._canary or now.canary,  # canary
+            self._provider_fallback,
+            tuple(self._call_reasons),
+            tuple(dict.fromkeys((*named, *around))) if named or around else (),  # named: distinct, first seen first
         )
         return verdict.judge_request(facts, self._reference)
 

@@ -210,7 +210,7 @@ def structured_failure(asked: Asked, answer: Answer) -> tuple[bool, str | None]:
             if answer.tool_calls:
                 return False, None  # the model called a tool first: no structured answer yet
             texts = ("",)
-        elif None in texts:  # (a text's own __eq__ may say so too: the filter decides, by identity)
+        elif any(map(is_, texts, _NONES)):  # by identity, in C (a text's own __eq__ is never asked)
             texts = [text for text in texts if text is not None]
         values = [_decoded(text) for text in texts]
         schema = asked.schema

@@ -109,14 +109,14 @@ class Seen(NamedTuple):
         if taken:
             kept = tuple(d for d in decisions if d.server != server)[-(DECISION_SERVERS - 1) :]
             decisions = (*kept, Decision(server, taken, ending == names.ENDING_BUDGET_EXHAUSTED, now))
-        return Seen(
-            server=server,
-            decisions=decisions,
-            denied_server=server if ending in DENIALS else (earlier.denied_server if earlier else None),
-            requested=requested,
-            granted=granted if granted is not None else (earlier.granted if earlier else None),
-            trace_id=trace_id,
-            span_id=span_id,
+        return Seen(  # positional, in field order (one built per request: no keyword binding)
+            server,
+            decisions,
+            server if ending in DENIALS else (earlier.denied_server if earlier else None),  # denied_server
+            requested,
+            granted if granted is not None else (earlier.granted if earlier else None),  # granted
+            trace_id,
+            span_id,
         )
 
 

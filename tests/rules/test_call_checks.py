@@ -313,3 +313,20 @@ def test_a_call_that_asked_is_checked_only_when_its_answer_was_read() -> None:
     answer = Answer((ToolCall("rm", "{}"),))
     assert judge(OFFERED, answer, False, ("tool_calls",), None, None).checked == Checked(1, 1, 0)
     assert judge(OFFERED, None, False, (), None, None) is NO_SIGNALS  # an error body, a refusal, no answer
+
+
+class _RaisingEq(str):
+    """A text whose == raises (a subclass with its own __eq__)."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("no comparison")
+
+
+def test_the_answer_s_texts_are_told_from_none_by_identity_only() -> None:
+    """A text is never compared: its own ``__eq__`` (raising here) is not asked whether it is None."""
+    asked = Asked({}, True, {"type": "object"})
+    answer = Answer((), (_RaisingEq('{"q": "a"}'),))
+    assert structured_failure(asked, answer) == (True, None)
+    assert check(asked, answer) == Checked(0, 0, 0, True, None)
