@@ -64,6 +64,12 @@ SDK_LIMIT = "sdk-limit"  # the floor's span and points recorded by the SDK alone
 # so span ids and exemplar choices repeat; what is left moves with allocation addresses), so by under about
 # 4% in a ratio of two; one more metric point on a call adds about 10%.
 TOLERANCE = 0.07
+# LiteLLM's kinds move more between processes (LiteLLM's own per-process state, not ours: its floor and
+# bare move as much): on 2026-12-07 the same code measured ours' added count on a LiteLLM stream at
+# +2,253k to +2,535k (12.5%) and its ratio to the floor at 0.98x to 1.09x, and a create's floor +1,013k
+# to +1,116k; on 2026-12-06 the stream's floor +2,370k to +2,793k (18%). Their tolerance covers that
+# spread; the openai kinds guard the SDK path they share at the common one.
+KIND_TOLERANCE = {"litellm-create": 0.15, "litellm-stream": 0.3}
 # Targets (the instruction-count ones of the performance issue): ours over the floor on provider calls,
 # over a peer recording as much (PEER) or less (LESSER_PEER: openai-v2's 1.0x), over the MCP floor and
 # the bare MCP round trip (and PER_EVENT_TARGET, per stream event over the floor's, in scaling.py).
@@ -486,16 +492,20 @@ def committed_ratios(table: dict[str, dict[str, Measured | str]]) -> dict[str, d
     return out
 
 
-def budgets(table: dict[str, dict[str, Measured | str]], tolerance: float) -> dict[str, dict[str, int]]:
+def budgets(
+    table: dict[str, dict[str, Measured | str]], tolerance: float, by_kind: Mapping[str, float] | None = None
+) -> dict[str, dict[str, int]]:
     """``kind -> config -> the most instructions per call it may add over bare``: what it added in
-    ``table`` plus ``tolerance`` (relative), rounded up to the next thousand; for :data:`BUDGETED`."""
+    ``table`` plus ``tolerance`` (relative; a kind's own in ``by_kind``), rounded up to the next
+    thousand; for :data:`BUDGETED`."""
     out: dict[str, dict[str, int]] = {}
     for kind, rows in table.items():
         out[kind] = {}
+        allowed = (by_kind or {}).get(kind, tolerance)
         for config in BUDGETED:
             value = added(rows, config)
             if value is not None and value > 0:
-                out[kind][config] = -(-round(value * (1 + tolerance)) // 1000) * 1000
+                out[kind][config] = -(-round(value * (1 + allowed)) // 1000) * 1000
     return out
 
 
@@ -504,6 +514,7 @@ def committed_file(table: dict[str, dict[str, Measured | str]], n: int, warmup: 
     counts, the targets, ours' ratios to the floors, the budgets and every count measured."""
     return {
         "tolerance": TOLERANCE,
+        "kind_tolerance": KIND_TOLERANCE,
         "calls": n,
         "warmup": warmup,
         "targets": {
@@ -513,7 +524,7 @@ def committed_file(table: dict[str, dict[str, Measured | str]], n: int, warmup: 
             "x_floor_per_event": PER_EVENT_TARGET,
         },
         "x_floor": committed_ratios(table),
-        "added_budget": budgets(table, TOLERANCE),
+        "added_budget": budgets(table, TOLERANCE, KIND_TOLERANCE),
         "instructions_per_call": {
             kind: {c: round(r.per_call) for c, r in rows.items() if isinstance(r, Measured)}
             for kind, rows in table.items()
@@ -522,22 +533,26 @@ def committed_file(table: dict[str, dict[str, Measured | str]], n: int, warmup: 
 
 
 def compare(
-    committed: Mapping[str, Mapping[str, float]], current: Mapping[str, Mapping[str, float]], tolerance: float
+    committed: Mapping[str, Mapping[str, float]],
+    current: Mapping[str, Mapping[str, float]],
+    tolerance: float,
+    by_kind: Mapping[str, float] | None = None,
 ) -> list[str]:
     """One line per ratio; a line starting with ``FAIL`` for each that rose by more than ``tolerance``
-    (relative) or could not be measured."""
+    (relative; a kind's own in ``by_kind``) or could not be measured."""
     lines = []
     for kind, configs in committed.items():
+        allowed = (by_kind or {}).get(kind, tolerance)
         for config, before in configs.items():
             now = current.get(kind, {}).get(config)
             if now is None:
                 lines.append(f"FAIL {kind} {config}: not measured (committed {before:.3f}x floor)")
                 continue
             change = now / before - 1
-            verdict = "FAIL" if change > tolerance else "ok  "
+            verdict = "FAIL" if change > allowed else "ok  "
             lines.append(
                 f"{verdict} {kind} {config}: {now:.3f}x floor, committed {before:.3f}x ({change:+.1%}; "
-                f"tolerance +{tolerance:.0%})"
+                f"tolerance +{allowed:.0%})"
             )
     return lines
 
@@ -565,7 +580,9 @@ def check(n: int | None, drag: int) -> int:
     configs = [BARE, OURS, OURS_WITH_SERVER, FLOOR, MCP_FLOOR]
     table = measure_all(configs, kinds, n, warmup, drag=drag)
     lines = [
-        *compare(committed["x_floor"], committed_ratios(table), committed["tolerance"]),
+        *compare(
+            committed["x_floor"], committed_ratios(table), committed["tolerance"], committed.get("kind_tolerance")
+        ),
         *compare_budgets(committed["added_budget"], table),
     ]
     print("\n".join(lines))
