@@ -681,9 +681,7 @@ def async_create_wrapper(state: ProviderState) -> Callable[..., Any]:
     """wrapt wrapper for an ``async def`` call (``create``, or the SDK's ``request``)."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        # A call made while another provider call of ours is being sent (a client library that calls
-        # a provider SDK underneath: LiteLLM's openai provider calls the openai SDK) is that call's
-        # upstream request: the outer call owns its span, so it is not traced again.
+        # (an upstream request of a call of ours passes through: see create_wrapper)
         if not instrumentation_enabled() or _state.current_call.get() is not None:
             return await wrapped(*args, **kwargs)
         call = guarded("start a provider call", _start, state, instance, args, kwargs)

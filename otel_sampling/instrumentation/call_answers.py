@@ -137,8 +137,8 @@ def anthropic_asked(body: Mapping[str, Any]) -> Asked | None:
         forced = _str(_get(choice, "name"))
     if not tools and not structured and forced is None:
         return None
-    # (tuple's own __new__: the same Asked, without the NamedTuple's Python frame)
-    return tuple.__new__(Asked, (tools, structured or forced is not None, schema, forced))
+    # _make: built from its fields in order, without __new__'s keyword binding; it checks their number.
+    return Asked._make((tools, structured or forced is not None, schema, forced))
 
 
 _NOT_ASKED: Final = (False, None)  # _json_schema's answer for no output format
@@ -183,8 +183,8 @@ def openai_asked(body: Mapping[str, Any]) -> Asked | None:
         forced = _str(_get(_get(choice, "function"), "name") or _get(choice, "name"))
     if not tools and not structured and forced is None:
         return None
-    # (tuple's own __new__: the same Asked, without the NamedTuple's Python frame)
-    return tuple.__new__(Asked, (tools, structured or forced is not None, schema, forced))
+    # _make: built from its fields in order, without __new__'s keyword binding; it checks their number.
+    return Asked._make((tools, structured or forced is not None, schema, forced))
 
 
 # ---------------------------------------------------------------------- anthropic answers

@@ -625,26 +625,19 @@ def _add_trace_context(state: _State, client: Any, options: Any) -> None:
             state.last_client_headers = (weakref.ref(client), named)
         except TypeError:  # a client that cannot be a key (a subclass with __eq__ and no __hash__): read each time
             named = _client_header_names(client, state.omit_type)
+    custom = options.headers  # NotGiven (no headers, the common call) is falsy
+    # A name the caller set on the call in any case (Omit() included) is the caller's too: openai 2.x
+    # merges the custom headers over the client's case-sensitively, so ours would go out beside it.
+    taken = named | {key.lower() for key in custom} if custom else named
     try:
-        disjoint = named.isdisjoint(map(str.lower, carrier))  # in C
+        disjoint = taken.isdisjoint(map(str.lower, carrier))  # in C
     except TypeError:  # a propagator that wrote a key of another type (bytes): its own lower()
-        disjoint = named.isdisjoint(key.lower() for key in carrier)
+        disjoint = taken.isdisjoint(key.lower() for key in carrier)
     if not disjoint:
-        carrier = {key: value for key, value in carrier.items() if key.lower() not in named}
-        if not carrier:
-            return
-    custom = options.headers
-    if not custom:  # NotGiven (no headers) is falsy
-        options.headers = carrier
-        return
-    # A name the caller set in any case (Omit() included) is the caller's: openai 2.x merges the
-    # custom headers over the client's case-sensitively, so ours would go out beside it.
-    taken = {key.lower() for key in custom}
-    if not taken.isdisjoint(key.lower() for key in carrier):
         carrier = {key: value for key, value in carrier.items() if key.lower() not in taken}
         if not carrier:
             return
-    options.headers = {**carrier, **custom}
+    options.headers = {**carrier, **custom} if custom else carrier
 
 
 def _build_headers_wrapper(state: _State) -> Callable[..., Any]:

@@ -183,8 +183,8 @@ def check(asked: Asked, answer: Answer) -> Checked:
         judged, failure = True, None
     else:
         judged, failure = structured_failure(asked, answer)
-    # (tuple's own __new__: the same Checked, without the NamedTuple's Python frame)
-    return tuple.__new__(Checked, (len(calls), not_offered, invalid, judged, failure))
+    # _make: built from its fields in order, without __new__'s keyword binding; it checks their number.
+    return Checked._make((len(calls), not_offered, invalid, judged, failure))
 
 
 def tool_call_error(asked: Asked, call: ToolCall) -> str | None:
@@ -298,8 +298,7 @@ def judge(
         return Signals(NOTHING_CHECKED, NOTHING_ASKED, truncated, utilized)
     if answer is None:  # nothing read to judge: no count, not even 0
         return judge(None, None, context_length, finish_reasons, input_tokens, window)
-    # (tuple's own __new__: the same tuple, without the NamedTuple's Python frame)
-    return tuple.__new__(Signals, (check(asked, answer), asked, truncated, utilized))
+    return Signals._make((check(asked, answer), asked, truncated, utilized))  # (_make: see check)
 
 
 # ---------------------------------------------------------------------- JSON values and the schema check

@@ -148,6 +148,15 @@ class _SaysItIsNone(str):
     __hash__ = str.__hash__
 
 
+class _RaisingEq(str):
+    """A text whose own ``==`` raises."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("no comparison")
+
+
 def test_only_the_choices_with_text_are_judged() -> None:
     assert structured_failure(SCHEMA, Answer(texts=(None, '{"city": "Paris"}'))) == (True, None)
     assert structured_failure(SCHEMA, Answer(texts=('{"city": "Paris"}', None, "{"))) == (
@@ -161,6 +170,11 @@ def test_only_the_choices_with_text_are_judged() -> None:
     tool_first = Answer((ToolCall("get_weather", "{}"),), texts=(odd,))
     assert structured_failure(SCHEMA, tool_first) == (True, names.STRUCTURED_OUTPUT_SCHEMA_MISMATCH)
     assert structured_failure(SCHEMA, Answer((ToolCall("get_weather", "{}"),), texts=(None, None))) == (False, None)
+    # ... and is never compared: an ``==`` that raises is not asked whether the text is None.
+    asked = Asked({}, True, {"type": "object"})
+    answer = Answer((), (_RaisingEq('{"q": "a"}'),))
+    assert structured_failure(asked, answer) == (True, None)
+    assert check(asked, answer) == Checked(0, 0, 0, True, None)
 
 
 def test_json_mode_without_a_schema_only_has_to_parse() -> None:
@@ -313,20 +327,3 @@ def test_a_call_that_asked_is_checked_only_when_its_answer_was_read() -> None:
     answer = Answer((ToolCall("rm", "{}"),))
     assert judge(OFFERED, answer, False, ("tool_calls",), None, None).checked == Checked(1, 1, 0)
     assert judge(OFFERED, None, False, (), None, None) is NO_SIGNALS  # an error body, a refusal, no answer
-
-
-class _RaisingEq(str):
-    """A text whose == raises (a subclass with its own __eq__)."""
-
-    __hash__ = str.__hash__
-
-    def __eq__(self, other: object) -> bool:
-        raise ValueError("no comparison")
-
-
-def test_the_answer_s_texts_are_told_from_none_by_identity_only() -> None:
-    """A text is never compared: its own ``__eq__`` (raising here) is not asked whether it is None."""
-    asked = Asked({}, True, {"type": "object"})
-    answer = Answer((), (_RaisingEq('{"q": "a"}'),))
-    assert structured_failure(asked, answer) == (True, None)
-    assert check(asked, answer) == Checked(0, 0, 0, True, None)
