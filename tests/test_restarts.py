@@ -21,9 +21,12 @@ import pytest
 from conftest import SPANS
 from drivers import call, callback_returning, result
 from otel_sampling import names
+from otel_sampling.records.sampling import SESSION_ATTRIBUTE_SETS
 from sampling_server import build_server, generated_name
 
-WARM_UP = 50  # first restarts: caches of mcp, pydantic and the OTel SDK fill, label sets admit their values
+# First restarts: caches of mcp, pydantic and the OTel SDK fill, label sets admit their values, and the
+# sessions' start attributes (one set per session, at most SESSION_ATTRIBUTE_SETS) reach their cap.
+WARM_UP = SESSION_ATTRIBUTE_SETS
 RESTARTS = 300
 SOAK_RESTARTS = 10_000
 # Growth allowed over a run: an object kept per restart grows by 1 each time. Whatever the number of
